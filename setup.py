@@ -1,0 +1,79 @@
+"""Build torchlite's CPU array layer: every torchlite/_core/*.pyx becomes one extension.
+
+Flags by compiler (chosen in build_ext, when the compiler is known):
+  gcc/clang on Linux   -O3 -fopenmp                (auditwheel vendors libgomp)
+  Apple clang          -Xpreprocessor -fopenmp -lomp, from TORCHLITE_OPENMP_PREFIX (libomp)
+  MSVC                 /O2 /openmp                  (delvewheel vendors vcomp140.dll)
+Nothing distributed uses -march=native: SIMD kernels are compiled once per ISA level
+(see torchlite/_core/kernels/isa.h) and picked at import.  TORCHLITE_NATIVE=1 builds a
+copy tuned for this CPU only.  TORCHLITE_OPENMP=0 builds without OpenMP (serial kernels).
+"""
+import glob
+import os
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORE = os.path.join("torchlite", "_core")
+
+
+def _env_flag(name, default):
+    return os.environ.get(name, default).strip().lower() not in ("0", "false", "no", "off", "")
+
+
+class BuildExt(build_ext):
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:  # compile the extensions side by side
+            self.parallel = os.cpu_count() or 1
+
+    def build_extensions(self):
+        ctype = self.compiler.compiler_type
+        use_omp = _env_flag("TORCHLITE_OPENMP", "1")
+        cflags, ldflags = [], []
+        if ctype == "msvc":
+            cflags += ["/O2", "/fp:precise"]
+            if use_omp:
+                cflags.append("/openmp")
+        else:
+            cflags += ["-O3", "-g0", "-fno-math-errno", "-fno-trapping-math",
+                       "-Wno-unused-function", "-Wno-unreachable-code"]
+            if _env_flag("TORCHLITE_NATIVE", "0"):
+                cflags.append("-march=native")
+            if sys.platform == "darwin":
+                prefix = os.environ.get("TORCHLITE_OPENMP_PREFIX")
+                if use_omp and prefix:
+                    cflags += ["-Xpreprocessor", "-fopenmp", f"-I{prefix}/include"]
+                    ldflags += [f"-L{prefix}/lib", "-lomp", f"-Wl,-rpath,{prefix}/lib"]
+                elif use_omp:
+                    print("torchlite: no TORCHLITE_OPENMP_PREFIX on macOS, building without OpenMP")
+            else:
+                if use_omp:
+                    cflags.append("-fopenmp")
+                    ldflags.append("-fopenmp")
+                if sys.platform.startswith("linux"):
+                    ldflags.append("-Wl,--strip-all")
+        for ext in self.extensions:
+            ext.extra_compile_args = cflags + ext.extra_compile_args
+            ext.extra_link_args = ldflags + ext.extra_link_args
+        super().build_extensions()
+
+
+def extensions():
+    from Cython.Build import cythonize
+
+    exts = []
+    for pyx in sorted(glob.glob(os.path.join(CORE, "*.pyx"))):
+        name = pyx[:-4].replace(os.sep, ".")
+        exts.append(Extension(name, [pyx], include_dirs=[CORE, os.path.join(CORE, "kernels")]))
+    return cythonize(
+        exts,
+        nthreads=os.cpu_count() or 1,
+        compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False,
+                                 cdivision=True, initializedcheck=False, embedsignature=True),
+    )
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})

@@ -1,0 +1,34 @@
+"""torchlite: a small, fast deep learning library with PyTorch's programming model.
+
+    import torchlite as torch
+    x = torch.randn(3, 4)
+
+The layers (see the README): torchlite/_core (Cython + OpenMP array layer) -> Tensor and
+its ops (torchlite/_tensor.py, torchlite/_ops/) -> nn, optim, utils.data.
+"""
+from .version import __version__
+from ._dtype import (dtype, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
+                     float64, half, float, double, short, int, long, get_default_dtype,
+                     set_default_dtype, promote_types, can_cast, finfo, iinfo)
+from ._device import device
+from ._size import Size
+from ._tensor import Tensor
+from ._tensor_str import set_printoptions
+from ._ops import creation as _creation, pointwise as _pointwise, views as _views
+from ._ops import conversion as _conversion, indexing as _indexing
+from ._ops.creation import (tensor, as_tensor, asarray, from_numpy, zeros, ones, empty, full,
+                            zeros_like, ones_like, empty_like, full_like, arange, linspace,
+                            logspace, eye)
+from ._ops.pointwise import *  # noqa: F401,F403  (the elementwise ops, listed in its tables)
+from ._ops.pointwise import (add, sub, subtract, rsub, div, divide, true_divide, pow,
+                             float_power, where, clamp, clip, clamp_min, clamp_max, nan_to_num,
+                             logit, round, positive, isclose, allclose, equal, lerp, addcmul,
+                             addcdiv, neg, negative)
+from ._ops.views import (view_as, reshape, permute, transpose, swapaxes, swapdims, t, adjoint,
+                         movedim, moveaxis, broadcast_to, broadcast_shapes, broadcast_tensors,
+                         squeeze, unsqueeze, flatten, ravel, unflatten, narrow, select, unbind,
+                         diagonal, as_strided, flip, fliplr, flipud, clone, atleast_1d,
+                         atleast_2d, atleast_3d)
+from ._config import show_config, get_num_threads, set_num_threads, is_tensor, numel
+
+__all__ = [n for n in dir() if not n.startswith("_")]

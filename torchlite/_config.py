@@ -1,0 +1,65 @@
+"""Build and runtime configuration: threads, SIMD level, OpenMP, CUDA availability."""
+import os
+import platform
+import sys
+
+from ._core import elementwise as _ew
+from ._core import parallel as _par
+from .version import __version__
+
+
+def get_num_threads():
+    """Threads used by torchlite's CPU kernels (default: all cores, or OMP_NUM_THREADS)."""
+    return _par.get_num_threads()
+
+
+def set_num_threads(n):
+    """Set the threads used by torchlite's CPU kernels."""
+    _par.set_num_threads(n)
+
+
+def is_tensor(obj):
+    from ._tensor import Tensor
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()
+
+
+_ISA_NAMES = {0: "baseline (SSE2 on x86-64)", 3: "AVX2 + FMA (x86-64-v3)", 4: "AVX-512 (x86-64-v4)"}
+
+
+def config():
+    """A dict describing this build and machine (what show_config prints)."""
+    from . import _core
+    import numpy
+    cuda = "not checked"
+    try:
+        from .cuda import _status
+        st = _status()
+        cuda = "available" if st.get("available") else f"not available: {st.get('reason')}"
+    except ImportError:
+        cuda = "not available: the CUDA backend is not part of this build yet"
+    so = [os.path.basename(p) for p in os.listdir(os.path.dirname(_core.__file__)) if p.endswith((".so", ".pyd"))]
+    return {
+        "torchlite": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "numpy": numpy.__version__,
+        "openmp": _par.openmp_enabled(),
+        "num_threads": _par.get_num_threads(),
+        "cpu_cores": os.cpu_count(),
+        "simd_cpu": _ISA_NAMES.get(_ew.cpu_isa_level()),
+        "simd_in_use": _ISA_NAMES.get(_ew.isa_level()),
+        "simd_compiled": [_ISA_NAMES[lv] for lv in _ew.compiled_isa_levels()],
+        "native_build": os.environ.get("TORCHLITE_NATIVE", "0") == "1",
+        "extensions": sorted(so),
+        "cuda": cuda,
+    }
+
+
+def show_config():
+    """Print versions, build flags, threads, SIMD level and CUDA status (attach to bug reports)."""
+    for k, v in config().items():
+        print(f"{k:>14}: {v}")

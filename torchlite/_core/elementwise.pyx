@@ -1,0 +1,740 @@
+# Elementwise ops over strided, broadcast operands: type promotion, the iteration plan and
+# its OpenMP driver.  The per-dtype inner loops are C (kernels/ewise_body.h), compiled once
+# per ISA level; this module picks the loop, plans the iteration and runs it.
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
+from torchlite._core.array cimport (Array, Storage, MAX_DIMS, new_array, new_array_strided,
+                                    make_view, parse_shape, shape_tuple, tl_itemsize,
+                                    TL_BOOL, TL_UINT8, TL_INT8, TL_INT16, TL_INT32, TL_INT64,
+                                    TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64,
+                                    TL_ERR_ZERODIV)
+from torchlite._core.array import broadcast_shapes
+from torchlite._core.parallel cimport num_chunks
+import os
+
+cdef extern from "kernels/ewise.h" nogil:
+    enum:
+        TL_NUNARY, TL_NBINARY, TL_NTERNARY
+    tl_loop tl_unary_loops[TL_NUNARY][10]
+    tl_loop tl_binary_loops[TL_NBINARY][10]
+    tl_loop tl_ternary_loops[TL_NTERNARY][10]
+    tl_loop tl_cast_loops[10][10]
+    const char* tl_unary_names[]
+    const char* tl_binary_names[]
+    const char* tl_ternary_names[]
+    int tl_ewise_install(int level)
+    int tl_cpu_isa_level()
+    int tl_compiled_isa_levels()
+
+DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+               "float32", "float64")
+_TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
+                "Double")
+
+cdef int64_t GRAIN = 32768          # elements per thread below which a loop stays serial
+
+# ---------------------------------------------------------------------------------------
+# ISA selection
+# ---------------------------------------------------------------------------------------
+cdef int _isa = 0
+
+def cpu_isa_level():
+    """The best SIMD level this CPU supports: 0 (baseline), 3 (AVX2+FMA) or 4 (AVX-512)."""
+    return tl_cpu_isa_level()
+
+def isa_level():
+    """The SIMD level whose loops are installed."""
+    return _isa
+
+def set_isa_level(int level):
+    """Install the loops of `level` (clamped to the CPU's); tests use it to run every copy."""
+    global _isa
+    cdef int cpu = tl_cpu_isa_level()
+    _isa = tl_ewise_install(level if level < cpu else cpu)
+    _fill_aliases()
+    return _isa
+
+def compiled_isa_levels():
+    m = tl_compiled_isa_levels()
+    return [lv for lv in (0, 3, 4) if m & (1 << lv)]
+
+
+# ---------------------------------------------------------------------------------------
+# Op tables: name -> code, and each op's dtype rule
+# ---------------------------------------------------------------------------------------
+UNARY = {}
+BINARY = {}
+TERNARY = {}
+cdef int i_
+for i_ in range(TL_NUNARY):
+    UNARY[tl_unary_names[i_].decode().lower()] = i_
+for i_ in range(TL_NBINARY):
+    BINARY[tl_binary_names[i_].decode().lower()] = i_
+for i_ in range(TL_NTERNARY):
+    TERNARY[tl_ternary_names[i_].decode().lower()] = i_
+
+# unary kinds
+cdef enum:
+    K_FLOAT = 0       # integer and bool inputs are promoted to the default float dtype
+    K_SAME = 1        # computed in the input dtype
+    K_BOOLOUT = 2     # result is bool
+    K_INTONLY = 3     # integers and bool only (bitwise)
+    K_ROUND = 4       # identity on integers (floor, ceil, round, trunc)
+    K_FLOATONLY = 5   # floating inputs only
+
+cdef int unary_kind[64]
+for i_ in range(TL_NUNARY):
+    unary_kind[i_] = K_FLOAT
+for _n in ("neg", "abs", "sign", "square", "relu", "clamp"):
+    unary_kind[UNARY[_n]] = K_SAME
+for _n in ("isnan", "isinf", "isposinf", "isneginf", "isfinite", "signbit", "logical_not"):
+    unary_kind[UNARY[_n]] = K_BOOLOUT
+unary_kind[UNARY["bitwise_not"]] = K_INTONLY
+for _n in ("floor", "ceil", "round", "trunc", "nan_to_num"):
+    unary_kind[UNARY[_n]] = K_ROUND
+for _n in ("frac", "round_decimals"):
+    unary_kind[UNARY[_n]] = K_FLOATONLY
+
+# binary kinds
+cdef enum:
+    B_ARITH = 0       # promoted dtype
+    B_FLOAT = 1       # promoted, then integers go to the default float dtype
+    B_CMP = 2         # promoted for the comparison, result bool
+    B_INT = 3         # integers and bool only
+
+cdef int binary_kind[64]
+for i_ in range(TL_NBINARY):
+    binary_kind[i_] = B_ARITH
+for _n in ("div", "atan2", "hypot", "copysign", "xlogy"):
+    binary_kind[BINARY[_n]] = B_FLOAT
+for _n in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"):
+    binary_kind[BINARY[_n]] = B_CMP
+for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "shl", "shr"):
+    binary_kind[BINARY[_n]] = B_INT
+
+cdef int _B_FMAX = BINARY["fmax"], _B_FMIN = BINARY["fmin"]
+cdef int _B_MAXIMUM = BINARY["maximum"], _B_MINIMUM = BINARY["minimum"]
+
+
+cdef void _fill_aliases() noexcept:
+    # fmax/fmin differ from maximum/minimum only in NaN handling, which integers lack
+    cdef int d
+    for d in range(TL_FLOAT16):
+        tl_binary_loops[_B_FMAX][d] = tl_binary_loops[_B_MAXIMUM][d]
+        tl_binary_loops[_B_FMIN][d] = tl_binary_loops[_B_MINIMUM][d]
+
+
+_env_isa = os.environ.get("TORCHLITE_ISA")
+set_isa_level(int(_env_isa) if _env_isa else 99)
+
+
+# ---------------------------------------------------------------------------------------
+# Type promotion (PyTorch's rules, with Python numbers as "wrapped numbers")
+# ---------------------------------------------------------------------------------------
+cdef int _default_float = TL_FLOAT32
+
+def set_default_float(int code):
+    global _default_float
+    _default_float = code
+
+def get_default_float():
+    return _default_float
+
+cdef inline bint is_float(int d) noexcept nogil:
+    return d >= TL_FLOAT16
+
+cdef inline bint is_int(int d) noexcept nogil:
+    return d >= TL_UINT8 and d <= TL_INT64
+
+cdef int promote_types(int a, int b) noexcept nogil:
+    if a == b or b < 0:
+        return a
+    if a < 0:
+        return b
+    if a == TL_BOOL:
+        return b
+    if b == TL_BOOL:
+        return a
+    if is_float(a) and is_float(b):
+        if (a == TL_FLOAT16 and b == TL_BFLOAT16) or (a == TL_BFLOAT16 and b == TL_FLOAT16):
+            return TL_FLOAT32
+        return a if a > b else b
+    if is_float(a):
+        return a
+    if is_float(b):
+        return b
+    if (a == TL_UINT8 and b == TL_INT8) or (a == TL_INT8 and b == TL_UINT8):
+        return TL_INT16
+    if a == TL_UINT8:
+        return b
+    if b == TL_UINT8:
+        return a
+    return a if a > b else b
+
+def promote(int a, int b):
+    return promote_types(a, b)
+
+cdef inline int _combine(int higher, int lower) noexcept nogil:
+    if higher < 0:
+        return lower
+    if lower < 0 or is_float(higher):
+        return higher
+    if higher == TL_BOOL or is_float(lower):
+        return promote_types(higher, lower)
+    return higher
+
+cdef inline int _scalar_dtype(object x) except -2:
+    if isinstance(x, bool):
+        return TL_BOOL
+    if isinstance(x, int):
+        return TL_INT64
+    if isinstance(x, float):
+        return _default_float
+    raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
+
+cdef int _result_type(tuple xs) except -2:
+    cdef int dim_r = -1, zero_r = -1, wrap_r = -1
+    cdef Array a
+    for x in xs:
+        if isinstance(x, Array):
+            a = <Array>x
+            if a.nd > 0:
+                dim_r = promote_types(dim_r, a.dtype)
+            else:
+                zero_r = promote_types(zero_r, a.dtype)
+        else:
+            wrap_r = promote_types(wrap_r, _scalar_dtype(x))
+    return _combine(dim_r, _combine(zero_r, wrap_r))
+
+def result_type(*xs):
+    """The dtype PyTorch's promotion gives to an op over Arrays and Python numbers."""
+    return _result_type(xs)
+
+def can_cast(int frm, int to):
+    """PyTorch's torch.can_cast: no float -> integer, no non-bool -> bool."""
+    if is_float(frm) and not is_float(to):
+        return False
+    if frm != TL_BOOL and to == TL_BOOL:
+        return False
+    return True
+
+cdef inline int _compute_dtype(int d) noexcept nogil:
+    return TL_FLOAT32 if d == TL_FLOAT16 or d == TL_BFLOAT16 else d
+
+
+# ---------------------------------------------------------------------------------------
+# The iteration plan and its driver
+# ---------------------------------------------------------------------------------------
+cdef inline int _cmp_dims(int64_t (*st)[MAX_DIMS], int first, int nops, int d0, int d1) noexcept nogil:
+    cdef int o
+    cdef int64_t s0, s1
+    for o in range(first, nops):
+        s0 = st[o][d0]
+        s1 = st[o][d1]
+        if s0 == 0 or s1 == 0:
+            continue
+        if s0 < s1:
+            return -1
+        if s0 > s1:
+            return 1
+    return 0
+
+
+cdef Array _prepare(Plan* p, tuple ins, char* sbuf, Array out, int out_dtype, int nd,
+                    const int64_t* shape):
+    """Fill the plan for out = f(ins...) over the broadcast `shape`.  A None input is a scalar
+    already written at sbuf + 8 * position.  A new `out` takes its inputs' memory order."""
+    cdef int nops = 1 + len(ins), o, d, k, i, j, t, c
+    cdef int64_t st[MAX_OPS][MAX_DIMS]
+    cdef int perm[MAX_DIMS]
+    cdef int64_t order[MAX_DIMS]
+    cdef int isz
+    cdef bint merge
+    cdef Array a
+    p.nops = nops
+    for o in range(1, nops):
+        x = ins[o - 1]
+        if x is None:
+            for d in range(nd):
+                st[o][d] = 0
+            p.ptr[o] = sbuf + 8 * o
+        else:
+            a = <Array>x
+            k = nd - a.nd
+            isz = tl_itemsize[a.dtype]
+            for d in range(nd):
+                st[o][d] = 0 if (d < k or a.shp[d - k] == 1) else a.strd[d - k] * isz
+            p.ptr[o] = a.ptr()
+    if out is not None:
+        isz = tl_itemsize[out.dtype]
+        for d in range(nd):
+            st[0][d] = 0 if out.shp[d] == 1 else out.strd[d] * isz
+    for i in range(nd):
+        perm[i] = nd - 1 - i
+    for i in range(1, nd):          # innermost = smallest strides (insertion sort, stable)
+        j = i
+        while j > 0 and _cmp_dims(st, 0 if out is not None else 1, nops, perm[j - 1], perm[j]) > 0:
+            t = perm[j]; perm[j] = perm[j - 1]; perm[j - 1] = t
+            j -= 1
+    if out is None:
+        for i in range(nd):
+            order[i] = perm[i]
+        out = new_array_strided(nd, shape, order, out_dtype)
+        isz = tl_itemsize[out_dtype]
+        for d in range(nd):
+            st[0][d] = 0 if shape[d] == 1 else out.strd[d] * isz
+    p.ptr[0] = out.ptr()
+    p.nd = 0
+    p.numel = 1
+    for i in range(nd):
+        d = perm[i]
+        p.numel *= shape[d]
+        if shape[d] == 1:
+            continue
+        if p.nd > 0:
+            c = p.nd - 1
+            merge = True
+            for o in range(nops):
+                if st[o][d] != p.strides[o][c] * p.shape[c]:
+                    merge = False
+                    break
+            if merge:
+                p.shape[c] *= shape[d]
+                continue
+        p.shape[p.nd] = shape[d]
+        for o in range(nops):
+            p.strides[o][p.nd] = st[o][d]
+        p.nd += 1
+    if p.nd == 0:
+        p.nd = 1
+        p.shape[0] = 1
+        for o in range(nops):
+            p.strides[o][0] = 0
+    return out
+
+
+cdef int _run_range(Plan* p, tl_loop fn, const double* prm, int64_t start, int64_t end) noexcept nogil:
+    cdef int64_t idx[MAX_DIMS]
+    cdef char* ptrs[MAX_OPS]
+    cdef int64_t inner[MAX_OPS]
+    cdef int64_t rem = start, n, left = end - start
+    cdef int d, o, err = 0
+    for o in range(p.nops):
+        ptrs[o] = p.ptr[o]
+        inner[o] = p.strides[o][0]
+    for d in range(p.nd):
+        idx[d] = rem % p.shape[d]
+        rem = rem // p.shape[d]
+        for o in range(p.nops):
+            ptrs[o] += idx[d] * p.strides[o][d]
+    while left > 0:
+        n = p.shape[0] - idx[0]
+        if n > left:
+            n = left
+        err |= fn(ptrs, inner, n, prm)
+        left -= n
+        if left == 0:
+            break
+        idx[0] += n
+        for o in range(p.nops):
+            ptrs[o] += n * p.strides[o][0]
+        d = 0
+        while idx[d] == p.shape[d] and d + 1 < p.nd:
+            for o in range(p.nops):
+                ptrs[o] += p.strides[o][d + 1] - p.shape[d] * p.strides[o][d]
+            idx[d] = 0
+            d += 1
+            idx[d] += 1
+    return err
+
+
+cdef int run_plan(Plan* p, tl_loop fn, const double* prm, int64_t grain) noexcept nogil:
+    """Run fn over the plan, split into equal chunks of the flat index across threads.
+    Returns the OR of the loops' error codes."""
+    cdef int nc, c, err = 0
+    cdef int errs[256]
+    cdef int64_t total = p.numel
+    if total == 0:
+        return 0
+    nc = num_chunks(total, grain)
+    if nc > 256:
+        nc = 256
+    if nc <= 1:
+        return _run_range(p, fn, prm, 0, total)
+    for c in prange(nc, num_threads=nc, schedule="static"):
+        errs[c] = _run_range(p, fn, prm, total * c // nc, total * (c + 1) // nc)
+    for c in range(nc):
+        err |= errs[c]
+    return err
+
+
+cdef int _raise_err(int err, str op) except -1:
+    if err & TL_ERR_ZERODIV:
+        raise ZeroDivisionError(f"{op}: integer division by zero")
+    if err:
+        raise RuntimeError(f"{op}: kernel error {err}")
+    return 0
+
+
+cdef object _not_impl(str op, int dtype):
+    return RuntimeError(f'"{op}" not implemented for \'{_TORCH_NAMES[dtype]}\'')
+
+
+# ---------------------------------------------------------------------------------------
+# Casting and copying
+# ---------------------------------------------------------------------------------------
+cdef bint _overlaps(Array a, Array b):
+    """True if a and b share memory but are not the same view (a partial overlap)."""
+    cdef int i
+    if a.storage is not b.storage:
+        return False
+    if a.off == b.off and a.nd == b.nd and a.dtype == b.dtype:
+        for i in range(a.nd):
+            if a.shp[i] != b.shp[i] or (a.shp[i] > 1 and a.strd[i] != b.strd[i]):
+                return True
+        return False
+    return True
+
+
+cdef int _check_writable(Array out, str op) except -1:
+    cdef int i
+    for i in range(out.nd):
+        if out.strd[i] == 0 and out.shp[i] > 1:
+            raise RuntimeError(
+                f"{op}: unsupported operation: more than one element of the written-to tensor "
+                f"refers to a single memory location. Please clone() the tensor before "
+                f"performing the operation.")
+    return 0
+
+
+cdef int copy_into(Array dst, Array src) except -1:
+    """dst[...] = src, broadcasting src and casting to dst's dtype."""
+    cdef Plan p
+    cdef int64_t shp[MAX_DIMS]
+    cdef int i, k, err
+    cdef tl_loop fn
+    if src.nd > dst.nd:
+        raise RuntimeError(f"copy_: the source of shape {src.shape} cannot be broadcast to the "
+                           f"destination of shape {dst.shape}")
+    k = dst.nd - src.nd
+    for i in range(src.nd):
+        if src.shp[i] != 1 and src.shp[i] != dst.shp[i + k]:
+            raise RuntimeError(f"The size of tensor a ({dst.shp[i + k]}) must match the size of "
+                               f"tensor b ({src.shp[i]}) at non-singleton dimension {i + k}")
+    _check_writable(dst, "copy_")
+    if _overlaps(dst, src):
+        src = _copy_new(src)
+    for i in range(dst.nd):
+        shp[i] = dst.shp[i]
+    fn = tl_cast_loops[src.dtype][dst.dtype]
+    _prepare(&p, (src,), NULL, dst, dst.dtype, dst.nd, shp)
+    with nogil:
+        err = run_plan(&p, fn, NULL, GRAIN)
+    return 0
+
+
+cdef Array _copy_new(Array src):
+    cdef Array out = new_array(src.nd, src.shp, src.dtype)
+    copy_into(out, src)
+    return out
+
+
+cdef Array contiguous_array(Array a):
+    if a.contiguous():
+        return a
+    return _copy_new(a)
+
+
+cdef Array cast_array(Array a, int dtype):
+    """a as dtype (a itself when it already is), keeping its memory order."""
+    cdef Plan p
+    cdef int64_t shp[MAX_DIMS]
+    cdef int i
+    cdef Array out
+    if a.dtype == dtype:
+        return a
+    for i in range(a.nd):
+        shp[i] = a.shp[i]
+    out = _prepare(&p, (a,), NULL, None, dtype, a.nd, shp)
+    with nogil:
+        run_plan(&p, tl_cast_loops[a.dtype][dtype], NULL, GRAIN)
+    return out
+
+
+def copy_(Array dst, Array src):
+    copy_into(dst, src)
+    return dst
+
+def cast(Array a, int dtype):
+    return cast_array(a, dtype)
+
+def clone(Array a, bint preserve=True):
+    """A copy of a with its own storage: same strides when a is dense, else contiguous."""
+    cdef Plan p
+    cdef int64_t shp[MAX_DIMS]
+    cdef int i
+    cdef Array out
+    if not preserve or not a.is_non_overlapping_and_dense():
+        return _copy_new(a)
+    for i in range(a.nd):
+        shp[i] = a.shp[i]
+    out = _prepare(&p, (a,), NULL, None, a.dtype, a.nd, shp)
+    with nogil:
+        run_plan(&p, tl_cast_loops[a.dtype][a.dtype], NULL, GRAIN)
+    return out
+
+def contiguous(Array a):
+    return contiguous_array(a)
+
+
+# ---------------------------------------------------------------------------------------
+# Scalars in kernels
+# ---------------------------------------------------------------------------------------
+_INT_RANGE = {TL_UINT8: (0, 255), TL_INT8: (-128, 127), TL_INT16: (-32768, 32767),
+              TL_INT32: (-2**31, 2**31 - 1), TL_INT64: (-2**63, 2**63 - 1)}
+
+cdef int _write_kernel_scalar(char* p, int dtype, object v, str op) except -1:
+    """Store a Python number as the compute dtype; integers must fit (PyTorch's check)."""
+    cdef long long iv
+    if dtype == TL_FLOAT32:
+        (<float*>p)[0] = v
+    elif dtype == TL_FLOAT64:
+        (<double*>p)[0] = v
+    elif dtype == TL_BOOL:
+        (<unsigned char*>p)[0] = 1 if v else 0
+    else:
+        if isinstance(v, float):
+            if v != v or v in (float("inf"), float("-inf")):
+                raise RuntimeError(f"{op}: value {v} cannot be converted to type "
+                                   f"{DTYPE_NAMES[dtype]} without overflow")
+            v = int(v)
+        lo, hi = _INT_RANGE[dtype]
+        if v < lo or v > hi:
+            raise RuntimeError(f"{op}: value cannot be converted to type {DTYPE_NAMES[dtype]} "
+                               f"without overflow")
+        iv = v
+        if dtype == TL_INT64:
+            (<long long*>p)[0] = iv
+        elif dtype == TL_INT32:
+            (<int*>p)[0] = <int>iv
+        elif dtype == TL_INT16:
+            (<short*>p)[0] = <short>iv
+        elif dtype == TL_INT8:
+            (<signed char*>p)[0] = <signed char>iv
+        else:
+            (<unsigned char*>p)[0] = <unsigned char>iv
+    return 0
+
+
+cdef int _bshape(tuple xs, int64_t* shp, str op) except -1:
+    """Broadcast the shapes of the Arrays in xs into shp; returns ndim."""
+    cdef int nd = 0, i, k
+    cdef Array a
+    for x in xs:
+        if isinstance(x, Array) and (<Array>x).nd > nd:
+            nd = (<Array>x).nd
+    for i in range(nd):
+        shp[i] = 1
+    for x in xs:
+        if not isinstance(x, Array):
+            continue
+        a = <Array>x
+        k = nd - a.nd
+        for i in range(a.nd):
+            if a.shp[i] == shp[i + k] or a.shp[i] == 1:
+                continue
+            if shp[i + k] == 1:
+                shp[i + k] = a.shp[i]
+            else:
+                raise RuntimeError(
+                    f"{op}: The size of tensor a ({shp[i + k]}) must match the size of tensor b "
+                    f"({a.shp[i]}) at non-singleton dimension {i + k}; shapes are "
+                    + ", ".join(str(y.shape) for y in xs if isinstance(y, Array)))
+    return nd
+
+
+cdef Array _finish(Plan* p, Array res, Array out, int out_dtype, tl_loop fn, double* prm,
+                   str op, int64_t grain):
+    """Run the plan, then cast/copy into the requested output when the compute differed."""
+    cdef int err
+    with nogil:
+        err = run_plan(p, fn, prm, grain)
+    _raise_err(err, op)
+    if res.dtype != out_dtype and out is None:
+        return cast_array(res, out_dtype)
+    if out is not None and res is not out:
+        copy_into(out, res)
+        return out
+    return res
+
+
+cdef Array _check_out(Array out, int nd, const int64_t* shp, int rdtype, str op):
+    cdef int i
+    if out is None:
+        return None
+    if out.nd != nd:
+        raise RuntimeError(f"{op}: out= has shape {out.shape} but the result has shape "
+                           f"{shape_tuple(nd, shp)}")
+    for i in range(nd):
+        if out.shp[i] != shp[i]:
+            raise RuntimeError(f"{op}: out= has shape {out.shape} but the result has shape "
+                               f"{shape_tuple(nd, shp)}")
+    if not can_cast(rdtype, out.dtype):
+        raise RuntimeError(f"{op}: result type {_TORCH_NAMES[rdtype]} can't be cast to the desired "
+                           f"output type {_TORCH_NAMES[out.dtype]}")
+    _check_writable(out, op)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The ops
+# ---------------------------------------------------------------------------------------
+def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double p2=0.0):
+    """out = op(a).  The op's kind (see unary_kind) decides the result dtype."""
+    cdef int kind = unary_kind[op], rdt = a.dtype, cdt, odt
+    cdef Plan p
+    cdef double prm[3]
+    cdef int64_t shp[MAX_DIMS]
+    cdef int i
+    cdef tl_loop fn
+    cdef Array res, dst = None
+    name = tl_unary_names[op].decode().lower()
+    if kind == K_FLOAT and not is_float(rdt):
+        rdt = _default_float
+    elif kind == K_INTONLY and is_float(rdt):
+        raise _not_impl(name, rdt)
+    elif kind == K_FLOATONLY and not is_float(rdt):
+        raise _not_impl(name, rdt)
+    elif kind == K_ROUND and not is_float(rdt):
+        if out is None:
+            return clone(a)
+        copy_into(_check_out(out, a.nd, a.shp, rdt, name), a)
+        return out
+    odt = TL_BOOL if kind == K_BOOLOUT else rdt
+    cdt = _compute_dtype(rdt)
+    fn = tl_unary_loops[op][cdt]
+    if fn == NULL:
+        raise _not_impl(name, a.dtype)
+    for i in range(a.nd):
+        shp[i] = a.shp[i]
+    out = _check_out(out, a.nd, shp, odt, name)
+    if a.dtype != cdt:
+        a = cast_array(a, cdt)
+    elif out is not None and _overlaps(out, a):
+        a = _copy_new(a)
+    if out is not None and out.dtype == (TL_BOOL if kind == K_BOOLOUT else cdt):
+        dst = out
+    prm[0] = p0; prm[1] = p1; prm[2] = p2
+    res = _prepare(&p, (a,), NULL, dst, TL_BOOL if kind == K_BOOLOUT else cdt, a.nd, shp)
+    return _finish(&p, res, out, odt, fn, prm, name, GRAIN // 8 if kind == K_FLOAT else GRAIN)
+
+
+def binary(int op, a, b, Array out=None, double alpha=1.0):
+    """out = op(a, b) with broadcasting; a or b may be a Python number."""
+    cdef int kind = binary_kind[op], rdt, cdt, odt, nd
+    cdef Plan p
+    cdef double prm[1]
+    cdef int64_t shp[MAX_DIMS]
+    cdef char sbuf[8 * MAX_OPS]
+    cdef tl_loop fn
+    cdef Array res, dst = None
+    cdef tuple xs = (a, b)
+    name = tl_binary_names[op].decode().lower()
+    rdt = _result_type(xs)
+    if kind == B_FLOAT and not is_float(rdt):
+        rdt = _default_float
+    elif kind == B_INT and is_float(rdt):
+        raise _not_impl(name, rdt)
+    odt = TL_BOOL if kind == B_CMP else rdt
+    cdt = _compute_dtype(rdt)
+    fn = tl_binary_loops[op][cdt]
+    if fn == NULL:
+        raise _not_impl(name, rdt)
+    nd = _bshape(xs, shp, name)
+    out = _check_out(out, nd, shp, odt, name)
+    if isinstance(a, Array):
+        if (<Array>a).dtype != cdt:
+            a = cast_array(a, cdt)
+        elif out is not None and _overlaps(out, a):
+            a = _copy_new(a)
+    else:
+        _write_kernel_scalar(sbuf + 8, cdt, a, name)
+        a = None
+    if isinstance(b, Array):
+        if (<Array>b).dtype != cdt:
+            b = cast_array(b, cdt)
+        elif out is not None and _overlaps(out, b):
+            b = _copy_new(b)
+    else:
+        _write_kernel_scalar(sbuf + 16, cdt, b, name)
+        b = None
+    if out is not None and out.dtype == (TL_BOOL if kind == B_CMP else cdt):
+        dst = out
+    prm[0] = alpha
+    res = _prepare(&p, (a, b), sbuf, dst, TL_BOOL if kind == B_CMP else cdt, nd, shp)
+    return _finish(&p, res, out, odt, fn, prm, name, GRAIN)
+
+
+def ternary(int op, a, b, c, Array out=None, double p0=1.0):
+    """out = op(a, b, c) for where (a is the bool condition), lerp, addcmul, addcdiv."""
+    cdef int rdt, cdt, nd
+    cdef Plan p
+    cdef double prm[1]
+    cdef int64_t shp[MAX_DIMS]
+    cdef char sbuf[8 * MAX_OPS]
+    cdef tl_loop fn
+    cdef Array res, dst = None
+    cdef list xs = [a, b, c]
+    cdef int k, first
+    name = tl_ternary_names[op].decode().lower()
+    if op == TERNARY["where"]:
+        rdt = _result_type((b, c))
+        first = 1
+        if isinstance(a, Array):
+            if (<Array>a).dtype != TL_BOOL:
+                raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                                   f"tensor with dtype {_TORCH_NAMES[(<Array>a).dtype]}")
+        else:
+            raise TypeError("where: condition must be a Tensor")
+        cdt = rdt if rdt in (TL_FLOAT16, TL_BFLOAT16) else _compute_dtype(rdt)
+    else:
+        rdt = _result_type((a, b, c))
+        if not is_float(rdt):
+            raise _not_impl(name, rdt)
+        cdt = _compute_dtype(rdt)
+        first = 0
+    fn = tl_ternary_loops[op][cdt]
+    if fn == NULL:
+        raise _not_impl(name, rdt)
+    nd = _bshape(tuple(xs), shp, name)
+    out = _check_out(out, nd, shp, rdt, name)
+    for k in range(3):
+        x = xs[k]
+        if isinstance(x, Array):
+            if k >= first and (<Array>x).dtype != cdt:
+                x = cast_array(x, cdt)
+            elif out is not None and _overlaps(out, x):
+                x = _copy_new(x)
+            xs[k] = x
+        else:
+            _write_kernel_scalar(sbuf + 8 * (k + 1), cdt, x, name)
+            xs[k] = None
+    if out is not None and out.dtype == cdt:
+        dst = out
+    prm[0] = p0
+    res = _prepare(&p, tuple(xs), sbuf, dst, cdt, nd, shp)
+    return _finish(&p, res, out, rdt, fn, prm, name, GRAIN)
+
+
+def flip(Array a, tuple dims):
+    """A new array with a's elements reversed along dims (a negative-stride view, read once)."""
+    cdef Array v = make_view(a, a.nd, a.shp, a.strd, a.off)
+    cdef Array out = new_array(a.nd, a.shp, a.dtype)
+    cdef int d
+    for d in dims:
+        if a.shp[d] > 1:
+            v.off += (a.shp[d] - 1) * a.strd[d]
+            v.strd[d] = -a.strd[d]
+    copy_into(out, v)
+    return out

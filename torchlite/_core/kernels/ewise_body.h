@@ -1,0 +1,363 @@
+/* Elementwise loops.  ewise.h includes this file once per ISA level with TL_SFX(name)
+ * defined to give each copy its own names; TL_BODY_FULL is 0 in the AVX copies, which then
+ * hold only the float32/float64 loops (the ones SIMD speeds up) and leave the rest to the
+ * baseline copy.  Each loop has a contiguous fast path, a path for a scalar (stride 0)
+ * operand, and a strided path. */
+
+#define TL_UNARY(NAME, TI, TO, EXPR)                                                        \
+static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) {          \
+    int err = 0; (void)P; (void)err;                                                        \
+    const int64_t s0 = s[0], s1 = s[1];                                                     \
+    if (s0 == (int64_t)sizeof(TO) && s1 == (int64_t)sizeof(TI)) {                           \
+        TO *o = (TO *)d[0]; const TI *a = (const TI *)d[1];                                 \
+        for (int64_t i = 0; i < n; i++) { const TI x = a[i]; (void)x; o[i] = (TO)(EXPR); }  \
+    } else {                                                                                \
+        char *o = d[0]; const char *a = d[1];                                               \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            const TI x = *(const TI *)(a + i * s1); (void)x; *(TO *)(o + i * s0) = (TO)(EXPR); } \
+    }                                                                                       \
+    return err; }
+
+#define TL_BINARY(NAME, TI, TO, EXPR)                                                       \
+static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) {          \
+    int err = 0; (void)P; (void)err;                                                        \
+    const int64_t s0 = s[0], s1 = s[1], s2 = s[2];                                          \
+    const int64_t so = (int64_t)sizeof(TO), si = (int64_t)sizeof(TI);                       \
+    if (s0 == so && s1 == si && s2 == si) {                                                 \
+        TO *o = (TO *)d[0]; const TI *a = (const TI *)d[1], *b = (const TI *)d[2];          \
+        for (int64_t i = 0; i < n; i++) { const TI x = a[i], y = b[i]; o[i] = (TO)(EXPR); } \
+    } else if (s0 == so && s1 == si && s2 == 0) {                                           \
+        TO *o = (TO *)d[0]; const TI *a = (const TI *)d[1]; const TI y = *(const TI *)d[2]; \
+        for (int64_t i = 0; i < n; i++) { const TI x = a[i]; o[i] = (TO)(EXPR); }           \
+    } else if (s0 == so && s1 == 0 && s2 == si) {                                           \
+        TO *o = (TO *)d[0]; const TI x = *(const TI *)d[1]; const TI *b = (const TI *)d[2]; \
+        for (int64_t i = 0; i < n; i++) { const TI y = b[i]; o[i] = (TO)(EXPR); }           \
+    } else {                                                                                \
+        char *o = d[0]; const char *a = d[1], *b = d[2];                                    \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            const TI x = *(const TI *)(a + i * s1), y = *(const TI *)(b + i * s2);          \
+            *(TO *)(o + i * s0) = (TO)(EXPR); }                                             \
+    }                                                                                       \
+    return err; }
+
+/* Ternary: d[1] is `c` of type TC, d[2] `x` and d[3] `y` of type TI. */
+#define TL_TERNARY(NAME, TC, TI, EXPR)                                                      \
+static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) {          \
+    (void)P;                                                                                \
+    const int64_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];                               \
+    const int64_t si = (int64_t)sizeof(TI), sc = (int64_t)sizeof(TC);                       \
+    if (s0 == si && s1 == sc && s2 == si && s3 == si) {                                     \
+        TI *o = (TI *)d[0]; const TC *cc = (const TC *)d[1];                                \
+        const TI *a = (const TI *)d[2], *b = (const TI *)d[3];                              \
+        for (int64_t i = 0; i < n; i++) { const TC c = cc[i]; const TI x = a[i], y = b[i];  \
+            o[i] = (TI)(EXPR); }                                                            \
+    } else {                                                                                \
+        char *o = d[0]; const char *cc = d[1], *a = d[2], *b = d[3];                        \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            const TC c = *(const TC *)(cc + i * s1);                                        \
+            const TI x = *(const TI *)(a + i * s2), y = *(const TI *)(b + i * s3);          \
+            *(TI *)(o + i * s0) = (TI)(EXPR); }                                             \
+    }                                                                                       \
+    return 0; }
+
+#define TL_CAST(NAME, TI, TO, EXPR) TL_UNARY(NAME, TI, TO, EXPR)
+
+/* ---- float loops (every ISA copy) -------------------------------------------------- */
+/* FOP(OP, f32-expression, f64-expression) defines u_OP_f32 and u_OP_f64. */
+#define FOP(OP, E32, E64) TL_UNARY(u_##OP##_f32, float, float, E32)                        \
+                          TL_UNARY(u_##OP##_f64, double, double, E64)
+#define FOPB(OP, E32, E64) TL_UNARY(u_##OP##_f32, float, tl_bool, E32)                     \
+                           TL_UNARY(u_##OP##_f64, double, tl_bool, E64)
+FOP(NEG, -x, -x)
+FOP(ABS, fabsf(x), fabs(x))
+FOP(SIGN, (float)((x > 0) - (x < 0)), (double)((x > 0) - (x < 0)))
+FOP(SQUARE, x * x, x * x)
+FOP(RECIPROCAL, 1.0f / x, 1.0 / x)
+FOP(EXP, tl_expf(x), exp(x))
+FOP(EXP2, exp2f(x), exp2(x))
+FOP(EXPM1, expm1f(x), expm1(x))
+FOP(LOG, logf(x), log(x))
+FOP(LOG2, log2f(x), log2(x))
+FOP(LOG10, log10f(x), log10(x))
+FOP(LOG1P, log1pf(x), log1p(x))
+FOP(SQRT, sqrtf(x), sqrt(x))
+FOP(RSQRT, 1.0f / sqrtf(x), 1.0 / sqrt(x))
+FOP(SIN, sinf(x), sin(x))
+FOP(COS, cosf(x), cos(x))
+FOP(TAN, tanf(x), tan(x))
+FOP(ASIN, asinf(x), asin(x))
+FOP(ACOS, acosf(x), acos(x))
+FOP(ATAN, atanf(x), atan(x))
+FOP(SINH, sinhf(x), sinh(x))
+FOP(COSH, coshf(x), cosh(x))
+FOP(TANH, tanhf(x), tanh(x))
+FOP(ASINH, asinhf(x), asinh(x))
+FOP(ACOSH, acoshf(x), acosh(x))
+FOP(ATANH, atanhf(x), atanh(x))
+FOP(ERF, erff(x), erf(x))
+FOP(ERFC, erfcf(x), erfc(x))
+FOP(ERFINV, tl_erfinv_f32(x), tl_erfinv_f64(x))
+FOP(SIGMOID, tl_sigmoidf(x), 1.0 / (1.0 + exp(-x)))
+FOP(LOGIT, logf((P[0] < 0 ? x : (x < (float)P[0] ? (float)P[0] : (x > 1.0f - (float)P[0] ? 1.0f - (float)P[0] : x))) /
+                (1.0f - (P[0] < 0 ? x : (x < (float)P[0] ? (float)P[0] : (x > 1.0f - (float)P[0] ? 1.0f - (float)P[0] : x))))),
+           log((P[0] < 0 ? x : (x < P[0] ? P[0] : (x > 1.0 - P[0] ? 1.0 - P[0] : x))) /
+               (1.0 - (P[0] < 0 ? x : (x < P[0] ? P[0] : (x > 1.0 - P[0] ? 1.0 - P[0] : x))))))
+FOP(FLOOR, floorf(x), floor(x))
+FOP(CEIL, ceilf(x), ceil(x))
+FOP(ROUND, nearbyintf(x), nearbyint(x))
+FOP(TRUNC, truncf(x), trunc(x))
+FOP(FRAC, x - truncf(x), x - trunc(x))
+FOP(RELU, x > 0.0f ? x : (x != x ? x : 0.0f), x > 0.0 ? x : (x != x ? x : 0.0))
+FOP(CLAMP, (x < (float)P[0] ? (float)P[0] : x) > (float)P[1] ? (float)P[1] : (x < (float)P[0] ? (float)P[0] : x),
+           (x < P[0] ? P[0] : x) > P[1] ? P[1] : (x < P[0] ? P[0] : x))
+FOP(NAN_TO_NUM, x != x ? (float)P[0] : (x == INFINITY ? (float)P[1] : (x == -INFINITY ? (float)P[2] : x)),
+                x != x ? P[0] : (x == INFINITY ? P[1] : (x == -INFINITY ? P[2] : x)))
+FOP(LGAMMA, lgammaf(x), lgamma(x))
+FOP(ROUND_DECIMALS, (float)tl_round_decimals((double)x, P[0]), tl_round_decimals(x, P[0]))
+FOPB(ISNAN, x != x, x != x)
+FOPB(ISINF, fabsf(x) == INFINITY, fabs(x) == INFINITY)
+FOPB(ISPOSINF, x == INFINITY, x == INFINITY)
+FOPB(ISNEGINF, x == -INFINITY, x == -INFINITY)
+FOPB(ISFINITE, fabsf(x) < INFINITY, fabs(x) < INFINITY)
+FOPB(SIGNBIT, signbit(x) != 0, signbit(x) != 0)
+FOPB(LOGICAL_NOT, x == 0, x == 0)
+
+#define FBOP(OP, E32, E64) TL_BINARY(b_##OP##_f32, float, float, E32)                      \
+                           TL_BINARY(b_##OP##_f64, double, double, E64)
+#define FBOPB(OP, E) TL_BINARY(b_##OP##_f32, float, tl_bool, E)                             \
+                     TL_BINARY(b_##OP##_f64, double, tl_bool, E)
+FBOP(ADD, x + y, x + y)
+FBOP(SUB, x - y, x - y)
+FBOP(MUL, x * y, x * y)
+FBOP(DIV, x / y, x / y)
+FBOP(DIV_TRUNC, truncf(x / y), trunc(x / y))
+FBOP(DIV_FLOOR, tl_divfloor_f32(x, y), tl_divfloor_f64(x, y))
+FBOP(REMAINDER, tl_rem_f32(x, y), tl_rem_f64(x, y))
+FBOP(FMOD, fmodf(x, y), fmod(x, y))
+FBOP(POW, powf(x, y), pow(x, y))
+FBOP(ATAN2, atan2f(x, y), atan2(x, y))
+FBOP(HYPOT, hypotf(x, y), hypot(x, y))
+FBOP(COPYSIGN, copysignf(x, y), copysign(x, y))
+FBOP(MAXIMUM, x != x ? x : (x > y ? x : y), x != x ? x : (x > y ? x : y))
+FBOP(MINIMUM, x != x ? x : (x < y ? x : y), x != x ? x : (x < y ? x : y))
+FBOP(FMAX, fmaxf(x, y), fmax(x, y))
+FBOP(FMIN, fminf(x, y), fmin(x, y))
+FBOP(ADD_ALPHA, x + (float)P[0] * y, x + P[0] * y)
+FBOP(XLOGY, y != y ? y : (x == 0 ? 0.0f : x * logf(y)), y != y ? y : (x == 0 ? 0.0 : x * log(y)))
+FBOPB(EQ, x == y)
+FBOPB(NE, x != y)
+FBOPB(LT, x < y)
+FBOPB(LE, x <= y)
+FBOPB(GT, x > y)
+FBOPB(GE, x >= y)
+FBOPB(LOGICAL_AND, (x != 0) && (y != 0))
+FBOPB(LOGICAL_OR, (x != 0) || (y != 0))
+FBOPB(LOGICAL_XOR, (x != 0) != (y != 0))
+
+TL_TERNARY(t_WHERE_f32, tl_bool, float, c ? x : y)
+TL_TERNARY(t_WHERE_f64, tl_bool, double, c ? x : y)
+/* lerp / addcmul / addcdiv: all three operands have the compute type (TC == TI). */
+TL_TERNARY(t_LERP_f32, float, float, fabsf(y) < 0.5f ? c + y * (x - c) : x - (x - c) * (1.0f - y))
+TL_TERNARY(t_LERP_f64, double, double, fabs(y) < 0.5 ? c + y * (x - c) : x - (x - c) * (1.0 - y))
+TL_TERNARY(t_ADDCMUL_f32, float, float, c + (float)P[0] * x * y)
+TL_TERNARY(t_ADDCMUL_f64, double, double, c + P[0] * x * y)
+TL_TERNARY(t_ADDCDIV_f32, float, float, c + (float)P[0] * x / y)
+TL_TERNARY(t_ADDCDIV_f64, double, double, c + P[0] * x / y)
+
+/* casts from and to float32 (the common ones in a float32 model) */
+TL_CAST(c_f32_f64, float, double, x)
+TL_CAST(c_f64_f32, double, float, x)
+TL_CAST(c_f32_f32, float, float, x)
+TL_CAST(c_f64_f64, double, double, x)
+TL_CAST(c_f32_f16, float, tl_half, tl_float_to_half(x))
+TL_CAST(c_f16_f32, tl_half, float, tl_half_to_float(x))
+TL_CAST(c_f32_bf16, float, tl_bf16, tl_float_to_bf16(x))
+TL_CAST(c_bf16_f32, tl_bf16, float, tl_bf16_to_float(x))
+
+#if TL_BODY_FULL
+/* ---- integer and bool loops (baseline copy only) ----------------------------------- */
+#define FOR_INT(M, A) M(A, u8, uint8_t) M(A, i8, int8_t) M(A, i16, int16_t) M(A, i32, int32_t) M(A, i64, int64_t)
+#define FOR_SINT(M, A) M(A, i8, int8_t) M(A, i16, int16_t) M(A, i32, int32_t) M(A, i64, int64_t)
+
+#define IU(A, S, T) TL_UNARY(u_##A##_##S, T, T, IU_##A(x, T))
+#define IUB(A, S, T) TL_UNARY(u_##A##_##S, T, tl_bool, IU_##A(x, T))
+#define IU_NEG(x, T) (T)(0 - (uint64_t)(x))
+#define IU_ABS(x, T) (T)((x) < 0 ? (T)(0 - (uint64_t)(x)) : (x))
+#define IU_SIGN(x, T) (T)(((x) > 0) - ((x) < 0))
+#define IU_SQUARE(x, T) (T)((uint64_t)(x) * (uint64_t)(x))
+#define IU_BITWISE_NOT(x, T) (T)(~(x))
+#define IU_LOGICAL_NOT(x, T) ((x) == 0)
+#define IU_RELU(x, T) (T)((x) > 0 ? (x) : 0)
+#define IU_CLAMP(x, T) (T)((double)(x) < P[0] ? (T)P[0] : ((double)(x) > P[1] ? (T)P[1] : (x)))
+#define IU_ISNAN(x, T) 0
+#define IU_ISINF(x, T) 0
+#define IU_ISPOSINF(x, T) 0
+#define IU_ISNEGINF(x, T) 0
+#define IU_ISFINITE(x, T) 1
+#define IU_SIGNBIT(x, T) ((x) < 0)
+FOR_INT(IU, NEG) FOR_INT(IU, ABS) FOR_INT(IU, SIGN) FOR_INT(IU, SQUARE) FOR_INT(IU, BITWISE_NOT)
+FOR_INT(IU, RELU) FOR_INT(IU, CLAMP)
+FOR_INT(IUB, LOGICAL_NOT) FOR_INT(IUB, ISNAN) FOR_INT(IUB, ISINF) FOR_INT(IUB, ISPOSINF)
+FOR_INT(IUB, ISNEGINF) FOR_INT(IUB, ISFINITE) FOR_INT(IUB, SIGNBIT)
+TL_UNARY(u_LOGICAL_NOT_b, tl_bool, tl_bool, x == 0)
+TL_UNARY(u_BITWISE_NOT_b, tl_bool, tl_bool, x == 0)
+TL_UNARY(u_ABS_b, tl_bool, tl_bool, x)
+TL_UNARY(u_SIGN_b, tl_bool, tl_bool, x)
+TL_UNARY(u_SQUARE_b, tl_bool, tl_bool, x)
+TL_UNARY(u_ISNAN_b, tl_bool, tl_bool, 0)
+TL_UNARY(u_ISINF_b, tl_bool, tl_bool, 0)
+TL_UNARY(u_ISPOSINF_b, tl_bool, tl_bool, 0)
+TL_UNARY(u_ISNEGINF_b, tl_bool, tl_bool, 0)
+TL_UNARY(u_ISFINITE_b, tl_bool, tl_bool, 1)
+TL_UNARY(u_SIGNBIT_b, tl_bool, tl_bool, 0)
+
+#define IB(A, S, T) TL_BINARY(b_##A##_##S, T, T, IB_##A(x, y, S, T))
+#define IBB(A, S, T) TL_BINARY(b_##A##_##S, T, tl_bool, IB_##A(x, y, S, T))
+#define IB_ADD(x, y, S, T) (T)((uint64_t)(x) + (uint64_t)(y))
+#define IB_SUB(x, y, S, T) (T)((uint64_t)(x) - (uint64_t)(y))
+#define IB_MUL(x, y, S, T) (T)((uint64_t)(x) * (uint64_t)(y))
+#define IB_DIV_TRUNC(x, y, S, T) tl_divtrunc_##S(x, y, &err)
+#define IB_DIV_FLOOR(x, y, S, T) tl_divfloor_##S(x, y, &err)
+#define IB_REMAINDER(x, y, S, T) tl_rem_##S(x, y, &err)
+#define IB_FMOD(x, y, S, T) tl_fmod_##S(x, y, &err)
+#define IB_POW(x, y, S, T) tl_ipow_##S(x, y)
+#define IB_MAXIMUM(x, y, S, T) ((x) > (y) ? (x) : (y))
+#define IB_MINIMUM(x, y, S, T) ((x) < (y) ? (x) : (y))
+#define IB_BITWISE_AND(x, y, S, T) (T)((x) & (y))
+#define IB_BITWISE_OR(x, y, S, T) (T)((x) | (y))
+#define IB_BITWISE_XOR(x, y, S, T) (T)((x) ^ (y))
+#define IB_SHL(x, y, S, T) tl_shl_##S(x, y)
+#define IB_SHR(x, y, S, T) tl_shr_##S(x, y)
+#define IB_ADD_ALPHA(x, y, S, T) (T)((uint64_t)(x) + (uint64_t)((int64_t)P[0]) * (uint64_t)(y))
+#define IB_EQ(x, y, S, T) ((x) == (y))
+#define IB_NE(x, y, S, T) ((x) != (y))
+#define IB_LT(x, y, S, T) ((x) < (y))
+#define IB_LE(x, y, S, T) ((x) <= (y))
+#define IB_GT(x, y, S, T) ((x) > (y))
+#define IB_GE(x, y, S, T) ((x) >= (y))
+#define IB_LOGICAL_AND(x, y, S, T) (((x) != 0) && ((y) != 0))
+#define IB_LOGICAL_OR(x, y, S, T) (((x) != 0) || ((y) != 0))
+#define IB_LOGICAL_XOR(x, y, S, T) (((x) != 0) != ((y) != 0))
+FOR_INT(IB, ADD) FOR_INT(IB, SUB) FOR_INT(IB, MUL) FOR_INT(IB, DIV_TRUNC) FOR_INT(IB, DIV_FLOOR)
+FOR_INT(IB, REMAINDER) FOR_INT(IB, FMOD) FOR_INT(IB, POW) FOR_INT(IB, MAXIMUM) FOR_INT(IB, MINIMUM)
+FOR_INT(IB, BITWISE_AND) FOR_INT(IB, BITWISE_OR) FOR_INT(IB, BITWISE_XOR) FOR_INT(IB, SHL)
+FOR_INT(IB, SHR) FOR_INT(IB, ADD_ALPHA)
+FOR_INT(IBB, EQ) FOR_INT(IBB, NE) FOR_INT(IBB, LT) FOR_INT(IBB, LE) FOR_INT(IBB, GT) FOR_INT(IBB, GE)
+FOR_INT(IBB, LOGICAL_AND) FOR_INT(IBB, LOGICAL_OR) FOR_INT(IBB, LOGICAL_XOR)
+TL_BINARY(b_ADD_b, tl_bool, tl_bool, x | y)
+TL_BINARY(b_MUL_b, tl_bool, tl_bool, x & y)
+TL_BINARY(b_MAXIMUM_b, tl_bool, tl_bool, x | y)
+TL_BINARY(b_MINIMUM_b, tl_bool, tl_bool, x & y)
+TL_BINARY(b_BITWISE_AND_b, tl_bool, tl_bool, x & y)
+TL_BINARY(b_BITWISE_OR_b, tl_bool, tl_bool, x | y)
+TL_BINARY(b_BITWISE_XOR_b, tl_bool, tl_bool, x ^ y)
+TL_BINARY(b_EQ_b, tl_bool, tl_bool, x == y)
+TL_BINARY(b_NE_b, tl_bool, tl_bool, x != y)
+TL_BINARY(b_LT_b, tl_bool, tl_bool, x < y)
+TL_BINARY(b_LE_b, tl_bool, tl_bool, x <= y)
+TL_BINARY(b_GT_b, tl_bool, tl_bool, x > y)
+TL_BINARY(b_GE_b, tl_bool, tl_bool, x >= y)
+TL_BINARY(b_LOGICAL_AND_b, tl_bool, tl_bool, x && y)
+TL_BINARY(b_LOGICAL_OR_b, tl_bool, tl_bool, x || y)
+TL_BINARY(b_LOGICAL_XOR_b, tl_bool, tl_bool, x != y)
+
+#define FOR_ALL(M) M(b, tl_bool) M(u8, uint8_t) M(i8, int8_t) M(i16, int16_t) M(i32, int32_t) M(i64, int64_t)
+#define IWHERE(S, T) TL_TERNARY(t_WHERE_##S, tl_bool, T, c ? x : y)
+FOR_ALL(IWHERE)
+TL_TERNARY(t_WHERE_f16, tl_bool, uint16_t, c ? x : y)
+
+/* every other cast, through the widest type of its kind */
+#define CAST_FROM(SI, TI, CVT_IN)                                                           \
+    TL_CAST(c_##SI##_b, TI, tl_bool, CVT_IN(x) != 0)                                        \
+    TL_CAST(c_##SI##_u8, TI, uint8_t, (uint8_t)(int64_t)CVT_IN(x))                          \
+    TL_CAST(c_##SI##_i8, TI, int8_t, (int8_t)(int64_t)CVT_IN(x))                            \
+    TL_CAST(c_##SI##_i16, TI, int16_t, (int16_t)(int64_t)CVT_IN(x))                         \
+    TL_CAST(c_##SI##_i32, TI, int32_t, (int32_t)(int64_t)CVT_IN(x))                         \
+    TL_CAST(c_##SI##_i64, TI, int64_t, (int64_t)CVT_IN(x))
+#define CVT_ID(x) (x)
+#define CVT_H(x) tl_half_to_float(x)
+#define CVT_BF(x) tl_bf16_to_float(x)
+CAST_FROM(b, tl_bool, CVT_ID) CAST_FROM(u8, uint8_t, CVT_ID) CAST_FROM(i8, int8_t, CVT_ID)
+CAST_FROM(i16, int16_t, CVT_ID) CAST_FROM(i32, int32_t, CVT_ID) CAST_FROM(i64, int64_t, CVT_ID)
+CAST_FROM(f16, tl_half, CVT_H) CAST_FROM(bf16, tl_bf16, CVT_BF)
+CAST_FROM(f32, float, CVT_ID) CAST_FROM(f64, double, CVT_ID)
+#define CAST_TO_FLOAT(SI, TI, CVT_IN)                                                       \
+    TL_CAST(c_##SI##_f16, TI, tl_half, tl_float_to_half((float)CVT_IN(x)))                  \
+    TL_CAST(c_##SI##_bf16, TI, tl_bf16, tl_float_to_bf16((float)CVT_IN(x)))                 \
+    TL_CAST(c_##SI##_f32x, TI, float, (float)CVT_IN(x))                                     \
+    TL_CAST(c_##SI##_f64x, TI, double, (double)CVT_IN(x))
+CAST_TO_FLOAT(b, tl_bool, CVT_ID) CAST_TO_FLOAT(u8, uint8_t, CVT_ID) CAST_TO_FLOAT(i8, int8_t, CVT_ID)
+CAST_TO_FLOAT(i16, int16_t, CVT_ID) CAST_TO_FLOAT(i32, int32_t, CVT_ID) CAST_TO_FLOAT(i64, int64_t, CVT_ID)
+CAST_TO_FLOAT(f16, tl_half, CVT_H) CAST_TO_FLOAT(bf16, tl_bf16, CVT_BF)
+TL_CAST(c_f64_f16, double, tl_half, tl_float_to_half((float)x))
+TL_CAST(c_f64_bf16, double, tl_bf16, tl_float_to_bf16((float)x))
+TL_CAST(c_f16_f64, tl_half, double, (double)tl_half_to_float(x))
+TL_CAST(c_bf16_f64, tl_bf16, double, (double)tl_bf16_to_float(x))
+#endif /* TL_BODY_FULL */
+
+/* ---- registration: write this copy's loops into the tables ------------------------- */
+static void TL_SFX(tl_ewise_register)(tl_loop U[][TL_NDTYPES], tl_loop B[][TL_NDTYPES],
+                                      tl_loop T[][TL_NDTYPES], tl_loop C[][TL_NDTYPES]) {
+#define u_RF(OP) U[TL_U_##OP][TL_FLOAT32] = TL_SFX(u_##OP##_f32); U[TL_U_##OP][TL_FLOAT64] = TL_SFX(u_##OP##_f64);
+#define b_RF(OP) B[TL_B_##OP][TL_FLOAT32] = TL_SFX(b_##OP##_f32); B[TL_B_##OP][TL_FLOAT64] = TL_SFX(b_##OP##_f64);
+    TL_UNARY_OPS_FLOAT(u_RF)
+    TL_BINARY_OPS_FLOAT(b_RF)
+    T[TL_T_WHERE][TL_FLOAT32] = TL_SFX(t_WHERE_f32); T[TL_T_WHERE][TL_FLOAT64] = TL_SFX(t_WHERE_f64);
+    T[TL_T_LERP][TL_FLOAT32] = TL_SFX(t_LERP_f32); T[TL_T_LERP][TL_FLOAT64] = TL_SFX(t_LERP_f64);
+    T[TL_T_ADDCMUL][TL_FLOAT32] = TL_SFX(t_ADDCMUL_f32); T[TL_T_ADDCMUL][TL_FLOAT64] = TL_SFX(t_ADDCMUL_f64);
+    T[TL_T_ADDCDIV][TL_FLOAT32] = TL_SFX(t_ADDCDIV_f32); T[TL_T_ADDCDIV][TL_FLOAT64] = TL_SFX(t_ADDCDIV_f64);
+    C[TL_FLOAT32][TL_FLOAT64] = TL_SFX(c_f32_f64); C[TL_FLOAT64][TL_FLOAT32] = TL_SFX(c_f64_f32);
+    C[TL_FLOAT32][TL_FLOAT32] = TL_SFX(c_f32_f32); C[TL_FLOAT64][TL_FLOAT64] = TL_SFX(c_f64_f64);
+    C[TL_FLOAT32][TL_FLOAT16] = TL_SFX(c_f32_f16); C[TL_FLOAT16][TL_FLOAT32] = TL_SFX(c_f16_f32);
+    C[TL_FLOAT32][TL_BFLOAT16] = TL_SFX(c_f32_bf16); C[TL_BFLOAT16][TL_FLOAT32] = TL_SFX(c_bf16_f32);
+#if TL_BODY_FULL
+#define REG_INT_U(OP) U[TL_U_##OP][TL_UINT8] = TL_SFX(u_##OP##_u8); U[TL_U_##OP][TL_INT8] = TL_SFX(u_##OP##_i8); \
+    U[TL_U_##OP][TL_INT16] = TL_SFX(u_##OP##_i16); U[TL_U_##OP][TL_INT32] = TL_SFX(u_##OP##_i32); \
+    U[TL_U_##OP][TL_INT64] = TL_SFX(u_##OP##_i64);
+#define REG_INT_B(OP) B[TL_B_##OP][TL_UINT8] = TL_SFX(b_##OP##_u8); B[TL_B_##OP][TL_INT8] = TL_SFX(b_##OP##_i8); \
+    B[TL_B_##OP][TL_INT16] = TL_SFX(b_##OP##_i16); B[TL_B_##OP][TL_INT32] = TL_SFX(b_##OP##_i32); \
+    B[TL_B_##OP][TL_INT64] = TL_SFX(b_##OP##_i64);
+    REG_INT_U(NEG) REG_INT_U(ABS) REG_INT_U(SIGN) REG_INT_U(SQUARE) REG_INT_U(BITWISE_NOT)
+    REG_INT_U(RELU) REG_INT_U(CLAMP) REG_INT_U(LOGICAL_NOT) REG_INT_U(ISNAN) REG_INT_U(ISINF)
+    REG_INT_U(ISPOSINF) REG_INT_U(ISNEGINF) REG_INT_U(ISFINITE) REG_INT_U(SIGNBIT)
+    U[TL_U_LOGICAL_NOT][TL_BOOL] = TL_SFX(u_LOGICAL_NOT_b); U[TL_U_BITWISE_NOT][TL_BOOL] = TL_SFX(u_BITWISE_NOT_b);
+    U[TL_U_ABS][TL_BOOL] = TL_SFX(u_ABS_b); U[TL_U_SIGN][TL_BOOL] = TL_SFX(u_SIGN_b);
+    U[TL_U_SQUARE][TL_BOOL] = TL_SFX(u_SQUARE_b);
+    U[TL_U_ISNAN][TL_BOOL] = TL_SFX(u_ISNAN_b); U[TL_U_ISINF][TL_BOOL] = TL_SFX(u_ISINF_b);
+    U[TL_U_ISPOSINF][TL_BOOL] = TL_SFX(u_ISPOSINF_b); U[TL_U_ISNEGINF][TL_BOOL] = TL_SFX(u_ISNEGINF_b);
+    U[TL_U_ISFINITE][TL_BOOL] = TL_SFX(u_ISFINITE_b); U[TL_U_SIGNBIT][TL_BOOL] = TL_SFX(u_SIGNBIT_b);
+    REG_INT_B(ADD) REG_INT_B(SUB) REG_INT_B(MUL) REG_INT_B(DIV_TRUNC) REG_INT_B(DIV_FLOOR)
+    REG_INT_B(REMAINDER) REG_INT_B(FMOD) REG_INT_B(POW) REG_INT_B(MAXIMUM) REG_INT_B(MINIMUM)
+    REG_INT_B(BITWISE_AND) REG_INT_B(BITWISE_OR) REG_INT_B(BITWISE_XOR) REG_INT_B(SHL) REG_INT_B(SHR)
+    REG_INT_B(ADD_ALPHA) REG_INT_B(EQ) REG_INT_B(NE) REG_INT_B(LT) REG_INT_B(LE) REG_INT_B(GT)
+    REG_INT_B(GE) REG_INT_B(LOGICAL_AND) REG_INT_B(LOGICAL_OR) REG_INT_B(LOGICAL_XOR)
+#define REG_BOOL_B(OP) B[TL_B_##OP][TL_BOOL] = TL_SFX(b_##OP##_b);
+    REG_BOOL_B(ADD) REG_BOOL_B(MUL) REG_BOOL_B(MAXIMUM) REG_BOOL_B(MINIMUM) REG_BOOL_B(BITWISE_AND)
+    REG_BOOL_B(BITWISE_OR) REG_BOOL_B(BITWISE_XOR) REG_BOOL_B(EQ) REG_BOOL_B(NE) REG_BOOL_B(LT)
+    REG_BOOL_B(LE) REG_BOOL_B(GT) REG_BOOL_B(GE) REG_BOOL_B(LOGICAL_AND) REG_BOOL_B(LOGICAL_OR)
+    REG_BOOL_B(LOGICAL_XOR)
+    T[TL_T_WHERE][TL_BOOL] = TL_SFX(t_WHERE_b); T[TL_T_WHERE][TL_UINT8] = TL_SFX(t_WHERE_u8);
+    T[TL_T_WHERE][TL_INT8] = TL_SFX(t_WHERE_i8); T[TL_T_WHERE][TL_INT16] = TL_SFX(t_WHERE_i16);
+    T[TL_T_WHERE][TL_INT32] = TL_SFX(t_WHERE_i32); T[TL_T_WHERE][TL_INT64] = TL_SFX(t_WHERE_i64);
+    T[TL_T_WHERE][TL_FLOAT16] = TL_SFX(t_WHERE_f16); T[TL_T_WHERE][TL_BFLOAT16] = TL_SFX(t_WHERE_f16);
+#define REG_CAST_FROM(SI, CI) C[CI][TL_BOOL] = TL_SFX(c_##SI##_b); C[CI][TL_UINT8] = TL_SFX(c_##SI##_u8); \
+    C[CI][TL_INT8] = TL_SFX(c_##SI##_i8); C[CI][TL_INT16] = TL_SFX(c_##SI##_i16); \
+    C[CI][TL_INT32] = TL_SFX(c_##SI##_i32); C[CI][TL_INT64] = TL_SFX(c_##SI##_i64);
+#define REG_CAST_TOF(SI, CI) C[CI][TL_FLOAT16] = TL_SFX(c_##SI##_f16); C[CI][TL_BFLOAT16] = TL_SFX(c_##SI##_bf16); \
+    C[CI][TL_FLOAT32] = TL_SFX(c_##SI##_f32x); C[CI][TL_FLOAT64] = TL_SFX(c_##SI##_f64x);
+    REG_CAST_FROM(b, TL_BOOL) REG_CAST_FROM(u8, TL_UINT8) REG_CAST_FROM(i8, TL_INT8)
+    REG_CAST_FROM(i16, TL_INT16) REG_CAST_FROM(i32, TL_INT32) REG_CAST_FROM(i64, TL_INT64)
+    REG_CAST_FROM(f16, TL_FLOAT16) REG_CAST_FROM(bf16, TL_BFLOAT16) REG_CAST_FROM(f32, TL_FLOAT32)
+    REG_CAST_FROM(f64, TL_FLOAT64)
+    REG_CAST_TOF(b, TL_BOOL) REG_CAST_TOF(u8, TL_UINT8) REG_CAST_TOF(i8, TL_INT8)
+    REG_CAST_TOF(i16, TL_INT16) REG_CAST_TOF(i32, TL_INT32) REG_CAST_TOF(i64, TL_INT64)
+    REG_CAST_TOF(f16, TL_FLOAT16) REG_CAST_TOF(bf16, TL_BFLOAT16)
+    C[TL_FLOAT64][TL_FLOAT16] = TL_SFX(c_f64_f16); C[TL_FLOAT64][TL_BFLOAT16] = TL_SFX(c_f64_bf16);
+    C[TL_FLOAT16][TL_FLOAT64] = TL_SFX(c_f16_f64); C[TL_BFLOAT16][TL_FLOAT64] = TL_SFX(c_bf16_f64);
+    /* the float32/float64 casts registered above are faster than the generic ones */
+    C[TL_FLOAT32][TL_FLOAT64] = TL_SFX(c_f32_f64); C[TL_FLOAT64][TL_FLOAT32] = TL_SFX(c_f64_f32);
+    C[TL_FLOAT32][TL_FLOAT32] = TL_SFX(c_f32_f32); C[TL_FLOAT64][TL_FLOAT64] = TL_SFX(c_f64_f64);
+    C[TL_FLOAT32][TL_FLOAT16] = TL_SFX(c_f32_f16); C[TL_FLOAT16][TL_FLOAT32] = TL_SFX(c_f16_f32);
+    C[TL_FLOAT32][TL_BFLOAT16] = TL_SFX(c_f32_bf16); C[TL_BFLOAT16][TL_FLOAT32] = TL_SFX(c_bf16_f32);
+#endif
+}

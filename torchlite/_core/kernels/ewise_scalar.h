@@ -1,0 +1,107 @@
+/* Scalar helpers for the elementwise loops: the parts of an op's formula that are more than
+ * one expression (Python-style integer division, erfinv, ...).  Included once, before the
+ * per-ISA bodies; they are always_inline, so each body compiles them for its own ISA. */
+#ifndef TL_EWISE_SCALAR_H
+#define TL_EWISE_SCALAR_H
+#include "types.h"
+#include "vmath.h"
+
+/* Integer division and remainder with Python's floor semantics.  Division by zero sets
+ * *err instead of trapping; INT_MIN / -1 wraps (as PyTorch does) instead of trapping. */
+#define TL_DEF_SINT_DIV(S, T)                                                              \
+TL_INLINE T tl_divfloor_##S(T x, T y, int *err) {                                          \
+    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; }                                       \
+    if (y == -1) return (T)(0 - (uint64_t)x);                                              \
+    T q = (T)(x / y); if ((x % y != 0) && ((x < 0) != (y < 0))) q--; return q; }          \
+TL_INLINE T tl_divtrunc_##S(T x, T y, int *err) {                                          \
+    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; }                                       \
+    if (y == -1) return (T)(0 - (uint64_t)x);                                              \
+    return (T)(x / y); }                                                                   \
+TL_INLINE T tl_rem_##S(T x, T y, int *err) {                                               \
+    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; }                                       \
+    if (y == -1) return 0;                                                                 \
+    T r = (T)(x % y); if (r != 0 && ((r < 0) != (y < 0))) r = (T)(r + y); return r; }     \
+TL_INLINE T tl_fmod_##S(T x, T y, int *err) {                                              \
+    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; }                                       \
+    if (y == -1) return 0;                                                                 \
+    return (T)(x % y); }                                                                   \
+TL_INLINE T tl_ipow_##S(T b, T e) {                                                        \
+    if (e < 0) { if (b == 1) return 1; if (b == -1) return (T)((e & 1) ? -1 : 1); return 0; } \
+    uint64_t r = 1, bb = (uint64_t)b; uint64_t ee = (uint64_t)e;                           \
+    while (ee) { if (ee & 1) r *= bb; bb *= bb; ee >>= 1; } return (T)r; }
+
+#define TL_DEF_UINT_DIV(S, T)                                                              \
+TL_INLINE T tl_divfloor_##S(T x, T y, int *err) {                                          \
+    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; } return (T)(x / y); }                  \
+TL_INLINE T tl_divtrunc_##S(T x, T y, int *err) { return tl_divfloor_##S(x, y, err); }     \
+TL_INLINE T tl_rem_##S(T x, T y, int *err) {                                               \
+    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; } return (T)(x % y); }                  \
+TL_INLINE T tl_fmod_##S(T x, T y, int *err) { return tl_rem_##S(x, y, err); }              \
+TL_INLINE T tl_ipow_##S(T b, T e) {                                                        \
+    uint64_t r = 1, bb = (uint64_t)b; uint64_t ee = (uint64_t)e;                           \
+    while (ee) { if (ee & 1) r *= bb; bb *= bb; ee >>= 1; } return (T)r; }
+
+TL_DEF_UINT_DIV(u8, uint8_t)
+TL_DEF_SINT_DIV(i8, int8_t)
+TL_DEF_SINT_DIV(i16, int16_t)
+TL_DEF_SINT_DIV(i32, int32_t)
+TL_DEF_SINT_DIV(i64, int64_t)
+
+/* Shifts: a count outside [0, bits) gives 0 (left) or the sign fill (right), never UB. */
+#define TL_DEF_SHIFT(S, T, BITS)                                                           \
+TL_INLINE T tl_shl_##S(T x, T y) {                                                         \
+    return (y < 0 || (int64_t)y >= BITS) ? (T)0 : (T)((uint64_t)x << y); }                 \
+TL_INLINE T tl_shr_##S(T x, T y) {                                                         \
+    return (y < 0 || (int64_t)y >= BITS) ? (T)(x < 0 ? -1 : 0) : (T)(x >> y); }
+TL_DEF_SHIFT(u8, uint8_t, 8)
+TL_DEF_SHIFT(i8, int8_t, 8)
+TL_DEF_SHIFT(i16, int16_t, 16)
+TL_DEF_SHIFT(i32, int32_t, 32)
+TL_DEF_SHIFT(i64, int64_t, 64)
+
+/* Python's float floor division (the algorithm CPython uses), so results match `//`. */
+#define TL_DEF_FLOAT_DIV(S, T, FMOD, FLOOR, COPYSIGN)                                      \
+TL_INLINE T tl_divfloor_##S(T a, T b) {                                                    \
+    if (b == 0) return a / b;                                                              \
+    T mod = FMOD(a, b); T div = (a - mod) / b;                                             \
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;                                      \
+    T fl;                                                                                  \
+    if (div != 0) { fl = FLOOR(div); if (div - fl > (T)0.5) fl += 1; }                     \
+    else fl = COPYSIGN((T)0, a / b);                                                       \
+    return fl; }                                                                           \
+TL_INLINE T tl_rem_##S(T a, T b) {                                                         \
+    T mod = FMOD(a, b); if (mod != 0 && ((b < 0) != (mod < 0))) mod += b; return mod; }
+TL_DEF_FLOAT_DIV(f32, float, fmodf, floorf, copysignf)
+TL_DEF_FLOAT_DIV(f64, double, fmod, floor, copysign)
+
+/* erfinv: Giles' single-precision approximation, then Newton steps on erf for accuracy. */
+TL_INLINE double tl_erfinv_f64(double y) {
+    if (y != y || y < -1 || y > 1) return NAN;
+    if (y == 1) return INFINITY;
+    if (y == -1) return -INFINITY;
+    double w = -log((1.0 - y) * (1.0 + y)), p;
+    if (w < 5.0) {
+        w = w - 2.5;
+        p = 2.81022636e-08; p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w; p = 0.00021858087 + p * w; p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w; p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257; p = 0.000100950558 + p * w; p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w; p = 0.00573950773 + p * w; p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w; p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+    }
+    double x = p * y;
+    for (int i = 0; i < 2; i++) {       /* Newton: f(x) = erf(x) - y, f' = 2/sqrt(pi) e^{-x^2} */
+        double fx = erf(x) - y;
+        x -= fx / (1.1283791670955126 * exp(-x * x));
+    }
+    return x;
+}
+TL_INLINE float tl_erfinv_f32(float y) { return (float)tl_erfinv_f64((double)y); }
+
+TL_INLINE double tl_round_decimals(double x, double d) {
+    double s = pow(10.0, d);
+    return nearbyint(x * s) / s;
+}
+#endif

@@ -1,0 +1,35 @@
+/* Vectorisable float32 math.  glibc's expf is scalar unless built with -ffast-math, and
+ * the compiler cannot vectorise a loop around a library call; these inline versions use
+ * only arithmetic, comparisons and bit moves so the loops in ewise_body.h vectorise at
+ * every ISA level.  Accuracy: about 1 ulp (Cephes' minimax coefficients). */
+#ifndef TL_VMATH_H
+#define TL_VMATH_H
+#include "types.h"
+
+TL_INLINE float tl_pow2i(int32_t k) { return tl_bits_f32((uint32_t)(k + 127) << 23); }
+
+TL_INLINE float tl_expf(float x) {
+    /* clamp, reduce x = k ln2 + r with |r| <= ln2/2, then exp(r) by a degree-6 polynomial */
+    float xc = x > 88.72283935546875f ? 88.72283935546875f : x;
+    xc = xc < -103.972084045410f ? -103.972084045410f : xc;
+    float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   /* round to int */
+    float r = xc - kf * 0.693359375f;
+    r = r - kf * -2.12194440e-4f;
+    float z = r * r;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    int32_t k = (int32_t)kf;
+    int32_t k1 = k >> 1;                      /* split the scale so subnormal results stay exact */
+    float y = p * tl_pow2i(k1) * tl_pow2i(k - k1);
+    y = x > 88.72283935546875f ? INFINITY : y;
+    return x != x ? x : y;
+}
+
+TL_INLINE float tl_sigmoidf(float x) { return 1.0f / (1.0f + tl_expf(-x)); }
+
+#endif

@@ -1,0 +1,58 @@
+"""torchlite.device: where a tensor's memory lives ('cpu' or 'cuda:N')."""
+
+
+class device:
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            self.type, self.index = type.type, type.index
+            return
+        if not isinstance(type, str):
+            raise TypeError(f"device() expected a string or a device, got {type!r}")
+        if ":" in type:
+            if index is not None:
+                raise RuntimeError(f"device(): type (string) must not include an index because index "
+                                   f"was passed explicitly: {type}")
+            type, _, idx = type.partition(":")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
+            index = int(idx)
+        if type not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        self.type = type
+        self.index = index
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+CPU = device("cpu")
+
+
+def to_device(d):
+    if d is None:
+        return CPU
+    if isinstance(d, device):
+        return d
+    if isinstance(d, int):
+        return device("cuda", d)
+    return device(d)

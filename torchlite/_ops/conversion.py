@@ -1,0 +1,117 @@
+"""dtype and device conversion (to, float, double, ..., cpu, cuda) and in-place filling."""
+import builtins
+
+from .. import _dtype as D
+from .._core import array as _A
+from .._core import elementwise as _ew
+from .._device import device as _device_cls, to_device
+from .._tensor import Tensor, _wrap, _as_pyscalar
+from . import _register
+
+
+def _parse_to(args, kwargs):
+    """Tensor.to's overloads: to(dtype), to(device[, dtype]), to(tensor), and keywords."""
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, _device_cls, builtins.int)) and not isinstance(a, builtins.bool):
+            device = a
+        elif isinstance(a, builtins.bool):
+            pass          # the positional non_blocking flag
+        elif a is not None:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    return D.to_dtype(dtype), (to_device(device) if device is not None else None), copy
+
+
+@_register("to")
+def to(self, *args, **kwargs):
+    """Convert dtype and/or device; returns self when nothing changes (unless copy=True)."""
+    dtype, device, copy = _parse_to(args, dict(kwargs))
+    t = self
+    if device is not None and device != self.device:
+        if device.type == "cuda" or self.device.type == "cuda":
+            from ..cuda import _move
+            t = _move(t, device)
+        copy = False
+    if dtype is not None and dtype is not t.dtype:
+        t = _wrap(_ew.cast(t._data, dtype.code))
+        copy = False
+    if copy:
+        t = _wrap(_ew.clone(t._data, True))
+    if t is not self and self.requires_grad and t.is_floating_point():
+        t.requires_grad = True
+    return t
+
+
+def _to_dtype(dt):
+    def fn(self, memory_format=None):
+        return to(self, dt)
+    fn.__name__ = dt.name
+    fn.__doc__ = f"self.to(torchlite.{dt.name})"
+    return fn
+
+
+for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16),
+                   ("bfloat16", D.bfloat16), ("long", D.int64), ("int", D.int32), ("short", D.int16),
+                   ("char", D.int8), ("byte", D.uint8), ("bool", D.bool)):
+    setattr(Tensor, _name, _to_dtype(_dt))
+
+
+@_register("type")
+def type(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        return "torchlite." + {"float32": "FloatTensor", "float64": "DoubleTensor",
+                               "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
+                               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+                               "int8": "CharTensor", "uint8": "ByteTensor",
+                               "bool": "BoolTensor"}[self.dtype.name]
+    return to(self, D.to_dtype(dtype))
+
+
+@_register("type_as")
+def type_as(self, other):
+    return to(self, other.dtype)
+
+
+@_register("cpu")
+def cpu(self, memory_format=None):
+    return self if self.device.type == "cpu" else to(self, "cpu")
+
+
+@_register("copy_")
+def copy_(self, src, non_blocking=False):
+    """Copy src's elements into self (broadcasting src, casting to self's dtype)."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {builtins.type(src).__name__}")
+    if src.device != self.device:
+        src = src.to(self.device)
+    _ew.copy_(self._data, src._data)
+    self._bump_version()
+    return self
+
+
+@_register("fill_")
+def fill_(self, value):
+    """Set every element to value (a number or a one-element tensor)."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
+        value = value.item()
+    _A.fill_(self._data, _as_pyscalar(value))
+    self._bump_version()
+    return self
+
+
+@_register("zero_")
+def zero_(self):
+    return fill_(self, 0)

@@ -1,0 +1,364 @@
+"""Creation functions: tensor, as_tensor, from_numpy, zeros, ones, full, empty, arange,
+linspace, logspace, eye and the *_like forms."""
+import builtins
+import math
+import numbers
+
+from .. import _dtype as D
+from .._core import array as _A
+from .._core import elementwise as _ew
+from .._device import to_device
+from .._tensor import Tensor, _wrap, _as_pyscalar
+from . import _register
+
+
+def _place(arr, device, requires_grad=False, dtype=None):
+    """Finish a new CPU array: move it to `device`, set requires_grad."""
+    dev = to_device(device)
+    if dev.type != "cpu":
+        from ..cuda import _to_device_array
+        arr = _to_device_array(arr, dev)
+    t = _wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _size_args(size, op):
+    """zeros(2, 3), zeros((2, 3)) and zeros([2, 3]) all mean shape (2, 3)."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = s.__index__()
+        elif not isinstance(s, builtins.int):
+            try:
+                s = s.__index__()
+            except AttributeError:
+                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element of "
+                                f"type {type(s).__name__}") from None
+        out.append(s)
+    return tuple(out)
+
+
+# ---- tensor() from Python data ---------------------------------------------------------------
+def _infer(data, shape, flat, depth, state):
+    """Walk nested sequences: fill `shape` on the first path, check the rest against it,
+    append scalars to `flat`; state[0] is the widest kind seen (0 bool, 1 int, 2 float)."""
+    if isinstance(data, Tensor):
+        if depth == len(shape):
+            shape.extend(data.shape)
+        elif tuple(shape[depth:]) != tuple(data.shape):
+            raise ValueError(f"expected sequence of length {shape[depth] if depth < len(shape) else 0} "
+                             f"at dim {depth} (got {data.shape[0] if data.ndim else 0})")
+        flat.extend(data.reshape(-1).tolist())
+        state[0] = builtins.max(state[0], 2 if data.is_floating_point() else (0 if data.dtype is D.bool else 1))
+        state[1] = data.dtype if state[1] is None or state[1] is data.dtype else False
+        return
+    if isinstance(data, (list, tuple)) or _is_array_like(data):
+        n = len(data)
+        if depth == len(shape):
+            shape.append(n)
+        elif shape[depth] != n:
+            raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {n})")
+        for x in data:
+            _infer(x, shape, flat, depth + 1, state)
+        return
+    if depth != len(shape):
+        raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got a scalar)")
+    if isinstance(data, builtins.bool):
+        k = 0
+    elif isinstance(data, numbers.Integral):
+        k = 1
+    elif isinstance(data, numbers.Real):
+        k = 2
+    else:
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    flat.append(_as_pyscalar(data))
+    state[0] = builtins.max(state[0], k)
+    state[1] = False
+
+
+def _is_array_like(x):
+    return hasattr(x, "__array_interface__") and hasattr(x, "__len__") and getattr(x, "ndim", 0) > 0
+
+
+def _from_data(data, dtype):
+    """A new CPU array holding a copy of `data` (scalar, nested sequence, NumPy, Tensor)."""
+    dt = D.to_dtype(dtype)
+    if isinstance(data, Tensor):
+        arr = data.cpu()._data if data.device.type != "cpu" else data._data
+        return _ew.clone(_ew.cast(arr, dt.code) if dt else arr, False)
+    if hasattr(data, "__array_interface__") and not isinstance(data, numbers.Number):
+        import numpy as np
+        a = np.asarray(data)
+        if a.dtype.kind == "O":
+            data = a.tolist()
+        else:
+            if a.dtype.byteorder == ">" or (a.strides and builtins.min(a.strides) < 0):
+                a = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("="))
+            src = _A.from_numpy(a)
+            out = _ew.clone(src, False)
+            return _ew.cast(out, dt.code) if dt else out
+    shape, flat, state = [], [], [0, None]
+    _infer(data, shape, flat, 0, state)
+    if dt is None:
+        if state[1]:      # only tensors: keep their common dtype
+            dt = state[1]
+        else:
+            dt = (D.bool, D.int64, D.get_default_dtype())[state[0]]
+    return _A.from_flat(flat, shape, dt.code)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of `data` (a number, nested lists/tuples, a NumPy array or
+    another tensor).  The dtype is inferred as PyTorch does: bool, int64, or the default float."""
+    return _place(_from_data(data, dtype), device, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like tensor(), but shares memory with `data` when it is already a tensor or a NumPy
+    array of the right dtype and device."""
+    dt = D.to_dtype(dtype)
+    if isinstance(data, Tensor):
+        if (dt is None or dt is data.dtype) and (device is None or to_device(device) == data.device):
+            return data
+        return data.to(device=device, dtype=dt)
+    if hasattr(data, "__array_interface__") and not isinstance(data, numbers.Number):
+        code = _A.numpy_dtype_code(data.__array_interface__["typestr"])
+        if code >= 0 and (dt is None or dt.code == code) and to_device(device).type == "cpu":
+            try:
+                return from_numpy(data)
+            except ValueError:
+                pass
+    return tensor(data, dtype=dtype, device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    t = tensor(obj, dtype=dtype, device=device) if copy else as_tensor(obj, dtype=dtype, device=device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with a NumPy array (writes show through both ways)."""
+    if not hasattr(ndarray, "__array_interface__"):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return _wrap(_A.from_numpy(ndarray))
+
+
+def _from_pickle(array, requires_grad):
+    t = _wrap(_ew.clone(_A.from_numpy(array), False))
+    t.requires_grad = requires_grad
+    return t
+
+
+def _from_bf16_bits(bits, requires_grad):
+    t = _from_pickle(bits, requires_grad)
+    return t.view(D.bfloat16)
+
+
+# ---- filled tensors ----------------------------------------------------------------------
+def _new_full(size, value, dtype, device, requires_grad, out=None, op="full"):
+    shape = _size_args(size, op)
+    if out is not None:
+        if tuple(out.shape) != shape:
+            out._data = _A.empty(shape, out._data.dtype)
+        _A.fill_(out._data, value) if out.device.type == "cpu" else out.fill_(value)
+        return out
+    dt = D.to_dtype(dtype, D.get_default_dtype())
+    arr = _A.full(shape, value, dt.code)
+    return _place(arr, device, requires_grad)
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A tensor of zeros of the given shape (default dtype float32)."""
+    return _new_full(size, 0, dtype, device, requires_grad, out, "zeros")
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A tensor of ones of the given shape."""
+    return _new_full(size, 1, dtype, device, requires_grad, out, "ones")
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False, memory_format=None):
+    """An uninitialised tensor of the given shape."""
+    shape = _size_args(size, "empty")
+    dt = D.to_dtype(dtype, D.get_default_dtype())
+    return _place(_A.empty(shape, dt.code), device, requires_grad)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """A tensor filled with fill_value; the dtype follows the value (bool, int64 or float)."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    fill_value = _as_pyscalar(fill_value)
+    if dtype is None:
+        dtype = (D.bool if isinstance(fill_value, builtins.bool) else
+                 D.int64 if isinstance(fill_value, builtins.int) else D.get_default_dtype())
+    return _new_full((size,), fill_value, dtype, device, requires_grad, out, "full")
+
+
+def _like(t, dtype, device):
+    return D.to_dtype(dtype, t.dtype), (t.device if device is None else device)
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+# ---- ranges ------------------------------------------------------------------------------
+def _scalar_arg(x, name, op):
+    if isinstance(x, Tensor):
+        x = x.item()
+    x = _as_pyscalar(x)
+    if not isinstance(x, (builtins.int, builtins.float)):
+        raise TypeError(f"{op}(): argument '{name}' must be Number, not {type(x).__name__}")
+    return x
+
+
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           requires_grad=False):
+    """Values from start (inclusive) to end (exclusive) by step: int64 for integer
+    arguments, the default float dtype otherwise."""
+    if end is None:
+        start, end = 0, start
+    start = _scalar_arg(start, "start", "arange")
+    end = _scalar_arg(end, "end", "arange")
+    step = _scalar_arg(step, "step", "arange")
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if any(isinstance(v, builtins.float) and not math.isfinite(v) for v in (start, end, step)):
+        raise RuntimeError(f"arange: unsupported range: {start} -> {end}")
+    if (end - start) / step < 0:
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    n = builtins.int(math.ceil((end - start) / step))
+    if dtype is None:
+        all_int = all(isinstance(v, builtins.int) for v in (start, end, step))
+        dtype = D.int64 if all_int else D.get_default_dtype()
+    dt = D.to_dtype(dtype)
+    arr = _A.empty((n,), dt.code)
+    if dt.code == D.int64.code and not all(isinstance(v, builtins.int) for v in (start, step)):
+        # fractional steps on an integer dtype: compute in float64, truncate like PyTorch
+        tmp = _A.fill_affine(_A.empty((n,), D.float64.code), builtins.float(start), builtins.float(step))
+        arr = _ew.cast(tmp, dt.code)
+    else:
+        _A.fill_affine(arr, start, step)
+    t = _place(arr, device, requires_grad)
+    if out is not None:
+        out._data = t._data
+        return out
+    return t
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Deprecated in PyTorch: like arange but includes `end`; float by default."""
+    if end is None:
+        start, end = 0, start
+    n = builtins.int(math.floor((end - start) / step)) + 1
+    dt = D.to_dtype(dtype, D.get_default_dtype())
+    arr = _A.fill_affine(_A.empty((builtins.max(n, 0),), D.float64.code), builtins.float(start), builtins.float(step))
+    return _place(_ew.cast(arr, dt.code), device, requires_grad)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """`steps` evenly spaced values from start to end, both included."""
+    start = _scalar_arg(start, "start", "linspace")
+    end = _scalar_arg(end, "end", "linspace")
+    if not isinstance(steps, builtins.int) or steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    dt = D.to_dtype(dtype, D.get_default_dtype())
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    work = D.float64 if dt.is_floating_point else D.float64
+    arr = _A.fill_affine(_A.empty((steps,), work.code), builtins.float(start), step, True, builtins.float(end))
+    if steps == 1:
+        _A.fill_(arr, builtins.float(start))
+    t = _place(_ew.cast(arr, dt.code), device, requires_grad)
+    if out is not None:
+        out._data = t._data
+        return out
+    return t
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False):
+    """base ** linspace(start, end, steps)."""
+    dt = D.to_dtype(dtype, D.get_default_dtype())
+    exps = linspace(start, end, steps, dtype=D.float64)
+    arr = _ew.binary(_ew.BINARY["pow"], builtins.float(base), exps._data)
+    return _place(_ew.cast(arr, dt.code), device, requires_grad)
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """A 2-d tensor with ones on the diagonal."""
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"eye: n and m must be non-negative, got {n} and {m}")
+    dt = D.to_dtype(dtype, D.get_default_dtype())
+    arr = _A.full((n, m), 0, dt.code)
+    _A.fill_(arr.diagonal(0, 0, 1), 1)
+    return _place(arr, device, requires_grad)
+
+
+def _legacy_new(cls, *args, **kwargs):
+    """torchlite.Tensor(...): Tensor([..]) copies data as float32; Tensor(2, 3) is empty."""
+    device = kwargs.pop("device", None)
+    if kwargs:
+        raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}")
+    if not args:
+        return empty(0, device=device)
+    if len(args) == 1:
+        a = args[0]
+        if isinstance(a, Tensor):
+            return a.detach()
+        if not isinstance(a, builtins.int) and not hasattr(a, "__index__"):
+            return tensor(a, dtype=D.get_default_dtype(), device=device)
+    return empty(*args, device=device)
+
+
+# ---- Tensor methods ------------------------------------------------------------------------
+@_register("new_tensor")
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+@_register("new_zeros")
+def _new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+@_register("new_ones")
+def _new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    return ones(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+@_register("new_empty")
+def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    return empty(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+@_register("new_full")
+def _new_full_m(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)

@@ -1,0 +1,649 @@
+"""Elementwise ops: arithmetic, math functions, comparisons and logic, where, clamp, lerp.
+
+Each op is one call into the array layer (torchlite/_core/elementwise.pyx, loops in
+kernels/ewise_body.h), which does broadcasting, type promotion and the out= checks.  The
+tables below name every op once; the functional form, the method and the in-place method
+are all made from that one entry."""
+import builtins
+import math
+
+from .. import _dtype as D
+from .._core import elementwise as _ew
+from .._tensor import Tensor, _wrap, _as_pyscalar
+from . import _register
+
+_U = _ew.UNARY
+_B = _ew.BINARY
+_T = _ew.TERNARY
+
+
+def _operand(x, op):
+    """The array of a Tensor, or a Python number for a number."""
+    if isinstance(x, Tensor):
+        return x._data
+    v = _as_pyscalar(x)
+    if isinstance(v, (builtins.bool, builtins.int, builtins.float)):
+        return v
+    raise TypeError(f"{op}(): expected Tensor or Number as argument, but got {type(x).__name__}")
+
+
+def _check_devices(op, *xs):
+    dev = None
+    for x in xs:
+        if isinstance(x, Tensor) and x._data.ndim >= 0:
+            d = x._data.device
+            if dev is None:
+                dev = d
+            elif d != dev:
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                                   f"least two devices, {dev} and {d}! (when checking arguments for {op})")
+
+
+def _result(arr, out):
+    """Wrap a result; with out=, the array was written into out already."""
+    if out is None:
+        return _wrap(arr)
+    return out
+
+
+def _prepare_out(out, shape, op):
+    """PyTorch resizes an out= tensor of the wrong shape; return its array."""
+    if out is None:
+        return None
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if tuple(out._data.shape) != tuple(shape):
+        from .._core import array as _A
+        out._data = _A.empty(shape, out._data.dtype)
+    return out._data
+
+
+def _bshape(*xs):
+    from .._core.array import broadcast_shapes
+    return broadcast_shapes(*[x.shape for x in xs if isinstance(x, Tensor)])
+
+
+# ---- unary ---------------------------------------------------------------------------------
+def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if out is None:
+        return _wrap(_ew.unary(code, input._data, None, p0, p1, p2))
+    _ew.unary(code, input._data, _prepare_out(out, input.shape, name), p0, p1, p2)
+    return out
+
+
+def _unary_(code, self, p0=0.0, p1=0.0, p2=0.0, name=""):
+    _ew.unary(code, self._data, self._data, p0, p1, p2)
+    self._bump_version()
+    return self
+
+
+def _make_unary(name, op, doc, inplace=True, aliases=()):
+    code = _U[op]
+
+    def fn(input, *, out=None):
+        return _unary(code, input, out, name=name)
+
+    def fn_(self):
+        return _unary_(code, self, name=name + "_")
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn_.__name__ = fn_.__qualname__ = name + "_"
+    fn_.__doc__ = f"In-place version of :func:`{name}`."
+    _register(name, *aliases)(fn)
+    if inplace:
+        _register(name + "_", *[a + "_" for a in aliases])(fn_)
+    return fn, fn_
+
+
+_UNARY_OPS = [
+    # (name, kernel op, doc, aliases)
+    ("neg", "neg", "-input, elementwise.", ("negative",)),
+    ("abs", "abs", "|input|, elementwise.", ("absolute",)),
+    ("sign", "sign", "-1, 0 or 1 by the sign of each element (0 for NaN).", ("sgn",)),
+    ("square", "square", "input * input.", ()),
+    ("reciprocal", "reciprocal", "1 / input (integers are promoted to float).", ()),
+    ("exp", "exp", "e ** input.", ()),
+    ("exp2", "exp2", "2 ** input.", ()),
+    ("expm1", "expm1", "e ** input - 1, accurate near 0.", ("special_expm1",)),
+    ("log", "log", "Natural logarithm.", ()),
+    ("log2", "log2", "Base-2 logarithm.", ()),
+    ("log10", "log10", "Base-10 logarithm.", ()),
+    ("log1p", "log1p", "log(1 + input), accurate near 0.", ()),
+    ("sqrt", "sqrt", "Square root.", ()),
+    ("rsqrt", "rsqrt", "1 / sqrt(input).", ()),
+    ("sin", "sin", "Sine.", ()),
+    ("cos", "cos", "Cosine.", ()),
+    ("tan", "tan", "Tangent.", ()),
+    ("asin", "asin", "Arcsine.", ("arcsin",)),
+    ("acos", "acos", "Arccosine.", ("arccos",)),
+    ("atan", "atan", "Arctangent.", ("arctan",)),
+    ("sinh", "sinh", "Hyperbolic sine.", ()),
+    ("cosh", "cosh", "Hyperbolic cosine.", ()),
+    ("tanh", "tanh", "Hyperbolic tangent.", ()),
+    ("asinh", "asinh", "Inverse hyperbolic sine.", ("arcsinh",)),
+    ("acosh", "acosh", "Inverse hyperbolic cosine.", ("arccosh",)),
+    ("atanh", "atanh", "Inverse hyperbolic tangent.", ("arctanh",)),
+    ("erf", "erf", "The error function.", ()),
+    ("erfc", "erfc", "1 - erf(input).", ()),
+    ("erfinv", "erfinv", "The inverse error function.", ()),
+    ("sigmoid", "sigmoid", "1 / (1 + exp(-input)).", ()),
+    ("floor", "floor", "Largest integer <= input (identity on integer tensors).", ()),
+    ("ceil", "ceil", "Smallest integer >= input (identity on integer tensors).", ()),
+    ("trunc", "trunc", "Rounds toward zero (identity on integer tensors).", ("fix",)),
+    ("frac", "frac", "input - trunc(input).", ()),
+    ("relu", "relu", "max(input, 0).", ()),
+    ("lgamma", "lgamma", "log|Gamma(input)|.", ()),
+    ("bitwise_not", "bitwise_not", "~input on integers, logical not on bool.", ()),
+    ("logical_not", "logical_not", "input == 0, as bool.", ()),
+]
+_BOOL_UNARY = [
+    ("isnan", "isnan", "True where input is NaN."),
+    ("isinf", "isinf", "True where input is +inf or -inf."),
+    ("isposinf", "isposinf", "True where input is +inf."),
+    ("isneginf", "isneginf", "True where input is -inf."),
+    ("isfinite", "isfinite", "True where input is neither inf nor NaN."),
+    ("signbit", "signbit", "True where the sign bit is set (including -0.0)."),
+]
+
+for _name, _op, _doc, _aliases in _UNARY_OPS:
+    globals()[_name], globals()[_name + "_"] = _make_unary(_name, _op, _doc, True, _aliases)
+    for _a in _aliases:
+        globals()[_a] = globals()[_name]
+for _name, _op, _doc in _BOOL_UNARY:
+    globals()[_name] = _make_unary(_name, _op, _doc, False)[0]
+
+_neg_checked = globals()["neg"]
+
+
+def _no_bool_neg(input, *, out=None):
+    if isinstance(input, Tensor) and input.dtype is D.bool:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return _neg_checked(input, out=out)
+
+
+neg = negative = _register("neg", "negative")(_no_bool_neg)
+neg.__doc__ = "-input, elementwise."
+
+
+@_register("positive")
+def positive(input):
+    if input.dtype is D.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@_register("round")
+def round(input, *, decimals=0, out=None):
+    """Round half to even; with decimals, round to that many decimal places."""
+    if decimals == 0:
+        return _unary(_U["round"], input, out, name="round")
+    if not input.is_floating_point():
+        raise RuntimeError(f'"round_decimals" not implemented for integer tensors')
+    return _unary(_U["round_decimals"], input, out, builtins.float(decimals), name="round")
+
+
+@_register("round_")
+def round_(self, *, decimals=0):
+    if decimals == 0:
+        return _unary_(_U["round"], self, name="round_")
+    return _unary_(_U["round_decimals"], self, builtins.float(decimals), name="round_")
+
+
+def _bound(v, name):
+    if v is None or isinstance(v, Tensor):
+        return v
+    return _as_pyscalar(v)
+
+
+@_register("clamp", "clip")
+def clamp(input, min=None, max=None, *, out=None):
+    """Limit every element to [min, max]; NaN stays NaN.  Bounds may be numbers or tensors."""
+    min, max = _bound(min, "min"), _bound(max, "max")
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        r = input
+        if min is not None:
+            r = maximum(r, min if isinstance(min, Tensor) else full_like_scalar(input, min))
+        if max is not None:
+            r = minimum(r, max if isinstance(max, Tensor) else full_like_scalar(input, max))
+        if out is not None:
+            out.copy_(r)
+            return out
+        return r
+    # a float bound on an integer tensor promotes the result (PyTorch's result_type rule)
+    rdt = D.DTYPES[_ew.result_type(input._data, *(b for b in (min, max) if b is not None))]
+    x = input if rdt is input.dtype else input.to(rdt)
+    lo = -math.inf if min is None else builtins.float(min)
+    hi = math.inf if max is None else builtins.float(max)
+    if math.isnan(lo) or math.isnan(hi):
+        return full_like_scalar(x, math.nan) if out is None else out.fill_(math.nan)
+    return _unary(_U["clamp"], x, out, lo, hi, name="clamp")
+
+
+def full_like_scalar(t, v):
+    from .creation import full
+    return full((), v, dtype=t.dtype, device=t.device)
+
+
+@_register("clamp_", "clip_")
+def clamp_(self, min=None, max=None):
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return self.copy_(clamp(self, min, max))
+    lo = -math.inf if min is None else builtins.float(min)
+    hi = math.inf if max is None else builtins.float(max)
+    return _unary_(_U["clamp"], self, lo, hi, name="clamp_")
+
+
+clip, clip_ = clamp, clamp_
+
+
+@_register("clamp_min")
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+@_register("clamp_max")
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+@_register("nan_to_num")
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """Replace NaN, +inf and -inf (by default with 0 and the dtype's largest/smallest values)."""
+    if not input.is_floating_point():
+        return _unary(_U["nan_to_num"], input, out, name="nan_to_num")
+    fi = D.finfo(input.dtype)
+    return _unary(_U["nan_to_num"], input, out, builtins.float(nan),
+                  fi.max if posinf is None else builtins.float(posinf),
+                  fi.min if neginf is None else builtins.float(neginf), name="nan_to_num")
+
+
+@_register("nan_to_num_")
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    fi = D.finfo(self.dtype) if self.is_floating_point() else None
+    return _unary_(_U["nan_to_num"], self, builtins.float(nan),
+                   fi.max if posinf is None and fi else builtins.float(posinf or 0),
+                   fi.min if neginf is None and fi else builtins.float(neginf or 0), name="nan_to_num_")
+
+
+@_register("logit")
+def logit(input, eps=None, *, out=None):
+    """log(p / (1 - p)); with eps, p is first clamped to [eps, 1 - eps]."""
+    return _unary(_U["logit"], input, out, -1.0 if eps is None else builtins.float(eps), name="logit")
+
+
+@_register("logit_")
+def logit_(self, eps=None):
+    return _unary_(_U["logit"], self, -1.0 if eps is None else builtins.float(eps), name="logit_")
+
+
+# ---- binary --------------------------------------------------------------------------------
+def _binary(code, a, b, out, name, alpha=1.0):
+    x = a._data if type(a) is Tensor else _operand(a, name)
+    y = b._data if type(b) is Tensor else _operand(b, name)
+    if type(a) is Tensor and type(b) is Tensor and x.device != y.device:
+        _check_devices(name, a, b)
+    if out is None:
+        return _wrap(_ew.binary(code, x, y, None, alpha))
+    _ew.binary(code, x, y, _prepare_out(out, _bshape(a, b), name), alpha)
+    return out
+
+
+def _binary_(code, self, other, name, alpha=1.0):
+    y = other._data if type(other) is Tensor else _operand(other, name)
+    _ew.binary(code, self._data, y, self._data, alpha)
+    self._bump_version()
+    return self
+
+
+def _make_binary(name, op, doc, aliases=(), inplace=True):
+    code = _B[op]
+
+    def fn(input, other, *, out=None):
+        return _binary(code, input, other, out, name)
+
+    def fn_(self, other):
+        return _binary_(code, self, other, name + "_")
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn_.__name__ = fn_.__qualname__ = name + "_"
+    _register(name, *aliases)(fn)
+    if inplace:
+        _register(name + "_", *[a + "_" for a in aliases])(fn_)
+    return fn, fn_
+
+
+_BINARY_OPS = [
+    ("mul", "mul", "input * other, with broadcasting and type promotion.", ("multiply",)),
+    ("floor_divide", "div_floor", "input // other, rounding toward -inf (Python's rule).", ()),
+    ("remainder", "remainder", "Python's modulus: the result has the sign of the divisor.", ()),
+    ("fmod", "fmod", "C's fmod: the result has the sign of the dividend.", ()),
+    ("atan2", "atan2", "Arctangent of input / other with the quadrant.", ("arctan2",)),
+    ("hypot", "hypot", "sqrt(input**2 + other**2) without overflow.", ()),
+    ("copysign", "copysign", "|input| with the sign of other.", ()),
+    ("maximum", "maximum", "Elementwise maximum; NaN propagates.", ()),
+    ("minimum", "minimum", "Elementwise minimum; NaN propagates.", ()),
+    ("fmax", "fmax", "Elementwise maximum ignoring NaN.", ()),
+    ("fmin", "fmin", "Elementwise minimum ignoring NaN.", ()),
+    ("eq", "eq", "input == other, as bool.", ()),
+    ("ne", "ne", "input != other, as bool.", ("not_equal",)),
+    ("lt", "lt", "input < other, as bool.", ("less",)),
+    ("le", "le", "input <= other, as bool.", ("less_equal",)),
+    ("gt", "gt", "input > other, as bool.", ("greater",)),
+    ("ge", "ge", "input >= other, as bool.", ("greater_equal",)),
+    ("logical_and", "logical_and", "Elementwise logical AND, as bool.", ()),
+    ("logical_or", "logical_or", "Elementwise logical OR, as bool.", ()),
+    ("logical_xor", "logical_xor", "Elementwise logical XOR, as bool.", ()),
+    ("bitwise_and", "bitwise_and", "Bitwise AND of integers (logical on bool).", ()),
+    ("bitwise_or", "bitwise_or", "Bitwise OR of integers (logical on bool).", ()),
+    ("bitwise_xor", "bitwise_xor", "Bitwise XOR of integers (logical on bool).", ()),
+    ("bitwise_left_shift", "shl", "input << other.", ()),
+    ("bitwise_right_shift", "shr", "input >> other (arithmetic for signed integers).", ()),
+    ("xlogy", "xlogy", "input * log(other), with 0 where input is 0.", ()),
+]
+for _name, _op, _doc, _aliases in _BINARY_OPS:
+    globals()[_name], globals()[_name + "_"] = _make_binary(_name, _op, _doc, _aliases)
+    for _a in _aliases:
+        globals()[_a] = globals()[_name]
+
+
+def _check_alpha(a, b, alpha, op):
+    if alpha != 1 and isinstance(alpha, builtins.float) and not (
+            (isinstance(a, Tensor) and a.is_floating_point()) or (isinstance(b, Tensor) and b.is_floating_point())):
+        raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number.")
+
+
+_ADD, _SUB, _ADD_ALPHA = _B["add"], _B["sub"], _B["add_alpha"]
+
+
+@_register("add")
+def add(input, other, *, alpha=1, out=None):
+    """input + alpha * other, with broadcasting and type promotion."""
+    if alpha == 1:
+        return _binary(_ADD, input, other, out, "add")
+    _check_alpha(input, other, alpha, "add")
+    return _binary(_ADD_ALPHA, input, other, out, "add", builtins.float(alpha))
+
+
+@_register("add_")
+def add_(self, other, *, alpha=1):
+    if alpha == 1:
+        return _binary_(_ADD, self, other, "add_")
+    return _binary_(_ADD_ALPHA, self, other, "add_", builtins.float(alpha))
+
+
+def _no_bool_sub(a, b):
+    if (isinstance(a, Tensor) and a.dtype is D.bool) and (not isinstance(b, Tensor) or b.dtype is D.bool):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if isinstance(b, Tensor) and b.dtype is D.bool and isinstance(a, Tensor) and a.dtype is D.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+@_register("sub", "subtract")
+def sub(input, other, *, alpha=1, out=None):
+    """input - alpha * other."""
+    _no_bool_sub(input, other)
+    if alpha == 1:
+        return _binary(_SUB, input, other, out, "sub")
+    _check_alpha(input, other, alpha, "sub")
+    return _binary(_ADD_ALPHA, input, other, out, "sub", -builtins.float(alpha))
+
+
+subtract = sub
+
+
+@_register("sub_", "subtract_")
+def sub_(self, other, *, alpha=1):
+    _no_bool_sub(self, other)
+    if alpha == 1:
+        return _binary_(_SUB, self, other, "sub_")
+    return _binary_(_ADD_ALPHA, self, other, "sub_", -builtins.float(alpha))
+
+
+@_register("rsub")
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input."""
+    return sub(other, input, alpha=alpha) if isinstance(other, Tensor) else \
+        add(mul(input, -alpha), other)
+
+
+_DIV_CODES = {None: _B["div"], "trunc": _B["div_trunc"], "floor": _B["div_floor"]}
+
+
+def _div_code(rounding_mode):
+    try:
+        return _DIV_CODES[rounding_mode]
+    except KeyError:
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                           f"found '{rounding_mode}'") from None
+
+
+@_register("div", "divide")
+def div(input, other, *, rounding_mode=None, out=None):
+    """input / other: true division (ints give floats), or with rounding_mode 'trunc'/'floor'."""
+    return _binary(_div_code(rounding_mode), input, other, out, "div")
+
+
+divide = div
+
+
+@_register("div_", "divide_")
+def div_(self, other, *, rounding_mode=None):
+    return _binary_(_div_code(rounding_mode), self, other, "div_")
+
+
+@_register("true_divide")
+def true_divide(input, other, *, out=None):
+    return div(input, other, out=out)
+
+
+_POW, _MUL, _SQUARE = _B["pow"], _B["mul"], _U["square"]
+
+
+def _check_int_pow(base, exponent):
+    if isinstance(base, Tensor) and not base.is_floating_point() and \
+            isinstance(exponent, builtins.int) and not isinstance(exponent, builtins.bool) and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+@_register("pow")
+def pow(input, exponent, *, out=None):
+    """input ** exponent (either may be a number)."""
+    exponent = exponent if isinstance(exponent, Tensor) else _as_pyscalar(exponent)
+    _check_int_pow(input, exponent)
+    if out is None and isinstance(input, Tensor) and type(exponent) in (builtins.int, builtins.float) \
+            and exponent == 2 and (input.is_floating_point() or isinstance(exponent, builtins.int)):
+        return _wrap(_ew.unary(_SQUARE, input._data))
+    return _binary(_POW, input, exponent, out, "pow")
+
+
+@_register("pow_")
+def pow_(self, exponent):
+    _check_int_pow(self, exponent)
+    return _binary_(_POW, self, exponent, "pow_")
+
+
+@_register("float_power")
+def float_power(input, exponent, *, out=None):
+    """pow computed in float64."""
+    a = input.double() if isinstance(input, Tensor) else builtins.float(input)
+    b = exponent.double() if isinstance(exponent, Tensor) else builtins.float(exponent)
+    return pow(a, b, out=out) if isinstance(a, Tensor) else pow(a, b)
+
+
+# ---- ternary -------------------------------------------------------------------------------
+_WHERE = _T["where"]
+
+
+@_register("where")
+def where(condition, input=None, other=None, *, out=None):
+    """input where condition is True, else other (numbers are allowed for input/other).
+    where(condition) alone is nonzero(condition, as_tuple=True)."""
+    if input is None and other is None:
+        from .indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    c = condition._data
+    x = input._data if isinstance(input, Tensor) else _operand(input, "where")
+    y = other._data if isinstance(other, Tensor) else _operand(other, "where")
+    _check_devices("where", condition, input, other)
+    if out is None:
+        return _wrap(_ew.ternary(_WHERE, c, x, y))
+    _ew.ternary(_WHERE, c, x, y, _prepare_out(out, _bshape(condition, input, other), "where"))
+    return out
+
+
+def _ternary(code, a, b, c, out, name, value=1.0):
+    xs = [x._data if isinstance(x, Tensor) else _operand(x, name) for x in (a, b, c)]
+    _check_devices(name, a, b, c)
+    if out is None:
+        return _wrap(_ew.ternary(code, *xs, None, builtins.float(value)))
+    _ew.ternary(code, *xs, _prepare_out(out, _bshape(a, b, c), name), builtins.float(value))
+    return out
+
+
+@_register("lerp")
+def lerp(input, end, weight, *, out=None):
+    """input + weight * (end - input)."""
+    return _ternary(_T["lerp"], input, end, weight, out, "lerp")
+
+
+@_register("lerp_")
+def lerp_(self, end, weight):
+    _ternary(_T["lerp"], self, end, weight, self, "lerp_")
+    self._bump_version()
+    return self
+
+
+@_register("addcmul")
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    """input + value * tensor1 * tensor2."""
+    return _ternary(_T["addcmul"], input, tensor1, tensor2, out, "addcmul", value)
+
+
+@_register("addcmul_")
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    _ternary(_T["addcmul"], self, tensor1, tensor2, self, "addcmul_", value)
+    self._bump_version()
+    return self
+
+
+@_register("addcdiv")
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    """input + value * tensor1 / tensor2."""
+    return _ternary(_T["addcdiv"], input, tensor1, tensor2, out, "addcdiv", value)
+
+
+@_register("addcdiv_")
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    _ternary(_T["addcdiv"], self, tensor1, tensor2, self, "addcdiv_", value)
+    self._bump_version()
+    return self
+
+
+# ---- closeness -----------------------------------------------------------------------------
+@_register("isclose")
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other|, elementwise (inf equals inf of the same sign)."""
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"isclose: {input.dtype} did not match {other.dtype}")
+    if rtol < 0 or atol < 0:
+        raise RuntimeError(f"isclose: rtol and atol must be non-negative, got {rtol} and {atol}")
+    eq_ = eq(input, other)
+    if not input.is_floating_point() and input.dtype is not D.bool:
+        diff = abs(sub(input.double(), other.double()))
+        return logical_or(eq_, le(diff, atol + rtol * abs(other.double())))
+    if input.dtype is D.bool:
+        return eq_
+    diff = abs(sub(input, other))
+    close = le(diff, add(mul(abs(other), rtol), atol))
+    close = logical_and(close, isfinite(diff))
+    r = logical_or(eq_, close)
+    if equal_nan:
+        r = logical_or(r, logical_and(isnan(input), isnan(other)))
+    return r
+
+
+@_register("allclose")
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when isclose holds everywhere."""
+    return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+@_register("equal")
+def equal(input, other):
+    """True when both tensors have the same shape and elements."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return builtins.bool(eq(input, other).all())
+
+
+# ---- operators -----------------------------------------------------------------------------
+def _rev(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _install_operators():
+    T = Tensor
+    T.__add__ = lambda s, o: _binary(_ADD, s, o, None, "add")
+    T.__radd__ = T.__add__
+    T.__iadd__ = lambda s, o: _binary_(_ADD, s, o, "add_")
+    T.__sub__ = sub
+    T.__rsub__ = lambda s, o: sub(o, s)
+    T.__isub__ = sub_
+    T.__mul__ = lambda s, o: _binary(_MUL, s, o, None, "mul")
+    T.__rmul__ = T.__mul__
+    T.__imul__ = lambda s, o: _binary_(_MUL, s, o, "mul_")
+    T.__truediv__ = lambda s, o: _binary(_DIV_CODES[None], s, o, None, "div")
+    T.__rtruediv__ = lambda s, o: _binary(_DIV_CODES[None], o, s, None, "div")
+    T.__itruediv__ = lambda s, o: _binary_(_DIV_CODES[None], s, o, "div_")
+    T.__floordiv__ = floor_divide
+    T.__rfloordiv__ = _rev(floor_divide)
+    T.__ifloordiv__ = globals()["floor_divide_"]
+    T.__mod__ = remainder
+    T.__rmod__ = _rev(remainder)
+    T.__imod__ = globals()["remainder_"]
+    T.__pow__ = pow
+    T.__rpow__ = _rev(pow)
+    T.__ipow__ = pow_
+    T.__neg__ = neg
+    T.__pos__ = positive
+    T.__abs__ = abs
+    T.__invert__ = bitwise_not
+    T.__and__ = bitwise_and
+    T.__rand__ = _rev(bitwise_and)
+    T.__iand__ = globals()["bitwise_and_"]
+    T.__or__ = bitwise_or
+    T.__ror__ = _rev(bitwise_or)
+    T.__ior__ = globals()["bitwise_or_"]
+    T.__xor__ = bitwise_xor
+    T.__rxor__ = _rev(bitwise_xor)
+    T.__ixor__ = globals()["bitwise_xor_"]
+    T.__lshift__ = bitwise_left_shift
+    T.__rlshift__ = _rev(bitwise_left_shift)
+    T.__ilshift__ = globals()["bitwise_left_shift_"]
+    T.__rshift__ = bitwise_right_shift
+    T.__rrshift__ = _rev(bitwise_right_shift)
+    T.__irshift__ = globals()["bitwise_right_shift_"]
+    T.__eq__ = lambda s, o: eq(s, o) if isinstance(o, Tensor) or _is_num(o) else NotImplemented
+    T.__ne__ = lambda s, o: ne(s, o) if isinstance(o, Tensor) or _is_num(o) else NotImplemented
+    T.__lt__ = lt
+    T.__le__ = le
+    T.__gt__ = gt
+    T.__ge__ = ge
+    T.__hash__ = lambda s: id(s)
+
+
+def _is_num(o):
+    import numbers
+    return isinstance(o, numbers.Number)
+
+
+_install_operators()

@@ -1,0 +1,338 @@
+"""Shape and view ops: each returns a tensor sharing storage with its input (metadata only,
+computed in torchlite/_core/array.pyx), except where PyTorch copies (reshape of an
+incompatible layout, flip, contiguous of a non-contiguous tensor)."""
+import builtins
+
+from .._core import array as _A
+from .._core import elementwise as _ew
+from .._tensor import Tensor, _wrap, _wrap_dim
+from . import _register
+
+
+def _shape_arg(shape, op):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    out = []
+    for s in shape:
+        if not isinstance(s, builtins.int):
+            try:
+                s = s.__index__()
+            except AttributeError:
+                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element "
+                                f"of type {type(s).__name__}") from None
+        out.append(s)
+    return tuple(out)
+
+
+def _view_of(t, arr):
+    """A view tensor of t (the autograd issue hooks view tracking here)."""
+    return _wrap(arr)
+
+
+@_register("view")
+def view(input, *shape):
+    """The same data with a new shape (one dim may be -1).  Raises if the strides do not allow
+    it without a copy; reshape() copies instead.  view(dtype) reinterprets the bytes."""
+    from .. import _dtype as D
+    if len(shape) == 1 and isinstance(shape[0], D.dtype):
+        return _view_dtype(input, shape[0])
+    shp = _shape_arg(shape, "view")
+    arr = input._data.view(shp)
+    if arr is None:
+        raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at least "
+                           f"one dimension spans across two contiguous subspaces); input shape "
+                           f"{tuple(input.shape)}, strides {input.stride()}, requested shape {shp}. "
+                           f"Use .reshape(...) instead.")
+    return _view_of(input, arr)
+
+
+def _view_dtype(input, dt):
+    a = input._data
+    if dt.itemsize != a.itemsize:
+        if a.ndim == 0 or a.strides[-1] != 1 or a.shape[-1] * a.itemsize % dt.itemsize:
+            raise RuntimeError(f"view(dtype): the last dimension must be contiguous and its size in "
+                               f"bytes divisible by {dt.itemsize}, got shape {tuple(a.shape)}")
+    ratio_num, ratio_den = a.itemsize, dt.itemsize
+    shape = list(a.shape)
+    strides = [s * ratio_num // ratio_den for s in a.strides]
+    if shape:
+        shape[-1] = shape[-1] * ratio_num // ratio_den
+        strides[-1] = 1
+    off = a.offset * ratio_num
+    if off % ratio_den:
+        raise RuntimeError("view(dtype): storage offset is not aligned to the new element size")
+    if any(s * ratio_num % ratio_den for s in a.strides[:-1]):
+        raise RuntimeError("view(dtype): strides are not divisible by the new element size")
+    return _wrap(_A.reinterpret(a, dt.code, tuple(shape), tuple(strides), off // ratio_den))
+
+
+@_register("view_as")
+def view_as(input, other):
+    return view(input, other.shape)
+
+
+@_register("reshape")
+def reshape(input, *shape):
+    """A view when the layout allows one, else a contiguous copy."""
+    shp = _shape_arg(shape, "reshape")
+    arr = input._data.view(shp)
+    if arr is not None:
+        return _view_of(input, arr)
+    return _wrap(_ew.contiguous(input._data).view(shp))
+
+
+@_register("reshape_as")
+def reshape_as(input, other):
+    return reshape(input, other.shape)
+
+
+@_register("permute")
+def permute(input, *dims):
+    dims = _shape_arg(dims, "permute")
+    return _view_of(input, input._data.permute(dims))
+
+
+@_register("transpose", "swapaxes", "swapdims")
+def transpose(input, dim0, dim1):
+    if input._data.ndim == 0:
+        return input
+    return _view_of(input, input._data.transpose(dim0, dim1))
+
+
+swapaxes = swapdims = transpose
+
+
+@_register("t")
+def t(input):
+    """Transpose of a tensor with at most 2 dims."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return input if input.ndim < 2 else transpose(input, 0, 1)
+
+
+def _T(self):
+    if self.ndim != 2 and self.ndim != 0:
+        import warnings
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape "
+                      "is deprecated.", UserWarning, stacklevel=2)
+    return permute(self, tuple(builtins.range(self.ndim - 1, -1, -1)))
+
+
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                           f"{self.ndim}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+Tensor.T = property(_T)
+Tensor.mT = property(_mT)
+Tensor.H = property(_T)
+Tensor.mH = property(_mT)
+
+
+@_register("adjoint")
+def adjoint(input):
+    return _mT(input)
+
+
+@_register("movedim", "moveaxis")
+def movedim(input, source, destination):
+    nd = input.ndim
+    src = [source] if isinstance(source, builtins.int) else list(source)
+    dst = [destination] if isinstance(destination, builtins.int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should "
+                           f"contain the same number of dims as destination ({dst} dims)")
+    src = [_wrap_dim(s, nd) for s in src]
+    dst = [_wrap_dim(d, nd) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError("movedim: repeated dim in source or destination")
+    order = [-1] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in builtins.range(nd) if i not in src)
+    order = [o if o >= 0 else next(rest) for o in order]
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+@_register("expand")
+def expand(input, *sizes):
+    return _view_of(input, input._data.expand(_shape_arg(sizes, "expand")))
+
+
+@_register("expand_as")
+def expand_as(input, other):
+    return expand(input, other.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, size)
+
+
+Tensor.broadcast_to = broadcast_to
+
+
+def broadcast_shapes(*shapes):
+    from .._size import Size
+    return Size(_A.broadcast_shapes(*[(s,) if isinstance(s, builtins.int) else tuple(s) for s in shapes]))
+
+
+def broadcast_tensors(*tensors):
+    shape = _A.broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(expand(t, shape) for t in tensors)
+
+
+@_register("squeeze")
+def squeeze(input, dim=None):
+    """Remove size-1 dims (all, or the given dim / tuple of dims)."""
+    if dim is None:
+        return _view_of(input, input._data.squeeze(None))
+    dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
+    return _view_of(input, input._data.squeeze(dims))
+
+
+@_register("unsqueeze")
+def unsqueeze(input, dim):
+    return _view_of(input, input._data.unsqueeze(dim))
+
+
+@_register("flatten")
+def flatten(input, start_dim=0, end_dim=-1):
+    nd = input.ndim
+    if nd == 0:
+        return reshape(input, (1,))
+    s = _wrap_dim(start_dim, nd)
+    e = _wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = tuple(input.shape)
+    n = 1
+    for d in shape[s:e + 1]:
+        n *= d
+    return reshape(input, shape[:s] + (n,) + shape[e + 1:])
+
+
+@_register("ravel")
+def ravel(input):
+    return reshape(input, (-1,))
+
+
+@_register("unflatten")
+def unflatten(input, dim, sizes):
+    d = _wrap_dim(dim, input.ndim)
+    shape = tuple(input.shape)
+    return view(input, shape[:d] + tuple(sizes) + shape[d + 1:]) if input.is_contiguous() else \
+        reshape(input, shape[:d] + tuple(sizes) + shape[d + 1:])
+
+
+@_register("narrow")
+def narrow(input, dim, start, length):
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    start = builtins.int(start)
+    if start < 0:
+        start += size
+    if start < 0 or start > size or length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return _view_of(input, input._data.slice(d, start, start + length, 1))
+
+
+@_register("select")
+def select(input, dim, index):
+    return _view_of(input, input._data.select(dim, builtins.int(index)))
+
+
+@_register("unbind")
+def unbind(input, dim=0):
+    d = _wrap_dim(dim, input.ndim)
+    return tuple(select(input, d, i) for i in builtins.range(input.shape[d]))
+
+
+@_register("diagonal")
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    return _view_of(input, input._data.diagonal(offset, dim1, dim2))
+
+
+@_register("as_strided")
+def as_strided(input, size, stride, storage_offset=None):
+    return _view_of(input, input._data.as_strided(tuple(size), tuple(stride), storage_offset))
+
+
+@_register("unfold")
+def unfold(input, dimension, size, step):
+    """All slices of length `size` along `dimension`, `step` apart, as a new last dim."""
+    return _view_of(input, input._data.unfold(dimension, size, step))
+
+
+@_register("flip")
+def flip(input, dims):
+    """A copy with the order of elements reversed along dims."""
+    dims = (dims,) if isinstance(dims, builtins.int) else tuple(dims)
+    nd = input.ndim
+    ds = sorted(_wrap_dim(d, nd) for d in dims)
+    if len(set(ds)) != len(ds):
+        raise RuntimeError(f"dims has duplicates, original flip dims size={len(dims)}, but unique "
+                           f"flip dims size={len(set(ds))}")
+    return _wrap(_ew.flip(input._data, tuple(ds)))
+
+
+@_register("fliplr")
+def fliplr(input):
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+@_register("flipud")
+def flipud(input):
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+@_register("contiguous")
+def contiguous(input, memory_format=None):
+    if input._data.is_contiguous():
+        return input
+    return _wrap(_ew.contiguous(input._data))
+
+
+@_register("clone")
+def clone(input, *, memory_format=None):
+    """A copy with its own memory (dense inputs keep their strides)."""
+    return _wrap(_ew.clone(input._data, True))
+
+
+def atleast_1d(*tensors):
+    r = [t if t.ndim >= 1 else reshape(t, (1,)) for t in _flat_args(tensors)]
+    return r[0] if len(r) == 1 else tuple(r)
+
+
+def atleast_2d(*tensors):
+    r = [t if t.ndim >= 2 else reshape(t, (1,) * (2 - t.ndim) + tuple(t.shape)) for t in _flat_args(tensors)]
+    return r[0] if len(r) == 1 else tuple(r)
+
+
+def atleast_3d(*tensors):
+    out = []
+    for t in _flat_args(tensors):
+        if t.ndim == 0:
+            t = reshape(t, (1, 1, 1))
+        elif t.ndim == 1:
+            t = reshape(t, (1, t.shape[0], 1))
+        elif t.ndim == 2:
+            t = unsqueeze(t, -1)
+        out.append(t)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _flat_args(ts):
+    if len(ts) == 1 and isinstance(ts[0], (tuple, list)):
+        return list(ts[0])
+    return list(ts)

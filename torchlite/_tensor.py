@@ -1,0 +1,270 @@
+"""torchlite.Tensor: one array (the array layer's strided view) plus autograd metadata.
+
+The Tensor holds no element logic of its own: each op lives in torchlite/_ops/<family>.py
+as a function, and is attached here as a method by that module (``_ops._register``).
+Nothing here knows which device the array is on, except through ``tensor.device``."""
+import builtins
+import numbers
+
+from . import _dtype as D
+from ._core import array as _A
+from ._device import CPU, device as _device_cls
+from ._size import Size
+
+
+def _is_number(x):
+    return isinstance(x, numbers.Number) and not isinstance(x, Tensor)
+
+
+def _as_pyscalar(x):
+    """A Python bool/int/float for a NumPy scalar; x itself for a Python number."""
+    if type(x) in (builtins.int, builtins.float, builtins.bool):
+        return x
+    if isinstance(x, builtins.bool):
+        return builtins.bool(x)
+    if isinstance(x, numbers.Integral):
+        return builtins.int(x)
+    if isinstance(x, numbers.Real):
+        return builtins.float(x)
+    if isinstance(x, numbers.Complex):
+        raise TypeError("torchlite has no complex dtypes")
+    return x
+
+
+class Tensor:
+    """An n-dimensional array on a device, with PyTorch's semantics.
+
+    >>> import torchlite as torch
+    >>> x = torch.tensor([[1., 2.], [3., 4.]])
+    >>> (x @ x.T).sum().item()
+    50.0
+    """
+
+    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "__weakref__")
+    __array_priority__ = 1000   # make NumPy defer to our reflected operators
+
+    def __new__(cls, *args, **kwargs):
+        # legacy constructor: Tensor([1, 2]) copies data as float32, Tensor(2, 3) is uninitialised
+        from ._ops.creation import _legacy_new
+        return _legacy_new(cls, *args, **kwargs)
+
+    # -- metadata ------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return D.DTYPES[self._data.dtype]
+
+    @property
+    def device(self):
+        d = self._data.device
+        return CPU if d == "cpu" else _device_cls(d)
+
+    @property
+    def is_cuda(self):
+        return self._data.device != "cpu"
+
+    @property
+    def is_cpu(self):
+        return self._data.device == "cpu"
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return self._data.numel
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.itemsize * self._data.numel
+
+    def stride(self, dim=None):
+        st = self._data.strides
+        if dim is None:
+            return st
+        return st[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        return self._data.offset
+
+    def is_contiguous(self, memory_format=None):
+        return self._data.is_contiguous()
+
+    def data_ptr(self):
+        return self._data.data_ptr()
+
+    def untyped_storage(self):
+        return self._data.storage
+
+    def is_floating_point(self):
+        return self._data.dtype >= 6
+
+    def is_complex(self):
+        return False
+
+    def is_signed(self):
+        return D.DTYPES[self._data.dtype].is_signed
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def data(self):
+        return _wrap(self._data)
+
+    @data.setter
+    def data(self, other):
+        self._data = other._data
+
+    def get_device(self):
+        return -1 if self._data.device == "cpu" else (self.device.index or 0)
+
+    # -- Python protocol -------------------------------------------------------------------
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self):
+        return id(self)
+
+    def _one_value(self, what):
+        if self._data.numel != 1:
+            raise RuntimeError(f"a Tensor with {self._data.numel} elements cannot be converted to Scalar")
+        return self._data.item()
+
+    def item(self):
+        return self._one_value("item")
+
+    def __bool__(self):
+        if self._data.numel != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous"
+                               if self._data.numel > 1 else
+                               "Boolean value of Tensor with no values is ambiguous")
+        return builtins.bool(self._data.item())
+
+    def __float__(self):
+        return builtins.float(self._one_value("float"))
+
+    def __int__(self):
+        return builtins.int(self._one_value("int"))
+
+    def __index__(self):
+        if self._data.dtype == 0 or self._data.dtype >= 6 or self._data.numel != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return self._data.item()
+
+    def __complex__(self):
+        return complex(self._one_value("complex"))
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self, *, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self._data.device != "cpu":
+            if not force:
+                raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                                f"Tensor.cpu() to copy the tensor to host memory first.")
+            return self.cpu().numpy()
+        import numpy as np
+        return np.asarray(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+        a = np.asarray(self.cpu()._data) if self._data.device != "cpu" else np.asarray(self._data)
+        if dtype is not None:
+            a = a.astype(dtype, copy=False)
+        return a
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def __reduce_ex__(self, proto):
+        import numpy as np
+        if self._data.dtype == 7:   # bfloat16 has no NumPy dtype: carry its bits
+            from ._ops import creation
+            bits = np.asarray(self.view(D.int16)._data).copy()
+            return (creation._from_bf16_bits, (bits, self.requires_grad))
+        from ._ops import creation
+        return (creation._from_pickle, (np.array(self.detach().cpu().numpy(), copy=True), self.requires_grad))
+
+    # -- autograd metadata (the engine arrives with the autograd issue) ------------------------
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and not self.is_floating_point():
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self):
+        return _wrap(self._data)
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    @property
+    def _version(self):
+        return self._data.storage.version
+
+    def _bump_version(self):
+        self._data.storage.version += 1
+
+
+def _wrap(arr, requires_grad=False):
+    """A Tensor around an array (the one constructor every op uses)."""
+    t = object.__new__(Tensor)
+    t._data = arr
+    t.requires_grad = requires_grad
+    t.grad = None
+    t.grad_fn = None
+    return t
+
+
+def _wrap_dim(dim, ndim, op="dim"):
+    if not isinstance(dim, builtins.int):
+        try:
+            dim = dim.__index__()
+        except AttributeError:
+            raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}") from None
+    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if dim < lo or dim > hi:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return dim + ndim if dim < 0 and ndim > 0 else (0 if dim < 0 else dim)
