@@ -29,6 +29,14 @@ from ._ops.views import (view_as, reshape, permute, transpose, swapaxes, swapdim
                          squeeze, unsqueeze, flatten, ravel, unflatten, narrow, select, unbind,
                          diagonal, as_strided, flip, fliplr, flipud, clone, atleast_1d,
                          atleast_2d, atleast_3d)
+# each op family's module lists its public functions in __all__
+from ._ops.reduction import *  # noqa: F401,F403
+from ._ops.linalg import *  # noqa: F401,F403
+from ._ops.joining import *  # noqa: F401,F403
+from ._ops.sorting import *  # noqa: F401,F403
+from ._ops.indexing import *  # noqa: F401,F403
+from ._ops.random import *  # noqa: F401,F403
+from . import linalg
 from ._config import show_config, get_num_threads, set_num_threads, is_tensor, numel
 
 __all__ = [n for n in dir() if not n.startswith("_")]

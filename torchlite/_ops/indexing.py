@@ -100,5 +100,7 @@ def _advanced_setitem(self, items, value):
     raise IndexError("tensors used as indices (masks, integer arrays) are not supported yet")
 
 
+__all__ = []
+
 Tensor.__getitem__ = getitem
 Tensor.__setitem__ = setitem

@@ -647,3 +647,14 @@ def _is_num(o):
 
 
 _install_operators()
+
+
+__all__ = sorted(
+    [n for n, *_ in _UNARY_OPS] + [n + "_" for n, *_ in _UNARY_OPS]
+    + [a for *_, al in _UNARY_OPS for a in al]
+    + [n for n, *_ in _BOOL_UNARY]
+    + [n for n, *_ in _BINARY_OPS] + [a for *_, al in _BINARY_OPS for a in al]
+    + ["add", "sub", "subtract", "rsub", "div", "divide", "true_divide", "pow", "float_power",
+       "where", "clamp", "clip", "clamp_", "clip_", "clamp_min", "clamp_max", "nan_to_num",
+       "nan_to_num_", "logit", "round", "round_", "positive", "isclose", "allclose", "equal",
+       "lerp", "addcmul", "addcdiv", "neg", "negative"])

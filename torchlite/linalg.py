@@ -1,0 +1,1 @@
+"""torchlite.linalg (being written)."""
