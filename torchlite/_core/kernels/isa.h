@@ -34,6 +34,8 @@ static int tl_compiled_isa_levels(void) {   /* bit mask of compiled levels */
 #endif
 }
 
+/* The target strings of each level.  `#pragma GCC target(...)` does not expand macros, so
+ * pragmas must spell these out; use them in __attribute__((target(TL_TARGET_V3))). */
 #define TL_TARGET_V3 "avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe"
 #define TL_TARGET_V4 "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe"
 
