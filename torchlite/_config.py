@@ -27,6 +27,26 @@ def numel(input):
     return input.numel()
 
 
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_nonzero(input):
+    """bool(input) for a one-element tensor (RuntimeError otherwise)."""
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous"
+                           if input.numel() > 1 else "Boolean value of Tensor with no values is ambiguous")
+    return bool(input.item())
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an op over these operands (tensors or numbers) produces."""
+    from . import _dtype as D
+    from ._tensor import Tensor
+    args = [t._data if isinstance(t, Tensor) else t for t in (tensor1, tensor2)]
+    return D.DTYPES[_ew.result_type(*args)]
+
+
 _ISA_NAMES = {0: "baseline (SSE2 on x86-64)", 3: "AVX2 + FMA (x86-64-v3)", 4: "AVX-512 (x86-64-v4)"}
 
 
