@@ -679,8 +679,8 @@ cdef bint compute_view_strides(Array a, int nd, const int64_t* shp, int64_t* st)
     dims must fall inside a run of old dims that is contiguous with itself); False if none."""
     cdef int64_t chunk_base_stride, tensor_numel, view_numel
     cdef int tensor_d, view_d
-    if a.n == 0:
-        # any strides will do for an empty tensor: use contiguous ones
+    if a.n == 0 or a.nd == 0:
+        # empty: any strides will do; 0-d: every new dim has size 1. Use contiguous ones.
         chunk_base_stride = 1
         for view_d in range(nd - 1, -1, -1):
             st[view_d] = chunk_base_stride

@@ -1,2 +1,681 @@
-"""(being written)"""
-__all__ = []
+"""Joining, splitting and rearranging: cat/stack and their variants, split/chunk/tensor_split,
+repeat/tile/repeat_interleave, roll, tril/triu, diag and friends, block_diag, meshgrid,
+cartesian_prod, rot90.
+
+Almost everything is the array layer's views plus one copy: cat and stack copy each input
+into a slice of the output (one pass, no temporaries), the splits return views, repeat and
+tile copy an expanded view, roll copies at most 2^k blocks for k rolled dims.  The kernels
+of torchlite/_core/shape_ops.pyx do what a view cannot express: zeroing a triangle, the
+coordinates of a triangle, and repeating slices a varying number of times."""
+import builtins
+import warnings
+
+from .. import _dtype as D
+from .._core import array as _A
+from .._core import elementwise as _ew
+from .._core import shape_ops as _SO
+from .._tensor import Tensor, _wrap, _wrap_dim
+from . import _register
+from .views import _shape_arg, flip, reshape, transpose, unsqueeze
+
+_TORCH_NAMES = _ew._TORCH_NAMES
+_MAX_DIMS = 16
+
+
+# ---- helpers -------------------------------------------------------------------------------
+def _tensor_list(tensors, op):
+    """The tensors of a list/tuple argument, checked (PyTorch's TypeError otherwise)."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return list(tensors)
+
+
+def _varargs(tensors):
+    """f(a, b) and f([a, b]) both mean the tensors a and b."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return list(tensors[0])
+    return list(tensors)
+
+
+def _common_dtype(tensors):
+    code = tensors[0]._data.dtype
+    for t in tensors[1:]:
+        code = _ew.promote(code, t._data.dtype)
+    return code
+
+
+def _check_same_device(tensors, op):
+    dev = tensors[0]._data.device
+    for t in tensors:
+        if t._data.device != dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                               f"two devices, {dev} and {t._data.device}! (when checking argument "
+                               f"for argument tensors in method {op})")
+
+
+def _out_array(out, shape, code, op):
+    """The array to write a result of `shape` and dtype `code` into: out's (resized if its
+    shape differs, as PyTorch does) or a new one."""
+    if out is None:
+        return _A.empty(shape, code)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if not _ew.can_cast(code, out._data.dtype):
+        raise TypeError(f"torch.{op}(): input types can't be cast to the desired output type "
+                        f"{_TORCH_NAMES[out._data.dtype]}")
+    if tuple(out._data.shape) != tuple(shape):
+        out._data = _A.empty(shape, out._data.dtype)
+    return out._data
+
+
+def _finish(arr, out):
+    if out is None:
+        return _wrap(arr)
+    out._bump_version()
+    return out
+
+
+def _lead_ones(a, nd):
+    """Array a with leading size-1 dims added up to nd dims (a view; unsqueeze also works for
+    0-d arrays)."""
+    while a.ndim < nd:
+        a = a.unsqueeze(0)
+    return a
+
+
+def _flat(t):
+    """t flattened to 1-d (a view when possible)."""
+    return _wrap(_lead_ones(t._data, 1)) if t.ndim == 0 else reshape(t, (-1,))
+
+
+def _int_arg(x, what, op):
+    if isinstance(x, builtins.bool) or not hasattr(x, "__index__"):
+        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(x).__name__}")
+    return x.__index__()
+
+
+# ---- cat, stack and their variants ---------------------------------------------------------
+def cat(tensors, dim=0, *, out=None):
+    """Concatenate tensors along an existing dim.  Dtypes are promoted; 1-d tensors of shape
+    (0,) are skipped (PyTorch's legacy rule); other dims must match."""
+    ts = _tensor_list(tensors, "cat")
+    arrays = [t._data for t in ts]
+    if len(ts) > 1:
+        _check_same_device(ts, "cat")
+    shape, code, d = _SO.cat_plan(arrays, dim)
+    if out is not None and isinstance(out, Tensor):     # before out is resized
+        _SO.check_no_alias(out._data, arrays)
+    return _finish(_SO.cat_into(_out_array(out, shape, code, "cat"), arrays, d), out)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Join equal-shaped tensors along a new dim."""
+    ts = _tensor_list(tensors, "stack")
+    arrays = [t._data for t in ts]
+    if len(ts) > 1:
+        _check_same_device(ts, "stack")
+    shape, code, d = _SO.stack_plan(arrays, dim)
+    if out is not None and isinstance(out, Tensor):
+        _SO.check_no_alias(out._data, arrays)
+    return _finish(_SO.stack_into(_out_array(out, shape, code, "stack"), arrays, d), out)
+
+
+def _nonempty(tensors, op):
+    ts = _tensor_list(tensors, op)
+    if not ts:
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
+    return ts
+
+
+def hstack(tensors, *, out=None):
+    """cat along dim 1 (dim 0 for 1-d tensors); 0-d tensors count as 1-d."""
+    ts = [t if t.ndim >= 1 else _wrap(_lead_ones(t._data, 1)) for t in _nonempty(tensors, "hstack")]
+    return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None):
+    """cat along dim 0 of the tensors seen as at least 2-d (a 1-d tensor is one row)."""
+    ts = [t if t.ndim >= 2 else _wrap(_lead_ones(t._data, 2)) for t in _nonempty(tensors, "vstack")]
+    return cat(ts, 0, out=out)
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    """cat along dim 2 of the tensors seen as at least 3-d."""
+    ts = []
+    for t in _nonempty(tensors, "dstack"):
+        if t.ndim <= 1:
+            t = unsqueeze(_wrap(_lead_ones(t._data, 2)), 2)
+        elif t.ndim == 2:
+            t = unsqueeze(t, 2)
+        ts.append(t)
+    return cat(ts, 2, out=out)
+
+
+def column_stack(tensors, *, out=None):
+    """Stack 0-d and 1-d tensors as columns, and cat 2-d+ tensors along dim 1."""
+    ts = [unsqueeze(_flat(t), 1) if t.ndim <= 1 else t for t in _nonempty(tensors, "column_stack")]
+    return cat(ts, 1, out=out)
+
+
+# ---- splitting -----------------------------------------------------------------------------
+def _slices(input, d, bounds):
+    """Views of input along dim d between consecutive (start, stop) pairs."""
+    a = input._data
+    return tuple(_wrap(a.slice(d, b, e, 1)) for b, e in bounds)
+
+
+def _sizes_to_bounds(sizes):
+    bounds, start = [], 0
+    for s in sizes:
+        bounds.append((start, start + s))
+        start += s
+    return bounds
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Views of `tensor` in pieces along dim: of split_size each (the last may be smaller), or
+    of the listed sizes."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, tensor.ndim)
+    size = tensor._data.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)) or (
+            isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 1):
+        return _split_with_sizes(tensor, [_int_arg(s, "split_sizes", "split")
+                                          for s in split_size_or_sections], d)
+    step = _int_arg(split_size_or_sections, "split_size", "split")
+    if step < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+    if step == 0 and size != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {size}")
+    n = builtins.max(-(-size // step) if step else 1, 1)
+    bounds = [(i * step, builtins.min((i + 1) * step, size)) for i in builtins.range(n)]
+    return _slices(tensor, d, bounds)
+
+
+def _split_with_sizes(tensor, sizes, d):
+    size = tensor._data.shape[d]
+    if builtins.any(s < 0 for s in sizes) or builtins.sum(sizes) != size:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
+                           f"tensor's size at dimension {d}), but got split_sizes={sizes}")
+    return _slices(tensor, d, _sizes_to_bounds(sizes))
+
+
+def unsafe_split(tensor, split_size_or_sections, dim=0):
+    """split (PyTorch's variant without autograd view tracking; the same views here)."""
+    return split(tensor, split_size_or_sections, dim)
+
+
+@_register("split")
+def _split_method(self, split_size, dim=0):
+    """Tensor.split names its argument split_size (torch.split: split_size_or_sections)."""
+    return split(self, split_size, dim)
+
+
+@_register("unsafe_split")
+def _unsafe_split_method(self, split_size, dim=0):
+    return split(self, split_size, dim)
+
+
+@_register("chunk")
+def chunk(input, chunks, dim=0):
+    """Split into `chunks` views of equal size (the last may be smaller; fewer chunks when the
+    dim is too short to give each one element)."""
+    chunks = _int_arg(chunks, "chunks", "chunk")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, input.ndim)
+    size = input._data.shape[d]
+    if size == 0:
+        return _slices(input, d, [(0, 0)] * chunks)
+    return split(input, -(-size // chunks), d)
+
+
+@_register("tensor_split")
+def tensor_split(input, indices_or_sections, dim=0):
+    """Views split into `sections` nearly equal parts (the first size % sections one longer),
+    or at the given indices (slicing rules: clamped, possibly empty)."""
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    d = _wrap_dim(dim, input.ndim)
+    arg = indices_or_sections
+    if isinstance(arg, Tensor):
+        if arg.dtype is not D.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype of "
+                               f"long, but got {_TORCH_NAMES[arg._data.dtype]}")
+        if arg.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor with "
+                               f"{arg.ndim} dims")
+        arg = arg.item() if arg.ndim == 0 else arg.tolist()
+    if isinstance(arg, (list, tuple)):
+        idx = [_int_arg(i, "indices", "tensor_split") for i in arg]
+        return _slices(input, d, builtins.list(builtins.zip([0] + idx, idx + [None])))
+    sections = _int_arg(arg, "sections", "tensor_split")
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    size = input._data.shape[d]
+    q, r = divmod(size, sections)
+    sizes = [q + 1 if i < r else q for i in builtins.range(sections)]
+    return _slices(input, d, _sizes_to_bounds(sizes))
+
+
+def _dir_split(input, indices_or_sections, dim, min_dims, op):
+    if input.ndim < min_dims:
+        need = "at least 1 dimension" if min_dims == 1 else f"at least {min_dims} dimension"
+        raise RuntimeError(f"torch.{op} requires a tensor with {need}, but got a tensor with "
+                           f"{input.ndim} dimensions!")
+    if not isinstance(indices_or_sections, (list, tuple, Tensor)):
+        sections = _int_arg(indices_or_sections, "sections", op)
+        size = input._data.shape[dim]
+        if sections == 0 or size % sections:
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size "
+                               f"of the dimension {size} is not divisible by the split_size "
+                               f"{sections}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+@_register("hsplit")
+def hsplit(input, indices_or_sections):
+    """tensor_split along dim 1 (dim 0 for 1-d); an int must divide the dim evenly."""
+    return _dir_split(input, indices_or_sections, 1 if input.ndim > 1 else 0, 1, "hsplit")
+
+
+@_register("vsplit")
+def vsplit(input, indices_or_sections):
+    """tensor_split along dim 0 of a tensor with at least 2 dims."""
+    return _dir_split(input, indices_or_sections, 0, 2, "vsplit")
+
+
+@_register("dsplit")
+def dsplit(input, indices_or_sections):
+    """tensor_split along dim 2 of a tensor with at least 3 dims."""
+    return _dir_split(input, indices_or_sections, 2, 3, "dsplit")
+
+
+# ---- repeating -----------------------------------------------------------------------------
+def _copy_expanded(src, shape):
+    """A new contiguous array holding src (an array view) broadcast to `shape`."""
+    res = _A.empty(shape, src.dtype)
+    _ew.copy_(res, src)
+    return res
+
+
+@_register("repeat")
+def repeat(self, *sizes):
+    """The tensor tiled sizes[i] times along each dim (extra leading sizes add dims)."""
+    reps = _shape_arg(sizes, "repeat")
+    if not reps:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+    nd = len(reps)
+    if nd < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    shape = (1,) * (nd - self.ndim) + tuple(self._data.shape)
+    final = tuple(r * s for r, s in zip(reps, shape))
+    for r in reps:
+        if r < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {r}: "
+                               f"{list(final)}")
+    # view the input as (r0?, s0, r1?, s1, ...) with a stride-0 dim before each repeated dim,
+    # so one copy writes the whole result
+    src = _lead_ones(self._data, nd)
+    big, k = [], 0
+    for r, s in zip(reps, shape):
+        if r != 1:
+            src = src.unsqueeze(k)
+            big.append(r)
+            k += 1
+        big.append(s)
+        k += 1
+    if len(big) > _MAX_DIMS:
+        raise RuntimeError(f"repeat: at most {_MAX_DIMS} dimensions are supported (counting one "
+                           f"more per repeated dim), got repeats {reps} for shape {tuple(shape)}")
+    return _wrap(_copy_expanded(src.expand(tuple(big)), tuple(big)).view(final))
+
+
+@_register("tile")
+def tile(input, dims):
+    """repeat, with dims padded with leading 1s to the tensor's number of dims."""
+    dims = (dims,) if isinstance(dims, builtins.int) else tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return repeat(input, dims)
+
+
+@_register("repeat_interleave")
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element (slice along dim) repeated `repeats` times in place; repeats is an int or
+    a tensor of one count per slice.  dim=None works on the flattened tensor.
+    repeat_interleave(counts) alone gives arange(len(counts)) repeated by counts."""
+    if repeats is None:
+        if input.ndim != 1 or input.is_floating_point() or input.dtype is D.bool:
+            raise RuntimeError("repeat_interleave: repeats must be 1-d integer tensor")
+        idx = _wrap(_A.empty((input.shape[0],), input._data.dtype))
+        _A.fill_affine(idx._data, 0, 1)
+        return repeat_interleave(idx, input, 0, output_size=output_size)
+    if dim is None or input.ndim == 0:
+        input = _flat(input)
+        dim = 0 if dim is None else dim
+    d = _wrap_dim(dim, input.ndim)
+    if isinstance(repeats, Tensor):
+        if repeats.is_floating_point() or repeats.dtype is D.bool:
+            raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
+                                      f"'{_TORCH_NAMES[repeats._data.dtype]}'")
+        if repeats.ndim > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        if repeats.numel() != 1:
+            return _repeat_by_counts(input, repeats, d, output_size)
+        repeats = repeats.item()        # one count serves every slice
+    r = _int_arg(repeats, "repeats", "repeat_interleave")
+    if r < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    shape = tuple(input._data.shape)
+    if output_size is not None and output_size != shape[d] * r:
+        raise RuntimeError("allocated size does not match required size")
+    src = input._data.unsqueeze(d + 1)
+    big = shape[:d + 1] + (r,) + shape[d + 1:]
+    final = shape[:d] + (shape[d] * r,) + shape[d + 1:]
+    return _wrap(_copy_expanded(src.expand(big), big).view(final))
+
+
+def _repeat_by_counts(input, repeats, d, output_size):
+    counts = _ew.contiguous(_ew.cast(repeats._data, 5))
+    total = 0
+    for c in counts.tolist():
+        if c < 0:
+            raise RuntimeError("repeats can not be negative")
+        total += c
+    if output_size is not None and output_size != total:
+        raise RuntimeError("allocated size does not match required size")
+    return _wrap(_SO.repeat_blocks(_ew.contiguous(input._data), d, counts, total))
+
+
+# ---- roll ----------------------------------------------------------------------------------
+@_register("roll")
+def roll(input, shifts, dims=None):
+    """Elements shifted cyclically along dims (the flattened tensor when dims is None)."""
+    shifts = (shifts,) if not isinstance(shifts, (list, tuple)) else tuple(shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        rolled = roll(_flat(input), shifts, (0,))
+        return rolled if input.ndim == 1 else reshape(rolled, tuple(input.shape))
+    dims = (dims,) if not isinstance(dims, (list, tuple)) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    a = input._data
+    total = {}
+    for s, dm in zip(shifts, dims):
+        d = _wrap_dim(dm, input.ndim)
+        total[d] = total.get(d, 0) + _int_arg(s, "shifts", "roll")
+    res = _A.empty(a.shape, a.dtype)
+    pieces = [(a, res)]                 # (source block, destination block) pairs
+    for d, s in total.items():
+        n = a.shape[d]
+        s = s % n if n else 0
+        if s == 0:
+            continue
+        pieces = [p for src, dst in pieces for p in
+                  ((src.slice(d, 0, n - s, 1), dst.slice(d, s, n, 1)),
+                   (src.slice(d, n - s, n, 1), dst.slice(d, 0, s, 1)))]
+    for src, dst in pieces:
+        _ew.copy_(dst, src)
+    return _wrap(res)
+
+
+# ---- triangles and diagonals ---------------------------------------------------------------
+def _check_matrix(input, op):
+    if input.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
+
+
+def _check_no_internal_overlap(t, op):
+    for size, st in zip(t._data.shape, t._data.strides):
+        if st == 0 and size > 1:
+            raise RuntimeError(f"{op}: unsupported operation: more than one element of the "
+                               f"written-to tensor refers to a single memory location. Please "
+                               f"clone() the tensor before performing the operation.")
+
+
+def _triangle(input, diagonal, keep_upper, out, op):
+    _check_matrix(input, op)
+    diagonal = _int_arg(diagonal, "diagonal", op)
+    res = _out_array(out, tuple(input.shape), input._data.dtype, op)
+    _ew.copy_(res, input._data)       # a no-op when out is input; copy_ handles overlaps
+    _SO.zero_triangle(res, diagonal, keep_upper)
+    return _finish(res, out)
+
+
+@_register("tril")
+def tril(input, diagonal=0, *, out=None):
+    """The lower triangle of each matrix (last two dims): elements with col - row <= diagonal
+    kept, the rest zero."""
+    return _triangle(input, diagonal, False, out, "tril")
+
+
+@_register("triu")
+def triu(input, diagonal=0, *, out=None):
+    """The upper triangle of each matrix: elements with col - row >= diagonal kept."""
+    return _triangle(input, diagonal, True, out, "triu")
+
+
+@_register("tril_")
+def tril_(self, diagonal=0):
+    """In-place tril."""
+    _check_matrix(self, "tril")
+    _check_no_internal_overlap(self, "tril_")
+    _SO.zero_triangle(self._data, _int_arg(diagonal, "diagonal", "tril_"), False)
+    self._bump_version()
+    return self
+
+
+@_register("triu_")
+def triu_(self, diagonal=0):
+    """In-place triu."""
+    _check_matrix(self, "triu")
+    _check_no_internal_overlap(self, "triu_")
+    _SO.zero_triangle(self._data, _int_arg(diagonal, "diagonal", "triu_"), True)
+    self._bump_version()
+    return self
+
+
+def _tri_indices(row, col, offset, dtype, upper, op):
+    dt = D.to_dtype(dtype, D.int64)
+    if dt.is_floating_point or dt is D.bool:
+        raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[dt.code]}\'')
+    idx = _SO.tri_indices(_int_arg(row, "row", op), _int_arg(col, "col", op),
+                          _int_arg(offset, "offset", op), upper)
+    return _wrap(_ew.cast(idx, dt.code))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) coordinates (rows, then columns) of the lower triangle of a row x col
+    matrix, row by row: col - row <= offset."""
+    return _tri_indices(row, col, offset, dtype, False, "tril_indices")
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) coordinates of the upper triangle: col - row >= offset."""
+    return _tri_indices(row, col, offset, dtype, True, "triu_indices")
+
+
+@_register("diag")
+def diag(input, diagonal=0, *, out=None):
+    """1-d input: a square matrix with input on the given diagonal.  2-d input: a copy of
+    the given diagonal."""
+    diagonal = _int_arg(diagonal, "diagonal", "diag")
+    a = input._data
+    if input.ndim == 1:
+        n = a.shape[0] + builtins.abs(diagonal)
+        res = _out_array(out, (n, n), a.dtype, "diag")
+        _A.fill_(res, 0)
+        _ew.copy_(res.diagonal(diagonal, 0, 1), a)
+        return _finish(res, out)
+    if input.ndim == 2:
+        view = a.diagonal(diagonal, 0, 1)
+        res = _out_array(out, view.shape, a.dtype, "diag")
+        _ew.copy_(res, view)
+        return _finish(res, out)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+@_register("diag_embed")
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Batched diag: the last dim of input becomes the `offset` diagonal of the matrices in
+    dims (dim1, dim2) of a result with one more dim; everything else is zero."""
+    nd = input.ndim + 1
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = _int_arg(offset, "offset", "diag_embed")
+    a = input._data
+    shape = builtins.list(a.shape[:-1])
+    n = (a.shape[-1] if a.ndim else 1) + builtins.abs(offset)
+    for d in sorted((d1, d2)):
+        shape.insert(d, n)
+    res = _A.full(tuple(shape), 0, a.dtype)
+    _ew.copy_(res.diagonal(offset, d1, d2), a)
+    return _wrap(res)
+
+
+@_register("diagflat")
+def diagflat(input, offset=0):
+    """diag of the flattened input: a square matrix with it on the offset diagonal."""
+    return diag(_flat(input), offset)
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix of the tensors (0-d and 1-d count as one row)."""
+    mats = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"block_diag(): expected Tensor as element {i}, but got "
+                            f"{type(t).__name__}")
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {i} has {t.ndim} dimensions")
+        mats.append(_lead_ones(t._data, 2))
+    if not mats:
+        return _wrap(_A.empty((1, 0), D.get_default_dtype().code))
+    code = _common_dtype(builtins.list(tensors))
+    rows = builtins.sum(m.shape[0] for m in mats)
+    cols = builtins.sum(m.shape[1] for m in mats)
+    res = _A.full((rows, cols), 0, code)
+    r = c = 0
+    for m in mats:
+        h, w = m.shape
+        _ew.copy_(res.slice(0, r, r + h, 1).slice(1, c, c + w, 1), m)
+        r += h
+        c += w
+    return _wrap(res)
+
+
+# ---- grids ---------------------------------------------------------------------------------
+_meshgrid_warned = [False]
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids: for N 0-d/1-d tensors, N views of shape (len0, len1, ...), the i-th
+    varying along dim i ('ij'); 'xy' swaps the first two dims (Cartesian indexing)."""
+    ts = _varargs(tensors)
+    if indexing is None:
+        if not _meshgrid_warned[0]:
+            warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                          "indexing argument.", UserWarning, stacklevel=2)
+            _meshgrid_warned[0] = True
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: '
+                           f'{indexing}')
+    ts = _tensor_list(ts, "meshgrid")
+    if not ts:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in ts:
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got a tensor of shape {list(t.shape)}")
+        if t.dtype is not ts[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    _check_same_device(ts, "meshgrid")
+    order = builtins.list(builtins.range(len(ts)))
+    if indexing == "xy" and len(ts) >= 2:
+        order[0], order[1] = 1, 0
+    sizes = [0] * len(ts)
+    for i, t in enumerate(ts):
+        sizes[order[i]] = t.numel()
+    grids = []
+    for i, t in enumerate(ts):
+        view_shape = [1] * len(ts)
+        view_shape[order[i]] = t.numel()
+        grids.append(_wrap(_lead_ones(t._data, 1).view(tuple(view_shape)).expand(tuple(sizes))))
+    return tuple(grids)
+
+
+def cartesian_prod(*tensors):
+    """The Cartesian product of 1-d tensors: one row per combination (itertools.product
+    order); a single tensor is returned as is."""
+    ts = _varargs(tensors)
+    for t in ts:
+        if not isinstance(t, Tensor) or t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape "
+                               f"{list(t.shape) if isinstance(t, Tensor) else type(t).__name__}")
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    n = 1
+    for t in ts:
+        n *= t.numel()
+    res = _A.empty((n, len(ts)), ts[0]._data.dtype)
+    for i, g in enumerate(grids):
+        # column i of the result, seen in the grid's shape, takes the expanded grid in one copy
+        col = res.slice(1, i, i + 1, 1).view((n,)).view(tuple(g._data.shape))
+        _ew.copy_(col, g._data)
+    return _wrap(res)
+
+
+@_register("rot90")
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees k times in the plane of dims, from dims[0] towards dims[1]."""
+    dims = builtins.list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = _wrap_dim(dims[0], input.ndim), _wrap_dim(dims[1], input.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k = _int_arg(k, "k", "rot90") % 4
+    if k == 1:
+        return transpose(flip(input, (d1,)), d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return transpose(flip(input, (d0,)), d0, d1)
+    return _wrap(_ew.clone(input._data, True))
+
+
+__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
+           "column_stack", "split", "unsafe_split", "chunk", "tensor_split", "hsplit", "vsplit",
+           "dsplit", "tile", "repeat_interleave", "roll", "tril", "triu", "tril_indices",
+           "triu_indices", "diag", "diag_embed", "diagflat", "block_diag", "meshgrid",
+           "cartesian_prod", "rot90"]

@@ -1,2 +1,227 @@
-"""(being written)"""
-__all__ = []
+"""Sorting and searching: sort, argsort, msort, topk, kthvalue, unique, unique_consecutive,
+searchsorted, bucketize, isin.
+
+The kernels are in torchlite/_core/sort.pyx (rows in parallel; per row a stable radix sort
+over order-preserving integer keys, a heap or quickselect for top-k).  Order is PyTorch's:
+NaN is larger than every number, -0.0 equals 0.0, and sorting is always stable, so
+`stable=False` gives the same (valid) answer as `stable=True`.  topk(sorted=False) also
+returns its values sorted, which is one of the orders PyTorch allows."""
+import builtins
+import collections
+
+from .. import _dtype as D
+from .._core import array as _A
+from .._core import elementwise as _ew
+from .._core import sort as _S
+from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
+from . import _register
+
+_TORCH_NAMES = _ew._TORCH_NAMES
+
+
+# ---- return types (torch.return_types.*: named (values, indices) tuples) ----------------------
+def _return_type(name):
+    cls = collections.namedtuple(name, ("values", "indices"))
+    cls.__qualname__ = "_RT_" + name       # where pickle finds it in this module
+    cls.__module__ = __name__
+
+    def __repr__(self):
+        return f"torchlite.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+
+    cls.__repr__ = __repr__
+    return cls
+
+
+_RT_sort = _return_type("sort")
+_RT_topk = _return_type("topk")
+_RT_kthvalue = _return_type("kthvalue")
+
+
+# ---- helpers -------------------------------------------------------------------------------
+def _check_tensor(x, op, arg="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+
+
+def _int_arg(x, what, op):
+    if isinstance(x, builtins.bool) or not hasattr(x, "__index__"):
+        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(x).__name__}")
+    return x.__index__()
+
+
+def _write_out(t, arr, op):
+    """Copy a result into the out= tensor t (resized when its shape differs)."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be a tuple of Tensors")
+    if t._data.dtype != arr.dtype:
+        raise RuntimeError(f"{op}: Expected out tensor to have dtype "
+                           f"{D.DTYPES[arr.dtype]}, but got {t.dtype} instead")
+    if tuple(t._data.shape) != tuple(arr.shape):
+        t._data = _A.empty(arr.shape, arr.dtype)
+    _ew.copy_(t._data, arr)
+    t._bump_version()
+    return t
+
+
+def _pair(rt, values, indices, out, op):
+    if out is None:
+        return rt(_wrap(values), _wrap(indices))
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"{op}(): argument 'out' must be a tuple of 2 Tensors")
+    return rt(_write_out(out[0], values, op), _write_out(out[1], indices, op))
+
+
+def _single(arr, out, op):
+    return _wrap(arr) if out is None else _write_out(out, arr, op)
+
+
+# ---- sort, argsort, msort ------------------------------------------------------------------
+@_register("sort")
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
+    """(values, indices) sorted along dim, ascending unless `descending`.  NaN sorts as the
+    largest value; equal elements keep their order (the sort is always stable)."""
+    _check_tensor(input, "sort")
+    d = _wrap_dim(dim, input.ndim)
+    values, indices = _S.sort(input._data, d, builtins.bool(descending))
+    return _pair(_RT_sort, values, indices, out, "sort")
+
+
+@_register("argsort")
+def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort input along dim (see sort)."""
+    _check_tensor(input, "argsort")
+    d = _wrap_dim(dim, input.ndim)
+    return _wrap(_S.sort(input._data, d, builtins.bool(descending), False)[1])
+
+
+@_register("msort")
+def msort(input, *, out=None):
+    """input sorted along dim 0 (the values only)."""
+    _check_tensor(input, "msort")
+    return _single(_S.sort(input._data, 0, False)[0], out, "msort")
+
+
+# ---- topk, kthvalue ------------------------------------------------------------------------
+@_register("topk")
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """(values, indices) of the k largest (or smallest) elements along dim, largest first
+    (smallest first).  NaN counts as the largest value; ties go to the lower index."""
+    _check_tensor(input, "topk")
+    d = _wrap_dim(dim, input.ndim)
+    values, indices = _S.topk(input._data, _int_arg(k, "k", "topk"), d, builtins.bool(largest))
+    return _pair(_RT_topk, values, indices, out, "topk")
+
+
+@_register("kthvalue")
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """(values, indices) of the k-th smallest element along dim (k counts from 1)."""
+    _check_tensor(input, "kthvalue")
+    d = _wrap_dim(dim, input.ndim)
+    values, indices = _S.kthvalue(input._data, _int_arg(k, "k", "kthvalue"), d)
+    if not keepdim and input.ndim > 0:
+        values, indices = values.squeeze((d,)), indices.squeeze((d,))
+    return _pair(_RT_kthvalue, values, indices, out, "kthvalue")
+
+
+# ---- unique --------------------------------------------------------------------------------
+def _unique_result(values, inverse, counts, return_inverse, return_counts):
+    res = [_wrap(values)]
+    if return_inverse:
+        res.append(_wrap(inverse))
+    if return_counts:
+        res.append(_wrap(counts))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def _unique_impl(input, dim, consecutive, return_inverse, return_counts, op):
+    _check_tensor(input, op)
+    a = input._data
+    if dim is None:
+        values, inverse, counts = _S.unique(a, not consecutive, builtins.bool(return_inverse),
+                                            builtins.bool(return_counts))
+    else:
+        d = _wrap_dim(dim, input.ndim)
+        values, inverse, counts = _S.unique_dim(a, d, not consecutive,
+                                                builtins.bool(return_inverse),
+                                                builtins.bool(return_counts))
+        if d != 0:      # the kernel returns the slices stacked along dim 0: move it back
+            order = builtins.list(builtins.range(1, a.ndim))
+            order.insert(d, 0)
+            values = _ew.contiguous(values.permute(tuple(order)))
+    return _unique_result(values, inverse, counts, return_inverse, return_counts)
+
+
+@_register("unique")
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements of input (flattened), sorted; or with `dim`, the distinct slices
+    along dim in lexicographic order.  Optionally also the index of each input element's
+    value in the result (inverse) and how often each value occurs (counts).  Elements compare
+    with ==: -0.0 equals 0.0 and every NaN is distinct (slices along a dim treat NaN as equal
+    to NaN).  sorted=False also returns sorted values, which PyTorch allows."""
+    return _unique_impl(input, dim, False, return_inverse, return_counts, "unique")
+
+
+@_register("unique_consecutive")
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """unique over runs of equal neighbours only: each run becomes one value, in order."""
+    return _unique_impl(input, dim, True, return_inverse, return_counts, "unique_consecutive")
+
+
+# ---- searchsorted, bucketize, isin ---------------------------------------------------------
+def _scalar_array(x, op):
+    """A 0-d array holding a Python number (as PyTorch wraps a Scalar argument)."""
+    v = _as_pyscalar(x)
+    if isinstance(v, builtins.bool):
+        return _A.full((), v, D.bool.code)
+    if isinstance(v, builtins.int):
+        return _A.full((), v, D.int64.code)
+    if isinstance(v, builtins.float):
+        return _A.full((), v, D.float64.code)
+    raise TypeError(f"{op}(): expected a Tensor or a number, got {type(x).__name__}")
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None,
+                 sorter=None):
+    """For each value of input, the index where it would go in the innermost dim of
+    sorted_sequence to keep it sorted: the first position with an element >= value (> value
+    when right=True or side='right').  sorted_sequence is 1-d or has input's leading dims.
+    With `sorter`, sorted_sequence[sorter] is the sorted order."""
+    _check_tensor(sorted_sequence, "searchsorted", "sorted_sequence")
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got "
+                               f"{side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, "
+                               "got side of left while right was True")
+        right = side == "right"
+    values = input._data if isinstance(input, Tensor) else _scalar_array(input, "searchsorted")
+    if sorter is not None:
+        _check_tensor(sorter, "searchsorted", "sorter")
+    res = _S.searchsorted(sorted_sequence._data, values, builtins.bool(right),
+                          sorter._data if sorter is not None else None, builtins.bool(out_int32))
+    return _single(res, out, "searchsorted")
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    """The bucket of each input value among 1-d sorted boundaries: i with
+    boundaries[i-1] < x <= boundaries[i] (boundaries[i-1] <= x < boundaries[i] when right)."""
+    _check_tensor(boundaries, "bucketize", "boundaries")
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """A bool tensor of elements' shape: whether each element equals (==) some element of
+    test_elements (negated with invert).  Either argument may be a number."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")
+    ops = [x._data if isinstance(x, Tensor) else _as_pyscalar(x) for x in (elements, test_elements)]
+    code = _ew.result_type(*ops)
+    e, t = [_ew.cast(x, code) if isinstance(x, _A.Array) else _A.full((), x, code) for x in ops]
+    return _wrap(_S.isin(e, t, builtins.bool(invert)))
+
+
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
+           "searchsorted", "bucketize", "isin"]
