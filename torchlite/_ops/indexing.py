@@ -1,106 +1,797 @@
-"""Indexing: tensor[...] and tensor[...] = value.
+"""Indexing: tensor[...], tensor[...] = value, and the index ops: gather, scatter (and its
+reductions), index_select/index_add/index_copy/index_fill, index_put, masked_fill/select/
+scatter, nonzero/argwhere, take, take_along_dim, put.
 
 Basic indexing (ints, slices with steps, None, Ellipsis) gives views computed in the array
-layer.  Advanced indexing (bool masks, integer tensors/lists) is in the index kernels."""
+layer.  Everything else is one of two kernels in torchlite/_core/index.pyx: `advanced`
+(NumPy/PyTorch advanced indexing by integer arrays and masks, which also serves
+index_select, index_add, take, put, masked_select...) and `along_dim` (gather/scatter).
+This module turns the Python-level index into the kernels' index groups and checks the
+arguments with PyTorch's messages; the kernels bounds-check every index before they run."""
 import builtins
+import numbers
+import warnings
 
+from .. import _dtype as D
+from .._core import array as _A
 from .._core import elementwise as _ew
-from .._tensor import Tensor, _wrap
+from .._core import index as _I
+from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
 from . import _register
 
+_BOOL, _UINT8, _INT32, _INT64 = 0, 1, 4, 5
+_TORCH_NAMES = _ew._TORCH_NAMES          # "Float", "Long", ... as PyTorch's messages name dtypes
+_C_NAMES = ("bool", "unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
+            "c10::BFloat16", "float", "double")
+_C_INT_NAMES = {1: "uint8_t", 2: "int8_t", 3: "int16_t", 4: "int", 5: "int64_t"}
+_INT_LIMITS = {1: (-255, 255), 2: (-128, 127), 3: (-32768, 32767), 4: (-2**31, 2**31 - 1),
+               5: (-2**63, 2**63 - 1)}
+_WHERE = _ew.TERNARY["where"]
+_BOUNDS = "index {index} is out of bounds for dimension {dim} with size {size}"
+_TAKE_ERR = (IndexError, "out of range: tried to access index {index} on a tensor of {size} elements.", True)
 
-def _is_basic(i):
-    return i is None or i is Ellipsis or isinstance(i, (builtins.int, slice)) and not isinstance(i, builtins.bool)
+
+# ---- values --------------------------------------------------------------------------------
+def _checked_scalar(v, code):
+    """A Python number as it will be stored in dtype `code`; PyTorch's overflow check for
+    integer dtypes (floats truncate toward zero, like a C cast)."""
+    if isinstance(v, Tensor):
+        if v.ndim != 0:
+            raise RuntimeError(f"expected a 0-dimensional value tensor, got {v.ndim} dimension(s)")
+        v = v.item()
+    v = _as_pyscalar(v)
+    if not isinstance(v, (builtins.bool, builtins.int, builtins.float)):
+        raise TypeError(f"value must be a number, not {type(v).__name__}")
+    if code == _BOOL:
+        return builtins.bool(v)
+    if code >= 6:
+        return builtins.float(v)
+    lo, hi = _INT_LIMITS[code]
+    if code == _UINT8 and isinstance(v, builtins.float):
+        lo = 0                    # only integers wrap into uint8
+    if not (lo <= v <= hi):       # NaN fails this too
+        raise RuntimeError(f"value cannot be converted to type {_C_INT_NAMES[code]} without overflow")
+    return builtins.int(v)
 
 
-def _expand_index(t, idx):
-    """Normalise an index to a tuple with Ellipsis expanded; returns (items, consumed dims)."""
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    n_ell = sum(1 for i in idx if i is Ellipsis)
-    if n_ell > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for i in idx if i is not None and i is not Ellipsis)
-    if used > t.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {t.ndim}")
-    out = []
-    for i in idx:
-        if i is Ellipsis:
-            out.extend([slice(None)] * (t.ndim - used))
+def _strip_leading_ones(arr):
+    """PyTorch drops a value's leading size-1 dims before broadcasting it in setitem."""
+    k = 0
+    shape = arr.shape
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return arr.squeeze(tuple(range(k))) if k else arr
+
+
+def _check_same_device(self, other):
+    if isinstance(other, Tensor) and other.device != self.device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {self.device} and {other.device}!")
+
+
+def _value_array(self, value):
+    """The array to write into self: a tensor cast to self's dtype, or a new array from a
+    number or nested sequence."""
+    code = self._data.dtype
+    if isinstance(value, Tensor):
+        _check_same_device(self, value)
+        return _strip_leading_ones(_ew.cast(value._data, code))
+    if isinstance(value, (list, tuple)) or hasattr(value, "__array_interface__"):
+        from .creation import tensor
+        return _strip_leading_ones(tensor(value, dtype=self.dtype)._data)
+    if isinstance(value, numbers.Number):
+        return _A.full((), _checked_scalar(value, code), code)
+    raise TypeError(f"can't assign a {type(value).__name__} to a torchlite.{_TORCH_NAMES[code]}Tensor")
+
+
+# ---- parsing an index ----------------------------------------------------------------------
+_BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+              "are valid indices (got {})")
+
+
+def _as_tuple(idx):
+    """The index as a tuple of items.  A list is one index array, unless (PyTorch's legacy
+    rule) it is short and holds a tensor, sequence, slice, None or Ellipsis: then it is a
+    tuple of indices."""
+    if isinstance(idx, tuple):
+        return idx
+    if isinstance(idx, list) and len(idx) < 32:
+        for i in idx:
+            if (i is None or i is Ellipsis or isinstance(i, (Tensor, list, tuple, slice, range))
+                    or hasattr(i, "__array_interface__") and getattr(i, "ndim", 0) > 0):
+                warnings.warn("Using a non-tuple sequence for multidimensional indexing is "
+                              "deprecated; use x[tuple(seq)] instead of x[seq].", UserWarning,
+                              stacklevel=4)
+                return tuple(idx)
+    return (idx,)
+
+
+def _index_tensor(seq):
+    """A nested sequence or array used as an index, as a tensor: bool stays a mask, floats
+    become int64 (PyTorch truncates them)."""
+    from .creation import tensor
+    t = tensor(list(seq) if isinstance(seq, range) else seq)
+    if t.is_floating_point() or (t.numel() == 0 and isinstance(seq, (list, tuple, range))):
+        return _wrap(_ew.cast(t._data, _INT64))
+    return t
+
+
+def _item(i):
+    """One index item in canonical form: None, Ellipsis, slice, bool, int or Tensor."""
+    if i is None or i is Ellipsis or type(i) is slice or type(i) is builtins.int:
+        return i
+    if isinstance(i, Tensor):
+        if i.ndim == 0 and 1 < i._data.dtype < 6:     # 0-d integer tensor: like an int
+            return i.item()
+        return i
+    if isinstance(i, builtins.bool) or type(i).__name__ == "bool_":
+        return builtins.bool(i)
+    if isinstance(i, (list, tuple, range)) or hasattr(i, "__array_interface__") and getattr(i, "ndim", 0) > 0:
+        return _index_tensor(i)
+    if isinstance(i, (str, bytes)):
+        raise TypeError(f"an index must not be a {type(i).__name__}")
+    if hasattr(i, "__index__"):
+        return i.__index__()
+    raise IndexError(_BAD_INDEX.format(type(i).__name__))
+
+
+def _is_mask(t):
+    return t._data.dtype == _BOOL or t._data.dtype == _UINT8
+
+
+def _parse(self, idx):
+    """The index items, and how many of self's dims they consume (checked)."""
+    items = [_item(i) for i in _as_tuple(idx)]
+    used = 0
+    for i in items:
+        if i is None or i is Ellipsis or type(i) is builtins.bool:
+            pass
+        elif isinstance(i, Tensor) and _is_mask(i):
+            used += i.ndim
         else:
-            out.append(i)
-    return out
+            used += 1
+    if used > self.ndim:
+        if self.ndim == 0 and builtins.any(type(i) is builtins.int for i in items):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+    return items, used
 
 
-def _basic_view(arr, items):
-    """Apply ints, slices and None to the array, left to right."""
+def _slice(arr, dim, s):
+    step = 1 if s.step is None else s.step.__index__()
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    start = None if s.start is None else s.start.__index__()
+    stop = None if s.stop is None else s.stop.__index__()
+    return arr.slice(dim, start, stop, step)
+
+
+def _apply(self, items, used):
+    """Apply the basic items (views) left to right; return the view and the advanced index
+    groups (first dim, dims, array, kind) for the kernel, in the view's dims."""
+    arr = self._data
+    groups = []
     dim = 0
     for i in items:
         if i is None:
             arr = arr.unsqueeze(dim)
             dim += 1
-        elif isinstance(i, slice):
-            step = 1 if i.step is None else i.step.__index__()
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
-            start = None if i.start is None else i.start.__index__()
-            stop = None if i.stop is None else i.stop.__index__()
-            arr = arr.slice(dim, start, stop, step)
+        elif i is Ellipsis:     # (PyTorch lets every Ellipsis skip the unindexed dims)
+            dim += self.ndim - used
+        elif type(i) is slice:
+            if not (i.start is None and i.stop is None and (i.step is None or i.step == 1)):
+                arr = _slice(arr, dim, i)      # a full slice is a no-op (as in PyTorch)
             dim += 1
-        else:
-            size = arr.shape[dim]
-            if i < -size or i >= size:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+        elif type(i) is builtins.int:
             arr = arr.select(dim, i)
-    return arr
-
-
-def _as_index(i):
-    if isinstance(i, Tensor) and i.ndim == 0 and not i.is_floating_point() and i.dtype.name != "bool":
-        return i.item()
-    if hasattr(i, "__index__") and not isinstance(i, (Tensor, builtins.bool)) and not isinstance(i, builtins.int):
-        return i.__index__()
-    return i
+        elif type(i) is builtins.bool:        # a 0-d mask: a new dim of size 1 (True) or 0
+            groups.append((dim, 0, _A.full((), i, _BOOL), _I.KIND_MASK))
+        else:
+            _check_same_device(self, i)
+            if _is_mask(i):
+                groups.append((dim, i.ndim, i._data, _I.KIND_MASK))
+                dim += i.ndim
+            else:
+                if i._data.dtype not in (_INT32, _INT64):
+                    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+                groups.append((dim, 1, i._data, _I.KIND_INDEX))
+                dim += 1
+    return arr, groups
 
 
 def getitem(self, idx):
-    items = _expand_index(self, tuple(_as_index(i) for i in idx) if isinstance(idx, tuple) else _as_index(idx))
-    if all(_is_basic(i) for i in items):
-        return _wrap(_basic_view(self._data, items))
-    return _advanced_getitem(self, items)
+    """self[idx] with NumPy/PyTorch semantics: basic indexing gives a view, integer arrays
+    and masks give a copy."""
+    if type(idx) is builtins.int and self._data.ndim > 0:
+        return _wrap(self._data.select(0, idx))
+    items, used = _parse(self, idx)
+    arr, groups = _apply(self, items, used)
+    if not groups:
+        return _wrap(arr)
+    return _wrap(_I.advanced(_I.GATHER, arr, groups))
+
+
+def _assign_basic(self, dst, value):
+    if isinstance(value, numbers.Number) and not isinstance(value, Tensor):
+        _A.fill_(dst, _checked_scalar(value, dst.dtype))
+    else:
+        _ew.copy_(dst, _value_array(self, value))
+
+
+def _is_full_mask(arr, groups):
+    if len(groups) != 1:
+        return False
+    first, _, m, kind = groups[0]
+    return (kind == _I.KIND_MASK and first == 0 and m.dtype == _BOOL and m.shape == arr.shape
+            and not _I.has_internal_overlap(arr))
 
 
 def setitem(self, idx, value):
-    items = _expand_index(self, tuple(_as_index(i) for i in idx) if isinstance(idx, tuple) else _as_index(idx))
-    if all(_is_basic(i) for i in items):
-        dst = _basic_view(self._data, items)
-        if isinstance(value, Tensor):
-            if value.device != self.device:
-                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
-                                   f"two devices, {self.device} and {value.device}!")
-            _ew.copy_(dst, value._data)
-        else:
-            from .._core import array as _A
-            from .._tensor import _as_pyscalar
-            if isinstance(value, (list, tuple)):
-                from .creation import tensor
-                _ew.copy_(dst, tensor(value, dtype=self.dtype)._data)
-            else:
-                _A.fill_(dst, _as_pyscalar(value))
-        self._bump_version()
-        return
-    _advanced_setitem(self, items, value)
+    """self[idx] = value; value (a number, tensor or nested list) is cast to self's dtype
+    and broadcast to the indexed shape.  With repeated indices the last write wins."""
+    items, used = _parse(self, idx)
+    arr, groups = _apply(self, items, used)
+    if not groups:
+        _assign_basic(self, arr, value)
+    elif _is_full_mask(arr, groups) and isinstance(value, numbers.Number):
+        # x[mask] = number: one elementwise pass, no nonzero
+        _ew.ternary(_WHERE, groups[0][2], _checked_scalar(value, arr.dtype), arr, arr)
+    else:
+        _I.advanced(_I.PUT, arr, groups, _value_array(self, value))
+    self._bump_version()
 
-
-def _advanced_getitem(self, items):
-    raise IndexError("tensors used as indices (masks, integer arrays) are not supported yet")
-
-
-def _advanced_setitem(self, items, value):
-    raise IndexError("tensors used as indices (masks, integer arrays) are not supported yet")
-
-
-__all__ = []
 
 Tensor.__getitem__ = getitem
 Tensor.__setitem__ = setitem
+
+
+# ---- shared argument checks ----------------------------------------------------------------
+def _tensor_arg(x, op, name):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _as_1d(arr):
+    """PyTorch treats a 0-d tensor as 1-d of size 1 in gather/scatter and index_* ops."""
+    return arr.unsqueeze(0) if arr.ndim == 0 else arr
+
+
+def _check_writable(self, op):
+    if _I.has_internal_overlap(self._data):
+        raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to "
+                           f"tensor refers to a single memory location. Please clone() the tensor "
+                           f"before performing the operation.")
+
+
+def _write_out(res, out, op):
+    """Return res as a Tensor, or copy it into out= (resized as PyTorch does)."""
+    if out is None:
+        return _wrap(res)
+    _tensor_arg(out, op, "out")
+    if out.dtype.code != res.dtype:
+        raise RuntimeError(f"{op}: Expected out tensor to have dtype {D.DTYPES[res.dtype]}, but got "
+                           f"{out.dtype} instead")
+    if tuple(out.shape) != tuple(res.shape):
+        out._data = _A.empty(res.shape, res.dtype)
+    _ew.copy_(out._data, res)
+    return out
+
+
+# ---- gather / scatter ----------------------------------------------------------------------
+def _check_index_dtype(index, op, ints=(_INT32, _INT64)):
+    _tensor_arg(index, op, "index")
+    if index._data.dtype not in ints:
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+
+
+@_register("gather")
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    """out[i][j][k] = input[i][index[i][j][k]][k] (for dim=1): values picked along `dim`."""
+    _tensor_arg(input, "gather", "input")
+    _check_index_dtype(index, "gather")
+    a, idx = _as_1d(input._data), _as_1d(index._data)
+    d = _wrap_dim(dim, a.ndim)
+    if idx.ndim != a.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for k in range(a.ndim):
+        if k != d and idx.shape[k] > a.shape[k]:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} "
+                               f"to be no larger than self {list(input.shape)} apart from dimension {d}")
+    res = _I.along_dim(_I.GATHER, a, d, idx)
+    if index.ndim == 0:
+        res = res.view(())
+    return _write_out(res, out, "gather")
+
+
+_SCATTER_REDUCE_OLD = {None: _I.PUT, "add": _I.ADD, "multiply": _I.MUL}
+
+
+def _scatter_src(self, index, src, value, op):
+    """The source array of a scatter: src (same dtype, same ndim) or value expanded."""
+    if src is not None and not isinstance(src, Tensor):
+        value, src = src, None
+    if src is None:
+        if value is None:
+            raise TypeError(f"{op}(): expected a src tensor or a value")
+        v = _A.full((), _checked_scalar(value, self._data.dtype), self._data.dtype)
+        return v.expand(index._data.shape) if index.ndim else v
+    _check_same_device(self, src)
+    if src._data.dtype != self._data.dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+    if max(src.ndim, 1) != max(index.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    return src._data
+
+
+def _scatter_into(self, dim, index, src_arr, kop, op):
+    """self[index along dim] op= src, after PyTorch's checks."""
+    _check_index_dtype(index, op)
+    _check_writable(self, op)
+    a, idx, s = _as_1d(self._data), _as_1d(index._data), _as_1d(src_arr)
+    d = _wrap_dim(dim, a.ndim)
+    if idx.ndim != a.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    for k in range(a.ndim):
+        if (k != d and idx.shape[k] > a.shape[k]) or idx.shape[k] > s.shape[k]:
+            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
+                               f"{list(self.shape)} apart from dimension {d} and to be no larger "
+                               f"size than src {list(src_arr.shape)}")
+    _I.along_dim(kop, a, d, idx, s)
+    self._bump_version()
+    return self
+
+
+@_register("scatter_")
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    """self[i][index[i][j]] = src[i][j] (for dim=1), or = value; reduce='add'/'multiply'
+    combines instead of overwriting."""
+    if reduce not in _SCATTER_REDUCE_OLD:
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    _tensor_arg(index, "scatter", "index")
+    s = _scatter_src(self, index, src, value, "scatter")
+    return _scatter_into(self, dim, index, s, _SCATTER_REDUCE_OLD[reduce], "scatter")
+
+
+@_register("scatter")
+def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
+    """Out-of-place scatter_: a copy of input with src (or value) written at index."""
+    res = scatter_(input.clone(), dim, index, src, value=value, reduce=reduce)
+    return res if out is None else _write_out(res._data, out, "scatter")
+
+
+@_register("scatter_add_")
+def scatter_add_(self, dim, index, src):
+    """self[i][index[i][j]] += src[i][j] (for dim=1); repeated indices all add."""
+    _tensor_arg(index, "scatter_add", "index")
+    _tensor_arg(src, "scatter_add", "src")
+    s = _scatter_src(self, index, src, None, "scatter")
+    return _scatter_into(self, dim, index, s, _I.ADD, "scatter_add")
+
+
+@_register("scatter_add")
+def scatter_add(input, dim, index, src, *, out=None):
+    res = scatter_add_(input.clone(), dim, index, src)
+    return res if out is None else _write_out(res._data, out, "scatter_add")
+
+
+_REDUCE_OPS = {"sum": _I.ADD, "mean": _I.ADD, "prod": _I.MUL, "amax": _I.MAX, "amin": _I.MIN}
+
+
+def _reduce_identity(reduce, code):
+    """The value a target starts from when include_self=False."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if code >= 6:
+        return float("-inf") if reduce == "amax" else float("inf")
+    if code == _BOOL:
+        return reduce == "amin"
+    lo, hi = (0, 255) if code == _UINT8 else _INT_LIMITS[code]
+    return lo if reduce == "amax" else hi
+
+
+@_register("scatter_reduce_")
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """Reduce src into self at index along dim with 'sum', 'prod', 'mean', 'amax' or 'amin';
+    include_self=False leaves self's old values out of the targets' reductions."""
+    if reduce not in _REDUCE_OPS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    _tensor_arg(index, "scatter_reduce", "index")
+    _tensor_arg(src, "scatter_reduce", "src")
+    code = self._data.dtype
+    if reduce == "mean" and code == _BOOL:
+        raise RuntimeError("\"scatter_reduce\" with reduce='mean' not implemented for 'Bool'")
+    s = _scatter_src(self, index, src, None, "scatter_reduce")
+    if not include_self:
+        scatter_(self, dim, index, _reduce_identity(reduce, code))
+    _scatter_into(self, dim, index, s, _REDUCE_OPS[reduce], "scatter_reduce")
+    if reduce == "mean":
+        counts = _A.full(self.shape, 1 if include_self else 0, _INT64)
+        _scatter_into(_wrap(counts), dim, index, _A.full((), 1, _INT64).expand(index._data.shape)
+                      if index.ndim else _A.full((), 1, _INT64), _I.ADD, "scatter_reduce")
+        _ew.binary(_ew.BINARY["maximum"], counts, 1, counts)
+        div = _ew.BINARY["div"] if code >= 6 else _ew.BINARY["div_floor"]
+        _ew.binary(div, self._data, counts, self._data)
+    return self
+
+
+@_register("scatter_reduce")
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+    res = scatter_reduce_(input.clone(), dim, index, src, reduce, include_self=include_self)
+    return res if out is None else _write_out(res._data, out, "scatter_reduce")
+
+
+def take_along_dim(input, indices, dim=None, *, out=None):
+    """Values of input at indices along dim (broadcast in the other dims); with dim=None,
+    indices into the flattened input."""
+    _tensor_arg(input, "take_along_dim", "input")
+    _tensor_arg(indices, "take_along_dim", "indices")
+    if indices._data.dtype != _INT64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_TORCH_NAMES[indices._data.dtype]}")
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1), out=out)
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of "
+                           f"dimensions, but got {input.ndim} dimensions for input, and {indices.ndim} "
+                           f"dimensions for indices")
+    d = _wrap_dim(dim, builtins.max(input.ndim, 1))
+    shape = list(input.shape)
+    if input.ndim:
+        shape[d] = indices.shape[d]
+    bshape = list(_A.broadcast_shapes(tuple(shape), tuple(indices.shape)))
+    idx = indices._data.expand(bshape)
+    if input.ndim:
+        bshape[d] = input.shape[d]
+    a = input._data.expand(bshape)
+    return gather(_wrap(a), d, _wrap(idx), out=out)
+
+
+_register("take_along_dim")(take_along_dim)
+
+
+# ---- index_* along one dim -----------------------------------------------------------------
+def _dim_and_index(self, dim, index, op, max_index_dim_msg):
+    """(dim, 1-d index array) for the index_* ops."""
+    _tensor_arg(index, op, "index")
+    if index.ndim > 1:
+        raise IndexError(max_index_dim_msg.format(ndim=index.ndim, dtype=_TORCH_NAMES[index._data.dtype],
+                                                  shape=list(index.shape)))
+    return _wrap_dim(dim, builtins.max(self.ndim, 1)), _as_1d(index._data)
+
+
+def _source_for(self, d, idx, source, op):
+    """source as an array shaped like self with dim d of len(index), PyTorch's checks."""
+    a, s = _as_1d(self._data), _as_1d(source._data)
+    n_src = s.shape[d] if s.ndim > d else 1
+    if n_src != idx.shape[0]:
+        raise RuntimeError(f"{op}(): Number of indices ({idx.shape[0]}) should be equal to "
+                           f"source.size(dim): ({n_src}), for dim: {d}")
+    want = list(a.shape)
+    want[d] = idx.shape[0]
+    if list(s.shape) != want:
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified "
+                           f"dimension. Got self.shape = {list(self.shape)} source.shape = "
+                           f"{list(source.shape)}")
+    return s
+
+
+@_register("index_select")
+def index_select(input, dim, index, *, out=None):
+    """The slices of input at positions `index` (a 1-d integer tensor) along dim."""
+    _tensor_arg(input, "index_select", "input")
+    _tensor_arg(index, "index_select", "index")
+    if index._data.dtype not in (_INT32, _INT64):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    d, idx = _dim_and_index(input, dim, index, "index_select",
+                            "index_select(): Index is supposed to be a vector")
+    a = _as_1d(input._data)
+    # PyTorch's two messages: its 1-d path and its n-d (embedding-like) path
+    err = ((IndexError, "index out of range in self", False) if a.ndim == 1 else
+           (RuntimeError, "index_select(): INDICES element is out of DATA bounds, id={index} "
+                          "axis_dim={size}", False))
+    res = _I.advanced(_I.GATHER, a, [(d, 1, idx, _I.KIND_INDEX)], None, err)
+    if input.ndim == 0:
+        res = res.view(())
+    return _write_out(res, out, "index_select")
+
+
+@_register("index_add_")
+def index_add_(self, dim, index, source, *, alpha=1):
+    """self.select(dim, index[i]) += alpha * source.select(dim, i); repeated indices add."""
+    op = "index_add_"
+    _tensor_arg(source, op, "source")
+    _tensor_arg(index, op, "index")
+    if index._data.dtype not in (_INT32, _INT64):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: "
+                           f"{_TORCH_NAMES[index._data.dtype]}")
+    d, idx = _dim_and_index(self, dim, index, op, op + "(): Index is supposed to be a vector, but got "
+                            "dim: {ndim} with type: {dtype} and size: {shape}")
+    if source._data.dtype != self._data.dtype:
+        raise RuntimeError(f"{op}(): self ({_TORCH_NAMES[self._data.dtype]}) and source "
+                           f"({_TORCH_NAMES[source._data.dtype]}) must have the same scalar type")
+    _check_writable(self, op)
+    s = _source_for(self, d, idx, source, op)
+    if alpha != 1:
+        s = _ew.binary(_ew.BINARY["mul"], s, _checked_scalar(alpha, s.dtype))
+    _I.advanced(_I.ADD, _as_1d(self._data), [(d, 1, idx, _I.KIND_INDEX)], s,
+                (RuntimeError, _BOUNDS, False))
+    self._bump_version()
+    return self
+
+
+@_register("index_add")
+def index_add(input, dim, index, source, *, alpha=1, out=None):
+    res = index_add_(input.clone(), dim, index, source, alpha=alpha)
+    return res if out is None else _write_out(res._data, out, "index_add")
+
+
+@_register("index_copy_")
+def index_copy_(self, dim, index, source):
+    """self.select(dim, index[i]) = source.select(dim, i)."""
+    op = "index_copy_"
+    _tensor_arg(source, op, "source")
+    _tensor_arg(index, op, "index")
+    if index.ndim > 1:
+        raise IndexError(f"{op}(): Index should have dimension 1 or 0 (got {index.ndim})")
+    if index._data.dtype != _INT64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
+                           f"{_TORCH_NAMES[index._data.dtype]}")
+    if source._data.dtype != self._data.dtype:
+        raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got (self) "
+                           f"{_TORCH_NAMES[self._data.dtype]} and (source) "
+                           f"{_TORCH_NAMES[source._data.dtype]}")
+    if self.ndim != source.ndim and self.ndim > 0 and source.ndim > 0:
+        raise IndexError(f"{op}(): When source and destination are not scalars, their dimensionality "
+                         f"must match. Source dimensionality ({source.ndim}), destination "
+                         f"dimensionality ({self.ndim})")
+    d, idx = _wrap_dim(dim, builtins.max(self.ndim, 1)), _as_1d(index._data)
+    a, s = _as_1d(self._data), _as_1d(source._data)
+    if s.ndim != a.ndim or s.shape[d] != idx.shape[0]:
+        raise IndexError(f"{op}(): Number of indices ({idx.shape[0]}) should be equal to "
+                         f"source.size(dim) ({s.shape[d] if s.ndim > d else 1})")
+    for k in range(a.ndim):
+        if k != d and a.shape[k] != s.shape[k]:
+            raise RuntimeError(f"{op}(): Source/destination tensor must have same slice shapes. "
+                               f"Destination slice shape: {a.shape[k]} at dimension {k} and source "
+                               f"slice shape: {s.shape[k]} at dimension {k}.")
+    _check_writable(self, op)
+    _I.advanced(_I.PUT, a, [(d, 1, idx, _I.KIND_INDEX)], s,
+                (IndexError, op + "(): " + _BOUNDS, False))
+    self._bump_version()
+    return self
+
+
+@_register("index_copy")
+def index_copy(input, dim, index, source, *, out=None):
+    res = index_copy_(input.clone(), dim, index, source)
+    return res if out is None else _write_out(res._data, out, "index_copy")
+
+
+@_register("index_fill_")
+def index_fill_(self, dim, index, value):
+    """self.select(dim, i) = value for every i in index."""
+    op = "index_fill_"
+    _tensor_arg(index, op, "index")
+    if index._data.dtype != _INT64:
+        raise IndexError(f"{op}(): Expected dtype int64 for index.")
+    if index.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    _check_writable(self, op)
+    d, idx = _wrap_dim(dim, builtins.max(self.ndim, 1)), _as_1d(index._data)
+    v = _A.full((), _checked_scalar(value, self._data.dtype), self._data.dtype)
+    _I.advanced(_I.PUT, _as_1d(self._data), [(d, 1, idx, _I.KIND_INDEX)], v)
+    self._bump_version()
+    return self
+
+
+@_register("index_fill")
+def index_fill(input, dim, index, value):
+    return index_fill_(input.clone(), dim, index, value)
+
+
+# ---- index_put -----------------------------------------------------------------------------
+@_register("index_put_")
+def index_put_(self, indices, values, accumulate=False):
+    """self[indices] = values (indices: a tuple of tensors, one per leading dim, masks
+    covering several); accumulate=True adds instead, every repeated index counting."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put_(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    for k, i in enumerate(indices):
+        if not isinstance(i, Tensor):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(i).__name__}")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"index_put_(): argument 'values' (position 2) must be Tensor, not "
+                        f"{type(values).__name__}")
+    if values._data.dtype != self._data.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_TORCH_NAMES[self._data.dtype]} for the destination and "
+                           f"{_TORCH_NAMES[values._data.dtype]} for the source.")
+    items, used = _parse(self, tuple(indices))
+    arr, groups = _apply(self, items, used)
+    val = _strip_leading_ones(values._data)
+    if not groups:
+        if accumulate:
+            _ew.binary(_ew.BINARY["add"], arr, val, arr)
+        else:
+            _ew.copy_(arr, val)
+    else:
+        _I.advanced(_I.ADD if accumulate else _I.PUT, arr, groups, val)
+    self._bump_version()
+    return self
+
+
+@_register("index_put")
+def index_put(input, indices, values, accumulate=False):
+    return index_put_(input.clone(), indices, values, accumulate)
+
+
+# ---- masks ---------------------------------------------------------------------------------
+def _check_bool_mask(mask, op, what="masks"):
+    _tensor_arg(mask, op, "mask")
+    if mask._data.dtype != _BOOL:
+        raise RuntimeError(f"{op} only supports boolean {what}, but got mask with dtype "
+                           f"{_C_NAMES[mask._data.dtype]}")
+
+
+def _mask_for(self, mask, op):
+    """mask broadcast to self's shape (in-place ops cannot grow self)."""
+    shape = _broadcast_shape(self.shape, mask.shape)
+    if shape != tuple(self.shape):
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                           f"{list(shape)}")
+    return mask._data.expand(self.shape)
+
+
+@_register("masked_fill_")
+def masked_fill_(self, mask, value):
+    """self = value where mask is True (mask broadcasts to self)."""
+    _check_bool_mask(mask, "masked_fill_")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                           f"with {value.ndim} dimension(s).")
+    if not isinstance(value, (Tensor, numbers.Number)):
+        raise TypeError(f"masked_fill(): argument 'value' must be Number or Tensor, not "
+                        f"{type(value).__name__}")
+    m = _mask_for(self, mask, "masked_fill_")
+    v = _checked_scalar(value, self._data.dtype)
+    _ew.ternary(_WHERE, m, v, self._data, self._data)
+    self._bump_version()
+    return self
+
+
+def _broadcast_shape(a, b):
+    """The broadcast of two shapes, or PyTorch's RuntimeError naming the clashing sizes."""
+    n = builtins.max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for k in range(n):
+        if a[k] != b[k] and a[k] != 1 and b[k] != 1:
+            raise RuntimeError(f"The size of tensor a ({a[k]}) must match the size of tensor b "
+                               f"({b[k]}) at non-singleton dimension {k}")
+    return tuple(builtins.max(x, y) if x and y else 0 for x, y in zip(a, b))
+
+
+def _expand_both(input, mask):
+    shape = _broadcast_shape(input.shape, mask.shape)
+    return _wrap(input._data.expand(shape)), _wrap(mask._data.expand(shape))
+
+
+@_register("masked_fill")
+def masked_fill(input, mask, value):
+    _check_bool_mask(mask, "masked_fill_")
+    x, m = _expand_both(input, mask)
+    return masked_fill_(x.clone(), m, value)
+
+
+@_register("masked_select")
+def masked_select(input, mask, *, out=None):
+    """The elements of input where mask (broadcast with it) is True, as a 1-d tensor."""
+    _tensor_arg(input, "masked_select", "input")
+    _tensor_arg(mask, "masked_select", "mask")
+    if mask._data.dtype != _BOOL:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    x, m = _expand_both(input, mask)
+    res = _I.advanced(_I.GATHER, x._data, [(0, x.ndim, m._data, _I.KIND_MASK)])
+    return _write_out(res, out, "masked_select")
+
+
+@_register("masked_scatter_")
+def masked_scatter_(self, mask, source):
+    """Copy source's leading elements, in order, into self where mask is True."""
+    _check_bool_mask(mask, "masked_scatter_")
+    _tensor_arg(source, "masked_scatter_", "source")
+    if source._data.dtype != self._data.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
+                           f"{_TORCH_NAMES[self._data.dtype]} and {_TORCH_NAMES[source._data.dtype]}")
+    _check_writable(self, "masked_scatter_")
+    m = _mask_for(self, mask, "masked_scatter_")
+    count = _I.count_nonzero(m)
+    if source.numel() < count:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    src = _ew.contiguous(source._data).view((source.numel(),)).slice(0, 0, count, 1)
+    _I.advanced(_I.PUT, self._data, [(0, self.ndim, m, _I.KIND_MASK)], src)
+    self._bump_version()
+    return self
+
+
+@_register("masked_scatter")
+def masked_scatter(input, mask, source):
+    _check_bool_mask(mask, "masked_scatter_")
+    x, m = _expand_both(input, mask)
+    return masked_scatter_(x.clone(), m, source)
+
+
+# ---- nonzero, take, put ----------------------------------------------------------------------
+@_register("nonzero")
+def nonzero(input, *, out=None, as_tuple=False):
+    """Indices of the nonzero elements: an (n, ndim) int64 tensor in row-major order, or
+    with as_tuple=True one 1-d tensor per dim."""
+    _tensor_arg(input, "nonzero", "input")
+    if as_tuple:
+        res = _I.nonzero(_as_1d(input._data))
+        return tuple(_wrap(res.select(1, k)) for k in range(res.shape[1]))
+    return _write_out(_I.nonzero(input._data), out, "nonzero")
+
+
+@_register("argwhere")
+def argwhere(input):
+    """nonzero(input) as an (n, ndim) tensor."""
+    return nonzero(input)
+
+
+@_register("take")
+def take(input, index, *, out=None):
+    """input treated as 1-d (row-major), at the positions in index; negative counts back."""
+    _tensor_arg(input, "take", "input")
+    _tensor_arg(index, "take", "index")
+    if index._data.dtype != _INT64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{_TORCH_NAMES[index._data.dtype]}")
+    if input.numel() == 0 and index.numel() != 0:
+        raise IndexError("take(): tried to take from an empty tensor")
+    res = _I.advanced(_I.GATHER, input._data, [(0, input.ndim, index._data, _I.KIND_INDEX)],
+                      None, _TAKE_ERR)
+    return _write_out(res, out, "take")
+
+
+@_register("put_")
+def put_(self, index, source, accumulate=False):
+    """self (seen as 1-d, row-major) at the positions in index = source (or += with
+    accumulate); works on non-contiguous self in place."""
+    _tensor_arg(index, "put_", "index")
+    _tensor_arg(source, "put_", "source")
+    if index._data.dtype != _INT64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{_TORCH_NAMES[index._data.dtype]}")
+    if source._data.dtype != self._data.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {_TORCH_NAMES[self._data.dtype]} and source.dtype = "
+                           f"{_TORCH_NAMES[source._data.dtype]}")
+    if source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but "
+                         f"got source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    if self.numel() == 0 and index.numel() != 0:
+        raise IndexError("put_(): Tried to put elements into an empty tensor")
+    _check_writable(self, "put_")
+    src = source.reshape(index.shape)._data
+    _I.advanced(_I.ADD if accumulate else _I.PUT, self._data,
+                [(0, self.ndim, index._data, _I.KIND_INDEX)], src, _TAKE_ERR)
+    self._bump_version()
+    return self
+
+
+@_register("put")
+def put(input, index, source, accumulate=False):
+    return put_(input.clone(), index, source, accumulate)
+
+
+__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "take_along_dim", "index_select",
+           "index_add", "index_copy", "index_fill", "index_put", "masked_fill", "masked_select",
+           "masked_scatter", "nonzero", "argwhere", "take", "put"]
