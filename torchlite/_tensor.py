@@ -20,7 +20,7 @@ def _as_pyscalar(x):
     """A Python bool/int/float for a NumPy scalar; x itself for a Python number."""
     if type(x) in (builtins.int, builtins.float, builtins.bool):
         return x
-    if isinstance(x, builtins.bool):
+    if isinstance(x, builtins.bool) or getattr(getattr(x, "dtype", None), "kind", None) == "b":
         return builtins.bool(x)
     if isinstance(x, numbers.Integral):
         return builtins.int(x)
@@ -110,7 +110,8 @@ class Tensor:
         return self._data.offset
 
     def is_contiguous(self, memory_format=None):
-        return self._data.is_contiguous()
+        # an empty tensor is contiguous whatever its strides (array.pyx's check misses this)
+        return self._data.numel == 0 or self._data.is_contiguous()
 
     def data_ptr(self):
         return self._data.data_ptr()
@@ -156,13 +157,15 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
-    def _one_value(self, what):
+    def _one_value(self):
+        """The Python number of a one-element tensor (float(), int(): ValueError otherwise)."""
         if self._data.numel != 1:
-            raise RuntimeError(f"a Tensor with {self._data.numel} elements cannot be converted to Scalar")
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return self._data.item()
 
     def item(self):
-        return self._one_value("item")
+        """The value of a one-element tensor as a Python number."""
+        return self._data.item()
 
     def __bool__(self):
         if self._data.numel != 1:
@@ -172,18 +175,18 @@ class Tensor:
         return builtins.bool(self._data.item())
 
     def __float__(self):
-        return builtins.float(self._one_value("float"))
+        return builtins.float(self._one_value())
 
     def __int__(self):
-        return builtins.int(self._one_value("int"))
+        return builtins.int(self._one_value())
 
     def __index__(self):
-        if self._data.dtype == 0 or self._data.dtype >= 6 or self._data.numel != 1:
+        if self._data.dtype >= 6 or self._data.numel != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
-        return self._data.item()
+        return builtins.int(self._data.item())
 
     def __complex__(self):
-        return complex(self._one_value("complex"))
+        return complex(self._one_value())
 
     def tolist(self):
         return self._data.tolist()
@@ -212,8 +215,8 @@ class Tensor:
         return tensor_repr(self)
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
-            return format(self.item(), spec)
+        if self._data.ndim == 0:
+            return format(self.item(), spec)     # '{}'.format(tensor(2.5)) == '2.5', as in torch
         return object.__format__(self, spec) if spec else repr(self)
 
     def __reduce_ex__(self, proto):

@@ -1,6 +1,10 @@
 """repr() of a tensor, laid out as PyTorch prints it: 4 decimals (or scientific notation
 when the magnitudes call for it), integer-valued floats as '1.', long tensors summarised
-with '...', and a dtype suffix for dtypes that are not inferred from Python numbers."""
+with '...', and a dtype suffix for dtypes that are not inferred from Python numbers.
+
+The rules (which values set the width, when scientific notation is used, where lines and
+suffixes wrap) follow torch/_tensor_str.py's documented output, so that a repr written by
+torchlite reads exactly like PyTorch's with 'torch.' replaced by 'torchlite.'."""
 import math
 
 from . import _dtype as D
@@ -33,21 +37,21 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     PRINT_OPTS.sci_mode = sci_mode
 
 
-def _summarized(t, summarize):
-    """Nested lists of the values to print; '...' marks elided runs."""
+def _nested_values(t, summarize):
+    """t's values as nested lists; when summarising, only edgeitems entries at each end of
+    every dim, with Ellipsis standing for the ones left out."""
     if t.ndim == 0:
         return t.item()
     n, e = t.shape[0], PRINT_OPTS.edgeitems
-    if summarize and n > 2 * e:
-        idx = list(range(e)) + [None] + list(range(n - e, n))
-    else:
-        idx = range(n)
-    if t.ndim == 1:
-        if summarize and n > 2 * e:
-            head, tail = t[:e].tolist(), t[n - e:].tolist()
-            return head + [Ellipsis] + tail
+    if not summarize:
         return t.tolist()
-    return [Ellipsis if i is None else _summarized(t[i], summarize) for i in idx]
+    if n > 2 * e:
+        keep = list(range(e)) + [None] + list(range(n - e, n))
+    else:
+        keep = list(range(n))
+    if t.ndim == 1:
+        return [Ellipsis if i is None else t[i].item() for i in keep]
+    return [Ellipsis if i is None else _nested_values(t[i], True) for i in keep]
 
 
 def _flat(vals, out):
@@ -60,6 +64,10 @@ def _flat(vals, out):
 
 
 class _Formatter:
+    """Chooses one format for all printed values: integer mode for integer-valued floats,
+    scientific notation for wide ranges, and the common width.  Only finite non-zero values
+    take part in the choice, as in PyTorch (so zeros, nan and inf never widen a column)."""
+
     def __init__(self, values, dtype):
         self.floating = dtype.is_floating_point
         self.int_mode = True
@@ -68,74 +76,97 @@ class _Formatter:
         if not self.floating:
             self.width = max([len(str(v)) for v in values] or [1])
             return
-        finite = [v for v in values if math.isfinite(v)]
-        if not finite:
-            self.width = max([len(self._fmt_special(v)) for v in values] or [1])
-            return
-        self.int_mode = all(v == math.ceil(v) for v in finite)
-        absf = [abs(v) for v in finite if v != 0]
-        hi, lo = (max(absf), min(absf)) if absf else (0.0, 0.0)
-        if self.int_mode:
-            self.sci_mode = hi > 1e8
+        shown = [v for v in values if math.isfinite(v) and v != 0]
+        if shown:
+            self._choose(shown)
+
+    def _choose(self, shown):
+        mags = [abs(v) for v in shown]
+        hi, lo = max(mags), min(mags)
+        self.int_mode = all(v == math.ceil(v) for v in shown)
+        self.sci_mode = (hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+                         if PRINT_OPTS.sci_mode is None else PRINT_OPTS.sci_mode)
+        if self.sci_mode:
+            strs = [f"{v:.{PRINT_OPTS.precision}e}" for v in shown]
+        elif self.int_mode:
+            strs = [f"{v:.0f}." for v in shown]
         else:
-            self.sci_mode = bool(absf) and (hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4)
-        if PRINT_OPTS.sci_mode is not None:
-            self.sci_mode = PRINT_OPTS.sci_mode
-        self.width = max(len(self.format(v, pad=False)) for v in values)
+            strs = [f"{v:.{PRINT_OPTS.precision}f}" for v in shown]
+        self.width = max(len(s) for s in strs)
 
-    @staticmethod
-    def _fmt_special(v):
-        return "nan" if v != v else ("inf" if v > 0 else "-inf")
-
-    def format(self, v, pad=True):
+    def format(self, v):
         if not self.floating:
             s = str(v)
-        elif not math.isfinite(v):
-            s = self._fmt_special(v)
         elif self.sci_mode:
-            s = f"{v:.{PRINT_OPTS.precision}e}"
+            s = f"{v:{self.width}.{PRINT_OPTS.precision}e}"
         elif self.int_mode:
-            s = f"{v:.0f}."
+            s = f"{v:.0f}" + ("." if math.isfinite(v) else "")
         else:
             s = f"{v:.{PRINT_OPTS.precision}f}"
-        return s.rjust(self.width) if pad else s
+        return s.rjust(self.width)
 
 
 def _render(vals, fmt, indent, ndim):
-    if not isinstance(vals, list):
+    """The bracketed text of nested values; `indent` is the column of the opening bracket."""
+    if ndim == 0:
         return fmt.format(vals)
     if ndim == 1:
-        items = ["..." if v is Ellipsis else fmt.format(v) for v in vals]
-        per_line = max(1, (PRINT_OPTS.linewidth - indent) // (fmt.width + 2))
+        items = [" ..." if v is Ellipsis else fmt.format(v) for v in vals]
+        per_line = max(1, int((PRINT_OPTS.linewidth - indent) // (fmt.width + 2)))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
-    sep = "," + "\n" * (ndim - 1) + " " * (indent + 1)
     parts = ["..." if v is Ellipsis else _render(v, fmt, indent + 1, ndim - 1) for v in vals]
-    return "[" + sep.join(parts) + "]"
+    return "[" + ("," + "\n" * (ndim - 1) + " " * (indent + 1)).join(parts) + "]"
+
+
+def _body_and_suffixes(src, dt, indent):
+    """The bracketed values and the suffixes they call for (size=, dtype=)."""
+    suffixes = []
+    if src.numel() == 0:
+        if src.ndim != 1:
+            suffixes.append(f"size={tuple(src.shape)}")
+        # nothing shows whether an empty tensor is int64, so only the default dtype is implied
+        if dt is not D.get_default_dtype():
+            suffixes.append(f"dtype={dt!r}")
+        return "[]", suffixes
+    summarize = src.numel() > PRINT_OPTS.threshold
+    if summarize and not PRINT_OPTS.edgeitems:
+        suffixes.append(f"size={tuple(src.shape)}")
+    if dt not in (D.get_default_dtype(), D.int64, D.bool):
+        suffixes.append(f"dtype={dt!r}")
+    if summarize and not PRINT_OPTS.edgeitems:
+        return "[...]", suffixes
+    vals = _nested_values(src, summarize)
+    fmt = _Formatter(_flat(vals, []) if isinstance(vals, list) else [vals], dt)
+    return _render(vals, fmt, indent, src.ndim), suffixes
+
+
+def _join_suffixes(text, suffixes, indent):
+    """Append ', suffix' items, starting a new line where one would pass linewidth."""
+    last_len = len(text) - text.rfind("\n") + 1
+    parts = [text]
+    for sfx in suffixes:
+        if last_len + len(sfx) + 2 > PRINT_OPTS.linewidth:
+            parts.append(",\n" + " " * indent + sfx)
+            last_len = indent + len(sfx)
+        else:
+            parts.append(", " + sfx)
+            last_len += len(sfx) + 2
+    return "".join(parts) + ")"
 
 
 def tensor_repr(t, prefix="tensor("):
+    """PyTorch's repr text for tensor t."""
     dt = t.dtype
     src = t.detach()
     if src.device.type != "cpu":
         src = src.cpu()
-    summarize = src.numel() > PRINT_OPTS.threshold
-    suffixes = []
-    if t.device.type != "cpu":
-        suffixes.append(f"device='{t.device}'")
-    if src.numel() == 0 and src.ndim != 1:
-        body = "[]"
-        suffixes.insert(0, f"size={tuple(src.shape)}")
-    else:
-        vals = _summarized(src, summarize)
-        fmt = _Formatter(_flat(vals, []) if isinstance(vals, list) else [vals], dt)
-        body = _render(vals, fmt, len(prefix), src.ndim)
-    if dt not in (D.get_default_dtype(), D.int64, D.bool):
-        suffixes.append(f"dtype={dt!r}")
+    indent = len(prefix)
+    suffixes = [f"device='{t.device}'"] if t.device.type != "cpu" else []
+    body, more = _body_and_suffixes(src, dt, indent)
+    suffixes += more
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    if suffixes:
-        body += ", " + ", ".join(suffixes)
-    return prefix + body + ")"
+    return _join_suffixes(prefix + body, suffixes, indent)

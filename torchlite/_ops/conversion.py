@@ -4,7 +4,7 @@ import builtins
 from .. import _dtype as D
 from .._core import array as _A
 from .._core import elementwise as _ew
-from .._device import device as _device_cls, to_device
+from .._device import cuda_backend, device as _device_cls, to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 
@@ -39,8 +39,7 @@ def to(self, *args, **kwargs):
     t = self
     if device is not None and device != self.device:
         if device.type == "cuda" or self.device.type == "cuda":
-            from ..cuda import _move
-            t = _move(t, device)
+            t = cuda_backend()._move(t, device)
         copy = False
     if dtype is not None and dtype is not t.dtype:
         t = _wrap(_ew.cast(t._data, dtype.code))

@@ -7,7 +7,8 @@ import numbers
 from .. import _dtype as D
 from .._core import array as _A
 from .._core import elementwise as _ew
-from .._device import to_device
+from .._device import cuda_backend, to_device
+from .._size import check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 
@@ -16,8 +17,7 @@ def _place(arr, device, requires_grad=False, dtype=None):
     """Finish a new CPU array: move it to `device`, set requires_grad."""
     dev = to_device(device)
     if dev.type != "cpu":
-        from ..cuda import _to_device_array
-        arr = _to_device_array(arr, dev)
+        arr = cuda_backend()._to_device_array(arr, dev)
     t = _wrap(arr)
     if requires_grad:
         t.requires_grad_(True)
@@ -26,20 +26,7 @@ def _place(arr, device, requires_grad=False, dtype=None):
 
 def _size_args(size, op):
     """zeros(2, 3), zeros((2, 3)) and zeros([2, 3]) all mean shape (2, 3)."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    out = []
-    for s in size:
-        if isinstance(s, Tensor):
-            s = s.__index__()
-        elif not isinstance(s, builtins.int):
-            try:
-                s = s.__index__()
-            except AttributeError:
-                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element of "
-                                f"type {type(s).__name__}") from None
-        out.append(s)
-    return tuple(out)
+    return check_numel(ints_from_args(size, op), op)
 
 
 # ---- tensor() from Python data ---------------------------------------------------------------
@@ -48,6 +35,9 @@ def _infer(data, shape, flat, depth, state):
     append scalars to `flat`; state[0] is the widest kind seen (0 bool, 1 int, 2 float)."""
     if isinstance(data, Tensor):
         if depth == len(shape):
+            if flat and data.ndim:
+                raise ValueError(f"expected a number at dim {depth}, got a tensor of shape "
+                                 f"{tuple(data.shape)}")
             shape.extend(data.shape)
         elif tuple(shape[depth:]) != tuple(data.shape):
             raise ValueError(f"expected sequence of length {shape[depth] if depth < len(shape) else 0} "
@@ -56,9 +46,11 @@ def _infer(data, shape, flat, depth, state):
         state[0] = builtins.max(state[0], 2 if data.is_floating_point() else (0 if data.dtype is D.bool else 1))
         state[1] = data.dtype if state[1] is None or state[1] is data.dtype else False
         return
-    if isinstance(data, (list, tuple)) or _is_array_like(data):
+    if isinstance(data, (list, tuple, builtins.range)) or _is_array_like(data):
         n = len(data)
         if depth == len(shape):
+            if flat:          # values were already found at this depth: [1, [2, 3]]
+                raise ValueError(f"expected a number at dim {depth}, got a sequence of length {n}")
             shape.append(n)
         elif shape[depth] != n:
             raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {n})")
@@ -67,15 +59,16 @@ def _infer(data, shape, flat, depth, state):
         return
     if depth != len(shape):
         raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got a scalar)")
-    if isinstance(data, builtins.bool):
+    v = _as_pyscalar(data)
+    if isinstance(v, builtins.bool):
         k = 0
-    elif isinstance(data, numbers.Integral):
+    elif isinstance(v, builtins.int):
         k = 1
-    elif isinstance(data, numbers.Real):
+    elif isinstance(v, builtins.float):
         k = 2
     else:
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-    flat.append(_as_pyscalar(data))
+        raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
+    flat.append(v)
     state[0] = builtins.max(state[0], k)
     state[1] = False
 
@@ -106,6 +99,8 @@ def _from_data(data, dtype):
     if dt is None:
         if state[1]:      # only tensors: keep their common dtype
             dt = state[1]
+        elif not flat:    # no values to infer from (tensor([]), tensor([[]])): the default
+            dt = D.get_default_dtype()
         else:
             dt = (D.bool, D.int64, D.get_default_dtype())[state[0]]
     return _A.from_flat(flat, shape, dt.code)
@@ -202,29 +197,43 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     return _new_full((size,), fill_value, dtype, device, requires_grad, out, "full")
 
 
-def _like(t, dtype, device):
-    return D.to_dtype(dtype, t.dtype), (t.device if device is None else device)
+def _like(input, fill_value, dtype, device, requires_grad):
+    """A new tensor shaped like input, filled with fill_value (None: uninitialised).
+    As PyTorch's preserve_format: a dense input's strides are kept (a transposed input gives
+    a transposed result); any other input gives a contiguous result."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"argument 'input' must be Tensor, not {type(input).__name__}")
+    dt = D.to_dtype(dtype, input.dtype)
+    a = input._data
+    if a.is_contiguous() or not a.is_non_overlapping_and_dense():
+        arr = _A.empty(a.shape, dt.code)
+    else:
+        st = a.strides
+        arr = _A.empty_strided(a.shape, sorted(builtins.range(a.ndim), key=lambda d: st[d]), dt.code)
+    if fill_value is not None:
+        _A.fill_(arr, _as_pyscalar(fill_value.item() if isinstance(fill_value, Tensor) else fill_value))
+    return _place(arr, input.device if device is None else device, requires_grad)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    dt, dev = _like(input, dtype, device)
-    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    """An uninitialised tensor with input's shape, dtype and memory order."""
+    return _like(input, None, dtype, device, requires_grad)
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    dt, dev = _like(input, dtype, device)
-    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    """Zeros with input's shape, dtype and memory order."""
+    return _like(input, 0, dtype, device, requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    dt, dev = _like(input, dtype, device)
-    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    """Ones with input's shape, dtype and memory order."""
+    return _like(input, 1, dtype, device, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    dt, dev = _like(input, dtype, device)
-    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    """fill_value everywhere, with input's shape, dtype (not the value's) and memory order."""
+    return _like(input, fill_value, dtype, device, requires_grad)
 
 
 # ---- ranges ------------------------------------------------------------------------------
@@ -240,7 +249,8 @@ def _scalar_arg(x, name, op):
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
            requires_grad=False):
     """Values from start (inclusive) to end (exclusive) by step: int64 for integer
-    arguments, the default float dtype otherwise."""
+    arguments, the default float dtype otherwise.  With an integer dtype, fractional
+    arguments are truncated toward zero first, as PyTorch does."""
     if end is None:
         start, end = 0, start
     start = _scalar_arg(start, "start", "arange")
@@ -251,25 +261,45 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     if any(isinstance(v, builtins.float) and not math.isfinite(v) for v in (start, end, step)):
         raise RuntimeError(f"arange: unsupported range: {start} -> {end}")
     if (end - start) / step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
-    n = builtins.int(math.ceil((end - start) / step))
     if dtype is None:
         all_int = all(isinstance(v, builtins.int) for v in (start, end, step))
         dtype = D.int64 if all_int else D.get_default_dtype()
     dt = D.to_dtype(dtype)
-    arr = _A.empty((n,), dt.code)
-    if dt.code == D.int64.code and not all(isinstance(v, builtins.int) for v in (start, step)):
-        # fractional steps on an integer dtype: compute in float64, truncate like PyTorch
-        tmp = _A.fill_affine(_A.empty((n,), D.float64.code), builtins.float(start), builtins.float(step))
-        arr = _ew.cast(tmp, dt.code)
+    if dt is D.bool:
+        raise RuntimeError("\"arange\" not implemented for 'Bool'")
+    if dt.is_floating_point:
+        arr = _A.fill_affine(_A.empty((_range_length(math.ceil((end - start) / step)),), dt.code),
+                             start, step)
     else:
-        _A.fill_affine(arr, start, step)
+        arr = _arange_int(start, end, step, dt)
     t = _place(arr, device, requires_grad)
     if out is not None:
         out._data = t._data
         return out
     return t
+
+
+def _range_length(n):
+    if n >= 2 ** 62:
+        raise RuntimeError(f"arange: invalid size {n}, possible overflow?")
+    return builtins.max(builtins.int(n), 0)
+
+
+def _arange_int(start, end, step, dt):
+    """PyTorch's integer arange: values trunc(start) + i * trunc(step), computed in int64 and
+    cast (wrapping) to dt.  int64 also takes its length from the truncated arguments; the
+    smaller types take it from the original ones."""
+    istart, iend, istep = builtins.int(start), builtins.int(end), builtins.int(step)
+    if dt is D.int64:
+        if istep == 0:
+            raise RuntimeError("arange: step must be nonzero")
+        n = -((istart - iend) // istep)          # ceil((iend - istart) / istep), exactly
+    else:
+        n = math.ceil((end - start) / step)
+    arr = _A.fill_affine(_A.empty((_range_length(n),), D.int64.code), istart, istep)
+    return arr if dt is D.int64 else _ew.cast(arr, dt.code)
 
 
 def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -286,8 +316,11 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     """`steps` evenly spaced values from start to end, both included."""
     start = _scalar_arg(start, "start", "linspace")
     end = _scalar_arg(end, "end", "linspace")
-    if not isinstance(steps, builtins.int) or steps < 0:
+    if not isinstance(steps, builtins.int) or isinstance(steps, builtins.bool):
+        raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    check_numel((steps,), "linspace")
     dt = D.to_dtype(dtype, D.get_default_dtype())
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     work = D.float64 if dt.is_floating_point else D.float64
@@ -313,8 +346,12 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """A 2-d tensor with ones on the diagonal."""
     m = n if m is None else m
+    for name, v in (("n", n), ("m", m)):
+        if not isinstance(v, builtins.int) or isinstance(v, builtins.bool):
+            raise TypeError(f"eye(): argument '{name}' must be int, not {type(v).__name__}")
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be non-negative, got {n} and {m}")
+    check_numel((n, m), "eye")
     dt = D.to_dtype(dtype, D.get_default_dtype())
     arr = _A.full((n, m), 0, dt.code)
     _A.fill_(arr.diagonal(0, 0, 1), 1)

@@ -8,6 +8,7 @@ import builtins
 import math
 
 from .. import _dtype as D
+from .._core import array as _A
 from .._core import elementwise as _ew
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
@@ -169,6 +170,17 @@ neg = negative = _register("neg", "negative")(_no_bool_neg)
 neg.__doc__ = "-input, elementwise."
 
 
+_square_same_dtype = globals()["square"]
+
+
+@_register("square")
+def square(input, *, out=None):
+    """input * input; a bool tensor squares to int64 (PyTorch computes pow(input, 2))."""
+    if isinstance(input, Tensor) and input.dtype is D.bool:
+        input = input.to(D.int64)
+    return _square_same_dtype(input, out=out)
+
+
 @_register("positive")
 def positive(input):
     if input.dtype is D.bool:
@@ -201,42 +213,53 @@ def _bound(v, name):
 
 @_register("clamp", "clip")
 def clamp(input, min=None, max=None, *, out=None):
-    """Limit every element to [min, max]; NaN stays NaN.  Bounds may be numbers or tensors."""
+    """Limit every element to [min, max]: NaN stays NaN, min > max gives max everywhere, a NaN
+    bound gives NaN.  Bounds may be numbers or tensors; a float bound promotes an integer
+    tensor (PyTorch's result_type rule)."""
     min, max = _bound(min, "min"), _bound(max, "max")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
-        r = input
-        if min is not None:
-            r = maximum(r, min if isinstance(min, Tensor) else full_like_scalar(input, min))
-        if max is not None:
-            r = minimum(r, max if isinstance(max, Tensor) else full_like_scalar(input, max))
-        if out is not None:
-            out.copy_(r)
-            return out
+    if not isinstance(input, Tensor):
+        raise TypeError(f"clamp(): argument 'input' must be Tensor, not {type(input).__name__}")
+    bounds = [b._data if isinstance(b, Tensor) else b for b in (min, max) if b is not None]
+    rdt = D.DTYPES[_ew.result_type(input._data, *bounds)]
+    if _kernel_bound_ok(rdt, min) and _kernel_bound_ok(rdt, max):
+        x = input if rdt is input.dtype else input.to(rdt)
+        lo = -math.inf if min is None else builtins.float(min)
+        hi = math.inf if max is None else builtins.float(max)
+        return _unary(_U["clamp"], x, out, lo, hi, name="clamp")
+    # tensor or NaN bounds, and integer bounds the one-pass kernel cannot hold exactly: two
+    # passes of maximum/minimum, whose scalar path range-checks and keeps int64 exact
+    r = input if min is None else maximum(input, min)
+    r = r if max is None else minimum(r, max)
+    if out is None:
         return r
-    # a float bound on an integer tensor promotes the result (PyTorch's result_type rule)
-    rdt = D.DTYPES[_ew.result_type(input._data, *(b for b in (min, max) if b is not None))]
-    x = input if rdt is input.dtype else input.to(rdt)
-    lo = -math.inf if min is None else builtins.float(min)
-    hi = math.inf if max is None else builtins.float(max)
-    if math.isnan(lo) or math.isnan(hi):
-        return full_like_scalar(x, math.nan) if out is None else out.fill_(math.nan)
-    return _unary(_U["clamp"], x, out, lo, hi, name="clamp")
+    dst = _prepare_out(out, r.shape, "clamp")
+    if not _ew.can_cast(r.dtype.code, dst.dtype):
+        raise RuntimeError(f"clamp: result type {_ew._TORCH_NAMES[r.dtype.code]} can't be cast to "
+                           f"the desired output type {_ew._TORCH_NAMES[dst.dtype]}")
+    _ew.copy_(dst, r._data)
+    return out
 
 
-def full_like_scalar(t, v):
-    from .creation import full
-    return full((), v, dtype=t.dtype, device=t.device)
+def _kernel_bound_ok(dt, b):
+    """Whether the clamp kernel, which takes its bounds as doubles, handles bound b exactly."""
+    if b is None:
+        return True
+    if isinstance(b, Tensor):
+        return False
+    if dt.is_floating_point:
+        return not math.isnan(b)
+    info = D.iinfo(dt)
+    return info.min <= b <= info.max and -2 ** 53 <= b <= 2 ** 53
 
 
 @_register("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
-        return self.copy_(clamp(self, min, max))
-    lo = -math.inf if min is None else builtins.float(min)
-    hi = math.inf if max is None else builtins.float(max)
-    return _unary_(_U["clamp"], self, lo, hi, name="clamp_")
+    """In-place clamp; a bound that would promote self's dtype is an error."""
+    clamp(self, min, max, out=self)
+    self._bump_version()
+    return self
 
 
 clip, clip_ = clamp, clamp_
@@ -378,11 +401,17 @@ def add_(self, other, *, alpha=1):
     return _binary_(_ADD_ALPHA, self, other, "add_", builtins.float(alpha))
 
 
+def _is_bool_operand(x):
+    return x.dtype is D.bool if isinstance(x, Tensor) else isinstance(x, builtins.bool)
+
+
 def _no_bool_sub(a, b):
-    if (isinstance(a, Tensor) and a.dtype is D.bool) and (not isinstance(b, Tensor) or b.dtype is D.bool):
+    """PyTorch rejects `-` with any bool operand (a Python bool counts as a bool tensor)."""
+    a_bool, b_bool = _is_bool_operand(a), _is_bool_operand(b)
+    if a_bool and b_bool:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    if isinstance(b, Tensor) and b.dtype is D.bool and isinstance(a, Tensor) and a.dtype is D.bool:
+    if a_bool or b_bool:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
@@ -445,7 +474,7 @@ def true_divide(input, other, *, out=None):
     return div(input, other, out=out)
 
 
-_POW, _MUL, _SQUARE = _B["pow"], _B["mul"], _U["square"]
+_POW, _MUL = _B["pow"], _B["mul"]
 
 
 def _check_int_pow(base, exponent):
@@ -461,7 +490,7 @@ def pow(input, exponent, *, out=None):
     _check_int_pow(input, exponent)
     if out is None and isinstance(input, Tensor) and type(exponent) in (builtins.int, builtins.float) \
             and exponent == 2 and (input.is_floating_point() or isinstance(exponent, builtins.int)):
-        return _wrap(_ew.unary(_SQUARE, input._data))
+        return square(input)
     return _binary(_POW, input, exponent, out, "pow")
 
 
@@ -481,6 +510,7 @@ def float_power(input, exponent, *, out=None):
 
 # ---- ternary -------------------------------------------------------------------------------
 _WHERE = _T["where"]
+_HALF_CODES = (D.float16.code, D.bfloat16.code)
 
 
 @_register("where")
@@ -494,6 +524,13 @@ def where(condition, input=None, other=None, *, out=None):
     x = input._data if isinstance(input, Tensor) else _operand(input, "where")
     y = other._data if isinstance(other, Tensor) else _operand(other, "where")
     _check_devices("where", condition, input, other)
+    if not (isinstance(x, _A.Array) and isinstance(y, _A.Array)):
+        # elementwise.pyx cannot yet store a Python number as a float16/bfloat16 kernel
+        # scalar; a 0-d tensor of the result dtype promotes the same way and works
+        rdt = _ew.result_type(x, y)
+        if rdt in _HALF_CODES:
+            x = x if isinstance(x, _A.Array) else _A.full((), x, rdt)
+            y = y if isinstance(y, _A.Array) else _A.full((), y, rdt)
     if out is None:
         return _wrap(_ew.ternary(_WHERE, c, x, y))
     _ew.ternary(_WHERE, c, x, y, _prepare_out(out, _bshape(condition, input, other), "where"))
@@ -524,13 +561,20 @@ def lerp_(self, end, weight):
 
 @_register("addcmul")
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    """input + value * tensor1 * tensor2."""
-    return _ternary(_T["addcmul"], input, tensor1, tensor2, out, "addcmul", value)
+    """input + value * tensor1 * tensor2 (integer tensors too, with an integer value)."""
+    xs = [x._data if isinstance(x, Tensor) else _operand(x, "addcmul") for x in (input, tensor1, tensor2)]
+    if D.DTYPES[_ew.result_type(*xs)].is_floating_point:
+        return _ternary(_T["addcmul"], input, tensor1, tensor2, out, "addcmul", value)
+    # the fused kernel is float-only; integers take two exact passes
+    if isinstance(value, builtins.float):
+        raise RuntimeError("addcmul: for integral input tensors, argument value must not be a "
+                           "floating point number.")
+    return add(input, mul(tensor1, tensor2), alpha=value, out=out)
 
 
 @_register("addcmul_")
 def addcmul_(self, tensor1, tensor2, *, value=1):
-    _ternary(_T["addcmul"], self, tensor1, tensor2, self, "addcmul_", value)
+    addcmul(self, tensor1, tensor2, value=value, out=self)
     self._bump_version()
     return self
 

@@ -5,23 +5,17 @@ import builtins
 
 from .._core import array as _A
 from .._core import elementwise as _ew
+from .._size import MAX_NUMEL, check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
 
 
 def _shape_arg(shape, op):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    out = []
-    for s in shape:
-        if not isinstance(s, builtins.int):
-            try:
-                s = s.__index__()
-            except AttributeError:
-                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element "
-                                f"of type {type(s).__name__}") from None
-        out.append(s)
-    return tuple(out)
+    """view(2, 3), view((2, 3)) and view([2, 3]) all mean (2, 3); -1 entries are kept."""
+    return check_numel(ints_from_args(shape, op), op)
+
+
+_MAX_DIMS = 16     # MAX_DIMS of torchlite/_core/array.pxd
 
 
 def _view_of(t, arr):
@@ -55,7 +49,7 @@ def _view_dtype(input, dt):
     ratio_num, ratio_den = a.itemsize, dt.itemsize
     shape = list(a.shape)
     strides = [s * ratio_num // ratio_den for s in a.strides]
-    if shape:
+    if shape and ratio_num != ratio_den:      # the contiguous last dim is split or merged
         shape[-1] = shape[-1] * ratio_num // ratio_den
         strides[-1] = 1
     off = a.offset * ratio_num
@@ -95,6 +89,7 @@ def permute(input, *dims):
 @_register("transpose", "swapaxes", "swapdims")
 def transpose(input, dim0, dim1):
     if input._data.ndim == 0:
+        _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)      # only 0 and -1 name the dim of a 0-d tensor
         return input
     return _view_of(input, input._data.transpose(dim0, dim1))
 
@@ -192,7 +187,10 @@ def squeeze(input, dim=None):
     if dim is None:
         return _view_of(input, input._data.squeeze(None))
     dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
-    return _view_of(input, input._data.squeeze(dims))
+    # dims are normalised here: array.pyx's _wrap_dim returns -1 for dim -1 of a 0-d array,
+    # its error value, which Cython then reports as a SystemError
+    nd = input._data.ndim
+    return _view_of(input, input._data.squeeze(tuple(_wrap_dim(d, nd, "squeeze") for d in dims)))
 
 
 @_register("unsqueeze")
@@ -233,6 +231,8 @@ def unflatten(input, dim, sizes):
 
 @_register("narrow")
 def narrow(input, dim, start, length):
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
     start = builtins.int(start)
@@ -256,17 +256,36 @@ def unbind(input, dim=0):
 
 @_register("diagonal")
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    return _view_of(input, input._data.diagonal(offset, dim1, dim2))
+    """The diagonal of the (dim1, dim2) planes as a view, `offset` above (> 0) or below the
+    main one; it becomes the last dim."""
+    nd = input._data.ndim      # normalised here for 0-d inputs, as in squeeze
+    return _view_of(input, input._data.diagonal(offset, _wrap_dim(dim1, nd, "diagonal"),
+                                                _wrap_dim(dim2, nd, "diagonal")))
 
 
 @_register("as_strided")
 def as_strided(input, size, stride, storage_offset=None):
-    return _view_of(input, input._data.as_strided(tuple(size), tuple(stride), storage_offset))
+    """A view with the given size, strides and storage offset (in elements) over input's
+    storage; it must stay inside the storage."""
+    size = _shape_arg((size,), "as_strided")
+    stride = ints_from_args((stride,), "as_strided", "stride")
+    off = input.storage_offset() if storage_offset is None else ints_from_args(
+        (storage_offset,), "as_strided", "storage_offset")[0]
+    # the array layer checks the bounds in int64: make sure its sums cannot wrap around
+    if len(size) == len(stride) and all(st >= 0 for st in stride) and off >= 0 and 0 not in size:
+        extent = off + sum((n - 1) * st for n, st in zip(size, stride))
+        if extent > MAX_NUMEL:
+            raise RuntimeError(f"as_strided: sizes {size}, strides {stride} and storage offset "
+                               f"{off} reach element {extent}, past the end of the storage")
+    return _view_of(input, input._data.as_strided(size, stride, off))
 
 
 @_register("unfold")
 def unfold(input, dimension, size, step):
     """All slices of length `size` along `dimension`, `step` apart, as a new last dim."""
+    if input._data.ndim >= _MAX_DIMS:     # array.pyx's unfold does not check this itself
+        raise RuntimeError(f"unfold: torchlite supports at most {_MAX_DIMS} dimensions, and the "
+                           f"input already has {input._data.ndim}")
     return _view_of(input, input._data.unfold(dimension, size, step))
 
 

@@ -107,7 +107,8 @@ FOP(CEIL, ceilf(x), ceil(x))
 FOP(ROUND, nearbyintf(x), nearbyint(x))
 FOP(TRUNC, truncf(x), trunc(x))
 FOP(FRAC, x - truncf(x), x - trunc(x))
-FOP(RELU, x > 0.0f ? x : (x != x ? x : 0.0f), x > 0.0 ? x : (x != x ? x : 0.0))
+/* max(x, 0) as PyTorch computes it: NaN and -0.0 pass through unchanged */
+FOP(RELU, x < 0.0f ? 0.0f : x, x < 0.0 ? 0.0 : x)
 FOP(CLAMP, (x < (float)P[0] ? (float)P[0] : x) > (float)P[1] ? (float)P[1] : (x < (float)P[0] ? (float)P[0] : x),
            (x < P[0] ? P[0] : x) > P[1] ? P[1] : (x < P[0] ? P[0] : x))
 FOP(NAN_TO_NUM, x != x ? (float)P[0] : (x == INFINITY ? (float)P[1] : (x == -INFINITY ? (float)P[2] : x)),

@@ -74,29 +74,47 @@ TL_INLINE T tl_rem_##S(T a, T b) {                                              
 TL_DEF_FLOAT_DIV(f32, float, fmodf, floorf, copysignf)
 TL_DEF_FLOAT_DIV(f64, double, fmod, floor, copysign)
 
-/* erfinv: Giles' single-precision approximation, then Newton steps on erf for accuracy. */
+/* erfinv: a first estimate, then three Newton steps for full double accuracy.
+ * The estimate is Giles' single-precision approximation, which is built for 1 - |y| down to
+ * float32's resolution (w < 16); closer to +-1 the tail asymptote erfc(x) ~ e^{-x^2}/(x
+ * sqrt(pi)) is iterated instead.  For |y| > 0.5 the Newton steps solve log(erfc(x)) =
+ * log(1 - |y|): 1 - |y| is exact there, while erf(x) - |y| has no digits left near +-1, and
+ * log(erfc) is nearly quadratic, so the steps converge from a rough estimate. */
 TL_INLINE double tl_erfinv_f64(double y) {
     if (y != y || y < -1 || y > 1) return NAN;
     if (y == 1) return INFINITY;
     if (y == -1) return -INFINITY;
-    double w = -log((1.0 - y) * (1.0 + y)), p;
-    if (w < 5.0) {
-        w = w - 2.5;
-        p = 2.81022636e-08; p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w;
-        p = -4.39150654e-06 + p * w; p = 0.00021858087 + p * w; p = -0.00125372503 + p * w;
-        p = -0.00417768164 + p * w; p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+    const double two_over_sqrt_pi = 1.1283791670955126, sqrt_pi = 1.7724538509055160;
+    double ay = fabs(y), q = 1.0 - ay;
+    double w = -log(q * (1.0 + ay)), p, x;
+    if (w >= 16.0) {
+        double t = -log(q);
+        x = sqrt(t);
+        for (int i = 0; i < 3; i++) x = sqrt(t - log(x * sqrt_pi));
     } else {
-        w = sqrt(w) - 3.0;
-        p = -0.000200214257; p = 0.000100950558 + p * w; p = 0.00134934322 + p * w;
-        p = -0.00367342844 + p * w; p = 0.00573950773 + p * w; p = -0.0076224613 + p * w;
-        p = 0.00943887047 + p * w; p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+        if (w < 5.0) {
+            w = w - 2.5;
+            p = 2.81022636e-08; p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w;
+            p = -4.39150654e-06 + p * w; p = 0.00021858087 + p * w; p = -0.00125372503 + p * w;
+            p = -0.00417768164 + p * w; p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+        } else {
+            w = sqrt(w) - 3.0;
+            p = -0.000200214257; p = 0.000100950558 + p * w; p = 0.00134934322 + p * w;
+            p = -0.00367342844 + p * w; p = 0.00573950773 + p * w; p = -0.0076224613 + p * w;
+            p = 0.00943887047 + p * w; p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+        }
+        x = p * ay;
     }
-    double x = p * y;
-    for (int i = 0; i < 2; i++) {       /* Newton: f(x) = erf(x) - y, f' = 2/sqrt(pi) e^{-x^2} */
-        double fx = erf(x) - y;
-        x -= fx / (1.1283791670955126 * exp(-x * x));
+    for (int i = 0; i < 3; i++) {
+        double g = two_over_sqrt_pi * exp(-x * x);          /* d/dx erf(x) */
+        if (ay <= 0.5) {
+            x -= (erf(x) - ay) / g;
+        } else {
+            double e = erfc(x);
+            x += (log(e) - log(q)) * e / g;
+        }
     }
-    return x;
+    return copysign(x, y);
 }
 TL_INLINE float tl_erfinv_f32(float y) { return (float)tl_erfinv_f64((double)y); }
 
