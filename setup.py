@@ -65,9 +65,12 @@ def extensions():
     from Cython.Build import cythonize
 
     exts = []
+    headers = sorted(glob.glob(os.path.join(CORE, "kernels", "*.h")))
     for pyx in sorted(glob.glob(os.path.join(CORE, "*.pyx"))):
         name = pyx[:-4].replace(os.sep, ".")
-        exts.append(Extension(name, [pyx], include_dirs=[CORE, os.path.join(CORE, "kernels")]))
+        # every kernel header is a dependency, so editing one rebuilds the extensions
+        exts.append(Extension(name, [pyx], include_dirs=[CORE, os.path.join(CORE, "kernels")],
+                              depends=headers))
     return cythonize(
         exts,
         nthreads=os.cpu_count() or 1,

@@ -312,18 +312,11 @@ _ARRAY_OVERFLOW_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(_ARRAY_OVERFLOW_CASES))
-@pytest.mark.xfail(strict=True, reason="array.pyx: _numel, new_array, Array.as_strided and "
-                   "elementwise.pyx _bshape/_prepare multiply shapes in int64 without an "
-                   "overflow check (fix: reject any running product above 2**62 // itemsize); "
-                   "Array.unfold does not check nd + 1 <= MAX_DIMS")
 def test_array_layer_shape_overflow(case):
     proc = _run_child("snippet", _ARRAY_OVERFLOW_CASES[case], timeout=60)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason="array.pyx view methods take int64_t arguments, so a "
-                   "Python int past int64 raises OverflowError; PyTorch raises ValueError "
-                   "('Overflow when unpacking long long'); fix: convert OverflowError there")
 def test_int64_overflowing_arguments_raise_value_error():
     import torchlite as tl
     t = tl.zeros(2, 3)
@@ -333,9 +326,6 @@ def test_int64_overflowing_arguments_raise_value_error():
             fn()
 
 
-@pytest.mark.xfail(strict=True, reason="array.pyx _wrap_dim returns -1 for dim -1 of a 0-d "
-                   "array, which is its `except -1` error value: Cython raises SystemError; fix: "
-                   "return 0 for negative dims when ndim == 0 (views.py normalises dims first)")
 def test_array_wrap_dim_of_zero_dim_array():
     from torchlite._core import array as A
     a = A.empty((), 8)

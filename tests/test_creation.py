@@ -44,9 +44,6 @@ def test_tensor_ragged_raises(data):
         tl.tensor(data)
 
 
-@pytest.mark.xfail(strict=True, reason="array.pyx Array.contiguous() is False for some empty "
-                   "arrays (shape (2, 0), strides (1, 1)); every empty array is contiguous "
-                   "(PyTorch: is_contiguous() is True when numel == 0); fix: return True when n == 0")
 def test_empty_array_is_contiguous_at_array_level():
     assert tl.tensor([[], []])._data.is_contiguous()
 
@@ -72,9 +69,6 @@ def test_tensor_explicit_dtype():
         assert t.dtype is d and t.tolist() == [[0, 1], [1, 0]]
 
 
-@pytest.mark.xfail(strict=True, reason="array.pyx write_scalar wraps integers that do not fit "
-                   "the dtype (300 -> 44 for uint8); PyTorch raises 'value cannot be converted "
-                   "to type uint8 without overflow'")
 def test_integer_fill_value_out_of_range_raises():
     for fn in (lambda: tl.tensor([300], dtype=tl.uint8), lambda: tl.full((2,), 300, dtype=tl.uint8),
                lambda: tl.zeros(2, dtype=tl.int8).fill_(-129)):

@@ -832,10 +832,6 @@ def test_where_half_tensor_with_python_scalar():
         assert r.dtype is dt and r.float().tolist() == [[0.5, 0.5], [1.0, 2.0]]
 
 
-@pytest.mark.xfail(strict=True, reason="elementwise.pyx _write_kernel_scalar has no float16/"
-                   "bfloat16 branch: ternary(where, cond, half_array, 2.5) raises KeyError "
-                   "(pointwise.where works around it with a 0-d operand); fix: store the number "
-                   "with tl_float_to_half / tl_float_to_bf16 for those dtypes")
 def test_where_kernel_scalar_half_at_array_level():
     cond, half = tl.tensor([True, False]), tl.tensor([1.0, 2.0]).half()
     r = _ew.ternary(_ew.TERNARY["where"], cond._data, half._data, 2.5)

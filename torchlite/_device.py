@@ -26,8 +26,7 @@ class device:
         self.index = index
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
+        # like torch.device: a device never equals a string
         return isinstance(other, device) and self.type == other.type and self.index == other.index
 
     def __hash__(self):

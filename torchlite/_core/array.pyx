@@ -158,12 +158,30 @@ cdef tuple shape_tuple(int ndim, const int64_t* shape):
     return tuple([shape[i] for i in range(ndim)])
 
 
+cdef int64_t NUMEL_LIMIT = (<int64_t>1) << 62   # larger products saturate here
+
+
 cdef inline int64_t _numel(int ndim, const int64_t* shape) noexcept nogil:
+    """The product of shape, saturated at NUMEL_LIMIT (so it never wraps): an array that big
+    can be a view (expand) but never be allocated or iterated."""
     cdef int64_t n = 1
     cdef int i
     for i in range(ndim):
+        if shape[i] == 0:
+            return 0
+    for i in range(ndim):
+        if n > NUMEL_LIMIT // shape[i]:
+            return NUMEL_LIMIT
         n *= shape[i]
     return n
+
+
+cdef int64_t _i64(object v, str op) except? -1:
+    """A Python int as int64, with PyTorch's ValueError (not OverflowError) when it does not fit."""
+    try:
+        return v
+    except OverflowError:
+        raise ValueError(f"{op}: Overflow when unpacking long long ({v})") from None
 
 
 cdef Array new_array(int ndim, const int64_t* shape, int dtype):
@@ -171,7 +189,7 @@ cdef Array new_array(int ndim, const int64_t* shape, int dtype):
     cdef Array a = Array.__new__(Array)
     cdef int i
     cdef int64_t st = 1, n = _numel(ndim, shape)
-    if n > (<int64_t>1 << 62) // 8:
+    if n >= NUMEL_LIMIT // 8:
         raise RuntimeError(f"torchlite: size {shape_tuple(ndim, shape)} is too large to allocate")
     a.dtype = dtype
     a.nd = ndim
@@ -217,7 +235,9 @@ cdef inline int _wrap_dim(int64_t d, int ndim, str op) except -1:
     cdef int hi = ndim - 1 if ndim > 0 else 0
     if d < lo or d > hi:
         raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{lo}, {hi}], but got {d})")
-    return <int>(d + ndim if d < 0 else d)
+    if d < 0:
+        return <int>(d + ndim if ndim > 0 else 0)    # 0-d: dims -1 and 0 both mean "the" dim
+    return <int>d
 
 
 def broadcast_shapes(*shapes):
@@ -260,6 +280,8 @@ cdef class Array:
     cdef bint contiguous(self) noexcept nogil:
         cdef int64_t st = 1
         cdef int i
+        if self.n == 0:
+            return True
         for i in range(self.nd - 1, -1, -1):
             if self.shp[i] != 1:
                 if self.strd[i] != st:
@@ -350,8 +372,11 @@ cdef class Array:
             if shp[i] == 0:
                 hi = -1
                 break
+            if st[i] and (shp[i] - 1) > (NUMEL_LIMIT - hi) // st[i]:
+                hi = NUMEL_LIMIT        # past any storage: fails the check below
+                break
             hi += (shp[i] - 1) * st[i]
-        if hi >= 0 and (hi + 1) * tl_itemsize[self.dtype] > self.storage.nbytes:
+        if hi >= 0 and (hi >= NUMEL_LIMIT // 8 or (hi + 1) * tl_itemsize[self.dtype] > self.storage.nbytes):
             raise RuntimeError(
                 f"setStorage: sizes {tuple(size)}, strides {tuple(stride)}, storage offset {off} "
                 f"require a storage of {(hi + 1) * tl_itemsize[self.dtype]} bytes, but it has "
@@ -387,9 +412,9 @@ cdef class Array:
             st[i] = self.strd[d]
         return make_view(self, self.nd, shp, st, self.off)
 
-    def transpose(self, int64_t dim0, int64_t dim1):
-        cdef int a = _wrap_dim(dim0, self.nd, "transpose")
-        cdef int b = _wrap_dim(dim1, self.nd, "transpose")
+    def transpose(self, dim0, dim1):
+        cdef int a = _wrap_dim(_i64(dim0, "transpose"), self.nd, "transpose")
+        cdef int b = _wrap_dim(_i64(dim1, "transpose"), self.nd, "transpose")
         cdef Array v = make_view(self, self.nd, self.shp, self.strd, self.off)
         v.shp[a], v.shp[b] = self.shp[b], self.shp[a]
         v.strd[a], v.strd[b] = self.strd[b], self.strd[a]
@@ -450,7 +475,8 @@ cdef class Array:
         v.n = _numel(v.nd, v.shp)
         return v
 
-    def select(self, int64_t dim, int64_t index):
+    def select(self, dim_, index_):
+        cdef int64_t dim = _i64(dim_, "select"), index = _i64(index_, "select")
         cdef int d
         cdef int64_t shp[MAX_DIMS]
         cdef int64_t st[MAX_DIMS]
@@ -488,10 +514,10 @@ cdef class Array:
                 k += 1
         return make_view(self, k, shp, st, self.off)
 
-    def unsqueeze(self, int64_t dim):
+    def unsqueeze(self, dim):
         cdef int64_t shp[MAX_DIMS]
         cdef int64_t st[MAX_DIMS]
-        cdef int d = _wrap_dim(dim, self.nd + 1, "unsqueeze")
+        cdef int d = _wrap_dim(_i64(dim, "unsqueeze"), self.nd + 1, "unsqueeze")
         cdef int i, k = 0
         if self.nd + 1 > MAX_DIMS:
             raise RuntimeError(f"unsqueeze: at most {MAX_DIMS} dimensions are supported")
@@ -505,9 +531,10 @@ cdef class Array:
                 k += 1
         return make_view(self, self.nd + 1, shp, st, self.off)
 
-    def diagonal(self, int64_t offset=0, int64_t dim1=0, int64_t dim2=1):
-        cdef int a = _wrap_dim(dim1, self.nd, "diagonal")
-        cdef int b = _wrap_dim(dim2, self.nd, "diagonal")
+    def diagonal(self, offset_=0, dim1=0, dim2=1):
+        cdef int64_t offset = _i64(offset_, "diagonal")
+        cdef int a = _wrap_dim(_i64(dim1, "diagonal"), self.nd, "diagonal")
+        cdef int b = _wrap_dim(_i64(dim2, "diagonal"), self.nd, "diagonal")
         cdef int64_t shp[MAX_DIMS]
         cdef int64_t st[MAX_DIMS]
         cdef int i, k = 0
@@ -532,7 +559,8 @@ cdef class Array:
         st[k] = self.strd[a] + self.strd[b]
         return make_view(self, k + 1, shp, st, off)
 
-    def unfold(self, int64_t dim, int64_t size, int64_t step):
+    def unfold(self, dim_, size_, step_):
+        cdef int64_t dim = _i64(dim_, "unfold"), size = _i64(size_, "unfold"), step = _i64(step_, "unfold")
         cdef int d = _wrap_dim(dim, self.nd, "unfold") if self.nd else 0
         cdef int64_t shp[MAX_DIMS]
         cdef int64_t st[MAX_DIMS]
@@ -542,6 +570,8 @@ cdef class Array:
             raise RuntimeError(f"maximum size for tensor at dimension {d} is {dsize} but size is {size}")
         if step <= 0:
             raise RuntimeError(f"step is {step} but must be > 0")
+        if self.nd + 1 > MAX_DIMS:
+            raise RuntimeError(f"unfold: at most {MAX_DIMS} dimensions are supported")
         for i in range(self.nd):
             shp[i] = self.shp[i]
             st[i] = self.strd[i]
@@ -576,6 +606,12 @@ cdef class Array:
             "data": (<Py_ssize_t>self.ptr(), False),
             "strides": tuple([self.strd[i] * isz for i in range(self.nd)]),
         }
+
+
+_DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+                "float32", "float64")
+_INT_LIMITS = {TL_UINT8: (0, 255), TL_INT8: (-128, 127), TL_INT16: (-32768, 32767),
+               TL_INT32: (-2**31, 2**31 - 1), TL_INT64: (-2**63, 2**63 - 1)}
 
 
 cdef object read_scalar(char* p, int dtype):
@@ -615,14 +651,13 @@ cdef int write_scalar(char* p, int dtype, object v) except -1:
     elif dtype == TL_BFLOAT16:
         (<uint16_t*>p)[0] = tl_float_to_bf16(<float>v)
     else:
-        if isinstance(v, float):
-            if v != v or v in (float("inf"), float("-inf")):
-                iv = 0
-            else:
-                iv = int(v)
-        else:
-            iv = int(v)
-        iv = iv & 0xFFFFFFFFFFFFFFFF        # wrap like a C cast
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]} without overflow")
+        iv = int(v)
+        lo, hi = _INT_LIMITS[dtype]
+        if iv < lo or iv > hi:
+            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]} without overflow")
+        iv = iv & 0xFFFFFFFFFFFFFFFF        # two's complement bits
         if dtype == TL_INT64:
             (<uint64_t*>p)[0] = <uint64_t>iv
         elif dtype == TL_INT32:

@@ -2,7 +2,7 @@
 # its OpenMP driver.  The per-dtype inner loops are C (kernels/ewise_body.h), compiled once
 # per ISA level; this module picks the loop, plans the iteration and runs it.
 from cython.parallel cimport prange
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint64_t, uint16_t
 from libc.string cimport memcpy
 from torchlite._core.array cimport (Array, Storage, MAX_DIMS, new_array, new_array_strided,
                                     make_view, parse_shape, shape_tuple, tl_itemsize,
@@ -12,6 +12,10 @@ from torchlite._core.array cimport (Array, Storage, MAX_DIMS, new_array, new_arr
 from torchlite._core.array import broadcast_shapes
 from torchlite._core.parallel cimport num_chunks
 import os
+
+cdef extern from "kernels/types.h" nogil:
+    uint16_t tl_float_to_half(float f)
+    uint16_t tl_float_to_bf16(float f)
 
 cdef extern from "kernels/ewise.h" nogil:
     enum:
@@ -503,6 +507,10 @@ cdef int _write_kernel_scalar(char* p, int dtype, object v, str op) except -1:
         (<double*>p)[0] = v
     elif dtype == TL_BOOL:
         (<unsigned char*>p)[0] = 1 if v else 0
+    elif dtype == TL_FLOAT16:
+        (<uint16_t*>p)[0] = tl_float_to_half(<float>v)
+    elif dtype == TL_BFLOAT16:
+        (<uint16_t*>p)[0] = tl_float_to_bf16(<float>v)
     else:
         if isinstance(v, float):
             if v != v or v in (float("inf"), float("-inf")):
