@@ -71,6 +71,8 @@ def extensions():
         # every kernel header is a dependency, so editing one rebuilds the extensions
         exts.append(Extension(name, [pyx], include_dirs=[CORE, os.path.join(CORE, "kernels")],
                               depends=headers))
+    if not exts:
+        raise SystemExit("torchlite: no torchlite/_core/*.pyx to build (is MANIFEST.in missing them?)")
     return cythonize(
         exts,
         nthreads=os.cpu_count() or 1,
