@@ -1,2 +1,912 @@
-"""(being written)"""
-__all__ = []
+"""Matrix products: matmul and its special forms (mm, bmm, mv, dot), the fused add forms
+(addmm, addmv, addbmm, baddbmm), outer, inner, tensordot and einsum.
+
+Every product runs on one kernel, the batched GEMM of torchlite/_core/matmul.pyx, over views
+of the operands: a vector becomes a one-row or one-column matrix, batch dims broadcast with
+stride 0, and a transpose is only strides (the kernel packs any layout).  Each op first
+checks its arguments and raises PyTorch's exception with PyTorch's message."""
+import builtins
+import functools
+import math
+
+from .._core import array as _A
+from .._core import elementwise as _ew
+from .._core import matmul as _mm
+from .._tensor import Tensor, _wrap, _wrap_dim
+from . import _register
+
+__all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "addmm", "addmv", "addmv_", "addbmm",
+           "baddbmm", "outer", "ger", "inner", "tensordot", "einsum", "chain_matmul"]
+
+_UPPER = _mm.TORCH_NAMES       # "Float", "Double", ... (ScalarType names)
+_CNAME = _mm.C_NAMES           # "float", "double", ... (C++ type names)
+_MUL = _ew.BINARY["mul"]
+_INT64 = 5
+_FLOAT_CODES = (6, 7, 8, 9)
+
+
+# ---- argument helpers -------------------------------------------------------------------
+def _arr(x, op, name, pos):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x._data
+
+
+def _mshape(a):
+    return "x".join(str(s) for s in a.shape)
+
+
+def _reshape(a, shape):
+    """a viewed as `shape`, or a contiguous copy when the strides do not allow a view."""
+    v = a.view(shape)
+    return v if v is not None else _ew.contiguous(a).view(shape)
+
+
+def _out_array(out, shape, dtype, op):
+    """The array an out= tensor provides for a result of `shape` and `dtype`; PyTorch resizes
+    an out of another shape and refuses one of another dtype."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._data.dtype != dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {_CNAME[dtype]}, but got "
+                           f"{_CNAME[out._data.dtype]} instead")
+    if tuple(out._data.shape) != tuple(shape):
+        out._data = _A.empty(tuple(shape), dtype)
+    out._bump_version()
+    return out._data
+
+
+def _result(arr, out, op):
+    """Wrap a freshly computed array, or copy it into out=."""
+    if out is None:
+        return _wrap(arr)
+    _ew.copy_(_out_array(out, arr.shape, arr.dtype, op), arr)
+    return out
+
+
+def _gemm(a, b, dst=None, alpha=1, beta=0, op="bmm"):
+    """dst = alpha * a @ b + beta * dst over (*B, m, k) x (*B, k, n) arrays."""
+    return _mm.bmm(a, b, dst, alpha, beta, op)
+
+
+def _scalars(alpha, beta, op):
+    """alpha and beta as Python numbers (the kernel truncates them for integer dtypes, as
+    PyTorch does)."""
+    vals = []
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        if isinstance(v, Tensor):
+            v = v.item()
+        if not isinstance(v, (builtins.bool, builtins.int, builtins.float)):
+            raise TypeError(f"{op}(): argument '{name}' must be Number, not {type(v).__name__}")
+        vals.append(v)
+    return vals
+
+
+def _expand(a, shape):
+    """a broadcast to `shape`, with PyTorch's message (it names the last mismatching dim)."""
+    lead = len(shape) - a.ndim
+    for i in range(a.ndim - 1, -1, -1):
+        if a.shape[i] != 1 and a.shape[i] != shape[lead + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({shape[lead + i]}) must match the "
+                               f"existing size ({a.shape[i]}) at non-singleton dimension {lead + i}.  "
+                               f"Target sizes: {list(shape)}.  Tensor sizes: {list(a.shape)}")
+    return a.expand(shape)
+
+
+def _broadcast_batch(sa, sb):
+    """The broadcast of two batch shapes, with the message PyTorch's matmul gives."""
+    n = max(len(sa), len(sb))
+    sa, sb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    for i in range(n - 1, -1, -1):
+        if sa[i] != sb[i] and sa[i] != 1 and sb[i] != 1:
+            raise RuntimeError(f"The size of tensor a ({sa[i]}) must match the size of tensor b "
+                               f"({sb[i]}) at non-singleton dimension {i}")
+    return tuple(max(x, y) if x and y else 0 for x, y in zip(sa, sb))
+
+
+def _same_view(x, y):
+    return (x.same_storage(y) and x.offset == y.offset and tuple(x.shape) == tuple(y.shape)
+            and tuple(x.strides) == tuple(y.strides))
+
+
+def _addmm_into(input_arr, a, b, alpha, beta, dst):
+    """beta * input + alpha * a @ b for 2-D or batched a, b, with input broadcast to the result
+    shape, written into dst (an array, may alias any operand) or a new array; returns it.
+    A zero beta ignores input (NaN included), as PyTorch does."""
+    shape = tuple(a.shape[:-1]) + (b.shape[-1],)
+    addend = _expand(input_arr, shape)        # PyTorch checks the shape even when beta == 0
+    direct = dst is not None and not (dst.same_storage(a) or dst.same_storage(b))
+    res = dst if direct else _A.empty(shape, a.dtype)
+    if beta != 0 and not _same_view(res, addend):
+        _ew.copy_(res, addend)
+    _gemm(a, b, res, alpha, beta, _OPNAME[a.ndim])
+    if dst is not None and not direct:
+        _ew.copy_(dst, res)
+        return dst
+    return res
+
+
+_OPNAME = {2: "addmm_impl_cpu_", 3: "baddbmm"}     # as PyTorch names them for bool
+
+
+def _inplace_shape(self, shape):
+    if tuple(self.shape) != tuple(shape):
+        raise RuntimeError(f"Bad in-place call: input tensor size {list(self.shape)} and output "
+                           f"tensor size {list(shape)} should match")
+
+
+# ---- matrix checks with PyTorch's messages ------------------------------------------------
+def _check_mm(a, b):
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mshape(a)} and "
+                           f"{_mshape(b)})")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_CNAME[a.dtype]} != {_CNAME[b.dtype]}")
+
+
+def _check_bmm(a, b):
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected scalar type {_UPPER[a.dtype]} but found {_UPPER[b.dtype]}")
+    nb = math.prod(a.shape[:-2])
+    if math.prod(b.shape[:-2]) != nb or b.shape[-2] != a.shape[-1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{nb}, {a.shape[-1]}] but got: [{math.prod(b.shape[:-2])}, "
+                           f"{b.shape[-2]}].")
+
+
+def _check_mv(input_nd, m, v, input_shape=None):
+    if m.ndim != 2 or v.ndim != 1 or input_nd > 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input_nd}, {m.ndim}, {v.ndim}")
+    n = m.shape[0] if input_shape is None else (input_shape[0] if input_shape else 1)
+    if m.shape[1] != v.shape[0] or (n != m.shape[0] and n != 1):
+        raise RuntimeError(f"size mismatch, got input ({n}), mat ({_mshape(m)}), vec "
+                           f"({v.shape[0]})")
+
+
+def _check_mv_dtypes(input_dtype, m, v):
+    if not input_dtype == m.dtype == v.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{_UPPER[input_dtype]}, {_UPPER[m.dtype]}, and {_UPPER[v.dtype]}")
+
+
+def _check_3d(a, b):
+    if a.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+
+
+# ---- the products -------------------------------------------------------------------------
+@_register("mm")
+def mm(input, mat2, *, out=None):
+    """Matrix product of two 2-D tensors."""
+    a = _arr(input, "mm", "input", 1)
+    b = _arr(mat2, "mm", "mat2", 2)
+    if a.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if b.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    _check_mm(a, b)
+    if out is None:
+        return _wrap(_gemm(a, b, op="addmm_impl_cpu_"))
+    _gemm(a, b, _out_array(out, (a.shape[0], b.shape[1]), a.dtype, "mm"), op="addmm_impl_cpu_")
+    return out
+
+
+@_register("bmm")
+def bmm(input, mat2, *, out=None):
+    """Batched matrix product: (b, n, m) @ (b, m, p) -> (b, n, p)."""
+    a = _arr(input, "bmm", "input", 1)
+    b = _arr(mat2, "bmm", "mat2", 2)
+    _check_3d(a, b)
+    _check_bmm(a, b)
+    if out is None:
+        return _wrap(_gemm(a, b, op="bmm"))
+    _gemm(a, b, _out_array(out, (a.shape[0], a.shape[1], b.shape[2]), a.dtype, "bmm"), op="bmm")
+    return out
+
+
+@_register("mv")
+def mv(input, vec, *, out=None):
+    """Matrix-vector product: (n, m) @ (m,) -> (n,)."""
+    m = _arr(input, "mv", "input", 1)
+    v = _arr(vec, "mv", "vec", 2)
+    _check_mv(1, m, v)
+    _check_mv_dtypes(v.dtype, m, v)
+    dst = None if out is None else _out_array(out, (m.shape[0],), m.dtype, "mv").unsqueeze(1)
+    res = _gemm(m, v.unsqueeze(1), dst, op="addmv_impl_cpu")
+    return _wrap(res.view((m.shape[0],))) if out is None else out
+
+
+def _check_dot(a, b, op):
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+                           f"[{b.shape[0]}] to have the same number of elements, but got "
+                           f"{a.shape[0]} and {b.shape[0]} elements respectively")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{op} : expected both vectors to have same dtype, but found "
+                           f"{_UPPER[a.dtype]} and {_UPPER[b.dtype]}")
+
+
+def _dot(input, other, out, op, argname):
+    a = _arr(input, op, "input", 1)
+    b = _arr(other, op, argname, 2)
+    _check_dot(a, b, "dot")
+    dst = None if out is None else _out_array(out, (), a.dtype, op).unsqueeze(0).unsqueeze(0)
+    res = _gemm(a.unsqueeze(0), b.unsqueeze(1), dst, op="dot")
+    return _wrap(res.view(())) if out is None else out
+
+
+@_register("dot")
+def dot(input, tensor, *, out=None):
+    """Inner product of two 1-D tensors of the same dtype."""
+    return _dot(input, tensor, out, "dot", "tensor")
+
+
+@_register("vdot")
+def vdot(input, other, *, out=None):
+    """Inner product of two 1-D tensors, conjugating the first (a no-op for real dtypes)."""
+    return _dot(input, other, out, "vdot", "other")
+
+
+@_register("matmul")
+def matmul(input, other, *, out=None):
+    """Matrix product with NumPy's rules: 1-D operands are vectors, dims beyond the last two
+    are batch dims and broadcast."""
+    a = _arr(input, "matmul", "input", 1)
+    b = _arr(other, "matmul", "other", 2)
+    da, db = a.ndim, b.ndim
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{da}D and {db}D")
+    if da == 1 and db == 1:
+        return dot(input, other, out=out)
+    if da == 2 and db == 1:
+        return mv(input, other, out=out)
+    if da == 2 and db == 2:
+        return mm(input, other, out=out)
+    if da == 1 and db == 2:
+        a2 = a.unsqueeze(0)
+        _check_mm(a2, b)
+        return _result(_gemm(a2, b, op="addmm_impl_cpu_").view((b.shape[1],)), out, "matmul")
+    if db <= 2:
+        return _result(_matmul_folded(a, b), out, "matmul")
+    return _result(_matmul_batched(a, b), out, "matmul")
+
+
+def _matmul_folded(a, b):
+    """(*B, n, m) @ (m, p) or (m,) as one (B*n, m) matrix product: a single big GEMM."""
+    lead = tuple(a.shape[:-1])
+    a2 = _reshape(a, (math.prod(lead), a.shape[-1]))
+    if b.ndim == 1:
+        _check_mv(1, a2, b)
+        _check_mv_dtypes(b.dtype, a2, b)
+        return _gemm(a2, b.unsqueeze(1), op="addmv_impl_cpu").view(lead)
+    _check_mm(a2, b)
+    return _gemm(a2, b, op="addmm_impl_cpu_").view(lead + (b.shape[1],))
+
+
+def _matmul_batched(a, b):
+    """Batched product with broadcast batch dims (stride 0, no copies)."""
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(1) if b.ndim == 1 else b
+    batch = _broadcast_batch(a2.shape[:-2], b2.shape[:-2])
+    m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+    a3 = a2.expand(batch + (m, k))
+    b3 = b2.expand(batch + (b2.shape[-2], n))
+    _check_bmm(a3, b3)
+    res = _gemm(a3, b3, op="bmm")
+    shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
+    return res.view(shape)
+
+
+@_register("addmm")
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
+    c = _arr(input, "addmm", "input", 1)
+    a = _arr(mat1, "addmm", "mat1", 2)
+    b = _arr(mat2, "addmm", "mat2", 3)
+    _check_addmm(c, a, b)
+    alpha, beta = _scalars(alpha, beta, "addmm")
+    dst = None if out is None else _out_array(out, (a.shape[0], b.shape[1]), a.dtype, "addmm")
+    res = _addmm_into(c, a, b, alpha, beta, dst)
+    return _wrap(res) if out is None else out
+
+
+def _check_addmm(c, a, b):
+    if a.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {a.ndim}-D tensor")
+    if b.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {b.ndim}-D tensor")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mshape(a)} and "
+                           f"{_mshape(b)})")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_UPPER[a.dtype]} "
+                           f"and {_UPPER[b.dtype]}")
+    if c.dtype != b.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_UPPER[c.dtype]} "
+                           f"and {_UPPER[b.dtype]}")
+
+
+@_register("addmm_")
+def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+    """In-place addmm: self = beta * self + alpha * (mat1 @ mat2)."""
+    a = _arr(mat1, "addmm_", "mat1", 1)
+    b = _arr(mat2, "addmm_", "mat2", 2)
+    _check_addmm(self._data, a, b)
+    _inplace_shape(self, (a.shape[0], b.shape[1]))
+    alpha, beta = _scalars(alpha, beta, "addmm_")
+    _addmm_into(self._data, a, b, alpha, beta, self._data)
+    self._bump_version()
+    return self
+
+
+@_register("addmv")
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat @ vec)."""
+    c = _arr(input, "addmv", "input", 1)
+    m = _arr(mat, "addmv", "mat", 2)
+    v = _arr(vec, "addmv", "vec", 3)
+    _check_mv(c.ndim, m, v, tuple(c.shape))
+    _check_mv_dtypes(c.dtype, m, v)
+    alpha, beta = _scalars(alpha, beta, "addmv")
+    if m.dtype == 0:
+        raise NotImplementedError("\"addmv_impl_cpu\" not implemented for 'Bool'")
+    dst = None if out is None else _out_array(out, (m.shape[0],), m.dtype, "addmv").unsqueeze(1)
+    res = _addmm_into(c.unsqueeze(-1) if c.ndim else c, m, v.unsqueeze(1), alpha, beta, dst)
+    return _wrap(res.view((m.shape[0],))) if out is None else out
+
+
+@_register("addmv_")
+def addmv_(self, mat, vec, *, beta=1, alpha=1):
+    """In-place addmv."""
+    m = _arr(mat, "addmv_", "mat", 1)
+    v = _arr(vec, "addmv_", "vec", 2)
+    _check_mv(self.ndim, m, v, tuple(self.shape))
+    _check_mv_dtypes(self._data.dtype, m, v)
+    _inplace_shape(self, (m.shape[0],))
+    return addmv(self, mat, vec, beta=beta, alpha=alpha, out=self)
+
+
+@_register("baddbmm")
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (batch1 @ batch2) for 3-D batches."""
+    c = _arr(input, "baddbmm", "input", 1)
+    a = _arr(batch1, "baddbmm", "batch1", 2)
+    b = _arr(batch2, "baddbmm", "batch2", 3)
+    _check_baddbmm(c, a, b)
+    alpha, beta = _scalars(alpha, beta, "baddbmm")
+    shape = (a.shape[0], a.shape[1], b.shape[2])
+    dst = None if out is None else _out_array(out, shape, a.dtype, "baddbmm")
+    res = _addmm_into(c, a, b, alpha, beta, dst)
+    return _wrap(res) if out is None else out
+
+
+def _check_baddbmm(c, a, b):
+    _check_3d(a, b)
+    if c.dtype != a.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {_CNAME[c.dtype]}, batch1: "
+                           f"{_CNAME[a.dtype]}, batch2: {_CNAME[b.dtype]}")
+    _check_bmm(a, b)
+
+
+@_register("baddbmm_")
+def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    """In-place baddbmm."""
+    a = _arr(batch1, "baddbmm_", "batch1", 1)
+    b = _arr(batch2, "baddbmm_", "batch2", 2)
+    _check_baddbmm(self._data, a, b)
+    _inplace_shape(self, (a.shape[0], a.shape[1], b.shape[2]))
+    alpha, beta = _scalars(alpha, beta, "baddbmm_")
+    _addmm_into(self._data, a, b, alpha, beta, self._data)
+    self._bump_version()
+    return self
+
+
+def _addbmm_operands(a, b):
+    """sum_i a[i] @ b[i] as one product: (n, B*m) @ (B*m, p)."""
+    _check_3d(a, b)
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got "
+                           f"{a.shape[0]} and {b.shape[0]}")
+    if a.shape[2] != b.shape[1]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({a.shape[1]}x{a.shape[2]} and "
+                           f"{b.shape[1]}x{b.shape[2]})")
+    nb, n, m = a.shape
+    return (_reshape(a.permute((1, 0, 2)), (n, nb * m)), _reshape(b, (nb * m, b.shape[2])))
+
+
+@_register("addbmm")
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * sum_i batch1[i] @ batch2[i]."""
+    c = _arr(input, "addbmm", "input", 1)
+    a, b = _addbmm_operands(_arr(batch1, "addbmm", "batch1", 2), _arr(batch2, "addbmm", "batch2", 3))
+    _check_addmm(c, a, b)
+    alpha, beta = _scalars(alpha, beta, "addbmm")
+    dst = None if out is None else _out_array(out, (a.shape[0], b.shape[1]), a.dtype, "addbmm")
+    res = _addmm_into(c, a, b, alpha, beta, dst)
+    return _wrap(res) if out is None else out
+
+
+@_register("addbmm_")
+def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    """In-place addbmm."""
+    a, b = _addbmm_operands(_arr(batch1, "addbmm_", "batch1", 1), _arr(batch2, "addbmm_", "batch2", 2))
+    _check_addmm(self._data, a, b)
+    _inplace_shape(self, (a.shape[0], b.shape[1]))
+    alpha, beta = _scalars(alpha, beta, "addbmm_")
+    _addmm_into(self._data, a, b, alpha, beta, self._data)
+    self._bump_version()
+    return self
+
+
+@_register("outer", "ger")
+def outer(input, vec2, *, out=None):
+    """Outer product of two 1-D tensors (an elementwise product, so dtypes promote)."""
+    a = _arr(input, "outer", "input", 1)
+    b = _arr(vec2, "outer", "vec2", 2)
+    for name, x in (("self", a), ("vec2", b)):
+        if x.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {x.ndim}-D")
+    a2, b2 = a.unsqueeze(1), b.unsqueeze(0)
+    if out is None:
+        return _wrap(_ew.binary(_MUL, a2, b2))
+    dt = _ew.promote(a.dtype, b.dtype)
+    if not _ew.can_cast(dt, out._data.dtype):
+        raise RuntimeError(f"result type {_UPPER[dt]} can't be cast to the desired output type "
+                           f"{_UPPER[out._data.dtype]}")
+    if tuple(out._data.shape) != (a.shape[0], b.shape[0]):
+        out._data = _A.empty((a.shape[0], b.shape[0]), out._data.dtype)
+    _ew.binary(_MUL, a2, b2, out._data)
+    out._bump_version()
+    return out
+
+
+ger = outer
+
+
+@_register("inner")
+def inner(input, other, *, out=None):
+    """Sum of products over the last dims: shape input.shape[:-1] + other.shape[:-1]; a 0-d
+    operand multiplies instead."""
+    a = _arr(input, "inner", "input", 1)
+    b = _arr(other, "inner", "other", 2)
+    if a.ndim == 0 or b.ndim == 0:
+        return _result(_ew.binary(_MUL, a, b), out, "inner")
+    if a.dtype != b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got "
+                           f"shapes {list(a.shape)} and {list(b.shape)}")
+    return _result(_contract(a, b, [a.ndim - 1], [b.ndim - 1]), out, "inner")
+
+
+def _contract(a, b, da, db):
+    """Contract dims da of a with dims db of b (same sizes): free dims of a, then of b."""
+    fa = [d for d in range(a.ndim) if d not in da]
+    fb = [d for d in range(b.ndim) if d not in db]
+    sa = tuple(a.shape[d] for d in fa)
+    sb = tuple(b.shape[d] for d in fb)
+    kk = math.prod(a.shape[d] for d in da)
+    a2 = _reshape(a.permute(tuple(fa + list(da))), (math.prod(sa), kk))
+    b2 = _reshape(b.permute(tuple(list(db) + fb)), (kk, math.prod(sb)))
+    return _gemm(a2, b2, op="addmm_impl_cpu_").view(sa + sb)
+
+
+def _dims_list(dims):
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, builtins.int):
+        return dims
+    if len(dims) != 2:
+        raise RuntimeError("tensordot expects dims to be an int or a pair of dim lists")
+    da, db = ([d] if isinstance(d, builtins.int) else list(d) for d in dims)
+    return da, db
+
+
+@_register("tensordot")
+def tensordot(a, b, dims=2, out=None):
+    """Contract the last `dims` dims of a with the first `dims` of b, or the dims listed in
+    dims = (dims_a, dims_b)."""
+    x = _arr(a, "tensordot", "a", 1)
+    y = _arr(b, "tensordot", "b", 2)
+    dims = _dims_list(dims)
+    if isinstance(dims, builtins.int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > x.ndim or dims > y.ndim:
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        da, db = list(range(-dims, 0)), list(range(dims))
+    else:
+        da, db = dims
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    na = [_wrap_dim(d, x.ndim) for d in da]
+    nb = [_wrap_dim(d, y.ndim) for d in db]
+    for i in range(len(na)):
+        if x.shape[na[i]] != y.shape[nb[i]]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{x.shape[na[i]]} in dim {da[i]} and second has size "
+                               f"{y.shape[nb[i]]} in dim {db[i]}")
+    if x.dtype != y.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    return _result(_contract(x, y, na, nb), out, "tensordot")
+
+
+def chain_matmul(*matrices, out=None):
+    """Product of 2-D tensors, in the cheapest order (deprecated in PyTorch for
+    torch.linalg.multi_dot)."""
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for i, t in enumerate(matrices):
+        if _arr(t, "chain_matmul", "matrices", 1).ndim != 2:
+            raise RuntimeError(f"chain_matmul(): Expected 2D tensors, but got {t.ndim}-D tensor "
+                               f"for argument {i}")
+    return _result(_chain([t._data for t in matrices]), out, "chain_matmul")
+
+
+def multi_dot(tensors, *, out=None):
+    """torch.linalg.multi_dot: product of matrices in the cheapest order; the first and last
+    may be 1-D (a row and a column vector)."""
+    ts = list(tensors)
+    if not ts:
+        raise RuntimeError("multi_dot(): expected at least 2 tensors but got 0")
+    if len(ts) == 1:
+        raise RuntimeError("multi_dot(): expected at least 2 tensors but got 1")
+    arrs = [_arr(t, "multi_dot", "tensors", 1) for t in ts]
+    first_1d, last_1d = arrs[0].ndim == 1, arrs[-1].ndim == 1
+    for i, x in enumerate(arrs):
+        if i in (0, len(arrs) - 1):
+            if x.ndim not in (1, 2):
+                raise RuntimeError(f"multi_dot(): the {'first' if i == 0 else 'last'} tensor must "
+                                   f"be 1D or 2D but got {x.ndim}D")
+        elif x.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {x.ndim}D")
+    if first_1d:
+        arrs[0] = arrs[0].unsqueeze(0)
+    if last_1d:
+        arrs[-1] = arrs[-1].unsqueeze(1)
+    for i in range(1, len(arrs)):
+        if arrs[i].dtype != arrs[0].dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 "
+                               f"is {_UPPER[arrs[0].dtype]} and tensor {i} is {_UPPER[arrs[i].dtype]}")
+        if arrs[i - 1].shape[1] != arrs[i].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes "
+                               f"{list(arrs[i - 1].shape)} and {list(arrs[i].shape)} cannot be "
+                               f"multiplied")
+    res = _chain(arrs)
+    shape = tuple(res.shape)
+    if first_1d:
+        shape = shape[1:]
+    if last_1d:
+        shape = shape[:-1]
+    return _result(res.view(shape), out, "multi_dot")
+
+
+def _chain(arrs):
+    """The product of a chain of matrices, multiplied in the order with the fewest flops
+    (the classic dynamic programme over split points)."""
+    n = len(arrs)
+    if n == 1:
+        return arrs[0]
+    dims = [arrs[0].shape[0]] + [x.shape[1] for x in arrs]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length - 1
+            cost[i][j] = None
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, s
+
+    def product(i, j):
+        if i == j:
+            return arrs[i]
+        s = split[i][j]
+        return _gemm(product(i, s), product(s + 1, j), op="addmm_impl_cpu_")
+    return product(0, n - 1)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """torch.linalg.vecdot: sum of x * y over `dim`, with broadcasting (floating dtypes)."""
+    a = _arr(x, "linalg.vecdot", "x", 1)
+    b = _arr(y, "linalg.vecdot", "y", 2)
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
+                           f"of type {_UPPER[a.dtype]} and y of type {_UPPER[b.dtype]} instead")
+    if a.dtype not in _FLOAT_CODES:
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. "
+                           f"Got {_UPPER[a.dtype]}")
+    shape = tuple(_A.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    if not shape:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    d = _wrap_dim(dim, len(shape))
+    order = tuple(i for i in range(len(shape)) if i != d) + (d,)
+    a2 = a.expand(shape).permute(order).unsqueeze(-2)     # (..., 1, n)
+    b2 = b.expand(shape).permute(order).unsqueeze(-1)     # (..., n, 1)
+    res = _gemm(a2, b2, op="vecdot")
+    return _result(res.view(tuple(shape[i] for i in order[:-1])), out, "linalg.vecdot")
+
+
+# ---- einsum --------------------------------------------------------------------------------
+def einsum(*args):
+    """Einstein summation: einsum('ij,jk->ik', a, b), einsum('ij,jk', [a, b]), or the sublist
+    form einsum(a, [0, 1], b, [1, 2], [0, 2]).  Supports '...', implicit output, repeated
+    subscripts (diagonals), size-1 broadcasting and any number of operands, contracted
+    pairwise from left to right, each pair as one batched matrix product."""
+    if not args:
+        raise TypeError("einsum(): must specify the equation string and at least one operand, "
+                        "or at least one operand and its subscripts list")
+    if isinstance(args[0], str):
+        equation, operands = args[0], args[1:]
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = tuple(operands[0])
+    else:
+        equation, operands = _sublist_equation(args)
+    for i, t in enumerate(operands):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
+                            f"{type(t).__name__}")
+    terms, output = _einsum_parse(equation, tuple(t.ndim for t in operands))
+    arrs = [t._data for t in operands]
+    sizes = _einsum_sizes(terms, arrs)
+    ops = [_einsum_prepare(a, labels, sizes, i) for i, (a, labels) in enumerate(zip(arrs, terms))]
+    return _wrap(_einsum_contract(ops, output))
+
+
+def _sublist_equation(args):
+    def letters(sub):
+        out = []
+        for s in sub:
+            if s is Ellipsis:
+                out.append("...")
+            elif isinstance(s, builtins.int) and 0 <= s < 52:
+                out.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
+            else:
+                raise ValueError(f"einsum(): subscript in subscript list is not within the valid "
+                                 f"range [0, 52), got {s}")
+        return "".join(out)
+    operands = args[0::2]
+    subs = list(args[1::2])
+    out = None
+    if len(args) % 2 == 1:
+        operands, out = operands[:-1], args[-1]
+    eq = ",".join(letters(s) for s in subs)
+    if out is not None:
+        eq += "->" + letters(out)
+    return eq, tuple(operands)
+
+
+@functools.lru_cache(maxsize=256)
+def _einsum_parse(eq, ndims):
+    """Label tuples per operand and for the output.  Letters stay letters; the dims an
+    ellipsis covers get integer labels, numbered so that they line up from the right.
+    Cached: a training loop parses the same few equations over and over."""
+    raw, cur, ell, out, k, i = [], [], [], None, 0, 0
+    seen_ell = False
+    while i < len(eq):
+        ch = eq[i]
+        if ch == " ":
+            pass
+        elif ch.isascii() and ch.isalpha():
+            cur.append(ch)
+        elif ch == ".":
+            where = "output" if out is not None else f"operand {k}"
+            if eq[i:i + 3] != "...":
+                raise RuntimeError(f"einsum(): found '.' for {where} that is not part of any "
+                                   f"ellipsis")
+            if seen_ell:
+                raise RuntimeError(f"einsum(): found '.' for {where} for which an ellipsis was "
+                                   f"already found")
+            seen_ell = True
+            cur.append(...)
+            i += 2
+        elif ch == "," and out is None:
+            raw.append(cur)
+            cur, seen_ell, k = [], False, k + 1
+        elif ch == "-" and out is None and eq[i + 1:i + 2] == ">":
+            raw.append(cur)
+            cur, seen_ell, out = [], False, []
+            i += 1
+        else:
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation "
+                               f"string, subscripts must be in [a-zA-Z]")
+        i += 1
+    if out is None:
+        raw.append(cur)
+    else:
+        out = cur
+    if len(raw) > len(ndims):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    if len(raw) < len(ndims):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    n_ell = 0
+    for k, (term, nd) in enumerate(zip(raw, ndims)):
+        nlet = len(term) - (1 if ... in term else 0)
+        if ... not in term and nlet != nd:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nlet}) does "
+                               f"not match the number of dimensions ({nd}) for operand {k} and no "
+                               f"ellipsis was given")
+        if nlet > nd:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nlet}) is "
+                               f"more than the number of dimensions ({nd}) for operand {k}")
+        n_ell = max(n_ell, nd - nlet if ... in term else 0)
+    terms = [_expand_ellipsis(term, nd - (len(term) - 1), n_ell) if ... in term else term
+             for term, nd in zip(raw, ndims)]
+    counts = {}
+    for term in terms:
+        for lab in term:
+            counts[lab] = counts.get(lab, 0) + 1
+    if out is None:   # implicit: broadcast dims, then letters used once, A-Z before a-z
+        letters = sorted(l for l, c in counts.items() if isinstance(l, str) and c == 1)
+        output = list(range(n_ell)) + letters
+    else:
+        output = _expand_ellipsis(out, n_ell, n_ell) if ... in out else list(out)
+        for lab in out:
+            if lab is not ... and out.count(lab) > 1:
+                raise RuntimeError(f"einsum(): output subscript {lab} appears more than once in "
+                                   f"the output")
+            if lab is not ... and lab not in counts:
+                raise RuntimeError(f"einsum(): output subscript {lab} does not appear in the "
+                                   f"equation for any input operand")
+    return tuple(tuple(t) for t in terms), tuple(output)
+
+
+def _expand_ellipsis(term, n_here, n_ell):
+    """Replace '...' (covering n_here dims) by the labels of the last n_here broadcast dims."""
+    j = term.index(...)
+    return term[:j] + list(range(n_ell - n_here, n_ell)) + term[j + 1:]
+
+
+def _einsum_sizes(terms, arrs):
+    """The size of each label; a size-1 dim broadcasts against a larger one."""
+    sizes = {}
+    for k, (term, a) in enumerate(zip(terms, arrs)):
+        mine = {}
+        for lab, s in zip(term, a.shape):
+            if lab in mine and mine[lab] != s:
+                raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} but the "
+                                   f"sizes don't match, {s} != {mine[lab]}")
+            mine[lab] = s
+        for lab, s in mine.items():
+            prev = sizes.get(lab)
+            if prev is None or prev == 1:
+                sizes[lab] = s
+            elif s != 1 and s != prev:
+                if isinstance(lab, str):
+                    raise RuntimeError(f"einsum(): subscript {lab} has size {s} for operand {k} "
+                                       f"which does not broadcast with previously seen size {prev}")
+                raise RuntimeError(f"einsum(): dimension {lab} covered by ellipsis in operand {k}"
+                                   f"has size {s} which does not broadcast with previously seen "
+                                   f"ellipsis with size {prev} for the respective dimension")
+    return sizes
+
+
+class _Operand:
+    """An einsum operand during contraction: an array, one label per dim, and whether its
+    dtype was promoted to int64 by a sum (as torch.sum promotes integers)."""
+    __slots__ = ("arr", "labels", "promoted")
+
+    def __init__(self, arr, labels, promoted=False):
+        self.arr, self.labels, self.promoted = arr, labels, promoted
+
+
+def _einsum_prepare(a, term, sizes, k):
+    """Take the diagonal of repeated labels (a strided view) and broadcast size-1 dims."""
+    labels, shape, strides = [], [], []
+    for lab, s, st in zip(term, a.shape, a.strides):
+        if lab in labels:
+            strides[labels.index(lab)] += st
+        else:
+            labels.append(lab)
+            shape.append(s)
+            strides.append(st)
+    if len(labels) != len(term):
+        a = a.as_strided(tuple(shape), tuple(strides), a.offset)
+    target = tuple(sizes[lab] for lab in labels)
+    if target != tuple(a.shape):
+        a = a.expand(target)
+    return _Operand(a, labels)
+
+
+def _einsum_sum(op, drop):
+    """Sum op over the labels in `drop` as a product with a vector of ones."""
+    keep = [l for l in op.labels if l not in drop]
+    if not drop:
+        return op
+    a = op.arr
+    if a.dtype not in _FLOAT_CODES:
+        a = _ew.cast(a, _INT64)
+    perm = tuple(op.labels.index(l) for l in keep + [l for l in op.labels if l in drop])
+    kshape = tuple(a.shape[op.labels.index(l)] for l in keep)
+    nsum = math.prod(a.shape[op.labels.index(l)] for l in drop)
+    a2 = _reshape(a.permute(perm), (math.prod(kshape), nsum))
+    ones = _A.full((nsum, 1), 1, a.dtype)
+    res = _gemm(a2, ones, op="sum").view(kshape)
+    return _Operand(res, keep, op.promoted or a.dtype != op.arr.dtype)
+
+
+def _einsum_contract(ops, output):
+    n = len(ops)
+    # labels still needed after operand i: the output's and those of operands i+1 ..
+    later = [set(output) for _ in range(n)]
+    for i in range(n - 2, -1, -1):
+        later[i] = later[i + 1] | set(ops[i + 1].labels)
+    for i, op in enumerate(ops):   # sum out each operand's private labels first
+        others = set().union(*(set(o.labels) for j, o in enumerate(ops) if j != i))
+        ops[i] = _einsum_sum(op, [l for l in op.labels if l not in others and l not in output])
+    acc = ops[0]
+    for i in range(1, n):
+        acc = _einsum_pair(acc, ops[i], later[i])
+    acc = _einsum_sum(acc, [l for l in acc.labels if l not in output])
+    return acc.arr.permute(tuple(acc.labels.index(l) for l in output))
+
+
+def _einsum_pair(x, y, needed):
+    """Contract two operands: labels in both and needed later are batch dims, labels in both
+    and not needed are summed (the k of a matrix product), the rest are rows / columns."""
+    batch = [l for l in x.labels if l in y.labels and l in needed]
+    summed = [l for l in x.labels if l in y.labels and l not in needed]
+    rows = [l for l in x.labels if l not in y.labels]
+    cols = [l for l in y.labels if l not in x.labels]
+    a, b = x.arr, y.arr
+    if a.dtype != b.dtype and (x.promoted or y.promoted) and \
+            a.dtype not in _FLOAT_CODES and b.dtype not in _FLOAT_CODES:
+        a, b = _ew.cast(a, _INT64), _ew.cast(b, _INT64)
+    promoted = x.promoted or y.promoted
+    size = {l: s for l, s in zip(x.labels + y.labels, tuple(a.shape) + tuple(b.shape))}
+    bshape = tuple(size[l] for l in batch)
+    rshape = tuple(size[l] for l in rows)
+    cshape = tuple(size[l] for l in cols)
+    if not summed:   # no contraction: an elementwise product, broadcasting rows against cols
+        a2 = _unsqueeze_tail(a.permute(tuple(x.labels.index(l) for l in batch + rows)), len(cols))
+        b2 = b.permute(tuple(y.labels.index(l) for l in batch + cols))
+        b2 = _unsqueeze_at(b2, len(batch), len(rows))
+        return _Operand(_ew.binary(_MUL, a2, b2), batch + rows + cols, promoted)
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected scalar type {_UPPER[a.dtype]} but found {_UPPER[b.dtype]}")
+    kk = math.prod(size[l] for l in summed)
+    a2 = _reshape(a.permute(tuple(x.labels.index(l) for l in batch + rows + summed)),
+                  bshape + (math.prod(rshape), kk))
+    b2 = _reshape(b.permute(tuple(y.labels.index(l) for l in batch + summed + cols)),
+                  bshape + (kk, math.prod(cshape)))
+    res = _gemm(a2, b2, op="bmm")
+    return _Operand(res.view(bshape + rshape + cshape), batch + rows + cols, promoted)
+
+
+def _unsqueeze_tail(a, n):
+    for _ in range(n):
+        a = a.unsqueeze(a.ndim)
+    return a
+
+
+def _unsqueeze_at(a, pos, n):
+    for _ in range(n):
+        a = a.unsqueeze(pos)
+    return a
+
+
+# ---- operators ------------------------------------------------------------------------------
+def _matmul_op(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return matmul(self, other)
+
+
+def _rmatmul_op(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return matmul(other, self)
+
+
+Tensor.__matmul__ = _matmul_op
+Tensor.__rmatmul__ = _rmatmul_op

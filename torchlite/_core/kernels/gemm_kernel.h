@@ -1,0 +1,337 @@
+/* One floating GEMM: packing, the register-blocked micro-kernel, the blocked serial driver
+ * and the matrix-vector path.  gemm_body.h includes this file once per (ISA level, dtype)
+ * after defining:
+ *   T            element type (float or double)
+ *   TL_GK(name)  the name of this copy's functions (e.g. name_f32_v4)
+ *   MR, NV, VL   micro-tile: MR rows of C by NV vectors of VL elements (NR = NV * VL)
+ *   KC, MC, NC   cache blocks (k depth; rows of packed A; columns of packed B)
+ *   VT, VZERO(), VLOAD(p) (aligned), VLOADU(p), VSTOREU(p, v), VSET1(x), VFMA(a, b, c) = a*b+c,
+ *   VMUL(a, b)   the vector type and its operations (VT = T and VL = 1 for portable C)
+ *   TB, TRANS(dst, ds, src, ss)  TB x TB transpose dst[p*ds+i] = src[i*ss+p] (TB = 0: none)
+ *   VMASK_T, VMASK(n), VLOADM(p, m), VSTOREM(p, m, v)  the first n lanes only (VL > 1)
+ *
+ * Layout of the packed operands (BLIS style): A in panels of MR rows, each stored k-major
+ * (a[p*MR + i]); B in panels of NR columns, each k-major (b[p*NR + j]); edges zero-padded, so
+ * the micro-kernel always computes all MR rows and whole vectors of columns (an edge panel
+ * uses a narrower micro-kernel, and the store writes only the valid part).
+ *
+ * Loop nest (C = alpha * A B + beta * C, blocks of MC rows outermost):
+ *   for ic (MC rows of A, packed once per k block; the block sits in L2/L3)
+ *     for pc (KC deep)
+ *       pack A[ic.., pc..]
+ *       for jc (NC columns of B, packed into an L2-sized block)
+ *         for ir (MR rows: the A micro-panel stays in L1)
+ *           for jr (NR columns: B micro-panels stream from L2)
+ *             micro-kernel
+ * Every element of C is accumulated in the same order whatever the tiling around it, so
+ * the result does not depend on the thread count. */
+
+#define NR (NV * VL)
+
+/* Pack `r` (<= R) rows of a strided operand into one k-major panel of width R:
+ * dst[p*R + i] = src[i*rs + p*ks]; rows r..R-1 are zero. */
+static void TL_GK(pack_panel)(T *restrict dst, const T *restrict src, int R, int r,
+                              int64_t kc, int64_t rs, int64_t ks) {
+    int64_t p = 0;
+    if (r == R && rs == 1) {                  /* rows contiguous: plain copies of R */
+        for (; p < kc; p++) {
+            const T *s = src + p * ks;
+            T *d = dst + p * R;
+            for (int i = 0; i < R; i++) d[i] = s[i];
+        }
+        return;
+    }
+#if TB
+    if (r == R && ks == 1 && R % TB == 0) {   /* k contiguous: transpose TB x TB blocks */
+        const int64_t kt = kc / TB * TB;
+        /* TB rows at a time along all of k: few streams, so a power-of-two row stride does
+         * not make them fight over the same cache sets */
+        for (int i = 0; i < R; i += TB)
+            for (int64_t q = 0; q < kt; q += TB)
+                TRANS(dst + q * R + i, R, src + i * rs + q, rs);
+        p = kt;
+    }
+#endif
+    for (int i = 0; i < r; i++) {
+        const T *s = src + i * rs;
+        for (int64_t q = p; q < kc; q++) dst[q * R + i] = s[q * ks];
+    }
+    for (int i = r; i < R; i++)
+        for (int64_t q = p; q < kc; q++) dst[q * R + i] = 0;
+}
+
+/* Pack `rows` rows (split into panels of R) of a kc-deep block. */
+static void TL_GK(pack_block)(T *restrict dst, const T *restrict src, int R, int64_t rows,
+                              int64_t kc, int64_t rs, int64_t ks) {
+    int64_t i = 0;
+    if (rs == 1 && ks != 1 && R < 64) {
+        /* rows contiguous but narrow panels: pack a group of panels together, so that each
+         * source line read is used in full instead of a sliver of it per panel */
+        const int G = 64 / R;
+        for (; i + G * R <= rows; i += G * R) {
+            for (int64_t p = 0; p < kc; p++) {
+                const T *s = src + i + p * ks;
+                T *d = dst + i * kc + p * R;
+                for (int g = 0; g < G; g++)
+                    for (int j = 0; j < R; j++) d[g * R * kc + j] = s[g * R + j];
+            }
+        }
+    }
+    for (; i < rows; i += R) {
+        int r = (int)(rows - i < R ? rows - i : R);
+        TL_GK(pack_panel)(dst + i * kc, src + i * rs, R, r, kc, rs, ks);
+    }
+}
+
+/* Write an edge tile (mr < MR rows or nr < NR columns, or C with a column stride):
+ * C[0:mr, 0:nr] = tile + beta * C, where tile already holds alpha * A B (row stride NR). */
+static void TL_GK(store_edge)(const T *restrict tile, T *restrict c, int64_t rsc, int64_t csc,
+                              T beta, int mr, int nr) {
+#if VL > 1
+    if (csc == 1) {
+        const VT vb = VSET1(beta);
+        const int full = nr / VL * VL, rem = nr - full;
+        for (int i = 0; i < mr; i++) {
+            T *cp = c + i * rsc;
+            const T *tp = tile + i * NR;
+            for (int j = 0; j < full; j += VL) {
+                VT r = VLOADU(tp + j);
+                if (beta != 0) r = VFMA(vb, VLOADU(cp + j), r);
+                VSTOREU(cp + j, r);
+            }
+            if (rem) {
+                VMASK_T msk = VMASK(rem);
+                VT r = VLOADM(tp + full, msk);
+                if (beta != 0) r = VFMA(vb, VLOADM(cp + full, msk), r);
+                VSTOREM(cp + full, msk, r);
+            }
+        }
+        return;
+    }
+#endif
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            T *cp = c + i * rsc + j * csc;
+            *cp = beta != 0 ? beta * *cp + tile[i * NR + j] : tile[i * NR + j];
+        }
+}
+
+/* The micro-kernel computing the first NVX vectors (NVX * VL columns) of a packed B panel:
+ * C[0:mr, 0:nr] = alpha * (a-panel . b-panel) + beta * C  (beta == 0: C is not read).
+ * Narrower copies serve edge panels, so a 16-column remainder costs a third of a full tile.
+ * The accumulators are indexed by constants only, so they live in registers. */
+#define TL_UKR(NAME, NVX)                                                                   \
+static void TL_GK(NAME)(int64_t kc, const T *restrict a, const T *restrict b,               \
+                        T *restrict c, int64_t rsc, int64_t csc, T alpha, T beta,           \
+                        int mr, int nr) {                                                   \
+    VT acc[MR][NVX];                                                                        \
+    TL_UNROLL(16) for (int i = 0; i < MR; i++)                                   \
+        TL_UNROLL(8) for (int j = 0; j < NVX; j++) acc[i][j] = VZERO();          \
+    TL_UNROLL(4) for (int64_t p = 0; p < kc; p++) {                              \
+        VT bv[NVX];                                                                         \
+        TL_UNROLL(8) for (int j = 0; j < NVX; j++) bv[j] = VLOAD(b + j * VL);    \
+        TL_UNROLL(16) for (int i = 0; i < MR; i++) {                             \
+            const VT av = VSET1(a[i]);                                                      \
+            TL_UNROLL(8) for (int j = 0; j < NVX; j++)                           \
+                acc[i][j] = VFMA(av, bv[j], acc[i][j]);                                     \
+        }                                                                                   \
+        a += MR;                                                                            \
+        b += NR;                                                                            \
+    }                                                                                       \
+    const VT va = VSET1(alpha), vb = VSET1(beta);                                           \
+    if (mr == MR && nr == NVX * VL && csc == 1) {                                           \
+        TL_UNROLL(16) for (int i = 0; i < MR; i++)                               \
+            TL_UNROLL(8) for (int j = 0; j < NVX; j++) {                         \
+                T *cp = c + i * rsc + j * VL;                                               \
+                VT r = VMUL(va, acc[i][j]);                                                 \
+                if (beta != 0) r = VFMA(vb, VLOADU(cp), r);                                 \
+                VSTOREU(cp, r);                                                             \
+            }                                                                               \
+        return;                                                                             \
+    }                                                                                       \
+    T tile[MR * NR];                                                                        \
+    TL_UNROLL(16) for (int i = 0; i < MR; i++)                                   \
+        TL_UNROLL(8) for (int j = 0; j < NVX; j++)                               \
+            VSTOREU(tile + i * NR + j * VL, VMUL(va, acc[i][j]));                           \
+    TL_GK(store_edge)(tile, c, rsc, csc, beta, mr, nr);                                     \
+}
+
+TL_UKR(ukr_full, NV)
+#if NV == 2 || NV == 3
+TL_UKR(ukr1, 1)
+#endif
+#if NV == 3
+TL_UKR(ukr2, 2)
+#endif
+#undef TL_UKR
+
+/* C tile of mr x nr at c from packed panels: the narrowest micro-kernel that covers nr. */
+static inline void TL_GK(ukr)(int64_t kc, const T *a, const T *b, T *c, int64_t rsc,
+                              int64_t csc, T alpha, T beta, int mr, int nr) {
+#if NV == 2 || NV == 3
+    if (nr <= VL) { TL_GK(ukr1)(kc, a, b, c, rsc, csc, alpha, beta, mr, nr); return; }
+#endif
+#if NV == 3
+    if (nr <= 2 * VL) { TL_GK(ukr2)(kc, a, b, c, rsc, csc, alpha, beta, mr, nr); return; }
+#endif
+    TL_GK(ukr_full)(kc, a, b, c, rsc, csc, alpha, beta, mr, nr);
+}
+
+/* The whole blocked product on the calling thread. */
+static void TL_GK(gemm_serial)(const tl_gemm_problem *pr) {
+    const int64_t m = pr->m, n = pr->n, k = pr->k;
+    const T *A = (const T *)pr->a, *B = (const T *)pr->b;
+    T *C = (T *)pr->c;
+    const T alpha = (T)pr->alpha;
+    const int64_t mcap = (m < MC ? (m + MR - 1) / MR * MR : MC);
+    const int64_t ncap = (n < NC ? (n + NR - 1) / NR * NR : NC);
+    const int64_t kcap = k < KC ? k : KC;
+    const int64_t asize = (mcap * kcap + 63) / 64 * 64;     /* keeps bufB 64-byte aligned */
+    T *bufA = (T *)tl_gemm_scratch((size_t)(asize + ncap * kcap) * sizeof(T));
+    if (!bufA) { tl_gemm_oom = 1; return; }
+    T *bufB = bufA + asize;
+    for (int64_t ic = 0; ic < m; ic += MC) {
+        const int64_t mc = m - ic < MC ? m - ic : MC;
+        for (int64_t pc = 0; pc < k; pc += KC) {
+            const int64_t kc = k - pc < KC ? k - pc : KC;
+            const T beta = pc == 0 ? (T)pr->beta : (T)1;
+            TL_GK(pack_block)(bufA, A + ic * pr->rsa + pc * pr->csa, MR, mc, kc, pr->rsa, pr->csa);
+            for (int64_t jc = 0; jc < n; jc += NC) {
+                const int64_t nc = n - jc < NC ? n - jc : NC;
+                TL_GK(pack_block)(bufB, B + pc * pr->rsb + jc * pr->csb, NR, nc, kc, pr->csb, pr->rsb);
+                for (int64_t ir = 0; ir < mc; ir += MR) {
+                    const int mr = (int)(mc - ir < MR ? mc - ir : MR);
+                    for (int64_t jr = 0; jr < nc; jr += NR) {
+                        const int nr = (int)(nc - jr < NR ? nc - jr : NR);
+                        TL_GK(ukr)(kc, bufA + ir * kc, bufB + jr * kc,
+                                   C + (ic + ir) * pr->rsc + (jc + jr) * pr->csc,
+                                   pr->rsc, pr->csc, alpha, beta, mr, nr);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---- matrix-vector: y[i] = alpha * A[i, :] . x + beta * y[i] (C has one column) -------- */
+
+/* One row's dot product, always summed as fixed chunks of TL_DOT_CHUNK combined in order,
+ * so splitting a long dot product over threads gives the same bits as one thread. */
+static T TL_GK(dot_chunk)(const T *restrict a, int64_t sa, const T *restrict x, int64_t sx,
+                          int64_t len) {
+    T s = 0;
+    if (sa == 1 && sx == 1) {
+#pragma omp simd reduction(+:s)
+        for (int64_t q = 0; q < len; q++) s += a[q] * x[q];
+    } else {
+        for (int64_t q = 0; q < len; q++) s += a[q * sa] * x[q * sx];
+    }
+    return s;
+}
+
+static T TL_GK(dot_row)(const T *a, int64_t sa, const T *x, int64_t sx, int64_t k) {
+    T s = 0;
+    for (int64_t q = 0; q < k; q += TL_DOT_CHUNK)
+        s += TL_GK(dot_chunk)(a + q * sa, sa, x + q * sx, sx,
+                              k - q < TL_DOT_CHUNK ? k - q : TL_DOT_CHUNK);
+    return s;
+}
+
+static inline void TL_GK(gemv_store)(T *y, T acc, T alpha, T beta) {
+    *y = beta != 0 ? beta * *y + alpha * acc : alpha * acc;
+}
+
+/* Rows [i0, i1) of y = A x, for A with contiguous columns (rsa == 1): accumulate column by
+ * column (axpy form, vectorised along the rows) in blocks of rows that stay in L1.  Each
+ * y[i] still sums its k terms in order, so this agrees with dot_row up to rounding only. */
+static void TL_GK(gemv_cols)(const tl_gemv_problem *g, int64_t i0, int64_t i1) {
+    enum { RB = 512 };
+    const T *A = (const T *)g->a, *x = (const T *)g->x;
+    T *y = (T *)g->y;
+    T acc[RB];
+    for (int64_t ib = i0; ib < i1; ib += RB) {
+        const int64_t rb = i1 - ib < RB ? i1 - ib : RB;
+        for (int64_t i = 0; i < rb; i++) acc[i] = 0;
+        for (int64_t q = 0; q < g->k; q++) {
+            const T xv = x[q * g->sx];
+            const T *col = A + ib + q * g->csa;
+#pragma omp simd
+            for (int64_t i = 0; i < rb; i++) acc[i] += col[i] * xv;
+        }
+        for (int64_t i = 0; i < rb; i++)
+            TL_GK(gemv_store)(y + (ib + i) * g->sy, acc[i], (T)g->alpha, (T)g->beta);
+    }
+}
+
+static void TL_GK(gemv_rows)(const tl_gemv_problem *g, int64_t i0, int64_t i1) {
+    if (tl_gemv_by_columns(g)) {
+        TL_GK(gemv_cols)(g, i0, i1);
+        return;
+    }
+    const T *A = (const T *)g->a, *x = (const T *)g->x;
+    T *y = (T *)g->y;
+    for (int64_t i = i0; i < i1; i++)
+        TL_GK(gemv_store)(y + i * g->sy, TL_GK(dot_row)(A + i * g->rsa, g->csa, x, g->sx, g->k),
+                          (T)g->alpha, (T)g->beta);
+}
+
+/* A single long dot product split over threads by chunks (same sums as dot_row). */
+static void TL_GK(gemv_dot)(const tl_gemv_problem *g, int nthreads) {
+    const T *a = (const T *)g->a, *x = (const T *)g->x;
+    const int64_t nch = (g->k + TL_DOT_CHUNK - 1) / TL_DOT_CHUNK;
+    T *part = (T *)malloc((size_t)nch * sizeof(T));
+    if (!part) { tl_gemm_oom = 1; return; }
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+    for (int64_t c = 0; c < nch; c++) {
+        const int64_t q = c * TL_DOT_CHUNK;
+        part[c] = TL_GK(dot_chunk)(a + q * g->csa, g->csa, x + q * g->sx, g->sx,
+                                   g->k - q < TL_DOT_CHUNK ? g->k - q : TL_DOT_CHUNK);
+    }
+    T s = 0;
+    for (int64_t c = 0; c < nch; c++) s += part[c];
+    free(part);
+    TL_GK(gemv_store)((T *)g->y, s, (T)g->alpha, (T)g->beta);
+}
+
+static void TL_GK(gemv)(const tl_gemv_problem *g, int nthreads) {
+    if (g->m == 1 && g->rsa != 1 && nthreads > 1 && g->k >= 4 * TL_DOT_CHUNK) {
+        TL_GK(gemv_dot)(g, nthreads);
+        return;
+    }
+    if (nthreads <= 1 || g->m < 2 * TL_GEMV_ROWS) {
+        TL_GK(gemv_rows)(g, 0, g->m);
+        return;
+    }
+    const int64_t nblk = (g->m + TL_GEMV_ROWS - 1) / TL_GEMV_ROWS;
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+    for (int64_t bi = 0; bi < nblk; bi++) {
+        const int64_t i0 = bi * TL_GEMV_ROWS;
+        TL_GK(gemv_rows)(g, i0, g->m - i0 < TL_GEMV_ROWS ? g->m : i0 + TL_GEMV_ROWS);
+    }
+}
+
+static const tl_gemm_kernel TL_GK(kernel) = {(int)sizeof(T), MR, NR, MC, KC, NC, TL_GK(gemm_serial), TL_GK(gemv)};
+
+#undef NR
+#undef T
+#undef TL_GK
+#undef MR
+#undef NV
+#undef VL
+#undef KC
+#undef MC
+#undef NC
+#undef VT
+#undef VZERO
+#undef VLOAD
+#undef VLOADU
+#undef VSTOREU
+#undef VSET1
+#undef VFMA
+#undef VMUL
+#undef TB
+#undef TRANS
+#undef VMASK_T
+#undef VMASK
+#undef VLOADM
+#undef VSTOREM

@@ -1,0 +1,209 @@
+# Matrix products over strided, batched operands.  The kernels are C (kernels/gemm.h:
+# packing, SIMD micro-kernels compiled per ISA level, OpenMP blocking); this module checks
+# the operands, computes the dtypes the kernels lack (float16, bfloat16) through float32,
+# handles empty products and an output that aliases an input, and lays out the batch.
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+from torchlite._core.array cimport (Array, MAX_DIMS, new_array, TL_BOOL, TL_FLOAT16,
+                                    TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64)
+from torchlite._core.elementwise cimport cast_array, copy_into
+from torchlite._core.parallel cimport omp_get_max_threads
+from torchlite._core import array as _A
+from torchlite._core import elementwise as _ew
+import os
+
+cdef extern from "kernels/gemm.h" nogil:
+    ctypedef struct tl_gemm_problem:
+        int64_t m, n, k
+        const char* a
+        int64_t rsa, csa
+        const char* b
+        int64_t rsb, csb
+        char* c
+        int64_t rsc, csc
+        double alpha, beta
+        int64_t ialpha, ibeta
+    int tl_gemm_run(int dtype, const tl_gemm_problem* p, int64_t batch, const int64_t* offa,
+                    const int64_t* offb, const int64_t* offc, int nthreads)
+    int tl_gemm_install(int level)
+    int tl_cpu_isa_level()
+
+# dtype names as PyTorch's messages spell them: ScalarType names and C++ type names
+TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
+               "Double")
+C_NAMES = ("bool", "unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
+           "c10::BFloat16", "float", "double")
+cdef int _MUL = _ew.BINARY["mul"]
+
+# ---------------------------------------------------------------------------------------
+# ISA selection (the elementwise module has its own; tests force each level of both)
+# ---------------------------------------------------------------------------------------
+cdef int _isa = 0
+
+def isa_level():
+    """The SIMD level whose GEMM kernels are installed: 0, 3 (AVX2+FMA) or 4 (AVX-512)."""
+    return _isa
+
+def set_isa_level(int level):
+    """Install the GEMM kernels of `level`, clamped to what the CPU supports; returns the
+    level installed.  Tests use it to run every copy of the kernels."""
+    global _isa
+    cdef int cpu = tl_cpu_isa_level()
+    _isa = tl_gemm_install(level if level < cpu else cpu)
+    return _isa
+
+_env_isa = os.environ.get("TORCHLITE_ISA")
+set_isa_level(int(_env_isa) if _env_isa else 99)
+
+
+# ---------------------------------------------------------------------------------------
+# Batched product
+# ---------------------------------------------------------------------------------------
+cdef int _check_operands(Array a, Array b, str op) except -1:
+    cdef int nd = a.nd, i
+    if nd < 2 or b.nd != nd:
+        raise RuntimeError(f"{op}: expected two tensors of the same rank >= 2, got shapes "
+                           f"{a.shape} and {b.shape}")
+    for i in range(nd - 2):
+        if a.shp[i] != b.shp[i]:
+            raise RuntimeError(f"{op}: batch dimensions must match, got shapes {a.shape} and "
+                               f"{b.shape}")
+    if a.shp[nd - 1] != b.shp[nd - 2]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                           f"({a.shp[nd - 2]}x{a.shp[nd - 1]} and {b.shp[nd - 2]}x{b.shp[nd - 1]})")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{C_NAMES[a.dtype]} != {C_NAMES[b.dtype]}")
+    if a.dtype == TL_BOOL:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+    return 0
+
+
+cdef int _check_out(Array out, Array a, Array b, str op) except -1:
+    cdef int nd = a.nd, i
+    cdef bint ok = out.nd == nd and out.shp[nd - 2] == a.shp[nd - 2] and out.shp[nd - 1] == b.shp[nd - 1]
+    for i in range(nd - 2):
+        ok = ok and out.shp[i] == a.shp[i]
+    if not ok:
+        raise RuntimeError(f"{op}: out has shape {out.shape}, expected "
+                           f"{a.shape[:nd - 1] + (b.shp[nd - 1],)}")
+    if out.dtype != a.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {C_NAMES[a.dtype]}, but got "
+                           f"{C_NAMES[out.dtype]} instead")
+    for i in range(nd):
+        if out.strd[i] == 0 and out.shp[i] > 1:
+            raise RuntimeError(f"{op}: unsupported operation: more than one element of the "
+                               f"written-to tensor refers to a single memory location. Please "
+                               f"clone() the tensor before performing the operation.")
+    return 0
+
+
+cdef inline bint _is_float(int dt) noexcept:
+    return dt == TL_FLOAT16 or dt == TL_BFLOAT16 or dt == TL_FLOAT32 or dt == TL_FLOAT64
+
+
+cdef int _scale(Array out, object beta) except -1:
+    """out *= beta, where a zero beta clears out (NaN and garbage included), as in BLAS."""
+    if not _is_float(out.dtype):
+        beta = int(beta)
+    if beta == 0:
+        _A.fill_(out, 0)
+    elif beta != 1:
+        _ew.binary(_MUL, out, float(beta) if _is_float(out.dtype) else beta, out)
+    return 0
+
+
+cdef int _run(Array a, Array b, Array out, object alpha, object beta) except -1:
+    """The kernel call: out is m x n per batch entry (m, n, k >= 1), disjoint from a and b."""
+    cdef int nd = a.nd, i, err
+    cdef int64_t nbatch = 1
+    cdef int64_t zero = 0
+    cdef int64_t* offs = NULL
+    cdef tl_gemm_problem p
+    for i in range(nd - 2):
+        nbatch *= a.shp[i]
+    p.m = a.shp[nd - 2]; p.k = a.shp[nd - 1]; p.n = b.shp[nd - 1]
+    p.a = a.ptr(); p.rsa = a.strd[nd - 2]; p.csa = a.strd[nd - 1]
+    p.b = b.ptr(); p.rsb = b.strd[nd - 2]; p.csb = b.strd[nd - 1]
+    p.c = out.ptr(); p.rsc = out.strd[nd - 2]; p.csc = out.strd[nd - 1]
+    if _is_float(a.dtype):
+        p.alpha = float(alpha); p.beta = float(beta); p.ialpha = 0; p.ibeta = 0
+    else:
+        p.ialpha = int(alpha); p.ibeta = int(beta); p.alpha = 0; p.beta = 0
+    if nbatch > 1:
+        offs = <int64_t*>malloc(3 * nbatch * sizeof(int64_t))
+        if offs == NULL:
+            raise MemoryError("matmul: cannot allocate the batch offsets")
+        _batch_offsets(a, b, out, nbatch, offs)
+    with nogil:
+        if offs == NULL:
+            err = tl_gemm_run(a.dtype, &p, 1, &zero, &zero, &zero, omp_get_max_threads())
+        else:
+            err = tl_gemm_run(a.dtype, &p, nbatch, offs, offs + nbatch, offs + 2 * nbatch,
+                              omp_get_max_threads())
+    free(offs)
+    if err == -1:
+        raise MemoryError("matmul: out of memory for the packing buffers")
+    if err:
+        raise RuntimeError(f"matmul: no kernel for dtype {_ew.DTYPE_NAMES[a.dtype]}")
+    return 0
+
+
+cdef void _batch_offsets(Array a, Array b, Array out, int64_t nbatch, int64_t* offs) noexcept:
+    """Element offsets of each batch entry of a, b and out (batch dims in row-major order)."""
+    cdef int nb = a.nd - 2, d
+    cdef int64_t idx[MAX_DIMS]
+    cdef int64_t i, oa = 0, ob = 0, oc = 0
+    for d in range(nb):
+        idx[d] = 0
+    for i in range(nbatch):
+        offs[i] = oa; offs[nbatch + i] = ob; offs[2 * nbatch + i] = oc
+        d = nb - 1
+        while d >= 0:               # odometer step over the batch dims
+            idx[d] += 1
+            oa += a.strd[d]; ob += b.strd[d]; oc += out.strd[d]
+            if idx[d] < a.shp[d]:
+                break
+            oa -= a.strd[d] * a.shp[d]; ob -= b.strd[d] * a.shp[d]; oc -= out.strd[d] * a.shp[d]
+            idx[d] = 0
+            d -= 1
+
+
+def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm"):
+    """out = alpha * (a @ b) + beta * out for a of shape (*B, m, k) and b of shape (*B, k, n)
+    with the same batch shape B (broadcast by the caller) and the same dtype.  With beta != 0
+    out must be given: it holds the addend.  Any strides work, stride 0 included; out may
+    alias a or b.  float16/bfloat16 are computed in float32 and rounded once; integers wrap.
+    Returns out, a new C-contiguous array when None was given."""
+    cdef int nd = a.nd, i
+    cdef int64_t shp[MAX_DIMS]
+    cdef int64_t nbatch = 1
+    cdef Array tmp
+    _check_operands(a, b, op)
+    if out is None:
+        if beta != 0:
+            raise ValueError(f"{op}: beta != 0 needs the addend in out")
+        for i in range(nd - 1):
+            shp[i] = a.shp[i]
+        shp[nd - 1] = b.shp[nd - 1]
+        out = new_array(nd, shp, a.dtype)
+    else:
+        _check_out(out, a, b, op)
+    for i in range(nd - 2):
+        nbatch *= a.shp[i]
+    if nbatch == 0 or out.shp[nd - 2] == 0 or out.shp[nd - 1] == 0:
+        return out
+    if a.shp[nd - 1] == 0:
+        _scale(out, beta)
+        return out
+    if a.dtype == TL_FLOAT16 or a.dtype == TL_BFLOAT16:
+        tmp = cast_array(out, TL_FLOAT32) if beta != 0 else new_array(nd, out.shp, TL_FLOAT32)
+        _run(cast_array(a, TL_FLOAT32), cast_array(b, TL_FLOAT32), tmp, alpha, beta)
+        copy_into(out, tmp)
+    elif out.storage is a.storage or out.storage is b.storage:
+        tmp = _ew.clone(out, False) if beta != 0 else new_array(nd, out.shp, out.dtype)
+        _run(a, b, tmp, alpha, beta)
+        copy_into(out, tmp)
+    else:
+        _run(a, b, out, alpha, beta)
+    return out
