@@ -432,7 +432,7 @@ cdef class Array:
         if nd < self.nd:
             raise RuntimeError(f"expand: the number of sizes provided ({nd}) must be greater or equal "
                                f"to the number of dimensions in the tensor ({self.nd})")
-        for i in range(nd):
+        for i in range(nd - 1, -1, -1):         # from the last dim, so errors name it as torch does
             want = shape[i]
             j = i - (nd - self.nd)
             if j < 0:
@@ -450,8 +450,8 @@ cdef class Array:
             else:
                 raise RuntimeError(
                     f"The expanded size of the tensor ({want}) must match the existing size "
-                    f"({self.shp[j]}) at non-singleton dimension {i}.  Target sizes: {tuple(shape)}.  "
-                    f"Tensor sizes: {self.shape}")
+                    f"({self.shp[j]}) at non-singleton dimension {i}.  Target sizes: {list(shape)}.  "
+                    f"Tensor sizes: {list(self.shape)}")
         return make_view(self, nd, shp, st, self.off)
 
     def slice(self, int64_t dim, object start, object stop, int64_t step):
