@@ -1,9 +1,5 @@
 """torchlite.linalg: matrix products and norms, as torch.linalg."""
-from ._ops.linalg import matmul, vecdot, multi_dot  # noqa: F401
+from ._ops.linalg import matmul, vecdot, multi_dot
+from ._ops.reduction import vector_norm, matrix_norm, linalg_norm as norm
 
-__all__ = ["matmul", "vecdot", "multi_dot"]
-try:
-    from ._ops.reduction import vector_norm, matrix_norm, linalg_norm as norm  # noqa: F401
-    __all__ += ["vector_norm", "matrix_norm", "norm"]
-except ImportError:      # reductions not built yet
-    pass
+__all__ = ["matmul", "vecdot", "multi_dot", "vector_norm", "matrix_norm", "norm"]

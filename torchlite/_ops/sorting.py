@@ -7,7 +7,6 @@ NaN is larger than every number, -0.0 equals 0.0, and sorting is always stable, 
 `stable=False` gives the same (valid) answer as `stable=True`.  topk(sorted=False) also
 returns its values sorted, which is one of the orders PyTorch allows."""
 import builtins
-import collections
 
 from .. import _dtype as D
 from .._core import array as _A
@@ -19,22 +18,9 @@ from . import _register
 _TORCH_NAMES = _ew._TORCH_NAMES
 
 
-# ---- return types (torch.return_types.*: named (values, indices) tuples) ----------------------
-def _return_type(name):
-    cls = collections.namedtuple(name, ("values", "indices"))
-    cls.__qualname__ = "_RT_" + name       # where pickle finds it in this module
-    cls.__module__ = __name__
+from .. import return_types  # noqa: E402  (the named result tuples)
 
-    def __repr__(self):
-        return f"torchlite.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
-
-    cls.__repr__ = __repr__
-    return cls
-
-
-_RT_sort = _return_type("sort")
-_RT_topk = _return_type("topk")
-_RT_kthvalue = _return_type("kthvalue")
+_RT_sort, _RT_topk, _RT_kthvalue = return_types.sort, return_types.topk, return_types.kthvalue
 
 
 # ---- helpers -------------------------------------------------------------------------------

@@ -1,0 +1,418 @@
+/* Reduction and softmax kernels.  reduce.h includes this file once per ISA level with
+ * TL_RSFX(name) giving each copy its own names; TL_RBODY_FULL is 0 in the AVX copies, which
+ * hold only the float32/float64 kernels.  The loops are written over fixed arrays of lanes
+ * so that the compiler turns them into vector registers at every level (checked with
+ * objdump: 4 zmm accumulators for float32 at AVX-512). */
+
+#ifndef TL_REDUCE_BODY_MACROS
+#define TL_REDUCE_BODY_MACROS
+
+/* Combine NL (<= 64) lanes into acc[0] by a fixed tree.  Written as constant-width steps:
+ * a loop over the width would not be unrolled, and stays scalar. */
+#define TL_TREE(acc, NL, COMB)                                                              \
+    if ((NL) >= 64) for (int j = 0; j < 32; j++) acc[j] = COMB(acc[j], acc[j + 32]);         \
+    if ((NL) >= 32) for (int j = 0; j < 16; j++) acc[j] = COMB(acc[j], acc[j + 16]);         \
+    if ((NL) >= 16) for (int j = 0; j < 8; j++) acc[j] = COMB(acc[j], acc[j + 8]);           \
+    for (int j = 0; j < 4; j++) acc[j] = COMB(acc[j], acc[j + 4]);                           \
+    for (int j = 0; j < 2; j++) acc[j] = COMB(acc[j], acc[j + 2]);                           \
+    acc[0] = COMB(acc[0], acc[1]);
+
+/* rows, float32 sum family: 64 float32 lanes over at most TL_RFLUSH elements, combined by
+ * the tree and added into a float64 sum. */
+#define TL_RROWS_F32SUM(NAME, MAP)                                                          \
+static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t n,        \
+                          const double *center, double p, void *outv) {                     \
+    double *out = (double *)outv; (void)p;                                                   \
+    for (int64_t r = 0; r < nrows; r++) {                                                    \
+        const float *x = (const float *)(xb + r * rstride);                                  \
+        const float c = center ? (float)center[r] : 0.0f; (void)c;                           \
+        double s = 0.0;                                                                      \
+        int64_t i = 0;                                                                       \
+        while (n - i >= TL_RL) {                                                             \
+            float acc[TL_RL];                                                                \
+            for (int j = 0; j < TL_RL; j++) acc[j] = 0.0f;                                   \
+            const int64_t e = n - i > TL_RFLUSH ? i + TL_RFLUSH : n;                         \
+            for (; i + TL_RL <= e; i += TL_RL)                                               \
+                for (int j = 0; j < TL_RL; j++) { const float v = x[i + j]; acc[j] += (float)(MAP(v, c)); } \
+            TL_TREE(acc, TL_RL, TL_C_ADD)                                                    \
+            s += (double)acc[0];                                                             \
+        }                                                                                    \
+        for (; i < n; i++) { const float v = x[i]; s += (double)(float)(MAP(v, c)); }        \
+        out[r] = s;                                                                          \
+    }                                                                                        \
+}
+
+/* best = max (FAST = TL_C_FMAX, COMB = TL_C_MAX) or min of MAP(x[0..n)) with NaN
+ * propagating.  The lanes use the plain max (one instruction) and detect NaN and inf on the
+ * side (z += v * 0 is one FMA, and turns NaN on either); only a row holding one of them is
+ * scanned again with the exact NaN-sticky combine. */
+#define TL_ROW_BEST(T, NL, INIT, MAP, FAST, COMB, x, n, best)                              \
+    {                                                                                        \
+        int64_t i_ = 0;                                                                      \
+        int special_ = 0;                                                                    \
+        best = INIT;                                                                         \
+        if ((n) >= NL) {                                                                     \
+            T acc_[NL], z_[NL];                                                              \
+            for (int j = 0; j < NL; j++) { acc_[j] = INIT; z_[j] = 0; }                      \
+            for (; i_ + NL <= (n); i_ += NL)                                                 \
+                for (int j = 0; j < NL; j++) {                                               \
+                    const T v = MAP((x)[i_ + j], 0); acc_[j] = FAST(acc_[j], v); z_[j] += v * 0; } \
+            TL_TREE(acc_, NL, FAST)                                                          \
+            TL_TREE(z_, NL, TL_C_ADD)                                                        \
+            best = acc_[0];                                                                  \
+            special_ = z_[0] != z_[0];                                                       \
+        }                                                                                    \
+        for (; i_ < (n); i_++) best = COMB(best, MAP((x)[i_], 0));                           \
+        if (special_) {                                                                      \
+            best = INIT;                                                                     \
+            for (i_ = 0; i_ < (n); i_++) best = COMB(best, MAP((x)[i_], 0));                 \
+        }                                                                                    \
+    }
+
+/* rows, float max/min (and of |x|): TL_ROW_BEST per row */
+#define TL_RROWS_BEST(NAME, T, NL, INIT, MAP, FAST, COMB)                                  \
+static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t n,        \
+                          const double *center, double p, void *outv) {                     \
+    double *out = (double *)outv; (void)p; (void)center;                                     \
+    for (int64_t r = 0; r < nrows; r++) {                                                    \
+        const T *x = (const T *)(xb + r * rstride);                                          \
+        T best;                                                                              \
+        TL_ROW_BEST(T, NL, INIT, MAP, FAST, COMB, x, n, best)                                \
+        out[r] = (double)best;                                                               \
+    }                                                                                        \
+}
+
+/* rows, any other reduction: NL lanes of type LT combined with COMB. */
+#define TL_RROWS(NAME, T, LT, NL, INIT, MAP, COMB, OUTT)                                   \
+static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t n,        \
+                          const double *center, double p, void *outv) {                     \
+    OUTT *out = (OUTT *)outv; (void)p;                                                       \
+    for (int64_t r = 0; r < nrows; r++) {                                                    \
+        const T *x = (const T *)(xb + r * rstride);                                          \
+        const T c = center ? (T)center[r] : (T)0; (void)c;                                   \
+        LT s = INIT;                                                                         \
+        int64_t i = 0;                                                                       \
+        if (n >= NL) {                                                                       \
+            LT acc[NL];                                                                      \
+            for (int j = 0; j < NL; j++) acc[j] = INIT;                                      \
+            for (; i + NL <= n; i += NL)                                                     \
+                for (int j = 0; j < NL; j++) { const T v = x[i + j]; acc[j] = COMB(acc[j], (LT)(MAP(v, c))); } \
+            TL_TREE(acc, NL, COMB)                                                           \
+            s = acc[0];                                                                      \
+        }                                                                                    \
+        for (; i < n; i++) { const T v = x[i]; s = COMB(s, (LT)(MAP(v, c))); }               \
+        out[r] = (OUTT)s;                                                                    \
+    }                                                                                        \
+}
+
+/* cols, float32 sum family: float32 column accumulators flushed into float64 every
+ * TL_RCFLUSH rows.  Rows go four at a time, ((r0 + r1) + (r2 + r3)) into the accumulator:
+ * four memory streams in flight (a 4 KiB row segment alone keeps the prefetcher restarting)
+ * and a quarter of the accumulator loads and stores. */
+#define TL_RCOLS_F32SUM(NAME, MAP)                                                          \
+static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t ncols,    \
+                          const double *center, double p, void *outv) {                     \
+    double *out = (double *)outv; (void)p;                                                   \
+    for (int64_t c0 = 0; c0 < ncols; c0 += TL_RCB) {                                         \
+        const int64_t nc = ncols - c0 < TL_RCB ? ncols - c0 : TL_RCB;                        \
+        float acc[TL_RCB], cc[TL_RCB];                                                       \
+        double dacc[TL_RCB];                                                                 \
+        for (int64_t j = 0; j < nc; j++) {                                                   \
+            dacc[j] = 0.0; cc[j] = center ? (float)center[c0 + j] : 0.0f; }                  \
+        for (int64_t r0 = 0; r0 < nrows; r0 += TL_RCFLUSH) {                                 \
+            const int64_t r1 = nrows - r0 > TL_RCFLUSH ? r0 + TL_RCFLUSH : nrows;            \
+            for (int64_t j = 0; j < nc; j++) acc[j] = 0.0f;                                  \
+            int64_t r = r0;                                                                  \
+            for (; r + 4 <= r1; r += 4) {                                                    \
+                const float *x0 = (const float *)(xb + r * rstride) + c0;                    \
+                const float *x1 = (const float *)(xb + (r + 1) * rstride) + c0;              \
+                const float *x2 = (const float *)(xb + (r + 2) * rstride) + c0;              \
+                const float *x3 = (const float *)(xb + (r + 3) * rstride) + c0;              \
+                for (int64_t j = 0; j < nc; j++) {                                           \
+                    const float c = cc[j]; (void)c;                                          \
+                    const float v0 = x0[j], v1 = x1[j], v2 = x2[j], v3 = x3[j];              \
+                    acc[j] += ((float)(MAP(v0, c)) + (float)(MAP(v1, c))) +                  \
+                              ((float)(MAP(v2, c)) + (float)(MAP(v3, c))); }                 \
+            }                                                                                \
+            for (; r < r1; r++) {                                                            \
+                const float *x = (const float *)(xb + r * rstride) + c0;                     \
+                for (int64_t j = 0; j < nc; j++) {                                           \
+                    const float v = x[j], c = cc[j]; (void)c; acc[j] += (float)(MAP(v, c)); } \
+            }                                                                                \
+            for (int64_t j = 0; j < nc; j++) dacc[j] += (double)acc[j];                      \
+        }                                                                                    \
+        for (int64_t j = 0; j < nc; j++) out[c0 + j] = dacc[j];                              \
+    }                                                                                        \
+}
+
+#define TL_RCOLS(NAME, T, LT, INIT, MAP, COMB, OUTT)                                       \
+static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t ncols,    \
+                          const double *center, double p, void *outv) {                     \
+    OUTT *out = (OUTT *)outv; (void)p;                                                       \
+    for (int64_t c0 = 0; c0 < ncols; c0 += TL_RCB) {                                         \
+        const int64_t nc = ncols - c0 < TL_RCB ? ncols - c0 : TL_RCB;                        \
+        LT acc[TL_RCB]; T cc[TL_RCB];                                                        \
+        for (int64_t j = 0; j < nc; j++) {                                                   \
+            acc[j] = INIT; cc[j] = center ? (T)center[c0 + j] : (T)0; }                      \
+        int64_t r = 0;                                                                       \
+        for (; r + 4 <= nrows; r += 4) {        /* four row streams at a time, as above */   \
+            const T *x0 = (const T *)(xb + r * rstride) + c0;                                \
+            const T *x1 = (const T *)(xb + (r + 1) * rstride) + c0;                          \
+            const T *x2 = (const T *)(xb + (r + 2) * rstride) + c0;                          \
+            const T *x3 = (const T *)(xb + (r + 3) * rstride) + c0;                          \
+            for (int64_t j = 0; j < nc; j++) {                                               \
+                const T c = cc[j]; (void)c;                                                  \
+                const T v0 = x0[j], v1 = x1[j], v2 = x2[j], v3 = x3[j];                      \
+                LT a = COMB(acc[j], (LT)(MAP(v0, c)));                                       \
+                a = COMB(a, (LT)(MAP(v1, c)));                                               \
+                a = COMB(a, (LT)(MAP(v2, c)));                                               \
+                acc[j] = COMB(a, (LT)(MAP(v3, c))); }                                        \
+        }                                                                                    \
+        for (; r < nrows; r++) {                                                             \
+            const T *x = (const T *)(xb + r * rstride) + c0;                                 \
+            for (int64_t j = 0; j < nc; j++) {                                               \
+                const T v = x[j], c = cc[j]; (void)c; acc[j] = COMB(acc[j], (LT)(MAP(v, c))); } \
+        }                                                                                    \
+        for (int64_t j = 0; j < nc; j++) out[c0 + j] = (OUTT)acc[j];                         \
+    }                                                                                        \
+}
+
+/* argmax/argmin of rows: the best value by lanes, then the first index holding it (the
+ * search goes block by block so that it vectorises too). */
+#define TL_RARG_ROWS(NAME, T, NL, INIT, FAST, COMB, OUTT)                                  \
+static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t n,        \
+                          void *valv, int64_t *idx) {                                        \
+    OUTT *val = (OUTT *)valv;                                                                \
+    for (int64_t r = 0; r < nrows; r++) {                                                    \
+        const T *x = (const T *)(xb + r * rstride);                                          \
+        T best;                                                                              \
+        TL_ROW_BEST(T, NL, INIT, TL_M_ID, FAST, COMB, x, n, best)                            \
+        int64_t k = 0;                                                                       \
+        if (best != best) {                                                                  \
+            for (; k + NL <= n; k += NL) {                                                   \
+                int hit = 0;                                                                 \
+                for (int j = 0; j < NL; j++) hit |= x[k + j] != x[k + j];                    \
+                if (hit) break;                                                              \
+            }                                                                                \
+            while (k < n - 1 && x[k] == x[k]) k++;                                           \
+        } else {                                                                             \
+            for (; k + NL <= n; k += NL) {                                                   \
+                int hit = 0;                                                                 \
+                for (int j = 0; j < NL; j++) hit |= x[k + j] == best;                        \
+                if (hit) break;                                                              \
+            }                                                                                \
+            while (k < n - 1 && x[k] != best) k++;                                           \
+        }                                                                                    \
+        val[r] = (OUTT)best;                                                                 \
+        idx[r] = k;                                                                          \
+    }                                                                                        \
+}
+
+/* argmax/argmin of columns: a best value and index per column, updated row by row. */
+#define TL_RARG_COLS(NAME, T, TAKE, OUTT)                                                  \
+static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t ncols,    \
+                          void *valv, int64_t *idx) {                                        \
+    OUTT *val = (OUTT *)valv;                                                                \
+    for (int64_t c0 = 0; c0 < ncols; c0 += TL_RCB) {                                         \
+        const int64_t nc = ncols - c0 < TL_RCB ? ncols - c0 : TL_RCB;                        \
+        T best[TL_RCB]; int64_t bi[TL_RCB];                                                  \
+        const T *x0 = (const T *)xb + c0;                                                    \
+        for (int64_t j = 0; j < nc; j++) { best[j] = x0[j]; bi[j] = 0; }                     \
+        for (int64_t r = 1; r < nrows; r++) {                                                \
+            const T *x = (const T *)(xb + r * rstride) + c0;                                 \
+            for (int64_t j = 0; j < nc; j++) {                                               \
+                const T v = x[j], b = best[j];                                               \
+                const int take = TAKE(b, v);                                                 \
+                best[j] = take ? v : b;                                                      \
+                bi[j] = take ? r : bi[j];                                                    \
+            }                                                                                \
+        }                                                                                    \
+        for (int64_t j = 0; j < nc; j++) { val[c0 + j] = (OUTT)best[j]; idx[c0 + j] = bi[j]; } \
+    }                                                                                        \
+}
+
+/* softmax over contiguous rows, fused: max, then exp(x - max) written and summed, then a
+ * scale (or, for log_softmax, x - max - log(sum)); the row stays in L1 across the passes. */
+#define TL_SOFTMAX_ROWS(NAME, T, NL, EXPF)                                                 \
+static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t nrows, int64_t n, int logmode) { \
+    for (int64_t r = 0; r < nrows; r++) {                                                    \
+        const T *x = (const T *)xb + r * n;                                                  \
+        T *y = (T *)yb + r * n;                                                              \
+        T m;                                                                                 \
+        TL_ROW_BEST(T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX, x, n, m)                 \
+        T acc[NL];                                                                           \
+        for (int j = 0; j < NL; j++) acc[j] = 0;                                             \
+        int64_t i = 0;                                                                       \
+        if (logmode) {                                                                       \
+            for (; i + NL <= n; i += NL)                                                     \
+                for (int j = 0; j < NL; j++) acc[j] += EXPF(x[i + j] - m);                   \
+        } else {                                                                             \
+            for (; i + NL <= n; i += NL)                                                     \
+                for (int j = 0; j < NL; j++) { const T e = EXPF(x[i + j] - m); y[i + j] = e; acc[j] += e; } \
+        }                                                                                    \
+        TL_TREE(acc, NL, TL_C_ADD)                                                           \
+        double s = (double)acc[0];                                                           \
+        for (; i < n; i++) { const T e = EXPF(x[i] - m); if (!logmode) y[i] = e; s += (double)e; } \
+        if (logmode) {                                                                       \
+            const T ls = (T)log(s);                                                          \
+            for (i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                                  \
+        } else {                                                                             \
+            const T inv = (T)(1.0 / s);                                                      \
+            for (i = 0; i < n; i++) y[i] *= inv;                                             \
+        }                                                                                    \
+    }                                                                                        \
+}
+
+/* softmax down columns: nc (<= TL_SMCB) columns of R rows, row stride ld elements. */
+#define TL_SOFTMAX_COLS(NAME, T, EXPF)                                                     \
+static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t R, int64_t ld, int64_t nc,      \
+                          int logmode) {                                                     \
+    const T *x = (const T *)xb;                                                              \
+    T *y = (T *)yb;                                                                          \
+    T m[TL_SMCB], k[TL_SMCB];                                                                \
+    double s[TL_SMCB];                                                                       \
+    for (int64_t j = 0; j < nc; j++) { m[j] = -INFINITY; s[j] = 0.0; }                       \
+    for (int64_t r = 0; r < R; r++)                                                          \
+        for (int64_t j = 0; j < nc; j++) m[j] = TL_C_MAX(m[j], x[r * ld + j]);               \
+    for (int64_t r = 0; r < R; r++) {                                                        \
+        if (logmode) {                                                                       \
+            for (int64_t j = 0; j < nc; j++) s[j] += (double)EXPF(x[r * ld + j] - m[j]);     \
+        } else {                                                                             \
+            for (int64_t j = 0; j < nc; j++) {                                               \
+                const T e = EXPF(x[r * ld + j] - m[j]); y[r * ld + j] = e; s[j] += (double)e; } \
+        }                                                                                    \
+    }                                                                                        \
+    for (int64_t j = 0; j < nc; j++) k[j] = logmode ? (T)log(s[j]) : (T)(1.0 / s[j]);        \
+    for (int64_t r = 0; r < R; r++) {                                                        \
+        if (logmode) {                                                                       \
+            for (int64_t j = 0; j < nc; j++) y[r * ld + j] = (x[r * ld + j] - m[j]) - k[j];  \
+        } else {                                                                             \
+            for (int64_t j = 0; j < nc; j++) y[r * ld + j] *= k[j];                          \
+        }                                                                                    \
+    }                                                                                        \
+}
+
+/* Every kernel of one float type: F is the suffix, T the type, NL its lane count, F32SUM
+ * selects the flushing sum for float32, ABS/POW/EXP the type's math. */
+#define TL_RED_FLOAT_SUMS_F32()                                                            \
+    TL_RROWS_F32SUM(rr_SUM_f32, TL_M_ID) TL_RCOLS_F32SUM(rc_SUM_f32, TL_M_ID)                \
+    TL_RROWS_F32SUM(rr_NANSUM_f32, TL_M_NANZERO) TL_RCOLS_F32SUM(rc_NANSUM_f32, TL_M_NANZERO) \
+    TL_RROWS_F32SUM(rr_SUMABS_f32, TL_M_ABS32) TL_RCOLS_F32SUM(rc_SUMABS_f32, TL_M_ABS32)    \
+    TL_RROWS_F32SUM(rr_SUMSQ_f32, TL_M_SQ) TL_RCOLS_F32SUM(rc_SUMSQ_f32, TL_M_SQ)            \
+    TL_RROWS_F32SUM(rr_SUMSQDEV_f32, TL_M_SQDEV) TL_RCOLS_F32SUM(rc_SUMSQDEV_f32, TL_M_SQDEV) \
+    TL_RROWS_F32SUM(rr_SUMPOW_f32, TL_M_POW32) TL_RCOLS_F32SUM(rc_SUMPOW_f32, TL_M_POW32)    \
+    TL_RROWS_F32SUM(rr_SUMEXPDEV_f32, TL_M_EXP32) TL_RCOLS_F32SUM(rc_SUMEXPDEV_f32, TL_M_EXP32) \
+    TL_RROWS_F32SUM(rr_COUNTNZ_f32, TL_M_NZ) TL_RCOLS_F32SUM(rc_COUNTNZ_f32, TL_M_NZ)        \
+    TL_RROWS_F32SUM(rr_COUNTNOTNAN_f32, TL_M_NOTNAN) TL_RCOLS_F32SUM(rc_COUNTNOTNAN_f32, TL_M_NOTNAN)
+
+#define TL_RED_FLOAT_SUMS_F64()                                                            \
+    TL_RROWS(rr_SUM_f64, double, double, TL_RL64, 0.0, TL_M_ID, TL_C_ADD, double)            \
+    TL_RCOLS(rc_SUM_f64, double, double, 0.0, TL_M_ID, TL_C_ADD, double)                     \
+    TL_RROWS(rr_NANSUM_f64, double, double, TL_RL64, 0.0, TL_M_NANZERO, TL_C_ADD, double)    \
+    TL_RCOLS(rc_NANSUM_f64, double, double, 0.0, TL_M_NANZERO, TL_C_ADD, double)             \
+    TL_RROWS(rr_SUMABS_f64, double, double, TL_RL64, 0.0, TL_M_ABS64, TL_C_ADD, double)      \
+    TL_RCOLS(rc_SUMABS_f64, double, double, 0.0, TL_M_ABS64, TL_C_ADD, double)               \
+    TL_RROWS(rr_SUMSQ_f64, double, double, TL_RL64, 0.0, TL_M_SQ, TL_C_ADD, double)          \
+    TL_RCOLS(rc_SUMSQ_f64, double, double, 0.0, TL_M_SQ, TL_C_ADD, double)                   \
+    TL_RROWS(rr_SUMSQDEV_f64, double, double, TL_RL64, 0.0, TL_M_SQDEV, TL_C_ADD, double)    \
+    TL_RCOLS(rc_SUMSQDEV_f64, double, double, 0.0, TL_M_SQDEV, TL_C_ADD, double)             \
+    TL_RROWS(rr_SUMPOW_f64, double, double, TL_RL64, 0.0, TL_M_POW64, TL_C_ADD, double)      \
+    TL_RCOLS(rc_SUMPOW_f64, double, double, 0.0, TL_M_POW64, TL_C_ADD, double)               \
+    TL_RROWS(rr_SUMEXPDEV_f64, double, double, TL_RL64, 0.0, TL_M_EXP64, TL_C_ADD, double)   \
+    TL_RCOLS(rc_SUMEXPDEV_f64, double, double, 0.0, TL_M_EXP64, TL_C_ADD, double)            \
+    TL_RROWS(rr_COUNTNZ_f64, double, double, TL_RL64, 0.0, TL_M_NZ, TL_C_ADD, double)        \
+    TL_RCOLS(rc_COUNTNZ_f64, double, double, 0.0, TL_M_NZ, TL_C_ADD, double)                 \
+    TL_RROWS(rr_COUNTNOTNAN_f64, double, double, TL_RL64, 0.0, TL_M_NOTNAN, TL_C_ADD, double) \
+    TL_RCOLS(rc_COUNTNOTNAN_f64, double, double, 0.0, TL_M_NOTNAN, TL_C_ADD, double)
+
+/* product (in float64 lanes for both float types), max/min and their abs/any/all forms */
+#define TL_RED_FLOAT_OTHERS(F, T, NL, ABS)                                                 \
+    TL_RROWS(rr_PROD_##F, T, double, 16, 1.0, TL_M_ID, TL_C_MUL, double)                     \
+    TL_RCOLS(rc_PROD_##F, T, double, 1.0, TL_M_ID, TL_C_MUL, double)                         \
+    TL_RROWS_BEST(rr_MAX_##F, T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX)                \
+    TL_RCOLS(rc_MAX_##F, T, T, -INFINITY, TL_M_ID, TL_C_MAX, double)                         \
+    TL_RROWS_BEST(rr_MIN_##F, T, NL, INFINITY, TL_M_ID, TL_C_FMIN, TL_C_MIN)                 \
+    TL_RCOLS(rc_MIN_##F, T, T, INFINITY, TL_M_ID, TL_C_MIN, double)                          \
+    TL_RROWS_BEST(rr_MAXABS_##F, T, NL, -INFINITY, ABS, TL_C_FMAX, TL_C_MAX)                 \
+    TL_RCOLS(rc_MAXABS_##F, T, T, -INFINITY, ABS, TL_C_MAX, double)                          \
+    TL_RROWS_BEST(rr_MINABS_##F, T, NL, INFINITY, ABS, TL_C_FMIN, TL_C_MIN)                  \
+    TL_RCOLS(rc_MINABS_##F, T, T, INFINITY, ABS, TL_C_MIN, double)                           \
+    TL_RROWS(rr_ANY_##F, T, T, NL, 0, TL_M_NZ, TL_C_MAX, double)                             \
+    TL_RCOLS(rc_ANY_##F, T, T, 0, TL_M_NZ, TL_C_MAX, double)                                 \
+    TL_RROWS(rr_ALL_##F, T, T, NL, 1, TL_M_NZ, TL_C_MIN, double)                             \
+    TL_RCOLS(rc_ALL_##F, T, T, 1, TL_M_NZ, TL_C_MIN, double)                                 \
+    TL_RARG_ROWS(ra_MAX_##F, T, NL, -INFINITY, TL_C_FMAX, TL_C_MAX, double)                  \
+    TL_RARG_ROWS(ra_MIN_##F, T, NL, INFINITY, TL_C_FMIN, TL_C_MIN, double)                   \
+    TL_RARG_COLS(rac_MAX_##F, T, TL_TAKE_MAX, double)                                        \
+    TL_RARG_COLS(rac_MIN_##F, T, TL_TAKE_MIN, double)
+
+#define TL_REG_KIND(K, F, S)                                                               \
+    tl_red_rows[TL_RK_##K][S] = TL_RSFX(rr_##K##_##F);                                       \
+    tl_red_cols[TL_RK_##K][S] = TL_RSFX(rc_##K##_##F);
+#define TL_REG_FLOAT(F, S)                                                                 \
+    TL_REG_KIND(SUM, F, S) TL_REG_KIND(NANSUM, F, S) TL_REG_KIND(SUMABS, F, S)               \
+    TL_REG_KIND(SUMSQ, F, S) TL_REG_KIND(SUMSQDEV, F, S) TL_REG_KIND(SUMPOW, F, S)           \
+    TL_REG_KIND(SUMEXPDEV, F, S) TL_REG_KIND(COUNTNZ, F, S) TL_REG_KIND(COUNTNOTNAN, F, S)   \
+    TL_REG_KIND(PROD, F, S) TL_REG_KIND(MAX, F, S) TL_REG_KIND(MIN, F, S)                    \
+    TL_REG_KIND(MAXABS, F, S) TL_REG_KIND(MINABS, F, S) TL_REG_KIND(ANY, F, S)               \
+    TL_REG_KIND(ALL, F, S)                                                                   \
+    tl_arg_rows[0][S] = TL_RSFX(ra_MAX_##F); tl_arg_rows[1][S] = TL_RSFX(ra_MIN_##F);        \
+    tl_arg_cols[0][S] = TL_RSFX(rac_MAX_##F); tl_arg_cols[1][S] = TL_RSFX(rac_MIN_##F);
+
+#endif /* TL_REDUCE_BODY_MACROS */
+
+/* ---- float kernels (every ISA copy) ---------------------------------------------------- */
+TL_RED_FLOAT_SUMS_F32()
+TL_RED_FLOAT_SUMS_F64()
+TL_RED_FLOAT_OTHERS(f32, float, TL_RL, TL_M_ABS32)
+TL_RED_FLOAT_OTHERS(f64, double, TL_RL64, TL_M_ABS64)
+TL_SOFTMAX_ROWS(sm_rows_f32, float, TL_RL, tl_expf)
+TL_SOFTMAX_ROWS(sm_rows_f64, double, TL_RL64, exp)
+TL_SOFTMAX_COLS(sm_cols_f32, float, tl_expf)
+TL_SOFTMAX_COLS(sm_cols_f64, double, exp)
+
+#if TL_RBODY_FULL
+/* ---- int64 kernels (baseline copy only): sums and products wrap like C unsigned -------- */
+#define TL_M_I64NZ(v, c) ((v) != 0 ? (uint64_t)1 : (uint64_t)0)
+#define TL_M_I64ONE(v, c) ((void)(v), (uint64_t)1)
+#define TL_C_IMAX(a, b) ((b) > (a) ? (b) : (a))
+#define TL_C_IMIN(a, b) ((b) < (a) ? (b) : (a))
+TL_RROWS(rr_SUM_i64, int64_t, uint64_t, TL_RL64, 0, TL_M_ID, TL_C_ADD, int64_t)
+TL_RCOLS(rc_SUM_i64, int64_t, uint64_t, 0, TL_M_ID, TL_C_ADD, int64_t)
+TL_RROWS(rr_PROD_i64, int64_t, uint64_t, 16, 1, TL_M_ID, TL_C_MUL, int64_t)
+TL_RCOLS(rc_PROD_i64, int64_t, uint64_t, 1, TL_M_ID, TL_C_MUL, int64_t)
+TL_RROWS(rr_MAX_i64, int64_t, int64_t, TL_RL64, INT64_MIN, TL_M_ID, TL_C_IMAX, int64_t)
+TL_RCOLS(rc_MAX_i64, int64_t, int64_t, INT64_MIN, TL_M_ID, TL_C_IMAX, int64_t)
+TL_RROWS(rr_MIN_i64, int64_t, int64_t, TL_RL64, INT64_MAX, TL_M_ID, TL_C_IMIN, int64_t)
+TL_RCOLS(rc_MIN_i64, int64_t, int64_t, INT64_MAX, TL_M_ID, TL_C_IMIN, int64_t)
+TL_RROWS(rr_COUNTNZ_i64, int64_t, uint64_t, TL_RL64, 0, TL_M_I64NZ, TL_C_ADD, int64_t)
+TL_RCOLS(rc_COUNTNZ_i64, int64_t, uint64_t, 0, TL_M_I64NZ, TL_C_ADD, int64_t)
+TL_RROWS(rr_COUNTNOTNAN_i64, int64_t, uint64_t, TL_RL64, 0, TL_M_I64ONE, TL_C_ADD, int64_t)
+TL_RCOLS(rc_COUNTNOTNAN_i64, int64_t, uint64_t, 0, TL_M_I64ONE, TL_C_ADD, int64_t)
+TL_RROWS(rr_ANY_i64, int64_t, uint64_t, TL_RL64, 0, TL_M_I64NZ, TL_C_IMAX, int64_t)
+TL_RCOLS(rc_ANY_i64, int64_t, uint64_t, 0, TL_M_I64NZ, TL_C_IMAX, int64_t)
+TL_RROWS(rr_ALL_i64, int64_t, uint64_t, TL_RL64, 1, TL_M_I64NZ, TL_C_IMIN, int64_t)
+TL_RCOLS(rc_ALL_i64, int64_t, uint64_t, 1, TL_M_I64NZ, TL_C_IMIN, int64_t)
+TL_RARG_ROWS(ra_MAX_i64, int64_t, TL_RL64, INT64_MIN, TL_C_IMAX, TL_C_IMAX, int64_t)
+TL_RARG_ROWS(ra_MIN_i64, int64_t, TL_RL64, INT64_MAX, TL_C_IMIN, TL_C_IMIN, int64_t)
+TL_RARG_COLS(rac_MAX_i64, int64_t, TL_TAKE_MAX, int64_t)
+TL_RARG_COLS(rac_MIN_i64, int64_t, TL_TAKE_MIN, int64_t)
+#endif
+
+static void TL_RSFX(tl_reduce_register)(void) {
+    TL_REG_FLOAT(f32, TL_RS_F32)
+    TL_REG_FLOAT(f64, TL_RS_F64)
+    tl_sm_rows[0] = TL_RSFX(sm_rows_f32); tl_sm_rows[1] = TL_RSFX(sm_rows_f64);
+    tl_sm_cols[0] = TL_RSFX(sm_cols_f32); tl_sm_cols[1] = TL_RSFX(sm_cols_f64);
+#if TL_RBODY_FULL
+    /* NANSUM is SUM on integers; the float-only maps have no int64 kernel */
+    TL_REG_KIND(SUM, i64, TL_RS_I64) TL_REG_KIND(PROD, i64, TL_RS_I64)
+    TL_REG_KIND(MAX, i64, TL_RS_I64) TL_REG_KIND(MIN, i64, TL_RS_I64)
+    TL_REG_KIND(COUNTNZ, i64, TL_RS_I64) TL_REG_KIND(COUNTNOTNAN, i64, TL_RS_I64)
+    TL_REG_KIND(ANY, i64, TL_RS_I64) TL_REG_KIND(ALL, i64, TL_RS_I64)
+    tl_red_rows[TL_RK_NANSUM][TL_RS_I64] = TL_RSFX(rr_SUM_i64);
+    tl_red_cols[TL_RK_NANSUM][TL_RS_I64] = TL_RSFX(rc_SUM_i64);
+    tl_arg_rows[0][TL_RS_I64] = TL_RSFX(ra_MAX_i64); tl_arg_rows[1][TL_RS_I64] = TL_RSFX(ra_MIN_i64);
+    tl_arg_cols[0][TL_RS_I64] = TL_RSFX(rac_MAX_i64); tl_arg_cols[1][TL_RS_I64] = TL_RSFX(rac_MIN_i64);
+#endif
+}
