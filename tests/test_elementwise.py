@@ -579,15 +579,22 @@ def test_wrapped_number_rules():
 
 
 def test_wrapped_number_out_of_range():
-    """Integer scalars that do not fit the tensor's dtype are rejected (PyTorch 2.x wraps
-    them silently; torchlite raises instead of computing with a different number)."""
-    with pytest.raises(RuntimeError, match="uint8"):
-        tl.tensor([1, 2], dtype=tl.uint8) + 300
-    with pytest.raises(RuntimeError, match="int8"):
-        tl.tensor([1], dtype=tl.int8) + 128
-    with pytest.raises(RuntimeError, match="int64"):
-        tl.tensor([1]) + 2 ** 63
-    assert (tl.tensor([1], dtype=tl.int8) + 127).tolist() == [-128]     # wraps like C
+    """Integer scalars that do not fit the tensor's dtype wrap like a C cast, as in PyTorch
+    (uint8 + 300 == uint8 + 44); only numbers beyond 64 bits are refused."""
+    assert (tl.tensor([1, 2], dtype=tl.uint8) + 300).tolist() == [45, 46]
+    assert (tl.tensor([1, 2], dtype=tl.uint8) == -3).tolist() == [False, False]
+    assert (tl.tensor([1, 2], dtype=tl.uint8) * -1).tolist() == [255, 254]
+    assert (tl.tensor([1], dtype=tl.int8) + 1000).tolist() == [-23]
+    assert (tl.tensor([1], dtype=tl.int8) + 127).tolist() == [-128]
+    assert (tl.tensor([1]) + 2 ** 63).tolist() == [-2 ** 63 + 1]
+    with pytest.raises(OverflowError):
+        tl.tensor([1], dtype=tl.uint8) + 2 ** 70
+    torch = pytest.importorskip("torch")
+    for dt in ("uint8", "int8", "int16", "int32", "int64"):
+        for v in (300, -3, 1000, 2 ** 40, -2 ** 40):
+            a = tl.tensor([1, 2, 100], dtype=getattr(tl, dt)) + v
+            b = torch.tensor([1, 2, 100], dtype=getattr(torch, dt)) + v
+            assert a.tolist() == b.tolist(), (dt, v)
 
 
 def test_large_int64_values_are_exact():

@@ -652,11 +652,13 @@ cdef int write_scalar(char* p, int dtype, object v) except -1:
         (<uint16_t*>p)[0] = tl_float_to_bf16(<float>v)
     else:
         if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]}_t without overflow")
         iv = int(v)
         lo, hi = _INT_LIMITS[dtype]
+        if dtype == TL_UINT8:
+            lo = -hi                  # PyTorch lets -1 etc. wrap into an unsigned type
         if iv < lo or iv > hi:
-            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]}_t without overflow")
         iv = iv & 0xFFFFFFFFFFFFFFFF        # two's complement bits
         if dtype == TL_INT64:
             (<uint64_t*>p)[0] = <uint64_t>iv

@@ -495,11 +495,8 @@ def contiguous(Array a):
 # ---------------------------------------------------------------------------------------
 # Scalars in kernels
 # ---------------------------------------------------------------------------------------
-_INT_RANGE = {TL_UINT8: (0, 255), TL_INT8: (-128, 127), TL_INT16: (-32768, 32767),
-              TL_INT32: (-2**31, 2**31 - 1), TL_INT64: (-2**63, 2**63 - 1)}
-
 cdef int _write_kernel_scalar(char* p, int dtype, object v, str op) except -1:
-    """Store a Python number as the compute dtype; integers must fit (PyTorch's check)."""
+    """Store a Python number as the compute dtype of a kernel."""
     cdef long long iv
     if dtype == TL_FLOAT32:
         (<float*>p)[0] = v
@@ -512,16 +509,12 @@ cdef int _write_kernel_scalar(char* p, int dtype, object v, str op) except -1:
     elif dtype == TL_BFLOAT16:
         (<uint16_t*>p)[0] = tl_float_to_bf16(<float>v)
     else:
-        if isinstance(v, float):
-            if v != v or v in (float("inf"), float("-inf")):
-                raise RuntimeError(f"{op}: value {v} cannot be converted to type "
-                                   f"{DTYPE_NAMES[dtype]} without overflow")
-            v = int(v)
-        lo, hi = _INT_RANGE[dtype]
-        if v < lo or v > hi:
-            raise RuntimeError(f"{op}: value cannot be converted to type {DTYPE_NAMES[dtype]} "
-                               f"without overflow")
-        iv = v
+        # an integer operand wraps into the compute type like a C cast, as PyTorch does
+        # (uint8 + 300 == uint8 + 44); only numbers beyond 64 bits are refused
+        v = int(v)
+        if v >= 2**64 or v < -2**63:
+            raise OverflowError(f"{op}: int too big to convert")
+        iv = <long long>(v - 2**64 if v >= 2**63 else v)
         if dtype == TL_INT64:
             (<long long*>p)[0] = iv
         elif dtype == TL_INT32:

@@ -54,7 +54,6 @@ def _prepare_out(out, shape, op):
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if tuple(out._data.shape) != tuple(shape):
-        from .._core import array as _A
         out._data = _A.empty(shape, out._data.dtype)
     return out._data
 
@@ -223,6 +222,7 @@ def clamp(input, min=None, max=None, *, out=None):
         raise TypeError(f"clamp(): argument 'input' must be Tensor, not {type(input).__name__}")
     bounds = [b._data if isinstance(b, Tensor) else b for b in (min, max) if b is not None]
     rdt = D.DTYPES[_ew.result_type(input._data, *bounds)]
+    _check_int_bounds(rdt, min, max)
     if _kernel_bound_ok(rdt, min) and _kernel_bound_ok(rdt, max):
         x = input if rdt is input.dtype else input.to(rdt)
         lo = -math.inf if min is None else builtins.float(min)
@@ -240,6 +240,20 @@ def clamp(input, min=None, max=None, *, out=None):
                            f"the desired output type {_ew._TORCH_NAMES[dst.dtype]}")
     _ew.copy_(dst, r._data)
     return out
+
+
+_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                "int64": "int64_t"}
+
+
+def _check_int_bounds(dt, *bounds):
+    """clamp's bounds must fit an integer result dtype (unlike arithmetic, which wraps)."""
+    if dt.is_floating_point or dt is D.bool:
+        return
+    info = D.iinfo(dt)
+    for b in bounds:
+        if isinstance(b, builtins.int) and not info.min <= b <= info.max:
+            raise RuntimeError(f"value cannot be converted to type {_C_INT_NAMES[dt.name]} without overflow")
 
 
 def _kernel_bound_ok(dt, b):
@@ -510,7 +524,6 @@ def float_power(input, exponent, *, out=None):
 
 # ---- ternary -------------------------------------------------------------------------------
 _WHERE = _T["where"]
-_HALF_CODES = (D.float16.code, D.bfloat16.code)
 
 
 @_register("where")
@@ -524,13 +537,6 @@ def where(condition, input=None, other=None, *, out=None):
     x = input._data if isinstance(input, Tensor) else _operand(input, "where")
     y = other._data if isinstance(other, Tensor) else _operand(other, "where")
     _check_devices("where", condition, input, other)
-    if not (isinstance(x, _A.Array) and isinstance(y, _A.Array)):
-        # elementwise.pyx cannot yet store a Python number as a float16/bfloat16 kernel
-        # scalar; a 0-d tensor of the result dtype promotes the same way and works
-        rdt = _ew.result_type(x, y)
-        if rdt in _HALF_CODES:
-            x = x if isinstance(x, _A.Array) else _A.full((), x, rdt)
-            y = y if isinstance(y, _A.Array) else _A.full((), y, rdt)
     if out is None:
         return _wrap(_ew.ternary(_WHERE, c, x, y))
     _ew.ternary(_WHERE, c, x, y, _prepare_out(out, _bshape(condition, input, other), "where"))
