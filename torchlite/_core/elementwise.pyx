@@ -591,6 +591,19 @@ cdef Array _check_out(Array out, int nd, const int64_t* shp, int rdtype, str op)
 # ---------------------------------------------------------------------------------------
 # The ops
 # ---------------------------------------------------------------------------------------
+cdef object _kernel_operand(object x, int cdt, Array out, char* slot, str op, bint cast):
+    """An operand ready for a loop: an Array in the compute dtype (when `cast`) that `out`
+    does not partially overlap, or None for a Python number, written into `slot`."""
+    if isinstance(x, Array):
+        if cast and (<Array>x).dtype != cdt:
+            return cast_array(x, cdt)
+        if out is not None and _overlaps(out, x):
+            return _copy_new(x)
+        return x
+    _write_kernel_scalar(slot, cdt, x, op)
+    return None
+
+
 def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double p2=0.0):
     """out = op(a).  The op's kind (see unary_kind) decides the result dtype."""
     cdef int kind = unary_kind[op], rdt = a.dtype, cdt, odt
@@ -654,22 +667,8 @@ def binary(int op, a, b, Array out=None, double alpha=1.0):
         raise _not_impl(name, rdt)
     nd = _bshape(xs, shp, name)
     out = _check_out(out, nd, shp, odt, name)
-    if isinstance(a, Array):
-        if (<Array>a).dtype != cdt:
-            a = cast_array(a, cdt)
-        elif out is not None and _overlaps(out, a):
-            a = _copy_new(a)
-    else:
-        _write_kernel_scalar(sbuf + 8, cdt, a, name)
-        a = None
-    if isinstance(b, Array):
-        if (<Array>b).dtype != cdt:
-            b = cast_array(b, cdt)
-        elif out is not None and _overlaps(out, b):
-            b = _copy_new(b)
-    else:
-        _write_kernel_scalar(sbuf + 16, cdt, b, name)
-        b = None
+    a = _kernel_operand(a, cdt, out, sbuf + 8, name, True)
+    b = _kernel_operand(b, cdt, out, sbuf + 16, name, True)
     if out is not None and out.dtype == (TL_BOOL if kind == B_CMP else cdt):
         dst = out
     prm[0] = alpha
@@ -711,16 +710,7 @@ def ternary(int op, a, b, c, Array out=None, double p0=1.0):
     nd = _bshape(tuple(xs), shp, name)
     out = _check_out(out, nd, shp, rdt, name)
     for k in range(3):
-        x = xs[k]
-        if isinstance(x, Array):
-            if k >= first and (<Array>x).dtype != cdt:
-                x = cast_array(x, cdt)
-            elif out is not None and _overlaps(out, x):
-                x = _copy_new(x)
-            xs[k] = x
-        else:
-            _write_kernel_scalar(sbuf + 8 * (k + 1), cdt, x, name)
-            xs[k] = None
+        xs[k] = _kernel_operand(xs[k], cdt, out, sbuf + 8 * (k + 1), name, k >= first)
     if out is not None and out.dtype == cdt:
         dst = out
     prm[0] = p0

@@ -102,22 +102,20 @@ static inline int tl_gemv_by_columns(const tl_gemv_problem *g) {
 #undef TL_GEMM_LEVEL
 
 #if TL_X86_MULTIVERSION
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe")  /* = TL_TARGET_V3 */
+TL_BEGIN_TARGET_V3
 #define TL_GEMM_LEVEL 3
 #define TL_SFX(name) name##_v3
 #include "gemm_body.h"
 #undef TL_SFX
 #undef TL_GEMM_LEVEL
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe")  /* = TL_TARGET_V4 */
+TL_END_TARGET
+TL_BEGIN_TARGET_V4
 #define TL_GEMM_LEVEL 4
 #define TL_SFX(name) name##_v4
 #include "gemm_body.h"
 #undef TL_SFX
 #undef TL_GEMM_LEVEL
-#pragma GCC pop_options
+TL_END_TARGET
 #endif
 
 static const tl_gemm_kernel *tl_gemm_f32 = &kernel_f32_base;

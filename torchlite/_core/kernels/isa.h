@@ -34,9 +34,18 @@ static int tl_compiled_isa_levels(void) {   /* bit mask of compiled levels */
 #endif
 }
 
-/* The target strings of each level.  `#pragma GCC target(...)` does not expand macros, so
- * pragmas must spell these out; use them in __attribute__((target(TL_TARGET_V3))). */
+/* The target strings of each level, for __attribute__((target(TL_TARGET_V3))). */
 #define TL_TARGET_V3 "avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe"
 #define TL_TARGET_V4 "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe"
+
+/* Brackets around a kernel body compiled for one level:
+ *     TL_BEGIN_TARGET_V4  #include "body.h"  TL_END_TARGET
+ * `#pragma GCC target(TL_TARGET_V4)` would not work: pragmas do not expand macros (GCC
+ * silently compiles the baseline), so the strings are spelled out in _Pragma here, once. */
+#define TL_BEGIN_TARGET_V3 _Pragma("GCC push_options") \
+    _Pragma("GCC target(\"avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe\")")
+#define TL_BEGIN_TARGET_V4 _Pragma("GCC push_options") \
+    _Pragma("GCC target(\"avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe\")")
+#define TL_END_TARGET _Pragma("GCC pop_options")
 
 #endif

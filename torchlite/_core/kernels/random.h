@@ -63,22 +63,20 @@ static tl_rnd_group_fn tl_rnd_table[TL_RND_NDISTS][3];
 #undef TL_RND_ISA
 
 #if TL_X86_MULTIVERSION
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe")  /* = TL_TARGET_V3 (pragmas do not expand macros) */
+TL_BEGIN_TARGET_V3
 #define TL_RND_ISA 3
 #define TL_SFX(name) name##_v3
 #include "random_body.h"
 #undef TL_SFX
 #undef TL_RND_ISA
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe")  /* = TL_TARGET_V4 */
+TL_END_TARGET
+TL_BEGIN_TARGET_V4
 #define TL_RND_ISA 4
 #define TL_SFX(name) name##_v4
 #include "random_body.h"
 #undef TL_SFX
 #undef TL_RND_ISA
-#pragma GCC pop_options
+TL_END_TARGET
 #endif
 
 /* Install the kernels of ISA `level` (0, 3 or 4, clamped to what was compiled). */

@@ -97,18 +97,16 @@ static tl_softmax_cols_fn tl_sm_cols[2];
 
 #if TL_X86_MULTIVERSION
 #define TL_RBODY_FULL 0
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe")  /* = TL_TARGET_V3 (pragmas do not expand macros) */
+TL_BEGIN_TARGET_V3
 #define TL_RSFX(name) name##_v3
 #include "reduce_body.h"
 #undef TL_RSFX
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi,bmi2,f16c,popcnt,lzcnt,movbe")  /* = TL_TARGET_V4 */
+TL_END_TARGET
+TL_BEGIN_TARGET_V4
 #define TL_RSFX(name) name##_v4
 #include "reduce_body.h"
 #undef TL_RSFX
-#pragma GCC pop_options
+TL_END_TARGET
 #undef TL_RBODY_FULL
 #endif
 
