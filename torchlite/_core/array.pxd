@@ -36,6 +36,7 @@ cdef class Array:
     cdef inline char* ptr(self) noexcept nogil:
         return self.storage.data + self.off * tl_itemsize[self.dtype]
     cdef bint contiguous(self) noexcept nogil
+    cdef bint internal_overlap(self) noexcept nogil
 
 
 cdef Storage new_storage(Py_ssize_t nbytes)

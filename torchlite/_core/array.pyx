@@ -289,6 +289,18 @@ cdef class Array:
                 st *= self.shp[i]
         return True
 
+    cdef bint internal_overlap(self) noexcept nogil:
+        """True when two elements share memory through a zero stride (what PyTorch refuses
+        to write to)."""
+        cdef int i
+        for i in range(self.nd):
+            if self.strd[i] == 0 and self.shp[i] > 1:
+                return True
+        return False
+
+    def has_internal_overlap(self):
+        return self.internal_overlap()
+
     # -- metadata ---------------------------------------------------------------------
     @property
     def shape(self):

@@ -21,3 +21,4 @@ cdef int promote_types(int a, int b) noexcept nogil
 cdef Array cast_array(Array a, int dtype)
 cdef Array contiguous_array(Array a)
 cdef int copy_into(Array dst, Array src) except -1
+cdef int check_writable(Array out, str op) except -1

@@ -401,11 +401,10 @@ cdef bint _overlaps(Array a, Array b):
     return True
 
 
-cdef int _check_writable(Array out, str op) except -1:
-    cdef int i
-    for i in range(out.nd):
-        if out.strd[i] == 0 and out.shp[i] > 1:
-            raise RuntimeError(
+cdef int check_writable(Array out, str op) except -1:
+    """Refuse to write into an array whose elements alias each other (an expanded view)."""
+    if out.internal_overlap():
+        raise RuntimeError(
                 f"{op}: unsupported operation: more than one element of the written-to tensor "
                 f"refers to a single memory location. Please clone() the tensor before "
                 f"performing the operation.")
@@ -426,7 +425,7 @@ cdef int copy_into(Array dst, Array src) except -1:
         if src.shp[i] != 1 and src.shp[i] != dst.shp[i + k]:
             raise RuntimeError(f"The size of tensor a ({dst.shp[i + k]}) must match the size of "
                                f"tensor b ({src.shp[i]}) at non-singleton dimension {i + k}")
-    _check_writable(dst, "copy_")
+    check_writable(dst, "copy_")
     if _overlaps(dst, src):
         src = _copy_new(src)
     for i in range(dst.nd):
@@ -584,7 +583,7 @@ cdef Array _check_out(Array out, int nd, const int64_t* shp, int rdtype, str op)
     if not can_cast(rdtype, out.dtype):
         raise RuntimeError(f"{op}: result type {_TORCH_NAMES[rdtype]} can't be cast to the desired "
                            f"output type {_TORCH_NAMES[out.dtype]}")
-    _check_writable(out, op)
+    check_writable(out, op)
     return out
 
 

@@ -796,15 +796,6 @@ def along_dim(int op, Array a, int dim, Array index, Array src=None, tuple err=N
     return out
 
 
-def has_internal_overlap(Array a):
-    """True when two elements of a share memory through a zero stride (PyTorch's check)."""
-    cdef int i
-    for i in range(a.nd):
-        if a.strd[i] == 0 and a.shp[i] > 1:
-            return True
-    return False
-
-
 def count_nonzero(Array a):
     """How many elements of a are nonzero."""
     cdef int64_t n = a.shp[a.nd - 1] if a.nd > 0 else 1

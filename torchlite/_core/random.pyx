@@ -10,7 +10,7 @@ from libc.stdint cimport int64_t, uint64_t, uint32_t
 from libc.math cimport log1p, INFINITY
 from torchlite._core.array cimport (Array, new_array, tl_itemsize, TL_BOOL, TL_INT64,
                                     TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64)
-from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into
+from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into, check_writable
 from torchlite._core.parallel cimport num_chunks
 import os
 
@@ -168,16 +168,6 @@ cdef class Philox:
 # ---------------------------------------------------------------------------------------
 # Running a request
 # ---------------------------------------------------------------------------------------
-cdef int _check_writable(Array a, str op) except -1:
-    cdef int i
-    for i in range(a.nd):
-        if a.strd[i] == 0 and a.shp[i] > 1:
-            raise RuntimeError(f"{op}: unsupported operation: more than one element of the "
-                               f"written-to tensor refers to a single memory location. Please "
-                               f"clone() the tensor before performing the operation.")
-    return 0
-
-
 cdef int _run(tl_rnd_req* q, Array target, Philox gen, int dist, int ot) except -1:
     """Fill the contiguous `target` (dtype of output type `ot`) from the next blocks of gen."""
     cdef tl_rnd_group_fn fn = tl_rnd_table[dist][ot]
@@ -207,7 +197,7 @@ cdef int _generate(tl_rnd_req* q, Array dst, Philox gen, int dist, int ot, str o
     the request: directly when dst is contiguous with the kernel's dtype, else through a
     contiguous buffer that is then cast/copied in."""
     cdef Array target
-    _check_writable(dst, op)
+    check_writable(dst, op)
     if dst.dtype == _OUT_DTYPE[ot] and dst.contiguous():
         target = dst
     else:

@@ -224,7 +224,7 @@ def _is_full_mask(arr, groups):
         return False
     first, _, m, kind = groups[0]
     return (kind == _I.KIND_MASK and first == 0 and m.dtype == _BOOL and m.shape == arr.shape
-            and not _I.has_internal_overlap(arr))
+            and not arr.has_internal_overlap())
 
 
 def setitem(self, idx, value):
@@ -259,7 +259,7 @@ def _as_1d(arr):
 
 
 def _check_writable(self, op):
-    if _I.has_internal_overlap(self._data):
+    if self._data.has_internal_overlap():
         raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to "
                            f"tensor refers to a single memory location. Please clone() the tensor "
                            f"before performing the operation.")
