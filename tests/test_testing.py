@@ -1,0 +1,70 @@
+"""torchlite.testing.assert_close against torch.testing.assert_close's rules."""
+import math
+
+import numpy as np
+import pytest
+
+import torchlite as tl
+from torchlite.testing import assert_close
+
+
+def test_passes_within_default_float32_tolerance():
+    x = tl.tensor([1.0, 2.0, 3.0])
+    assert_close(x, x + 1e-6)
+    assert_close(x, x.clone())
+
+
+def test_fails_beyond_tolerance_with_a_useful_message():
+    with pytest.raises(AssertionError, match=r"Mismatched elements: 1 / 3"):
+        assert_close(tl.tensor([1.0, 2.0, 3.0]), tl.tensor([1.0, 2.5, 3.0]))
+
+
+def test_integers_compare_exactly():
+    assert_close(tl.tensor([1, 2]), tl.tensor([1, 2]))
+    with pytest.raises(AssertionError):
+        assert_close(tl.tensor([1, 2]), tl.tensor([1, 3]))
+
+
+def test_shape_dtype_device_checks():
+    with pytest.raises(AssertionError, match="shape"):
+        assert_close(tl.zeros(2), tl.zeros(3))
+    with pytest.raises(AssertionError, match="dtype"):
+        assert_close(tl.zeros(2), tl.zeros(2, dtype=tl.float64))
+    assert_close(tl.zeros(2), tl.zeros(2, dtype=tl.float64), check_dtype=False)
+
+
+def test_nan_handling_and_explicit_tolerances():
+    a = tl.tensor([1.0, math.nan])
+    with pytest.raises(AssertionError):
+        assert_close(a, a.clone())
+    assert_close(a, a.clone(), equal_nan=True)
+    assert_close(tl.tensor([1.0]), tl.tensor([1.1]), rtol=0.2, atol=0.0)
+    with pytest.raises(ValueError):
+        assert_close(tl.tensor([1.0]), tl.tensor([1.0]), rtol=0.1)
+
+
+def test_sequences_mappings_and_numbers():
+    assert_close([tl.ones(2), tl.zeros(1)], (tl.ones(2), tl.zeros(1)))
+    assert_close({"a": tl.ones(2)}, {"a": tl.ones(2)})
+    assert_close(1.0, 1.0 + 1e-9)
+    with pytest.raises(AssertionError):
+        assert_close([tl.ones(2)], [tl.ones(2), tl.ones(2)])
+
+
+def test_agrees_with_torch_on_random_pairs():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        a = rng.standard_normal(5).astype(np.float32)
+        b = a + rng.choice([0.0, 1e-7, 1e-5, 1e-3], size=5).astype(np.float32)
+        try:
+            torch.testing.assert_close(torch.from_numpy(a), torch.from_numpy(b))
+            ok_torch = True
+        except AssertionError:
+            ok_torch = False
+        try:
+            assert_close(tl.from_numpy(a), tl.from_numpy(b))
+            ok_tl = True
+        except AssertionError:
+            ok_tl = False
+        assert ok_tl == ok_torch
