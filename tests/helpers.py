@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import torchlite as tl
+import torchlite._core as _core
 from torchlite._core import elementwise as _ew
 
 DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
@@ -34,6 +35,14 @@ def torch_dtype(dt):
 
 def tl_dtype_of(torch_dt):
     return getattr(tl, str(torch_dt).split(".")[-1])
+
+
+def tensor_of(a, dtype="float32"):
+    """A torchlite tensor of dtype `dtype` (a name, e.g. "bfloat16") holding the values of
+    array-like a (bfloat16 through float32, which NumPy has)."""
+    if dtype == "bfloat16":
+        return tl.tensor(np.asarray(a, np.float32)).to(tl.bfloat16)
+    return tl.tensor(np.asarray(a, NP_DTYPE[dtype]))
 
 
 def to_numpy(t):
@@ -147,13 +156,14 @@ def check_op(tl_fn, np_fn, *arrays, dtype=None, rtol=None, atol=0.0, torch_fn=No
 
 @contextlib.contextmanager
 def isa_level(level):
-    """Install the SIMD loops of `level` (0, 3 or 4) for the duration of the block."""
-    old = _ew.isa_level()
-    got = _ew.set_isa_level(level)
+    """Install the SIMD kernels of `level` (0, 3 or 4) in every kernel module (elementwise,
+    reduce, matmul, random) for the duration of the block."""
+    old = _core.isa_level()
+    got = _core.set_isa_level(level)
     try:
         yield got
     finally:
-        _ew.set_isa_level(old)
+        _core.set_isa_level(old)
 
 
 def available_isa_levels():

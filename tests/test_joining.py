@@ -10,52 +10,36 @@ from hypothesis import given, settings, strategies as st
 
 import torchlite as tl
 
-DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-          "float64")
-NP = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32,
-      "int64": np.int64, "float16": np.float16, "bfloat16": np.float32, "float32": np.float32,
-      "float64": np.float64}
-
-
-def make(a, dtype="float32"):
-    if dtype == "bfloat16":
-        return tl.tensor(np.asarray(a, np.float32)).to(tl.bfloat16)
-    return tl.tensor(np.asarray(a, NP[dtype]))
-
-
-def to_np(t):
-    if t.dtype is tl.bfloat16:
-        t = t.float()
-    return np.array(t.numpy(), copy=True)
+from helpers import DTYPE_NAMES, NP_DTYPE, tensor_of, to_numpy
 
 
 def rand(shape, dtype="float32", seed=0):
     rng = np.random.default_rng(seed)
     if dtype == "bool":
         return rng.integers(0, 2, shape).astype(bool)
-    return rng.integers(-50, 50, shape).astype(NP[dtype])
+    return rng.integers(-50, 50, shape).astype(NP_DTYPE[dtype])
 
 
 def layouts(a, dtype="float32"):
     """The values of a as contiguous, transposed, stepped and offset tensors."""
-    yield make(a, dtype)
+    yield tensor_of(a, dtype)
     if a.ndim >= 2:
-        yield make(np.ascontiguousarray(np.swapaxes(a, 0, -1)), dtype).transpose(0, -1)
+        yield tensor_of(np.ascontiguousarray(np.swapaxes(a, 0, -1)), dtype).transpose(0, -1)
     if a.ndim >= 1:
-        yield make(np.repeat(a, 2, axis=-1), dtype)[..., ::2]
+        yield tensor_of(np.repeat(a, 2, axis=-1), dtype)[..., ::2]
         if a.shape[0]:
-            yield make(np.concatenate([a[:1], a], 0), dtype)[1:]
+            yield tensor_of(np.concatenate([a[:1], a], 0), dtype)[1:]
 
 
 def same(got, want):
-    got = to_np(got) if isinstance(got, tl.Tensor) else np.asarray(got)
+    got = to_numpy(got) if isinstance(got, tl.Tensor) else np.asarray(got)
     want = np.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
     np.testing.assert_array_equal(got, want)
 
 
 # ---- cat and stack ------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_cat_every_dtype_and_layout(dtype, threads):
     a, b = rand((3, 4, 5), dtype, 1), rand((3, 2, 5), dtype, 2)
     for ta in layouts(a, dtype):
@@ -63,9 +47,9 @@ def test_cat_every_dtype_and_layout(dtype, threads):
             r = tl.cat([ta, tb], 1)
             assert r.dtype is ta.dtype
             same(r, np.concatenate([a, b], 1))
-    same(tl.cat((make(a, dtype), make(a, dtype)), -1), np.concatenate([a, a], -1))
-    same(tl.concat([make(a, dtype)] * 3), np.concatenate([a] * 3))
-    same(tl.concatenate([make(a, dtype)], dim=2), a)
+    same(tl.cat((tensor_of(a, dtype), tensor_of(a, dtype)), -1), np.concatenate([a, a], -1))
+    same(tl.concat([tensor_of(a, dtype)] * 3), np.concatenate([a] * 3))
+    same(tl.concatenate([tensor_of(a, dtype)], dim=2), a)
 
 
 def test_cat_large_parallel(threads):
@@ -162,13 +146,13 @@ def test_stack_family(dtype):
         same(tl.dstack([ta, tb]), np.dstack([a, b]))
         same(tl.column_stack([ta, tb]), np.column_stack([a, b]))
     v, s = rand((4,), dtype, 7), rand((), dtype, 8)
-    tv, ts = make(v, dtype), make(s, dtype)
+    tv, ts = tensor_of(v, dtype), tensor_of(s, dtype)
     same(tl.hstack([tv, ts, tv]), np.hstack([v, s, v]))
     same(tl.vstack([tv, tv]), np.vstack([v, v]))
     same(tl.vstack([ts, ts]), np.vstack([s, s]))
     same(tl.dstack([tv, tv]), np.dstack([v, v]))
     same(tl.dstack([ts]), np.dstack([s]))
-    same(tl.column_stack([tv, make(a.T, dtype)]), np.column_stack([v, a.T]))
+    same(tl.column_stack([tv, tensor_of(a.T, dtype)]), np.column_stack([v, a.T]))
     same(tl.column_stack([ts, ts]), np.column_stack([s, s]))
     same(tl.stack([ts, ts]), np.stack([s, s]))
     out = tl.empty(0, dtype=getattr(tl, dtype))
@@ -300,10 +284,10 @@ def test_repeat_and_tile(dtype, threads):
         for reps in [(2,), (2, 2), (3, 1, 2)]:
             same(tl.tile(t, reps), np.tile(x, reps))
             same(t.tile(reps), np.tile(x, reps))
-    s = make(rand((), dtype, 10), dtype)
-    same(s.repeat(2, 3), np.tile(to_np(s), (2, 3)))
+    s = tensor_of(rand((), dtype, 10), dtype)
+    same(s.repeat(2, 3), np.tile(to_numpy(s), (2, 3)))
     big = tl.tensor(rand((40, 50)))
-    same(big.repeat(30, 2), np.tile(to_np(big), (30, 2)))
+    same(big.repeat(30, 2), np.tile(to_numpy(big), (30, 2)))
     same(tl.tensor(rand((1, 3))).expand(4, 3).repeat(1, 2), np.tile(rand((1, 3)), (4, 2)))
 
 
@@ -331,10 +315,10 @@ def test_repeat_interleave(dtype):
         same(tl.repeat_interleave(t, tl.tensor([2]), dim=1), np.repeat(x, 2, axis=1))
         same(tl.repeat_interleave(t, tl.tensor(2)), np.repeat(x, 2))
     flat_reps = np.arange(12) % 3
-    same(tl.repeat_interleave(make(x, dtype), tl.tensor(flat_reps)),
+    same(tl.repeat_interleave(tensor_of(x, dtype), tl.tensor(flat_reps)),
          np.repeat(x.ravel(), flat_reps))
     same(tl.repeat_interleave(tl.tensor([2, 0, 1])), np.repeat(np.arange(3), [2, 0, 1]))
-    same(tl.repeat_interleave(make(rand((), dtype, 12), dtype), 3),
+    same(tl.repeat_interleave(tensor_of(rand((), dtype, 12), dtype), 3),
          np.repeat(rand((), dtype, 12), 3))
 
 
@@ -380,7 +364,7 @@ def test_roll_errors():
 
 
 # ---- triangles and diagonals ---------------------------------------------------------------
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_tril_triu(dtype, threads):
     x = rand((3, 5, 6), dtype, 14)
     for t in layouts(x, dtype):
@@ -440,16 +424,16 @@ def test_diag_family(dtype):
     v = rand((4,), dtype, 16)
     m = rand((4, 6), dtype, 17)
     for k in (-5, -1, 0, 2, 6):
-        same(tl.diag(make(v, dtype), k), np.diag(v, k))
+        same(tl.diag(tensor_of(v, dtype), k), np.diag(v, k))
         for t in layouts(m, dtype):
             got = tl.diag(t, k)
             same(got, np.diag(m, k))
             assert got.numel() == 0 or not _shares(got, t)
-        same(tl.diagflat(make(m, dtype), k), np.diagflat(m, k))
-    same(make(v, dtype).diag(), np.diag(v))
-    same(tl.diagflat(make(rand((), dtype, 18), dtype)), np.diagflat(rand((), dtype, 18)))
+        same(tl.diagflat(tensor_of(m, dtype), k), np.diagflat(m, k))
+    same(tensor_of(v, dtype).diag(), np.diag(v))
+    same(tl.diagflat(tensor_of(rand((), dtype, 18), dtype)), np.diagflat(rand((), dtype, 18)))
     out = tl.empty(0, dtype=getattr(tl, dtype))
-    assert tl.diag(make(v, dtype), 1, out=out) is out
+    assert tl.diag(tensor_of(v, dtype), 1, out=out) is out
     same(out, np.diag(v, 1))
     with pytest.raises(RuntimeError, match="Supports 1D or 2D tensors. Got 3D"):
         tl.diag(tl.ones(2, 2, 2))

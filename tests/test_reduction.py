@@ -4,6 +4,7 @@ result dtypes and tie-breaking where it is installed."""
 import contextlib
 import itertools
 import math
+import os
 import warnings
 
 import numpy as np
@@ -11,12 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import torchlite as tl
-from torchlite._core import elementwise as _ew
-from torchlite._core import reduce as _R
+import torchlite._core as _core
 from torchlite._ops import reduction as R
 
-from helpers import (ALL_DTYPES, INT_DTYPES, NP_DTYPE, assert_values, make_noncontig,
-                     rounded_to, to_numpy, torch_or_skip)
+from helpers import (ALL_DTYPES, INT_DTYPES, NP_DTYPE, assert_values, available_isa_levels,
+                     isa_level, make_noncontig, rounded_to, to_numpy, torch_or_skip)
 
 DIMS_3D = [None, 0, 1, 2, -1, -3, (0, 1), (0, 2), (2, 1), (-1, 0), [0, 1, 2], ()]
 
@@ -73,24 +73,6 @@ def num_threads(n):
         yield
     finally:
         tl.set_num_threads(old)
-
-
-@contextlib.contextmanager
-def isa(level):
-    """Install `level`'s SIMD kernels in both the reduction and the elementwise tables."""
-    old_r, old_e = _R.isa_level(), _ew.isa_level()
-    got = _R.set_isa_level(level)
-    _ew.set_isa_level(level)
-    try:
-        yield got
-    finally:
-        _R.set_isa_level(old_r)
-        _ew.set_isa_level(old_e)
-
-
-def isa_levels():
-    cpu = _ew.cpu_isa_level()
-    return [lv for lv in _ew.compiled_isa_levels() if lv <= cpu]
 
 
 def rand3(shape=(3, 4, 5), nan=False):
@@ -368,9 +350,9 @@ def test_results_identical_for_1_and_2_threads():
         assert a.tobytes() == b.tobytes(), k
 
 
-@pytest.mark.parametrize("level", isa_levels())
+@pytest.mark.parametrize("level", available_isa_levels())
 def test_every_isa_level(level):
-    with isa(level) as got:
+    with isa_level(level) as got:
         assert got == level
         for shape in ((37, 1031), (1031, 37), (5, 70003)):
             x = np.random.randn(*shape).astype(np.float32)
@@ -396,7 +378,27 @@ def test_every_isa_level(level):
                                   atol=1e-6)
 
 
-@pytest.mark.parametrize("level", isa_levels())
+@pytest.mark.parametrize("level", available_isa_levels())
+def test_one_set_isa_level_sets_every_kernel_module(level):
+    from torchlite._core import elementwise, matmul, random, reduce
+    with isa_level(level) as got:
+        assert got == level == _core.isa_level()
+        assert [m.isa_level() for m in (elementwise, reduce, matmul, random)] == [level] * 4
+
+
+def test_torchlite_isa_environment_sets_every_kernel_module():
+    import subprocess
+    import sys
+    code = ("import torchlite._core as c; from torchlite._core import elementwise, reduce, "
+            "matmul, random; print([m.isa_level() for m in (elementwise, reduce, matmul, random)],"
+            " c.isa_level())")
+    env = dict(os.environ, TORCHLITE_ISA="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert "".join(out) == "[0,0,0,0]0"
+
+
+@pytest.mark.parametrize("level", available_isa_levels())
 def test_inf_and_nan_rows_every_isa_level(level):
     """Rows holding inf or NaN take the exact path of the max/min kernels."""
     x = np.random.randn(6, 300).astype(np.float32)
@@ -406,7 +408,7 @@ def test_inf_and_nan_rows_every_isa_level(level):
     x[3, 7], x[3, 100] = np.inf, np.nan
     x[4, 299] = np.nan                       # in the scalar tail
     x[5, :] = -np.inf
-    with isa(level), np.errstate(invalid="ignore"):
+    with isa_level(level), np.errstate(invalid="ignore"):
         for t, y in ((tl.tensor(x), x), (tl.tensor(x.T.copy()).t(), x)):
             assert_values(t.amax(1), y.max(1))
             assert_values(t.amin(1), y.min(1))

@@ -8,29 +8,12 @@ from hypothesis import given, settings, strategies as st
 
 import torchlite as tl
 
-DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-          "float64")
+from helpers import DTYPE_NAMES, NP_DTYPE, tensor_of, to_numpy
+
 FLOATS = ("float16", "bfloat16", "float32", "float64")
-NP = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32,
-      "int64": np.int64, "float16": np.float16, "bfloat16": np.float32, "float32": np.float32,
-      "float64": np.float64}
 
 
 # ---- helpers -------------------------------------------------------------------------------
-def make(a, dtype):
-    """A torchlite tensor of dtype (a name) holding NumPy array a."""
-    if dtype == "bfloat16":
-        return tl.tensor(np.asarray(a, np.float32)).to(tl.bfloat16)
-    return tl.tensor(np.asarray(a, NP[dtype]))
-
-
-def to_np(t):
-    """The values of t as NumPy (bfloat16 widened to float32, which keeps order and ties)."""
-    if t.dtype is tl.bfloat16:
-        t = t.float()
-    return np.array(t.numpy(), copy=True)
-
-
 def data(shape, dtype, rng, ties=True, special=True):
     """Random values of dtype; with `ties` drawn from a small range so equal elements occur;
     with `special`, floats include NaN, +-inf, +-0.0."""
@@ -45,24 +28,24 @@ def data(shape, dtype, rng, ties=True, special=True):
             pick = rng.integers(0, n, size=max(1, n // 8))
             x[pick] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0, -np.nan], size=len(pick))
         return x.reshape(shape)
-    info = np.iinfo(NP[dtype])
+    info = np.iinfo(NP_DTYPE[dtype])
     lo, hi = (-5, 6) if ties else (info.min, info.max)
     lo = max(lo, info.min)
     return rng.integers(lo, hi, n, dtype=np.int64 if dtype != "uint8" else np.uint64,
-                        endpoint=not ties).astype(NP[dtype]).reshape(shape)
+                        endpoint=not ties).astype(NP_DTYPE[dtype]).reshape(shape)
 
 
 def layouts(a, dtype):
     """(name, tensor) pairs holding a's values: contiguous, transposed, stepped, offset."""
-    yield "contiguous", make(a, dtype)
+    yield "contiguous", tensor_of(a, dtype)
     if a.ndim >= 2:
-        swapped = make(np.ascontiguousarray(np.swapaxes(a, 0, -1)), dtype)
+        swapped = tensor_of(np.ascontiguousarray(np.swapaxes(a, 0, -1)), dtype)
         yield "transposed", swapped.transpose(0, -1)
     if a.ndim >= 1:
         big = np.repeat(a, 2, axis=-1)
-        yield "stepped", make(big, dtype)[..., ::2]
+        yield "stepped", tensor_of(big, dtype)[..., ::2]
         pad = np.concatenate([a[..., :1], a], axis=-1) if a.shape[-1] else a
-        yield "offset", make(pad, dtype)[..., 1:] if a.shape[-1] else make(a, dtype)
+        yield "offset", tensor_of(pad, dtype)[..., 1:] if a.shape[-1] else tensor_of(a, dtype)
 
 
 def np_sort(x, dim, descending):
@@ -86,16 +69,16 @@ def assert_same(got, want, signed_zero=True):
 
 
 def check_sort(t, dim, descending):
-    x = to_np(t)
+    x = to_numpy(t)
     v, i = tl.sort(t, dim, descending)
     want_v, want_i = np_sort(x, dim, descending)
     assert v.dtype is t.dtype and i.dtype is tl.int64
-    assert_same(to_np(v), want_v)
+    assert_same(to_numpy(v), want_v)
     assert_same(i.numpy(), want_i)
 
 
 # ---- sort ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_sort_every_dtype_and_layout(dtype, threads):
     rng = np.random.default_rng(1)
     for shape in [(7,), (3, 40), (2, 5, 33)]:
@@ -106,7 +89,7 @@ def test_sort_every_dtype_and_layout(dtype, threads):
                     check_sort(t, dim, desc)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_sort_long_rows_radix(dtype, threads):
     # 70000 elements take the 11-bit radix path; full-range integers use every key bit, and
     # int64/float64 keys spanning more than 2^32 use the 16-byte items
@@ -114,25 +97,25 @@ def test_sort_long_rows_radix(dtype, threads):
     for ties in (True, False):
         a = data((70000,), dtype, rng, ties=ties)
         for desc in (False, True):
-            check_sort(make(a, dtype), 0, desc)
+            check_sort(tensor_of(a, dtype), 0, desc)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "float16", "uint8"])
 def test_sort_many_rows_parallel(dtype, threads):
     rng = np.random.default_rng(3)
     a = data((96, 700), dtype, rng, ties=False)
-    t = make(a, dtype)
+    t = tensor_of(a, dtype)
     check_sort(t, 1, False)
     check_sort(t, 0, True)          # strided rows
 
 
 def test_sort_expanded_and_edge_shapes():
     rng = np.random.default_rng(4)
-    row = make(data((1, 9), "float32", rng), "float32")
+    row = tensor_of(data((1, 9), "float32", rng), "float32")
     check_sort(row.expand(4, 9), 1, False)
     check_sort(row.expand(4, 9), 0, False)          # every element of a row is equal
     for shape in [(0,), (3, 0), (0, 4), (1,), (1, 1), (5, 1)]:
-        t = make(data(shape, "int32", rng), "int32")
+        t = tensor_of(data(shape, "int32", rng), "int32")
         for dim in range(t.ndim):
             check_sort(t, dim, True)
 
@@ -148,8 +131,8 @@ def test_sort_patterns_already_sorted_reversed_equal():
     n = 5000
     for a in (np.arange(n), np.arange(n)[::-1].copy(), np.zeros(n), np.arange(n) % 7,
               np.concatenate([np.arange(n // 2), np.arange(n // 2)[::-1]])):
-        check_sort(make(a, "float32"), 0, False)
-        check_sort(make(a, "int64"), 0, True)
+        check_sort(tensor_of(a, "float32"), 0, False)
+        check_sort(tensor_of(a, "int64"), 0, True)
 
 
 def test_sort_nan_and_signed_zero_order_matches_torch():
@@ -221,7 +204,7 @@ def test_sort_errors():
 def test_sort_hypothesis_shapes_strides(shape, seed, dtype, desc, perm, step):
     rng = np.random.default_rng(seed)
     a = data(tuple(shape[:-1]) + (shape[-1] * step,), dtype, rng)
-    t = make(a, dtype)[..., ::step]
+    t = tensor_of(a, dtype)[..., ::step]
     if perm and t.ndim >= 2:
         t = t.transpose(0, -1)
     dim = int(rng.integers(-t.ndim, t.ndim))
@@ -230,16 +213,16 @@ def test_sort_hypothesis_shapes_strides(shape, seed, dtype, desc, perm, step):
 
 # ---- topk ----------------------------------------------------------------------------------
 def check_topk(t, k, dim, largest):
-    x = to_np(t)
+    x = to_numpy(t)
     v, i = tl.topk(t, k, dim, largest)
     want_v, want_i = np_sort(x, dim, largest)
     take = [slice(None)] * x.ndim
     take[dim] = slice(0, k)
-    assert_same(to_np(v), want_v[tuple(take)])
+    assert_same(to_numpy(v), want_v[tuple(take)])
     assert_same(i.numpy(), want_i[tuple(take)])      # ties go to the lower index
 
 
-@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "bool"])
+@pytest.mark.parametrize("dtype", [d for d in DTYPE_NAMES if d != "bool"])
 def test_topk_every_dtype(dtype, threads):
     rng = np.random.default_rng(6)
     a = data((5, 300), dtype, rng)
@@ -255,7 +238,7 @@ def test_topk_heap_and_select_paths(dtype, threads):
     # small k against a long row keeps a heap; large k selects; both must agree with a sort
     rng = np.random.default_rng(7)
     for ties in (True, False):
-        t = make(data((3, 20000), dtype, rng, ties=ties), dtype)
+        t = tensor_of(data((3, 20000), dtype, rng, ties=ties), dtype)
         for k in (1, 5, 200, 1500, 19999, 20000):
             check_topk(t, k, 1, True)
         check_topk(t, 300, 1, False)
@@ -302,22 +285,22 @@ def test_topk_errors():
 
 
 # ---- kthvalue ------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "bool"])
+@pytest.mark.parametrize("dtype", [d for d in DTYPE_NAMES if d != "bool"])
 def test_kthvalue(dtype, threads):
     rng = np.random.default_rng(8)
     a = data((4, 2000), dtype, rng)
     for _, t in layouts(a, dtype):
-        x = to_np(t)
+        x = to_numpy(t)
         srt = np_sort(x, 1, False)[0]
         for k in (1, 2, 1000, 2000):
             v, i = tl.kthvalue(t, k, 1)
             assert v.shape == (4,) and i.shape == (4,)
-            assert_same(to_np(v), srt[:, k - 1])
+            assert_same(to_numpy(v), srt[:, k - 1])
             picked = np.take_along_axis(x, i.numpy()[:, None], 1)[:, 0]
             np.testing.assert_array_equal(picked, srt[:, k - 1])
         v, i = t.kthvalue(3, 0, keepdim=True)
         assert v.shape == (1, 2000)
-        assert_same(to_np(v)[0], np_sort(x, 0, False)[0][2])
+        assert_same(to_numpy(v)[0], np_sort(x, 0, False)[0][2])
 
 
 def test_kthvalue_0d_and_errors():
@@ -335,20 +318,20 @@ def test_kthvalue_0d_and_errors():
 
 
 # ---- unique --------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_unique_flat(dtype, threads):
     rng = np.random.default_rng(9)
     a = data((6, 50), dtype, rng, special=False)
     for _, t in layouts(a, dtype):
-        x = to_np(t)
+        x = to_numpy(t)
         want, inv, cnt = np.unique(x, return_inverse=True, return_counts=True)
-        assert_same(to_np(tl.unique(t)), want, False)
+        assert_same(to_numpy(tl.unique(t)), want, False)
         u, i, c = tl.unique(t, return_inverse=True, return_counts=True)
-        assert_same(to_np(u), want, False)
+        assert_same(to_numpy(u), want, False)
         assert_same(i.numpy(), inv.reshape(x.shape))
         assert_same(c.numpy(), cnt)
         u, c = t.unique(sorted=False, return_counts=True)
-        assert_same(to_np(u), want, False)
+        assert_same(to_numpy(u), want, False)
 
 
 def test_unique_nan_and_zero_match_torch():
@@ -376,18 +359,18 @@ def test_unique_dim(dtype):
     base = data((4, 3), dtype, rng, special=False)
     a = np.concatenate([base, base[[2, 0]], base[[1]]], 0)       # repeated rows
     a = a[rng.permutation(len(a))]
-    t = make(a, dtype)
-    x = to_np(t)
+    t = tensor_of(a, dtype)
+    x = to_numpy(t)
     for tt, xx, dim in ((t, x, 0), (t.t(), x.T, 1)):
         want, inv, cnt = np.unique(xx, axis=dim, return_inverse=True, return_counts=True)
         u, i, c = tl.unique(tt, dim=dim, return_inverse=True, return_counts=True)
-        assert_same(to_np(u), want, False)
+        assert_same(to_numpy(u), want, False)
         assert_same(i.numpy(), inv.reshape(-1))
         assert_same(c.numpy(), cnt)
-    three = make(np.stack([a, a[::-1]], 2), dtype)
-    want = np.unique(to_np(three), axis=1)
-    assert_same(to_np(tl.unique(three, dim=1)), want, False)
-    assert_same(to_np(tl.unique(three, dim=-1)), np.unique(to_np(three), axis=-1), False)
+    three = tensor_of(np.stack([a, a[::-1]], 2), dtype)
+    want = np.unique(to_numpy(three), axis=1)
+    assert_same(to_numpy(tl.unique(three, dim=1)), want, False)
+    assert_same(to_numpy(tl.unique(three, dim=-1)), np.unique(to_numpy(three), axis=-1), False)
 
 
 def test_unique_dim_edge_cases():
@@ -409,18 +392,18 @@ def _np_runs(x):
     return x[starts], np.repeat(np.arange(len(starts)), counts), counts
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_unique_consecutive(dtype):
     rng = np.random.default_rng(11)
     a = np.repeat(data((40,), dtype, rng), rng.integers(1, 4, 40))
-    t = make(a, dtype)
-    x = to_np(t)
+    t = tensor_of(a, dtype)
+    x = to_numpy(t)
     want, inv, cnt = _np_runs(x)
     u, i, c = tl.unique_consecutive(t, return_inverse=True, return_counts=True)
-    assert_same(to_np(u), want)
+    assert_same(to_numpy(u), want)
     assert_same(i.numpy(), inv)
     assert_same(c.numpy(), cnt)
-    assert_same(to_np(t.unsqueeze(0).unique_consecutive()), want)
+    assert_same(to_numpy(t.unsqueeze(0).unique_consecutive()), want)
 
 
 def test_unique_consecutive_dim():
@@ -437,15 +420,15 @@ def test_unique_consecutive_dim():
 
 
 # ---- searchsorted, bucketize, isin -----------------------------------------------------------
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_searchsorted_1d(dtype, threads):
     rng = np.random.default_rng(13)
     b = np.sort(data((60,), dtype, rng, special=False))
-    bt = make(b, dtype)
-    bnp = to_np(bt)
+    bt = tensor_of(b, dtype)
+    bnp = to_numpy(bt)
     v = np.concatenate([data((4991,), dtype, rng, special=False), bnp[::7]])
-    vt = make(v, dtype)
-    vnp = to_np(vt)
+    vt = tensor_of(v, dtype)
+    vnp = to_numpy(vt)
     for right in (False, True):
         want = np.searchsorted(bnp, vnp, side="right" if right else "left")
         got = tl.searchsorted(bt, vt, right=right)
@@ -525,12 +508,12 @@ def test_bucketize():
         tl.bucketize(tl.tensor(x), tl.tensor(bounds).reshape(1, -1))
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_isin(dtype):
     rng = np.random.default_rng(16)
-    e = make(data((7, 9), dtype, rng), dtype)
-    tst = make(data((11,), dtype, rng), dtype)
-    x, y = to_np(e), to_np(tst)
+    e = tensor_of(data((7, 9), dtype, rng), dtype)
+    tst = tensor_of(data((11,), dtype, rng), dtype)
+    x, y = to_numpy(e), to_numpy(tst)
     for invert in (False, True):
         got = tl.isin(e, tst, invert=invert)
         assert got.dtype is tl.bool
@@ -610,7 +593,7 @@ def test_select_falls_back_on_adversarial_input():
     vals, rounds = _quickselect_killer(n, k)
     assert rounds > 64
     for dtype in ("int32", "float64"):
-        t = make(vals, dtype)
+        t = tensor_of(vals, dtype)
         check_topk(t, k, 0, False)
         v, i = tl.kthvalue(t, k)
         assert v.item() == np.sort(vals)[k - 1] and vals[i.item()] == v.item()

@@ -292,6 +292,23 @@ cdef void _order_and_coalesce(IPlan* p, const int64_t* k1, const int64_t* k2) no
     p.nd = nd
 
 
+cdef bint _launch(IPlan* p, int op, Array a, Array dense, const int64_t* k1,
+                  const int64_t* k2):
+    """Finish a plan whose loop dims and indices are set (a: the indexed operand, dense: the
+    other one), order and merge its dims by the keys, and run it; False if an index was out
+    of range."""
+    cdef bint ok
+    p.aptr = a.ptr()
+    p.dptr = dense.ptr()
+    p.op = op
+    p.dtype = a.dtype
+    p.isz = tl_itemsize[a.dtype]
+    _order_and_coalesce(p, k1, k2)
+    with nogil:
+        ok = _execute(p)
+    return ok
+
+
 cdef void _set_group(IPlan* p, int k, Array a, int first, int ndims) noexcept:
     """Index k addresses dims [first, first + ndims) of a, merged where they are one run."""
     cdef int isz = tl_itemsize[a.dtype], g, n = 0
@@ -570,7 +587,7 @@ def advanced(int op, Array a, list groups, Array value=None, tuple err=None):
     cdef int ng = len(groups), nb, nr = 0, bpos, ond, i, k, j, first, ndims, prev_end
     cdef int isz = tl_itemsize[a.dtype], vk
     cdef int64_t maxg = 0, total, btotal
-    cdef bint adjacent = True, writes = op != TL_IDX_GATHER, ok
+    cdef bint adjacent = True, writes = op != TL_IDX_GATHER
     cdef Array idx, out = None
     cdef list idxs = []
     if err is None:
@@ -705,15 +722,7 @@ def advanced(int op, Array a, list groups, Array value=None, tuple err=None):
         for i in range(idx.nd):
             if idx.shp[i] != 1:
                 p.istr[k][vk + i] = idx.strd[i] * tl_itemsize[idx.dtype]
-    p.aptr = a.ptr()
-    p.dptr = value.ptr()
-    p.op = op
-    p.dtype = a.dtype
-    p.isz = isz
-    _order_and_coalesce(&p, k1, k2)
-    with nogil:
-        ok = _execute(&p)
-    if not ok:
+    if not _launch(&p, op, a, value, k1, k2):
         for k in range(ng):
             if groups[k][3] == KIND_INDEX:
                 _check_range(idxs[k], p.gnumel[k], groups[k][0], err)
@@ -733,7 +742,7 @@ def along_dim(int op, Array a, int dim, Array index, Array src=None, tuple err=N
     cdef int64_t k1[MAX_DIMS]
     cdef int64_t k2[MAX_DIMS]
     cdef int i, isz = tl_itemsize[a.dtype]
-    cdef bint writes = op != TL_IDX_GATHER, ok
+    cdef bint writes = op != TL_IDX_GATHER
     cdef Array out = None
     if err is None:
         err = _ALONG_DIM_ERR
@@ -782,15 +791,7 @@ def along_dim(int op, Array a, int dim, Array index, Array src=None, tuple err=N
     p.gsize[0][0] = a.shp[dim]
     p.gstr[0][0] = a.strd[dim] * isz
     p.gnumel[0] = a.shp[dim]
-    p.aptr = a.ptr()
-    p.dptr = src.ptr()
-    p.op = op
-    p.dtype = a.dtype
-    p.isz = isz
-    _order_and_coalesce(&p, k1, k2)
-    with nogil:
-        ok = _execute(&p)
-    if not ok:
+    if not _launch(&p, op, a, src, k1, k2):
         _check_range(index, a.shp[dim], dim, err)
         raise RuntimeError("gather/scatter: an index changed while it was in use")
     return out

@@ -12,6 +12,7 @@ from torchlite._core.array cimport (Array, new_array, tl_itemsize, TL_BOOL, TL_I
                                     TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64)
 from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into, check_writable
 from torchlite._core.parallel cimport num_chunks
+from torchlite._core import isa_switch
 import os
 
 cdef extern from "kernels/random.h" nogil:
@@ -44,7 +45,6 @@ cdef extern from "kernels/random.h" nogil:
                           uint32_t k0, uint32_t k1, uint32_t out[4])
     void tl_philox_lanes_generic(const uint32_t key[2], uint64_t first, uint32_t draw,
                                  uint32_t w[4][TL_PHILOX_LANES])
-    int tl_cpu_isa_level()
 
 cdef extern from "kernels/random_sample.h" nogil:
     void tl_rnd_poisson(const uint32_t key[2], uint64_t base, const double* rate, double* out,
@@ -70,22 +70,13 @@ _OUT_DTYPE[:] = [TL_FLOAT32, TL_FLOAT64, TL_INT64]
 
 
 # ---------------------------------------------------------------------------------------
-# ISA selection (tests run every compiled copy)
+# ISA selection (tests run every compiled copy; torchlite._core.set_isa_level sets every module)
 # ---------------------------------------------------------------------------------------
-cdef int _isa = 0
+def _install(int level):
+    """Install the sampling kernels of ISA `level` (one the CPU supports); returns it."""
+    return tl_rnd_install(level)
 
-def set_isa_level(int level):
-    """Install the kernels of SIMD `level` (0, 3 or 4), clamped to the CPU's; returns it."""
-    global _isa
-    cdef int cpu = tl_cpu_isa_level()
-    _isa = tl_rnd_install(level if level < cpu else cpu)
-    return _isa
-
-def isa_level():
-    return _isa
-
-_env_isa = os.environ.get("TORCHLITE_ISA")
-set_isa_level(int(_env_isa) if _env_isa else 99)
+set_isa_level, isa_level = isa_switch(_install)
 
 
 def philox4x32_10(counter, key):

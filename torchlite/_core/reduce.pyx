@@ -24,7 +24,7 @@ from torchlite._core.array cimport (Array, MAX_DIMS, new_array, new_array_stride
                                     TL_FLOAT32, TL_FLOAT64)
 from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into
 from torchlite._core.parallel cimport num_chunks
-import os
+from torchlite._core import isa_switch
 
 cdef extern from "kernels/reduce.h" nogil:
     enum:
@@ -58,7 +58,6 @@ cdef extern from "kernels/reduce.h" nogil:
     tl_median_fn tl_median[3]
     int tl_reduce_install(int level)
     void tl_scan_register()
-    int tl_cpu_isa_level()
 
 _TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
                 "Double")
@@ -69,23 +68,14 @@ cdef int64_t CH_COLS = 512        # rows per piece (cols layout)
 cdef int64_t SCAN_ROWS = 16       # contiguous rows a scan runs side by side
 
 # ---------------------------------------------------------------------------------------
-# ISA selection (tests force each level)
+# ISA selection (tests force each level; torchlite._core.set_isa_level sets every module)
 # ---------------------------------------------------------------------------------------
-cdef int _isa = 0
-
-def set_isa_level(int level):
-    """Install the kernels of `level` (0, 3 or 4, clamped to the CPU's); returns the level."""
-    global _isa
-    cdef int cpu = tl_cpu_isa_level()
-    _isa = tl_reduce_install(level if level < cpu else cpu)
-    return _isa
-
-def isa_level():
-    return _isa
+def _install(int level):
+    """Install the reduction kernels of ISA `level` (one the CPU supports); returns it."""
+    return tl_reduce_install(level)
 
 tl_scan_register()
-_env_isa = os.environ.get("TORCHLITE_ISA")
-set_isa_level(int(_env_isa) if _env_isa else 99)
+set_isa_level, isa_level = isa_switch(_install)
 
 
 # ---------------------------------------------------------------------------------------
@@ -170,6 +160,8 @@ cdef class _Plan:
     cdef char* base
     cdef bint rows            # rows layout [R1, A, Rin]; else cols [A, R, B]
     cdef int isz
+    cdef int dtype            # the compute dtype of the input (float32, float64 or int64)
+    cdef int slot             # and its kernel slot
     cdef int nd
     cdef int64_t R            # elements reduced into each output
     cdef int64_t A, sA, sR, B, Rin, R1, s1      # sizes; the strides sA, sR, s1 in bytes
@@ -339,11 +331,15 @@ cdef void _canon_trailing(_Plan p, Array a):
 
 
 cdef _Plan _make_plan(Array a, object dims, bint keepdim, bint logical):
-    """Plan a reduction of `a` (already in its compute dtype) over dims.  logical: the
-    reduced elements must be visited in C order (argmax over several dims)."""
+    """Plan a reduction of `a` over dims, read in its compute dtype (a copy for float16,
+    bfloat16 and the narrow integers).  logical: the reduced elements must be visited in C
+    order (argmax over several dims)."""
     cdef _Plan p = _Plan.__new__(_Plan)
     cdef int i
     cdef int64_t R = 1
+    a = _to_slot(a)
+    p.dtype = a.dtype
+    p.slot = _slot(a.dtype)
     p.nd = a.nd
     p.isz = tl_itemsize[a.dtype]
     p.keepdim = keepdim
@@ -396,11 +392,53 @@ cdef _Plan _make_plan(Array a, object dims, bint keepdim, bint logical):
 # ---------------------------------------------------------------------------------------
 # Running the pieces
 # ---------------------------------------------------------------------------------------
+ctypedef void (*task_fn)(const void* job, int64_t t) noexcept nogil
+
+
+cdef void _run_tasks(task_fn fn, const void* job, int64_t nt, int th) noexcept nogil:
+    """Tasks 0 .. nt-1 of a job, serially or handed to th threads by the guided schedule."""
+    cdef int64_t t
+    if th <= 1 or nt <= 1:
+        for t in range(nt):
+            fn(job, t)
+    else:
+        for t in prange(nt, num_threads=th, schedule="guided"):
+            fn(job, t)
+
+
+cdef inline int64_t _span(int64_t total, int64_t start, int64_t size) noexcept nogil:
+    """How many of `size` items from `start` lie below `total`."""
+    return total - start if total - start < size else size
+
+
+cdef inline int64_t _col_block(int64_t u, int64_t ncb, int64_t B, int64_t width, int64_t* a,
+                               int64_t* b0) noexcept nogil:
+    """Column block u of slabs of B columns cut in ncb blocks of `width`: its slab a[0] and
+    first column b0[0]; returns its width."""
+    a[0] = u // ncb
+    b0[0] = (u - a[0] * ncb) * width
+    return _span(B, b0[0], width)
+
+
 cdef struct Job:
     char* base
     bint rows
     int isz
     int64_t A, sA, R, sR, B, Rin, R1, s1, nout, ch, nch, nchi, rpt, ngrp, ncb
+    tl_red_fn red               # a reduction's kernel, its centers, exponent and partials
+    const double* center
+    double pw
+    char* part
+    tl_arg_fn arg               # or argmax/argmin's, its partial values and indices
+    char* pval
+    int64_t* pidx
+
+
+cdef struct Piece:
+    int64_t off                 # byte offset of its first element from the job's base
+    int64_t nrows, rstride, n   # the kernel's rows, their byte stride and length
+    int64_t q                   # its first partial
+    int64_t co                  # its first center (the first output it feeds)
 
 
 cdef void _job_of(_Plan p, Job* j) noexcept:
@@ -410,113 +448,68 @@ cdef void _job_of(_Plan p, Job* j) noexcept:
     j.ch = p.ch; j.nch = p.nch; j.nchi = p.nchi; j.rpt = p.rpt; j.ngrp = p.ngrp; j.ncb = p.ncb
 
 
-cdef void _red_task(const Job* j, int64_t t, tl_red_fn fn, const double* center, double pw,
-                    char* part) noexcept nogil:
-    """Task t.  Rows: piece k = n * nchi + c (outer index n, chunk c of the run); with long
-    runs one row a per task, partial[a * nch + k]; else a group of rows, partial[n * nout + a].
-    Cols: piece k = chunk of rows, partial[k * nout + o]."""
-    cdef int64_t a, k, a0, nr, cb, b0, nc, r0, n, ci
-    cdef const double* c = NULL
+cdef void _piece(const Job* j, int64_t t, Piece* pc) noexcept nogil:
+    """The piece of task t.  Rows: piece k = n * nchi + c (outer index n, chunk c of the run);
+    with long runs one row a per task, partial[a * nch + k]; else a group of rows,
+    partial[n * nout + a].  Cols: piece k = chunk of rows, partial[k * nout + o]."""
+    cdef int64_t a, k, a0, b0, nc, r0, n, ci
     if j.rows:
         if j.nchi > 1:
             a = t // j.nch
             k = t - a * j.nch
             n = k // j.nchi
             ci = k - n * j.nchi
-            nr = j.Rin - ci * j.ch
-            if nr > j.ch:
-                nr = j.ch
-            if center != NULL:
-                c = center + a
-            fn(j.base + a * j.sA + n * j.s1 + ci * j.ch * j.isz, 1, 0, nr, c, pw,
-               part + (a * j.nch + k) * 8)
+            pc.off = a * j.sA + n * j.s1 + ci * j.ch * j.isz
+            pc.nrows = 1; pc.rstride = 0; pc.n = _span(j.Rin, ci * j.ch, j.ch)
+            pc.q = a * j.nch + k
+            pc.co = a
         else:
             n = t // j.ngrp
             a0 = (t - n * j.ngrp) * j.rpt
-            nr = j.A - a0
-            if nr > j.rpt:
-                nr = j.rpt
-            if center != NULL:
-                c = center + a0
-            fn(j.base + n * j.s1 + a0 * j.sA, nr, j.sA, j.Rin, c, pw,
-               part + (n * j.nout + a0) * 8)
+            pc.off = n * j.s1 + a0 * j.sA
+            pc.nrows = _span(j.A, a0, j.rpt); pc.rstride = j.sA; pc.n = j.Rin
+            pc.q = n * j.nout + a0
+            pc.co = a0
     else:
         k = t % j.nch
-        cb = (t // j.nch) % j.ncb
-        a = t // (j.nch * j.ncb)
-        b0 = cb * TL_RCB
-        nc = j.B - b0
-        if nc > TL_RCB:
-            nc = TL_RCB
+        nc = _col_block(t // j.nch, j.ncb, j.B, TL_RCB, &a, &b0)
         r0 = k * j.ch
-        nr = j.R - r0
-        if nr > j.ch:
-            nr = j.ch
-        if center != NULL:
-            c = center + a * j.B + b0
-        fn(j.base + a * j.sA + r0 * j.sR + b0 * j.isz, nr, j.sR, nc, c, pw,
-           part + (k * j.nout + a * j.B + b0) * 8)
+        pc.off = a * j.sA + r0 * j.sR + b0 * j.isz
+        pc.nrows = _span(j.R, r0, j.ch); pc.rstride = j.sR; pc.n = nc
+        pc.q = k * j.nout + a * j.B + b0
+        pc.co = a * j.B + b0
 
 
-cdef void _arg_task(const Job* j, int64_t t, tl_arg_fn fn, char* pval, int64_t* pidx) noexcept nogil:
-    cdef int64_t a, k, a0, nr, cb, b0, nc, r0, q
-    if j.rows:                  # (one run per output: R1 == 1)
-        if j.nchi > 1:
-            a = t // j.nch
-            k = t - a * j.nch
-            nr = j.Rin - k * j.ch
-            if nr > j.ch:
-                nr = j.ch
-            q = a * j.nch + k
-            fn(j.base + a * j.sA + k * j.ch * j.isz, 1, 0, nr, pval + q * 8, pidx + q)
-        else:
-            a0 = t * j.rpt
-            nr = j.A - a0
-            if nr > j.rpt:
-                nr = j.rpt
-            fn(j.base + a0 * j.sA, nr, j.sA, j.Rin, pval + a0 * 8, pidx + a0)
-    else:
-        k = t % j.nch
-        cb = (t // j.nch) % j.ncb
-        a = t // (j.nch * j.ncb)
-        b0 = cb * TL_RCB
-        nc = j.B - b0
-        if nc > TL_RCB:
-            nc = TL_RCB
-        r0 = k * j.ch
-        nr = j.R - r0
-        if nr > j.ch:
-            nr = j.ch
-        q = k * j.nout + a * j.B + b0
-        fn(j.base + a * j.sA + r0 * j.sR + b0 * j.isz, nr, j.sR, nc, pval + q * 8, pidx + q)
+cdef void _red_task(const void* job, int64_t t) noexcept nogil:
+    cdef const Job* j = <const Job*>job
+    cdef Piece pc
+    _piece(j, t, &pc)
+    j.red(j.base + pc.off, pc.nrows, pc.rstride, pc.n,
+          (j.center + pc.co) if j.center != NULL else NULL, j.pw, j.part + pc.q * 8)
+
+
+cdef void _arg_task(const void* job, int64_t t) noexcept nogil:
+    """(argmax/argmin plans have one run per output: R1 == 1)"""
+    cdef const Job* j = <const Job*>job
+    cdef Piece pc
+    _piece(j, t, &pc)
+    j.arg(j.base + pc.off, pc.nrows, pc.rstride, pc.n, j.pval + pc.q * 8, j.pidx + pc.q)
 
 
 cdef void _run_red(_Plan p, tl_red_fn fn, const double* center, double pw, char* part) noexcept:
     cdef Job j
-    cdef int64_t t, nt = p.ntasks
-    cdef int th = p.nthreads
     _job_of(p, &j)
+    j.red = fn; j.center = center; j.pw = pw; j.part = part
     with nogil:
-        if th <= 1 or nt <= 1:
-            for t in range(nt):
-                _red_task(&j, t, fn, center, pw, part)
-        else:
-            for t in prange(nt, num_threads=th, schedule="guided"):
-                _red_task(&j, t, fn, center, pw, part)
+        _run_tasks(_red_task, &j, p.ntasks, p.nthreads)
 
 
 cdef void _run_arg(_Plan p, tl_arg_fn fn, char* pval, int64_t* pidx) noexcept:
     cdef Job j
-    cdef int64_t t, nt = p.ntasks
-    cdef int th = p.nthreads
     _job_of(p, &j)
+    j.arg = fn; j.pval = pval; j.pidx = pidx
     with nogil:
-        if th <= 1 or nt <= 1:
-            for t in range(nt):
-                _arg_task(&j, t, fn, pval, pidx)
-        else:
-            for t in prange(nt, num_threads=th, schedule="guided"):
-                _arg_task(&j, t, fn, pval, pidx)
+        _run_tasks(_arg_task, &j, p.ntasks, p.nthreads)
 
 
 # ---------------------------------------------------------------------------------------
@@ -683,6 +676,17 @@ cdef inline int _out_kind(int slot) noexcept:
     return 0 if slot == TL_RS_F32 else (1 if slot == TL_RS_F64 else 2)
 
 
+cdef _Buf _per_output(_Plan p, int kind, int slot, double scale):
+    """One float64 per output of the plan: reduction `kind` times `scale` (a first pass whose
+    results center, or divide, a second)."""
+    cdef Fold f
+    cdef _Buf b = _buf(p.nout * 8)
+    _fold_init(&f, 1)
+    f.scale = scale
+    _reduce_into(p, kind, slot, NULL, 0.0, &f, b.ptr)
+    return b
+
+
 # ---------------------------------------------------------------------------------------
 # The reductions
 # ---------------------------------------------------------------------------------------
@@ -694,16 +698,25 @@ cdef int _first_empty_dim(_Plan p, Array a):
     return -1
 
 
+cdef inline bint _all_dims(object dims):
+    """None or an empty tuple/list: a reduction over every dim."""
+    return dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0)
+
+
+cdef object _empty_dim_error(_Plan p, Array a, str name):
+    """The IndexError of a reduction without identity over an empty dim."""
+    return IndexError(f"{name}(): Expected reduction dim {_first_empty_dim(p, a)} to have "
+                      f"non-zero size.")
+
+
 cdef int _check_identity(_Plan p, Array a, object dims, str name) except -1:
     """max/min-like reductions have no identity: an empty reduced extent is an error."""
-    cdef int d
     if p.R != 0:
         return 0
-    if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
+    if _all_dims(dims):
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                            f"== 0. Specify the reduction dim with the 'dim' argument.")
-    d = _first_empty_dim(p, a)
-    raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    raise _empty_dim_error(p, a, name)
 
 
 _KINDS = {"sum": TL_RK_SUM, "nansum": TL_RK_NANSUM, "prod": TL_RK_PROD, "amax": TL_RK_MAX,
@@ -716,7 +729,7 @@ def reduce(str op, Array a, object dims, bint keepdim, str name=None):
     int64), amax, amin (dtype kept), any, all (bool; uint8 for uint8), count_nonzero
     (int64).  The dtype rules and errors are PyTorch's."""
     cdef int kind = _KINDS[op]
-    cdef int d = a.dtype, rdt, slot
+    cdef int d = a.dtype, rdt
     cdef Fold f
     name = name or op
     if kind == TL_RK_SUM or kind == TL_RK_NANSUM or kind == TL_RK_PROD:
@@ -727,16 +740,14 @@ def reduce(str op, Array a, object dims, bint keepdim, str name=None):
         rdt = TL_INT64
     else:
         rdt = d
-    a = _to_slot(a)
-    slot = _slot(a.dtype)
     cdef _Plan p = _make_plan(a, dims, keepdim, False)
     if kind == TL_RK_MAX or kind == TL_RK_MIN:
         _check_identity(p, a, dims, name)
-    cdef int okind = 2 if kind == TL_RK_COUNTNZ else _out_kind(slot)
-    cdef Array res = p.alloc(_SLOT_DTYPE[slot] if kind != TL_RK_COUNTNZ else TL_INT64)
+    cdef int okind = 2 if kind == TL_RK_COUNTNZ else _out_kind(p.slot)
+    cdef Array res = p.alloc(p.dtype if kind != TL_RK_COUNTNZ else TL_INT64)
     _fold_init(&f, okind)
-    _reduce_into(p, kind, slot, NULL, 0.0, &f, res.storage.data)
-    return cast_array(res, rdt) if res.dtype != rdt else res
+    _reduce_into(p, kind, p.slot, NULL, 0.0, &f, res.storage.data)
+    return cast_array(res, rdt)
 
 
 def mean(Array a, object dims, bint keepdim, bint ignore_nan=False):
@@ -744,25 +755,18 @@ def mean(Array a, object dims, bint keepdim, bint ignore_nan=False):
     cdef Fold f
     cdef int rdt = a.dtype
     cdef _Buf kc
-    cdef double* cnt
-    a = _to_slot(a)
-    cdef int slot = _slot(a.dtype)
     cdef _Plan p = _make_plan(a, dims, keepdim, False)
-    cdef Array res = p.alloc(a.dtype)
-    _fold_init(&f, _out_kind(slot))
+    cdef Array res = p.alloc(p.dtype)
+    _fold_init(&f, _out_kind(p.slot))
     if not ignore_nan:
         f.scale = 1.0 / p.R if p.R > 0 else NAN
-        _reduce_into(p, TL_RK_SUM, slot, NULL, 0.0, &f, res.storage.data)
+        _reduce_into(p, TL_RK_SUM, p.slot, NULL, 0.0, &f, res.storage.data)
     else:
-        kc = _buf(p.nout * 8)
-        cnt = <double*>kc.ptr
-        _fold_init(&f, 1)
-        _reduce_into(p, TL_RK_COUNTNOTNAN, slot, NULL, 0.0, &f, <char*>cnt)
-        _fold_init(&f, _out_kind(slot))
+        kc = _per_output(p, TL_RK_COUNTNOTNAN, p.slot, 1.0)
         f.post = POST_DIV_CENTER
-        f.center = cnt
-        _reduce_into(p, TL_RK_NANSUM, slot, NULL, 0.0, &f, res.storage.data)
-    return cast_array(res, rdt) if res.dtype != rdt else res
+        f.center = <double*>kc.ptr
+        _reduce_into(p, TL_RK_NANSUM, p.slot, NULL, 0.0, &f, res.storage.data)
+    return cast_array(res, rdt)
 
 
 def var(Array a, object dims, double correction, bint keepdim, bint take_sqrt, bint want_mean):
@@ -771,27 +775,21 @@ def var(Array a, object dims, double correction, bint keepdim, bint take_sqrt, b
     cdef Fold f
     cdef int rdt = a.dtype
     cdef _Buf kc
-    a = _to_slot(a)
-    cdef int slot = _slot(a.dtype)
     cdef _Plan p = _make_plan(a, dims, keepdim, False)
-    kc = _buf(p.nout * 8)
+    kc = _per_output(p, TL_RK_SUM, p.slot, 1.0 / p.R if p.R > 0 else NAN)
     cdef double* mu = <double*>kc.ptr
     cdef double denom = p.R - correction
-    _fold_init(&f, 1)
-    f.scale = 1.0 / p.R if p.R > 0 else NAN
-    _reduce_into(p, TL_RK_SUM, slot, NULL, 0.0, &f, <char*>mu)
-    cdef Array res = p.alloc(a.dtype)
-    _fold_init(&f, _out_kind(slot))
+    cdef Array res = p.alloc(p.dtype)
+    _fold_init(&f, _out_kind(p.slot))
     f.scale = 1.0 / denom if denom > 0 else INFINITY
     f.post = POST_SQRT if take_sqrt else POST_NONE
-    _reduce_into(p, TL_RK_SUMSQDEV, slot, mu, 0.0, &f, res.storage.data)
-    if res.dtype != rdt:
-        res = cast_array(res, rdt)
+    _reduce_into(p, TL_RK_SUMSQDEV, p.slot, mu, 0.0, &f, res.storage.data)
+    res = cast_array(res, rdt)
     if not want_mean:
         return res, None
-    cdef Array m = p.alloc(a.dtype)
-    _copy_center(p, mu, m, _out_kind(slot))
-    return res, (cast_array(m, rdt) if m.dtype != rdt else m)
+    cdef Array m = p.alloc(p.dtype)
+    _copy_center(p, mu, m, _out_kind(p.slot))
+    return res, cast_array(m, rdt)
 
 
 cdef void _copy_center(_Plan p, const double* c, Array out, int out_kind) noexcept:
@@ -812,35 +810,29 @@ def logsumexp(Array a, object dims, bint keepdim):
     cdef int rdt = a.dtype
     cdef _Buf kc
     cdef int64_t o
-    a = _to_slot(a)
-    cdef int slot = _slot(a.dtype)
     cdef _Plan p = _make_plan(a, dims, keepdim, False)
-    kc = _buf(p.nout * 8)
+    kc = _per_output(p, TL_RK_MAX, p.slot, 1.0)
     cdef double* mx = <double*>kc.ptr
-    _fold_init(&f, 1)
-    _reduce_into(p, TL_RK_MAX, slot, NULL, 0.0, &f, <char*>mx)
     for o in range(p.nout):
         if mx[o] == INFINITY or mx[o] == -INFINITY:
             mx[o] = 0.0
-    cdef Array res = p.alloc(a.dtype)
-    _fold_init(&f, _out_kind(slot))
+    cdef Array res = p.alloc(p.dtype)
+    _fold_init(&f, _out_kind(p.slot))
     f.post = POST_LOG_CENTER
     f.center = mx
-    _reduce_into(p, TL_RK_SUMEXPDEV, slot, mx, 0.0, &f, res.storage.data)
-    return cast_array(res, rdt) if res.dtype != rdt else res
+    _reduce_into(p, TL_RK_SUMEXPDEV, p.slot, mx, 0.0, &f, res.storage.data)
+    return cast_array(res, rdt)
 
 
 def vector_norm(Array a, double ord, object dims, bint keepdim, str name="linalg.vector_norm"):
     """The ord-norm of the elements over dims: 2, 1, inf, -inf, 0 or any p."""
     cdef Fold f
     cdef int rdt = a.dtype, kind, post = POST_NONE
-    a = _to_slot(a)
-    cdef int slot = _slot(a.dtype)
     cdef _Plan p = _make_plan(a, dims, keepdim, False)
     if ord == INFINITY or ord == -INFINITY:
         kind = TL_RK_MAXABS if ord > 0 else TL_RK_MINABS
         if p.R == 0 and p.nout > 0:
-            if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
+            if _all_dims(dims):
                 raise RuntimeError(f"{name} cannot compute the {'inf' if ord > 0 else '-inf'} "
                                    f"norm on an empty tensor because the operation does not "
                                    f"have an identity")
@@ -855,12 +847,12 @@ def vector_norm(Array a, double ord, object dims, bint keepdim, str name="linalg
         kind = TL_RK_COUNTNZ
     else:
         kind = TL_RK_SUMPOW; post = POST_POW_INV
-    cdef Array res = p.alloc(a.dtype)
-    _fold_init(&f, _out_kind(slot))
+    cdef Array res = p.alloc(p.dtype)
+    _fold_init(&f, _out_kind(p.slot))
     f.post = post
     f.p = ord
-    _reduce_into(p, kind, slot, NULL, ord, &f, res.storage.data)
-    return cast_array(res, rdt) if res.dtype != rdt else res
+    _reduce_into(p, kind, p.slot, NULL, ord, &f, res.storage.data)
+    return cast_array(res, rdt)
 
 
 # ---------------------------------------------------------------------------------------
@@ -877,32 +869,29 @@ def argreduce(bint is_min, Array a, object dim, bint keepdim, bint want_values, 
     cdef int64_t po, pk
     if dim is not None and isinstance(dim, (tuple, list)):
         raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
-    a = _to_slot(a)
-    cdef int slot = _slot(a.dtype)
     cdef bint all_dims = dim is None
     cdef _Plan p = _make_plan(a, dim, keepdim, all_dims)
     if p.R == 0:
         if all_dims:
             raise IndexError(f"{name}(): Expected reduction dim to be specified for "
                              f"input.numel() == 0.")
-        raise IndexError(f"{name}(): Expected reduction dim {_first_empty_dim(p, a)} to have "
-                         f"non-zero size.")
+        raise _empty_dim_error(p, a, name)
     kv = _buf(p.nout * p.nch * 8)
     cdef char* pval = kv.ptr
     ki = _buf(p.nout * p.nch * 8)
     cdef int64_t* pidx = <int64_t*>ki.ptr
     cdef tl_arg_fn fn
     if p.ntasks > 0:
-        fn = tl_arg_rows[is_min][slot] if p.rows else tl_arg_cols[is_min][slot]
+        fn = tl_arg_rows[is_min][p.slot] if p.rows else tl_arg_cols[is_min][p.slot]
         _run_arg(p, fn, pval, pidx)
     cdef Array idx = p.alloc(TL_INT64)
-    cdef Array vals = p.alloc(a.dtype) if want_values else None
+    cdef Array vals = p.alloc(p.dtype) if want_values else None
     cdef int64_t* io = <int64_t*>idx.storage.data
     cdef char* vo = vals.storage.data if want_values else NULL
     po = p.po; pk = p.pk
     with nogil:
         for o in range(p.nout):
-            if slot == TL_RS_I64:
+            if p.slot == TL_RS_I64:
                 lbest = (<int64_t*>pval)[o * po]
                 bi = pidx[o * po]
                 for k in range(1, p.nch):
@@ -923,11 +912,11 @@ def argreduce(bint is_min, Array a, object dim, bint keepdim, bint want_values, 
                         bi = pidx[o * po + k * pk] + k * p.ch
                 io[o] = bi
                 if vo != NULL:
-                    if slot == TL_RS_F32:
+                    if p.slot == TL_RS_F32:
                         (<float*>vo)[o] = <float>best
                     else:
                         (<double*>vo)[o] = best
-    if want_values and vals.dtype != rdt:
+    if want_values:
         vals = cast_array(vals, rdt)
     return vals, idx
 
@@ -952,23 +941,18 @@ cdef struct SmJob:
     int isz, logmode, slot
 
 
-cdef void _sm_task(const SmJob* j, int64_t t) noexcept nogil:
-    cdef int64_t a0, nr, a, cb, b0, nc
+cdef void _sm_task(const void* job, int64_t t) noexcept nogil:
+    cdef const SmJob* j = <const SmJob*>job
+    cdef int64_t a0, nr, a, b0, nc, off
     if j.B == 1:
         a0 = t * j.rpt
-        nr = j.A - a0
-        if nr > j.rpt:
-            nr = j.rpt
-        tl_sm_rows[j.slot](j.x + a0 * j.R * j.isz, j.y + a0 * j.R * j.isz, nr, j.R, j.logmode)
+        nr = _span(j.A, a0, j.rpt)
+        off = a0 * j.R * j.isz
+        tl_sm_rows[j.slot](j.x + off, j.y + off, nr, j.R, j.logmode)
     else:
-        a = t // j.ncb
-        cb = t - a * j.ncb
-        b0 = cb * TL_SMCB
-        nc = j.B - b0
-        if nc > TL_SMCB:
-            nc = TL_SMCB
-        tl_sm_cols[j.slot](j.x + (a * j.R * j.B + b0) * j.isz, j.y + (a * j.R * j.B + b0) * j.isz,
-                           j.R, j.B, nc, j.logmode)
+        nc = _col_block(t, j.ncb, j.B, TL_SMCB, &a, &b0)
+        off = (a * j.R * j.B + b0) * j.isz
+        tl_sm_cols[j.slot](j.x + off, j.y + off, j.R, j.B, nc, j.logmode)
 
 
 def softmax(Array a, object dim, bint log):
@@ -983,7 +967,7 @@ def softmax(Array a, object dim, bint log):
     a = contiguous_array(_to_slot(a))
     cdef Array y = new_array(a.nd, a.shp, a.dtype)
     cdef SmJob j
-    cdef int64_t t, nt
+    cdef int64_t nt
     cdef int th
     _split_dim(a, d, &j.A, &j.R, &j.B)
     j.x = a.ptr(); j.y = y.ptr()
@@ -997,13 +981,8 @@ def softmax(Array a, object dim, bint log):
             nt = j.A * j.ncb
         th = num_chunks(a.n, GRAIN // 4)
         with nogil:
-            if th <= 1 or nt <= 1:
-                for t in range(nt):
-                    _sm_task(&j, t)
-            else:
-                for t in prange(nt, num_threads=th, schedule="guided"):
-                    _sm_task(&j, t)
-    return cast_array(y, rdt) if y.dtype != rdt else y
+            _run_tasks(_sm_task, &j, nt, th)
+    return cast_array(y, rdt)
 
 
 cdef struct ScanJob:
@@ -1016,23 +995,17 @@ cdef struct ScanJob:
     tl_scanarg_fn afn
 
 
-cdef void _scan_task(const ScanJob* j, int64_t t) noexcept nogil:
+cdef void _scan_task(const void* job, int64_t t) noexcept nogil:
     """B > 1: columns [b0, b0 + TL_SCB) of slab a.  B == 1: rows [a0, a0 + SCAN_ROWS)."""
-    cdef int64_t a, cb, b0, nc, off, rs, cs
+    cdef const ScanJob* j = <const ScanJob*>job
+    cdef int64_t a, b0, nc, off, rs, cs
     if j.B == 1:
         off = t * SCAN_ROWS * j.R
-        nc = j.A - t * SCAN_ROWS
-        if nc > SCAN_ROWS:
-            nc = SCAN_ROWS
+        nc = _span(j.A, t * SCAN_ROWS, SCAN_ROWS)
         rs = 1
         cs = j.R
     else:
-        a = t // j.ncb
-        cb = t - a * j.ncb
-        b0 = cb * TL_SCB
-        nc = j.B - b0
-        if nc > TL_SCB:
-            nc = TL_SCB
+        nc = _col_block(t, j.ncb, j.B, TL_SCB, &a, &b0)
         off = a * j.R * j.B + b0
         rs = j.B
         cs = 1
@@ -1046,7 +1019,7 @@ cdef tuple _run_scan(Array a, int d, tl_scan_fn fn, tl_scanarg_fn afn):
     """Run a scan along dim d of a (in its compute dtype): (values, indices or None), both
     contiguous."""
     cdef ScanJob j
-    cdef int64_t t, nt
+    cdef int64_t nt
     cdef int th
     a = contiguous_array(a)
     cdef Array y = new_array(a.nd, a.shp, a.dtype)
@@ -1062,12 +1035,7 @@ cdef tuple _run_scan(Array a, int d, tl_scan_fn fn, tl_scanarg_fn afn):
     if a.n > 0:
         th = num_chunks(a.n, GRAIN)
         with nogil:
-            if th <= 1 or nt <= 1:
-                for t in range(nt):
-                    _scan_task(&j, t)
-            else:
-                for t in prange(nt, num_threads=th, schedule="guided"):
-                    _scan_task(&j, t)
+            _run_tasks(_scan_task, &j, nt, th)
     return y, ix
 
 
@@ -1086,7 +1054,7 @@ def scan(str op, Array a, object dim):
         rdt = TL_INT64
     a = _to_slot(a)
     cdef Array y = _run_scan(a, d, tl_scan[code][_slot(a.dtype)], NULL)[0]
-    return cast_array(y, rdt) if y.dtype != rdt else y
+    return cast_array(y, rdt)
 
 
 def scan_arg(bint is_min, Array a, object dim):
@@ -1096,7 +1064,7 @@ def scan_arg(bint is_min, Array a, object dim):
     cdef Array y, idx
     a = _to_slot(a)
     y, idx = _run_scan(a, d, NULL, tl_scanarg[1 if is_min else 0][_slot(a.dtype)])
-    return (cast_array(y, rdt) if y.dtype != rdt else y), idx
+    return cast_array(y, rdt), idx
 
 
 def median(Array a, object dim, bint keepdim, bint ignore_nan, str name):
@@ -1107,19 +1075,16 @@ def median(Array a, object dim, bint keepdim, bint ignore_nan, str name):
         raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Bool'")
     if dim is not None and isinstance(dim, (tuple, list)):
         raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
-    a = _to_slot(a)
-    cdef int slot = _slot(a.dtype)
     cdef _Plan p = _make_plan(a, dim, keepdim, True)
     if p.R == 0:
         if dim is None:
             return None, None        # the caller returns NaN, as PyTorch does
-        raise IndexError(f"{name}(): Expected reduction dim {_first_empty_dim(p, a)} to have "
-                         f"non-zero size.")
-    cdef Array vals = p.alloc(a.dtype)
+        raise _empty_dim_error(p, a, name)
+    cdef Array vals = p.alloc(p.dtype)
     cdef Array idx = p.alloc(TL_INT64)
     cdef int64_t t, o, nr
     cdef int th = num_chunks(a.n, GRAIN)
-    cdef tl_median_fn fn = tl_median[slot]
+    cdef tl_median_fn fn = tl_median[p.slot]
     cdef int64_t n = p.R            # the plan is [nout, R] C-contiguous (logical mode)
     cdef int64_t g = GRAIN // n if n < GRAIN else 1     # rows per task (one scratch each)
     cdef int64_t nt = (p.nout + g - 1) // g
@@ -1133,13 +1098,10 @@ def median(Array a, object dim, bint keepdim, bint ignore_nan, str name):
                 fn(x, p.nout, n, ignore_nan, vo, io)
             else:
                 for t in prange(nt, num_threads=th, schedule="guided"):
-                    nr = p.nout - t * g
-                    if nr > g:
-                        nr = g
+                    nr = _span(p.nout, t * g, g)
                     fn(x + t * g * n * isz, nr, n, ignore_nan, vo + t * g * isz, io + t * g)
         for o in range(p.nout):
             if io[o] < 0:
                 raise MemoryError(f"{name}: out of memory for the selection scratch")
-    if vals.dtype != rdt:
-        vals = cast_array(vals, rdt)
+    vals = cast_array(vals, rdt)
     return vals, idx

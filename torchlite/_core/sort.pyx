@@ -87,39 +87,46 @@ cdef void _run_row(RowJob* j, int64_t r, char* scratch) noexcept nogil:
         tl_kth_row(j.src + ioff * isz, j.sstr[j.dim], j.n, j.k, j.dtype, v, ix, scratch)
 
 
-cdef int _run_rows(RowJob* j, Array a, int dim, Array values, Array indices) except -1:
-    """Fill the job's geometry from a (input) and the outputs, then run every row."""
+cdef tuple _run_rows(int kind, int flag, int64_t k, Array a, int dim, int64_t size,
+                     bint want_values, bint zero_d):
+    """Run job `kind` (flag: descending or largest; k of top-k, k-th value) on every row of a
+    along dim, into new outputs of a's shape with dim resized to `size`.  Returns (values or
+    None, indices), 0-d again when zero_d."""
+    cdef RowJob j
     cdef int i, nc
     cdef int64_t nrows, r, per
     cdef Storage scratch
-    cdef Array o = values if values is not None else indices
+    cdef Array values = _like_with(a, dim, size, a.dtype) if want_values else None
+    cdef Array indices = _like_with(a, dim, size, TL_INT64)
+    j.kind = kind
+    j.flag = flag
+    j.k = k
     j.nd = a.nd
     j.dim = dim
     j.n = a.shp[dim]
     j.src = a.ptr()
     j.dtype = a.dtype
     j.vdst = values.ptr() if values is not None else NULL
-    j.idst = <int64_t*>indices.ptr() if indices is not None else NULL
+    j.idst = <int64_t*>indices.ptr()
     for i in range(a.nd):
         j.shp[i] = a.shp[i]
         j.sstr[i] = a.strd[i]
-        j.ostr[i] = o.strd[i]
-    if a.n == 0 or o.n == 0:
-        return 0
-    nrows = a.n // j.n
-    per = tl_sort_scratch_bytes(j.n)
-    nc = num_chunks(a.n, GRAIN)
-    if nc > nrows:
-        nc = <int>nrows
-    scratch = new_storage(per * nc)
-    with nogil:
-        if nc <= 1:
-            for r in range(nrows):
-                _run_row(j, r, scratch.data)
-        else:
-            for r in prange(nrows, num_threads=nc, schedule="static"):
-                _run_row(j, r, scratch.data + threadid() * per)
-    return 0
+        j.ostr[i] = indices.strd[i]      # values have the same strides
+    if a.n > 0 and indices.n > 0:
+        nrows = a.n // j.n
+        per = tl_sort_scratch_bytes(j.n)
+        nc = num_chunks(a.n, GRAIN)
+        if nc > nrows:
+            nc = <int>nrows
+        scratch = new_storage(per * nc)
+        with nogil:
+            if nc <= 1:
+                for r in range(nrows):
+                    _run_row(&j, r, scratch.data)
+            else:
+                for r in prange(nrows, num_threads=nc, schedule="static"):
+                    _run_row(&j, r, scratch.data + threadid() * per)
+    return _reshape_0d(values, zero_d), _reshape_0d(indices, zero_d)
 
 
 cdef inline int _check_dim(int64_t dim, int nd, str op) except -1:
@@ -149,7 +156,8 @@ cdef Array _like_with(Array a, int dim, int64_t size, int dtype):
 
 
 cdef Array _reshape_0d(Array a, bint zero_d):
-    return make_view(a, 0, a.shp, a.strd, a.off) if zero_d else a
+    """a (None stays None) as a 0-d array when zero_d."""
+    return make_view(a, 0, a.shp, a.strd, a.off) if zero_d and a is not None else a
 
 
 # ---------------------------------------------------------------------------------------
@@ -158,28 +166,17 @@ cdef Array _reshape_0d(Array a, bint zero_d):
 def sort(Array a, int64_t dim=-1, bint descending=False, bint want_values=True):
     """(values, indices) of a sorted along dim; NaN sorts last (first when descending) and
     equal elements keep their order.  With want_values=False, values is None (argsort)."""
-    cdef RowJob j
     cdef bint zero_d = a.nd == 0
     cdef int d = _check_dim(dim, a.nd, "sort")
-    cdef Array v = None, ix
     a = _as_1d(a)
-    ix = new_array(a.nd, a.shp, TL_INT64)
-    if want_values:
-        v = new_array(a.nd, a.shp, a.dtype)
-    j.kind = JOB_SORT
-    j.flag = descending
-    j.k = 0
-    _run_rows(&j, a, d, v, ix)
-    return (_reshape_0d(v, zero_d) if v is not None else None), _reshape_0d(ix, zero_d)
+    return _run_rows(JOB_SORT, descending, 0, a, d, a.shp[d], want_values, zero_d)
 
 
 def topk(Array a, int64_t k, int64_t dim=-1, bint largest=True):
     """(values, indices) of the k largest (or smallest) elements along dim, in order; ties go
     to the lower index, NaN counts as the largest value."""
-    cdef RowJob j
     cdef bint zero_d = a.nd == 0
     cdef int d = _check_dim(dim, a.nd, "topk")
-    cdef Array v, ix
     if a.dtype == TL_BOOL:
         raise RuntimeError("topk does not support bool dtypes on CPU")
     a = _as_1d(a)
@@ -187,22 +184,14 @@ def topk(Array a, int64_t k, int64_t dim=-1, bint largest=True):
         raise RuntimeError(f"selected index k out of range (k = {k}, size of dim {d} = {a.shp[d]})")
     if zero_d:
         k = 1           # PyTorch returns the scalar itself for k = 0 too
-    v = _like_with(a, d, k, a.dtype)
-    ix = _like_with(a, d, k, TL_INT64)
-    j.kind = JOB_TOPK
-    j.flag = largest
-    j.k = k
-    _run_rows(&j, a, d, v, ix)
-    return _reshape_0d(v, zero_d), _reshape_0d(ix, zero_d)
+    return _run_rows(JOB_TOPK, largest, k, a, d, k, True, zero_d)
 
 
 def kthvalue(Array a, int64_t k, int64_t dim=-1):
     """(values, indices) of the k-th smallest element along dim (k from 1); the dim is kept
     with size 1.  NaN counts as the largest value."""
-    cdef RowJob j
     cdef bint zero_d = a.nd == 0
     cdef int d = _check_dim(dim, a.nd, "kthvalue")
-    cdef Array v, ix
     if a.dtype == TL_BOOL:
         raise NotImplementedError('"kthvalue_cpu" not implemented for \'Bool\'')
     a = _as_1d(a)
@@ -211,13 +200,7 @@ def kthvalue(Array a, int64_t k, int64_t dim=-1):
     if k < 1 or k > a.shp[d]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} "
                            f"(k = {k}, size {a.shp[d]})")
-    v = _like_with(a, d, 1, a.dtype)
-    ix = _like_with(a, d, 1, TL_INT64)
-    j.kind = JOB_KTH
-    j.flag = 0
-    j.k = k
-    _run_rows(&j, a, d, v, ix)
-    return _reshape_0d(v, zero_d), _reshape_0d(ix, zero_d)
+    return _run_rows(JOB_KTH, 0, k, a, d, 1, True, zero_d)
 
 
 # ---------------------------------------------------------------------------------------
@@ -367,28 +350,30 @@ cdef inline int64_t _bound(const num_t* b, int64_t n, num_t v, const int64_t* so
     return lo
 
 
+cdef inline void _search_one(const num_t* b, int64_t nb, bint per_row, const num_t* v,
+                             int64_t i, int64_t m, const int64_t* sorter, bint right,
+                             int64_t* out64, int32_t* out32) noexcept nogil:
+    """Value i searched in its boundary row (row i // m when per_row, else the only one)."""
+    cdef int64_t row = (i // m) * nb if per_row else 0
+    cdef int64_t r = _bound(b + row, nb, v[i], (sorter + row) if sorter != NULL else NULL, right)
+    if out64 != NULL:
+        out64[i] = r
+    else:
+        out32[i] = <int32_t>r
+
+
 cdef void _search(const num_t* b, int64_t nb, bint per_row, const num_t* v, int64_t nv,
                   int64_t m, const int64_t* sorter, bint right, int64_t* out64,
                   int32_t* out32) noexcept nogil:
     """Each of the nv values v (rows of m when per_row) searched in its boundary row."""
-    cdef int64_t i, row, r
+    cdef int64_t i
     cdef int nc = num_chunks(nv, 4096)
     if nc <= 1:
         for i in range(nv):
-            row = (i // m) * nb if per_row else 0
-            r = _bound(b + row, nb, v[i], (sorter + row) if sorter != NULL else NULL, right)
-            if out64 != NULL:
-                out64[i] = r
-            else:
-                out32[i] = <int32_t>r
+            _search_one(b, nb, per_row, v, i, m, sorter, right, out64, out32)
     else:
         for i in prange(nv, num_threads=nc, schedule="static"):
-            row = (i // m) * nb if per_row else 0
-            r = _bound(b + row, nb, v[i], (sorter + row) if sorter != NULL else NULL, right)
-            if out64 != NULL:
-                out64[i] = r
-            else:
-                out32[i] = <int32_t>r
+            _search_one(b, nb, per_row, v, i, m, sorter, right, out64, out32)
 
 
 cdef int _search_dtype(int d) noexcept nogil:

@@ -253,6 +253,13 @@ def _tensor_arg(x, op, name):
     return x
 
 
+def _check_long_index(index, op):
+    """index (a tensor) must be int64, as take, put_ and index_copy_ require."""
+    if index._data.dtype != _INT64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
+                           f"{_TORCH_NAMES[index._data.dtype]}")
+
+
 def _as_1d(arr):
     """PyTorch treats a 0-d tensor as 1-d of size 1 in gather/scatter and index_* ops."""
     return arr.unsqueeze(0) if arr.ndim == 0 else arr
@@ -537,9 +544,7 @@ def index_copy_(self, dim, index, source):
     _tensor_arg(index, op, "index")
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index should have dimension 1 or 0 (got {index.ndim})")
-    if index._data.dtype != _INT64:
-        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
-                           f"{_TORCH_NAMES[index._data.dtype]}")
+    _check_long_index(index, op)
     if source._data.dtype != self._data.dtype:
         raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got (self) "
                            f"{_TORCH_NAMES[self._data.dtype]} and (source) "
@@ -683,11 +688,17 @@ def _expand_both(input, mask):
     return _wrap(input._data.expand(shape)), _wrap(mask._data.expand(shape))
 
 
+def _masked_out_of_place(inplace, op, input, mask, arg):
+    """The out-of-place form of a masked in-place op: `inplace` (named op) on a copy of input
+    broadcast with mask."""
+    _check_bool_mask(mask, op)
+    x, m = _expand_both(input, mask)
+    return inplace(x.clone(), m, arg)
+
+
 @_register("masked_fill")
 def masked_fill(input, mask, value):
-    _check_bool_mask(mask, "masked_fill_")
-    x, m = _expand_both(input, mask)
-    return masked_fill_(x.clone(), m, value)
+    return _masked_out_of_place(masked_fill_, "masked_fill_", input, mask, value)
 
 
 @_register("masked_select")
@@ -723,9 +734,7 @@ def masked_scatter_(self, mask, source):
 
 @_register("masked_scatter")
 def masked_scatter(input, mask, source):
-    _check_bool_mask(mask, "masked_scatter_")
-    x, m = _expand_both(input, mask)
-    return masked_scatter_(x.clone(), m, source)
+    return _masked_out_of_place(masked_scatter_, "masked_scatter_", input, mask, source)
 
 
 # ---- nonzero, take, put ----------------------------------------------------------------------
@@ -751,9 +760,7 @@ def take(input, index, *, out=None):
     """input treated as 1-d (row-major), at the positions in index; negative counts back."""
     _tensor_arg(input, "take", "input")
     _tensor_arg(index, "take", "index")
-    if index._data.dtype != _INT64:
-        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
-                           f"{_TORCH_NAMES[index._data.dtype]}")
+    _check_long_index(index, "take")
     if input.numel() == 0 and index.numel() != 0:
         raise IndexError("take(): tried to take from an empty tensor")
     res = _I.advanced(_I.GATHER, input._data, [(0, input.ndim, index._data, _I.KIND_INDEX)],
@@ -767,9 +774,7 @@ def put_(self, index, source, accumulate=False):
     accumulate); works on non-contiguous self in place."""
     _tensor_arg(index, "put_", "index")
     _tensor_arg(source, "put_", "source")
-    if index._data.dtype != _INT64:
-        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
-                           f"{_TORCH_NAMES[index._data.dtype]}")
+    _check_long_index(index, "put_")
     if source._data.dtype != self._data.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
                            f"self.dtype = {_TORCH_NAMES[self._data.dtype]} and source.dtype = "

@@ -478,24 +478,25 @@ def triu(input, diagonal=0, *, out=None):
     return _triangle(input, diagonal, True, out, "triu")
 
 
+def _triangle_(self, diagonal, keep_upper, op):
+    """In-place tril (op "tril") or triu ("triu")."""
+    _check_matrix(self, op)
+    _check_no_internal_overlap(self, op + "_")
+    _SO.zero_triangle(self._data, _int_arg(diagonal, "diagonal", op + "_"), keep_upper)
+    self._bump_version()
+    return self
+
+
 @_register("tril_")
 def tril_(self, diagonal=0):
     """In-place tril."""
-    _check_matrix(self, "tril")
-    _check_no_internal_overlap(self, "tril_")
-    _SO.zero_triangle(self._data, _int_arg(diagonal, "diagonal", "tril_"), False)
-    self._bump_version()
-    return self
+    return _triangle_(self, diagonal, False, "tril")
 
 
 @_register("triu_")
 def triu_(self, diagonal=0):
     """In-place triu."""
-    _check_matrix(self, "triu")
-    _check_no_internal_overlap(self, "triu_")
-    _SO.zero_triangle(self._data, _int_arg(diagonal, "diagonal", "triu_"), True)
-    self._bump_version()
-    return self
+    return _triangle_(self, diagonal, True, "triu")
 
 
 def _tri_indices(row, col, offset, dtype, upper, op):

@@ -137,10 +137,15 @@ def _inplace_shape(self, shape):
 
 
 # ---- matrix checks with PyTorch's messages ------------------------------------------------
-def _check_mm(a, b):
+def _check_multipliable(a, b):
+    """The matrices a and b can be multiplied: a's columns match b's rows."""
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mshape(a)} and "
                            f"{_mshape(b)})")
+
+
+def _check_mm(a, b):
+    _check_multipliable(a, b)
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{_CNAME[a.dtype]} != {_CNAME[b.dtype]}")
@@ -304,6 +309,25 @@ def _matmul_batched(a, b):
     return res.view(shape)
 
 
+def _addmm_result(c, a, b, shape, beta, alpha, out, op):
+    """beta * c + alpha * (a @ b) of `shape` (the product's), into out when given: the tail of
+    addmm, addbmm and baddbmm once their operands are checked."""
+    alpha, beta = _scalars(alpha, beta, op)
+    dst = None if out is None else _out_array(out, shape, a.dtype, op)
+    res = _addmm_into(c, a, b, alpha, beta, dst)
+    return _wrap(res) if out is None else out
+
+
+def _addmm_inplace(self, a, b, shape, beta, alpha, op):
+    """self = beta * self + alpha * (a @ b): the tail of addmm_, addbmm_ and baddbmm_ once
+    their operands are checked (self must already have the product's shape)."""
+    _inplace_shape(self, shape)
+    alpha, beta = _scalars(alpha, beta, op)
+    _addmm_into(self._data, a, b, alpha, beta, self._data)
+    self._bump_version()
+    return self
+
+
 @_register("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
@@ -311,10 +335,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     a = _arr(mat1, "addmm", "mat1", 2)
     b = _arr(mat2, "addmm", "mat2", 3)
     _check_addmm(c, a, b)
-    alpha, beta = _scalars(alpha, beta, "addmm")
-    dst = None if out is None else _out_array(out, (a.shape[0], b.shape[1]), a.dtype, "addmm")
-    res = _addmm_into(c, a, b, alpha, beta, dst)
-    return _wrap(res) if out is None else out
+    return _addmm_result(c, a, b, (a.shape[0], b.shape[1]), beta, alpha, out, "addmm")
 
 
 def _check_addmm(c, a, b):
@@ -322,9 +343,7 @@ def _check_addmm(c, a, b):
         raise RuntimeError(f"mat1 must be a matrix, got {a.ndim}-D tensor")
     if b.ndim != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {b.ndim}-D tensor")
-    if a.shape[1] != b.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mshape(a)} and "
-                           f"{_mshape(b)})")
+    _check_multipliable(a, b)
     if a.dtype != b.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_UPPER[a.dtype]} "
                            f"and {_UPPER[b.dtype]}")
@@ -339,11 +358,7 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     a = _arr(mat1, "addmm_", "mat1", 1)
     b = _arr(mat2, "addmm_", "mat2", 2)
     _check_addmm(self._data, a, b)
-    _inplace_shape(self, (a.shape[0], b.shape[1]))
-    alpha, beta = _scalars(alpha, beta, "addmm_")
-    _addmm_into(self._data, a, b, alpha, beta, self._data)
-    self._bump_version()
-    return self
+    return _addmm_inplace(self, a, b, (a.shape[0], b.shape[1]), beta, alpha, "addmm_")
 
 
 @_register("addmv")
@@ -380,11 +395,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     a = _arr(batch1, "baddbmm", "batch1", 2)
     b = _arr(batch2, "baddbmm", "batch2", 3)
     _check_baddbmm(c, a, b)
-    alpha, beta = _scalars(alpha, beta, "baddbmm")
-    shape = (a.shape[0], a.shape[1], b.shape[2])
-    dst = None if out is None else _out_array(out, shape, a.dtype, "baddbmm")
-    res = _addmm_into(c, a, b, alpha, beta, dst)
-    return _wrap(res) if out is None else out
+    return _addmm_result(c, a, b, (a.shape[0], a.shape[1], b.shape[2]), beta, alpha, out,
+                         "baddbmm")
 
 
 def _check_baddbmm(c, a, b):
@@ -401,11 +413,8 @@ def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     a = _arr(batch1, "baddbmm_", "batch1", 1)
     b = _arr(batch2, "baddbmm_", "batch2", 2)
     _check_baddbmm(self._data, a, b)
-    _inplace_shape(self, (a.shape[0], a.shape[1], b.shape[2]))
-    alpha, beta = _scalars(alpha, beta, "baddbmm_")
-    _addmm_into(self._data, a, b, alpha, beta, self._data)
-    self._bump_version()
-    return self
+    return _addmm_inplace(self, a, b, (a.shape[0], a.shape[1], b.shape[2]), beta, alpha,
+                          "baddbmm_")
 
 
 def _addbmm_operands(a, b):
@@ -427,10 +436,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     c = _arr(input, "addbmm", "input", 1)
     a, b = _addbmm_operands(_arr(batch1, "addbmm", "batch1", 2), _arr(batch2, "addbmm", "batch2", 3))
     _check_addmm(c, a, b)
-    alpha, beta = _scalars(alpha, beta, "addbmm")
-    dst = None if out is None else _out_array(out, (a.shape[0], b.shape[1]), a.dtype, "addbmm")
-    res = _addmm_into(c, a, b, alpha, beta, dst)
-    return _wrap(res) if out is None else out
+    return _addmm_result(c, a, b, (a.shape[0], b.shape[1]), beta, alpha, out, "addbmm")
 
 
 @_register("addbmm_")
@@ -438,11 +444,7 @@ def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     """In-place addbmm."""
     a, b = _addbmm_operands(_arr(batch1, "addbmm_", "batch1", 1), _arr(batch2, "addbmm_", "batch2", 2))
     _check_addmm(self._data, a, b)
-    _inplace_shape(self, (a.shape[0], b.shape[1]))
-    alpha, beta = _scalars(alpha, beta, "addbmm_")
-    _addmm_into(self._data, a, b, alpha, beta, self._data)
-    self._bump_version()
-    return self
+    return _addmm_inplace(self, a, b, (a.shape[0], b.shape[1]), beta, alpha, "addbmm_")
 
 
 @_register("outer", "ger")

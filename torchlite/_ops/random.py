@@ -240,32 +240,41 @@ def _uniform_bounds(dt, lo, hi):
                            f"exceed the limit")
 
 
+def _check_positive(value, name, op):
+    """value (named `name` in the message) must be > 0."""
+    if not value > 0:
+        raise RuntimeError(f"{op} expects {name} > 0.0, but found {name}={_num(value)}")
+
+
 def _check_std(std, op="normal"):
     if std < 0:
         raise RuntimeError(f"{op} expects std >= 0.0, but found std {_num(std)}")
+
+
+def _standard(dist, kernel, op, size, generator, out, dtype, device, requires_grad):
+    """A new tensor of standard samples of `dist` (0 and 1 its parameters): rand and randn;
+    kernel names the float-only check in PyTorch's message."""
+    shape = _size_args(size, op)
+    gen = _gen(generator, op)
+    dt = _result_dtype(out, dtype, D.get_default_dtype(), op)
+    _need_float(dt, kernel)
+    return _new(shape, dt, device, requires_grad, out, op,
+                lambda a: _R.fill(a, gen, dist, 0.0, 1.0, op))
 
 
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False):
     """Uniform samples on [0, 1) of the given shape (24 random bits for float32, 53 for
     float64)."""
-    shape = _size_args(size, "rand")
-    gen = _gen(generator, "rand")
-    dt = _result_dtype(out, dtype, D.get_default_dtype(), "rand")
-    _need_float(dt, "check_uniform_bounds")
-    return _new(shape, dt, device, requires_grad, out, "rand",
-                lambda a: _R.fill(a, gen, _R.UNIFORM, 0.0, 1.0, "rand"))
+    return _standard(_R.UNIFORM, "check_uniform_bounds", "rand", size, generator, out, dtype,
+                     device, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False):
     """Standard normal samples of the given shape (Box-Muller)."""
-    shape = _size_args(size, "randn")
-    gen = _gen(generator, "randn")
-    dt = _result_dtype(out, dtype, D.get_default_dtype(), "randn")
-    _need_float(dt, "normal_kernel_cpu")
-    return _new(shape, dt, device, requires_grad, out, "randn",
-                lambda a: _R.fill(a, gen, _R.NORMAL, 0.0, 1.0, "randn"))
+    return _standard(_R.NORMAL, "normal_kernel_cpu", "randn", size, generator, out, dtype,
+                     device, requires_grad)
 
 
 def _like_args(input, dtype, device):
@@ -538,8 +547,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with exp(N(mean, std^2)) samples."""
     mean, std = _real(mean, "mean", "log_normal_"), _real(std, "std", "log_normal_")
     gen = _gen(generator, "log_normal_")
-    if not std > 0:
-        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
+    _check_positive(std, "std", "log_normal_")
     _need_float(self.dtype, "log_normal_cpu")
     return _fill_inplace(self, lambda a: _R.fill(a, gen, _R.LOG_NORMAL, mean, std, "log_normal_"))
 
@@ -555,8 +563,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with exponential samples of rate lambd (never 0, never inf)."""
     lambd = _real(lambd, "lambd", "exponential_")
     gen = _gen(generator, "exponential_")
-    if not lambd > 0:
-        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
+    _check_positive(lambd, "lambda", "exponential_")
     _need_continuous(self.dtype, "Exponential", _torch_name(self.dtype))
     return _fill_inplace(self, lambda a: _R.fill(a, gen, _R.EXPONENTIAL, lambd, 0.0, "exponential_"))
 
@@ -566,8 +573,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Fill with Cauchy samples median + sigma * tan(pi (u - 1/2))."""
     median, sigma = _real(median, "median", "cauchy_"), _real(sigma, "sigma", "cauchy_")
     gen = _gen(generator, "cauchy_")
-    if not sigma > 0:
-        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
+    _check_positive(sigma, "sigma", "cauchy_")
     _need_continuous(self.dtype, "Cauchy", _CTYPE[self.dtype.name])
     return _fill_inplace(self, lambda a: _R.fill(a, gen, _R.CAUCHY, median, sigma, "cauchy_"))
 

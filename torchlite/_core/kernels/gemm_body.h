@@ -1,9 +1,12 @@
 /* The floating GEMM kernels of one ISA level.  gemm.h includes this file once per level
  * with TL_SFX(name) naming the copy and TL_GEMM_LEVEL set to 0 (portable C), 3 (AVX2+FMA)
- * or 4 (AVX-512), inside the matching `#pragma GCC target`.  It picks the vector type and
- * micro-tile for each dtype and instantiates gemm_kernel.h (which undefines these parameters again) for float32 and
- * float64. */
+ * or 4 (AVX-512), inside the matching target pragmas.  The file then includes itself once
+ * per dtype (TL_GEMM_DTYPE 32, then 64); each of those passes sets the vector type, the
+ * vector ops and the micro-tile and instantiates gemm_kernel.h (which undefines these
+ * parameters again). */
 
+#ifndef TL_GEMM_DTYPE
+/* ---- the level's pass: transposes, then one pass per dtype ------------------------ */
 #if TL_GEMM_LEVEL >= 3
 /* 8x8 float transpose (AVX): dst[p*ds + i] = src[i*ss + p]. */
 static inline void TL_SFX(tr8_ps)(float *dst, int64_t ds, const float *src, int64_t ss) {
@@ -42,121 +45,107 @@ static inline void TL_SFX(tr4_pd)(double *dst, int64_t ds, const double *src, in
 }
 #endif
 
-/* ---- float32 ---------------------------------------------------------------------- */
+#define TL_GEMM_DTYPE 32
+#include "gemm_body.h"
+#undef TL_GEMM_DTYPE
+#define TL_GEMM_DTYPE 64
+#include "gemm_body.h"
+#undef TL_GEMM_DTYPE
+
+#else
+/* ---- one dtype's pass -------------------------------------------------------------- */
+#if TL_GEMM_DTYPE == 32
 #define T float
 #define TL_GK(name) TL_SFX(name##_f32)
+#define TL_VS ps               /* intrinsic suffix */
+#else
+#define T double
+#define TL_GK(name) TL_SFX(name##_f64)
+#define TL_VS pd
+#endif
+
+/* Vector type VT of VL lanes, micro-tile MR x (NV * VL), TB x TB transposes (TB = 0:
+ * none) and cache blocks KC x MC x NC, per level and dtype. */
+#define KC 256
 #if TL_GEMM_LEVEL == 4
-#define VT __m512
-#define VL 16
+#define TL_VP _mm512           /* intrinsic prefix */
 #define MR 8
 #define NV 3
-#define VZERO() _mm512_setzero_ps()
-#define VLOAD(p) _mm512_load_ps(p)
-#define VLOADU(p) _mm512_loadu_ps(p)
-#define VSTOREU(p, v) _mm512_storeu_ps(p, v)
-#define VSET1(x) _mm512_set1_ps(x)
-#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define VMUL(a, b) _mm512_mul_ps(a, b)
+#if TL_GEMM_DTYPE == 32
+#define VT __m512
+#define VL 16
 #define VMASK_T __mmask16
-#define VMASK(rem) ((__mmask16)((1u << (rem)) - 1u))
-#define VLOADM(p, m) _mm512_maskz_loadu_ps(m, p)
-#define VSTOREM(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 #define TB 8
 #define TRANS TL_SFX(tr8_ps)
-#define KC 256
 #define MC 1024
 #define NC 480
-#elif TL_GEMM_LEVEL == 3
-#define VT __m256
+#else
+#define VT __m512d
 #define VL 8
+#define VMASK_T __mmask8
+#define TB 4
+#define TRANS TL_SFX(tr4_pd)
+#define MC 512
+#define NC 240
+#endif
+#elif TL_GEMM_LEVEL == 3
+#define TL_VP _mm256
 #define MR 6
 #define NV 2
-#define VZERO() _mm256_setzero_ps()
-#define VLOAD(p) _mm256_load_ps(p)
-#define VLOADU(p) _mm256_loadu_ps(p)
-#define VSTOREU(p, v) _mm256_storeu_ps(p, v)
-#define VSET1(x) _mm256_set1_ps(x)
-#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define VMUL(a, b) _mm256_mul_ps(a, b)
 #define VMASK_T __m256i
+#if TL_GEMM_DTYPE == 32
+#define VT __m256
+#define VL 8
 #define VMASK(rem) _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
-#define VLOADM(p, m) _mm256_maskload_ps(p, m)
-#define VSTOREM(p, m, v) _mm256_maskstore_ps(p, m, v)
 #define TB 8
 #define TRANS TL_SFX(tr8_ps)
-#define KC 256
 #define MC 768
 #define NC 512
 #else
-#define VT float
-#define VL 1
-#define MR 4
-#define NV 8
-#define TB 0
-#define VZERO() ((T)0)
-#define VLOAD(p) (*(p))
-#define VLOADU(p) (*(p))
-#define VSTOREU(p, v) (*(p) = (v))
-#define VSET1(x) ((T)(x))
-#define VFMA(a, b, c) ((a) * (b) + (c))
-#define VMUL(a, b) ((a) * (b))
-#define KC 256
-#define MC 512
-#define NC 512
-#endif
-#include "gemm_kernel.h"
-
-/* ---- float64 ---------------------------------------------------------------------- */
-#define T double
-#define TL_GK(name) TL_SFX(name##_f64)
-#if TL_GEMM_LEVEL == 4
-#define VT __m512d
-#define VL 8
-#define MR 8
-#define NV 3
-#define VZERO() _mm512_setzero_pd()
-#define VLOAD(p) _mm512_load_pd(p)
-#define VLOADU(p) _mm512_loadu_pd(p)
-#define VSTOREU(p, v) _mm512_storeu_pd(p, v)
-#define VSET1(x) _mm512_set1_pd(x)
-#define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
-#define VMUL(a, b) _mm512_mul_pd(a, b)
-#define VMASK_T __mmask8
-#define VMASK(rem) ((__mmask8)((1u << (rem)) - 1u))
-#define VLOADM(p, m) _mm512_maskz_loadu_pd(m, p)
-#define VSTOREM(p, m, v) _mm512_mask_storeu_pd(p, m, v)
-#define TB 4
-#define TRANS TL_SFX(tr4_pd)
-#define KC 256
-#define MC 512
-#define NC 240
-#elif TL_GEMM_LEVEL == 3
 #define VT __m256d
 #define VL 4
-#define MR 6
-#define NV 2
-#define VZERO() _mm256_setzero_pd()
-#define VLOAD(p) _mm256_load_pd(p)
-#define VLOADU(p) _mm256_loadu_pd(p)
-#define VSTOREU(p, v) _mm256_storeu_pd(p, v)
-#define VSET1(x) _mm256_set1_pd(x)
-#define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
-#define VMUL(a, b) _mm256_mul_pd(a, b)
-#define VMASK_T __m256i
 #define VMASK(rem) _mm256_cmpgt_epi64(_mm256_set1_epi64x(rem), _mm256_setr_epi64x(0, 1, 2, 3))
-#define VLOADM(p, m) _mm256_maskload_pd(p, m)
-#define VSTOREM(p, m, v) _mm256_maskstore_pd(p, m, v)
 #define TB 4
 #define TRANS TL_SFX(tr4_pd)
-#define KC 256
 #define MC 384
 #define NC 256
+#endif
 #else
-#define VT double
+#define VT T
 #define VL 1
 #define MR 4
-#define NV 4
 #define TB 0
+#define NC 512
+#if TL_GEMM_DTYPE == 32
+#define NV 8
+#define MC 512
+#else
+#define NV 4
+#define MC 256
+#endif
+#endif
+
+/* The vector ops: TL_VOP(_fmadd_) is _mm512_fmadd_ps, _mm256_fmadd_pd, ... */
+#if TL_GEMM_LEVEL >= 3
+#define TL_VCAT_(a, b, c) a##b##c
+#define TL_VCAT(a, b, c) TL_VCAT_(a, b, c)
+#define TL_VOP(op) TL_VCAT(TL_VP, op, TL_VS)
+#define VZERO() TL_VOP(_setzero_)()
+#define VLOAD(p) TL_VOP(_load_)(p)
+#define VLOADU(p) TL_VOP(_loadu_)(p)
+#define VSTOREU(p, v) TL_VOP(_storeu_)(p, v)
+#define VSET1(x) TL_VOP(_set1_)(x)
+#define VFMA(a, b, c) TL_VOP(_fmadd_)(a, b, c)
+#define VMUL(a, b) TL_VOP(_mul_)(a, b)
+#if TL_GEMM_LEVEL == 4
+#define VMASK(rem) ((VMASK_T)((1u << (rem)) - 1u))
+#define VLOADM(p, m) TL_VOP(_maskz_loadu_)(m, p)
+#define VSTOREM(p, m, v) TL_VOP(_mask_storeu_)(p, m, v)
+#else
+#define VLOADM(p, m) TL_VOP(_maskload_)(p, m)
+#define VSTOREM(p, m, v) TL_VOP(_maskstore_)(p, m, v)
+#endif
+#else
 #define VZERO() ((T)0)
 #define VLOAD(p) (*(p))
 #define VLOADU(p) (*(p))
@@ -164,8 +153,12 @@ static inline void TL_SFX(tr4_pd)(double *dst, int64_t ds, const double *src, in
 #define VSET1(x) ((T)(x))
 #define VFMA(a, b, c) ((a) * (b) + (c))
 #define VMUL(a, b) ((a) * (b))
-#define KC 256
-#define MC 256
-#define NC 512
 #endif
+
 #include "gemm_kernel.h"
+#undef TL_VS
+#undef TL_VP
+#undef TL_VOP
+#undef TL_VCAT
+#undef TL_VCAT_
+#endif

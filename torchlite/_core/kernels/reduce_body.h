@@ -105,10 +105,32 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
     }                                                                                        \
 }
 
+/* cols: rows [R0, R1) of the column block [c0, c0 + nc), four rows at a time, then the
+ * rest one by one: four memory streams in flight (a 4 KiB row segment alone keeps the
+ * prefetcher restarting) and a quarter of the accumulator loads and stores.  STEP4 folds
+ * elements v0..v3 of column j (center c) into its accumulator, STEP1 the element v. */
+#define TL_COLS_SWEEP(T, R0, R1, STEP4, STEP1)                                               \
+    {                                                                                        \
+        int64_t r = (R0);                                                                    \
+        for (; r + 4 <= (R1); r += 4) {                                                      \
+            const T *x0 = (const T *)(xb + r * rstride) + c0;                                \
+            const T *x1 = (const T *)(xb + (r + 1) * rstride) + c0;                          \
+            const T *x2 = (const T *)(xb + (r + 2) * rstride) + c0;                          \
+            const T *x3 = (const T *)(xb + (r + 3) * rstride) + c0;                          \
+            for (int64_t j = 0; j < nc; j++) {                                               \
+                const T c = cc[j]; (void)c;                                                  \
+                const T v0 = x0[j], v1 = x1[j], v2 = x2[j], v3 = x3[j];                      \
+                STEP4 }                                                                      \
+        }                                                                                    \
+        for (; r < (R1); r++) {                                                              \
+            const T *x = (const T *)(xb + r * rstride) + c0;                                 \
+            for (int64_t j = 0; j < nc; j++) {                                               \
+                const T v = x[j], c = cc[j]; (void)c; STEP1 }                                \
+        }                                                                                    \
+    }
+
 /* cols, float32 sum family: float32 column accumulators flushed into float64 every
- * TL_RCFLUSH rows.  Rows go four at a time, ((r0 + r1) + (r2 + r3)) into the accumulator:
- * four memory streams in flight (a 4 KiB row segment alone keeps the prefetcher restarting)
- * and a quarter of the accumulator loads and stores. */
+ * TL_RCFLUSH rows; four rows go ((r0 + r1) + (r2 + r3)) into the accumulator. */
 #define TL_RCOLS_F32SUM(NAME, MAP)                                                          \
 static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t ncols,    \
                           const double *center, double p, void *outv) {                     \
@@ -122,29 +144,17 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
         for (int64_t r0 = 0; r0 < nrows; r0 += TL_RCFLUSH) {                                 \
             const int64_t r1 = nrows - r0 > TL_RCFLUSH ? r0 + TL_RCFLUSH : nrows;            \
             for (int64_t j = 0; j < nc; j++) acc[j] = 0.0f;                                  \
-            int64_t r = r0;                                                                  \
-            for (; r + 4 <= r1; r += 4) {                                                    \
-                const float *x0 = (const float *)(xb + r * rstride) + c0;                    \
-                const float *x1 = (const float *)(xb + (r + 1) * rstride) + c0;              \
-                const float *x2 = (const float *)(xb + (r + 2) * rstride) + c0;              \
-                const float *x3 = (const float *)(xb + (r + 3) * rstride) + c0;              \
-                for (int64_t j = 0; j < nc; j++) {                                           \
-                    const float c = cc[j]; (void)c;                                          \
-                    const float v0 = x0[j], v1 = x1[j], v2 = x2[j], v3 = x3[j];              \
-                    acc[j] += ((float)(MAP(v0, c)) + (float)(MAP(v1, c))) +                  \
-                              ((float)(MAP(v2, c)) + (float)(MAP(v3, c))); }                 \
-            }                                                                                \
-            for (; r < r1; r++) {                                                            \
-                const float *x = (const float *)(xb + r * rstride) + c0;                     \
-                for (int64_t j = 0; j < nc; j++) {                                           \
-                    const float v = x[j], c = cc[j]; (void)c; acc[j] += (float)(MAP(v, c)); } \
-            }                                                                                \
+            TL_COLS_SWEEP(float, r0, r1,                                                     \
+                acc[j] += ((float)(MAP(v0, c)) + (float)(MAP(v1, c))) +                      \
+                          ((float)(MAP(v2, c)) + (float)(MAP(v3, c)));,                      \
+                acc[j] += (float)(MAP(v, c));)                                               \
             for (int64_t j = 0; j < nc; j++) dacc[j] += (double)acc[j];                      \
         }                                                                                    \
         for (int64_t j = 0; j < nc; j++) out[c0 + j] = dacc[j];                              \
     }                                                                                        \
 }
 
+/* cols, any other reduction: one LT accumulator per column, combined in row order. */
 #define TL_RCOLS(NAME, T, LT, INIT, MAP, COMB, OUTT)                                       \
 static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t ncols,    \
                           const double *center, double p, void *outv) {                     \
@@ -154,31 +164,37 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
         LT acc[TL_RCB]; T cc[TL_RCB];                                                        \
         for (int64_t j = 0; j < nc; j++) {                                                   \
             acc[j] = INIT; cc[j] = center ? (T)center[c0 + j] : (T)0; }                      \
-        int64_t r = 0;                                                                       \
-        for (; r + 4 <= nrows; r += 4) {        /* four row streams at a time, as above */   \
-            const T *x0 = (const T *)(xb + r * rstride) + c0;                                \
-            const T *x1 = (const T *)(xb + (r + 1) * rstride) + c0;                          \
-            const T *x2 = (const T *)(xb + (r + 2) * rstride) + c0;                          \
-            const T *x3 = (const T *)(xb + (r + 3) * rstride) + c0;                          \
-            for (int64_t j = 0; j < nc; j++) {                                               \
-                const T c = cc[j]; (void)c;                                                  \
-                const T v0 = x0[j], v1 = x1[j], v2 = x2[j], v3 = x3[j];                      \
-                LT a = COMB(acc[j], (LT)(MAP(v0, c)));                                       \
-                a = COMB(a, (LT)(MAP(v1, c)));                                               \
-                a = COMB(a, (LT)(MAP(v2, c)));                                               \
-                acc[j] = COMB(a, (LT)(MAP(v3, c))); }                                        \
-        }                                                                                    \
-        for (; r < nrows; r++) {                                                             \
-            const T *x = (const T *)(xb + r * rstride) + c0;                                 \
-            for (int64_t j = 0; j < nc; j++) {                                               \
-                const T v = x[j], c = cc[j]; (void)c; acc[j] = COMB(acc[j], (LT)(MAP(v, c))); } \
-        }                                                                                    \
+        TL_COLS_SWEEP(T, 0, nrows,                                                           \
+            LT a = COMB(acc[j], (LT)(MAP(v0, c)));                                           \
+            a = COMB(a, (LT)(MAP(v1, c)));                                                   \
+            a = COMB(a, (LT)(MAP(v2, c)));                                                   \
+            acc[j] = COMB(a, (LT)(MAP(v3, c)));,                                             \
+            acc[j] = COMB(acc[j], (LT)(MAP(v, c)));)                                         \
         for (int64_t j = 0; j < nc; j++) out[c0 + j] = (OUTT)acc[j];                         \
     }                                                                                        \
 }
 
+/* A reduction kind's two kernels, rows (NL lanes) and cols, named rr_K_F and rc_K_F. */
+#define TL_RKIND(K, F, T, LT, NL, INIT, MAP, COMB, OUTT)                                     \
+    TL_RROWS(rr_##K##_##F, T, LT, NL, INIT, MAP, COMB, OUTT)                                 \
+    TL_RCOLS(rc_##K##_##F, T, LT, INIT, MAP, COMB, OUTT)
+
+/* k = the first index in [k, n - 1) where PRED(x[k], b) holds, else n - 1.  The search
+ * goes block by block (NL elements) so that it vectorises, then element by element. */
+#define TL_P_NAN(v, b) ((v) != (v))
+#define TL_P_EQ(v, b) ((v) == (b))
+#define TL_FIRST_HIT(x, n, NL, PRED, b, k)                                                   \
+    {                                                                                        \
+        for (; k + NL <= n; k += NL) {                                                       \
+            int hit = 0;                                                                     \
+            for (int j = 0; j < NL; j++) hit |= PRED((x)[k + j], b);                         \
+            if (hit) break;                                                                  \
+        }                                                                                    \
+        while (k < n - 1 && !PRED((x)[k], b)) k++;                                           \
+    }
+
 /* argmax/argmin of rows: the best value by lanes, then the first index holding it (the
- * search goes block by block so that it vectorises too). */
+ * first NaN when the best is NaN). */
 #define TL_RARG_ROWS(NAME, T, NL, INIT, FAST, COMB, OUTT)                                  \
 static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_t n,        \
                           void *valv, int64_t *idx) {                                        \
@@ -188,21 +204,10 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
         T best;                                                                              \
         TL_ROW_BEST(T, NL, INIT, TL_M_ID, FAST, COMB, x, n, best)                            \
         int64_t k = 0;                                                                       \
-        if (best != best) {                                                                  \
-            for (; k + NL <= n; k += NL) {                                                   \
-                int hit = 0;                                                                 \
-                for (int j = 0; j < NL; j++) hit |= x[k + j] != x[k + j];                    \
-                if (hit) break;                                                              \
-            }                                                                                \
-            while (k < n - 1 && x[k] == x[k]) k++;                                           \
-        } else {                                                                             \
-            for (; k + NL <= n; k += NL) {                                                   \
-                int hit = 0;                                                                 \
-                for (int j = 0; j < NL; j++) hit |= x[k + j] == best;                        \
-                if (hit) break;                                                              \
-            }                                                                                \
-            while (k < n - 1 && x[k] != best) k++;                                           \
-        }                                                                                    \
+        if (best != best)                                                                    \
+            TL_FIRST_HIT(x, n, NL, TL_P_NAN, best, k)                                        \
+        else                                                                                 \
+            TL_FIRST_HIT(x, n, NL, TL_P_EQ, best, k)                                         \
         val[r] = (OUTT)best;                                                                 \
         idx[r] = k;                                                                          \
     }                                                                                        \
@@ -292,78 +297,61 @@ static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t R, int64_t ld, int64
     }                                                                                        \
 }
 
-/* Every kernel of one float type: F is the suffix, T the type, NL its lane count, F32SUM
- * selects the flushing sum for float32, ABS/POW/EXP the type's math. */
-#define TL_RED_FLOAT_SUMS_F32()                                                            \
-    TL_RROWS_F32SUM(rr_SUM_f32, TL_M_ID) TL_RCOLS_F32SUM(rc_SUM_f32, TL_M_ID)                \
-    TL_RROWS_F32SUM(rr_NANSUM_f32, TL_M_NANZERO) TL_RCOLS_F32SUM(rc_NANSUM_f32, TL_M_NANZERO) \
-    TL_RROWS_F32SUM(rr_SUMABS_f32, TL_M_ABS32) TL_RCOLS_F32SUM(rc_SUMABS_f32, TL_M_ABS32)    \
-    TL_RROWS_F32SUM(rr_SUMSQ_f32, TL_M_SQ) TL_RCOLS_F32SUM(rc_SUMSQ_f32, TL_M_SQ)            \
-    TL_RROWS_F32SUM(rr_SUMSQDEV_f32, TL_M_SQDEV) TL_RCOLS_F32SUM(rc_SUMSQDEV_f32, TL_M_SQDEV) \
-    TL_RROWS_F32SUM(rr_SUMPOW_f32, TL_M_POW32) TL_RCOLS_F32SUM(rc_SUMPOW_f32, TL_M_POW32)    \
-    TL_RROWS_F32SUM(rr_SUMEXPDEV_f32, TL_M_EXP32) TL_RCOLS_F32SUM(rc_SUMEXPDEV_f32, TL_M_EXP32) \
-    TL_RROWS_F32SUM(rr_COUNTNZ_f32, TL_M_NZ) TL_RCOLS_F32SUM(rc_COUNTNZ_f32, TL_M_NZ)        \
-    TL_RROWS_F32SUM(rr_COUNTNOTNAN_f32, TL_M_NOTNAN) TL_RCOLS_F32SUM(rc_COUNTNOTNAN_f32, TL_M_NOTNAN)
+/* max/min (of x or |x|): rows by TL_RROWS_BEST, cols by TL_RCOLS with the NaN-sticky combine. */
+#define TL_RKIND_BEST(K, F, T, NL, INIT, MAP, FAST, COMB)                                    \
+    TL_RROWS_BEST(rr_##K##_##F, T, NL, INIT, MAP, FAST, COMB)                                \
+    TL_RCOLS(rc_##K##_##F, T, T, INIT, MAP, COMB, double)
 
-#define TL_RED_FLOAT_SUMS_F64()                                                            \
-    TL_RROWS(rr_SUM_f64, double, double, TL_RL64, 0.0, TL_M_ID, TL_C_ADD, double)            \
-    TL_RCOLS(rc_SUM_f64, double, double, 0.0, TL_M_ID, TL_C_ADD, double)                     \
-    TL_RROWS(rr_NANSUM_f64, double, double, TL_RL64, 0.0, TL_M_NANZERO, TL_C_ADD, double)    \
-    TL_RCOLS(rc_NANSUM_f64, double, double, 0.0, TL_M_NANZERO, TL_C_ADD, double)             \
-    TL_RROWS(rr_SUMABS_f64, double, double, TL_RL64, 0.0, TL_M_ABS64, TL_C_ADD, double)      \
-    TL_RCOLS(rc_SUMABS_f64, double, double, 0.0, TL_M_ABS64, TL_C_ADD, double)               \
-    TL_RROWS(rr_SUMSQ_f64, double, double, TL_RL64, 0.0, TL_M_SQ, TL_C_ADD, double)          \
-    TL_RCOLS(rc_SUMSQ_f64, double, double, 0.0, TL_M_SQ, TL_C_ADD, double)                   \
-    TL_RROWS(rr_SUMSQDEV_f64, double, double, TL_RL64, 0.0, TL_M_SQDEV, TL_C_ADD, double)    \
-    TL_RCOLS(rc_SUMSQDEV_f64, double, double, 0.0, TL_M_SQDEV, TL_C_ADD, double)             \
-    TL_RROWS(rr_SUMPOW_f64, double, double, TL_RL64, 0.0, TL_M_POW64, TL_C_ADD, double)      \
-    TL_RCOLS(rc_SUMPOW_f64, double, double, 0.0, TL_M_POW64, TL_C_ADD, double)               \
-    TL_RROWS(rr_SUMEXPDEV_f64, double, double, TL_RL64, 0.0, TL_M_EXP64, TL_C_ADD, double)   \
-    TL_RCOLS(rc_SUMEXPDEV_f64, double, double, 0.0, TL_M_EXP64, TL_C_ADD, double)            \
-    TL_RROWS(rr_COUNTNZ_f64, double, double, TL_RL64, 0.0, TL_M_NZ, TL_C_ADD, double)        \
-    TL_RCOLS(rc_COUNTNZ_f64, double, double, 0.0, TL_M_NZ, TL_C_ADD, double)                 \
-    TL_RROWS(rr_COUNTNOTNAN_f64, double, double, TL_RL64, 0.0, TL_M_NOTNAN, TL_C_ADD, double) \
-    TL_RCOLS(rc_COUNTNOTNAN_f64, double, double, 0.0, TL_M_NOTNAN, TL_C_ADD, double)
+/* argmax (K = MAX) or argmin (MIN): rows ra_K_F and cols rac_K_F. */
+#define TL_RARG_KIND(K, F, T, NL, INIT, FAST, COMB, TAKE, OUTT)                              \
+    TL_RARG_ROWS(ra_##K##_##F, T, NL, INIT, FAST, COMB, OUTT)                                \
+    TL_RARG_COLS(rac_##K##_##F, T, TAKE, OUTT)
 
-/* product (in float64 lanes for both float types), max/min and their abs/any/all forms */
+/* The sum family, one entry per kind: its element map for float32 and for float64.  The
+ * float32 kernels flush float32 lanes into float64; float64 sums in float64 lanes. */
+#define TL_SUM_KINDS(X)                                                                      \
+    X(SUM, TL_M_ID, TL_M_ID) X(NANSUM, TL_M_NANZERO, TL_M_NANZERO)                           \
+    X(SUMABS, TL_M_ABS32, TL_M_ABS64) X(SUMSQ, TL_M_SQ, TL_M_SQ)                             \
+    X(SUMSQDEV, TL_M_SQDEV, TL_M_SQDEV) X(SUMPOW, TL_M_POW32, TL_M_POW64)                    \
+    X(SUMEXPDEV, TL_M_EXP32, TL_M_EXP64) X(COUNTNZ, TL_M_NZ, TL_M_NZ)                        \
+    X(COUNTNOTNAN, TL_M_NOTNAN, TL_M_NOTNAN)
+#define TL_SUM_F32(K, M32, M64)                                                              \
+    TL_RROWS_F32SUM(rr_##K##_f32, M32) TL_RCOLS_F32SUM(rc_##K##_f32, M32)
+#define TL_SUM_F64(K, M32, M64)                                                              \
+    TL_RKIND(K, f64, double, double, TL_RL64, 0.0, M64, TL_C_ADD, double)
+
+/* The other kernels of one float type T (suffix F, NL lanes, ABS its |x|): product (in
+ * float64 lanes for both float types), max/min and their abs forms, any/all, argmax/argmin. */
 #define TL_RED_FLOAT_OTHERS(F, T, NL, ABS)                                                 \
-    TL_RROWS(rr_PROD_##F, T, double, 16, 1.0, TL_M_ID, TL_C_MUL, double)                     \
-    TL_RCOLS(rc_PROD_##F, T, double, 1.0, TL_M_ID, TL_C_MUL, double)                         \
-    TL_RROWS_BEST(rr_MAX_##F, T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX)                \
-    TL_RCOLS(rc_MAX_##F, T, T, -INFINITY, TL_M_ID, TL_C_MAX, double)                         \
-    TL_RROWS_BEST(rr_MIN_##F, T, NL, INFINITY, TL_M_ID, TL_C_FMIN, TL_C_MIN)                 \
-    TL_RCOLS(rc_MIN_##F, T, T, INFINITY, TL_M_ID, TL_C_MIN, double)                          \
-    TL_RROWS_BEST(rr_MAXABS_##F, T, NL, -INFINITY, ABS, TL_C_FMAX, TL_C_MAX)                 \
-    TL_RCOLS(rc_MAXABS_##F, T, T, -INFINITY, ABS, TL_C_MAX, double)                          \
-    TL_RROWS_BEST(rr_MINABS_##F, T, NL, INFINITY, ABS, TL_C_FMIN, TL_C_MIN)                  \
-    TL_RCOLS(rc_MINABS_##F, T, T, INFINITY, ABS, TL_C_MIN, double)                           \
-    TL_RROWS(rr_ANY_##F, T, T, NL, 0, TL_M_NZ, TL_C_MAX, double)                             \
-    TL_RCOLS(rc_ANY_##F, T, T, 0, TL_M_NZ, TL_C_MAX, double)                                 \
-    TL_RROWS(rr_ALL_##F, T, T, NL, 1, TL_M_NZ, TL_C_MIN, double)                             \
-    TL_RCOLS(rc_ALL_##F, T, T, 1, TL_M_NZ, TL_C_MIN, double)                                 \
-    TL_RARG_ROWS(ra_MAX_##F, T, NL, -INFINITY, TL_C_FMAX, TL_C_MAX, double)                  \
-    TL_RARG_ROWS(ra_MIN_##F, T, NL, INFINITY, TL_C_FMIN, TL_C_MIN, double)                   \
-    TL_RARG_COLS(rac_MAX_##F, T, TL_TAKE_MAX, double)                                        \
-    TL_RARG_COLS(rac_MIN_##F, T, TL_TAKE_MIN, double)
+    TL_RKIND(PROD, F, T, double, 16, 1.0, TL_M_ID, TL_C_MUL, double)                         \
+    TL_RKIND_BEST(MAX, F, T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX)                    \
+    TL_RKIND_BEST(MIN, F, T, NL, INFINITY, TL_M_ID, TL_C_FMIN, TL_C_MIN)                     \
+    TL_RKIND_BEST(MAXABS, F, T, NL, -INFINITY, ABS, TL_C_FMAX, TL_C_MAX)                     \
+    TL_RKIND_BEST(MINABS, F, T, NL, INFINITY, ABS, TL_C_FMIN, TL_C_MIN)                      \
+    TL_RKIND(ANY, F, T, T, NL, 0, TL_M_NZ, TL_C_MAX, double)                                 \
+    TL_RKIND(ALL, F, T, T, NL, 1, TL_M_NZ, TL_C_MIN, double)                                 \
+    TL_RARG_KIND(MAX, F, T, NL, -INFINITY, TL_C_FMAX, TL_C_MAX, TL_TAKE_MAX, double)         \
+    TL_RARG_KIND(MIN, F, T, NL, INFINITY, TL_C_FMIN, TL_C_MIN, TL_TAKE_MIN, double)
 
 #define TL_REG_KIND(K, F, S)                                                               \
     tl_red_rows[TL_RK_##K][S] = TL_RSFX(rr_##K##_##F);                                       \
     tl_red_cols[TL_RK_##K][S] = TL_RSFX(rc_##K##_##F);
+#define TL_REG_ARG(F, S)                                                                     \
+    tl_arg_rows[0][S] = TL_RSFX(ra_MAX_##F); tl_arg_rows[1][S] = TL_RSFX(ra_MIN_##F);        \
+    tl_arg_cols[0][S] = TL_RSFX(rac_MAX_##F); tl_arg_cols[1][S] = TL_RSFX(rac_MIN_##F);
 #define TL_REG_FLOAT(F, S)                                                                 \
     TL_REG_KIND(SUM, F, S) TL_REG_KIND(NANSUM, F, S) TL_REG_KIND(SUMABS, F, S)               \
     TL_REG_KIND(SUMSQ, F, S) TL_REG_KIND(SUMSQDEV, F, S) TL_REG_KIND(SUMPOW, F, S)           \
     TL_REG_KIND(SUMEXPDEV, F, S) TL_REG_KIND(COUNTNZ, F, S) TL_REG_KIND(COUNTNOTNAN, F, S)   \
     TL_REG_KIND(PROD, F, S) TL_REG_KIND(MAX, F, S) TL_REG_KIND(MIN, F, S)                    \
     TL_REG_KIND(MAXABS, F, S) TL_REG_KIND(MINABS, F, S) TL_REG_KIND(ANY, F, S)               \
-    TL_REG_KIND(ALL, F, S)                                                                   \
-    tl_arg_rows[0][S] = TL_RSFX(ra_MAX_##F); tl_arg_rows[1][S] = TL_RSFX(ra_MIN_##F);        \
-    tl_arg_cols[0][S] = TL_RSFX(rac_MAX_##F); tl_arg_cols[1][S] = TL_RSFX(rac_MIN_##F);
+    TL_REG_KIND(ALL, F, S) TL_REG_ARG(F, S)
 
 #endif /* TL_REDUCE_BODY_MACROS */
 
 /* ---- float kernels (every ISA copy) ---------------------------------------------------- */
-TL_RED_FLOAT_SUMS_F32()
-TL_RED_FLOAT_SUMS_F64()
+TL_SUM_KINDS(TL_SUM_F32)
+TL_SUM_KINDS(TL_SUM_F64)
 TL_RED_FLOAT_OTHERS(f32, float, TL_RL, TL_M_ABS32)
 TL_RED_FLOAT_OTHERS(f64, double, TL_RL64, TL_M_ABS64)
 TL_SOFTMAX_ROWS(sm_rows_f32, float, TL_RL, tl_expf)
@@ -377,26 +365,16 @@ TL_SOFTMAX_COLS(sm_cols_f64, double, exp)
 #define TL_M_I64ONE(v, c) ((void)(v), (uint64_t)1)
 #define TL_C_IMAX(a, b) ((b) > (a) ? (b) : (a))
 #define TL_C_IMIN(a, b) ((b) < (a) ? (b) : (a))
-TL_RROWS(rr_SUM_i64, int64_t, uint64_t, TL_RL64, 0, TL_M_ID, TL_C_ADD, int64_t)
-TL_RCOLS(rc_SUM_i64, int64_t, uint64_t, 0, TL_M_ID, TL_C_ADD, int64_t)
-TL_RROWS(rr_PROD_i64, int64_t, uint64_t, 16, 1, TL_M_ID, TL_C_MUL, int64_t)
-TL_RCOLS(rc_PROD_i64, int64_t, uint64_t, 1, TL_M_ID, TL_C_MUL, int64_t)
-TL_RROWS(rr_MAX_i64, int64_t, int64_t, TL_RL64, INT64_MIN, TL_M_ID, TL_C_IMAX, int64_t)
-TL_RCOLS(rc_MAX_i64, int64_t, int64_t, INT64_MIN, TL_M_ID, TL_C_IMAX, int64_t)
-TL_RROWS(rr_MIN_i64, int64_t, int64_t, TL_RL64, INT64_MAX, TL_M_ID, TL_C_IMIN, int64_t)
-TL_RCOLS(rc_MIN_i64, int64_t, int64_t, INT64_MAX, TL_M_ID, TL_C_IMIN, int64_t)
-TL_RROWS(rr_COUNTNZ_i64, int64_t, uint64_t, TL_RL64, 0, TL_M_I64NZ, TL_C_ADD, int64_t)
-TL_RCOLS(rc_COUNTNZ_i64, int64_t, uint64_t, 0, TL_M_I64NZ, TL_C_ADD, int64_t)
-TL_RROWS(rr_COUNTNOTNAN_i64, int64_t, uint64_t, TL_RL64, 0, TL_M_I64ONE, TL_C_ADD, int64_t)
-TL_RCOLS(rc_COUNTNOTNAN_i64, int64_t, uint64_t, 0, TL_M_I64ONE, TL_C_ADD, int64_t)
-TL_RROWS(rr_ANY_i64, int64_t, uint64_t, TL_RL64, 0, TL_M_I64NZ, TL_C_IMAX, int64_t)
-TL_RCOLS(rc_ANY_i64, int64_t, uint64_t, 0, TL_M_I64NZ, TL_C_IMAX, int64_t)
-TL_RROWS(rr_ALL_i64, int64_t, uint64_t, TL_RL64, 1, TL_M_I64NZ, TL_C_IMIN, int64_t)
-TL_RCOLS(rc_ALL_i64, int64_t, uint64_t, 1, TL_M_I64NZ, TL_C_IMIN, int64_t)
-TL_RARG_ROWS(ra_MAX_i64, int64_t, TL_RL64, INT64_MIN, TL_C_IMAX, TL_C_IMAX, int64_t)
-TL_RARG_ROWS(ra_MIN_i64, int64_t, TL_RL64, INT64_MAX, TL_C_IMIN, TL_C_IMIN, int64_t)
-TL_RARG_COLS(rac_MAX_i64, int64_t, TL_TAKE_MAX, int64_t)
-TL_RARG_COLS(rac_MIN_i64, int64_t, TL_TAKE_MIN, int64_t)
+TL_RKIND(SUM, i64, int64_t, uint64_t, TL_RL64, 0, TL_M_ID, TL_C_ADD, int64_t)
+TL_RKIND(PROD, i64, int64_t, uint64_t, 16, 1, TL_M_ID, TL_C_MUL, int64_t)
+TL_RKIND(MAX, i64, int64_t, int64_t, TL_RL64, INT64_MIN, TL_M_ID, TL_C_IMAX, int64_t)
+TL_RKIND(MIN, i64, int64_t, int64_t, TL_RL64, INT64_MAX, TL_M_ID, TL_C_IMIN, int64_t)
+TL_RKIND(COUNTNZ, i64, int64_t, uint64_t, TL_RL64, 0, TL_M_I64NZ, TL_C_ADD, int64_t)
+TL_RKIND(COUNTNOTNAN, i64, int64_t, uint64_t, TL_RL64, 0, TL_M_I64ONE, TL_C_ADD, int64_t)
+TL_RKIND(ANY, i64, int64_t, uint64_t, TL_RL64, 0, TL_M_I64NZ, TL_C_IMAX, int64_t)
+TL_RKIND(ALL, i64, int64_t, uint64_t, TL_RL64, 1, TL_M_I64NZ, TL_C_IMIN, int64_t)
+TL_RARG_KIND(MAX, i64, int64_t, TL_RL64, INT64_MIN, TL_C_IMAX, TL_C_IMAX, TL_TAKE_MAX, int64_t)
+TL_RARG_KIND(MIN, i64, int64_t, TL_RL64, INT64_MAX, TL_C_IMIN, TL_C_IMIN, TL_TAKE_MIN, int64_t)
 #endif
 
 static void TL_RSFX(tl_reduce_register)(void) {
@@ -412,7 +390,6 @@ static void TL_RSFX(tl_reduce_register)(void) {
     TL_REG_KIND(ANY, i64, TL_RS_I64) TL_REG_KIND(ALL, i64, TL_RS_I64)
     tl_red_rows[TL_RK_NANSUM][TL_RS_I64] = TL_RSFX(rr_SUM_i64);
     tl_red_cols[TL_RK_NANSUM][TL_RS_I64] = TL_RSFX(rc_SUM_i64);
-    tl_arg_rows[0][TL_RS_I64] = TL_RSFX(ra_MAX_i64); tl_arg_rows[1][TL_RS_I64] = TL_RSFX(ra_MIN_i64);
-    tl_arg_cols[0][TL_RS_I64] = TL_RSFX(rac_MAX_i64); tl_arg_cols[1][TL_RS_I64] = TL_RSFX(rac_MIN_i64);
+    TL_REG_ARG(i64, TL_RS_I64)
 #endif
 }

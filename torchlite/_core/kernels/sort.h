@@ -17,17 +17,11 @@
 
 static const int tl_key_bits[TL_NDTYPES] = {8, 8, 8, 16, 32, 64, 16, 16, 32, 64};
 
-TL_INLINE uint64_t tl_key_f16(uint16_t h) {
+/* The key of a 16-bit float (float16 or bfloat16) whose +inf has the bits `inf`. */
+TL_INLINE uint64_t tl_key_half(uint16_t h, uint16_t inf) {
     uint16_t a = h & 0x7fffu;
-    if (a > 0x7c00u) return 0xffffu;                  /* NaN: above +inf */
+    if (a > inf) return 0xffffu;                      /* NaN: above +inf */
     if (a == 0) return 0x8000u;                       /* -0.0 == +0.0 */
-    return (h & 0x8000u) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
-}
-
-TL_INLINE uint64_t tl_key_bf16(uint16_t h) {
-    uint16_t a = h & 0x7fffu;
-    if (a > 0x7f80u) return 0xffffu;
-    if (a == 0) return 0x8000u;
     return (h & 0x8000u) ? (uint16_t)~h : (uint16_t)(h | 0x8000u);
 }
 
@@ -67,8 +61,8 @@ static void tl_row_keys(const char *src, int64_t ss, int64_t start, int64_t n, i
     case TL_INT16: TL_KEY_LOOP(uint16_t, v ^ 0x8000u); break;
     case TL_INT32: TL_KEY_LOOP(uint32_t, v ^ 0x80000000u); break;
     case TL_INT64: TL_KEY_LOOP(uint64_t, v ^ 0x8000000000000000ull); break;
-    case TL_FLOAT16: TL_KEY_LOOP(uint16_t, tl_key_f16(v)); break;
-    case TL_BFLOAT16: TL_KEY_LOOP(uint16_t, tl_key_bf16(v)); break;
+    case TL_FLOAT16: TL_KEY_LOOP(uint16_t, tl_key_half(v, 0x7c00u)); break;
+    case TL_BFLOAT16: TL_KEY_LOOP(uint16_t, tl_key_half(v, 0x7f80u)); break;
     case TL_FLOAT32: TL_KEY_LOOP(float, tl_key_f32(v)); break;
     default: TL_KEY_LOOP(double, tl_key_f64(v)); break;
     }
