@@ -11,7 +11,6 @@ from torchlite._core.array cimport (Array, Storage, MAX_DIMS, new_array, new_arr
                                     TL_ERR_ZERODIV)
 from torchlite._core.array import broadcast_shapes
 from torchlite._core.parallel cimport num_chunks
-import os
 
 cdef extern from "kernels/types.h" nogil:
     uint16_t tl_float_to_half(float f)
@@ -129,8 +128,8 @@ cdef void _fill_aliases() noexcept:
         tl_binary_loops[_B_FMIN][d] = tl_binary_loops[_B_MINIMUM][d]
 
 
-_env_isa = os.environ.get("TORCHLITE_ISA")
-set_isa_level(int(_env_isa) if _env_isa else 99)
+from torchlite._core import env_isa_level
+set_isa_level(env_isa_level())
 
 
 # ---------------------------------------------------------------------------------------

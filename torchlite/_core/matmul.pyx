@@ -10,7 +10,6 @@ from torchlite._core.elementwise cimport cast_array, copy_into
 from torchlite._core.parallel cimport omp_get_max_threads
 from torchlite._core import array as _A
 from torchlite._core import elementwise as _ew
-import os
 
 cdef extern from "kernels/gemm.h" nogil:
     ctypedef struct tl_gemm_problem:
@@ -52,8 +51,8 @@ def set_isa_level(int level):
     _isa = tl_gemm_install(level if level < cpu else cpu)
     return _isa
 
-_env_isa = os.environ.get("TORCHLITE_ISA")
-set_isa_level(int(_env_isa) if _env_isa else 99)
+from torchlite._core import env_isa_level
+set_isa_level(env_isa_level())
 
 
 # ---------------------------------------------------------------------------------------
