@@ -59,6 +59,34 @@ class BuildExt(build_ext):
             ext.extra_compile_args = cflags + ext.extra_compile_args
             ext.extra_link_args = ldflags + ext.extra_link_args
         super().build_extensions()
+        self._write_build_info(ctype, cflags, ldflags, use_omp)
+
+    def _write_build_info(self, ctype, cflags, ldflags, use_omp):
+        """Record how the kernels were compiled, for torchlite.show_config()."""
+        import platform
+        import subprocess
+        cc = getattr(self.compiler, "compiler_so", None) or [ctype]
+        try:
+            version = subprocess.run([cc[0], "--version"], capture_output=True, text=True,
+                                     timeout=30).stdout.splitlines()[0]
+        except (OSError, IndexError, subprocess.SubprocessError):
+            version = ctype
+        info = dict(compiler=version, cflags=" ".join(cflags), ldflags=" ".join(ldflags),
+                    openmp=use_omp, machine=platform.machine())
+        d = os.path.join(self.build_lib, "torchlite")     # beside the built package
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "_build_info.py"), "w") as f:
+            f.write('"""Written by setup.py at build time."""\n')
+            f.write(f"BUILD = {info!r}\n")
+
+    def run(self):
+        super().run()
+        # setuptools builds in build/lib and then copies the extensions into the source tree
+        # for in-place and editable builds: the build record goes with them
+        if self.inplace or getattr(self, "editable_mode", False):
+            import shutil
+            shutil.copyfile(os.path.join(self.build_lib, "torchlite", "_build_info.py"),
+                            os.path.join(HERE, "torchlite", "_build_info.py"))
 
 
 def extensions():

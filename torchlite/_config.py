@@ -62,8 +62,14 @@ def config():
     except ImportError:
         cuda = "not available: the CUDA backend is not part of this build yet"
     so = [os.path.basename(p) for p in os.listdir(os.path.dirname(_core.__file__)) if p.endswith((".so", ".pyd"))]
+    try:
+        from ._build_info import BUILD
+    except ImportError:          # a source tree that was never built through setup.py
+        BUILD = {}
     return {
         "torchlite": __version__,
+        "compiler": BUILD.get("compiler", "unknown"),
+        "cflags": BUILD.get("cflags", "unknown"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "numpy": numpy.__version__,
