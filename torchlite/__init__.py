@@ -36,7 +36,9 @@ from ._ops.joining import *  # noqa: F401,F403
 from ._ops.sorting import *  # noqa: F401,F403
 from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
-from . import linalg, random, return_types, _dlpack
+from . import linalg, random, return_types, autograd, _dlpack
+from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
+                       is_inference_mode_enabled)
 from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)
 from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, numel,
                       is_floating_point, is_nonzero, result_type)

@@ -40,7 +40,8 @@ class Tensor:
     50.0
     """
 
-    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "__weakref__")
+    __slots__ = ("_data", "_requires_grad", "grad", "grad_fn", "_output_nr", "_grad_acc",
+                 "_hooks", "_retains_grad", "__weakref__")
     __array_priority__ = 1000   # make NumPy defer to our reflected operators
 
     def __new__(cls, *args, **kwargs):
@@ -228,20 +229,78 @@ class Tensor:
         from ._ops import creation
         return (creation._from_pickle, (np.array(self.detach().cpu().numpy(), copy=True), self.requires_grad))
 
-    # -- autograd metadata (the engine arrives with the autograd issue) ------------------------
+    # -- autograd (torchlite/autograd: graph.py records, engine.py runs) ----------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        value = builtins.bool(value)
+        if self.grad_fn is not None and not value:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
+                               "to use a computed variable in a subgraph that doesn't require "
+                               "differentiation use var_no_grad = var.detach().")
+        if value and not self.is_floating_point():
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = value
+
     def requires_grad_(self, requires_grad=True):
-        if requires_grad and not self.is_floating_point():
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
 
     def detach(self):
+        """The same data, cut from the graph (shares memory; never requires grad)."""
         return _wrap(self._data)
 
     def detach_(self):
         self.grad_fn = None
-        self.requires_grad = False
+        self._requires_grad = False
         return self
+
+    @property
+    def output_nr(self):
+        return getattr(self, "_output_nr", 0)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) * gradient into every leaf's .grad (see autograd.backward)."""
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """hook(grad) runs when this tensor's gradient is computed; it may return a replacement."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            hooks = getattr(self, "_hooks", None)
+            if hooks is None:
+                hooks = self._hooks = []
+        else:
+            table = self.grad_fn.__dict__.setdefault("_tensor_hooks", {})
+            hooks = table.setdefault(self.output_nr, [])
+        hooks.append(hook)
+        from .autograd.graph import _Handle
+        return _Handle(hooks, hook)
+
+    def retain_grad(self):
+        """Keep .grad for this non-leaf tensor after backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or getattr(self, "_retains_grad", False):
+            return
+        import weakref
+        ref = weakref.ref(self)
+
+        def keep(grad):
+            t = ref()
+            if t is not None:
+                t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
+        self.register_hook(keep)
+        self._retains_grad = True
+
+    @property
+    def retains_grad(self):
+        return getattr(self, "_retains_grad", False)
 
     @property
     def _version(self):
@@ -255,7 +314,7 @@ def _wrap(arr, requires_grad=False):
     """A Tensor around an array (the one constructor every op uses)."""
     t = object.__new__(Tensor)
     t._data = arr
-    t.requires_grad = requires_grad
+    t._requires_grad = requires_grad
     t.grad = None
     t.grad_fn = None
     return t

@@ -12,6 +12,8 @@ from .._core import array as _A
 from .._core import elementwise as _ew
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
+from . import pointwise_grad as _G
+from ..autograd.grad_mode import _state as _grad_state
 
 _U = _ew.UNARY
 _B = _ew.BINARY
@@ -64,16 +66,33 @@ def _bshape(*xs):
 
 
 # ---- unary ---------------------------------------------------------------------------------
+_U_NAMES = {v: k for k, v in _U.items()}
+_B_NAMES = {v: k for k, v in _B.items()}
+
+
+def _no_out_with_grad(name, *xs):
+    if _grad_state.enabled and any(isinstance(x, Tensor) and x._requires_grad for x in xs):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+
+
 def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if out is None:
-        return _wrap(_ew.unary(code, input._data, None, p0, p1, p2))
+        r = _wrap(_ew.unary(code, input._data, None, p0, p1, p2))
+        if input._requires_grad and _grad_state.enabled:
+            _G.record_unary(_U_NAMES[code], input, r, (p0, p1, p2))
+        return r
+    _no_out_with_grad(name, input)
     _ew.unary(code, input._data, _prepare_out(out, input.shape, name), p0, p1, p2)
     return out
 
 
 def _unary_(code, self, p0=0.0, p1=0.0, p2=0.0, name=""):
+    if self._requires_grad and _grad_state.enabled:
+        _G.check_inplace(self, name)
+        return _G.rebase_inplace(self, lambda old: _unary(code, old, None, p0, p1, p2, name))
     _ew.unary(code, self._data, self._data, p0, p1, p2)
     self._bump_version()
     return self
@@ -326,12 +345,21 @@ def _binary(code, a, b, out, name, alpha=1.0):
     if type(a) is Tensor and type(b) is Tensor and x.device != y.device:
         _check_devices(name, a, b)
     if out is None:
-        return _wrap(_ew.binary(code, x, y, None, alpha))
+        r = _wrap(_ew.binary(code, x, y, None, alpha))
+        if _grad_state.enabled and ((type(a) is Tensor and a._requires_grad) or
+                                    (type(b) is Tensor and b._requires_grad)):
+            _G.record_binary(_B_NAMES[code], a if type(a) is Tensor else x,
+                             b if type(b) is Tensor else y, r, alpha)
+        return r
+    _no_out_with_grad(name, a, b)
     _ew.binary(code, x, y, _prepare_out(out, _bshape(a, b), name), alpha)
     return out
 
 
 def _binary_(code, self, other, name, alpha=1.0):
+    if _grad_state.enabled and (self._requires_grad or (type(other) is Tensor and other._requires_grad)):
+        _G.check_inplace(self, name)
+        return _G.rebase_inplace(self, lambda old: _binary(code, old, other, None, name, alpha))
     y = other._data if type(other) is Tensor else _operand(other, name)
     _ew.binary(code, self._data, y, self._data, alpha)
     self._bump_version()
