@@ -41,7 +41,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_requires_grad", "grad", "grad_fn", "_output_nr", "_grad_acc",
-                 "_hooks", "_retains_grad", "__weakref__")
+                 "_hooks", "_retains_grad", "_post_acc_hooks", "__weakref__")
     __array_priority__ = 1000   # make NumPy defer to our reflected operators
 
     def __new__(cls, *args, **kwargs):
@@ -128,10 +128,6 @@ class Tensor:
 
     def is_signed(self):
         return D.DTYPES[self._data.dtype].is_signed
-
-    @property
-    def is_leaf(self):
-        return self.grad_fn is None
 
     @property
     def data(self):
@@ -237,70 +233,95 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value):
         value = builtins.bool(value)
-        if self.grad_fn is not None and not value:
-            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
-                               "to use a computed variable in a subgraph that doesn't require "
-                               "differentiation use var_no_grad = var.detach().")
+        if self.grad_fn is not None:
+            raise RuntimeError(_NON_LEAF_FLAG if value else _NON_LEAF_FLAG + _NON_LEAF_HINT)
         if value and not self.is_floating_point():
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = value
 
     def requires_grad_(self, requires_grad=True):
+        """Set requires_grad in place (a non-leaf already requires grad: True is a no-op)."""
+        if self.grad_fn is not None and requires_grad:
+            return self
         self.requires_grad = requires_grad
         return self
 
+    @property
+    def is_leaf(self):
+        """True for tensors made by the user (or not requiring grad): no grad_fn."""
+        return self.grad_fn is None
+
     def detach(self):
-        """The same data, cut from the graph (shares memory; never requires grad)."""
+        """The same data, cut from the graph (shares memory and the version counter; never
+        requires grad)."""
         return _wrap(self._data)
 
     def detach_(self):
+        """Cut this tensor from the graph in place: it becomes a leaf not requiring grad."""
         self.grad_fn = None
         self._requires_grad = False
         return self
 
     @property
     def output_nr(self):
-        return getattr(self, "_output_nr", 0)
+        return getattr(self, "_output_nr", 0) if self.grad_fn is not None else 0
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate d(self)/d(leaf) * gradient into every leaf's .grad (see autograd.backward)."""
+        """Accumulate d(self)/d(leaf) * gradient into every leaf's .grad (see autograd.backward).
+        gradient may be omitted only for a one-element tensor."""
         from .autograd import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):
-        """hook(grad) runs when this tensor's gradient is computed; it may return a replacement."""
+        """hook(grad) runs when this tensor's gradient is computed; it may return a replacement.
+        Returns a handle whose remove() unregisters it."""
+        from .autograd.graph import RemovableHandle
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.grad_fn is None:
+        fn = self.grad_fn
+        if fn is None:
             hooks = getattr(self, "_hooks", None)
             if hooks is None:
                 hooks = self._hooks = []
         else:
-            table = self.grad_fn.__dict__.setdefault("_tensor_hooks", {})
-            hooks = table.setdefault(self.output_nr, [])
+            if fn._tensor_hooks is None:
+                fn._tensor_hooks = {}
+                fn._special = True
+            hooks = fn._tensor_hooks.setdefault(self.output_nr, [])
         hooks.append(hook)
-        from .autograd.graph import _Handle
-        return _Handle(hooks, hook)
+        return RemovableHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor) runs on a leaf after its .grad has been accumulated."""
+        from .autograd.graph import RemovableHandle
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        hooks = getattr(self, "_post_acc_hooks", None)
+        if hooks is None:
+            hooks = self._post_acc_hooks = []
+        hooks.append(hook)
+        return RemovableHandle(hooks, hook)
 
     def retain_grad(self):
-        """Keep .grad for this non-leaf tensor after backward."""
+        """Populate .grad of this non-leaf tensor during backward (a no-op on leaves).  The
+        gradient stored is the one after all of the tensor's hooks."""
+        import weakref
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is None or getattr(self, "_retains_grad", False):
+        fn = self.grad_fn
+        if fn is None or getattr(self, "_retains_grad", False):
             return
-        import weakref
-        ref = weakref.ref(self)
-
-        def keep(grad):
-            t = ref()
-            if t is not None:
-                t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
-        self.register_hook(keep)
+        if fn._retained is None:
+            fn._retained = {}
+            fn._special = True
+        fn._retained[self.output_nr] = weakref.ref(self)
         self._retains_grad = True
 
     @property
     def retains_grad(self):
-        return getattr(self, "_retains_grad", False)
+        return getattr(self, "_retains_grad", False) and self.grad_fn is not None
 
     @property
     def _version(self):
@@ -308,6 +329,11 @@ class Tensor:
 
     def _bump_version(self):
         self._data.storage.version += 1
+
+
+_NON_LEAF_FLAG = "you can only change requires_grad flags of leaf variables."
+_NON_LEAF_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "
+                  "differentiation use var_no_grad = var.detach().")
 
 
 def _wrap(arr, requires_grad=False):

@@ -6,7 +6,9 @@ from .._core import array as _A
 from .._core import elementwise as _ew
 from .._device import cuda_backend, device as _device_cls, to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
+from ..autograd.grad_mode import _state as _grad_state
 from . import _register
+from . import shape_grad as _SG
 
 
 def _parse_to(args, kwargs):
@@ -46,8 +48,8 @@ def to(self, *args, **kwargs):
         copy = False
     if copy:
         t = _wrap(_ew.clone(t._data, True))
-    if t is not self and self.requires_grad and t.is_floating_point():
-        t.requires_grad = True
+    if t is not self and self._requires_grad and _grad_state.enabled:
+        _SG.record_to(self, t)
     return t
 
 
@@ -93,9 +95,19 @@ def copy_(self, src, non_blocking=False):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {builtins.type(src).__name__}")
     if src.device != self.device:
         src = src.to(self.device)
+    if _grad_state.enabled and (self._requires_grad or src._requires_grad):
+        return _SG.rebase(self, "copy_", lambda old: _copied(old, src))
     _ew.copy_(self._data, src._data)
     self._bump_version()
     return self
+
+
+def _copied(old, src):
+    """The out-of-place form of old.copy_(src): src broadcast and cast to old."""
+    r = _wrap(_A.empty(old._data.shape, old._data.dtype))
+    _ew.copy_(r._data, src._data)
+    _SG.record_copy(old, src, r)
+    return r
 
 
 @_register("fill_")
@@ -105,10 +117,21 @@ def fill_(self, value):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
+    if _grad_state.enabled and (self._requires_grad or getattr(value, "_requires_grad", False)):
+        return _SG.rebase(self, "fill_", lambda old: _filled(old, value))
+    if isinstance(value, Tensor):
         value = value.item()
     _A.fill_(self._data, _as_pyscalar(value))
     self._bump_version()
     return self
+
+
+def _filled(old, value):
+    """The out-of-place form of old.fill_(value)."""
+    v = value.item() if isinstance(value, Tensor) else value
+    r = _wrap(_A.full(old._data.shape, _as_pyscalar(v), old._data.dtype))
+    _SG.record_fill(old, value, r)
+    return r
 
 
 @_register("zero_")

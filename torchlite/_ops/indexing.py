@@ -17,7 +17,11 @@ from .._core import array as _A
 from .._core import elementwise as _ew
 from .._core import index as _I
 from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
+from ..autograd.grad_mode import _state as _grad_state
 from . import _register
+from . import indexing_grad as _IG
+from . import shape_grad as _SG
+from .pointwise import _no_out_with_grad
 
 _BOOL, _UINT8, _INT32, _INT64 = 0, 1, 4, 5
 _TORCH_NAMES = _ew._TORCH_NAMES          # "Float", "Long", ... as PyTorch's messages name dtypes
@@ -200,16 +204,23 @@ def _apply(self, items, used):
     return arr, groups
 
 
+_int = builtins.int
+
+
 def getitem(self, idx):
     """self[idx] with NumPy/PyTorch semantics: basic indexing gives a view, integer arrays
     and masks give a copy."""
-    if type(idx) is builtins.int and self._data.ndim > 0:
-        return _wrap(self._data.select(0, idx))
+    if type(idx) is _int and self._data.ndim > 0:       # the common x[i], kept short
+        r = _wrap(self._data.select(0, idx))
+        if self._requires_grad and _grad_state.enabled:
+            _SG.record_select(self, r, 0, idx)
+        return r
     items, used = _parse(self, idx)
     arr, groups = _apply(self, items, used)
-    if not groups:
-        return _wrap(arr)
-    return _wrap(_I.advanced(_I.GATHER, arr, groups))
+    r = _wrap(_I.advanced(_I.GATHER, arr, groups) if groups else arr)
+    if self._requires_grad and _grad_state.enabled:
+        _IG.record_getitem(self, r, items, used, builtins.bool(groups))
+    return r
 
 
 def _assign_basic(self, dst, value):
@@ -227,26 +238,82 @@ def _is_full_mask(arr, groups):
             and not arr.has_internal_overlap())
 
 
-def setitem(self, idx, value):
-    """self[idx] = value; value (a number, tensor or nested list) is cast to self's dtype
-    and broadcast to the indexed shape.  With repeated indices the last write wins."""
-    items, used = _parse(self, idx)
+def _write(self, items, used, value, accumulate):
+    """self[items] = value (+= value with accumulate: repeated indices all add) in place,
+    outside the graph.  Returns whether the index was advanced."""
     arr, groups = _apply(self, items, used)
     if not groups:
-        _assign_basic(self, arr, value)
-    elif _is_full_mask(arr, groups) and isinstance(value, numbers.Number):
+        if accumulate:
+            _ew.binary(_ew.BINARY["add"], arr, _value_array(self, value), arr)
+        else:
+            _assign_basic(self, arr, value)
+    elif not accumulate and _is_full_mask(arr, groups) and isinstance(value, numbers.Number):
         # x[mask] = number: one elementwise pass, no nonzero
         _ew.ternary(_WHERE, groups[0][2], _checked_scalar(value, arr.dtype), arr, arr)
     else:
-        _I.advanced(_I.PUT, arr, groups, _value_array(self, value))
+        _I.advanced(_I.ADD if accumulate else _I.PUT, arr, groups, _value_array(self, value))
     self._bump_version()
+    return builtins.bool(groups)
+
+
+def index_put_items(input, items, used, value, accumulate):
+    """A copy of input with [items] = value (+= with accumulate), items as _parse gives
+    them; recorded when input or value requires grad.  This is setitem's out-of-place form
+    and the backward of advanced indexing."""
+    r = _plain_clone(input)
+    advanced = _write(r, items, used, value, accumulate)
+    if _graph(input, value):
+        _IG.record_index_put(input, value, r, items, used, accumulate, advanced)
+    return r
+
+
+def setitem(self, idx, value):
+    """self[idx] = value; value (a number, tensor or nested list) is cast to self's dtype
+    and broadcast to the indexed shape.  With repeated indices the last write wins.
+
+    On a tensor in a graph (or with a value requiring grad) the write is recorded: value
+    gets the gradient of the written region, the other elements keep theirs.  Views are not
+    tracked: writing into y = x[0] changes x's memory but not x's history, so the
+    gradient of x ignores the write (write through x itself, x[0, ...] = v, instead)."""
+    items, used = _parse(self, idx)
+    if (self._requires_grad or isinstance(value, Tensor) and value._requires_grad) and _grad_state.enabled:
+        _SG.rebase(self, "setitem", lambda old: index_put_items(old, items, used, value, False))
+    else:
+        _write(self, items, used, value, False)
 
 
 Tensor.__getitem__ = getitem
 Tensor.__setitem__ = setitem
 
 
-# ---- shared argument checks ----------------------------------------------------------------
+# ---- shared helpers ---------------------------------------------------------------------------
+def _graph(*xs):
+    """Whether an op over xs (tensors, numbers or None) must record a backward node."""
+    if _grad_state.enabled:
+        for x in xs:
+            if isinstance(x, Tensor) and x._requires_grad:
+                return True
+    return False
+
+
+def _plain_clone(t):
+    """A copy of t outside the graph: the out-of-place ops write into it, then record."""
+    return _wrap(_ew.clone(t._data, True))
+
+
+def _result(res, out, op, inputs, record, *args):
+    """An out-of-place op's result array: copied into out= (which does not support autograd,
+    as in PyTorch), or a new tensor, recorded with record(result, *args) when one of
+    `inputs` requires grad."""
+    if out is not None:
+        _no_out_with_grad(op, *inputs)
+        return _write_out(res, out, op)
+    r = _wrap(res)
+    if _graph(*inputs):
+        record(r, *args)
+    return r
+
+
 def _tensor_arg(x, op, name):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
@@ -309,7 +376,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     res = _I.along_dim(_I.GATHER, a, d, idx)
     if index.ndim == 0:
         res = res.view(())
-    return _write_out(res, out, "gather")
+    return _result(res, out, "gather", (input,), _IG.record_gather, input, dim, index)
 
 
 _SCATTER_REDUCE_OLD = {None: _I.PUT, "add": _I.ADD, "multiply": _I.MUL}
@@ -354,6 +421,13 @@ def _scatter_into(self, dim, index, src_arr, kop, op):
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """self[i][index[i][j]] = src[i][j] (for dim=1), or = value; reduce='add'/'multiply'
     combines instead of overwriting."""
+    if _graph(self, src):
+        return _SG.rebase(self, "scatter_", lambda old: scatter(old, dim, index, src, value=value,
+                                                                  reduce=reduce))
+    return _scatter(self, dim, index, src, value, reduce)
+
+
+def _scatter(self, dim, index, src, value, reduce):
     if reduce not in _SCATTER_REDUCE_OLD:
         raise RuntimeError("reduce argument must be either add or multiply.")
     _tensor_arg(index, "scatter", "index")
@@ -364,13 +438,20 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 @_register("scatter")
 def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     """Out-of-place scatter_: a copy of input with src (or value) written at index."""
-    res = scatter_(input.clone(), dim, index, src, value=value, reduce=reduce)
-    return res if out is None else _write_out(res._data, out, "scatter")
+    res = _scatter(_plain_clone(input), dim, index, src, value, reduce)
+    return _result(res._data, out, "scatter", (input, src), _IG.record_scatter, input, dim, index,
+                   src, reduce)
 
 
 @_register("scatter_add_")
 def scatter_add_(self, dim, index, src):
     """self[i][index[i][j]] += src[i][j] (for dim=1); repeated indices all add."""
+    if _graph(self, src):
+        return _SG.rebase(self, "scatter_add_", lambda old: scatter_add(old, dim, index, src))
+    return _scatter_add(self, dim, index, src)
+
+
+def _scatter_add(self, dim, index, src):
     _tensor_arg(index, "scatter_add", "index")
     _tensor_arg(src, "scatter_add", "src")
     s = _scatter_src(self, index, src, None, "scatter")
@@ -379,8 +460,9 @@ def scatter_add_(self, dim, index, src):
 
 @_register("scatter_add")
 def scatter_add(input, dim, index, src, *, out=None):
-    res = scatter_add_(input.clone(), dim, index, src)
-    return res if out is None else _write_out(res._data, out, "scatter_add")
+    res = _scatter_add(_plain_clone(input), dim, index, src)
+    return _result(res._data, out, "scatter_add", (input, src), _IG.record_scatter_add, input, dim,
+                   index, src)
 
 
 _REDUCE_OPS = {"sum": _I.ADD, "mean": _I.ADD, "prod": _I.MUL, "amax": _I.MAX, "amin": _I.MIN}
@@ -404,6 +486,13 @@ def _reduce_identity(reduce, code):
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """Reduce src into self at index along dim with 'sum', 'prod', 'mean', 'amax' or 'amin';
     include_self=False leaves self's old values out of the targets' reductions."""
+    if _graph(self, src):
+        return _SG.rebase(self, "scatter_reduce_", lambda old: scatter_reduce(
+            old, dim, index, src, reduce, include_self=include_self))
+    return _scatter_reduce(self, dim, index, src, reduce, include_self)
+
+
+def _scatter_reduce(self, dim, index, src, reduce, include_self):
     if reduce not in _REDUCE_OPS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     _tensor_arg(index, "scatter_reduce", "index")
@@ -413,7 +502,7 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
         raise RuntimeError("\"scatter_reduce\" with reduce='mean' not implemented for 'Bool'")
     s = _scatter_src(self, index, src, None, "scatter_reduce")
     if not include_self:
-        scatter_(self, dim, index, _reduce_identity(reduce, code))
+        _scatter(self, dim, index, _reduce_identity(reduce, code), None, None)
     _scatter_into(self, dim, index, s, _REDUCE_OPS[reduce], "scatter_reduce")
     if reduce == "mean":
         counts = _A.full(self.shape, 1 if include_self else 0, _INT64)
@@ -427,8 +516,9 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
 
 @_register("scatter_reduce")
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
-    res = scatter_reduce_(input.clone(), dim, index, src, reduce, include_self=include_self)
-    return res if out is None else _write_out(res._data, out, "scatter_reduce")
+    res = _scatter_reduce(_plain_clone(input), dim, index, src, reduce, include_self)
+    return _result(res._data, out, "scatter_reduce", (input, src), _IG.record_scatter_reduce, input,
+                   dim, index, src, reduce, include_self)
 
 
 def take_along_dim(input, indices, dim=None, *, out=None):
@@ -450,11 +540,10 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     if input.ndim:
         shape[d] = indices.shape[d]
     bshape = list(_A.broadcast_shapes(tuple(shape), tuple(indices.shape)))
-    idx = indices._data.expand(bshape)
+    idx = indices.expand(tuple(bshape))
     if input.ndim:
         bshape[d] = input.shape[d]
-    a = input._data.expand(bshape)
-    return gather(_wrap(a), d, _wrap(idx), out=out)
+    return gather(input.expand(tuple(bshape)), d, idx, out=out)
 
 
 _register("take_along_dim")(take_along_dim)
@@ -503,12 +592,19 @@ def index_select(input, dim, index, *, out=None):
     res = _I.advanced(_I.GATHER, a, [(d, 1, idx, _I.KIND_INDEX)], None, err)
     if input.ndim == 0:
         res = res.view(())
-    return _write_out(res, out, "index_select")
+    return _result(res, out, "index_select", (input,), _IG.record_index_select, input, d, index)
 
 
 @_register("index_add_")
 def index_add_(self, dim, index, source, *, alpha=1):
     """self.select(dim, index[i]) += alpha * source.select(dim, i); repeated indices add."""
+    if _graph(self, source):
+        return _SG.rebase(self, "index_add_", lambda old: index_add(old, dim, index, source,
+                                                                    alpha=alpha))
+    return _index_add(self, dim, index, source, alpha)
+
+
+def _index_add(self, dim, index, source, alpha):
     op = "index_add_"
     _tensor_arg(source, op, "source")
     _tensor_arg(index, op, "index")
@@ -532,13 +628,20 @@ def index_add_(self, dim, index, source, *, alpha=1):
 
 @_register("index_add")
 def index_add(input, dim, index, source, *, alpha=1, out=None):
-    res = index_add_(input.clone(), dim, index, source, alpha=alpha)
-    return res if out is None else _write_out(res._data, out, "index_add")
+    res = _index_add(_plain_clone(input), dim, index, source, alpha)
+    return _result(res._data, out, "index_add", (input, source), _IG.record_index_add, input, dim,
+                   index, source, alpha, False)
 
 
 @_register("index_copy_")
 def index_copy_(self, dim, index, source):
     """self.select(dim, index[i]) = source.select(dim, i)."""
+    if _graph(self, source):
+        return _SG.rebase(self, "index_copy_", lambda old: index_copy(old, dim, index, source))
+    return _index_copy(self, dim, index, source)
+
+
+def _index_copy(self, dim, index, source):
     op = "index_copy_"
     _tensor_arg(source, op, "source")
     _tensor_arg(index, op, "index")
@@ -572,13 +675,20 @@ def index_copy_(self, dim, index, source):
 
 @_register("index_copy")
 def index_copy(input, dim, index, source, *, out=None):
-    res = index_copy_(input.clone(), dim, index, source)
-    return res if out is None else _write_out(res._data, out, "index_copy")
+    res = _index_copy(_plain_clone(input), dim, index, source)
+    return _result(res._data, out, "index_copy", (input, source), _IG.record_index_add, input, dim,
+                   index, source, 1, True)
 
 
 @_register("index_fill_")
 def index_fill_(self, dim, index, value):
     """self.select(dim, i) = value for every i in index."""
+    if _graph(self, value):
+        return _SG.rebase(self, "index_fill_", lambda old: index_fill(old, dim, index, value))
+    return _index_fill(self, dim, index, value)
+
+
+def _index_fill(self, dim, index, value):
     op = "index_fill_"
     _tensor_arg(index, op, "index")
     if index._data.dtype != _INT64:
@@ -598,14 +708,14 @@ def index_fill_(self, dim, index, value):
 
 @_register("index_fill")
 def index_fill(input, dim, index, value):
-    return index_fill_(input.clone(), dim, index, value)
+    res = _index_fill(_plain_clone(input), dim, index, value)
+    return _result(res._data, None, "index_fill", (input, value), _IG.record_index_fill, input, dim,
+                   index, value)
 
 
 # ---- index_put -----------------------------------------------------------------------------
-@_register("index_put_")
-def index_put_(self, indices, values, accumulate=False):
-    """self[indices] = values (indices: a tuple of tensors, one per leading dim, masks
-    covering several); accumulate=True adds instead, every repeated index counting."""
+def _index_put_items(self, indices, values):
+    """index_put's arguments checked, and the index parsed."""
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put_(): argument 'indices' must be tuple of Tensors, not "
                         f"{type(indices).__name__}")
@@ -619,23 +729,26 @@ def index_put_(self, indices, values, accumulate=False):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_TORCH_NAMES[self._data.dtype]} for the destination and "
                            f"{_TORCH_NAMES[values._data.dtype]} for the source.")
-    items, used = _parse(self, tuple(indices))
-    arr, groups = _apply(self, items, used)
-    val = _strip_leading_ones(values._data)
-    if not groups:
-        if accumulate:
-            _ew.binary(_ew.BINARY["add"], arr, val, arr)
-        else:
-            _ew.copy_(arr, val)
-    else:
-        _I.advanced(_I.ADD if accumulate else _I.PUT, arr, groups, val)
-    self._bump_version()
+    return _parse(self, tuple(indices))
+
+
+@_register("index_put_")
+def index_put_(self, indices, values, accumulate=False):
+    """self[indices] = values (indices: a tuple of tensors, one per leading dim, masks
+    covering several); accumulate=True adds instead, every repeated index counting."""
+    items, used = _index_put_items(self, indices, values)
+    if _graph(self, values):
+        return _SG.rebase(self, "index_put_", lambda old: index_put_items(old, items, used, values,
+                                                                          builtins.bool(accumulate)))
+    _write(self, items, used, values, accumulate)
     return self
 
 
 @_register("index_put")
 def index_put(input, indices, values, accumulate=False):
-    return index_put_(input.clone(), indices, values, accumulate)
+    """index_put_ on a copy of input."""
+    items, used = _index_put_items(input, indices, values)
+    return index_put_items(input, items, used, values, builtins.bool(accumulate))
 
 
 # ---- masks ---------------------------------------------------------------------------------
@@ -658,6 +771,14 @@ def _mask_for(self, mask, op):
 @_register("masked_fill_")
 def masked_fill_(self, mask, value):
     """self = value where mask is True (mask broadcasts to self)."""
+    if _graph(self, value):
+        _check_bool_mask(mask, "masked_fill_")
+        _mask_for(self, mask, "masked_fill_")
+        return _SG.rebase(self, "masked_fill_", lambda old: masked_fill(old, mask, value))
+    return _masked_fill(self, mask, value)
+
+
+def _masked_fill(self, mask, value):
     _check_bool_mask(mask, "masked_fill_")
     if isinstance(value, Tensor) and value.ndim != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
@@ -688,17 +809,23 @@ def _expand_both(input, mask):
     return _wrap(input._data.expand(shape)), _wrap(mask._data.expand(shape))
 
 
-def _masked_out_of_place(inplace, op, input, mask, arg):
-    """The out-of-place form of a masked in-place op: `inplace` (named op) on a copy of input
-    broadcast with mask."""
+def _masked_out_of_place(inplace, op, input, mask, arg, record):
+    """The out-of-place form of a masked in-place op: `inplace` (its body, outside the graph)
+    on a copy of input broadcast with mask; recorded with record(result, input, mask, arg)
+    when input or arg requires grad."""
     _check_bool_mask(mask, op)
     x, m = _expand_both(input, mask)
-    return inplace(x.clone(), m, arg)
+    res = inplace(_plain_clone(x), m, arg)
+    if _graph(input, arg):
+        record(res, input, mask, arg)
+    return res
 
 
 @_register("masked_fill")
 def masked_fill(input, mask, value):
-    return _masked_out_of_place(masked_fill_, "masked_fill_", input, mask, value)
+    """A copy of input (broadcast with mask) with value where mask is True."""
+    return _masked_out_of_place(_masked_fill, "masked_fill_", input, mask, value,
+                                _IG.record_masked_fill)
 
 
 @_register("masked_select")
@@ -710,12 +837,21 @@ def masked_select(input, mask, *, out=None):
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     x, m = _expand_both(input, mask)
     res = _I.advanced(_I.GATHER, x._data, [(0, x.ndim, m._data, _I.KIND_MASK)])
-    return _write_out(res, out, "masked_select")
+    return _result(res, out, "masked_select", (input,), _IG.record_masked_select, input, mask,
+                   x._data.shape)
 
 
 @_register("masked_scatter_")
 def masked_scatter_(self, mask, source):
     """Copy source's leading elements, in order, into self where mask is True."""
+    if _graph(self, source):
+        _check_bool_mask(mask, "masked_scatter_")
+        _mask_for(self, mask, "masked_scatter_")
+        return _SG.rebase(self, "masked_scatter_", lambda old: masked_scatter(old, mask, source))
+    return _masked_scatter(self, mask, source)
+
+
+def _masked_scatter(self, mask, source):
     _check_bool_mask(mask, "masked_scatter_")
     _tensor_arg(source, "masked_scatter_", "source")
     if source._data.dtype != self._data.dtype:
@@ -734,7 +870,9 @@ def masked_scatter_(self, mask, source):
 
 @_register("masked_scatter")
 def masked_scatter(input, mask, source):
-    return _masked_out_of_place(masked_scatter_, "masked_scatter_", input, mask, source)
+    """A copy of input (broadcast with mask) with source's leading elements where mask is True."""
+    return _masked_out_of_place(_masked_scatter, "masked_scatter_", input, mask, source,
+                                _IG.record_masked_scatter)
 
 
 # ---- nonzero, take, put ----------------------------------------------------------------------
@@ -765,13 +903,19 @@ def take(input, index, *, out=None):
         raise IndexError("take(): tried to take from an empty tensor")
     res = _I.advanced(_I.GATHER, input._data, [(0, input.ndim, index._data, _I.KIND_INDEX)],
                       None, _TAKE_ERR)
-    return _write_out(res, out, "take")
+    return _result(res, out, "take", (input,), _IG.record_take, input, index)
 
 
 @_register("put_")
 def put_(self, index, source, accumulate=False):
     """self (seen as 1-d, row-major) at the positions in index = source (or += with
     accumulate); works on non-contiguous self in place."""
+    if _graph(self, source):
+        return _SG.rebase(self, "put_", lambda old: put(old, index, source, accumulate))
+    return _put(self, index, source, accumulate)
+
+
+def _put(self, index, source, accumulate):
     _tensor_arg(index, "put_", "index")
     _tensor_arg(source, "put_", "source")
     _check_long_index(index, "put_")
@@ -794,7 +938,10 @@ def put_(self, index, source, accumulate=False):
 
 @_register("put")
 def put(input, index, source, accumulate=False):
-    return put_(input.clone(), index, source, accumulate)
+    """put_ on a copy of input."""
+    res = _put(_plain_clone(input), index, source, accumulate)
+    return _result(res._data, None, "put", (input, source), _IG.record_put, input, index, source,
+                   builtins.bool(accumulate))
 
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "take_along_dim", "index_select",

@@ -15,8 +15,12 @@ from .._core import array as _A
 from .._core import elementwise as _ew
 from .._core import shape_ops as _SO
 from .._tensor import Tensor, _wrap, _wrap_dim
+from ..autograd.grad_mode import _state as _grad_state
 from . import _register
-from .views import _shape_arg, flip, reshape, transpose, unsqueeze
+from . import shape_grad as _SG
+from .pointwise import _no_out_with_grad
+from .shape_grad import arange_array
+from .views import _shape_arg, clone, flip, reshape, transpose, unsqueeze
 
 _TORCH_NAMES = _ew._TORCH_NAMES
 _MAX_DIMS = 16
@@ -73,9 +77,29 @@ def _out_array(out, shape, code, op):
     return out._data
 
 
-def _finish(arr, out):
+def _graph(tensors):
+    """Whether an op over these tensors must record a backward node."""
+    if _grad_state.enabled:
+        for t in tensors:
+            if t._requires_grad:
+                return True
+    return False
+
+
+def _check_out(out, op, tensors):
+    """out= does not support autograd (PyTorch's error when an input requires grad)."""
+    if out is not None:
+        _no_out_with_grad(op, *tensors)
+
+
+def _finish(arr, out, inputs=(), record=None):
+    """The result array as a tensor (passed to record(result) when one of inputs requires
+    grad), or out= after the array was written into it."""
     if out is None:
-        return _wrap(arr)
+        r = _wrap(arr)
+        if record is not None and _graph(inputs):
+            record(r)
+        return r
     out._bump_version()
     return out
 
@@ -90,7 +114,12 @@ def _lead_ones(a, nd):
 
 def _flat(t):
     """t flattened to 1-d (a view when possible)."""
-    return _wrap(_lead_ones(t._data, 1)) if t.ndim == 0 else reshape(t, (-1,))
+    return reshape(t, (-1,))
+
+
+def _atleast(t, nd):
+    """t with leading size-1 dims added up to nd dims (a view)."""
+    return t if t.ndim >= nd else reshape(t, (1,) * (nd - t.ndim) + tuple(t._data.shape))
 
 
 def _int_arg(x, what, op):
@@ -109,8 +138,10 @@ def cat(tensors, dim=0, *, out=None):
         _check_same_device(ts, "cat")
     shape, code, d = _SO.cat_plan(arrays, dim)
     if out is not None and isinstance(out, Tensor):     # before out is resized
+        _check_out(out, "cat", ts)
         _SO.check_no_alias(out._data, arrays)
-    return _finish(_SO.cat_into(_out_array(out, shape, code, "cat"), arrays, d), out)
+    return _finish(_SO.cat_into(_out_array(out, shape, code, "cat"), arrays, d), out, ts,
+                   lambda r: _SG.record_cat(ts, r, d))
 
 
 concat = concatenate = cat
@@ -124,8 +155,10 @@ def stack(tensors, dim=0, *, out=None):
         _check_same_device(ts, "stack")
     shape, code, d = _SO.stack_plan(arrays, dim)
     if out is not None and isinstance(out, Tensor):
+        _check_out(out, "stack", ts)
         _SO.check_no_alias(out._data, arrays)
-    return _finish(_SO.stack_into(_out_array(out, shape, code, "stack"), arrays, d), out)
+    return _finish(_SO.stack_into(_out_array(out, shape, code, "stack"), arrays, d), out, ts,
+                   lambda r: _SG.record_stack(ts, r, d))
 
 
 def _nonempty(tensors, op):
@@ -137,13 +170,13 @@ def _nonempty(tensors, op):
 
 def hstack(tensors, *, out=None):
     """cat along dim 1 (dim 0 for 1-d tensors); 0-d tensors count as 1-d."""
-    ts = [t if t.ndim >= 1 else _wrap(_lead_ones(t._data, 1)) for t in _nonempty(tensors, "hstack")]
+    ts = [_atleast(t, 1) for t in _nonempty(tensors, "hstack")]
     return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
 
 
 def vstack(tensors, *, out=None):
     """cat along dim 0 of the tensors seen as at least 2-d (a 1-d tensor is one row)."""
-    ts = [t if t.ndim >= 2 else _wrap(_lead_ones(t._data, 2)) for t in _nonempty(tensors, "vstack")]
+    ts = [_atleast(t, 2) for t in _nonempty(tensors, "vstack")]
     return cat(ts, 0, out=out)
 
 
@@ -155,7 +188,7 @@ def dstack(tensors, *, out=None):
     ts = []
     for t in _nonempty(tensors, "dstack"):
         if t.ndim <= 1:
-            t = unsqueeze(_wrap(_lead_ones(t._data, 2)), 2)
+            t = unsqueeze(_atleast(t, 2), 2)
         elif t.ndim == 2:
             t = unsqueeze(t, 2)
         ts.append(t)
@@ -169,10 +202,16 @@ def column_stack(tensors, *, out=None):
 
 
 # ---- splitting -----------------------------------------------------------------------------
-def _slices(input, d, bounds):
-    """Views of input along dim d between consecutive (start, stop) pairs."""
+def _slices(input, d, bounds, node_cls):
+    """Views of input along dim d between the (start, stop) pairs (slicing rules), recorded
+    as one multi-output node_cls when input requires grad."""
     a = input._data
-    return tuple(_wrap(a.slice(d, b, e, 1)) for b, e in bounds)
+    outs = tuple(_wrap(a.slice(d, b, e, 1)) for b, e in bounds)
+    if input._requires_grad and _grad_state.enabled:
+        size = a.shape[d]
+        clamped = [slice(b, e).indices(size)[:2] for b, e in bounds]
+        _SG.record_split(input, outs, d, [(b, builtins.max(b, e)) for b, e in clamped], node_cls)
+    return outs
 
 
 def _sizes_to_bounds(sizes):
@@ -202,7 +241,7 @@ def split(tensor, split_size_or_sections, dim=0):
                            f"size of {size}")
     n = builtins.max(-(-size // step) if step else 1, 1)
     bounds = [(i * step, builtins.min((i + 1) * step, size)) for i in builtins.range(n)]
-    return _slices(tensor, d, bounds)
+    return _slices(tensor, d, bounds, _SG.SplitBackward0)
 
 
 def _split_with_sizes(tensor, sizes, d):
@@ -210,7 +249,7 @@ def _split_with_sizes(tensor, sizes, d):
     if builtins.any(s < 0 for s in sizes) or builtins.sum(sizes) != size:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
                            f"tensor's size at dimension {d}), but got split_sizes={sizes}")
-    return _slices(tensor, d, _sizes_to_bounds(sizes))
+    return _slices(tensor, d, _sizes_to_bounds(sizes), _SG.SplitWithSizesBackward0)
 
 
 def unsafe_split(tensor, split_size_or_sections, dim=0):
@@ -241,7 +280,7 @@ def chunk(input, chunks, dim=0):
     d = _wrap_dim(dim, input.ndim)
     size = input._data.shape[d]
     if size == 0:
-        return _slices(input, d, [(0, 0)] * chunks)
+        return _slices(input, d, [(0, 0)] * chunks, _SG.SplitBackward0)
     return split(input, -(-size // chunks), d)
 
 
@@ -265,14 +304,15 @@ def tensor_split(input, indices_or_sections, dim=0):
         arg = arg.item() if arg.ndim == 0 else arg.tolist()
     if isinstance(arg, (list, tuple)):
         idx = [_int_arg(i, "indices", "tensor_split") for i in arg]
-        return _slices(input, d, builtins.list(builtins.zip([0] + idx, idx + [None])))
+        return _slices(input, d, builtins.list(builtins.zip([0] + idx, idx + [None])),
+                       _SG.TensorSplitBackward0)
     sections = _int_arg(arg, "sections", "tensor_split")
     if sections <= 0:
         raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
     size = input._data.shape[d]
     q, r = divmod(size, sections)
     sizes = [q + 1 if i < r else q for i in builtins.range(sections)]
-    return _slices(input, d, _sizes_to_bounds(sizes))
+    return _slices(input, d, _sizes_to_bounds(sizes), _SG.TensorSplitBackward0)
 
 
 def _dir_split(input, indices_or_sections, dim, min_dims, op):
@@ -346,7 +386,11 @@ def repeat(self, *sizes):
     if len(big) > _MAX_DIMS:
         raise RuntimeError(f"repeat: at most {_MAX_DIMS} dimensions are supported (counting one "
                            f"more per repeated dim), got repeats {reps} for shape {tuple(shape)}")
-    return _wrap(_copy_expanded(src.expand(tuple(big)), tuple(big)).view(final))
+    big = tuple(big)
+    r = _wrap(_copy_expanded(src.expand(big), big).view(final))
+    if self._requires_grad and _grad_state.enabled:
+        _SG.record_repeat(self, r, src.shape, big, _SG.RepeatBackward0)
+    return r
 
 
 @_register("tile")
@@ -391,7 +435,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     src = input._data.unsqueeze(d + 1)
     big = shape[:d + 1] + (r,) + shape[d + 1:]
     final = shape[:d] + (shape[d] * r,) + shape[d + 1:]
-    return _wrap(_copy_expanded(src.expand(big), big).view(final))
+    res = _wrap(_copy_expanded(src.expand(big), big).view(final))
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_repeat(input, res, src.shape, big, _SG.RepeatInterleaveBackward0)
+    return res
 
 
 def _repeat_by_counts(input, repeats, d, output_size):
@@ -403,6 +450,11 @@ def _repeat_by_counts(input, repeats, d, output_size):
         total += c
     if output_size is not None and output_size != total:
         raise RuntimeError("allocated size does not match required size")
+    if input._requires_grad and _grad_state.enabled:
+        # slice i repeated counts[i] times is index_select at [0]*c0 + [1]*c1 + ...
+        from .indexing import index_select
+        idx = _SO.repeat_blocks(arange_array(counts.shape[0]), 0, counts, total)
+        return index_select(input, d, _wrap(idx))
     return _wrap(_SO.repeat_blocks(_ew.contiguous(input._data), d, counts, total))
 
 
@@ -439,7 +491,10 @@ def roll(input, shifts, dims=None):
                    (src.slice(d, n - s, n, 1), dst.slice(d, 0, s, 1)))]
     for src, dst in pieces:
         _ew.copy_(dst, src)
-    return _wrap(res)
+    r = _wrap(res)
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_roll(input, r, total)
+    return r
 
 
 # ---- triangles and diagonals ---------------------------------------------------------------
@@ -459,10 +514,11 @@ def _check_no_internal_overlap(t, op):
 def _triangle(input, diagonal, keep_upper, out, op):
     _check_matrix(input, op)
     diagonal = _int_arg(diagonal, "diagonal", op)
+    _check_out(out, op, (input,))
     res = _out_array(out, tuple(input.shape), input._data.dtype, op)
     _ew.copy_(res, input._data)       # a no-op when out is input; copy_ handles overlaps
     _SO.zero_triangle(res, diagonal, keep_upper)
-    return _finish(res, out)
+    return _finish(res, out, (input,), lambda r: _SG.record_triangle(input, r, diagonal, keep_upper))
 
 
 @_register("tril")
@@ -480,6 +536,8 @@ def triu(input, diagonal=0, *, out=None):
 
 def _triangle_(self, diagonal, keep_upper, op):
     """In-place tril (op "tril") or triu ("triu")."""
+    if self._requires_grad and _grad_state.enabled:
+        return _SG.rebase(self, op + "_", lambda old: _triangle(old, diagonal, keep_upper, None, op))
     _check_matrix(self, op)
     _check_no_internal_overlap(self, op + "_")
     _SO.zero_triangle(self._data, _int_arg(diagonal, "diagonal", op + "_"), keep_upper)
@@ -525,17 +583,19 @@ def diag(input, diagonal=0, *, out=None):
     the given diagonal."""
     diagonal = _int_arg(diagonal, "diagonal", "diag")
     a = input._data
+    if input.ndim in (1, 2):
+        _check_out(out, "diag", (input,))
     if input.ndim == 1:
         n = a.shape[0] + builtins.abs(diagonal)
         res = _out_array(out, (n, n), a.dtype, "diag")
         _A.fill_(res, 0)
         _ew.copy_(res.diagonal(diagonal, 0, 1), a)
-        return _finish(res, out)
+        return _finish(res, out, (input,), lambda r: _SG.record_diag_embed(input, r, diagonal, 0, 1))
     if input.ndim == 2:
         view = a.diagonal(diagonal, 0, 1)
         res = _out_array(out, view.shape, a.dtype, "diag")
         _ew.copy_(res, view)
-        return _finish(res, out)
+        return _finish(res, out, (input,), lambda r: _SG.record_diagonal(input, r, diagonal, 0, 1))
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
@@ -555,7 +615,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
         shape.insert(d, n)
     res = _A.full(tuple(shape), 0, a.dtype)
     _ew.copy_(res.diagonal(offset, d1, d2), a)
-    return _wrap(res)
+    return _finish(res, None, (input,), lambda r: _SG.record_diag_embed(input, r, offset, d1, d2))
 
 
 @_register("diagflat")
@@ -582,12 +642,14 @@ def block_diag(*tensors):
     cols = builtins.sum(m.shape[1] for m in mats)
     res = _A.full((rows, cols), 0, code)
     r = c = 0
+    blocks = []
     for m in mats:
         h, w = m.shape
         _ew.copy_(res.slice(0, r, r + h, 1).slice(1, c, c + w, 1), m)
+        blocks.append((r, c, h, w))
         r += h
         c += w
-    return _wrap(res)
+    return _finish(res, None, tensors, lambda r: _SG.record_block_diag(tensors, r, blocks))
 
 
 # ---- grids ---------------------------------------------------------------------------------
@@ -627,7 +689,7 @@ def meshgrid(*tensors, indexing=None):
     for i, t in enumerate(ts):
         view_shape = [1] * len(ts)
         view_shape[order[i]] = t.numel()
-        grids.append(_wrap(_lead_ones(t._data, 1).view(tuple(view_shape)).expand(tuple(sizes))))
+        grids.append(reshape(t, tuple(view_shape)).expand(tuple(sizes)))
     return tuple(grids)
 
 
@@ -642,6 +704,8 @@ def cartesian_prod(*tensors):
     if len(ts) == 1:
         return ts[0]
     grids = meshgrid(*ts, indexing="ij")
+    if _graph(ts):      # the same values through recorded ops
+        return stack([_flat(g) for g in grids], 1)
     n = 1
     for t in ts:
         n *= t.numel()
@@ -672,7 +736,7 @@ def rot90(input, k=1, dims=(0, 1)):
         return flip(input, (d0, d1))
     if k == 3:
         return transpose(flip(input, (d0,)), d0, d1)
-    return _wrap(_ew.clone(input._data, True))
+    return clone(input)
 
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",

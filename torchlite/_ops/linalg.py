@@ -14,6 +14,9 @@ from .._core import elementwise as _ew
 from .._core import matmul as _mm
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
+from . import linalg_grad as _G
+from .pointwise import _no_out_with_grad
+from ..autograd.grad_mode import _state as _grad_state
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "addmm", "addmv", "addmv_", "addbmm",
            "baddbmm", "outer", "ger", "inner", "tensordot", "einsum", "chain_matmul"]
@@ -55,6 +58,17 @@ def _out_array(out, shape, dtype, op):
         out._data = _A.empty(tuple(shape), dtype)
     out._bump_version()
     return out._data
+
+
+def _tracked(*tensors):
+    """Whether a product of these operands records a node (grad mode on, one of them
+    requires grad)."""
+    if not _grad_state.enabled:
+        return False
+    for t in tensors:
+        if t._requires_grad:
+            return True
+    return False
 
 
 def _result(arr, out, op):
@@ -130,6 +144,13 @@ def _addmm_into(input_arr, a, b, alpha, beta, dst):
 _OPNAME = {2: "addmm_impl_cpu_", 3: "baddbmm"}     # as PyTorch names them for bool
 
 
+def _rebase(self, out_of_place):
+    """An in-place product on a tensor in a graph (see pointwise_grad.rebase_inplace)."""
+    from .pointwise_grad import check_inplace, rebase_inplace
+    check_inplace(self, "")
+    return rebase_inplace(self, out_of_place)
+
+
 def _inplace_shape(self, shape):
     if tuple(self.shape) != tuple(shape):
         raise RuntimeError(f"Bad in-place call: input tensor size {list(self.shape)} and output "
@@ -195,7 +216,11 @@ def mm(input, mat2, *, out=None):
         raise RuntimeError("mat2 must be a matrix")
     _check_mm(a, b)
     if out is None:
-        return _wrap(_gemm(a, b, op="addmm_impl_cpu_"))
+        r = _wrap(_gemm(a, b, op="addmm_impl_cpu_"))
+        if (input._requires_grad or mat2._requires_grad) and _grad_state.enabled:
+            _G.record_product("mm", input, mat2, r)
+        return r
+    _no_out_with_grad("mm", input, mat2)
     _gemm(a, b, _out_array(out, (a.shape[0], b.shape[1]), a.dtype, "mm"), op="addmm_impl_cpu_")
     return out
 
@@ -208,7 +233,11 @@ def bmm(input, mat2, *, out=None):
     _check_3d(a, b)
     _check_bmm(a, b)
     if out is None:
-        return _wrap(_gemm(a, b, op="bmm"))
+        r = _wrap(_gemm(a, b, op="bmm"))
+        if _tracked(input, mat2):
+            _G.record_product("bmm", input, mat2, r)
+        return r
+    _no_out_with_grad("bmm", input, mat2)
     _gemm(a, b, _out_array(out, (a.shape[0], a.shape[1], b.shape[2]), a.dtype, "bmm"), op="bmm")
     return out
 
@@ -220,9 +249,14 @@ def mv(input, vec, *, out=None):
     v = _arr(vec, "mv", "vec", 2)
     _check_mv(1, m, v)
     _check_mv_dtypes(v.dtype, m, v)
+    if out is not None:
+        _no_out_with_grad("mv", input, vec)
     dst = None if out is None else _out_array(out, (m.shape[0],), m.dtype, "mv").unsqueeze(1)
     res = _gemm(m, v.unsqueeze(1), dst, op="addmv_impl_cpu")
-    return _wrap(res.view((m.shape[0],))) if out is None else out
+    if out is not None:
+        return out
+    r = _wrap(res.view((m.shape[0],)))
+    return _G.record_product("mv", input, vec, r) if _tracked(input, vec) else r
 
 
 def _check_dot(a, b, op):
@@ -241,9 +275,14 @@ def _dot(input, other, out, op, argname):
     a = _arr(input, op, "input", 1)
     b = _arr(other, op, argname, 2)
     _check_dot(a, b, "dot")
+    if out is not None:
+        _no_out_with_grad(op, input, other)
     dst = None if out is None else _out_array(out, (), a.dtype, op).unsqueeze(0).unsqueeze(0)
     res = _gemm(a.unsqueeze(0), b.unsqueeze(1), dst, op="dot")
-    return _wrap(res.view(())) if out is None else out
+    if out is not None:
+        return out
+    r = _wrap(res.view(()))
+    return _G.record_product(op, input, other, r) if _tracked(input, other) else r
 
 
 @_register("dot")
@@ -268,6 +307,8 @@ def matmul(input, other, *, out=None):
     if da == 0 or db == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{da}D and {db}D")
+    if out is not None:
+        _no_out_with_grad("matmul", input, other)
     if da == 1 and db == 1:
         return dot(input, other, out=out)
     if da == 2 and db == 1:
@@ -277,10 +318,14 @@ def matmul(input, other, *, out=None):
     if da == 1 and db == 2:
         a2 = a.unsqueeze(0)
         _check_mm(a2, b)
-        return _result(_gemm(a2, b, op="addmm_impl_cpu_").view((b.shape[1],)), out, "matmul")
-    if db <= 2:
-        return _result(_matmul_folded(a, b), out, "matmul")
-    return _result(_matmul_batched(a, b), out, "matmul")
+        res = _gemm(a2, b, op="addmm_impl_cpu_").view((b.shape[1],))
+    elif db <= 2:
+        res = _matmul_folded(a, b)
+    else:
+        res = _matmul_batched(a, b)
+    if out is None and _tracked(input, other):
+        return _G.record_matmul(input, other, _wrap(res))
+    return _result(res, out, "matmul")
 
 
 def _matmul_folded(a, b):
@@ -309,19 +354,30 @@ def _matmul_batched(a, b):
     return res.view(shape)
 
 
-def _addmm_result(c, a, b, shape, beta, alpha, out, op):
+def _addmm_result(c, a, b, shape, beta, alpha, out, op, tensors):
     """beta * c + alpha * (a @ b) of `shape` (the product's), into out when given: the tail of
-    addmm, addbmm and baddbmm once their operands are checked."""
+    addmm, addbmm and baddbmm once their operands are checked.  tensors: the op's (input,
+    first, second) Tensors, for autograd."""
     alpha, beta = _scalars(alpha, beta, op)
+    if out is not None:
+        _no_out_with_grad(op, *tensors)
     dst = None if out is None else _out_array(out, shape, a.dtype, op)
     res = _addmm_into(c, a, b, alpha, beta, dst)
-    return _wrap(res) if out is None else out
+    if out is not None:
+        return out
+    if _tracked(*tensors):
+        return _G.record_add_product(op, *tensors, alpha, beta, _wrap(res))
+    return _wrap(res)
 
 
-def _addmm_inplace(self, a, b, shape, beta, alpha, op):
+def _addmm_inplace(self, a, b, shape, beta, alpha, op, tensors, out_of_place):
     """self = beta * self + alpha * (a @ b): the tail of addmm_, addbmm_ and baddbmm_ once
-    their operands are checked (self must already have the product's shape)."""
+    their operands are checked (self must already have the product's shape).  tensors: the
+    two operand Tensors; with autograd, out_of_place (addmm, ...) runs on them and self takes
+    its history."""
     _inplace_shape(self, shape)
+    if _tracked(self, *tensors):
+        return _rebase(self, lambda old: out_of_place(old, *tensors, beta=beta, alpha=alpha))
     alpha, beta = _scalars(alpha, beta, op)
     _addmm_into(self._data, a, b, alpha, beta, self._data)
     self._bump_version()
@@ -335,7 +391,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     a = _arr(mat1, "addmm", "mat1", 2)
     b = _arr(mat2, "addmm", "mat2", 3)
     _check_addmm(c, a, b)
-    return _addmm_result(c, a, b, (a.shape[0], b.shape[1]), beta, alpha, out, "addmm")
+    return _addmm_result(c, a, b, (a.shape[0], b.shape[1]), beta, alpha, out, "addmm",
+                         (input, mat1, mat2))
 
 
 def _check_addmm(c, a, b):
@@ -358,7 +415,8 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     a = _arr(mat1, "addmm_", "mat1", 1)
     b = _arr(mat2, "addmm_", "mat2", 2)
     _check_addmm(self._data, a, b)
-    return _addmm_inplace(self, a, b, (a.shape[0], b.shape[1]), beta, alpha, "addmm_")
+    return _addmm_inplace(self, a, b, (a.shape[0], b.shape[1]), beta, alpha, "addmm_",
+                          (mat1, mat2), addmm)
 
 
 @_register("addmv")
@@ -372,9 +430,16 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     alpha, beta = _scalars(alpha, beta, "addmv")
     if m.dtype == 0:
         raise NotImplementedError("\"addmv_impl_cpu\" not implemented for 'Bool'")
+    if out is not None:
+        _no_out_with_grad("addmv", input, mat, vec)
     dst = None if out is None else _out_array(out, (m.shape[0],), m.dtype, "addmv").unsqueeze(1)
     res = _addmm_into(c.unsqueeze(-1) if c.ndim else c, m, v.unsqueeze(1), alpha, beta, dst)
-    return _wrap(res.view((m.shape[0],))) if out is None else out
+    if out is not None:
+        return out
+    r = _wrap(res.view((m.shape[0],)))
+    if _tracked(input, mat, vec):
+        return _G.record_add_product("addmv", input, mat, vec, alpha, beta, r)
+    return r
 
 
 @_register("addmv_")
@@ -385,6 +450,8 @@ def addmv_(self, mat, vec, *, beta=1, alpha=1):
     _check_mv(self.ndim, m, v, tuple(self.shape))
     _check_mv_dtypes(self._data.dtype, m, v)
     _inplace_shape(self, (m.shape[0],))
+    if _tracked(self, mat, vec):
+        return _rebase(self, lambda old: addmv(old, mat, vec, beta=beta, alpha=alpha))
     return addmv(self, mat, vec, beta=beta, alpha=alpha, out=self)
 
 
@@ -396,7 +463,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     b = _arr(batch2, "baddbmm", "batch2", 3)
     _check_baddbmm(c, a, b)
     return _addmm_result(c, a, b, (a.shape[0], a.shape[1], b.shape[2]), beta, alpha, out,
-                         "baddbmm")
+                         "baddbmm", (input, batch1, batch2))
 
 
 def _check_baddbmm(c, a, b):
@@ -414,7 +481,7 @@ def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     b = _arr(batch2, "baddbmm_", "batch2", 2)
     _check_baddbmm(self._data, a, b)
     return _addmm_inplace(self, a, b, (a.shape[0], a.shape[1], b.shape[2]), beta, alpha,
-                          "baddbmm_")
+                          "baddbmm_", (batch1, batch2), baddbmm)
 
 
 def _addbmm_operands(a, b):
@@ -436,7 +503,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     c = _arr(input, "addbmm", "input", 1)
     a, b = _addbmm_operands(_arr(batch1, "addbmm", "batch1", 2), _arr(batch2, "addbmm", "batch2", 3))
     _check_addmm(c, a, b)
-    return _addmm_result(c, a, b, (a.shape[0], b.shape[1]), beta, alpha, out, "addbmm")
+    return _addmm_result(c, a, b, (a.shape[0], b.shape[1]), beta, alpha, out, "addbmm",
+                         (input, batch1, batch2))
 
 
 @_register("addbmm_")
@@ -444,7 +512,8 @@ def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     """In-place addbmm."""
     a, b = _addbmm_operands(_arr(batch1, "addbmm_", "batch1", 1), _arr(batch2, "addbmm_", "batch2", 2))
     _check_addmm(self._data, a, b)
-    return _addmm_inplace(self, a, b, (a.shape[0], b.shape[1]), beta, alpha, "addbmm_")
+    return _addmm_inplace(self, a, b, (a.shape[0], b.shape[1]), beta, alpha, "addbmm_",
+                          (batch1, batch2), addbmm)
 
 
 @_register("outer", "ger")
@@ -457,7 +526,9 @@ def outer(input, vec2, *, out=None):
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {x.ndim}-D")
     a2, b2 = a.unsqueeze(1), b.unsqueeze(0)
     if out is None:
-        return _wrap(_ew.binary(_MUL, a2, b2))
+        r = _wrap(_ew.binary(_MUL, a2, b2))
+        return _G.record_product("outer", input, vec2, r) if _tracked(input, vec2) else r
+    _no_out_with_grad("outer", input, vec2)
     dt = _ew.promote(a.dtype, b.dtype)
     if not _ew.can_cast(dt, out._data.dtype):
         raise RuntimeError(f"result type {_UPPER[dt]} can't be cast to the desired output type "
@@ -478,14 +549,22 @@ def inner(input, other, *, out=None):
     operand multiplies instead."""
     a = _arr(input, "inner", "input", 1)
     b = _arr(other, "inner", "other", 2)
+    if out is not None:
+        _no_out_with_grad("inner", input, other)
     if a.ndim == 0 or b.ndim == 0:
+        if _tracked(input, other):
+            return input * other                 # recorded as the product it is
         return _result(_ew.binary(_MUL, a, b), out, "inner")
     if a.dtype != b.dtype:
         raise RuntimeError("both inputs should have same dtype")
     if a.shape[-1] != b.shape[-1]:
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but got "
                            f"shapes {list(a.shape)} and {list(b.shape)}")
-    return _result(_contract(a, b, [a.ndim - 1], [b.ndim - 1]), out, "inner")
+    res = _contract(a, b, [a.ndim - 1], [b.ndim - 1])
+    if _tracked(input, other):
+        return _G.record_tensordot(input, other, [a.ndim - 1], [b.ndim - 1], _wrap(res),
+                                   _G.InnerBackward0)
+    return _result(res, out, "inner")
 
 
 def _contract(a, b, da, db):
@@ -537,7 +616,12 @@ def tensordot(a, b, dims=2, out=None):
                                f"{y.shape[nb[i]]} in dim {db[i]}")
     if x.dtype != y.dtype:
         raise RuntimeError("both inputs should have same dtype")
-    return _result(_contract(x, y, na, nb), out, "tensordot")
+    if out is not None:
+        _no_out_with_grad("tensordot", a, b)
+    res = _contract(x, y, na, nb)
+    if _tracked(a, b):
+        return _G.record_tensordot(a, b, na, nb, _wrap(res))
+    return _result(res, out, "tensordot")
 
 
 def chain_matmul(*matrices, out=None):
@@ -551,6 +635,10 @@ def chain_matmul(*matrices, out=None):
         if _arr(t, "chain_matmul", "matrices", 1).ndim != 2:
             raise RuntimeError(f"chain_matmul(): Expected 2D tensors, but got {t.ndim}-D tensor "
                                f"for argument {i}")
+    if _tracked(*matrices):         # the chain of recorded mm's
+        if out is not None:
+            _no_out_with_grad("chain_matmul", *matrices)
+        return _chain(list(matrices), mm)
     return _result(_chain([t._data for t in matrices]), out, "chain_matmul")
 
 
@@ -583,18 +671,30 @@ def multi_dot(tensors, *, out=None):
             raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes "
                                f"{list(arrs[i - 1].shape)} and {list(arrs[i].shape)} cannot be "
                                f"multiplied")
-    res = _chain(arrs)
+    if _tracked(*ts):               # the chain of recorded mm's
+        if out is not None:
+            _no_out_with_grad("multi_dot", *ts)
+        ts[0] = ts[0].unsqueeze(0) if first_1d else ts[0]
+        ts[-1] = ts[-1].unsqueeze(1) if last_1d else ts[-1]
+        res = _chain(ts, mm)
+    else:
+        res = _chain(arrs)
     shape = tuple(res.shape)
     if first_1d:
         shape = shape[1:]
     if last_1d:
         shape = shape[:-1]
+    if isinstance(res, Tensor):
+        return res.reshape(shape)
     return _result(res.view(shape), out, "multi_dot")
 
 
-def _chain(arrs):
-    """The product of a chain of matrices, multiplied in the order with the fewest flops
-    (the classic dynamic programme over split points)."""
+def _chain(arrs, mul=None):
+    """The product of a chain of matrices (arrays, or Tensors with mul=mm), multiplied in
+    the order with the fewest flops (the classic dynamic programme over split points)."""
+    if mul is None:
+        def mul(x, y):
+            return _gemm(x, y, op="addmm_impl_cpu_")
     n = len(arrs)
     if n == 1:
         return arrs[0]
@@ -614,7 +714,7 @@ def _chain(arrs):
         if i == j:
             return arrs[i]
         s = split[i][j]
-        return _gemm(product(i, s), product(s + 1, j), op="addmm_impl_cpu_")
+        return mul(product(i, s), product(s + 1, j))
     return product(0, n - 1)
 
 
@@ -635,8 +735,12 @@ def vecdot(x, y, *, dim=-1, out=None):
     order = tuple(i for i in range(len(shape)) if i != d) + (d,)
     a2 = a.expand(shape).permute(order).unsqueeze(-2)     # (..., 1, n)
     b2 = b.expand(shape).permute(order).unsqueeze(-1)     # (..., n, 1)
-    res = _gemm(a2, b2, op="vecdot")
-    return _result(res.view(tuple(shape[i] for i in order[:-1])), out, "linalg.vecdot")
+    if out is not None:
+        _no_out_with_grad("linalg.vecdot", x, y)
+    res = _gemm(a2, b2, op="vecdot").view(tuple(shape[i] for i in order[:-1]))
+    if _tracked(x, y):
+        return _G.record_vecdot(x, y, d, _wrap(res))
+    return _result(res, out, "linalg.vecdot")
 
 
 # ---- einsum --------------------------------------------------------------------------------
@@ -662,7 +766,10 @@ def einsum(*args):
     arrs = [t._data for t in operands]
     sizes = _einsum_sizes(terms, arrs)
     ops = [_einsum_prepare(a, labels, sizes, i) for i, (a, labels) in enumerate(zip(arrs, terms))]
-    return _wrap(_einsum_contract(ops, output))
+    res = _wrap(_einsum_contract(ops, output))
+    if _tracked(*operands):
+        return _G.record_einsum(operands, terms, output, sizes, res)
+    return res
 
 
 def _sublist_equation(args):

@@ -13,7 +13,7 @@ from .._core import elementwise as _ew
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from . import pointwise_grad as _G
-from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 
 _U = _ew.UNARY
 _B = _ew.BINARY
@@ -66,10 +66,6 @@ def _bshape(*xs):
 
 
 # ---- unary ---------------------------------------------------------------------------------
-_U_NAMES = {v: k for k, v in _U.items()}
-_B_NAMES = {v: k for k, v in _B.items()}
-
-
 def _no_out_with_grad(name, *xs):
     if _grad_state.enabled and any(isinstance(x, Tensor) and x._requires_grad for x in xs):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
@@ -82,7 +78,7 @@ def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
     if out is None:
         r = _wrap(_ew.unary(code, input._data, None, p0, p1, p2))
         if input._requires_grad and _grad_state.enabled:
-            _G.record_unary(_U_NAMES[code], input, r, (p0, p1, p2))
+            _G.record_unary(code, input, r, (p0, p1, p2), name)
         return r
     _no_out_with_grad(name, input)
     _ew.unary(code, input._data, _prepare_out(out, input.shape, name), p0, p1, p2)
@@ -234,6 +230,10 @@ def clamp(input, min=None, max=None, *, out=None):
     """Limit every element to [min, max]: NaN stays NaN, min > max gives max everywhere, a NaN
     bound gives NaN.  Bounds may be numbers or tensors; a float bound promotes an integer
     tensor (PyTorch's result_type rule)."""
+    return _clamp(input, min, max, out, "clamp")
+
+
+def _clamp(input, min, max, out, name):
     min, max = _bound(min, "min"), _bound(max, "max")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -246,19 +246,28 @@ def clamp(input, min=None, max=None, *, out=None):
         x = input if rdt is input.dtype else input.to(rdt)
         lo = -math.inf if min is None else builtins.float(min)
         hi = math.inf if max is None else builtins.float(max)
-        return _unary(_U["clamp"], x, out, lo, hi, name="clamp")
+        return _unary(_U["clamp"], x, out, lo, hi, name=name)
     # tensor or NaN bounds, and integer bounds the one-pass kernel cannot hold exactly: two
     # passes of maximum/minimum, whose scalar path range-checks and keeps int64 exact
-    r = input if min is None else maximum(input, min)
-    r = r if max is None else minimum(r, max)
+    if out is None and _G.needs_grad(input, min, max):
+        with _no_grad():
+            r = _clamp_two_pass(input, min, max)
+        return _G.record_ternary(_G.ClampBackward0, (input, min, max), r)
+    r = _clamp_two_pass(input, min, max)
     if out is None:
         return r
+    _no_out_with_grad("clamp", input, min, max)
     dst = _prepare_out(out, r.shape, "clamp")
     if not _ew.can_cast(r.dtype.code, dst.dtype):
         raise RuntimeError(f"clamp: result type {_ew._TORCH_NAMES[r.dtype.code]} can't be cast to "
                            f"the desired output type {_ew._TORCH_NAMES[dst.dtype]}")
     _ew.copy_(dst, r._data)
     return out
+
+
+def _clamp_two_pass(input, min, max):
+    r = input if min is None else maximum(input, min)
+    return r if max is None else minimum(r, max)
 
 
 _C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
@@ -290,6 +299,9 @@ def _kernel_bound_ok(dt, b):
 @_register("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     """In-place clamp; a bound that would promote self's dtype is an error."""
+    if _G.needs_grad(self, min, max):
+        _G.check_inplace(self, "clamp_")
+        return _G.rebase_inplace(self, lambda old: clamp(old, min, max))
     clamp(self, min, max, out=self)
     self._bump_version()
     return self
@@ -300,12 +312,14 @@ clip, clip_ = clamp, clamp_
 
 @_register("clamp_min")
 def clamp_min(input, min):
-    return clamp(input, min=min)
+    """clamp(input, min=min)."""
+    return _clamp(input, min, None, None, "clamp_min")
 
 
 @_register("clamp_max")
 def clamp_max(input, max):
-    return clamp(input, max=max)
+    """clamp(input, max=max)."""
+    return _clamp(input, None, max, None, "clamp_max")
 
 
 @_register("nan_to_num")
@@ -340,16 +354,15 @@ def logit_(self, eps=None):
 
 # ---- binary --------------------------------------------------------------------------------
 def _binary(code, a, b, out, name, alpha=1.0):
-    x = a._data if type(a) is Tensor else _operand(a, name)
-    y = b._data if type(b) is Tensor else _operand(b, name)
-    if type(a) is Tensor and type(b) is Tensor and x.device != y.device:
+    a_t, b_t = isinstance(a, Tensor), isinstance(b, Tensor)
+    x = a._data if a_t else _operand(a, name)
+    y = b._data if b_t else _operand(b, name)
+    if a_t and b_t and x.device != y.device:
         _check_devices(name, a, b)
     if out is None:
         r = _wrap(_ew.binary(code, x, y, None, alpha))
-        if _grad_state.enabled and ((type(a) is Tensor and a._requires_grad) or
-                                    (type(b) is Tensor and b._requires_grad)):
-            _G.record_binary(_B_NAMES[code], a if type(a) is Tensor else x,
-                             b if type(b) is Tensor else y, r, alpha)
+        if ((a_t and a._requires_grad) or (b_t and b._requires_grad)) and _grad_state.enabled:
+            _G.record_binary(code, name, a if a_t else x, b if b_t else y, r, alpha)
         return r
     _no_out_with_grad(name, a, b)
     _ew.binary(code, x, y, _prepare_out(out, _bshape(a, b), name), alpha)
@@ -357,10 +370,10 @@ def _binary(code, a, b, out, name, alpha=1.0):
 
 
 def _binary_(code, self, other, name, alpha=1.0):
-    if _grad_state.enabled and (self._requires_grad or (type(other) is Tensor and other._requires_grad)):
+    if (self._requires_grad or (isinstance(other, Tensor) and other._requires_grad)) and _grad_state.enabled:
         _G.check_inplace(self, name)
         return _G.rebase_inplace(self, lambda old: _binary(code, old, other, None, name, alpha))
-    y = other._data if type(other) is Tensor else _operand(other, name)
+    y = other._data if isinstance(other, Tensor) else _operand(other, name)
     _ew.binary(code, self._data, y, self._data, alpha)
     self._bump_version()
     return self
@@ -482,8 +495,11 @@ def sub_(self, other, *, alpha=1):
 @_register("rsub")
 def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
-    return sub(other, input, alpha=alpha) if isinstance(other, Tensor) else \
-        add(mul(input, -alpha), other)
+    _no_bool_sub(input, other)
+    if alpha == 1:
+        return _binary(_SUB, other, input, None, "rsub")
+    _check_alpha(input, other, alpha, "rsub")
+    return _binary(_ADD_ALPHA, other, input, None, "rsub", -builtins.float(alpha))
 
 
 _DIV_CODES = {None: _B["div"], "trunc": _B["div_trunc"], "floor": _B["div_floor"]}
@@ -566,16 +582,24 @@ def where(condition, input=None, other=None, *, out=None):
     y = other._data if isinstance(other, Tensor) else _operand(other, "where")
     _check_devices("where", condition, input, other)
     if out is None:
-        return _wrap(_ew.ternary(_WHERE, c, x, y))
+        r = _wrap(_ew.ternary(_WHERE, c, x, y))
+        if _G.needs_grad(input, other):
+            _G.record_ternary(_G.WhereBackward0, (condition, input, other), r)
+        return r
+    _no_out_with_grad("where", input, other)
     _ew.ternary(_WHERE, c, x, y, _prepare_out(out, _bshape(condition, input, other), "where"))
     return out
 
 
-def _ternary(code, a, b, c, out, name, value=1.0):
+def _ternary(code, a, b, c, out, name, value=1.0, node=None):
     xs = [x._data if isinstance(x, Tensor) else _operand(x, name) for x in (a, b, c)]
     _check_devices(name, a, b, c)
     if out is None:
-        return _wrap(_ew.ternary(code, *xs, None, builtins.float(value)))
+        r = _wrap(_ew.ternary(code, *xs, None, builtins.float(value)))
+        if node is not None and _G.needs_grad(a, b, c):
+            _G.record_ternary(node, (a, b, c), r, value)
+        return r
+    _no_out_with_grad(name, a, b, c)
     _ew.ternary(code, *xs, _prepare_out(out, _bshape(a, b, c), name), builtins.float(value))
     return out
 
@@ -583,11 +607,15 @@ def _ternary(code, a, b, c, out, name, value=1.0):
 @_register("lerp")
 def lerp(input, end, weight, *, out=None):
     """input + weight * (end - input)."""
-    return _ternary(_T["lerp"], input, end, weight, out, "lerp")
+    node = _G.LerpBackward1 if isinstance(weight, Tensor) else _G.LerpBackward0
+    return _ternary(_T["lerp"], input, end, weight, out, "lerp", node=node)
 
 
 @_register("lerp_")
 def lerp_(self, end, weight):
+    if _G.needs_grad(self, end, weight):
+        _G.check_inplace(self, "lerp_")
+        return _G.rebase_inplace(self, lambda old: lerp(old, end, weight))
     _ternary(_T["lerp"], self, end, weight, self, "lerp_")
     self._bump_version()
     return self
@@ -598,7 +626,8 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 * tensor2 (integer tensors too, with an integer value)."""
     xs = [x._data if isinstance(x, Tensor) else _operand(x, "addcmul") for x in (input, tensor1, tensor2)]
     if D.DTYPES[_ew.result_type(*xs)].is_floating_point:
-        return _ternary(_T["addcmul"], input, tensor1, tensor2, out, "addcmul", value)
+        return _ternary(_T["addcmul"], input, tensor1, tensor2, out, "addcmul", value,
+                        _G.AddcmulBackward0)
     # the fused kernel is float-only; integers take two exact passes
     if isinstance(value, builtins.float):
         raise RuntimeError("addcmul: for integral input tensors, argument value must not be a "
@@ -608,6 +637,9 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 
 @_register("addcmul_")
 def addcmul_(self, tensor1, tensor2, *, value=1):
+    if _G.needs_grad(self, tensor1, tensor2):
+        _G.check_inplace(self, "addcmul_")
+        return _G.rebase_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value))
     addcmul(self, tensor1, tensor2, value=value, out=self)
     self._bump_version()
     return self
@@ -616,11 +648,15 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 @_register("addcdiv")
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 / tensor2."""
-    return _ternary(_T["addcdiv"], input, tensor1, tensor2, out, "addcdiv", value)
+    return _ternary(_T["addcdiv"], input, tensor1, tensor2, out, "addcdiv", value,
+                    _G.AddcdivBackward0)
 
 
 @_register("addcdiv_")
 def addcdiv_(self, tensor1, tensor2, *, value=1):
+    if _G.needs_grad(self, tensor1, tensor2):
+        _G.check_inplace(self, "addcdiv_")
+        return _G.rebase_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value))
     _ternary(_T["addcdiv"], self, tensor1, tensor2, self, "addcdiv_", value)
     self._bump_version()
     return self

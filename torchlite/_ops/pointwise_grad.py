@@ -1,265 +1,613 @@
-"""Backward formulas of the elementwise ops in pointwise.py, keyed by the kernel op's name.
+"""Backward formulas of the elementwise ops in pointwise.py, and the recording hooks they use.
 
-Each formula takes the node (its saved tensors: x / a, b / result; its parameters) and the
-output gradient g, and returns one gradient per input, written with Tensor ops so that they
-are differentiable again (create_graph=True gives second derivatives).  Gradients of
-broadcast inputs are summed back to the input's shape by `record_binary`."""
+Each formula is written with Tensor ops, so it is differentiable again (create_graph=True gives
+second derivatives).  A formula says which values it needs (the input `x`, the result `y`, the
+operands `a`/`b`): only those are saved, as in PyTorch, which decides which later in-place
+changes are errors (exp_ saves its result, so changing it afterwards is an error; sin_ saves
+its input, which the in-place op then keeps a copy of).  Gradients of broadcast or
+type-promoted inputs are summed back to the input's shape and cast to its dtype."""
 import math
 
-from ..autograd.graph import Node, record, sum_to
-from ..autograd.grad_mode import no_grad
+from .._tensor import Tensor, _wrap
+from .._core import elementwise as _ew
+from .. import _dtype as D
+from ..autograd.graph import Node, record, sum_to, pack, unpack, edge, needs_grad, _FREED, _NO_EDGE  # noqa: F401
+from ..autograd.grad_mode import no_grad, _state
+from ..autograd import anomaly as _anomaly
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-class _Formula(Node):
-    """A node whose backward is a formula from the tables below."""
-
-    def backward(self, g):
-        return self.formula(self, g)
+_pointwise = None
 
 
-def _x(n):
-    return n.saved("x")
+def _pw():
+    """The pointwise module (it imports this one, so it is looked up on first use)."""
+    global _pointwise
+    if _pointwise is None:
+        from . import pointwise
+        _pointwise = pointwise
+    return _pointwise
 
 
-def _y(n):
-    return n.saved("result")
+def _zeros(g):
+    """PyTorch's gradient of a piecewise-constant op: zeros (not g * 0, which keeps NaN)."""
+    from .creation import zeros_like
+    return zeros_like(g)
 
 
-# ---- unary: formula(node, g) -> (grad_x,) --------------------------------------------------
-UNARY = {
-    "neg": lambda n, g: (-g,),
-    "abs": lambda n, g: (g * _x(n).sign(),),
-    "sign": lambda n, g: (g * 0,),
-    "square": lambda n, g: (g * _x(n) * 2,),
-    "reciprocal": lambda n, g: (-g * _y(n) * _y(n),),
-    "exp": lambda n, g: (g * _y(n),),
-    "exp2": lambda n, g: (g * _y(n) * _LN2,),
-    "expm1": lambda n, g: (g * (_y(n) + 1),),
-    "log": lambda n, g: (g / _x(n),),
-    "log2": lambda n, g: (g / (_x(n) * _LN2),),
-    "log10": lambda n, g: (g / (_x(n) * _LN10),),
-    "log1p": lambda n, g: (g / (_x(n) + 1),),
-    "sqrt": lambda n, g: (g / (_y(n) * 2),),
-    "rsqrt": lambda n, g: (g * _y(n) ** 3 * -0.5,),
-    "sin": lambda n, g: (g * _x(n).cos(),),
-    "cos": lambda n, g: (-g * _x(n).sin(),),
-    "tan": lambda n, g: (g * (_y(n) * _y(n) + 1),),
-    "asin": lambda n, g: (g / (1 - _x(n) * _x(n)).sqrt(),),
-    "acos": lambda n, g: (-g / (1 - _x(n) * _x(n)).sqrt(),),
-    "atan": lambda n, g: (g / (_x(n) * _x(n) + 1),),
-    "sinh": lambda n, g: (g * _x(n).cosh(),),
-    "cosh": lambda n, g: (g * _x(n).sinh(),),
-    "tanh": lambda n, g: (g * (1 - _y(n) * _y(n)),),
-    "asinh": lambda n, g: (g / (_x(n) * _x(n) + 1).sqrt(),),
-    "acosh": lambda n, g: (g / (_x(n) * _x(n) - 1).sqrt(),),
-    "atanh": lambda n, g: (g / (1 - _x(n) * _x(n)),),
-    "erf": lambda n, g: (g * (-_x(n) * _x(n)).exp() * _TWO_OVER_SQRT_PI,),
-    "erfc": lambda n, g: (g * (-_x(n) * _x(n)).exp() * -_TWO_OVER_SQRT_PI,),
-    "erfinv": lambda n, g: (g * (_y(n) * _y(n)).exp() * (math.sqrt(math.pi) / 2),),
-    "sigmoid": lambda n, g: (g * _y(n) * (1 - _y(n)),),
-    "logit": lambda n, g: (_logit_grad(n, g),),
-    "floor": lambda n, g: (g * 0,),
-    "ceil": lambda n, g: (g * 0,),
-    "round": lambda n, g: (g * 0,),
-    "round_decimals": lambda n, g: (g * 0,),
-    "trunc": lambda n, g: (g * 0,),
-    "frac": lambda n, g: (g,),
-    "relu": lambda n, g: (g * (_y(n) > 0),),
-    "clamp": lambda n, g: (g * ((_x(n) >= n.params[0]) & (_x(n) <= n.params[1])),),
-    "nan_to_num": lambda n, g: (g * _x(n).isfinite(),),
-}
+def _mask(cond, g):
+    """g where cond holds, 0 elsewhere (differentiable in g)."""
+    return _pw().where(cond, g, 0.0)
 
 
-def _logit_grad(n, g):
-    x, eps = _x(n), n.params[0]
+# ---- unary: name -> (formula(g, x, y, params) -> grad_x, what it needs, node class name) -------
+def _logit_grad(g, x, y, p):
     d = g / (x * (1 - x))
+    eps = p[0]
     if eps >= 0:                    # clamped inputs have zero slope (PyTorch's rule)
-        d = d * ((x >= eps) & (x <= 1 - eps))
+        d = _mask((x >= eps) & (x <= 1 - eps), d)
     return d
 
 
-# ---- binary: formula(node, g) -> (grad_a, grad_b), before summing to the input shapes -------
-def _a(n):
-    return n.saved("a") if n.a_is_tensor else n.a
+def _clamp_grad(g, x, y, p):
+    lo, hi = p[0], p[1]
+    if lo == -math.inf:
+        return _mask(x <= hi, g)
+    if hi == math.inf:
+        return _mask(x >= lo, g)
+    return _mask((x >= lo) & (x <= hi), g)
 
 
-def _b(n):
-    return n.saved("b") if n.b_is_tensor else n.b
+def _digamma(x):
+    """psi(x) = d lgamma(x)/dx from Tensor ops (so it differentiates again into trigamma):
+    reflection below 1/2, six recurrence steps, then the asymptotic series (error < 1e-10)."""
+    where = _pw().where
+    reflect = x < 0.5
+    z = where(reflect, 1 - x, x)
+    shift = 1 / z
+    for k in range(1, 6):
+        shift = shift + 1 / (z + k)
+    z6 = z + 6
+    inv2 = 1 / (z6 * z6)
+    tail = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
+    d = z6.log() - 0.5 / z6 - tail - shift
+    safe = where(reflect, x, 0.25)        # keeps tan finite where the branch is not taken
+    return where(reflect, d - math.pi / (safe * math.pi).tan(), d)
 
 
-def _pow_grads(n, g):
-    a, b = _a(n), _b(n)
-    ga = g * b * a ** (b - 1) if n.a_is_tensor else None
-    gb = None
-    if n.b_is_tensor:
-        from .pointwise import where
-        # d/db a**b = a**b * log(a); PyTorch takes 0 where a == 0 and b >= 0
-        gb = g * where((a == 0) & (b >= 0), 0.0, _y(n) * (a.log() if n.a_is_tensor else math.log(a)))
-    return ga, gb
-
-
-def _max_min_grads(n, g, is_max):
-    a, b = _a(n), _b(n)
-    win_a = (a > b) if is_max else (a < b)
-    tie = (a == b)
-    ga = g * (win_a + tie * 0.5)
-    gb = g * ((~win_a & ~tie) + tie * 0.5)
-    return ga, gb
-
-
-BINARY = {
-    "add": lambda n, g: (g, g),
-    "add_alpha": lambda n, g: (g, g * n.alpha),
-    "sub": lambda n, g: (g, -g),
-    "mul": lambda n, g: (g * _b(n), g * _a(n)),
-    "div": lambda n, g: (g / _b(n), -g * _a(n) / (_b(n) * _b(n))),
-    "div_trunc": lambda n, g: (g * 0, g * 0),
-    "div_floor": lambda n, g: (g * 0, g * 0),
-    "remainder": lambda n, g: (g, -g * _a(n).div(_b(n), rounding_mode="floor") if n.a_is_tensor
-                               else -g * (n.a // _b(n))),
-    "fmod": lambda n, g: (g, -g * (_a(n) / _b(n)).trunc()),
-    "pow": _pow_grads,
-    "atan2": lambda n, g: (g * _b(n) / (_a(n) * _a(n) + _b(n) * _b(n)),
-                           -g * _a(n) / (_a(n) * _a(n) + _b(n) * _b(n))),
-    "hypot": lambda n, g: (g * _a(n) / _y(n), g * _b(n) / _y(n)),
-    "copysign": lambda n, g: (g * _a(n).sign() * _y(n).sign(), g * 0),
-    "maximum": lambda n, g: _max_min_grads(n, g, True),
-    "minimum": lambda n, g: _max_min_grads(n, g, False),
-    "fmax": lambda n, g: _max_min_grads(n, g, True),
-    "fmin": lambda n, g: _max_min_grads(n, g, False),
-    "xlogy": lambda n, g: (g * _b(n).log() if n.b_is_tensor else g * math.log(n.b), g * _a(n) / _b(n)),
+UNARY = {
+    "neg": (lambda g, x, y, p: -g, "", "NegBackward0"),
+    "abs": (lambda g, x, y, p: g * x.sign(), "x", "AbsBackward0"),
+    "sign": (lambda g, x, y, p: _zeros(g), "", "SignBackward0"),
+    "square": (lambda g, x, y, p: g * x * 2, "x", "PowBackward0"),
+    "reciprocal": (lambda g, x, y, p: -g * (y * y), "y", "ReciprocalBackward0"),
+    "exp": (lambda g, x, y, p: g * y, "y", "ExpBackward0"),
+    "exp2": (lambda g, x, y, p: g * y * _LN2, "y", "Exp2Backward0"),
+    "expm1": (lambda g, x, y, p: g * (y + 1), "y", "Expm1Backward0"),
+    "log": (lambda g, x, y, p: g / x, "x", "LogBackward0"),
+    "log2": (lambda g, x, y, p: g / (x * _LN2), "x", "Log2Backward0"),
+    "log10": (lambda g, x, y, p: g / (x * _LN10), "x", "Log10Backward0"),
+    "log1p": (lambda g, x, y, p: g / (x + 1), "x", "Log1PBackward0"),
+    "sqrt": (lambda g, x, y, p: g / (y * 2), "y", "SqrtBackward0"),
+    "rsqrt": (lambda g, x, y, p: g * (y * y * y) * -0.5, "y", "RsqrtBackward0"),
+    "sin": (lambda g, x, y, p: g * x.cos(), "x", "SinBackward0"),
+    "cos": (lambda g, x, y, p: g * -x.sin(), "x", "CosBackward0"),
+    "tan": (lambda g, x, y, p: g * (y * y + 1), "y", "TanBackward0"),
+    "asin": (lambda g, x, y, p: g * (1 - x * x).rsqrt(), "x", "AsinBackward0"),
+    "acos": (lambda g, x, y, p: -g * (1 - x * x).rsqrt(), "x", "AcosBackward0"),
+    "atan": (lambda g, x, y, p: g / (x * x + 1), "x", "AtanBackward0"),
+    "sinh": (lambda g, x, y, p: g * x.cosh(), "x", "SinhBackward0"),
+    "cosh": (lambda g, x, y, p: g * x.sinh(), "x", "CoshBackward0"),
+    # g * (1 - y^2) and g * y * (1 - y) in two kernels each (addcmul fuses the last two steps)
+    "tanh": (lambda g, x, y, p: _pw().addcmul(g, g * y, y, value=-1), "y", "TanhBackward0"),
+    "sigmoid": (lambda g, x, y, p: _sigmoid_grad(g, y), "y", "SigmoidBackward0"),
+    "asinh": (lambda g, x, y, p: g * (x * x + 1).rsqrt(), "x", "AsinhBackward0"),
+    "acosh": (lambda g, x, y, p: g * (x * x - 1).rsqrt(), "x", "AcoshBackward0"),
+    "atanh": (lambda g, x, y, p: g / (1 - x * x), "x", "AtanhBackward0"),
+    "erf": (lambda g, x, y, p: g * (-(x * x)).exp() * _TWO_OVER_SQRT_PI, "x", "ErfBackward0"),
+    "erfc": (lambda g, x, y, p: g * (-(x * x)).exp() * -_TWO_OVER_SQRT_PI, "x", "ErfcBackward0"),
+    "erfinv": (lambda g, x, y, p: g * (y * y).exp() * (math.sqrt(math.pi) / 2), "y", "ErfinvBackward0"),
+    "lgamma": (lambda g, x, y, p: g * _digamma(x), "x", "LgammaBackward0"),
+    "logit": (_logit_grad, "x", "LogitBackward0"),
+    "floor": (lambda g, x, y, p: _zeros(g), "", "FloorBackward0"),
+    "ceil": (lambda g, x, y, p: _zeros(g), "", "CeilBackward0"),
+    "round": (lambda g, x, y, p: _zeros(g), "", "RoundBackward0"),
+    "round_decimals": (lambda g, x, y, p: _zeros(g), "", "RoundBackward1"),
+    "trunc": (lambda g, x, y, p: _zeros(g), "", "TruncBackward0"),
+    "frac": (lambda g, x, y, p: g, "", "FracBackward0"),
+    "relu": (lambda g, x, y, p: _mask(y > 0, g), "y", "ReluBackward0"),
+    "clamp": (_clamp_grad, "x", "ClampBackward1"),
+    "nan_to_num": (lambda g, x, y, p: _mask(x.isfinite(), g), "x", "NanToNumBackward0"),
 }
 
 
-def _node(name, table, suffix):
-    formula = table.get(name)
-    if formula is None:
-        return None
-    cls = _NODE_CLASSES.get(name)
+def _sigmoid_grad(g, y):
+    gy = g * y
+    return _pw().addcmul(gy, gy, y, value=-1)
+
+
+class UnaryBackward(Node):
+    """The node of a unary elementwise op (one subclass per op, named as PyTorch's)."""
+
+    params = ()
+    needs_x = needs_y = False
+
+    def backward(self, g):
+        if self._released:
+            raise RuntimeError(_FREED)
+        saved = self._saved
+        x = unpack(self, "self", saved["self"]) if self.needs_x else None
+        y = unpack(self, "result", saved["result"]) if self.needs_y else None
+        return (self.formula(g, x, y, self.params),)
+
+
+def _unary_class(op, formula, needs, class_name):
+    return type(class_name, (UnaryBackward,), {"formula": staticmethod(formula),
+                                               "needs_x": "x" in needs, "needs_y": "y" in needs})
+
+
+_UNARY_NODES = {_ew.UNARY[op]: _unary_class(op, *entry) for op, entry in UNARY.items()}
+_CLAMP = _ew.UNARY["clamp"]
+_CLAMP_NAMED = {name: _unary_class("clamp", _clamp_grad, "x", cls_name) for name, cls_name in
+                (("clamp_min", "ClampMinBackward0"), ("clamp_max", "ClampMaxBackward0"))}
+
+
+def record_unary(code, x, result, params=(), name=""):
+    """Record the node of unary kernel op `code` (x -> result), called as `name`."""
+    if result._data.dtype < 6:
+        return                      # integer and bool results are not differentiable
+    cls = _UNARY_NODES.get(code)
+    if code == _CLAMP:
+        cls = _CLAMP_NAMED.get(name, cls)
     if cls is None:
-        cls = type("".join(p.capitalize() for p in name.split("_")) + suffix, (_Formula,), {})
-        _NODE_CLASSES[name] = cls
+        return _not_differentiable(_U_NAMES[code], (x,), result)
     node = cls()
-    node.formula = formula
-    return node
+    if params:
+        node.params = params
+    if cls.needs_x or cls.needs_y:
+        saved = node._saved = {}
+        if cls.needs_x:
+            saved["self"] = pack(x, False)
+        if cls.needs_y:
+            saved["result"] = (None, result._data, result._data.storage.version, 0)
+    node.next_functions = (edge(x),)
+    result._requires_grad = True
+    result.grad_fn = node
+    result._output_nr = 0
+    if _anomaly._enabled:
+        node._trace = _anomaly.current_trace()
 
 
-_NODE_CLASSES = {}
+_U_NAMES = {v: k for k, v in _ew.UNARY.items()}
+_B_NAMES = {v: k for k, v in _ew.BINARY.items()}
+
+
+# ---- binary: name -> (grad_a(g, a, b, y, node), needs for grad_a,
+#                      grad_b(g, a, b, y, node), needs for grad_b) ------------------------------
+# a / b are Tensors or Python numbers; a gradient is only computed for a tensor input that
+# requires grad.  The results are summed back to each input's shape by BinaryBackward.
+def _isnan(v):
+    return v.isnan() if isinstance(v, Tensor) else math.isnan(v)
+
+
+def _pow_grad_base(g, a, b, y, n):
+    if not isinstance(b, Tensor):
+        if b == 0:
+            return _zeros(g)
+        return g * b * a.pow(b - 1)
+    return _pw().where(b == 0, 0.0, g * b * a.pow(b - 1))
+
+
+def _pow_grad_exponent(g, a, b, y, n):
+    """d/db a**b = a**b * log(a), taken as 0 where a == 0 and b >= 0 (PyTorch's rule)."""
+    where = _pw().where
+    if isinstance(a, Tensor):
+        return g * where((a == 0) & (b >= 0), 0.0, y * a.log())
+    log_a = math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
+    if a == 0:
+        return g * where(b >= 0, 0.0, y * log_a)
+    return g * (y * log_a)
+
+
+def _max_min_grads(is_max):
+    """maximum/minimum: the larger (smaller) input gets the gradient, a tie splits it in
+    half, and a NaN on either side gives it to both (PyTorch's rule)."""
+    def grad(g, a, b, y, n, mine_loses):
+        where = _pw().where
+        half = where(a == b, g * 0.5, g)
+        return where(mine_loses(a, b), 0.0, half)
+    lt, gt = (lambda a, b: a < b), (lambda a, b: a > b)
+    return ((lambda g, a, b, y, n: grad(g, a, b, y, n, lt if is_max else gt)), "ab",
+            (lambda g, a, b, y, n: grad(g, a, b, y, n, gt if is_max else lt)), "ab")
+
+
+def _fmax_fmin_grads(is_max):
+    """fmax/fmin: the gradient goes to self where self wins or ties, or other is NaN (the
+    value taken from self); to other elsewhere."""
+    def takes_self(a, b):
+        return ((a >= b) if is_max else (a <= b)) | _isnan(b)
+
+    def grad_a(g, a, b, y, n):
+        return _pw().where(takes_self(a, b), g, 0.0)
+
+    def grad_b(g, a, b, y, n):
+        return _pw().where(takes_self(a, b), 0.0, g)
+    return grad_a, "ab", grad_b, "ab"
+
+
+def _xlogy_grad_a(g, a, b, y, n):
+    return g * _pw().xlogy((a != 0).to(a.dtype), b)
+
+
+def _atan2_grad(g, a, b, sign_of, num):
+    return g * num * sign_of / (a * a + b * b)
+
+
+BINARY = {
+    "add": (lambda g, a, b, y, n: g, "", lambda g, a, b, y, n: g, ""),
+    "add_alpha": (lambda g, a, b, y, n: g, "", lambda g, a, b, y, n: g * n.alpha, ""),
+    "sub": (lambda g, a, b, y, n: g, "", lambda g, a, b, y, n: -g, ""),
+    "mul": (lambda g, a, b, y, n: g * b, "b", lambda g, a, b, y, n: g * a, "a"),
+    "div": (lambda g, a, b, y, n: g / b, "b", lambda g, a, b, y, n: -g * a / (b * b), "ab"),
+    "div_trunc": (lambda g, a, b, y, n: _zeros(g), "", lambda g, a, b, y, n: _zeros(g), ""),
+    "div_floor": (lambda g, a, b, y, n: _zeros(g), "", lambda g, a, b, y, n: _zeros(g), ""),
+    "remainder": (lambda g, a, b, y, n: g, "",
+                  lambda g, a, b, y, n: -g * _pw().div(a, b, rounding_mode="floor"), "ab"),
+    "fmod": (lambda g, a, b, y, n: g, "",
+             lambda g, a, b, y, n: -g * _pw().div(a, b, rounding_mode="trunc"), "ab"),
+    "pow": (_pow_grad_base, "ab", _pow_grad_exponent, "aby"),
+    "atan2": (lambda g, a, b, y, n: _atan2_grad(g, a, b, 1, b), "ab",
+              lambda g, a, b, y, n: _atan2_grad(g, a, b, -1, a), "ab"),
+    "hypot": (lambda g, a, b, y, n: g * a / y, "ay", lambda g, a, b, y, n: g * b / y, "by"),
+    "copysign": (lambda g, a, b, y, n: g * a.sign() * y.sign(), "ay",
+                 lambda g, a, b, y, n: _zeros(g), ""),
+    "maximum": _max_min_grads(True),
+    "minimum": _max_min_grads(False),
+    "fmax": _fmax_fmin_grads(True),
+    "fmin": _fmax_fmin_grads(False),
+    "xlogy": (_xlogy_grad_a, "ab", lambda g, a, b, y, n: g * a / b, "ab"),
+}
+
+# the node's name, as PyTorch names it: by the op called (add/sub share a kernel op), and by
+# which operands are numbers where PyTorch has separate overloads
+_BINARY_NAMES = {"add": "AddBackward0", "sub": "SubBackward0", "mul": "MulBackward0",
+                 "div": "DivBackward0", "remainder": "RemainderBackward1", "fmod": "FmodBackward1",
+                 "pow": "PowBackward1", "atan2": "Atan2Backward0", "hypot": "HypotBackward0",
+                 "copysign": "CopysignBackward0", "maximum": "MaximumBackward0",
+                 "minimum": "MinimumBackward0", "fmax": "FmaxBackward0", "fmin": "FminBackward0",
+                 "xlogy": "XlogyBackward0", "rsub": "RsubBackward0"}
+_NUMBER_OTHER_NAMES = {"remainder": "RemainderBackward0", "fmod": "FmodBackward0",
+                       "pow": "PowBackward0", "xlogy": "XlogyBackward2"}
+_NUMBER_SELF_NAMES = {"pow": "PowBackward2", "xlogy": "XlogyBackward1", "sub": "RsubBackward1",
+                      "rsub": "RsubBackward1"}
+
+
+def _binary_class_name(op, name, a_t, b_t):
+    base = name.rstrip("_")
+    if op in ("div_trunc", "div_floor") and base == "div":
+        return "DivBackward2"
+    if not b_t and op in _NUMBER_OTHER_NAMES:
+        return _NUMBER_OTHER_NAMES[op]
+    if not a_t and base in _NUMBER_SELF_NAMES:
+        return _NUMBER_SELF_NAMES[base]
+    return _BINARY_NAMES.get(base) or _BINARY_NAMES.get(op) or \
+        "".join(p.capitalize() for p in base.split("_")) + "Backward0"
+
+
+class BinaryBackward(Node):
+    """The node of a binary elementwise op.  a / b hold a number operand (None for a tensor);
+    a_fix / b_fix: (shape, dtype code) of a tensor input whose gradient must be summed back
+    or cast (broadcasting, type promotion), else None."""
+
+    a = b = None
+    a_fix = b_fix = None
+    alpha = 1.0
+
+    def backward(self, g):
+        saved = self._saved
+        a, b, y = self.a, self.b, None
+        if saved is not None:
+            e = saved.get("self")
+            if e is not None:
+                a = unpack(self, "self", e)
+            e = saved.get("other")
+            if e is not None:
+                b = unpack(self, "other", e)
+            e = saved.get("result")
+            if e is not None:
+                y = unpack(self, "result", e)
+        elif self._released:
+            raise RuntimeError(_FREED)
+        ea, eb = self.next_functions
+        ga = gb = None
+        if ea[0] is not None:
+            ga = self.grad_a(g, a, b, y, self)
+            if self.a_fix is not None:
+                ga = _fit(ga, self.a_fix)
+        if eb[0] is not None:
+            gb = self.grad_b(g, a, b, y, self)
+            if self.b_fix is not None:
+                gb = _fit(gb, self.b_fix)
+        return ga, gb
+
+
+def _fit(grad, fix):
+    """A gradient in its input's shape and dtype (fix: None when it already is)."""
+    if fix is None:
+        return grad
+    shape, dtype = fix
+    grad = sum_to(grad, shape)
+    if grad._data.dtype != dtype:
+        grad = grad.to(D.DTYPES[dtype])
+    return grad
+
+
+_BINARY_CLASSES = {}
+
+
+def _binary_class(code, name, a_t, b_t):
+    key = (code, name, a_t, b_t)
+    cls = _BINARY_CLASSES.get(key)
+    if cls is None:
+        op = _B_NAMES[code]
+        entry = BINARY.get(op)
+        if entry is None or name == "floor_divide":     # PyTorch: floor_divide has no derivative
+            return None
+        grad_a, needs_a, grad_b, needs_b = entry
+        cls = _BINARY_CLASSES[key] = type(_binary_class_name(op, name, a_t, b_t), (BinaryBackward,), {
+            "grad_a": staticmethod(grad_a), "grad_b": staticmethod(grad_b),
+            "needs_a": needs_a, "needs_b": needs_b})
+    return cls
+
+
+def _fix_of(t, result):
+    arr, res = t._data, result._data
+    if arr.shape == res.shape and arr.dtype == res.dtype:
+        return None
+    return (arr.shape, arr.dtype)
+
+
+def record_binary(code, name, a, b, result, alpha=1.0):
+    """Record the node of binary kernel op `code` called as `name` (a, b: Tensors or numbers)."""
+    res = result._data
+    if res.dtype < 6:
+        return
+    a_t, b_t = isinstance(a, Tensor), isinstance(b, Tensor)
+    cls = _BINARY_CLASSES.get((code, name, a_t, b_t)) or _binary_class(code, name, a_t, b_t)
+    if cls is None:
+        return _not_differentiable(name.rstrip("_"), (a if a_t else None, b if b_t else None), result)
+    node = cls()
+    saved = None
+    if a_t:
+        ea = edge(a)
+        if ea[0] is not None:
+            arr = a._data
+            if arr.shape != res.shape or arr.dtype != res.dtype:
+                node.a_fix = (arr.shape, arr.dtype)
+            if cls.needs_a:
+                saved = _save_needed(saved, cls.needs_a, a, b, res, a_t, b_t)
+    else:
+        ea = _NO_EDGE
+        node.a = a
+    if b_t:
+        eb = edge(b)
+        if eb[0] is not None:
+            arr = b._data
+            if arr.shape != res.shape or arr.dtype != res.dtype:
+                node.b_fix = (arr.shape, arr.dtype)
+            if cls.needs_b:
+                saved = _save_needed(saved, cls.needs_b, a, b, res, a_t, b_t)
+    else:
+        eb = _NO_EDGE
+        node.b = b
+    if saved is not None:
+        node._saved = saved
+    if alpha != 1.0:
+        node.alpha = alpha
+    node.next_functions = (ea, eb)
+    result._requires_grad = True
+    result.grad_fn = node
+    result._output_nr = 0
+    if _anomaly._enabled:
+        node._trace = _anomaly.current_trace()
+
+
+def _save_needed(saved, needs, a, b, res, a_t, b_t):
+    """Add what a gradient formula needs ('a', 'b', 'y' in needs) to the saved dict."""
+    if saved is None:
+        saved = {}
+    if "a" in needs and a_t and "self" not in saved:
+        saved["self"] = (a, a._data, a._data.storage.version, 0)
+    if "b" in needs and b_t and "other" not in saved:
+        saved["other"] = (b, b._data, b._data.storage.version, 0)
+    if "y" in needs and "result" not in saved:
+        saved["result"] = (None, res, res.storage.version, 0)
+    return saved
+
+
+# ---- ops without a formula -------------------------------------------------------------------
+_UNDIFFERENTIABLE = {}
 
 
 def _not_differentiable(name, inputs, output):
     """Record a node that refuses to backpropagate, so a missing formula is an error and never
     a silently missing gradient."""
-    class_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
-
-    def backward(node, g):
-        raise RuntimeError(f"the derivative for '{name}' is not implemented")
-    node = type(class_name, (Node,), {"backward": backward})()
-    record(node, inputs, output)
-
-
-def record_unary(name, x, result, params=()):
-    node = _node(name, UNARY, "Backward0")
-    if node is None:
-        return _not_differentiable(name, (x,), result)
-    node.params = params
-    node.save(x=x)
-    node.save_output(result=result)
-    record(node, (x,), result)
+    cls = _UNDIFFERENTIABLE.get(name)
+    if cls is None:
+        def backward(node, g):
+            raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+        cls = _UNDIFFERENTIABLE[name] = type(
+            "".join(p.capitalize() for p in name.split("_")) + "Backward0", (Node,), {"backward": backward})
+    record(cls(), inputs, output)
 
 
-def record_binary(name, a, b, result, alpha=1.0):
-    from .._tensor import Tensor
-    node = _node(name, BINARY, "Backward0")
-    a_t, b_t = isinstance(a, Tensor), isinstance(b, Tensor)
-    if node is None:
-        return _not_differentiable(name, (a if a_t else None, b if b_t else None), result)
-    node.a_is_tensor, node.b_is_tensor, node.alpha = a_t, b_t, alpha
-    node.a = None if a_t else a
-    node.b = None if b_t else b
-    node.save(a=a if a_t else None, b=b if b_t else None)
-    node.save_output(result=result)
-    node.a_shape = a.shape if a_t else None
-    node.b_shape = b.shape if b_t else None
-    formula = node.formula
+# ---- where, lerp, addcmul, addcdiv, clamp with tensor bounds -----------------------------------
+class TernaryBackward(Node):
+    """A three-input elementwise op.  Subclasses list `names` (the saved keys of the inputs)
+    and `grads(g, v)` (v: the needed input values by name; numbers for number inputs) giving
+    one gradient per input (None for an input that needs none)."""
 
-    def summed(n, g):
-        ga, gb = formula(n, g)
-        return (sum_to(ga, n.a_shape) if n.a_is_tensor and ga is not None else None,
-                sum_to(gb, n.b_shape) if n.b_is_tensor and gb is not None else None)
-    node.formula = summed
-    record(node, (a if a_t else None, b if b_t else None), result)
-
-
-# ---- ternary ---------------------------------------------------------------------------------
-class WhereBackward0(Node):
     def backward(self, g):
-        from .pointwise import where
-        c = self.saved("condition")
-        return (None,
-                sum_to(where(c, g, 0.0), self.shapes[1]) if self.shapes[1] is not None else None,
-                sum_to(where(c, 0.0, g), self.shapes[2]) if self.shapes[2] is not None else None)
+        if self._released:
+            raise RuntimeError(_FREED)
+        v = dict(self.numbers)
+        for k, entry in (self._saved or {}).items():
+            v[k] = unpack(self, k, entry)
+        grads = self.grads(g, v)
+        return tuple(None if e[0] is None or gr is None else _fit(gr, fix)
+                     for e, gr, fix in zip(self.next_functions, grads, self.fixes))
 
 
-class LerpBackward0(Node):
-    def backward(self, g):
-        s, e, w = (self.saved(k) if self.shapes[i] is not None else self.nums[i]
-                   for i, k in enumerate(("start", "end", "weight")))
-        return tuple(None if sh is None else sum_to(gr, sh) for gr, sh in
-                     zip((g * (1 - w), g * w, g * (e - s)), self.shapes))
+class WhereBackward0(TernaryBackward):
+    names, needs = ("condition", "self", "other"), ("", "condition", "condition")
+
+    def grads(self, g, v):
+        where = _pw().where
+        return None, where(v["condition"], g, 0.0), where(v["condition"], 0.0, g)
 
 
-class AddcmulBackward0(Node):
-    def backward(self, g):
-        t1, t2 = self.saved("tensor1"), self.saved("tensor2")
-        v = self.value
-        return tuple(None if sh is None else sum_to(gr, sh) for gr, sh in
-                     zip((g, g * v * t2, g * v * t1), self.shapes))
+class LerpBackward0(TernaryBackward):
+    names, needs = ("self", "end", "weight"), ("weight", "weight", "self end")
+
+    def grads(self, g, v):
+        w = v["weight"]
+        return (g * (1 - w), g * w,
+                g * (v["end"] - v["self"]) if self.next_functions[2][0] is not None else None)
 
 
-class AddcdivBackward0(Node):
-    def backward(self, g):
-        t1, t2 = self.saved("tensor1"), self.saved("tensor2")
-        v = self.value
-        return tuple(None if sh is None else sum_to(gr, sh) for gr, sh in
-                     zip((g, g * v / t2, -g * v * t1 / (t2 * t2)), self.shapes))
+class LerpBackward1(LerpBackward0):
+    pass
 
 
-def record_ternary(cls, names, inputs, result, value=1.0):
-    from .._tensor import Tensor
+class AddcmulBackward0(TernaryBackward):
+    names, needs = ("self", "tensor1", "tensor2"), ("", "tensor2", "tensor1")
+
+    def grads(self, g, v):
+        gv = g * self.value
+        return (g, gv * v["tensor2"] if "tensor2" in v else None,
+                gv * v["tensor1"] if "tensor1" in v else None)
+
+
+class AddcdivBackward0(TernaryBackward):
+    names, needs = ("self", "tensor1", "tensor2"), ("", "tensor2", "tensor1 tensor2")
+
+    def grads(self, g, v):
+        t2 = v.get("tensor2")
+        gv = g * self.value
+        return (g, gv / t2 if t2 is not None else None,
+                -gv * v["tensor1"] / (t2 * t2) if "tensor1" in v else None)
+
+
+class ClampBackward0(TernaryBackward):
+    """clamp with tensor (or NaN) bounds: PyTorch's clamp_backward_min_max."""
+    names, needs = ("self", "min", "max"), ("self min max", "self min max", "self min max")
+
+    def grads(self, g, v):
+        x, lo, hi = v["self"], v["min"], v["max"]
+        if lo is None:
+            return _mask(x <= hi, g), None, _mask(x > hi, g)
+        if hi is None:
+            return _mask(x >= lo, g), _mask(x < lo, g), None
+        return (_mask((x >= lo) & (x <= hi), g), _mask((x < lo) & (lo < hi), g),
+                _mask((x > hi) | (hi < lo), g))
+
+
+def record_ternary(cls, inputs, result, value=1.0):
+    """Record cls (a TernaryBackward) over three inputs (Tensors, numbers or None)."""
+    if result._data.dtype < 6:
+        return result
     node = cls()
     tens = [x if isinstance(x, Tensor) else None for x in inputs]
-    node.shapes = [x.shape if x is not None else None for x in tens]
-    node.nums = [None if isinstance(x, Tensor) else x for x in inputs]
+    node.numbers = [(k, x) for k, x in zip(cls.names, inputs) if not isinstance(x, Tensor)]
+    node.fixes = [None if t is None else _fix_of(t, result) for t in tens]
     node.value = value
-    node.save(**{k: t for k, t in zip(names, tens)})
+    wanted = set()
+    for t, needs in zip(tens, cls.needs):
+        if t is not None and t._requires_grad:
+            wanted.update(needs.split())
+    saved = {k: pack(t, False) for k, t in zip(cls.names, tens) if t is not None and k in wanted}
+    if saved:
+        node._saved = saved
     record(node, tens, result)
+    return result
 
 
 # ---- in-place ops on tensors that are part of a graph ---------------------------------------------
 def check_inplace(self, name):
     """PyTorch forbids in-place ops on a leaf that requires grad (while recording)."""
-    if self.grad_fn is None and self.requires_grad:
+    if self.grad_fn is None and self._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
 def rebase_inplace(self, out_of_place):
-    """Run an in-place op on a tensor that is part of a graph: compute it out of place on a
-    snapshot of the old value (so backward sees the input as it was), write the result into
-    self's memory, and make self's history the new node."""
-    from .._tensor import _wrap
-    from .._core import elementwise as _ew
-    old = _wrap(_ew.clone(self._data, True), self._requires_grad)
-    old.grad_fn, old._output_nr = self.grad_fn, self.output_nr
-    if self.grad_fn is None and getattr(self, "_grad_acc", None) is not None:
-        old._grad_acc = self._grad_acc
-    r = out_of_place(old)
+    """Run an in-place op on a tensor that is part of a graph (or gets a gradient through the
+    other operand): compute it out of place on an alias of self that carries self's history,
+    write the result into self's memory and make the op's node self's history.
+
+    What the op's nodes saved decides what the in-place op keeps, as in PyTorch: a saved input
+    that is self's old value is copied once (the memory is about to be overwritten), and the
+    result, if the op's node saved it, becomes self itself, so a later in-place change of self
+    is caught by the version check."""
+    old = _wrap(self._data, self._requires_grad)
+    if self.grad_fn is not None:
+        old.grad_fn, old._output_nr = self.grad_fn, self.output_nr
+    watch = (old, [])                       # Node.save() notes where `old` gets saved
+    prev, _state.alias_watch = _state.alias_watch, watch
+    try:
+        r = out_of_place(old)
+    finally:
+        _state.alias_watch = prev
+    if r._data.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast "
+                           f"shape {list(r._data.shape)}")
+    if r._data.dtype != self._data.dtype and not _ew.can_cast(r._data.dtype, self._data.dtype):
+        raise RuntimeError(f"result type {_ew._TORCH_NAMES[r._data.dtype]} can't be cast to the "
+                           f"desired output type {_ew._TORCH_NAMES[self._data.dtype]}")
+    node = r.grad_fn
+    result_keys = _keep_old_value(node, old, r, watch[1])
     with no_grad():
         _ew.copy_(self._data, r._data)
     self._bump_version()
+    for key in result_keys:
+        node._saved[key] = (None, self._data, self._data.storage.version, 0)
+    _move_retain_grad(self, node)
     self._requires_grad = r._requires_grad
-    self.grad_fn, self._output_nr = r.grad_fn, r.output_nr
+    self.grad_fn = node
+    self._output_nr = getattr(r, "_output_nr", 0)
     return self
+
+
+def _keep_old_value(node, old, r, watched):
+    """Replace every saved reference to `old` (self's memory, about to change) by one copy;
+    return the keys under which the op's node saved its result."""
+    places = [(n, k) for n, k in watched if n._saved is not None]
+    result_keys = []
+    if node is not None and node._saved:
+        for key, entry in node._saved.items():
+            if entry is None:
+                continue
+            if entry[0] is old:
+                places.append((node, key))
+            elif entry[0] is None and entry[1] is r._data:
+                result_keys.append(key)
+    if places:
+        copy = _wrap(_ew.clone(old._data, True), old._requires_grad)
+        if old.grad_fn is not None:
+            copy.grad_fn, copy._output_nr = old.grad_fn, old._output_nr
+        for n, key in places:
+            n._saved[key] = pack(copy, False)
+    return result_keys
+
+
+def _move_retain_grad(self, node):
+    """retain_grad follows the tensor to its new history (PyTorch: .grad is the gradient of
+    the latest version)."""
+    if getattr(self, "_retains_grad", False) and self.grad_fn is not None and node is not None:
+        self.grad_fn._retained.pop(self.output_nr, None)
+        if node._retained is None:
+            node._retained = {}
+            node._special = True
+        import weakref
+        node._retained[0] = weakref.ref(self)

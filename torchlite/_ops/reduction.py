@@ -20,6 +20,9 @@ from .._core import reduce as _R
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
 from .pointwise import maximum as _maximum, minimum as _minimum, _prepare_out
+from .pointwise import _no_out_with_grad
+from . import reduction_grad as _G
+from ..autograd.grad_mode import _state as _grad_state
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax",
            "argmax", "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "any",
@@ -64,6 +67,16 @@ def _out(arr, out, name, exact_dtype=None):
     return out
 
 
+def _tracked(input, out, name):
+    """Whether this call records a node (called once input requires grad): only with grad
+    mode on, and never with out= (PyTorch refuses out= when it would record)."""
+    if not _grad_state.enabled:
+        return False
+    if out is not None:
+        _no_out_with_grad(name, input)
+    return True
+
+
 def _out_pair(pair, out, name, tuple_type):
     """A (values, indices) result, or written into the out=(values, indices) tensors."""
     v, i = pair
@@ -105,6 +118,10 @@ def _sum_like(op, input, dim, keepdim, dtype, out):
     r = _R.reduce(op, a, dim, keepdim)
     if dtype is not None:
         r = _cast_to(r, dtype)
+    if input._requires_grad and _tracked(input, out, op):
+        if op == "prod":
+            return _G.record_prod(input, _wrap(r), dim, keepdim)
+        return _G.record_sum(op, input, _wrap(r), dim, keepdim)
     return _out(r, out, op)
 
 
@@ -149,14 +166,20 @@ def _float_input(input, dtype, name):
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over dim; floating inputs only (or dtype= a floating dtype)."""
     a = _float_input(input, dtype, "mean")
-    return _out(_R.mean(a, dim, keepdim), out, "mean")
+    r = _R.mean(a, dim, keepdim)
+    if input._requires_grad and _tracked(input, out, "mean"):
+        return _G.record_sum("mean", input, _wrap(r), dim, keepdim)
+    return _out(r, out, "mean")
 
 
 @_register("nanmean")
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over dim of the elements that are not NaN (NaN when all are)."""
     a = _float_input(input, dtype, "nanmean")
-    return _out(_R.mean(a, dim, keepdim, True), out, "nanmean")
+    r = _R.mean(a, dim, keepdim, True)
+    if input._requires_grad and _tracked(input, out, "nanmean"):
+        return _G.record_sum("nanmean", input, _wrap(r), dim, keepdim)
+    return _out(r, out, "nanmean")
 
 
 # ---- max / min -----------------------------------------------------------------------------
@@ -170,9 +193,15 @@ def _max_min(is_min, input, dim, keepdim, out):
             raise TypeError(f"{name}() received an invalid combination of arguments - got "
                             f"(keepdim=bool), keepdim needs a dim")
         r = _R.reduce("amin" if is_min else "amax", a, None, False, name)
+        if input._requires_grad and _tracked(input, out, name):
+            return _G.record_even(name, input, _wrap(r))
         return _out(r, out, name, a.dtype)
     pair = _R.argreduce(is_min, a, _single_dim(dim, name), keepdim, True, name)
-    return _out_pair(pair, out, name, return_types.min if is_min else return_types.max)
+    tracked = input._requires_grad and _tracked(input, out, name)
+    res = _out_pair(pair, out, name, return_types.min if is_min else return_types.max)
+    if tracked:
+        _G.record_by_index(name, input, res[0], res[1], dim, keepdim, res)
+    return res
 
 
 @_register("max")
@@ -192,14 +221,20 @@ def min(input, dim=None, keepdim=False, *, out=None):
 def amax(input, dim=(), keepdim=False, *, out=None):
     """The largest value over dim (every dim when empty); NaN propagates."""
     a = _arr(input, "amax")
-    return _out(_R.reduce("amax", a, dim, keepdim), out, "amax", a.dtype)
+    r = _R.reduce("amax", a, dim, keepdim)
+    if input._requires_grad and _tracked(input, out, "amax"):
+        return _G.record_amax(False, input, _wrap(r), dim, keepdim)
+    return _out(r, out, "amax", a.dtype)
 
 
 @_register("amin")
 def amin(input, dim=(), keepdim=False, *, out=None):
     """The smallest value over dim (every dim when empty); NaN propagates."""
     a = _arr(input, "amin")
-    return _out(_R.reduce("amin", a, dim, keepdim), out, "amin", a.dtype)
+    r = _R.reduce("amin", a, dim, keepdim)
+    if input._requires_grad and _tracked(input, out, "amin"):
+        return _G.record_amax(True, input, _wrap(r), dim, keepdim)
+    return _out(r, out, "amin", a.dtype)
 
 
 @_register("aminmax")
@@ -215,6 +250,10 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     lo = _R.reduce("amin", a, dim, keepdim, "aminmax")
     hi = _R.reduce("amax", a, dim, keepdim, "aminmax")
+    if input._requires_grad and _tracked(input, out, "aminmax"):
+        lo, hi = _wrap(lo), _wrap(hi)
+        _G.record_aminmax(input, lo, hi, dim, keepdim)
+        return return_types.aminmax(lo, hi)
     return _out_pair((lo, hi), out, "aminmax", return_types.aminmax)
 
 
@@ -267,6 +306,9 @@ def _var_args(name, input, dim, unbiased, keepdim, correction):
 def _var_std(name, take_sqrt, want_mean, input, dim, unbiased, keepdim, correction, out):
     a, dim, correction = _var_args(name, input, dim, unbiased, keepdim, correction)
     v, m = _R.var(a, dim, correction, keepdim, take_sqrt, want_mean)
+    if input._requires_grad and _tracked(input, out, name):
+        res = (_wrap(v), _wrap(m)) if want_mean else _wrap(v)
+        return _G.record_var(input, res, dim, keepdim, correction, take_sqrt, want_mean)
     if want_mean:
         if out is not None:
             return (_out(v, out[0], name), _out(m, out[1], name))
@@ -308,7 +350,10 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
                         "NoneType")
     if not _is_float(a):
         a = _ew.cast(a, _ew.get_default_float())
-    return _out(_R.logsumexp(a, dim, keepdim), out, "logsumexp")
+    r = _R.logsumexp(a, dim, keepdim)
+    if input._requires_grad and _tracked(input, out, "logsumexp"):
+        return _G.record_logsumexp(input, _wrap(r), dim, keepdim)
+    return _out(r, out, "logsumexp")
 
 
 def _any_all(op, input, dim, keepdim, out):
@@ -342,11 +387,17 @@ def count_nonzero(input, dim=None):
 def _median(name, ignore_nan, input, dim, keepdim, out):
     a = _arr(input, name)
     v, i = _R.median(a, dim, keepdim, ignore_nan, name)
+    tracked = input._requires_grad and _tracked(input, out, name)
     if dim is None:
         if v is None:                      # the median of nothing is NaN
             v = _A.full((), math.nan, a.dtype if _is_float(a) else _ew.get_default_float())
+        if tracked:
+            return _G.record_even(name, input, _wrap(v))
         return _out(v, out, name)
-    return _out_pair((v, i), out, name, getattr(return_types, name))
+    res = _out_pair((v, i), out, name, getattr(return_types, name))
+    if tracked:
+        _G.record_by_index(name, input, res[0], res[1], dim, keepdim, res)
+    return res
 
 
 @_register("median")
@@ -370,6 +421,8 @@ def _scan(op, input, dim, dtype, out):
     r = _R.scan(op, a, dim)
     if dtype is not None:
         r = _cast_to(r, dtype)
+    if input._requires_grad and _tracked(input, out, op):
+        return _G.record_scan(op, input, _wrap(r), dim)
     return _out(r, out, op)
 
 
@@ -393,6 +446,10 @@ def logcumsumexp(input, dim, *, out=None):
 
 
 def _scan_inplace(op, self, dim, dtype):
+    if self._requires_grad and _grad_state.enabled:
+        from .pointwise_grad import check_inplace, rebase_inplace
+        check_inplace(self, op + "_")
+        return rebase_inplace(self, lambda old: _scan(op, old, dim, dtype, None))
     r = _R.scan(op, _cast_to(self._data, dtype), dim)
     _ew.copy_(self._data, r)
     self._bump_version()
@@ -414,7 +471,11 @@ def cumprod_(self, dim, *, dtype=None):
 def _cum_arg(is_min, input, dim, out):
     name = "cummin" if is_min else "cummax"
     pair = _R.scan_arg(is_min, _arr(input, name), dim)
-    return _out_pair(pair, out, name, return_types.cummin if is_min else return_types.cummax)
+    tracked = input._requires_grad and _tracked(input, out, name)
+    res = _out_pair(pair, out, name, return_types.cummin if is_min else return_types.cummax)
+    if tracked:
+        _G.record_cum_arg(is_min, input, res[0], res[1], dim, res)
+    return res
 
 
 @_register("cummax")
@@ -436,7 +497,10 @@ def _softmax(log, input, dim, dtype):
     a = _cast_to(_arr(input, name), dtype)
     if dim is None:
         raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not NoneType")
-    return _wrap(_R.softmax(a, dim, log))
+    r = _wrap(_R.softmax(a, dim, log))
+    if input._requires_grad and _grad_state.enabled:
+        return _G.record_softmax(log, input, r, dim)
+    return r
 
 
 @_register("softmax")
@@ -483,7 +547,10 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     ord inf/-inf are max/min |x|, ord 0 counts the nonzeros."""
     p = _ord_value(ord, "linalg_vector_norm")
     a = _norm_input("linalg.vector_norm", x, dtype)
-    return _out(_R.vector_norm(a, p, dim, keepdim), out, "linalg.vector_norm")
+    r = _R.vector_norm(a, p, dim, keepdim)
+    if x._requires_grad and _tracked(x, out, "linalg.vector_norm"):
+        return _G.record_norm(x, _wrap(r), p, dim, keepdim)
+    return _out(r, out, "linalg.vector_norm")
 
 
 _SVD_ORDS = ("nuc", 2, -2)
@@ -506,7 +573,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError(f"{name}: dims must be different. Got ({d0}, {d1})")
     if isinstance(ord, str):
         if ord == "fro":
-            return _out(_R.vector_norm(a, 2.0, (d0, d1), keepdim, name), out, name)
+            r = _R.vector_norm(a, 2.0, (d0, d1), keepdim, name)
+            if A._requires_grad and _tracked(A, out, name):
+                return _G.record_norm(A, _wrap(r), 2.0, (d0, d1), keepdim)
+            return _out(r, out, name)
         if ord != "nuc":
             raise RuntimeError(f"{name}: Order {ord} not supported.")
     if ord in _SVD_ORDS:
@@ -516,9 +586,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError(f"{name}: Order {ord} not supported.")
     # 1/-1: sum |A| down the columns (over d0), then max/min over d1; inf/-inf: the rows
     first, second = (d0, d1) if abs(ord) == 1 else (d1, d0)
-    s = _R.vector_norm(a, 1.0, first, keepdim, name)
     if not keepdim and second > first:
         second -= 1
+    if A._requires_grad and _tracked(A, out, name):      # composed of recorded ops
+        return (amax if ord > 0 else amin)(vector_norm(A, 1.0, first, keepdim, dtype=dtype),
+                                           second, keepdim)
+    s = _R.vector_norm(a, 1.0, first, keepdim, name)
     r = _R.reduce("amax" if ord > 0 else "amin", s, second, keepdim, "amax" if ord > 0 else "amin")
     return _out(r, out, name)
 

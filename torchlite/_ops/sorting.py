@@ -13,7 +13,10 @@ from .._core import array as _A
 from .._core import elementwise as _ew
 from .._core import sort as _S
 from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
+from ..autograd.grad_mode import _state as _grad_state
 from . import _register
+from . import indexing_grad as _IG
+from .pointwise import _no_out_with_grad
 
 _TORCH_NAMES = _ew._TORCH_NAMES
 
@@ -49,9 +52,15 @@ def _write_out(t, arr, op):
     return t
 
 
-def _pair(rt, values, indices, out, op):
+def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
+    """(values, indices) as the op's named tuple, or written into out=.  The values were picked
+    from input along dim at indices: recorded as node_cls when input requires grad."""
     if out is None:
-        return rt(_wrap(values), _wrap(indices))
+        v, i = _wrap(values), _wrap(indices)
+        if input._requires_grad and _grad_state.enabled:
+            _IG.record_picked(node_cls, input, v, i, dim, keepdim)
+        return rt(v, i)
+    _no_out_with_grad(op, input)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise TypeError(f"{op}(): argument 'out' must be a tuple of 2 Tensors")
     return rt(_write_out(out[0], values, op), _write_out(out[1], indices, op))
@@ -69,7 +78,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     _check_tensor(input, "sort")
     d = _wrap_dim(dim, input.ndim)
     values, indices = _S.sort(input._data, d, builtins.bool(descending))
-    return _pair(_RT_sort, values, indices, out, "sort")
+    return _pair(_RT_sort, values, indices, out, "sort", input, _IG.SortBackward0, d)
 
 
 @_register("argsort")
@@ -84,7 +93,14 @@ def argsort(input, dim=-1, descending=False, stable=False):
 def msort(input, *, out=None):
     """input sorted along dim 0 (the values only)."""
     _check_tensor(input, "msort")
-    return _single(_S.sort(input._data, 0, False)[0], out, "msort")
+    values, indices = _S.sort(input._data, 0, False)
+    if out is not None:
+        _no_out_with_grad("msort", input)
+        return _write_out(out, values, "msort")
+    v = _wrap(values)
+    if input._requires_grad and _grad_state.enabled:
+        _IG.record_picked(_IG.SortBackward0, input, v, _wrap(indices), 0, outputs=v)
+    return v
 
 
 # ---- topk, kthvalue ------------------------------------------------------------------------
@@ -95,7 +111,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     _check_tensor(input, "topk")
     d = _wrap_dim(dim, input.ndim)
     values, indices = _S.topk(input._data, _int_arg(k, "k", "topk"), d, builtins.bool(largest))
-    return _pair(_RT_topk, values, indices, out, "topk")
+    return _pair(_RT_topk, values, indices, out, "topk", input, _IG.TopkBackward0, d)
 
 
 @_register("kthvalue")
@@ -106,7 +122,8 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     values, indices = _S.kthvalue(input._data, _int_arg(k, "k", "kthvalue"), d)
     if not keepdim and input.ndim > 0:
         values, indices = values.squeeze((d,)), indices.squeeze((d,))
-    return _pair(_RT_kthvalue, values, indices, out, "kthvalue")
+    return _pair(_RT_kthvalue, values, indices, out, "kthvalue", input, _IG.KthvalueBackward0, d,
+                 keepdim)
 
 
 # ---- unique --------------------------------------------------------------------------------
@@ -134,7 +151,10 @@ def _unique_impl(input, dim, consecutive, return_inverse, return_counts, op):
             order = builtins.list(builtins.range(1, a.ndim))
             order.insert(d, 0)
             values = _ew.contiguous(values.permute(tuple(order)))
-    return _unique_result(values, inverse, counts, return_inverse, return_counts)
+    res = _unique_result(values, inverse, counts, return_inverse, return_counts)
+    if input._requires_grad and _grad_state.enabled:     # as in PyTorch: an error in backward
+        _IG.record_not_implemented(op, (input,), res)
+    return res
 
 
 @_register("unique")

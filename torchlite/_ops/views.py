@@ -3,11 +3,14 @@ computed in torchlite/_core/array.pyx), except where PyTorch copies (reshape of 
 incompatible layout, flip, contiguous of a non-contiguous tensor)."""
 import builtins
 
+from .. import _dtype as D
 from .._core import array as _A
 from .._core import elementwise as _ew
 from .._size import MAX_NUMEL, check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _wrap_dim
+from ..autograd.grad_mode import _state as _grad_state
 from . import _register
+from . import shape_grad as _SG
 
 
 def _shape_arg(shape, op):
@@ -18,16 +21,21 @@ def _shape_arg(shape, op):
 _MAX_DIMS = 16     # MAX_DIMS of torchlite/_core/array.pxd
 
 
-def _view_of(t, arr):
-    """A view tensor of t (the autograd issue hooks view tracking here)."""
-    return _wrap(arr)
+def _result_of(t, arr, record, *args):
+    """The result (a view, or a copy for flip/clone/reshape) of an op on t, as a tensor; when t
+    requires grad (grad mode on), record(t, result, *args) adds its backward node
+    (shape_grad.py).  Views are not tracked as aliases of their base: see shape_grad.py.
+    The most used views inline these lines: a call costs as much as the view itself."""
+    r = _wrap(arr)
+    if t._requires_grad and _grad_state.enabled:
+        record(t, r, *args)
+    return r
 
 
 @_register("view")
 def view(input, *shape):
     """The same data with a new shape (one dim may be -1).  Raises if the strides do not allow
     it without a copy; reshape() copies instead.  view(dtype) reinterprets the bytes."""
-    from .. import _dtype as D
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return _view_dtype(input, shape[0])
     shp = _shape_arg(shape, "view")
@@ -37,7 +45,10 @@ def view(input, *shape):
                            f"one dimension spans across two contiguous subspaces); input shape "
                            f"{tuple(input.shape)}, strides {input.stride()}, requested shape {shp}. "
                            f"Use .reshape(...) instead.")
-    return _view_of(input, arr)
+    r = _wrap(arr)
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_reshape(input, r, _SG.ViewBackward0)
+    return r
 
 
 def _view_dtype(input, dt):
@@ -57,7 +68,10 @@ def _view_dtype(input, dt):
         raise RuntimeError("view(dtype): storage offset is not aligned to the new element size")
     if any(s * ratio_num % ratio_den for s in a.strides[:-1]):
         raise RuntimeError("view(dtype): strides are not divisible by the new element size")
-    return _wrap(_A.reinterpret(a, dt.code, tuple(shape), tuple(strides), off // ratio_den))
+    arr = _A.reinterpret(a, dt.code, tuple(shape), tuple(strides), off // ratio_den)
+    if dt.code == a.dtype:      # the same dtype is an alias; other dtypes are not differentiable
+        return _result_of(input, arr, _SG.record_reshape, _SG.AliasBackward0)
+    return _wrap(arr)
 
 
 @_register("view_as")
@@ -70,9 +84,11 @@ def reshape(input, *shape):
     """A view when the layout allows one, else a contiguous copy."""
     shp = _shape_arg(shape, "reshape")
     arr = input._data.view(shp)
-    if arr is not None:
-        return _view_of(input, arr)
-    return _wrap(_ew.contiguous(input._data).view(shp))
+    copied = arr is None
+    r = _wrap(_ew.contiguous(input._data).view(shp) if copied else arr)
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_reshape(input, r, _SG.UnsafeViewBackward0 if copied else _SG.ViewBackward0)
+    return r
 
 
 @_register("reshape_as")
@@ -83,7 +99,10 @@ def reshape_as(input, other):
 @_register("permute")
 def permute(input, *dims):
     dims = _shape_arg(dims, "permute")
-    return _view_of(input, input._data.permute(dims))
+    r = _wrap(input._data.permute(dims))
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_permute(input, r, dims)
+    return r
 
 
 @_register("transpose", "swapaxes", "swapdims")
@@ -91,7 +110,10 @@ def transpose(input, dim0, dim1):
     if input._data.ndim == 0:
         _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)      # only 0 and -1 name the dim of a 0-d tensor
         return input
-    return _view_of(input, input._data.transpose(dim0, dim1))
+    r = _wrap(input._data.transpose(dim0, dim1))
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_transpose(input, r, dim0, dim1)
+    return r
 
 
 swapaxes = swapdims = transpose
@@ -102,7 +124,9 @@ def t(input):
     """Transpose of a tensor with at most 2 dims."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return input if input.ndim < 2 else transpose(input, 0, 1)
+    if input.ndim < 2:
+        return input
+    return _result_of(input, input._data.transpose(0, 1), _SG.record_t)
 
 
 def _T(self):
@@ -156,7 +180,10 @@ moveaxis = movedim
 
 @_register("expand")
 def expand(input, *sizes):
-    return _view_of(input, input._data.expand(_shape_arg(sizes, "expand")))
+    r = _wrap(input._data.expand(_shape_arg(sizes, "expand")))
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_expand(input, r)
+    return r
 
 
 @_register("expand_as")
@@ -185,17 +212,25 @@ def broadcast_tensors(*tensors):
 def squeeze(input, dim=None):
     """Remove size-1 dims (all, or the given dim / tuple of dims)."""
     if dim is None:
-        return _view_of(input, input._data.squeeze(None))
+        r = _wrap(input._data.squeeze(None))
+        if input._requires_grad and _grad_state.enabled:
+            _SG.record_reshape(input, r, _SG.SqueezeBackward0)
+        return r
     dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
     # dims are normalised here: array.pyx's _wrap_dim returns -1 for dim -1 of a 0-d array,
     # its error value, which Cython then reports as a SystemError
     nd = input._data.ndim
-    return _view_of(input, input._data.squeeze(tuple(_wrap_dim(d, nd, "squeeze") for d in dims)))
+    arr = input._data.squeeze(tuple(_wrap_dim(d, nd, "squeeze") for d in dims))
+    cls = _SG.SqueezeBackward1 if isinstance(dim, builtins.int) else _SG.SqueezeBackward2
+    return _result_of(input, arr, _SG.record_reshape, cls)
 
 
 @_register("unsqueeze")
 def unsqueeze(input, dim):
-    return _view_of(input, input._data.unsqueeze(dim))
+    r = _wrap(input._data.unsqueeze(dim))
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_reshape(input, r, _SG.UnsqueezeBackward0)
+    return r
 
 
 @_register("flatten")
@@ -240,18 +275,28 @@ def narrow(input, dim, start, length):
         start += size
     if start < 0 or start > size or length < 0 or start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return _view_of(input, input._data.slice(d, start, start + length, 1))
+    arr = input._data.slice(d, start, start + length, 1)
+    return _result_of(input, arr, _SG.record_narrow, d, start, length)
 
 
 @_register("select")
 def select(input, dim, index):
-    return _view_of(input, input._data.select(dim, builtins.int(index)))
+    index = builtins.int(index)
+    r = _wrap(input._data.select(dim, index))
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_select(input, r, dim, index)
+    return r
 
 
 @_register("unbind")
 def unbind(input, dim=0):
+    """The slices along dim, as a tuple of views (one backward node for all of them)."""
     d = _wrap_dim(dim, input.ndim)
-    return tuple(select(input, d, i) for i in builtins.range(input.shape[d]))
+    a = input._data
+    outs = tuple(_wrap(a.select(d, i)) for i in builtins.range(a.shape[d]))
+    if input._requires_grad and _grad_state.enabled:
+        _SG.record_unbind(input, outs, d)
+    return outs
 
 
 @_register("diagonal")
@@ -259,8 +304,9 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of the (dim1, dim2) planes as a view, `offset` above (> 0) or below the
     main one; it becomes the last dim."""
     nd = input._data.ndim      # normalised here for 0-d inputs, as in squeeze
-    return _view_of(input, input._data.diagonal(offset, _wrap_dim(dim1, nd, "diagonal"),
-                                                _wrap_dim(dim2, nd, "diagonal")))
+    d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
+    arr = input._data.diagonal(offset, d1, d2)
+    return _result_of(input, arr, _SG.record_diagonal, offset, d1, d2)
 
 
 @_register("as_strided")
@@ -277,7 +323,7 @@ def as_strided(input, size, stride, storage_offset=None):
         if extent > MAX_NUMEL:
             raise RuntimeError(f"as_strided: sizes {size}, strides {stride} and storage offset "
                                f"{off} reach element {extent}, past the end of the storage")
-    return _view_of(input, input._data.as_strided(size, stride, off))
+    return _result_of(input, input._data.as_strided(size, stride, off), _SG.record_as_strided)
 
 
 @_register("unfold")
@@ -286,7 +332,9 @@ def unfold(input, dimension, size, step):
     if input._data.ndim >= _MAX_DIMS:     # array.pyx's unfold does not check this itself
         raise RuntimeError(f"unfold: torchlite supports at most {_MAX_DIMS} dimensions, and the "
                            f"input already has {input._data.ndim}")
-    return _view_of(input, input._data.unfold(dimension, size, step))
+    arr = input._data.unfold(dimension, size, step)
+    d = _wrap_dim(dimension, builtins.max(input._data.ndim, 1))
+    return _result_of(input, arr, _SG.record_unfold, d, size, step)
 
 
 @_register("flip")
@@ -298,7 +346,7 @@ def flip(input, dims):
     if len(set(ds)) != len(ds):
         raise RuntimeError(f"dims has duplicates, original flip dims size={len(dims)}, but unique "
                            f"flip dims size={len(set(ds))}")
-    return _wrap(_ew.flip(input._data, tuple(ds)))
+    return _result_of(input, _ew.flip(input._data, tuple(ds)), _SG.record_flip, tuple(ds))
 
 
 @_register("fliplr")
@@ -319,13 +367,13 @@ def flipud(input):
 def contiguous(input, memory_format=None):
     if input._data.is_contiguous():
         return input
-    return _wrap(_ew.contiguous(input._data))
+    return _result_of(input, _ew.contiguous(input._data), _SG.record_clone)
 
 
 @_register("clone")
 def clone(input, *, memory_format=None):
     """A copy with its own memory (dense inputs keep their strides)."""
-    return _wrap(_ew.clone(input._data, True))
+    return _result_of(input, _ew.clone(input._data, True), _SG.record_clone)
 
 
 def atleast_1d(*tensors):

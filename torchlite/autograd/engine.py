@@ -3,114 +3,196 @@
 Iterative (no recursion limit): a first walk counts, for every node reachable from the roots,
 how many edges lead into it; a node runs once all of them have delivered their gradient (so
 each node runs exactly once, with the sum of its incoming gradients).  Saved tensors are
-released as each node finishes unless retain_graph is set."""
+released as each node finishes unless retain_graph is set.
+
+With `inputs` (autograd.grad, backward(inputs=...)) only the part of the graph that leads to
+them runs, and the gradients reaching them are captured."""
+import operator
+
 from . import anomaly
-from .graph import AccumulateGrad, edge
+from .graph import edge, expandable_to, sum_to
+from .._core import elementwise as _ew
+from .._tensor import _wrap
 from .grad_mode import _state
 
 
+_EW_ADD = _ew.BINARY["add"]
+
+
 def _dependencies(roots):
+    """{node: number of edges into it} over the graph reachable from roots."""
     deps = {}
     stack = [n for n in roots if n is not None]
     seen = set(stack)
+    push, add = stack.append, seen.add
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+            if nxt in seen:
+                deps[nxt] += 1
+            else:
+                deps[nxt] = 1
+                add(nxt)
+                push(nxt)
     return deps
 
 
-def _add(buf, i, g):
-    buf[i] = g if buf[i] is None else buf[i] + g
+def _needed(roots, targets):
+    """The nodes whose backward must run to get gradients to `targets` (the nodes of the
+    inputs): those from which some target can be reached, target nodes excluded unless they
+    themselves lead to another target."""
+    # iterative post-order DFS: a node is needed if a child is a target or is needed
+    needed = set()
+    done = set()
+    stack = [(n, False) for n in roots if n is not None]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            for nxt, _ in node.next_functions:
+                if nxt is not None and (nxt in targets or nxt in needed):
+                    needed.add(node)
+                    break
+            continue
+        if node in done:
+            continue
+        done.add(node)
+        stack.append((node, True))
+        for nxt, _ in node.next_functions:
+            if nxt is not None and nxt not in done:
+                stack.append((nxt, False))
+    return needed
 
 
 def _materialize(node, grads):
     """Zeros for the outputs no gradient reached (backward formulas get real tensors)."""
     from .._ops.creation import zeros
-    meta = getattr(node, "_out_meta", None)
-    out = []
-    for i, g in enumerate(grads):
+    meta = node._out_meta
+    out = list(grads)
+    for i, g in enumerate(out):
         if g is None and meta is not None and meta[i] is not None:
             shape, dtype, device = meta[i]
-            g = zeros(shape, dtype=dtype, device=device)
-        out.append(g)
+            out[i] = zeros(shape, dtype=dtype, device=device)
     return out
 
 
-def _accumulate(node, grad, create_graph):
-    """AccumulateGrad: leaf.grad += grad (a fresh tensor the first time)."""
-    leaf = node.variable
-    for hook in getattr(leaf, "_hooks", None) or ():
+def _run_tensor_hooks(node, grads):
+    """Hooks registered on the node's output tensors (in registration order), then
+    retain_grad, which always sees the final gradient."""
+    grads = list(grads)
+    for nr, hooks in (node._tensor_hooks or {}).items():
+        for hook in list(hooks):
+            if grads[nr] is not None:
+                r = hook(grads[nr])
+                if r is not None:
+                    grads[nr] = r
+    for nr, ref in (node._retained or {}).items():
+        t = ref()
+        if t is not None and grads[nr] is not None:
+            _store_grad(t, grads[nr], _state.enabled)
+    return grads
+
+
+def _store_grad(t, grad, create_graph):
+    """t.grad = grad the first time, then t.grad += grad (in place unless create_graph, as
+    PyTorch: a grad made with create_graph keeps its history)."""
+    if create_graph:
+        t.grad = grad if t.grad is None else t.grad + grad
+        return
+    grad = grad.detach()
+    if t.grad is None:
+        t.grad = grad.clone()
+    elif t.grad._requires_grad:
+        t.grad = t.grad.detach() + grad
+    else:
+        t.grad += grad
+
+
+def _leaf_grad(leaf, grad):
+    """The gradient a leaf receives, after its hooks, in its shape and dtype."""
+    for hook in list(getattr(leaf, "_hooks", None) or ()):
         r = hook(grad)
         if r is not None:
             grad = r
-    if not create_graph:
-        grad = grad.detach()
-    if leaf.grad is None:
-        leaf.grad = grad if create_graph else grad.clone()
-    else:
-        leaf.grad = leaf.grad + grad
+    return _conform(grad, leaf._data.shape, leaf._data.dtype, "AccumulateGrad", 0)
+
+
+def _accumulate(leaf, grad, create_graph):
+    """AccumulateGrad: leaf.grad += grad, then the leaf's post-accumulate hooks."""
+    _store_grad(leaf, grad, create_graph)
+    for hook in list(getattr(leaf, "_post_acc_hooks", None) or ()):
+        hook(leaf)
+
+
+def _conform(grad, tshape, dtype, node_name, index):
+    """A gradient of shape tshape and dtype code `dtype`: sum a broadcast gradient back, cast
+    the dtype, and raise PyTorch's error for a shape that cannot be right."""
+    gshape = grad._data.shape
+    if gshape != tshape:
+        if not expandable_to(tshape, gshape):
+            raise RuntimeError(f"Function {node_name} returned an invalid gradient at index {index} "
+                               f"- got {list(gshape)} but expected shape compatible with {list(tshape)}")
+        grad = sum_to(grad, tshape)
+    if grad._data.dtype != dtype:
+        from .. import _dtype
+        grad = grad.to(_dtype.DTYPES[dtype])
+    return grad
 
 
 def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True):
-    """Backpropagate grad_roots from the root tensors.  With `inputs`, return the gradients
-    reaching them (autograd.grad) and, unless accumulate, write no .grad at all."""
+    """Backpropagate grad_roots from the root tensors.
+
+    Without `inputs`: accumulate into every leaf's .grad.  With `inputs`: only the graph
+    leading to them runs; return the gradients reaching them, and (accumulate=True, as
+    backward(inputs=...)) add them into their .grad, leaves and non-leaves alike."""
     root_edges = [edge(r) for r in roots]
     deps = _dependencies([n for n, _ in root_edges])
     buffers = {}
     for (node, nr), g in zip(root_edges, grad_roots):
         if node is not None:
-            buf = buffers.setdefault(node, [None] * max(node._num_outputs, 1))
-            _add(buf, nr, g)
-    captures = {}
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * node._num_outputs
+            buf[nr] = g if buf[nr] is None else buf[nr] + g
+
+    captures = needed = None
     if inputs is not None:
+        captures = {}
         for i, t in enumerate(inputs):
             captures.setdefault(edge(t), []).append(i)
+        needed = _needed([n for n, _ in root_edges], {n for n, _ in captures})
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    only = None if inputs is None or not accumulate else {id(t) for t in inputs}
 
-    ready = [n for n in buffers if deps.get(n, 0) == 0]
+    ready = [n for n in buffers if n not in deps]
+    check_nan = anomaly._enabled
+    add = operator.add if create_graph else _add_no_graph
     prev_mode = _state.enabled
     _state.enabled = create_graph
+    node = None
     try:
         while ready:
             node = ready.pop()
-            grads = buffers.pop(node, None) or [None] * max(node._num_outputs, 1)
-            for nr, g in enumerate(grads):
-                for i in captures.get((node, nr), ()):
-                    captured[i] = g
-            if isinstance(node, AccumulateGrad):
-                if grads[0] is not None and accumulate and (only is None or id(node.variable) in only):
-                    _accumulate(node, grads[0], create_graph)
-                continue
-            for hook in node._pre_hooks:
-                r = hook(tuple(grads))
-                if r is not None:
-                    grads = list(r)
-            for nr, hooks in (getattr(node, "_tensor_hooks", None) or {}).items():
-                for hook in hooks:
-                    r = hook(grads[nr])
-                    if r is not None:
-                        grads[nr] = r
-            if all(g is None for g in grads):
-                grads_in = (None,) * len(node.next_functions)
+            grads = buffers.pop(node, None)
+            if node._special or captures is not None:
+                # hooks, retain_grad, several outputs, leaves, or grad()'s captures
+                if grads is None:
+                    grads = [None] * node._num_outputs
+                grads_in = _special_node(node, grads, create_graph, retain_graph, captures,
+                                         captured, needed, inputs, accumulate, deps, ready)
+                if grads_in is None:
+                    continue
             else:
-                grads_in = node.backward(*(_materialize(node, grads) if getattr(node, "_materialize", True) else grads))
-                if not isinstance(grads_in, tuple):
-                    grads_in = (grads_in,)
-            if len(grads_in) != len(node.next_functions):
-                raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                                   f"(expected {len(node.next_functions)}, got {len(grads_in)})")
-            for hook in node._hooks:
-                r = hook(grads_in, tuple(grads))
-                if r is not None:
-                    grads_in = tuple(r)
-            if anomaly._enabled:
+                # the common case: one output, no hooks
+                g = None if grads is None else grads[0]
+                if g is None:
+                    grads_in = (None,) * len(node.next_functions)
+                else:
+                    grads_in = node.backward(g)
+                    if type(grads_in) is not tuple:
+                        grads_in = tuple(grads_in) if type(grads_in) is list else (grads_in,)
+                    if len(grads_in) != len(node.next_functions):
+                        _wrong_count(node, grads_in)
+            if check_nan:
                 anomaly.check_nan(node, grads_in)
             if not retain_graph:
                 node.release()
@@ -118,11 +200,117 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                 if nxt is None:
                     continue
                 if g is not None:
-                    buf = buffers.setdefault(nxt, [None] * max(nxt._num_outputs, 1))
-                    _add(buf, nr, g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt._num_outputs
+                        buf[nr] = g
+                    elif buf[nr] is None:
+                        buf[nr] = g
+                    else:
+                        buf[nr] = add(buf[nr], g)
+                d = deps[nxt] - 1
+                if d:
+                    deps[nxt] = d
+                else:
+                    del deps[nxt]
                     ready.append(nxt)
+    except Exception as err:
+        if anomaly._enabled and node is not None:
+            anomaly.annotate(node, err)
+        raise
     finally:
         _state.enabled = prev_mode
     return captured
+
+
+def _add_no_graph(a, b):
+    """a + b for two gradients when nothing is recorded (the kernel call, without the op's
+    Python dispatch: the engine sums gradients a lot)."""
+    if a._data.device == "cpu" and b._data.device == "cpu":
+        return _wrap(_ew.binary(_EW_ADD, a._data, b._data, None, 1.0))
+    return a + b
+
+
+def _wrong_count(node, grads_in):
+    raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                       f"(expected {len(node.next_functions)}, got {len(grads_in)})")
+
+
+def _special_node(node, grads, create_graph, retain_graph, captures, captured, needed, inputs,
+                  accumulate, deps, ready):
+    """Run a node off the fast path; returns its input gradients, or None when it has nothing
+    to pass on (a leaf's accumulator, or a node grad() does not need)."""
+    if node._tensor_hooks is not None or node._retained is not None:
+        grads = _run_tensor_hooks(node, grads)
+    if node._is_accumulator:
+        g = grads[0]
+        if g is not None:
+            if captures is None:
+                _accumulate(node.variable, _leaf_grad(node.variable, g), create_graph)
+            elif (node, 0) in captures:
+                _capture(captures[(node, 0)], _leaf_grad(node.variable, g), captured,
+                         inputs, accumulate, create_graph)
+        return None
+    if captures is not None:
+        for nr, g in enumerate(grads):
+            idx = captures.get((node, nr))
+            if idx is not None and g is not None:
+                _capture(idx, g, captured, inputs, accumulate, create_graph)
+        if node not in needed:
+            if not retain_graph:
+                node.release()
+            _count_down(node, deps, ready)
+            return None
+    return _call(node, grads)
+
+
+def _capture(indices, g, captured, inputs, accumulate, create_graph):
+    """The gradient reaching input tensors (one tensor may be listed more than once)."""
+    for i in indices:
+        captured[i] = g
+    if accumulate:
+        t = inputs[indices[0]]
+        if t.grad_fn is None:
+            _accumulate(t, g, create_graph)
+        else:
+            _store_grad(t, g, create_graph)
+
+
+def _count_down(node, deps, ready):
+    """A node that does not run still counts as done for the nodes after it."""
+    for nxt, _ in node.next_functions:
+        if nxt is None:
+            continue
+        d = deps[nxt] - 1
+        if d:
+            deps[nxt] = d
+        else:
+            del deps[nxt]
+            ready.append(nxt)
+
+
+def _call(node, grads):
+    """Run one node's backward with its pre-hooks and hooks; returns one gradient per input."""
+    if node._pre_hooks:
+        for hook in list(node._pre_hooks):
+            r = hook(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    n_in = len(node.next_functions)
+    if node._num_outputs == 1:
+        g = grads[0]
+        grads_in = (None,) * n_in if g is None else node.backward(g)
+    elif all(g is None for g in grads):
+        grads_in = (None,) * n_in
+    else:
+        grads_in = node.backward(*(_materialize(node, grads) if node._materialize else grads))
+    if type(grads_in) is not tuple:
+        grads_in = tuple(grads_in) if type(grads_in) is list else (grads_in,)
+    if len(grads_in) != n_in:
+        _wrong_count(node, grads_in)
+    if node._hooks:
+        for hook in list(node._hooks):
+            r = hook(grads_in, tuple(grads))
+            if r is not None:
+                grads_in = tuple(r)
+    return grads_in

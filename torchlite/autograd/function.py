@@ -1,30 +1,40 @@
 """Custom differentiable ops: subclass Function with static forward(ctx, *args) and
-backward(ctx, *grad_outputs), then call MyOp.apply(*args), as in PyTorch."""
+backward(ctx, *grad_outputs), then call MyOp.apply(*args), as in PyTorch.
+
+As in PyTorch, `ctx` is the backward node itself: an instance of `<MyOp>Backward`, a class
+made once per Function subclass, so `out.grad_fn.saved_tensors` and friends work too."""
 import functools
 
-from .graph import Node, SavedTensor, needs_grad, record
-from .grad_mode import no_grad
+from .graph import Node, pack, record
+from .grad_mode import _state, no_grad
 
 
 class FunctionCtx:
     """What forward tells backward: saved tensors, flags, and any attribute you set on it."""
 
-    def __init__(self):
-        self._to_save = ()
-        self._non_differentiable = ()
-        self._dirty = ()
-        self.materialize_grads = True
-        self.needs_input_grad = ()
-        self._node = None
+    _to_save = ()
+    _n_saved = 0
+    _saved = None
+    _released = False
+    _non_differentiable = ()
+    _dirty = ()
+    materialize_grads = True
+    needs_input_grad = ()
 
     def save_for_backward(self, *tensors):
-        """Keep tensors for backward; modifying one in place before backward is an error."""
+        """Keep tensors (inputs, outputs or None) for backward; modifying one in place before
+        backward is an error."""
         self._to_save = tensors
 
+    def save_for_forward(self, *tensors):
+        self._saved_for_forward = tensors
+
     def mark_non_differentiable(self, *tensors):
+        """These outputs will not require grad; backward gets zeros (or None) for them."""
         self._non_differentiable = tensors
 
     def mark_dirty(self, *tensors):
+        """These inputs were modified in place by forward (and are returned as outputs)."""
         self._dirty = tensors
 
     def set_materialize_grads(self, value):
@@ -33,32 +43,55 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        node = self._node
-        if node is None:                   # apply() ran without recording a graph
-            return tuple(self._to_save)
-        return tuple(node.saved(f"saved_tensors[{i}]") for i in range(len(self._to_save)))
+        """The tensors given to save_for_backward, checked for in-place changes."""
+        if self._saved is not None or self._released:
+            return tuple(self.saved(f"saved_tensors[{i}]") for i in range(self._n_saved))
+        return tuple(self._to_save)         # forward is running, or apply() recorded no graph
 
 
-class BackwardFunction(Node):
-    """The node a custom Function records; its name is <Function name>Backward."""
+class BackwardFunction(FunctionCtx, Node):
+    """The node a custom Function records (and the ctx its forward and backward receive)."""
 
-    def __init__(self, fn_cls, ctx):
-        super().__init__()
-        self._fn_cls = fn_cls
-        self.ctx = ctx
+    _forward_cls = None
 
     def name(self):
-        return self._fn_cls.__name__ + "Backward"
+        return type(self).__name__
+
+    def apply(self, *grads):
+        return self.backward(*grads)
 
     def backward(self, *grads):
-        grads_in = self._fn_cls.backward(self.ctx, *grads)
+        grads_in = self._forward_cls.backward(self, *grads)
         if not isinstance(grads_in, tuple):
             grads_in = (grads_in,)
         n = len(self.next_functions)
         if len(grads_in) < n or any(g is not None for g in grads_in[n:]):
             raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                f"(expected {n}, got {len(grads_in)})")
-        return tuple(grads_in[:n])
+        return tuple(self._conform(i, g) for i, g in enumerate(grads_in[:n]))
+
+    def _conform(self, i, g):
+        """Check a returned gradient against the input it is for (PyTorch's validation)."""
+        meta = self._in_meta[i]             # (shape, dtype code) of the input, None for a non-tensor
+        if meta is None:
+            if g is not None:
+                raise RuntimeError(f"function {self.name()} returned a gradient different than None "
+                                   f"at position {i + 1}, but the corresponding forward input was "
+                                   f"not a Variable")
+            return None
+        if g is None or self.next_functions[i][0] is None:
+            return None
+        from .engine import _conform
+        return _conform(g, meta[0], meta[1], self.name(), i)
+
+
+def _backward_class(fn_cls):
+    """<Name>Backward, the node class of Function subclass fn_cls (made once)."""
+    cls = fn_cls.__dict__.get("_backward_cls")
+    if cls is None:
+        cls = type(fn_cls.__name__ + "Backward", (BackwardFunction,), {"_forward_cls": fn_cls})
+        fn_cls._backward_cls = cls
+    return cls
 
 
 class Function:
@@ -71,53 +104,102 @@ class Function:
     ...     @staticmethod
     ...     def backward(ctx, g):
     ...         (y,) = ctx.saved_tensors; return g * y
-    """
+
+    forward may also take no ctx if the class defines setup_context(ctx, inputs, output)."""
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("You must implement either the backward or vjp method for your "
                                   "custom autograd.Function to use it with backward mode AD.")
 
+    vjp = backward
+
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .._tensor import Tensor, _wrap
-        ctx = FunctionCtx()
+        """Run forward (without recording what it does inside) and record one node for it."""
+        from .._tensor import Tensor
+        ctx = _backward_class(cls)()
         tensors = [a if isinstance(a, Tensor) else None for a in args]
-        ctx.needs_input_grad = tuple(t is not None and t.requires_grad for t in tensors)
+        recording = _state.enabled and any(t is not None and t._requires_grad for t in tensors)
+        ctx.needs_input_grad = tuple(recording and t is not None and t._requires_grad for t in tensors)
         with no_grad():
-            outputs = cls.forward(ctx, *args, **kwargs)
-        single = not isinstance(outputs, tuple)
-        outs = (outputs,) if single else outputs
-        if not needs_grad(*tensors):
-            return outputs
-        # an output that is an input (or marked dirty) gets a new Tensor object, so the caller's
-        # leaf is not turned into a non-leaf
-        dirty = {id(t) for t in ctx._dirty}
-        outs = tuple(_wrap(o._data) if isinstance(o, Tensor) and (any(o is t for t in tensors) or id(o) in dirty)
-                     else o for o in outs)
-        node = BackwardFunction(cls, ctx)
-        nondiff = {id(t) for t in ctx._non_differentiable}
-        diff_outs = tuple(o if isinstance(o, Tensor) and id(o) not in nondiff else None for o in outs)
-        record(node, tensors, diff_outs)
-        node._materialize = ctx.materialize_grads
-        for i, t in enumerate(ctx._to_save):
-            if t is None:
-                node._saved[f"saved_tensors[{i}]"] = None
+            if cls.setup_context is not Function.setup_context:
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
             else:
-                is_out = any(t is o for o in diff_outs if o is not None)
-                node._saved[f"saved_tensors[{i}]"] = SavedTensor(t, node, is_out)
-        ctx._node = node
-        return outs[0] if single else outs
+                outputs = cls.forward(ctx, *args, **kwargs)
+        if not recording:
+            return outputs
+        return _record_function(ctx, tensors, outputs)
+
+
+def _record_function(node, tensors, outputs):
+    """Link the Function's node into the graph (see Function.apply)."""
+    from .._tensor import Tensor, _wrap
+    single = not isinstance(outputs, tuple)
+    outs = list((outputs,) if single else outputs)
+    dirty = node._dirty
+    nondiff = node._non_differentiable
+    for t in dirty:
+        if not any(t is o for o in outs):
+            raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                               "returned as output. The inputs that are modified inplace must all "
+                               "be outputs of the Function.")
+        if t._requires_grad and t.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        t._bump_version()                       # as PyTorch: marking dirty counts as a change
+    for i, o in enumerate(outs):
+        # an output that is an input (not modified) becomes a new tensor, so the caller's
+        # tensor keeps its own history
+        if isinstance(o, Tensor) and any(o is t for t in tensors) and not any(o is d for d in dirty):
+            outs[i] = _wrap(o._data)
+    diff = [o if isinstance(o, Tensor) and not any(o is n for n in nondiff) else None for o in outs]
+    record(node, tensors, tuple(diff))      # edges first: a dirty input's old history
+    node._in_meta = [None if t is None else (t._data.shape, t._data.dtype) for t in tensors]
+    node._materialize = node.materialize_grads
+    for i, o in enumerate(outs):            # non-differentiable outputs still get zeros in backward
+        if node._out_meta[i] is None and isinstance(o, Tensor):
+            node._out_meta[i] = (o._data.shape, o.dtype, o.device)
+    saved = node._saved = {}
+    for i, t in enumerate(node._to_save):
+        saved[f"saved_tensors[{i}]"] = pack(t, t is not None and any(t is o for o in diff if o is not None))
+    node._n_saved = len(node._to_save)
+    node._to_save = ()                      # the packed entries hold them now (no cycle via outputs)
+    return outs[0] if single else tuple(outs)
+
+
+class DelayedErrorBackward(Node):
+    """The history of a gradient computed by a once_differentiable backward: differentiating
+    it again raises."""
+
+    def backward(self, *grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
 
 
 def once_differentiable(backward):
-    """Decorator for a backward that is not itself differentiable (runs under no_grad)."""
+    """Decorator for a backward that is not itself differentiable: it runs under no_grad, and
+    a double backward through its result raises."""
     @functools.wraps(backward)
     def wrapper(ctx, *grads):
+        from .._tensor import Tensor
         with no_grad():
-            return backward(ctx, *grads)
+            result = backward(ctx, *grads)
+        if not (_state.enabled and any(isinstance(g, Tensor) and g._requires_grad for g in grads)):
+            return result
+        many = isinstance(result, tuple)
+        outs = list(result) if many else [result]
+        for i, r in enumerate(outs):
+            if isinstance(r, Tensor) and r.is_floating_point():
+                outs[i] = r.detach()
+                record(DelayedErrorBackward(), [g for g in grads if isinstance(g, Tensor)], outs[i])
+        return tuple(outs) if many else outs[0]
     return wrapper

@@ -2,102 +2,152 @@
 (use float64 inputs; float32 differences are too coarse to be a check)."""
 import itertools
 
-from .grad_mode import no_grad
+from .grad_mode import no_grad, enable_grad
 
 
 class GradcheckError(RuntimeError):
-    pass
+    """Raised by gradcheck when analytical and numerical gradients disagree."""
 
 
 def _as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
-def _float_outputs(func, inputs):
+def _is_tensor(x):
     from .._tensor import Tensor
-    return tuple(o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and o.is_floating_point())
+    return isinstance(x, Tensor)
 
 
-def _numerical_jacobian(func, inputs, x, eps):
-    """J[j][i] = d out_j / d x_i, by central differences, one column per element of x."""
+def _float_outputs(func, inputs):
+    return tuple(o for o in _as_tuple(func(*inputs)) if _is_tensor(o) and o.is_floating_point())
+
+
+def _flat_values(outputs):
+    return [o.detach().double().reshape(-1).clone() for o in outputs]
+
+
+def _numerical_columns(func, inputs, x, eps):
+    """cols[i][k]: column i of the Jacobian of output k w.r.t. x (a 1-d tensor), by central
+    differences.  x is perturbed in place and put back exactly; nothing is recorded (a func
+    that needs to record, like gradgradcheck's, turns grad mode back on itself)."""
     cols = []
-    for idx in itertools.product(*[range(s) for s in x.shape]):
-        with no_grad():
+    with no_grad():
+        for idx in itertools.product(*[range(s) for s in x.shape]):
             orig = x[idx].item()
             x[idx] = orig + eps
-            plus = [o.detach().double().reshape(-1).clone() for o in _float_outputs(func, inputs)]
+            plus = _flat_values(_float_outputs(func, inputs))
             x[idx] = orig - eps
-            minus = [o.detach().double().reshape(-1).clone() for o in _float_outputs(func, inputs)]
+            minus = _flat_values(_float_outputs(func, inputs))
             x[idx] = orig
-        cols.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
-    return cols          # cols[i][k] = column i of the Jacobian of output k (a 1-d tensor)
+            cols.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
+    return cols
 
 
 def _analytical_rows(outputs, tin):
-    """rows[k][j] = the gradients of element j of output k w.r.t. each input (None if unused)."""
+    """rows[k][j]: the gradients of element j of output k w.r.t. each input (None if unused),
+    one backward per output element."""
     from .._ops.creation import zeros
     from . import grad
     rows = []
     for o in outputs:
         ro = []
         for j in range(o.numel()):
+            if not o.requires_grad:
+                ro.append((None,) * len(tin))
+                continue
             g = zeros(o.shape, dtype=o.dtype)
-            g.reshape(-1)[j] = 1
-            ro.append(grad(o, tin, g, retain_graph=True, allow_unused=True) if o.requires_grad
-                      else (None,) * len(tin))
+            g.view(-1)[j] = 1
+            ro.append(grad(o, tin, g, retain_graph=True, allow_unused=True))
         rows.append(ro)
     return rows
 
 
+def _fail(msg, raise_exception):
+    if raise_exception:
+        raise GradcheckError(msg)
+    return False
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
-              check_batched_grad=False, fast_mode=False, masked=None):
-    """True if func's analytical gradients (backward) match finite differences for every input
-    that requires grad; otherwise raise GradcheckError (or return False)."""
-    from .._tensor import Tensor
+              check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
+              check_backward_ad=True, fast_mode=False, masked=None):
+    """True if func's analytical gradients (its backward) match central finite differences
+    for every input that requires grad; otherwise raise GradcheckError (or return False with
+    raise_exception=False).  Runs the backward twice to catch a nondeterministic one (within
+    nondet_tol)."""
     inputs = _as_tuple(inputs)
-    tin = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
+    tin = [x for x in inputs if _is_tensor(x) and x.requires_grad]
     if not tin:
-        raise ValueError("gradcheck expects at least one input tensor to require gradient")
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of the them have requires_grad=True.")
     outputs = _float_outputs(func, inputs)
     rows = _analytical_rows(outputs, tin)
+    again = _analytical_rows(outputs, tin)
+    for k, o in enumerate(outputs):
+        for j in range(o.numel()):
+            for n, (g1, g2) in enumerate(zip(rows[k][j], again[k][j])):
+                if (g1 is None) != (g2 is None) or (g1 is not None and
+                                                    (g1 - g2).abs().max().item() > nondet_tol):
+                    return _fail(f"Backward is not reentrant, i.e., running backward with same input "
+                                 f"and grad_output multiple times gives different values, although "
+                                 f"analytical gradient matches numerical gradient. The tolerance for "
+                                 f"nondeterminism was {nondet_tol}. (output {k}, input {n})",
+                                 raise_exception)
     for n, x in enumerate(tin):
-        cols = _numerical_jacobian(func, inputs, x, eps)
+        cols = _numerical_columns(func, inputs, x, eps)
         for k, o in enumerate(outputs):
             for i, col in enumerate(cols):
                 for j in range(o.numel()):
                     num = col[k][j].item()
                     g = rows[k][j][n]
                     ana = 0.0 if g is None else g.reshape(-1)[i].item()
-                    if abs(ana - num) > atol + rtol * abs(num):
-                        msg = (f"Jacobian mismatch for output {k} with respect to input {n}: element "
-                               f"[{j}, {i}]: numerical {num}, analytical {ana} (atol {atol}, rtol {rtol})")
-                        if raise_exception:
-                            raise GradcheckError(msg)
-                        return False
+                    if not abs(ana - num) <= atol + rtol * abs(num):
+                        return _fail(f"Jacobian mismatch for output {k} with respect to input {n},\n"
+                                     f"numerical:{num}\nanalytical:{ana}\n(element [{i}, {j}] of the "
+                                     f"Jacobian; atol {atol}, rtol {rtol})", raise_exception)
     return True
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  gen_non_contig_grad_outputs=False, raise_exception=True, **kwargs):
-    """gradcheck of the gradient: checks that backward is itself differentiable."""
-    from .._tensor import Tensor
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False):
+    """gradcheck of the gradient: checks that backward is itself differentiable and right,
+    with respect to the inputs and to the output gradients (random ones by default)."""
     from .._ops.random import randn
     from . import grad
     inputs = _as_tuple(inputs)
-    tin = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
     outputs = _float_outputs(func, inputs)
     if grad_outputs is None:
         grad_outputs = tuple(randn(*o.shape, dtype=o.dtype).requires_grad_() for o in outputs)
+        if gen_non_contig_grad_outputs:
+            grad_outputs = tuple(_non_contiguous(g) for g in grad_outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
 
     def first_order(*args):
         ins, gos = args[:n_in], args[n_in:]
-        outs = _float_outputs(func, ins)
-        xs = [x for x in ins if isinstance(x, Tensor) and x.requires_grad]
-        used = [(o, g) for o, g in zip(outs, gos) if o.requires_grad]
-        return grad([o for o, _ in used], xs, [g for _, g in used], create_graph=True,
-                    allow_unused=True, materialize_grads=True)
+        with enable_grad():
+            outs = _float_outputs(func, ins)
+            xs = [x for x in ins if _is_tensor(x) and x.requires_grad]
+            used = [(o, g) for o, g in zip(outs, gos) if o.requires_grad]
+            if not used:
+                return ()
+            return grad([o for o, _ in used], xs, [g for _, g in used], create_graph=True,
+                        allow_unused=True, materialize_grads=True)
     return gradcheck(first_order, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol)
+
+
+def _non_contiguous(t):
+    """The same values in a non-contiguous layout (every other element of a twice-as-big
+    buffer), still requiring grad as a leaf."""
+    from .._ops.creation import zeros
+    if t.numel() == 0:
+        return t
+    with no_grad():
+        big = zeros(*t.shape, 2, dtype=t.dtype)
+        big.select(-1, 0).copy_(t)
+        out = big.select(-1, 0)
+    return out.detach().requires_grad_(t.requires_grad)

@@ -4,10 +4,25 @@ Every differentiable op that sees an input requiring grad (with grad mode on) re
 Node: the node keeps what its backward formula needs (saved tensors, with the version they had)
 and `next_functions`, one (node, input_nr) pair per input, pointing at the node that made that
 input (or at the AccumulateGrad node of a leaf).  Outputs point back at the node through
-`tensor.grad_fn`.  The engine (engine.py) walks this graph from the root."""
+`tensor.grad_fn`.  The engine (engine.py) walks this graph from the root.
+
+Writing a backward formula (the pattern every op family follows):
+
+    class ExpBackward0(Node):
+        def backward(self, g):                      # one gradient per output
+            return (g * self.saved("result"),)      # one gradient (or None) per input
+
+    node = ExpBackward0()
+    node.save_output(result=out)                    # node.save(x=inp) for inputs
+    record(node, (inp,), out)
+
+Formulas are written with Tensor ops, so they are differentiable again (create_graph)."""
 import weakref
 
+from . import anomaly as _anomaly
 from .grad_mode import _state
+
+_NO_EDGE = (None, 0)
 
 
 def needs_grad(*tensors):
@@ -21,52 +36,75 @@ def needs_grad(*tensors):
     return False
 
 
-class SavedTensor:
-    """A tensor a backward formula needs, with the version it had when saved.  An op's own
-    output is kept as its array only (the node itself is its grad_fn), so a node never holds
-    the tensor that holds it: no reference cycle, and the graph frees as soon as it is unused."""
+# ---- saved tensors ------------------------------------------------------------------------------
+# A saved tensor is a tuple (tensor, array, version, output_nr): an input keeps its Tensor (its
+# grad_fn is the history a double backward follows); an op's own output keeps only its array
+# (the node itself is its grad_fn), so a node never holds the tensor that holds it: no reference
+# cycle, and the graph is freed as soon as nothing uses it.  Tuples, not objects: this runs once
+# per recorded op.
 
-    __slots__ = ("data", "version", "tensor", "output_nr")
+def pack(t, is_output):
+    """The saved form of tensor t (None stays None)."""
+    if t is None:
+        return None
+    arr = t._data
+    if is_output:
+        return (None, arr, arr.storage.version, getattr(t, "_output_nr", 0))
+    return (t, arr, arr.storage.version, 0)
 
-    def __init__(self, t, node, is_output):
-        self.version = t._version
-        if is_output:
-            self.data, self.tensor, self.output_nr = t._data, None, getattr(t, "_output_nr", 0)
-        else:
-            self.data, self.tensor, self.output_nr = None, t, 0
 
-    def unpack(self, node, name):
-        from .._tensor import _wrap
-        t = self.tensor
-        if t is None:
-            t = _wrap(self.data, True)
-            t.grad_fn = node
-            t._output_nr = self.output_nr
-            cur = self.data.storage.version
-        else:
-            cur = t._version
-        if cur != self.version:
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{t.dtype} {list(t.shape)}], which is {name} of "
-                f"{node.name()}, is at version {cur}; expected version {self.version} instead. "
-                f"Hint: the backtrace further above shows the operation that failed to compute "
-                f"its gradient. The variable in question was changed in there or anywhere later.")
-        return t
+def _dtype_name(arr):
+    from .. import _dtype
+    return str(_dtype.DTYPES[arr.dtype])
+
+
+def unpack(node, name, entry):
+    """The tensor of a saved entry, after checking nothing modified it in place since."""
+    t, arr, version, output_nr = entry
+    if arr.storage.version != version:
+        producer = node if t is None else t.grad_fn
+        nr = output_nr if t is None else getattr(t, "_output_nr", 0)
+        which = f", which is output {nr} of {producer.name()}," if producer is not None else ""
+        raise RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{_dtype_name(arr)} {list(arr.shape)}]{which} is at version "
+            f"{arr.storage.version}; expected version {version} instead. Hint: enable anomaly "
+            f"detection to find the operation that failed to compute its gradient, with "
+            f"torchlite.autograd.set_detect_anomaly(True).")
+    if t is None:
+        t = _wrap(arr, True)
+        t.grad_fn = node
+        t._output_nr = output_nr
+    return t
+
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
+          "after they have already been freed). Saved intermediate values of the graph are freed "
+          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+          "backward through the graph a second time or if you need to access saved tensors after "
+          "calling backward.")
 
 
 class Node:
     """One recorded op.  Subclasses implement backward(*grad_outputs) -> one gradient (or
-    None) per input, written with Tensor ops, so it is itself differentiable."""
+    None) per input, written with Tensor ops, so it is itself differentiable.
 
-    def __init__(self):
-        self.next_functions = ()
-        self._saved = {}
-        self._released = False
-        self._hooks = []
-        self._pre_hooks = []
-        self._num_outputs = 1
-        self._trace = None          # the forward stack, kept in anomaly mode
+    The class attributes are the defaults; a node sets only what it uses (recording runs once
+    per op, so a node costs as little as possible)."""
+
+    next_functions = ()
+    _saved = None               # {name: saved entry} (see pack)
+    _released = False
+    _hooks = ()                 # fn(grad_inputs, grad_outputs) after backward
+    _pre_hooks = ()             # fn(grad_outputs) before backward
+    _tensor_hooks = None        # {output_nr: [fn(grad)]}: hooks of the non-leaf outputs
+    _retained = None            # {output_nr: weakref to the output}: retain_grad()
+    _num_outputs = 1
+    _out_meta = None            # multi-output nodes: (shape, dtype, device) per output
+    _materialize = True         # backward gets zeros (not None) for outputs without a gradient
+    _trace = None               # the forward stack, kept in anomaly mode
+    _is_accumulator = False
+    _special = False            # the engine's slow path: hooks, retain_grad, several outputs
 
     def name(self):
         return type(self).__name__
@@ -74,59 +112,99 @@ class Node:
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
 
+    @property
+    def metadata(self):
+        m = self.__dict__.get("_metadata")
+        if m is None:
+            m = self._metadata = {}
+        return m
+
     # -- saved tensors ---------------------------------------------------------------------
     def save(self, **tensors):
         """Keep inputs of the op for backward (checked for in-place changes when used)."""
+        saved = self._saved
+        if saved is None:
+            saved = self._saved = {}
+        watch = _state.alias_watch
         for k, t in tensors.items():
-            self._saved[k] = None if t is None else SavedTensor(t, self, False)
+            saved[k] = pack(t, False)
+            if watch is not None and t is watch[0]:
+                watch[1].append((self, k))
 
     def save_output(self, **tensors):
+        """Keep outputs of the op itself for backward (held as arrays: no reference cycle)."""
+        saved = self._saved
+        if saved is None:
+            saved = self._saved = {}
         for k, t in tensors.items():
-            self._saved[k] = SavedTensor(t, self, True)
+            saved[k] = pack(t, True)
 
     def saved(self, name):
+        """A saved tensor, version-checked; raises once the graph has been freed."""
         if self._released:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved "
-                "tensors after they have already been freed). Saved intermediate values of the "
-                "graph are freed when you call .backward() or autograd.grad(). Specify "
-                "retain_graph=True if you need to backward through the graph a second time or "
-                "if you need to access saved tensors after calling backward.")
-        s = self._saved[name]
-        return None if s is None else s.unpack(self, name)
+            raise RuntimeError(_FREED)
+        entry = self._saved[name]
+        return None if entry is None else unpack(self, name, entry)
 
     def release(self):
-        self._saved = {}
-        self._released = True
+        """Free the saved tensors (after backward without retain_graph)."""
+        if self._saved is not None:
+            self._saved = None
+            self._released = True
 
     # -- hooks -------------------------------------------------------------------------------
     def register_hook(self, fn):
-        """fn(grad_inputs, grad_outputs) may return replacement grad_inputs."""
+        """fn(grad_inputs, grad_outputs) runs after this node's backward; it may return
+        replacement grad_inputs."""
+        if not self._hooks:
+            self._hooks = []
+        self._special = True
         self._hooks.append(fn)
-        return _Handle(self._hooks, fn)
+        return RemovableHandle(self._hooks, fn)
 
     def register_prehook(self, fn):
+        """fn(grad_outputs) runs before this node's backward; it may return replacements."""
+        if not self._pre_hooks:
+            self._pre_hooks = []
+        self._special = True
         self._pre_hooks.append(fn)
-        return _Handle(self._pre_hooks, fn)
+        return RemovableHandle(self._pre_hooks, fn)
 
     def backward(self, *grads):
         raise NotImplementedError(f"{self.name()} has no backward")
 
 
-class _Handle:
+class RemovableHandle:
+    """What register_hook returns: handle.remove() unregisters the hook."""
+
+    __slots__ = ("_lst", "_fn")
+
     def __init__(self, lst, fn):
         self._lst, self._fn = lst, fn
 
     def remove(self):
-        if self._fn in self._lst:
-            self._lst.remove(self._fn)
+        for i, f in enumerate(self._lst):
+            if f is self._fn:
+                del self._lst[i]
+                return
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+_Handle = RemovableHandle
 
 
 class AccumulateGrad(Node):
-    """The end of the graph for a leaf tensor: adds the gradient into leaf.grad."""
+    """The end of the graph for a leaf tensor: the engine adds the gradient into leaf.grad."""
+
+    _is_accumulator = True
+    _special = True
 
     def __init__(self, variable):
-        super().__init__()
         self.variable = variable
 
     def backward(self, grad):
@@ -148,37 +226,49 @@ def edge(t):
     """(node, input_nr) for an input tensor: its grad_fn and output slot, its accumulator if it
     is a leaf requiring grad, or (None, 0) if no gradient flows to it."""
     if t is None or not t._requires_grad:
-        return (None, 0)
-    if t.grad_fn is not None:
-        return (t.grad_fn, getattr(t, "_output_nr", 0))
+        return _NO_EDGE
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, getattr(t, "_output_nr", 0))
     return (grad_accumulator(t), 0)
 
 
 def record(node, inputs, outputs):
-    """Link node into the graph: its next_functions come from inputs, and each output (a
-    Tensor or a tuple of them) gets node as grad_fn.  Returns the outputs."""
-    node.next_functions = tuple(edge(t) for t in inputs)
-    outs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
-    node._num_outputs = len(outs)
-    node._out_meta = [(tuple(o.shape), o.dtype, o.device) if o is not None else None for o in outs]
-    for i, o in enumerate(outs):
-        if o is not None and o.is_floating_point():
-            o._requires_grad = True
-            o.grad_fn = node
-            o._output_nr = i
-    from . import anomaly
-    if anomaly._enabled:
-        node._trace = anomaly.current_trace()
+    """Link node into the graph: its next_functions come from inputs (None for a non-tensor
+    input), and each floating output (a Tensor, or a tuple/list of them, None allowed) gets
+    node as grad_fn.  Returns the outputs."""
+    node.next_functions = tuple([edge(t) for t in inputs])
+    if type(outputs) is tuple or type(outputs) is list:
+        node._num_outputs = len(outputs)
+        if len(outputs) != 1:
+            node._special = True
+        meta = []
+        for i, o in enumerate(outputs):
+            if o is not None and o._data.dtype >= 6:
+                o._requires_grad = True
+                o.grad_fn = node
+                o._output_nr = i
+                meta.append((o._data.shape, o.dtype, o.device))
+            else:
+                meta.append(None)
+        node._out_meta = meta
+    elif outputs._data.dtype >= 6:          # integer and bool outputs never require grad
+        outputs._requires_grad = True
+        outputs.grad_fn = node
+        outputs._output_nr = 0
+    if _anomaly._enabled:
+        node._trace = _anomaly.current_trace()
     return outputs
 
 
 def sum_to(grad, shape):
     """Reduce a gradient back to `shape` after broadcasting (sum over the broadcast dims)."""
     shape = tuple(shape)
-    if tuple(grad.shape) == shape:
+    gshape = grad._data.shape
+    if gshape == shape:
         return grad
-    lead = grad.ndim - len(shape)
-    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1]
+    lead = len(gshape) - len(shape)
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1]
     if dims:
         grad = grad.sum(dim=dims, keepdim=True)
     if lead:
@@ -186,7 +276,20 @@ def sum_to(grad, shape):
     return grad
 
 
+def expandable_to(shape, target):
+    """Whether `shape` broadcasts to `target` (so a gradient of `target` sums back to it)."""
+    if len(shape) > len(target):
+        return False
+    for s, t in zip(reversed(shape), reversed(target)):
+        if s != t and s != 1:
+            return False
+    return True
+
+
 def node_type(name, backward):
     """A Node subclass named `name` (e.g. 'ExpBackward0') whose backward is
     backward(node, *grads)."""
-    return type(name, (Node,), {"backward": backward, "__slots__": ()})
+    return type(name, (Node,), {"backward": backward})
+
+
+from .._tensor import _wrap  # noqa: E402  (the tensor module imports nothing from autograd)

@@ -1,0 +1,501 @@
+"""Backward formulas of the reductions, scans, softmax and norms in reduction.py.
+
+Each node keeps what its formula needs (the input's shape and dtype, the reduced dims,
+keepdim, the saved input and/or result) and returns the input's gradient written with Tensor
+ops, so that it is differentiable again (create_graph=True gives second derivatives).
+
+Ties follow PyTorch, op by op: amax/amin (and aminmax) share the gradient evenly between the
+elements equal to the result of their slice; max()/min()/median()/nanmedian() without a dim
+share it evenly between all the elements equal to the result (NaN counting as equal to a NaN
+result); max/min/median/nanmedian along a dim give it all to the returned index.  Masks are
+multiplied in rather than selected with where(), with every divisor made safe first, so the
+formulas need only arithmetic, reductions and views."""
+import math
+
+from .. import _dtype as D
+from .._tensor import _wrap_dim
+from ..autograd.graph import Node, record
+from ..autograd.grad_mode import _state as _grad_state
+
+
+# ---- helpers -------------------------------------------------------------------------------
+def reduced_dims(dim, ndim):
+    """The dims a reduction over `dim` (an int, a sequence, or None/() for every dim) removes,
+    as a sorted tuple of non-negative ints.  The forward op has validated dim already."""
+    if ndim == 0:
+        return ()
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    if isinstance(dim, (tuple, list)):
+        return tuple(sorted({_wrap_dim(d, ndim) for d in dim}))
+    return (_wrap_dim(dim, ndim),)
+
+
+def _cast(t, code):
+    """t in the dtype whose code is `code` (a gradient goes back in its input's dtype)."""
+    return t if t._data.dtype == code else t.to(D.DTYPES[code])
+
+
+def _safe(t):
+    """t with its zeros replaced by ones: a divisor whose zero entries are masked out after."""
+    return t + (t == 0)
+
+
+def _wants(node, i):
+    """Whether input i of node gets a gradient (it requires grad)."""
+    return node.next_functions[i][0] is not None
+
+
+class _Reduction(Node):
+    """A node over one input x reduced over `dim` (as the forward got it) with `keepdim`."""
+
+    def setup(self, x, dim, keepdim):
+        a = x._data
+        self.shape, self.in_dtype, self.dim, self.keepdim = a.shape, a.dtype, dim, keepdim
+        return self
+
+    @property
+    def dims(self):
+        return reduced_dims(self.dim, len(self.shape))
+
+    def count(self):
+        """How many input elements each output element combines."""
+        return math.prod(self.shape[d] for d in self.dims)
+
+    def restore(self, t):
+        """t (shaped like the output) with the reduced dims back as size 1, so that it
+        broadcasts against the input."""
+        if self.keepdim or not self.shape or not t._data.ndim:   # a 0-d t broadcasts as is
+            return t
+        dims = self.dims
+        return t.reshape(tuple(1 if i in dims else s for i, s in enumerate(self.shape)))
+
+    def expand(self, t):
+        """t spread over the input's shape."""
+        return self.restore(t).expand(self.shape)
+
+    def dim_list(self):
+        return list(self.dims)
+
+
+def _record(node, input, outputs, /, **saved):
+    """Save tensors on node (key=tensor; a key ending in '_out' is one of the op's own
+    outputs) and link it into the graph with its one input; returns outputs."""
+    for k, t in saved.items():
+        if k.endswith("_out"):
+            node.save_output(**{k: t})
+        else:
+            node.save(**{k: t})
+    return record(node, (input,), outputs)
+
+
+# ---- sums and means ------------------------------------------------------------------------
+class SumBackward0(_Reduction):
+    """sum over every dim."""
+
+    def backward(self, g):
+        return _cast(self.expand(g), self.in_dtype)
+
+
+class SumBackward1(SumBackward0):
+    """sum over some dims."""
+
+
+class NansumBackward0(_Reduction):
+    def backward(self, g):
+        x = self.saved("x")
+        return _cast(self.expand(g) * x.isnan().logical_not(), self.in_dtype)
+
+
+class MeanBackward0(_Reduction):
+    """mean over every dim."""
+
+    def backward(self, g):
+        return _cast(self.expand(g / self.count()) if self.count() else self.expand(g),
+                     self.in_dtype)
+
+
+class MeanBackward1(MeanBackward0):
+    """mean over some dims."""
+
+
+class NanmeanBackward0(_Reduction):
+    def backward(self, g):
+        keep = self.saved("x").isnan().logical_not()
+        n = keep.sum(self.dim_list(), keepdim=True)
+        return _cast(self.restore(g) / n * keep, self.in_dtype)
+
+
+def record_sum(op, x, result, dim, keepdim):
+    """Record sum / nansum / mean / nanmean of x."""
+    if op == "sum":
+        node = (SumBackward0 if dim is None else SumBackward1)().setup(x, dim, keepdim)
+        return record(node, (x,), result)
+    if op == "mean":
+        node = (MeanBackward0 if dim is None else MeanBackward1)().setup(x, dim, keepdim)
+        return record(node, (x,), result)
+    cls = NansumBackward0 if op == "nansum" else NanmeanBackward0
+    return _record(cls().setup(x, dim, keepdim), x, result, x=x)
+
+
+# ---- prod ----------------------------------------------------------------------------------
+def _exclusive_cumprod(x, d):
+    """Along dim d (size > 0): the product of the elements before each one (1 first)."""
+    from .creation import ones
+    from .joining import cat
+    n = x.shape[d]
+    first = ones(x.narrow(d, 0, 1).shape, dtype=x.dtype)
+    return cat([first, x.narrow(d, 0, n - 1)], d).cumprod(d) if n > 1 else first
+
+
+def _product_of_others(x, d):
+    """Along dim d: for each element, the product of all the others.  No division, so it is
+    exact (and differentiable again) with zeros in x."""
+    return _exclusive_cumprod(x, d) * _exclusive_cumprod(x.flip(d), d).flip(d)
+
+
+class ProdBackward0(_Reduction):
+    """prod over every element.  The gradient of an element is the product of the others:
+    result / x when no element is zero, else computed without division."""
+
+    def backward(self, g):
+        x, result = self.saved("x"), self.saved("result_out")
+        if not self.shape:                         # the product of one element is itself
+            return _cast(g, self.in_dtype)
+        gk = self.restore(g)
+        if not bool((x == 0).any()):
+            return _cast(gk * self.restore(result) / x, self.in_dtype)
+        if self.dim is None:
+            others = _product_of_others(x.reshape(-1), 0).reshape(self.shape)
+        else:
+            others = _product_of_others(x, self.dims[0])
+        return _cast(gk * others, self.in_dtype)
+
+
+class ProdBackward1(ProdBackward0):
+    """prod over one dim."""
+
+
+def record_prod(x, result, dim, keepdim):
+    node = (ProdBackward0 if dim is None else ProdBackward1)().setup(x, dim, keepdim)
+    return _record(node, x, result, x=x, result_out=result)
+
+
+# ---- max / min / median ----------------------------------------------------------------------
+def _spread_evenly(x, value, g):
+    """g shared evenly by the elements of x equal to the 0-d value (all NaNs if it is NaN)."""
+    mask = (x == value) | (x.isnan() & value.isnan())
+    return mask * (g / mask.sum())
+
+
+class _EvenReduction(_Reduction):
+    """max()/min()/median()/nanmedian() over every element."""
+
+    def backward(self, g):
+        return _spread_evenly(self.saved("x"), self.saved("result_out"), g)
+
+
+MaxBackward1 = type("MaxBackward1", (_EvenReduction,), {})
+MinBackward1 = type("MinBackward1", (_EvenReduction,), {})
+MedianBackward0 = type("MedianBackward0", (_EvenReduction,), {})
+NanmedianBackward0 = type("NanmedianBackward0", (_EvenReduction,), {})
+_EVEN = {"max": MaxBackward1, "min": MinBackward1, "median": MedianBackward0,
+         "nanmedian": NanmedianBackward0}
+
+
+def record_even(op, x, result):
+    return _record(_EVEN[op]().setup(x, None, False), x, result, x=x, result_out=result)
+
+
+def _count_scaled(node, x, result, g):
+    """amax/amin's rule: restore(g) shared evenly by the elements equal to their slice's
+    result."""
+    mask = x == node.restore(result)
+    return node.restore(g) / mask.sum(node.dim_list(), keepdim=True) * mask
+
+
+class AmaxBackward0(_Reduction):
+    def backward(self, g):
+        return _count_scaled(self, self.saved("x"), self.saved("result_out"), g)
+
+
+class AminBackward0(AmaxBackward0):
+    pass
+
+
+def record_amax(is_min, x, result, dim, keepdim):
+    node = (AminBackward0 if is_min else AmaxBackward0)().setup(x, dim, keepdim)
+    return _record(node, x, result, x=x, result_out=result)
+
+
+class AminmaxBackward0(_Reduction):
+    def backward(self, g_min, g_max):
+        x = self.saved("x")
+        return (_count_scaled(self, x, self.saved("min_out"), g_min)
+                + _count_scaled(self, x, self.saved("max_out"), g_max))
+
+
+def record_aminmax(x, lo, hi, dim, keepdim):
+    return _record(AminmaxBackward0().setup(x, dim, keepdim), x, (lo, hi), x=x, min_out=lo,
+                   max_out=hi)
+
+
+class _IndexReduction(_Reduction):
+    """max/min/median/nanmedian along a dim: the gradient goes to the returned index."""
+
+    def backward(self, g, g_indices=None):
+        if not self.shape:
+            return g
+        from .creation import arange
+        d = self.dims[0]
+        idx = self.restore(self.saved("indices"))
+        pos = arange(self.shape[d]).reshape(tuple(-1 if i == d else 1
+                                                   for i in range(len(self.shape))))
+        return self.restore(g) * (pos == idx)
+
+
+MaxBackward0 = type("MaxBackward0", (_IndexReduction,), {})
+MinBackward0 = type("MinBackward0", (_IndexReduction,), {})
+MedianBackward1 = type("MedianBackward1", (_IndexReduction,), {})
+NanmedianBackward1 = type("NanmedianBackward1", (_IndexReduction,), {})
+_BY_INDEX = {"max": MaxBackward0, "min": MinBackward0, "median": MedianBackward1,
+             "nanmedian": NanmedianBackward1}
+
+
+def record_by_index(op, x, values, indices, dim, keepdim, result):
+    """Record a (values, indices) reduction along dim; `result` is the tuple returned."""
+    node = _BY_INDEX[op]().setup(x, dim, keepdim)
+    node.save(indices=indices)
+    record(node, (x,), (values, indices))
+    return result
+
+
+# ---- variance --------------------------------------------------------------------------------
+class _VarStd(_Reduction):
+    def var_grad(self, g_var):
+        """The gradient of var = sum((x - mean)^2) / (N - correction) for the output
+        gradient g_var (kept dims)."""
+        x = self.saved("x")
+        dof = self.count() - self.correction
+        scale = 2.0 / dof if dof != 0 else math.inf
+        return g_var * scale * (x - x.mean(self.dim_list(), keepdim=True))
+
+    def std_to_var(self, g, std):
+        """d std = d var / (2 std), taken as 0 where std is 0 (as PyTorch)."""
+        std = self.restore(std)
+        return self.restore(g) / (_safe(std) * 2) * (std != 0)
+
+    def mean_grad(self, g_mean):
+        return self.expand(g_mean / self.count()) if self.count() else self.expand(g_mean)
+
+
+class VarBackward0(_VarStd):
+    def backward(self, g):
+        return self.var_grad(self.restore(g))
+
+
+class StdBackward0(_VarStd):
+    def backward(self, g):
+        return self.var_grad(self.std_to_var(g, self.saved("result_out")))
+
+
+class VarMeanBackward0(_VarStd):
+    def backward(self, g_var, g_mean):
+        return self.var_grad(self.restore(g_var)) + self.mean_grad(g_mean)
+
+
+class StdMeanBackward0(_VarStd):
+    def backward(self, g_std, g_mean):
+        return (self.var_grad(self.std_to_var(g_std, self.saved("result_out")))
+                + self.mean_grad(g_mean))
+
+
+_VAR = {(False, False): VarBackward0, (True, False): StdBackward0,
+        (False, True): VarMeanBackward0, (True, True): StdMeanBackward0}
+
+
+def record_var(x, result, dim, keepdim, correction, take_sqrt, want_mean):
+    """Record var/std (result a tensor) or var_mean/std_mean (result the pair)."""
+    node = _VAR[take_sqrt, want_mean]().setup(x, dim, keepdim)
+    node.correction = correction
+    first = result[0] if want_mean else result
+    return _record(node, x, result, x=x, result_out=first)
+
+
+# ---- logsumexp and norms ---------------------------------------------------------------------
+class LogsumexpBackward0(_Reduction):
+    def backward(self, g):
+        x, result = self.saved("x"), self.saved("result_out")
+        return self.restore(g) * (x - self.restore(result)).exp()
+
+
+def record_logsumexp(x, result, dim, keepdim):
+    return _record(LogsumexpBackward0().setup(x, dim, keepdim), x, result, x=x,
+                   result_out=result)
+
+
+class LinalgVectorNormBackward0(_Reduction):
+    """PyTorch's rules: p=0 gives 0; p=1 sign(x); p=2 x / norm; p=inf/-inf shares the
+    gradient evenly between the elements whose |x| is the norm; 0 < p < 1 masks x == 0; any
+    other p is sign(x) |x|^(p-1) / norm^(p-1); a zero norm gives a zero gradient."""
+
+    def backward(self, g):
+        x, norm = self.saved("x"), self.restore(self.saved("result_out"))
+        g, p = self.restore(g), self.p
+        if p == 0:
+            grad = self.expand(g) * 0
+        elif p == 1:
+            grad = x.sign() * g
+        elif math.isinf(p):
+            mask = x.abs() == norm
+            grad = x.sign() * mask * (g / mask.sum(self.dim_list(), keepdim=True))
+        elif p < 1:
+            nz = x != 0
+            grad = x.sign() * _safe(x.abs()) ** (p - 1) * nz * g * norm ** (1 - p)
+        else:
+            scale = g / _safe(norm) ** (p - 1) * (norm != 0)
+            grad = x * scale if p == 2 else x.sign() * x.abs() ** (p - 1) * scale
+        return _cast(grad, self.in_dtype)
+
+
+def record_norm(x, result, p, dim, keepdim):
+    node = LinalgVectorNormBackward0().setup(x, dim, keepdim)
+    node.p = p
+    return _record(node, x, result, x=x, result_out=result)
+
+
+# ---- scans -----------------------------------------------------------------------------------
+def _reverse_cumsum(t, dim):
+    """sum over k >= j of t[k] along dim."""
+    return t.flip(dim).cumsum(dim).flip(dim)
+
+
+class _Scan(_Reduction):
+    def setup_scan(self, x, dim):
+        self.setup(x, dim, True)
+        return self
+
+
+class CumsumBackward0(_Scan):
+    def backward(self, g):
+        if not self.shape:
+            return _cast(g, self.in_dtype)
+        return _cast(_reverse_cumsum(g, self.dim), self.in_dtype)
+
+
+class CumprodBackward0(_Scan):
+    """d out_k / d x_j is the product of x_i over i <= k, i != j: out_k / x_j when x has no
+    zero.  With zeros, see _cumprod_grad_with_zeros (first derivatives) and
+    _cumprod_grad_exact (when the gradient itself is recorded, create_graph=True)."""
+
+    def backward(self, g):
+        x, result = self.saved("x"), self.saved("result_out")
+        if not self.shape:
+            return _cast(g, self.in_dtype)
+        d = self.dims[0]
+        zero = x == 0
+        if not bool(zero.any()):
+            grad = _reverse_cumsum(g * result, d) / x
+        elif _grad_state.enabled:
+            grad = _cumprod_grad_exact(x, g, d)
+        else:
+            grad = _cumprod_grad_with_zeros(x, zero, result, g, d)
+        return _cast(grad, self.in_dtype)
+
+
+def _cumprod_grad_with_zeros(x, zero, result, g, d):
+    """O(n), for first derivatives.  With z the first zero of a slice: before z the gradient
+    is revcumsum(g * out) / x as without zeros (the terms from z on are 0); at z it is the same
+    sum over the cumprod of x with x_z replaced by 1; after z it is 0.  Its value is right,
+    its derivative is not (the masks hide how it depends on x_z)."""
+    seen = zero.cumsum(d)                          # zeros met up to and including here
+    before = seen == 0
+    first = zero & (seen == 1)
+    grad_before = _reverse_cumsum(g * result, d) / (x + zero) * before
+    grad_first = _reverse_cumsum(g * (x + first).cumprod(d), d) * first
+    return grad_before + grad_first
+
+
+def _cumprod_grad_exact(x, g, d):
+    """O(n^2), differentiable again with zeros: grad_j = (prod of x_i, i < j) * (g_j + sum
+    over k > j of g_k * prod of x_i, j < i <= k), one j at a time."""
+    from .joining import cat
+    n = x.shape[d]
+    tails = []
+    for j in range(n):
+        t = g.narrow(d, j, 1)
+        if j + 1 < n:
+            rest = g.narrow(d, j + 1, n - j - 1) * x.narrow(d, j + 1, n - j - 1).cumprod(d)
+            t = t + rest.sum(d, keepdim=True)
+        tails.append(t)
+    return _exclusive_cumprod(x, d) * cat(tails, d)
+
+
+class LogcumsumexpBackward0(_Scan):
+    """grad_j = sum over k >= j of g_k exp(x_j - out_k), summed in log space, separately for
+    the positive and the negative g, so that nothing overflows."""
+
+    def backward(self, g):
+        x, result = self.saved("x"), self.saved("result_out")
+        d = self.dim
+        if not self.shape:
+            return g
+        lowest = D.finfo(g.dtype).min             # log(0), kept finite: no inf - inf = nan
+        log_abs = (g.abs() + (g == 0)).log()
+        parts = []
+        for mask in (g > 0, g < 0):
+            log_g = log_abs * mask + mask.logical_not().to(g.dtype) * lowest
+            rev = (log_g - result).flip(d).logcumsumexp(d).flip(d)
+            parts.append((rev + x).exp())
+        return parts[0] - parts[1]
+
+
+class CummaxBackward0(_Scan):
+    """Each output's gradient goes to the input index it took its value from."""
+
+    def backward(self, g, g_indices=None):
+        if not self.shape:
+            return g
+        from .creation import zeros
+        idx = self.saved("indices")
+        return zeros(self.shape, dtype=g.dtype).scatter_add(self.dim, idx, g)
+
+
+class CumminBackward0(CummaxBackward0):
+    pass
+
+
+_SCANS = {"cumsum": CumsumBackward0, "cumprod": CumprodBackward0,
+          "logcumsumexp": LogcumsumexpBackward0}
+
+
+def record_scan(op, x, result, dim):
+    node = _SCANS[op]().setup_scan(x, dim)
+    if op == "cumsum":
+        return record(node, (x,), result)
+    return _record(node, x, result, x=x, result_out=result)
+
+
+def record_cum_arg(is_min, x, values, indices, dim, result):
+    node = (CumminBackward0 if is_min else CummaxBackward0)().setup_scan(x, dim)
+    node.save(indices=indices)
+    record(node, (x,), (values, indices))
+    return result
+
+
+# ---- softmax ---------------------------------------------------------------------------------
+class SoftmaxBackward0(_Scan):
+    def backward(self, g):
+        y = self.saved("result_out")
+        return _cast(y * (g - (g * y).sum(self.dim, keepdim=True)), self.in_dtype)
+
+
+class LogSoftmaxBackward0(_Scan):
+    def backward(self, g):
+        y = self.saved("result_out")
+        return _cast(g - y.exp() * g.sum(self.dim, keepdim=True), self.in_dtype)
+
+
+def record_softmax(log, x, result, dim):
+    node = (LogSoftmaxBackward0 if log else SoftmaxBackward0)().setup_scan(x, dim)
+    return _record(node, x, result, result_out=result)
