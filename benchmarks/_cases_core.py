@@ -1,0 +1,284 @@
+"""The benchmark cases and the issue's speed targets (the one home of both).
+
+A case builds, for one library, a zero-argument callable that runs the op once; the harness
+(bench.py) times it.  Libraries are driven through a small adapter (``TorchLike`` for
+torchlite and torch, which share PyTorch's API, and ``NumpyLib``), so each case is written
+once.  An op the library does not have raises ``NotImplementedOp`` while building, which the
+harness reports as "n/a (not implemented)".
+
+Units: GFLOP/s and GB/s are throughputs (bigger is better); "us/op" is a time per op
+(smaller is better).  GB/s counts the bytes the op must read plus write; M = 2**20 elements.
+A target is the least acceptable ratio torchlite throughput / torch throughput (for us/op the
+times are inverted, so a ratio above 1 always means torchlite is faster)."""
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+M = 1 << 20
+F32 = 4           # bytes per float32
+
+
+class NotImplementedOp(Exception):
+    """The library lacks an op the case needs (reported as "n/a (not implemented)")."""
+
+
+# ---- libraries -----------------------------------------------------------------------------
+class TorchLike:
+    """torchlite or torch: PyTorch's API, so the same case code drives both."""
+
+    def __init__(self, name, mod):
+        self.name = name
+        self.mod = mod
+
+    def array(self, x):
+        # clone so the tensor lives in the library's own allocator, as a user's tensor would
+        return self.mod.from_numpy(x).clone()
+
+    def fn(self, *paths):
+        """The first of the dotted paths (e.g. "softmax", "nn.functional.softmax") it has."""
+        for path in paths:
+            obj = self.mod
+            try:
+                for part in path.split("."):
+                    obj = getattr(obj, part)
+            except (AttributeError, ImportError):
+                continue
+            return obj
+        raise NotImplementedOp(" / ".join(paths))
+
+    def t(self, x):
+        return x.t()
+
+    def to_numpy(self, r):
+        if self.name == "torch":
+            return r.numpy()
+        return np.asarray(r)
+
+
+def _np_softmax(x, dim):
+    e = np.exp(x - x.max(axis=dim, keepdims=True))
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+class NumpyLib:
+    """NumPy, with torch-style names for the few ops whose spelling differs."""
+    name = "numpy"
+    _FUNCS = {
+        "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+        "sum": lambda x, dim=None: np.sum(x, axis=dim),
+        "softmax": _np_softmax,
+        "bmm": np.matmul,
+        "mul": np.multiply,
+    }
+
+    def array(self, x):
+        return x.copy()
+
+    def fn(self, *paths):
+        name = paths[0]
+        f = self._FUNCS.get(name) or getattr(np, name, None)
+        if f is None:
+            raise NotImplementedOp(name)
+        return f
+
+    def t(self, x):
+        return x.T
+
+    def to_numpy(self, r):
+        return np.asarray(r)
+
+
+# ---- targets -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    """torchlite throughput / torch throughput must be >= ratio (at the listed thread counts)."""
+    ratio: float
+    text: str                         # how the issue states it
+    aim: Optional[float] = None       # a stretch goal, reported beside met/missed
+    threads: Optional[tuple] = None   # None: every thread count
+
+
+T_MATMUL = Target(0.8, ">= 0.8x", threads=(1, 2))
+T_EWISE16M = Target(1.0, ">= 1.0x (aim 2x)", aim=2.0)
+T_STRIDED = Target(0.8, ">= 0.8x")
+T_REDUCE = Target(0.8, ">= 0.8x")
+T_OVERHEAD = Target(1 / 1.5, "us <= 1.5x torch")
+
+
+# ---- cases ---------------------------------------------------------------------------------
+@dataclass
+class Case:
+    name: str
+    unit: str                                   # "GFLOP/s", "GB/s" or "us/op"
+    work: float                                 # flops, bytes or ops per call
+    make_inputs: Callable[[np.random.Generator], list]
+    build: Callable                             # (lib, inputs) -> zero-arg callable
+    desc: str
+    target: Optional[Target] = None
+    check: bool = True                          # compare each library's result with NumPy's
+    tags: tuple = field(default_factory=tuple)
+
+
+def _randn(*shape):
+    return lambda rng: [rng.standard_normal(shape, dtype=np.float32)]
+
+
+def _randn2(sa, sb):
+    return lambda rng: [rng.standard_normal(sa, dtype=np.float32),
+                        rng.standard_normal(sb, dtype=np.float32)]
+
+
+def _matmul_build(form):
+    """NN: A·B;  TN: A^T·B (A stored transposed, as in a backward);  NT: A·B^T."""
+    def build(lib, xs):
+        mm = lib.fn("matmul")
+        a, b = lib.array(xs[0]), lib.array(xs[1])
+        if form == "TN":
+            a = lib.t(a)
+        elif form == "NT":
+            b = lib.t(b)
+        return lambda: mm(a, b)
+    return build
+
+
+def _bmm_build(lib, xs):
+    bmm = lib.fn("bmm")
+    a, b = lib.array(xs[0]), lib.array(xs[1])
+    return lambda: bmm(a, b)
+
+
+def _ewise_build(op, nargs, transpose=False):
+    def build(lib, xs):
+        f = lib.fn(op)
+        args = [lib.array(x) for x in xs[:nargs]]
+        if transpose:
+            args = [lib.t(a) for a in args]
+        if nargs == 1:
+            a, = args
+            return lambda: f(a)
+        a, b = args
+        return lambda: f(a, b)
+    return build
+
+
+def _sum_build(dim):
+    def build(lib, xs):
+        f = lib.fn("sum")
+        a = lib.array(xs[0])
+        if dim is None:
+            return lambda: f(a)
+        return lambda: f(a, dim)
+    return build
+
+
+def _softmax_build(lib, xs):
+    f = lib.fn("softmax", "nn.functional.softmax")
+    a = lib.array(xs[0])
+    return lambda: f(a, -1)
+
+
+OVERHEAD_REPS = 100     # ops per call in the overhead cases, so the call itself is amortised
+
+
+def _add_1elem_build(lib, xs):
+    a, b = lib.array(xs[0]), lib.array(xs[1])
+
+    def run():
+        r = None
+        for _ in range(OVERHEAD_REPS):
+            r = a + b
+        return r
+    return run
+
+
+def _chain_build(lib, xs):
+    """100 small ops: y = tanh(y*w + w) - w, 25 times (4 ops each), as in BASELINE.md."""
+    tanh = lib.fn("tanh")
+    y0, w = lib.array(xs[0]), lib.array(xs[1])
+
+    def run():
+        y = y0
+        for _ in range(OVERHEAD_REPS // 4):
+            y = tanh(y * w + w) - w
+        return y
+    return run
+
+
+def _matmul_cases():
+    cases = []
+    forms = {"NN": "A·B", "TN": "A^T·B (A stored transposed)", "NT": "A·B^T (B stored transposed)"}
+    for n in (1024, 2048):
+        for form, what in forms.items():
+            cases.append(Case(f"matmul_{n}_{form}", "GFLOP/s", 2.0 * n ** 3, _randn2((n, n), (n, n)),
+                              _matmul_build(form), f"{what}, {n}x{n} float32", T_MATMUL,
+                              tags=("matmul",)))
+    cases.append(Case("bmm_64x128x128", "GFLOP/s", 2.0 * 64 * 128 ** 3,
+                      _randn2((64, 128, 128), (64, 128, 128)), _bmm_build,
+                      "batched matmul, 64 products of 128x128 (a matmul case)", T_MATMUL,
+                      tags=("matmul",)))
+    return cases
+
+
+_EWISE = (("add", 2), ("mul", 2), ("exp", 1), ("sigmoid", 1))
+
+
+def _elementwise_cases():
+    cases = []
+    n16 = 16 * M
+    for op, nargs in _EWISE:
+        cases.append(Case(f"{op}_16M", "GB/s", (nargs + 1) * n16 * F32,
+                          _randn2((n16,), (n16,)), _ewise_build(op, nargs),
+                          f"{op} of contiguous 16M float32, out of place", T_EWISE16M,
+                          tags=("elementwise",)))
+    for op, nargs in _EWISE:
+        cases.append(Case(f"{op}_T4096x4096", "GB/s", (nargs + 1) * n16 * F32,
+                          _randn2((4096, 4096), (4096, 4096)), _ewise_build(op, nargs, True),
+                          f"{op} of transposed 4096x4096 views (x.t()), out of place",
+                          T_STRIDED, tags=("elementwise",)))
+    cases.append(Case("bcast_add_4096x4096+4096", "GB/s", (2 * n16 + 4096) * F32,
+                      _randn2((4096, 4096), (4096,)), _ewise_build("add", 2),
+                      "add a 4096 row to each row of 4096x4096", T_STRIDED,
+                      tags=("elementwise",)))
+    for op in ("add", "mul"):
+        cases.append(Case(f"{op}_1M", "GB/s", 3 * M * F32, _randn2((M,), (M,)),
+                          _ewise_build(op, 2), f"{op} of contiguous 1M float32 (in cache)",
+                          None, tags=("elementwise",)))
+    return cases
+
+
+def _reduction_cases():
+    n16 = 16 * M
+    return [
+        Case("sum_16M", "GB/s", n16 * F32 + F32, _randn(n16), _sum_build(None),
+             "sum of all 16M float32", T_REDUCE, tags=("reduction",)),
+        Case("sum_dim0_4096x4096", "GB/s", (n16 + 4096) * F32, _randn(4096, 4096),
+             _sum_build(0), "sum over dim 0 (columns) of 4096x4096", T_REDUCE,
+             tags=("reduction",)),
+        Case("sum_dim1_4096x4096", "GB/s", (n16 + 4096) * F32, _randn(4096, 4096),
+             _sum_build(1), "sum over dim 1 (rows) of 4096x4096", T_REDUCE,
+             tags=("reduction",)),
+        Case("softmax_4096x1024", "GB/s", 2 * 4 * M * F32, _randn(4096, 1024), _softmax_build,
+             "softmax over the last dim of 4096x1024", T_REDUCE, tags=("reduction",)),
+    ]
+
+
+def _overhead_cases():
+    return [
+        Case("add_1elem_overhead", "us/op", OVERHEAD_REPS, _randn2((1,), (1,)), _add_1elem_build,
+             "a + b on 1-element tensors (per-op dispatch cost)", T_OVERHEAD,
+             tags=("overhead",)),
+        Case("chain100_64elem", "us/op", OVERHEAD_REPS, _randn2((64,), (64,)), _chain_build,
+             "100 small ops: y = tanh(y*w + w) - w, 25 times, on 64 floats", None,
+             tags=("overhead",)),
+    ]
+
+
+CASES = (_elementwise_cases() + _overhead_cases() + _reduction_cases() + _matmul_cases())
+
+
+def relative_tolerance(case):
+    """How far a result may be from NumPy's and still count as the same answer."""
+    if case.name.startswith(("sum", "matmul", "bmm")):
+        return 1e-3      # a different summation order changes the low bits
+    return 1e-4
