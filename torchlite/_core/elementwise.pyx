@@ -77,6 +77,11 @@ for i_ in range(TL_NBINARY):
 for i_ in range(TL_NTERNARY):
     TERNARY[tl_ternary_names[i_].decode().lower()] = i_
 
+# op names by code, for error messages (decoded once, not per call)
+_UNARY_NAMES = sorted(UNARY, key=UNARY.get)
+_BINARY_NAMES = sorted(BINARY, key=BINARY.get)
+_TERNARY_NAMES = sorted(TERNARY, key=TERNARY.get)
+
 # unary kinds
 cdef enum:
     K_FLOAT = 0       # integer and bool inputs are promoted to the default float dtype
@@ -611,7 +616,7 @@ def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double 
     cdef int i
     cdef tl_loop fn
     cdef Array res, dst = None
-    name = tl_unary_names[op].decode().lower()
+    name = _UNARY_NAMES[op]
     if kind == K_FLOAT and not is_float(rdt):
         rdt = _default_float
     elif kind == K_INTONLY and is_float(rdt):
@@ -652,7 +657,7 @@ def binary(int op, a, b, Array out=None, double alpha=1.0):
     cdef tl_loop fn
     cdef Array res, dst = None
     cdef tuple xs = (a, b)
-    name = tl_binary_names[op].decode().lower()
+    name = _BINARY_NAMES[op]
     rdt = _result_type(xs)
     if kind == B_FLOAT and not is_float(rdt):
         rdt = _default_float
@@ -685,7 +690,7 @@ def ternary(int op, a, b, c, Array out=None, double p0=1.0):
     cdef Array res, dst = None
     cdef list xs = [a, b, c]
     cdef int k, first
-    name = tl_ternary_names[op].decode().lower()
+    name = _TERNARY_NAMES[op]
     if op == TERNARY["where"]:
         rdt = _result_type((b, c))
         first = 1

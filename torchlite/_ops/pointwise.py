@@ -457,7 +457,7 @@ def add_(self, other, *, alpha=1):
 
 
 def _is_bool_operand(x):
-    return x.dtype is D.bool if isinstance(x, Tensor) else isinstance(x, builtins.bool)
+    return x._data.dtype == 0 if type(x) is Tensor else isinstance(x, builtins.bool)
 
 
 def _no_bool_sub(a, b):
