@@ -178,10 +178,9 @@ def test_setitem_on_leaf_requiring_grad_is_refused():
     assert x.tolist() == [1.0, 0.0, 0.0] and x.grad_fn is None
 
 
-def test_inplace_write_through_a_view_is_not_tracked():
-    """What works: writing through the tensor itself, and writing into a view whose own
-    history is then used.  What does not (documented): the base of a view does not see an
-    in-place write made through the view, so its gradient ignores the write."""
+def test_inplace_write_through_a_view_updates_the_base():
+    """Writing through the tensor itself, and through a view of it: the view's history and the
+    base's history both see the write (torch's answers)."""
     x = tl.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 2
     y[0] = 10.0                             # through y itself: tracked
@@ -197,8 +196,8 @@ def test_inplace_write_through_a_view_is_not_tracked():
     assert x.grad.tolist() == [0.0, 0.0, 2.0]
 
     x.grad = None
-    y.sum().backward()                      # y's history predates the write through the view
-    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    y.sum().backward()                      # the base sees the write through its view
+    assert x.grad.tolist() == [2.0, 0.0, 2.0]
 
 
 INPLACE = [

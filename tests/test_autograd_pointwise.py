@@ -383,3 +383,59 @@ def test_integer_and_bool_results_never_require_grad():
                  lambda: tl.tensor([True]).requires_grad_()):
         with pytest.raises(RuntimeError, match="floating point"):
             make()
+
+
+# ---- property: gradients of broadcast operands, any shapes and layouts --------------------------------
+_GRAD_FORMULAS = {          # op -> (d out/d a, d out/d b) in NumPy, elementwise
+    "add": (lambda a, b: np.ones_like(a * b), lambda a, b: np.ones_like(a * b)),
+    "sub": (lambda a, b: np.ones_like(a * b), lambda a, b: -np.ones_like(a * b)),
+    "mul": (lambda a, b: b + 0 * a, lambda a, b: a + 0 * b),
+    "div": (lambda a, b: 1 / b + 0 * a, lambda a, b: -a / (b * b)),
+    "atan2": (lambda a, b: b / (a * a + b * b), lambda a, b: -a / (a * a + b * b)),
+}
+
+
+def _strided_leaf(values, transposed):
+    """A float64 leaf holding `values`: reversed-dims transposed view, or a stepped view."""
+    if transposed and values.ndim >= 2:
+        t = tl.tensor(np.ascontiguousarray(values.transpose())).permute(*range(values.ndim - 1, -1, -1))
+    elif values.ndim >= 1:
+        big = np.zeros(values.shape[:-1] + (2 * values.shape[-1],))
+        big[..., ::2] = values
+        t = tl.tensor(big)[..., ::2]
+    else:
+        t = tl.tensor(values)
+    return t.detach().requires_grad_()
+
+
+def _reduce_to(arr, shape):
+    lead = arr.ndim - len(shape)
+    arr = arr.sum(axis=tuple(range(lead))) if lead else arr
+    axes = tuple(i for i, s in enumerate(shape) if s == 1 and arr.shape[i] != 1)
+    return arr.sum(axis=axes, keepdims=True) if axes else arr
+
+
+try:
+    from hypothesis import given, settings, strategies as st
+    from hypothesis.extra.numpy import mutually_broadcastable_shapes
+except ImportError:                                     # pragma: no cover
+    given = None
+
+if given is not None:
+    @settings(max_examples=60, deadline=None)
+    @given(shapes=mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3),
+           op=st.sampled_from(sorted(_GRAD_FORMULAS)), layout=st.tuples(st.booleans(), st.booleans()),
+           seed=st.integers(0, 2 ** 16))
+    def test_broadcast_gradients_property(shapes, op, layout, seed):
+        rng = np.random.default_rng(seed)
+        (sa, sb), out_shape = shapes.input_shapes, shapes.result_shape
+        av, bv = rng.uniform(0.5, 2.0, sa), rng.uniform(0.5, 2.0, sb)
+        a, b = _strided_leaf(av, layout[0]), _strided_leaf(bv, layout[1])
+        v = rng.standard_normal(out_shape)
+        out = getattr(tl, op)(a, b)
+        ga, gb = tl.autograd.grad(out, [a, b], tl.tensor(v))
+        da, db = _GRAD_FORMULAS[op]
+        abv = np.broadcast_arrays(av, bv)
+        assert tuple(ga.shape) == sa and tuple(gb.shape) == sb
+        np.testing.assert_allclose(ga.numpy(), _reduce_to(da(*abv) * v, sa), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(gb.numpy(), _reduce_to(db(*abv) * v, sb), rtol=1e-12, atol=1e-12)

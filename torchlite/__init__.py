@@ -38,7 +38,7 @@ from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
 from . import linalg, random, return_types, autograd, _dlpack
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
-                       is_inference_mode_enabled)
+                       is_inference_mode_enabled, is_anomaly_enabled, set_detect_anomaly)
 from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)
 from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, numel,
                       is_floating_point, is_nonzero, result_type)

@@ -41,7 +41,8 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_requires_grad", "grad", "grad_fn", "_output_nr", "_grad_acc",
-                 "_hooks", "_retains_grad", "_post_acc_hooks", "__weakref__")
+                 "_hooks", "_retains_grad", "_post_acc_hooks", "_base", "_view_version",
+                 "__weakref__")
     __array_priority__ = 1000   # make NumPy defer to our reflected operators
 
     def __new__(cls, *args, **kwargs):
@@ -258,9 +259,15 @@ class Tensor:
 
     def detach_(self):
         """Cut this tensor from the graph in place: it becomes a leaf not requiring grad."""
+        if getattr(self, "_base", None) is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
         self._requires_grad = False
         return self
+
+    def _is_view(self):
+        """True for a view (of `self._base`) made by an op that recorded the graph."""
+        return getattr(self, "_base", None) is not None
 
     @property
     def output_nr(self):
@@ -343,6 +350,7 @@ def _wrap(arr, requires_grad=False):
     t._requires_grad = requires_grad
     t.grad = None
     t.grad_fn = None
+    t._base = None
     return t
 
 

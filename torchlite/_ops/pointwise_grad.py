@@ -9,9 +9,11 @@ type-promoted inputs are summed back to the input's shape and cast to its dtype.
 import math
 
 from .._tensor import Tensor, _wrap
+from .._core import array as _A
 from .._core import elementwise as _ew
 from .. import _dtype as D
-from ..autograd.graph import Node, record, sum_to, pack, unpack, edge, needs_grad, _FREED, _NO_EDGE  # noqa: F401
+from ..autograd.graph import Node, record, sum_to, pack, unpack, edge, refresh_view, _FREED, _NO_EDGE
+from ..autograd.graph import needs_grad  # noqa: F401  (pointwise.py's in-place ops use it as _G.needs_grad)
 from ..autograd.grad_mode import no_grad, _state
 from ..autograd import anomaly as _anomaly
 
@@ -419,9 +421,9 @@ def _save_needed(saved, needs, a, b, res, a_t, b_t):
     if saved is None:
         saved = {}
     if "a" in needs and a_t and "self" not in saved:
-        saved["self"] = (a, a._data, a._data.storage.version, 0)
+        saved["self"] = (a, a._data, a._data.storage.version, a.grad_fn)
     if "b" in needs and b_t and "other" not in saved:
-        saved["other"] = (b, b._data, b._data.storage.version, 0)
+        saved["other"] = (b, b._data, b._data.storage.version, b.grad_fn)
     if "y" in needs and "result" not in saved:
         saved["result"] = (None, res, res.storage.version, 0)
     return saved
@@ -536,20 +538,38 @@ def record_ternary(cls, inputs, result, value=1.0):
 
 # ---- in-place ops on tensors that are part of a graph ---------------------------------------------
 def check_inplace(self, name):
-    """PyTorch forbids in-place ops on a leaf that requires grad (while recording)."""
+    """PyTorch forbids in-place ops on a leaf that requires grad, or on a view of one (while
+    recording)."""
     if self.grad_fn is None and self._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = getattr(self, "_base", None)
+    if base is None:
+        return
+    if base.grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    fn = self.grad_fn
+    if fn is not None and fn._num_outputs > 1:
+        raise RuntimeError(f"Output {self.output_nr} of {fn.name()} is a view and is being modified "
+                           f"inplace. This view is the output of a function that returns multiple "
+                           f"views. Such functions do not allow the output views to be modified "
+                           f"inplace. You should replace the inplace operation by an out-of-place one.")
 
 
 def rebase_inplace(self, out_of_place):
     """Run an in-place op on a tensor that is part of a graph (or gets a gradient through the
     other operand): compute it out of place on an alias of self that carries self's history,
-    write the result into self's memory and make the op's node self's history.
+    write the result into self's memory and make the op's node self's history.  When self is
+    a view, its base's history changes instead (CopySlices), and self's follows from it.
 
     What the op's nodes saved decides what the in-place op keeps, as in PyTorch: a saved input
     that is self's old value is copied once (the memory is about to be overwritten), and the
     result, if the op's node saved it, becomes self itself, so a later in-place change of self
     is caught by the version check."""
+    base = getattr(self, "_base", None)
+    if base is not None:
+        edge(self)                          # a stale view history is brought up to date first
+        base_edge = edge(base)
     old = _wrap(self._data, self._requires_grad)
     if self.grad_fn is not None:
         old.grad_fn, old._output_nr = self.grad_fn, self.output_nr
@@ -567,16 +587,75 @@ def rebase_inplace(self, out_of_place):
                            f"desired output type {_ew._TORCH_NAMES[self._data.dtype]}")
     node = r.grad_fn
     result_keys = _keep_old_value(node, old, r, watch[1])
+    copy_slices = _copy_slices_node(self, base, base_edge, r) if base is not None else None
     with no_grad():
         _ew.copy_(self._data, r._data)
     self._bump_version()
     for key in result_keys:
         node._saved[key] = (None, self._data, self._data.storage.version, 0)
-    _move_retain_grad(self, node)
+    if copy_slices is not None:
+        base._requires_grad = True
+        base.grad_fn, base._output_nr = copy_slices, 0
+        old_fn = self.grad_fn
+        refresh_view(self)
+        _move_retain_grad(self, old_fn, self.grad_fn)
+        return self
+    _move_retain_grad(self, self.grad_fn, node)
     self._requires_grad = r._requires_grad
     self.grad_fn = node
     self._output_nr = getattr(r, "_output_nr", 0)
     return self
+
+
+class CopySlices(Node):
+    """The history of a base tensor written in place through one of its views: the gradient
+    of the view's region goes to the new values (the in-place op's result), the rest to the
+    base's old history."""
+
+    def backward(self, g):
+        grad_region = None
+        if self.next_functions[1][0] is not None:
+            shape, strides, rel_offset = self.view_geometry
+            in_layout = g.permute(*self.perm).contiguous().permute(*self.inverse_perm)
+            grad_region = in_layout.as_strided(shape, strides, in_layout.storage_offset() + rel_offset)
+        grad_base = g * self.mask if self.next_functions[0][0] is not None else None
+        return grad_base, grad_region
+
+
+def _dense_order(shape, strides):
+    """The dims from outermost to innermost if this layout is dense and non-overlapping (the
+    memory of a permuted contiguous tensor), else None."""
+    order = sorted(range(len(shape)), key=lambda d: (strides[d], shape[d]), reverse=True)
+    expect = 1
+    for d in reversed(order):
+        if shape[d] == 1:
+            continue
+        if strides[d] != expect:
+            return None
+        expect *= shape[d]
+    return order
+
+
+def _copy_slices_node(view, base, base_edge, r):
+    """The CopySlices node of an in-place write through `view` into `base` (r: the values)."""
+    from .creation import empty_like
+    b, v = base._data, view._data
+    order = _dense_order(b.shape, b.strides)
+    if order is None:
+        raise RuntimeError("an in-place operation through a view of a tensor whose memory is not "
+                           "dense is not supported by autograd; use an out-of-place operation")
+    node = CopySlices()
+    node.perm = order
+    node.inverse_perm = sorted(range(len(order)), key=lambda i: order[i])
+    node.view_geometry = (v.shape, v.strides, v.offset - b.offset)
+    mask = empty_like(base, requires_grad=False)            # 1 outside the view's region, 0 inside
+    _A.fill_(mask._data, 1)
+    _A.fill_(mask._data.as_strided(v.shape, v.strides, mask._data.offset + v.offset - b.offset), 0)
+    node.mask = mask
+    node.next_functions = (base_edge, edge(r))
+    if _anomaly._enabled:
+        node._trace = _anomaly.current_trace()
+    return node
 
 
 def _keep_old_value(node, old, r, watched):
@@ -601,13 +680,14 @@ def _keep_old_value(node, old, r, watched):
     return result_keys
 
 
-def _move_retain_grad(self, node):
+def _move_retain_grad(self, old_fn, new_fn):
     """retain_grad follows the tensor to its new history (PyTorch: .grad is the gradient of
     the latest version)."""
-    if getattr(self, "_retains_grad", False) and self.grad_fn is not None and node is not None:
-        self.grad_fn._retained.pop(self.output_nr, None)
-        if node._retained is None:
-            node._retained = {}
-            node._special = True
+    if getattr(self, "_retains_grad", False) and old_fn is not None and new_fn is not None:
+        if old_fn._retained is not None:
+            old_fn._retained.pop(self.output_nr, None)
+        if new_fn._retained is None:
+            new_fn._retained = {}
+            new_fn._special = True
         import weakref
-        node._retained[0] = weakref.ref(self)
+        new_fn._retained[0] = weakref.ref(self)

@@ -34,26 +34,26 @@ def _root_grads(outputs, grad_outputs, create_graph):
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs]
-    grad_outputs = list(grad_outputs)
-    if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad_tensors/grad_outputs should be a sequence of length "
-                           f"{len(outputs)}, but got length {len(grad_outputs)}")
+    elif not isinstance(grad_outputs, (tuple, list)):
+        raise TypeError(f"'{type(grad_outputs).__name__}' object is not iterable")
     out = []
     for i, (o, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         if not o._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if o.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             g = ones_like(o)
-        elif not isinstance(g, Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         elif g._data.shape != o._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} "
                                f"and output[{i}] has a shape of {o.shape}.")
         elif not create_graph:
             g = g.detach()
         out.append(g)
+    if len(out) < len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(out)} gradients")
     return out
 
 

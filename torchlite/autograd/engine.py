@@ -22,7 +22,7 @@ _EW_ADD = _ew.BINARY["add"]
 def _dependencies(roots):
     """{node: number of edges into it} over the graph reachable from roots."""
     deps = {}
-    stack = [n for n in roots if n is not None]
+    stack = list(dict.fromkeys(n for n in roots if n is not None))   # roots may share a node
     seen = set(stack)
     push, add = stack.append, seen.add
     while stack:
@@ -95,13 +95,20 @@ def _run_tensor_hooks(node, grads):
 
 def _store_grad(t, grad, create_graph):
     """t.grad = grad the first time, then t.grad += grad (in place unless create_graph, as
-    PyTorch: a grad made with create_graph keeps its history)."""
+    PyTorch: a grad made with create_graph keeps its history).  A new .grad gets t's strides
+    when t is dense (PyTorch's layout contract), so t and t.grad can be updated together."""
     if create_graph:
         t.grad = grad if t.grad is None else t.grad + grad
         return
     grad = grad.detach()
     if t.grad is None:
-        t.grad = grad.clone()
+        if grad._data.strides == t._data.strides:
+            t.grad = grad.clone()
+        else:
+            from .._ops.creation import empty_like
+            buf = empty_like(t, requires_grad=False)
+            _ew.copy_(buf._data, grad._data)
+            t.grad = buf
     elif t.grad._requires_grad:
         t.grad = t.grad.detach() + grad
     else:
@@ -256,9 +263,7 @@ def _special_node(node, grads, create_graph, retain_graph, captures, captured, n
             idx = captures.get((node, nr))
             if idx is not None and g is not None:
                 _capture(idx, g, captured, inputs, accumulate, create_graph)
-        if node not in needed:
-            if not retain_graph:
-                node.release()
+        if node not in needed:              # it does not run, so it keeps its saved tensors
             _count_down(node, deps, ready)
             return None
     return _call(node, grads)

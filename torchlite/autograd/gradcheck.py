@@ -88,7 +88,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         for j in range(o.numel()):
             for n, (g1, g2) in enumerate(zip(rows[k][j], again[k][j])):
                 if (g1 is None) != (g2 is None) or (g1 is not None and
-                                                    (g1 - g2).abs().max().item() > nondet_tol):
+                                                    g1.numel() and (g1 - g2).abs().max().item() > nondet_tol):
                     return _fail(f"Backward is not reentrant, i.e., running backward with same input "
                                  f"and grad_output multiple times gives different values, although "
                                  f"analytical gradient matches numerical gradient. The tolerance for "

@@ -16,7 +16,12 @@ Writing a backward formula (the pattern every op family follows):
     node.save_output(result=out)                    # node.save(x=inp) for inputs
     record(node, (inp,), out)
 
-Formulas are written with Tensor ops, so they are differentiable again (create_graph)."""
+Formulas are written with Tensor ops, so they are differentiable again (create_graph).
+
+Views: an output of a recorded op that shares memory with the op's first tensor input is a
+view of it (`out._base`, PyTorch's name).  An in-place write through a view rewrites the
+base's history (pointwise_grad.rebase_inplace: CopySlices), and a view whose memory changed
+since its history was set gets a fresh history from its base when next used (edge)."""
 import weakref
 
 from . import anomaly as _anomaly
@@ -37,8 +42,9 @@ def needs_grad(*tensors):
 
 
 # ---- saved tensors ------------------------------------------------------------------------------
-# A saved tensor is a tuple (tensor, array, version, output_nr): an input keeps its Tensor (its
-# grad_fn is the history a double backward follows); an op's own output keeps only its array
+# A saved input is a tuple (tensor, array, version, its grad_fn when saved): it keeps its Tensor
+# (whose grad_fn is the history a double backward follows).  A saved output is (None, array,
+# version, output_nr): an op's own output keeps only its array
 # (the node itself is its grad_fn), so a node never holds the tensor that holds it: no reference
 # cycle, and the graph is freed as soon as nothing uses it.  Tuples, not objects: this runs once
 # per recorded op.
@@ -50,7 +56,7 @@ def pack(t, is_output):
     arr = t._data
     if is_output:
         return (None, arr, arr.storage.version, getattr(t, "_output_nr", 0))
-    return (t, arr, arr.storage.version, 0)
+    return (t, arr, arr.storage.version, t.grad_fn)
 
 
 def _dtype_name(arr):
@@ -60,10 +66,9 @@ def _dtype_name(arr):
 
 def unpack(node, name, entry):
     """The tensor of a saved entry, after checking nothing modified it in place since."""
-    t, arr, version, output_nr = entry
+    t, arr, version, extra = entry
     if arr.storage.version != version:
-        producer = node if t is None else t.grad_fn
-        nr = output_nr if t is None else getattr(t, "_output_nr", 0)
+        producer, nr = (node, extra) if t is None else (extra, getattr(t, "_output_nr", 0))
         which = f", which is output {nr} of {producer.name()}," if producer is not None else ""
         raise RuntimeError(
             f"one of the variables needed for gradient computation has been modified by an "
@@ -74,7 +79,7 @@ def unpack(node, name, entry):
     if t is None:
         t = _wrap(arr, True)
         t.grad_fn = node
-        t._output_nr = output_nr
+        t._output_nr = extra
     return t
 
 
@@ -118,6 +123,15 @@ class Node:
         if m is None:
             m = self._metadata = {}
         return m
+
+    def __getattr__(self, attr):
+        # PyTorch's grad_fn._saved_<name>: the saved tensor `name` (only called for attributes
+        # not found the normal way)
+        if attr.startswith("_saved_") and attr != "_saved_":
+            key = attr[len("_saved_"):]
+            if self._released or (self._saved is not None and key in self._saved):
+                return self.saved(key)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     # -- saved tensors ---------------------------------------------------------------------
     def save(self, **tensors):
@@ -229,8 +243,41 @@ def edge(t):
         return _NO_EDGE
     fn = t.grad_fn
     if fn is not None:
+        if t._base is not None and t._view_version != t._data.storage.version:
+            return refresh_view(t)
         return (fn, getattr(t, "_output_nr", 0))
     return (grad_accumulator(t), 0)
+
+
+def refresh_view(t):
+    """A view whose memory was written in place since its history was set (through its base
+    or another view of it): its history becomes a view of the base's current history, as
+    PyTorch regenerates a view's grad_fn.  Returns the view's edge."""
+    from .grad_mode import enable_grad
+    arr = t._data
+    with enable_grad():
+        v = t._base.as_strided(arr.shape, arr.strides, arr.offset)
+    t.grad_fn, t._output_nr, t._requires_grad = v.grad_fn, 0, v._requires_grad
+    t._view_version = arr.storage.version
+    return _NO_EDGE if v.grad_fn is None else (v.grad_fn, 0)
+
+
+def _mark_views(inputs, outs):
+    """Outputs that share memory with the first tensor input are views of it (of its base):
+    an in-place change through them must update the base's history (pointwise_grad)."""
+    src = None
+    for t in inputs:
+        if t is not None:
+            src = t
+            break
+    if src is None:
+        return
+    storage = src._data.storage
+    for o in outs:
+        if o is not None and o is not src and o.grad_fn is not None and o._data.storage is storage:
+            base = getattr(src, "_base", None)
+            o._base = src if base is None else base
+            o._view_version = storage.version
 
 
 def record(node, inputs, outputs):
@@ -252,10 +299,12 @@ def record(node, inputs, outputs):
             else:
                 meta.append(None)
         node._out_meta = meta
+        _mark_views(inputs, outputs)
     elif outputs._data.dtype >= 6:          # integer and bool outputs never require grad
         outputs._requires_grad = True
         outputs.grad_fn = node
         outputs._output_nr = 0
+        _mark_views(inputs, (outputs,))
     if _anomaly._enabled:
         node._trace = _anomaly.current_trace()
     return outputs
