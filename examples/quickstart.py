@@ -2,8 +2,8 @@
 
 The data are the 1797 8x8 digit images that scikit-learn ships (no network needed). The
 model is a two-layer MLP, 64 -> 128 -> 10, trained with minibatch SGD on the cross-entropy
-loss. Until torchlite's autograd lands, the backward pass is written out by hand: each line
-below is the gradient of one line of the forward pass.
+loss, with gradients from torchlite's autograd. (torchlite.nn and torchlite.optim, which
+will shorten this to the usual nn.Module + optimizer loop, are the next milestone.)
 
     python examples/quickstart.py
 """
@@ -28,41 +28,31 @@ def load_digits(seed=0):
 def init_linear(n_in, n_out):
     # PyTorch's default nn.Linear init: U(-1/sqrt(n_in), 1/sqrt(n_in))
     bound = 1.0 / n_in ** 0.5
-    w = torch.empty(n_out, n_in).uniform_(-bound, bound)
-    b = torch.empty(n_out).uniform_(-bound, bound)
+    w = torch.empty(n_out, n_in).uniform_(-bound, bound).requires_grad_()
+    b = torch.empty(n_out).uniform_(-bound, bound).requires_grad_()
     return w, b
 
 
 def forward(params, x):
     w1, b1, w2, b2 = params
-    h_pre = x @ w1.T + b1
-    h = h_pre.relu()
-    logits = h @ w2.T + b2
-    return h_pre, h, logits
+    h = (x @ w1.T + b1).relu()
+    return h @ w2.T + b2
 
 
 def train_step(params, x, y, lr):
-    w1, b1, w2, b2 = params
-    h_pre, h, logits = forward(params, x)
-    log_probs = logits.log_softmax(dim=1)
-    onehot = (y.unsqueeze(1) == torch.arange(10)).float()
-    loss = -(log_probs * onehot).sum() / len(y)
-    # backward, by hand
-    g_logits = (log_probs.exp() - onehot) / len(y)      # d loss / d logits
-    g_w2 = g_logits.T @ h
-    g_b2 = g_logits.sum(0)
-    g_h = g_logits @ w2
-    g_hpre = g_h * (h_pre > 0)
-    g_w1 = g_hpre.T @ x
-    g_b1 = g_hpre.sum(0)
-    for p, g in zip(params, (g_w1, g_b1, g_w2, g_b2)):
-        p.sub_(g, alpha=lr)                              # SGD, in place
+    logits = forward(params, x)
+    loss = -logits.log_softmax(dim=1)[torch.arange(len(y)), y].mean()   # cross-entropy
+    loss.backward()
+    with torch.no_grad():                                               # SGD, in place
+        for p in params:
+            p -= lr * p.grad
+            p.grad = None
     return loss.item()
 
 
+@torch.no_grad()
 def accuracy(params, x, y):
-    _, _, logits = forward(params, x)
-    return (logits.argmax(dim=1) == y).float().mean().item()
+    return (forward(params, x).argmax(dim=1) == y).float().mean().item()
 
 
 def main():
