@@ -50,9 +50,16 @@ class TorchLike:
     def t(self, x):
         return x.t()
 
+    def leaf(self, x):
+        """A leaf tensor with requires_grad=True (autograd's input), in the library's memory."""
+        t = self.array(x)
+        if not hasattr(t, "requires_grad_"):
+            raise NotImplementedOp("autograd (requires_grad_)")
+        return t.requires_grad_()
+
     def to_numpy(self, r):
         if self.name == "torch":
-            return r.numpy()
+            return r.detach().numpy()
         return np.asarray(r)
 
 
@@ -85,8 +92,24 @@ class NumpyLib:
     def t(self, x):
         return x.T
 
+    def leaf(self, x):
+        raise NotImplementedOp("autograd (NumPy has none)")
+
     def to_numpy(self, r):
         return np.asarray(r)
+
+
+class Staged:
+    """A callable whose every call has an untimed setup: the harness times only
+    `run(setup())`'s run part (e.g. a backward, with the forward that builds its graph done
+    in setup).  Calling it directly runs both, which is what the result check uses."""
+
+    def __init__(self, setup, run):
+        self.setup = setup
+        self.run = run
+
+    def __call__(self):
+        return self.run(self.setup())
 
 
 # ---- targets -------------------------------------------------------------------------------
@@ -104,6 +127,8 @@ T_EWISE16M = Target(1.0, ">= 1.0x (aim 2x)", aim=2.0)
 T_STRIDED = Target(0.8, ">= 0.8x")
 T_REDUCE = Target(0.8, ">= 0.8x")
 T_OVERHEAD = Target(1 / 1.5, "us <= 1.5x torch")
+T_AUTOGRAD_CHAIN = Target(1 / 1.5, "us <= 1.5x torch")
+T_MATMUL_BWD = Target(1 / 1.2, "time <= 1.2x torch")
 
 
 # ---- cases ---------------------------------------------------------------------------------
@@ -118,6 +143,9 @@ class Case:
     target: Optional[Target] = None
     check: bool = True                          # compare each library's result with NumPy's
     tags: tuple = field(default_factory=tuple)
+    # the expected result from the NumPy inputs, for cases NumPy cannot run itself (autograd);
+    # None: run the case's build on NumPy.  May return a list when the case returns a tuple.
+    reference: Optional[Callable] = None
 
 
 def _randn(*shape):
@@ -205,6 +233,55 @@ def _chain_build(lib, xs):
     return run
 
 
+def _chain_grad_build(lib, xs):
+    """The chain above with w a leaf requiring grad: forward, then backward from a fixed
+    gradient of ones (no extra op), with w.grad cleared first as a training step does.
+    Returns dL/dw."""
+    tanh = lib.fn("tanh")
+    y0, w = lib.array(xs[0]), lib.leaf(xs[1])
+    ones = lib.array(np.ones_like(xs[1]))
+
+    def run():
+        w.grad = None
+        y = y0
+        for _ in range(OVERHEAD_REPS // 4):
+            y = tanh(y * w + w) - w
+        y.backward(ones)
+        return w.grad
+    return run
+
+
+def _chain_grad_reference(xs):
+    """dy/dw of the chain, elementwise, by forward-mode differentiation in float64."""
+    y, w = xs[0].astype(np.float64), xs[1].astype(np.float64)
+    dy = np.zeros_like(y)
+    for _ in range(OVERHEAD_REPS // 4):
+        t = np.tanh(y * w + w)
+        dy = (1 - t * t) * (dy * w + y + 1) - 1
+        y = t - w
+    return dy
+
+
+def _matmul_bwd_build(lib, xs):
+    """Backward of C = A @ B from a fixed G; the forward (building the graph) is untimed."""
+    mm = lib.fn("matmul")
+    a, b, g = lib.leaf(xs[0]), lib.leaf(xs[1]), lib.array(xs[2])
+
+    def forward():
+        a.grad = b.grad = None
+        return mm(a, b)
+
+    def backward(c):
+        c.backward(g)
+        return a.grad, b.grad
+    return Staged(forward, backward)
+
+
+def _matmul_bwd_reference(xs):
+    a, b, g = xs
+    return [g @ b.T, a.T @ g]
+
+
 def _matmul_cases():
     cases = []
     forms = {"NN": "A·B", "TN": "A^T·B (A stored transposed)", "NT": "A·B^T (B stored transposed)"}
@@ -274,7 +351,23 @@ def _overhead_cases():
     ]
 
 
-CASES = (_elementwise_cases() + _overhead_cases() + _reduction_cases() + _matmul_cases())
+def _autograd_cases():
+    n = 2048
+    return [
+        Case("chain100_fwd+bwd", "us/op", OVERHEAD_REPS, _randn2((64,), (64,)),
+             _chain_grad_build, "the chain of 100 ops with w requiring grad, forward + "
+             "backward; time per forward op", T_AUTOGRAD_CHAIN, tags=("autograd", "overhead"),
+             reference=_chain_grad_reference),
+        Case(f"matmul_{n}_bwd", "GFLOP/s", 2 * 2.0 * n ** 3,
+             lambda rng: [rng.standard_normal((n, n), dtype=np.float32) for _ in range(3)],
+             _matmul_bwd_build, f"C.backward(G) of C = A @ B, {n}x{n} float32, both requiring "
+             "grad (two matmuls; the forward is untimed)", T_MATMUL_BWD,
+             tags=("autograd", "matmul"), reference=_matmul_bwd_reference),
+    ]
+
+
+CASES = (_elementwise_cases() + _overhead_cases() + _reduction_cases() + _matmul_cases()
+         + _autograd_cases())
 
 
 def relative_tolerance(case):
