@@ -3,7 +3,7 @@
 
 CASES lists every differentiable op of these families once with its gradcheck case; the
 harness (gradcheck on several layouts, gradgradcheck, comparison with PyTorch) is
-test_autograd_shape.py's.  Index tensors hold no repeated target where the op's result would
+tests/helpers.py's.  Index tensors hold no repeated target where the op's result would
 depend on which write wins (scatter, index_copy, put without accumulate)."""
 import numpy as np
 import pytest
@@ -11,8 +11,7 @@ import pytest
 import torchlite as tl
 from torchlite.autograd import gradcheck
 
-from test_autograd_shape import (Case, check_against_torch, check_gradcheck, check_gradgradcheck,
-                                 layout_params)
+from helpers import Case, case_table_tests, grad_fn_names, check_against_torch, missing_ops
 
 MASK = [True, False, True]
 
@@ -97,27 +96,14 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case,layout", layout_params([c for c in CASES if c.check]))
-def test_gradcheck(case, layout):
-    check_gradcheck(case, layout)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.double], ids=repr)
-def test_gradgradcheck(case):
-    check_gradgradcheck(case)
-
-
-@pytest.mark.parametrize("case,layout", layout_params(CASES))
-def test_matches_torch(case, layout):
-    check_against_torch(case, layout)
+test_gradcheck, test_gradgradcheck, test_matches_torch = case_table_tests(CASES)
 
 
 def test_table_covers_every_op():
     ops = ("getitem_int getitem_mask gather scatter_src scatter_value scatter_add index_select "
            "index_add index_copy index_fill index_put masked_fill masked_select masked_scatter "
            "take take_along_dim put sort topk kthvalue msort").split()
-    names = {c.name for c in CASES}
-    assert [op for op in ops if op not in names] == []
+    assert missing_ops(CASES, ops) == []
 
 
 # ---- setitem and the in-place index ops on tensors in a graph ------------------------------------
@@ -275,12 +261,8 @@ NAMED = [
 
 @pytest.mark.parametrize("name,fn", NAMED, ids=[n for n, _ in NAMED])
 def test_node_names_match_torch(name, fn):
-    torch = pytest.importorskip("torch")
-    names = []
-    for L in (tl, torch):
-        x = L.ones(3, 4, dtype=L.float64, requires_grad=True) * 1
-        names.append(type(fn(L, x).grad_fn).__name__)
-    assert names[0] == names[1]
+    ours, torchs = grad_fn_names(fn)
+    assert ours == torchs
 
 
 def test_integer_outputs_never_require_grad():

@@ -7,7 +7,7 @@ import pytest
 
 import torchlite as tl
 from torchlite.autograd import gradcheck, gradgradcheck
-from helpers import make_noncontig, torch_or_skip
+from helpers import grad_leaves, torch_or_skip
 
 _rng = np.random.default_rng(11)
 
@@ -83,27 +83,17 @@ CASES = {
 _NAMES = sorted(CASES)
 
 
-def _leaves(arrays, layout):
-    """Float64 leaves requiring grad holding `arrays`, in make_noncontig's layout number
-    `layout` (0 = contiguous) where the array has it."""
-    out = []
-    for a in arrays:
-        variants = [t for label, t in make_noncontig(a, tl.float64) if label != "expanded"]
-        out.append(variants[min(layout, len(variants) - 1)].requires_grad_())
-    return out
-
-
 @pytest.mark.parametrize("layout", [0, 1, 2], ids=["contiguous", "transposed", "stepped"])
 @pytest.mark.parametrize("name", _NAMES)
 def test_gradcheck(name, layout):
     fn, arrays, _ = CASES[name]
-    assert gradcheck(lambda *a: fn(tl, *a), _leaves(arrays, layout))
+    assert gradcheck(lambda *a: fn(tl, *a), grad_leaves(arrays, layout))
 
 
 @pytest.mark.parametrize("name", _NAMES)
 def test_gradgradcheck(name):
     fn, arrays, _ = CASES[name]
-    assert gradgradcheck(lambda *a: fn(tl, *a), _leaves(arrays, 1))
+    assert gradgradcheck(lambda *a: fn(tl, *a), grad_leaves(arrays, 1))
 
 
 def _grads(L, fn, arrays, dtype_name, requires=None):
@@ -145,7 +135,7 @@ def test_only_some_operands_require_grad(name):
 @pytest.mark.parametrize("name", [n for n in _NAMES if CASES[n][2]])
 def test_grad_fn_names(name):
     fn, arrays, expected = CASES[name]
-    out = fn(tl, *_leaves(arrays, 0))
+    out = fn(tl, *grad_leaves(arrays, 0))
     assert type(out.grad_fn).__name__ == expected
 
 

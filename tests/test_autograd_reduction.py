@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import torchlite as tl
 from torchlite.autograd import gradcheck, gradgradcheck
-from helpers import make_noncontig, torch_or_skip
+from helpers import grad_leaves, torch_or_skip
 
 _rng = np.random.default_rng(20261121)
 
@@ -97,29 +97,19 @@ def _float_outputs(out):
     return [o for o in outs if o.is_floating_point()]
 
 
-def _leaves(arrays, layout):
-    """Float64 leaves requiring grad holding `arrays`, in make_noncontig's layout number
-    `layout` (0 = contiguous) where the array has it."""
-    out = []
-    for a in arrays:
-        variants = [t for label, t in make_noncontig(a, tl.float64) if label != "expanded"]
-        out.append(variants[min(layout, len(variants) - 1)].requires_grad_())
-    return out
-
-
 @pytest.mark.parametrize("layout", [0, 1, 2, 3], ids=["contiguous", "transposed", "stepped",
                                                       "offset"])
 @pytest.mark.parametrize("name", _NAMES)
 def test_gradcheck(name, layout):
     fn, arrays, _ = CASES[name]
-    xs = _leaves(arrays, layout)
+    xs = grad_leaves(arrays, layout)
     assert gradcheck(lambda *a: fn(tl, *a), xs)
 
 
 @pytest.mark.parametrize("name", _NAMES)
 def test_gradgradcheck(name):
     fn, arrays, _ = CASES[name]
-    assert gradgradcheck(lambda *a: fn(tl, *a), _leaves(arrays, 1))
+    assert gradgradcheck(lambda *a: fn(tl, *a), grad_leaves(arrays, 1))
 
 
 def _grads(L, fn, arrays, dtype_name, seed):
@@ -152,7 +142,7 @@ def test_matches_torch(name, dtype_name):
 @pytest.mark.parametrize("name", [n for n in _NAMES if CASES[n][2]])
 def test_grad_fn_names(name):
     fn, arrays, expected = CASES[name]
-    out = _float_outputs(fn(tl, *_leaves(arrays, 0)))[0]
+    out = _float_outputs(fn(tl, *grad_leaves(arrays, 0)))[0]
     assert type(out.grad_fn).__name__ == expected
     assert repr(out.grad_fn).startswith(f"<{expected} object at 0x")
 
@@ -325,7 +315,7 @@ def test_hypothesis_sum_mean_amax_dims(shape, data):
                                    min_size=1, max_size=nd)))
     keepdim = data.draw(st.booleans())
     layout = data.draw(st.integers(0, 3))
-    (x,) = _leaves([a], layout)
+    (x,) = grad_leaves([a], layout)
     n = math.prod(shape[d] for d in dims)
     for op, expect in (("sum", lambda g: g), ("mean", lambda g: g / n)):
         out = getattr(x, op)(dims, keepdim=keepdim)

@@ -4,114 +4,13 @@ CASES lists every differentiable op of these families once with its gradcheck ca
 case runs gradcheck in float64 on several input layouts (contiguous, transposed, strided,
 broadcast through expand), gradgradcheck on the contiguous layout, and a comparison of the
 values and gradients with PyTorch's.  A case's fn(L, *xs) is written once for both libraries
-(L is torchlite or torch).  test_autograd_indexing.py reuses the harness."""
+(L is torchlite or torch).  The harness is tests/helpers.py's (test_autograd_indexing.py
+uses it too)."""
 import numpy as np
 import pytest
 
 import torchlite as tl
-from torchlite.autograd import gradcheck, gradgradcheck
-
-LAYOUTS = ("contig", "t", "step", "expand")
-
-
-class Case:
-    """An op's gradcheck case: fn(L, *tensors) -> tensor or tuple of tensors; shapes of the
-    float64 inputs (all require grad); double: also gradgradcheck; layouts to try; check:
-    run gradcheck (gradcheck cannot take an empty input yet: such cases are compared with
-    PyTorch only)."""
-
-    def __init__(self, name, fn, *shapes, double=True, layouts=LAYOUTS, atol=1e-5, check=True):
-        self.name, self.fn, self.shapes, self.double = name, fn, shapes, double and check
-        self.check = check
-        self.layouts = [lay for lay in layouts if _layout_applies(lay, shapes)]
-        self.atol = atol
-
-    def __repr__(self):
-        return self.name
-
-
-def _layout_applies(layout, shapes):
-    if layout == "t":
-        return all(len(s) >= 2 for s in shapes)
-    if layout == "step":
-        return all(len(s) >= 1 for s in shapes)
-    if layout == "expand":
-        return all(len(s) >= 1 and s[0] > 1 for s in shapes)
-    return True
-
-
-def make_leaf(L, a, layout):
-    """A float64 leaf requiring grad holding a (numpy), laid out as `layout`: 'contig';
-    't': a transposed view; 'step': every other element of a wider buffer; 'expand': a
-    (1, ...) leaf the case expands to a's shape (see run_fn)."""
-    if layout == "t":
-        base = L.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), dtype=L.float64)
-        t = base.transpose(-1, -2)
-    elif layout == "step":
-        wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
-        wide[..., ::2] = a
-        t = L.tensor(wide, dtype=L.float64)[..., ::2]
-    elif layout == "expand":
-        t = L.tensor(a[:1], dtype=L.float64)
-    else:
-        t = L.tensor(a, dtype=L.float64)
-    return t.detach().requires_grad_()
-
-
-def run_fn(case, L, layout, xs):
-    if layout == "expand":
-        xs = [x.expand(*s) for x, s in zip(xs, case.shapes)]
-    return case.fn(L, *xs)
-
-
-def leaves(case, L, layout, seed=0):
-    rng = np.random.default_rng(seed)
-    arrays = [rng.standard_normal(s) for s in case.shapes]
-    return [make_leaf(L, a, layout) for a in arrays]
-
-
-def float_outputs(out):
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [o for o in outs if o.is_floating_point()]
-
-
-def check_gradcheck(case, layout):
-    xs = leaves(case, tl, layout)
-    assert gradcheck(lambda *a: run_fn(case, tl, layout, a), tuple(xs), atol=case.atol)
-
-
-def check_gradgradcheck(case):
-    xs = leaves(case, tl, "contig")
-    assert gradgradcheck(lambda *a: run_fn(case, tl, "contig", a), tuple(xs), atol=case.atol)
-
-
-def check_against_torch(case, layout):
-    """Values and gradients (for random output gradients) equal PyTorch's."""
-    torch = pytest.importorskip("torch")
-    grads = {}
-    for L in (tl, torch):
-        xs = leaves(case, L, layout)
-        outs = [o for o in float_outputs(run_fn(case, L, layout, xs)) if o.requires_grad]
-        rng = np.random.default_rng(1)
-        gos = [L.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype) for o in outs]
-        # one scalar (sum of o * go) rather than grad(outs, ...): the same gradients
-        loss = sum((o * go).sum() for o, go in zip(outs, gos))
-        gs = L.autograd.grad(loss, xs, allow_unused=True) if outs else [None] * len(xs)
-        grads[L] = ([o.detach().numpy() for o in outs],
-                    [None if g is None else g.numpy() for g in gs])
-    (ours_out, ours_g), (ref_out, ref_g) = grads[tl], grads[torch]
-    assert len(ours_out) == len(ref_out)
-    for a, b in zip(ours_out, ref_out):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-    for a, b in zip(ours_g, ref_g):
-        a = np.zeros_like(b) if a is None and b is not None else a
-        b = np.zeros_like(a) if b is None and a is not None else b
-        if a is not None:
-            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
-
-
-def layout_params(cases):
-    return [pytest.param(c, lay, id=f"{c.name}-{lay}") for c in cases for lay in c.layouts]
+from helpers import LAYOUTS, Case, case_table_tests, grad_fn_names, missing_ops
 
 
 # ---- the table: every differentiable view, conversion and joining op -----------------------------
@@ -218,19 +117,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case,layout", layout_params([c for c in CASES if c.check]))
-def test_gradcheck(case, layout):
-    check_gradcheck(case, layout)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.double], ids=repr)
-def test_gradgradcheck(case):
-    check_gradgradcheck(case)
-
-
-@pytest.mark.parametrize("case,layout", layout_params(CASES))
-def test_matches_torch(case, layout):
-    check_against_torch(case, layout)
+test_gradcheck, test_gradgradcheck, test_matches_torch = case_table_tests(CASES)
 
 
 def test_table_covers_every_op():
@@ -240,8 +127,7 @@ def test_table_covers_every_op():
            "as_strided unfold flip clone contiguous to_copy double cpu cat concat stack hstack "
            "vstack dstack split chunk tensor_split repeat tile repeat_interleave roll tril triu "
            "diag_1d diag_2d diag_embed rot90").split()
-    names = {c.name for c in CASES}
-    assert [op for op in ops if op not in names] == []
+    assert missing_ops(CASES, ops) == []
 
 
 # ---- node names, conversions, grad mode --------------------------------------------------------
@@ -267,12 +153,8 @@ NAMED = [
 
 @pytest.mark.parametrize("name,fn", NAMED, ids=[n for n, _ in NAMED])
 def test_node_names_match_torch(name, fn):
-    torch = pytest.importorskip("torch")
-    names = []
-    for L in (tl, torch):
-        x = L.ones(3, 4, dtype=L.float64, requires_grad=True) * 1
-        names.append(type(fn(L, x).grad_fn).__name__)
-    assert names[0] == names[1]
+    ours, torchs = grad_fn_names(fn)
+    assert ours == torchs
 
 
 @pytest.mark.parametrize("convert,dtype", [("float", tl.float32), ("half", tl.float16),

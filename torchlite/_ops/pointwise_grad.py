@@ -385,9 +385,7 @@ def record_binary(code, name, a, b, result, alpha=1.0):
     if a_t:
         ea = edge(a)
         if ea[0] is not None:
-            arr = a._data
-            if arr.shape != res.shape or arr.dtype != res.dtype:
-                node.a_fix = (arr.shape, arr.dtype)
+            node.a_fix = _fix_of(a, result)
             if cls.needs_a:
                 saved = _save_needed(saved, cls.needs_a, a, b, res, a_t, b_t)
     else:
@@ -396,9 +394,7 @@ def record_binary(code, name, a, b, result, alpha=1.0):
     if b_t:
         eb = edge(b)
         if eb[0] is not None:
-            arr = b._data
-            if arr.shape != res.shape or arr.dtype != res.dtype:
-                node.b_fix = (arr.shape, arr.dtype)
+            node.b_fix = _fix_of(b, result)
             if cls.needs_b:
                 saved = _save_needed(saved, cls.needs_b, a, b, res, a_t, b_t)
     else:

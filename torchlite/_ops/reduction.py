@@ -220,21 +220,22 @@ def min(input, dim=None, keepdim=False, *, out=None):
 @_register("amax")
 def amax(input, dim=(), keepdim=False, *, out=None):
     """The largest value over dim (every dim when empty); NaN propagates."""
-    a = _arr(input, "amax")
-    r = _R.reduce("amax", a, dim, keepdim)
-    if input._requires_grad and _tracked(input, out, "amax"):
-        return _G.record_amax(False, input, _wrap(r), dim, keepdim)
-    return _out(r, out, "amax", a.dtype)
+    return _amax_amin(False, input, dim, keepdim, out)
 
 
 @_register("amin")
 def amin(input, dim=(), keepdim=False, *, out=None):
     """The smallest value over dim (every dim when empty); NaN propagates."""
-    a = _arr(input, "amin")
-    r = _R.reduce("amin", a, dim, keepdim)
-    if input._requires_grad and _tracked(input, out, "amin"):
-        return _G.record_amax(True, input, _wrap(r), dim, keepdim)
-    return _out(r, out, "amin", a.dtype)
+    return _amax_amin(True, input, dim, keepdim, out)
+
+
+def _amax_amin(is_min, input, dim, keepdim, out):
+    name = "amin" if is_min else "amax"
+    a = _arr(input, name)
+    r = _R.reduce(name, a, dim, keepdim)
+    if input._requires_grad and _tracked(input, out, name):
+        return _G.record_amax(is_min, input, _wrap(r), dim, keepdim)
+    return _out(r, out, name, a.dtype)
 
 
 @_register("aminmax")

@@ -17,6 +17,7 @@ from .grad_mode import _state
 
 
 _EW_ADD = _ew.BINARY["add"]
+_NOT_RUN = object()      # _special_node: grad() does not need the node, so its backward is skipped
 
 
 def _dependencies(roots):
@@ -185,8 +186,13 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                 if grads is None:
                     grads = [None] * node._num_outputs
                 grads_in = _special_node(node, grads, create_graph, retain_graph, captures,
-                                         captured, needed, inputs, accumulate, deps, ready)
+                                         captured, needed, inputs, accumulate)
                 if grads_in is None:
+                    continue
+                if grads_in is _NOT_RUN:    # it keeps its saved tensors; only counts as done
+                    for nxt, _ in node.next_functions:
+                        if nxt is not None:
+                            _count_down(nxt, deps, ready)
                     continue
             else:
                 # the common case: one output, no hooks
@@ -215,12 +221,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                         buf[nr] = g
                     else:
                         buf[nr] = add(buf[nr], g)
-                d = deps[nxt] - 1
-                if d:
-                    deps[nxt] = d
-                else:
-                    del deps[nxt]
-                    ready.append(nxt)
+                _count_down(nxt, deps, ready)
     except Exception as err:
         if anomaly._enabled and node is not None:
             anomaly.annotate(node, err)
@@ -244,9 +245,9 @@ def _wrong_count(node, grads_in):
 
 
 def _special_node(node, grads, create_graph, retain_graph, captures, captured, needed, inputs,
-                  accumulate, deps, ready):
+                  accumulate):
     """Run a node off the fast path; returns its input gradients, or None when it has nothing
-    to pass on (a leaf's accumulator, or a node grad() does not need)."""
+    to pass on (a leaf's accumulator), or _NOT_RUN for a node grad() does not need."""
     if node._tensor_hooks is not None or node._retained is not None:
         grads = _run_tensor_hooks(node, grads)
     if node._is_accumulator:
@@ -263,9 +264,8 @@ def _special_node(node, grads, create_graph, retain_graph, captures, captured, n
             idx = captures.get((node, nr))
             if idx is not None and g is not None:
                 _capture(idx, g, captured, inputs, accumulate, create_graph)
-        if node not in needed:              # it does not run, so it keeps its saved tensors
-            _count_down(node, deps, ready)
-            return None
+        if node not in needed:
+            return _NOT_RUN
     return _call(node, grads)
 
 
@@ -281,17 +281,14 @@ def _capture(indices, g, captured, inputs, accumulate, create_graph):
             _store_grad(t, g, create_graph)
 
 
-def _count_down(node, deps, ready):
-    """A node that does not run still counts as done for the nodes after it."""
-    for nxt, _ in node.next_functions:
-        if nxt is None:
-            continue
-        d = deps[nxt] - 1
-        if d:
-            deps[nxt] = d
-        else:
-            del deps[nxt]
-            ready.append(nxt)
+def _count_down(nxt, deps, ready):
+    """One of nxt's dependencies is done: nxt is ready once none is left."""
+    d = deps[nxt] - 1
+    if d:
+        deps[nxt] = d
+    else:
+        del deps[nxt]
+        ready.append(nxt)
 
 
 def _call(node, grads):
