@@ -32,4 +32,21 @@ TL_INLINE float tl_expf(float x) {
 
 TL_INLINE float tl_sigmoidf(float x) { return 1.0f / (1.0f + tl_expf(-x)); }
 
+TL_INLINE float tl_tanhf(float x) {
+    /* |x| < 0.625: an odd polynomial (no cancellation near 0); else 1 - 2 / (e^{2|x|} + 1),
+     * which saturates to exactly +-1 and keeps NaN.  Both are computed and one is selected,
+     * so the loop stays branch-free and vectorises. */
+    float ax = x < 0.0f ? -x : x;
+    float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float small = x + x * z * p;
+    float big = 1.0f - 2.0f / (tl_expf(2.0f * ax) + 1.0f);
+    big = x < 0.0f ? -big : big;
+    return ax < 0.625f ? small : big;
+}
+
 #endif
