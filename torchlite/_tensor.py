@@ -266,7 +266,7 @@ class Tensor:
         return self
 
     def _is_view(self):
-        """True for a view (of `self._base`) made by an op that recorded the graph."""
+        """True for a view of another tensor (`self._base`), as PyTorch's _is_view."""
         return getattr(self, "_base", None) is not None
 
     @property
@@ -351,6 +351,20 @@ def _wrap(arr, requires_grad=False):
     t.grad = None
     t.grad_fn = None
     t._base = None
+    return t
+
+
+def _wrap_view(arr, src):
+    """A Tensor around arr, a view of src's memory: like _wrap, but it remembers its base
+    (src, or src's own base), as every PyTorch view does, recorded or not, so an in-place
+    write through it can give the base a history (pointwise_grad.rebase_inplace)."""
+    t = object.__new__(Tensor)
+    t._data = arr
+    t._requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    base = src._base
+    t._base = src if base is None else base
     return t
 
 

@@ -16,7 +16,7 @@ from .. import _dtype as D
 from .._core import array as _A
 from .._core import elementwise as _ew
 from .._core import index as _I
-from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
+from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
 from . import _register
 from . import indexing_grad as _IG
@@ -211,13 +211,13 @@ def getitem(self, idx):
     """self[idx] with NumPy/PyTorch semantics: basic indexing gives a view, integer arrays
     and masks give a copy."""
     if type(idx) is _int and self._data.ndim > 0:       # the common x[i], kept short
-        r = _wrap(self._data.select(0, idx))
+        r = _wrap_view(self._data.select(0, idx), self)
         if self._requires_grad and _grad_state.enabled:
             _SG.record_select(self, r, 0, idx)
         return r
     items, used = _parse(self, idx)
     arr, groups = _apply(self, items, used)
-    r = _wrap(_I.advanced(_I.GATHER, arr, groups) if groups else arr)
+    r = _wrap(_I.advanced(_I.GATHER, arr, groups)) if groups else _wrap_view(arr, self)
     if self._requires_grad and _grad_state.enabled:
         _IG.record_getitem(self, r, items, used, builtins.bool(groups))
     return r
@@ -272,9 +272,8 @@ def setitem(self, idx, value):
     and broadcast to the indexed shape.  With repeated indices the last write wins.
 
     On a tensor in a graph (or with a value requiring grad) the write is recorded: value
-    gets the gradient of the written region, the other elements keep theirs.  Views are not
-    tracked: writing into y = x[0] changes x's memory but not x's history, so the
-    gradient of x ignores the write (write through x itself, x[0, ...] = v, instead)."""
+    gets the gradient of the written region, the other elements keep theirs.  Writing
+    through a view (y = x[0]; y[1:] = v) rewrites the base's history too (CopySlices)."""
     items, used = _parse(self, idx)
     if (self._requires_grad or isinstance(value, Tensor) and value._requires_grad) and _grad_state.enabled:
         _SG.rebase(self, "setitem", lambda old: index_put_items(old, items, used, value, False))

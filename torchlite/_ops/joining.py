@@ -14,7 +14,7 @@ from .. import _dtype as D
 from .._core import array as _A
 from .._core import elementwise as _ew
 from .._core import shape_ops as _SO
-from .._tensor import Tensor, _wrap, _wrap_dim
+from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
 from . import _register
 from . import shape_grad as _SG
@@ -206,7 +206,7 @@ def _slices(input, d, bounds, node_cls):
     """Views of input along dim d between the (start, stop) pairs (slicing rules), recorded
     as one multi-output node_cls when input requires grad."""
     a = input._data
-    outs = tuple(_wrap(a.slice(d, b, e, 1)) for b, e in bounds)
+    outs = tuple(_wrap_view(a.slice(d, b, e, 1), input) for b, e in bounds)
     if input._requires_grad and _grad_state.enabled:
         size = a.shape[d]
         clamped = [slice(b, e).indices(size)[:2] for b, e in bounds]

@@ -564,7 +564,7 @@ def rebase_inplace(self, out_of_place):
     is caught by the version check."""
     base = getattr(self, "_base", None)
     if base is not None:
-        edge(self)                          # a stale view history is brought up to date first
+        _view_history(self, base)
         base_edge = edge(base)
     old = _wrap(self._data, self._requires_grad)
     if self.grad_fn is not None:
@@ -601,6 +601,18 @@ def rebase_inplace(self, out_of_place):
     self.grad_fn = node
     self._output_nr = getattr(r, "_output_nr", 0)
     return self
+
+
+def _view_history(view, base):
+    """Bring a view's history up to date before an in-place write through it: a view made
+    while nothing recorded (no grad_fn) of a base that now has a history, or one whose memory
+    changed since its history was set, gets its history from the base (as PyTorch
+    regenerates a view's grad_fn), so the old values keep their gradient path."""
+    if view.grad_fn is None:
+        if base._requires_grad:
+            refresh_view(view)
+    else:
+        edge(view)
 
 
 class CopySlices(Node):

@@ -306,7 +306,11 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         if size is not None:
             raise TypeError("normal(): size cannot be given when mean or std is a Tensor")
-        return _normal_tensors(mean, std, gen, out)
+        r = _normal_tensors(mean, std, gen, out)
+        if out is not None:
+            return r
+        kind = 3 if isinstance(mean, Tensor) and isinstance(std, Tensor) else (1 if isinstance(mean, Tensor) else 2)
+        return _zero_grad_record(f"NormalBackward{kind}", (mean, std), r)
     if size is None:
         raise TypeError("normal() received an invalid combination of arguments: with numbers "
                         "for mean and std, size is required")
@@ -317,6 +321,22 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     _need_float(dt, "normal_kernel_cpu")
     return _new(shape, dt, device, requires_grad, out, "normal",
                 lambda a: _R.fill(a, gen, _R.NORMAL, mean, std, "normal"))
+
+
+def _zero_grad_record(name, inputs, result):
+    """Sampling is not differentiable in its parameters, but PyTorch keeps the sample in the
+    graph with a zero gradient for each parameter that requires grad (so it is never silently
+    cut off): do the same."""
+    from ..autograd.graph import Node, needs_grad, record
+    if not needs_grad(*inputs) or not result.is_floating_point():
+        return result
+
+    def backward(node, g):
+        return tuple(None if t is None else g.new_zeros(t.shape) for t in node.params)
+    node = type(name, (Node,), {"backward": backward})()
+    node.params = tuple(t if isinstance(t, Tensor) else None for t in inputs)
+    record(node, node.params, result)
+    return result
 
 
 def _normal_tensors(mean, std, gen, out):
@@ -469,7 +489,8 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         p = _real(p, "p", "bernoulli")
         _check_p(p, "bernoulli_")
         fill = lambda a: _R.fill_bernoulli(a, gen, p, "bernoulli")
-    return _new(tuple(input.shape), dt, input.device, False, out, "bernoulli", fill)
+    r = _new(tuple(input.shape), dt, input.device, False, out, "bernoulli", fill)
+    return r if out is not None else _zero_grad_record("BernoulliBackward0", (input,), r)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
@@ -508,7 +529,7 @@ def poisson(input, generator=None):
     gen = _gen(generator, "poisson")
     _need_float(input.dtype, "poisson_cpu")
     rates = input._data if input.device.type == "cpu" else input.cpu()._data
-    return _place(_R.poisson(rates, gen), input.device)
+    return _zero_grad_record("PoissonBackward0", (input,), _place(_R.poisson(rates, gen), input.device))
 
 
 # ---- in-place fills (Tensor methods) -------------------------------------------------------

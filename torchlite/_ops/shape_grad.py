@@ -7,8 +7,9 @@ it is itself recorded when create_graph=True (second derivatives).  The gradient
 that picks part of its input (select, slice, diagonal, basic indexing) is `embed`: a zero
 tensor with the gradient written into the same view, an op whose own backward is the view.
 
-Views are not tracked as views: a view records a node like any other op, so an in-place write
-through a view updates the view's history but not its base's (see indexing.py)."""
+Every view remembers its base (`_base`, set by views.py/indexing.py/joining.py whether or not
+the view was recorded), so an in-place write through a view gives the base a CopySlices
+history (pointwise_grad.rebase_inplace), even when the base required no grad before."""
 import builtins
 
 from .._core import array as _A

@@ -7,7 +7,7 @@ from .. import _dtype as D
 from .._core import array as _A
 from .._core import elementwise as _ew
 from .._size import MAX_NUMEL, check_numel, ints_from_args
-from .._tensor import Tensor, _wrap, _wrap_dim
+from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
 from . import _register
 from . import shape_grad as _SG
@@ -22,11 +22,19 @@ _MAX_DIMS = 16     # MAX_DIMS of torchlite/_core/array.pxd
 
 
 def _result_of(t, arr, record, *args):
-    """The result (a view, or a copy for flip/clone/reshape) of an op on t, as a tensor; when t
-    requires grad (grad mode on), record(t, result, *args) adds its backward node
-    (shape_grad.py).  Views are not tracked as aliases of their base: see shape_grad.py.
-    The most used views inline these lines: a call costs as much as the view itself."""
+    """The copy (flip, clone, contiguous) made by an op on t, as a tensor; when t requires
+    grad (grad mode on), record(t, result, *args) adds its backward node (shape_grad.py)."""
     r = _wrap(arr)
+    if t._requires_grad and _grad_state.enabled:
+        record(t, r, *args)
+    return r
+
+
+def _view_of(t, arr, record, *args):
+    """_result_of for a view: the result remembers t's base (recorded or not, as in PyTorch),
+    so an in-place write through it reaches the base's history.  The most used views inline
+    these lines: a call costs as much as the view itself."""
+    r = _wrap_view(arr, t)
     if t._requires_grad and _grad_state.enabled:
         record(t, r, *args)
     return r
@@ -45,7 +53,7 @@ def view(input, *shape):
                            f"one dimension spans across two contiguous subspaces); input shape "
                            f"{tuple(input.shape)}, strides {input.stride()}, requested shape {shp}. "
                            f"Use .reshape(...) instead.")
-    r = _wrap(arr)
+    r = _wrap_view(arr, input)
     if input._requires_grad and _grad_state.enabled:
         _SG.record_reshape(input, r, _SG.ViewBackward0)
     return r
@@ -71,7 +79,7 @@ def _view_dtype(input, dt):
     arr = _A.reinterpret(a, dt.code, tuple(shape), tuple(strides), off // ratio_den)
     if dt.code == a.dtype:      # the same dtype is an alias; other dtypes are not differentiable
         return _result_of(input, arr, _SG.record_reshape, _SG.AliasBackward0)
-    return _wrap(arr)
+    return _wrap(arr)       # view(dtype) results have no _base in PyTorch
 
 
 @_register("view_as")
@@ -85,7 +93,7 @@ def reshape(input, *shape):
     shp = _shape_arg(shape, "reshape")
     arr = input._data.view(shp)
     copied = arr is None
-    r = _wrap(_ew.contiguous(input._data).view(shp) if copied else arr)
+    r = _wrap(_ew.contiguous(input._data).view(shp)) if copied else _wrap_view(arr, input)
     if input._requires_grad and _grad_state.enabled:
         _SG.record_reshape(input, r, _SG.UnsafeViewBackward0 if copied else _SG.ViewBackward0)
     return r
@@ -99,7 +107,7 @@ def reshape_as(input, other):
 @_register("permute")
 def permute(input, *dims):
     dims = _shape_arg(dims, "permute")
-    r = _wrap(input._data.permute(dims))
+    r = _wrap_view(input._data.permute(dims), input)
     if input._requires_grad and _grad_state.enabled:
         _SG.record_permute(input, r, dims)
     return r
@@ -110,7 +118,7 @@ def transpose(input, dim0, dim1):
     if input._data.ndim == 0:
         _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)      # only 0 and -1 name the dim of a 0-d tensor
         return input
-    r = _wrap(input._data.transpose(dim0, dim1))
+    r = _wrap_view(input._data.transpose(dim0, dim1), input)
     if input._requires_grad and _grad_state.enabled:
         _SG.record_transpose(input, r, dim0, dim1)
     return r
@@ -126,7 +134,7 @@ def t(input):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     if input.ndim < 2:
         return input
-    return _result_of(input, input._data.transpose(0, 1), _SG.record_t)
+    return _view_of(input, input._data.transpose(0, 1), _SG.record_t)
 
 
 def _T(self):
@@ -180,7 +188,7 @@ moveaxis = movedim
 
 @_register("expand")
 def expand(input, *sizes):
-    r = _wrap(input._data.expand(_shape_arg(sizes, "expand")))
+    r = _wrap_view(input._data.expand(_shape_arg(sizes, "expand")), input)
     if input._requires_grad and _grad_state.enabled:
         _SG.record_expand(input, r)
     return r
@@ -212,7 +220,7 @@ def broadcast_tensors(*tensors):
 def squeeze(input, dim=None):
     """Remove size-1 dims (all, or the given dim / tuple of dims)."""
     if dim is None:
-        r = _wrap(input._data.squeeze(None))
+        r = _wrap_view(input._data.squeeze(None), input)
         if input._requires_grad and _grad_state.enabled:
             _SG.record_reshape(input, r, _SG.SqueezeBackward0)
         return r
@@ -222,12 +230,12 @@ def squeeze(input, dim=None):
     nd = input._data.ndim
     arr = input._data.squeeze(tuple(_wrap_dim(d, nd, "squeeze") for d in dims))
     cls = _SG.SqueezeBackward1 if isinstance(dim, builtins.int) else _SG.SqueezeBackward2
-    return _result_of(input, arr, _SG.record_reshape, cls)
+    return _view_of(input, arr, _SG.record_reshape, cls)
 
 
 @_register("unsqueeze")
 def unsqueeze(input, dim):
-    r = _wrap(input._data.unsqueeze(dim))
+    r = _wrap_view(input._data.unsqueeze(dim), input)
     if input._requires_grad and _grad_state.enabled:
         _SG.record_reshape(input, r, _SG.UnsqueezeBackward0)
     return r
@@ -276,13 +284,13 @@ def narrow(input, dim, start, length):
     if start < 0 or start > size or length < 0 or start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     arr = input._data.slice(d, start, start + length, 1)
-    return _result_of(input, arr, _SG.record_narrow, d, start, length)
+    return _view_of(input, arr, _SG.record_narrow, d, start, length)
 
 
 @_register("select")
 def select(input, dim, index):
     index = builtins.int(index)
-    r = _wrap(input._data.select(dim, index))
+    r = _wrap_view(input._data.select(dim, index), input)
     if input._requires_grad and _grad_state.enabled:
         _SG.record_select(input, r, dim, index)
     return r
@@ -293,7 +301,7 @@ def unbind(input, dim=0):
     """The slices along dim, as a tuple of views (one backward node for all of them)."""
     d = _wrap_dim(dim, input.ndim)
     a = input._data
-    outs = tuple(_wrap(a.select(d, i)) for i in builtins.range(a.shape[d]))
+    outs = tuple(_wrap_view(a.select(d, i), input) for i in builtins.range(a.shape[d]))
     if input._requires_grad and _grad_state.enabled:
         _SG.record_unbind(input, outs, d)
     return outs
@@ -306,7 +314,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     nd = input._data.ndim      # normalised here for 0-d inputs, as in squeeze
     d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
     arr = input._data.diagonal(offset, d1, d2)
-    return _result_of(input, arr, _SG.record_diagonal, offset, d1, d2)
+    return _view_of(input, arr, _SG.record_diagonal, offset, d1, d2)
 
 
 @_register("as_strided")
@@ -323,7 +331,7 @@ def as_strided(input, size, stride, storage_offset=None):
         if extent > MAX_NUMEL:
             raise RuntimeError(f"as_strided: sizes {size}, strides {stride} and storage offset "
                                f"{off} reach element {extent}, past the end of the storage")
-    return _result_of(input, input._data.as_strided(size, stride, off), _SG.record_as_strided)
+    return _view_of(input, input._data.as_strided(size, stride, off), _SG.record_as_strided)
 
 
 @_register("unfold")
@@ -334,7 +342,7 @@ def unfold(input, dimension, size, step):
                            f"input already has {input._data.ndim}")
     arr = input._data.unfold(dimension, size, step)
     d = _wrap_dim(dimension, builtins.max(input._data.ndim, 1))
-    return _result_of(input, arr, _SG.record_unfold, d, size, step)
+    return _view_of(input, arr, _SG.record_unfold, d, size, step)
 
 
 @_register("flip")

@@ -18,8 +18,9 @@ Writing a backward formula (the pattern every op family follows):
 
 Formulas are written with Tensor ops, so they are differentiable again (create_graph).
 
-Views: an output of a recorded op that shares memory with the op's first tensor input is a
-view of it (`out._base`, PyTorch's name).  An in-place write through a view rewrites the
+Views: every view op sets `out._base` (PyTorch's name; the input's own base for a view of a
+view), recorded or not; an output of a recorded op that shares memory with the op's first
+tensor input is marked a view of it here too.  An in-place write through a view rewrites the
 base's history (pointwise_grad.rebase_inplace: CopySlices), and a view whose memory changed
 since its history was set gets a fresh history from its base when next used (edge)."""
 import weakref
