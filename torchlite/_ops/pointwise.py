@@ -88,7 +88,8 @@ def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
 def _unary_(code, self, p0=0.0, p1=0.0, p2=0.0, name=""):
     if self._requires_grad and _grad_state.enabled:
         _G.check_inplace(self, name)
-        return _G.rebase_inplace(self, lambda old: _unary(code, old, None, p0, p1, p2, name))
+        return _G.rebase_inplace(self, lambda old: _G.keep_in_graph(
+            _unary(code, old, None, p0, p1, p2, name), (old,), name))
     _ew.unary(code, self._data, self._data, p0, p1, p2)
     self._bump_version()
     return self
@@ -372,7 +373,8 @@ def _binary(code, a, b, out, name, alpha=1.0):
 def _binary_(code, self, other, name, alpha=1.0):
     if (self._requires_grad or (isinstance(other, Tensor) and other._requires_grad)) and _grad_state.enabled:
         _G.check_inplace(self, name)
-        return _G.rebase_inplace(self, lambda old: _binary(code, old, other, None, name, alpha))
+        return _G.rebase_inplace(self, lambda old: _G.keep_in_graph(
+            _binary(code, old, other, None, name, alpha), (old, other), name))
     y = other._data if isinstance(other, Tensor) else _operand(other, name)
     _ew.binary(code, self._data, y, self._data, alpha)
     self._bump_version()

@@ -552,6 +552,26 @@ def check_inplace(self, name):
                            f"inplace. You should replace the inplace operation by an out-of-place one.")
 
 
+def keep_in_graph(r, inputs, name):
+    """An in-place comparison or logical op on a float tensor of the graph (x.eq_(y)) gives a
+    float result that PyTorch keeps in the graph with a zero gradient (EqBackward0): the bool
+    result r, cast back to the input's dtype, with such a node."""
+    from .._tensor import Tensor
+    a = inputs[0]
+    if r._requires_grad or not a.is_floating_point():
+        return r
+    out = r.to(a.dtype)
+    tens = tuple(t if isinstance(t, Tensor) else None for t in inputs)
+
+    def backward(node, g):
+        return tuple(None if t is None else g.new_zeros(t.shape) for t in node.params)
+    node = type("".join(p.capitalize() for p in name.rstrip("_").split("_")) + "Backward0",
+                (Node,), {"backward": backward})()
+    node.params = tens
+    record(node, tens, out)
+    return out
+
+
 def rebase_inplace(self, out_of_place):
     """Run an in-place op on a tensor that is part of a graph (or gets a gradient through the
     other operand): compute it out of place on an alias of self that carries self's history,
