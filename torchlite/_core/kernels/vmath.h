@@ -30,6 +30,37 @@ TL_INLINE float tl_expf(float x) {
     return x != x ? x : y;
 }
 
+TL_INLINE float tl_logf(float x) {
+    /* x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then log(m) by a degree-9 polynomial in m-1.
+     * Subnormals are scaled by 2^23 first; x < 0 and NaN give NaN, 0 gives -inf, inf gives inf. */
+    float xs = x < 1.17549435e-38f ? x * 8388608.0f : x;
+    int32_t ebias = x < 1.17549435e-38f ? -23 : 0;
+    uint32_t b = tl_f32_bits(xs);
+    int32_t e = (int32_t)((b >> 23) & 0xffu) - 126 + ebias;
+    float m = tl_bits_f32((b & 0x807fffffu) | 0x3f000000u);          /* [0.5, 1) */
+    int32_t lo = m < 0.707106781186547524f;
+    e -= lo;
+    m = lo ? m + m - 1.0f : m - 1.0f;
+    float z = m * m;
+    float y = 7.0376836292e-2f;
+    y = y * m - 1.1514610310e-1f;
+    y = y * m + 1.1676998740e-1f;
+    y = y * m - 1.2420140846e-1f;
+    y = y * m + 1.4249322787e-1f;
+    y = y * m - 1.6668057665e-1f;
+    y = y * m + 2.0000714765e-1f;
+    y = y * m - 2.4999993993e-1f;
+    y = y * m + 3.3333331174e-1f;
+    y = y * m * z;
+    float fe = (float)e;
+    y = y + fe * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    float r = m + y + fe * 0.693359375f;
+    r = x == 0.0f ? -INFINITY : r;
+    r = x == INFINITY ? INFINITY : r;
+    return (x < 0.0f || x != x) ? NAN : r;
+}
+
 TL_INLINE float tl_sigmoidf(float x) { return 1.0f / (1.0f + tl_expf(-x)); }
 
 TL_INLINE float tl_tanhf(float x) {
