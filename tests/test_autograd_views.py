@@ -382,3 +382,20 @@ def test_write_through_any_view_property(case):
     b.backward(tl.tensor(g))
     np.testing.assert_array_equal(b.detach().numpy(), expect)
     np.testing.assert_array_equal(w.grad.numpy(), (g.T if transposed else g)[idx])
+
+
+def test_view_taken_under_no_grad_then_written_with_grad_on():
+    """The write still changes a tensor of the graph: the gradient accounts for it (PyTorch
+    refuses this case; torchlite gives the mathematically right gradient, never a silent
+    wrong one).  A view of a leaf that requires grad is refused."""
+    x = tl.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    with tl.no_grad():
+        v = y[:2]
+    v.mul_(3)
+    y.sum().backward()
+    assert x.grad.tolist() == [6.0, 6.0, 2.0]
+    with tl.no_grad():
+        w = x[:2]
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.mul_(3)

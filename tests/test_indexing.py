@@ -820,3 +820,9 @@ def test_random_gather_scatter_like_numpy(shape, data):
     coords[dim] = idx
     np.add.at(want, tuple(coords), 1.0)
     assert_same(x.scatter_add(dim, i, tl.ones(*ishape)), want)
+
+
+def test_advanced_write_into_expanded_tensor_raises():
+    x = tl.zeros(1).expand(3)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        x[tl.tensor([0, 1])] = tl.tensor([1.0, 2.0])

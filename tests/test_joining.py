@@ -595,3 +595,12 @@ def test_roll_repeat_hypothesis(shape, seed, data):
     same(tl.roll(t, shifts, dims), np.roll(x, shifts, dims))
     reps = data.draw(st.lists(st.integers(0, 3), min_size=nd, max_size=nd + 1))
     same(t.repeat(reps), np.tile(x, reps))
+
+
+def test_tri_indices_extreme_arguments():
+    """Huge offsets clamp (the triangle stops changing); huge sizes are refused at once."""
+    assert tuple(tl.tril_indices(3, 3, 2 ** 63 - 1).shape) == (2, 9)
+    assert tuple(tl.triu_indices(3, 3, -2 ** 63).shape) == (2, 9)
+    assert tuple(tl.tril_indices(3, 3, -2 ** 63).shape) == (2, 0)
+    with pytest.raises(RuntimeError, match="too many"):
+        tl.tril_indices(2 ** 40, 2 ** 40)

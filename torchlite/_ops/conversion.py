@@ -7,6 +7,7 @@ from .._core import elementwise as _ew
 from .._device import cuda_backend, device as _device_cls, to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import inplace_records
 from . import _register
 from . import shape_grad as _SG
 
@@ -95,7 +96,7 @@ def copy_(self, src, non_blocking=False):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {builtins.type(src).__name__}")
     if src.device != self.device:
         src = src.to(self.device)
-    if _grad_state.enabled and (self._requires_grad or src._requires_grad):
+    if inplace_records(self, src):
         return _SG.rebase(self, "copy_", lambda old: _copied(old, src))
     _ew.copy_(self._data, src._data)
     self._bump_version()
@@ -117,7 +118,7 @@ def fill_(self, value):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
-    if _grad_state.enabled and (self._requires_grad or getattr(value, "_requires_grad", False)):
+    if inplace_records(self, value):
         return _SG.rebase(self, "fill_", lambda old: _filled(old, value))
     if isinstance(value, Tensor):
         value = value.item()

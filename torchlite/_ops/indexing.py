@@ -18,6 +18,7 @@ from .._core import elementwise as _ew
 from .._core import index as _I
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import inplace_records
 from . import _register
 from . import indexing_grad as _IG
 from . import shape_grad as _SG
@@ -251,6 +252,7 @@ def _write(self, items, used, value, accumulate):
         # x[mask] = number: one elementwise pass, no nonzero
         _ew.ternary(_WHERE, groups[0][2], _checked_scalar(value, arr.dtype), arr, arr)
     else:
+        _check_writable(self, "index_put_")     # an expanded target would race with itself
         _I.advanced(_I.ADD if accumulate else _I.PUT, arr, groups, _value_array(self, value))
     self._bump_version()
     return builtins.bool(groups)
@@ -275,7 +277,7 @@ def setitem(self, idx, value):
     gets the gradient of the written region, the other elements keep theirs.  Writing
     through a view (y = x[0]; y[1:] = v) rewrites the base's history too (CopySlices)."""
     items, used = _parse(self, idx)
-    if (self._requires_grad or isinstance(value, Tensor) and value._requires_grad) and _grad_state.enabled:
+    if inplace_records(self, value):
         _SG.rebase(self, "setitem", lambda old: index_put_items(old, items, used, value, False))
     else:
         _write(self, items, used, value, False)
@@ -420,7 +422,7 @@ def _scatter_into(self, dim, index, src_arr, kop, op):
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """self[i][index[i][j]] = src[i][j] (for dim=1), or = value; reduce='add'/'multiply'
     combines instead of overwriting."""
-    if _graph(self, src):
+    if inplace_records(self, src):
         return _SG.rebase(self, "scatter_", lambda old: scatter(old, dim, index, src, value=value,
                                                                   reduce=reduce))
     return _scatter(self, dim, index, src, value, reduce)
@@ -445,7 +447,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
 @_register("scatter_add_")
 def scatter_add_(self, dim, index, src):
     """self[i][index[i][j]] += src[i][j] (for dim=1); repeated indices all add."""
-    if _graph(self, src):
+    if inplace_records(self, src):
         return _SG.rebase(self, "scatter_add_", lambda old: scatter_add(old, dim, index, src))
     return _scatter_add(self, dim, index, src)
 
@@ -485,7 +487,7 @@ def _reduce_identity(reduce, code):
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """Reduce src into self at index along dim with 'sum', 'prod', 'mean', 'amax' or 'amin';
     include_self=False leaves self's old values out of the targets' reductions."""
-    if _graph(self, src):
+    if inplace_records(self, src):
         return _SG.rebase(self, "scatter_reduce_", lambda old: scatter_reduce(
             old, dim, index, src, reduce, include_self=include_self))
     return _scatter_reduce(self, dim, index, src, reduce, include_self)
@@ -597,7 +599,7 @@ def index_select(input, dim, index, *, out=None):
 @_register("index_add_")
 def index_add_(self, dim, index, source, *, alpha=1):
     """self.select(dim, index[i]) += alpha * source.select(dim, i); repeated indices add."""
-    if _graph(self, source):
+    if inplace_records(self, source):
         return _SG.rebase(self, "index_add_", lambda old: index_add(old, dim, index, source,
                                                                     alpha=alpha))
     return _index_add(self, dim, index, source, alpha)
@@ -635,7 +637,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
 @_register("index_copy_")
 def index_copy_(self, dim, index, source):
     """self.select(dim, index[i]) = source.select(dim, i)."""
-    if _graph(self, source):
+    if inplace_records(self, source):
         return _SG.rebase(self, "index_copy_", lambda old: index_copy(old, dim, index, source))
     return _index_copy(self, dim, index, source)
 
@@ -682,7 +684,7 @@ def index_copy(input, dim, index, source, *, out=None):
 @_register("index_fill_")
 def index_fill_(self, dim, index, value):
     """self.select(dim, i) = value for every i in index."""
-    if _graph(self, value):
+    if inplace_records(self, value):
         return _SG.rebase(self, "index_fill_", lambda old: index_fill(old, dim, index, value))
     return _index_fill(self, dim, index, value)
 
@@ -736,7 +738,7 @@ def index_put_(self, indices, values, accumulate=False):
     """self[indices] = values (indices: a tuple of tensors, one per leading dim, masks
     covering several); accumulate=True adds instead, every repeated index counting."""
     items, used = _index_put_items(self, indices, values)
-    if _graph(self, values):
+    if inplace_records(self, values):
         return _SG.rebase(self, "index_put_", lambda old: index_put_items(old, items, used, values,
                                                                           builtins.bool(accumulate)))
     _write(self, items, used, values, accumulate)
@@ -770,7 +772,7 @@ def _mask_for(self, mask, op):
 @_register("masked_fill_")
 def masked_fill_(self, mask, value):
     """self = value where mask is True (mask broadcasts to self)."""
-    if _graph(self, value):
+    if inplace_records(self, value):
         _check_bool_mask(mask, "masked_fill_")
         _mask_for(self, mask, "masked_fill_")
         return _SG.rebase(self, "masked_fill_", lambda old: masked_fill(old, mask, value))
@@ -843,7 +845,7 @@ def masked_select(input, mask, *, out=None):
 @_register("masked_scatter_")
 def masked_scatter_(self, mask, source):
     """Copy source's leading elements, in order, into self where mask is True."""
-    if _graph(self, source):
+    if inplace_records(self, source):
         _check_bool_mask(mask, "masked_scatter_")
         _mask_for(self, mask, "masked_scatter_")
         return _SG.rebase(self, "masked_scatter_", lambda old: masked_scatter(old, mask, source))
@@ -909,7 +911,7 @@ def take(input, index, *, out=None):
 def put_(self, index, source, accumulate=False):
     """self (seen as 1-d, row-major) at the positions in index = source (or += with
     accumulate); works on non-contiguous self in place."""
-    if _graph(self, source):
+    if inplace_records(self, source):
         return _SG.rebase(self, "put_", lambda old: put(old, index, source, accumulate))
     return _put(self, index, source, accumulate)
 

@@ -16,6 +16,7 @@ from .._core import elementwise as _ew
 from .._core import shape_ops as _SO
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import inplace_records
 from . import _register
 from . import shape_grad as _SG
 from .pointwise import _no_out_with_grad
@@ -536,7 +537,7 @@ def triu(input, diagonal=0, *, out=None):
 
 def _triangle_(self, diagonal, keep_upper, op):
     """In-place tril (op "tril") or triu ("triu")."""
-    if self._requires_grad and _grad_state.enabled:
+    if inplace_records(self):
         return _SG.rebase(self, op + "_", lambda old: _triangle(old, diagonal, keep_upper, None, op))
     _check_matrix(self, op)
     _check_no_internal_overlap(self, op + "_")
@@ -561,8 +562,12 @@ def _tri_indices(row, col, offset, dtype, upper, op):
     dt = D.to_dtype(dtype, D.int64)
     if dt.is_floating_point or dt is D.bool:
         raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[dt.code]}\'')
-    idx = _SO.tri_indices(_int_arg(row, "row", op), _int_arg(col, "col", op),
-                          _int_arg(offset, "offset", op), upper)
+    row, col = _int_arg(row, "row", op), _int_arg(col, "col", op)
+    offset = _int_arg(offset, "offset", op)
+    if row > 0 and col > 0 and row * col >= 2 ** 40:        # the result alone would need terabytes: refuse before counting
+        raise RuntimeError(f"{op}: a {row} x {col} matrix has too many elements to list its indices")
+    offset = max(-row - 1, min(col + 1, offset))    # beyond these, the triangle no longer changes
+    idx = _SO.tri_indices(row, col, offset, upper)
     return _wrap(_ew.cast(idx, dt.code))
 
 

@@ -60,6 +60,9 @@ def _out_array(out, shape, dtype, op):
     return out._data
 
 
+from ..autograd.graph import inplace_records  # noqa: E402
+
+
 def _tracked(*tensors):
     """Whether a product of these operands records a node (grad mode on, one of them
     requires grad)."""
@@ -376,7 +379,7 @@ def _addmm_inplace(self, a, b, shape, beta, alpha, op, tensors, out_of_place):
     two operand Tensors; with autograd, out_of_place (addmm, ...) runs on them and self takes
     its history."""
     _inplace_shape(self, shape)
-    if _tracked(self, *tensors):
+    if inplace_records(self, *tensors):
         return _rebase(self, lambda old: out_of_place(old, *tensors, beta=beta, alpha=alpha))
     alpha, beta = _scalars(alpha, beta, op)
     _addmm_into(self._data, a, b, alpha, beta, self._data)
@@ -450,7 +453,7 @@ def addmv_(self, mat, vec, *, beta=1, alpha=1):
     _check_mv(self.ndim, m, v, tuple(self.shape))
     _check_mv_dtypes(self._data.dtype, m, v)
     _inplace_shape(self, (m.shape[0],))
-    if _tracked(self, mat, vec):
+    if inplace_records(self, mat, vec):
         return _rebase(self, lambda old: addmv(old, mat, vec, beta=beta, alpha=alpha))
     return addmv(self, mat, vec, beta=beta, alpha=alpha, out=self)
 

@@ -14,6 +14,7 @@ from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from . import pointwise_grad as _G
 from ..autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
+from ..autograd.graph import inplace_records as _inplace_records
 
 _U = _ew.UNARY
 _B = _ew.BINARY
@@ -86,7 +87,7 @@ def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
 
 
 def _unary_(code, self, p0=0.0, p1=0.0, p2=0.0, name=""):
-    if self._requires_grad and _grad_state.enabled:
+    if _inplace_records(self):
         _G.check_inplace(self, name)
         return _G.rebase_inplace(self, lambda old: _G.keep_in_graph(
             _unary(code, old, None, p0, p1, p2, name), (old,), name))
@@ -300,7 +301,7 @@ def _kernel_bound_ok(dt, b):
 @_register("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     """In-place clamp; a bound that would promote self's dtype is an error."""
-    if _G.needs_grad(self, min, max):
+    if _inplace_records(self, min, max):
         _G.check_inplace(self, "clamp_")
         return _G.rebase_inplace(self, lambda old: clamp(old, min, max))
     clamp(self, min, max, out=self)
@@ -371,7 +372,7 @@ def _binary(code, a, b, out, name, alpha=1.0):
 
 
 def _binary_(code, self, other, name, alpha=1.0):
-    if (self._requires_grad or (isinstance(other, Tensor) and other._requires_grad)) and _grad_state.enabled:
+    if _inplace_records(self, other):
         _G.check_inplace(self, name)
         return _G.rebase_inplace(self, lambda old: _G.keep_in_graph(
             _binary(code, old, other, None, name, alpha), (old, other), name))
@@ -615,7 +616,7 @@ def lerp(input, end, weight, *, out=None):
 
 @_register("lerp_")
 def lerp_(self, end, weight):
-    if _G.needs_grad(self, end, weight):
+    if _inplace_records(self, end, weight):
         _G.check_inplace(self, "lerp_")
         return _G.rebase_inplace(self, lambda old: lerp(old, end, weight))
     _ternary(_T["lerp"], self, end, weight, self, "lerp_")
@@ -639,7 +640,7 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 
 @_register("addcmul_")
 def addcmul_(self, tensor1, tensor2, *, value=1):
-    if _G.needs_grad(self, tensor1, tensor2):
+    if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcmul_")
         return _G.rebase_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value))
     addcmul(self, tensor1, tensor2, value=value, out=self)
@@ -656,7 +657,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 
 @_register("addcdiv_")
 def addcdiv_(self, tensor1, tensor2, *, value=1):
-    if _G.needs_grad(self, tensor1, tensor2):
+    if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcdiv_")
         return _G.rebase_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value))
     _ternary(_T["addcdiv"], self, tensor1, tensor2, self, "addcdiv_", value)

@@ -23,6 +23,7 @@ from .pointwise import maximum as _maximum, minimum as _minimum, _prepare_out
 from .pointwise import _no_out_with_grad
 from . import reduction_grad as _G
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import inplace_records
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax",
            "argmax", "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "any",
@@ -447,7 +448,7 @@ def logcumsumexp(input, dim, *, out=None):
 
 
 def _scan_inplace(op, self, dim, dtype):
-    if self._requires_grad and _grad_state.enabled:
+    if inplace_records(self):
         from .pointwise_grad import check_inplace, rebase_inplace
         check_inplace(self, op + "_")
         return rebase_inplace(self, lambda old: _scan(op, old, dim, dtype, None))

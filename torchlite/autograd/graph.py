@@ -31,6 +31,24 @@ from .grad_mode import _state
 _NO_EDGE = (None, 0)
 
 
+def inplace_records(self, *others):
+    """Whether an in-place op on `self` must go through the graph (rebase its history): grad
+    mode is on and self, an operand, or the base self is a view of requires grad.  The last
+    case matters for a view taken while nothing recorded: writing through it still changes a
+    tensor that is part of a graph."""
+    if not _state.enabled:
+        return False
+    if self._requires_grad:
+        return True
+    base = self._base
+    if base is not None and base._requires_grad:
+        return True
+    for t in others:
+        if getattr(t, "_requires_grad", False):
+            return True
+    return False
+
+
 def needs_grad(*tensors):
     """Whether an op over these inputs must record a node (grad mode on, an input requiring
     grad).  The ops call this on their fast path, so it stays small."""
