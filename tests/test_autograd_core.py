@@ -968,3 +968,15 @@ def test_roots_that_share_a_node():
     vt, mt = torch.var_mean(xt)
     gt, = torch.autograd.grad([vt, mt], [xt], [torch.tensor(1.0, dtype=torch.float64)] * 2)
     assert gv.tolist() == pytest.approx(gt.tolist())
+
+
+def test_hook_may_not_change_dtype_or_shape():
+    x = tl.ones(3, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g.double())
+    with pytest.raises(RuntimeError, match="changed the type of value"):
+        y.sum().backward()
+    x = tl.ones(3, requires_grad=True)
+    x.register_hook(lambda g: g[:2])
+    with pytest.raises(RuntimeError, match="changed the size of value"):
+        (x * 2).sum().backward()

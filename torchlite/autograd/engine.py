@@ -20,6 +20,22 @@ _EW_ADD = _ew.BINARY["add"]
 _NOT_RUN = object()      # _special_node: grad() does not need the node, so its backward is skipped
 
 
+def _hook_result(hook, grad, new):
+    """A tensor hook may replace the gradient, but not change its dtype, device or shape
+    (PyTorch's checks)."""
+    name = getattr(hook, "__name__", repr(hook))
+    from .._tensor import Tensor
+    if not isinstance(new, Tensor):
+        raise TypeError(f"hook '{name}' returned a {type(new).__name__}, expected a Tensor or None")
+    if new.dtype is not grad.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.dtype} got {new.dtype})")
+    if new.device != grad.device:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.device} got {new.device})")
+    if tuple(new.shape) != tuple(grad.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    return new
+
+
 def _dependencies(roots):
     """{node: number of edges into it} over the graph reachable from roots."""
     deps = {}
@@ -86,7 +102,7 @@ def _run_tensor_hooks(node, grads):
             if grads[nr] is not None:
                 r = hook(grads[nr])
                 if r is not None:
-                    grads[nr] = r
+                    grads[nr] = _hook_result(hook, grads[nr], r)
     for nr, ref in (node._retained or {}).items():
         t = ref()
         if t is not None and grads[nr] is not None:
@@ -121,7 +137,7 @@ def _leaf_grad(leaf, grad):
     for hook in list(getattr(leaf, "_hooks", None) or ()):
         r = hook(grad)
         if r is not None:
-            grad = r
+            grad = _hook_result(hook, grad, r)
     return _conform(grad, leaf._data.shape, leaf._data.dtype, "AccumulateGrad", 0)
 
 
