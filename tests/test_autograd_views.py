@@ -399,3 +399,69 @@ def test_view_taken_under_no_grad_then_written_with_grad_on():
         w = x[:2]
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         w.mul_(3)
+
+
+# ---- retain_grad and hooks across an in-place write (compared with PyTorch) -----------------------
+# PyTorch: retain_grad follows the tensor to its latest version (the base's CopySlices history
+# after a write through a view; a view's regenerated history after a write into its base); a
+# hook stays on the history it was registered on, which a write through the view bypasses.
+def _retain_base_write_view(L):
+    x = L.tensor([[1., 2.], [3., 4.]], dtype=L.float64, requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y[0].mul_(3)
+    (y * y).sum().backward()
+    return y.grad, x.grad
+
+
+def _retain_view_write_base(L):
+    x = L.tensor([[1., 2.], [3., 4.]], dtype=L.float64, requires_grad=True)
+    y = x * 2
+    v = y[0]
+    v.retain_grad()
+    y.mul_(3)
+    (v * v).sum().backward()
+    return v.grad, x.grad
+
+
+def _hook_view_write_view(L):
+    x = L.tensor([[1., 2.], [3., 4.]], dtype=L.float64, requires_grad=True)
+    y = x * 2
+    v = y[0]
+    v.register_hook(lambda g: g * 100)
+    v.mul_(3)
+    y.sum().backward()
+    return (x.grad,)
+
+
+def _retain_both_two_writes(L):
+    x = L.tensor([[1., 2.], [3., 4.]], dtype=L.float64, requires_grad=True)
+    y = x * 2
+    v = y[1]
+    v.retain_grad()
+    y.retain_grad()
+    v.add_(1)
+    y[0].mul_(2)
+    (y * y * v.unsqueeze(0)).sum().backward()
+    return v.grad, y.grad, x.grad
+
+
+def _hook_base_write_view(L):
+    x = L.tensor([[1., 2.], [3., 4.]], dtype=L.float64, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g * 10)
+    y[0].mul_(3)
+    y.sum().backward()
+    return (x.grad,)
+
+
+@pytest.mark.parametrize("fn", [_retain_base_write_view, _retain_view_write_base,
+                                _hook_view_write_view, _retain_both_two_writes,
+                                _hook_base_write_view], ids=lambda f: f.__name__.strip("_"))
+def test_retain_grad_and_hooks_across_inplace_match_torch(fn):
+    torch = pytest.importorskip("torch")
+    ours, theirs = fn(tl), fn(torch)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert a is not None and b is not None
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)

@@ -13,6 +13,7 @@ from .._core import array as _A
 from .._core import elementwise as _ew
 from .. import _dtype as D
 from ..autograd.graph import Node, record, sum_to, pack, unpack, edge, refresh_view, _FREED, _NO_EDGE
+from ..autograd.graph import fresh_view_of_base, move_retain_grad
 from ..autograd.graph import needs_grad  # noqa: F401  (pointwise.py's in-place ops use it as _G.needs_grad)
 from ..autograd.grad_mode import no_grad, _state
 from ..autograd import anomaly as _anomaly
@@ -584,11 +585,15 @@ def rebase_inplace(self, out_of_place):
     is caught by the version check."""
     base = getattr(self, "_base", None)
     if base is not None:
-        _view_history(self, base)
         base_edge = edge(base)
-    old = _wrap(self._data, self._requires_grad)
-    if self.grad_fn is not None:
-        old.grad_fn, old._output_nr = self.grad_fn, self.output_nr
+        # the op reads the view's values through a fresh view of the base's history, not the
+        # view's own node: CopySlices sends the region's gradient to the base's history, past
+        # the view's old node (and the hooks registered on it), as PyTorch does
+        old = fresh_view_of_base(self)
+    else:
+        old = _wrap(self._data, self._requires_grad)
+        if self.grad_fn is not None:
+            old.grad_fn, old._output_nr = self.grad_fn, self.output_nr
     watch = (old, [])                       # Node.save() notes where `old` gets saved
     prev, _state.alias_watch = _state.alias_watch, watch
     try:
@@ -610,29 +615,18 @@ def rebase_inplace(self, out_of_place):
     for key in result_keys:
         node._saved[key] = (None, self._data, self._data.storage.version, 0)
     if copy_slices is not None:
+        base_fn, base_nr = base.grad_fn, getattr(base, "_output_nr", 0)
         base._requires_grad = True
         base.grad_fn, base._output_nr = copy_slices, 0
-        old_fn = self.grad_fn
-        refresh_view(self)
-        _move_retain_grad(self, old_fn, self.grad_fn)
+        move_retain_grad(base, base_fn, base_nr, copy_slices, 0)
+        refresh_view(self)                  # moves the view's retain_grad too
         return self
-    _move_retain_grad(self, self.grad_fn, node)
+    new_nr = getattr(r, "_output_nr", 0)
+    move_retain_grad(self, self.grad_fn, self.output_nr, node, new_nr)
     self._requires_grad = r._requires_grad
     self.grad_fn = node
-    self._output_nr = getattr(r, "_output_nr", 0)
+    self._output_nr = new_nr
     return self
-
-
-def _view_history(view, base):
-    """Bring a view's history up to date before an in-place write through it: a view made
-    while nothing recorded (no grad_fn) of a base that now has a history, or one whose memory
-    changed since its history was set, gets its history from the base (as PyTorch
-    regenerates a view's grad_fn), so the old values keep their gradient path."""
-    if view.grad_fn is None:
-        if base._requires_grad:
-            refresh_view(view)
-    else:
-        edge(view)
 
 
 class CopySlices(Node):
@@ -706,16 +700,3 @@ def _keep_old_value(node, old, r, watched):
         for n, key in places:
             n._saved[key] = pack(copy, False)
     return result_keys
-
-
-def _move_retain_grad(self, old_fn, new_fn):
-    """retain_grad follows the tensor to its new history (PyTorch: .grad is the gradient of
-    the latest version)."""
-    if getattr(self, "_retains_grad", False) and old_fn is not None and new_fn is not None:
-        if old_fn._retained is not None:
-            old_fn._retained.pop(self.output_nr, None)
-        if new_fn._retained is None:
-            new_fn._retained = {}
-            new_fn._special = True
-        import weakref
-        new_fn._retained[0] = weakref.ref(self)

@@ -268,17 +268,42 @@ def edge(t):
     return (grad_accumulator(t), 0)
 
 
+def fresh_view_of_base(t):
+    """A new alias of view t's memory whose history is a view of its base's current history
+    (a node of its own: no hooks, no retain_grad entries of t's older histories)."""
+    from .grad_mode import enable_grad
+    arr = t._data
+    with enable_grad():
+        return t._base.as_strided(arr.shape, arr.strides, arr.offset)
+
+
 def refresh_view(t):
     """A view whose memory was written in place since its history was set (through its base
     or another view of it): its history becomes a view of the base's current history, as
     PyTorch regenerates a view's grad_fn.  Returns the view's edge."""
-    from .grad_mode import enable_grad
-    arr = t._data
-    with enable_grad():
-        v = t._base.as_strided(arr.shape, arr.strides, arr.offset)
+    v = fresh_view_of_base(t)
+    old_fn, old_nr = t.grad_fn, getattr(t, "_output_nr", 0)
     t.grad_fn, t._output_nr, t._requires_grad = v.grad_fn, 0, v._requires_grad
-    t._view_version = arr.storage.version
+    t._view_version = t._data.storage.version
+    move_retain_grad(t, old_fn, old_nr, v.grad_fn, 0)
     return _NO_EDGE if v.grad_fn is None else (v.grad_fn, 0)
+
+
+def move_retain_grad(t, old_fn, old_nr, new_fn, new_nr):
+    """retain_grad follows a tensor whose history changed (in place, or a view refreshed) to
+    its new history: PyTorch's .grad is the gradient of the tensor's latest version.  Tensor
+    hooks stay where they were (they see the gradient of the value they were registered on)."""
+    if not getattr(t, "_retains_grad", False) or new_fn is old_fn:
+        return
+    if old_fn is not None and old_fn._retained is not None:
+        ref = old_fn._retained.get(old_nr)
+        if ref is not None and ref() is t:
+            del old_fn._retained[old_nr]
+    if new_fn is not None:
+        if new_fn._retained is None:
+            new_fn._retained = {}
+        new_fn._special = True
+        new_fn._retained[new_nr] = weakref.ref(t)
 
 
 def _mark_views(inputs, outs):
