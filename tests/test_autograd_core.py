@@ -980,3 +980,19 @@ def test_hook_may_not_change_dtype_or_shape():
     x.register_hook(lambda g: g[:2])
     with pytest.raises(RuntimeError, match="changed the size of value"):
         (x * 2).sum().backward()
+
+
+def test_data_has_its_own_version_counter():
+    """In-place changes through .data are not seen by autograd's checks (PyTorch); through
+    detach() they are."""
+    x = tl.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.sigmoid()
+    y.data.add_(1)
+    y.sum().backward()                  # uses the modified y, as PyTorch does
+    yd = y.detach()                     # sigmoid's backward reads the saved (modified) output
+    assert x.grad.tolist() == pytest.approx((yd * (1 - yd)).tolist())
+    x2 = tl.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y2 = x2.sigmoid()
+    y2.detach().add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y2.sum().backward()

@@ -1246,3 +1246,15 @@ def test_random_ops_match_torch():
         if not ok.all():
             failures.append(f"{label}: torch {a[~ok][:3]} torchlite {b[~ok][:3]}")
     assert not failures, "\n".join(failures[:20])
+
+
+def test_aliases_of_one_buffer_through_separate_storages():
+    """Two tensors over the same NumPy memory overlap even though their storages differ: an
+    in-place op reading one and writing the other must read the old values."""
+    a = np.arange(6.0)
+    u, v = tl.from_numpy(a), tl.from_numpy(a)
+    u[1:] += v[:-1]
+    assert u.tolist() == [0.0, 1.0, 3.0, 5.0, 7.0, 9.0]
+    b = tl.arange(6.0)
+    b.data[1:] += b[:-1]
+    assert b.tolist() == [0.0, 1.0, 3.0, 5.0, 7.0, 9.0]

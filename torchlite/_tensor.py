@@ -132,7 +132,9 @@ class Tensor:
 
     @property
     def data(self):
-        return _wrap(self._data)
+        """The same memory as a tensor outside the graph, with its own version counter (unlike
+        detach(), in-place changes through it are not caught by autograd, as in PyTorch)."""
+        return _wrap(self._data.alias_with_own_version())
 
     @data.setter
     def data(self, other):

@@ -341,6 +341,14 @@ cdef class Array:
     def storage_nbytes(self):
         return self.storage.nbytes
 
+    def alias_with_own_version(self):
+        """The same view over the same memory, with a storage object (so a version counter) of
+        its own: what Tensor.data returns, so that in-place changes through it are not seen by
+        autograd's checks, as in PyTorch."""
+        cdef Array v = make_view(self, self.nd, self.shp, self.strd, self.off)
+        v.storage = external_storage(<Py_ssize_t>self.storage.data, self.storage.nbytes, self.storage)
+        return v
+
     def same_storage(self, Array other):
         return self.storage is other.storage
 

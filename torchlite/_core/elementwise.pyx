@@ -392,12 +392,34 @@ cdef object _not_impl(str op, int dtype):
 # ---------------------------------------------------------------------------------------
 # Casting and copying
 # ---------------------------------------------------------------------------------------
-cdef bint _overlaps(Array a, Array b):
-    """True if a and b share memory but are not the same view (a partial overlap)."""
+cdef inline void _byte_range(Array a, char** lo, char** hi) noexcept:
+    """The bytes a's elements span: [lo, hi)."""
+    cdef char* p = a.ptr()
+    cdef int64_t isz = tl_itemsize[a.dtype], span
     cdef int i
-    if a.storage is not b.storage:
+    lo[0] = p
+    hi[0] = p + isz
+    for i in range(a.nd):
+        span = (a.shp[i] - 1) * a.strd[i] * isz
+        if span < 0:
+            lo[0] += span
+        else:
+            hi[0] += span
+
+
+cdef bint _overlaps(Array a, Array b):
+    """True if a and b share memory but are not the same view (a partial overlap).  Compared by
+    address, not by Storage object: two storages can hold the same memory (Tensor.data, two
+    from_numpy of one array)."""
+    cdef int i
+    cdef char *alo, *ahi, *blo, *bhi
+    if a.n == 0 or b.n == 0:
         return False
-    if a.off == b.off and a.nd == b.nd and a.dtype == b.dtype:
+    _byte_range(a, &alo, &ahi)
+    _byte_range(b, &blo, &bhi)
+    if ahi <= blo or bhi <= alo:
+        return False
+    if a.ptr() == b.ptr() and a.nd == b.nd and a.dtype == b.dtype:
         for i in range(a.nd):
             if a.shp[i] != b.shp[i] or (a.shp[i] > 1 and a.strd[i] != b.strd[i]):
                 return True
