@@ -45,3 +45,4 @@ cdef Array new_array_strided(int ndim, const int64_t* shape, const int64_t* orde
 cdef Array make_view(Array base, int ndim, const int64_t* shape, const int64_t* strides, int64_t offset)
 cdef int parse_shape(object shape, int64_t* out, str op) except -1
 cdef tuple shape_tuple(int ndim, const int64_t* shape)
+cdef int broadcast_into(int64_t* out, int nd_out, int nd, const int64_t* shape) noexcept nogil

@@ -240,6 +240,21 @@ cdef inline int _wrap_dim(int64_t d, int ndim, str op) except -1:
     return <int>d
 
 
+cdef int broadcast_into(int64_t* out, int nd_out, int nd, const int64_t* shape) noexcept nogil:
+    """Broadcast `shape` (nd dims, right-aligned) into `out` (nd_out >= nd dims, 1s where not
+    yet set).  Returns the out dim where the sizes conflict, or -1: the caller raises its own
+    op's error."""
+    cdef int j, k
+    for j in range(nd):
+        k = nd_out - nd + j
+        if shape[j] == out[k] or shape[j] == 1:
+            continue
+        if out[k] != 1:
+            return k
+        out[k] = shape[j]
+    return -1
+
+
 def broadcast_shapes(*shapes):
     """The broadcast of several shapes (PyTorch's rules), or RuntimeError naming them."""
     cdef int nd = 0, i, j, k
@@ -255,16 +270,10 @@ def broadcast_shapes(*shapes):
         out[i] = 1
     for s in shapes:
         n = parse_shape(s, cur, "broadcast_shapes")
-        for j in range(n):
-            k = nd - n + j
-            if cur[j] == out[k] or cur[j] == 1:
-                continue
-            if out[k] == 1:
-                out[k] = cur[j]
-            else:
-                raise RuntimeError(
-                    "shape mismatch: objects cannot be broadcast to a single shape: "
-                    + " and ".join(str(tuple(x)) for x in shapes))
+        if broadcast_into(out, nd, n, cur) >= 0:
+            raise RuntimeError(
+                "shape mismatch: objects cannot be broadcast to a single shape: "
+                + " and ".join(str(tuple(x)) for x in shapes))
     return shape_tuple(nd, out)
 
 

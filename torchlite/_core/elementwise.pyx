@@ -4,7 +4,7 @@
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t, uint16_t
 from libc.string cimport memcpy
-from torchlite._core.array cimport (Array, Storage, MAX_DIMS, new_array, new_array_strided,
+from torchlite._core.array cimport (Array, Storage, MAX_DIMS, broadcast_into, new_array, new_array_strided,
                                     make_view, parse_shape, shape_tuple, tl_itemsize,
                                     TL_BOOL, TL_UINT8, TL_INT8, TL_INT16, TL_INT32, TL_INT64,
                                     TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64,
@@ -566,17 +566,12 @@ cdef int _bshape(tuple xs, int64_t* shp, str op) except -1:
         if not isinstance(x, Array):
             continue
         a = <Array>x
-        k = nd - a.nd
-        for i in range(a.nd):
-            if a.shp[i] == shp[i + k] or a.shp[i] == 1:
-                continue
-            if shp[i + k] == 1:
-                shp[i + k] = a.shp[i]
-            else:
-                raise RuntimeError(
-                    f"{op}: The size of tensor a ({shp[i + k]}) must match the size of tensor b "
-                    f"({a.shp[i]}) at non-singleton dimension {i + k}; shapes are "
-                    + ", ".join(str(y.shape) for y in xs if isinstance(y, Array)))
+        k = broadcast_into(shp, nd, a.nd, a.shp)
+        if k >= 0:
+            raise RuntimeError(
+                f"{op}: The size of tensor a ({shp[k]}) must match the size of tensor b "
+                f"({a.shp[k - (nd - a.nd)]}) at non-singleton dimension {k}; shapes are "
+                + ", ".join(str(y.shape) for y in xs if isinstance(y, Array)))
     return nd
 
 

@@ -13,7 +13,7 @@
 # that share memory with the written operand are copied first.
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, int32_t, uint64_t
-from torchlite._core.array cimport (Array, MAX_DIMS, new_array, shape_tuple, tl_itemsize,
+from torchlite._core.array cimport (Array, MAX_DIMS, broadcast_into, new_array, shape_tuple, tl_itemsize,
                                     TL_BOOL, TL_UINT8, TL_INT32, TL_INT64, TL_FLOAT16,
                                     TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64)
 from torchlite._core.elementwise cimport copy_into
@@ -553,15 +553,9 @@ cdef int _broadcast_indices(list idxs, int64_t* bshape) except -1:
     for i in range(nb):
         bshape[i] = 1
     for x in idxs:
-        k = nb - x.nd
-        for j in range(x.nd):
-            if x.shp[j] == bshape[j + k] or x.shp[j] == 1:
-                continue
-            if bshape[j + k] == 1:
-                bshape[j + k] = x.shp[j]
-            else:
-                raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
-                                 "with shapes " + ", ".join(_shape_str(y) for y in idxs))
+        if broadcast_into(bshape, nb, x.nd, x.shp) >= 0:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                             "with shapes " + ", ".join(_shape_str(y) for y in idxs))
     return nb
 
 

@@ -131,15 +131,7 @@ static void tl_row_init(tl_row *row, const char *src, int64_t ss, int64_t n, int
 #define TL_MAKE(key, i) (((uint64_t)(key) << 32) | (uint64_t)(i))
 #define TL_IDX(a) ((a) & 0xffffffffu)
 #define TL_S(name) name##_p
-#include "sort_impl.h"
-#undef TL_ITEM
-#undef TL_LT
-#undef TL_KEY
-#undef TL_DIGIT
-#undef TL_IDX_DIGIT
-#undef TL_MAKE
-#undef TL_IDX
-#undef TL_S
+#include "sort_impl.h"      /* ends by #undef-ing its parameters */
 
 /* ---- wide items: a 64-bit key and a 64-bit index ---- */
 typedef struct { uint64_t key, idx; } tl_wide_item;
@@ -151,15 +143,7 @@ typedef struct { uint64_t key, idx; } tl_wide_item;
 #define TL_MAKE(k, i) ((tl_wide_item){(k), (uint64_t)(i)})
 #define TL_IDX(a) ((a).idx)
 #define TL_S(name) name##_w
-#include "sort_impl.h"
-#undef TL_ITEM
-#undef TL_LT
-#undef TL_KEY
-#undef TL_DIGIT
-#undef TL_IDX_DIGIT
-#undef TL_MAKE
-#undef TL_IDX
-#undef TL_S
+#include "sort_impl.h"      /* ends by #undef-ing its parameters */
 
 /* Packed items need item keys of at most 32 bits and indices that fit in 32 bits. */
 TL_INLINE int tl_row_packed(const tl_row *row) {

@@ -247,3 +247,13 @@ static void TL_S(tl_kth_row)(const tl_row *row, int64_t k, char *vdst, int64_t *
     TL_S(tl_select)(a, tmp, row->n, k, row->key_bits, tl_bit_length((uint64_t)(row->n - 1)), hist);
     TL_S(tl_write_out)(a + k - 1, 1, row, vdst, 0, idst, 0);
 }
+
+/* the parameters of this instantiation end here, so the next one can define its own */
+#undef TL_ITEM
+#undef TL_LT
+#undef TL_KEY
+#undef TL_DIGIT
+#undef TL_IDX_DIGIT
+#undef TL_MAKE
+#undef TL_IDX
+#undef TL_S
