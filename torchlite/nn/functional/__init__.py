@@ -1,0 +1,12 @@
+"""torchlite.nn.functional: the stateless form of every layer (``import torchlite.nn.functional
+as F``).  One file per family; each lists its public functions in ``__all__``."""
+from .activation import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .vision import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403

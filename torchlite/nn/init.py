@@ -1,0 +1,1 @@
+"""Weight initialisation (nn.init)."""

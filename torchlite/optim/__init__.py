@@ -1,0 +1,1 @@
+"""torchlite.optim: optimizers and learning-rate schedulers (PyTorch's torch.optim)."""
