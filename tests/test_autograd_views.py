@@ -465,3 +465,37 @@ def test_retain_grad_and_hooks_across_inplace_match_torch(fn):
     for a, b in zip(ours, theirs):
         assert a is not None and b is not None
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+
+
+def test_view_taken_before_base_joined_graph_gets_gradient():
+    # PyTorch: a view follows its base; writing a value requiring grad into the base (through
+    # another view, or directly) makes views taken earlier carry that value's gradient
+    b = tl.zeros(3)
+    v = b[:2]
+    w = tl.tensor([1.0, 2.0], requires_grad=True)
+    b[1:].add_(w)
+    assert v.requires_grad and v.grad_fn is not None
+    (v * tl.tensor([10.0, 100.0])).sum().backward()
+    assert w.grad.tolist() == [100.0, 0.0]
+
+    b = tl.zeros(3)
+    parts = b.unbind(0)
+    w = tl.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b.add_(w)
+    (parts[0] * 5 + parts[2] * 7).backward()
+    assert w.grad.tolist() == [5.0, 0.0, 7.0]
+
+
+def test_view_registry_of_untracked_base_stays_small():
+    b = tl.zeros(100)
+    for i in range(10000):
+        b[i % 90:]
+    assert len(b._views) < 200
+
+
+def test_inplace_write_partially_overlapping_its_operand_raises():
+    y = tl.randn(3, requires_grad=True).clone()
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        y[1:].add_(y[:2])
+    y[1:].add_(y[:2].clone())                       # the documented fix
+    y.sum().backward()

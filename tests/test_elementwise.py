@@ -936,23 +936,43 @@ def test_inplace_on_expanded_self_is_rejected():
         tl.add(tl.tensor([1, 2]), 1, out=tl.empty(1).expand(2))
 
 
-def test_inplace_with_overlapping_operand():
-    """a[1:] += a[:-1] reads every input before it is overwritten."""
+_OVERLAP_MSG = "some elements of the input tensor and the written-to tensor refer to a single memory location"
+
+
+def test_inplace_with_partially_overlapping_operand_raises():
+    """PyTorch refuses a write into memory an operand partially shares when both are dense
+    (the result would depend on the visiting order)."""
     a = tl.arange(6.0)
-    a[1:] += a[:-1]
-    np.testing.assert_array_equal(a.numpy(), [0, 1, 3, 5, 7, 9])
+    with pytest.raises(RuntimeError, match=_OVERLAP_MSG):
+        a[1:] += a[:-1]
+    sq = tl.arange(9.0).view(3, 3)
+    with pytest.raises(RuntimeError, match=_OVERLAP_MSG):
+        sq.add_(sq.t())                                   # self and its own transpose
+    x = tl.arange(5.0)
+    with pytest.raises(RuntimeError, match=_OVERLAP_MSG):
+        tl.exp(x[:-1], out=x[1:])                         # unary out= overlapping its input
+    with pytest.raises(RuntimeError, match=_OVERLAP_MSG):
+        x[1:].copy_(x[:-1])
+    with pytest.raises(RuntimeError, match=_OVERLAP_MSG):
+        tl.where(x[:4] > 1, x[1:], x[:4], out=x[:4])
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]        # nothing was written
+
+
+def test_inplace_with_overlapping_operand_that_is_not_dense():
+    """Interleaved or expanded operands are copied first: every input is read before it is
+    overwritten."""
+    a = tl.arange(6.0)
+    a[::2].add_(a[1::2])
+    np.testing.assert_array_equal(a.numpy(), [1, 1, 5, 3, 9, 5])
     b = tl.arange(6.0).view(2, 3)
     b.add_(b.t()[:2, :2].reshape(-1)[:3].view(1, 3))
     c = tl.arange(6.0).view(2, 3)
     np.testing.assert_array_equal(b.numpy(), c.numpy() + np.array([[0.0, 3.0, 1.0]]))
-    sq = tl.arange(9.0).view(3, 3)
-    sq.add_(sq.t())                                   # self and its own transpose
-    np.testing.assert_array_equal(sq.numpy(), np.arange(9.0).reshape(3, 3) + np.arange(9.0).reshape(3, 3).T)
-    x = tl.arange(5.0)
-    tl.exp(x[:-1], out=x[1:])                          # unary out= overlapping its input
-    np.testing.assert_allclose(x.numpy(), [0.0] + list(np.exp(np.arange(4.0))), rtol=1e-6)
+    d = tl.arange(4.0)
+    d.view(2, 2).add_(d[:2].expand(2, 2))              # expanded operand over its own memory
+    np.testing.assert_array_equal(d.numpy(), [0, 2, 2, 4])
     w = tl.arange(4.0)
-    tl.where(w > 1, w.flip(0), w, out=w)
+    tl.where(w > 1, w.flip(0), w, out=w)                  # the same view as out: fine
     assert w.tolist() == [0.0, 1.0, 1.0, 0.0]
 
 
@@ -985,8 +1005,8 @@ def test_out_argument():
     x = tl.tensor([1.0, 2.0])
     assert tl.mul(x, x, out=x).tolist() == [1.0, 4.0]
     t = tl.arange(4.0)
-    tl.add(t[:3], 1, out=t[1:])                           # partial overlap: inputs read first
-    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(RuntimeError, match=_OVERLAP_MSG):
+        tl.add(t[:3], 1, out=t[1:])                       # partial overlap: refused, as torch
     out = tl.empty(2, 3).t()                              # non-contiguous out is written in place
     tl.add(tl.ones(3, 2), 1, out=out)
     assert out.stride() == (1, 3) and out.tolist() == [[2.0, 2.0]] * 3
@@ -1249,12 +1269,15 @@ def test_random_ops_match_torch():
 
 
 def test_aliases_of_one_buffer_through_separate_storages():
-    """Two tensors over the same NumPy memory overlap even though their storages differ: an
-    in-place op reading one and writing the other must read the old values."""
+    """Two tensors over the same NumPy memory overlap even though their storages differ: the
+    overlap check compares addresses, so a partial overlap is refused here too, and a
+    non-dense one reads the old values."""
     a = np.arange(6.0)
     u, v = tl.from_numpy(a), tl.from_numpy(a)
-    u[1:] += v[:-1]
-    assert u.tolist() == [0.0, 1.0, 3.0, 5.0, 7.0, 9.0]
+    with pytest.raises(RuntimeError, match=_OVERLAP_MSG):
+        u[1:] += v[:-1]
+    u[::2] += v[1::2]
+    assert u.tolist() == [1.0, 1.0, 5.0, 3.0, 9.0, 5.0]
     b = tl.arange(6.0)
-    b.data[1:] += b[:-1]
-    assert b.tolist() == [0.0, 1.0, 3.0, 5.0, 7.0, 9.0]
+    with pytest.raises(RuntimeError, match=_OVERLAP_MSG):
+        b.data[1:] += b[:-1]

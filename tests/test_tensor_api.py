@@ -235,7 +235,9 @@ def test_copy_fill_zero():
     tt.copy_(tl.arange(6.0).view(2, 3))
     assert tt.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     x = tl.arange(5.0)
-    x[1:].copy_(x[:-1])                                        # overlapping source
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        x[1:].copy_(x[:-1])                                    # overlapping source, as torch
+    x[1:].copy_(x[:-1].clone())
     assert x.tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
     ver = x._version
     x.fill_(2.5)

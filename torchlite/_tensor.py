@@ -4,6 +4,7 @@ The Tensor holds no element logic of its own: each op lives in torchlite/_ops/<f
 as a function, and is attached here as a method by that module (``_ops._register``).
 Nothing here knows which device the array is on, except through ``tensor.device``."""
 import builtins
+import weakref
 import numbers
 
 from . import _dtype as D
@@ -42,7 +43,7 @@ class Tensor:
 
     __slots__ = ("_data", "_requires_grad", "grad", "grad_fn", "_output_nr", "_grad_acc",
                  "_hooks", "_retains_grad", "_post_acc_hooks", "_base", "_view_version",
-                 "__weakref__")
+                 "_views", "__weakref__")
     __array_priority__ = 1000   # make NumPy defer to our reflected operators
 
     def __new__(cls, *args, **kwargs):
@@ -366,8 +367,43 @@ def _wrap_view(arr, src):
     t.grad = None
     t.grad_fn = None
     base = src._base
-    t._base = src if base is None else base
+    if base is None:
+        base = src
+    t._base = base
+    if not base._requires_grad:
+        _register_view(base, t)
     return t
+
+
+def _register_view(base, view):
+    """Remember (weakly) a view of a base outside the graph: if the base joins the graph
+    later (an in-place write of a value requiring grad), the views taken
+    before must require grad too, as PyTorch's views follow their base.  base._views is
+    [prune_at, ref, ref, ...]; dead references are dropped whenever the list doubles."""
+    try:
+        views = base._views
+    except AttributeError:
+        base._views = [32, weakref.ref(view)]
+        return
+    views.append(weakref.ref(view))
+    if len(views) > views[0]:
+        alive = [r for r in views[1:] if r() is not None]
+        views[:] = [max(32, 2 * len(alive)), *alive]
+
+
+def _join_views(base):
+    """base now requires grad: every live view of it taken while it did not gets a history
+    as a view of base's current history (autograd.graph.refresh_view)."""
+    try:
+        views = base._views
+    except AttributeError:
+        return
+    del base._views
+    from .autograd.graph import refresh_view
+    for ref in views[1:]:
+        v = ref()
+        if v is not None and v._base is base and v.grad_fn is None and not v._requires_grad:
+            refresh_view(v)
 
 
 def _wrap_dim(dim, ndim, op="dim"):

@@ -407,7 +407,7 @@ cdef inline void _byte_range(Array a, char** lo, char** hi) noexcept:
             hi[0] += span
 
 
-cdef bint _overlaps(Array a, Array b):
+cdef bint _overlaps(Array a, Array b) except -1:
     """True if a and b share memory but are not the same view (a partial overlap).  Compared by
     address, not by Storage object: two storages can hold the same memory (Tensor.data, two
     from_numpy of one array)."""
@@ -422,8 +422,20 @@ cdef bint _overlaps(Array a, Array b):
     if a.ptr() == b.ptr() and a.nd == b.nd and a.dtype == b.dtype:
         for i in range(a.nd):
             if a.shp[i] != b.shp[i] or (a.shp[i] > 1 and a.strd[i] != b.strd[i]):
-                return True
+                return _partial_overlap(a, b)
         return False
+    return _partial_overlap(a, b)
+
+
+cdef bint _partial_overlap(Array a, Array b) except -1:
+    """Two arrays share part of their memory.  When both are dense, the result would depend on
+    the order the elements are visited in: PyTorch refuses, and so do we.  Otherwise (an
+    expanded operand, strided views that may interleave) the operand is copied first."""
+    if a.is_non_overlapping_and_dense() and b.is_non_overlapping_and_dense():
+        raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to "
+                "tensor refer to a single memory location. Please clone() the tensor before "
+                "performing the operation.")
     return True
 
 

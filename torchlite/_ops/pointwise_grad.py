@@ -8,7 +8,7 @@ its input, which the in-place op then keeps a copy of).  Gradients of broadcast 
 type-promoted inputs are summed back to the input's shape and cast to its dtype."""
 import math
 
-from .._tensor import Tensor, _wrap
+from .._tensor import Tensor, _wrap, _join_views
 from .._core import array as _A
 from .._core import elementwise as _ew
 from .. import _dtype as D
@@ -616,16 +616,22 @@ def rebase_inplace(self, out_of_place):
         node._saved[key] = (None, self._data, self._data.storage.version, 0)
     if copy_slices is not None:
         base_fn, base_nr = base.grad_fn, getattr(base, "_output_nr", 0)
+        joins = not base._requires_grad
         base._requires_grad = True
         base.grad_fn, base._output_nr = copy_slices, 0
         move_retain_grad(base, base_fn, base_nr, copy_slices, 0)
         refresh_view(self)                  # moves the view's retain_grad too
+        if joins:
+            _join_views(base)
         return self
     new_nr = getattr(r, "_output_nr", 0)
     move_retain_grad(self, self.grad_fn, self.output_nr, node, new_nr)
+    joins = r._requires_grad and not self._requires_grad
     self._requires_grad = r._requires_grad
     self.grad_fn = node
     self._output_nr = new_nr
+    if joins:
+        _join_views(self)
     return self
 
 
