@@ -499,3 +499,8 @@ def test_inplace_write_partially_overlapping_its_operand_raises():
         y[1:].add_(y[:2])
     y[1:].add_(y[:2].clone())                       # the documented fix
     y.sum().backward()
+    z = tl.randn(4, requires_grad=True).clone()
+    for write in (lambda: z[1:].copy_(z[:3]), lambda: z[1:].mul_(z[:3]),
+                  lambda: z[1:].addcmul_(z[:3], z[:3]), lambda: z[1:].lerp_(z[:3], 0.5)):
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            write()

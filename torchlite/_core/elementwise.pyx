@@ -503,6 +503,13 @@ cdef Array cast_array(Array a, int dtype):
     return out
 
 
+def check_no_partial_overlap(Array dst, src):
+    """Raise PyTorch's RuntimeError when src (an Array, or anything else: ignored) partially
+    shares dense memory with dst, the tensor an in-place op writes."""
+    if isinstance(src, Array):
+        _overlaps(dst, src)
+
+
 def copy_(Array dst, Array src):
     copy_into(dst, src)
     return dst

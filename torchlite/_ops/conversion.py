@@ -97,7 +97,7 @@ def copy_(self, src, non_blocking=False):
     if src.device != self.device:
         src = src.to(self.device)
     if inplace_records(self, src):
-        return _SG.rebase(self, "copy_", lambda old: _copied(old, src))
+        return _SG.rebase(self, "copy_", lambda old: _copied(old, src), src)
     _ew.copy_(self._data, src._data)
     self._bump_version()
     return self

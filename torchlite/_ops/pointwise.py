@@ -302,7 +302,7 @@ def _kernel_bound_ok(dt, b):
 def clamp_(self, min=None, max=None):
     """In-place clamp; a bound that would promote self's dtype is an error."""
     if _inplace_records(self, min, max):
-        _G.check_inplace(self, "clamp_")
+        _G.check_inplace(self, "clamp_", min, max)
         return _G.rebase_inplace(self, lambda old: clamp(old, min, max))
     clamp(self, min, max, out=self)
     self._bump_version()
@@ -373,7 +373,7 @@ def _binary(code, a, b, out, name, alpha=1.0):
 
 def _binary_(code, self, other, name, alpha=1.0):
     if _inplace_records(self, other):
-        _G.check_inplace(self, name)
+        _G.check_inplace(self, name, other)
         return _G.rebase_inplace(self, lambda old: _G.keep_in_graph(
             _binary(code, old, other, None, name, alpha), (old, other), name))
     y = other._data if isinstance(other, Tensor) else _operand(other, name)
@@ -617,7 +617,7 @@ def lerp(input, end, weight, *, out=None):
 @_register("lerp_")
 def lerp_(self, end, weight):
     if _inplace_records(self, end, weight):
-        _G.check_inplace(self, "lerp_")
+        _G.check_inplace(self, "lerp_", end, weight)
         return _G.rebase_inplace(self, lambda old: lerp(old, end, weight))
     _ternary(_T["lerp"], self, end, weight, self, "lerp_")
     self._bump_version()
@@ -641,7 +641,7 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 @_register("addcmul_")
 def addcmul_(self, tensor1, tensor2, *, value=1):
     if _inplace_records(self, tensor1, tensor2):
-        _G.check_inplace(self, "addcmul_")
+        _G.check_inplace(self, "addcmul_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value))
     addcmul(self, tensor1, tensor2, value=value, out=self)
     self._bump_version()
@@ -658,7 +658,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 @_register("addcdiv_")
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     if _inplace_records(self, tensor1, tensor2):
-        _G.check_inplace(self, "addcdiv_")
+        _G.check_inplace(self, "addcdiv_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value))
     _ternary(_T["addcdiv"], self, tensor1, tensor2, self, "addcdiv_", value)
     self._bump_version()

@@ -534,9 +534,13 @@ def record_ternary(cls, inputs, result, value=1.0):
 
 
 # ---- in-place ops on tensors that are part of a graph ---------------------------------------------
-def check_inplace(self, name):
+def check_inplace(self, name, *operands):
     """PyTorch forbids in-place ops on a leaf that requires grad, or on a view of one (while
-    recording)."""
+    recording), and writes into memory a tensor operand partially shares (the graph path
+    computes out of place, so the kernel's own check would not see it)."""
+    for t in operands:
+        if type(t) is not float and type(t) is not int and t is not None:
+            _ew.check_no_partial_overlap(self._data, getattr(t, "_data", None))
     if self.grad_fn is None and self._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = getattr(self, "_base", None)

@@ -473,10 +473,10 @@ def record_block_diag(tensors, out, blocks):
 
 
 # ---- in-place ops on tensors in a graph ----------------------------------------------------------
-def rebase(self, name, out_of_place):
+def rebase(self, name, out_of_place, *operands):
     """Run an in-place op on a tensor that is part of a graph (or is written with a value that
     is): out_of_place(old) computes the result, which replaces self's value and history
     (pointwise_grad.rebase_inplace; a leaf requiring grad is refused, as in PyTorch)."""
     from .pointwise_grad import check_inplace, rebase_inplace
-    check_inplace(self, name)
+    check_inplace(self, name, *operands)
     return rebase_inplace(self, out_of_place)
