@@ -95,7 +95,7 @@ OPS = {
         linalg.norm=linalg_norm"""),
     **covered("linalg", """
         mm matmul=matmul_2d_2d __matmul__=matmul_2d_2d linalg.matmul=matmul_2d_2d bmm mv dot vdot
-        outer addmm addmv baddbmm addbmm inner tensordot=tensordot_int einsum=einsum_matmul
+        outer trace addmm addmv baddbmm addbmm inner tensordot=tensordot_int einsum=einsum_matmul
         chain_matmul linalg.vecdot=vecdot linalg.multi_dot=multi_dot
         addmm_ addmv_ baddbmm_ addbmm_"""),
     **covered("shape", """

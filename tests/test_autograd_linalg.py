@@ -36,6 +36,7 @@ CASES = {
     "dot": (lambda L, a, b: L.dot(a, b), [r(4), r(4)], "DotBackward0"),
     "vdot": (lambda L, a, b: L.vdot(a, b), [r(4), r(4)], "VdotBackward0"),
     "outer": (lambda L, a, b: L.outer(a, b), [r(3), r(2)], None),
+    "trace": (lambda L, a: L.trace(a), [r(3, 4)], None),
     "addmm": (lambda L, c, a, b: L.addmm(c, a, b, beta=0.5, alpha=2.0),
               [r(2, 2), r(2, 3), r(3, 2)], "AddmmBackward0"),
     "addmm_broadcast": (lambda L, c, a, b: L.addmm(c, a, b), [r(2), r(2, 3), r(3, 2)],

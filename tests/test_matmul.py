@@ -541,3 +541,14 @@ def test_methods_registered():
     check(a.matmul(a), ref(a.numpy(), a.numpy()), 3)
     check(a.__rmatmul__(a[0]), ref(a.numpy()[0], a.numpy()), 3)
     assert {"matmul", "mm", "bmm", "einsum", "tensordot", "addmm", "dot"} <= set(tl.__all__)
+
+
+def test_trace_matches_numpy():
+    for shape, dt in (((3, 4), tl.float32), ((5, 2), tl.float64), ((4, 4), tl.int32), ((0, 3), tl.float32)):
+        x = tl.arange(int(np.prod(shape)), dtype=dt).view(*shape)
+        t = tl.trace(x.t()) if shape[0] == 5 else x.trace()
+        ref = np.trace(x.numpy().T if shape[0] == 5 else x.numpy())
+        assert t.item() == ref and t.dim() == 0
+        assert t.dtype == (tl.int64 if dt == tl.int32 else dt)
+    with pytest.raises(RuntimeError, match="expected a matrix"):
+        tl.trace(tl.ones(3))

@@ -19,7 +19,7 @@ from .pointwise import _no_out_with_grad
 from ..autograd.grad_mode import _state as _grad_state
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "addmm", "addmv", "addmv_", "addbmm",
-           "baddbmm", "outer", "ger", "inner", "tensordot", "einsum", "chain_matmul"]
+           "baddbmm", "outer", "ger", "inner", "tensordot", "einsum", "chain_matmul", "trace"]
 
 _UPPER = _mm.TORCH_NAMES       # "Float", "Double", ... (ScalarType names)
 _CNAME = _mm.C_NAMES           # "float", "double", ... (C++ type names)
@@ -298,6 +298,16 @@ def dot(input, tensor, *, out=None):
 def vdot(input, other, *, out=None):
     """Inner product of two 1-D tensors, conjugating the first (a no-op for real dtypes)."""
     return _dot(input, other, out, "vdot", "other")
+
+
+@_register("trace")
+def trace(input):
+    """Sum of the main diagonal of a 2-D tensor (integers sum to int64, as torch)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"trace(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    return input.diagonal().sum()
 
 
 @_register("matmul")
