@@ -250,7 +250,7 @@ def prepare(case, lib, min_sample):
 def worker_main(args):
     """Serve the parent: one JSON request per line on stdin, one JSON reply per line."""
     sys.path.insert(0, HERE)
-    from _cases_core import CASES
+    from cases import CASES
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)       # whatever a library prints goes to stderr, not into the replies
     cases = {c.name: c for c in CASES}
@@ -439,7 +439,7 @@ def run_case(case, workers, args):
 def run_threads(n, names, args):
     """All selected cases at one thread count, with a fresh worker per library."""
     sys.path.insert(0, HERE)
-    from _cases_core import CASES
+    from cases import CASES
     workers, result = {}, {"threads": n, "libraries": {}, "cases": {}}
     for name in args.libs:
         try:
@@ -492,7 +492,7 @@ def write_json(path, obj):
 
 def selected_cases(patterns):
     sys.path.insert(0, HERE)
-    from _cases_core import CASES
+    from cases import CASES
     if not patterns:
         return [c.name for c in CASES]
     rx = [re.compile(p) for p in patterns]
@@ -656,7 +656,7 @@ def result_row(name, th, res, target):
 
 def render_markdown(report):
     sys.path.insert(0, HERE)
-    from _cases_core import CASES
+    from cases import CASES
     lines = header_lines(report) + [
         "| case | unit | threads | torchlite | torch | numpy | tl/torch | tl/numpy | "
         "target (tl/torch) | met? | others |",
@@ -721,7 +721,7 @@ def parse_args(argv):
 
 def list_cases():
     sys.path.insert(0, HERE)
-    from _cases_core import CASES
+    from cases import CASES
     for c in CASES:
         t = c.target.text if c.target else "–"
         print(f"{c.name:<28} {c.unit:<8} target {t:<18} {c.desc}")

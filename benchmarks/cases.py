@@ -1,0 +1,6 @@
+"""Every benchmark case, in the order RESULTS.md lists them: the array layer and autograd
+(_cases_core.py), then nn/optim training steps (_cases_nn.py)."""
+from _cases_core import CASES as _CORE
+from _cases_nn import CASES as _NN
+
+CASES = _CORE + _NN
