@@ -1,1 +1,261 @@
-"""Weight initialisation (nn.init)."""
+"""Weight initialisation (torch.nn.init): fill a tensor in place from a distribution, outside
+autograd (every function works under no_grad and returns its tensor)."""
+import math
+import numbers
+import warnings
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
+           "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+           "kaiming_normal_", "orthogonal_", "sparse_"]
+
+_LINEAR_FNS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+               "conv_transpose3d")
+
+
+def calculate_gain(nonlinearity, param=None):
+    """The recommended gain for a nonlinearity (PyTorch's table): 1 for linear/conv/sigmoid,
+    5/3 for tanh, sqrt(2) for relu, sqrt(2 / (1 + slope^2)) for leaky_relu (slope = param,
+    default 0.01), 3/4 for selu."""
+    if nonlinearity in _LINEAR_FNS or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, numbers.Real) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _check(tensor, op):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{op}(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """Fill with samples of U(a, b)."""
+    _check(tensor, "uniform_")
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """Fill with samples of N(mean, std^2)."""
+    _check(tensor, "normal_")
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
+
+
+def _norm_cdf(x):
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Fill with samples of N(mean, std^2) truncated to [a, b] (inverse-CDF sampling: uniform
+    over the CDF's range on [a, b], mapped back through erfinv)."""
+    _check(tensor, "trunc_normal_")
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
+    with no_grad():
+        lo, hi = _norm_cdf((a - mean) / std), _norm_cdf((b - mean) / std)
+        tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
+        tensor.erfinv_()
+        tensor.mul_(std * math.sqrt(2.0))
+        tensor.add_(mean)
+        tensor.clamp_(min=a, max=b)
+        return tensor
+
+
+def constant_(tensor, val):
+    """Fill with the value val."""
+    _check(tensor, "constant_")
+    with no_grad():
+        return tensor.fill_(val)
+
+
+def ones_(tensor):
+    """Fill with 1."""
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor):
+    """Fill with 0."""
+    _check(tensor, "zeros_")
+    with no_grad():
+        return tensor.zero_()
+
+
+def eye_(tensor):
+    """Fill a 2-D tensor with the identity matrix (ones on the main diagonal)."""
+    _check(tensor, "eye_")
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        tensor.zero_()
+        tensor.diagonal().fill_(1)
+        return tensor
+
+
+def dirac_(tensor, groups=1):
+    """Fill a 3-, 4- or 5-D (convolution weight) tensor with the Dirac delta: each output
+    channel (within each of `groups` groups) passes one input channel through unchanged."""
+    _check(tensor, "dirac_")
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    centre = tuple(s // 2 for s in sizes[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min(out_per_group, sizes[1])):
+                tensor[(g * out_per_group + d, d) + centre] = 1
+        return tensor
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    """(fan_in, fan_out) of a weight: in = size(1) * receptive field, out = size(0) *
+    receptive field, where the receptive field is the product of the dims after the second."""
+    if tensor.ndim < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
+                         "dimensions")
+    receptive = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _calculate_correct_fan(tensor, mode):
+    mode = mode.lower()
+    valid = ["fan_in", "fan_out"]
+    if mode not in valid:
+        raise ValueError(f"Mode {mode} not supported, please use one of {valid}")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    _check(tensor, "xavier_uniform_")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    _check(tensor, "xavier_normal_")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def _kaiming_std(tensor, a, mode, nonlinearity):
+    return calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """He uniform: U(-b, b) with b = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity,
+    a) and fan the fan_in or fan_out (mode)."""
+    _check(tensor, "kaiming_uniform_")
+    if 0 in tuple(tensor.shape):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
+    _check(tensor, "kaiming_normal_")
+    if 0 in tuple(tensor.shape):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
+
+
+def _householder_q(a):
+    """The Q factor of the reduced QR of a (m, n) float64 tensor with m >= n, its columns
+    signed so that R has a non-negative diagonal (then Q is unique for a of full rank).
+    Householder reflections, written with Tensor ops (torchlite has no QR kernel)."""
+    from .._ops.creation import eye
+    m, n = a.shape
+    a = a.clone()
+    reflectors = []
+    for k in range(n):
+        x = a[k:, k]
+        # v = x + sign(x0) |x| e0 avoids cancellation; H = I - 2 v v^T / (v^T v)
+        x0 = x[0].item()
+        norm = x.norm().item()
+        v = x.clone()
+        v[0] = x0 + (norm if x0 >= 0 else -norm)
+        vnorm = v.norm().item()
+        if vnorm == 0.0:            # an all-zero column: nothing to reflect
+            reflectors.append(None)
+            continue
+        v = v / vnorm
+        block = a[k:, k:]
+        block.sub_(2.0 * v.unsqueeze(1) * (v.unsqueeze(0) @ block))
+        reflectors.append(v)
+    signs = a.diagonal()[:n].sign()
+    signs = signs + (signs == 0).to(signs.dtype)          # a zero diagonal keeps its column
+    q = eye(m, n, dtype=a.dtype)
+    for k in range(n - 1, -1, -1):
+        v = reflectors[k]
+        if v is None:
+            continue
+        block = q[k:, :]
+        block.sub_(2.0 * v.unsqueeze(1) * (v.unsqueeze(0) @ block))
+    return q * signs
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """Fill with a (semi-)orthogonal matrix: the Q of the QR of a standard normal sample
+    (dims after the first are flattened), scaled by gain."""
+    _check(tensor, "orthogonal_")
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    from .. import _dtype as D
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with no_grad():
+        sample = tensor.new_empty((rows, cols), dtype=D.float64).normal_(0, 1, generator=generator)
+        if rows < cols:
+            q = _householder_q(sample.t()).t()
+        else:
+            q = _householder_q(sample)
+        tensor.view_as(q).copy_(q)
+        tensor.mul_(gain)
+        return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-D tensor with N(0, std^2) samples, then zero ceil(sparsity * rows) randomly
+    chosen entries of each column."""
+    _check(tensor, "sparse_")
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    from .._ops.random import randperm
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            zero_rows = randperm(rows, generator=generator)[:num_zeros]
+            tensor[zero_rows, col] = 0
+        return tensor

@@ -1,1 +1,83 @@
-__all__ = []
+"""F.linear and F.bilinear, composed from the matrix products of torchlite/_ops/linalg.py
+(so autograd needs no extra code, and the graph is PyTorch's: AddmmBackward0 for a 2-D input
+with a bias, TBackward0 for the weight)."""
+from ..._tensor import Tensor
+from ..._ops.linalg import addmm, matmul
+
+__all__ = ["linear", "bilinear"]
+
+
+def _check_tensor(x, op, name, pos, optional=False):
+    if optional and x is None:
+        return
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def linear(input, weight, bias=None):
+    """y = input @ weight.T + bias over the last dim of input: weight (out_features,
+    in_features), bias (out_features,) or None."""
+    _check_tensor(input, "linear", "input", 1)
+    _check_tensor(weight, "linear", "weight", 2)
+    _check_tensor(bias, "linear", "bias", 3, optional=True)
+    nd = input.ndim
+    if nd == 0 or weight.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
+                           f"{nd}D and {weight.ndim}D")
+    wt = weight.t()
+    if bias is None:
+        return matmul(input, wt)
+    if nd == 2:
+        return addmm(bias, input, wt)
+    if weight.ndim == 2 and (nd > 3 or input.is_contiguous()):
+        # fold the leading dims into one GEMM with the bias added in place, as PyTorch does
+        lead = tuple(input.shape[:-1])
+        flat = addmm(bias, input.reshape(-1, input.shape[-1]), wt)
+        return flat.view(lead + (flat.shape[-1],))
+    return matmul(input, wt) + bias
+
+
+def _bilinear_checks(input1, input2, weight, bias):
+    """PyTorch's argument checks of bilinear, with its messages."""
+    for x, name, pos in ((input1, "input1", 1), (input2, "input2", 2), (weight, "weight", 3)):
+        _check_tensor(x, "bilinear", name, pos)
+    _check_tensor(bias, "bilinear", "bias", 4, optional=True)
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1.shape[i]} and {input2.shape[i]}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, but got {weight.ndim} "
+                           f"dimensions")
+    if input1.ndim == 0:
+        raise RuntimeError("bilinear(): input1 and input2 must be at least 1-dimensional")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != weight.shape[0]):
+        got = bias.shape[0] if bias.ndim == 1 else list(bias.shape)
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {got} but "
+                           f"expected {weight.shape[0]}")
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]."""
+    _bilinear_checks(input1, input2, weight, bias)
+    out_f, in1, in2 = weight.shape
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    # one GEMM: (N, in1) @ (in1, out*in2), then contract in2 against input2
+    w = weight.permute(1, 0, 2).reshape(in1, out_f * in2)
+    t = x1.mm(w).view(x1.shape[0], out_f, in2)
+    y = matmul(t, x2.unsqueeze(2)).squeeze(2)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(lead + (out_f,))
