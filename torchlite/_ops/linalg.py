@@ -414,11 +414,11 @@ def _check_addmm(c, a, b):
     if b.ndim != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {b.ndim}-D tensor")
     _check_multipliable(a, b)
+    if c.dtype != b.dtype:          # PyTorch checks self against mat2 first
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_UPPER[c.dtype]} "
+                           f"and {_UPPER[b.dtype]}")
     if a.dtype != b.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_UPPER[a.dtype]} "
-                           f"and {_UPPER[b.dtype]}")
-    if c.dtype != b.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_UPPER[c.dtype]} "
                            f"and {_UPPER[b.dtype]}")
 
 

@@ -28,11 +28,29 @@ def _save_pair(node, a, b, names=("a", "b")):
 
 
 # ---- the plain products ----------------------------------------------------------------------
+def _transposed(m):
+    """A 2-D operand stored column-major (a .t() of a contiguous matrix, like nn.Linear's
+    weight in x @ w.t())."""
+    st = m.stride()
+    return st[0] == 1 and st[1] == m.shape[0] and m.shape[0] > 1
+
+
+def _mat1_grad(g, b, column_major):
+    """dL/da of a @ b, laid out like a (so a gradient flowing on through a .t() view arrives
+    contiguous), as PyTorch's mm_mat1_backward does."""
+    return b.mm(g.t()).t() if column_major else g.mm(b.t())
+
+
+def _mat2_grad(g, a, column_major):
+    """dL/db of a @ b, laid out like b."""
+    return g.t().mm(a).t() if column_major else a.t().mm(g)
+
+
 class MmBackward0(Node):
     def backward(self, g):
         a, b = self.saved("a"), self.saved("b")
-        return (g.mm(b.t()) if _wants(self, 0) else None,
-                a.t().mm(g) if _wants(self, 1) else None)
+        return (_mat1_grad(g, b, self.layout[0]) if _wants(self, 0) else None,
+                _mat2_grad(g, a, self.layout[1]) if _wants(self, 1) else None)
 
 
 class BmmBackward0(Node):
@@ -78,7 +96,9 @@ def record_product(op, a, b, result):
     """Record a two-operand product (mm, bmm, mv, dot, vdot, outer)."""
     node = _PLAIN[op]()
     _save_pair(node, a, b)
-    if op == "outer":
+    if op == "mm":
+        node.layout = (_transposed(a), _transposed(b))
+    elif op == "outer":
         node.dtypes = (a.dtype, b.dtype)
     return record(node, (a, b), result)
 
@@ -135,8 +155,8 @@ class _AddProduct(Node):
 
 class AddmmBackward0(_AddProduct):
     def operand_grads(self, g, x, y):
-        return (g.mm(y.t()) if _wants(self, 1) else None,
-                x.t().mm(g) if _wants(self, 2) else None)
+        return (_mat1_grad(g, y, self.layout[0]) if _wants(self, 1) else None,
+                _mat2_grad(g, x, self.layout[1]) if _wants(self, 2) else None)
 
 
 class AddmvBackward0(_AddProduct):
@@ -171,6 +191,8 @@ def record_add_product(op, input, x, y, alpha, beta, result):
     node.input_shape = tuple(input.shape)
     node.alpha, node.beta = alpha, beta
     node.batches = x.shape[0] if op == "addbmm" else None
+    if op == "addmm":
+        node.layout = (_transposed(x), _transposed(y))
     return record(node, (input, x, y), result)
 
 
