@@ -188,6 +188,21 @@ def test_exp_is_within_one_ulp_over_its_range():
         assert np.isinf(got[~np.isfinite(exact32)]).all(), level
 
 
+def test_erf_is_within_three_ulp_over_its_range():
+    """tl_erff (vmath.h): two fitted polynomials, exact signs, +-1 in the tails, NaN kept."""
+    x = np.concatenate([np.linspace(-5, 5, 400_001), [1e-30, -1e-38, 0.9999999, 1.0, 3.92, 3.96]])
+    x = x.astype(np.float32)
+    exact = np.array([math.erf(v) for v in x.astype(np.float64)])
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    for level in available_isa_levels():
+        with isa_level(level):
+            got = tl.from_numpy(x).erf().numpy().astype(np.float64)
+            special = tl.tensor([NAN, INF, -INF, -0.0]).erf().numpy()
+        assert (np.abs(got - exact) / ulp).max() <= 3.0, level
+        assert np.isnan(special[0]) and special[1:3].tolist() == [1.0, -1.0]
+        assert special[3] == 0 and np.signbit(special[3])
+
+
 def test_erfinv_accuracy():
     """erfinv round-trips through erf; near +-1 through erfc (where erf has no digits left)."""
     y = np.concatenate([np.linspace(-0.999999, 0.999999, 20001),
