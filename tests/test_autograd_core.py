@@ -996,3 +996,20 @@ def test_data_has_its_own_version_counter():
     y2.detach().add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y2.sum().backward()
+
+
+@pytest.mark.parametrize("write", [
+    lambda x: tl.add(x, 1, out=x), lambda x: tl.maximum(x, x * 0, out=x),
+    lambda x: tl.exp(x, out=x), lambda x: tl.where(x > 0, x, x, out=x),
+    lambda x: tl.lerp(x, x, 0.5, out=x), lambda x: tl.zeros(3, out=x),
+    lambda x: tl.index_select(x.clone(), 0, tl.tensor([2, 1, 0]), out=x),
+    lambda x: tl.sum(x.clone().view(1, 3), 0, out=x)])
+def test_out_argument_write_is_seen_by_the_version_check(write):
+    """A write through out= is an in-place change: a saved tensor it overwrote raises."""
+    w = tl.ones(3, requires_grad=True)
+    x = w * 1
+    y = x * x
+    with tl.no_grad():
+        write(x)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

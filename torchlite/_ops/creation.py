@@ -162,6 +162,7 @@ def _new_full(size, value, dtype, device, requires_grad, out=None, op="full"):
         if tuple(out.shape) != shape:
             out._data = _A.empty(shape, out._data.dtype)
         _A.fill_(out._data, value) if out.device.type == "cpu" else out.fill_(value)
+        out._bump_version()
         return out
     dt = D.to_dtype(dtype, D.get_default_dtype())
     arr = _A.full(shape, value, dt.code)

@@ -351,6 +351,7 @@ def _write_out(res, out, op):
     if tuple(out.shape) != tuple(res.shape):
         out._data = _A.empty(res.shape, res.dtype)
     _ew.copy_(out._data, res)
+    out._bump_version()
     return out
 
 

@@ -58,6 +58,7 @@ def _prepare_out(out, shape, op):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if tuple(out._data.shape) != tuple(shape):
         out._data = _A.empty(shape, out._data.dtype)
+    out._bump_version()         # a write: saved tensors over out's memory are now stale
     return out._data
 
 
