@@ -1,0 +1,58 @@
+"""Adadelta (PyTorch's torch.optim.Adadelta)."""
+from .optimizer import Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _to_scalar
+
+__all__ = ["Adadelta", "adadelta"]
+
+
+class Adadelta(Optimizer):
+    r"""Adadelta.  With g the gradient (negated if maximize, plus weight_decay * p):
+
+        v <- rho * v + (1 - rho) * g * g
+        dx <- sqrt(u + eps) / sqrt(v + eps) * g
+        u <- rho * u + (1 - rho) * dx * dx
+        p <- p - lr * dx
+    """
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        _check_lr(lr)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        _check_nonneg(eps, "epsilon value")
+        _check_nonneg(weight_decay, "weight_decay value")
+        _check_impl_flags(differentiable, None, foreach)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._fill_group_defaults(foreach=None, maximize=False, differentiable=False,
+                                  capturable=False)
+
+    def _update_group(self, group):
+        params, grads = self._params_with_grad(group)
+        steps, square_avgs, acc_deltas = self._collect_state(params, ("square_avg", "acc_delta"))
+        adadelta(params, grads, square_avgs, acc_deltas, steps, lr=group["lr"], rho=group["rho"],
+                 eps=group["eps"], weight_decay=group["weight_decay"],
+                 maximize=group["maximize"])
+
+
+def adadelta(params, grads, square_avgs, acc_deltas, state_steps, capturable=False,
+             foreach=None, differentiable=False, has_complex=False, *, lr, rho, eps,
+             weight_decay, maximize):
+    """The Adadelta update on lists of tensors (functional form of Adadelta.step)."""
+    lr = _to_scalar(lr)
+    one_minus_rho = 1 - rho
+    for param, grad, square_avg, acc_delta, step_t in zip(params, grads, square_avgs,
+                                                          acc_deltas, state_steps):
+        step_t += 1
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        square_avg.mul_(rho).addcmul_(grad, grad, value=one_minus_rho)
+        std = square_avg.add(eps).sqrt_()
+        delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
+        acc_delta.mul_(rho).addcmul_(delta, delta, value=one_minus_rho)
+        param.add_(delta, alpha=-lr)

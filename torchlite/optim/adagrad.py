@@ -1,0 +1,77 @@
+"""Adagrad (PyTorch's torch.optim.Adagrad)."""
+from .._ops.creation import full_like
+from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg,
+                        _new_step_count, _to_scalar)
+
+__all__ = ["Adagrad", "adagrad"]
+
+
+class Adagrad(Optimizer):
+    r"""Adagrad.  With g the gradient (negated if maximize, plus weight_decay * p) and t the
+    step number:
+
+        clr <- lr / (1 + (t - 1) * lr_decay)
+        s <- s + g * g          (s starts at initial_accumulator_value)
+        p <- p - clr * g / (sqrt(s) + eps)
+    """
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        _check_lr(lr)
+        _check_nonneg(lr_decay, "lr_decay value")
+        _check_nonneg(weight_decay, "weight_decay value")
+        _check_nonneg(initial_accumulator_value, "initial_accumulator_value value")
+        _check_nonneg(eps, "epsilon value")
+        _check_impl_flags(differentiable, fused, foreach)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        # unlike the other optimizers, Adagrad creates its state up front (as PyTorch does)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_param_state(p, initial_accumulator_value)
+
+    def _init_param_state(self, p, initial_accumulator_value):
+        state = self.state[p]
+        state["step"] = _new_step_count()
+        state["sum"] = full_like(p, initial_accumulator_value)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._fill_group_defaults(foreach=None, maximize=False, differentiable=False,
+                                  fused=None)
+
+    def share_memory(self):
+        """A no-op kept for PyTorch compatibility (state tensors live in this process)."""
+
+    def _update_group(self, group):
+        params, grads = self._params_with_grad(group)
+        state_of = self.state
+        sums, steps = [], []
+        for p in params:
+            state = state_of[p]
+            if len(state) == 0:     # a parameter added later with add_param_group
+                self._init_param_state(p, self.defaults["initial_accumulator_value"])
+            sums.append(state["sum"])
+            steps.append(state["step"])
+        adagrad(params, grads, sums, steps, lr=group["lr"], weight_decay=group["weight_decay"],
+                lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"])
+
+
+def adagrad(params, grads, state_sums, state_steps, fused=None, *, has_sparse_grad=False,
+            foreach=None, differentiable=False, has_complex=False, lr, weight_decay, lr_decay,
+            eps, maximize):
+    """The Adagrad update on lists of tensors (functional form of Adagrad.step)."""
+    lr = _to_scalar(lr)
+    for param, grad, state_sum, step_t in zip(params, grads, state_sums, state_steps):
+        step_t += 1
+        step = step_t.item()
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        clr = lr / (1 + (step - 1) * lr_decay)
+        state_sum.addcmul_(grad, grad, value=1)
+        std = state_sum.sqrt().add_(eps)
+        param.addcdiv_(grad, std, value=-clr)

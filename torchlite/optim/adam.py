@@ -1,0 +1,85 @@
+"""Adam (PyTorch's torch.optim.Adam), with AMSGrad and decoupled weight decay options."""
+from .._ops.pointwise import maximum
+from .._tensor import Tensor
+from .optimizer import (Optimizer, _check_betas, _check_impl_flags, _check_lr, _check_nonneg,
+                        _lerp_, _to_scalar)
+
+__all__ = ["Adam", "adam"]
+
+
+class Adam(Optimizer):
+    r"""Adam.  With g the gradient (negated if maximize) and t the step number:
+
+        p <- p * (1 - lr * weight_decay)   (decoupled_weight_decay; else g <- g + wd * p)
+        m <- lerp(m, g, 1 - beta1);  v <- beta2 * v + (1 - beta2) * g * g
+        v_max <- max(v_max, v)  (amsgrad: v_max replaces v below)
+        p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        _check_lr(lr)
+        _check_nonneg(eps, "epsilon value")
+        _check_betas(betas)
+        _check_nonneg(weight_decay, "weight_decay value")
+        if not (all(isinstance(b, float) for b in betas[:2])
+                or all(isinstance(b, Tensor) for b in betas[:2])):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for i in (0, 1):
+            if isinstance(betas[i], Tensor) and betas[i].numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
+        _check_impl_flags(differentiable, fused, foreach)
+        defaults = dict(lr=lr, betas=tuple(_to_scalar(b) for b in betas), eps=eps,
+                        weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable,
+                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._fill_group_defaults(amsgrad=False, maximize=False, foreach=None, capturable=False,
+                                  differentiable=False, decoupled_weight_decay=False,
+                                  fused=None)
+
+    def _update_group(self, group):
+        params, grads = self._params_with_grad(group)
+        amsgrad = group["amsgrad"]
+        buffers = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
+        steps, exp_avgs, exp_avg_sqs, *rest = self._collect_state(params, buffers)
+        max_exp_avg_sqs = rest[0] if amsgrad else []
+        beta1, beta2 = group["betas"]
+        adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad=amsgrad,
+             beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+             eps=group["eps"], maximize=group["maximize"],
+             decoupled_weight_decay=group["decoupled_weight_decay"])
+
+
+def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None,
+         capturable=False, differentiable=False, fused=None, *, amsgrad, beta1, beta2, lr,
+         weight_decay, eps, maximize, decoupled_weight_decay=False):
+    """The Adam update on lists of tensors (functional form of Adam.step); state_steps are
+    the per-parameter step counters (0-d tensors, incremented here)."""
+    lr, beta1, beta2 = _to_scalar(lr), _to_scalar(beta1), _to_scalar(beta2)
+    one_minus_beta1, one_minus_beta2 = 1 - beta1, 1 - beta2
+    for i, param in enumerate(params):
+        grad = -grads[i] if maximize else grads[i]
+        exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
+        step_t += 1
+        step = step_t.item()
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+        _lerp_(exp_avg, grad, one_minus_beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=one_minus_beta2)
+        step_size = lr / (1 - beta1 ** step)
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        if amsgrad:
+            maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
+            second_moment = max_exp_avg_sqs[i]
+        else:
+            second_moment = exp_avg_sq
+        denom = second_moment.sqrt().div_(bias_correction2_sqrt).add_(eps)
+        param.addcdiv_(exp_avg, denom, value=-step_size)

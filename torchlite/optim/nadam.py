@@ -1,0 +1,77 @@
+"""NAdam: Adam with Nesterov momentum (PyTorch's torch.optim.NAdam)."""
+from .optimizer import (Optimizer, _check_betas, _check_impl_flags, _check_lr, _check_nonneg,
+                        _lerp_, _to_scalar)
+
+__all__ = ["NAdam", "nadam"]
+
+
+class NAdam(Optimizer):
+    r"""NAdam.  With g the gradient (negated if maximize) and t the step number:
+
+        p <- p * (1 - lr * wd)  (decoupled_weight_decay; else g <- g + wd * p)
+        mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay));  P_t = mu_1 * ... * mu_t
+        m <- lerp(m, g, 1 - beta1);  v <- beta2 * v + (1 - beta2) * g * g
+        d = sqrt(v / (1 - beta2^t)) + eps
+        p <- p - lr * (1 - mu_t) / (1 - P_t) * g / d - lr * mu_{t+1} / (1 - P_t mu_{t+1}) * m / d
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        _check_lr(lr)
+        _check_nonneg(eps, "epsilon value")
+        _check_betas(betas)
+        _check_nonneg(weight_decay, "weight_decay value")
+        _check_nonneg(momentum_decay, "momentum_decay value")
+        _check_impl_flags(differentiable, None, foreach)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._fill_group_defaults(maximize=False, foreach=None, capturable=False,
+                                  differentiable=False, decoupled_weight_decay=False)
+
+    def _update_group(self, group):
+        params, grads = self._params_with_grad(group)
+        steps, mu_products, exp_avgs, exp_avg_sqs = self._collect_state(
+            params, ("exp_avg", "exp_avg_sq"), scalars=(("mu_product", 1.0),))
+        beta1, beta2 = group["betas"]
+        nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, steps, beta1=beta1,
+              beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+              momentum_decay=group["momentum_decay"], eps=group["eps"],
+              decoupled_weight_decay=group["decoupled_weight_decay"],
+              maximize=group["maximize"])
+
+
+def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps,
+          decoupled_weight_decay=False, foreach=None, capturable=False, differentiable=False,
+          has_complex=False, maximize=False, *, beta1, beta2, lr, weight_decay, momentum_decay,
+          eps):
+    """The NAdam update on lists of tensors (functional form of NAdam.step).  mu_products
+    are float32 0-d tensors, updated in place (their float32 rounding is part of the rule)."""
+    lr = _to_scalar(lr)
+    one_minus_beta1, one_minus_beta2 = 1 - beta1, 1 - beta2
+    for i, param in enumerate(params):
+        grad = -grads[i] if maximize else grads[i]
+        exp_avg, exp_avg_sq, mu_product, step_t = (exp_avgs[i], exp_avg_sqs[i], mu_products[i],
+                                                   state_steps[i])
+        step_t += 1
+        step = step_t.item()
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+        mu_product *= mu
+        product = mu_product.item()
+        _lerp_(exp_avg, grad, one_minus_beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=one_minus_beta2)
+        denom = exp_avg_sq.div(1 - beta2 ** step).sqrt_().add_(eps)
+        param.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - product))
+        param.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - product * mu_next))

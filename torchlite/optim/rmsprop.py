@@ -1,0 +1,74 @@
+"""RMSprop (PyTorch's torch.optim.RMSprop), optionally centered and with momentum."""
+from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _lerp_,
+                        _to_scalar)
+
+__all__ = ["RMSprop", "rmsprop"]
+
+
+class RMSprop(Optimizer):
+    r"""RMSprop.  With g the gradient (negated if maximize, plus weight_decay * p):
+
+        v <- alpha * v + (1 - alpha) * g * g
+        s <- sqrt(v - gbar^2) with gbar <- lerp(gbar, g, 1 - alpha) (centered), else sqrt(v)
+        b <- momentum * b + g / (s + eps);  p <- p - lr * b       (momentum > 0)
+        p <- p - lr * g / (s + eps)                               (otherwise)
+    """
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        _check_lr(lr)
+        _check_nonneg(eps, "epsilon value")
+        _check_nonneg(momentum, "momentum value")
+        _check_nonneg(weight_decay, "weight_decay value")
+        _check_nonneg(alpha, "alpha value")
+        _check_impl_flags(differentiable, None, foreach)
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._fill_group_defaults(momentum=0, centered=False, foreach=None, maximize=False,
+                                  differentiable=False, capturable=False)
+
+    def _update_group(self, group):
+        params, grads = self._params_with_grad(group)
+        momentum, centered = group["momentum"], group["centered"]
+        buffers = (("square_avg",) + (("momentum_buffer",) if momentum > 0 else ())
+                   + (("grad_avg",) if centered else ()))
+        steps, square_avgs, *rest = self._collect_state(params, buffers)
+        momentum_buffers = rest.pop(0) if momentum > 0 else []
+        grad_avgs = rest.pop(0) if centered else []
+        rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffers, steps, lr=group["lr"],
+                alpha=group["alpha"], eps=group["eps"], weight_decay=group["weight_decay"],
+                momentum=momentum, centered=centered, maximize=group["maximize"])
+
+
+def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps,
+            foreach=None, maximize=False, differentiable=False, capturable=False, *, lr, alpha,
+            eps, weight_decay, momentum, centered):
+    """The RMSprop update on lists of tensors (functional form of RMSprop.step)."""
+    lr = _to_scalar(lr)
+    one_minus_alpha = 1 - alpha
+    for i, param in enumerate(params):
+        grad = -grads[i] if maximize else grads[i]
+        square_avg = square_avgs[i]
+        state_steps[i] += 1
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        square_avg.mul_(alpha).addcmul_(grad, grad, value=one_minus_alpha)
+        if centered:
+            grad_avg = grad_avgs[i]
+            _lerp_(grad_avg, grad, one_minus_alpha)
+            avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+        else:
+            avg = square_avg.sqrt()
+        avg.add_(eps)
+        if momentum > 0:
+            buf = momentum_buffer_list[i]
+            buf.mul_(momentum).addcdiv_(grad, avg)
+            param.add_(buf, alpha=-lr)
+        else:
+            param.addcdiv_(grad, avg, value=-lr)

@@ -1,0 +1,71 @@
+"""Stochastic gradient descent, optionally with momentum (PyTorch's torch.optim.SGD)."""
+from .optimizer import Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _to_scalar
+
+__all__ = ["SGD", "sgd"]
+
+
+class SGD(Optimizer):
+    r"""Stochastic gradient descent.  With g the gradient (negated if maximize):
+
+        g <- g + weight_decay * p
+        b <- g on the first step, else momentum * b + (1 - dampening) * g
+        g <- g + momentum * b (nesterov) or b (momentum != 0)
+        p <- p - lr * g
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None):
+        _check_lr(lr)
+        _check_nonneg(momentum, "momentum value")
+        _check_nonneg(weight_decay, "weight_decay value")
+        _check_impl_flags(differentiable, fused, foreach)
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._fill_group_defaults(nesterov=False, maximize=False, foreach=None,
+                                  differentiable=False, fused=False)
+
+    def _update_group(self, group):
+        params, grads = self._params_with_grad(group)
+        momentum = group["momentum"]
+        buffers = None
+        if momentum != 0:
+            state = self.state
+            buffers = [state[p].get("momentum_buffer") for p in params]
+        sgd(params, grads, buffers, weight_decay=group["weight_decay"], momentum=momentum,
+            lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
+            maximize=group["maximize"])
+        if momentum != 0:
+            for p, buf in zip(params, buffers):
+                state[p]["momentum_buffer"] = buf
+
+
+def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None,
+        fused=None, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
+    """The SGD update on lists of parameters and gradients (functional form of SGD.step).
+    momentum_buffer_list holds each parameter's buffer or None (created here on the first
+    step, written back into the list); it may be None when momentum is 0."""
+    lr = _to_scalar(lr)
+    neg_lr = -lr
+    keep = 1 - dampening
+    for i, param in enumerate(params):
+        grad = d_p_list[i]
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        if momentum != 0:
+            buf = momentum_buffer_list[i]
+            if buf is None:
+                buf = momentum_buffer_list[i] = grad.detach().clone()
+            else:
+                buf.mul_(momentum).add_(grad, alpha=keep)
+            grad = grad.add(buf, alpha=momentum) if nesterov else buf
+        param.add_(grad, alpha=neg_lr)
