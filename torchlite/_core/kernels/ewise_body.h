@@ -51,6 +51,16 @@ static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) 
         const TI *a = (const TI *)d[2], *b = (const TI *)d[3];                              \
         for (int64_t i = 0; i < n; i++) { const TC c = cc[i]; const TI x = a[i], y = b[i];  \
             o[i] = (TI)(EXPR); }                                                            \
+    } else if (s0 == si && s1 == sc && s2 == si && s3 == 0) {  /* where(c, x, 0.0), lerp */ \
+        TI *o = (TI *)d[0]; const TC *cc = (const TC *)d[1];                                \
+        const TI *a = (const TI *)d[2]; const TI y = *(const TI *)d[3];                     \
+        for (int64_t i = 0; i < n; i++) { const TC c = cc[i]; const TI x = a[i];            \
+            o[i] = (TI)(EXPR); }                                                            \
+    } else if (s0 == si && s1 == sc && s2 == 0 && s3 == si) {  /* where(c, 0.0, y) */       \
+        TI *o = (TI *)d[0]; const TC *cc = (const TC *)d[1];                                \
+        const TI x = *(const TI *)d[2]; const TI *b = (const TI *)d[3];                     \
+        for (int64_t i = 0; i < n; i++) { const TC c = cc[i]; const TI y = b[i];            \
+            o[i] = (TI)(EXPR); }                                                            \
     } else {                                                                                \
         char *o = d[0]; const char *cc = d[1], *a = d[2], *b = d[3];                        \
         for (int64_t i = 0; i < n; i++) {                                                   \
