@@ -371,3 +371,22 @@ def test_legacy_constructor():
     src = tl.tensor([1.0])
     assert tl.Tensor(src).data_ptr() == src.data_ptr()
     assert isinstance(t, tl.Tensor)
+
+
+@pytest.mark.parametrize("make,dtype", [
+    (lambda: tl.as_tensor(np.int32(3)), tl.int32), (lambda: tl.as_tensor(np.float64(2.5)), tl.float64),
+    (lambda: tl.tensor(np.float32(2)), tl.float32), (lambda: tl.tensor(np.bool_(True)), tl.bool),
+    (lambda: tl.tensor([np.float64(1.5)]), tl.float64),
+    (lambda: tl.tensor([np.int32(1), np.int32(2)]), tl.int32),
+    (lambda: tl.tensor([np.float32(1), 2.5]), tl.float32),
+    (lambda: tl.tensor([np.int32(1), 2]), tl.int64),
+    (lambda: tl.tensor([np.float32(1), np.float64(2)]), tl.float64),
+    (lambda: tl.tensor([np.int32(1), np.float32(2)]), tl.float32),
+    (lambda: tl.tensor([1.5, np.float64(2)]), tl.float64),
+    (lambda: tl.tensor([np.int8(1), True]), tl.int8),
+    (lambda: tl.tensor([np.uint8(1), 2.0]), tl.float32)])
+def test_numpy_scalars_keep_their_dtype(make, dtype):
+    """As PyTorch: a NumPy scalar counts with its own dtype, promoted with Python values'."""
+    t = make()
+    assert t.dtype == dtype
+    assert t.dim() in (0, 1)

@@ -59,6 +59,15 @@ def _infer(data, shape, flat, depth, state):
         return
     if depth != len(shape):
         raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got a scalar)")
+    if hasattr(data, "dtype") and hasattr(data, "__array_interface__"):    # a NumPy scalar:
+        code = _A.numpy_dtype_code(data.__array_interface__["typestr"])   # its dtype counts,
+        if code >= 0:                                                     # as in PyTorch
+            nd = D.DTYPES[code]
+            state[2] = nd if state[2] is None else D.promote_types(state[2], nd)
+            state[1] = False
+            flat.append(_as_pyscalar(data))
+            return
+    state[3] = True
     v = _as_pyscalar(data)
     if isinstance(v, builtins.bool):
         k = 0
@@ -83,9 +92,10 @@ def _from_data(data, dtype):
     if isinstance(data, Tensor):
         arr = data.cpu()._data if data.device.type != "cpu" else data._data
         return _ew.clone(_ew.cast(arr, dt.code) if dt else arr, False)
-    if hasattr(data, "__array_interface__") and not isinstance(data, numbers.Number):
+    if hasattr(data, "__array_interface__") and (not isinstance(data, numbers.Number)
+                                                  or hasattr(data, "dtype")):
         import numpy as np
-        a = np.asarray(data)
+        a = np.asarray(data)        # NumPy arrays and NumPy scalars (0-d, their own dtype)
         if a.dtype.kind == "O":
             data = a.tolist()
         else:
@@ -94,7 +104,7 @@ def _from_data(data, dtype):
             src = _A.from_numpy(a)
             out = _ew.clone(src, False)
             return _ew.cast(out, dt.code) if dt else out
-    shape, flat, state = [], [], [0, None]
+    shape, flat, state = [], [], [0, None, None, False]
     _infer(data, shape, flat, 0, state)
     if dt is None:
         if state[1]:      # only tensors: keep their common dtype
@@ -103,6 +113,8 @@ def _from_data(data, dtype):
             dt = D.get_default_dtype()
         else:
             dt = (D.bool, D.int64, D.get_default_dtype())[state[0]]
+            if state[2] is not None:        # NumPy scalars keep their dtypes, promoted with
+                dt = D.promote_types(dt, state[2]) if state[3] else state[2]   # Python's
     return _A.from_flat(flat, shape, dt.code)
 
 
