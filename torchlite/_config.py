@@ -18,6 +18,17 @@ def set_num_threads(n):
     _par.set_num_threads(n)
 
 
+def _one_thread_after_fork():
+    # GNU OpenMP's thread pool does not survive fork(): a child entering a parallel region
+    # the parent had used waits forever for threads that exist only in the parent.  Like
+    # PyTorch, a forked child runs its kernels on one thread.
+    _par.set_num_threads(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_one_thread_after_fork)
+
+
 def is_tensor(obj):
     from ._tensor import Tensor
     return isinstance(obj, Tensor)
