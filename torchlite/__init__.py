@@ -43,6 +43,6 @@ from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)
 from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, numel,
                       is_floating_point, is_nonzero, result_type)
 from . import testing
-from . import nn, optim
+from . import nn, optim, utils
 
 __all__ = [n for n in dir() if not n.startswith("_")]
