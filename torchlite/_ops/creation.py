@@ -104,6 +104,12 @@ def _from_data(data, dtype):
             src = _A.from_numpy(a)
             out = _ew.clone(src, False)
             return _ew.cast(out, dt.code) if dt else out
+    if type(data) is list and data and dt is None:     # the common flat list, without _infer
+        kinds = {type(x) for x in data}
+        if kinds == {int}:
+            return _A.from_flat(data, [len(data)], D.int64.code)
+        if kinds == {float} or kinds == {float, int}:
+            return _A.from_flat(data, [len(data)], D.get_default_dtype().code)
     shape, flat, state = [], [], [0, None, None, False]
     _infer(data, shape, flat, 0, state)
     if dt is None:
