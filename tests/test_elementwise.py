@@ -1296,3 +1296,15 @@ def test_aliases_of_one_buffer_through_separate_storages():
     b = tl.arange(6.0)
     with pytest.raises(RuntimeError, match=_OVERLAP_MSG):
         b.data[1:] += b[:-1]
+
+
+@pytest.mark.parametrize("op", [
+    lambda a: a.addcmul_(tl.ones(2, 3), tl.ones(2, 3)), lambda a: a.addcdiv_(tl.ones(2, 3), tl.ones(2, 3)),
+    lambda a: a.lerp_(tl.ones(2, 3), 0.5), lambda a: a.clamp_(tl.zeros(2, 3)),
+    lambda a: a.add_(tl.ones(2, 3)), lambda a: a.mul_(tl.ones(2, 3))])
+def test_inplace_ops_never_grow_self(op):
+    """In place, the operands must broadcast to self's shape (PyTorch raises otherwise)."""
+    a = tl.zeros(3)
+    with pytest.raises(RuntimeError, match="shape"):
+        op(a)
+    assert a.shape == (3,) and a.tolist() == [0.0, 0.0, 0.0]

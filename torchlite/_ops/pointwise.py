@@ -305,7 +305,31 @@ def clamp_(self, min=None, max=None):
     if _inplace_records(self, min, max):
         _G.check_inplace(self, "clamp_", min, max)
         return _G.rebase_inplace(self, lambda old: clamp(old, min, max))
+    _check_inplace_broadcast(self, "clamp_", min, max)
     clamp(self, min, max, out=self)
+    self._bump_version()
+    return self
+
+
+def _check_inplace_broadcast(self, name, *others):
+    """An in-place op cannot grow self: the operands must broadcast to self's shape."""
+    shape = self._data.shape
+    if all(not isinstance(t, Tensor) or t._data.shape == shape for t in others):
+        return
+    b = _bshape(self, *others)
+    if tuple(b) != tuple(shape):
+        raise RuntimeError(f"{name}: output with shape {list(shape)} doesn't match the broadcast "
+                           f"shape {list(b)}")
+
+
+def _ternary_(code, self, b, c, name, value=1.0):
+    """self = op(self, b, c) in place, straight into self's memory (the kernel refuses a
+    broadcast shape other than self's)."""
+    xs = [x._data if isinstance(x, Tensor) else _operand(x, name) for x in (b, c)]
+    if self._data.device != "cpu" or any(getattr(x, "device", "cpu") != "cpu" for x in xs):
+        _check_devices(name, self, b, c)
+    _check_inplace_broadcast(self, name, b, c)
+    _ew.ternary(code, self._data, xs[0], xs[1], self._data, builtins.float(value))
     self._bump_version()
     return self
 
@@ -620,9 +644,7 @@ def lerp_(self, end, weight):
     if _inplace_records(self, end, weight):
         _G.check_inplace(self, "lerp_", end, weight)
         return _G.rebase_inplace(self, lambda old: lerp(old, end, weight))
-    _ternary(_T["lerp"], self, end, weight, self, "lerp_")
-    self._bump_version()
-    return self
+    return _ternary_(_T["lerp"], self, end, weight, "lerp_")
 
 
 @_register("addcmul")
@@ -644,9 +666,12 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcmul_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value))
-    addcmul(self, tensor1, tensor2, value=value, out=self)
-    self._bump_version()
-    return self
+    if not self.is_floating_point():
+        _check_inplace_broadcast(self, "addcmul_", tensor1, tensor2)
+        addcmul(self, tensor1, tensor2, value=value, out=self)
+        self._bump_version()
+        return self
+    return _ternary_(_T["addcmul"], self, tensor1, tensor2, "addcmul_", value)
 
 
 @_register("addcdiv")
@@ -661,9 +686,7 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcdiv_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value))
-    _ternary(_T["addcdiv"], self, tensor1, tensor2, self, "addcdiv_", value)
-    self._bump_version()
-    return self
+    return _ternary_(_T["addcdiv"], self, tensor1, tensor2, "addcdiv_", value)
 
 
 # ---- closeness -----------------------------------------------------------------------------
