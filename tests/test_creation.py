@@ -390,3 +390,12 @@ def test_numpy_scalars_keep_their_dtype(make, dtype):
     t = make()
     assert t.dtype == dtype
     assert t.dim() in (0, 1)
+
+
+def test_from_numpy_refuses_numpy_scalars():
+    """A NumPy scalar's buffer is a temporary: sharing it would read freed memory (torch
+    raises TypeError too); as_tensor copies it instead."""
+    with pytest.raises(TypeError, match="expected np.ndarray"):
+        tl.from_numpy(np.float32(3.5))
+    assert tl.as_tensor(np.float32(3.5)).item() == 3.5
+    assert tl.as_tensor(np.bool_(True)).item() is True

@@ -571,3 +571,10 @@ def test_view_dtype_rules():
                lambda: t[::2].view(tl.int8)):
         with pytest.raises(RuntimeError):
             fn()
+
+
+def test_as_strided_keeps_every_stride_with_a_zero_size_dim():
+    v = tl.as_strided(tl.arange(6.0), (0, 3), (3, 1))
+    assert v.shape == (0, 3) and v.stride() == (3, 1)
+    w = tl.as_strided(tl.arange(6.0), (2, 0, 3), (3, 5, 1))
+    assert w.stride() == (3, 5, 1)

@@ -398,6 +398,7 @@ cdef class Array:
             st[i] = stride[i]
             if st[i] < 0:
                 raise RuntimeError(f"as_strided: negative strides are not supported, got {tuple(stride)}")
+        for i in range(nd):         # the extent, once every stride is in place
             if shp[i] == 0:
                 hi = -1
                 break
@@ -993,6 +994,7 @@ def reinterpret(Array a, int dtype, shape, strides, int64_t offset):
     v.off = offset
     for i in range(v.nd):
         v.strd[i] = strides[i]
+    for i in range(v.nd):
         if v.shp[i] == 0:
             hi = -1
             break

@@ -143,7 +143,7 @@ def as_tensor(data, dtype=None, device=None):
         if code >= 0 and (dt is None or dt.code == code) and to_device(device).type == "cpu":
             try:
                 return from_numpy(data)
-            except ValueError:
+            except (ValueError, TypeError):
                 pass
     return tensor(data, dtype=dtype, device=device)
 
@@ -157,7 +157,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
 
 def from_numpy(ndarray):
     """A tensor sharing memory with a NumPy array (writes show through both ways)."""
-    if not hasattr(ndarray, "__array_interface__"):
+    import numpy as np
+    if not isinstance(ndarray, np.ndarray):     # a NumPy scalar's buffer is a temporary
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     return _wrap(_A.from_numpy(ndarray))
 
