@@ -262,7 +262,8 @@ def edge(t):
         return _NO_EDGE
     fn = t.grad_fn
     if fn is not None:
-        if t._base is not None and t._view_version != t._data.storage.version:
+        # (a view made under no_grad that an op then recorded onto has no _view_version)
+        if t._base is not None and getattr(t, "_view_version", None) not in (None, t._data.storage.version):
             return refresh_view(t)
         return (fn, getattr(t, "_output_nr", 0))
     return (grad_accumulator(t), 0)

@@ -1,1 +1,439 @@
-__all__ = []
+"""Activation functions (torch.nn.functional's): relu and its relatives, the smooth
+activations (elu, gelu, silu, mish, softplus, ...), the hard ones (hardtanh, hardsigmoid,
+hardswish), shrinkage, softmax and friends.
+
+relu, sigmoid, tanh, softmax and log_softmax are the Tensor ops of the same name.  An activation
+that PyTorch computes as one op is one op here: its forward runs on the array layer outside the
+graph and one node with PyTorch's name (activation_grad.py) holds its input, so a training
+step records one node per activation, not one per arithmetic step.  The few that PyTorch
+itself composes (softsign, tanhshrink, softmin, glu) are compositions of Tensor ops here too."""
+import warnings
+
+from ... import _dtype as D
+from ..._tensor import Tensor
+from ..._core import elementwise as _ew
+from ..._ops import pointwise as _P
+from ..._ops import reduction as _R
+from ..._ops import pointwise_grad as _PG
+from ..._ops.random import rand_like as _rand_like
+from ..._ops.creation import empty_like as _empty_like, zeros_like as _zeros_like
+from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
+from ...autograd.graph import inplace_records as _inplace_records
+from . import activation_grad as _G
+
+__all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "rrelu_",
+           "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "softplus",
+           "softsign", "hardtanh", "hardtanh_", "hardsigmoid", "hardswish", "sigmoid", "tanh",
+           "softmax", "log_softmax", "softmin", "glu", "logsigmoid", "threshold", "threshold_",
+           "tanhshrink", "softshrink", "hardshrink", "gumbel_softmax"]
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+# ---- the machinery every fused activation shares ----------------------------------------------
+def _tensor_arg(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+
+
+def _need_float(input, kernel):
+    """PyTorch's smooth activations have float kernels only."""
+    if input._data.dtype < 6:
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_ew._TORCH_NAMES[input._data.dtype]}'")
+
+
+def _fused(cls, input, forward, params):
+    """forward(input), computed outside the graph, with `cls` recorded as its history when
+    input requires grad (one node for the whole activation)."""
+    if input._requires_grad and _grad_state.enabled:
+        with _no_grad():
+            out = forward(input)
+        return _G.record_pointwise(cls, input, out, params)
+    return forward(input)
+
+
+def _inplace(input, out_of_place, name):
+    """input overwritten with out_of_place(input).  On a tensor of the graph the in-place
+    op goes through pointwise_grad.rebase_inplace (PyTorch's checks and CopySlices)."""
+    if _inplace_records(input):
+        _PG.check_inplace(input, name)
+        return _PG.rebase_inplace(input, out_of_place)
+    r = out_of_place(input)
+    _ew.copy_(input._data, r._data)
+    input._bump_version()
+    return input
+
+
+def _maybe_inplace(input, inplace, op, name):
+    """op(input), or written back into input when inplace."""
+    return _inplace(input, op, name + "_") if inplace else op(input)
+
+
+# ---- relu family -------------------------------------------------------------------------------
+def relu(input, inplace=False):
+    """max(input, 0) (the gradient at 0 is 0)."""
+    _tensor_arg(input, "relu")
+    return _P.relu_(input) if inplace else _P.relu(input)
+
+
+def relu_(input):
+    """In-place relu."""
+    return relu(input, True)
+
+
+def _hardtanh(input, min_val, max_val, cls=_G.HardtanhBackward0):
+    if not input.is_floating_point():       # an integer tensor keeps its dtype (PyTorch casts
+        min_val, max_val = int(min_val), int(max_val)      # the bounds to it)
+    return _fused(cls, input, lambda x: _P.clamp(x, min_val, max_val), (min_val, max_val))
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """input clamped to [min_val, max_val]; no gradient at or beyond the bounds."""
+    _tensor_arg(input, "hardtanh")
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _maybe_inplace(input, inplace, lambda x: _hardtanh(x, min_val, max_val), "hardtanh")
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place hardtanh."""
+    return hardtanh(input, min_val, max_val, True)
+
+
+def relu6(input, inplace=False):
+    """min(max(input, 0), 6): hardtanh(input, 0, 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def _leaky(x, slope):
+    return _P.where(x > 0, x, x * slope)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """input where input > 0, else negative_slope * input."""
+    _tensor_arg(input, "leaky_relu")
+    _need_float(input, "leaky_relu_cpu")
+    slope = float(negative_slope)
+    cls = _G.LeakyReluBackward1 if inplace else _G.LeakyReluBackward0
+    return _maybe_inplace(input, inplace, lambda x: _fused(cls, x, lambda v: _leaky(v, slope),
+                                                           (slope,)), "leaky_relu")
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place leaky_relu."""
+    return leaky_relu(input, negative_slope, True)
+
+
+def _prelu_weight_shape(input, weight):
+    """The shape weight broadcasts with along input's channel dim (dim 1; dim 0 is the batch)."""
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = "
+                           f"{weight.ndim}")
+    n = weight.numel()
+    if n == 1:
+        return (1,) * input.ndim if input.ndim else ()
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if n != channels:
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter "
+                           f"numbers = {n} and channel size = {channels}.")
+    return (1, n) + (1,) * (input.ndim - 2)
+
+
+def prelu(input, weight):
+    """input where input > 0, else weight * input, with one learnt slope per channel (dim 1)
+    or one shared slope."""
+    _tensor_arg(input, "prelu")
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"prelu(): argument 'weight' (position 2) must be Tensor, not "
+                        f"{type(weight).__name__}")
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{_ew._TORCH_NAMES[input._data.dtype]} and "
+                           f"{_ew._TORCH_NAMES[weight._data.dtype]}")
+    wshape = _prelu_weight_shape(input, weight)
+    wb = weight.detach().reshape(wshape)
+    out = _P.where(input.detach() > 0, input.detach(), input.detach() * wb)
+    if (input._requires_grad or weight._requires_grad) and _grad_state.enabled:
+        return _G.record_prelu(input, weight, wshape, out)
+    return out
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky relu: in training each non-positive element is scaled by a slope drawn
+    uniformly from [lower, upper]; in eval the slope is (lower + upper) / 2."""
+    _tensor_arg(input, "rrelu")
+    _need_float(input, "rrelu_with_noise_cpu")
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    cls = _G.RreluWithNoiseBackward1 if inplace else _G.RreluWithNoiseBackward0
+    return _maybe_inplace(input, inplace, lambda x: _rrelu(x, lower, upper, training, cls), "rrelu")
+
+
+def _rrelu(x, lower, upper, training, cls):
+    slope = (lower + upper) / 2.0
+    if not training:
+        return _fused(cls, x, lambda v: _leaky(v, slope), (None, slope))
+    with _no_grad():
+        draw = _rand_like(x) * (upper - lower) + lower
+        noise = _P.where(x.detach() > 0, 1.0, draw)
+    return _fused(cls, x, lambda v: v * noise, (noise, slope))
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place rrelu."""
+    return rrelu(input, lower, upper, training, True)
+
+
+# ---- the exponential family --------------------------------------------------------------------
+def _elu_forward(x, alpha, scale, input_scale):
+    neg = (x.clamp(max=0.0) * input_scale).expm1() * (alpha * scale)
+    return _P.where(x > 0, x * scale if scale != 1.0 else x, neg)
+
+
+def _elu(input, alpha, scale, input_scale, inplace, name, cls):
+    _tensor_arg(input, name)
+    _need_float(input, "elu_cpu")
+    params = (float(alpha), float(scale), float(input_scale))
+    return _maybe_inplace(input, inplace,
+                          lambda x: _fused(cls, x, lambda v: _elu_forward(v, *params), params),
+                          name)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """input where input > 0, else alpha * (exp(input) - 1)."""
+    return _elu(input, alpha, 1.0, 1.0, inplace, "elu",
+                _G.EluBackward1 if inplace else _G.EluBackward0)
+
+
+def elu_(input, alpha=1.0):
+    """In-place elu."""
+    return elu(input, alpha, True)
+
+
+def selu(input, inplace=False):
+    """scale * elu(input, alpha) with the self-normalising constants (alpha ~ 1.6733,
+    scale ~ 1.0507)."""
+    return _elu(input, SELU_ALPHA, SELU_SCALE, 1.0, inplace, "selu",
+                _G.EluBackward1 if inplace else _G.EluBackward0)
+
+
+def selu_(input):
+    """In-place selu."""
+    return selu(input, True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu(input, alpha, 1.0, 1.0 / alpha, inplace, "celu",
+                _G.CeluBackward1 if inplace else _G.CeluBackward0)
+
+
+def celu_(input, alpha=1.0):
+    """In-place celu."""
+    return celu(input, alpha, True)
+
+
+def _gelu_forward(x, approximate):
+    if approximate == "tanh":
+        inner = (x + x * x * x * _G.GELU_TANH_C) * _G._SQRT_2_OVER_PI
+        return x * (inner.tanh() + 1) * 0.5
+    return x * ((x * _G._SQRT_HALF).erf() + 1) * 0.5
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x) (Phi: the standard normal CDF); approximate='tanh' uses
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    _tensor_arg(input, "gelu")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    _need_float(input, "GeluKernelImpl")
+    return _fused(_G.GeluBackward0, input, lambda x: _gelu_forward(x, approximate), (approximate,))
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (swish)."""
+    _tensor_arg(input, "silu")
+    _need_float(input, "silu_cpu")
+    return _maybe_inplace(input, inplace,
+                          lambda x: _fused(_G.SiluBackward0, x, lambda v: v * v.sigmoid(), ()),
+                          "silu")
+
+
+def _softplus_forward(x, beta, threshold):
+    bx = x * beta if beta != 1 else x
+    return _P.where(bx > threshold, x, bx.exp().log1p() / beta if beta != 1 else bx.exp().log1p())
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta; linear (x) where beta * x > threshold."""
+    _tensor_arg(input, "softplus")
+    _need_float(input, "softplus_cpu")
+    return _fused(_G.SoftplusBackward0, input, lambda x: _softplus_forward(x, beta, threshold),
+                  (beta, threshold))
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x))."""
+    _tensor_arg(input, "mish")
+    _need_float(input, "mish_cpu")
+    return _maybe_inplace(input, inplace, lambda x: _fused(
+        _G.MishBackward0, x, lambda v: v * _softplus_forward(v, 1.0, 20.0).tanh(), ()), "mish")
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), computed as min(x, 0) - log1p(exp(-|x|)) (no overflow)."""
+    _tensor_arg(input, "logsigmoid")
+    _need_float(input, "log_sigmoid_cpu")
+    return _fused(_G.LogSigmoidBackward0, input,
+                  lambda x: x.clamp(max=0.0) - (-x.abs()).exp().log1p(), ())
+
+
+def softsign(input):
+    """x / (1 + |x|) (composed, as in PyTorch)."""
+    _tensor_arg(input, "softsign")
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    """x - tanh(x) (composed, as in PyTorch)."""
+    _tensor_arg(input, "tanhshrink")
+    return input - input.tanh()
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-x))."""
+    return _P.sigmoid(input)
+
+
+def tanh(input):
+    """Hyperbolic tangent."""
+    return _P.tanh(input)
+
+
+# ---- piecewise-linear ones ---------------------------------------------------------------------
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6."""
+    _tensor_arg(input, "hardsigmoid")
+    _need_float(input, "hardsigmoid_cpu")
+    return _maybe_inplace(input, inplace, lambda x: _fused(
+        _G.HardsigmoidBackward0, x, lambda v: (v / 6.0 + 0.5).clamp(0.0, 1.0), ()), "hardsigmoid")
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6."""
+    _tensor_arg(input, "hardswish")
+    _need_float(input, "hardswish_cpu")
+    return _maybe_inplace(input, inplace, lambda x: _fused(
+        _G.HardswishBackward0, x, lambda v: v * (v + 3.0).clamp(0.0, 6.0) / 6.0, ()), "hardswish")
+
+
+def threshold(input, threshold, value, inplace=False):
+    """input where input > threshold, else value."""
+    _tensor_arg(input, "threshold")
+    cls = _G.ThresholdBackward1 if inplace else _G.ThresholdBackward0
+
+    def op(x):
+        return _fused(cls, x, lambda v: _P.where(v > threshold, v, _fill_value(v, value)),
+                      (threshold,))
+    return _maybe_inplace(input, inplace, op, "threshold")
+
+
+def _fill_value(x, value):
+    """value in x's dtype kind (an integer tensor keeps its dtype: PyTorch truncates)."""
+    return value if x.is_floating_point() else int(value)
+
+
+def threshold_(input, threshold, value):
+    """In-place threshold."""
+    return globals()["threshold"](input, threshold, value, True)
+
+
+def _check_lambd(input, lambd):
+    if lambd < 0:
+        fmax = D.finfo(input.dtype).max
+        raise RuntimeError(f"lambda must be in range [0, {fmax:g}] for input dtype "
+                           f"{_ew._TORCH_NAMES[input._data.dtype]}, but found {lambd:g}")
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0."""
+    _tensor_arg(input, "softshrink")
+    _need_float(input, "softshrink_check")
+    _check_lambd(input, lambd)
+    return _fused(_G.SoftshrinkBackward0, input, lambda x: _P.where(
+        x > lambd, x - lambd, _P.where(x < -lambd, x + lambd, 0.0)), (lambd,))
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    _tensor_arg(input, "hardshrink")
+    _need_float(input, "hardshrink_cpu")
+    return _fused(_G.HardshrinkBackward0, input, lambda x: _P.where(
+        (x >= -lambd) & (x <= lambd), 0.0, x), (lambd,))
+
+
+# ---- softmax and relatives ---------------------------------------------------------------------
+def _implicit_dim(name, ndim, stacklevel):
+    """PyTorch's legacy rule when no dim is given: warn, and use dim 0 for 0-, 1- and 3-d
+    input, else dim 1."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along dim (dtype= casts the input first)."""
+    _tensor_arg(input, "softmax")
+    if dim is None:
+        dim = _implicit_dim("softmax", input.ndim, _stacklevel)
+    return _R.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log(softmax(x)) along dim, computed stably."""
+    _tensor_arg(input, "log_softmax")
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
+    return _R.log_softmax(input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along dim."""
+    _tensor_arg(input, "softmin")
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim, _stacklevel)
+    return _R.softmax(-input, dim, dtype=dtype)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), where a and b are the two halves of input along dim."""
+    _tensor_arg(input, "glu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.size(dim)
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension "
+                           f"{dim % input.ndim} is size {size}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample from the Gumbel-softmax distribution: softmax((logits + g) / tau) with Gumbel
+    noise g drawn from torchlite's generator.  hard=True returns the one-hot of the sample's
+    argmax with the soft sample's gradient (straight-through)."""
+    _tensor_arg(logits, "gumbel_softmax")
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -_empty_like(logits).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = _zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft

@@ -1,1 +1,195 @@
-__all__ = []
+"""Lookup tables: embedding (with padding_idx, max_norm, scale_grad_by_freq), embedding_bag and
+one_hot.
+
+embedding is one op: the forward selects rows of the weight (index_select), and its node
+(EmbeddingBackward0) adds each output row's gradient into the row it came from (index_add, so
+the gradient is itself differentiable); the padding row gets none.  Only dense gradients exist
+(sparse=True is refused)."""
+from ... import _dtype as D
+from ..._tensor import Tensor, _wrap
+from ..._core import elementwise as _ew
+from ..._ops import pointwise as _P
+from ..._ops.creation import zeros as _zeros, ones as _ones, arange as _arange
+from ..._ops.reduction import vector_norm as _vector_norm
+from ..._ops.sorting import searchsorted as _searchsorted, unique as _unique
+from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
+from ...autograd.graph import Node, record
+
+__all__ = ["embedding", "embedding_bag", "one_hot"]
+
+
+class EmbeddingBackward0(Node):
+    """grad_weight[i] = the sum of the output rows that looked up row i (none for padding_idx;
+    divided by how often i occurs in the batch with scale_grad_by_freq)."""
+
+    def backward(self, g):
+        idx = self.saved("indices").reshape(-1)
+        rows = g.reshape(-1, self.dim)
+        if self.padding_idx >= 0:
+            rows = _P.where((idx != self.padding_idx).unsqueeze(1), rows, 0.0)
+        if self.scale_grad_by_freq:
+            counts = _zeros(self.num_weights, dtype=g.dtype).index_add(
+                0, idx, _ones(idx.shape[0], dtype=g.dtype))
+            rows = rows / counts.index_select(0, idx).unsqueeze(1)
+        return (_zeros(self.num_weights, self.dim, dtype=g.dtype).index_add(0, idx, rows),)
+
+
+def _check_indices(input, op):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following "
+                           f"scalar types: Long, Int; but got "
+                           f"torch.{_ew._TORCH_NAMES[input._data.dtype]}Tensor instead (while "
+                           f"checking arguments for {op})")
+
+
+def _padding_index(padding_idx, num_weights):
+    """padding_idx as a row number (negative counts from the end), or -1 for none."""
+    if padding_idx is None:
+        return -1
+    if padding_idx >= num_weights or padding_idx < -num_weights:
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    return padding_idx + num_weights if padding_idx < 0 else padding_idx
+
+
+def _renorm_(weight, indices, max_norm, norm_type):
+    """Rescale, in place and outside the graph, the looked-up rows whose norm exceeds max_norm
+    to norm max_norm (PyTorch's embedding_renorm_, with its 1e-7)."""
+    with _no_grad():
+        rows_idx = _unique(indices.reshape(-1))
+        rows = weight.index_select(0, rows_idx)
+        norms = _vector_norm(rows, norm_type, 1, keepdim=True)
+        scale = _P.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.index_copy_(0, rows_idx, rows * scale.to(rows.dtype))
+
+
+def _lookup(weight, flat):
+    """weight's rows at `flat`, with PyTorch's error for an index out of range."""
+    try:
+        return weight.index_select(0, flat)
+    except RuntimeError as e:
+        if "out of" in str(e):
+            raise IndexError("index out of range in self") from None
+        raise
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """The rows of weight ([num_embeddings, embedding_dim]) at the indices in input: output
+    shape input.shape + (embedding_dim,).  padding_idx's row receives no gradient; max_norm
+    renormalises the looked-up rows of weight in place first."""
+    _check_indices(input, "embedding")
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"embedding(): argument 'weight' must be Tensor, not {type(weight).__name__}")
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if sparse:
+        raise RuntimeError("embedding: sparse gradients are not supported by torchlite; use "
+                           "sparse=False")
+    num_weights, dim = weight.shape
+    pad = _padding_index(padding_idx, num_weights)
+    if max_norm is not None:
+        _renorm_(weight, input.contiguous(), max_norm, norm_type)
+    rows = _lookup(weight.detach(), input.reshape(-1))
+    # reshaped at the array level: the result is a tensor of its own, not a view of `rows`
+    out = _wrap(rows._data.view(tuple(input.shape) + (dim,)))
+    if weight._requires_grad and _grad_state.enabled:
+        node = EmbeddingBackward0()
+        node.save(indices=input)
+        node.num_weights, node.dim, node.padding_idx = num_weights, dim, pad
+        node.scale_grad_by_freq = bool(scale_grad_by_freq)
+        record(node, (weight,), out)
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    """An int64 tensor of shape tensor.shape + (num_classes,), 1 at each value's position
+    (num_classes=-1: max value + 1)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"one_hot(): argument 'input' must be Tensor, not {type(tensor).__name__}")
+    if tensor.dtype is not D.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    shape = tuple(tensor.shape)
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return _zeros(shape + (num_classes,), dtype=D.int64)
+    if int(tensor.min()) < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    top = int(tensor.max())
+    if num_classes == -1:
+        num_classes = top + 1
+    elif top >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = _zeros(shape + (num_classes,), dtype=D.int64)
+    return out.scatter_(-1, tensor.unsqueeze(-1), 1)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sums, means or maxima of bags of embeddings without materialising the lookups per bag:
+    a 2-d input holds one bag per row; a 1-d input is cut into bags at `offsets`.  Entries equal
+    to padding_idx are left out (an empty bag gives zeros); per_sample_weights (mode 'sum')
+    scales each looked-up row."""
+    _check_indices(input, "embedding_bag")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({list(input.shape)})")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is "
+                             f"a mini-batch of fixed length sequences. However, found offsets of "
+                             f"type {type(offsets).__name__}")
+        offsets = _arange(0, input.numel(), input.shape[1], dtype=input.dtype)
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on the Pytorch "
+                                  f"GitHub.")
+    if offsets.numel() and int(offsets[0]) != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
+                           f"to start from position 0. However, got {int(offsets[0])}")
+    return _bags(input, weight, offsets.to(D.int64), max_norm, norm_type, scale_grad_by_freq,
+                 mode, per_sample_weights, include_last_offset, padding_idx)
+
+
+def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, psw,
+          include_last_offset, padding_idx):
+    n_bags = offsets.numel() - 1 if include_last_offset else offsets.numel()
+    dim = weight.shape[1]
+    bag_of = _searchsorted(offsets, _arange(input.numel()), right=True) - 1
+    rows = embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+    if psw is not None:
+        rows = rows * psw.unsqueeze(1)
+    keep = bag_of < n_bags                  # include_last_offset: entries past the last bag drop
+    if padding_idx is not None:
+        keep = keep & (input != _padding_index(padding_idx, weight.shape[0]))
+    kept = keep.nonzero().reshape(-1)
+    rows, bag_of = rows.index_select(0, kept), bag_of.index_select(0, kept)
+    zeros = _zeros(n_bags, dim, dtype=weight.dtype)
+    if mode == "max":
+        index = bag_of.unsqueeze(1).expand(-1, dim)
+        return zeros.scatter_reduce(0, index, rows, "amax", include_self=False)
+    sums = zeros.index_add(0, bag_of, rows)
+    if mode == "sum":
+        return sums
+    counts = _zeros(n_bags, dtype=weight.dtype).index_add(0, bag_of, _ones(bag_of.numel(),
+                                                                            dtype=weight.dtype))
+    return sums / counts.clamp(min=1).unsqueeze(1)

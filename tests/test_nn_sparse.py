@@ -1,0 +1,196 @@
+"""torchlite.nn.functional's embedding, embedding_bag and one_hot, and the Embedding Modules.
+
+CASES lists the differentiable functions with their gradcheck cases (float64, gradgradcheck,
+values and gradients compared with PyTorch's); the padding row and scale_grad_by_freq
+deliberately differ from the true derivative, so they are compared with PyTorch only."""
+import numpy as np
+import pytest
+
+import torchlite as tl
+import torchlite.nn as nn
+import torchlite.nn.functional as F
+from torchlite.nn.functional import sparse as _sparse
+from helpers import Case, case_table_tests, assert_values
+
+
+def _idx(L, values):
+    return L.tensor(values)
+
+
+_I = [[0, 2, 4], [2, 2, 1]]
+CASES = [
+    Case("embedding", lambda L, w: L.nn.functional.embedding(_idx(L, _I), w), (5, 3),
+         layouts=("contig", "t", "step")),
+    Case("embedding_bag", lambda L, w: L.nn.functional.embedding_bag(
+        _idx(L, [0, 2, 4, 2, 1]), w, _idx(L, [0, 2, 2]), mode="sum"), (5, 3),
+        layouts=("contig", "t", "step")),
+    Case("embedding_bag_mean", lambda L, w: L.nn.functional.embedding_bag(_idx(L, _I), w), (5, 3)),
+]
+
+test_gradcheck, test_gradgradcheck, test_matches_torch = case_table_tests(CASES)
+
+
+def test_every_function_is_covered():
+    names = {c.name.split("_mean")[0] for c in CASES} | {"one_hot"}     # one_hot: integer output
+    assert sorted(names) == sorted(_sparse.__all__)
+
+
+W = np.random.default_rng(0).standard_normal((6, 3))
+
+
+@pytest.mark.parametrize("idx_dtype", [tl.int64, tl.int32])
+def test_embedding_values_against_numpy(idx_dtype):
+    idx = np.array([[5, 0], [3, 3], [1, 2]])
+    out = F.embedding(tl.tensor(idx).to(idx_dtype), tl.tensor(W))
+    assert_values(out, W[idx])
+    assert F.embedding(tl.tensor(4), tl.tensor(W)).shape == (3,)
+    assert F.embedding(tl.empty(0, 2, dtype=tl.int64), tl.tensor(W)).shape == (0, 2, 3)
+    wt = tl.tensor(W.T.copy()).t()          # a transposed weight
+    assert_values(F.embedding(tl.tensor(idx), wt), W[idx])
+
+
+@pytest.mark.parametrize("kw", [{"padding_idx": 2}, {"padding_idx": -1},
+                                {"scale_grad_by_freq": True},
+                                {"padding_idx": 0, "scale_grad_by_freq": True},
+                                {"max_norm": 1.0}, {"max_norm": 0.5, "norm_type": 1.0}])
+def test_embedding_options_match_torch(kw):
+    torch = pytest.importorskip("torch")
+    idx = [[0, 2, 5], [2, 2, 1]]
+    go = np.random.default_rng(1).standard_normal((2, 3, 3))
+    res = []
+    for L in (tl, torch):
+        w = L.tensor(W, requires_grad=True)
+        y = L.nn.functional.embedding(L.tensor(idx), w, **kw)
+        g, = L.autograd.grad((y * L.tensor(go)).sum(), w)
+        res.append((y.detach().numpy(), g.numpy(), w.detach().numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_padding_row_gets_no_gradient_and_max_norm_renormalises_in_place():
+    w = tl.tensor(W * 3, requires_grad=True)
+    y = F.embedding(tl.tensor([1, 1, 4]), w, padding_idx=1)
+    g, = tl.autograd.grad(y.sum(), w)
+    assert g[1].tolist() == [0.0, 0.0, 0.0] and g[4].tolist() == [1.0, 1.0, 1.0]
+    w2 = tl.tensor(W * 3)
+    v = w2._version
+    F.embedding(tl.tensor([0, 3]), w2, max_norm=1.0)
+    assert w2._version > v
+    norms = np.linalg.norm(w2.numpy(), axis=1)
+    assert norms[0] <= 1.0 + 1e-6 and norms[3] <= 1.0 + 1e-6
+    assert_values(w2[1], W[1] * 3)          # rows not looked up are left alone
+
+
+@pytest.mark.parametrize("call,exc,msg", [
+    (lambda: F.embedding(tl.tensor([1.0, 2.0]), tl.randn(3, 2)), RuntimeError,
+     "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
+     "Int; but got torch.FloatTensor instead"),
+    (lambda: F.embedding(tl.tensor([1, 5]), tl.randn(3, 2)), IndexError, "index out of range in self"),
+    (lambda: F.embedding(tl.tensor([1, -1]), tl.randn(3, 2)), IndexError, "index out of range in self"),
+    (lambda: F.embedding(tl.tensor([1, 2]), tl.randn(3)), RuntimeError, "'weight' must be 2-D"),
+    (lambda: F.embedding(tl.tensor([1]), tl.randn(3, 2), padding_idx=3), AssertionError,
+     "Padding_idx must be within num_embeddings"),
+    (lambda: F.embedding(tl.tensor([1]), tl.randn(3, 2), padding_idx=-4), AssertionError,
+     "Padding_idx must be within num_embeddings"),
+    (lambda: F.embedding(tl.tensor([1]), tl.randn(3, 2), sparse=True), RuntimeError,
+     "sparse gradients are not supported"),
+    (lambda: F.one_hot(tl.tensor([1, 2], dtype=tl.int32)), RuntimeError,
+     "one_hot is only applicable to index tensor of type LongTensor."),
+    (lambda: F.one_hot(tl.tensor([1, -2])), RuntimeError, "Class values must be non-negative."),
+    (lambda: F.one_hot(tl.tensor([1, 5]), 3), RuntimeError, "Class values must be smaller than num_classes."),
+    (lambda: F.one_hot(tl.tensor([], dtype=tl.int64)), RuntimeError,
+     "Can not infer total number of classes from empty tensor."),
+    (lambda: F.embedding_bag(tl.tensor([1, 2]), tl.randn(3, 2)), ValueError,
+     "offsets has to be a 1D Tensor but got None"),
+    (lambda: F.embedding_bag(tl.tensor([[1, 2]]), tl.randn(3, 2), tl.tensor([0])), ValueError,
+     "if input is 2D, then offsets has to be None"),
+    (lambda: F.embedding_bag(tl.tensor([1, 2]), tl.randn(3, 2), tl.tensor([1])), RuntimeError,
+     "offsets\\[0\\] has to be 0"),
+    (lambda: F.embedding_bag(tl.tensor([[1, 2]]), tl.randn(3, 2), mode="min"), ValueError,
+     "mode has to be one of sum, mean or max"),
+    (lambda: F.embedding_bag(tl.tensor([[1, 2]]), tl.randn(3, 2), per_sample_weights=tl.ones(1, 2)),
+     NotImplementedError, "per_sample_weights is only supported for mode='sum'"),
+])
+def test_errors(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()
+
+
+def test_one_hot_values():
+    t = np.array([[1, 0], [3, 2]])
+    out = F.one_hot(tl.tensor(t))
+    assert out.dtype is tl.int64
+    np.testing.assert_array_equal(out.numpy(), np.eye(4, dtype=np.int64)[t])
+    np.testing.assert_array_equal(F.one_hot(tl.tensor(t), 6).numpy(), np.eye(6, dtype=np.int64)[t])
+    assert F.one_hot(tl.tensor(2), 3).tolist() == [0, 0, 1]
+    assert F.one_hot(tl.empty(0, dtype=tl.int64), 3).shape == (0, 3)
+    assert F.one_hot(tl.tensor(t).t()).tolist() == np.eye(4, dtype=np.int64)[t.T].tolist()
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("kw", [dict(offsets=[0, 2, 2, 5]),
+                                dict(offsets=[0, 2, 5], include_last_offset=True),
+                                dict(offsets=[0, 1, 3], padding_idx=2)])
+def test_embedding_bag_matches_torch(mode, kw):
+    torch = pytest.importorskip("torch")
+    res = []
+    for L in (tl, torch):
+        w = L.tensor(W, requires_grad=True)
+        opts = dict(kw, offsets=L.tensor(kw["offsets"]))
+        y = L.nn.functional.embedding_bag(L.tensor([0, 2, 5, 2, 1]), w, mode=mode, **opts)
+        g, = L.autograd.grad((y * L.tensor(np.arange(y.numel()).reshape(y.shape) * 1.0)).sum(), w)
+        res.append((y.detach().numpy(), g.numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_embedding_bag_per_sample_weights():
+    torch = pytest.importorskip("torch")
+    res = []
+    for L in (tl, torch):
+        w = L.tensor(W, requires_grad=True)
+        psw = L.tensor([0.5, 2.0, 1.0, -1.0], dtype=L.float64, requires_grad=True)
+        y = L.nn.functional.embedding_bag(L.tensor([0, 2, 5, 2]), w, L.tensor([0, 3]), mode="sum",
+                                          per_sample_weights=psw)
+        res.append([y.detach().numpy()] + [g.numpy() for g in L.autograd.grad(y.sum(), (w, psw))])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+# ---- modules -------------------------------------------------------------------------------------
+MODULES = ["Embedding(10, 3)",
+           "Embedding(10, 3, padding_idx=-2, max_norm=1.0, norm_type=1.0, scale_grad_by_freq=True, sparse=True)",
+           "EmbeddingBag(10, 3)", "EmbeddingBag(10, 3, mode='max', padding_idx=1)"]
+
+
+@pytest.mark.parametrize("spec", MODULES)
+def test_module_repr_matches_torch(spec):
+    torch = pytest.importorskip("torch")
+    assert repr(eval("nn." + spec)) == repr(eval("torch.nn." + spec))
+
+
+def test_embedding_module_init_and_padding_row():
+    tl.manual_seed(0)
+    m = nn.Embedding(2000, 8, padding_idx=3)
+    w = m.weight.detach().numpy()
+    assert (w[3] == 0).all()
+    others = np.delete(w, 3, axis=0)
+    assert abs(others.mean()) < 0.02 and abs(others.std() - 1) < 0.02      # N(0, 1)
+    out = m(tl.tensor([[3, 1]]))
+    out.sum().backward()
+    assert (m.weight.grad[3] == 0).all() and (m.weight.grad[1] == 1).all()
+
+
+def test_from_pretrained():
+    table = tl.tensor(W)
+    m = nn.Embedding.from_pretrained(table)
+    assert not m.weight.requires_grad and m.weight.data_ptr() == table.data_ptr()
+    assert_values(m(tl.tensor([4])).detach(), W[[4]])
+    m2 = nn.Embedding.from_pretrained(table, freeze=False, padding_idx=0)
+    assert m2.weight.requires_grad and m2.padding_idx == 0
+    with pytest.raises(AssertionError, match="expected to be 2-dimensional"):
+        nn.Embedding.from_pretrained(tl.ones(3))
+    bag = nn.EmbeddingBag.from_pretrained(table, mode="sum")
+    assert_values(bag(tl.tensor([[0, 1]])).detach(), W[[0]] + W[[1]])
+    with pytest.raises(AssertionError, match="Shape of weight does not match"):
+        nn.Embedding(3, 3, _weight=table)
