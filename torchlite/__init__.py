@@ -44,5 +44,6 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
                       is_floating_point, is_nonzero, result_type)
 from . import testing
 from . import nn, optim, utils
+from .serialization import save, load, save_safetensors, load_safetensors
 
 __all__ = [n for n in dir() if not n.startswith("_")]
