@@ -10,3 +10,4 @@ from .dropout import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403

@@ -1,0 +1,43 @@
+"""Distances and similarities between vectors (torch.nn.functional's pairwise_distance,
+cosine_similarity, pdist), composed of Tensor ops so autograd handles them."""
+import torchlite as _tl
+
+__all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps over the last dim (inputs broadcast)."""
+    for name, t in (("x1", x1), ("x2", x2)):
+        if not isinstance(t, _tl.Tensor):
+            raise TypeError(f"pairwise_distance(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    if x1.dim() == 0 or x2.dim() == 0:
+        raise RuntimeError("pairwise_distance: inputs must have at least one dimension")
+    return _tl.linalg.vector_norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1 * x2) / (|x1| |x2|) along dim, each norm clamped below at eps (inputs
+    broadcast): each input is normalised first, as PyTorch does, which keeps precision."""
+    for name, t in (("x1", x1), ("x2", x2)):
+        if not isinstance(t, _tl.Tensor):
+            raise TypeError(f"cosine_similarity(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    x1, x2 = _tl.broadcast_tensors(x1, x2)
+    n1 = _tl.linalg.vector_norm(x1, 2, dim=dim, keepdim=True).clamp_min(eps)
+    n2 = _tl.linalg.vector_norm(x2, 2, dim=dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pdist(input, p=2):
+    """The p-norm distance between every pair of rows i < j of a 2-D input, in row-major
+    order of the pairs (the condensed form, length N(N-1)/2)."""
+    if not isinstance(input, _tl.Tensor):
+        raise TypeError(f"pdist(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    i, j = _tl.triu_indices(n, n, 1)
+    return _tl.linalg.vector_norm(input[i] - input[j], p, dim=1)
