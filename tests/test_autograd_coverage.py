@@ -119,7 +119,7 @@ OPS = {
         acos_ acosh_ asin_ asinh_ atan_ atanh_ ceil_ cos_ cosh_ copysign_ erf_ erfc_ erfinv_
         exp2_ expm1_ floor_ fmax_ fmin_ fmod_ frac_ hypot_ lgamma_ log_ log10_ log1p_ log2_
         minimum_ remainder_ rsqrt_ sign_ sinh_ tan_ trunc_ xlogy_ cumsum_ cumprod_ tril_ triu_
-        zero_"""),
+        zero_ unsqueeze_ squeeze_ t_ transpose_ swapaxes_ swapdims_"""),
     **no_grad(NO_DERIVATIVE, "floor_divide floor_divide_ __rfloordiv__ unique unique_consecutive"),
     **no_grad(BOOL_OUT, """
         eq ne lt le gt ge eq_ ne_ lt_ le_ gt_ ge_ isnan isinf isposinf isneginf isfinite isin

@@ -504,3 +504,19 @@ def test_inplace_write_partially_overlapping_its_operand_raises():
                   lambda: z[1:].addcmul_(z[:3], z[:3]), lambda: z[1:].lerp_(z[:3], 0.5)):
         with pytest.raises(RuntimeError, match="refer to a single memory location"):
             write()
+
+
+def test_inplace_view_ops_change_metadata_and_keep_the_history():
+    x = tl.randn(2, 3, dtype=tl.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x.unsqueeze_(0)
+    y = x * 2
+    ptr = y.data_ptr()
+    assert y.t_() is y and y.shape == (3, 2) and y.stride() == (1, 3) and y.data_ptr() == ptr
+    y.unsqueeze_(0).transpose_(0, 2).squeeze_(2)
+    assert y.shape == (2, 3)
+    (y * tl.arange(6.0, dtype=tl.float64).view(2, 3)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * np.arange(6.0).reshape(2, 3))
+    z = tl.arange(6.0).view(2, 3)
+    z.swapdims_(0, 1)
+    assert z.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]

@@ -411,3 +411,36 @@ def _flat_args(ts):
     if len(ts) == 1 and isinstance(ts[0], (tuple, list)):
         return list(ts[0])
     return list(ts)
+
+
+# ---- in-place view ops: self becomes the view ------------------------------------------------
+def _view_inplace(self, view):
+    """Make self the given view of itself (its metadata changes; the memory does not, so the
+    version stays).  In a graph self takes over the view's history, as PyTorch does; a leaf
+    that requires grad is refused like any in-place op."""
+    if self._requires_grad and _grad_state.enabled and self.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    self._data = view._data
+    if view.grad_fn is not None:
+        self.grad_fn, self._output_nr = view.grad_fn, 0
+    return self
+
+
+@_register("unsqueeze_")
+def unsqueeze_(self, dim):
+    return _view_inplace(self, unsqueeze(self, dim))
+
+
+@_register("squeeze_")
+def squeeze_(self, dim=None):
+    return _view_inplace(self, squeeze(self, dim))
+
+
+@_register("t_")
+def t_(self):
+    return _view_inplace(self, t(self))
+
+
+@_register("transpose_", "swapaxes_", "swapdims_")
+def transpose_(self, dim0, dim1):
+    return _view_inplace(self, transpose(self, dim0, dim1))
