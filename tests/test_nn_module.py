@@ -599,3 +599,23 @@ def test_containers_state_dict_round_trip():
     assert list(m2.state_dict()) == ["0.0.weight", "0.0.bias", "1.x.weight", "1.x.bias"]
     for a, b in zip(m.parameters(), m2.parameters()):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+def test_errors_inside_a_layer_name_the_layer():
+    """Issue 4: a layer fed the wrong shape raises naming the layer and both shapes; the
+    innermost torchlite layer is named once, containers and user modules are not."""
+    import torchlite as tl
+    from torchlite import nn
+    m = nn.Sequential(nn.Linear(784, 512), nn.ReLU())
+    with pytest.raises(RuntimeError) as e:
+        m(tl.randn(64, 100))
+    assert str(e.value) == ("Linear(in_features=784, out_features=512, bias=True): mat1 and mat2 "
+                            "shapes cannot be multiplied (64x100 and 784x512)")
+
+    class Mine(nn.Module):
+        def forward(self, x):
+            raise ValueError("my own message")
+    with pytest.raises(ValueError, match="^my own message$"):
+        nn.Sequential(Mine())(tl.randn(1))
+    with pytest.raises(IndexError, match=r"^CrossEntropyLoss\(\): Target 10 is out of bounds"):
+        nn.CrossEntropyLoss()(tl.randn(4, 10), tl.tensor([1, 2, 3, 10]))

@@ -144,6 +144,26 @@ def _typename(obj):
     return module + "." + t.__qualname__
 
 
+def _name_the_layer(module, err):
+    """Prefix an error raised inside one of torchlite's own layers with that layer (the
+    innermost one), so "mat1 and mat2 shapes cannot be multiplied (64x100 and 784x512)" says
+    which Linear it came from.  Errors of user-defined modules are left as they are."""
+    if getattr(err, "_torchlite_layer", False) or not err.args or not isinstance(err.args[0], str):
+        return
+    cls = type(module)
+    if not cls.__module__.startswith("torchlite.nn.") or cls.__name__ in _CONTAINERS:
+        return
+    try:
+        head = f"{cls.__name__}({module.extra_repr()})"
+    except Exception:       # noqa: BLE001  (a broken extra_repr must not hide the error)
+        head = cls.__name__
+    err.args = (f"{head}: {err.args[0]}",) + err.args[1:]
+    err._torchlite_layer = True
+
+
+_CONTAINERS = {"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"}
+
+
 def _forward_unimplemented(self, *input):
     """Module.forward until a subclass defines it."""
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
@@ -414,11 +434,15 @@ class Module:
 
     # ---- calling -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        # fast path: a module without hooks is just its forward
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                or self._backward_pre_hooks or _any_global_hook()):
-            return self.forward(*args, **kwargs)
-        return self._call_with_hooks(args, kwargs)
+        try:
+            # fast path: a module without hooks is just its forward
+            if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                    or self._backward_pre_hooks or _any_global_hook()):
+                return self.forward(*args, **kwargs)
+            return self._call_with_hooks(args, kwargs)
+        except (RuntimeError, ValueError, IndexError, TypeError) as e:
+            _name_the_layer(self, e)
+            raise
 
     _call_impl = __call__
 
