@@ -1,1 +1,511 @@
-__all__ = []
+"""Padding, resizing and patch extraction (torch.nn.functional): pad, interpolate, upsample,
+upsample_nearest, upsample_bilinear, unfold, fold, pixel_shuffle, pixel_unshuffle.
+
+Non-constant padding and interpolation are separable: each is a sequence of one-axis passes
+(a gather by an index map for nearest, reflect, replicate and circular; a two-tap linear blend
+for linear, bilinear and trilinear) run by the resampling kernel of torchlite/_core/pool.pyx.
+One op records the whole sequence; its gradient is the adjoint sequence (scatter-adds, in
+reverse order), itself an op whose gradient is the forward again.  Constant padding copies
+into a filled array, and its gradient is constant padding by the negated amounts (a crop).
+unfold and fold are the im2col and col2im of the convolution kernels."""
+import builtins
+import math
+import numbers
+
+from ..._tensor import Tensor, _wrap
+from ..._core import array as _A
+from ..._core import elementwise as _ew
+from ..._core import pool as _P
+from ..._core import conv as _C
+from ... import _dtype as D
+from ...autograd.graph import Node, record, needs_grad
+
+__all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold",
+           "fold", "pixel_shuffle", "pixel_unshuffle"]
+
+
+# ---- separable resampling ---------------------------------------------------------------------
+class Pass:
+    """One axis of a separable resampling: output index j along `dim` reads source i0[j]
+    (nearest: i1 is None) or blends w0[j] * src[i0[j]] + w1[j] * src[i1[j]]; the source has
+    n_in entries along dim."""
+
+    __slots__ = ("dim", "i0", "i1", "w0", "w1", "n_in", "n_out")
+
+    def __init__(self, dim, n_in, i0, i1=None, w0=None, w1=None):
+        self.dim, self.n_in, self.n_out = dim, n_in, i0.shape[0]
+        self.i0, self.i1, self.w0, self.w1 = i0, i1, w0, w1
+
+
+def _run_passes(arr, passes, adjoint):
+    """The passes in order on an array (adjoint: their adjoints in reverse order)."""
+    if adjoint:
+        for p in reversed(passes):
+            arr = _P.resample(arr, p.dim, p.i0, p.i1, p.w0, p.w1, p.n_in, True)
+    else:
+        for p in passes:
+            arr = _P.resample(arr, p.dim, p.i0, p.i1, p.w0, p.w1, p.n_out, False)
+    return arr
+
+
+class _ResampleNode(Node):
+    """The node of a resampling or (adjoint True) of its adjoint; each kind of padding and
+    interpolation gets a pair of subclasses, the first with PyTorch's name, each the other's
+    `partner`: the gradient of one is the other."""
+
+    passes = ()
+    adjoint = False
+    partner = None
+
+    def backward(self, g):
+        return (resample(g, self.passes, self.partner),)
+
+
+_NODE_CLASSES = {}
+
+
+def _node_class(name):
+    """The node class of a resampling named `name` (e.g. 'UpsampleBilinear2DBackward0'),
+    made on first use together with its adjoint's ('UpsampleBilinear2DBackwardBackward0')."""
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        cls = type(name, (_ResampleNode,), {})
+        adj = type(name[:-len("Backward0")] + "BackwardBackward0", (_ResampleNode,),
+                   {"adjoint": True})
+        cls.partner, adj.partner = adj, cls
+        _NODE_CLASSES[name] = cls
+    return cls
+
+
+def resample(x, passes, node_cls):
+    """The separable resampling `passes` of x (their adjoint when node_cls.adjoint),
+    recorded as a node_cls node."""
+    out = _wrap(_run_passes(x._data, passes, node_cls.adjoint))
+    if needs_grad(x):
+        node = node_cls()
+        node.passes = passes
+        record(node, (x,), out)
+    return out
+
+
+def _index_array(values):
+    return _A.from_flat(list(values), (len(values),), D.int64.code)
+
+
+# ---- pad ----------------------------------------------------------------------------------------
+def _pad_amounts(input, pad):
+    if not isinstance(pad, (list, tuple)):
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
+                        f"{type(pad).__name__}")
+    out = []
+    for i, v in enumerate(pad):
+        if isinstance(v, builtins.bool) or not isinstance(v, (numbers.Integral, Tensor)):
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but found "
+                            f"element of type {type(v).__name__} at pos {i}")
+        out.append(v.__index__())
+    if len(out) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(out) // 2 > input.dim():
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(out)} and input of dimension "
+                           f"{input.dim()}")
+    return out
+
+
+def _padded_shape(input, amounts):
+    shape = list(input.shape)
+    for i in range(len(amounts) // 2):
+        d = input.dim() - 1 - i
+        lo, hi = amounts[2 * i], amounts[2 * i + 1]
+        n = shape[d] + lo + hi
+        if n < 0:
+            raise RuntimeError(f"The input size {shape[d]}, plus negative padding {lo} and {hi} "
+                               f"resulted in a negative output size, which is invalid. Check "
+                               f"dimension {d} of your input.")
+        shape[d] = n
+    return shape
+
+
+def _constant_pad(input, amounts, value):
+    shape = _padded_shape(input, amounts)
+    arr = input._data
+    out = _A.full(tuple(shape), value, arr.dtype)
+    src, dst = arr, out
+    for i in range(len(amounts) // 2):
+        d = input.dim() - 1 - i
+        lo, hi = amounts[2 * i], amounts[2 * i + 1]
+        n = arr.shape[d]
+        s0, s1 = max(0, -lo), n - max(0, -hi)
+        if s1 <= s0:
+            src = None
+            break
+        src = src.slice(d, s0, s1, 1)
+        dst = dst.slice(d, max(0, lo), max(0, lo) + (s1 - s0), 1)
+    if src is not None and src.numel:
+        _ew.copy_(dst, src)
+    res = _wrap(out)
+    if needs_grad(input):
+        node = ConstantPadNdBackward0()
+        node.amounts = [-a for a in amounts]
+        record(node, (input,), res)
+    return res
+
+
+class ConstantPadNdBackward0(Node):
+    amounts = ()
+
+    def backward(self, g):
+        return (_constant_pad(g, self.amounts, 0),)
+
+
+_NONCONST = {"reflect": "Reflection", "replicate": "Replication", "circular": "Circular"}
+
+
+def _source_index(j, lo, hi, n, mode):
+    """The source of output index j of a dim of size n padded by (lo, hi).  Circular
+    padding wraps within what is left after the negative amounts crop (as PyTorch)."""
+    if mode == "circular":
+        c0 = max(0, -lo)
+        m = n - c0 - max(0, -hi)
+        return c0 + (j - max(0, lo)) % m
+    q = j - lo
+    if mode == "reflect":
+        if q < 0:
+            q = -q
+        if q >= n:
+            q = 2 * (n - 1) - q
+        return q
+    return min(max(q, 0), n - 1)
+
+
+def _nonconstant_pad(input, amounts, mode):
+    k = len(amounts) // 2
+    if k not in (1, 2, 3) or input.dim() not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {len(amounts)} is not supported for {input.dim()}D input tensor.\n"
+            f"Supported combinations for non-constant padding:\n"
+            f"  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            f"  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            f"  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    shape = list(input.shape)
+    first = 1 if input.dim() == k + 2 else 0
+    if any(s == 0 for s in shape[first:]):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch "
+                           f"size and other non-zero dimensions for input, but got: {shape}")
+    passes = []
+    for i in range(k):
+        d = input.dim() - 1 - i
+        lo, hi = amounts[2 * i], amounts[2 * i + 1]
+        n = shape[d]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({lo}, {hi}) at dimension {d} of "
+                               f"input {shape}")
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        size = n + lo + hi
+        if size < 0:
+            raise RuntimeError(f"The input size {n}, plus negative padding {lo} and {hi} resulted "
+                               f"in a negative output size, which is invalid. Check dimension {d} "
+                               f"of your input.")
+        if lo == 0 and hi == 0:
+            continue
+        passes.append(Pass(d, n, _index_array([_source_index(j, lo, hi, n, mode)
+                                                for j in range(size)])))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"{mode}_pad\" not implemented for '{input.dtype.name}'")
+    return resample(input, passes, _node_class(f"{_NONCONST[mode]}Pad{k}DBackward0"))
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad)//2 dims of input: pad = (left, right) of the last dim, then of
+    the one before, ...  Modes: 'constant' (value, default 0; negative amounts crop),
+    'reflect', 'replicate', 'circular'."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    amounts = _pad_amounts(input, pad)
+    if mode == "constant":
+        return _constant_pad(input, amounts, 0 if value is None else value)
+    if mode not in _NONCONST:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    return _nonconstant_pad(input, amounts, mode)
+
+
+# ---- interpolate ------------------------------------------------------------------------------------
+_MODE_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}
+_NAME_OF_DIMS = {1: "1D", 2: "2D", 3: "3D"}
+_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+
+
+def _spatial_list(v, k, what, input):
+    if isinstance(v, (list, tuple)):
+        if len(v) != k:
+            raise ValueError(f"Input and {what} must have the same number of spatial dimensions, but "
+                             f"got input with spatial dimensions of {list(input.shape[2:])} and {what} "
+                             f"of shape {tuple(v)}. Please provide input tensor in (N, C, d1, d2, "
+                             f"...,dK) format and {what} in (s1, s2, ...,sK) format.")
+        return list(v)
+    return [v] * k
+
+
+def _sizes_and_scales(input, size, scale_factor, recompute_scale_factor):
+    k = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        if isinstance(size, (list, tuple)) and len(size) != k:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but "
+                             f"got input with spatial dimensions of {list(input.shape[2:])} and output "
+                             f"size of {size}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                             f"format and output size in (o1, o2, ...,oK) format.")
+        sizes = [int(s) for s in (size if isinstance(size, (list, tuple)) else [size] * k)]
+        return sizes, [None] * k
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    scales = [float(s) for s in _spatial_list(scale_factor, k, "scale_factor", input)]
+    sizes = [math.floor(float(n) * s) for n, s in zip(input.shape[2:], scales)]
+    if recompute_scale_factor:
+        scales = [None] * k
+    return sizes, scales
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims of input (N, C, *spatial) to `size`, or by `scale_factor`
+    (output size floor(in * scale)).  Modes: 'nearest', 'nearest-exact', 'linear' (3-d),
+    'bilinear' (4-d), 'trilinear' (5-d), with or without align_corners, and 'area'
+    (adaptive average pooling, 3-d and 4-d)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"interpolate(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    k = input.dim() - 2
+    if k not in (1, 2, 3) or mode not in _MODES:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
+                                  f"bicubic | trilinear | lanczos | area | nearest-exact (got {mode})")
+    if mode in _MODE_DIMS and _MODE_DIMS[mode] != k:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
+                                  f"{_MODE_DIMS[mode] + 2}D input")
+    if mode == "bicubic" or antialias:
+        raise NotImplementedError(f"interpolate: mode '{mode}'"
+                                  f"{' with antialias' if antialias else ''} is not available in "
+                                  f"torchlite")
+    sizes, scales = _sizes_and_scales(input, size, scale_factor, recompute_scale_factor)
+    spatial = list(input.shape[2:])
+    if any(s <= 0 for s in sizes) or any(s <= 0 for s in spatial):
+        names = ["D", "H", "W"][3 - k:]
+        i_s = ", ".join(f"{n}: {v}" for n, v in zip(names, spatial))
+        o_s = ", ".join(f"{n}: {v}" for n, v in zip(names, sizes))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({i_s}) "
+                           f"output ({o_s})")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"upsample_{mode}\" not implemented for '{input.dtype.name}'")
+    if mode == "area":
+        if k == 3:
+            raise NotImplementedError("interpolate: mode 'area' supports 3-d and 4-d inputs")
+        from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+        return (adaptive_avg_pool1d if k == 1 else adaptive_avg_pool2d)(input, sizes)
+    passes = []
+    f64 = input.dtype is D.float64
+    for i in reversed(range(k)):            # the last dim first, as PyTorch's kernels nest
+        d = 2 + i
+        n_in, n_out, sc = spatial[i], sizes[i], scales[i]
+        scale = -1.0 if sc is None else sc
+        if mode.startswith("nearest"):
+            passes.append(Pass(d, n_in, _P.nearest_map(n_in, n_out, scale, mode == "nearest-exact")))
+        else:
+            i0, i1, w0, w1 = _P.linear_map(n_in, n_out, align_corners, scale, f64)
+            passes.append(Pass(d, n_in, i0, i1, w0, w1))
+    kind = {"nearest": "Nearest", "nearest-exact": "NearestExact", "linear": "Linear",
+            "bilinear": "Bilinear", "trilinear": "Trilinear"}[mode]
+    return resample(input, passes, _node_class(f"Upsample{kind}{_NAME_OF_DIMS[k]}Backward0"))
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of interpolate."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """interpolate(..., mode='nearest')."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """interpolate(..., mode='bilinear', align_corners=True)."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---- unfold / fold -------------------------------------------------------------------------------------
+def _pair(v, name, op):
+    from .conv import ntuple
+    return ntuple(v, 2, name, op)
+
+
+def _blocks(spatial, k, d, p, s):
+    return [(n + 2 * pp - dd * (kk - 1) - 1) // ss + 1 for n, kk, dd, pp, ss in zip(spatial, k, d, p, s)]
+
+
+def _check_fold_params(k, d, p, s):
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} "
+                           f"kernel_width: {k[1]}")
+    if any(v <= 0 for v in s):
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} "
+                           f"stride_width: {s[1]}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {d[0]} "
+                           f"dilation_width: {d[1]}")
+    if any(v < 0 for v in p):
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} "
+                           f"pad_width: {p[1]}")
+
+
+def _im2col(x, k, d, p, s):
+    out = _wrap(_C.im2col(x._data, k, d, p, s))
+    if needs_grad(x):
+        node = Im2ColBackward0()
+        node.args, node.size = (k, d, p, s), tuple(x._data.shape[2:])
+        record(node, (x,), out)
+    return out
+
+
+def _col2im(cols, size, k, d, p, s):
+    out = _wrap(_C.col2im(cols._data, size, k, d, p, s))
+    if needs_grad(cols):
+        node = Col2ImBackward0()
+        node.args = (k, d, p, s)
+        record(node, (cols,), out)
+    return out
+
+
+class Im2ColBackward0(Node):
+    args = ()
+    size = ()
+
+    def backward(self, g):
+        return (_col2im(g, self.size, *self.args),)
+
+
+class Col2ImBackward0(Node):
+    args = ()
+
+    def backward(self, g):
+        return (_im2col(g, *self.args),)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extract sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L), L = number of blocks
+    (unbatched (C, H, W) -> (C*kh*kw, L))."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"unfold(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
+                           f"{input.dim()}D)")
+    k, d = _pair(kernel_size, "kernel_size", "unfold"), _pair(dilation, "dilation", "unfold")
+    p, s = _pair(padding, "padding", "unfold"), _pair(stride, "stride", "unfold")
+    _check_fold_params(k, d, p, s)
+    batched = input.dim() == 4
+    x = input if batched else input.unsqueeze(0)
+    if any(v == 0 for v in x.shape[1:]):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and "
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
+    blocks = _blocks(x.shape[2:], k, d, p, s)
+    if any(b < 1 for b in blocks):
+        raise RuntimeError(f"Given input with spatial size ({x.shape[2]}, {x.shape[3]}), "
+                           f"kernel_size={k}, dilation={d}, padding={p}, calculated shape of the "
+                           f"array of sliding blocks as ({blocks[0]}, {blocks[1]}), but its "
+                           f"components must be at least one.")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"im2col\" not implemented for '{input.dtype.name}'")
+    out = _im2col(x, k, d, p, s)
+    return out if batched else out.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Combine sliding blocks (N, C*kh*kw, L) into (N, C, H, W), summing overlaps (the
+    adjoint of unfold); output_size is (H, W)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fold(): argument 'input' must be Tensor, not {type(input).__name__}")
+    size = _pair(output_size, "output_size", "fold")
+    k, d = _pair(kernel_size, "kernel_size", "fold"), _pair(dilation, "dilation", "fold")
+    p, s = _pair(padding, "padding", "fold"), _pair(stride, "stride", "fold")
+    if any(v <= 0 for v in size):
+        raise RuntimeError(f"Expected output spatial size to be positive, but got: "
+                           f"output_size={size}")
+    _check_fold_params(k, d, p, s)
+    if input.dim() not in (2, 3) or any(v == 0 for v in input.shape[-2:]):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch "
+                           f"size and non-zero dimensions for input, but got: {list(input.shape)}")
+    batched = input.dim() == 3
+    cols = input if batched else input.unsqueeze(0)
+    if cols.shape[1] % (k[0] * k[1]):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of "
+                           f"kernel_size, but got input.size(1)={cols.shape[1]} and "
+                           f"kernel_size={k}.")
+    blocks = _blocks(size, k, d, p, s)
+    if blocks[0] < 1 or blocks[1] < 1 or blocks[0] * blocks[1] != cols.shape[2]:
+        raise RuntimeError(f"Given output_size={size}, kernel_size={k}, dilation={d}, "
+                           f"padding={p}, stride={s}, expected size of input's dimension 2 to "
+                           f"match the calculated number of sliding blocks {blocks[0]} * "
+                           f"{blocks[1]} = {blocks[0] * blocks[1]}, but got "
+                           f"input.size(2)={cols.shape[2]}.")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"col2im\" not implemented for '{input.dtype.name}'")
+    out = _col2im(cols, size, k, d, p, s)
+    return out if batched else out.squeeze(0)
+
+
+# ---- pixel shuffle ---------------------------------------------------------------------------------
+def _check_factor(v, name, op):
+    if isinstance(v, builtins.bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {type(v).__name__}")
+    if v <= 0:
+        raise RuntimeError(f"{op} expects {name} to be positive, but got {v}")
+    return int(v)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+    r = _check_factor(upscale_factor, "upscale_factor", "pixel_shuffle")
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {input.dim()} dimension(s)")
+    c, h, w = input.shape[-3:]
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible "
+                           f"by the square of upscale_factor, but input.size(-3)={c} is not "
+                           f"divisible by {r * r}")
+    lead = tuple(input.shape[:-3])
+    n = len(lead)
+    x = input.reshape(lead + (c // (r * r), r, r, h, w))
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(lead + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W)."""
+    r = _check_factor(downscale_factor, "downscale_factor", "pixel_unshuffle")
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {input.dim()} dimension(s)")
+    c, h, w = input.shape[-3:]
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects {'height' if h % r else 'width'} to be "
+                           f"divisible by downscale_factor, but input.size({-2 if h % r else -1})="
+                           f"{h if h % r else w} is not divisible by {r}")
+    lead = tuple(input.shape[:-3])
+    n = len(lead)
+    x = input.reshape(lead + (c, h // r, r, w // r, r))
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(lead + (c * r * r, h // r, w // r))

@@ -1,0 +1,99 @@
+/* im2col and col2im of one image (and one group) for the convolution kernels (conv.pyx).
+ *
+ * im2col:  col[(c*KH + ki)*KW + kj, oh*OW + ow] = x[c, oh*sh - ph + ki*dh, ow*sw - pw + kj*dw]
+ *          (zero where that falls in the padding); x is read through its strides, and the
+ *          rows of col are ldc elements apart (ldc > L: one image's block of a wider matrix
+ *          that holds several images side by side, for one GEMM over them all).
+ * col2im:  the adjoint: dx[c, ih, iw] += col[...] over every (ki, kj, oh, ow) reading (ih, iw),
+ *          always in the same order; dx is C-contiguous (Cg, H, W).
+ *
+ * A row of col (fixed c, ki, kj, oh) is a strided run of an input row with zeros at its
+ * ends.  Rows are short (OW is often 8 to 32), so with a unit step a row is one masked
+ * vector load (AVX2 or AVX-512; the padding lanes read as zero) and one plain store, the
+ * window and the valid rows being worked out once per (c, ki, kj).  Masked stores are slow
+ * on some CPUs, so a short row is stored whole when the buffer has room after it (`slack`)
+ * and the next row overwrites the excess; col2im adds zeros to the lanes it does not own.  The bodies are compiled once per ISA level
+ * (conv_im2col_body.h) and tl_conv_install picks one, like the GEMM kernels. */
+#ifndef TL_CONV_IM2COL_H
+#define TL_CONV_IM2COL_H
+#include <stdint.h>
+#include "isa.h"
+#if TL_X86_MULTIVERSION
+#include <immintrin.h>
+#endif
+
+typedef struct {
+    int64_t N, C, H, W;          /* the convolution's input (C counts every group) */
+    int64_t O, KH, KW;           /* output channels (every group) and kernel size */
+    int64_t OH, OW;              /* the convolution's output size */
+    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t G, Cg, Og;           /* groups, channels per group in and out */
+    int64_t CKK, L;              /* rows (Cg*KH*KW) and columns (OH*OW) of one im2col matrix */
+    int64_t xs[4];               /* element strides of the input (N, C, H, W) */
+} tl_conv_geom;
+
+/* The output columns ow in [lo, hi) whose input column ow*sw + off lies in [0, W). */
+static inline void tl_conv_valid_cols(const tl_conv_geom *g, int64_t off, int64_t *lo, int64_t *hi) {
+    int64_t a = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
+    int64_t b = g->W - 1 - off < 0 ? 0 : (g->W - 1 - off) / g->sw + 1;
+    if (b > g->OW) b = g->OW;
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
+}
+
+typedef void (*tl_im2col_f32_fn)(const tl_conv_geom *g, const float *x, float *col, int64_t ldc,
+                                 int64_t slack);
+typedef void (*tl_im2col_f64_fn)(const tl_conv_geom *g, const double *x, double *col, int64_t ldc,
+                                 int64_t slack);
+typedef void (*tl_col2im_f32_fn)(const tl_conv_geom *g, const float *col, int64_t ldc, float *dx);
+typedef void (*tl_col2im_f64_fn)(const tl_conv_geom *g, const double *col, int64_t ldc, double *dx);
+
+#define TL_CONV_LEVEL 0
+#define TL_SFX(name) name##_base
+#include "conv_im2col_body.h"
+#undef TL_SFX
+#undef TL_CONV_LEVEL
+
+#if TL_X86_MULTIVERSION
+TL_BEGIN_TARGET_V3
+#define TL_CONV_LEVEL 3
+#define TL_SFX(name) name##_v3
+#include "conv_im2col_body.h"
+#undef TL_SFX
+#undef TL_CONV_LEVEL
+TL_END_TARGET
+TL_BEGIN_TARGET_V4
+#define TL_CONV_LEVEL 4
+#define TL_SFX(name) name##_v4
+#include "conv_im2col_body.h"
+#undef TL_SFX
+#undef TL_CONV_LEVEL
+TL_END_TARGET
+#endif
+
+static tl_im2col_f32_fn tl_im2col_f32 = tl_im2col_f32_base;
+static tl_im2col_f64_fn tl_im2col_f64 = tl_im2col_f64_base;
+static tl_col2im_f32_fn tl_col2im_f32 = tl_col2im_f32_base;
+static tl_col2im_f64_fn tl_col2im_f64 = tl_col2im_f64_base;
+
+/* Install the copies of ISA `level` (0, 3 or 4; clamped to what was compiled). */
+static int tl_conv_install(int level) {
+#if TL_X86_MULTIVERSION
+    if (level >= 4) {
+        tl_im2col_f32 = tl_im2col_f32_v4; tl_im2col_f64 = tl_im2col_f64_v4;
+        tl_col2im_f32 = tl_col2im_f32_v4; tl_col2im_f64 = tl_col2im_f64_v4;
+        return 4;
+    }
+    if (level >= 3) {
+        tl_im2col_f32 = tl_im2col_f32_v3; tl_im2col_f64 = tl_im2col_f64_v3;
+        tl_col2im_f32 = tl_col2im_f32_v3; tl_col2im_f64 = tl_col2im_f64_v3;
+        return 3;
+    }
+#endif
+    (void)level;
+    tl_im2col_f32 = tl_im2col_f32_base; tl_im2col_f64 = tl_im2col_f64_base;
+    tl_col2im_f32 = tl_col2im_f32_base; tl_col2im_f64 = tl_col2im_f64_base;
+    return 0;
+}
+#endif

@@ -1,0 +1,172 @@
+"""The three products of a convolution as differentiable ops, and their backward nodes.
+
+A convolution y = conv(x, w) is bilinear, and so are the two products its gradient needs:
+
+    conv(x, w)          forward: (N, C, *in) x (O, C/g, *k) -> (N, O, *out)
+    conv_t(y, w)        the adjoint in x: the transposed convolution, (N, O, *out) -> (N, C, *in)
+    conv_w(x, y)        the adjoint in w: the weight gradient, -> (O, C/g, *k)
+
+The gradient of each of the three is made of the other two (see the nodes), so every order of
+derivative works.  All three run on the kernels of torchlite/_core/conv.pyx, which see 2-d
+convolutions only: a 1-d one is a 2-d one of height 1, reshaped on the arrays (no Tensor view,
+so the result's grad_fn is the convolution's own node).  The arguments arrive checked
+(conv.py does PyTorch's checks and messages)."""
+from ..._core import conv as _K
+from ..._tensor import _wrap
+from ...autograd.graph import Node, record, needs_grad
+from ..._core import elementwise as _ew_mod
+
+_ADD = _ew_mod.BINARY["add"]
+
+
+class ConvSpec:
+    """The geometry of a forward convolution in 2-d form (1-d: height 1, stride 1, ...):
+    stride, padding, dilation are pairs; nd is the number of spatial dims (1 or 2)."""
+
+    __slots__ = ("stride", "padding", "dilation", "groups", "nd")
+
+    def __init__(self, stride, padding, dilation, groups, nd):
+        if nd == 1:
+            stride, padding, dilation = (1,) + tuple(stride), (0,) + tuple(padding), (1,) + tuple(dilation)
+        self.stride, self.padding, self.dilation = tuple(stride), tuple(padding), tuple(dilation)
+        self.groups, self.nd = groups, nd
+
+    def args(self):
+        return self.stride, self.padding, self.dilation, self.groups
+
+
+def _arr4(t, nd):
+    """The 4-d array of a 3-d (1-d convolution) or 4-d tensor."""
+    a = t._data
+    return a.unsqueeze(2) if nd == 1 else a
+
+
+def _out(arr, nd):
+    """A tensor of the right rank from a 4-d kernel result."""
+    return _wrap(arr.squeeze((2,)) if nd == 1 else arr)
+
+
+def _spatial(t, nd):
+    """The spatial size of t as the kernels' (height, width)."""
+    s = t._data.shape
+    return (1, s[-1]) if nd == 1 else (s[-2], s[-1])
+
+
+def add_channel_bias(arr, b):
+    """arr (N, C, ...) += b (C,) broadcast over every other dim, in place; returns arr."""
+    from ..._core import elementwise as _ew
+    shape = (1, b.shape[0]) + (1,) * (arr.ndim - 2)
+    view = b.as_strided(shape, (0, b.strides[0]) + (0,) * (arr.ndim - 2), b.offset)
+    return _ew.binary(_ADD, arr, view, arr)
+
+
+def _bias_grad(g, nd):
+    return g.sum(dim=(0, 2) if nd == 1 else (0, 2, 3))
+
+
+def _out_size(in_size, ksize, spec):
+    """The forward convolution's output size (2-d form) for input size in_size."""
+    return tuple((i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, s, p, d in
+                 zip(in_size, ksize, spec.stride, spec.padding, spec.dilation))
+
+
+def _fit(t, size, nd):
+    """t with its spatial size (2-d form) cut or zero-padded on the far side to `size`.  A
+    transposed convolution with output_padding >= stride (allowed below the dilation) has
+    an output whose forward convolution is one larger than its input: the missing entries
+    of the output side are zeros, and the extra outputs of the forward one are dropped."""
+    have = _spatial(t, nd)
+    if have == tuple(size):
+        return t
+    from .vision import pad
+    spec = [0, size[1] - have[1]]
+    if nd == 2:
+        spec += [0, size[0] - have[0]]
+    return pad(t, spec)
+
+
+def conv(x, w, b, spec):
+    """y = conv(x, w) + b (b may be None)."""
+    nd = spec.nd
+    y = _out(_K.conv2d_forward(_arr4(x, nd), _arr4(w, nd), None if b is None else b._data,
+                               *spec.args()), nd)
+    if needs_grad(x, w, b):
+        node = ConvolutionBackward0()
+        node.spec, node.transposed = spec, False
+        node.save(input=x, weight=w)
+        record(node, (x, w, b), y)
+    return y
+
+
+def conv_t(y, w, b, spec, in_size):
+    """z = conv_t(y, w) + b: the transposed convolution of y, whose result has the forward
+    convolution's input size `in_size` (spatial, in 2-d form)."""
+    nd = spec.nd
+    y = _fit(y, _out_size(in_size, _spatial(w, nd), spec), nd)
+    z = _K.conv2d_input_grad(_arr4(y, nd), _arr4(w, nd), in_size[0], in_size[1], *spec.args())
+    if b is not None:
+        z = add_channel_bias(z, b._data)
+    z = _out(z, nd)
+    if needs_grad(y, w, b):
+        node = ConvolutionBackward0()
+        node.spec, node.transposed = spec, True
+        node.save(input=y, weight=w)
+        record(node, (y, w, b), z)
+    return z
+
+
+def conv_w(x, gy, spec, ksize):
+    """dw = the gradient of conv(x, w) with respect to w (of spatial size ksize, 2-d form)
+    for the output gradient gy."""
+    nd = spec.nd
+    gy = _fit(gy, _out_size(_spatial(x, nd), ksize, spec), nd)
+    dw = _out(_K.conv2d_weight_grad(_arr4(x, nd), _arr4(gy, nd), ksize[0], ksize[1],
+                                    *spec.args()), nd)
+    if needs_grad(x, gy):
+        node = ConvolutionBackwardBackward0()
+        node.spec = spec
+        node.save(input=x, grad_output=gy)
+        record(node, (x, gy), dw)
+    return dw
+
+
+class ConvolutionBackward0(Node):
+    """conv (transposed False) or conv_t (transposed True) with inputs (input, weight,
+    bias).  For conv_t the forward convolution's input is the gradient's side, so the roles
+    of conv and conv_t swap."""
+
+    spec = None
+    transposed = False
+
+    def backward(self, g):
+        x, w = self.saved("input"), self.saved("weight")
+        spec, nd = self.spec, self.spec.nd
+        want_x, want_w, want_b = (e[0] is not None for e in self.next_functions)
+        gx = gw = gb = None
+        if self.transposed:
+            if want_x:
+                gx = _fit(conv(g, w, None, spec), _spatial(x, nd), nd)
+            if want_w:
+                gw = conv_w(g, x, spec, _spatial(w, nd))
+        else:
+            if want_x:
+                gx = conv_t(g, w, None, spec, _spatial(x, nd))
+            if want_w:
+                gw = conv_w(x, g, spec, _spatial(w, nd))
+        if want_b:
+            gb = _bias_grad(g, nd)
+        return gx, gw, gb
+
+
+class ConvolutionBackwardBackward0(Node):
+    """conv_w(x, gy): <gdw, conv_w(x, gy)> = <conv(x, gdw), gy> = <x, conv_t(gy, gdw)>."""
+
+    spec = None
+
+    def backward(self, gdw):
+        x, gy = self.saved("input"), self.saved("grad_output")
+        spec, nd = self.spec, self.spec.nd
+        want_x, want_gy = (e[0] is not None for e in self.next_functions)
+        gx = conv_t(gy, gdw, None, spec, _spatial(x, nd)) if want_x else None
+        ggy = _fit(conv(x, gdw, None, spec), _spatial(gy, nd), nd) if want_gy else None
+        return gx, ggy
