@@ -259,3 +259,14 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
             zero_rows = randperm(rows, generator=generator)[:num_zeros]
             tensor[zero_rows, col] = 0
         return tensor
+
+
+def _default_weight_and_bias_(weight, bias):
+    """The default initialisation of PyTorch's Linear and convolution layers:
+    kaiming_uniform_(a=sqrt(5)) for the weight, i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and
+    the same bound for the bias."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)

@@ -1,6 +1,5 @@
 """Convolution layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d (PyTorch's torch.nn)."""
 import collections.abc
-import math
 
 from ..._ops.creation import empty
 from ..parameter import Parameter
@@ -82,12 +81,7 @@ class _ConvNd(Module):
 
     def reset_parameters(self):
         """Draw the weight and bias again from their default distributions."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._default_weight_and_bias_(self.weight, self.bias)
 
     def extra_repr(self):
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"

@@ -20,12 +20,6 @@ class Identity(Module):
         return input
 
 
-def _uniform_bias(bias, fan_in):
-    """PyTorch's default bias initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
-    bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-    init.uniform_(bias, -bound, bound)
-
-
 class Linear(Module):
     """y = x @ weight.T + bias, with weight (out_features, in_features) initialised as PyTorch
     does: kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(in_features), 1/sqrt(in_features)),
@@ -46,10 +40,7 @@ class Linear(Module):
 
     def reset_parameters(self):
         """Draw the weight and bias again from their default distributions."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            _uniform_bias(self.bias, fan_in)
+        init._default_weight_and_bias_(self.weight, self.bias)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)

@@ -44,6 +44,13 @@ def _gru_step(gi, gh, h):
     return n + z * (h - n)
 
 
+def _uniform_all_(module):
+    """PyTorch's recurrent layers draw every parameter from U(-1/sqrt(H), 1/sqrt(H))."""
+    stdv = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for w in module.parameters():
+        init.uniform_(w, -stdv, stdv)
+
+
 class RNNBase(Module):
     """The multi-layer, optionally bidirectional recurrent layer behind RNN, LSTM and GRU."""
 
@@ -117,9 +124,7 @@ class RNNBase(Module):
         """A no-op kept for PyTorch compatibility (cuDNN's packed weights)."""
 
     def reset_parameters(self):
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for w in self.parameters():
-            init.uniform_(w, -stdv, stdv)
+        _uniform_all_(self)
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
@@ -317,9 +322,7 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for w in self.parameters():
-            init.uniform_(w, -stdv, stdv)
+        _uniform_all_(self)
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
