@@ -13,6 +13,9 @@ class Adadelta(Optimizer):
         p <- p - lr * dx
     """
 
+    _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False,
+                                 capturable=False)
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
         _check_lr(lr)
@@ -24,11 +27,6 @@ class Adadelta(Optimizer):
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._fill_group_defaults(foreach=None, maximize=False, differentiable=False,
-                                  capturable=False)
 
     def _update_group(self, group):
         params, grads = self._params_with_grad(group)

@@ -15,6 +15,8 @@ class Adagrad(Optimizer):
         p <- p - clr * g / (sqrt(s) + eps)
     """
 
+    _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         _check_lr(lr)
@@ -36,11 +38,6 @@ class Adagrad(Optimizer):
         state = self.state[p]
         state["step"] = _new_step_count()
         state["sum"] = full_like(p, initial_accumulator_value)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._fill_group_defaults(foreach=None, maximize=False, differentiable=False,
-                                  fused=None)
 
     def share_memory(self):
         """A no-op kept for PyTorch compatibility (state tensors live in this process)."""

@@ -1,8 +1,8 @@
 """Adam (PyTorch's torch.optim.Adam), with AMSGrad and decoupled weight decay options."""
 from .._ops.pointwise import maximum
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _check_betas, _check_impl_flags, _check_lr, _check_nonneg,
-                        _lerp_, _to_scalar)
+from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,
+                        _to_scalar, _update_moments_)
 
 __all__ = ["Adam", "adam"]
 
@@ -16,13 +16,13 @@ class Adam(Optimizer):
         p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
     """
 
+    _late_option_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False,
+                                 differentiable=False, decoupled_weight_decay=False, fused=None)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        _check_lr(lr)
-        _check_nonneg(eps, "epsilon value")
-        _check_betas(betas)
-        _check_nonneg(weight_decay, "weight_decay value")
+        _check_adam_options(lr, eps, betas, weight_decay)
         if not (all(isinstance(b, float) for b in betas[:2])
                 or all(isinstance(b, Tensor) for b in betas[:2])):
             raise ValueError("betas must be either both floats or both Tensors")
@@ -35,12 +35,6 @@ class Adam(Optimizer):
                         foreach=foreach, capturable=capturable, differentiable=differentiable,
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._fill_group_defaults(amsgrad=False, maximize=False, foreach=None, capturable=False,
-                                  differentiable=False, decoupled_weight_decay=False,
-                                  fused=None)
 
     def _update_group(self, group):
         params, grads = self._params_with_grad(group)
@@ -61,19 +55,13 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, for
     """The Adam update on lists of tensors (functional form of Adam.step); state_steps are
     the per-parameter step counters (0-d tensors, incremented here)."""
     lr, beta1, beta2 = _to_scalar(lr), _to_scalar(beta1), _to_scalar(beta2)
-    one_minus_beta1, one_minus_beta2 = 1 - beta1, 1 - beta2
     for i, param in enumerate(params):
         grad = -grads[i] if maximize else grads[i]
         exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
         step_t += 1
         step = step_t.item()
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
-        _lerp_(exp_avg, grad, one_minus_beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=one_minus_beta2)
+        grad = _apply_weight_decay(param, grad, lr, weight_decay, decoupled_weight_decay)
+        _update_moments_(exp_avg, exp_avg_sq, grad, beta1, beta2)
         step_size = lr / (1 - beta1 ** step)
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         if amsgrad:

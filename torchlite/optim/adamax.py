@@ -1,7 +1,6 @@
 """Adamax: Adam with the infinity norm (PyTorch's torch.optim.Adamax)."""
 from .._ops.pointwise import maximum
-from .optimizer import (Optimizer, _check_betas, _check_impl_flags, _check_lr, _check_nonneg,
-                        _lerp_, _to_scalar)
+from .optimizer import Optimizer, _check_adam_options, _check_impl_flags, _lerp_, _to_scalar
 
 __all__ = ["Adamax", "adamax"]
 
@@ -15,21 +14,16 @@ class Adamax(Optimizer):
         p <- p - lr / (1 - beta1^t) * m / u
     """
 
+    _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False,
+                                 capturable=False)
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
-        _check_lr(lr)
-        _check_nonneg(eps, "epsilon value")
-        _check_betas(betas)
-        _check_nonneg(weight_decay, "weight_decay value")
+        _check_adam_options(lr, eps, betas, weight_decay)
         _check_impl_flags(differentiable, None, foreach)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._fill_group_defaults(foreach=None, maximize=False, differentiable=False,
-                                  capturable=False)
 
     def _update_group(self, group):
         params, grads = self._params_with_grad(group)

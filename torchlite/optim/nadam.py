@@ -1,6 +1,6 @@
 """NAdam: Adam with Nesterov momentum (PyTorch's torch.optim.NAdam)."""
-from .optimizer import (Optimizer, _check_betas, _check_impl_flags, _check_lr, _check_nonneg,
-                        _lerp_, _to_scalar)
+from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,
+                        _check_nonneg, _to_scalar, _update_moments_)
 
 __all__ = ["NAdam", "nadam"]
 
@@ -15,13 +15,13 @@ class NAdam(Optimizer):
         p <- p - lr * (1 - mu_t) / (1 - P_t) * g / d - lr * mu_{t+1} / (1 - P_t mu_{t+1}) * m / d
     """
 
+    _late_option_defaults = dict(maximize=False, foreach=None, capturable=False,
+                                 differentiable=False, decoupled_weight_decay=False)
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):
-        _check_lr(lr)
-        _check_nonneg(eps, "epsilon value")
-        _check_betas(betas)
-        _check_nonneg(weight_decay, "weight_decay value")
+        _check_adam_options(lr, eps, betas, weight_decay)
         _check_nonneg(momentum_decay, "momentum_decay value")
         _check_impl_flags(differentiable, None, foreach)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
@@ -29,11 +29,6 @@ class NAdam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._fill_group_defaults(maximize=False, foreach=None, capturable=False,
-                                  differentiable=False, decoupled_weight_decay=False)
 
     def _update_group(self, group):
         params, grads = self._params_with_grad(group)
@@ -54,24 +49,18 @@ def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps,
     """The NAdam update on lists of tensors (functional form of NAdam.step).  mu_products
     are float32 0-d tensors, updated in place (their float32 rounding is part of the rule)."""
     lr = _to_scalar(lr)
-    one_minus_beta1, one_minus_beta2 = 1 - beta1, 1 - beta2
     for i, param in enumerate(params):
         grad = -grads[i] if maximize else grads[i]
         exp_avg, exp_avg_sq, mu_product, step_t = (exp_avgs[i], exp_avg_sqs[i], mu_products[i],
                                                    state_steps[i])
         step_t += 1
         step = step_t.item()
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _apply_weight_decay(param, grad, lr, weight_decay, decoupled_weight_decay)
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
         mu_product *= mu
         product = mu_product.item()
-        _lerp_(exp_avg, grad, one_minus_beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=one_minus_beta2)
+        _update_moments_(exp_avg, exp_avg_sq, grad, beta1, beta2)
         denom = exp_avg_sq.div(1 - beta2 ** step).sqrt_().add_(eps)
         param.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - product))
         param.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - product * mu_next))

@@ -97,6 +97,34 @@ def _check_betas(betas):
             raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
 
 
+def _check_adam_options(lr, eps, betas, weight_decay):
+    """The option checks the Adam family (Adam, Adamax, NAdam, RAdam) shares, in PyTorch's
+    order (so the same bad option is reported first)."""
+    _check_lr(lr)
+    _check_nonneg(eps, "epsilon value")
+    _check_betas(betas)
+    _check_nonneg(weight_decay, "weight_decay value")
+
+
+def _apply_weight_decay(param, grad, lr, weight_decay, decoupled):
+    """Weight decay as Adam, NAdam and RAdam apply it: decoupled, the parameter shrinks
+    (p <- p * (1 - lr * wd)); otherwise the decay enters the gradient (g <- g + wd * p).
+    Returns the gradient the update goes on with."""
+    if weight_decay != 0:
+        if decoupled:
+            param.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad.add(param, alpha=weight_decay)
+    return grad
+
+
+def _update_moments_(exp_avg, exp_avg_sq, grad, beta1, beta2):
+    """Adam's running moment estimates, in place: m <- lerp(m, g, 1 - beta1) and
+    v <- beta2 * v + (1 - beta2) * g * g."""
+    _lerp_(exp_avg, grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+
+
 def _check_impl_flags(differentiable, fused, foreach):
     """foreach/fused choose an implementation in PyTorch, all with the same update rule: here
     every choice runs the one implementation.  differentiable=True (a step that autograd can
@@ -148,6 +176,9 @@ class Optimizer:
 
     _in_step = False        # class defaults: instances set them on first step
     _opt_called = False
+    # the options a group saved by an older version may lack, and their values: a subclass
+    # lists its own; __setstate__ (unpickling, load_state_dict) fills them in
+    _late_option_defaults = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -188,12 +219,14 @@ class Optimizer:
         if "_step_pre_hooks" not in self.__dict__:
             self._init_hook_lists()
         self.defaults.setdefault("differentiable", False)
+        if self._late_option_defaults:
+            self._fill_group_defaults()
 
-    def _fill_group_defaults(self, **options):
-        """After unpickling/loading an older state: give every group the options it lacks,
-        and make plain-number step counters tensors again."""
+    def _fill_group_defaults(self):
+        """After unpickling/loading an older state: give every group the options of
+        _late_option_defaults it lacks, and make plain-number step counters tensors again."""
         for group in self.param_groups:
-            for key, value in options.items():
+            for key, value in self._late_option_defaults.items():
                 group.setdefault(key, value)
         for state in self.state.values():
             step = state.get("step") if isinstance(state, dict) else None

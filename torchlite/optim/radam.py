@@ -1,6 +1,6 @@
 """RAdam: Adam with a rectified adaptive learning rate (PyTorch's torch.optim.RAdam)."""
-from .optimizer import (Optimizer, _check_betas, _check_impl_flags, _check_lr, _check_nonneg,
-                        _lerp_, _to_scalar)
+from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,
+                        _to_scalar, _update_moments_)
 
 __all__ = ["RAdam", "radam"]
 
@@ -20,24 +20,19 @@ class RAdam(Optimizer):
             p <- p - lr * m_hat
     """
 
+    _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False,
+                                 decoupled_weight_decay=False, capturable=False)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
-        _check_lr(lr)
-        _check_nonneg(eps, "epsilon value")
-        _check_betas(betas)
-        _check_nonneg(weight_decay, "weight_decay value")
+        _check_adam_options(lr, eps, betas, weight_decay)
         _check_impl_flags(differentiable, None, foreach)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         decoupled_weight_decay=decoupled_weight_decay,
                         differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._fill_group_defaults(foreach=None, maximize=False, differentiable=False,
-                                  decoupled_weight_decay=False, capturable=False)
 
     def _update_group(self, group):
         params, grads = self._params_with_grad(group)
@@ -54,20 +49,14 @@ def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_de
           maximize=False, *, beta1, beta2, lr, weight_decay, eps):
     """The RAdam update on lists of tensors (functional form of RAdam.step)."""
     lr = _to_scalar(lr)
-    one_minus_beta1, one_minus_beta2 = 1 - beta1, 1 - beta2
     rho_inf = 2 / (1 - beta2) - 1
     for i, param in enumerate(params):
         grad = -grads[i] if maximize else grads[i]
         exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
         step_t += 1
         step = step_t.item()
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
-        _lerp_(exp_avg, grad, one_minus_beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=one_minus_beta2)
+        grad = _apply_weight_decay(param, grad, lr, weight_decay, decoupled_weight_decay)
+        _update_moments_(exp_avg, exp_avg_sq, grad, beta1, beta2)
         bias_correction2 = 1 - beta2 ** step
         update = exp_avg.div(1 - beta1 ** step).mul_(lr)
         rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2

@@ -14,6 +14,9 @@ class RMSprop(Optimizer):
         p <- p - lr * g / (s + eps)                               (otherwise)
     """
 
+    _late_option_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False,
+                                 differentiable=False, capturable=False)
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
@@ -27,11 +30,6 @@ class RMSprop(Optimizer):
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._fill_group_defaults(momentum=0, centered=False, foreach=None, maximize=False,
-                                  differentiable=False, capturable=False)
 
     def _update_group(self, group):
         params, grads = self._params_with_grad(group)

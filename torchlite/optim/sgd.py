@@ -13,6 +13,9 @@ class SGD(Optimizer):
         p <- p - lr * g
     """
 
+    _late_option_defaults = dict(nesterov=False, maximize=False, foreach=None,
+                                 differentiable=False, fused=False)
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
@@ -26,11 +29,6 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._fill_group_defaults(nesterov=False, maximize=False, foreach=None,
-                                  differentiable=False, fused=False)
 
     def _update_group(self, group):
         params, grads = self._params_with_grad(group)

@@ -67,6 +67,17 @@ def _batched_feature_dropout(input, p, training, inplace, batched):
     return input if inplace else out.squeeze(0)
 
 
+def _warn_deprecated_rank(name, nd, spatial_dims):
+    """PyTorch's warning for a dropout2d/dropout3d input of a rank it will reject in future
+    (stacklevel: the warning points at the caller of dropout2d/dropout3d)."""
+    warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will "
+                  f"result in an error in a future release. To retain the behavior and silence "
+                  f"this warning, please use dropout instead. Note that {name} exists to provide "
+                  f"channel-wise dropout on inputs with {spatial_dims} spatial dimensions, a "
+                  f"channel dimension, and an optional batch dimension (i.e. "
+                  f"{spatial_dims + 1}D or {spatial_dims + 2}D inputs).", stacklevel=3)
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, L) or (C, L) input with probability p."""
     _check_p(p)
@@ -85,12 +96,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     _check_p(p)
     nd = input.dim()
     if nd not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and "
-                      f"will result in an error in a future release. To retain the behavior and "
-                      f"silence this warning, please use dropout instead. Note that dropout2d "
-                      f"exists to provide channel-wise dropout on inputs with 2 spatial "
-                      f"dimensions, a channel dimension, and an optional batch dimension (i.e. 3D "
-                      f"or 4D inputs).", stacklevel=2)
+        _warn_deprecated_rank("dropout2d", nd, 2)
     if nd == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
                       "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
@@ -106,12 +112,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     _check_p(p)
     nd = input.dim()
     if nd not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated and "
-                      f"will result in an error in a future release. To retain the behavior and "
-                      f"silence this warning, please use dropout instead. Note that dropout3d "
-                      f"exists to provide channel-wise dropout on inputs with 3 spatial "
-                      f"dimensions, a channel dimension, and an optional batch dimension (i.e. 4D "
-                      f"or 5D inputs).", stacklevel=2)
+        _warn_deprecated_rank("dropout3d", nd, 3)
     return _batched_feature_dropout(input, p, training, inplace, nd == 5)
 
 

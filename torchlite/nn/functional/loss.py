@@ -81,11 +81,13 @@ def _tensor_args(name, **tensors):
             raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
 
 
-def _warn_size_mismatch(input, target):
+def _warn_size_mismatch(input, target, stacklevel=3):
+    """PyTorch's broadcasting warning (stacklevel: by default the loss function's caller)."""
     if input.shape != target.shape:
         warnings.warn(f"Using a target size ({target.size()}) that is different to the input size "
                       f"({input.size()}). This will likely lead to incorrect results due to "
-                      f"broadcasting. Please ensure they have the same size.", stacklevel=3)
+                      f"broadcasting. Please ensure they have the same size.",
+                      stacklevel=stacklevel)
 
 
 def _no_grad_for(name, **tensors):
@@ -367,25 +369,30 @@ def _weighted(loss, weight, input, reduction):
     return loss.sum() / weight.sum()
 
 
+def _difference_loss(name, input, target, size_average, reduce, reduction, weight, pointwise):
+    """What mse_loss and l1_loss share: pointwise(input - target) after broadcasting, reduced
+    (weighted as _weighted does when weight is given)."""
+    _tensor_args(name, input=input, target=target)
+    _warn_size_mismatch(input, target, stacklevel=4)
+    reduction = _reduction(size_average, reduce, reduction)
+    x, y = _broadcast_tensors(input, target)
+    loss = pointwise(x - y)
+    if weight is None:
+        return _reduce(loss, reduction)
+    return _weighted(loss, weight, input, reduction)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """(input - target)^2, reduced (weight: per-element weights; 'mean' then divides by their
     sum)."""
-    _tensor_args("mse_loss", input=input, target=target)
-    _warn_size_mismatch(input, target)
-    reduction = _reduction(size_average, reduce, reduction)
-    x, y = _broadcast_tensors(input, target)
-    loss = (x - y).square()
-    return _weighted(loss, weight, input, reduction) if weight is not None else _reduce(loss, reduction)
+    return _difference_loss("mse_loss", input, target, size_average, reduce, reduction, weight,
+                            _P.square)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|, reduced (weight as in mse_loss)."""
-    _tensor_args("l1_loss", input=input, target=target)
-    _warn_size_mismatch(input, target)
-    reduction = _reduction(size_average, reduce, reduction)
-    x, y = _broadcast_tensors(input, target)
-    loss = (x - y).abs()
-    return _weighted(loss, weight, input, reduction) if weight is not None else _reduce(loss, reduction)
+    return _difference_loss("l1_loss", input, target, size_average, reduce, reduction, weight,
+                            _P.abs)
 
 
 def _smooth_l1(diff, beta):
@@ -569,18 +576,10 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     _tensor_args("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
-    if margin <= 0:
-        raise ValueError(f"margin must be greater than 0, got {margin}")
-    a, pdim, n = anchor.ndim, positive.ndim, negative.ndim
-    if not a == pdim == n:
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
-                           f"same number of dimensions, but got: anchor {a}D, positive {pdim}D, "
-                           f"and negative {n}D inputs")
-    d_pos = _pairwise_distance(anchor, positive, p, eps)
-    d_neg = _pairwise_distance(anchor, negative, p, eps)
-    if swap:
-        d_neg = _P.minimum(d_neg, _pairwise_distance(positive, negative, p, eps))
-    return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction)
+
+    def distance(x1, x2):
+        return _pairwise_distance(x1, x2, p, eps)
+    return _triplet_loss(anchor, positive, negative, distance, margin, swap, reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -591,6 +590,16 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
                  negative=negative)
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    if distance_function is None:
+        def distance_function(x1, x2):
+            return _pairwise_distance(x1, x2, 2.0, 1e-6)
+    return _triplet_loss(anchor, positive, negative, distance_function, margin, swap, reduction)
+
+
+def _triplet_loss(anchor, positive, negative, distance, margin, swap, reduction):
+    """What both triplet losses compute once their arguments are checked: the margin and
+    the ranks, then max(0, margin + d(a, p) - d(a, n)) reduced, d(a, n) being the smaller
+    of d(a, n) and d(p, n) with swap."""
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     a, pdim, n = anchor.ndim, positive.ndim, negative.ndim
@@ -598,13 +607,10 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
                            f"same number of dimensions, but got: anchor {a}D, positive {pdim}D, "
                            f"and negative {n}D inputs")
-    if distance_function is None:
-        def distance_function(x1, x2):
-            return _pairwise_distance(x1, x2, 2.0, 1e-6)
-    d_pos = distance_function(anchor, positive)
-    d_neg = distance_function(anchor, negative)
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
     if swap:
-        d_neg = _P.minimum(d_neg, distance_function(positive, negative))
+        d_neg = _P.minimum(d_neg, distance(positive, negative))
     return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction)
 
 

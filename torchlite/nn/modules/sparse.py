@@ -29,6 +29,26 @@ def _weight_param(module, num_embeddings, embedding_dim, _weight, freeze, device
         module.weight = Parameter(_weight, requires_grad=not freeze)
 
 
+def _lookup_options_repr(module):
+    """The max_norm, norm_type and scale_grad_by_freq part of an extra_repr (those that are
+    not their defaults), as both embedding layers show them."""
+    s = ""
+    if module.max_norm is not None:
+        s += f", max_norm={module.max_norm}"
+    if module.norm_type != 2:
+        s += f", norm_type={module.norm_type}"
+    if module.scale_grad_by_freq is not False:
+        s += f", scale_grad_by_freq={module.scale_grad_by_freq}"
+    return s
+
+
+def _pretrained_table_shape(embeddings):
+    """(num_embeddings, embedding_dim) of a from_pretrained table, checked to be 2-d."""
+    if embeddings.dim() != 2:
+        raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+    return embeddings.shape
+
+
 class Embedding(Module):
     """A table of num_embeddings vectors of size embedding_dim, initialised from N(0, 1) (the
     padding_idx row zeroed); input holds indices into it."""
@@ -64,12 +84,7 @@ class Embedding(Module):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += _lookup_options_repr(self)
         if self.sparse is not False:
             s += ", sparse=True"
         return s
@@ -79,9 +94,7 @@ class Embedding(Module):
                         norm_type=2.0, scale_grad_by_freq=False, sparse=False):
         """An Embedding whose table is `embeddings` (2-d; shared, not copied), frozen unless
         freeze=False."""
-        if embeddings.dim() != 2:
-            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
-        rows, cols = embeddings.shape
+        rows, cols = _pretrained_table_shape(embeddings)
         return cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, _freeze=freeze,
                    padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
@@ -115,12 +128,7 @@ class EmbeddingBag(Module):
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += _lookup_options_repr(self)
         s += f", mode={self.mode!r}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
@@ -131,9 +139,7 @@ class EmbeddingBag(Module):
                         scale_grad_by_freq=False, mode="mean", sparse=False,
                         include_last_offset=False, padding_idx=None):
         """An EmbeddingBag whose table is `embeddings`, frozen unless freeze=False."""
-        if embeddings.dim() != 2:
-            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
-        rows, cols = embeddings.shape
+        rows, cols = _pretrained_table_shape(embeddings)
         bag = cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, max_norm=max_norm,
                   norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, mode=mode,
                   sparse=sparse, include_last_offset=include_last_offset, padding_idx=padding_idx)

@@ -62,8 +62,32 @@ def _get_activation_fn(activation):
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
+def _resolve_activation(activation):
+    """The feed-forward activation: a callable as given, "relu"/"gelu" by name."""
+    return _get_activation_fn(activation) if isinstance(activation, str) else activation
+
+
 def _norms(n, d_model, eps, bias, kw):
     return [LayerNorm(d_model, eps=eps, bias=bias, **kw) for _ in range(n)]
+
+
+def _feed_forward_layers(d_model, dim_feedforward, dropout, bias, kw):
+    """(linear1, dropout, linear2) of a layer's feed-forward block, in PyTorch's order."""
+    return (Linear(d_model, dim_feedforward, bias=bias, **kw), Dropout(dropout),
+            Linear(dim_feedforward, d_model, bias=bias, **kw))
+
+
+def _feed_forward(layer, x):
+    """linear2(dropout(activation(linear1(x)))): a layer's feed-forward block before its
+    residual dropout."""
+    return layer.linear2(layer.dropout(layer.activation(layer.linear1(x))))
+
+
+def _attention_output(attn, x, memory, attn_mask, key_padding_mask, is_causal):
+    """The output of attention block attn (queries x, keys and values memory), without the
+    attention weights."""
+    return attn(x, memory, memory, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                need_weights=False, is_causal=is_causal)[0]
 
 
 class TransformerEncoderLayer(Module):
@@ -80,15 +104,13 @@ class TransformerEncoderLayer(Module):
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.linear1, self.dropout, self.linear2 = _feed_forward_layers(
+            d_model, dim_feedforward, dropout, bias, kw)
         self.norm_first = norm_first
         self.norm1, self.norm2 = _norms(2, d_model, layer_norm_eps, bias, kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if isinstance(activation, str):
-            activation = _get_activation_fn(activation)
+        activation = _resolve_activation(activation)
         # PyTorch records which of its fused activations (if any) this is
         if activation is F.relu or isinstance(activation, ReLU):
             self.activation_relu_or_gelu = 1
@@ -121,13 +143,11 @@ class TransformerEncoderLayer(Module):
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(x)
+        return self.dropout1(_attention_output(self.self_attn, x, x, attn_mask,
+                                               key_padding_mask, is_causal))
 
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout2(x)
+        return self.dropout2(_feed_forward(self, x))
 
 
 class TransformerDecoderLayer(Module):
@@ -146,16 +166,14 @@ class TransformerDecoderLayer(Module):
                                             batch_first=batch_first, bias=bias, **kw)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
                                                  batch_first=batch_first, bias=bias, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.linear1, self.dropout, self.linear2 = _feed_forward_layers(
+            d_model, dim_feedforward, dropout, bias, kw)
         self.norm_first = norm_first
         self.norm1, self.norm2, self.norm3 = _norms(3, d_model, layer_norm_eps, bias, kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
-        self.activation = (_get_activation_fn(activation) if isinstance(activation, str)
-                           else activation)
+        self.activation = _resolve_activation(activation)
 
     def __setstate__(self, state):
         state.setdefault("activation", F.relu)
@@ -179,19 +197,15 @@ class TransformerDecoderLayer(Module):
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           is_causal=is_causal, need_weights=False)[0]
-        return self.dropout1(x)
+        return self.dropout1(_attention_output(self.self_attn, x, x, attn_mask,
+                                               key_padding_mask, is_causal))
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
-        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
-                                key_padding_mask=key_padding_mask, is_causal=is_causal,
-                                need_weights=False)[0]
-        return self.dropout2(x)
+        return self.dropout2(_attention_output(self.multihead_attn, x, mem, attn_mask,
+                                               key_padding_mask, is_causal))
 
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout3(x)
+        return self.dropout3(_feed_forward(self, x))
 
 
 def _why_no_sparsity_fast_path(layer):
