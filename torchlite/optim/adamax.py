@@ -1,6 +1,6 @@
 """Adamax: Adam with the infinity norm (PyTorch's torch.optim.Adamax)."""
 from .._ops.pointwise import maximum
-from .optimizer import Optimizer, _check_adam_options, _check_impl_flags, _lerp_, _to_scalar
+from .optimizer import Optimizer, _check_adam_options, _check_impl_flags, _to_scalar
 
 __all__ = ["Adamax", "adamax"]
 
@@ -47,7 +47,7 @@ def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximiz
             grad = -grad
         if weight_decay != 0:
             grad = grad.add(param, alpha=weight_decay)
-        _lerp_(exp_avg, grad, one_minus_beta1)
+        exp_avg.lerp_(grad, one_minus_beta1)
         maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
         clr = lr / (1 - beta1 ** step_t.item())
         param.addcdiv_(exp_avg, exp_inf, value=-clr)

@@ -67,17 +67,6 @@ def _new_step_count():
     return _scalar_tensor(0.0)
 
 
-def _lerp_(start, end, weight):
-    """start.lerp_(end, weight) for a number weight, as the one fused multiply-add PyTorch's
-    lerp kernel uses (same bits: start + w (end - start), or end + (w - 1) (end - start) for
-    |w| >= 0.5).  A workaround: Tensor.lerp_ with a scalar weight is ~9x slower than PyTorch's
-    on large float32 tensors, while add_ with alpha is as fast; go back to lerp_ once fixed."""
-    diff = end.sub(start)
-    if abs(weight) < 0.5:
-        return start.add_(diff, alpha=weight)
-    return start.copy_(end).add_(diff, alpha=weight - 1)
-
-
 def _check_lr(lr):
     if isinstance(lr, Tensor) and lr.numel() != 1:
         raise ValueError("Tensor lr must be 1-element")
@@ -121,7 +110,7 @@ def _apply_weight_decay(param, grad, lr, weight_decay, decoupled):
 def _update_moments_(exp_avg, exp_avg_sq, grad, beta1, beta2):
     """Adam's running moment estimates, in place: m <- lerp(m, g, 1 - beta1) and
     v <- beta2 * v + (1 - beta2) * g * g."""
-    _lerp_(exp_avg, grad, 1 - beta1)
+    exp_avg.lerp_(grad, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
 

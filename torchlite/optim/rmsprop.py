@@ -1,5 +1,5 @@
 """RMSprop (PyTorch's torch.optim.RMSprop), optionally centered and with momentum."""
-from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _lerp_,
+from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg,
                         _to_scalar)
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -59,7 +59,7 @@ def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_s
         square_avg.mul_(alpha).addcmul_(grad, grad, value=one_minus_alpha)
         if centered:
             grad_avg = grad_avgs[i]
-            _lerp_(grad_avg, grad, one_minus_alpha)
+            grad_avg.lerp_(grad, one_minus_alpha)
             avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
         else:
             avg = square_avg.sqrt()
