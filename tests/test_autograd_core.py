@@ -1013,3 +1013,17 @@ def test_out_argument_write_is_seen_by_the_version_check(write):
         write(x)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_grad_with_a_root_reachable_from_another_root():
+    """One root's node is upstream of another root: it must wait for that gradient."""
+    x = tl.tensor([1.0, 2.0], dtype=tl.float64, requires_grad=True)
+    w = x * 3
+    v = w * w
+    gx, = tl.autograd.grad((w, v), x, (tl.ones(2, dtype=tl.float64), tl.ones(2, dtype=tl.float64)))
+    # d/dx (3x + 9x^2) = 3 + 18x
+    assert gx.tolist() == [21.0, 39.0]
+    w = x * 3
+    v = w * w
+    tl.autograd.backward((v.sum(), w.sum()))
+    assert x.grad.tolist() == [21.0, 39.0]

@@ -46,8 +46,8 @@ def _dependencies(roots):
         for nxt, _ in stack.pop().next_functions:
             if nxt is None:
                 continue
-            if nxt in seen:
-                deps[nxt] += 1
+            if nxt in seen:     # (a root is seen before any edge reaches it)
+                deps[nxt] = deps.get(nxt, 0) + 1
             else:
                 deps[nxt] = 1
                 add(nxt)
