@@ -82,6 +82,10 @@ CASES = [
     Case("kthvalue_keepdim", lambda L, x: x.kthvalue(1, 0, keepdim=True).values, (3, 2),
          layouts=("contig", "t", "step")),
     Case("msort", lambda L, x: L.msort(x), (3, 2), layouts=("contig", "t", "step")),
+    # scatter of a whole region
+    Case("slice_scatter", lambda L, x, s: L.slice_scatter(x, s, 1, 0, 3, 2), (2, 3), (2, 2)),
+    Case("select_scatter", lambda L, x, s: x.select_scatter(s, 0, -1), (2, 3), (3,)),
+    Case("diagonal_scatter", lambda L, x, s: L.diagonal_scatter(x, s, 1), (2, 3), (2,)),
     # 0-d, empty and size-1 dims
     Case("getitem_0d", lambda L, x: x[None, ...], ()),
     Case("getitem_0d_mask", lambda L, x: x[_i(L, True)], ()),

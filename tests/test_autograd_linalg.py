@@ -79,6 +79,19 @@ CASES = {
                      [r(2, 3), r(3, 4), r(4, 2), r(2)], None),
     "chain_matmul": (lambda L, a, b, c: L.chain_matmul(a, b, c), [r(2, 3), r(3, 2), r(2, 2)],
                      None),
+    "kron": (lambda L, a, b: L.kron(a, b), [r(2, 3), r(3)], None),
+    "cross": (lambda L, a, b: L.cross(a, b, dim=1), [r(2, 3), r(2, 3)], None),
+    "linalg_cross": (lambda L, a, b: L.linalg.cross(a, b, dim=0), [r(3, 2), r(3, 1)], None),
+    "cdist": (lambda L, a, b: L.cdist(a, b), [r(3, 2), r(4, 2)], None),
+    "cdist_mm": (lambda L, a, b: L.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+                 [r(3, 2), r(2, 2)], None),
+    "cdist_p1": (lambda L, a, b: L.cdist(a, b, p=1.0), [r(2, 3, 2), r(3, 2)], None),
+    "cdist_p3": (lambda L, a, b: L.cdist(a, b, p=3.0), [r(3, 2), r(2, 2)], None),
+    "dist": (lambda L, a, b: L.dist(a, b, 3), [r(2, 3), r(3)], None),
+    # torch's own vander backward fails (an in-place write into a saved tensor), so the torch
+    # side of the comparison builds the same matrix from powers
+    "vander": (lambda L, a: L.vander(a, 4) if L is tl else
+               L.stack([a ** 3, a ** 2, a, L.ones_like(a)], 1), [r(3)], None),
 }
 
 _NAMES = sorted(CASES)

@@ -152,6 +152,14 @@ CASES = {
                 [uni(-2, 2), B3, uni(-2, 2, (2, 1))], True),
     "addcdiv": ("addcdiv", lambda L, a, b, c: L.addcdiv(a, b, c, value=-2),
                 [uni(-2, 2), B3, signed(0.5, 2, (2, 1))], True),
+    # composite elementwise ops
+    "logaddexp": ("logaddexp", lambda L, a, b: L.logaddexp(a, b), [uni(-2, 2), B3], True),
+    "logaddexp2": ("logaddexp2", lambda L, a, b: L.logaddexp2(a, b), [uni(-2, 2), B3], True),
+    "sinc": _u("sinc", 0.2, 2, gen=signed),
+    "deg2rad": _u("deg2rad", -90, 90),
+    "rad2deg": _u("rad2deg", -2, 2),
+    "ldexp": ("ldexp", lambda L, a, b: L.ldexp(a, b), [uni(-2, 2), signed(0.5, 2, (3,))], True),
+    "frexp": ("frexp", lambda L, x: L.frexp(x)[0], [signed(0.3, 20)], True),
 }
 
 # elementwise functions with no derivative: bool/integer results, and floor_divide (PyTorch
@@ -160,7 +168,8 @@ NOT_DIFFERENTIABLE = {
     "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isposinf", "isneginf", "isfinite",
     "signbit", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
-    "isclose", "allclose", "equal", "floor_divide"}
+    "isclose", "allclose", "equal", "floor_divide", "heaviside", "gcd", "lcm", "is_nonzero",
+    "is_same_size"}
 
 
 def test_table_covers_every_op():
@@ -267,6 +276,11 @@ INPLACE = {
     "lerp_": lambda y, w: y.lerp_(w, 0.3),
     "addcmul_": lambda y, w: y.addcmul_(w, w, value=2),
     "addcdiv_": lambda y, w: y.addcdiv_(w, w * 2 + 3),
+    "sinc_": lambda y, w: y.sinc_(),
+    "deg2rad_": lambda y, w: y.deg2rad_(),
+    "ldexp_": lambda y, w: y.ldexp_(w),
+    "clamp_min_": lambda y, w: y.clamp_min_(0.1),
+    "clamp_max_tensor_": lambda y, w: y.clamp_max_(w),
     "iadd": lambda y, w: y.__iadd__(w),
     "imul": lambda y, w: y.__imul__(w),
     "itruediv": lambda y, w: y.__itruediv__(w),

@@ -87,6 +87,19 @@ CASES = {
     "softmax": (lambda L, x: x.softmax(1), [X34], "SoftmaxBackward0"),
     "softmax_dim0": (lambda L, x: L.softmax(x, 0), [X232], "SoftmaxBackward0"),
     "log_softmax": (lambda L, x: x.log_softmax(-1), [X34], "LogSoftmaxBackward0"),
+    "quantile": (lambda L, x: L.quantile(x, 0.3), [X34], None),
+    "quantile_dim_q_tensor": (lambda L, x: x.quantile(L.tensor([0.2, 0.9], dtype=x.dtype), 1,
+                                                      keepdim=True), [X34], None),
+    "quantile_midpoint": (lambda L, x: L.quantile(x, 0.4, 0, interpolation="midpoint"), [X34],
+                          None),
+    "quantile_nearest": (lambda L, x: L.quantile(x, 0.6, 1, interpolation="nearest"), [X34], None),
+    "nanquantile": (lambda L, x: L.nanquantile(x, 0.7, 1), [WITH_NAN], None),
+    "cov": (lambda L, x: L.cov(x), [X34], None),
+    "cov_weights": (lambda L, x, a: L.cov(x, correction=2, fweights=L.tensor([1, 3, 2, 1]),
+                                          aweights=a), [X34, POS23[0].repeat(2)[:4]], None),
+    "corrcoef": (lambda L, x: L.corrcoef(x), [X34], "ClampBackward1"),
+    "renorm": (lambda L, x: L.renorm(x, 2, 0, 0.5), [X34], None),
+    "renorm_p1_dim1": (lambda L, x: x.renorm(1, 1, 0.4), [X34], None),
 }
 
 _NAMES = sorted(CASES)

@@ -103,6 +103,13 @@ CASES = [
     Case("block_diag", lambda L, x, y: L.block_diag(x, y), (2, 3), (2,)),
     Case("meshgrid", lambda L, x, y: L.meshgrid(x, y, indexing="xy"), (3,), (2,)),
     Case("cartesian_prod", lambda L, x, y: L.cartesian_prod(x, y), (3,), (2,)),
+    Case("diff", lambda L, x: L.diff(x, 2, 1), (2, 4)),
+    Case("diff_prepend", lambda L, x, y: x.diff(dim=0, prepend=y), (2, 3), (1, 3)),
+    Case("combinations", lambda L, x: L.combinations(x, 2), (4,)),
+    Case("combinations_replacement", lambda L, x: L.combinations(x, 3, with_replacement=True), (2,)),
+    Case("split_with_sizes", lambda L, x: x.split_with_sizes([1, 2], 1), (2, 3)),
+    Case("narrow_copy", lambda L, x: x.narrow_copy(1, 1, 2), (2, 3)),
+    Case("sum_to_size", lambda L, x: x.sum_to_size(1, 3), (2, 3)),
     # 0-d, empty and size-1 dims
     Case("view_0d", lambda L, x: x.view(1, 1), ()),
     Case("expand_0d", lambda L, x: x.expand(2, 3), ()),

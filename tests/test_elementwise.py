@@ -1308,3 +1308,155 @@ def test_inplace_ops_never_grow_self(op):
     with pytest.raises(RuntimeError, match="shape"):
         op(a)
     assert a.shape == (3,) and a.tolist() == [0.0, 0.0, 0.0]
+
+
+# ---- composite elementwise ops: logaddexp, sinc, deg2rad, heaviside, gcd/lcm, frexp, ldexp -------
+_RNG_C = np.random.default_rng(77)
+_AC = _RNG_C.uniform(-30, 30, (4, 5))
+_BC = _RNG_C.uniform(-30, 30, (5,))
+
+
+@pytest.mark.parametrize("dt", [tl.float32, tl.float64])
+def test_logaddexp_matches_numpy(dt, threads):
+    check_op(tl.logaddexp, np.logaddexp, _AC, _BC, dtype=dt, rtol=1e-5 if dt is tl.float32 else 1e-12)
+    check_op(tl.logaddexp2, np.logaddexp2, _AC, _BC, dtype=dt, rtol=1e-5 if dt is tl.float32 else 1e-12)
+
+
+def test_logaddexp_special_values_and_errors():
+    inf, nan = math.inf, math.nan
+    a = tl.tensor([-inf, inf, inf, nan, 1000.0, -inf])
+    b = tl.tensor([-inf, inf, -inf, 1.0, 1000.0, 2.0])
+    with np.errstate(invalid="ignore"):
+        assert_values(tl.logaddexp(a, b), np.logaddexp(a.numpy(), b.numpy()), rtol=1e-6)
+        assert_values(tl.logaddexp2(a, b), np.logaddexp2(a.numpy(), b.numpy()), rtol=1e-6)
+    assert tl.logaddexp(tl.tensor([1.0], dtype=tl.float16), tl.tensor([1.0])).dtype is tl.float32
+    with pytest.raises(NotImplementedError, match="logaddexp_cpu"):
+        tl.logaddexp(tl.tensor([1]), tl.tensor([2]))
+    with pytest.raises(TypeError, match="must be Tensor"):
+        tl.logaddexp(tl.tensor([1.0]), 2.0)
+    out = tl.empty(0)
+    assert tl.logaddexp(tl.tensor([0.0]), tl.tensor([0.0]), out=out) is out
+    assert_values(out, [math.log(2.0)], rtol=1e-6)
+
+
+def test_sinc_deg2rad_rad2deg(threads):
+    x = np.array([[0.0, 0.5, -1.5], [2.0, 1e-8, -3.25]])
+    check_op(tl.sinc, np.sinc, x, dtype=tl.float64, rtol=1e-12, atol=1e-15)
+    check_op(tl.deg2rad, np.deg2rad, x * 100, dtype=tl.float32)
+    check_op(tl.rad2deg, np.rad2deg, x, dtype=tl.float64)
+    for f in (tl.sinc, tl.deg2rad, tl.rad2deg):            # integers and bool compute in float
+        for src in (tl.tensor([0, 1, 2]), tl.tensor([True, False])):
+            r = f(src)
+            assert r.dtype is tl.float32
+            ref = {tl.sinc: np.sinc, tl.deg2rad: np.deg2rad, tl.rad2deg: np.rad2deg}[f]
+            assert_values(r, ref(src.numpy().astype(np.float64)), rtol=1e-6, atol=1e-7)
+    y = tl.tensor(x)
+    assert y.deg2rad_() is y and np.allclose(y.numpy(), np.deg2rad(x))
+    y.rad2deg_().sinc_()
+    assert np.allclose(y.numpy(), np.sinc(x))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tl.tensor([1, 2]).deg2rad_()
+
+
+def test_sinc_matches_torch():
+    torch = torch_or_skip()
+    x = _RNG_C.uniform(-4, 4, 50).astype(np.float32)
+    x[:3] = [0.0, 1.0, -2.0]
+    np.testing.assert_allclose(tl.sinc(tl.tensor(x)).numpy(), torch.sinc(torch.tensor(x)).numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", [tl.float32, tl.float64, tl.int64])
+def test_heaviside(dt):
+    x = np.array([[-1.5, 0.0, 2.0], [0.0, 3.0, -0.0]])
+    v = np.array([0.5, 7.0, -1.0])
+    check_op(tl.heaviside, np.heaviside, x, v, dtype=dt)
+    r = tl.heaviside(tl.tensor([math.nan, -math.inf, math.inf]), tl.tensor(2.0))
+    assert r.tolist() == [0.0, 0.0, 1.0]                    # NaN gives 0, as PyTorch's does
+    with pytest.raises(RuntimeError, match="different dtypes"):
+        tl.heaviside(tl.tensor([1.0]), tl.tensor([1.0], dtype=tl.float64))
+    with pytest.raises(TypeError, match="'values'"):
+        tl.heaviside(tl.tensor([1.0]), 0.5)
+    x = tl.tensor([-1.0, 0.0, 1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="derivative for 'heaviside' is not implemented"):
+        tl.heaviside(x, tl.tensor(0.5)).sum().backward()
+
+
+@pytest.mark.parametrize("dt", INT_DTYPES)
+def test_gcd_lcm_match_numpy(dt, threads):
+    hi = 100 if dt in (tl.uint8, tl.int8) else 10000
+    lo = 0 if dt is tl.uint8 else -hi
+    a = _RNG_C.integers(lo, hi, (6, 7))
+    b = _RNG_C.integers(lo, hi, (7,))
+    a[0, :3] = [0, 0, 12]
+    b[:3] = [0, 5, 0]
+    check_op(tl.gcd, np.gcd, a, b, dtype=dt)
+    if dt in (tl.int32, tl.int64):              # small types overflow in lcm (as they wrap in torch)
+        check_op(tl.lcm, np.lcm, a, b, dtype=dt)
+    x = tl.tensor(a).to(dt)
+    assert x.gcd_(tl.tensor(b).to(dt)) is x
+    assert_values(x, np.gcd(a, b).astype(NP_DTYPE[dt.name]))
+
+
+def test_gcd_lcm_errors_and_torch():
+    with pytest.raises(NotImplementedError, match="gcd_cpu"):
+        tl.gcd(tl.tensor([1.0]), tl.tensor([2.0]))
+    with pytest.raises(NotImplementedError, match="Bool"):
+        tl.lcm(tl.tensor([True]), tl.tensor([True]))
+    with pytest.raises(TypeError):
+        tl.gcd(tl.tensor([4]), 6)
+    assert tl.gcd(tl.tensor([4], dtype=tl.int8), tl.tensor([6])).dtype is tl.int64
+    torch = torch_or_skip()
+    a, b = [-12, 0, 7, 4, 2 ** 40], [18, 5, 0, -6, 2 ** 35 * 3]
+    assert tl.lcm(tl.tensor(a), tl.tensor(b)).tolist() == torch.lcm(torch.tensor(a), torch.tensor(b)).tolist()
+    assert tl.gcd(tl.tensor(a), tl.tensor(b)).tolist() == torch.gcd(torch.tensor(a), torch.tensor(b)).tolist()
+
+
+@pytest.mark.parametrize("dt", [tl.float16, tl.float32, tl.float64])
+def test_frexp_matches_numpy(dt):
+    info = tl.finfo(dt)
+    vals = [0.0, -0.0, 1.0, -3.0, 8.0, 0.1, info.max, -info.max, info.tiny, info.tiny / 4, 1e-3,
+            math.inf, -math.inf, math.nan]
+    x = np.array(vals).astype(NP_DTYPE[dt.name])
+    m, e = tl.frexp(tl.tensor(x))
+    nm, ne = np.frexp(x)
+    assert m.dtype is dt and e.dtype is tl.int32
+    np.testing.assert_array_equal(m.numpy(), nm)
+    finite = np.isfinite(x)
+    np.testing.assert_array_equal(e.numpy()[finite], ne[finite])
+    np.testing.assert_array_equal(e.numpy()[~finite], 0)        # PyTorch's exponent for inf/NaN
+    r = tl.frexp(tl.tensor(x))
+    assert r.mantissa is not None and r.exponent.dtype is tl.int32
+    big = _RNG_C.standard_normal((3, 4)) * 1e5
+    m, e = tl.frexp(tl.tensor(big).t())                         # a transposed input
+    np.testing.assert_array_equal(m.numpy(), np.frexp(big.T)[0])
+    with pytest.raises(RuntimeError, match="floating-point"):
+        tl.frexp(tl.tensor([1, 2]))
+
+
+def test_ldexp_and_float_power_inplace():
+    x = _RNG_C.standard_normal((3, 4))
+    k = _RNG_C.integers(-5, 5, (4,))
+    check_op(tl.ldexp, np.ldexp, x, k, dtype=None, rtol=1e-7)
+    assert tl.ldexp(tl.tensor([1.0, 2.0]), tl.tensor([3, -1])).tolist() == [8.0, 1.0]
+    assert tl.ldexp(tl.tensor([1, 3]), tl.tensor([2, 2])).dtype is tl.float32
+    y = tl.tensor(x)
+    assert y.ldexp_(tl.tensor(k)) is y
+    np.testing.assert_allclose(y.numpy(), np.ldexp(x, k))
+    z = tl.tensor([1.5, 2.0], dtype=tl.float64)
+    assert z.float_power_(2) is z and z.tolist() == [2.25, 4.0]
+    with pytest.raises(RuntimeError, match="float_power_ has dtype Float"):
+        tl.tensor([1.0]).float_power_(2)
+    c = tl.tensor([-1.0, 0.5, 3.0])
+    assert c.clamp_min_(0.0) is c and c.tolist() == [0.0, 0.5, 3.0]
+    assert tl.clamp_max_(c, 1.0).tolist() == [0.0, 0.5, 1.0]
+
+
+def test_is_nonzero_and_is_same_size():
+    assert tl.tensor([2.0]).is_nonzero() and not tl.is_nonzero(tl.tensor(0))
+    with pytest.raises(RuntimeError, match="more than one value"):
+        tl.tensor([1, 2]).is_nonzero()
+    with pytest.raises(RuntimeError, match="no values"):
+        tl.tensor([]).is_nonzero()
+    x = tl.zeros(2, 3)
+    assert x.is_same_size(tl.ones(2, 3)) and not tl.is_same_size(x, x.t())

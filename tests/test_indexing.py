@@ -826,3 +826,44 @@ def test_advanced_write_into_expanded_tensor_raises():
     x = tl.zeros(1).expand(3)
     with pytest.raises(RuntimeError, match="single memory location"):
         x[tl.tensor([0, 1])] = tl.tensor([1.0, 2.0])
+
+
+# ---- slice_scatter, select_scatter, diagonal_scatter ---------------------------------------------
+def _scatter_ref(x, region, src):
+    out = x.copy()
+    region(out)[...] = src
+    return out
+
+
+def test_scatter_of_regions_match_numpy():
+    from helpers import assert_values, make_noncontig
+    x = np.arange(24.0).reshape(4, 6)
+    for label, t in make_noncontig(x):
+        s = np.full((4, 2), -1.0)
+        assert_values(tl.slice_scatter(t, tl.tensor(s), 1, 1, 5, 2),
+                      _scatter_ref(x, lambda a: a[:, 1:5:2], s), msg=label)
+        assert_values(tl.slice_scatter(t, tl.zeros(4, 6), 1, -10, 100), np.zeros((4, 6)), msg=label)
+        assert_values(t.select_scatter(tl.tensor(np.ones(6)), 0, -1),
+                      _scatter_ref(x, lambda a: a[-1], np.ones(6)), msg=label)
+        d = np.array([7.0, 8.0, 9.0, 10.0])
+        assert_values(tl.diagonal_scatter(t, tl.tensor(d), 2),
+                      _scatter_ref(x, lambda a: np.einsum("ii->i", a[:, 2:]), d), msg=label)
+        assert_values(t, x, msg=label)                      # the input is not modified
+    r = tl.slice_scatter(tl.tensor(x), tl.zeros(2, 6, dtype=tl.int64), 0, 2)
+    assert r.dtype is tl.float64 and r[2:].abs().sum().item() == 0
+
+
+def test_scatter_of_regions_errors():
+    x = tl.zeros(3, 4)
+    with pytest.raises(RuntimeError, match=r"src size = \[3, 3\], slice size = \[3, 2\]"):
+        tl.slice_scatter(x, tl.zeros(3, 3), 1, 0, 4, 2)
+    with pytest.raises(RuntimeError, match="slice step must be positive"):
+        tl.slice_scatter(x, tl.zeros(3, 2), 1, step=0)
+    with pytest.raises(RuntimeError, match="equal to the slice"):
+        tl.select_scatter(x, tl.zeros(3), 0, 0)
+    with pytest.raises(IndexError):
+        tl.select_scatter(x, tl.zeros(4), 0, 5)
+    with pytest.raises(RuntimeError, match="equal to the slice"):
+        tl.diagonal_scatter(x, tl.zeros(2), 1)
+    with pytest.raises(IndexError):
+        tl.slice_scatter(x, x, 2)

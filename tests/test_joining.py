@@ -604,3 +604,66 @@ def test_tri_indices_extreme_arguments():
     assert tuple(tl.tril_indices(3, 3, -2 ** 63).shape) == (2, 0)
     with pytest.raises(RuntimeError, match="too many"):
         tl.tril_indices(2 ** 40, 2 ** 40)
+
+
+# ---- diff, combinations, split_with_sizes, narrow_copy --------------------------------------------
+from helpers import assert_values, make_noncontig, torch_or_skip  # noqa: E402
+
+
+@pytest.mark.parametrize("n,dim", [(1, -1), (2, 0), (3, 1), (0, 1), (9, 1)])
+def test_diff_matches_numpy(n, dim):
+    x = np.random.default_rng(5).standard_normal((4, 5))
+    for label, t in make_noncontig(x):
+        assert_values(tl.diff(t, n, dim), np.diff(x, n, dim), 1e-12, msg=label)
+    pre, app = np.ones((4, 2)), np.full((4, 1), 3.0)
+    assert_values(tl.diff(tl.tensor(x), 2, 1, tl.tensor(pre), tl.tensor(app)),
+                  np.diff(x, 2, 1, prepend=pre, append=app), 1e-12)
+
+
+def test_diff_dtypes_and_errors():
+    assert tl.diff(tl.tensor([True, False, False])).tolist() == [True, False]
+    assert tl.diff(tl.tensor([1, 4, 9])).tolist() == [3, 5]
+    assert tl.diff(tl.tensor([1, 4]), prepend=tl.tensor([0.5])).dtype is tl.float32
+    x = tl.ones(3, 4)
+    for call, msg in [(lambda: tl.diff(tl.tensor(1.0)), "at least one-dimensional"),
+                      (lambda: tl.diff(x, n=-1), "non-negative"),
+                      (lambda: tl.diff(x, append=tl.tensor(1.0)), "same dimension"),
+                      (lambda: tl.diff(x, dim=0, prepend=tl.ones(1, 2)), "except along")]:
+        with pytest.raises(RuntimeError, match=msg):
+            call()
+
+
+@pytest.mark.parametrize("r", [0, 1, 2, 3, 5])
+@pytest.mark.parametrize("with_replacement", [False, True])
+def test_combinations_match_itertools(r, with_replacement):
+    x = np.array([3, 1, 4, 1])
+    make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    got = tl.combinations(tl.tensor(x), r, with_replacement)
+    if r == 0:
+        assert tuple(got.shape) == (0,)
+        return
+    ref = np.array(list(make(x.tolist(), r)), dtype=np.int64).reshape(-1, r)
+    assert_values(got, ref)
+    buf = np.zeros(8, np.int64)
+    buf[::2] = x[::-1]
+    assert_values(tl.combinations(tl.tensor(buf)[::2], r, with_replacement),       # a stepped view
+                  np.array(list(make(x[::-1].tolist(), r)), dtype=np.int64).reshape(-1, r))
+    with pytest.raises(RuntimeError, match="1D vector"):
+        tl.combinations(tl.ones(2, 2))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        tl.combinations(tl.ones(2), -1)
+
+
+def test_split_with_sizes_and_narrow_copy():
+    x = tl.arange(12.0).view(3, 4)
+    a, b = x.split_with_sizes([1, 2])
+    assert a.tolist() == [[0, 1, 2, 3]] and tuple(b.shape) == (2, 4)
+    c, d = tl.split_with_sizes(x, [3, 1], dim=1)
+    assert tuple(c.shape) == (3, 3) and d.tolist() == [[3], [7], [11]]
+    with pytest.raises(RuntimeError, match="sum exactly to 3"):
+        x.split_with_sizes([1, 1])
+    y = tl.narrow_copy(x.t(), 1, 1, 2)
+    assert y.is_contiguous() and y.tolist() == x.t()[:, 1:3].tolist()
+    z = x.narrow_copy(0, 1, 1)
+    z.fill_(-1)
+    assert x[1].tolist() == [4, 5, 6, 7]            # a copy, not a view

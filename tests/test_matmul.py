@@ -552,3 +552,83 @@ def test_trace_matches_numpy():
         assert t.dtype == (tl.int64 if dt == tl.int32 else dt)
     with pytest.raises(RuntimeError, match="expected a matrix"):
         tl.trace(tl.ones(3))
+
+
+# ---- kron, cross, cdist, dist, vander ------------------------------------------------------------
+from helpers import assert_values, make_noncontig, torch_or_skip  # noqa: E402
+
+_KR = np.random.default_rng(99)
+
+
+@pytest.mark.parametrize("sa,sb", [((2, 3), (3, 2)), ((3,), (2, 2)), ((2, 1, 2), (3,)), ((), (2,)),
+                                   ((0, 2), (2, 2))])
+def test_kron_matches_numpy(sa, sb):
+    a, b = _KR.standard_normal(sa), _KR.standard_normal(sb)
+    for (la, ta), (lb, tb) in zip(make_noncontig(a), make_noncontig(b)):
+        assert_values(tl.kron(ta, tb), np.kron(a, b), 1e-12, msg=f"{la}/{lb}")
+    assert tl.kron(tl.tensor([1, 2]), tl.tensor([1.5])).dtype is tl.float32
+
+
+def test_cross_matches_numpy():
+    a, b = _KR.standard_normal((4, 3)), _KR.standard_normal((1, 3))
+    for la, ta in make_noncontig(a):
+        assert_values(tl.linalg.cross(ta, tl.tensor(b)), np.cross(a, b), 1e-12, msg=la)
+    assert_values(tl.cross(tl.tensor(a.T), tl.tensor(np.ascontiguousarray(np.repeat(b, 4, 0).T)), dim=0),
+                  np.cross(a, b).T, 1e-12)
+    assert tl.linalg.cross(tl.tensor([[1, 0, 0]]), tl.tensor([[0, 1, 0]])).tolist() == [[0, 0, 1]]
+    with pytest.warns(UserWarning, match="without specifying the dim"):
+        assert_values(tl.cross(tl.tensor(a.T), tl.tensor(a.T * 2)), np.zeros((3, 4)))
+    for call, msg in [(lambda: tl.linalg.cross(tl.ones(4, 3), tl.ones(4, 3), dim=0), "must have length 3"),
+                      (lambda: tl.linalg.cross(tl.ones(4, 3), tl.ones(3)), "same number of dimensions"),
+                      (lambda: tl.linalg.cross(tl.ones(2, 3), tl.ones(2, 3, dtype=tl.float64)),
+                       "expected scalar type Float")]:
+        with pytest.raises(RuntimeError, match=msg):
+            call()
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 1.5, 2.0, 3.0, float("inf")])
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                                  "donot_use_mm_for_euclid_dist"])
+def test_cdist_matches_torch(p, mode, threads):
+    torch = torch_or_skip()
+    x1, x2 = _KR.standard_normal((2, 30, 4)), _KR.standard_normal((1, 6, 4))
+    ref = torch.cdist(torch.tensor(x1), torch.tensor(x2), p, mode).numpy()
+    for la, ta in make_noncontig(x1):
+        assert_values(tl.cdist(ta, tl.tensor(x2), p, mode), ref, 1e-9, 1e-9, msg=la)
+
+
+def test_cdist_shapes_and_errors():
+    assert tl.cdist(tl.zeros(3, 0), tl.zeros(2, 0)).tolist() == [[0.0] * 2] * 3
+    assert tuple(tl.cdist(tl.zeros(0, 3), tl.zeros(2, 3)).shape) == (0, 2)
+    assert tuple(tl.cdist(tl.ones(2, 3, 4), tl.ones(1, 5, 4)).shape) == (2, 3, 5)
+    x = tl.ones(3, 4)
+    for call, exc, msg in [(lambda: tl.cdist(x, x, p=-1), RuntimeError, "non-negative p"),
+                           (lambda: tl.cdist(x[0], x), RuntimeError, "at least 2D"),
+                           (lambda: tl.cdist(x, x[:, :3]), RuntimeError, "same number of columns"),
+                           (lambda: tl.cdist(x.long(), x.long()), RuntimeError, "floating-point"),
+                           (lambda: tl.cdist(x, x.double()), RuntimeError, "expected scalar type"),
+                           (lambda: tl.cdist(x, x, compute_mode="fast"), ValueError, "not a valid"),
+                           (lambda: tl.cdist(tl.ones(2, 3, 4), tl.ones(3, 5, 4)), RuntimeError, "match|broadcast|size")]:
+        with pytest.raises(exc, match=msg):
+            call()
+
+
+def test_dist_and_vander():
+    a, b = _KR.standard_normal((3, 4)), _KR.standard_normal((4,))
+    for p in (1, 2, 3.5, float("inf"), 0):
+        assert_values(tl.dist(tl.tensor(a), tl.tensor(b), p),
+                      np.linalg.norm((a - b).ravel(), p), 1e-12)
+    assert tl.dist(tl.tensor(a, dtype=tl.float32), tl.tensor(b)).dtype is tl.float64
+    with pytest.raises(RuntimeError, match="floating point"):
+        tl.dist(tl.tensor([1, 2]), tl.tensor([1, 2]))
+    x = np.array([1.5, -2.0, 0.5, 3.0])
+    for N in (None, 0, 1, 3, 6):
+        for inc in (False, True):
+            assert_values(tl.vander(tl.tensor(x), N, inc), np.vander(x, N, inc), 1e-12)
+    assert tl.vander(tl.tensor([1, 2, 3])).tolist() == np.vander([1, 2, 3]).tolist()
+    assert tl.vander(tl.tensor([2, 3], dtype=tl.int8), 3).dtype is tl.int64
+    assert tl.vander(tl.tensor([True, False])).tolist() == [[1, 1], [0, 1]]
+    with pytest.raises(RuntimeError, match="one-dimensional"):
+        tl.vander(tl.ones(2, 2))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        tl.vander(tl.ones(2), -1)

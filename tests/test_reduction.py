@@ -638,12 +638,9 @@ def test_matrix_norm_and_linalg_norm():
     assert R.linalg_norm(t).item() == pytest.approx(np.sqrt((a ** 2).sum()))
     assert R.linalg_norm(tl.tensor(a[0, 0]), math.inf).item() == pytest.approx(np.abs(a[0, 0]).max())
     for ord in ("nuc", 2, -2):
-        with pytest.raises(RuntimeError, match="SVD"):
-            R.matrix_norm(t, ord)
-        with pytest.raises(RuntimeError, match="SVD"):
-            R.linalg_norm(m, ord)
-    with pytest.raises(RuntimeError, match="SVD"):
-        t.norm("nuc")
+        assert_values(R.matrix_norm(t, ord), np.linalg.norm(a, ord, axis=(-2, -1)), rtol=1e-12)
+        assert R.linalg_norm(m, ord).item() == pytest.approx(np.linalg.norm(a[0], ord))
+    assert_values(t.norm("nuc"), np.linalg.norm(a, "nuc", axis=(-2, -1)), rtol=1e-12)
     assert t.norm("fro", dim=(1, 2)).shape == (2,)
     assert_values(t.norm(p="fro", dim=1), np.sqrt((a ** 2).sum(1)), rtol=1e-12)
 
@@ -837,3 +834,167 @@ def test_hypothesis_layouts(case):
                       np.expand_dims(np.argmax(ref, axis=dims[0]), dims[0]))
         assert_values(view.softmax(dim[0]), np_softmax(ref, dims[0]), rtol=1e-5, atol=1e-9)
         assert_values(view.cumsum(dim[0]), np.cumsum(ref, axis=dims[0]), rtol=1e-6, atol=1e-5)
+
+
+# ---- quantile, bincount, histc/histogram, cov/corrcoef, renorm --------------------------------------
+from helpers import make_noncontig, torch_or_skip  # noqa: E402
+
+_QRNG = np.random.default_rng(4242)
+_QX = _QRNG.standard_normal((4, 7))
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (None, True), (0, False), (1, True), (-1, False)])
+def test_quantile_matches_numpy(interpolation, dim, keepdim, threads):
+    q = np.array([0.0, 0.25, 0.5, 0.625, 1.0])
+    ref = np.quantile(_QX, q, axis=dim, keepdims=keepdim, method=interpolation)
+    for label, t in make_noncontig(_QX):
+        got = tl.quantile(t, tl.tensor(q), dim, keepdim, interpolation=interpolation)
+        assert_values(got, ref, 1e-12, 1e-12, msg=label)
+        one = tl.quantile(t, 0.375, dim, keepdim, interpolation=interpolation)
+        assert_values(one, np.quantile(_QX, 0.375, axis=dim, keepdims=keepdim, method=interpolation),
+                      1e-12, 1e-12, msg=label)
+
+
+def test_quantile_nan_rules_and_float32():
+    x = _QX.copy()
+    x[0, 2] = np.nan
+    x[2, :] = np.nan
+    t = tl.tensor(x)
+    assert_values(tl.quantile(t, 0.3, 1), np.quantile(x, 0.3, axis=1), 1e-12)
+    # (np.nanquantile warns on the all-NaN row; its answer there is NaN too)
+    ref = np.array([np.nanquantile(r, 0.3) if not np.isnan(r).all() else np.nan for r in x])
+    assert_values(tl.nanquantile(t, 0.3, 1), ref, 1e-12)
+    assert math.isnan(tl.quantile(t, 0.5).item())
+    assert_values(tl.quantile(tl.tensor(_QX, dtype=tl.float32), 0.4, 0),
+                  np.quantile(_QX.astype(np.float32), 0.4, axis=0), 1e-6)
+    assert tl.quantile(tl.tensor(3.0), 0.5, dim=0).item() == 3.0
+
+
+def test_quantile_errors():
+    x = tl.tensor(_QX)
+    for call, exc, msg in [
+            (lambda: tl.quantile(x, 1.5), RuntimeError, r"range \[0, 1\] but got 1.5"),
+            (lambda: tl.quantile(x, tl.tensor([0.5, -0.1], dtype=tl.float64)), RuntimeError, "q values must be"),
+            (lambda: tl.quantile(tl.tensor([1, 2]), 0.5), RuntimeError, "float or double"),
+            (lambda: tl.quantile(x, tl.tensor([0.5], dtype=tl.float32)), RuntimeError, "same dtype"),
+            (lambda: tl.quantile(x, 0.5, interpolation="cubic"), RuntimeError, "but got cubic"),
+            (lambda: tl.quantile(tl.tensor([]), 0.5), RuntimeError, "non-empty"),
+            (lambda: tl.quantile(x, tl.tensor([[0.5]], dtype=tl.float64)), RuntimeError, "1D tensor"),
+            (lambda: tl.quantile(x, 0.5, dim=2), IndexError, "out of range")]:
+        with pytest.raises(exc, match=msg):
+            call()
+
+
+def test_bincount():
+    v = _QRNG.integers(0, 9, 50)
+    w = _QRNG.standard_normal(50)
+    for label, t in make_noncontig(v):
+        assert_values(tl.bincount(t), np.bincount(v), msg=label)
+    assert tl.bincount(tl.tensor(v)).dtype is tl.int64
+    assert_values(tl.bincount(tl.tensor(v), tl.tensor(w), minlength=12),
+                  np.bincount(v, w, minlength=12), 1e-12)
+    assert tl.bincount(tl.tensor(v), tl.tensor(w, dtype=tl.float32)).dtype is tl.float32
+    assert tl.bincount(tl.tensor(v), tl.tensor(v)).dtype is tl.float64
+    assert tl.bincount(tl.tensor(v, dtype=tl.uint8)).tolist() == np.bincount(v).tolist()
+    assert tl.bincount(tl.tensor([], dtype=tl.int64), minlength=3).tolist() == [0, 0, 0]
+    for call, exc, msg in [
+            (lambda: tl.bincount(tl.tensor([-1, 2])), RuntimeError, "non-negative"),
+            (lambda: tl.bincount(tl.tensor([[1]])), RuntimeError, "1-d"),
+            (lambda: tl.bincount(tl.tensor([1.0])), NotImplementedError, "Float"),
+            (lambda: tl.bincount(tl.tensor([1]), minlength=-1), RuntimeError, "minlength"),
+            (lambda: tl.bincount(tl.tensor([1, 2]), tl.tensor([1.0])), RuntimeError, "same length")]:
+        with pytest.raises(exc, match=msg):
+            call()
+
+
+@pytest.mark.parametrize("dt", [tl.float32, tl.float64])
+def test_histc_matches_torch(dt):
+    torch = torch_or_skip()
+    x = _QRNG.standard_normal(300)
+    x[:4] = [-1.0, 1.0, 0.0, 0.5]               # on the bin edges of (-1, 1) in 4 bins
+    t, tt = tl.tensor(x).to(dt), torch.tensor(x).to(getattr(torch, dt.name))
+    for args in [(7,), (4, -1, 1), (10, 0, 0), (3, 0.25, 0.5)]:
+        got = tl.histc(t, *args)
+        assert got.dtype is dt
+        np.testing.assert_array_equal(got.numpy(), torch.histc(tt, *args).numpy())
+    assert tl.histc(tl.tensor([2.0, 2.0]), 4).tolist() == [0.0, 0.0, 2.0, 0.0]
+    with pytest.raises(RuntimeError, match="max must be larger than min"):
+        tl.histc(t, 3, 2, 1)
+    with pytest.raises(RuntimeError, match="bins must be > 0"):
+        tl.histc(t, 0)
+    with pytest.raises(RuntimeError, match="not finite"):
+        tl.histc(tl.tensor([1.0, math.inf]))
+    with pytest.raises(NotImplementedError, match="Long"):
+        tl.histc(tl.tensor([1, 2]))
+
+
+def test_histogram_matches_numpy():
+    x = _QRNG.standard_normal(200)
+    w = _QRNG.uniform(0, 2, 200)
+    for bins, kw in [(5, {}), (6, dict(range=(-1.0, 2.0))), (4, dict(density=True)),
+                     (3, dict(weight=w))]:
+        np_kw = {k if k != "weight" else "weights": v for k, v in kw.items()}
+        hist, edges = tl.histogram(tl.tensor(x), bins,
+                                   **{k: tl.tensor(v) if k == "weight" else v for k, v in kw.items()})
+        ref_h, ref_e = np.histogram(x, bins, **np_kw)
+        np.testing.assert_allclose(hist.numpy(), ref_h, rtol=1e-12)
+        np.testing.assert_allclose(edges.numpy(), ref_e, rtol=1e-12, atol=1e-15)
+    edges = np.array([-2.0, -0.5, 0.0, 3.0])
+    r = tl.histogram(tl.tensor(x), tl.tensor(edges))
+    np.testing.assert_array_equal(r.hist.numpy(), np.histogram(x, edges)[0])
+    assert r.bin_edges.tolist() == edges.tolist()
+    with pytest.raises(RuntimeError, match="min should not exceed max"):
+        tl.histogram(tl.tensor(x), 3, range=(2.0, 1.0))
+
+
+@pytest.mark.parametrize("kw", [{}, dict(correction=0), dict(fweights=True), dict(aweights=True),
+                                dict(fweights=True, aweights=True, correction=3)])
+def test_cov_matches_numpy(kw):
+    x = _QRNG.standard_normal((3, 8))
+    fw, aw = _QRNG.integers(0, 4, 8), _QRNG.uniform(0.1, 1.0, 8)
+    args = {"ddof": kw.get("correction", 1), "fweights": fw if "fweights" in kw else None,
+            "aweights": aw if "aweights" in kw else None}
+    ours = {"correction": kw.get("correction", 1),
+            "fweights": tl.tensor(fw) if "fweights" in kw else None,
+            "aweights": tl.tensor(aw) if "aweights" in kw else None}
+    for label, t in make_noncontig(x):
+        assert_values(tl.cov(t, **ours), np.cov(x, **args), 1e-12, 1e-14, msg=label)
+    assert_values(tl.cov(tl.tensor(x[0])), np.cov(x[0]), 1e-12)
+    assert tl.cov(tl.tensor([1, 2, 4])).dtype is tl.float32
+
+
+def test_cov_corrcoef_edge_cases_and_errors():
+    x = _QRNG.standard_normal((4, 6))
+    assert_values(tl.corrcoef(tl.tensor(x)), np.corrcoef(x), 1e-12, 1e-14)
+    assert tl.corrcoef(tl.tensor([1.0, 2.0, 3.0])).item() == 1.0
+    with pytest.warns(RuntimeWarning, match="degrees of freedom"):
+        assert math.isinf(tl.cov(tl.tensor(x), correction=6)[0, 0].item())
+    t = tl.tensor(x)
+    for call, msg in [
+            (lambda: tl.cov(tl.zeros(2, 3, 4)), "two or fewer dimensions"),
+            (lambda: tl.cov(tl.tensor([True, False])), "bool dtype"),
+            (lambda: tl.cov(t, fweights=tl.ones(6)), "integral dtype"),
+            (lambda: tl.cov(t, fweights=tl.tensor([1, -1, 1, 1, 1, 1])), "cannot be negative"),
+            (lambda: tl.cov(t, aweights=tl.tensor([1, 1, 1, 1, 1, 1])), "floating point dtype"),
+            (lambda: tl.cov(t, fweights=tl.tensor([1, 2])), "same numel")]:
+        with pytest.raises(RuntimeError, match=msg):
+            call()
+
+
+def test_renorm_matches_torch():
+    torch = torch_or_skip()
+    x = _QRNG.standard_normal((3, 4, 2))
+    for p, dim, maxnorm in [(2, 0, 1.0), (1, 1, 0.5), (math.inf, 2, 0.8), (3, -1, 10.0)]:
+        for label, t in make_noncontig(x):
+            assert_values(tl.renorm(t, p, dim, maxnorm),
+                          torch.renorm(torch.tensor(x), p, dim, maxnorm).numpy(), 1e-12, msg=label)
+    y = tl.tensor(x)
+    assert y.renorm_(2, 0, 1.0) is y
+    assert_values(y, torch.renorm(torch.tensor(x), 2, 0, 1.0).numpy(), 1e-12)
+    for call, exc, msg in [(lambda: tl.renorm(tl.tensor(x), 0, 0, 1), RuntimeError, "non-positive"),
+                           (lambda: tl.renorm(tl.tensor(x), 1, 0, -1), RuntimeError, "maxnorm"),
+                           (lambda: tl.renorm(tl.tensor([[1]]), 1, 0, 1), RuntimeError, "floating"),
+                           (lambda: tl.renorm(tl.tensor(x), 1, 5, 1), IndexError, "out of range")]:
+        with pytest.raises(exc, match=msg):
+            call()

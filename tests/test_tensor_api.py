@@ -371,3 +371,69 @@ def test_repr_without_torch():
     text = repr(tl.arange(5000))
     assert text.startswith("tensor([   0,    1,    2,  ..., 4997, 4998, 4999])")
     assert "requires_grad=True" in repr(tl.ones(1).requires_grad_())
+
+
+# ---- legacy constructor, sum_to_size, resize_, memory placement queries ---------------------------
+def test_new_legacy_constructor():
+    x = tl.ones(2, dtype=tl.float64)
+    assert tuple(x.new(2, 3).shape) == (2, 3) and x.new(2, 3).dtype is tl.float64
+    assert x.new([1, 2]).tolist() == [1.0, 2.0] and x.new([1, 2]).dtype is tl.float64
+    assert tl.tensor([1]).new([1, 2]).dtype is tl.int64
+    assert tuple(x.new().shape) == (0,)
+    assert tuple(x.new(tl.Size([4])).shape) == (4,)
+    y = x.new(x)
+    y.fill_(5)
+    assert x.tolist() == [5.0, 5.0]                 # new(tensor) aliases it, as in PyTorch
+
+
+def test_sum_to_size():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = tl.tensor(a)
+    np.testing.assert_array_equal(x.sum_to_size(3, 1).numpy(), a.sum(axis=(0, 2))[:, None])
+    np.testing.assert_array_equal(x.sum_to_size((1, 1, 4)).numpy(), a.sum(axis=(0, 1), keepdims=True))
+    assert x.sum_to_size(2, 3, 4).tolist() == a.tolist()
+    with pytest.raises(RuntimeError, match="is not expandable to size"):
+        x.sum_to_size(2, 4)
+    with pytest.raises(TypeError):
+        x.sum_to_size()
+
+
+def test_resize_reuses_or_grows_memory():
+    x = tl.arange(12.0)
+    view = x.view(3, 4)
+    assert x.resize_(2, 2) is x and x.tolist() == [[0, 1], [2, 3]]
+    view[0, 0] = 9.0                                     # same memory: the view sees x's elements
+    assert x[0, 0].item() == 9.0
+    x.resize_(3, 4)
+    assert x.tolist() == [[9, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    x.resize_(20)                                        # grows: old elements first
+    assert x[:12].tolist() == [9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] and x.is_contiguous()
+    t = tl.arange(12.0).view(3, 4).t()
+    assert t.resize_(2, 3).tolist() == [[0, 1, 2], [3, 4, 5]]     # memory order, as PyTorch
+    s = tl.arange(10.0)[4:]
+    assert s.resize_(2, 3).tolist() == [[4, 5, 6], [7, 8, 9]]     # from the storage offset
+    assert tuple(tl.ones(3).resize_as_(tl.ones(1, 2)).shape) == (1, 2)
+    assert tuple(tl.ones(3).resize_(0).shape) == (0,)
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        tl.ones(3, requires_grad=True).resize_(2)
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        tl.ones(3).resize_(-2)
+
+
+def test_memory_placement_queries_match_torch_without_cuda():
+    x = tl.ones(3)
+    assert x.share_memory_() is x
+    assert x.is_shared() is False and x.is_pinned() is False and x.is_inference() is False
+    with tl.inference_mode():
+        assert tl.ones(2).is_inference() is False        # no inference tensors in torchlite
+    with pytest.raises(RuntimeError, match="accelerator"):
+        x.pin_memory()
+
+
+def test_cuda_methods_without_a_usable_gpu_raise_clearly():
+    if tl.cuda.is_available():
+        pytest.skip("a GPU is available here (tested in the CUDA tests)")
+    for move in (lambda: tl.zeros(2).cuda(), lambda: tl.zeros(2).cuda(0),
+                 lambda: tl.zeros(2).to("cuda"), lambda: tl.zeros(2, device="cuda")):
+        with pytest.raises(RuntimeError, match="CUDA is not available because"):
+            move()

@@ -36,6 +36,7 @@ from ._ops.joining import *  # noqa: F401,F403
 from ._ops.sorting import *  # noqa: F401,F403
 from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
+from ._ops.linalg_decomp import *  # noqa: F401,F403
 from . import linalg, random, return_types, autograd, _dlpack
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, is_anomaly_enabled, set_detect_anomaly)
@@ -43,7 +44,7 @@ from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)
 from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, numel,
                       is_floating_point, is_nonzero, result_type)
 from . import testing
-from . import nn, optim, utils
+from . import nn, optim, utils, cuda
 from .serialization import save, load, save_safetensors, load_safetensors
 
 __all__ = [n for n in dir() if not n.startswith("_")]

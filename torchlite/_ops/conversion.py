@@ -89,6 +89,17 @@ def cpu(self, memory_format=None):
     return self if self.device.type == "cpu" else to(self, "cpu")
 
 
+@_register("cuda")
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    """This tensor on a CUDA device (the current one, an index, or a device); a clear
+    RuntimeError saying what is missing when CUDA is not usable here."""
+    if device is None:
+        device = "cuda"
+    elif isinstance(device, int):
+        device = f"cuda:{device}"
+    return to(self, device, non_blocking=non_blocking)
+
+
 @_register("copy_")
 def copy_(self, src, non_blocking=False):
     """Copy src's elements into self (broadcasting src, casting to self's dtype)."""
@@ -138,3 +149,35 @@ def _filled(old, value):
 @_register("zero_")
 def zero_(self):
     return fill_(self, 0)
+
+
+# ---- memory placement queries (CPU only) ---------------------------------------------------------
+@_register("share_memory_")
+def share_memory_(self):
+    """Returns self.  torchlite's DataLoader workers pass batches by pickling, not through
+    shared memory, so CPU tensors are not moved to shared memory (a no-op for now)."""
+    return self
+
+
+@_register("is_shared")
+def is_shared(self):
+    """False: torchlite does not place CPU tensors in shared memory (see share_memory_)."""
+    return False
+
+
+@_register("is_pinned")
+def is_pinned(self, device=None):
+    """False: torchlite has no page-locked host memory."""
+    return False
+
+
+@_register("pin_memory")
+def pin_memory(self, device=None):
+    """Page-locked memory needs an accelerator; like PyTorch without one, this raises."""
+    raise RuntimeError("Cannot access accelerator device when none is available.")
+
+
+@_register("is_inference")
+def is_inference(self):
+    """False: torchlite's inference_mode only stops recording, it makes no inference tensors."""
+    return False

@@ -395,6 +395,26 @@ def _legacy_new(cls, *args, **kwargs):
 
 
 # ---- Tensor methods ------------------------------------------------------------------------
+@_register("new")
+def _new(self, *args, device=None):
+    """The legacy constructor with self's dtype: x.new(2, 3) / x.new(Size) is uninitialised,
+    x.new([1, 2]) copies data, x.new() is empty, x.new(tensor) aliases tensor."""
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].detach()
+    device = device or self.device
+    if not args:
+        return empty(0, dtype=self.dtype, device=device)
+    if len(args) == 1 and not isinstance(args[0], builtins.int) and not hasattr(args[0], "__index__") \
+            and not _is_size(args[0]):
+        return tensor(args[0], dtype=self.dtype, device=device)
+    return empty(*args, dtype=self.dtype, device=device)
+
+
+def _is_size(x):
+    from .._size import Size
+    return isinstance(x, Size)
+
+
 @_register("new_tensor")
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)

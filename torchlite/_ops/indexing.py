@@ -946,6 +946,43 @@ def put(input, index, source, accumulate=False):
                    builtins.bool(accumulate))
 
 
-__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "take_along_dim", "index_select",
+
+# ---- slice_scatter, select_scatter, diagonal_scatter: a copy of input with one view's region
+# replaced by src (clone + copy_ into the view, so autograd sees a clone and a CopySlices) -------
+def _embed(input, src, region_of, op):
+    _tensor_arg(input, op, "input")
+    _tensor_arg(src, op, "src")
+    out = input.clone()
+    region = region_of(out)
+    if tuple(region.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region.shape)}")
+    region.copy_(src)
+    return out
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of input whose slice start:end:step along dim holds src."""
+    d = _wrap_dim(dim, builtins.max(input.ndim, 1))
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    index = (slice(None),) * d + (slice(start, end, step),)
+    return _embed(input, src, lambda t: t[index], "slice_scatter")
+
+
+def select_scatter(input, src, dim, index):
+    """A copy of input whose slice input.select(dim, index) holds src."""
+    return _embed(input, src, lambda t: t.select(dim, index), "select_scatter")
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of input whose diagonal (offset, dim1, dim2) holds src."""
+    return _embed(input, src, lambda t: t.diagonal(offset, dim1, dim2), "diagonal_scatter")
+
+
+for _name in ("slice_scatter", "select_scatter", "diagonal_scatter"):
+    _register(_name)(globals()[_name])
+
+__all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "gather", "scatter", "scatter_add", "scatter_reduce", "take_along_dim", "index_select",
            "index_add", "index_copy", "index_fill", "index_put", "masked_fill", "masked_select",
            "masked_scatter", "nonzero", "argwhere", "take", "put"]

@@ -744,8 +744,87 @@ def rot90(input, k=1, dims=(0, 1)):
     return clone(input)
 
 
+# ---- differences, combinations, split_with_sizes, narrow_copy -----------------------------------
+def _diff_operand(t, input, d, what):
+    if t is None:
+        return None
+    if not isinstance(t, Tensor) or t.ndim != input.ndim:
+        raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    for i in builtins.range(input.ndim):
+        if i != d and t.shape[i] != input.shape[i]:
+            raise RuntimeError(f"diff expects the shape of tensor to prepend or append to match "
+                               f"that of input except along the differencing dimension; "
+                               f"input.size({i}) = {input.shape[i]}, but got tensor.size({i}) = "
+                               f"{t.shape[i]}")
+    return t
+
+
+@_register("diff")
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim (input[i + 1] - input[i], logical xor for bool),
+    after concatenating prepend and append along dim."""
+    from .pointwise import logical_xor, sub
+    if not isinstance(input, Tensor):
+        raise TypeError(f"diff(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    n = _int_arg(n, "n", "diff")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = _wrap_dim(dim, input.ndim)
+    parts = [t for t in (_diff_operand(prepend, input, d, "prepend"), input,
+                         _diff_operand(append, input, d, "append")) if t is not None]
+    x = cat(parts, d) if len(parts) > 1 else input
+    step = logical_xor if x.dtype is D.bool else sub
+    for _ in builtins.range(n):
+        size = x.shape[d]
+        if size == 0:
+            break
+        x = step(x.narrow(d, 1, size - 1), x.narrow(d, 0, size - 1))
+    return x
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The r-element combinations of a 1-D tensor's elements, one per row (itertools'
+    order; with_replacement allows repeats)."""
+    import itertools
+    from .creation import tensor, empty
+    if not isinstance(input, Tensor) or input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape "
+                           f"{list(input.shape) if isinstance(input, Tensor) else type(input).__name__}")
+    r = _int_arg(r, "r", "combinations")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return empty(0, dtype=input.dtype)
+    make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = builtins.list(make(builtins.range(input.shape[0]), r))
+    if not rows:
+        return empty((0, r), dtype=input.dtype)
+    idx = tensor(rows, dtype=D.int64).reshape(-1)
+    return input.index_select(0, idx).reshape(len(rows), r)
+
+
+@_register("split_with_sizes")
+def split_with_sizes(input, split_sizes, dim=0):
+    """Views of input along dim with the listed sizes (which must add up to its size)."""
+    if input.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    return _split_with_sizes(input, [_int_arg(s, "split_sizes", "split_with_sizes")
+                                     for s in split_sizes], _wrap_dim(dim, input.ndim))
+
+
+@_register("narrow_copy")
+def narrow_copy(input, dim, start, length):
+    """A contiguous copy of input.narrow(dim, start, length)."""
+    view = input.narrow(dim, start, length)
+    copy = view.contiguous()
+    return view.clone() if copy is view else copy      # a copy either way, never an alias
+
+
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "split", "unsafe_split", "chunk", "tensor_split", "hsplit", "vsplit",
            "dsplit", "tile", "repeat_interleave", "roll", "tril", "triu", "tril_indices",
            "triu_indices", "diag", "diag_embed", "diagflat", "block_diag", "meshgrid",
-           "cartesian_prod", "rot90"]
+           "cartesian_prod", "rot90", "diff", "combinations", "split_with_sizes",
+           "narrow_copy"]

@@ -1032,3 +1032,155 @@ def _rmatmul_op(self, other):
 
 Tensor.__matmul__ = _matmul_op
 Tensor.__rmatmul__ = _rmatmul_op
+
+
+# ---- kron, cross, cdist, dist, vander (composed of products and elementwise ops, whose
+# gradients they inherit) --------------------------------------------------------------------
+def _tensor_args(op, *named):
+    for name, t in named:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+
+
+@_register("kron")
+def kron(input, other, *, out=None):
+    """Kronecker product: block (i, j, ...) of the result is input[i, j, ...] * other (the
+    operands are padded with leading size-1 dims to the same number of dims)."""
+    _tensor_args("kron", ("input", input), ("other", other))
+    nd = builtins.max(input.ndim, other.ndim)
+    sa = (1,) * (nd - input.ndim) + tuple(input.shape)
+    sb = (1,) * (nd - other.ndim) + tuple(other.shape)
+    # interleave: a as (a0, 1, a1, 1, ...), b as (1, b0, 1, b1, ...); the product's pairs of
+    # dims merge into the result's dims
+    a = input.reshape([v for s in sa for v in (s, 1)])
+    b = other.reshape([v for s in sb for v in (1, s)])
+    r = (a * b).reshape([x * y for x, y in zip(sa, sb)])
+    return _copy_out(r, out, "kron", (input, other))
+
+
+def _copy_out(r, out, op, inputs):
+    if out is None:
+        return r
+    from .pointwise import _prepare_out
+    _no_out_with_grad(op, *inputs)
+    _ew.copy_(_prepare_out(out, r.shape, op), r._data)
+    return out
+
+
+def linalg_cross(input, other, *, dim=-1, out=None):
+    """torch.linalg.cross: the cross product of 3-vectors along dim (the other dims
+    broadcast)."""
+    _tensor_args("linalg.cross", ("input", input), ("other", other))
+    if input.ndim != other.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"expected scalar type {_UPPER[input._data.dtype]} but found "
+                           f"{_UPPER[other._data.dtype]}")
+    d = _wrap_dim(dim, input.ndim)
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[d]} and {other.shape[d]}")
+    a = [input.narrow(d, i, 1) for i in range(3)]
+    b = [other.narrow(d, i, 1) for i in range(3)]
+    from .joining import cat
+    r = cat([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]], d)
+    return _copy_out(r, out, "linalg.cross", (input, other))
+
+
+@_register("cross")
+def cross(input, other, dim=None, *, out=None):
+    """The cross product of 3-vectors along dim; without dim, along the first dim of size 3
+    (deprecated in PyTorch, which warns)."""
+    _tensor_args("cross", ("input", input), ("other", other))
+    if dim is None:
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                      "The default value of dim will change to agree with that of "
+                      "linalg.cross in a future release.", UserWarning)
+        sizes = list(input.shape)
+        if 3 not in sizes:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = sizes.index(3)
+    return linalg_cross(input, other, dim=dim, out=out)
+
+
+_CDIST_MODES = {None: 0, "use_mm_for_euclid_dist_if_necessary": 0, "use_mm_for_euclid_dist": 1,
+                "donot_use_mm_for_euclid_dist": 2}
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M):
+    (..., P, R), batch dims broadcast.  p=2 goes through a matrix product when P or R
+    exceeds 25 (or always / never, by compute_mode), as PyTorch does; other p are computed
+    exactly from the differences (memory P * R * M per batch)."""
+    _tensor_args("cdist", ("x1", x1), ("x2", x2))
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    if x1.ndim < 2 or x2.ndim < 2:
+        bad, name = (x1, "X1") if x1.ndim < 2 else (x2, "X2")
+        raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {bad.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
+                           f"X2: {x2.shape[-1]}")
+    for name, t in (("X1", x1), ("X2", x2)):
+        if t._data.dtype not in _FLOAT_CODES:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{_UPPER[t._data.dtype]}")
+    if x1.dtype is not x2.dtype:
+        raise RuntimeError(f"expected scalar type {_UPPER[x1._data.dtype]} but found "
+                           f"{_UPPER[x2._data.dtype]}")
+    p = float(p)
+    if p < 0 or math.isnan(p):
+        raise RuntimeError("cdist only supports non-negative p values")
+    _A.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))     # raises on a mismatch
+    P, R, M = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+    mode = _CDIST_MODES[compute_mode]
+    if p == 2.0 and M > 0 and (mode == 1 or (mode == 0 and (P > 25 or R > 25))):
+        return _euclidean_dist(x1, x2)
+    from .reduction import vector_norm
+    return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+
+
+def _euclidean_dist(x1, x2):
+    """sqrt(|a|^2 - 2 a.b + |b|^2) through one matrix product, clamped at 1e-30 against
+    rounding below zero (PyTorch's formula)."""
+    n1 = (x1 * x1).sum(-1, keepdim=True)
+    n2 = (x2 * x2).sum(-1, keepdim=True)
+    d2 = matmul(x1, x2.mT) * -2 + n1 + n2.mT
+    return d2.clamp_min(1e-30).sqrt()
+
+
+@_register("dist")
+def dist(input, other, p=2):
+    """The p-norm of input - other (broadcast), as a 0-d tensor."""
+    _tensor_args("dist", ("input", input), ("other", other))
+    diff = input - other
+    if not diff.is_floating_point():
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{_UPPER[diff._data.dtype]} instead.")
+    from .reduction import vector_norm
+    return vector_norm(diff, p)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of a 1-D tensor: column j is x ** (N - 1 - j) (x ** j when
+    increasing); N defaults to len(x).  Integers and bool give int64 (a cumulative product)."""
+    _tensor_args("vander", ("x", x))
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0]
+    N = n if N is None else N
+    if N < 0:
+        raise RuntimeError("N must be non-negative.")
+    from .creation import ones, empty
+    from .joining import cat
+    if N == 0:
+        from .. import _dtype as D
+        return empty((n, 0), dtype=x.dtype if x.is_floating_point() else D.int64)
+    powers = x.unsqueeze(1).expand(n, N - 1).cumprod(1)
+    r = cat([ones(n, 1, dtype=powers.dtype), powers], 1)
+    return r if increasing else r.flip(1)
+
+
+__all__ += ["kron", "cross", "cdist", "dist", "vander"]

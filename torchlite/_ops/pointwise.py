@@ -726,6 +726,291 @@ def equal(input, other):
     return builtins.bool(eq(input, other).all())
 
 
+# ---- composite elementwise ops ---------------------------------------------------------------
+# Each is a few kernel calls (made without recording); the gradient is one node named as
+# PyTorch's, with its formula in pointwise_grad.py.
+def _float_operand(x, name):
+    """x as a float tensor: integers and bool become the default float dtype (PyTorch's rule
+    for ops that only compute in floating point)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    return x if x.is_floating_point() else x.to(D.DTYPES[_ew.get_default_float()])
+
+
+def _tensor_operands(name, input, other, what="other"):
+    for arg, v in (("input", input), (what, other)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {1 if arg == 'input' else 2}) "
+                            f"must be Tensor, not {type(v).__name__}")
+    _check_devices(name, input, other)
+
+
+def _finish_composite(r, out, name, inputs, node_cls):
+    """Record node_cls over inputs on result r, or write r into out=."""
+    if out is None:
+        if node_cls is not None and _G.needs_grad(*inputs):
+            _G.record_ternary(node_cls, inputs, r)
+        return r
+    _no_out_with_grad(name, *inputs)
+    dst = _prepare_out(out, r.shape, name)
+    if not _ew.can_cast(r.dtype.code, dst.dtype):
+        raise RuntimeError(f"result type {_ew._TORCH_NAMES[r.dtype.code]} can't be cast to the "
+                           f"desired output type {_ew._TORCH_NAMES[dst.dtype]}")
+    _ew.copy_(dst, r._data)
+    return out
+
+
+def _inplace_via(self, out_of_place, name, *others):
+    """self = out_of_place(self) in place: through the graph when it records, else computed
+    out of place and copied back (the result dtype must be castable to self's)."""
+    if _inplace_records(self, *others):
+        _G.check_inplace(self, name, *others)
+        return _G.rebase_inplace(self, out_of_place)
+    r = out_of_place(self)
+    if tuple(r.shape) != tuple(self.shape):
+        raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the "
+                           f"broadcast shape {list(r.shape)}")
+    if not _ew.can_cast(r.dtype.code, self._data.dtype):
+        raise RuntimeError(f"result type {_ew._TORCH_NAMES[r.dtype.code]} can't be cast to the "
+                           f"desired output type {_ew._TORCH_NAMES[self._data.dtype]}")
+    _ew.copy_(self._data, r._data)
+    self._bump_version()
+    return self
+
+
+def _logaddexp_impl(name, input, other, out, base2):
+    _tensor_operands(name, input, other)
+    rdt = D.DTYPES[_ew.result_type(input._data, other._data)]
+    if not rdt.is_floating_point:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_ew._TORCH_NAMES[rdt.code]}\'')
+    with _no_grad():
+        a, b = input.to(rdt), other.to(rdt)
+        m = maximum(a, b)
+        d = neg(abs(sub(a, b)))
+        r = add(m, div(log1p(exp2(d)), math.log(2.0))) if base2 else add(m, log1p(exp(d)))
+        # inf + inf of the same sign: the formula gives NaN (inf - inf), the answer is a
+        r = where(logical_and(isinf(a), eq(a, b)), a, r)
+    return _finish_composite(r, out, name, (input, other),
+                             _G.Logaddexp2Backward0 if base2 else _G.LogaddexpBackward0)
+
+
+@_register("logaddexp")
+def logaddexp(input, other, *, out=None):
+    """log(exp(input) + exp(other)), without overflow (floating-point inputs only)."""
+    return _logaddexp_impl("logaddexp", input, other, out, False)
+
+
+@_register("logaddexp2")
+def logaddexp2(input, other, *, out=None):
+    """log2(2**input + 2**other), without overflow (floating-point inputs only)."""
+    return _logaddexp_impl("logaddexp2", input, other, out, True)
+
+
+def _scaled(name, factor, node_cls):
+    def fn(input, *, out=None):
+        x = _float_operand(input, name)
+        with _no_grad():
+            r = mul(x, factor)
+        return _finish_composite(r, out, name, (input,), node_cls)
+
+    def fn_(self):
+        return _inplace_via(self, fn, name + "_")
+    return fn, fn_
+
+
+deg2rad, deg2rad_ = _scaled("deg2rad", math.pi / 180.0, _G.Deg2RadBackward0)
+deg2rad.__doc__ = "Degrees to radians: input * pi / 180 (integers become floats)."
+rad2deg, rad2deg_ = _scaled("rad2deg", 180.0 / math.pi, _G.Rad2DegBackward0)
+rad2deg.__doc__ = "Radians to degrees: input * 180 / pi (integers become floats)."
+for _fn in (deg2rad, deg2rad_, rad2deg, rad2deg_):
+    _fn.__name__ = _fn.__qualname__ = ("deg2rad" if _fn in (deg2rad, deg2rad_) else "rad2deg") + \
+        ("_" if _fn in (deg2rad_, rad2deg_) else "")
+    _register(_fn.__name__)(_fn)
+deg2rad_.__doc__ = "In-place version of :func:`deg2rad`."
+rad2deg_.__doc__ = "In-place version of :func:`rad2deg`."
+
+
+@_register("sinc")
+def sinc(input, *, out=None):
+    """sin(pi * input) / (pi * input), and 1 at 0 (integers become floats)."""
+    x = _float_operand(input, "sinc")
+    with _no_grad():
+        zero = eq(x, 0)
+        px = mul(where(zero, 1.0, x), math.pi)      # no 0/0 where the answer is 1
+        r = where(zero, 1.0, div(sin(px), px)).to(x.dtype)
+    return _finish_composite(r, out, "sinc", (input,), _G.SincBackward0)
+
+
+@_register("sinc_")
+def sinc_(self):
+    """In-place version of :func:`sinc`."""
+    return _inplace_via(self, sinc, "sinc_")
+
+
+@_register("heaviside")
+def heaviside(input, values, *, out=None):
+    """The Heaviside step: 0 where input < 0 (and NaN), values where input == 0, 1 where
+    input > 0.  input and values must have the same dtype; not differentiable."""
+    _tensor_operands("heaviside", input, values, "values")
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    with _no_grad():
+        r = where(eq(input, 0), values, gt(input, 0).to(input.dtype))
+    if out is None and _G.needs_grad(input, values):
+        _G._not_differentiable("heaviside", (input, values), r)
+        return r
+    return _finish_composite(r, out, "heaviside", (input, values), None)
+
+
+@_register("heaviside_")
+def heaviside_(self, values):
+    """In-place version of :func:`heaviside`."""
+    return _inplace_via(self, lambda old: heaviside(old, values), "heaviside_", values)
+
+
+def _integer_pair(name, input, other):
+    _tensor_operands(name, input, other)
+    rdt = D.DTYPES[_ew.result_type(input._data, other._data)]
+    if rdt.is_floating_point or rdt is D.bool:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_ew._TORCH_NAMES[rdt.code]}\'')
+    return input.to(rdt), other.to(rdt)
+
+
+def _gcd_values(a, b):
+    """Euclid's algorithm on whole tensors: |a|, |b| step to (b, a mod b) until every b is 0
+    (at most ~90 steps for int64, usually far fewer)."""
+    a, b = abs(a), abs(b)
+    while builtins.bool(ne(b, 0).any()):
+        nz = ne(b, 0)
+        a, b = where(nz, b, a), where(nz, remainder(a, where(nz, b, 1)), 0)
+    return a
+
+
+@_register("gcd")
+def gcd(input, other, *, out=None):
+    """Greatest common divisor of integers, elementwise (non-negative; gcd(0, 0) = 0)."""
+    a, b = _integer_pair("gcd", input, other)
+    return _finish_composite(_gcd_values(a, b), out, "gcd", (), None)
+
+
+@_register("lcm")
+def lcm(input, other, *, out=None):
+    """Least common multiple of integers, elementwise (non-negative; 0 if either is 0)."""
+    a, b = _integer_pair("lcm", input, other)
+    g = _gcd_values(a, b)
+    r = abs(mul(div(a, where(eq(g, 0), 1, g), rounding_mode="trunc"), b))
+    return _finish_composite(where(eq(g, 0), 0, r).to(a.dtype), out, "lcm", (), None)
+
+
+@_register("gcd_")
+def gcd_(self, other):
+    """In-place version of :func:`gcd`."""
+    return _inplace_via(self, lambda old: gcd(old, other), "gcd_")
+
+
+@_register("lcm_")
+def lcm_(self, other):
+    """In-place version of :func:`lcm`."""
+    return _inplace_via(self, lambda old: lcm(old, other), "lcm_")
+
+
+_return_types = None
+
+
+def _frexp_type():
+    global _return_types
+    if _return_types is None:
+        from .. import return_types
+        _return_types = getattr(return_types, "frexp", None) or \
+            return_types._make("frexp", ("mantissa", "exponent"))
+    return _return_types
+
+
+@_register("frexp")
+def frexp(input, *, out=None):
+    """(mantissa, exponent) with input = mantissa * 2**exponent and 0.5 <= |mantissa| < 1
+    (mantissa 0 and exponent 0 for 0; inf and NaN keep their value with exponent 0)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"frexp(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    with _no_grad():
+        x = input.double()                  # every exponent and power of 2 below is exact here
+        finite = logical_and(isfinite(x), ne(x, 0))
+        e = where(finite, floor(log2(abs(where(finite, x, 1.0)))) + 1, 0.0)
+        m = div(div(x, exp2(floor(e / 2))), exp2(e - floor(e / 2)))   # two steps: no overflow
+        # log2 may round to the next integer near powers of 2: move m back into [0.5, 1)
+        big = logical_and(ge(abs(m), 1.0), finite)
+        small = logical_and(lt(abs(m), 0.5), finite)
+        m = where(big, m * 0.5, where(small, m * 2.0, m))
+        e = where(big, e + 1, where(small, e - 1, e))
+        mantissa, exponent = m.to(input.dtype), e.to(D.int32)
+    if out is not None:
+        _no_out_with_grad("frexp", input)
+        for o, v in zip(out, (mantissa, exponent)):
+            dst = _prepare_out(o, v.shape, "frexp")
+            _ew.copy_(dst, v._data)
+        return _frexp_type()(*out)
+    if _G.needs_grad(input):
+        node = _G.FrexpBackward0()
+        node.save_output(exponent=exponent)
+        _G.record(node, (input,), (mantissa, exponent))
+    return _frexp_type()(mantissa, exponent)
+
+
+@_register("ldexp")
+def ldexp(input, other, *, out=None):
+    """input * 2**other (computed as PyTorch does: input * pow(2.0, other))."""
+    _tensor_operands("ldexp", input, other)
+    with _no_grad():
+        r = mul(input, pow(2.0, other))
+    return _finish_composite(r, out, "ldexp", (input, other), _G.LdexpBackward0)
+
+
+@_register("ldexp_")
+def ldexp_(self, other):
+    """In-place version of :func:`ldexp`."""
+    return _inplace_via(self, lambda old: ldexp(old, other), "ldexp_", other)
+
+
+@_register("float_power_")
+def float_power_(self, exponent):
+    """In-place float_power: self must already be float64."""
+    if self.dtype is not D.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_ew._TORCH_NAMES[self._data.dtype]} "
+                           f"but the operation's result requires dtype Double")
+    return pow_(self, exponent.double() if isinstance(exponent, Tensor) else builtins.float(exponent))
+
+
+@_register("clamp_min_")
+def clamp_min_(self, min):
+    """In-place clamp_min."""
+    return clamp_(self, min=min)
+
+
+@_register("clamp_max_")
+def clamp_max_(self, max):
+    """In-place clamp_max."""
+    return clamp_(self, max=max)
+
+
+@_register("is_nonzero")
+def is_nonzero(input):
+    """Whether a one-element tensor is not zero (an error for any other number of elements)."""
+    n = input.numel()
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return builtins.bool(input.item() != 0)
+
+
+@_register("is_same_size")
+def is_same_size(input, other):
+    """Whether both tensors have the same shape."""
+    return tuple(input.shape) == tuple(other.shape)
+
+
 # ---- operators -----------------------------------------------------------------------------
 def _rev(fn):
     return lambda self, other: fn(other, self)
@@ -798,4 +1083,7 @@ __all__ = sorted(
     + ["add", "sub", "subtract", "rsub", "div", "divide", "true_divide", "pow", "float_power",
        "where", "clamp", "clip", "clamp_", "clip_", "clamp_min", "clamp_max", "nan_to_num",
        "nan_to_num_", "logit", "round", "round_", "positive", "isclose", "allclose", "equal",
-       "lerp", "addcmul", "addcdiv", "neg", "negative"])
+       "lerp", "addcmul", "addcdiv", "neg", "negative", "logaddexp", "logaddexp2", "deg2rad",
+       "deg2rad_", "rad2deg", "rad2deg_", "sinc", "sinc_", "heaviside", "gcd", "gcd_", "lcm",
+       "lcm_", "frexp", "ldexp", "ldexp_", "clamp_min_", "clamp_max_", "is_nonzero",
+       "is_same_size"])

@@ -710,3 +710,75 @@ def _keep_old_value(node, old, r, watched):
         for n, key in places:
             n._saved[key] = pack(copy, False)
     return result_keys
+
+
+# ---- composite elementwise ops (logaddexp, sinc, deg2rad, ldexp, frexp): TernaryBackward's
+# machinery (saved inputs by name, gradients summed back to broadcast inputs) serves one- and
+# two-input ops too --------------------------------------------------------------------------
+class LogaddexpBackward0(TernaryBackward):
+    """d/da log(e^a + e^b) = 1 / (1 + e^(b - a))."""
+    names, needs = ("self", "other"), ("self other", "self other")
+
+    def grads(self, g, v):
+        a, b = v["self"], v["other"]
+        return g / ((b - a).exp() + 1), g / ((a - b).exp() + 1)
+
+
+class Logaddexp2Backward0(TernaryBackward):
+    """d/da log2(2^a + 2^b) = 1 / (1 + 2^(b - a))."""
+    names, needs = ("self", "other"), ("self other", "self other")
+
+    def grads(self, g, v):
+        a, b = v["self"], v["other"]
+        return g / ((b - a).exp2() + 1), g / ((a - b).exp2() + 1)
+
+
+class Deg2RadBackward0(TernaryBackward):
+    names, needs = ("self",), ("",)
+
+    def grads(self, g, v):
+        return (g * (math.pi / 180.0),)
+
+
+class Rad2DegBackward0(TernaryBackward):
+    names, needs = ("self",), ("",)
+
+    def grads(self, g, v):
+        return (g * (180.0 / math.pi),)
+
+
+class SincBackward0(TernaryBackward):
+    """(pi x cos(pi x) - sin(pi x)) / (pi x^2), and 0 at x = 0 (computed on x with its zeros
+    replaced by 1, so the branch not taken stays finite for double backward)."""
+    names, needs = ("self",), ("self",)
+
+    def grads(self, g, v):
+        where = _pw().where
+        x = v["self"]
+        zero = x == 0
+        xs = where(zero, 1.0, x)
+        px = xs * math.pi
+        d = (px * px.cos() - px.sin()) / (px * xs)
+        return (where(zero, 0.0, g * d),)
+
+
+class LdexpBackward0(TernaryBackward):
+    """input * 2**other: d/dinput = 2**other, d/dother = input * 2**other * ln 2."""
+    names, needs = ("self", "other"), ("other", "self other")
+
+    def grads(self, g, v):
+        pw = _pw()
+        scale = pw.pow(2.0, v["other"])
+        ga = g * scale
+        gb = None
+        if self.next_functions[1][0] is not None:
+            gb = g * v["self"] * scale * _LN2
+        return ga, gb
+
+
+class FrexpBackward0(Node):
+    """mantissa = input * 2**-exponent (the exponent is piecewise constant)."""
+
+    def backward(self, g_mantissa, g_exponent=None):
+        e = self.saved("exponent")
+        return (_pw().ldexp(g_mantissa, -e).to(g_mantissa.dtype),)

@@ -560,8 +560,7 @@ _SVD_ORDS = ("nuc", 2, -2)
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """torch.linalg.matrix_norm over the two dims: 'fro', 1/-1 (max/min column sum of |A|) and
-    inf/-inf (max/min row sum).  'nuc', 2 and -2 need singular values, which torchlite does
-    not have: they raise RuntimeError."""
+    inf/-inf (max/min row sum), 2/-2 (largest/smallest singular value) and 'nuc' (their sum)."""
     name = "linalg.matrix_norm"
     a = _arr(A, name)
     if a.ndim < 2:
@@ -582,8 +581,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         if ord != "nuc":
             raise RuntimeError(f"{name}: Order {ord} not supported.")
     if ord in _SVD_ORDS:
-        raise RuntimeError(f"{name}: ord={ord!r} needs the singular values of A (an SVD), which "
-                           f"torchlite does not implement")
+        from .linalg_decomp import svd_matrix_norm
+        r = svd_matrix_norm(A, ord, d0, d1, keepdim, dtype)
+        return r if out is None else _out(r._data, out, name)
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"{name}: Order {ord} not supported.")
     # 1/-1: sum |A| down the columns (over d0), then max/min over d1; inf/-inf: the rows
@@ -638,3 +638,328 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
                                out=out)
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
     return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
+
+
+# ---- order statistics, histograms and covariance (composed of the ops above and of sort,
+# gather, searchsorted and index_add, so their gradients come from those ops) ------------------
+def _pw():
+    from . import pointwise
+    return pointwise
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile_q(name, q, dtype):
+    """q as a 1-D tensor of input's dtype, and whether the result drops its q dim."""
+    from .creation import tensor
+    if isinstance(q, Tensor):
+        if q.ndim > 1:
+            raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+        if q.dtype is not dtype:
+            raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+        qs = q.detach().reshape(-1)
+        if qs.numel() and not builtins.bool(((qs >= 0) & (qs <= 1)).all()):
+            raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+        return qs, q.ndim == 0
+    v = builtins.float(q)
+    if not 0.0 <= v <= 1.0:
+        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {v}")
+    return tensor([v], dtype=dtype), True
+
+
+def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
+    _arr(input, name)
+    if input.dtype not in (D.float32, D.float64):
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if input.numel() == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint "
+                           f"or nearest, but got {interpolation}")
+    qs, scalar_q = _quantile_q(name, q, input.dtype)
+    pw = _pw()
+    if dim is None or input.ndim == 0:
+        d = None if dim is None else _wrap_dim(dim, 0)
+        rows = input.reshape(-1)
+    else:
+        d = _wrap_dim(dim, input.ndim)
+        rows = input.movedim(d, -1)
+    s = rows.sort(-1).values                        # NaN sorts last
+    n = s.shape[-1]
+    nan_last = pw.isnan(s.narrow(-1, n - 1, 1))
+    if ignore_nan:
+        valid = pw.logical_not(pw.isnan(s.detach())).sum(-1, keepdim=True)
+        rank = (valid - 1).to(input.dtype) * qs
+        rank = pw.where(rank < 0, builtins.float(n - 1), rank)     # all NaN: pick a NaN
+    else:
+        rank = pw.where(nan_last, builtins.float(n - 1), (n - 1) * qs)   # any NaN: the result is NaN
+    r = _quantile_pick(s, rank, interpolation)
+    r = r.movedim(-1, 0)                            # (q, the other dims)
+    if keepdim:
+        if dim is None:
+            r = r.reshape((r.shape[0],) + (1,) * input.ndim)
+        elif input.ndim:
+            r = r.unsqueeze(d + 1)
+    if scalar_q:
+        r = r.select(0, 0)
+    if out is None:
+        return r
+    _no_out_with_grad(name, input)
+    _ew.copy_(_prepare_out(out, r.shape, name), r._data)
+    return out
+
+
+def _quantile_pick(s, rank, interpolation):
+    """The values of sorted rows s at fractional positions rank (..., q)."""
+    pw = _pw()
+    if interpolation in ("lower", "higher", "nearest"):
+        at = {"lower": pw.floor, "higher": pw.ceil, "nearest": pw.round}[interpolation](rank)
+        return s.gather(-1, at.long())
+    lo = pw.floor(rank)
+    below, above = s.gather(-1, lo.long()), s.gather(-1, pw.ceil(rank).long())
+    weight = pw.where(rank == rank, 0.5, rank) if interpolation == "midpoint" else rank - lo
+    return pw.lerp(below, above, weight)
+
+
+@_register("quantile")
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """The q-th quantiles of input (over all elements, or along dim); q is a number or a 1-D
+    tensor (its dim leads the result).  A row with a NaN gives NaN."""
+    return _quantile("quantile", False, input, q, dim, keepdim, interpolation, out)
+
+
+@_register("nanquantile")
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """quantile ignoring NaN (a row of only NaN gives NaN)."""
+    return _quantile("nanquantile", True, input, q, dim, keepdim, interpolation, out)
+
+
+@_register("bincount")
+def bincount(input, weights=None, minlength=0):
+    """How many times each value 0..max(input) occurs in a 1-D non-negative integer tensor
+    (the sum of `weights` at those positions when given); at least minlength bins."""
+    from .creation import zeros
+    _arr(input, "bincount")
+    if input.is_floating_point() or input.dtype is D.bool:
+        raise NotImplementedError(f'"bincount_cpu" not implemented for '
+                                  f"'{_TORCH_NAMES[input._data.dtype]}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if input.ndim != 1 or (input.numel() and builtins.int(input.min()) < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (not isinstance(weights, Tensor) or weights.ndim != 1
+                                or weights.shape[0] != input.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    size = builtins.max(builtins.int(input.max()) + 1 if input.numel() else 0, minlength)
+    if weights is None:
+        dt, values = D.int64, None
+    else:
+        dt = weights.dtype if weights.dtype in (D.float32, D.float64) else D.float64
+        values = weights.detach().to(dt)
+    counts = zeros(size, dtype=dt)
+    if input.numel():
+        from .creation import ones
+        counts.index_add_(0, input.long(), ones(input.shape[0], dtype=dt) if values is None else values)
+    if weights is not None and _pw()._G.needs_grad(weights):
+        _pw()._G._not_differentiable("bincount", (None, weights), counts)
+    return counts
+
+
+def _bin_counts(x, edges, weight):
+    """Counts (or summed weights) of x in the bins edges[i] <= v < edges[i+1], the last bin
+    closed; values outside [edges[0], edges[-1]] and NaN are left out."""
+    from .sorting import searchsorted
+    pw = _pw()
+    bins = edges.shape[0] - 1
+    x = x.reshape(-1)
+    inside = (x >= edges[0]) & (x <= edges[-1])
+    at = searchsorted(edges, x, right=True) - 1
+    at = pw.clamp(at, 0, bins - 1).masked_select(inside)
+    w = None if weight is None else weight.reshape(-1).detach().masked_select(inside).to(D.float64)
+    return bincount(at, w, minlength=bins).to(x.dtype)
+
+
+def _checked_bins(bins, op):
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    return builtins.int(bins)
+
+
+@_register("histc")
+def histc(input, bins=100, min=0, max=0, *, out=None):
+    """Histogram of input's values in `bins` equal bins over [min, max] (the data's own range
+    when both are 0); values outside are ignored.  Counts have input's dtype."""
+    from .creation import linspace
+    _arr(input, "histc")
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"histogram_cpu" not implemented for '
+                                  f"'{_TORCH_NAMES[input._data.dtype]}'")
+    bins = _checked_bins(bins, "histc")
+    lo, hi = builtins.float(min), builtins.float(max)
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    x = input.detach()
+    if lo == hi and x.numel():
+        lo, hi = builtins.float(x.min()), builtins.float(x.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
+    r = _bin_counts(x, linspace(lo, hi, bins + 1, dtype=input.dtype), None)
+    if out is None:
+        return r
+    _ew.copy_(_prepare_out(out, r.shape, "histc"), r._data)
+    return out
+
+
+@_register("histogram")
+def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+    """(hist, bin_edges): counts (or summed weights) of input in `bins` equal bins over range
+    (the data's range by default), or in the bins between the edges of a 1-D tensor `bins`.
+    density=True divides by the total and the bin widths."""
+    from .creation import linspace
+    from .. import return_types as _rt
+    _arr(input, "histogram")
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"histogramdd" not implemented for '
+                                  f"'{_TORCH_NAMES[input._data.dtype]}'")
+    x = input.detach()
+    if isinstance(bins, Tensor):
+        edges = bins.detach().to(input.dtype)
+    else:
+        n = _checked_bins(bins, "histogram")
+        if range is not None:
+            lo, hi = builtins.float(range[0]), builtins.float(range[1])
+        elif x.numel():
+            lo, hi = builtins.float(x.min()), builtins.float(x.max())
+        else:
+            lo, hi = 0.0, 1.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} "
+                               f"max {hi:g} for dimension 0")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = linspace(lo, hi, n + 1, dtype=input.dtype)
+    hist = _bin_counts(x, edges, weight)
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    cls = getattr(_rt, "histogram", None) or _rt._make("histogram", ("hist", "bin_edges"))
+    if out is not None:
+        for o, v in zip(out, (hist, edges)):
+            _ew.copy_(_prepare_out(o, v.shape, "histogram"), v._data)
+        return cls(*out)
+    if _pw()._G.needs_grad(input, weight):
+        _pw()._G._not_differentiable("histogram", (input,), (hist, edges))
+    return cls(hist, edges)
+
+
+def _observation_weights(fweights, aweights, n):
+    """fweights * aweights (either may be None), checked as PyTorch checks them."""
+    w = None
+    for name, t, integral in (("fweights", fweights, True), ("aweights", aweights, False)):
+        if t is None:
+            continue
+        if t.ndim > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                               f"{name} with {t.ndim} dimensions")
+        if t.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                               f"observations in the input but got {t.numel()} != {n}")
+        if integral and t.is_floating_point():
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights "
+                               f"with {_TORCH_NAMES[t._data.dtype]} dtype")
+        if not integral and not t.is_floating_point():
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got "
+                               f"aweights with {_TORCH_NAMES[t._data.dtype]} dtype")
+        if t.numel() and builtins.float(t.min()) < 0:
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        w = t if w is None else w * t
+    return w
+
+
+@_register("cov")
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Covariance matrix of the variables in input's rows (observations in columns; a 1-D
+    input is one variable).  fweights: integer repeat counts, aweights: float importance
+    weights of the observations; correction: 1 for the unbiased estimate, 0 for the plain
+    mean of squares."""
+    _arr(input, "cov")
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.ndim} dimensions")
+    if input.dtype is D.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    if not x.is_floating_point():
+        x = x.to(D.DTYPES[_ew.get_default_float()])
+    n = x.shape[1]
+    w = _observation_weights(fweights, aweights, n)
+    if w is None:
+        w_sum = n
+        avg = x.mean(1)
+    else:
+        w_sum = w.sum()
+        avg = (x * w).sum(1) / w_sum
+    if w is None:
+        norm = n - correction
+    elif correction == 0:
+        norm = w_sum
+    elif aweights is None:
+        norm = w_sum - correction
+    else:
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
+    if builtins.float(norm) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than "
+                      "the number of observations.", RuntimeWarning)
+        norm = 0 if not isinstance(norm, Tensor) else norm.clamp_min(0)
+    xm = x - avg.unsqueeze(1)
+    c = xm.matmul((xm if w is None else xm * w).t())
+    return (c / norm).to(x.dtype).squeeze()
+
+
+@_register("corrcoef")
+def corrcoef(input):
+    """Pearson correlation coefficients of the variables in input's rows (cov normalised by
+    the standard deviations, clipped to [-1, 1])."""
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    std = c.diagonal().sqrt()
+    c = c / std.unsqueeze(1)
+    c = c / std.unsqueeze(0)
+    return c.clamp(-1, 1)
+
+
+@_register("renorm")
+def renorm(input, p, dim, maxnorm, *, out=None):
+    """Each slice input.select(dim, i) whose p-norm exceeds maxnorm is scaled down to norm
+    maxnorm (divided by norm + 1e-7, as PyTorch does)."""
+    _arr(input, "renorm")
+    if not input.is_floating_point():
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_TORCH_NAMES[input._data.dtype]}")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = _wrap_dim(dim, input.ndim)
+    others = [i for i in builtins.range(input.ndim) if i != d]
+    norms = vector_norm(input, p, others, keepdim=True)
+    factor = _pw().where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    r = input * factor.to(input.dtype)
+    if out is None:
+        return r
+    _no_out_with_grad("renorm", input)
+    _ew.copy_(_prepare_out(out, r.shape, "renorm"), r._data)
+    return out
+
+
+@_register("renorm_")
+def renorm_(self, p, dim, maxnorm):
+    """In-place version of :func:`renorm`."""
+    return _pw()._inplace_via(self, lambda old: renorm(old, p, dim, maxnorm), "renorm_")
+
+
+__all__ += ["quantile", "nanquantile", "bincount", "histc", "histogram", "cov", "corrcoef",
+            "renorm"]

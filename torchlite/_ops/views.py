@@ -444,3 +444,56 @@ def t_(self):
 @_register("transpose_", "swapaxes_", "swapdims_")
 def transpose_(self, dim0, dim1):
     return _view_inplace(self, transpose(self, dim0, dim1))
+
+
+@_register("sum_to_size")
+def sum_to_size(self, *size):
+    """self summed down to `size` (which must expand to self's shape): the reverse of
+    expand, as a gradient of a broadcast op is reduced."""
+    from ..autograd.graph import expandable_to, sum_to
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
+    shape = _shape_arg(size, "sum_to_size")
+    if not expandable_to(shape, tuple(self.shape)):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(self.shape)}}}.")
+    return sum_to(self, shape)
+
+
+@_register("resize_")
+def resize_(self, *sizes, memory_format=None):
+    """Give self a new contiguous shape in place.  When self's memory holds enough elements
+    (from its offset on) they are reused as they lie; otherwise self moves to new memory
+    holding the old elements first (the rest uninitialised).  Other views of the old memory
+    keep it.  A tensor that requires grad cannot be resized."""
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = _shape_arg(sizes, "resize_")
+    if builtins.any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{builtins.min(shape)}: {list(shape)}")
+    n = 1
+    for s in shape:
+        n *= s
+    a = self._data
+    strides, st = [], 1
+    for s in reversed(shape):
+        strides.append(st)
+        st *= builtins.max(s, 1)
+    strides = tuple(reversed(strides))
+    held = a.storage_nbytes() // a.itemsize - a.offset     # elements from self's offset on
+    if n <= held:
+        self._data = a.as_strided(shape, strides, a.offset)
+    else:
+        new = _A.empty(shape, a.dtype)
+        keep = builtins.max(builtins.min(held, n), 0)
+        if keep:
+            _ew.copy_(new.as_strided((keep,), (1,), 0), a.as_strided((keep,), (1,), a.offset))
+        self._data = new
+    self._bump_version()
+    return self
+
+
+@_register("resize_as_")
+def resize_as_(self, the_template, *, memory_format=None):
+    """resize_(the_template.shape)."""
+    return resize_(self, tuple(the_template.shape))

@@ -1,0 +1,749 @@
+"""Matrix decompositions and solvers (torch.linalg.cholesky, lu, qr, eigh, svd, solve, inv,
+det, ...) and their top-level / Tensor aliases.
+
+The factorisations run on torchlite's own kernels (torchlite/_core/linalg_decomp.pyx: LU with
+partial pivoting, Cholesky, Householder QR, tridiagonal QL, one-sided Jacobi SVD); the derived
+ops (pinv, lstsq, matrix_rank, matrix_power, matrix_exp, cond) are compositions of them and of
+the matrix products.  Each op checks its arguments with PyTorch's messages, and records a
+backward node (linalg_decomp_grad.py) when an input requires grad."""
+import builtins
+import functools
+import math
+
+from .._core import array as _A
+from .._core import elementwise as _ew
+from .._core import linalg_decomp as _K
+from .._core.matmul import C_NAMES as _C_NAMES
+from .._tensor import Tensor, _wrap
+from .. import return_types as _rt
+from ..autograd.graph import needs_grad
+from ..autograd.grad_mode import no_grad
+from . import _register
+from . import linalg_decomp_grad as _G
+from .pointwise import _no_out_with_grad
+
+__all__ = ["det", "logdet", "slogdet", "inverse", "svd", "qr", "cholesky", "cholesky_solve",
+           "matrix_power", "matrix_exp", "pinverse"]
+
+
+class LinAlgError(RuntimeError):
+    """A numerical failure of a linalg op (singular matrix, not positive-definite, no
+    convergence): torch.linalg.LinAlgError."""
+
+
+LinAlgError.__module__ = "torchlite.linalg"
+_K.set_error_class(LinAlgError)
+
+
+def _tuple_type(name, fields):
+    return getattr(_rt, name, None) or _rt._make(name, fields)
+
+
+_Slogdet = _tuple_type("linalg_slogdet", ("sign", "logabsdet"))
+_SlogdetLegacy = _tuple_type("slogdet", ("sign", "logabsdet"))
+_Qr = _tuple_type("linalg_qr", ("Q", "R"))
+_QrLegacy = _tuple_type("qr", ("Q", "R"))
+_Eigh = _tuple_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
+_Svd = _tuple_type("linalg_svd", ("U", "S", "Vh"))
+_SvdLegacy = _tuple_type("svd", ("U", "S", "V"))
+_LuFactor = _tuple_type("linalg_lu_factor", ("LU", "pivots"))
+_LuFactorEx = _tuple_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+_Lu = _tuple_type("linalg_lu", ("P", "L", "U"))
+_InvEx = _tuple_type("linalg_inv_ex", ("inverse", "info"))
+_CholeskyEx = _tuple_type("linalg_cholesky_ex", ("L", "info"))
+_SolveEx = _tuple_type("linalg_solve_ex", ("result", "info"))
+_Lstsq = _tuple_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+
+
+# ---- argument checks ---------------------------------------------------------------------
+def _tensor(x, op, name="A"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _matrix(A, op, square=False):
+    """Check A is a (batch of) floating matrices (square when asked), as torch words it."""
+    _tensor(A, op)
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    code = A._data.dtype
+    if code in (6, 7):
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_K._NAMES[code]}")
+    if code not in (8, 9):
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                           f"{_K._NAMES[code]}")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    return A
+
+
+def _same_dtype(A, B, op):
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
+                           f"{_K._NAMES[A._data.dtype]} and B of type {_K._NAMES[B._data.dtype]} "
+                           f"instead")
+
+
+def _raise_info(info, op, message):
+    """Raise LinAlgError for the first nonzero info (message(info) words it), prefixed with
+    the batch element as torch does for batched inputs."""
+    flat = info.reshape(-1).tolist()
+    for b, v in enumerate(flat):
+        if v != 0:
+            prefix = f"(Batch element {b}): " if info.ndim > 0 else ""
+            raise LinAlgError(f"{op}: {prefix}{message(v)}")
+
+
+def _broadcast_batch(A, B, op, shapes_msg):
+    """A (*a, n, n) and B (*b, n, k) broadcast to a common batch shape."""
+    try:
+        batch = tuple(_broadcast_shapes(A.shape[:-2], B.shape[:-2]))
+    except RuntimeError:
+        raise RuntimeError(shapes_msg) from None
+    return A.expand(batch + tuple(A.shape[-2:])), B.expand(batch + tuple(B.shape[-2:]))
+
+
+def _broadcast_shapes(a, b):
+    from .._core import array as _A
+    return _A.broadcast_shapes(tuple(a), tuple(b))
+
+
+def _where(c, x, y):
+    from .pointwise import where
+    return where(c, x, y)
+
+
+def _with_out(name):
+    """Give an op torch's out= keyword: the result is written into out (a tensor, or a tuple
+    for ops with several results), resized when its shape differs; a dtype mismatch, or an
+    input requiring grad, raises as torch does."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, out=None, **kwargs):
+            if out is None:
+                return fn(*args, **kwargs)
+            _no_out_with_grad(name, *args, *kwargs.values())
+            return _write_out(fn(*args, **kwargs), out, name)
+        return wrapper
+    return deco
+
+
+def _write_out(res, out, name):
+    if isinstance(res, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(res):
+            raise TypeError(f"{name}(): argument 'out' must be tuple of {len(res)} Tensors")
+        filled = [_write_out(r, o, name) for r, o in zip(res, out)]
+        return type(res)(*filled) if hasattr(res, "_fields") else tuple(filled)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._data.dtype != res._data.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {_C_NAMES[res._data.dtype]}, but "
+                           f"got {_C_NAMES[out._data.dtype]} instead")
+    if tuple(out.shape) != tuple(res.shape):
+        out._data = _A.empty(tuple(res.shape), res._data.dtype)
+    _ew.copy_(out._data, res._data)
+    out._bump_version()
+    return out
+
+
+def _eye_like(A, n=None):
+    from .creation import eye
+    n = A.shape[-1] if n is None else n
+    return eye(n, dtype=A.dtype)
+
+
+# ---- LU -----------------------------------------------------------------------------------
+@_with_out("linalg_lu_factor_ex")
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """torch.linalg.lu_factor_ex: (LU, pivots, info) with partial pivoting."""
+    op = "torch.linalg.lu_factor_ex"
+    _tensor(A, op)
+    if A.ndim < 2:
+        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
+                           f"size: {list(A.shape)} instead")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    lu, piv, info = _K.lu_factor(_matrix(A, "linalg.lu_factor")._data)
+    res = (_wrap(lu), _wrap(piv), _wrap(info))
+    if check_errors:
+        _raise_info(res[2], "linalg.lu_factor", lambda v: f"U[{v},{v}] is zero and using it on "
+                    f"lu_solve would result in a division by zero.")
+    if needs_grad(A):
+        _G.record_not_implemented("linalg_lu_factor_ex", "LinalgLuFactorExBackward0", A, res)
+    return _LuFactorEx(*res)
+
+
+@_with_out("linalg_lu_factor")
+def lu_factor(A, *, pivot=True):
+    """torch.linalg.lu_factor: (LU, pivots) with A = P L U; raises when U has a zero on its
+    diagonal (torch's rule, lu_solve would divide by it)."""
+    lu, piv, info = lu_factor_ex(A, pivot=pivot)
+    for b, v in enumerate(info.reshape(-1).tolist()):
+        if v != 0:
+            prefix = f"(Batch element {b}): " if info.ndim > 0 else ""
+            raise RuntimeError(f"torch.linalg.lu_factor: {prefix}U[{v},{v}] is zero and using "
+                               f"it on lu_solve would result in a division by zero. If you still "
+                               f"want to perform the factorization, consider calling "
+                               f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+    return _LuFactor(lu, piv)
+
+
+def _permutation(piv, m, dtype):
+    """The permutation matrices P (..., m, m) of LAPACK-style pivots (..., k): row i of
+    P^T A is row perm[i] of A, so P[perm[i], i] = 1, i.e. P = I[perm]^T."""
+    from .creation import tensor
+    batch = tuple(piv.shape[:-1])
+    nb, k = math.prod(batch), piv.shape[-1]
+    rows = piv.reshape(nb, k).tolist() if nb * k else [[]] * nb
+    perms = []
+    for row in rows:
+        perm = list(range(m))
+        for i, p in enumerate(row):
+            perm[i], perm[p - 1] = perm[p - 1], perm[i]
+        perms.append(perm)
+    index = tensor(perms, dtype=_int64()).reshape(batch + (m,))
+    return _eye_like(piv, m).to(dtype)[index].mT.contiguous()
+
+
+def _int64():
+    from .. import int64
+    return int64
+
+
+@_with_out("linalg_lu")
+def lu(A, *, pivot=True):
+    """torch.linalg.lu: (P, L, U) with A = P L U, L unit lower-triangular (m x k), U upper
+    (k x n), k = min(m, n)."""
+    LU, piv, _ = lu_factor_ex(A, pivot=pivot)
+    with no_grad():
+        m, n = A.shape[-2], A.shape[-1]
+        k = min(m, n)
+        L = LU[..., :, :k].tril(-1) + _eye_like(A, m)[:, :k]
+        U = LU[..., :k, :].triu()
+        P = _permutation(piv, m, A.dtype)
+    if needs_grad(A):
+        # P is not differentiable (torch's rule): only L and U get the node
+        _G.record_not_implemented("linalg_lu", "LinalgLuBackward0", A, (None, L, U))
+    return _Lu(P, L, U)
+
+
+@_with_out("linalg_lu_solve")
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    """torch.linalg.lu_solve: X with A X = B (adjoint: A^T X = B; left=False: X A = B) from
+    lu_factor's (LU, pivots)."""
+    op = "linalg.lu_solve"
+    _matrix(LU, op, square=True)
+    _tensor(pivots, op, "pivots")
+    _tensor(B, op, "B")
+    _same_dtype(LU, B, op)
+    n = LU.shape[-1]
+    if tuple(pivots.shape) != tuple(LU.shape[:-1]):
+        raise RuntimeError(f"{op}: Expected LU.shape[:-1] and pivots.shape to be the same, but "
+                           f"got pivots with shape {list(pivots.shape)} instead")
+    if B.ndim < 2 or (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{'x'.join(str(s) for s in B.shape[-2:])})")
+    rhs = B if left else B.mT
+    trans = adjoint if left else not adjoint
+    LUb, Bb = _broadcast_batch(LU, rhs, op, f"{op}: batch shapes do not broadcast")
+    pb = pivots.expand(tuple(LUb.shape[:-1]))
+    X = _wrap(_K.lu_solve(LUb._data, pb._data, Bb._data, trans))
+    X = X if left else X.mT
+    if needs_grad(LU, B):
+        _G.record_not_implemented("linalg_lu_solve", "LinalgLuSolveBackward0", LU, X,
+                                  extra=(pivots, B))
+    return X
+
+
+# ---- solve / inv ----------------------------------------------------------------------------
+def _solve_raw(A, B, op, check):
+    """X with A X = B (B a batch of matrices of A's batch dims after broadcasting), and the
+    info of A's LU."""
+    lu_, piv, info = _K.lu_factor(A._data)
+    if check:
+        _raise_info(_wrap(info), op, lambda v: "The solver failed because the input matrix is "
+                    "singular.")
+    A2, B2 = _broadcast_batch(_wrap(lu_), B, op, f"{op}: batch shapes do not broadcast")
+    piv2 = _wrap(piv).expand(tuple(A2.shape[:-1]))
+    return _wrap(_K.lu_solve(A2._data, piv2._data, B2._data, False)), _wrap(info)
+
+
+def _vector_rhs(A, B):
+    """Whether B is a (batch of) vectors for solve(A, B), torch's rule."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+def _solve(A, B, left, check, op):
+    _matrix(A, op, square=True)
+    _tensor(B, op, "B")
+    _same_dtype(A, B, op)
+    vec = _vector_rhs(A, B)
+    Bm = B.unsqueeze(-1) if vec else B
+    if Bm.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    n = A.shape[-1]
+    if (Bm.shape[-2] if left else Bm.shape[-1]) != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{'x'.join(str(s) for s in Bm.shape[-2:])})")
+    if left:
+        Xm, info = _solve_raw(A, Bm, "torch.linalg.solve", check)
+    else:   # X A = B  <=>  A^T X^T = B^T
+        Xm, info = _solve_raw(A.mT, Bm.mT, "torch.linalg.solve", check)
+        Xm = Xm.mT
+    X = Xm.squeeze(-1) if vec else Xm
+    if needs_grad(A, B):
+        _G.record_solve(A, B, X, left, vec)
+    return X, info
+
+
+@_with_out("linalg_solve")
+def solve(A, B, *, left=True):
+    """torch.linalg.solve: X with A X = B (left=False: X A = B); B may be a (batch of)
+    vectors; raises LinAlgError for a singular A."""
+    return _solve(A, B, left, True, "linalg.solve")[0]
+
+
+@_with_out("linalg_solve_ex")
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """torch.linalg.solve_ex: (result, info) without raising for singular inputs."""
+    X, info = _solve(A, B, left, check_errors, "linalg.solve")
+    return _SolveEx(X, info)
+
+
+def _inv(A, check, op="linalg.inv"):
+    _matrix(A, op, square=True)
+    lu_, piv, info = _K.lu_factor(A._data)
+    if check:
+        _raise_info(_wrap(info), op, lambda v: f"The diagonal element {v} is zero, the inversion "
+                    f"could not be completed because the input matrix is singular.")
+    eye = _eye_like(A).expand(tuple(A.shape))
+    X = _wrap(_K.lu_solve(lu_, piv, eye._data, False))
+    if needs_grad(A):
+        _G.record_inv(A, X)
+    return X, _wrap(info)
+
+
+@_with_out("linalg_inv")
+def inv(A):
+    """torch.linalg.inv: the inverse of a (batch of) square matrices; LinAlgError when one is
+    singular."""
+    return _inv(A, True)[0]
+
+
+@_with_out("linalg_inv_ex")
+def inv_ex(A, *, check_errors=False):
+    """torch.linalg.inv_ex: (inverse, info) without raising for singular inputs."""
+    return _InvEx(*_inv(A, check_errors))
+
+
+@_register("inverse")
+@_with_out("inverse")
+def inverse(input):
+    """torch.inverse: linalg.inv."""
+    return inv(input)
+
+
+@_with_out("linalg_solve_triangular")
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """torch.linalg.solve_triangular: X with A X = B (left=False: X A = B), A upper or lower
+    triangular (the other triangle is not read), unitriangular: its diagonal taken as ones."""
+    op = "linalg.solve_triangular"
+    _matrix(A, op, square=True)
+    _tensor(B, op, "B")
+    _same_dtype(A, B, op)
+    if B.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{'x'.join(str(s) for s in B.shape[-2:])})")
+    if left:
+        A2, B2 = _broadcast_batch(A, B, op, f"{op}: batch shapes do not broadcast")
+        X = _wrap(_K.solve_triangular(A2._data, B2._data, upper, unitriangular))
+    else:   # X A = B  <=>  A^T X^T = B^T, A^T triangular the other way
+        A2, B2 = _broadcast_batch(A.mT, B.mT, op, f"{op}: batch shapes do not broadcast")
+        X = _wrap(_K.solve_triangular(A2._data, B2._data, not upper, unitriangular)).mT
+    if needs_grad(A, B):
+        _G.record_solve_triangular(A, B, X, upper, left, unitriangular)
+    return X
+
+
+# ---- determinants -----------------------------------------------------------------------------
+@_with_out("linalg_det")
+def det(A):
+    """torch.linalg.det through LU: (-1)^swaps * prod(diag(U))."""
+    _matrix(A, "linalg.det", square=True)
+    d, _, _ = _K.lu_det(A._data)
+    r = _wrap(d)
+    return _G.record_det(A, r) if needs_grad(A) else r
+
+
+def _slogdet(A, op):
+    _matrix(A, op, square=True)
+    _, s, la = _K.lu_det(A._data, op)
+    sign, lad = _wrap(s), _wrap(la)
+    if needs_grad(A):
+        _G.record_slogdet(A, sign, lad)
+    return sign, lad
+
+
+@_with_out("linalg_slogdet")
+def linalg_slogdet(A):
+    """torch.linalg.slogdet: (sign, log|det|), sign 0 and -inf for a singular matrix."""
+    return _Slogdet(*_slogdet(A, "linalg.slogdet"))
+
+
+@_register("slogdet")
+def slogdet(input):
+    """torch.slogdet (torch.return_types.slogdet)."""
+    return _SlogdetLegacy(*_slogdet(input, "linalg.slogdet"))
+
+
+@_register("logdet")
+def logdet(input):
+    """torch.logdet: log(det): NaN for a negative determinant, -inf for a singular matrix."""
+    sign, lad = _slogdet(input, "logdet")
+    from .creation import full
+    return _where(sign >= 0, lad, full((), math.nan, dtype=lad.dtype))
+
+
+det = _register("det")(det)
+
+
+# ---- Cholesky ---------------------------------------------------------------------------------
+def _cholesky(A, upper, check, op):
+    _matrix(A, op, square=True)
+    src = A.mT if upper else A      # upper reads A's upper triangle: the lower one of A^T
+    L, info = _K.cholesky(src._data)
+    L, info = _wrap(L), _wrap(info)
+    if check:
+        _raise_info(info, "linalg.cholesky", lambda v: f"The factorization could not be "
+                    f"completed because the input is not positive-definite (the leading minor "
+                    f"of order {v} is not positive-definite).")
+    res = L.mT if upper else L
+    if needs_grad(A):
+        _G.record_cholesky(A, res, upper)
+    return res, info
+
+
+@_with_out("linalg_cholesky")
+def linalg_cholesky(A, *, upper=False):
+    """torch.linalg.cholesky: L with A = L L^T (upper=True: U with A = U^T U), from the lower
+    (upper) triangle of A; LinAlgError when A is not positive-definite."""
+    return _cholesky(A, upper, True, "linalg.cholesky")[0]
+
+
+@_with_out("linalg_cholesky_ex")
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """torch.linalg.cholesky_ex: (L, info), info the order of the failing minor (0: fine)."""
+    return _CholeskyEx(*_cholesky(A, upper, check_errors, "linalg.cholesky"))
+
+
+@_register("cholesky")
+@_with_out("cholesky")
+def cholesky(input, upper=False):
+    """torch.cholesky (deprecated in torch, same as linalg.cholesky)."""
+    return _cholesky(input, upper, True, "linalg.cholesky")[0]
+
+
+@_register("cholesky_solve")
+@_with_out("cholesky_solve")
+def cholesky_solve(input, input2, upper=False):
+    """torch.cholesky_solve(B, L): X with (L L^T) X = B (upper: (U^T U) X = B)."""
+    L = input2
+    if upper:
+        y = solve_triangular(L.mT, input, upper=False)
+        return solve_triangular(L, y, upper=True)
+    y = solve_triangular(L, input, upper=False)
+    return solve_triangular(L.mT, y, upper=True)
+
+
+# ---- QR -------------------------------------------------------------------------------------
+def _qr(A, mode, op="linalg.qr"):
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    _matrix(A, op)
+    Q, R = _K.qr(A._data, mode)
+    Q, R = _wrap(Q), _wrap(R)
+    if mode == "r":
+        Q = _wrap(Q._data.view((0,)))                    # torch's Q for mode='r': shape (0,)
+    if needs_grad(A):
+        _G.record_qr(A, Q, R, mode)
+    return Q, R
+
+
+@_with_out("linalg_qr")
+def linalg_qr(A, mode="reduced"):
+    """torch.linalg.qr: Householder QR; mode 'reduced' (Q m x k), 'complete' (Q m x m) or 'r'
+    (Q empty).  R's diagonal signs follow LAPACK's convention."""
+    return _Qr(*_qr(A, mode))
+
+
+@_register("qr")
+@_with_out("qr")
+def qr(input, some=True):
+    """torch.qr (legacy): some=True is mode 'reduced', some=False 'complete'."""
+    return _QrLegacy(*_qr(input, "reduced" if some else "complete"))
+
+
+# ---- symmetric eigenproblem --------------------------------------------------------------------
+def _eigh(A, UPLO, vectors):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    _matrix(A, "linalg.eigh", square=True)
+    w, V = _K.eigh(A._data, UPLO == "L", vectors)
+    w, V = _wrap(w), _wrap(V)
+    if needs_grad(A):
+        _G.record_eigh(A, w, V, UPLO)
+    return w, V
+
+
+@_with_out("linalg_eigh")
+def eigh(A, UPLO="L"):
+    """torch.linalg.eigh: eigenvalues (ascending) and orthonormal eigenvectors (columns) of a
+    symmetric matrix read from its lower (UPLO='L') or upper triangle."""
+    return _Eigh(*_eigh(A, UPLO, True))
+
+
+@_with_out("linalg_eigvalsh")
+def eigvalsh(A, UPLO="L"):
+    """torch.linalg.eigvalsh: the eigenvalues of eigh (eigenvectors computed only when a
+    gradient needs them)."""
+    return _eigh(A, UPLO, needs_grad(A))[0]
+
+
+# ---- SVD --------------------------------------------------------------------------------------
+def _svd(A, full_matrices, compute_uv, op="linalg.svd"):
+    _matrix(A, op)
+    want = compute_uv or needs_grad(A)
+    U, S, Vh = _K.svd(A._data, full_matrices if want else False, want, op)
+    U, S, Vh = _wrap(U), _wrap(S), _wrap(Vh)
+    if needs_grad(A):
+        _G.record_svd(A, U, S, Vh, full_matrices)
+    return U, S, Vh
+
+
+@_with_out("linalg_svd")
+def linalg_svd(A, full_matrices=True, *, driver=None):
+    """torch.linalg.svd: A = U diag(S) Vh, S descending (one-sided Jacobi: accurate singular
+    values, also the small ones).  Singular vectors are unique up to sign only."""
+    return _Svd(*_svd(A, full_matrices, True))
+
+
+@_with_out("linalg_svdvals")
+def svdvals(A, *, driver=None):
+    """torch.linalg.svdvals: the singular values, descending."""
+    return _svd(A, False, False, "linalg.svdvals")[1]
+
+
+@_register("svd")
+@_with_out("svd")
+def svd(input, some=True, compute_uv=True):
+    """torch.svd (legacy): returns V, not Vh; some=False gives full U and V; compute_uv=False
+    returns zero-filled U (m x m) and V (n x n)."""
+    if not compute_uv:
+        from .creation import zeros
+        S = svdvals(input)
+        m, n = input.shape[-2], input.shape[-1]
+        batch = tuple(input.shape[:-2])
+        return _SvdLegacy(zeros(batch + (m, m), dtype=input.dtype), S,
+                          zeros(batch + (n, n), dtype=input.dtype))
+    U, S, Vh = _svd(input, not some, True)
+    return _SvdLegacy(U, S, Vh.mT)
+
+
+def _tolerance(S, A, atol, rtol, op):
+    """max(atol, rtol * largest singular value), torch's defaults: rtol = eps * max(m, n)
+    when neither is given, 0 when only a positive atol is."""
+    from .. import finfo
+    m, n = A.shape[-2], A.shape[-1]
+    if rtol is None:
+        rtol = 0.0 if (atol is not None and not _is_zero(atol)) else finfo(A.dtype).eps * max(m, n)
+    if atol is None:
+        atol = 0.0
+    smax = S[..., :1] if S.shape[-1] else S.sum(-1, keepdim=True)
+    rt = rtol.unsqueeze(-1) if isinstance(rtol, Tensor) else rtol
+    at = atol.unsqueeze(-1) if isinstance(atol, Tensor) else atol
+    thr = smax * rt
+    from .pointwise import maximum
+    if isinstance(at, Tensor):
+        return maximum(thr, at.to(thr.dtype))
+    return thr.clamp(min=builtins.float(at))
+
+
+def _is_zero(x):
+    return (x == 0).all().item() if isinstance(x, Tensor) else x == 0
+
+
+@_with_out("linalg_pinv")
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
+    """torch.linalg.pinv through the SVD: V diag(1/s for s > tol, else 0) U^T, tol =
+    max(atol, rtol * s_max).  (hermitian=True gives the same result through the SVD.)"""
+    _matrix(A, "linalg.pinv")
+    with no_grad():
+        U, S, Vh = _svd(A, False, True, "linalg.pinv")
+        thr = _tolerance(S, A, atol, rtol, "linalg.pinv")
+        keep = S > thr
+        inv_s = _where(keep, 1 / _where(keep, S, S.new_ones(())), S.new_zeros(()))
+        P = (Vh.mT * inv_s.unsqueeze(-2)) @ U.mT
+    if needs_grad(A):
+        _G.record_pinv(A, P)
+    return P
+
+
+@_register("pinverse")
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: linalg.pinv with rtol=rcond."""
+    return pinv(input, rtol=rcond)
+
+
+@_with_out("linalg_matrix_rank")
+def matrix_rank(A, tol=None, *, atol=None, rtol=None, hermitian=False):
+    """torch.linalg.matrix_rank: the number of singular values above max(atol, rtol * s_max)
+    (int64)."""
+    _matrix(A, "linalg.matrix_rank")
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    with no_grad():
+        S = _svd(A, False, False, "linalg.matrix_rank")[1]
+        return (S > _tolerance(S, A, atol, rtol, "linalg.matrix_rank")).sum(-1)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """torch.linalg.lstsq: the least-squares (minimum-norm) solution of A X = B through the
+    pseudo-inverse, in torch's named tuple.  As on torch's CPU: rank is returned except for
+    driver 'gels', singular_values only for 'gelsd'/'gelss', residuals (squared column norms of
+    A X - B) when m > n and every A has full rank (and driver is not 'gelsy')."""
+    op = "torch.linalg.lstsq"
+    _matrix(A, "linalg.lstsq")
+    _tensor(B, op, "B")
+    _same_dtype(A, B, "torch.linalg.lstsq")
+    if driver is None:
+        driver = "gelsy"
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, "
+                           f"gelss)")
+    vec = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vec else B
+    if Bm.ndim < 2 or Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2)")
+    m, n = A.shape[-2], A.shape[-1]
+    from .. import finfo
+    rt = finfo(A.dtype).eps * max(m, n) if rcond is None or rcond < 0 else rcond
+    X = pinv(A, rtol=rt) @ Bm
+    with no_grad():
+        S = svdvals(A)
+        rank = (S > S[..., :1] * rt).sum(-1) if S.shape[-1] else S.sum(-1).long()
+    from .creation import empty
+    res = X.reshape(-1)[:0]       # empty; part of the graph like torch's (requires grad with X)
+    if driver != "gelsy" and m > n and bool((rank == n).all()):
+        res = ((A @ X - Bm) ** 2).sum(-2)          # (..., k), (..., 1) for a vector B, as torch
+    sv = S if driver in ("gelsd", "gelss") else empty((0,), dtype=A.dtype)
+    if driver == "gels":
+        rank = empty((0,), dtype=rank.dtype)
+    return _Lstsq(X.squeeze(-1) if vec else X, res, rank, sv)
+
+
+# ---- powers and the exponential ---------------------------------------------------------------
+@_register("matrix_power")
+@_with_out("linalg_matrix_power")
+def matrix_power(A, n):
+    """torch.linalg.matrix_power: A^n by repeated squaring (n < 0: the inverse's power)."""
+    op = "linalg.matrix_power"
+    _tensor(A, op)
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if not isinstance(n, builtins.int) or isinstance(n, builtins.bool):
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not "
+                        f"{type(n).__name__}")
+    if n == 0:
+        return _eye_like(A).expand(tuple(A.shape)).clone()
+    base = inv(A) if n < 0 else A
+    n = abs(n)
+    result = None
+    while n:          # binary powering: result *= base for each set bit
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result
+
+
+# Pade(13) coefficients and the largest 1-norm it serves to double precision (Higham 2005)
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def _expm(A):
+    """exp(A) by scaling and squaring with the [13/13] Pade approximant (one scale for the
+    whole batch: the largest any matrix needs)."""
+    norm1 = A.abs().sum(-2).amax(-1).amax().item() if A.numel() else 0.0
+    s = max(0, math.ceil(math.log2(norm1 / _THETA13))) if norm1 > _THETA13 else 0
+    X = A / (2.0 ** s)
+    b = _PADE13
+    I = _eye_like(A).expand(tuple(A.shape))
+    X2 = X @ X
+    X4 = X2 @ X2
+    X6 = X4 @ X2
+    U = X @ (X6 @ (b[13] * X6 + b[11] * X4 + b[9] * X2) + b[7] * X6 + b[5] * X4 + b[3] * X2
+             + b[1] * I)
+    V = X6 @ (b[12] * X6 + b[10] * X4 + b[8] * X2) + b[6] * X6 + b[4] * X4 + b[2] * X2 + b[0] * I
+    R = _solve_raw(V - U, V + U, "linalg.matrix_exp", False)[0]
+    for _ in range(s):
+        R = R @ R
+    return R
+
+
+@_register("matrix_exp")
+def matrix_exp(A):
+    """torch.linalg.matrix_exp: the matrix exponential (scaling and squaring, Pade 13)."""
+    op = "linalg.matrix_exp"
+    _matrix(A, op, square=True)
+    with no_grad():
+        E = _expm(A.double() if A.dtype != _float64() else A).to(A.dtype)
+    if needs_grad(A):
+        _G.record_matrix_exp(A, E)
+    return E
+
+
+def _float64():
+    from .. import float64
+    return float64
+
+
+@_with_out("linalg_cond")
+def cond(A, p=None):
+    """torch.linalg.cond: s_max / s_min for p None or 2 (-2: the reverse), else
+    norm(A, p) * norm(inv(A), p)."""
+    _matrix(A, "linalg.cond")
+    if p is None or p == 2 or p == -2:
+        S = svdvals(A)
+        return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+    from .reduction import matrix_norm
+    _matrix(A, "linalg.cond", square=True)
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def svd_matrix_norm(A, ord, d0, d1, keepdim, dtype):
+    """matrix_norm for ord 2 / -2 (largest / smallest singular value) and 'nuc' (their sum)
+    over dims (d0, d1), written with recorded ops (the SVD's gradient flows)."""
+    t = A if dtype is None else A.to(dtype)
+    t = t.movedim((d0, d1), (-2, -1))
+    S = svdvals(t)
+    r = S.amax(-1) if ord == 2 else S.amin(-1) if ord == -2 else S.sum(-1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = r.unsqueeze(d)
+    return r

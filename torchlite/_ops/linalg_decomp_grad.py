@@ -1,0 +1,316 @@
+"""Backward formulas of the decompositions and solvers in linalg_decomp.py.
+
+Every formula is written with Tensor ops (the public solvers included), so it is
+differentiable again.  The multi-output nodes take None for outputs without a gradient
+(_materialize = False), so a loss of the singular values alone never touches the
+1 / (s_j^2 - s_i^2) terms that blow up for repeated values.
+
+Known limits (as documented in the report): det / slogdet gradients go through A^{-1} (not
+defined for singular A, where torch uses an SVD); svd and eigh gradients assume distinct
+values (torch raises for gauge-dependent losses, these do not check); lu_factor / lu / lu_solve
+record nodes that raise 'not implemented'."""
+from ..autograd.graph import Node, record, sum_to
+
+
+def _wants(node, i):
+    return node.next_functions[i][0] is not None
+
+
+def _sym(X):
+    return 0.5 * (X + X.mT)
+
+
+def _eye(n, like):
+    from .creation import eye
+    return eye(n, dtype=like.dtype)
+
+
+def _ld():
+    from . import linalg_decomp
+    return linalg_decomp
+
+
+class _NotImplementedBackward(Node):
+    def backward(self, *grads):
+        raise RuntimeError(f"the derivative for '{self.op}' is not implemented")
+
+
+def record_not_implemented(op, cls_name, A, outputs, extra=()):
+    node = type(cls_name, (_NotImplementedBackward,), {})()
+    node.op = op
+    record(node, (A,) + tuple(extra), outputs)
+    return outputs
+
+
+# ---- inverse and solvers ---------------------------------------------------------------------
+class LinalgInvExBackward0(Node):
+    def backward(self, g, *rest):
+        X = self.saved("inverse")
+        if g is None:
+            return (None,)
+        Xt = X.mT
+        return (-(Xt @ g @ Xt),)
+
+
+def record_inv(A, X):
+    node = LinalgInvExBackward0()
+    node._materialize = False
+    node.save_output(inverse=X)
+    record(node, (A,), X)
+
+
+class LinalgSolveExBackward0(Node):
+    def backward(self, g, *rest):
+        A, X = self.saved("A"), self.saved("result")
+        if g is None:
+            return None, None
+        left, vec, ashape, bshape = self.meta
+        gm = g.unsqueeze(-1) if vec else g
+        Xm = X.unsqueeze(-1) if vec else X
+        solve = _ld().solve
+        if left:                   # X = A^-1 B: gB = A^-T g, gA = -gB X^T
+            gB = solve(A.mT, gm)
+            gA = -(gB @ Xm.mT)
+        else:                      # X = B A^-1: gB = g A^-T, gA = -X^T gB
+            gB = solve(A.mT, gm, left=False)
+            gA = -(Xm.mT @ gB)
+        gB = gB.squeeze(-1) if vec else gB
+        return (sum_to(gA, ashape) if _wants(self, 0) else None,
+                sum_to(gB, bshape) if _wants(self, 1) else None)
+
+
+def record_solve(A, B, X, left, vec):
+    node = LinalgSolveExBackward0()
+    node._materialize = False
+    node.meta = (left, vec, tuple(A.shape), tuple(B.shape))
+    node.save(A=A)
+    node.save_output(result=X)
+    record(node, (A, B), X)
+
+
+class LinalgSolveTriangularBackward0(Node):
+    def backward(self, g):
+        A, X = self.saved("A"), self.saved("result")
+        upper, left, unit, ashape, bshape = self.meta
+        st = _ld().solve_triangular
+        if left:
+            gB = st(A.mT, g, upper=not upper, unitriangular=unit)
+            gA = -(gB @ X.mT)
+        else:
+            gB = st(A.mT, g, upper=not upper, left=False, unitriangular=unit)
+            gA = -(X.mT @ gB)
+        off = 1 if (unit and upper) else 0
+        gA = gA.triu(off) if upper else gA.tril(-1 if unit else 0)
+        return (sum_to(gA, ashape) if _wants(self, 0) else None,
+                sum_to(gB, bshape) if _wants(self, 1) else None)
+
+
+def record_solve_triangular(A, B, X, upper, left, unit):
+    node = LinalgSolveTriangularBackward0()
+    node.meta = (upper, left, unit, tuple(A.shape), tuple(B.shape))
+    node.save(A=A)
+    node.save_output(result=X)
+    record(node, (A, B), X)
+
+
+# ---- determinants ----------------------------------------------------------------------------
+class LinalgDetBackward0(Node):
+    def backward(self, g):
+        A, d = self.saved("A"), self.saved("result")
+        return ((g * d).unsqueeze(-1).unsqueeze(-1) * _ld().inv(A).mT,)
+
+
+def record_det(A, d):
+    node = LinalgDetBackward0()
+    node.save(A=A)
+    node.save_output(result=d)
+    return record(node, (A,), d)
+
+
+class LinalgSlogdetBackward0(Node):
+    def backward(self, gsign, glad):
+        if glad is None:
+            return (None,)
+        A = self.saved("A")
+        return (glad.unsqueeze(-1).unsqueeze(-1) * _ld().inv(A).mT,)
+
+
+def record_slogdet(A, sign, lad):
+    node = LinalgSlogdetBackward0()
+    node._materialize = False
+    node.save(A=A)
+    record(node, (A,), (sign, lad))
+
+
+# ---- Cholesky ---------------------------------------------------------------------------------
+class LinalgCholeskyExBackward0(Node):
+    def backward(self, g, *rest):
+        if g is None:
+            return (None,)
+        L = self.saved("L")
+        if self.upper:            # U = L^T
+            L, g = L.mT, g.mT
+        # A = L L^T: gA = L^-T Phi(L^T gL) L^-1 (Phi: lower triangle, halved diagonal),
+        # symmetrised (A is symmetric)
+        P = (L.mT @ g.tril()).tril()
+        P = P - 0.5 * P.diagonal(dim1=-2, dim2=-1).diag_embed()
+        st = _ld().solve_triangular
+        gA = st(L.mT, st(L, P, upper=False, left=False), upper=True)
+        return (_sym(gA),)
+
+
+def record_cholesky(A, L, upper):
+    node = LinalgCholeskyExBackward0()
+    node._materialize = False
+    node.upper = upper
+    node.save_output(L=L)
+    record(node, (A,), L)
+
+
+# ---- QR --------------------------------------------------------------------------------------
+class LinalgQrBackward0(Node):
+    def backward(self, gQ, gR):
+        mode = self.mode
+        if mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                               "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+                               "going to differentiate through linalg.qr.")
+        Q, R = self.saved("Q"), self.saved("R")
+        m, n = Q.shape[-2], R.shape[-1]
+        if mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                               "and nrows > ncols.")
+        if m < n:
+            raise RuntimeError("the derivative for 'linalg_qr' with more columns than rows is "
+                               "not implemented")
+        # A = Q R (m >= n): M = R gR^T - gQ^T Q, gA = (gQ + Q copyltu(M)) R^-T
+        gQ = gQ if gQ is not None else Q.new_zeros(Q.shape)
+        M = -(gQ.mT @ Q)
+        if gR is not None:
+            M = M + R @ gR.mT
+        low = M.tril(-1)
+        M = low + low.mT + M.diagonal(dim1=-2, dim2=-1).diag_embed()
+        rhs = gQ + Q @ M
+        gA = _ld().solve_triangular(R.mT, rhs, upper=False, left=False)
+        return (gA,)
+
+
+def record_qr(A, Q, R, mode):
+    node = LinalgQrBackward0()
+    node._materialize = False
+    node.mode = mode
+    record(node, (A,), (Q, R))        # first: the saved outputs need their output numbers
+    node.save_output(Q=Q, R=R)
+
+
+# ---- eigh --------------------------------------------------------------------------------------
+class LinalgEighBackward0(Node):
+    def backward(self, gw, gV):
+        w, V = self.saved("eigenvalues"), self.saved("eigenvectors")
+        if gV is None:
+            if gw is None:
+                return (None,)
+            return ((V * gw.unsqueeze(-2)) @ V.mT,)
+        # gA = V (diag(gw) + skew(V^T gV) / (w_j - w_i)) V^T, symmetric
+        E = w.unsqueeze(-2) - w.unsqueeze(-1)
+        n = w.shape[-1]
+        E = E + _eye(n, w)               # diagonal: any nonzero (masked below)
+        VtgV = V.mT @ gV
+        inner = (0.5 * (VtgV - VtgV.mT) / E) * (1 - _eye(n, w))
+        if gw is not None:
+            inner = inner + gw.diag_embed()
+        return (V @ inner @ V.mT,)
+
+
+def record_eigh(A, w, V, UPLO):
+    node = LinalgEighBackward0()
+    node._materialize = False
+    record(node, (A,), (w, V))
+    node.save_output(eigenvalues=w, eigenvectors=V)
+
+
+# ---- SVD --------------------------------------------------------------------------------------
+class LinalgSvdBackward0(Node):
+    def backward(self, gU, gS, gVh):
+        U, S, Vh = self.saved("U"), self.saved("S"), self.saved("Vh")
+        k = S.shape[-1]
+        if self.full:
+            U, Vh = U[..., :k], Vh[..., :k, :]
+            gU = gU[..., :k] if gU is not None else None
+            gVh = gVh[..., :k, :] if gVh is not None else None
+        if gU is None and gVh is None:
+            if gS is None:
+                return (None,)
+            return ((U * gS.unsqueeze(-2)) @ Vh,)
+        m, n = U.shape[-2], Vh.shape[-1]
+        V = Vh.mT
+        S2 = S * S
+        off = 1 - _eye(k, S)
+        F = off / (S2.unsqueeze(-2) - S2.unsqueeze(-1) + _eye(k, S))   # 1/(s_j^2 - s_i^2)
+        inner = gS.diag_embed() if gS is not None else None
+        Sr = S.unsqueeze(-2)           # scales columns
+        extra = None
+        if gU is not None:
+            UtgU = U.mT @ gU
+            J = (F * (UtgU - UtgU.mT)) * Sr
+            inner = J if inner is None else inner + J
+            if m > k:
+                extra = ((gU - U @ UtgU) / Sr) @ Vh
+        if gVh is not None:
+            gV = gVh.mT
+            VtgV = V.mT @ gV
+            K = S.unsqueeze(-1) * (F * (VtgV - VtgV.mT))
+            inner = K if inner is None else inner + K
+            if n > k:
+                e2 = U @ ((gV - V @ VtgV) / Sr).mT
+                extra = e2 if extra is None else extra + e2
+        gA = U @ inner @ Vh
+        return (gA if extra is None else gA + extra,)
+
+
+def record_svd(A, U, S, Vh, full):
+    node = LinalgSvdBackward0()
+    node._materialize = False
+    node.full = full
+    record(node, (A,), (U, S, Vh))
+    node.save_output(U=U, S=S, Vh=Vh)
+
+
+# ---- pinv --------------------------------------------------------------------------------------
+class LinalgPinvBackward0(Node):
+    def backward(self, g):
+        # X = A^+: gA = -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A)
+        A, X = self.saved("A"), self.saved("result")
+        Xt = X.mT
+        gt = g.mT
+        t1 = -(Xt @ g @ Xt)
+        t2 = (gt - A @ (X @ gt)) @ (X @ Xt)
+        t3 = (Xt @ X) @ (gt - (gt @ X) @ A)
+        return (t1 + t2 + t3,)
+
+
+def record_pinv(A, P):
+    node = LinalgPinvBackward0()
+    node.save(A=A)
+    node.save_output(result=P)
+    record(node, (A,), P)
+
+
+# ---- matrix_exp -------------------------------------------------------------------------------
+class LinalgMatrixExpBackward0(Node):
+    def backward(self, g):
+        # d/dA <g, exp(A)> = exp([[A^T, g], [0, A^T]])[:n, n:]
+        from .joining import cat
+        A = self.saved("A")
+        n = A.shape[-1]
+        At = A.mT
+        top = cat([At, g], -1)
+        bottom = cat([g.new_zeros(g.shape), At], -1)
+        E = _ld().matrix_exp(cat([top, bottom], -2))
+        return (E[..., :n, n:],)
+
+
+def record_matrix_exp(A, E):
+    node = LinalgMatrixExpBackward0()
+    node.save(A=A)
+    record(node, (A,), E)
