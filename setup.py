@@ -14,6 +14,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE = os.path.join("torchlite", "_core")
@@ -109,4 +110,17 @@ def extensions():
     )
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})
+class BuildPy(build_py):
+    """Ship the CUDA C sources (cuda_kernels/ at the top of the checkout) inside the package
+    as torchlite/cuda_kernels/, where torchlite.cuda compiles them from with NVRTC."""
+
+    def run(self):
+        super().run()
+        dst = os.path.join(self.build_lib, "torchlite", "cuda_kernels")
+        self.mkpath(dst)
+        for f in sorted(glob.glob(os.path.join(HERE, "cuda_kernels", "*"))):
+            if f.endswith((".cu", ".cuh")):
+                self.copy_file(f, os.path.join(dst, os.path.basename(f)))
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt, "build_py": BuildPy})

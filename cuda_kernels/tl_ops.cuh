@@ -1,0 +1,425 @@
+/* Elementwise op functors, one per op of the CPU's lists (torchlite/_core/kernels/
+ * ewise_ops.h), with the CPU's semantics (ewise_body.h, ewise_scalar.h):
+ *   maximum/minimum propagate NaN (x != x ? x : ...), fmax/fmin drop it;
+ *   integer add/sub/mul/neg/abs wrap (computed in uint64);
+ *   integer division/remainder follow Python (floor), division by zero reports
+ *   ERR_ZERODIV and gives 0, INT_MIN / -1 wraps;
+ *   shifts by a count outside [0, bits) give 0 (left) or the sign fill (right);
+ *   float floor division and remainder use CPython's algorithm.
+ * A functor's operator() takes the operands in their compute type (float32 for float16 and
+ * bfloat16) and the op's Params; it returns the compute type, or bool for predicates.
+ * Each functor serves every dtype its op exists for (if constexpr on the type). */
+#ifndef TL_OPS_CUH
+#define TL_OPS_CUH
+#include "tl_common.cuh"
+
+namespace tl {
+
+/* ---- math overloads: one name for float and double ------------------------------------- */
+#define TL_MATH1(NAME, F32, F64) \
+    TL_HD float NAME(float x) { return F32(x); } \
+    TL_HD double NAME(double x) { return F64(x); }
+#define TL_MATH2(NAME, F32, F64) \
+    TL_HD float NAME(float x, float y) { return F32(x, y); } \
+    TL_HD double NAME(double x, double y) { return F64(x, y); }
+TL_MATH1(m_fabs, fabsf, fabs)
+TL_MATH1(m_exp, expf, exp)
+TL_MATH1(m_exp2, exp2f, exp2)
+TL_MATH1(m_expm1, expm1f, expm1)
+TL_MATH1(m_log, logf, log)
+TL_MATH1(m_log2, log2f, log2)
+TL_MATH1(m_log10, log10f, log10)
+TL_MATH1(m_log1p, log1pf, log1p)
+TL_MATH1(m_sqrt, sqrtf, sqrt)
+TL_MATH1(m_sin, sinf, sin)
+TL_MATH1(m_cos, cosf, cos)
+TL_MATH1(m_tan, tanf, tan)
+TL_MATH1(m_asin, asinf, asin)
+TL_MATH1(m_acos, acosf, acos)
+TL_MATH1(m_atan, atanf, atan)
+TL_MATH1(m_sinh, sinhf, sinh)
+TL_MATH1(m_cosh, coshf, cosh)
+TL_MATH1(m_tanh, tanhf, tanh)
+TL_MATH1(m_asinh, asinhf, asinh)
+TL_MATH1(m_acosh, acoshf, acosh)
+TL_MATH1(m_atanh, atanhf, atanh)
+TL_MATH1(m_erf, erff, erf)
+TL_MATH1(m_erfc, erfcf, erfc)
+TL_MATH1(m_lgamma, lgammaf, lgamma)
+TL_MATH1(m_floor, floorf, floor)
+TL_MATH1(m_ceil, ceilf, ceil)
+TL_MATH1(m_rint, rintf, rint)
+TL_MATH1(m_trunc, truncf, trunc)
+TL_MATH2(m_fmod, fmodf, fmod)
+TL_MATH2(m_pow, powf, pow)
+TL_MATH2(m_atan2, atan2f, atan2)
+TL_MATH2(m_hypot, hypotf, hypot)
+TL_MATH2(m_copysign, copysignf, copysign)
+TL_MATH2(m_fmax, fmaxf, fmax)
+TL_MATH2(m_fmin, fminf, fmin)
+#if defined(__CUDACC__)
+TL_MATH1(m_erfinv, erfinvf, erfinv)      /* CUDA's; the host's libm has none */
+#endif
+#undef TL_MATH1
+#undef TL_MATH2
+
+TL_HD float m_inf(float) { return bits_f32(0x7f800000u); }
+TL_HD double m_inf(double) { return bits_f64(0x7ff0000000000000ull); }
+TL_HD bool m_signbit(float x) { return (f32_bits(x) >> 31) != 0; }
+TL_HD bool m_signbit(double x) { return (f64_bits(x) >> 63) != 0; }
+
+/* ---- integer helpers ------------------------------------------------------------------- */
+template <class T> TL_HD T wrap_neg(T x) { return (T)(0 - (u64)x); }
+
+template <class T> TL_HD T div_trunc(T x, T y, const Params& p) {
+    if (y == 0) { report(p, ERR_ZERODIV); return 0; }
+    if constexpr (is_signed_int<T>::value) { if (y == -1) return wrap_neg(x); }
+    return (T)(x / y);
+}
+template <class T> TL_HD T div_floor(T x, T y, const Params& p) {
+    if (y == 0) { report(p, ERR_ZERODIV); return 0; }
+    if constexpr (is_signed_int<T>::value) {
+        if (y == -1) return wrap_neg(x);
+        T q = (T)(x / y);
+        if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
+        return q;
+    } else {
+        return (T)(x / y);
+    }
+}
+template <class T> TL_HD T rem_floor(T x, T y, const Params& p) {
+    if (y == 0) { report(p, ERR_ZERODIV); return 0; }
+    if constexpr (is_signed_int<T>::value) {
+        if (y == -1) return 0;
+        T r = (T)(x % y);
+        if (r != 0 && ((r < 0) != (y < 0))) r = (T)(r + y);
+        return r;
+    } else {
+        return (T)(x % y);
+    }
+}
+template <class T> TL_HD T rem_trunc(T x, T y, const Params& p) {
+    if (y == 0) { report(p, ERR_ZERODIV); return 0; }
+    if constexpr (is_signed_int<T>::value) { if (y == -1) return 0; }
+    return (T)(x % y);
+}
+template <class T> TL_HD T int_pow(T b, T e) {
+    if constexpr (is_signed_int<T>::value) {
+        if (e < 0) {
+            if (b == 1) return 1;
+            if (b == -1) return (T)((e & 1) ? -1 : 1);
+            return 0;
+        }
+    }
+    u64 r = 1, bb = (u64)b, ee = (u64)e;
+    while (ee) {
+        if (ee & 1) r *= bb;
+        bb *= bb;
+        ee >>= 1;
+    }
+    return (T)r;
+}
+template <class T> TL_HD T shift_left(T x, T y) {
+    const i64 bits = 8 * (i64)sizeof(T);
+    return ((i64)y < 0 || (i64)y >= bits) ? (T)0 : (T)((u64)x << y);
+}
+template <class T> TL_HD T shift_right(T x, T y) {
+    const i64 bits = 8 * (i64)sizeof(T);
+    if ((i64)y < 0 || (i64)y >= bits) return (T)(x < 0 ? -1 : 0);
+    return (T)(x >> y);
+}
+
+/* Python's float floor division and remainder (CPython's algorithm, as the CPU). */
+template <class C> TL_HD C float_div_floor(C a, C b) {
+    if (b == 0) return a / b;
+    C mod = m_fmod(a, b);
+    C div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+    C fl;
+    if (div != 0) {
+        fl = m_floor(div);
+        if (div - fl > (C)0.5) fl += 1;
+    } else {
+        fl = m_copysign((C)0, a / b);
+    }
+    return fl;
+}
+template <class C> TL_HD C float_rem(C a, C b) {
+    C mod = m_fmod(a, b);
+    if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
+    return mod;
+}
+
+namespace op {
+
+#define TL_FLOAT_ONLY static_assert(is_float<C>::value, "op defined for floating types only")
+#define TL_INT_ONLY static_assert(!is_float<C>::value, "op defined for integer and bool types only")
+
+/* ---- unary ----------------------------------------------------------------------------- */
+/* Identity: casts and copies. */
+struct Identity { template <class C> TL_HD C operator()(C x, const Params&) const { return x; } };
+
+struct Neg {
+    template <class C> TL_HD C operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return -x; else return wrap_neg(x);
+    }
+};
+struct Abs {
+    template <class C> TL_HD C operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return m_fabs(x);
+        else if constexpr (same<C, bool>::value) return x;
+        else return x < 0 ? wrap_neg(x) : x;
+    }
+};
+struct Sign {
+    template <class C> TL_HD C operator()(C x, const Params&) const {
+        if constexpr (same<C, bool>::value) return x;
+        else return (C)((x > 0) - (x < 0));         /* NaN gives 0, as the CPU */
+    }
+};
+struct Square {
+    template <class C> TL_HD C operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return x * x;
+        else if constexpr (same<C, bool>::value) return x;
+        else return (C)((u64)x * (u64)x);
+    }
+};
+struct Relu {    /* NaN and -0.0 pass through unchanged */
+    template <class C> TL_HD C operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return x < 0 ? (C)0 : x; else return x > 0 ? x : (C)0;
+    }
+};
+struct Clamp {   /* s[0] = min, s[1] = max; NaN passes through */
+    template <class C> TL_HD C operator()(C x, const Params& p) const {
+        if constexpr (is_float<C>::value) {
+            const C lo = (C)p.s[0], hi = (C)p.s[1];
+            const C t = x < lo ? lo : x;
+            return t > hi ? hi : t;
+        } else {
+            return (double)x < p.s[0] ? (C)p.s[0] : ((double)x > p.s[1] ? (C)p.s[1] : x);
+        }
+    }
+};
+struct BitwiseNot {
+    template <class C> TL_HD C operator()(C x, const Params&) const {
+        TL_INT_ONLY;
+        if constexpr (same<C, bool>::value) return !x; else return (C)~x;
+    }
+};
+struct LogicalNot { template <class C> TL_HD bool operator()(C x, const Params&) const { return x == C(0); } };
+struct Isnan {
+    template <class C> TL_HD bool operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return x != x; else return false;
+    }
+};
+struct Isinf {
+    template <class C> TL_HD bool operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return m_fabs(x) == m_inf(x); else return false;
+    }
+};
+struct Isposinf {
+    template <class C> TL_HD bool operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return x == m_inf(x); else return false;
+    }
+};
+struct Isneginf {
+    template <class C> TL_HD bool operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return x == -m_inf(x); else return false;
+    }
+};
+struct Isfinite {
+    template <class C> TL_HD bool operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return m_fabs(x) < m_inf(x); else return true;
+    }
+};
+struct Signbit {
+    template <class C> TL_HD bool operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value) return m_signbit(x);
+        else if constexpr (same<C, bool>::value) return false;
+        else return x < 0;
+    }
+};
+
+/* float-only unary ops: F(Name, expression in x) */
+#define TL_FUNARY(NAME, EXPR) \
+    struct NAME { template <class C> TL_HD C operator()(C x, const Params& p) const { \
+        TL_FLOAT_ONLY; (void)p; return EXPR; } };
+TL_FUNARY(Reciprocal, C(1) / x)
+TL_FUNARY(Exp, m_exp(x))
+TL_FUNARY(Exp2, m_exp2(x))
+TL_FUNARY(Expm1, m_expm1(x))
+TL_FUNARY(Log, m_log(x))
+TL_FUNARY(Log2, m_log2(x))
+TL_FUNARY(Log10, m_log10(x))
+TL_FUNARY(Log1p, m_log1p(x))
+TL_FUNARY(Sqrt, m_sqrt(x))
+TL_FUNARY(Rsqrt, C(1) / m_sqrt(x))
+TL_FUNARY(Sin, m_sin(x))
+TL_FUNARY(Cos, m_cos(x))
+TL_FUNARY(Tan, m_tan(x))
+TL_FUNARY(Asin, m_asin(x))
+TL_FUNARY(Acos, m_acos(x))
+TL_FUNARY(Atan, m_atan(x))
+TL_FUNARY(Sinh, m_sinh(x))
+TL_FUNARY(Cosh, m_cosh(x))
+TL_FUNARY(Tanh, m_tanh(x))
+TL_FUNARY(Asinh, m_asinh(x))
+TL_FUNARY(Acosh, m_acosh(x))
+TL_FUNARY(Atanh, m_atanh(x))
+TL_FUNARY(Erf, m_erf(x))
+TL_FUNARY(Erfc, m_erfc(x))
+#if defined(__CUDACC__)
+TL_FUNARY(Erfinv, m_erfinv(x))
+#endif
+TL_FUNARY(Sigmoid, C(1) / (C(1) + m_exp(-x)))
+TL_FUNARY(Floor, m_floor(x))
+TL_FUNARY(Ceil, m_ceil(x))
+TL_FUNARY(Round, m_rint(x))                 /* half to even */
+TL_FUNARY(Trunc, m_trunc(x))
+TL_FUNARY(Frac, x - m_trunc(x))
+TL_FUNARY(Lgamma, m_lgamma(x))
+/* s[0] = nan, s[1] = posinf, s[2] = neginf replacements */
+TL_FUNARY(NanToNum, x != x ? (C)p.s[0] : (x == m_inf(x) ? (C)p.s[1] : (x == -m_inf(x) ? (C)p.s[2] : x)))
+/* computed in float64 whatever the type, as the CPU */
+TL_FUNARY(RoundDecimals, (C)(m_rint((double)x * m_pow(10.0, p.s[0])) / m_pow(10.0, p.s[0])))
+#undef TL_FUNARY
+
+/* logit with s[0] = eps (eps < 0: no clamping) */
+struct Logit {
+    template <class C> TL_HD C operator()(C x, const Params& p) const {
+        TL_FLOAT_ONLY;
+        const C eps = (C)p.s[0];
+        const C z = p.s[0] < 0 ? x : (x < eps ? eps : (x > C(1) - eps ? C(1) - eps : x));
+        return m_log(z / (C(1) - z));
+    }
+};
+
+/* ---- binary ---------------------------------------------------------------------------- */
+struct Add {
+    template <class C> TL_HD C operator()(C x, C y, const Params&) const {
+        if constexpr (is_float<C>::value) return x + y;
+        else if constexpr (same<C, bool>::value) return x || y;
+        else return (C)((u64)x + (u64)y);
+    }
+};
+struct Sub {
+    template <class C> TL_HD C operator()(C x, C y, const Params&) const {
+        static_assert(!same<C, bool>::value, "no bool subtraction");
+        if constexpr (is_float<C>::value) return x - y; else return (C)((u64)x - (u64)y);
+    }
+};
+struct Mul {
+    template <class C> TL_HD C operator()(C x, C y, const Params&) const {
+        if constexpr (is_float<C>::value) return x * y;
+        else if constexpr (same<C, bool>::value) return x && y;
+        else return (C)((u64)x * (u64)y);
+    }
+};
+struct AddAlpha {   /* x + s[0] * y */
+    template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
+        if constexpr (is_float<C>::value) return x + (C)p.s[0] * y;
+        else return (C)((u64)x + (u64)(i64)p.s[0] * (u64)y);
+    }
+};
+struct Div {
+    template <class C> TL_HD C operator()(C x, C y, const Params&) const { TL_FLOAT_ONLY; return x / y; }
+};
+struct DivTrunc {
+    template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
+        if constexpr (is_float<C>::value) return m_trunc(x / y); else return div_trunc(x, y, p);
+    }
+};
+struct DivFloor {
+    template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
+        if constexpr (is_float<C>::value) return float_div_floor(x, y); else return div_floor(x, y, p);
+    }
+};
+struct Remainder {
+    template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
+        if constexpr (is_float<C>::value) return float_rem(x, y); else return rem_floor(x, y, p);
+    }
+};
+struct Fmod {
+    template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
+        if constexpr (is_float<C>::value) return m_fmod(x, y); else return rem_trunc(x, y, p);
+    }
+};
+struct Pow {
+    template <class C> TL_HD C operator()(C x, C y, const Params&) const {
+        if constexpr (is_float<C>::value) return m_pow(x, y); else return int_pow(x, y);
+    }
+};
+struct Maximum {   /* NaN propagates */
+    template <class C> TL_HD C operator()(C x, C y, const Params&) const {
+        if constexpr (is_float<C>::value) return x != x ? x : (x > y ? x : y);
+        else return x > y ? x : y;
+    }
+};
+struct Minimum {
+    template <class C> TL_HD C operator()(C x, C y, const Params&) const {
+        if constexpr (is_float<C>::value) return x != x ? x : (x < y ? x : y);
+        else return x < y ? x : y;
+    }
+};
+#define TL_FBINARY(NAME, EXPR) \
+    struct NAME { template <class C> TL_HD C operator()(C x, C y, const Params& p) const { \
+        TL_FLOAT_ONLY; (void)p; return EXPR; } };
+TL_FBINARY(Atan2, m_atan2(x, y))
+TL_FBINARY(Hypot, m_hypot(x, y))
+TL_FBINARY(Copysign, m_copysign(x, y))
+TL_FBINARY(Fmax, m_fmax(x, y))
+TL_FBINARY(Fmin, m_fmin(x, y))
+TL_FBINARY(Xlogy, y != y ? y : (x == 0 ? C(0) : x * m_log(y)))
+#undef TL_FBINARY
+
+#define TL_PREDICATE(NAME, EXPR) \
+    struct NAME { template <class C> TL_HD bool operator()(C x, C y, const Params&) const { return EXPR; } };
+TL_PREDICATE(Eq, x == y)
+TL_PREDICATE(Ne, x != y)
+TL_PREDICATE(Lt, x < y)
+TL_PREDICATE(Le, x <= y)
+TL_PREDICATE(Gt, x > y)
+TL_PREDICATE(Ge, x >= y)
+TL_PREDICATE(LogicalAnd, (x != C(0)) && (y != C(0)))
+TL_PREDICATE(LogicalOr, (x != C(0)) || (y != C(0)))
+TL_PREDICATE(LogicalXor, (x != C(0)) != (y != C(0)))
+#undef TL_PREDICATE
+
+#define TL_IBINARY(NAME, EXPR) \
+    struct NAME { template <class C> TL_HD C operator()(C x, C y, const Params& p) const { \
+        TL_INT_ONLY; (void)p; return EXPR; } };
+TL_IBINARY(BitwiseAnd, (C)(x & y))
+TL_IBINARY(BitwiseOr, (C)(x | y))
+TL_IBINARY(BitwiseXor, (C)(x ^ y))
+TL_IBINARY(Shl, shift_left(x, y))
+TL_IBINARY(Shr, shift_right(x, y))
+#undef TL_IBINARY
+
+/* ---- ternary: operands (c, x, y) ------------------------------------------------------- */
+/* where(c, x, y): moves bits, so one instance per element size serves every dtype */
+struct Where {
+    template <class C, class T> TL_HD T operator()(C c, T x, T y, const Params&) const { return c ? x : y; }
+};
+/* lerp(start c, end x, weight y), the CPU's two-sided formula */
+struct Lerp {
+    template <class C> TL_HD C operator()(C c, C x, C y, const Params&) const {
+        TL_FLOAT_ONLY;
+        return m_fabs(y) < C(0.5) ? c + y * (x - c) : x - (x - c) * (C(1) - y);
+    }
+};
+struct Addcmul {   /* c + s[0] * x * y */
+    template <class C> TL_HD C operator()(C c, C x, C y, const Params& p) const {
+        TL_FLOAT_ONLY; return c + (C)p.s[0] * x * y;
+    }
+};
+struct Addcdiv {   /* c + s[0] * x / y */
+    template <class C> TL_HD C operator()(C c, C x, C y, const Params& p) const {
+        TL_FLOAT_ONLY; return c + (C)p.s[0] * x / y;
+    }
+};
+
+#undef TL_FLOAT_ONLY
+#undef TL_INT_ONLY
+}  // namespace op
+}  // namespace tl
+#endif

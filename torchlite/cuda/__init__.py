@@ -1,0 +1,538 @@
+"""torchlite.cuda: device queries, streams, events, seeds and memory statistics, with
+PyTorch's names and behaviour.
+
+Importing this module never touches CUDA and never fails for lack of it: cuda-python
+(cuda.bindings) is imported on first use.  Without a usable GPU, is_available() is False,
+device_count() is 0, the memory statistics are 0 and seeding is remembered, as in a
+CPU-only PyTorch; everything that needs a device raises CudaUnavailableError (a
+RuntimeError that is also an AssertionError, the type PyTorch raises) saying which piece
+is missing: cuda-python, the NVIDIA driver, a device, NVRTC or the CUDA headers
+(why_unavailable()).
+"""
+import os
+import threading
+
+from . import _driver
+from ._driver import CudaError, CudaUnavailableError, OutOfMemoryError
+
+__all__ = [
+    "is_available", "device_count", "is_initialized", "init", "current_device", "set_device",
+    "device", "get_device_name", "get_device_capability", "get_device_properties",
+    "synchronize", "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed",
+    "get_rng_state", "set_rng_state", "empty_cache", "memory_allocated",
+    "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "reset_peak_memory_stats", "Stream", "Event", "current_stream", "default_stream", "stream",
+    "set_stream", "OutOfMemoryError", "CudaError", "CudaUnavailableError", "why_unavailable",
+]
+
+_tls = threading.local()          # .index: this thread's current device; .streams: {index: Stream}
+_init_lock = threading.RLock()
+_initialized = False
+_devices = None                   # _driver.Devices once initialised
+
+
+# ---- availability ---------------------------------------------------------------------------
+def why_unavailable():
+    """None when CUDA can be used, else a sentence naming what is missing: cuda-python
+    (pip install torchlite[cuda]), the NVIDIA driver (libcuda), a device, NVRTC or the CUDA
+    headers."""
+    st = _driver.probe()
+    return None if st.available else st.reason
+
+
+def _status():
+    """The probe result as a dict (torchlite.show_config prints it)."""
+    st = _driver.probe()
+    return {"available": st.available, "kind": st.kind, "reason": st.reason,
+            "devices": st.devices, "nvrtc": st.nvrtc, "driver": st.driver}
+
+
+def is_available():
+    """True when a CUDA device, its driver, cuda-python and NVRTC are all present."""
+    return _driver.probe().available
+
+
+def device_count():
+    """The number of CUDA devices torchlite can use (0 when CUDA is unavailable)."""
+    st = _driver.probe()
+    return st.devices if st.available else 0
+
+
+def is_initialized():
+    """Whether torchlite has initialised CUDA in this process."""
+    return _initialized
+
+
+def _unavailable_error(what):
+    reason = _driver.probe().reason
+    return CudaUnavailableError(f"torchlite: cannot {what}: CUDA is not available because {reason}")
+
+
+def _require_cuda(what="use CUDA"):
+    """Raise CudaUnavailableError (a RuntimeError) naming what is missing, unless CUDA is
+    usable.  `what` completes "cannot ...", e.g. "create a CUDA tensor"."""
+    if not _driver.probe().available:
+        raise _unavailable_error(what)
+
+
+def _lazy_init(what="initialize CUDA"):
+    """Initialise CUDA once (device handles; the primary context is made current per thread
+    on first use of a device); raises CudaUnavailableError when CUDA is unavailable."""
+    global _initialized, _devices
+    if _initialized:
+        return
+    with _init_lock:
+        if _initialized:
+            return
+        _require_cuda(what)
+        _devices = _driver.Devices()
+        _initialized = True
+
+
+def init():
+    """Initialise CUDA now (it happens lazily otherwise)."""
+    _lazy_init()
+
+
+# ---- devices ----------------------------------------------------------------------------------
+def _device_index(dev, optional=True):
+    """The device number of None (the current device), an int, 'cuda', 'cuda:N' or a
+    torchlite.device; ValueError for a non-CUDA device."""
+    from .._device import device as _device_cls
+    if dev is None and optional:
+        return _current_index()
+    if isinstance(dev, bool):
+        raise TypeError(f"Invalid device, must be cuda device, not {dev!r}")
+    if isinstance(dev, int):
+        return dev
+    if isinstance(dev, str):
+        dev = _device_cls(dev)
+    if isinstance(dev, _device_cls):
+        if dev.type != "cuda":
+            raise ValueError(f"Expected a cuda device, but got: {dev}")
+        return _current_index() if dev.index is None else dev.index
+    raise TypeError(f"Invalid device, must be cuda device, an int or None, not {type(dev).__name__}")
+
+
+def _current_index():
+    return getattr(_tls, "index", 0)
+
+
+def _checked_index(dev, what):
+    """The device number of `dev` after initialising CUDA; AssertionError for a number out
+    of range (PyTorch's 'Invalid device id')."""
+    idx = _device_index(dev)
+    _lazy_init(what)
+    if not 0 <= idx < device_count():
+        raise AssertionError(f"Invalid device id: {idx} (torchlite sees {device_count()} CUDA "
+                             f"device(s))")
+    return idx
+
+
+def current_device():
+    """The index of this thread's current CUDA device."""
+    _lazy_init("query the current CUDA device")
+    return _current_index()
+
+
+def set_device(device):
+    """Make `device` this thread's current CUDA device."""
+    idx = _device_index(device, optional=False)
+    _lazy_init("set the CUDA device")
+    if not 0 <= idx < device_count():
+        raise RuntimeError(f"CUDA error: invalid device ordinal (device {idx}; torchlite sees "
+                           f"{device_count()} CUDA device(s))")
+    _tls.index = idx
+
+
+class device:
+    """Context manager that makes `device` current inside the block (torch.cuda.device)."""
+
+    def __init__(self, device):
+        self.idx = -1 if device is None else _device_index(device, optional=False)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        if self.idx >= 0:
+            self.prev_idx = current_device()
+            if self.prev_idx != self.idx:
+                set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.idx >= 0 and self.prev_idx != self.idx:
+            set_device(self.prev_idx)
+        return False
+
+
+def get_device_name(device=None):
+    """The name of a CUDA device, e.g. 'NVIDIA H100 80GB HBM3'."""
+    idx = _checked_index(device, "get the CUDA device name")
+    return _devices.name(idx)
+
+
+def get_device_capability(device=None):
+    """(major, minor) compute capability of a CUDA device."""
+    idx = _checked_index(device, "get the CUDA device capability")
+    return _devices.capability(idx)
+
+
+class _CudaDeviceProperties:
+    """What get_device_properties returns (the fields PyTorch users read most)."""
+
+    __slots__ = ("name", "major", "minor", "total_memory", "multi_processor_count",
+                 "is_integrated", "is_multi_gpu_board", "max_threads_per_multi_processor",
+                 "warp_size", "L2_cache_size", "regs_per_multiprocessor",
+                 "shared_memory_per_block", "shared_memory_per_multiprocessor", "uuid")
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // (1024 * 1024)}MB, "
+                f"multi_processor_count={self.multi_processor_count}, uuid={self.uuid}, "
+                f"L2_cache_size={self.L2_cache_size // (1024 * 1024)}MB)")
+
+
+def get_device_properties(device=None):
+    """Name, compute capability, memory and multiprocessor counts of a CUDA device."""
+    idx = _checked_index(device, "get the CUDA device properties")
+    d, p = _devices, _CudaDeviceProperties()
+    p.name = d.name(idx)
+    p.major, p.minor = d.capability(idx)
+    p.total_memory = d.total_memory(idx)
+    p.multi_processor_count = d.attribute(idx, "MULTIPROCESSOR_COUNT")
+    p.is_integrated = d.attribute(idx, "INTEGRATED")
+    p.is_multi_gpu_board = d.attribute(idx, "MULTI_GPU_BOARD")
+    p.max_threads_per_multi_processor = d.attribute(idx, "MAX_THREADS_PER_MULTIPROCESSOR")
+    p.warp_size = d.attribute(idx, "WARP_SIZE")
+    p.L2_cache_size = d.attribute(idx, "L2_CACHE_SIZE")
+    p.regs_per_multiprocessor = d.attribute(idx, "MAX_REGISTERS_PER_MULTIPROCESSOR")
+    p.shared_memory_per_block = d.attribute(idx, "MAX_SHARED_MEMORY_PER_BLOCK")
+    p.shared_memory_per_multiprocessor = d.attribute(idx, "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR")
+    p.uuid = d.uuid(idx)
+    return p
+
+
+def _activate(idx):
+    """Make device idx's context current on this thread (before any driver call for it)."""
+    return _devices.activate(idx)
+
+
+def synchronize(device=None):
+    """Wait for all work on a CUDA device to finish."""
+    idx = _checked_index(device, "synchronize CUDA")
+    _activate(idx)
+    _driver.call("cuCtxSynchronize")
+
+
+# ---- random seeds -------------------------------------------------------------------------------
+# Each device has a Philox state (seed, offset) with the CPU generator's rules and format;
+# seeding before CUDA is initialised (or without CUDA) is remembered, as in PyTorch.
+_generators = {}
+_generators_lock = threading.Lock()
+
+
+def _generator(idx):
+    from .._core import random as _R
+    with _generators_lock:
+        g = _generators.get(idx)
+        if g is None:
+            g = _generators[idx] = _R.Philox()
+        return g
+
+
+def manual_seed(seed):
+    """Seed the current CUDA device's generator (remembered when CUDA is unavailable)."""
+    _generator(_current_index()).manual_seed(seed)
+
+
+def manual_seed_all(seed):
+    """Seed the generator of every CUDA device."""
+    for idx in range(max(device_count(), 1)):
+        _generator(idx).manual_seed(seed)
+
+
+def seed():
+    """Seed the current device's generator from the OS's entropy."""
+    _generator(_current_index()).seed()
+
+
+def seed_all():
+    """Seed every device's generator from the OS's entropy (one seed for all)."""
+    s = int.from_bytes(os.urandom(8), "little")
+    manual_seed_all(s)
+
+
+def initial_seed():
+    """The current CUDA device's seed."""
+    _lazy_init("get the CUDA seed")
+    return _generator(_current_index()).initial_seed()
+
+
+def get_rng_state(device="cuda"):
+    """The generator state of a CUDA device as a uint8 tensor (seed, offset: 16 bytes)."""
+    import torchlite
+    idx = _device_index(device)
+    return torchlite.tensor(list(_generator(idx).state_bytes()), dtype=torchlite.uint8)
+
+
+def set_rng_state(new_state, device="cuda"):
+    """Restore a state from get_rng_state."""
+    idx = _device_index(device)
+    _generator(idx).set_state_bytes(bytes(int(v) for v in new_state.tolist()))
+
+
+# ---- memory statistics ------------------------------------------------------------------------
+# The caching allocator registers itself with _set_allocator(obj): obj.stats(index) returns a
+# dict with "allocated", "max_allocated", "reserved", "max_reserved" (bytes),
+# obj.reset_peak(index) and obj.empty_cache() release what it caches.
+_allocator = None
+
+
+def _set_allocator(allocator):
+    global _allocator
+    _allocator = allocator
+
+
+def _stat(device, key):
+    if not _initialized or _allocator is None:
+        return 0
+    return int(_allocator.stats(_device_index(device)).get(key, 0))
+
+
+def empty_cache():
+    """Release the allocator's cached, unused blocks (a no-op without CUDA)."""
+    if _initialized and _allocator is not None:
+        _allocator.empty_cache()
+
+
+def memory_allocated(device=None):
+    """Bytes of device memory held by tensors (0 without CUDA)."""
+    return _stat(device, "allocated")
+
+
+def max_memory_allocated(device=None):
+    """The peak of memory_allocated since the start or reset_peak_memory_stats."""
+    return _stat(device, "max_allocated")
+
+
+def memory_reserved(device=None):
+    """Bytes of device memory held by the caching allocator (0 without CUDA)."""
+    return _stat(device, "reserved")
+
+
+def max_memory_reserved(device=None):
+    """The peak of memory_reserved."""
+    return _stat(device, "max_reserved")
+
+
+def reset_peak_memory_stats(device=None):
+    """Start the peaks over from the current values."""
+    if _initialized and _allocator is not None:
+        _allocator.reset_peak(_device_index(device))
+
+
+# ---- streams and events ------------------------------------------------------------------------
+class Stream:
+    """A CUDA stream (torch.cuda.Stream): work queued on it runs in order."""
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        self.device_index = _checked_index(device, "create a CUDA stream")
+        _activate(self.device_index)
+        d = _driver.driver_module()
+        flags = int(d.CUstream_flags.CU_STREAM_NON_BLOCKING)
+        self._handle = _driver.call("cuStreamCreateWithPriority", flags, int(priority))
+        self.priority = int(priority)
+        self._owned = True
+
+    @classmethod
+    def _wrap(cls, handle, device_index):
+        """A Stream object for an existing handle (the default stream), not destroyed by us."""
+        s = cls.__new__(cls)
+        s.device_index, s._handle, s.priority, s._owned = device_index, handle, 0, False
+        return s
+
+    @property
+    def cuda_stream(self):
+        """The raw CUstream handle as an int (0 for the legacy default stream)."""
+        return int(self._handle)
+
+    @property
+    def device(self):
+        from .._device import device as _device_cls
+        return _device_cls("cuda", self.device_index)
+
+    def query(self):
+        """True when all work queued on the stream has finished."""
+        _activate(self.device_index)
+        err = _driver.driver_module().cuStreamQuery(self._handle)[0]
+        if int(err) == 600:          # CUDA_ERROR_NOT_READY
+            return False
+        if int(err) != 0:
+            raise _driver._error(_driver.driver_module(), err, "cuStreamQuery")
+        return True
+
+    def synchronize(self):
+        """Wait until all work queued on the stream has finished."""
+        _activate(self.device_index)
+        _driver.call("cuStreamSynchronize", self._handle)
+
+    def wait_event(self, event):
+        """Make later work on this stream wait for `event`."""
+        event._ensure()
+        _driver.call("cuStreamWaitEvent", self._handle, event._handle, 0)
+
+    def wait_stream(self, stream):
+        """Make later work on this stream wait for the work queued on `stream` so far."""
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event=None):
+        """Record `event` (a new one if None) on this stream and return it."""
+        event = Event() if event is None else event
+        event.record(self)
+        return event
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and self.cuda_stream == other.cuda_stream \
+            and self.device_index == other.device_index
+
+    def __hash__(self):
+        return hash((self.cuda_stream, self.device_index))
+
+    def __repr__(self):
+        return f"<torchlite.cuda.Stream device=cuda:{self.device_index} cuda_stream={self.cuda_stream:#x}>"
+
+    def __del__(self):
+        if getattr(self, "_owned", False) and _driver is not None:
+            try:
+                _driver.driver_module().cuStreamDestroy(self._handle)
+            except Exception:
+                pass
+
+
+def default_stream(device=None):
+    """The default (legacy NULL) stream of a device."""
+    idx = _checked_index(device, "get the default CUDA stream")
+    return Stream._wrap(0, idx)
+
+
+def current_stream(device=None):
+    """This thread's current stream on a device (the default stream unless set)."""
+    idx = _checked_index(device, "get the current CUDA stream")
+    streams = getattr(_tls, "streams", None) or {}
+    return streams.get(idx) or Stream._wrap(0, idx)
+
+
+def set_stream(stream):
+    """Make `stream` this thread's current stream on its device."""
+    if stream is None:
+        return
+    if not hasattr(_tls, "streams"):
+        _tls.streams = {}
+    _tls.streams[stream.device_index] = stream
+
+
+class stream:
+    """Context manager: `stream` is the current stream inside the block."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.prev = None
+
+    def __enter__(self):
+        if self.stream is not None:
+            self.prev = current_stream(self.stream.device_index)
+            set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            set_stream(self.prev)
+        return False
+
+
+class Event:
+    """A CUDA event (torch.cuda.Event): a marker in a stream, for waiting and timing.
+    Created on the device at its first record()."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.enable_timing = bool(enable_timing)
+        self.blocking = bool(blocking)
+        self.interprocess = bool(interprocess)
+        self._handle = None
+        self._recorded = False
+
+    def _ensure(self, device_index=None):
+        if self._handle is not None:
+            return
+        idx = _checked_index(device_index, "create a CUDA event")
+        _activate(idx)
+        d = _driver.driver_module()
+        flags = 0
+        if not self.enable_timing:
+            flags |= int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+        if self.blocking:
+            flags |= int(d.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
+        if self.interprocess:
+            flags |= int(d.CUevent_flags.CU_EVENT_INTERPROCESS)
+        self._handle = _driver.call("cuEventCreate", flags)
+
+    def record(self, stream=None):
+        """Record the event on `stream` (the current stream if None)."""
+        stream = current_stream() if stream is None else stream
+        self._ensure(stream.device_index)
+        _driver.call("cuEventRecord", self._handle, stream._handle)
+        self._recorded = True
+
+    def wait(self, stream=None):
+        """Make later work on `stream` (current if None) wait for this event."""
+        stream = current_stream() if stream is None else stream
+        stream.wait_event(self)
+
+    def query(self):
+        """True when the work before the event has finished (or it was never recorded)."""
+        if self._handle is None:
+            return True
+        err = _driver.driver_module().cuEventQuery(self._handle)[0]
+        if int(err) == 600:
+            return False
+        if int(err) != 0:
+            raise _driver._error(_driver.driver_module(), err, "cuEventQuery")
+        return True
+
+    def synchronize(self):
+        """Wait for the work before the event to finish."""
+        if self._handle is not None:
+            _driver.call("cuEventSynchronize", self._handle)
+
+    def elapsed_time(self, end_event):
+        """Milliseconds between this event and `end_event` (both recorded, with timing)."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
+        if not (self._recorded and end_event._recorded):
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return float(_driver.call("cuEventElapsedTime", self._handle, end_event._handle))
+
+    def __repr__(self):
+        return f"<torchlite.cuda.Event {'recorded' if self._recorded else 'uninitialized'}>"
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None and _driver is not None:
+            try:
+                _driver.driver_module().cuEventDestroy(self._handle)
+            except Exception:
+                pass
+
+
+# ---- tensors (the CUDA array layer is not part of this build yet) ------------------------------
+def _to_device_array(arr, dev):
+    """Called by creation functions for device='cuda'."""
+    _require_cuda(f"create a tensor on {dev}")
+    raise RuntimeError(f"torchlite: CUDA tensors are not implemented in this build yet (the "
+                       f"CUDA array layer of issue 6 is pending); cannot create a tensor on {dev}")
+
+
+def _move(tensor, dev):
+    """Called by Tensor.to / .cuda() / .cpu() when a CUDA device is involved."""
+    _require_cuda(f"move a tensor to {dev}")
+    raise RuntimeError(f"torchlite: CUDA tensors are not implemented in this build yet (the "
+                       f"CUDA array layer of issue 6 is pending); cannot move a tensor to {dev}")

@@ -1,0 +1,423 @@
+"""The CUDA kernel sources (cuda_kernels/*.cu) and the catalogue of their variants.
+
+A *source* is one .cu file plus the cuda_kernels headers it includes (resolved here, so the
+cache key covers them and NVRTC gets them in memory).  A *variant* is one template
+instantiation, named by its NVRTC name expression (``tl_unary<tl::op::Exp, float, float>``).
+`variants()` lists every variant the backend may launch: tests/test_cuda_compile.py compiles
+all of them for sm_80 and sm_90.  The op lists mirror the CPU's (torchlite/_core/kernels/
+ewise_ops.h): an op exists on the GPU for the dtypes it exists for on the CPU, plus
+float16/bfloat16, which the GPU computes through float32 in the same kernel.
+
+Also here: the host-side packing of the kernels' parameter structs (`pack_indexer`,
+`pack_params`, `pack_random_request`), whose layouts tl_common.cuh / tl_philox.cuh pin with
+static_asserts.
+"""
+import hashlib
+import os
+import re
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+
+# ---- where the sources live --------------------------------------------------------------
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_CANDIDATE_DIRS = (
+    os.path.join(os.path.dirname(_HERE), "cuda_kernels"),                   # installed: package data
+    os.path.join(os.path.dirname(os.path.dirname(_HERE)), "cuda_kernels"),  # source checkout
+)
+
+
+def kernel_dir():
+    """The folder holding the .cu/.cuh sources: $TORCHLITE_KERNEL_DIR, else the copy shipped
+    inside the package (torchlite/cuda_kernels), else the source checkout's cuda_kernels/."""
+    env = os.environ.get("TORCHLITE_KERNEL_DIR")
+    if env:
+        return env
+    for d in _CANDIDATE_DIRS:
+        if os.path.isfile(os.path.join(d, "tl_common.cuh")):
+            return d
+    raise RuntimeError("torchlite: the CUDA kernel sources (cuda_kernels/*.cu) were not found; "
+                       f"looked in {', '.join(_CANDIDATE_DIRS)} (set TORCHLITE_KERNEL_DIR)")
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """A .cu file and the local headers it includes, directly or not (name -> text)."""
+    name: str
+    text: str
+    headers: tuple          # ((name, text), ...) sorted by name
+
+    def digest(self):
+        """sha256 over the file and every header it includes (names and contents)."""
+        h = hashlib.sha256()
+        for name, text in ((self.name, self.text),) + self.headers:
+            data = text.encode()
+            h.update(f"{name}\0{len(data)}\0".encode())
+            h.update(data)
+        return h.hexdigest()
+
+
+def load_source(name, directory=None):
+    """Read cuda_kernels/<name> and the quoted #includes it reaches (angle-bracket includes
+    are CUDA's own headers, found through the include path)."""
+    d = directory or kernel_dir()
+    text = _read(os.path.join(d, name))
+    headers = {}
+    pending = _INCLUDE.findall(text)
+    while pending:
+        inc = pending.pop()
+        if inc in headers:
+            continue
+        path = os.path.join(d, inc)
+        if not os.path.isfile(path):
+            raise RuntimeError(f"torchlite: {name} includes \"{inc}\", which is not in {d}")
+        headers[inc] = _read(path)
+        pending.extend(_INCLUDE.findall(headers[inc]))
+    return KernelSource(name, text, tuple(sorted(headers.items())))
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+# ---- dtypes -------------------------------------------------------------------------------
+# torchlite dtype code (torchlite/_core/kernels/types.h) -> the kernels' element type
+CTYPE = {0: "bool", 1: "tl::u8", 2: "tl::i8", 3: "tl::i16", 4: "tl::i32", 5: "tl::i64",
+         6: "__half", 7: "__nv_bfloat16", 8: "float", 9: "double"}
+BOOL, UINT8, INT8, INT16, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = range(10)
+FLOATS = (FLOAT16, BFLOAT16, FLOAT32, FLOAT64)
+INTS = (UINT8, INT8, INT16, INT32, INT64)
+ALL = (BOOL,) + INTS + FLOATS
+ITEMSIZE = {BOOL: 1, UINT8: 1, INT8: 1, INT16: 2, INT32: 4, INT64: 8, FLOAT16: 2, BFLOAT16: 2,
+            FLOAT32: 4, FLOAT64: 8}
+BITS_TYPE = {1: "tl::u8", 2: "tl::u16", 4: "tl::u32", 8: "tl::u64"}   # by item size
+
+
+def functor(op):
+    """The tl::op functor of a CPU op name: NAN_TO_NUM -> tl::op::NanToNum."""
+    return "tl::op::" + "".join(w.capitalize() for w in op.lower().split("_"))
+
+
+# ---- elementwise op lists (the CPU's, kernels/ewise_ops.h) ---------------------------------
+UNARY_FLOAT = ("NEG ABS SIGN SQUARE RECIPROCAL EXP EXP2 EXPM1 LOG LOG2 LOG10 LOG1P SQRT RSQRT "
+               "SIN COS TAN ASIN ACOS ATAN SINH COSH TANH ASINH ACOSH ATANH ERF ERFC ERFINV "
+               "SIGMOID LOGIT FLOOR CEIL ROUND TRUNC FRAC RELU CLAMP NAN_TO_NUM ISNAN ISINF "
+               "ISPOSINF ISNEGINF ISFINITE SIGNBIT LOGICAL_NOT LGAMMA ROUND_DECIMALS").split()
+UNARY_INT = ("NEG ABS SIGN SQUARE BITWISE_NOT RELU CLAMP LOGICAL_NOT ISNAN ISINF ISPOSINF "
+             "ISNEGINF ISFINITE SIGNBIT").split()
+UNARY_BOOL = ("LOGICAL_NOT BITWISE_NOT ABS SIGN SQUARE ISNAN ISINF ISPOSINF ISNEGINF ISFINITE "
+              "SIGNBIT").split()
+UNARY_TO_BOOL = set("ISNAN ISINF ISPOSINF ISNEGINF ISFINITE SIGNBIT LOGICAL_NOT".split())
+
+BINARY_FLOAT = ("ADD SUB MUL DIV DIV_TRUNC DIV_FLOOR REMAINDER FMOD POW ATAN2 HYPOT COPYSIGN "
+                "MAXIMUM MINIMUM FMAX FMIN EQ NE LT LE GT GE LOGICAL_AND LOGICAL_OR LOGICAL_XOR "
+                "ADD_ALPHA XLOGY").split()
+BINARY_INT = ("ADD SUB MUL DIV_TRUNC DIV_FLOOR REMAINDER FMOD POW MAXIMUM MINIMUM BITWISE_AND "
+              "BITWISE_OR BITWISE_XOR SHL SHR ADD_ALPHA EQ NE LT LE GT GE LOGICAL_AND LOGICAL_OR "
+              "LOGICAL_XOR").split()
+BINARY_BOOL = ("ADD MUL MAXIMUM MINIMUM BITWISE_AND BITWISE_OR BITWISE_XOR EQ NE LT LE GT GE "
+               "LOGICAL_AND LOGICAL_OR LOGICAL_XOR").split()
+BINARY_TO_BOOL = set("EQ NE LT LE GT GE LOGICAL_AND LOGICAL_OR LOGICAL_XOR".split())
+
+TERNARY_FLOAT = ("LERP", "ADDCMUL", "ADDCDIV")      # WHERE: by element size, any dtype
+
+
+def _unary_dtypes(op):
+    return ((FLOATS if op in UNARY_FLOAT else ()) + (INTS if op in UNARY_INT else ())
+            + ((BOOL,) if op in UNARY_BOOL else ()))
+
+
+def _binary_dtypes(op):
+    return ((FLOATS if op in BINARY_FLOAT else ()) + (INTS if op in BINARY_INT else ())
+            + ((BOOL,) if op in BINARY_BOOL else ()))
+
+
+def unary_ops():
+    return sorted(set(UNARY_FLOAT) | set(UNARY_INT) | set(UNARY_BOOL))
+
+
+def binary_ops():
+    return sorted(set(BINARY_FLOAT) | set(BINARY_INT) | set(BINARY_BOOL))
+
+
+# ---- name expressions ---------------------------------------------------------------------
+def unary_kernel(op, dtype):
+    """The kernel of unary `op` on `dtype` (the output is bool for predicates)."""
+    if dtype not in _unary_dtypes(op):
+        raise KeyError(f"no CUDA kernel for unary {op} on dtype code {dtype}")
+    out = "bool" if op in UNARY_TO_BOOL else CTYPE[dtype]
+    return f"tl_unary<{functor(op)}, {CTYPE[dtype]}, {out}>"
+
+
+def binary_kernel(op, dtype):
+    if dtype not in _binary_dtypes(op):
+        raise KeyError(f"no CUDA kernel for binary {op} on dtype code {dtype}")
+    out = "bool" if op in BINARY_TO_BOOL else CTYPE[dtype]
+    return f"tl_binary<{functor(op)}, {CTYPE[dtype]}, {out}>"
+
+
+def where_kernel(dtype):
+    return f"tl_ternary<tl::op::Where, bool, {BITS_TYPE[ITEMSIZE[dtype]]}>"
+
+
+def ternary_kernel(op, dtype):
+    if op == "WHERE":
+        return where_kernel(dtype)
+    if op not in TERNARY_FLOAT or dtype not in FLOATS:
+        raise KeyError(f"no CUDA kernel for ternary {op} on dtype code {dtype}")
+    t = CTYPE[dtype]
+    return f"tl_ternary<{functor(op)}, {t}, {t}>"
+
+
+def cast_kernel(src, dst):
+    """src -> dst conversion; a same-dtype copy moves bits."""
+    if src == dst:
+        t = BITS_TYPE[ITEMSIZE[src]]
+        return f"tl_unary<tl::op::Identity, {t}, {t}>"
+    return f"tl_unary<tl::op::Identity, {CTYPE[src]}, {CTYPE[dst]}>"
+
+
+def fill_kernel(dtype):
+    return f"tl_fill<{BITS_TYPE[ITEMSIZE[dtype]]}>"
+
+
+def arange_kernel(dtype):
+    if dtype in FLOATS:
+        return f"tl_arange<{CTYPE[dtype]}>"
+    if dtype in INTS:
+        return f"tl_arange_int<{CTYPE[dtype]}>"
+    raise KeyError(f"no CUDA arange for dtype code {dtype}")
+
+
+def linspace_kernel(dtype):
+    if dtype == BOOL:
+        raise KeyError("no CUDA linspace for bool")
+    return f"tl_linspace<{CTYPE[dtype]}>"
+
+
+REDUCTIONS_ALL = ("Sum", "Prod", "Max", "Min", "Any", "All")      # every dtype
+REDUCTIONS_FLOAT = ("Mean", "NanSum", "VarStd")                    # floating dtypes
+
+
+def reduce_kernel(op, dtype):
+    """tl_reduce over `op` (Sum, Prod, Max, Min, Any, All, Mean, NanSum, VarStd)."""
+    if not (op in REDUCTIONS_ALL or (op in REDUCTIONS_FLOAT and dtype in FLOATS)):
+        raise KeyError(f"no CUDA reduction {op} on dtype code {dtype}")
+    return f"tl_reduce<tl::red::{op}<{CTYPE[dtype]}> >"
+
+
+def softmax_kernel(dtype, backward=False):
+    if dtype not in FLOATS:
+        raise KeyError(f"no CUDA softmax on dtype code {dtype}")
+    return f"tl_softmax{'_backward' if backward else ''}<{CTYPE[dtype]}>"
+
+
+# distribution (the CPU's TL_RND_* order) -> output kind -> functor
+RANDOM = {
+    "UNIFORM": {"f32": "UniformF32", "f64": "UniformF64"},
+    "NORMAL": {"f32": "NormalF32", "f64": "NormalF64"},
+    "LOG_NORMAL": {"f32": "LogNormalF32", "f64": "LogNormalF64"},
+    "EXPONENTIAL": {"f32": "ExponentialF32", "f64": "ExponentialF64"},
+    "CAUCHY": {"f32": "CauchyF32", "f64": "CauchyF64"},
+    "GEOMETRIC": {"f64": "GeometricF64"},
+    "BERNOULLI": {"f32": "Bernoulli<float>", "f64": "Bernoulli<double>", "i64": "Bernoulli<tl::i64>"},
+    "BERNOULLI_P": {"f32": "BernoulliP<float>", "f64": "BernoulliP<double>", "i64": "BernoulliP<tl::i64>"},
+    "RANDINT": {"i64": "Randint"},
+    "RANDINT_WIDE": {"i64": "RandintWide"},
+    "BELOW_INDEX": {"i64": "BelowIndex"},
+    "BELOW_INDEX_WIDE": {"i64": "BelowIndexWide"},
+}
+RANDOM_TWO_WORD = {"UniformF64", "NormalF64", "LogNormalF64", "ExponentialF64", "CauchyF64",
+                   "GeometricF64", "RandintWide", "BelowIndexWide"}
+
+
+def random_kernel(dist, out):
+    """tl_random for distribution `dist` writing `out` ('f32', 'f64' or 'i64')."""
+    f = RANDOM[dist][out]
+    return f"tl_random<tl::rnd::{f}{' ' if f.endswith('>') else ''}>"
+
+
+def random_threads(dist, out, n):
+    """Threads (= Philox blocks) a request for n elements takes: the CPU's group rule."""
+    per_group = 32 if RANDOM[dist][out] in RANDOM_TWO_WORD else 64
+    return (n + per_group - 1) // per_group * 16
+
+
+# GEMM tile configurations (BM, BN, BK, TM, TN) by dtype: a large tile and a small one
+GEMM_CONFIGS = {
+    FLOAT32: ((128, 128, 8, 8, 8), (64, 64, 8, 4, 4)),
+    FLOAT64: ((128, 64, 8, 8, 4), (64, 64, 8, 4, 4)),
+    FLOAT16: ((128, 128, 8, 8, 8), (64, 64, 8, 4, 4)),
+    BFLOAT16: ((128, 128, 8, 8, 8), (64, 64, 8, 4, 4)),
+}
+
+
+def gemm_kernel(dtype, config):
+    bm, bn, bk, tm, tn = config
+    return f"tl_gemm<{CTYPE[dtype]}, {bm}, {bn}, {bk}, {tm}, {tn}>"
+
+
+SCATTER_ADD_DTYPES = (FLOAT16, BFLOAT16, FLOAT32, FLOAT64, INT32, INT64)   # atomicAdd exists
+
+
+def gather_kernel(dtype):
+    """gather / index_select / embedding: moves bits, one kernel per element size."""
+    return f"tl_gather<{BITS_TYPE[ITEMSIZE[dtype]]}>"
+
+
+def scatter_kernel(dtype):
+    return f"tl_scatter<{BITS_TYPE[ITEMSIZE[dtype]]}>"
+
+
+def scatter_add_kernel(dtype):
+    if dtype not in SCATTER_ADD_DTYPES:
+        raise KeyError(f"no CUDA scatter_add on dtype code {dtype} (no atomic add)")
+    return f"tl_scatter_add<{CTYPE[dtype]}>"
+
+
+def optimizer_kernel(name, dtype):
+    """tl_sgd / tl_adam over parameters of a floating dtype."""
+    if name not in ("sgd", "adam") or dtype not in FLOATS:
+        raise KeyError(f"no fused CUDA {name} on dtype code {dtype}")
+    return f"tl_{name}<{CTYPE[dtype]}>"
+
+
+# ---- the catalogue --------------------------------------------------------------------------
+# per-source NVRTC options beyond the common ones (_nvrtc.base_options)
+SOURCE_OPTIONS = {
+    "elementwise.cu": (),
+    "reduce.cu": (),
+    "softmax.cu": (),
+    "random.cu": ("--fmad=false",),      # the CPU's rounding, step by step (tl_philox.cuh)
+    "gemm.cu": (),
+    "index.cu": (),
+    "optim.cu": (),
+}
+
+
+@lru_cache(maxsize=None)
+def variants():
+    """{source name: (name expression, ...)} for every kernel variant."""
+    ew = []
+    for op in unary_ops():
+        ew += [unary_kernel(op, dt) for dt in _unary_dtypes(op)]
+    for op in binary_ops():
+        ew += [binary_kernel(op, dt) for dt in _binary_dtypes(op)]
+    ew += sorted({where_kernel(dt) for dt in ALL})
+    ew += [ternary_kernel(op, dt) for op in TERNARY_FLOAT for dt in FLOATS]
+    ew += [cast_kernel(s, d) for s in ALL for d in ALL if s != d]
+    ew += sorted({cast_kernel(dt, dt) for dt in ALL})
+    ew += sorted({fill_kernel(dt) for dt in ALL})
+    ew += [arange_kernel(dt) for dt in INTS + FLOATS]
+    ew += [linspace_kernel(dt) for dt in INTS + FLOATS]
+    red = [reduce_kernel(op, dt) for op in REDUCTIONS_ALL for dt in ALL]
+    red += [reduce_kernel(op, dt) for op in REDUCTIONS_FLOAT for dt in FLOATS]
+    sm = [softmax_kernel(dt, bw) for dt in FLOATS for bw in (False, True)]
+    rnd = [random_kernel(d, o) for d in RANDOM for o in RANDOM[d]]
+    gemm = [gemm_kernel(dt, c) for dt in GEMM_CONFIGS for c in GEMM_CONFIGS[dt]]
+    index = sorted({gather_kernel(dt) for dt in ALL}) + sorted({scatter_kernel(dt) for dt in ALL})
+    index += [scatter_add_kernel(dt) for dt in SCATTER_ADD_DTYPES]
+    optim = [optimizer_kernel(name, dt) for name in ("sgd", "adam") for dt in FLOATS]
+    return {"elementwise.cu": tuple(ew), "reduce.cu": tuple(red), "softmax.cu": tuple(sm),
+            "random.cu": tuple(rnd), "gemm.cu": tuple(gemm), "index.cu": tuple(index),
+            "optim.cu": tuple(optim)}
+
+
+# ---- parameter packing (layouts pinned by static_asserts in the .cuh files) ---------------
+MAX_DIMS = 25          # TL_MAX_DIMS
+MAX_SCALARS = 4        # TL_MAX_SCALARS
+
+
+def magic_divisor(d):
+    """(magic, shift) with q = (umulhi(i, magic) + i) >> shift == i // d for 0 <= i < 2^32
+    (division by an invariant integer; the 33-bit multiplier is 2^32 + magic)."""
+    if not 1 <= d < (1 << 32):
+        raise ValueError(f"divisor {d} outside [1, 2^32)")
+    shift = (d - 1).bit_length()                # ceil(log2 d)
+    magic = ((1 << 32) * ((1 << shift) - d)) // d + 1
+    return magic & 0xFFFFFFFF, shift
+
+
+def indexer_size(nops):
+    """sizeof(tl::Indexer<nops>)."""
+    return _stride_offset(nops) + 8 * nops * MAX_DIMS
+
+
+def _stride_offset(nops):
+    return (8 + 8 * nops + 12 * MAX_DIMS + 7) // 8 * 8
+
+
+def pack_indexer(shape=None, strides=None, steps=None):
+    """The bytes of a tl::Indexer<N>.
+
+    Contiguous fast path: pack_indexer(steps=(1, 1, 0)) (N = len(steps)): operand k at
+    i * steps[k].  Strided: pack_indexer(shape, strides) with strides[k] the element strides
+    of operand k (output first), shape dim 0 outermost; at most MAX_DIMS dims, every size
+    >= 1 and the element count < 2^32 (the kernels index strided launches in 32 bits)."""
+    if shape is None:
+        nops = len(steps)
+        head = struct.pack(f"<ii{nops}q", 0, 0, *steps)
+        return head + bytes(indexer_size(nops) - len(head))
+    nops, nd = len(strides), len(shape)
+    if nd > MAX_DIMS:
+        raise ValueError(f"{nd} dims after coalescing; the CUDA kernels take at most {MAX_DIMS}")
+    numel = 1
+    for s in shape:
+        numel *= s
+    if numel >= 1 << 32 or min(shape, default=1) < 1:
+        raise ValueError(f"strided launch of shape {tuple(shape)}: sizes must be >= 1 and the "
+                         f"element count < 2^32 (split the launch)")
+    pad = MAX_DIMS - nd
+    magics = [magic_divisor(s) for s in shape]
+    out = struct.pack(f"<ii{nops}q", nd, 0, *([0] * nops))
+    out += struct.pack(f"<{MAX_DIMS}I", *shape, *([0] * pad))
+    out += struct.pack(f"<{MAX_DIMS}I", *(m for m, _ in magics), *([0] * pad))
+    out += struct.pack(f"<{MAX_DIMS}I", *(s for _, s in magics), *([0] * pad))
+    out += bytes(_stride_offset(nops) - len(out))
+    for d in range(MAX_DIMS):
+        out += struct.pack(f"<{nops}q", *((strides[k][d] if d < nd else 0) for k in range(nops)))
+    assert len(out) == indexer_size(nops)
+    return out
+
+
+def indexer_offsets(packed, nops, i):
+    """Operand offsets at linear index i, computed from packed bytes exactly as the kernel's
+    tl::offsets does (magic-number division); for tests of pack_indexer."""
+    nd = struct.unpack_from("<i", packed, 0)[0]
+    if nd == 0:
+        steps = struct.unpack_from(f"<{nops}q", packed, 8)
+        return [i * s for s in steps]
+    base = 8 + 8 * nops
+    size = struct.unpack_from(f"<{MAX_DIMS}I", packed, base)
+    magic = struct.unpack_from(f"<{MAX_DIMS}I", packed, base + 4 * MAX_DIMS)
+    shift = struct.unpack_from(f"<{MAX_DIMS}I", packed, base + 8 * MAX_DIMS)
+    stride = struct.unpack_from(f"<{MAX_DIMS * nops}q", packed, _stride_offset(nops))
+    offs, rem = [0] * nops, i
+    for d in range(nd - 1, -1, -1):
+        q = (((rem * magic[d]) >> 32) + rem) >> shift[d]
+        c = rem - q * size[d]
+        for k in range(nops):
+            offs[k] += c * stride[d * nops + k]
+        rem = q
+    return offs
+
+
+def pack_params(scalars=(), err_ptr=0):
+    """The bytes of tl::Params: up to MAX_SCALARS doubles and the error-flag pointer."""
+    if len(scalars) > MAX_SCALARS:
+        raise ValueError(f"at most {MAX_SCALARS} op scalars")
+    vals = list(scalars) + [0.0] * (MAX_SCALARS - len(scalars))
+    return struct.pack(f"<{MAX_SCALARS}dQ", *vals, err_ptr)
+
+
+def pack_random_request(seed, base, n, a=0.0, b=0.0, bits=24, low=0, range_=0, reject=0,
+                        thresh=0, p_ptr=0, out_ptr=0):
+    """The bytes of tl::rnd::Req (96 bytes), field for field the CPU's tl_rnd_req."""
+    seed &= 0xFFFFFFFFFFFFFFFF
+    return struct.pack("<IIQqddifqQQQQQ", seed & 0xFFFFFFFF, seed >> 32, base, n, a, b, bits,
+                       1.0 / (1 << bits), low, range_ & 0xFFFFFFFFFFFFFFFF, reject, thresh,
+                       p_ptr, out_ptr)
