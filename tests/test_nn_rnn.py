@@ -255,3 +255,32 @@ def test_errors_match_torch():
         nn.LSTM(4, 3, proj_size=3)
     with pytest.raises(ValueError, match="Unknown nonlinearity"):
         nn.RNN(4, 3, nonlinearity="gelu")
+
+
+def test_lstm_output_modified_in_place_before_backward_raises():
+    m = nn.LSTM(3, 2)
+    out, _ = m(tl.randn(4, 1, 3))
+    out.add_(1)          # the layer's backward needs its outputs
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_lstm_fused_layer_matches_the_step_by_step_graph():
+    """The one-op LSTM layer and the step-by-step graph give the same values and gradients."""
+    from torchlite.nn.modules.rnn import _LSTMLayer, _lstm_layer_composite
+    tl.manual_seed(3)
+    args = [tl.randn(5, 2, 3, dtype=tl.float64), tl.randn(2, 4, dtype=tl.float64),
+            tl.randn(2, 4, dtype=tl.float64), tl.randn(16, 3, dtype=tl.float64),
+            tl.randn(16, 4, dtype=tl.float64), tl.randn(16, dtype=tl.float64)]
+    for reverse in (False, True):
+        a = [t.clone().requires_grad_() for t in args]
+        b = [t.clone().requires_grad_() for t in args]
+        outs_a = _LSTMLayer.apply(*a, reverse)
+        outs_b = _lstm_layer_composite(*b, reverse)
+        loss_a = sum((o * (k + 1)).sum() for k, o in enumerate(outs_a))
+        loss_b = sum((o * (k + 1)).sum() for k, o in enumerate(outs_b))
+        loss_a.backward()
+        loss_b.backward()
+        for ta, tb in zip(outs_a + tuple(a), outs_b + tuple(b)):
+            x, y = (ta.grad, tb.grad) if ta.is_leaf else (ta, tb)
+            np.testing.assert_allclose(x.detach().numpy(), y.detach().numpy(), rtol=1e-10, atol=1e-12)

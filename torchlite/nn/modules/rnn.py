@@ -10,6 +10,7 @@ import numbers
 import warnings
 
 import torchlite as _tl
+from ...autograd import Function
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -49,6 +50,98 @@ def _uniform_all_(module):
     stdv = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
     for w in module.parameters():
         init.uniform_(w, -stdv, stdv)
+
+
+class _LSTMLayer(Function):
+    """One LSTM layer in one direction as a single autograd op (no projection).
+
+    The forward loop records nothing; backward runs the recurrence backwards with the saved
+    gate activations and then forms the weight gradients in one product each over all time
+    steps (dW_hh = dG^T H_prev, dW_ih = dG^T X), where the step-by-step graph makes one small
+    product per step and sums them.  Under create_graph the backward is recomputed through
+    the step-by-step graph instead, so higher-order gradients stay exact."""
+
+    @staticmethod
+    def forward(ctx, x, h0, c0, w_ih, w_hh, bias, reverse):
+        steps = x.shape[0]
+        xw = F.linear(x.reshape(-1, x.shape[2]), w_ih, bias).view(steps, x.shape[1], -1)
+        hsz = h0.shape[1]
+        acts = _tl.empty_like(xw)                   # i, f, g, o after their nonlinearities
+        cs = _tl.empty(steps, *c0.shape, dtype=x.dtype)
+        hs = _tl.empty(steps, *h0.shape, dtype=x.dtype)
+        w_hh_t = w_hh.t()
+        h, c = h0, c0
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            a = acts[t]
+            _tl.addmm(xw[t], h, w_hh_t, out=a)
+            a[:, :2 * hsz].sigmoid_()
+            a[:, 2 * hsz:3 * hsz].tanh_()
+            a[:, 3 * hsz:].sigmoid_()
+            i, f, g, o = a.chunk(4, 1)
+            c = _tl.addcmul(f * c, i, g, out=cs[t])
+            h = _tl.mul(o, c.tanh(), out=hs[t])
+        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, bias, hs)   # hs is the output: a later
+        ctx.acts, ctx.cs, ctx.reverse = acts, cs, reverse           # in-place change is caught
+        return hs, h.clone(), c.clone()
+
+    @staticmethod
+    def backward(ctx, d_out, d_h, d_c):
+        x, h0, c0, w_ih, w_hh, bias, hs = ctx.saved_tensors
+        if _tl.is_grad_enabled():       # create_graph: differentiate the step-by-step graph
+            return _lstm_layer_grads_by_graph(ctx, (x, h0, c0, w_ih, w_hh, bias),
+                                              (d_out, d_h, d_c))
+        acts, cs, reverse = ctx.acts, ctx.cs, ctx.reverse
+        steps, hsz = x.shape[0], h0.shape[1]
+        order = list(range(steps - 1, -1, -1) if reverse else range(steps))
+        d_gates = _tl.empty_like(acts)
+        dh, dc = d_h.clone(), d_c.clone()
+        for k in range(steps - 1, -1, -1):          # the forward's steps, last first
+            t = order[k]
+            i, f, g, o = acts[t].chunk(4, 1)
+            c_prev = c0 if k == 0 else cs[order[k - 1]]
+            dh += d_out[t]
+            tc = cs[t].tanh()
+            dc.addcmul_(dh * o, 1 - tc * tc)
+            dg = d_gates[t]
+            di, df, dgg, do = dg.chunk(4, 1)
+            _tl.mul(dc * g, i * (1 - i), out=di)
+            _tl.mul(dc * c_prev, f * (1 - f), out=df)
+            _tl.mul(dc * i, 1 - g * g, out=dgg)
+            _tl.mul(dh * tc, o * (1 - o), out=do)
+            dc.mul_(f)
+            dh = dg.mm(w_hh)
+        flat = d_gates.view(steps * x.shape[1], -1)
+        h_prev = _tl.empty_like(hs)                 # h_{t-1} for every step, in time order
+        for k, t in enumerate(order):
+            h_prev[t] = h0 if k == 0 else hs[order[k - 1]]
+        need = ctx.needs_input_grad
+        dx = flat.mm(w_ih).view(x.shape) if need[0] else None
+        dw_ih = flat.t().mm(x.reshape(-1, x.shape[2])) if need[3] else None
+        dw_hh = flat.t().mm(h_prev.view(-1, hsz)) if need[4] else None
+        db = flat.sum(0) if bias is not None and need[5] else None
+        return dx, dh, dc, dw_ih, dw_hh, db, None
+
+
+def _lstm_layer_composite(x, h, c, w_ih, w_hh, bias, reverse):
+    """The same layer as a step-by-step graph of Tensor ops (differentiable to any order)."""
+    steps = x.shape[0]
+    xw = F.linear(x.reshape(-1, x.shape[2]), w_ih, bias).view(steps, x.shape[1], -1).unbind(0)
+    w_hh_t = w_hh.t()
+    outs = [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        h, c = _lstm_step(_tl.addmm(xw[t], h, w_hh_t), c)
+        outs[t] = h
+    return _tl.stack(outs), h, c
+
+
+def _lstm_layer_grads_by_graph(ctx, inputs, grads):
+    """_LSTMLayer's gradients under create_graph: rebuild the step-by-step graph from the
+    inputs and differentiate it (with a graph, so the result is differentiable again)."""
+    need = ctx.needs_input_grad
+    wanted = [t for t, n in zip(inputs, need) if n and t is not None]
+    outs = _lstm_layer_composite(*inputs, ctx.reverse)
+    got = iter(_tl.autograd.grad(outs, wanted, grads, create_graph=True, allow_unused=True))
+    return tuple(next(got) if n and t is not None else None for t, n in zip(inputs, need)) + (None,)
 
 
 class RNNBase(Module):
@@ -241,6 +334,9 @@ class RNNBase(Module):
             (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
         w_hr = weights[-1] if self.proj_size > 0 else None
         steps, batch = x.shape[0], x.shape[1]
+        if self.mode == "LSTM" and w_hr is None:
+            bias = None if b_ih is None else b_ih + b_hh
+            return _LSTMLayer.apply(x, h, c, w_ih, w_hh, bias, reverse)
         gru = self.mode == "GRU"
         # the recurrent bias joins the input's (one add per layer) except in the GRU, whose
         # reset gate multiplies W_hn h + b_hn
