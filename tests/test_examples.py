@@ -1,5 +1,7 @@
-"""The README's demo runs and learns (examples/quickstart.py)."""
+"""The examples run and learn: each in a subprocess, its printed output checked (the README's
+demo is examples/quickstart.py)."""
 import os
+import re
 import subprocess
 import sys
 
@@ -8,10 +10,36 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_quickstart_trains_to_high_accuracy():
-    pytest.importorskip("sklearn")
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "quickstart.py")],
-                          capture_output=True, text=True, timeout=300)
+def _run(script, *args, timeout=300):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", script), *args],
+                          capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    acc = float(proc.stdout.strip().splitlines()[-1].split("test accuracy")[1].split()[0])
-    assert acc > 0.9, proc.stdout
+    return proc.stdout
+
+
+def test_quickstart_trains_saves_and_reloads(tmp_path):
+    pytest.importorskip("sklearn")
+    out = _run("quickstart.py", "--checkpoint", str(tmp_path / "model.pt"),
+               "--plot", str(tmp_path / "plot.png"))
+    losses = [float(x) for x in re.findall(r"train loss ([0-9.]+)", out)]
+    assert len(losses) >= 5 and losses[-1] < losses[0] / 2, out          # the loss falls
+    final = float(re.search(r"final test accuracy ([0-9.]+)%", out).group(1))
+    reloaded = float(re.search(r"reloaded model: test accuracy ([0-9.]+)%", out).group(1))
+    assert final >= 95.0 and reloaded == final, out                     # the issue's bar
+    assert (tmp_path / "model.pt").exists()
+    try:
+        import matplotlib  # noqa: F401
+        assert (tmp_path / "plot.png").exists()
+    except ImportError:
+        assert "skipping the plot" in out
+
+
+def test_quickstart_on_cuda_without_a_gpu_says_why():
+    pytest.importorskip("sklearn")
+    import torchlite
+    if torchlite.cuda.is_available():
+        pytest.skip("a GPU is available here")
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "quickstart.py"),
+                           "--device", "cuda", "--epochs", "1"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "CUDA is not available" in proc.stderr
