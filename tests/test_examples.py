@@ -43,3 +43,11 @@ def test_quickstart_on_cuda_without_a_gpu_says_why():
                            "--device", "cuda", "--epochs", "1"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "CUDA is not available" in proc.stderr
+
+
+def test_linear_regression_reaches_least_squares():
+    out = _run("linear_regression.py", "--steps", "300")
+    losses = [float(x) for x in re.findall(r"loss ([0-9.]+)", out)]
+    assert losses[-1] < losses[0] / 10, out
+    gap = float(re.search(r"largest difference from least squares: ([0-9.e+-]+)", out).group(1))
+    assert gap < 1e-3, out
