@@ -51,3 +51,10 @@ def test_linear_regression_reaches_least_squares():
     assert losses[-1] < losses[0] / 10, out
     gap = float(re.search(r"largest difference from least squares: ([0-9.e+-]+)", out).group(1))
     assert gap < 1e-3, out
+
+
+def test_reinforce_cartpole_return_rises():
+    out = _run("reinforce_cartpole.py", "--episodes", "60")
+    m = re.search(r"first \d+ episodes ([0-9.]+), last \d+ episodes ([0-9.]+)", out)
+    first, last = float(m.group(1)), float(m.group(2))
+    assert last > 1.5 * first, out
