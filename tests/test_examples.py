@@ -58,3 +58,11 @@ def test_reinforce_cartpole_return_rises():
     m = re.search(r"first \d+ episodes ([0-9.]+), last \d+ episodes ([0-9.]+)", out)
     first, last = float(m.group(1)), float(m.group(2))
     assert last > 1.5 * first, out
+
+
+def test_cnn_digits_reaches_97_percent():
+    pytest.importorskip("sklearn")
+    out = _run("cnn_digits.py", "--epochs", "12")
+    losses = [float(x) for x in re.findall(r"train loss ([0-9.]+)", out)]
+    assert losses[-1] < losses[0] / 2, out
+    assert float(re.search(r"final test accuracy ([0-9.]+)%", out).group(1)) >= 97.0, out
