@@ -66,3 +66,21 @@ def test_cnn_digits_reaches_97_percent():
     losses = [float(x) for x in re.findall(r"train loss ([0-9.]+)", out)]
     assert losses[-1] < losses[0] / 2, out
     assert float(re.search(r"final test accuracy ([0-9.]+)%", out).group(1)) >= 97.0, out
+
+
+def _losses(out):
+    return [float(x) for x in re.findall(r"loss ([0-9.]+)", out)]
+
+
+@pytest.mark.parametrize("script,args", [
+    ("char_lstm.py", ["--steps", "40", "--hidden", "64", "--seq-len", "32", "--batch-size", "16",
+                      "--sample-length", "50"]),
+    ("transformer_lm.py", ["--steps", "40", "--d-model", "64", "--layers", "1", "--context", "32",
+                           "--batch-size", "16", "--sample-length", "50"]),
+])
+def test_language_models_learn_and_write_a_sample(script, args):
+    out = _run(script, *args)
+    losses = _losses(out)
+    assert losses[-1] < losses[0] - 0.5, out            # from ~ln(vocab) = 4.1 downwards
+    tail = out.split("--- sample ---", 1)[1]
+    assert tail.strip().startswith("Shall I") and len(tail.strip()) >= 50, out
