@@ -91,7 +91,8 @@ def discounted_returns(rewards, gamma):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--episodes", type=int, default=300)
+    parser.add_argument("--episodes", "--steps", dest="episodes", type=int, default=300,
+                        help="episodes to train (--steps is the same flag)")
     parser.add_argument("--lr", type=float, default=0.005)
     parser.add_argument("--gamma", type=float, default=0.99)
     parser.add_argument("--seed", type=int, default=0)
