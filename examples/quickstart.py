@@ -7,7 +7,7 @@ test set), so nothing is downloaded. The script saves a checkpoint, reloads it i
 model and evaluates it again, and plots the loss and accuracy curves.
 
     python -m pip install -e ".[examples]"     # scikit-learn, tqdm, matplotlib
-    python examples/quickstart.py              # about 10 seconds on 2 cores
+    python examples/quickstart.py              # a few seconds on 2 cores
 
 tqdm and matplotlib are optional: without them the script prints plain progress lines and
 skips the plot.
@@ -108,6 +108,7 @@ def save_plot(history, path):
         import matplotlib
         matplotlib.use("Agg")       # no display needed
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         print("matplotlib is not installed: skipping the plot (pip install matplotlib)")
         return
@@ -119,6 +120,8 @@ def save_plot(history, path):
     ax_loss.legend()
     ax_acc.plot(epochs, 100 * np.array(history["test_acc"]), color="tab:green")
     ax_acc.set(xlabel="epoch", ylabel="accuracy (%)", title="Test accuracy")
+    for ax in (ax_loss, ax_acc):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

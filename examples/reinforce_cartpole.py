@@ -56,8 +56,12 @@ def make_env(seed):
     env = gymnasium.make("CartPole-v1")
 
     class Wrapped:
+        seed_next_reset = seed      # seed the first episode only: later ones start elsewhere
+
         def reset(self):
-            return env.reset(seed=seed)[0].astype(np.float32)
+            obs = env.reset(seed=self.seed_next_reset)[0]
+            self.seed_next_reset = None
+            return obs.astype(np.float32)
 
         def step(self, action):
             obs, reward, terminated, truncated, _ = env.step(action)
@@ -65,11 +69,11 @@ def make_env(seed):
     return Wrapped(), "gymnasium CartPole-v1"
 
 
-def run_episode(env, policy):
+def run_episode(env, policy, device):
     """Play one episode with actions sampled from the policy: (log-probabilities, rewards)."""
     obs, log_probs, rewards = env.reset(), [], []
     while True:
-        logits = policy(torch.from_numpy(obs))
+        logits = policy(torch.from_numpy(obs).to(device))
         probs = logits.softmax(-1)
         action = torch.multinomial(probs, 1).item()
         log_probs.append(logits.log_softmax(-1)[action])
@@ -106,8 +110,8 @@ def main():
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.lr)
     lengths, window = [], max(1, args.episodes // 10)
     for episode in range(args.episodes):
-        log_probs, rewards = run_episode(env, policy)
-        returns = discounted_returns(rewards, args.gamma)
+        log_probs, rewards = run_episode(env, policy, args.device)
+        returns = discounted_returns(rewards, args.gamma).to(args.device)
         loss = -(torch.stack(log_probs) * returns).sum()
         optimizer.zero_grad()
         loss.backward()

@@ -10,39 +10,80 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _run(script, *args, timeout=300):
+EXAMPLES = ["quickstart.py", "cnn_digits.py", "char_lstm.py", "transformer_lm.py",
+            "linear_regression.py", "reinforce_cartpole.py"]
+
+
+def _run_process(script, *args, timeout=300):
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", script), *args],
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
+    return proc
+
+
+def _run(script, *args, timeout=300):
+    return _run_process(script, *args, timeout=timeout).stdout
+
+
+def _importable(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
 
 
 def test_quickstart_trains_saves_and_reloads(tmp_path):
     pytest.importorskip("sklearn")
-    out = _run("quickstart.py", "--checkpoint", str(tmp_path / "model.pt"),
-               "--plot", str(tmp_path / "plot.png"))
+    proc = _run_process("quickstart.py", "--checkpoint", str(tmp_path / "model.pt"),
+                        "--plot", str(tmp_path / "plot.png"))
+    out = proc.stdout
     losses = [float(x) for x in re.findall(r"train loss ([0-9.]+)", out)]
     assert len(losses) >= 5 and losses[-1] < losses[0] / 2, out          # the loss falls
     final = float(re.search(r"final test accuracy ([0-9.]+)%", out).group(1))
     reloaded = float(re.search(r"reloaded model: test accuracy ([0-9.]+)%", out).group(1))
     assert final >= 95.0 and reloaded == final, out                     # the issue's bar
     assert (tmp_path / "model.pt").exists()
-    try:
-        import matplotlib  # noqa: F401
-        assert (tmp_path / "plot.png").exists()
-    except ImportError:
+    if _importable("matplotlib"):
+        assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
         assert "skipping the plot" in out
+    if _importable("tqdm"):
+        assert "15/15" in proc.stderr and "epoch/s" in proc.stderr, proc.stderr   # the bar
+    else:
+        assert "tqdm is not installed" in out
 
 
-def test_quickstart_on_cuda_without_a_gpu_says_why():
+def test_quickstart_without_tqdm_and_matplotlib_degrades_gracefully(tmp_path):
+    """With tqdm and matplotlib unimportable (even where installed) it still trains and says
+    what it skipped."""
     pytest.importorskip("sklearn")
+    script = os.path.join(ROOT, "examples", "quickstart.py")
+    argv = [script, "--epochs", "2", "--checkpoint", str(tmp_path / "m.pt"),
+            "--plot", str(tmp_path / "plot.png")]
+    runner = ("import runpy, sys\n"
+              "sys.modules['tqdm'] = sys.modules['matplotlib'] = None  # import raises\n"
+              f"sys.argv = {argv!r}\n"
+              "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tqdm is not installed" in proc.stdout and "epoch   2" in proc.stdout
+    assert "matplotlib is not installed: skipping the plot" in proc.stdout
+    assert not (tmp_path / "plot.png").exists()
+    assert "reloaded model: test accuracy" in proc.stdout
+
+
+@pytest.mark.parametrize("script", EXAMPLES)
+def test_examples_on_cuda_without_a_gpu_say_why(script):
     import torchlite
     if torchlite.cuda.is_available():
         pytest.skip("a GPU is available here")
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "quickstart.py"),
-                           "--device", "cuda", "--epochs", "1"],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0 and "CUDA is not available" in proc.stderr
+    if script in ("quickstart.py", "cnn_digits.py"):
+        pytest.importorskip("sklearn")
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", script),
+                           "--device", "cuda"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "CUDA is not available" in proc.stderr, proc.stderr
 
 
 def test_linear_regression_reaches_least_squares():
@@ -58,6 +99,31 @@ def test_reinforce_cartpole_return_rises():
     m = re.search(r"first \d+ episodes ([0-9.]+), last \d+ episodes ([0-9.]+)", out)
     first, last = float(m.group(1)), float(m.group(2))
     assert last > 1.5 * first, out
+
+
+def test_builtin_cartpole_matches_gymnasium_step_for_step():
+    """The example's own simulation is the same environment as gymnasium's CartPole-v1."""
+    gymnasium = pytest.importorskip("gymnasium")
+    import numpy as np
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    try:
+        import reinforce_cartpole
+    finally:
+        sys.path.pop(0)
+    ours, theirs = reinforce_cartpole.CartPole(seed=3), gymnasium.make("CartPole-v1")
+    np.testing.assert_allclose(ours.reset(), theirs.reset(seed=3)[0], atol=1e-7)
+    actions = np.random.default_rng(1)
+    for episode in range(10):
+        if episode:
+            np.testing.assert_allclose(ours.reset(), theirs.reset()[0], atol=1e-7)
+        done = False
+        while not done:
+            action = int(actions.integers(2))
+            obs, reward, terminated, truncated = ours.step(action)
+            obs_g, reward_g, terminated_g, truncated_g, _ = theirs.step(action)
+            np.testing.assert_allclose(obs, obs_g, atol=1e-5)
+            assert (reward, terminated, truncated) == (reward_g, terminated_g, truncated_g)
+            done = terminated or truncated
 
 
 def test_cnn_digits_reaches_97_percent():
