@@ -26,24 +26,8 @@ from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into
 from torchlite._core.parallel cimport omp_get_max_threads
 from torchlite._core import isa_switch as _isa_switch
 
-cdef extern from "kernels/gemm.h" nogil:
-    ctypedef struct tl_gemm_problem:
-        int64_t m, n, k
-        const char* a
-        int64_t rsa, csa
-        const char* b
-        int64_t rsb, csb
-        char* c
-        int64_t rsc, csc
-        double alpha, beta
-        int64_t ialpha, ibeta
-    ctypedef struct tl_gemm_kernel:
-        int nr                  # columns of the micro-tile
-    const tl_gemm_kernel* tl_gemm_f32
-    const tl_gemm_kernel* tl_gemm_f64
-    int tl_gemm_oom
-    void tl_gemm_one(const tl_gemm_kernel* kern, const tl_gemm_problem* p, int nthreads)
-    int tl_gemm_install(int level)
+from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_kernel, tl_gemm_f32, tl_gemm_f64, tl_gemm_oom,
+                                   tl_gemm_one, tl_gemm_install)
 
 cdef extern from "kernels/conv_im2col.h" nogil:
     ctypedef struct tl_conv_geom:

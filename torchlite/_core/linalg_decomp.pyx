@@ -34,21 +34,7 @@ from torchlite._core.array cimport (Array, MAX_DIMS, new_array, TL_FLOAT32, TL_F
 from torchlite._core.elementwise cimport cast_array, copy_into
 from torchlite._core.parallel cimport num_chunks, omp_get_max_threads
 
-cdef extern from "kernels/gemm.h" nogil:
-    ctypedef struct tl_gemm_problem:
-        int64_t m, n, k
-        const char* a
-        int64_t rsa, csa
-        const char* b
-        int64_t rsb, csb
-        char* c
-        int64_t rsc, csc
-        double alpha, beta
-        int64_t ialpha, ibeta
-    int tl_gemm_run(int dtype, const tl_gemm_problem* p, int64_t batch, const int64_t* offa,
-                    const int64_t* offb, const int64_t* offc, int nthreads)
-    int tl_gemm_install(int level)
-    int tl_cpu_isa_level()
+from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_run, tl_gemm_install, tl_cpu_isa_level)
 
 cdef double _EPS = 2.220446049250313e-16
 # Block size of the blocked factorisations and triangular solves: the panels run on plain

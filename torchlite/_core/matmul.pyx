@@ -11,21 +11,7 @@ from torchlite._core.parallel cimport omp_get_max_threads
 from torchlite._core import array as _A
 from torchlite._core import elementwise as _ew
 
-cdef extern from "kernels/gemm.h" nogil:
-    ctypedef struct tl_gemm_problem:
-        int64_t m, n, k
-        const char* a
-        int64_t rsa, csa
-        const char* b
-        int64_t rsb, csb
-        char* c
-        int64_t rsc, csc
-        double alpha, beta
-        int64_t ialpha, ibeta
-    int tl_gemm_run(int dtype, const tl_gemm_problem* p, int64_t batch, const int64_t* offa,
-                    const int64_t* offb, const int64_t* offc, int nthreads)
-    int tl_gemm_install(int level)
-    int tl_cpu_isa_level()
+from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_run, tl_gemm_install, tl_cpu_isa_level)
 
 # dtype names as PyTorch's messages spell them: ScalarType names and C++ type names
 TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",

@@ -1,0 +1,26 @@
+# The packed GEMM of kernels/gemm.h, declared once for every module that calls it (matmul,
+# conv, linalg_decomp).  The header holds the code (static functions), so each of those
+# extensions compiles its own copy; this file only shares the declarations.
+from libc.stdint cimport int64_t
+
+cdef extern from "kernels/gemm.h" nogil:
+    ctypedef struct tl_gemm_problem:
+        int64_t m, n, k
+        const char* a
+        int64_t rsa, csa
+        const char* b
+        int64_t rsb, csb
+        char* c
+        int64_t rsc, csc
+        double alpha, beta
+        int64_t ialpha, ibeta
+    ctypedef struct tl_gemm_kernel:
+        int nr                  # columns of the micro-tile
+    const tl_gemm_kernel* tl_gemm_f32
+    const tl_gemm_kernel* tl_gemm_f64
+    int tl_gemm_oom
+    void tl_gemm_one(const tl_gemm_kernel* kern, const tl_gemm_problem* p, int nthreads)
+    int tl_gemm_run(int dtype, const tl_gemm_problem* p, int64_t batch, const int64_t* offa,
+                    const int64_t* offb, const int64_t* offc, int nthreads)
+    int tl_gemm_install(int level)
+    int tl_cpu_isa_level()
