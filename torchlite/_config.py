@@ -3,7 +3,7 @@ import os
 import platform
 import sys
 
-from ._core import elementwise as _ew
+from ._dispatch import elementwise as _ew
 from ._core import parallel as _par
 from .version import __version__
 

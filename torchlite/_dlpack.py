@@ -7,7 +7,7 @@ Tensor methods.  Importing it is enough (torchlite/__init__.py does).
 """
 import enum
 
-from ._core import dlpack as _dl
+from ._dispatch import dlpack as _dl
 from ._core.array import Array as _CpuArray
 from ._device import to_device
 from ._ops import _register

@@ -1,7 +1,7 @@
 """dtype objects, the default dtype, and PyTorch's type-promotion rules.
 
 The integer codes match torchlite/_core/kernels/types.h."""
-from ._core import elementwise as _ew
+from ._dispatch import elementwise as _ew
 
 
 class dtype:

@@ -8,7 +8,7 @@ safetensors dtype; loading goes through ``safetensors.deserialize`` for the same
 import os
 
 from . import _dtype as D
-from ._core import array as _A
+from ._dispatch import array as _A
 from ._tensor import Tensor, _wrap
 
 __all__ = ["save_safetensors", "load_safetensors"]

@@ -8,7 +8,7 @@ import weakref
 import numbers
 
 from . import _dtype as D
-from ._core import array as _A
+from ._dispatch import array as _A
 from ._device import CPU, device as _device_cls
 from ._size import Size
 

@@ -41,7 +41,7 @@ from collections import Counter, OrderedDict
 import _compat_pickle
 
 from . import _dtype as D
-from ._core import array as _A
+from ._dispatch import array as _A
 from ._device import device as _Device
 from ._size import MAX_NUMEL, Size
 from ._tensor import Tensor, _wrap

@@ -19,7 +19,7 @@ cdef class Storage:
     cdef char* data
     cdef Py_ssize_t nbytes
     cdef Py_ssize_t pool_bytes   # size class in the cache; 0 when the memory is not ours
-    cdef object owner            # keeps external memory (a NumPy array) alive
+    cdef readonly object owner   # keeps external memory alive (a NumPy array, a pinned or device block)
     cdef public long long version
 
 

@@ -920,6 +920,27 @@ def from_numpy(obj):
     return a
 
 
+def external(Py_ssize_t address, Py_ssize_t nbytes, object owner, int dtype):
+    """A 1-d contiguous `dtype` array over `nbytes` of memory at `address` that `owner` keeps
+    alive.  Two users: pinned host memory (torchlite/cuda/_host.py), which CPU kernels may
+    use like any other, and the CUDA backend's device arrays, which keep their shape, strides
+    and offset in such an array over device memory so the view logic has one home here; those
+    never reach a CPU kernel (torchlite/cuda/_array.py wraps them)."""
+    if dtype < 0 or dtype >= TL_NDTYPES:
+        raise ValueError(f"external: bad dtype code {dtype}")
+    if nbytes < 0:
+        raise ValueError(f"external: negative size {nbytes}")
+    cdef Array a = Array.__new__(Array)
+    a.storage = external_storage(address, nbytes, owner)
+    a.dtype = dtype
+    a.nd = 1
+    a.off = 0
+    a.shp[0] = nbytes // tl_itemsize[dtype]
+    a.strd[0] = 1
+    a.n = a.shp[0]
+    return a
+
+
 def from_flat(list values, shape, int dtype):
     """A new contiguous array holding Python numbers `values` (row-major) as dtype."""
     cdef Array a = empty(shape, dtype)

@@ -2,8 +2,8 @@
 import builtins
 
 from .. import _dtype as D
-from .._core import array as _A
-from .._core import elementwise as _ew
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
 from .._device import cuda_backend, device as _device_cls, to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
@@ -17,7 +17,7 @@ def _parse_to(args, kwargs):
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
+    non_blocking = kwargs.pop("non_blocking", False)
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
@@ -29,20 +29,29 @@ def _parse_to(args, kwargs):
         elif isinstance(a, (str, _device_cls, builtins.int)) and not isinstance(a, builtins.bool):
             device = a
         elif isinstance(a, builtins.bool):
-            pass          # the positional non_blocking flag
+            non_blocking = a          # the positional non_blocking flag
         elif a is not None:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
-    return D.to_dtype(dtype), (to_device(device) if device is not None else None), copy
+    return (D.to_dtype(dtype), (to_device(device) if device is not None else None), copy,
+            non_blocking)
+
+
+def _same_device(device, current):
+    """Whether moving to `device` is a no-op ('cuda' means the current CUDA device)."""
+    if device == current:
+        return True
+    return device.type == current.type == "cuda" and device.index is None \
+        and current.index == cuda_backend().current_device()
 
 
 @_register("to")
 def to(self, *args, **kwargs):
-    """Convert dtype and/or device; returns self when nothing changes (unless copy=True)."""
-    dtype, device, copy = _parse_to(args, dict(kwargs))
+    """Convert dtype and/or device; returns self when nothing changes (unless copy=True).
+    non_blocking=True makes a copy from pinned memory, or to the host, asynchronous."""
+    dtype, device, copy, non_blocking = _parse_to(args, dict(kwargs))
     t = self
-    if device is not None and device != self.device:
-        if device.type == "cuda" or self.device.type == "cuda":
-            t = cuda_backend()._move(t, device)
+    if device is not None and not _same_device(device, self.device):
+        t = cuda_backend()._move(t, device, non_blocking)
         copy = False
     if dtype is not None and dtype is not t.dtype:
         t = _wrap(_ew.cast(t._data, dtype.code))
@@ -151,7 +160,7 @@ def zero_(self):
     return fill_(self, 0)
 
 
-# ---- memory placement queries (CPU only) ---------------------------------------------------------
+# ---- memory placement ----------------------------------------------------------------------------
 @_register("share_memory_")
 def share_memory_(self):
     """Returns self.  torchlite's DataLoader workers pass batches by pickling, not through
@@ -167,14 +176,33 @@ def is_shared(self):
 
 @_register("is_pinned")
 def is_pinned(self, device=None):
-    """False: torchlite has no page-locked host memory."""
-    return False
+    """Whether this CPU tensor is in page-locked (pinned) host memory."""
+    if self.device.type != "cpu" or not _cuda_in_use():
+        return False
+    from ..cuda import _host
+    return _host.is_pinned(self._data)
+
+
+def _cuda_in_use():
+    import sys
+    return "torchlite.cuda._host" in sys.modules
 
 
 @_register("pin_memory")
 def pin_memory(self, device=None):
-    """Page-locked memory needs an accelerator; like PyTorch without one, this raises."""
-    raise RuntimeError("Cannot access accelerator device when none is available.")
+    """A copy of this CPU tensor in page-locked host memory, which copies to the GPU with
+    non_blocking=True overlap with computation.  Needs CUDA; without it this raises, as in
+    PyTorch."""
+    cuda = cuda_backend()
+    if not cuda.is_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    if self.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors can be pinned")
+    from ..cuda import _host
+    t = _wrap(_host.pin(self._data))
+    if self._requires_grad and _grad_state.enabled:
+        _SG.record_to(self, t)
+    return t
 
 
 @_register("is_inference")

@@ -5,8 +5,8 @@ import math
 import numbers
 
 from .. import _dtype as D
-from .._core import array as _A
-from .._core import elementwise as _ew
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
 from .._device import cuda_backend, to_device
 from .._size import check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _as_pyscalar

@@ -13,9 +13,9 @@ import numbers
 import warnings
 
 from .. import _dtype as D
-from .._core import array as _A
-from .._core import elementwise as _ew
-from .._core import index as _I
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
+from .._dispatch import index as _I
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records

@@ -11,9 +11,9 @@ import builtins
 import warnings
 
 from .. import _dtype as D
-from .._core import array as _A
-from .._core import elementwise as _ew
-from .._core import shape_ops as _SO
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
+from .._dispatch import shape_ops as _SO
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records

@@ -9,9 +9,9 @@ import builtins
 import functools
 import math
 
-from .._core import array as _A
-from .._core import elementwise as _ew
-from .._core import matmul as _mm
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
+from .._dispatch import matmul as _mm
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
 from . import linalg_grad as _G

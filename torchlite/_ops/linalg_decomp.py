@@ -10,9 +10,9 @@ import builtins
 import functools
 import math
 
-from .._core import array as _A
-from .._core import elementwise as _ew
-from .._core import linalg_decomp as _K
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
+from .._dispatch import linalg_decomp as _K
 from .._core.matmul import C_NAMES as _C_NAMES
 from .._tensor import Tensor, _wrap
 from .. import return_types as _rt
@@ -106,7 +106,7 @@ def _broadcast_batch(A, B, op, shapes_msg):
 
 
 def _broadcast_shapes(a, b):
-    from .._core import array as _A
+    from .._dispatch import array as _A
     return _A.broadcast_shapes(tuple(a), tuple(b))
 
 

@@ -8,8 +8,8 @@ import builtins
 import math
 
 from .. import _dtype as D
-from .._core import array as _A
-from .._core import elementwise as _ew
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from . import pointwise_grad as _G

@@ -9,8 +9,8 @@ type-promoted inputs are summed back to the input's shape and cast to its dtype.
 import math
 
 from .._tensor import Tensor, _wrap, _join_views
-from .._core import array as _A
-from .._core import elementwise as _ew
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
 from .. import _dtype as D
 from ..autograd.graph import Node, record, sum_to, pack, unpack, edge, refresh_view, _FREED, _NO_EDGE
 from ..autograd.graph import fresh_view_of_base, move_retain_grad

@@ -28,9 +28,9 @@ import numbers
 import warnings
 
 from .. import _dtype as D
-from .._core import array as _A
-from .._core import elementwise as _ew
-from .._core import random as _R
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
+from .._dispatch import random as _R
 from .._device import to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register

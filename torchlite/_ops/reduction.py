@@ -14,9 +14,9 @@ import math
 import warnings
 
 from .. import _dtype as D
-from .._core import array as _A
-from .._core import elementwise as _ew
-from .._core import reduce as _R
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
+from .._dispatch import reduce as _R
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
 from .pointwise import maximum as _maximum, minimum as _minimum, _prepare_out

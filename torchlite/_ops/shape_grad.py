@@ -12,8 +12,8 @@ the view was recorded), so an in-place write through a view gives the base a Cop
 history (pointwise_grad.rebase_inplace), even when the base required no grad before."""
 import builtins
 
-from .._core import array as _A
-from .._core import elementwise as _ew
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
 from .._tensor import _wrap
 from ..autograd.graph import Node, record, sum_to
 from ..autograd.grad_mode import _state as _grad_state

@@ -9,9 +9,9 @@ returns its values sorted, which is one of the orders PyTorch allows."""
 import builtins
 
 from .. import _dtype as D
-from .._core import array as _A
-from .._core import elementwise as _ew
-from .._core import sort as _S
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
+from .._dispatch import sort as _S
 from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
 from . import _register

@@ -4,8 +4,8 @@ incompatible layout, flip, contiguous of a non-contiguous tensor)."""
 import builtins
 
 from .. import _dtype as D
-from .._core import array as _A
-from .._core import elementwise as _ew
+from .._dispatch import array as _A
+from .._dispatch import elementwise as _ew
 from .._size import MAX_NUMEL, check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state

@@ -11,7 +11,7 @@ import operator
 
 from . import anomaly
 from .graph import edge, expandable_to, sum_to
-from .._core import elementwise as _ew
+from .._dispatch import elementwise as _ew
 from .._tensor import _wrap
 from .grad_mode import _state
 

@@ -523,16 +523,30 @@ class Event:
                 pass
 
 
-# ---- tensors (the CUDA array layer is not part of this build yet) ------------------------------
-def _to_device_array(arr, dev):
-    """Called by creation functions for device='cuda'."""
-    _require_cuda(f"create a tensor on {dev}")
-    raise RuntimeError(f"torchlite: CUDA tensors are not implemented in this build yet (the "
-                       f"CUDA array layer of issue 6 is pending); cannot create a tensor on {dev}")
+# ---- tensors ----------------------------------------------------------------------------------------
+def _current_stream_handle(idx):
+    """The handle (int) of this thread's current stream on device idx; 0: the default stream."""
+    streams = getattr(_tls, "streams", None)
+    s = streams.get(idx) if streams else None
+    return 0 if s is None else s.cuda_stream
 
 
-def _move(tensor, dev):
-    """Called by Tensor.to / .cuda() / .cpu() when a CUDA device is involved."""
-    _require_cuda(f"move a tensor to {dev}")
-    raise RuntimeError(f"torchlite: CUDA tensors are not implemented in this build yet (the "
-                       f"CUDA array layer of issue 6 is pending); cannot move a tensor to {dev}")
+def _to_device_array(arr, dev, non_blocking=False):
+    """A CPU or CUDA array on CUDA device `dev` (creation functions' device=)."""
+    from . import _array
+    idx = _checked_index(dev, f"create a tensor on {dev}")
+    return _array.move_to_device(arr, idx, non_blocking)
+
+
+def _move(tensor, dev, non_blocking=False):
+    """Tensor.to / .cuda() / .cpu() when a CUDA device is involved: a new tensor on `dev`
+    (outside the graph; Tensor.to records the node)."""
+    from .._tensor import _wrap
+    from . import _array
+    from ._array import CudaArray
+    if dev.type == "cpu":
+        return _wrap(_array.to_host(tensor._data, non_blocking=non_blocking))
+    idx = _checked_index(dev, f"move a tensor to {dev}")
+    if isinstance(tensor._data, CudaArray) and tensor._data.device_index == idx:
+        return tensor
+    return _wrap(_array.move_to_device(tensor._data, idx, non_blocking))

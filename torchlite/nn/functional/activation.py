@@ -11,7 +11,7 @@ import warnings
 
 from ... import _dtype as D
 from ..._tensor import Tensor
-from ..._core import elementwise as _ew
+from ..._dispatch import elementwise as _ew
 from ..._ops import pointwise as _P
 from ..._ops import reduction as _R
 from ..._ops import pointwise_grad as _PG

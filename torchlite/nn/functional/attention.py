@@ -22,7 +22,7 @@ from ..._ops import joining as _J
 from ..._ops import linalg as _LA
 from ..._ops import pointwise as _P
 from ..._ops import reduction as _R
-from ..._core import matmul as _mm
+from ..._dispatch import matmul as _mm
 from .dropout import dropout as _dropout
 from .linear import linear as _linear
 from .vision import pad as _pad

@@ -11,10 +11,10 @@ derivative works.  All three run on the kernels of torchlite/_core/conv.pyx, whi
 convolutions only: a 1-d one is a 2-d one of height 1, reshaped on the arrays (no Tensor view,
 so the result's grad_fn is the convolution's own node).  The arguments arrive checked
 (conv.py does PyTorch's checks and messages)."""
-from ..._core import conv as _K
+from ..._dispatch import conv as _K
 from ..._tensor import _wrap
 from ...autograd.graph import Node, record, needs_grad
-from ..._core import elementwise as _ew_mod
+from ..._dispatch import elementwise as _ew_mod
 
 _ADD = _ew_mod.BINARY["add"]
 
@@ -54,7 +54,7 @@ def _spatial(t, nd):
 
 def add_channel_bias(arr, b):
     """arr (N, C, ...) += b (C,) broadcast over every other dim, in place; returns arr."""
-    from ..._core import elementwise as _ew
+    from ..._dispatch import elementwise as _ew
     shape = (1, b.shape[0]) + (1,) * (arr.ndim - 2)
     view = b.as_strided(shape, (0, b.strides[0]) + (0,) * (arr.ndim - 2), b.offset)
     return _ew.binary(_ADD, arr, view, arr)

@@ -12,9 +12,9 @@ The binary losses keep their reduction inside the node (PyTorch's BinaryCrossEnt
 the output's grad_fn, whatever the reduction); their formulas are Tensor ops."""
 from ... import _dtype as D
 from ..._tensor import _wrap
-from ..._core import elementwise as _ew
-from ..._core import loss as _K
-from ..._core import array as _A
+from ..._dispatch import elementwise as _ew
+from ..._dispatch import loss as _K
+from ..._dispatch import array as _A
 from ..._ops import reduction as _R
 from ...autograd.graph import Node, pack, unpack, record, _FREED, edge
 from ...autograd.grad_mode import _state as _grad_state

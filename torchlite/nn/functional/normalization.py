@@ -13,13 +13,13 @@ import numbers
 
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap
-from ..._core import elementwise as _ew
+from ..._dispatch import elementwise as _ew
 from ..._ops import pointwise as _P
 from ..._ops import reduction as _R
 from ..._ops.joining import cat as _cat
 from ..._ops.creation import zeros as _zeros
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
-from ..._core import norm as _NK
+from ..._dispatch import norm as _NK
 from . import normalization_grad as _G
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",

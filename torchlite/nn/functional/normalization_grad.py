@@ -15,8 +15,8 @@ the saved input with differentiable ops, so the gradient is differentiable again
 and the output gradient (double backward).  A plain backward of batch and layer norm computes
 the same gradients with the fused kernels of torchlite/_core/norm.pyx (two passes over x)."""
 from ..._tensor import _wrap
-from ..._core import elementwise as _ew
-from ..._core import norm as _NK
+from ..._dispatch import elementwise as _ew
+from ..._dispatch import norm as _NK
 from ..._ops import reduction as _R
 from ...autograd.graph import Node, record
 from ...autograd.grad_mode import _state as _grad_state

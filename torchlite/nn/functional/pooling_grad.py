@@ -10,7 +10,7 @@ derivative works:
     avg_pool(x)                   --grad-->  avg_pool_t(g)        --grad-->  avg_pool(gg)
     adaptive_avg_pool(x)          --grad-->  adaptive_avg_t(g)    --grad-->  adaptive_avg_pool(gg)
 """
-from ..._core import pool as _K
+from ..._dispatch import pool as _K
 from ..._tensor import _wrap
 from ...autograd.graph import Node, record, needs_grad
 

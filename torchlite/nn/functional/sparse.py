@@ -7,7 +7,7 @@ the gradient is itself differentiable); the padding row gets none.  Only dense g
 (sparse=True is refused)."""
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap
-from ..._core import elementwise as _ew
+from ..._dispatch import elementwise as _ew
 from ..._ops import pointwise as _P
 from ..._ops.creation import zeros as _zeros, ones as _ones, arange as _arange
 from ..._ops.reduction import vector_norm as _vector_norm

@@ -13,10 +13,10 @@ import math
 import numbers
 
 from ..._tensor import Tensor, _wrap
-from ..._core import array as _A
-from ..._core import elementwise as _ew
-from ..._core import pool as _P
-from ..._core import conv as _C
+from ..._dispatch import array as _A
+from ..._dispatch import elementwise as _ew
+from ..._dispatch import pool as _P
+from ..._dispatch import conv as _C
 from ... import _dtype as D
 from ...autograd.graph import Node, record, needs_grad
 

@@ -906,7 +906,7 @@ class Module:
         from ..._ops.conversion import _parse_to
         if "copy" in kwargs:
             raise TypeError("to() got an unexpected keyword argument 'copy'")
-        dtype, device, _ = _parse_to(args, dict(kwargs))
+        dtype, device, _, non_blocking = _parse_to(args, dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dtype}")
@@ -914,7 +914,7 @@ class Module:
             _cuda_backend()
 
         def convert(t):
-            return t.to(device, dtype if t.is_floating_point() else None)
+            return t.to(device, dtype if t.is_floating_point() else None, non_blocking=non_blocking)
         return self._apply(convert)
 
     def cuda(self, device=None):

@@ -32,7 +32,7 @@ import struct
 import tempfile
 import weakref
 
-from ..._core import array as _A
+from ..._dispatch import array as _A
 from ..._dtype import DTYPES
 from ..._tensor import Tensor, _wrap
 

@@ -1,0 +1,201 @@
+"""A stand-in for cuda.bindings.driver that keeps "device" memory in host buffers.
+
+With it, the CUDA array layer above the kernels (device arrays and their views, the caching
+allocator, copies, memsets, streams and events, the device dispatch, the host fallback,
+Tensor.to / module.to / load(map_location), mixed-device errors, out-of-memory handling)
+runs and is tested on machines without a GPU.  It launches no kernels: tests using it turn
+the backend's kernels off (torchlite.cuda._ops.kernels_enabled), so every op takes the
+host fallback.  It is test code only; the library never uses it.
+"""
+import ctypes
+import itertools
+import types
+
+
+class _Enum:
+    def __init__(self, prefix, **values):
+        self._prefix = prefix
+        self._values = values
+
+    def __getattr__(self, name):
+        return self._values.get(name, name)
+
+
+ATTRIBUTES = {
+    "COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0, "MULTIPROCESSOR_COUNT": 132,
+    "INTEGRATED": 0, "MULTI_GPU_BOARD": 0, "MAX_THREADS_PER_MULTIPROCESSOR": 2048,
+    "WARP_SIZE": 32, "L2_CACHE_SIZE": 50 << 20, "MAX_REGISTERS_PER_MULTIPROCESSOR": 65536,
+    "MAX_SHARED_MEMORY_PER_BLOCK": 48 << 10, "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": 228 << 10,
+    "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 227 << 10, "MAX_THREADS_PER_BLOCK": 1024,
+}
+
+
+class FakeDriver(types.SimpleNamespace):
+    """The driver functions the backend calls, over host memory; `capacity` bytes of
+    "device" memory per device, `devices` devices."""
+
+    def __init__(self, devices=1, capacity=256 << 20):
+        super().__init__()
+        self.devices = devices
+        self.capacity = capacity
+        self.buffers = {}          # address -> (device, ctypes buffer)
+        self.used = [0] * devices
+        self.host = {}
+        self.calls = []            # names of the calls made, in order
+        self._ids = itertools.count(1)
+        self.current = None
+        self.CUdevice_attribute = types.SimpleNamespace(
+            **{"CU_DEVICE_ATTRIBUTE_" + k: k for k in ATTRIBUTES})
+        self.CUevent_flags = types.SimpleNamespace(
+            CU_EVENT_DEFAULT=0, CU_EVENT_BLOCKING_SYNC=1, CU_EVENT_DISABLE_TIMING=2,
+            CU_EVENT_INTERPROCESS=4)
+        self.CUstream_flags = types.SimpleNamespace(CU_STREAM_DEFAULT=0, CU_STREAM_NON_BLOCKING=1)
+
+    def _log(self, name):
+        self.calls.append(name)
+
+    # ---- devices and contexts ------------------------------------------------------------
+    def cuInit(self, flags):
+        return (0,)
+
+    def cuDriverGetVersion(self):
+        return (0, 13000)
+
+    def cuDeviceGetCount(self):
+        return (0, self.devices)
+
+    def cuDeviceGet(self, index):
+        return (0, index) if 0 <= index < self.devices else (101, None)
+
+    def cuDeviceGetAttribute(self, attr, dev):
+        return (0, ATTRIBUTES[attr])
+
+    def cuDeviceGetName(self, n, dev):
+        return (0, b"Fake CUDA device (host memory)\0")
+
+    def cuDeviceTotalMem(self, dev):
+        return (0, self.capacity)
+
+    def cuDeviceGetUuid(self, dev):
+        return (0, types.SimpleNamespace(bytes=bytes(range(16))))
+
+    def cuDevicePrimaryCtxRetain(self, dev):
+        return (0, ("ctx", dev))
+
+    def cuCtxSetCurrent(self, ctx):
+        self.current = ctx[1]
+        return (0,)
+
+    def cuCtxSynchronize(self):
+        return (0,)
+
+    def cuGetErrorString(self, err):
+        return (0, {2: b"out of memory"}.get(int(err), b"fake error"))
+
+    # ---- memory ----------------------------------------------------------------------------
+    def _new(self, nbytes):
+        buf = ctypes.create_string_buffer(max(int(nbytes), 1))
+        return ctypes.addressof(buf), buf
+
+    def cuMemAlloc(self, nbytes):
+        self._log("cuMemAlloc")
+        dev = self.current
+        if self.used[dev] + nbytes > self.capacity:
+            return (2, None)          # CUDA_ERROR_OUT_OF_MEMORY
+        address, buf = self._new(nbytes)
+        self.buffers[address] = (dev, buf, nbytes)
+        self.used[dev] += nbytes
+        return (0, address)
+
+    def cuMemFree(self, address):
+        self._log("cuMemFree")
+        dev, _, nbytes = self.buffers.pop(int(address))
+        self.used[dev] -= nbytes
+        return (0,)
+
+    def cuMemHostAlloc(self, nbytes, flags):
+        address, buf = self._new(nbytes)
+        self.host[address] = buf
+        return (0, address)
+
+    def cuMemFreeHost(self, address):
+        self.host.pop(int(address))
+        return (0,)
+
+    def _check_device(self, address, nbytes):
+        for base, (_, _, size) in self.buffers.items():
+            if base <= address and address + nbytes <= base + max(size, 1):
+                return
+        raise AssertionError(f"fake driver: {nbytes} bytes at {address:#x} are not device memory")
+
+    def cuMemcpyHtoDAsync(self, dst, src, nbytes, stream):
+        self._check_device(int(dst), nbytes)
+        ctypes.memmove(int(dst), int(src), nbytes)
+        return (0,)
+
+    def cuMemcpyDtoHAsync(self, dst, src, nbytes, stream):
+        self._check_device(int(src), nbytes)
+        ctypes.memmove(int(dst), int(src), nbytes)
+        return (0,)
+
+    def cuMemcpyDtoDAsync(self, dst, src, nbytes, stream):
+        self._check_device(int(dst), nbytes)
+        self._check_device(int(src), nbytes)
+        ctypes.memmove(int(dst), int(src), nbytes)
+        return (0,)
+
+    def _memset(self, address, value, width, count, pitch=None):
+        pitch = pitch or width
+        self._check_device(address, (count - 1) * pitch + width if count else 0)
+        data = int(value).to_bytes(width, "little")
+        for i in range(count):
+            ctypes.memmove(address + i * pitch, data, width)
+        return (0,)
+
+    def cuMemsetD8Async(self, address, value, count, stream):
+        ctypes.memset(int(address), value, count)
+        return (0,)
+
+    def cuMemsetD16Async(self, address, value, count, stream):
+        return self._memset(int(address), value, 2, count)
+
+    def cuMemsetD32Async(self, address, value, count, stream):
+        return self._memset(int(address), value, 4, count)
+
+    def cuMemsetD2D32Async(self, address, pitch, value, width, height, stream):
+        assert width == 1
+        return self._memset(int(address), value, 4, height, pitch)
+
+    # ---- streams and events ------------------------------------------------------------------
+    def cuStreamCreateWithPriority(self, flags, priority):
+        return (0, next(self._ids))
+
+    def cuStreamSynchronize(self, stream):
+        return (0,)
+
+    def cuStreamQuery(self, stream):
+        return (0,)
+
+    def cuStreamDestroy(self, stream):
+        return (0,)
+
+    def cuStreamWaitEvent(self, stream, event, flags):
+        return (0,)
+
+    def cuEventCreate(self, flags):
+        return (0, next(self._ids))
+
+    def cuEventRecord(self, event, stream):
+        return (0,)
+
+    def cuEventQuery(self, event):
+        return (0,)
+
+    def cuEventSynchronize(self, event):
+        return (0,)
+
+    def cuEventElapsedTime(self, start, end):
+        return (0, 0.0)
+
+    def cuEventDestroy(self, event):
+        return (0,)

@@ -1,0 +1,174 @@
+"""The array layer as the layers above see it: one namespace per kernel module of
+torchlite/_core, the same names, and a function per name that runs on the arrays' device.
+
+``from .._dispatch import elementwise as _ew`` gives an object with every attribute of
+torchlite/_core/elementwise.pyx.  Until the first CUDA array exists its functions *are* the
+CPU module's (no cost at all on the CPU path); from then on each is a wrapper that looks at
+its arguments: CPU arrays run the CPU kernel, CUDA arrays run the CUDA backend
+(torchlite/cuda/_ops.py: a kernel, or the CPU kernel on host copies where there is none
+yet), and arrays on two devices raise PyTorch's RuntimeError.  A CPU array with no
+dimensions may join CUDA arrays, as a CPU scalar tensor may in PyTorch.
+
+Array creation takes a device: ``array.empty(shape, dtype, device=...)`` (also ``full``,
+``empty_strided``), where device is None or 'cpu', 'cuda:N', a torchlite.device, or an
+array whose device to use.
+"""
+import importlib
+import sys
+
+_MODULES = ("array", "elementwise", "reduce", "matmul", "index", "sort", "shape_ops", "random",
+            "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack")
+
+# functions whose CUDA versions take operands on another device themselves (the transfers)
+CROSS_DEVICE = {("elementwise", "copy_")}
+
+_enabled = False
+_cuda_array_type = None
+
+
+class _Namespace:
+    """The attributes of one torchlite/_core module, its functions swappable for
+    dispatching wrappers."""
+
+    def __init__(self, name):
+        self.__name__ = f"torchlite._dispatch.{name}"
+        self._name = name
+        self._cpu = importlib.import_module(f"torchlite._core.{name}")
+        for key, value in vars(self._cpu).items():
+            if not key.startswith("__"):
+                setattr(self, key, value)
+
+    def __repr__(self):
+        return f"<array-layer namespace {self._name}>"
+
+    def _enable(self):
+        for key, value in vars(self._cpu).items():
+            if not key.startswith("_") and _is_kernel_function(value) \
+                    and getattr(self, key) is value:
+                setattr(self, key, _dispatcher(self._name, key, value))
+
+
+def _is_kernel_function(value):
+    return callable(value) and not isinstance(value, type) and type(value).__name__ in (
+        "cython_function_or_method", "builtin_function_or_method", "function")
+
+
+def device_index_of(args, kwargs, op):
+    """The CUDA device index the arguments' arrays are on, or None when all are CPU arrays;
+    RuntimeError when they are on different devices."""
+    cuda_t = _cuda_array_type
+    found = None          # device index of the first CUDA array
+    cpu_array = None      # a CPU array with dimensions, if any
+    for x in (args if not kwargs else args + tuple(kwargs.values())):
+        t = type(x)
+        if t is cuda_t:
+            idx = x.device_index
+            if found is None:
+                found = idx
+            elif idx != found:
+                _raise_mixed(f"cuda:{found}", f"cuda:{idx}", op)
+        elif t is list or t is tuple:
+            for e in x:
+                te = type(e)
+                if te is cuda_t:
+                    idx = e.device_index
+                    if found is None:
+                        found = idx
+                    elif idx != found:
+                        _raise_mixed(f"cuda:{found}", f"cuda:{idx}", op)
+                elif te is _CpuArray and e.ndim:
+                    cpu_array = e
+        elif t is _CpuArray and x.ndim:
+            cpu_array = x
+    if found is not None and cpu_array is not None and op not in CROSS_DEVICE:
+        _raise_mixed(f"cuda:{found}", "cpu", op)
+    return found
+
+
+def _raise_mixed(a, b, op):
+    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                       f"devices, {a} and {b}! (in {op[0]}.{op[1]})")
+
+
+def _dispatcher(ns, name, cpu_fn):
+    op = (ns, name)
+    call_cuda = sys.modules["torchlite.cuda._ops"].call
+
+    def dispatch(*args, **kwargs):
+        idx = device_index_of(args, kwargs, op)
+        if idx is None:
+            return cpu_fn(*args, **kwargs)
+        return call_cuda(op, cpu_fn, idx, args, kwargs)
+    dispatch.__name__ = name
+    dispatch.__qualname__ = f"{ns}.{name}"
+    dispatch.__doc__ = cpu_fn.__doc__
+    dispatch.__wrapped__ = cpu_fn
+    return dispatch
+
+
+def enable_devices(cuda_array_type):
+    """Swap every namespace's functions for dispatching wrappers (called by the CUDA backend
+    when it creates its first array)."""
+    global _enabled, _cuda_array_type
+    if _enabled:
+        return
+    importlib.import_module("torchlite.cuda._ops")
+    _cuda_array_type = cuda_array_type
+    for ns in _NAMESPACES.values():
+        ns._enable()
+    _enabled = True
+
+
+# ---- creation on a device ------------------------------------------------------------------
+def _device_index(device):
+    """None for the CPU, else the CUDA device index of `device` (see the module docstring)."""
+    if device is None:
+        return None
+    if isinstance(device, str):
+        if device == "cpu":
+            return None
+    elif type(device) is _CpuArray:
+        return None
+    elif type(device) is _cuda_array_type and device is not None:
+        return device.device_index
+    from ._device import to_device
+    d = to_device(device)
+    if d.type == "cpu":
+        return None
+    from . import cuda
+    return cuda._device_index(d)
+
+
+def _creation(name):
+    cpu_fn = getattr(importlib.import_module("torchlite._core.array"), name)
+
+    def create(*args, device=None):
+        idx = _device_index(device)
+        if idx is None:
+            return cpu_fn(*args)
+        from .cuda import _ops
+        return _ops.create(name, idx, args)
+    create.__name__ = name
+    create.__doc__ = f"{cpu_fn.__doc__ or name}\n\nOn `device` (None: the CPU)."
+    return create
+
+
+_NAMESPACES = {name: _Namespace(name) for name in _MODULES}
+_CpuArray = _NAMESPACES["array"].Array
+for _name in ("empty", "full", "empty_strided"):
+    setattr(_NAMESPACES["array"], _name, _creation(_name))
+
+array = _NAMESPACES["array"]
+elementwise = _NAMESPACES["elementwise"]
+reduce = _NAMESPACES["reduce"]
+matmul = _NAMESPACES["matmul"]
+index = _NAMESPACES["index"]
+sort = _NAMESPACES["sort"]
+shape_ops = _NAMESPACES["shape_ops"]
+random = _NAMESPACES["random"]
+conv = _NAMESPACES["conv"]
+pool = _NAMESPACES["pool"]
+norm = _NAMESPACES["norm"]
+loss = _NAMESPACES["loss"]
+linalg_decomp = _NAMESPACES["linalg_decomp"]
+dlpack = _NAMESPACES["dlpack"]

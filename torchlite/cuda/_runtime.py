@@ -1,0 +1,206 @@
+"""What the CUDA array layer asks of the driver: making a device current, the current stream,
+device and pinned-host memory through the caching allocator, memset and copies.
+
+Every call goes through `_driver.call`, which checks the result and names the call.  The
+driver module is looked up at each call (`_driver.driver_module()`), which is also how the
+tests stand in a host-memory driver for the parts above the kernels.
+"""
+import threading
+
+from . import _driver
+from ._allocator import CachingAllocator
+
+_tls = threading.local()
+_lock = threading.Lock()
+_allocator = None
+_host_allocator = None
+HOST = -1                # the "device" number of pinned host memory in the allocator
+
+
+def activate(device):
+    """Make `device`'s context current on this thread (a no-op when it already is)."""
+    if getattr(_tls, "device", None) != device:
+        from . import _lazy_init, _activate
+        _lazy_init("use a CUDA device")
+        _activate(device)
+        _tls.device = device
+
+
+def current_stream(device):
+    """The handle (an int) of this thread's current stream on `device`; 0 is the default
+    stream."""
+    from . import _current_stream_handle
+    return _current_stream_handle(device)
+
+
+class _Event:
+    """A driver event recorded on a stream, destroyed with this object."""
+    __slots__ = ("handle",)
+
+    def __init__(self, stream):
+        d = _driver.driver_module()
+        self.handle = _driver.call("cuEventCreate", int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+        _driver.call("cuEventRecord", self.handle, stream)
+
+    def done(self):
+        err = _driver.driver_module().cuEventQuery(self.handle)[0]
+        if int(err) == 600:             # CUDA_ERROR_NOT_READY
+            return False
+        if int(err) != 0:
+            raise _driver._error(_driver.driver_module(), err, "cuEventQuery")
+        return True
+
+    def __del__(self):
+        try:
+            _driver.driver_module().cuEventDestroy(self.handle)
+        except Exception:
+            pass
+
+
+class DeviceMemory:
+    """Device memory from the driver (the allocator's `mem`)."""
+
+    def alloc(self, device, nbytes):
+        activate(device)
+        return int(_driver.call("cuMemAlloc", nbytes))
+
+    def free(self, device, address):
+        activate(device)
+        _driver.call("cuMemFree", address)
+
+    def record_event(self, device, stream):
+        activate(device)
+        return _Event(stream)
+
+    def event_done(self, event):
+        return event.done()
+
+    def total_memory(self, device):
+        from . import _devices
+        return _devices.total_memory(device)
+
+
+class PinnedMemory(DeviceMemory):
+    """Page-locked host memory (device number HOST), which copies can overlap with kernels."""
+
+    def alloc(self, device, nbytes):
+        activate(_current_device())
+        return int(_driver.call("cuMemHostAlloc", nbytes, 0))
+
+    def free(self, device, address):
+        _driver.call("cuMemFreeHost", address)
+
+    def record_event(self, device, stream):
+        return _Event(stream)
+
+    def total_memory(self, device):
+        raise RuntimeError("pinned host memory has no fixed capacity")
+
+
+def _current_device():
+    from . import _current_index
+    return _current_index()
+
+
+def allocator():
+    """The process's device allocator (created on first use)."""
+    global _allocator
+    if _allocator is None:
+        with _lock:
+            if _allocator is None:
+                from . import _lazy_init, _set_allocator
+                from .. import _dispatch
+                from ._array import CudaArray
+                _lazy_init("allocate CUDA memory")
+                _allocator = CachingAllocator(DeviceMemory())
+                _set_allocator(_allocator)
+                # device memory exists from now on: the array layer dispatches by device
+                _dispatch.enable_devices(CudaArray)
+    return _allocator
+
+
+def host_allocator():
+    global _host_allocator
+    if _host_allocator is None:
+        with _lock:
+            if _host_allocator is None:
+                _host_allocator = CachingAllocator(PinnedMemory())
+    return _host_allocator
+
+
+def reset():
+    """Forget the allocators and this thread's current context (tests swap drivers)."""
+    global _allocator, _host_allocator
+    _allocator = _host_allocator = None
+    _tls.__dict__.clear()
+    _keep_alive.clear()
+
+
+def malloc(device, nbytes):
+    """An allocator Block of `nbytes` on `device` for its current stream."""
+    activate(device)
+    return allocator().malloc(device, nbytes, current_stream(device))
+
+
+def malloc_host(nbytes):
+    return host_allocator().malloc(HOST, nbytes, 0)
+
+
+# ---- memset and copies ----------------------------------------------------------------------
+def memset(device, address, pattern, count):
+    """Write `count` copies of `pattern` (1, 2, 4 or 8 bytes) from device `address`."""
+    activate(device)
+    stream = current_stream(device)
+    size = len(pattern)
+    if size == 1:
+        _driver.call("cuMemsetD8Async", address, pattern[0], count, stream)
+    elif size == 2:
+        _driver.call("cuMemsetD16Async", address, int.from_bytes(pattern, "little"), count, stream)
+    elif size == 4:
+        _driver.call("cuMemsetD32Async", address, int.from_bytes(pattern, "little"), count, stream)
+    elif size == 8:
+        lo, hi = int.from_bytes(pattern[:4], "little"), int.from_bytes(pattern[4:], "little")
+        if lo == hi:
+            _driver.call("cuMemsetD32Async", address, lo, 2 * count, stream)
+        else:        # two strided 4-byte fills: rows of one word, 8 bytes apart
+            _driver.call("cuMemsetD2D32Async", address, 8, lo, 1, count, stream)
+            _driver.call("cuMemsetD2D32Async", address + 4, 8, hi, 1, count, stream)
+    else:
+        raise ValueError(f"memset: pattern of {size} bytes")
+
+
+_keep_alive = []          # [(event, object)]: host buffers of asynchronous copies in flight
+
+
+def _hold(device, stream, obj):
+    """Keep `obj` alive until the work queued on `stream` so far has finished."""
+    _keep_alive[:] = [(e, o) for e, o in _keep_alive if not e.done()]
+    _keep_alive.append((_Event(stream), obj))
+
+
+def copy_h2d(device, dst, src, nbytes, keep_alive=None, blocking=True):
+    activate(device)
+    stream = current_stream(device)
+    _driver.call("cuMemcpyHtoDAsync", dst, src, nbytes, stream)
+    if blocking:
+        _driver.call("cuStreamSynchronize", stream)
+    elif keep_alive is not None:
+        _hold(device, stream, keep_alive)
+
+
+def copy_d2h(device, dst, src, nbytes, blocking=True):
+    activate(device)
+    stream = current_stream(device)
+    _driver.call("cuMemcpyDtoHAsync", dst, src, nbytes, stream)
+    if blocking:
+        _driver.call("cuStreamSynchronize", stream)
+
+
+def copy_d2d(device, dst, src, nbytes):
+    activate(device)
+    _driver.call("cuMemcpyDtoDAsync", dst, src, nbytes, current_stream(device))
+
+
+def synchronize(device):
+    activate(device)
+    _driver.call("cuStreamSynchronize", current_stream(device))
