@@ -643,6 +643,75 @@ cdef object _kernel_operand(object x, int cdt, Array out, char* slot, str op, bi
     return None
 
 
+cdef int _unary_rdt(int op, int dtype) except -1:
+    """The dtype unary op computes in for an input of `dtype` (its result's, unless the op
+    returns bool); NotImplementedError where the op has no such dtype."""
+    cdef int kind = unary_kind[op]
+    if kind == K_FLOAT and not is_float(dtype):
+        return _default_float
+    if (kind == K_INTONLY and is_float(dtype)) or (kind == K_FLOATONLY and not is_float(dtype)):
+        raise _not_impl(_UNARY_NAMES[op], dtype)
+    return dtype
+
+
+cdef int _binary_rdt(int op, tuple xs) except -1:
+    """The dtype binary op computes in for operands xs (Arrays and Python numbers)."""
+    cdef int kind = binary_kind[op], rdt = _result_type(xs)
+    if kind == B_FLOAT and not is_float(rdt):
+        return _default_float
+    if kind == B_INT and is_float(rdt):
+        raise _not_impl(_BINARY_NAMES[op], rdt)
+    return rdt
+
+
+def unary_dtypes(int op, int dtype):
+    """(compute dtype, result dtype) of unary op on `dtype`, by the rules unary() applies
+    (the CUDA backend picks its kernels by them).  For rounding ops on integers the compute
+    dtype is None: the result is a copy."""
+    cdef int rdt = _unary_rdt(op, dtype), kind = unary_kind[op]
+    if kind == K_ROUND and not is_float(rdt):
+        return None, rdt
+    return rdt, TL_BOOL if kind == K_BOOLOUT else rdt
+
+
+def binary_dtypes(int op, a, b):
+    """(compute dtype, result dtype) of binary(op, a, b), a and b Arrays or Python numbers."""
+    cdef int rdt = _binary_rdt(op, (a, b))
+    return rdt, TL_BOOL if binary_kind[op] == B_CMP else rdt
+
+
+def ternary_dtype(int op, a, b, c):
+    """The result dtype of ternary(op, a, b, c) (checks the condition of where)."""
+    if op == TERNARY["where"]:
+        if not isinstance(a, Array):
+            raise TypeError("where: condition must be a Tensor")
+        if (<Array>a).dtype != TL_BOOL:
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                               f"tensor with dtype {_TORCH_NAMES[(<Array>a).dtype]}")
+        return _result_type((b, c))
+    rdt = _result_type((a, b, c))
+    if not is_float(rdt):
+        raise _not_impl(_TERNARY_NAMES[op], rdt)
+    return rdt
+
+
+def broadcast_result(tuple xs, str op):
+    """The broadcast shape of the Arrays among xs, with the error message the ops raise."""
+    cdef int64_t shp[MAX_DIMS]
+    cdef int nd = _bshape(xs, shp, op)
+    return shape_tuple(nd, shp)
+
+
+def check_out(Array out, tuple shape, int rdtype, str op):
+    """Raise what the ops raise when out= has the wrong shape, a dtype the result cannot be
+    cast to, or overlapping elements."""
+    cdef int64_t shp[MAX_DIMS]
+    cdef int i
+    for i in range(len(shape)):
+        shp[i] = shape[i]
+    _check_out(out, len(shape), shp, rdtype, op)
+
+
 def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double p2=0.0):
     """out = op(a).  The op's kind (see unary_kind) decides the result dtype."""
     cdef int kind = unary_kind[op], rdt = a.dtype, cdt, odt
@@ -653,13 +722,8 @@ def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double 
     cdef tl_loop fn
     cdef Array res, dst = None
     name = _UNARY_NAMES[op]
-    if kind == K_FLOAT and not is_float(rdt):
-        rdt = _default_float
-    elif kind == K_INTONLY and is_float(rdt):
-        raise _not_impl(name, rdt)
-    elif kind == K_FLOATONLY and not is_float(rdt):
-        raise _not_impl(name, rdt)
-    elif kind == K_ROUND and not is_float(rdt):
+    rdt = _unary_rdt(op, rdt)
+    if kind == K_ROUND and not is_float(rdt):
         if out is None:
             return clone(a)
         copy_into(_check_out(out, a.nd, a.shp, rdt, name), a)
@@ -694,11 +758,7 @@ def binary(int op, a, b, Array out=None, double alpha=1.0):
     cdef Array res, dst = None
     cdef tuple xs = (a, b)
     name = _BINARY_NAMES[op]
-    rdt = _result_type(xs)
-    if kind == B_FLOAT and not is_float(rdt):
-        rdt = _default_float
-    elif kind == B_INT and is_float(rdt):
-        raise _not_impl(name, rdt)
+    rdt = _binary_rdt(op, xs)
     odt = TL_BOOL if kind == B_CMP else rdt
     cdt = _compute_dtype(rdt)
     fn = tl_binary_loops[op][cdt]
@@ -727,20 +787,11 @@ def ternary(int op, a, b, c, Array out=None, double p0=1.0):
     cdef list xs = [a, b, c]
     cdef int k, first
     name = _TERNARY_NAMES[op]
+    rdt = ternary_dtype(op, a, b, c)
     if op == TERNARY["where"]:
-        rdt = _result_type((b, c))
         first = 1
-        if isinstance(a, Array):
-            if (<Array>a).dtype != TL_BOOL:
-                raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
-                                   f"tensor with dtype {_TORCH_NAMES[(<Array>a).dtype]}")
-        else:
-            raise TypeError("where: condition must be a Tensor")
         cdt = rdt if rdt in (TL_FLOAT16, TL_BFLOAT16) else _compute_dtype(rdt)
     else:
-        rdt = _result_type((a, b, c))
-        if not is_float(rdt):
-            raise _not_impl(name, rdt)
         cdt = _compute_dtype(rdt)
         first = 0
     fn = tl_ternary_loops[op][cdt]

@@ -182,7 +182,9 @@ def from_host(src, device_index, non_blocking=False):
 
 
 def to_host(a, non_blocking=False, pinned=False):
-    """A CPU array with a's elements (contiguous)."""
+    """A CPU array with a's elements: a's strides when a is dense, else contiguous.  With
+    non_blocking the copy lands in pinned memory and is not waited for (as PyTorch, the
+    caller synchronises before reading it), and a non-dense a keeps its span's layout."""
     first, count = _span(a)
     nbytes = count * a.itemsize
     if pinned or non_blocking:
@@ -194,8 +196,8 @@ def to_host(a, non_blocking=False, pinned=False):
         _runtime.copy_d2h(a.device_index, host.data_ptr(), a.storage.data_ptr() + first * a.itemsize,
                           nbytes, blocking=not non_blocking)
     view = host.as_strided(a.shape, a.strides, a.offset - first)
-    if view.is_contiguous() or non_blocking:
-        return view
+    if view.is_non_overlapping_and_dense() or non_blocking:
+        return view                       # a dense layout is kept, as PyTorch's .cpu() does
     return _ew.contiguous(view)
 
 

@@ -141,3 +141,6 @@ def contiguous(a):
     if a.is_contiguous():
         return a
     return clone(a, False)
+
+
+from . import _kernel_ops  # noqa: E402,F401  (registers the kernel-backed functions in KERNEL)

@@ -1,0 +1,111 @@
+"""Run the elementwise kernels' launches of the CUDA backend on the host, for tests without a GPU.
+
+`install(fake, monkeypatch)` gives a FakeDriver (tests/fake_cuda_driver.py) a cuLaunchKernel
+that reads the launch's argument array exactly as the device would (a void* per parameter:
+pointers, the element count, the packed tl::Indexer and tl::Params), rebuilds each operand
+as a strided view over the fake device memory from the Indexer (the kernels' own offset rule,
+_kernels.indexer_offsets, is checked against it), and computes the op with torchlite's CPU
+kernel.  So the host side of an elementwise launch (dtype choice, casts, broadcasting,
+coalescing, the fast path, argument packing, out= and overlap handling) is tested in CI; the
+CUDA C itself is compiled in tests/test_cuda_compile.py and runs only on a GPU.
+"""
+import ctypes
+import re
+import struct
+
+from torchlite._core import array as _A
+from torchlite._core import elementwise as _ew
+from torchlite.cuda import _kernels as K
+from torchlite.cuda import _launch
+
+_CTYPE_CODE = {v: k for k, v in K.CTYPE.items()}
+_CTYPE_CODE.update({"tl::u16": 6, "tl::u32": 4, "tl::u64": 5})   # bit-moving kernels: any same-size type
+_NOPS = {"tl_unary": 2, "tl_binary": 3, "tl_ternary": 4}
+
+
+def _functor_op(functor):
+    """tl::op::NanToNum -> 'nan_to_num'."""
+    name = functor.split("::")[-1]
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def _parse(name):
+    m = re.match(r"(tl_\w+)<(.*)>$", name)
+    if not m or m.group(1) not in _NOPS:
+        raise NotImplementedError(f"fake kernels: no emulation of {name}")
+    return m.group(1), [p.strip() for p in m.group(2).split(",")]
+
+
+def _arg_bytes(params_addr, index, size):
+    pointers = (ctypes.c_void_p * (index + 1)).from_address(params_addr)
+    return ctypes.string_at(pointers[index], size)
+
+
+def _decode_indexer(packed, nops, n):
+    """(shape, per-operand strides) of a packed Indexer over n elements."""
+    nd = struct.unpack_from("<i", packed, 0)[0]
+    if nd == 0:
+        steps = struct.unpack_from(f"<{nops}q", packed, 8)
+        return [n], [[s] for s in steps]
+    base = 8 + 8 * nops
+    shape = list(struct.unpack_from(f"<{nd}I", packed, base))
+    flat = struct.unpack_from(f"<{K.MAX_DIMS * nops}q", packed, K._stride_offset(nops))
+    return shape, [[flat[d * nops + k] for d in range(nd)] for k in range(nops)]
+
+
+def _view(address, dtype, shape, strides):
+    """A CPU view over fake device memory at `address` (the operand's first element)."""
+    isz = K.ITEMSIZE[dtype]
+    lo = sum((s - 1) * st for s, st in zip(shape, strides) if st < 0)
+    hi = sum((s - 1) * st for s, st in zip(shape, strides) if st > 0)
+    base = _A.external(address + lo * isz, (hi - lo + 1) * isz, None, dtype)
+    return base.as_strided(tuple(shape), tuple(strides), -lo)
+
+
+def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    family, targs = _parse(f)
+    nops = _NOPS[family]
+    ptrs = [struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(nops)]
+    n = struct.unpack("<q", _arg_bytes(params, nops, 8))[0]
+    packed = _arg_bytes(params, nops + 1, K.indexer_size(nops))
+    scalars = struct.unpack("<4d", _arg_bytes(params, nops + 2, 40)[:32])
+    shape, strides = _decode_indexer(packed, nops, n)
+    # the kernels' own offset arithmetic must agree with the decoded strides
+    for i in {0, n // 2, n - 1}:
+        expect, rem = [0] * nops, i
+        for d in range(len(shape) - 1, -1, -1):
+            rem, c = divmod(rem, shape[d])
+            for k in range(nops):
+                expect[k] += c * strides[k][d]
+        assert K.indexer_offsets(packed, nops, i) == expect, (f, i)
+    op, types = targs[0], targs[1:]
+    if family == "tl_unary":
+        ti, to = _CTYPE_CODE[types[0]], _CTYPE_CODE[types[1]]
+        out, a = _view(ptrs[0], to, shape, strides[0]), _view(ptrs[1], ti, shape, strides[1])
+        if op == "tl::op::Identity":
+            _ew.copy_(out, a)
+        else:
+            _ew.unary(_ew.UNARY[_functor_op(op)], a, out=out, p0=scalars[0], p1=scalars[1],
+                      p2=scalars[2])
+    elif family == "tl_binary":
+        ti, to = _CTYPE_CODE[types[0]], _CTYPE_CODE[types[1]]
+        out = _view(ptrs[0], to, shape, strides[0])
+        a, b = (_view(ptrs[k], ti, shape, strides[k]) for k in (1, 2))
+        _ew.binary(_ew.BINARY[_functor_op(op)], a, b, out=out, alpha=scalars[0])
+    else:
+        tc, t = _CTYPE_CODE[types[0]], _CTYPE_CODE[types[1]]
+        out = _view(ptrs[0], t, shape, strides[0])
+        c = _view(ptrs[1], tc, shape, strides[1])
+        x, y = (_view(ptrs[k], t, shape, strides[k]) for k in (2, 3))
+        _ew.ternary(_ew.TERNARY[_functor_op(op)], c, x, y, out=out, p0=scalars[0])
+    return (0,)
+
+
+def install(fake, monkeypatch):
+    """Make `fake` run elementwise launches on the host, and the backend's kernels enabled.
+    Kernels are not compiled: _launch.kernel hands out the name expression as the function."""
+    from torchlite.cuda import _ops
+    fake.cuLaunchKernel = launch
+    monkeypatch.setattr(_launch, "kernel", lambda source, name, device:
+                        _launch.Kernel(name, name, device, 1024))
+    monkeypatch.setattr(_ops, "kernels_enabled", True)

@@ -1,0 +1,185 @@
+"""The host side of the CUDA backend's elementwise launches, run without a GPU.
+
+The fake driver (tests/fake_cuda_driver.py) plus the host emulation of the elementwise kernels
+(tests/fake_cuda_kernels.py) run every launch's arguments through the CPU kernels, so these
+tests check what the backend decides and packs (dtypes, casts, broadcasting, coalescing, the
+contiguous fast path, out=, overlaps, error flags) against the CPU path of torchlite.  The
+kernels' CUDA C is compiled in test_cuda_compile.py and runs only on a GPU.
+"""
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+import torchlite as tl
+from torchlite import cuda
+from torchlite.cuda import _driver, _kernel_ops, _kernels as K, _runtime
+
+from fake_cuda_driver import FakeDriver
+import fake_cuda_kernels
+
+
+@pytest.fixture
+def dev(monkeypatch):
+    fake = FakeDriver()
+    monkeypatch.setattr(_driver, "driver_module", lambda: fake)
+    monkeypatch.setattr(_driver, "_status", _driver.Status(True, "ok", "", devices=1,
+                                                           nvrtc=(13, 0), driver=13000))
+    monkeypatch.setattr(cuda, "_initialized", False)
+    monkeypatch.setattr(cuda, "_devices", None)
+    fake_cuda_kernels.install(fake, monkeypatch)
+    launched = []
+    emulate = fake.cuLaunchKernel
+    fake.cuLaunchKernel = lambda *a: (launched.append(a[0]), emulate(*a))[1]
+    fake.launched = launched
+    _runtime.reset()
+    yield fake
+    _runtime.reset()
+    cuda._set_allocator(None)
+
+
+def _same(cpu, gpu):
+    got = gpu.cpu()
+    assert got.dtype == cpu.dtype and got.shape == cpu.shape
+    np.testing.assert_array_equal(got.float().numpy() if got.dtype == tl.bfloat16 else got.numpy(),
+                                  cpu.float().numpy() if cpu.dtype == tl.bfloat16 else cpu.numpy())
+
+
+CASES = {
+    "add_scalar": lambda t: t + 1.5,
+    "sub_alpha": lambda t: tl.sub(t, t * 0.5, alpha=2),
+    "mul_transposed": lambda t: t.mT * t.mT,
+    "div_broadcast": lambda t: t / (t[..., :1].abs() + 1),
+    "exp": lambda t: t.exp(),
+    "sigmoid_flip": lambda t: t.flip(-1).sigmoid(),
+    "pow_expanded": lambda t: t[:1].expand_as(t) ** 2,
+    "maximum_nan": lambda t: tl.maximum(t, tl.full_like(t, float("nan"))),
+    "cmp_and": lambda t: (t > 0) & (t < 0.5),
+    "where": lambda t: tl.where(t > 0, t, -t),
+    "lerp": lambda t: tl.lerp(t, t.flip(0), 0.25),
+    "addcmul": lambda t: tl.addcmul(t, t, t, value=0.5),
+    "clamp": lambda t: t.clamp(-0.3, 0.4),
+    "int_floor_div": lambda t: (t * 100).long() // 7,
+    "int_remainder": lambda t: (t * 100).int() % -3,
+    "int_to_float_exp": lambda t: (t * 3).long().exp(),
+    "bool_not": lambda t: ~(t > 0),
+    "half": lambda t: (t.half() * 3).float(),
+    "bfloat16": lambda t: t.bfloat16() + 1,
+    "double_mixed": lambda t: t.double() + t,
+    "round_int": lambda t: (t * 10).long().round(),
+    "inplace_view": lambda t: t.clone()[1:, ::2].mul_(3),
+    "inplace_self": lambda t: t.clone().add_(1).mul_(t),
+    "out_other_dtype": lambda t: tl.add(t, 1, out=tl.empty(t.shape, dtype=tl.float64, device=t.device)),
+    "fill_transposed": lambda t: t.clone().mT.fill_(2.5),
+    "copy_broadcast": lambda t: t.clone().copy_(t[0]),
+    "copy_cast_strided": lambda t: tl.empty(t.shape[::-1], dtype=tl.int32, device=t.device).copy_(t.mT * 10),
+    "contiguous_permuted": lambda t: t.unsqueeze(0).permute(2, 0, 1).contiguous(),
+    "zero_dim": lambda t: t[0, 0] * 2,
+    "empty": lambda t: t[:0] + 1,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_elementwise_launch_matches_cpu(dev, name):
+    x = tl.randn(5, 6, generator=tl.Generator().manual_seed(3))
+    fn = CASES[name]
+    _same(fn(x), fn(x.cuda()))
+
+
+def test_launches_are_kernels_not_fallbacks(dev):
+    x = tl.randn(4, 5).cuda()
+    (x.mT * 2 + x.mT).exp()
+    kinds = set(dev.launched)
+    assert "tl_binary<tl::op::Mul, float, float>" in kinds
+    assert "tl_unary<tl::op::Exp, float, float>" in kinds
+    assert not any(c == "cuMemcpyDtoHAsync" for c in dev.calls[-3:])
+
+
+def test_integer_division_by_zero_raises(dev):
+    a = tl.tensor([4, 5]).cuda()
+    with pytest.raises(ZeroDivisionError):
+        a // tl.tensor([1, 0]).cuda()
+    _same(tl.tensor([4, 5]) // 2, a // 2)
+
+
+def test_partial_overlap_of_dense_operands_raises(dev):
+    y = tl.arange(6.).cuda()
+    with pytest.raises(RuntimeError, match="single memory location"):
+        y[1:].add_(y[:-1])
+
+
+def test_mixed_device_operands_raise(dev):
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        tl.ones(3).cuda() + tl.ones(3)
+    _same(tl.ones(3) + tl.tensor(2.0), tl.ones(3).cuda() + tl.tensor(2.0))   # a CPU scalar may join
+
+
+# ---- launch geometry ------------------------------------------------------------------------
+def _offsets(shape, strides, i):
+    out, rem = [0] * len(strides), i
+    for d in range(len(shape) - 1, -1, -1):
+        rem, c = divmod(rem, shape[d])
+        for k, st in enumerate(strides):
+            out[k] += c * st[d]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_packed_indexer_visits_the_elements_of_the_original_strides(seed):
+    rng = random.Random(seed)
+    nd = rng.randint(0, 5)
+    shape = [rng.choice([1, 1, 2, 3, 4]) for _ in range(nd)]
+
+    class Op:
+        def __init__(self, strides):
+            self.shape, self.strides, self.ndim = tuple(shape), tuple(strides), nd
+
+    def contiguous():
+        st, step = [0] * nd, 1
+        for d in reversed(range(nd)):
+            st[d], step = step, step * shape[d]
+        return st
+
+    ops = [Op(contiguous())]
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.choice(["contiguous", "random", "broadcast"])
+        if kind == "contiguous":
+            ops.append(Op(contiguous()))
+        else:
+            ops.append(Op([0 if kind == "broadcast" and rng.random() < 0.5 else rng.randint(-7, 9)
+                           for _ in range(nd)]))
+    packed, n = _kernel_ops._indexer(tuple(shape), ops)
+    total = int(np.prod(shape)) if shape else 1
+    assert n == total
+    full = [_kernel_ops._broadcast_strides(o, tuple(shape)) for o in ops]
+    for i in range(total):
+        assert K.indexer_offsets(packed, len(ops), i) == _offsets(shape, full, i)
+
+
+def test_coalesce_merges_contiguous_dims_and_drops_ones():
+    shape, strides = _kernel_ops.coalesce([2, 1, 3, 4], [[12, 12, 4, 1], [0, 0, 0, 1]])
+    assert shape == [6, 4] and strides == [[4, 1], [0, 1]]
+    shape, strides = _kernel_ops.coalesce([2, 3], [[1, 2]])        # transposed: not mergeable
+    assert shape == [2, 3] and strides == [[1, 2]]
+
+
+def test_contiguous_operands_take_the_fast_path():
+    class Op:
+        def __init__(self, shape, strides):
+            self.shape, self.strides, self.ndim = shape, strides, len(shape)
+    packed, n = _kernel_ops._indexer((3, 4), [Op((3, 4), (4, 1)), Op((3, 4), (4, 1)), Op((), ())])
+    assert n == 12 and packed[:4] == b"\0\0\0\0"               # ndim 0: steps, not strides
+    assert K.indexer_offsets(packed, 3, 5) == [5, 5, 0]
+
+
+def test_every_kernel_the_backend_names_is_in_the_compiled_catalogue():
+    names = set(itertools.chain.from_iterable(K.variants().values()))
+    for op in K.unary_ops():
+        for dt in K.ALL:
+            try:
+                assert K.unary_kernel(op, dt) in names
+            except KeyError:
+                pass
+    for src, dst in itertools.product(K.ALL, K.ALL):
+        assert K.cast_kernel(src, dst) in names

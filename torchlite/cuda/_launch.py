@@ -1,0 +1,161 @@
+"""Loading compiled kernels onto a device and launching them.
+
+`kernel(source, name_expression, device)` gives a Kernel: the CUBIN of cuda_kernels/<source>
+for the device's architecture (compiled by NVRTC on first use and cached in memory and on
+disk, torchlite/cuda/_cache.py), loaded with cuModuleLoadData, its function found by the
+lowered name.  Kernels are cached per (device, source, name) so the per-launch cost is a dict
+lookup, argument packing and cuLaunchKernel.
+
+Arguments are passed as the driver's array of pointers to each argument's bytes, every one
+typed explicitly (`ptr`, `i64`, `i32`, `u32`, `f64`, `f32`, or raw struct bytes), so a
+Python int never lands in a parameter of the wrong width.  Launch failures name the kernel.
+With TORCHLITE_CUDA_LAUNCH_BLOCKING=1 every launch is followed by a synchronisation, so an
+error inside a kernel (an illegal address) is reported with that kernel's name too.
+"""
+import ctypes
+import os
+import threading
+
+from . import _driver, _runtime
+
+_BLOCKING = os.environ.get("TORCHLITE_CUDA_LAUNCH_BLOCKING", "") not in ("", "0")
+_kernels = {}
+_modules = []            # keep loaded modules alive for the process
+_lock = threading.Lock()
+_arch = {}
+
+
+class Kernel:
+    __slots__ = ("name", "function", "device", "max_threads")
+
+    def __init__(self, name, function, device, max_threads):
+        self.name, self.function, self.device, self.max_threads = name, function, device, max_threads
+
+    def __repr__(self):
+        return f"<Kernel {self.name} on cuda:{self.device}>"
+
+
+def _target(device):
+    t = _arch.get(device)
+    if t is None:
+        from . import _devices, _lazy_init, _nvrtc
+        _lazy_init("compile CUDA kernels")
+        t = _arch[device] = _nvrtc.target_for(*_devices.capability(device))[1]
+    return t
+
+
+def kernel(source, name, device):
+    """The Kernel `name` (a name expression) of cuda_kernels/<source> on `device`."""
+    key = (device, source, name)
+    k = _kernels.get(key)
+    if k is not None:
+        return k
+    with _lock:
+        k = _kernels.get(key)
+        if k is None:
+            from . import _cache
+            prog = _cache.program(source, (name,), _target(device))
+            _runtime.activate(device)
+            module = _driver.call("cuModuleLoadData", prog.image)
+            _modules.append(module)
+            fn = _driver.call("cuModuleGetFunction", module, prog.lowered[name].encode())
+            attr = _driver.driver_module().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+            max_threads = int(_driver.call("cuFuncGetAttribute", attr, fn))
+            k = _kernels[key] = Kernel(name, fn, device, max_threads)
+    return k
+
+
+# ---- typed arguments ------------------------------------------------------------------------
+def ptr(address):
+    return ctypes.c_uint64(address)
+
+
+def i64(v):
+    return ctypes.c_int64(v)
+
+
+def i32(v):
+    return ctypes.c_int32(v)
+
+
+def u32(v):
+    return ctypes.c_uint32(v)
+
+
+def f64(v):
+    return ctypes.c_double(v)
+
+
+def f32(v):
+    return ctypes.c_float(v)
+
+
+def struct(data):
+    """A by-value struct argument from its packed bytes (_kernels.pack_*)."""
+    return ctypes.create_string_buffer(bytes(data), len(data))
+
+
+def launch(k, grid, block, args, shared=0):
+    """Launch Kernel k on its device's current stream.  grid and block are ints or (x, y, z)
+    tuples; args are ctypes objects (see ptr, i64, struct, ...)."""
+    gx, gy, gz = (grid, 1, 1) if isinstance(grid, int) else tuple(grid) + (1,) * (3 - len(grid))
+    bx, by, bz = (block, 1, 1) if isinstance(block, int) else tuple(block) + (1,) * (3 - len(block))
+    params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+    _runtime.activate(k.device)
+    stream = _runtime.current_stream(k.device)
+    d = _driver.driver_module()
+    err = d.cuLaunchKernel(k.function, gx, gy, gz, bx, by, bz, shared, stream,
+                           ctypes.addressof(params), 0)[0]
+    if int(err) != 0:
+        raise _driver._error(d, err, f"launching CUDA kernel {k.name} with grid ({gx}, {gy}, {gz}) "
+                                     f"and block ({bx}, {by}, {bz})")
+    if _BLOCKING:
+        err = d.cuStreamSynchronize(stream)[0]
+        if int(err) != 0:
+            raise _driver._error(d, err, f"CUDA kernel {k.name} (TORCHLITE_CUDA_LAUNCH_BLOCKING=1)")
+
+
+_sm_counts = {}
+
+
+def grid_for(n, device, threads=256, per_thread=4):
+    """Blocks for a grid-stride loop over n elements: enough for `per_thread` elements per
+    thread, at most 32 blocks per multiprocessor (the loop covers the rest)."""
+    sms = _sm_counts.get(device)
+    if sms is None:
+        from . import _devices
+        sms = _sm_counts[device] = _devices.attribute(device, "MULTIPROCESSOR_COUNT")
+    blocks = (n + threads * per_thread - 1) // (threads * per_thread)
+    return max(1, min(blocks, 32 * sms))
+
+
+# ---- the error word ------------------------------------------------------------------------------
+class ErrorWord:
+    """A device int the kernels or error flags into (tl::Params::err): `reset()` before the
+    launch, `read()` after it (a synchronisation)."""
+
+    _words = {}
+
+    @classmethod
+    def of(cls, device):
+        w = cls._words.get(device)
+        if w is None or w.allocator is not _runtime.allocator():     # a new allocator: tests
+            w = cls._words[device] = cls(device)
+        return w
+
+    def __init__(self, device):
+        self.device = device
+        self.allocator = _runtime.allocator()
+        self.block = _runtime.malloc(device, 4)
+
+    @property
+    def address(self):
+        return self.block.address
+
+    def reset(self):
+        _runtime.memset(self.device, self.block.address, b"\0\0\0\0", 1)
+
+    def read(self):
+        host = ctypes.c_int32(0)
+        _runtime.copy_d2h(self.device, ctypes.addressof(host), self.block.address, 4)
+        return host.value
