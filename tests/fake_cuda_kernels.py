@@ -31,7 +31,7 @@ def _functor_op(functor):
 
 def _parse(name):
     m = re.match(r"(tl_\w+)<(.*)>$", name)
-    if not m or m.group(1) not in _NOPS:
+    if not m or m.group(1) not in _NOPS and m.group(1) != "tl_reduce":
         raise NotImplementedError(f"fake kernels: no emulation of {name}")
     return m.group(1), [p.strip() for p in m.group(2).split(",")]
 
@@ -62,7 +62,93 @@ def _view(address, dtype, shape, strides):
     return base.as_strided(tuple(shape), tuple(strides), -lo)
 
 
+def _offsets_of(packed, nops, n):
+    """Offsets of every element 0..n-1 of a packed Indexer, by the kernels' arithmetic."""
+    return [K.indexer_offsets(packed, nops, i) for i in range(n)]
+
+
+_RED = re.compile(r"tl::red::(\w+)<([^<>]+)>")
+
+
+def _reduce(f, params, gx, gy, bx, by):
+    """tl_reduce: each output computed in Python (float64 / int64 accumulators, as the kernel),
+    an oracle independent of the CPU's reduction code."""
+    op, ctype = _RED.search(f).groups()
+    dtype = _CTYPE_CODE[ctype.strip()]
+    p_in, p0, p1 = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
+    out_ix = _arg_bytes(params, 3, K.indexer_size(3))
+    red_ix = _arg_bytes(params, 4, K.indexer_size(1))
+    n_out, R, chunk, rows, _, ws, sem = struct.unpack("<qqqiiQQ", _arg_bytes(params, 5, 48))
+    correction, take_sqrt = struct.unpack("<4d", _arg_bytes(params, 6, 40)[:32])[:2]
+    assert bx & (bx - 1) == 0 and by & (by - 1) == 0 and bx * by <= 1024
+    assert (gx * (by if rows else bx)) >= n_out and gy * chunk >= R
+    assert gy == 1 or (ws and sem)
+    isz = K.ITEMSIZE[dtype]
+    fmt = {0: "?", 1: "B", 2: "b", 3: "h", 4: "i", 5: "q", 8: "f", 9: "d"}
+    red_offs = [K.indexer_offsets(red_ix, 1, r)[0] for r in range(R)]
+
+    def load(off):
+        raw = ctypes.string_at(p_in + off * isz, isz)
+        if dtype == 6:
+            return struct.unpack("<e", raw)[0]
+        if dtype == 7:
+            return struct.unpack("<f", b"\0\0" + raw)[0]
+        return struct.unpack("<" + fmt[dtype], raw)[0]
+
+    def store(ptr, off, code, value):
+        if code == 7:
+            raw = struct.pack("<f", value)[2:]          # truncation; the tests use exact values
+        elif code == 6:
+            raw = struct.pack("<e", value)
+        else:
+            raw = struct.pack("<" + fmt[code], value)
+        ctypes.memmove(ptr + off * K.ITEMSIZE[code], raw, len(raw))
+
+    floats = dtype in K.FLOATS
+    for o in range(n_out):
+        base, o0, o1 = K.indexer_offsets(out_ix, 3, o)
+        xs = [load(base + r) for r in red_offs]
+        if op in ("Sum", "NanSum", "Prod", "Mean"):
+            if op == "NanSum":
+                xs = [x for x in xs if x == x]
+            acc = float(1 if op == "Prod" else 0) if floats else (1 if op == "Prod" else 0)
+            for x in xs:
+                acc = acc * x if op == "Prod" else acc + x
+            if op == "Mean":
+                store(p0, o0, dtype, acc / R)
+            else:
+                store(p0, o0, dtype if floats else 5, acc if floats else
+                      (acc + 2**63) % 2**64 - 2**63)
+        elif op in ("Max", "Min"):
+            best = 0
+            for r, x in enumerate(xs):
+                b = xs[best]
+                if b != b:
+                    break
+                if x != x or (x > b if op == "Max" else x < b):
+                    best = r
+            if p0:
+                store(p0, o0, dtype, xs[best])
+            if p1:
+                store(p1, o1, 5, best)
+        elif op in ("Any", "All"):
+            v = any(x != 0 for x in xs) if op == "Any" else all(x != 0 for x in xs)
+            store(p0, o0, 0, v)
+        elif op == "VarStd":
+            m = sum(xs) / R
+            var = sum((x - m) ** 2 for x in xs) / max(0.0, R - correction) if R - correction > 0 \
+                else float("inf")
+            store(p0, o0, dtype, var ** 0.5 if take_sqrt else var)
+            if p1:
+                store(p1, o1, dtype, m)
+        else:
+            raise NotImplementedError(op)
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if f.startswith("tl_reduce<"):
+        return _reduce(f, params, gx, gy, bx, by)
     family, targs = _parse(f)
     nops = _NOPS[family]
     ptrs = [struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(nops)]

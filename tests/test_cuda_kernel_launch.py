@@ -14,7 +14,7 @@ import pytest
 
 import torchlite as tl
 from torchlite import cuda
-from torchlite.cuda import _driver, _kernel_ops, _kernels as K, _runtime
+from torchlite.cuda import _driver, _elementwise, _kernels as K, _runtime
 
 from fake_cuda_driver import FakeDriver
 import fake_cuda_kernels
@@ -149,18 +149,18 @@ def test_packed_indexer_visits_the_elements_of_the_original_strides(seed):
         else:
             ops.append(Op([0 if kind == "broadcast" and rng.random() < 0.5 else rng.randint(-7, 9)
                            for _ in range(nd)]))
-    packed, n = _kernel_ops._indexer(tuple(shape), ops)
+    packed, n = _elementwise._indexer(tuple(shape), ops)
     total = int(np.prod(shape)) if shape else 1
     assert n == total
-    full = [_kernel_ops._broadcast_strides(o, tuple(shape)) for o in ops]
+    full = [_elementwise._broadcast_strides(o, tuple(shape)) for o in ops]
     for i in range(total):
         assert K.indexer_offsets(packed, len(ops), i) == _offsets(shape, full, i)
 
 
 def test_coalesce_merges_contiguous_dims_and_drops_ones():
-    shape, strides = _kernel_ops.coalesce([2, 1, 3, 4], [[12, 12, 4, 1], [0, 0, 0, 1]])
+    shape, strides = _elementwise.coalesce([2, 1, 3, 4], [[12, 12, 4, 1], [0, 0, 0, 1]])
     assert shape == [6, 4] and strides == [[4, 1], [0, 1]]
-    shape, strides = _kernel_ops.coalesce([2, 3], [[1, 2]])        # transposed: not mergeable
+    shape, strides = _elementwise.coalesce([2, 3], [[1, 2]])        # transposed: not mergeable
     assert shape == [2, 3] and strides == [[1, 2]]
 
 
@@ -168,7 +168,7 @@ def test_contiguous_operands_take_the_fast_path():
     class Op:
         def __init__(self, shape, strides):
             self.shape, self.strides, self.ndim = shape, strides, len(shape)
-    packed, n = _kernel_ops._indexer((3, 4), [Op((3, 4), (4, 1)), Op((3, 4), (4, 1)), Op((), ())])
+    packed, n = _elementwise._indexer((3, 4), [Op((3, 4), (4, 1)), Op((3, 4), (4, 1)), Op((), ())])
     assert n == 12 and packed[:4] == b"\0\0\0\0"               # ndim 0: steps, not strides
     assert K.indexer_offsets(packed, 3, 5) == [5, 5, 0]
 
@@ -183,3 +183,51 @@ def test_every_kernel_the_backend_names_is_in_the_compiled_catalogue():
                 pass
     for src, dst in itertools.product(K.ALL, K.ALL):
         assert K.cast_kernel(src, dst) in names
+
+
+# ---- reductions ----------------------------------------------------------------------------
+def _close(cpu, gpu, rtol=1e-6):
+    got = gpu.cpu()
+    assert got.dtype == cpu.dtype and got.shape == cpu.shape
+    np.testing.assert_allclose(got.double().numpy(), cpu.double().numpy(), rtol=rtol, atol=1e-6)
+
+
+REDUCTIONS = {
+    "sum_all": lambda t: t.sum(),
+    "sum_dim0": lambda t: t.sum(0),
+    "sum_dim1_keepdim": lambda t: t.sum(1, keepdim=True),
+    "sum_dims_transposed": lambda t: t.mT.sum((0, 1)),
+    "sum_3d_middle": lambda t: t.reshape(3, 4, 5).sum(1),
+    "sum_int": lambda t: (t * 10).long().sum(1),
+    "prod": lambda t: (t.abs() + 0.5).prod(0),
+    "nansum": lambda t: tl.where(t > 1, float("nan"), t).nansum(1),
+    "mean": lambda t: t.mean(1),
+    "mean_all_double": lambda t: t.double().mean(),
+    "amax": lambda t: t.amax(0),
+    "amin_strided": lambda t: t[:, ::2].amin(1),
+    "max_dim": lambda t: t.max(1)[0],
+    "max_dim_indices": lambda t: t.max(1)[1],
+    "min_dim0_indices": lambda t: t.min(0)[1],
+    "argmax_all": lambda t: t.argmax(),
+    "argmin_dim_keepdim": lambda t: t.argmin(1, keepdim=True),
+    "argmax_nan": lambda t: tl.where(t > 1.2, float("nan"), t).argmax(1),
+    "any": lambda t: (t > 1).any(1),
+    "all": lambda t: (t > -2).all(0),
+    "var": lambda t: t.var(1),
+    "std_all_unbiased0": lambda t: t.std(correction=0),
+    "var_mean": lambda t: tl.var_mean(t, 0)[1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reduction_launch_matches_cpu(dev, name):
+    x = tl.randn(12, 5, generator=tl.Generator().manual_seed(7))
+    fn = REDUCTIONS[name]
+    _close(fn(x), fn(x.cuda()))
+    assert any(k.startswith("tl_reduce<") for k in dev.launched), "the fallback ran"
+
+
+def test_split_reduction_over_many_elements(dev):
+    x = tl.randn(40000, generator=tl.Generator().manual_seed(1))
+    _close(x.sum(), x.cuda().sum(), rtol=1e-5)
+    _close(x.reshape(8, 5000).sum(1), x.cuda().reshape(8, 5000).sum(1), rtol=1e-5)

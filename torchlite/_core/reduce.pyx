@@ -152,6 +152,15 @@ cdef int _parse_dims(object dims, int nd, bint* red) except -1:
     return 1
 
 
+def reduced_dims(object dims, int ndim):
+    """The dims (sorted) a reduction over `dims` of an ndim-dim array reduces: every dim for
+    None or an empty list; the errors the reductions raise for bad or repeated dims.  The
+    CUDA backend plans its launches from it."""
+    cdef bint red[MAX_DIMS]
+    _parse_dims(dims, ndim, red)
+    return tuple([i for i in range(ndim) if red[i]])
+
+
 # ---------------------------------------------------------------------------------------
 # The plan: canonical layout, pieces, output
 # ---------------------------------------------------------------------------------------

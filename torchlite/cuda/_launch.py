@@ -118,15 +118,20 @@ def launch(k, grid, block, args, shared=0):
 _sm_counts = {}
 
 
-def grid_for(n, device, threads=256, per_thread=4):
-    """Blocks for a grid-stride loop over n elements: enough for `per_thread` elements per
-    thread, at most 32 blocks per multiprocessor (the loop covers the rest)."""
+def sm_count(device):
+    """The device's number of multiprocessors."""
     sms = _sm_counts.get(device)
     if sms is None:
         from . import _devices
         sms = _sm_counts[device] = _devices.attribute(device, "MULTIPROCESSOR_COUNT")
+    return sms
+
+
+def grid_for(n, device, threads=256, per_thread=4):
+    """Blocks for a grid-stride loop over n elements: enough for `per_thread` elements per
+    thread, at most 32 blocks per multiprocessor (the loop covers the rest)."""
     blocks = (n + threads * per_thread - 1) // (threads * per_thread)
-    return max(1, min(blocks, 32 * sms))
+    return max(1, min(blocks, 32 * sm_count(device)))
 
 
 # ---- the error word ------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 `call` for every function whose arguments include a CUDA array).
 
 A function registered in NATIVE runs on the device: by the driver's copies and memsets, or by
-a kernel of cuda_kernels/ (torchlite/cuda/_kernel_ops.py).  A native function may return
+a kernel of cuda_kernels/ (torchlite/cuda/_elementwise.py).  A native function may return
 NotImplemented for a case it does not cover.  Everything else runs the CPU kernel on host
 copies of the arguments (torchlite/cuda/_fallback.py): correct and slow.  `fallback_names()`
 lists the functions that take that path for every input.
@@ -10,20 +10,10 @@ lists the functions that take that path for every input.
 from .._core import array as _A
 from .._core import elementwise as _cpu_ew
 from . import _array, _fallback
+from ._registry import KERNEL, NATIVE, native
 from ._array import CudaArray
 
-NATIVE = {}                  # (module, name) -> function with the CPU function's signature
-KERNEL = {}                  # the same for functions that launch kernels
 kernels_enabled = True       # False: no kernel is launched (the tests' host-memory driver)
-
-
-def native(module, name, kernel=False):
-    """Register the decorated function as the CUDA version of torchlite._core.<module>.<name>
-    (`kernel`: it launches kernels of cuda_kernels/)."""
-    def register(fn):
-        (KERNEL if kernel else NATIVE)[(module, name)] = fn
-        return fn
-    return register
 
 
 def call(op, cpu_fn, device_index, args, kwargs):
@@ -76,8 +66,8 @@ def fill_(a, value):
     if _array.fill_(a, value) is None:         # not dense: a kernel's job
         if not kernels_enabled:
             return NotImplemented
-        from . import _kernel_ops
-        return _kernel_ops.fill_strided(a, value)
+        from . import _elementwise
+        return _elementwise.fill_strided(a, value)
     return None
 
 
@@ -123,8 +113,8 @@ def _copy_general(dst, src):
 
 
 def _kernel_copy(dst, src):
-    from . import _kernel_ops
-    return _kernel_ops.copy_(dst, src)
+    from . import _elementwise
+    return _elementwise.copy_(dst, src)
 
 
 @native("elementwise", "clone")
@@ -143,4 +133,5 @@ def contiguous(a):
     return clone(a, False)
 
 
-from . import _kernel_ops  # noqa: E402,F401  (registers the kernel-backed functions in KERNEL)
+# the kernel-backed functions register themselves in KERNEL
+from . import _elementwise, _reduce  # noqa: E402,F401

@@ -12,7 +12,7 @@ space (tl::Indexer, packed by _kernels.pack_indexer).
 from .._core import elementwise as _cpu_ew
 from . import _array, _kernels as K, _launch
 from ._array import CudaArray
-from ._ops import native
+from ._registry import native
 
 _THREADS = 256
 _INT_DIV = {"DIV_FLOOR", "DIV_TRUNC", "REMAINDER", "FMOD"}

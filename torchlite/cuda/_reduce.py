@@ -1,0 +1,179 @@
+"""Reductions on the GPU: torchlite._core.reduce's sum, nansum, prod, amax, amin, any, all,
+mean, var/std (with the mean) and argmax/argmin/max/min with indices, launched as the one
+tl_reduce kernel of cuda_kernels/reduce.cu.
+
+The host describes a reduction by two indexers: `out_ix` maps an output number to (the
+offset of its first input element, its offset in out0, in out1) and `red_ix` maps a reduced
+element number r to its offset from that first element (r is also what argmax reports, so
+the reduced dims keep their C order).  The block shape follows the memory: when the reduced
+elements are contiguous a warp walks each reduction ("rows"), otherwise consecutive
+threads take consecutive outputs ("columns") so their loads coalesce.  Few outputs over many
+elements split each reduction over gridDim.y blocks, whose partials the last block combines
+in order, so every result is deterministic.  Empty reductions and the rest go to the host
+fallback, which raises or fills exactly as the CPU.
+"""
+import struct
+
+from .._core import reduce as _cpu_reduce
+from . import _array, _kernels as K, _launch, _runtime
+from ._elementwise import coalesce, copy_ as _copy
+from ._registry import native
+
+_U32 = 1 << 32
+_ACC_BYTES = 24                 # the largest accumulator (Welford); partials are laid out by it
+
+
+def _pow2_at_most(n, cap):
+    p = 1
+    while p * 2 <= min(n, cap):
+        p *= 2
+    return p
+
+
+def _indexer(shape, strides):
+    """A packed Indexer over `shape` for operands with `strides` (coalesced; the fast path
+    when one dim or none remains), or None when a strided walk would pass 2^32 elements."""
+    cshape, cstrides = coalesce(list(shape), [list(s) for s in strides])
+    if len(cshape) <= 1:
+        return K.pack_indexer(steps=[s[0] if s else 0 for s in cstrides])
+    n = 1
+    for s in cshape:
+        n *= s
+    if n >= _U32:
+        return None
+    return K.pack_indexer(cshape, cstrides)
+
+
+def _contiguous_strides(shape):
+    st, step = [0] * len(shape), 1
+    for d in reversed(range(len(shape))):
+        st[d], step = step, step * shape[d]
+    return st
+
+
+def _run(kernel_name, a, dims, keepdim, out_dtypes, scalars=()):
+    """Launch tl_reduce `kernel_name` over a (a CudaArray) reducing `dims`; returns the output
+    arrays (one per entry of out_dtypes that is not None), or NotImplemented."""
+    red = _cpu_reduce.reduced_dims(dims, a.ndim)
+    kept = [d for d in range(a.ndim) if d not in red]
+    R = n_out = 1
+    for d in red:
+        R *= a.shape[d]
+    for d in kept:
+        n_out *= a.shape[d]
+    if R == 0 or n_out == 0 or R >= _U32 and len(red) > 1:
+        return NotImplemented                       # the CPU's errors and empty results
+    device = a.device_index
+    out_shape = tuple(1 if d in red else a.shape[d] for d in range(a.ndim)) if keepdim \
+        else tuple(a.shape[d] for d in kept)
+    outs = [None if dt is None else _array.empty(out_shape, dt, device) for dt in out_dtypes]
+    kshape = [a.shape[d] for d in kept]
+    kstrides = _contiguous_strides(kshape)
+    out_ix = _indexer(kshape, [[a.strides[d] for d in kept]] +
+                      [kstrides if o is not None else [0] * len(kept) for o in outs] +
+                      [[0] * len(kept)] * (2 - len(outs)))
+    red_ix = _indexer([a.shape[d] for d in red], [[a.strides[d] for d in red]])
+    if out_ix is None or red_ix is None:
+        return NotImplemented
+    # the layout: "rows" when the reduced elements are contiguous, or the outputs are not
+    rcs, rcst = coalesce([a.shape[d] for d in red], [[a.strides[d] for d in red]])
+    kcs, kcst = coalesce(kshape, [[a.strides[d] for d in kept]])
+    rows = (rcst[0] == [1] if len(rcs) == 1 else False) or not (kcst[0] and kcst[0][-1] == 1)
+    if rows:
+        bx = _pow2_at_most(R, 512) if R >= 32 else 32
+        by = max(1, 256 // bx)
+        gx = (n_out + by - 1) // by
+    else:
+        bx = 32
+        by = _pow2_at_most(R, 32)
+        gx = (n_out + bx - 1) // bx
+    lanes = bx if rows else by
+    sms = _launch.sm_count(device)
+    gy = 1
+    if gx < 2 * sms and R > 8 * lanes:                    # too few blocks: split the reductions
+        gy = min((R + 4 * lanes - 1) // (4 * lanes), max(1, (4 * sms) // gx), 1024)
+    chunk = (R + gy - 1) // gy
+    gy = (R + chunk - 1) // chunk
+    ws = sem = None          # freed on return: later work on this stream runs after the kernel
+    if gy > 1:
+        ws = _runtime.malloc(device, n_out * gy * _ACC_BYTES)
+        sem = _runtime.malloc(device, 4 * gx)
+        _runtime.memset(device, sem.address, b"\0\0\0\0", gx)
+    args_struct = struct.pack("<qqqiiQQ", n_out, R, chunk, 1 if rows else 0, 0,
+                              ws.address if ws else 0, sem.address if sem else 0)
+    k = _launch.kernel("reduce.cu", kernel_name, device)
+    ptrs = [o.data_ptr() if o is not None else 0 for o in outs] + [0] * (2 - len(outs))
+    _launch.launch(k, (gx, gy), (bx, by), [
+        _launch.ptr(a.data_ptr()), _launch.ptr(ptrs[0]), _launch.ptr(ptrs[1]),
+        _launch.struct(out_ix), _launch.struct(red_ix), _launch.struct(args_struct),
+        _launch.struct(K.pack_params(scalars))])
+    return [o for o in outs if o is not None]
+
+
+def _kernel(op, dtype):
+    try:
+        return K.reduce_kernel(op, dtype)
+    except KeyError:
+        return None
+
+
+_REDUCE_OPS = {"sum": "Sum", "nansum": "NanSum", "prod": "Prod", "amax": "Max", "amin": "Min",
+               "any": "Any", "all": "All"}
+
+
+@native("reduce", "reduce", kernel=True)
+def reduce(op, a, dims, keepdim, name=None):
+    kop = _REDUCE_OPS.get(op)
+    name_expr = _kernel(kop, a.dtype) if kop else None
+    if name_expr is None:
+        return NotImplemented
+    if kop in ("Sum", "NanSum", "Prod"):
+        out_dtype = a.dtype if a.dtype in K.FLOATS else K.INT64
+    elif kop in ("Any", "All"):
+        out_dtype = K.BOOL
+    else:
+        out_dtype = a.dtype
+    res = _run(name_expr, a, dims, keepdim, (out_dtype,))
+    if res is NotImplemented:
+        return res
+    out = res[0]
+    if kop in ("Any", "All") and a.dtype == K.UINT8:       # PyTorch gives uint8 for uint8
+        cast = _array.empty(out.shape, K.UINT8, out.device_index)
+        return _copy(cast, out)
+    return out
+
+
+@native("reduce", "mean", kernel=True)
+def mean(a, dims, keepdim, ignore_nan=False):
+    name_expr = None if ignore_nan else _kernel("Mean", a.dtype)
+    if name_expr is None:
+        return NotImplemented
+    res = _run(name_expr, a, dims, keepdim, (a.dtype,))
+    return res if res is NotImplemented else res[0]
+
+
+@native("reduce", "var", kernel=True)
+def var(a, dims, correction, keepdim, take_sqrt, want_mean):
+    name_expr = _kernel("VarStd", a.dtype)
+    if name_expr is None:
+        return NotImplemented
+    res = _run(name_expr, a, dims, keepdim, (a.dtype, a.dtype if want_mean else None),
+               (correction, 1.0 if take_sqrt else 0.0))
+    if res is NotImplemented:
+        return res
+    return res[0], (res[1] if want_mean else None)
+
+
+@native("reduce", "argreduce", kernel=True)
+def argreduce(is_min, a, dim, keepdim, want_values, name):
+    if isinstance(dim, (tuple, list)):
+        return NotImplemented
+    name_expr = _kernel("Min" if is_min else "Max", a.dtype)
+    if name_expr is None:
+        return NotImplemented
+    if dim is None and keepdim:
+        return NotImplemented                          # the CPU's shape rule for this case
+    res = _run(name_expr, a, dim, keepdim, (a.dtype if want_values else None, K.INT64))
+    if res is NotImplemented:
+        return res
+    return (res[0], res[1]) if want_values else (None, res[0])
