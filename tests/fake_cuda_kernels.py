@@ -146,9 +146,29 @@ def _reduce(f, params, gx, gy, bx, by):
     return (0,)
 
 
+def _gemm(f, params, grid, threads):
+    """tl_gemm: C = alpha A @ B + beta C over the decoded strides, by the CPU's bmm."""
+    from torchlite._core import matmul as _mm
+    targs = [t.strip() for t in re.match(r"tl_gemm<(.*)>$", f).group(1).split(",")]
+    dtype = _CTYPE_CODE[targs[0]]
+    bm, bn, bk, tm, tn = (int(t) for t in targs[1:])
+    assert threads == (bm // tm) * (bn // tn)
+    pa, pb, pc = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
+    g = struct.unpack("<13q2d", _arg_bytes(params, 3, 120))
+    M, N, Kd, batch = g[:4]
+    assert grid[0] * bn >= N and grid[1] * bm >= M and 1 <= grid[2] <= batch
+    a = _view(pa, dtype, [batch, M, Kd], list(g[4:7]))
+    b = _view(pb, dtype, [batch, Kd, N], list(g[7:10]))
+    c = _view(pc, dtype, [batch, M, N], list(g[10:13]))
+    _mm.bmm(a, b, out=c, alpha=g[13], beta=g[14])
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
     if f.startswith("tl_reduce<"):
         return _reduce(f, params, gx, gy, bx, by)
+    if f.startswith("tl_gemm<"):
+        return _gemm(f, params, (gx, gy, gz), bx * by * bz)
     family, targs = _parse(f)
     nops = _NOPS[family]
     ptrs = [struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(nops)]

@@ -231,3 +231,35 @@ def test_split_reduction_over_many_elements(dev):
     x = tl.randn(40000, generator=tl.Generator().manual_seed(1))
     _close(x.sum(), x.cuda().sum(), rtol=1e-5)
     _close(x.reshape(8, 5000).sum(1), x.cuda().reshape(8, 5000).sum(1), rtol=1e-5)
+
+
+# ---- matrix products -----------------------------------------------------------------------
+MATMULS = {
+    "mm": lambda a, b: a @ b,
+    "mm_transposed_a": lambda a, b: a.mT.contiguous().mT @ b,
+    "mm_transposed_both": lambda a, b: (b.mT @ a.mT).mT,
+    "bmm_broadcast": lambda a, b: a.expand(3, *a.shape) @ b,
+    "batched_4d": lambda a, b: a.reshape(1, 1, *a.shape).expand(2, 3, *a.shape) @ b,
+    "addmm": lambda a, b: tl.addmm(tl.ones(a.shape[0], b.shape[1], device=a.device), a, b,
+                                   beta=0.5, alpha=2.0),
+    "linear": lambda a, b: tl.nn.functional.linear(a, b.mT, tl.ones(b.shape[1], device=a.device)),
+    "double": lambda a, b: a.double() @ b.double(),
+    "half": lambda a, b: (a.half() @ b.half()).float(),
+    "matvec": lambda a, b: a @ b[:, 0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATMULS))
+def test_matmul_launch_matches_cpu(dev, name):
+    g = tl.Generator().manual_seed(5)
+    a, b = tl.randn(70, 33, generator=g), tl.randn(33, 150, generator=g)
+    fn = MATMULS[name]
+    _close(fn(a, b), fn(a.cuda(), b.cuda()), rtol=1e-5)
+    assert any(k.startswith("tl_gemm<") for k in dev.launched), "the fallback ran"
+
+
+def test_matmul_with_out_aliasing_an_operand(dev):
+    a = tl.randn(8, 8)
+    ac = a.cuda()
+    tl.matmul(ac, ac, out=ac)
+    _close(a @ a, ac, rtol=1e-5)

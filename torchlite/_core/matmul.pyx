@@ -83,6 +83,14 @@ cdef int _check_out(Array out, Array a, Array b, str op) except -1:
     return 0
 
 
+def check_bmm(Array a, Array b, Array out, str op="bmm"):
+    """Raise what bmm raises for these operands (shapes, dtypes, out=), computing nothing:
+    the CUDA backend checks its operands' metadata with it."""
+    _check_operands(a, b, op)
+    if out is not None:
+        _check_out(out, a, b, op)
+
+
 cdef inline bint _is_float(int dt) noexcept:
     return dt == TL_FLOAT16 or dt == TL_BFLOAT16 or dt == TL_FLOAT32 or dt == TL_FLOAT64
 
