@@ -164,7 +164,24 @@ def _gemm(f, params, grid, threads):
     return (0,)
 
 
+def _softmax(f, params, grid, block):
+    """tl_softmax: the CPU's softmax over the [outer, R, inner] view of the arguments."""
+    from torchlite._core import reduce as _R
+    dtype = _CTYPE_CODE[re.match(r"tl_softmax<(.*)>$", f).group(1).strip()]
+    px, py = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(2))
+    outer, R, inner = (struct.unpack("<q", _arg_bytes(params, k, 8))[0] for k in (2, 3, 4))
+    rows, log = (struct.unpack("<i", _arg_bytes(params, k, 4))[0] for k in (5, 6))
+    bx, by = block
+    assert bx * by <= 1024 and bx & (bx - 1) == 0 and by & (by - 1) == 0
+    assert rows == (inner == 1) and grid * (by if rows else bx) >= outer * inner
+    shape, strides = [outer, R, inner], [R * inner, inner, 1]
+    _ew.copy_(_view(py, dtype, shape, strides), _R.softmax(_view(px, dtype, shape, strides), 1, log))
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if f.startswith("tl_softmax<"):
+        return _softmax(f, params, gx, (bx, by))
     if f.startswith("tl_reduce<"):
         return _reduce(f, params, gx, gy, bx, by)
     if f.startswith("tl_gemm<"):

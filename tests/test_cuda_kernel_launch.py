@@ -263,3 +263,20 @@ def test_matmul_with_out_aliasing_an_operand(dev):
     ac = a.cuda()
     tl.matmul(ac, ac, out=ac)
     _close(a @ a, ac, rtol=1e-5)
+
+
+SOFTMAXES = {
+    "softmax_last": lambda t: t.softmax(-1),
+    "log_softmax_first": lambda t: t.log_softmax(0),
+    "softmax_middle_3d": lambda t: t.reshape(3, 4, 5).softmax(1),
+    "softmax_transposed": lambda t: t.mT.softmax(1),
+    "cross_entropy": lambda t: tl.nn.functional.cross_entropy(t, tl.arange(12, device=t.device) % 5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAXES))
+def test_softmax_launch_matches_cpu(dev, name):
+    x = tl.randn(12, 5, generator=tl.Generator().manual_seed(11))
+    fn = SOFTMAXES[name]
+    _close(fn(x), fn(x.cuda()), rtol=1e-5)
+    assert any(k.startswith("tl_softmax<") for k in dev.launched), "the fallback ran"

@@ -177,3 +177,37 @@ def argreduce(is_min, a, dim, keepdim, want_values, name):
     if res is NotImplemented:
         return res
     return (res[0], res[1]) if want_values else (None, res[0])
+
+
+# ---- softmax --------------------------------------------------------------------------------
+@native("reduce", "softmax", kernel=True)
+def softmax(a, dim, log):
+    """softmax / log_softmax along dim by tl_softmax (cuda_kernels/softmax.cu): the input made
+    contiguous and seen as [outer, R, inner]; a warp per row when inner == 1, else threads
+    across the inner columns so loads coalesce."""
+    if a.dtype not in K.FLOATS or a.ndim == 0 or a.numel == 0:
+        return NotImplemented                  # the CPU's errors and trivial cases
+    (d,) = _cpu_reduce.reduced_dims(dim, a.ndim)
+    from ._ops import contiguous
+    x = contiguous(a)
+    outer = inner = 1
+    for s in a.shape[:d]:
+        outer *= s
+    for s in a.shape[d + 1:]:
+        inner *= s
+    R = a.shape[d]
+    y = _array.empty(a.shape, a.dtype, a.device_index)
+    rows = inner == 1
+    cols = outer * inner
+    if rows:
+        bx = _pow2_at_most(R, 1024) if R >= 32 else 32
+        by = max(1, 256 // bx)
+        gx = (cols + by - 1) // by
+    else:
+        bx, by = 32, _pow2_at_most(R, 32)
+        gx = (cols + bx - 1) // bx
+    k = _launch.kernel("softmax.cu", K.softmax_kernel(a.dtype), a.device_index)
+    _launch.launch(k, gx, (bx, by), [
+        _launch.ptr(x.data_ptr()), _launch.ptr(y.data_ptr()), _launch.i64(outer), _launch.i64(R),
+        _launch.i64(inner), _launch.i32(1 if rows else 0), _launch.i32(1 if log else 0)])
+    return y
