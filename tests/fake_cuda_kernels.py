@@ -179,7 +179,48 @@ def _softmax(f, params, grid, block):
     return (0,)
 
 
+_INDEX = re.compile(r"(tl_gather|tl_scatter_add|tl_scatter)<(.+)>$")
+_PYFMT = {0: "?", 1: "B", 2: "b", 3: "h", 4: "i", 5: "q", 6: "e", 8: "f", 9: "d"}
+
+
+def _index(f, params):
+    """tl_gather / tl_scatter / tl_scatter_add, element by element in Python."""
+    kind, ctype = _INDEX.match(f).groups()
+    dtype = _CTYPE_CODE[ctype.strip()]
+    isz = K.ITEMSIZE[dtype]
+    p_out, p_in, p_idx = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
+    n = struct.unpack("<q", _arg_bytes(params, 3, 8))[0]
+    ix = _arg_bytes(params, 4, K.indexer_size(3))
+    dim_size, dim_stride = (struct.unpack("<q", _arg_bytes(params, k, 8))[0] for k in (5, 6))
+    wrap = struct.unpack("<i", _arg_bytes(params, 7, 4))[0]
+    p_err = struct.unpack("<Q", _arg_bytes(params, 8, 8))[0]
+    alpha = struct.unpack("<d", _arg_bytes(params, 9, 8))[0] if kind == "tl_scatter_add" else None
+    for i in range(n):
+        o0, o1, o2 = K.indexer_offsets(ix, 3, i)
+        j = struct.unpack("<q", ctypes.string_at(p_idx + 8 * o2, 8))[0]
+        if j < 0 and wrap:
+            j += dim_size
+        if not 0 <= j < dim_size:
+            flag = ctypes.c_int32.from_address(p_err)
+            flag.value |= 4                                  # tl::ERR_INDEX
+            continue
+        if kind == "tl_gather":
+            ctypes.memmove(p_out + o0 * isz, p_in + (o1 + j * dim_stride) * isz, isz)
+        elif kind == "tl_scatter":
+            ctypes.memmove(p_out + (o0 + j * dim_stride) * isz, p_in + o1 * isz, isz)
+        else:
+            fmt = "<" + _PYFMT[dtype]
+            dst = p_out + (o0 + j * dim_stride) * isz
+            old = struct.unpack(fmt, ctypes.string_at(dst, isz))[0]
+            add = struct.unpack(fmt, ctypes.string_at(p_in + o1 * isz, isz))[0]
+            ctypes.memmove(dst, struct.pack(fmt, old + alpha * add if dtype in K.FLOATS
+                                            else old + add), isz)
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if _INDEX.match(f):
+        return _index(f, params)
     if f.startswith("tl_softmax<"):
         return _softmax(f, params, gx, (bx, by))
     if f.startswith("tl_reduce<"):

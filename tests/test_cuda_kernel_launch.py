@@ -280,3 +280,38 @@ def test_softmax_launch_matches_cpu(dev, name):
     fn = SOFTMAXES[name]
     _close(fn(x), fn(x.cuda()), rtol=1e-5)
     assert any(k.startswith("tl_softmax<") for k in dev.launched), "the fallback ran"
+
+
+# ---- indexing ------------------------------------------------------------------------------
+def _idx(device, *values):
+    return tl.tensor(list(values), device=device)
+
+
+INDEXING = {
+    "gather": lambda t: t.gather(1, _idx(t.device, [0, 4], [1, 1], [3, 2]).repeat(4, 1)),
+    "take_along_dim": lambda t: tl.take_along_dim(t, t.argsort(1), 1),
+    "index_tensor": lambda t: t[_idx(t.device, 3, -1, 0)],
+    "index_tensor_dim1": lambda t: t[:, _idx(t.device, 4, 0)],
+    "index_select": lambda t: t.index_select(1, _idx(t.device, 2, 2, 0)),
+    "embedding": lambda t: tl.nn.functional.embedding(_idx(t.device, [1, 5], [11, 0]), t),
+    "scatter": lambda t: tl.zeros(3, 5, device=t.device).scatter(0, _idx(t.device, [0, 1, 2, 0, 1]), t[:1]),
+    "scatter_add": lambda t: tl.zeros(3, 5, device=t.device).scatter_add(
+        0, _idx(t.device, [0, 1, 2, 0, 1], [2, 2, 2, 2, 2]), t[:2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEXING))
+def test_index_launch_matches_cpu(dev, name):
+    x = tl.randn(12, 5, generator=tl.Generator().manual_seed(13))
+    fn = INDEXING[name]
+    _close(fn(x), fn(x.cuda()))
+    assert any(k.startswith(("tl_gather<", "tl_scatter")) for k in dev.launched), "the fallback ran"
+
+
+def test_index_out_of_range_raises_the_cpu_error_and_writes_nothing(dev):
+    x = tl.zeros(3, 4).cuda()
+    with pytest.raises(IndexError):
+        x[tl.tensor([0, 7]).cuda()]
+    with pytest.raises(RuntimeError):
+        x.scatter_(0, tl.tensor([[0, 9, 0, 0]]).cuda(), tl.ones(1, 4).cuda())
+    assert x.cpu().abs().sum().item() == 0

@@ -1,0 +1,112 @@
+"""Indexing along one dim on the GPU: torchlite._core.index's gather, scatter and scatter_add
+(`along_dim`) and advanced indexing by one integer index array (`advanced` with one group:
+x[idx], index_select, embedding), launched as tl_gather / tl_scatter / tl_scatter_add of
+cuda_kernels/index.cu.
+
+The iteration space is the index's (or the result's); the data operand's strides leave out
+the indexed dim, which the kernel walks by `dim_stride` elements per index value.  An index
+out of range sets a flag the host reads back; the call then goes to the host fallback, which
+raises the CPU's error.  Writes check the index range first (two small reductions), so a bad
+index leaves the tensor unchanged, as on the CPU.  Masks, several index arrays and the other
+scatter reductions run on host copies.
+"""
+from .._core import index as _cpu_index
+from . import _array, _kernels as K, _launch
+from ._elementwise import coalesce
+from ._registry import native
+
+_THREADS = 256
+
+
+def _indexer(shape, strides):
+    cshape, cstrides = coalesce(list(shape), [list(s) for s in strides])
+    n = 1
+    for s in cshape:
+        n *= s
+    if len(cshape) <= 1 and cstrides and cstrides[0] in ([], [1]):
+        return K.pack_indexer(steps=[s[0] if s else 0 for s in cstrides])
+    if n >= 1 << 32:
+        return None
+    return K.pack_indexer(cshape, cstrides)
+
+
+def _launch_index(name, data_out, data_in, index, shape, strides, dim_size, dim_stride,
+                  wrap_negative, alpha=None):
+    """One gather/scatter launch; returns False when an index was out of range."""
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0:
+        return True
+    ix = _indexer(shape, strides)
+    if ix is None:
+        return None
+    device = data_out.device_index
+    word = _launch.ErrorWord.of(device)
+    word.reset()
+    args = [_launch.ptr(data_out.data_ptr()), _launch.ptr(data_in.data_ptr()),
+            _launch.ptr(index.data_ptr()), _launch.i64(n), _launch.struct(ix),
+            _launch.i64(dim_size), _launch.i64(dim_stride), _launch.i32(1 if wrap_negative else 0),
+            _launch.ptr(word.address)]
+    if alpha is not None:
+        args.append(_launch.f64(alpha))
+    _launch.launch(_launch.kernel("index.cu", name, device), _launch.grid_for(n, device, _THREADS),
+                   _THREADS, args)
+    return word.read() == 0
+
+
+def _in_range(index, size, wrap_negative):
+    from ._reduce import reduce
+    if index.numel == 0:
+        return True
+    lo = _array.to_host(reduce("amin", index, None, False)).item()
+    hi = _array.to_host(reduce("amax", index, None, False)).item()
+    return (lo >= (-size if wrap_negative else 0)) and hi < size
+
+
+@native("index", "along_dim", kernel=True)
+def along_dim(op, a, dim, index, src=None, err=None):
+    if index.dtype != K.INT64 or index.ndim != a.ndim or a.ndim == 0 or not 0 <= dim < a.ndim \
+            or any(index.shape[i] > a.shape[i] for i in range(a.ndim) if i != dim):
+        return NotImplemented                              # the CPU's checks and errors
+    shape = index.shape
+    a_strides = [0 if i == dim else a.strides[i] for i in range(a.ndim)]
+    if op == _cpu_index.GATHER:
+        out = _array.empty(shape, a.dtype, a.device_index)
+        ok = _launch_index(K.gather_kernel(a.dtype), out, a, index, shape,
+                           [out.strides, a_strides, index.strides], a.shape[dim],
+                           a.strides[dim], False)
+        return out if ok else NotImplemented
+    if op not in (_cpu_index.PUT, _cpu_index.ADD) or src is None or src.dtype != a.dtype \
+            or src.ndim != index.ndim or any(index.shape[i] > src.shape[i] for i in range(a.ndim)) \
+            or src.same_storage(a) or index.same_storage(a) or a.has_internal_overlap():
+        return NotImplemented
+    if op == _cpu_index.ADD and a.dtype not in K.SCATTER_ADD_DTYPES:
+        return NotImplemented
+    if not _in_range(index, a.shape[dim], False):
+        return NotImplemented
+    name = K.scatter_kernel(a.dtype) if op == _cpu_index.PUT else K.scatter_add_kernel(a.dtype)
+    ok = _launch_index(name, a, src, index, shape, [a_strides, src.strides, index.strides],
+                       a.shape[dim], a.strides[dim], False,
+                       alpha=1.0 if op == _cpu_index.ADD else None)
+    return None if ok else NotImplemented
+
+
+@native("index", "advanced", kernel=True)
+def advanced(op, a, groups, value=None, err=None):
+    """x[idx] along one dim (a single integer index group): a gather into a new array."""
+    if op != _cpu_index.GATHER or len(groups) != 1:
+        return NotImplemented
+    first, ndims, idx, kind = groups[0]
+    if kind != _cpu_index.KIND_INDEX or ndims != 1 or not isinstance(idx, _array.CudaArray) \
+            or idx.dtype != K.INT64 or not 0 <= first < a.ndim:
+        return NotImplemented
+    wrap = True if err is None else bool(err[2])
+    out_shape = a.shape[:first] + idx.shape + a.shape[first + 1:]
+    nb = idx.ndim
+    a_strides = list(a.strides[:first]) + [0] * nb + list(a.strides[first + 1:])
+    i_strides = [0] * first + list(idx.strides) + [0] * (a.ndim - first - 1)
+    out = _array.empty(out_shape, a.dtype, a.device_index)
+    ok = _launch_index(K.gather_kernel(a.dtype), out, a, idx, out_shape,
+                       [out.strides, a_strides, i_strides], a.shape[first], a.strides[first], wrap)
+    return out if ok else NotImplemented
