@@ -218,7 +218,44 @@ def _index(f, params):
     return (0,)
 
 
+_RANDOM = {"Uniform": "UNIFORM", "Normal": "NORMAL", "LogNormal": "LOG_NORMAL",
+           "Exponential": "EXPONENTIAL", "Cauchy": "CAUCHY", "Geometric": "GEOMETRIC"}
+
+
+def _random(f, params, nthreads_arg):
+    """tl_random: the CPU generator's request at the same seed and first block."""
+    from torchlite._core import random as _R
+    functor = re.match(r"tl_random<tl::rnd::(.+?)\s*>$", f).group(1)
+    (k0, k1, base, n, a, b, bits, scale, low, range_, reject, thresh, p_ptr, out_ptr) = \
+        struct.unpack("<IIQqddifqQQQQQ", _arg_bytes(params, 0, 96))
+    nthreads = struct.unpack("<Q", _arg_bytes(params, 1, 8))[0]
+    gen = _R.Philox()
+    gen.set_state_bytes(((k1 << 32) | k0).to_bytes(8, "little") + base.to_bytes(8, "little"))
+    m = re.match(r"(\w+?)(F32|F64)$", functor)
+    if m and m.group(1) in _RANDOM:
+        out = _view(out_ptr, 8 if m.group(2) == "F32" else 9, [n], [1])
+        assert m.group(2) == "F64" or bits == 24, "fake kernels: float16/bfloat16 bits not emulated"
+        _R.fill(out, gen, getattr(_R, _RANDOM[m.group(1)]), a, 1.0 if m.group(1) == "Geometric" else b)
+    else:
+        kind, ctype = re.match(r"(\w+?)(?:<(.+)>)?$", functor).groups()
+        code = {"float": 8, "double": 9, "tl::i64": 5, None: 5}[ctype.strip() if ctype else None]
+        out = _view(out_ptr, code, [n], [1])
+        if kind == "Randint" or kind == "RandintWide":
+            _R.fill_int(out, gen, low, range_ or (1 << 64))
+        elif kind == "Bernoulli":
+            _R.fill_bernoulli(out, gen, thresh / 4294967296.0)
+        elif kind == "BernoulliP":
+            _R.fill_bernoulli_tensor(out, gen, _view(p_ptr, 9, [n], [1]))
+        else:
+            raise NotImplementedError(functor)
+    state = gen.state_bytes()
+    assert int.from_bytes(state[8:], "little") - base == nthreads, "blocks reserved differ"
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if f.startswith("tl_random<"):
+        return _random(f, params, gx * bx)
     if _INDEX.match(f):
         return _index(f, params)
     if f.startswith("tl_softmax<"):

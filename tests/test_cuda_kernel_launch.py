@@ -315,3 +315,48 @@ def test_index_out_of_range_raises_the_cpu_error_and_writes_nothing(dev):
     with pytest.raises(RuntimeError):
         x.scatter_(0, tl.tensor([[0, 9, 0, 0]]).cuda(), tl.ones(1, 4).cuda())
     assert x.cpu().abs().sum().item() == 0
+
+
+# ---- random numbers --------------------------------------------------------------------------
+def _gen(seed, offset=0):
+    from torchlite._core import random as R
+    g = R.Philox()
+    g.set_state_bytes(seed.to_bytes(8, "little") + offset.to_bytes(8, "little"))
+    return g
+
+
+RANDOM_FILLS = {
+    "uniform_f32": (tl.float32, lambda d, a, g: d.fill(a, g, d.UNIFORM, -1.0, 2.0)),
+    "normal_f64": (tl.float64, lambda d, a, g: d.fill(a, g, d.NORMAL, 0.5, 3.0)),
+    "exponential_f32": (tl.float32, lambda d, a, g: d.fill(a, g, d.EXPONENTIAL, 2.0)),
+    "geometric_f32": (tl.float32, lambda d, a, g: d.fill(a, g, d.GEOMETRIC, 0.3)),
+    "randint_i64": (tl.int64, lambda d, a, g: d.fill_int(a, g, -5, 17)),
+    "randint_wide_i32": (tl.int32, lambda d, a, g: d.fill_int(a, g, 0, 1 << 40)),
+    "bernoulli_bool": (tl.bool, lambda d, a, g: d.fill_bernoulli(a, g, 0.3)),
+    "bernoulli_f32_strided": (tl.float32, lambda d, a, g: d.fill_bernoulli(a.transpose(0, 1), g, 0.7)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM_FILLS))
+def test_random_launch_gives_the_cpu_stream(dev, name):
+    from torchlite import _dispatch
+    dtype, fill = RANDOM_FILLS[name]
+    cpu = tl.empty(37, 29, dtype=dtype)
+    gpu = tl.empty(37, 29, dtype=dtype, device="cuda")
+    g_cpu, g_gpu = _gen(1234, 80), _gen(1234, 80)
+    fill(_dispatch.random, cpu._data, g_cpu)
+    fill(_dispatch.random, gpu._data, g_gpu)
+    _same(cpu, gpu)
+    assert g_cpu.state_bytes() == g_gpu.state_bytes()           # the same blocks consumed
+    assert any(k.startswith("tl_random<") for k in dev.launched), "the fallback ran"
+
+
+def test_bernoulli_with_probability_tensor(dev):
+    from torchlite import _dispatch
+    p = tl.rand(50, generator=tl.Generator().manual_seed(2))
+    cpu, gpu = tl.empty(50), tl.empty(50, device="cuda")
+    _dispatch.random.fill_bernoulli_tensor(cpu._data, _gen(9), p._data)
+    _dispatch.random.fill_bernoulli_tensor(gpu._data, _gen(9), p.cuda()._data)
+    _same(cpu, gpu)
+    with pytest.raises(RuntimeError, match="p_in"):
+        _dispatch.random.fill_bernoulli_tensor(gpu._data, _gen(9), (p + 1).cuda()._data)

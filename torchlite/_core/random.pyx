@@ -155,6 +155,11 @@ cdef class Philox:
         self._offset += blocks
         return first
 
+    def reserve_blocks(self, uint64_t blocks):
+        """(seed, first block): the next `blocks` Philox blocks of this generator, for a
+        request the CUDA backend runs (the same stream as the CPU's requests)."""
+        return self._seed, self.reserve(blocks)
+
 
 # ---------------------------------------------------------------------------------------
 # Running a request

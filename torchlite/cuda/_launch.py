@@ -82,6 +82,10 @@ def u32(v):
     return ctypes.c_uint32(v)
 
 
+def u64(v):
+    return ctypes.c_uint64(v)
+
+
 def f64(v):
     return ctypes.c_double(v)
 

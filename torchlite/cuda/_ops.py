@@ -134,4 +134,4 @@ def contiguous(a):
 
 
 # the kernel-backed functions register themselves in KERNEL
-from . import _elementwise, _index, _matmul, _reduce  # noqa: E402,F401
+from . import _elementwise, _index, _matmul, _random, _reduce  # noqa: E402,F401
