@@ -14,6 +14,9 @@ struct AdamArgs {
     double beta1, beta2, lr, weight_decay, eps, step_size, bias_correction2_sqrt;
     i32 amsgrad, maximize, decoupled, pad_;
 };
+/* the host packs these (torchlite/cuda/_optim.py) */
+static_assert(sizeof(SgdArgs) == 48, "SgdArgs layout");
+static_assert(sizeof(AdamArgs) == 72, "AdamArgs layout");
 
 /* one SGD step of element i; buf may be null when momentum == 0 */
 template <class T> TL_HD void sgd_update(T* param, const T* grad, T* buf, i64 i, const SgdArgs& a) {

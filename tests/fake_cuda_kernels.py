@@ -253,7 +253,64 @@ def _random(f, params, nthreads_arg):
     return (0,)
 
 
+def _np(ptr, dtype, n):
+    import numpy as np
+    np_dtype = {8: np.float32, 9: np.float64, 6: np.float16}[dtype]
+    return np.frombuffer((ctypes.c_char * (n * K.ITEMSIZE[dtype])).from_address(ptr), np_dtype)
+
+
+def _optim(f, params):
+    """tl_sgd / tl_adam: the per-element formulas of optim.cu in NumPy, in the kernel's
+    compute type (float32 for float32 parameters)."""
+    import numpy as np
+    name, ctype = re.match(r"tl_(sgd|adam)<(.+)>$", f).groups()
+    dtype = _CTYPE_CODE[ctype.strip()]
+    C = np.float64 if dtype == 9 else np.float32
+    if name == "sgd":
+        pp, pg, pb = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
+        n = struct.unpack("<q", _arg_bytes(params, 3, 8))[0]
+        lr, wd, mom, damp, nesterov, maximize, first, _ = struct.unpack("<4d4i", _arg_bytes(params, 4, 48))
+        p, g = _np(pp, dtype, n), _np(pg, dtype, n).astype(C)
+        if maximize:
+            g = -g
+        if wd != 0:
+            g = g + C(wd) * p.astype(C)
+        if mom != 0:
+            b = _np(pb, dtype, n)
+            nb = g if first else C(mom) * b.astype(C) + C(1.0 - damp) * g
+            b[:] = nb
+            g = g + C(mom) * nb if nesterov else nb
+        p[:] = p.astype(C) - C(lr) * g
+        return (0,)
+    pp, pg, pm, pv, pvm = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(5))
+    n = struct.unpack("<q", _arg_bytes(params, 5, 8))[0]
+    b1, b2, lr, wd, eps, step_size, bc2, ams, maximize, decoupled, _ = \
+        struct.unpack("<7d4i", _arg_bytes(params, 6, 72))
+    p, g = _np(pp, dtype, n), _np(pg, dtype, n).astype(C)
+    m_, v_ = _np(pm, dtype, n), _np(pv, dtype, n)
+    pc = p.astype(C)
+    if maximize:
+        g = -g
+    if wd != 0:
+        if decoupled:
+            pc = pc * C(1.0 - lr * wd)
+        else:
+            g = g + C(wd) * pc
+    m = m_.astype(C) + C(1.0 - b1) * (g - m_.astype(C))
+    v = v_.astype(C) * C(b2) + C(1.0 - b2) * g * g
+    m_[:] = m
+    v_[:] = v
+    if ams:
+        vm = _np(pvm, dtype, n)
+        v = np.maximum(vm.astype(C), v)
+        vm[:] = v
+    p[:] = pc + (-C(step_size)) * m / (np.sqrt(v) / C(bc2) + C(eps))
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if f.startswith(("tl_sgd<", "tl_adam<")):
+        return _optim(f, params)
     if f.startswith("tl_random<"):
         return _random(f, params, gx * bx)
     if _INDEX.match(f):

@@ -360,3 +360,35 @@ def test_bernoulli_with_probability_tensor(dev):
     _same(cpu, gpu)
     with pytest.raises(RuntimeError, match="p_in"):
         _dispatch.random.fill_bernoulli_tensor(gpu._data, _gen(9), (p + 1).cuda()._data)
+
+
+# ---- fused optimizer steps -------------------------------------------------------------------
+OPTIMIZERS = {
+    "sgd": lambda ps: tl.optim.SGD(ps, lr=0.1),
+    "sgd_momentum_wd": lambda ps: tl.optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.1,
+                                               weight_decay=0.01),
+    "sgd_nesterov_maximize": lambda ps: tl.optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True,
+                                                     maximize=True),
+    "adam": lambda ps: tl.optim.Adam(ps, lr=0.01),
+    "adam_amsgrad_wd": lambda ps: tl.optim.Adam(ps, lr=0.01, weight_decay=0.1, amsgrad=True),
+    "adamw": lambda ps: tl.optim.AdamW(ps, lr=0.01),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_fused_optimizer_step_follows_the_cpu_trajectory(dev, name):
+    g = tl.Generator().manual_seed(21)
+    w0, x = tl.randn(6, 4, generator=g), tl.randn(5, 6, generator=g)
+
+    def run(device):
+        w = w0.clone().to(device).requires_grad_()
+        opt = OPTIMIZERS[name]([w])
+        for _ in range(5):
+            opt.zero_grad()
+            ((x.to(device) @ w).tanh() ** 2).sum().backward()
+            opt.step()
+        return w.detach()
+
+    _close(run("cpu"), run("cuda"), rtol=1e-5)
+    kernel = "tl_sgd<float>" if name.startswith("sgd") else "tl_adam<float>"
+    assert dev.launched.count(kernel) == 5

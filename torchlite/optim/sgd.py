@@ -1,4 +1,5 @@
 """Stochastic gradient descent, optionally with momentum (PyTorch's torch.optim.SGD)."""
+from . import _fused
 from .optimizer import Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _to_scalar
 
 __all__ = ["SGD", "sgd"]
@@ -55,6 +56,10 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
     keep = 1 - dampening
     for i, param in enumerate(params):
         grad = d_p_list[i]
+        if param.is_cuda and _fused_sgd(param, grad, momentum_buffer_list, i, lr=lr,
+                                        weight_decay=weight_decay, momentum=momentum,
+                                        dampening=dampening, nesterov=nesterov, maximize=maximize):
+            continue
         if maximize:
             grad = -grad
         if weight_decay != 0:
@@ -67,3 +72,20 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
                 buf.mul_(momentum).add_(grad, alpha=keep)
             grad = grad.add(buf, alpha=momentum) if nesterov else buf
         param.add_(grad, alpha=neg_lr)
+
+
+def _fused_sgd(param, grad, buffers, i, momentum, **kw):
+    """The step of parameter i by the fused GPU kernel (optim/_fused.py) when it qualifies;
+    a new momentum buffer is made first (the kernel's first step writes it)."""
+    buf = None
+    first = False
+    if momentum != 0:
+        buf = buffers[i]
+        if buf is None:
+            buf = param.new_empty(param.shape)
+            first = True
+    if not _fused.sgd_step(param, grad, buf, momentum=momentum, first_step=first, **kw):
+        return False
+    if first:
+        buffers[i] = buf
+    return True

@@ -1,0 +1,59 @@
+"""Fused optimizer steps on the GPU: one tl_sgd / tl_adam launch (cuda_kernels/optim.cu) per
+parameter instead of the ten or so elementwise launches of the Tensor-op update, with the
+same formulas (torchlite/optim/sgd.py, adam.py).  torchlite.optim uses them for CUDA
+parameters whose gradient and state are contiguous tensors of the parameter's dtype, shape
+and device (torchlite/optim/_fused.py); anything else takes the Tensor-op update."""
+import struct
+
+from . import _kernels as K, _launch
+from ._array import CudaArray
+
+_THREADS = 256
+
+
+def _eligible(param, *others):
+    if not isinstance(param, CudaArray) or param.dtype not in K.FLOATS or not param.is_contiguous():
+        return False
+    return all(o is None or (isinstance(o, CudaArray) and o.device_index == param.device_index
+                             and o.dtype == param.dtype and o.shape == param.shape
+                             and o.is_contiguous()) for o in others)
+
+
+def _ptr(a):
+    return _launch.ptr(a.data_ptr() if a is not None else 0)
+
+
+def sgd_step(param, grad, buf, *, lr, weight_decay, momentum, dampening, nesterov, maximize,
+             first_step):
+    """One SGD step of arrays param (updated), grad and buf (the momentum buffer, written;
+    None when momentum is 0).  False, doing nothing, when the arrays do not qualify."""
+    if not _eligible(param, grad, buf) or (momentum != 0 and buf is None):
+        return False
+    n = param.numel
+    if n:
+        args = struct.pack("<4d4i", lr, weight_decay, momentum, dampening, int(nesterov),
+                           int(maximize), int(first_step), 0)
+        k = _launch.kernel("optim.cu", K.optimizer_kernel("sgd", param.dtype), param.device_index)
+        _launch.launch(k, _launch.grid_for(n, param.device_index, _THREADS), _THREADS,
+                       [_ptr(param), _ptr(grad), _ptr(buf if momentum != 0 else None),
+                        _launch.i64(n), _launch.struct(args)])
+    return True
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, beta1, beta2, lr,
+              weight_decay, eps, step_size, bias_correction2_sqrt, amsgrad, maximize, decoupled):
+    """One Adam/AdamW step of arrays param, grad and the moment buffers (max_exp_avg_sq None
+    unless amsgrad).  False, doing nothing, when the arrays do not qualify."""
+    if not _eligible(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq) \
+            or (amsgrad and max_exp_avg_sq is None):
+        return False
+    n = param.numel
+    if n:
+        args = struct.pack("<7d4i", beta1, beta2, lr, weight_decay, eps, step_size,
+                           bias_correction2_sqrt, int(amsgrad), int(maximize), int(decoupled), 0)
+        k = _launch.kernel("optim.cu", K.optimizer_kernel("adam", param.dtype), param.device_index)
+        _launch.launch(k, _launch.grid_for(n, param.device_index, _THREADS), _THREADS,
+                       [_ptr(param), _ptr(grad), _ptr(exp_avg), _ptr(exp_avg_sq),
+                        _ptr(max_exp_avg_sq if amsgrad else None), _launch.i64(n),
+                        _launch.struct(args)])
+    return True
