@@ -392,3 +392,39 @@ def test_fused_optimizer_step_follows_the_cpu_trajectory(dev, name):
     _close(run("cpu"), run("cuda"), rtol=1e-5)
     kernel = "tl_sgd<float>" if name.startswith("sgd") else "tl_adam<float>"
     assert dev.launched.count(kernel) == 5
+
+
+# ---- joining, norms and metadata-only functions -----------------------------------------------
+JOINS = {
+    "cat_dim0": lambda t: tl.cat([t, t * 2, t[:1]], 0),
+    "cat_dim1_cast": lambda t: tl.cat([t, t.double()], 1),
+    "cat_legacy_empty": lambda t: tl.cat([t, tl.empty(0, device=t.device)], 0),
+    "stack": lambda t: tl.stack([t, t.mT.contiguous().mT, t + 1], 1),
+    "norm2": lambda t: t.norm(),
+    "norm1_dim": lambda t: tl.linalg.vector_norm(t, 1, dim=1),
+    "norm_inf_keepdim": lambda t: tl.linalg.vector_norm(t, float("inf"), dim=0, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JOINS))
+def test_join_and_norm_launches_match_cpu(dev, name, monkeypatch):
+    from torchlite.cuda import _fallback
+
+    def no_fallback(cpu_fn, *a):
+        raise AssertionError(f"{cpu_fn.__name__} ran on host copies")
+    x = tl.randn(4, 5, generator=tl.Generator().manual_seed(17))
+    expected = JOINS[name](x)
+    xc = x.cuda()
+    with monkeypatch.context() as m:
+        m.setattr(_fallback, "run_on_host", no_fallback)
+        got = JOINS[name](xc)
+    _close(expected, got, rtol=1e-6)
+
+
+def test_metadata_functions_move_no_data(dev):
+    from torchlite import _dispatch
+    a = tl.ones(3, 4).cuda()._data
+    before = list(dev.calls)
+    assert _dispatch.elementwise.result_type(a, 2.5) == tl.float32.code
+    assert _dispatch.shape_ops.stack_plan([a, a], 0)[0] == (2, 3, 4)
+    assert dev.calls == before

@@ -60,6 +60,32 @@ def fallback_names():
     return sorted(names)
 
 
+# ---- metadata-only functions: run on the device arrays' metadata, no data moves ----------------
+def _metadata_only(module, name):
+    cpu_fn = getattr(__import__(f"torchlite._core.{module}", fromlist=[name]), name)
+
+    def run(*args, **kwargs):
+        return cpu_fn(*[_meta(a) for a in args], **{k: _meta(v) for k, v in kwargs.items()})
+    run.__name__ = name
+    NATIVE[(module, name)] = run
+
+
+def _meta(x):
+    if isinstance(x, CudaArray):
+        return x._meta
+    if type(x) in (list, tuple):
+        return type(x)(_meta(e) for e in x)
+    return x
+
+
+for _module, _name in (("elementwise", "result_type"), ("elementwise", "check_no_partial_overlap"),
+                       ("elementwise", "broadcast_result"), ("elementwise", "binary_dtypes"),
+                       ("elementwise", "ternary_dtype"), ("shape_ops", "cat_plan"),
+                       ("shape_ops", "stack_plan"), ("shape_ops", "check_no_alias"),
+                       ("matmul", "check_bmm")):
+    _metadata_only(_module, _name)
+
+
 # ---- natives without kernels: memset and copies ------------------------------------------------
 @native("array", "fill_")
 def fill_(a, value):
@@ -134,4 +160,4 @@ def contiguous(a):
 
 
 # the kernel-backed functions register themselves in KERNEL
-from . import _elementwise, _index, _matmul, _random, _reduce  # noqa: E402,F401
+from . import _elementwise, _index, _matmul, _random, _reduce, _shape  # noqa: E402,F401

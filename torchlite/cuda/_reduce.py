@@ -14,12 +14,14 @@ fallback, which raises or fills exactly as the CPU.
 """
 import struct
 
+from .._core import elementwise as _cpu_ew
 from .._core import reduce as _cpu_reduce
 from . import _array, _kernels as K, _launch, _runtime
 from ._elementwise import coalesce, copy_ as _copy
 from ._registry import native
 
 _U32 = 1 << 32
+_BIN, _UN = _cpu_ew.BINARY, _cpu_ew.UNARY
 _ACC_BYTES = 24                 # the largest accumulator (Welford); partials are laid out by it
 
 
@@ -211,3 +213,23 @@ def softmax(a, dim, log):
         _launch.ptr(x.data_ptr()), _launch.ptr(y.data_ptr()), _launch.i64(outer), _launch.i64(R),
         _launch.i64(inner), _launch.i32(1 if rows else 0), _launch.i32(1 if log else 0)])
     return y
+
+
+# ---- vector norms ------------------------------------------------------------------------------
+@native("reduce", "vector_norm", kernel=True)
+def vector_norm(a, ord, dims, keepdim, name="linalg.vector_norm"):
+    """The 2-, 1- and inf-norms (clip_grad_norm_, normalize, ...): the elements in float64
+    (as the CPU accumulates them), then abs/square, a reduction, sqrt, and the input's dtype.
+    Other orders and empty inputs take the host fallback."""
+    from ._elementwise import binary, cast, unary
+    if a.dtype not in K.FLOATS or a.numel == 0 or ord not in (1.0, 2.0, float("inf")):
+        return NotImplemented
+    x = cast(a, K.FLOAT64)
+    if ord == 2.0:
+        r = reduce("sum", binary(_BIN["mul"], x, x), dims, keepdim)
+        r = unary(_UN["sqrt"], r)
+    else:
+        r = reduce("sum" if ord == 1.0 else "amax", unary(_UN["abs"], x), dims, keepdim)
+    if r is NotImplemented:
+        return r
+    return cast(r, a.dtype)
