@@ -41,7 +41,7 @@ class FakeDriver(types.SimpleNamespace):
         self.buffers = {}          # address -> (device, ctypes buffer)
         self.used = [0] * devices
         self.host = {}
-        self.calls = []            # names of the calls made, in order
+        self.calls = []            # names of the memory, copy, stream and event calls made, in order
         self._ids = itertools.count(1)
         self.current = None
         self.CUdevice_attribute = types.SimpleNamespace(
@@ -87,6 +87,7 @@ class FakeDriver(types.SimpleNamespace):
         return (0,)
 
     def cuCtxSynchronize(self):
+        self._log("cuCtxSynchronize")
         return (0,)
 
     def cuGetErrorString(self, err):
@@ -114,11 +115,13 @@ class FakeDriver(types.SimpleNamespace):
         return (0,)
 
     def cuMemHostAlloc(self, nbytes, flags):
+        self._log("cuMemHostAlloc")
         address, buf = self._new(nbytes)
         self.host[address] = buf
         return (0, address)
 
     def cuMemFreeHost(self, address):
+        self._log("cuMemFreeHost")
         self.host.pop(int(address))
         return (0,)
 
@@ -129,16 +132,19 @@ class FakeDriver(types.SimpleNamespace):
         raise AssertionError(f"fake driver: {nbytes} bytes at {address:#x} are not device memory")
 
     def cuMemcpyHtoDAsync(self, dst, src, nbytes, stream):
+        self._log("cuMemcpyHtoDAsync")
         self._check_device(int(dst), nbytes)
         ctypes.memmove(int(dst), int(src), nbytes)
         return (0,)
 
     def cuMemcpyDtoHAsync(self, dst, src, nbytes, stream):
+        self._log("cuMemcpyDtoHAsync")
         self._check_device(int(src), nbytes)
         ctypes.memmove(int(dst), int(src), nbytes)
         return (0,)
 
     def cuMemcpyDtoDAsync(self, dst, src, nbytes, stream):
+        self._log("cuMemcpyDtoDAsync")
         self._check_device(int(dst), nbytes)
         self._check_device(int(src), nbytes)
         ctypes.memmove(int(dst), int(src), nbytes)
@@ -153,49 +159,133 @@ class FakeDriver(types.SimpleNamespace):
         return (0,)
 
     def cuMemsetD8Async(self, address, value, count, stream):
+        self._log("cuMemsetD8Async")
         ctypes.memset(int(address), value, count)
         return (0,)
 
     def cuMemsetD16Async(self, address, value, count, stream):
+        self._log("cuMemsetD16Async")
         return self._memset(int(address), value, 2, count)
 
     def cuMemsetD32Async(self, address, value, count, stream):
+        self._log("cuMemsetD32Async")
         return self._memset(int(address), value, 4, count)
 
     def cuMemsetD2D32Async(self, address, pitch, value, width, height, stream):
+        self._log("cuMemsetD2D32Async")
         assert width == 1
         return self._memset(int(address), value, 4, height, pitch)
 
     # ---- streams and events ------------------------------------------------------------------
     def cuStreamCreateWithPriority(self, flags, priority):
+        self._log("cuStreamCreateWithPriority")
         return (0, next(self._ids))
 
     def cuStreamSynchronize(self, stream):
+        self._log("cuStreamSynchronize")
         return (0,)
 
     def cuStreamQuery(self, stream):
+        self._log("cuStreamQuery")
         return (0,)
 
     def cuStreamDestroy(self, stream):
+        self._log("cuStreamDestroy")
         return (0,)
 
     def cuStreamWaitEvent(self, stream, event, flags):
+        self._log("cuStreamWaitEvent")
         return (0,)
 
     def cuEventCreate(self, flags):
+        self._log("cuEventCreate")
         return (0, next(self._ids))
 
     def cuEventRecord(self, event, stream):
+        self._log("cuEventRecord")
         return (0,)
 
     def cuEventQuery(self, event):
+        self._log("cuEventQuery")
         return (0,)
 
     def cuEventSynchronize(self, event):
+        self._log("cuEventSynchronize")
         return (0,)
 
     def cuEventElapsedTime(self, start, end):
+        self._log("cuEventElapsedTime")
         return (0, 0.0)
 
     def cuEventDestroy(self, event):
+        self._log("cuEventDestroy")
         return (0,)
+
+
+# ---- installing the stand-in ------------------------------------------------------------------
+_retired = []      # drivers whose memory tensors from past tests may still point into
+
+
+class installed:
+    """Context manager: `fake` (a FakeDriver) is the CUDA driver inside the block, with the
+    backend's kernels off, and the state of torchlite.cuda, its runtime and the array-layer
+    dispatch is what it was before on leaving, so nothing of the stand-in leaks into other
+    tests (or into a real GPU's session)."""
+
+    active = False          # whether a stand-in is installed now
+
+    def __init__(self, fake):
+        self.fake = fake
+
+    def __enter__(self):
+        import torchlite.cuda as cuda
+        from torchlite import _dispatch
+        from torchlite.cuda import _driver, _ops, _runtime
+        self.saved = [
+            (_driver, "driver_module", _driver.driver_module), (_driver, "_status", _driver._status),
+            (_ops, "kernels_enabled", _ops.kernels_enabled),
+            (cuda, "_initialized", cuda._initialized), (cuda, "_devices", cuda._devices),
+            (cuda, "_allocator", cuda._allocator), (cuda, "_generators", cuda._generators),
+            (cuda, "_all_seed", cuda._all_seed),
+            (_runtime, "_allocator", _runtime._allocator),
+            (_runtime, "_host_allocator", _runtime._host_allocator),
+            (_runtime, "_keep_alive", _runtime._keep_alive),
+            (_dispatch, "_enabled", _dispatch._enabled),
+            (_dispatch, "_cuda_array_type", _dispatch._cuda_array_type),
+        ]
+        self.saved_tls = [(tls, dict(tls.__dict__)) for tls in (cuda._tls, _runtime._tls)]
+        self.dispatch_was_enabled = _dispatch._enabled
+        fake = self.fake
+        _driver.driver_module = lambda: fake
+        _driver._status = _driver.Status(True, "ok", "", devices=fake.devices, nvrtc=(13, 0),
+                                         driver=13000)
+        _ops.kernels_enabled = False
+        cuda._initialized, cuda._devices, cuda._allocator = False, None, None
+        cuda._generators = {}
+        _runtime._allocator = _runtime._host_allocator = None
+        _runtime._keep_alive = []
+        for tls, _ in self.saved_tls:
+            tls.__dict__.clear()
+        installed.active = True
+        return fake
+
+    def __exit__(self, *exc):
+        import gc
+        import torchlite.cuda as cuda
+        from torchlite import _dispatch
+        gc.collect(1)                # blocks of this test's tensors go back to the allocator (the
+                                     # young generations hold its cycles; a full pass is slow)
+        try:
+            cuda.empty_cache()       # ... and from it to the stand-in
+        finally:
+            if _dispatch._enabled and not self.dispatch_was_enabled:
+                _dispatch.disable_devices()
+            for mod, name, value in self.saved:
+                setattr(mod, name, value)
+            for tls, state in self.saved_tls:
+                tls.__dict__.clear()
+                tls.__dict__.update(state)
+            if self.fake.buffers or self.fake.host:       # tensors still alive somewhere
+                _retired.append(self.fake)
+            installed.active = False
+        return False

@@ -47,6 +47,11 @@ class _Namespace:
                     and getattr(self, key) is value:
                 setattr(self, key, _dispatcher(self._name, key, value))
 
+    def _disable(self):
+        for key, value in vars(self._cpu).items():
+            if getattr(getattr(self, key, None), "__wrapped__", None) is value:
+                setattr(self, key, value)
+
 
 def _is_kernel_function(value):
     return callable(value) and not isinstance(value, type) and type(value).__name__ in (
@@ -86,8 +91,30 @@ def device_index_of(args, kwargs, op):
 
 
 def _raise_mixed(a, b, op):
-    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
-                       f"devices, {a} and {b}! (in {op[0]}.{op[1]})")
+    raise mixed_device_error(a, b, f"in {op[0]}.{op[1]}")
+
+
+def mixed_device_error(a, b, where):
+    """PyTorch's RuntimeError for operands on devices a and b (strings such as 'cuda:0',
+    'cpu'; the CUDA one is named first, as PyTorch does); `where` names the op."""
+    if a == "cpu":
+        a, b = b, a
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                        f"devices, {a} and {b}! ({where})")
+
+
+def check_same_device(op, *arrays):
+    """mixed_device_error unless the arrays are on one device; a CPU array with no dims
+    may join arrays on any device (a CPU scalar tensor, as PyTorch allows)."""
+    first = None
+    for a in arrays:
+        d = a.device
+        if d == "cpu" and a.ndim == 0:
+            continue
+        if first is None:
+            first = d
+        elif d != first:
+            raise mixed_device_error(first, d, f"when checking arguments for {op}")
 
 
 def _dispatcher(ns, name, cpu_fn):
@@ -117,6 +144,15 @@ def enable_devices(cuda_array_type):
     for ns in _NAMESPACES.values():
         ns._enable()
     _enabled = True
+
+
+def disable_devices():
+    """Put the CPU functions back (the tests, after a stand-in driver's CUDA arrays are gone)."""
+    global _enabled, _cuda_array_type
+    for ns in _NAMESPACES.values():
+        ns._disable()
+    _cuda_array_type = None
+    _enabled = False
 
 
 # ---- creation on a device ------------------------------------------------------------------

@@ -206,7 +206,10 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         import numpy as np
-        a = np.asarray(self.cpu()._data) if self._data.device != "cpu" else np.asarray(self._data)
+        if self._data.device != "cpu":      # as numpy(): PyTorch never copies implicitly
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                            f"Tensor.cpu() to copy the tensor to host memory first.")
+        a = np.asarray(self._data)
         if dtype is not None:
             a = a.astype(dtype, copy=False)
         return a

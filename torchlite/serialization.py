@@ -93,16 +93,21 @@ _TORCH_STORAGE_CLASSES = {d: _Global("torch", n) for d, n in _STORAGE_CLASS_NAME
 
 
 class _SavedStorage:
-    """One storage being saved: its record key, the dtype it is pickled as, and an array over
-    it (which keeps the memory alive until the record is written)."""
+    """One storage being saved: its record key, the dtype it is pickled as, its location
+    ('cpu', 'cuda:0', ...) and an array over its bytes in host memory (which keeps the memory
+    alive until the record is written; a copy for a storage on a device)."""
 
-    __slots__ = ("key", "dtype", "array", "numel")
+    __slots__ = ("key", "dtype", "array", "numel", "location")
 
     def __init__(self, key, dtype, array):
         self.key = key
         self.dtype = dtype
-        self.array = array
         self.numel = array.storage_nbytes() // dtype.itemsize
+        self.location = array.device
+        if self.location != "cpu":
+            nbytes = array.storage_nbytes()
+            array = _wrap(_A.reinterpret(array, D.uint8.code, (nbytes,), (1,), 0)).cpu()._data
+        self.array = array
 
     def bytes_view(self):
         """The storage's numel * itemsize bytes, as a memoryview (no copy)."""
@@ -130,7 +135,7 @@ class _CheckpointPickler(pickle._Pickler):
 
     def persistent_id(self, obj):
         if type(obj) is _SavedStorage:
-            return ("storage", _TORCH_STORAGE_CLASSES[obj.dtype], obj.key, "cpu", obj.numel)
+            return ("storage", _TORCH_STORAGE_CLASSES[obj.dtype], obj.key, obj.location, obj.numel)
         return None
 
     def reducer_override(self, obj):
@@ -154,9 +159,6 @@ class _CheckpointPickler(pickle._Pickler):
                         (t.detach(), t.requires_grad, OrderedDict(), state))
             return (_REBUILD_PARAMETER, (t.detach(), t.requires_grad, OrderedDict()))
         arr = t._data
-        if arr.device != "cpu":
-            raise RuntimeError(f"torchlite.save: tensors on {t.device} cannot be saved yet; "
-                               f"move them to the cpu first (tensor.cpu())")
         storage = self._storage_of(arr, D.DTYPES[arr.dtype])
         return (_REBUILD_TENSOR_V2, (storage, arr.offset, tuple(arr.shape), tuple(arr.strides),
                                      t.requires_grad, OrderedDict()))
@@ -164,7 +166,7 @@ class _CheckpointPickler(pickle._Pickler):
     def _storage_of(self, arr, dtype):
         st = arr.storage
         # two storage objects over the same memory (Tensor.data makes one) are one storage
-        ident = (st.data_ptr(), st.nbytes)
+        ident = (arr.device, st.data_ptr(), st.nbytes)
         saved = self.storages.get(ident)
         if saved is None:
             saved = self.storages[ident] = _SavedStorage(str(len(self.storages)), dtype, arr)
@@ -1152,6 +1154,10 @@ class _StorageTable:
         if key not in self._loaded:
             self._loaded[key] = self._mapper(location, lambda: self._source.read(key))
         arr, dev = self._loaded[key]
+        if dev != _CPU and arr.device == "cpu":
+            # one copy of the storage on its device, which all its tensors view (as in torch)
+            arr = _wrap(arr).to(dev)._data
+            self._loaded[key] = (arr, dev)
         if dtype is D.bool and key not in self._bool_checked:
             _normalize_bool_bytes(arr)
             self._bool_checked.add(key)

@@ -125,7 +125,7 @@ def copy_(self, src, non_blocking=False):
 
 def _copied(old, src):
     """The out-of-place form of old.copy_(src): src broadcast and cast to old."""
-    r = _wrap(_A.empty(old._data.shape, old._data.dtype))
+    r = _wrap(_A.empty(old._data.shape, old._data.dtype, device=old._data))
     _ew.copy_(r._data, src._data)
     _SG.record_copy(old, src, r)
     return r
@@ -150,7 +150,7 @@ def fill_(self, value):
 def _filled(old, value):
     """The out-of-place form of old.fill_(value)."""
     v = value.item() if isinstance(value, Tensor) else value
-    r = _wrap(_A.full(old._data.shape, _as_pyscalar(v), old._data.dtype))
+    r = _wrap(_A.full(old._data.shape, _as_pyscalar(v), old._data.dtype, device=old._data))
     _SG.record_fill(old, value, r)
     return r
 
@@ -199,6 +199,8 @@ def pin_memory(self, device=None):
     if self.device.type != "cpu":
         raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors can be pinned")
     from ..cuda import _host
+    if _host.is_pinned(self._data):
+        return self
     t = _wrap(_host.pin(self._data))
     if self._requires_grad and _grad_state.enabled:
         _SG.record_to(self, t)

@@ -13,15 +13,30 @@ from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 
 
-def _place(arr, device, requires_grad=False, dtype=None):
-    """Finish a new CPU array: move it to `device`, set requires_grad."""
+def _place(arr, device, requires_grad=False, dtype=None, pin_memory=False):
+    """Finish a new array: move it to `device` (None: leave it where it is), or into pinned
+    host memory, set requires_grad."""
     dev = to_device(device)
     if dev.type != "cpu":
         arr = cuda_backend()._to_device_array(arr, dev)
     t = _wrap(arr)
+    if pin_memory:
+        t = t.pin_memory()
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _on(device):
+    """The array-layer device for a creation's `device=` argument: None for the CPU, else
+    'cuda:N' (after checking that CUDA is usable and N exists), so new arrays are made on
+    the device instead of on the host and copied over."""
+    if device is None or device == "cpu":
+        return None
+    dev = to_device(device)
+    if dev.type == "cpu":
+        return None
+    return f"cuda:{cuda_backend()._checked_index(dev, f'create a tensor on {dev}')}"
 
 
 def _size_args(size, op):
@@ -126,8 +141,11 @@ def _from_data(data, dtype):
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (a number, nested lists/tuples, a NumPy array or
-    another tensor).  The dtype is inferred as PyTorch does: bool, int64, or the default float."""
-    return _place(_from_data(data, dtype), device, requires_grad)
+    another tensor).  The dtype is inferred as PyTorch does: bool, int64, or the default float;
+    a tensor's copy stays on its device unless `device` is given."""
+    if device is None and isinstance(data, Tensor):
+        device = data.device
+    return _place(_from_data(data, dtype), device, requires_grad, pin_memory=pin_memory)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -175,27 +193,27 @@ def _from_bf16_bits(bits, requires_grad):
 
 
 # ---- filled tensors ----------------------------------------------------------------------
-def _new_full(size, value, dtype, device, requires_grad, out=None, op="full"):
+def _new_full(size, value, dtype, device, requires_grad, out=None, op="full", pin_memory=False):
     shape = _size_args(size, op)
     if out is not None:
         if tuple(out.shape) != shape:
-            out._data = _A.empty(shape, out._data.dtype)
-        _A.fill_(out._data, value) if out.device.type == "cpu" else out.fill_(value)
+            out._data = _A.empty(shape, out._data.dtype, device=out._data)
+        _A.fill_(out._data, value)
         out._bump_version()
         return out
     dt = D.to_dtype(dtype, D.get_default_dtype())
-    arr = _A.full(shape, value, dt.code)
-    return _place(arr, device, requires_grad)
+    return _place(_A.full(shape, value, dt.code, device=_on(device)), None, requires_grad,
+                  pin_memory=pin_memory)
 
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of zeros of the given shape (default dtype float32)."""
-    return _new_full(size, 0, dtype, device, requires_grad, out, "zeros")
+    return _new_full(size, 0, dtype, device, requires_grad, out, "zeros", pin_memory)
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of ones of the given shape."""
-    return _new_full(size, 1, dtype, device, requires_grad, out, "ones")
+    return _new_full(size, 1, dtype, device, requires_grad, out, "ones", pin_memory)
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -203,7 +221,8 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
     """An uninitialised tensor of the given shape."""
     shape = _size_args(size, "empty")
     dt = D.to_dtype(dtype, D.get_default_dtype())
-    return _place(_A.empty(shape, dt.code), device, requires_grad)
+    return _place(_A.empty(shape, dt.code, device=_on(device)), None, requires_grad,
+                  pin_memory=pin_memory)
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -225,14 +244,16 @@ def _like(input, fill_value, dtype, device, requires_grad):
         raise TypeError(f"argument 'input' must be Tensor, not {type(input).__name__}")
     dt = D.to_dtype(dtype, input.dtype)
     a = input._data
+    on = a if device is None else _on(device)
     if a.is_contiguous() or not a.is_non_overlapping_and_dense():
-        arr = _A.empty(a.shape, dt.code)
+        arr = _A.empty(a.shape, dt.code, device=on)
     else:
         st = a.strides
-        arr = _A.empty_strided(a.shape, sorted(builtins.range(a.ndim), key=lambda d: st[d]), dt.code)
+        arr = _A.empty_strided(a.shape, sorted(builtins.range(a.ndim), key=lambda d: st[d]), dt.code,
+                               device=on)
     if fill_value is not None:
         _A.fill_(arr, _as_pyscalar(fill_value.item() if isinstance(fill_value, Tensor) else fill_value))
-    return _place(arr, input.device if device is None else device, requires_grad)
+    return _place(arr, None, requires_grad)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):

@@ -14,6 +14,7 @@ import warnings
 
 from .. import _dtype as D
 from .._dispatch import array as _A
+from .._dispatch import mixed_device_error
 from .._dispatch import elementwise as _ew
 from .._dispatch import index as _I
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view, _as_pyscalar
@@ -68,24 +69,30 @@ def _strip_leading_ones(arr):
     return arr.squeeze(tuple(range(k))) if k else arr
 
 
-def _check_same_device(self, other):
-    if isinstance(other, Tensor) and other.device != self.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
-                           f"two devices, {self.device} and {other.device}!")
+def _check_same_device(self, other, op="index_put_"):
+    if isinstance(other, Tensor) and other._data.device != self._data.device:
+        raise mixed_device_error(self._data.device, other._data.device,
+                                 f"when checking arguments for {op}")
 
 
-def _value_array(self, value):
+def _value_array(self, value, any_device=False):
     """The array to write into self: a tensor cast to self's dtype, or a new array from a
-    number or nested sequence."""
+    number or nested sequence, on self's device.  A value tensor on another device is
+    copied over when it has no dims, or for `any_device` writes (basic indexing, which
+    PyTorch does by copy_); otherwise that is the mixed-device RuntimeError."""
     code = self._data.dtype
     if isinstance(value, Tensor):
-        _check_same_device(self, value)
-        return _strip_leading_ones(_ew.cast(value._data, code))
+        arr = value._data
+        if arr.device != self._data.device:
+            if not (any_device or (arr.ndim == 0 and arr.device == "cpu")):
+                _check_same_device(self, value)
+            arr = value.to(self.device)._data
+        return _strip_leading_ones(_ew.cast(arr, code))
     if isinstance(value, (list, tuple)) or hasattr(value, "__array_interface__"):
         from .creation import tensor
-        return _strip_leading_ones(tensor(value, dtype=self.dtype)._data)
+        return _strip_leading_ones(tensor(value, dtype=self.dtype, device=self.device)._data)
     if isinstance(value, numbers.Number):
-        return _A.full((), _checked_scalar(value, code), code)
+        return _A.full((), _checked_scalar(value, code), code, device=self._data)
     raise TypeError(f"can't assign a {type(value).__name__} to a torchlite.{_TORCH_NAMES[code]}Tensor")
 
 
@@ -191,18 +198,29 @@ def _apply(self, items, used):
         elif type(i) is builtins.int:
             arr = arr.select(dim, i)
         elif type(i) is builtins.bool:        # a 0-d mask: a new dim of size 1 (True) or 0
-            groups.append((dim, 0, _A.full((), i, _BOOL), _I.KIND_MASK))
+            groups.append((dim, 0, _A.full((), i, _BOOL, device=arr), _I.KIND_MASK))
         else:
-            _check_same_device(self, i)
+            index = i._data
+            if index.device != arr.device:
+                index = _index_on_device(self, i)
             if _is_mask(i):
-                groups.append((dim, i.ndim, i._data, _I.KIND_MASK))
+                groups.append((dim, i.ndim, index, _I.KIND_MASK))
                 dim += i.ndim
             else:
                 if i._data.dtype not in (_INT32, _INT64):
                     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-                groups.append((dim, 1, i._data, _I.KIND_INDEX))
+                groups.append((dim, 1, index, _I.KIND_INDEX))
                 dim += 1
     return arr, groups
+
+
+def _index_on_device(self, i):
+    """The array of index tensor i on self's device: PyTorch takes CPU indices for a tensor
+    on any device, but no device's indices for a CPU tensor."""
+    if i.device.type != "cpu":
+        raise RuntimeError(f"indices should be either on cpu or on the same device as the indexed "
+                           f"tensor ({self.device})")
+    return i.to(self.device)._data
 
 
 _int = builtins.int
@@ -228,7 +246,7 @@ def _assign_basic(self, dst, value):
     if isinstance(value, numbers.Number) and not isinstance(value, Tensor):
         _A.fill_(dst, _checked_scalar(value, dst.dtype))
     else:
-        _ew.copy_(dst, _value_array(self, value))
+        _ew.copy_(dst, _value_array(self, value, True))
 
 
 def _is_full_mask(arr, groups):
@@ -245,7 +263,7 @@ def _write(self, items, used, value, accumulate):
     arr, groups = _apply(self, items, used)
     if not groups:
         if accumulate:
-            _ew.binary(_ew.BINARY["add"], arr, _value_array(self, value), arr)
+            _ew.binary(_ew.BINARY["add"], arr, _value_array(self, value, True), arr)
         else:
             _assign_basic(self, arr, value)
     elif not accumulate and _is_full_mask(arr, groups) and isinstance(value, numbers.Number):
@@ -349,7 +367,7 @@ def _write_out(res, out, op):
         raise RuntimeError(f"{op}: Expected out tensor to have dtype {D.DTYPES[res.dtype]}, but got "
                            f"{out.dtype} instead")
     if tuple(out.shape) != tuple(res.shape):
-        out._data = _A.empty(res.shape, res.dtype)
+        out._data = _A.empty(res.shape, res.dtype, device=out._data)
     _ew.copy_(out._data, res)
     out._bump_version()
     return out
@@ -391,9 +409,9 @@ def _scatter_src(self, index, src, value, op):
     if src is None:
         if value is None:
             raise TypeError(f"{op}(): expected a src tensor or a value")
-        v = _A.full((), _checked_scalar(value, self._data.dtype), self._data.dtype)
+        v = _A.full((), _checked_scalar(value, self._data.dtype), self._data.dtype, device=self._data)
         return v.expand(index._data.shape) if index.ndim else v
-    _check_same_device(self, src)
+    _check_same_device(self, src, op)
     if src._data.dtype != self._data.dtype:
         raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
     if max(src.ndim, 1) != max(index.ndim, 1):
@@ -507,9 +525,10 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self):
         _scatter(self, dim, index, _reduce_identity(reduce, code), None, None)
     _scatter_into(self, dim, index, s, _REDUCE_OPS[reduce], "scatter_reduce")
     if reduce == "mean":
-        counts = _A.full(self.shape, 1 if include_self else 0, _INT64)
-        _scatter_into(_wrap(counts), dim, index, _A.full((), 1, _INT64).expand(index._data.shape)
-                      if index.ndim else _A.full((), 1, _INT64), _I.ADD, "scatter_reduce")
+        counts = _A.full(self.shape, 1 if include_self else 0, _INT64, device=self._data)
+        one = _A.full((), 1, _INT64, device=self._data)
+        _scatter_into(_wrap(counts), dim, index, one.expand(index._data.shape) if index.ndim else one,
+                      _I.ADD, "scatter_reduce")
         _ew.binary(_ew.BINARY["maximum"], counts, 1, counts)
         div = _ew.BINARY["div"] if code >= 6 else _ew.BINARY["div_floor"]
         _ew.binary(div, self._data, counts, self._data)
@@ -702,7 +721,7 @@ def _index_fill(self, dim, index, value):
                            f"{value.ndim} dimension(s).")
     _check_writable(self, op)
     d, idx = _wrap_dim(dim, builtins.max(self.ndim, 1)), _as_1d(index._data)
-    v = _A.full((), _checked_scalar(value, self._data.dtype), self._data.dtype)
+    v = _A.full((), _checked_scalar(value, self._data.dtype), self._data.dtype, device=self._data)
     _I.advanced(_I.PUT, _as_1d(self._data), [(d, 1, idx, _I.KIND_INDEX)], v)
     self._bump_version()
     return self

@@ -12,6 +12,7 @@ import warnings
 
 from .. import _dtype as D
 from .._dispatch import array as _A
+from .._dispatch import mixed_device_error
 from .._dispatch import elementwise as _ew
 from .._dispatch import shape_ops as _SO
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
@@ -58,23 +59,22 @@ def _check_same_device(tensors, op):
     dev = tensors[0]._data.device
     for t in tensors:
         if t._data.device != dev:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
-                               f"two devices, {dev} and {t._data.device}! (when checking argument "
-                               f"for argument tensors in method {op})")
+            raise mixed_device_error(dev, t._data.device, f"when checking argument for argument "
+                                                          f"tensors in method {op}")
 
 
-def _out_array(out, shape, code, op):
+def _out_array(out, shape, code, op, like):
     """The array to write a result of `shape` and dtype `code` into: out's (resized if its
-    shape differs, as PyTorch does) or a new one."""
+    shape differs, as PyTorch does) or a new one on the device of array `like`."""
     if out is None:
-        return _A.empty(shape, code)
+        return _A.empty(shape, code, device=like)
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if not _ew.can_cast(code, out._data.dtype):
         raise TypeError(f"torch.{op}(): input types can't be cast to the desired output type "
                         f"{_TORCH_NAMES[out._data.dtype]}")
     if tuple(out._data.shape) != tuple(shape):
-        out._data = _A.empty(shape, out._data.dtype)
+        out._data = _A.empty(shape, out._data.dtype, device=out._data)
     return out._data
 
 
@@ -141,7 +141,7 @@ def cat(tensors, dim=0, *, out=None):
     if out is not None and isinstance(out, Tensor):     # before out is resized
         _check_out(out, "cat", ts)
         _SO.check_no_alias(out._data, arrays)
-    return _finish(_SO.cat_into(_out_array(out, shape, code, "cat"), arrays, d), out, ts,
+    return _finish(_SO.cat_into(_out_array(out, shape, code, "cat", arrays[0]), arrays, d), out, ts,
                    lambda r: _SG.record_cat(ts, r, d))
 
 
@@ -158,7 +158,7 @@ def stack(tensors, dim=0, *, out=None):
     if out is not None and isinstance(out, Tensor):
         _check_out(out, "stack", ts)
         _SO.check_no_alias(out._data, arrays)
-    return _finish(_SO.stack_into(_out_array(out, shape, code, "stack"), arrays, d), out, ts,
+    return _finish(_SO.stack_into(_out_array(out, shape, code, "stack", arrays[0]), arrays, d), out, ts,
                    lambda r: _SG.record_stack(ts, r, d))
 
 
@@ -352,7 +352,7 @@ def dsplit(input, indices_or_sections):
 # ---- repeating -----------------------------------------------------------------------------
 def _copy_expanded(src, shape):
     """A new contiguous array holding src (an array view) broadcast to `shape`."""
-    res = _A.empty(shape, src.dtype)
+    res = _A.empty(shape, src.dtype, device=src)
     _ew.copy_(res, src)
     return res
 
@@ -411,7 +411,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if repeats is None:
         if input.ndim != 1 or input.is_floating_point() or input.dtype is D.bool:
             raise RuntimeError("repeat_interleave: repeats must be 1-d integer tensor")
-        idx = _wrap(_A.empty((input.shape[0],), input._data.dtype))
+        idx = _wrap(_A.empty((input.shape[0],), input._data.dtype, device=input._data))
         _A.fill_affine(idx._data, 0, 1)
         return repeat_interleave(idx, input, 0, output_size=output_size)
     if dim is None or input.ndim == 0:
@@ -454,7 +454,7 @@ def _repeat_by_counts(input, repeats, d, output_size):
     if input._requires_grad and _grad_state.enabled:
         # slice i repeated counts[i] times is index_select at [0]*c0 + [1]*c1 + ...
         from .indexing import index_select
-        idx = _SO.repeat_blocks(arange_array(counts.shape[0]), 0, counts, total)
+        idx = _SO.repeat_blocks(arange_array(counts.shape[0], counts), 0, counts, total)
         return index_select(input, d, _wrap(idx))
     return _wrap(_SO.repeat_blocks(_ew.contiguous(input._data), d, counts, total))
 
@@ -480,7 +480,7 @@ def roll(input, shifts, dims=None):
     for s, dm in zip(shifts, dims):
         d = _wrap_dim(dm, input.ndim)
         total[d] = total.get(d, 0) + _int_arg(s, "shifts", "roll")
-    res = _A.empty(a.shape, a.dtype)
+    res = _A.empty(a.shape, a.dtype, device=a)
     pieces = [(a, res)]                 # (source block, destination block) pairs
     for d, s in total.items():
         n = a.shape[d]
@@ -516,7 +516,7 @@ def _triangle(input, diagonal, keep_upper, out, op):
     _check_matrix(input, op)
     diagonal = _int_arg(diagonal, "diagonal", op)
     _check_out(out, op, (input,))
-    res = _out_array(out, tuple(input.shape), input._data.dtype, op)
+    res = _out_array(out, tuple(input.shape), input._data.dtype, op, input._data)
     _ew.copy_(res, input._data)       # a no-op when out is input; copy_ handles overlaps
     _SO.zero_triangle(res, diagonal, keep_upper)
     return _finish(res, out, (input,), lambda r: _SG.record_triangle(input, r, diagonal, keep_upper))
@@ -558,7 +558,7 @@ def triu_(self, diagonal=0):
     return _triangle_(self, diagonal, True, "triu")
 
 
-def _tri_indices(row, col, offset, dtype, upper, op):
+def _tri_indices(row, col, offset, dtype, device, upper, op):
     dt = D.to_dtype(dtype, D.int64)
     if dt.is_floating_point or dt is D.bool:
         raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[dt.code]}\'')
@@ -568,18 +568,19 @@ def _tri_indices(row, col, offset, dtype, upper, op):
         raise RuntimeError(f"{op}: a {row} x {col} matrix has too many elements to list its indices")
     offset = max(-row - 1, min(col + 1, offset))    # beyond these, the triangle no longer changes
     idx = _SO.tri_indices(row, col, offset, upper)
-    return _wrap(_ew.cast(idx, dt.code))
+    from .creation import _place
+    return _place(_ew.cast(idx, dt.code), device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) coordinates (rows, then columns) of the lower triangle of a row x col
     matrix, row by row: col - row <= offset."""
-    return _tri_indices(row, col, offset, dtype, False, "tril_indices")
+    return _tri_indices(row, col, offset, dtype, device, False, "tril_indices")
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) coordinates of the upper triangle: col - row >= offset."""
-    return _tri_indices(row, col, offset, dtype, True, "triu_indices")
+    return _tri_indices(row, col, offset, dtype, device, True, "triu_indices")
 
 
 @_register("diag")
@@ -592,13 +593,13 @@ def diag(input, diagonal=0, *, out=None):
         _check_out(out, "diag", (input,))
     if input.ndim == 1:
         n = a.shape[0] + builtins.abs(diagonal)
-        res = _out_array(out, (n, n), a.dtype, "diag")
+        res = _out_array(out, (n, n), a.dtype, "diag", a)
         _A.fill_(res, 0)
         _ew.copy_(res.diagonal(diagonal, 0, 1), a)
         return _finish(res, out, (input,), lambda r: _SG.record_diag_embed(input, r, diagonal, 0, 1))
     if input.ndim == 2:
         view = a.diagonal(diagonal, 0, 1)
-        res = _out_array(out, view.shape, a.dtype, "diag")
+        res = _out_array(out, view.shape, a.dtype, "diag", a)
         _ew.copy_(res, view)
         return _finish(res, out, (input,), lambda r: _SG.record_diagonal(input, r, diagonal, 0, 1))
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
@@ -618,7 +619,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     n = (a.shape[-1] if a.ndim else 1) + builtins.abs(offset)
     for d in sorted((d1, d2)):
         shape.insert(d, n)
-    res = _A.full(tuple(shape), 0, a.dtype)
+    res = _A.full(tuple(shape), 0, a.dtype, device=a)
     _ew.copy_(res.diagonal(offset, d1, d2), a)
     return _finish(res, None, (input,), lambda r: _SG.record_diag_embed(input, r, offset, d1, d2))
 
@@ -645,7 +646,7 @@ def block_diag(*tensors):
     code = _common_dtype(builtins.list(tensors))
     rows = builtins.sum(m.shape[0] for m in mats)
     cols = builtins.sum(m.shape[1] for m in mats)
-    res = _A.full((rows, cols), 0, code)
+    res = _A.full((rows, cols), 0, code, device=mats[0])
     r = c = 0
     blocks = []
     for m in mats:
@@ -714,7 +715,7 @@ def cartesian_prod(*tensors):
     n = 1
     for t in ts:
         n *= t.numel()
-    res = _A.empty((n, len(ts)), ts[0]._data.dtype)
+    res = _A.empty((n, len(ts)), ts[0]._data.dtype, device=ts[0]._data)
     for i, g in enumerate(grids):
         # column i of the result, seen in the grid's shape, takes the expanded grid in one copy
         col = res.slice(1, i, i + 1, 1).view((n,)).view(tuple(g._data.shape))
@@ -796,12 +797,12 @@ def combinations(input, r=2, with_replacement=False):
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
-        return empty(0, dtype=input.dtype)
+        return empty(0, dtype=input.dtype, device=input.device)
     make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = builtins.list(make(builtins.range(input.shape[0]), r))
     if not rows:
-        return empty((0, r), dtype=input.dtype)
-    idx = tensor(rows, dtype=D.int64).reshape(-1)
+        return empty((0, r), dtype=input.dtype, device=input.device)
+    idx = tensor(rows, dtype=D.int64, device=input.device).reshape(-1)
     return input.index_select(0, idx).reshape(len(rows), r)
 
 

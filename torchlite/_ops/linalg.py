@@ -10,6 +10,7 @@ import functools
 import math
 
 from .._dispatch import array as _A
+from .._dispatch import check_same_device as _check_same_device
 from .._dispatch import elementwise as _ew
 from .._dispatch import matmul as _mm
 from .._tensor import Tensor, _wrap, _wrap_dim
@@ -55,7 +56,7 @@ def _out_array(out, shape, dtype, op):
         raise RuntimeError(f"Expected out tensor to have dtype {_CNAME[dtype]}, but got "
                            f"{_CNAME[out._data.dtype]} instead")
     if tuple(out._data.shape) != tuple(shape):
-        out._data = _A.empty(tuple(shape), dtype)
+        out._data = _A.empty(tuple(shape), dtype, device=out._data)
     out._bump_version()
     return out._data
 
@@ -132,9 +133,12 @@ def _addmm_into(input_arr, a, b, alpha, beta, dst):
     shape, written into dst (an array, may alias any operand) or a new array; returns it.
     A zero beta ignores input (NaN included), as PyTorch does."""
     shape = tuple(a.shape[:-1]) + (b.shape[-1],)
+    if input_arr.device != a.device or (dst is not None and dst.device != a.device):
+        _check_same_device(_OPNAME.get(a.ndim, "addmm"), input_arr, a, b,
+                           *(() if dst is None else (dst,)))
     addend = _expand(input_arr, shape)        # PyTorch checks the shape even when beta == 0
     direct = dst is not None and not (dst.same_storage(a) or dst.same_storage(b))
-    res = dst if direct else _A.empty(shape, a.dtype)
+    res = dst if direct else _A.empty(shape, a.dtype, device=a)
     if beta != 0 and not _same_view(res, addend):
         _ew.copy_(res, addend)
     _gemm(a, b, res, alpha, beta, _OPNAME[a.ndim])
@@ -547,7 +551,7 @@ def outer(input, vec2, *, out=None):
         raise RuntimeError(f"result type {_UPPER[dt]} can't be cast to the desired output type "
                            f"{_UPPER[out._data.dtype]}")
     if tuple(out._data.shape) != (a.shape[0], b.shape[0]):
-        out._data = _A.empty((a.shape[0], b.shape[0]), out._data.dtype)
+        out._data = _A.empty((a.shape[0], b.shape[0]), out._data.dtype, device=out._data)
     _ew.binary(_MUL, a2, b2, out._data)
     out._bump_version()
     return out
@@ -952,7 +956,7 @@ def _einsum_sum(op, drop):
     kshape = tuple(a.shape[op.labels.index(l)] for l in keep)
     nsum = math.prod(a.shape[op.labels.index(l)] for l in drop)
     a2 = _reshape(a.permute(perm), (math.prod(kshape), nsum))
-    ones = _A.full((nsum, 1), 1, a.dtype)
+    ones = _A.full((nsum, 1), 1, a.dtype, device=a)
     res = _gemm(a2, ones, op="sum").view(kshape)
     return _Operand(res, keep, op.promoted or a.dtype != op.arr.dtype)
 
@@ -1177,9 +1181,9 @@ def vander(x, N=None, increasing=False):
     from .joining import cat
     if N == 0:
         from .. import _dtype as D
-        return empty((n, 0), dtype=x.dtype if x.is_floating_point() else D.int64)
+        return empty((n, 0), dtype=x.dtype if x.is_floating_point() else D.int64, device=x.device)
     powers = x.unsqueeze(1).expand(n, N - 1).cumprod(1)
-    r = cat([ones(n, 1, dtype=powers.dtype), powers], 1)
+    r = cat([ones(n, 1, dtype=powers.dtype, device=powers.device), powers], 1)
     return r if increasing else r.flip(1)
 
 

@@ -142,7 +142,7 @@ def _write_out(res, out, name):
         raise RuntimeError(f"Expected out tensor to have dtype {_C_NAMES[res._data.dtype]}, but "
                            f"got {_C_NAMES[out._data.dtype]} instead")
     if tuple(out.shape) != tuple(res.shape):
-        out._data = _A.empty(tuple(res.shape), res._data.dtype)
+        out._data = _A.empty(tuple(res.shape), res._data.dtype, device=out._data)
     _ew.copy_(out._data, res._data)
     out._bump_version()
     return out
@@ -151,7 +151,7 @@ def _write_out(res, out, name):
 def _eye_like(A, n=None):
     from .creation import eye
     n = A.shape[-1] if n is None else n
-    return eye(n, dtype=A.dtype)
+    return eye(n, dtype=A.dtype, device=A.device)
 
 
 # ---- LU -----------------------------------------------------------------------------------
@@ -203,7 +203,7 @@ def _permutation(piv, m, dtype):
         for i, p in enumerate(row):
             perm[i], perm[p - 1] = perm[p - 1], perm[i]
         perms.append(perm)
-    index = tensor(perms, dtype=_int64()).reshape(batch + (m,))
+    index = tensor(perms, dtype=_int64(), device=piv.device).reshape(batch + (m,))
     return _eye_like(piv, m).to(dtype)[index].mT.contiguous()
 
 
@@ -409,7 +409,7 @@ def logdet(input):
     """torch.logdet: log(det): NaN for a negative determinant, -inf for a singular matrix."""
     sign, lad = _slogdet(input, "logdet")
     from .creation import full
-    return _where(sign >= 0, lad, full((), math.nan, dtype=lad.dtype))
+    return _where(sign >= 0, lad, full((), math.nan, dtype=lad.dtype, device=lad.device))
 
 
 det = _register("det")(det)
@@ -552,8 +552,8 @@ def svd(input, some=True, compute_uv=True):
         S = svdvals(input)
         m, n = input.shape[-2], input.shape[-1]
         batch = tuple(input.shape[:-2])
-        return _SvdLegacy(zeros(batch + (m, m), dtype=input.dtype), S,
-                          zeros(batch + (n, n), dtype=input.dtype))
+        return _SvdLegacy(zeros(batch + (m, m), dtype=input.dtype, device=input.device), S,
+                          zeros(batch + (n, n), dtype=input.dtype, device=input.device))
     U, S, Vh = _svd(input, not some, True)
     return _SvdLegacy(U, S, Vh.mT)
 
@@ -644,9 +644,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     res = X.reshape(-1)[:0]       # empty; part of the graph like torch's (requires grad with X)
     if driver != "gelsy" and m > n and bool((rank == n).all()):
         res = ((A @ X - Bm) ** 2).sum(-2)          # (..., k), (..., 1) for a vector B, as torch
-    sv = S if driver in ("gelsd", "gelss") else empty((0,), dtype=A.dtype)
+    sv = S if driver in ("gelsd", "gelss") else empty((0,), dtype=A.dtype, device=A.device)
     if driver == "gels":
-        rank = empty((0,), dtype=rank.dtype)
+        rank = empty((0,), dtype=rank.dtype, device=rank.device)
     return _Lstsq(X.squeeze(-1) if vec else X, res, rank, sv)
 
 

@@ -22,7 +22,7 @@ def _sym(X):
 
 def _eye(n, like):
     from .creation import eye
-    return eye(n, dtype=like.dtype)
+    return eye(n, dtype=like.dtype, device=like.device)
 
 
 def _ld():

@@ -293,15 +293,15 @@ def _einsum_operand_grad(i, g, ops, terms, output, sizes):
     for label, n in zip(terms[i], ops[i].shape):
         if n != sizes[label]:
             f = fresh()
-            args += [ones(1, dtype=g.dtype), [f]]
+            args += [ones(1, dtype=g.dtype, device=g.device), [f]]
             out.append(f)
         elif label in seen:
             f = fresh()
-            args += [eye(n, dtype=g.dtype), [sub(label), f]]
+            args += [eye(n, dtype=g.dtype, device=g.device), [sub(label), f]]
             out.append(f)
         else:
             if label not in available:
-                args += [ones(n, dtype=g.dtype), [sub(label)]]
+                args += [ones(n, dtype=g.dtype, device=g.device), [sub(label)]]
             out.append(sub(label))
         seen.add(label)
     if len(ids) > 52:

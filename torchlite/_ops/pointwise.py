@@ -9,6 +9,7 @@ import math
 
 from .. import _dtype as D
 from .._dispatch import array as _A
+from .._dispatch import check_same_device as _check_same_device
 from .._dispatch import elementwise as _ew
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
@@ -32,15 +33,12 @@ def _operand(x, op):
 
 
 def _check_devices(op, *xs):
-    dev = None
+    """RuntimeError unless the tensors are on one device; a CPU tensor with no dims may join
+    tensors on any device (PyTorch's rule for scalar tensors)."""
     for x in xs:
-        if isinstance(x, Tensor) and x._data.ndim >= 0:
-            d = x._data.device
-            if dev is None:
-                dev = d
-            elif d != dev:
-                raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
-                                   f"least two devices, {dev} and {d}! (when checking arguments for {op})")
+        if isinstance(x, Tensor) and x._data.device != "cpu":
+            _check_same_device(op, *[x._data for x in xs if isinstance(x, Tensor)])
+            return
 
 
 def _result(arr, out):
@@ -57,7 +55,7 @@ def _prepare_out(out, shape, op):
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if tuple(out._data.shape) != tuple(shape):
-        out._data = _A.empty(shape, out._data.dtype)
+        out._data = _A.empty(shape, out._data.dtype, device=out._data)
     out._bump_version()         # a write: saved tensors over out's memory are now stale
     return out._data
 

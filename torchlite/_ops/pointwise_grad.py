@@ -337,13 +337,16 @@ class BinaryBackward(Node):
 
 
 def _fit(grad, fix):
-    """A gradient in its input's shape and dtype (fix: None when it already is)."""
+    """A gradient in its input's shape, dtype and device (fix: None when it already is; a
+    CPU scalar tensor operand of an op on a CUDA device gets its gradient on the CPU)."""
     if fix is None:
         return grad
-    shape, dtype = fix
+    shape, dtype, device = fix
     grad = sum_to(grad, shape)
     if grad._data.dtype != dtype:
         grad = grad.to(D.DTYPES[dtype])
+    if grad._data.device != device:
+        grad = grad.to(device)
     return grad
 
 
@@ -367,9 +370,9 @@ def _binary_class(code, name, a_t, b_t):
 
 def _fix_of(t, result):
     arr, res = t._data, result._data
-    if arr.shape == res.shape and arr.dtype == res.dtype:
+    if arr.shape == res.shape and arr.dtype == res.dtype and arr.device == res.device:
         return None
-    return (arr.shape, arr.dtype)
+    return (arr.shape, arr.dtype, arr.device)
 
 
 def record_binary(code, name, a, b, result, alpha=1.0):

@@ -34,7 +34,7 @@ from .._dispatch import random as _R
 from .._device import to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
-from .creation import _size_args, _place
+from .creation import _on, _size_args, _place
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "rand", "randn", "randint", "randperm", "normal",
@@ -85,8 +85,14 @@ default_generator.seed()        # as PyTorch: a fresh seed per process until man
 
 
 def manual_seed(seed):
-    """Seed the default generator (returns it); the same seed gives the same numbers."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator (returns it) and, as PyTorch does, every CUDA device's;
+    the same seed gives the same numbers."""
+    g = default_generator.manual_seed(seed)
+    import sys
+    cuda = sys.modules.get("torchlite.cuda")
+    if cuda is not None:
+        cuda._seed_all_generators(seed)
+    return g
 
 
 def seed():
@@ -131,8 +137,17 @@ _MANTISSA = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
 _INF = float("inf")
 
 
-def _gen(generator, op):
+def _gen(generator, op, device=None):
+    """The generator to draw from: `generator`, else the default generator of `device` (a
+    CUDA device has its own, seeded by torchlite.cuda.manual_seed and torchlite.manual_seed;
+    both follow the CPU generator's stream layout, so one seed gives the same numbers)."""
     if generator is None:
+        if device is not None:
+            dev = to_device(device)
+            if dev.type == "cuda":
+                from .creation import cuda_backend
+                cuda = cuda_backend()
+                return cuda._generator(cuda._device_index(dev))
         return default_generator
     if isinstance(generator, _R.Philox):
         return generator
@@ -180,13 +195,9 @@ def _num(x):
 
 
 def _fill_inplace(self, fill):
-    """fill(array) into self (through a CPU buffer on other devices); bumps the version."""
-    if self.device.type == "cpu":
-        fill(self._data)
-    else:
-        buf = _A.empty(tuple(self.shape), self._data.dtype)
-        fill(buf)
-        self.copy_(_wrap(buf))
+    """fill(array) into self (on any device: the array layer draws the same numbers there);
+    bumps the version."""
+    fill(self._data)
     self._bump_version()
     return self
 
@@ -206,10 +217,7 @@ def _resize_out(out, shape, op):
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if tuple(out.shape) != tuple(shape):
-        if out.device.type != "cpu":
-            raise RuntimeError(f"{op}(): out= tensor of shape {tuple(out.shape)} on {out.device} "
-                               f"cannot be resized to {tuple(shape)}")
-        out._data = _A.empty(tuple(shape), out._data.dtype)
+        out._data = _A.empty(tuple(shape), out._data.dtype, device=out._data)
     return out
 
 
@@ -217,9 +225,9 @@ def _new(shape, dt, device, requires_grad, out, op, fill):
     """A new tensor (or out=) of `shape`, filled by fill(array)."""
     if out is not None:
         return _fill_inplace(_resize_out(out, shape, op), fill)
-    arr = _A.empty(shape, dt.code)
+    arr = _A.empty(shape, dt.code, device=_on(device))
     fill(arr)
-    return _place(arr, device, requires_grad)
+    return _place(arr, None, requires_grad)
 
 
 # ---- real distributions ----------------------------------------------------------------------
@@ -255,7 +263,7 @@ def _standard(dist, kernel, op, size, generator, out, dtype, device, requires_gr
     """A new tensor of standard samples of `dist` (0 and 1 its parameters): rand and randn;
     kernel names the float-only check in PyTorch's message."""
     shape = _size_args(size, op)
-    gen = _gen(generator, op)
+    gen = _gen(generator, op, device if out is None else out.device)
     dt = _result_dtype(out, dtype, D.get_default_dtype(), op)
     _need_float(dt, kernel)
     return _new(shape, dt, device, requires_grad, out, op,
@@ -302,8 +310,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     """Normal samples.  normal(mean, std, size) with numbers; normal(mean, std) where either
     is a tensor gives one sample per element of their broadcast shape, in mean's dtype (std's
     when mean is a number)."""
-    gen = _gen(generator, "normal")
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        gen = _gen(generator, "normal", (mean if isinstance(mean, Tensor) else std).device)
         if size is not None:
             raise TypeError("normal(): size cannot be given when mean or std is a Tensor")
         r = _normal_tensors(mean, std, gen, out)
@@ -314,6 +322,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     if size is None:
         raise TypeError("normal() received an invalid combination of arguments: with numbers "
                         "for mean and std, size is required")
+    gen = _gen(generator, "normal", device if out is None else out.device)
     mean, std = _real(mean, "mean", "normal"), _real(std, "std", "normal")
     _check_std(std)
     shape = _size_args((size,), "normal")
@@ -353,12 +362,19 @@ def _normal_tensors(mean, std, gen, out):
     _need_float(dt, "normal_kernel_cpu")
     shape = _A.broadcast_shapes(*[t.shape for t in (mean, std) if isinstance(t, Tensor)])
     zdt = D.float64 if dt is D.float64 else D.float32      # half types: sample in float32
-    z = _A.empty(shape, zdt.code)
+    like = (mean if isinstance(mean, Tensor) else std)._data
+    z = _A.empty(shape, zdt.code, device=like)
     _R.fill(z, gen, _R.NORMAL, 0.0, 1.0, "normal")
-
-    def combine(arr):
-        _ew.ternary(_ew.TERNARY["addcmul"], mean_op, z, std_op, arr, 1.0)
-    return _new(shape, dt, None, False, out, "normal", combine)
+    if out is None:
+        arr = _A.empty(shape, dt.code, device=like)
+    else:
+        out = _resize_out(out, shape, "normal")
+        arr = out._data
+    _ew.ternary(_ew.TERNARY["addcmul"], mean_op, z, std_op, arr, 1.0)
+    if out is None:
+        return _wrap(arr)
+    out._bump_version()
+    return out
 
 
 # ---- integers ------------------------------------------------------------------------------
@@ -422,7 +438,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
         raise TypeError("randint() missing required argument 'high'")
     lo = 0 if low is None else _integer(low, "low", "randint")
     hi = _integer(high, "high", "randint")
-    gen = _gen(generator, "randint")
+    gen = _gen(generator, "randint", device if out is None else out.device)
     shape = _size_args((size,), "randint")
     dt = _result_dtype(out, dtype, D.int64, "randint")
     span = _int_range(dt, lo, hi, "randint")
@@ -449,7 +465,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
              requires_grad=False, pin_memory=False):
     """A random permutation of 0 .. n-1 (int64 by default)."""
     n = _integer(n, "n", "randperm")
-    gen = _gen(generator, "randperm")
+    gen = _gen(generator, "randperm", device if out is None else out.device)
     dt = _result_dtype(out, dtype, D.int64, "randperm")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
@@ -479,11 +495,11 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     when p is given); same shape and dtype as input."""
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not {type(input).__name__}")
-    gen = _gen(generator, "bernoulli")
+    gen = _gen(generator, "bernoulli", input.device)
     dt = _result_dtype(out, None, input.dtype, "bernoulli")
     if p is None:
         _need_float(input.dtype, "bernoulli_tensor_cpu_p_")
-        probs = input._data if input.device.type == "cpu" else input.cpu()._data
+        probs = input._data
         fill = lambda a: _R.fill_bernoulli_tensor(a, gen, probs, "bernoulli")
     else:
         p = _real(p, "p", "bernoulli")
@@ -501,7 +517,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if isinstance(num_samples, builtins.bool) or not isinstance(num_samples, numbers.Integral):
         raise TypeError(f"multinomial(): argument 'num_samples' (position 2) must be int, not "
                         f"{type(num_samples).__name__}")
-    gen = _gen(generator, "multinomial")
+    gen = _gen(generator, "multinomial", input.device)
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not input.is_floating_point():
@@ -514,22 +530,20 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if ncat > 2 ** 24:
         raise RuntimeError("number of categories cannot exceed 2^24")
-    probs = input._data if input.device.type == "cpu" else input.cpu()._data
-    res = _R.multinomial(probs, builtins.int(num_samples), builtins.bool(replacement), gen)
+    res = _R.multinomial(input._data, builtins.int(num_samples), builtins.bool(replacement), gen)
     if out is not None:
         _resize_out(out, res.shape, "multinomial")
         return _fill_inplace(out, lambda a: _ew.copy_(a, res))
-    return _place(res, input.device)
+    return _wrap(res)
 
 
 def poisson(input, generator=None):
     """Poisson samples with rates input[...] (>= 0), in input's dtype."""
     if not isinstance(input, Tensor):
         raise TypeError(f"poisson(): argument 'input' must be Tensor, not {type(input).__name__}")
-    gen = _gen(generator, "poisson")
+    gen = _gen(generator, "poisson", input.device)
     _need_float(input.dtype, "poisson_cpu")
-    rates = input._data if input.device.type == "cpu" else input.cpu()._data
-    return _zero_grad_record("PoissonBackward0", (input,), _place(_R.poisson(rates, gen), input.device))
+    return _zero_grad_record("PoissonBackward0", (input,), _wrap(_R.poisson(input._data, gen)))
 
 
 # ---- in-place fills (Tensor methods) -------------------------------------------------------
@@ -547,7 +561,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     """Fill with uniform samples on [from, to)."""
     lo = _real(_from_kw(from_, kwargs, "uniform_"), "from", "uniform_")
     hi = _real(to, "to", "uniform_")
-    gen = _gen(generator, "uniform_")
+    gen = _gen(generator, "uniform_", self.device)
     _need_float(self.dtype, "check_uniform_bounds")
     _uniform_bounds(self.dtype, lo, hi)
     return _fill_inplace(self, lambda a: _R.fill(a, gen, _R.UNIFORM, lo, hi, "uniform_"))
@@ -557,7 +571,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal samples N(mean, std^2)."""
     mean, std = _real(mean, "mean", "normal_"), _real(std, "std", "normal_")
-    gen = _gen(generator, "normal_")
+    gen = _gen(generator, "normal_", self.device)
     _check_std(std)
     _need_float(self.dtype, "normal_kernel_cpu")
     return _fill_inplace(self, lambda a: _R.fill(a, gen, _R.NORMAL, mean, std, "normal_"))
@@ -567,7 +581,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with exp(N(mean, std^2)) samples."""
     mean, std = _real(mean, "mean", "log_normal_"), _real(std, "std", "log_normal_")
-    gen = _gen(generator, "log_normal_")
+    gen = _gen(generator, "log_normal_", self.device)
     _check_positive(std, "std", "log_normal_")
     _need_float(self.dtype, "log_normal_cpu")
     return _fill_inplace(self, lambda a: _R.fill(a, gen, _R.LOG_NORMAL, mean, std, "log_normal_"))
@@ -583,7 +597,7 @@ def _need_continuous(dt, name, tname):
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with exponential samples of rate lambd (never 0, never inf)."""
     lambd = _real(lambd, "lambd", "exponential_")
-    gen = _gen(generator, "exponential_")
+    gen = _gen(generator, "exponential_", self.device)
     _check_positive(lambd, "lambda", "exponential_")
     _need_continuous(self.dtype, "Exponential", _torch_name(self.dtype))
     return _fill_inplace(self, lambda a: _R.fill(a, gen, _R.EXPONENTIAL, lambd, 0.0, "exponential_"))
@@ -593,7 +607,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Fill with Cauchy samples median + sigma * tan(pi (u - 1/2))."""
     median, sigma = _real(median, "median", "cauchy_"), _real(sigma, "sigma", "cauchy_")
-    gen = _gen(generator, "cauchy_")
+    gen = _gen(generator, "cauchy_", self.device)
     _check_positive(sigma, "sigma", "cauchy_")
     _need_continuous(self.dtype, "Cauchy", _CTYPE[self.dtype.name])
     return _fill_inplace(self, lambda a: _R.fill(a, gen, _R.CAUCHY, median, sigma, "cauchy_"))
@@ -603,7 +617,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 def geometric_(self, p, *, generator=None):
     """Fill with the number of Bernoulli(p) trials up to the first success (>= 1)."""
     p = _real(p, "p", "geometric_")
-    gen = _gen(generator, "geometric_")
+    gen = _gen(generator, "geometric_", self.device)
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     return _fill_inplace(self, lambda a: _R.fill(a, gen, _R.GEOMETRIC, p, 0.0, "geometric_"))
@@ -612,10 +626,10 @@ def geometric_(self, p, *, generator=None):
 @_register("bernoulli_")
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 1 with probability p (a number, or a tensor broadcastable to self), else 0."""
-    gen = _gen(generator, "bernoulli_")
+    gen = _gen(generator, "bernoulli_", self.device)
     if isinstance(p, Tensor):
         _need_float(p.dtype, "bernoulli_tensor_cpu_p_")
-        probs = (p if p.device.type == "cpu" else p.cpu())._data.expand(tuple(self.shape))
+        probs = p.to(self.device)._data.expand(tuple(self.shape))
         return _fill_inplace(self, lambda a: _R.fill_bernoulli_tensor(a, gen, probs, "bernoulli_"))
     p = _real(p, "p", "bernoulli_")
     _check_p(p, "bernoulli_")
@@ -632,7 +646,7 @@ def random_(self, from_=_UNSET, to=_UNSET, *, generator=None, **kwargs):
     [from, max]."""
     by_keyword = "from" in kwargs
     from_ = _from_kw(from_, kwargs, "random_")
-    gen = _gen(generator, "random_")
+    gen = _gen(generator, "random_", self.device)
     dt = self.dtype
     if from_ is _UNSET and to is _UNSET:
         lo, hi = 0, _default_top(dt)

@@ -392,7 +392,7 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
     tracked = input._requires_grad and _tracked(input, out, name)
     if dim is None:
         if v is None:                      # the median of nothing is NaN
-            v = _A.full((), math.nan, a.dtype if _is_float(a) else _ew.get_default_float())
+            v = _A.full((), math.nan, a.dtype if _is_float(a) else _ew.get_default_float(), device=a)
         if tracked:
             return _G.record_even(name, input, _wrap(v))
         return _out(v, out, name)
@@ -650,8 +650,9 @@ def _pw():
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile_q(name, q, dtype):
-    """q as a 1-D tensor of input's dtype, and whether the result drops its q dim."""
+def _quantile_q(name, q, dtype, device):
+    """q as a 1-D tensor of input's dtype (on `device` when it is a number), and whether the
+    result drops its q dim."""
     from .creation import tensor
     if isinstance(q, Tensor):
         if q.ndim > 1:
@@ -665,7 +666,7 @@ def _quantile_q(name, q, dtype):
     v = builtins.float(q)
     if not 0.0 <= v <= 1.0:
         raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {v}")
-    return tensor([v], dtype=dtype), True
+    return tensor([v], dtype=dtype, device=device), True
 
 
 def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
@@ -677,7 +678,7 @@ def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint "
                            f"or nearest, but got {interpolation}")
-    qs, scalar_q = _quantile_q(name, q, input.dtype)
+    qs, scalar_q = _quantile_q(name, q, input.dtype, input.device)
     pw = _pw()
     if dim is None or input.ndim == 0:
         d = None if dim is None else _wrap_dim(dim, 0)
@@ -757,10 +758,11 @@ def bincount(input, weights=None, minlength=0):
     else:
         dt = weights.dtype if weights.dtype in (D.float32, D.float64) else D.float64
         values = weights.detach().to(dt)
-    counts = zeros(size, dtype=dt)
+    counts = zeros(size, dtype=dt, device=input.device)
     if input.numel():
         from .creation import ones
-        counts.index_add_(0, input.long(), ones(input.shape[0], dtype=dt) if values is None else values)
+        counts.index_add_(0, input.long(), ones(input.shape[0], dtype=dt, device=input.device)
+                          if values is None else values)
     if weights is not None and _pw()._G.needs_grad(weights):
         _pw()._G._not_differentiable("bincount", (None, weights), counts)
     return counts
@@ -806,7 +808,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
         lo, hi = lo - 1, hi + 1
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
-    r = _bin_counts(x, linspace(lo, hi, bins + 1, dtype=input.dtype), None)
+    r = _bin_counts(x, linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device), None)
     if out is None:
         return r
     _ew.copy_(_prepare_out(out, r.shape, "histc"), r._data)
@@ -840,7 +842,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
                                f"max {hi:g} for dimension 0")
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
-        edges = linspace(lo, hi, n + 1, dtype=input.dtype)
+        edges = linspace(lo, hi, n + 1, dtype=input.dtype, device=input.device)
     hist = _bin_counts(x, edges, weight)
     if density:
         hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))

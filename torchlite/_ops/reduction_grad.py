@@ -144,7 +144,7 @@ def _exclusive_cumprod(x, d):
     from .creation import ones
     from .joining import cat
     n = x.shape[d]
-    first = ones(x.narrow(d, 0, 1).shape, dtype=x.dtype)
+    first = ones(x.narrow(d, 0, 1).shape, dtype=x.dtype, device=x.device)
     return cat([first, x.narrow(d, 0, n - 1)], d).cumprod(d) if n > 1 else first
 
 
@@ -249,7 +249,7 @@ class _IndexReduction(_Reduction):
         from .creation import arange
         d = self.dims[0]
         idx = self.restore(self.saved("indices"))
-        pos = arange(self.shape[d]).reshape(tuple(-1 if i == d else 1
+        pos = arange(self.shape[d], device=g.device).reshape(tuple(-1 if i == d else 1
                                                    for i in range(len(self.shape))))
         return self.restore(g) * (pos == idx)
 
@@ -458,7 +458,7 @@ class CummaxBackward0(_Scan):
             return g
         from .creation import zeros
         idx = self.saved("indices")
-        return zeros(self.shape, dtype=g.dtype).scatter_add(self.dim, idx, g)
+        return zeros(self.shape, dtype=g.dtype, device=g.device).scatter_add(self.dim, idx, g)
 
 
 class CumminBackward0(CummaxBackward0):

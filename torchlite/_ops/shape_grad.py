@@ -24,12 +24,13 @@ _INT64 = 5
 # ---- helpers -------------------------------------------------------------------------------
 def zeros_as(shape, g):
     """A zero tensor of `shape` with g's dtype (a constant: never requires grad)."""
-    return _wrap(_A.full(tuple(shape), 0, g._data.dtype))
+    return _wrap(_A.full(tuple(shape), 0, g._data.dtype, device=g._data))
 
 
-def arange_array(n):
-    """0, 1, ..., n-1 as an int64 array (positions for scatter-style gradients)."""
-    a = _A.empty((n,), _INT64)
+def arange_array(n, like):
+    """0, 1, ..., n-1 as an int64 array on the device of array `like` (positions for
+    scatter-style gradients)."""
+    a = _A.empty((n,), _INT64, device=like)
     _A.fill_affine(a, 0, 1)
     return a
 
@@ -212,7 +213,7 @@ class UnfoldOverlapBackward(Node):
         n = 1
         for s in self.in_shape:
             n *= s
-        positions = arange_array(n).view(self.in_shape).unfold(self.dim, self.size, self.step)
+        positions = arange_array(n, g._data).view(self.in_shape).unfold(self.dim, self.size, self.step)
         return (scatter_positions(g, positions, n).reshape(self.in_shape),)
 
 
@@ -244,13 +245,13 @@ class AsStridedBackward0(Node):
             return (zeros_as(in_geo[0], g),)
         lo = builtins.min(r[0] for r in ranges)
         length = builtins.max(r[1] for r in ranges) - lo
-        span = arange_array(length)
+        span = arange_array(length, g._data)
         pos_out = span.as_strided(out_geo[0], out_geo[1], out_geo[2] - lo)
         buf = scatter_positions(g, pos_out, length)
         if self.in_overlaps:
             from .creation import ones
             pos_in = _wrap(span.as_strided(in_geo[0], in_geo[1], in_geo[2] - lo))
-            count = scatter_positions(ones(in_geo[0], dtype=g.dtype), pos_in._data, length)
+            count = scatter_positions(ones(in_geo[0], dtype=g.dtype, device=g.device), pos_in._data, length)
             buf = buf / count.clamp(min=1)
         return (buf.as_strided(in_geo[0], in_geo[1], buf.storage_offset() + in_geo[2] - lo),)
 

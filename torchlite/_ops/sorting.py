@@ -46,7 +46,7 @@ def _write_out(t, arr, op):
         raise RuntimeError(f"{op}: Expected out tensor to have dtype "
                            f"{D.DTYPES[arr.dtype]}, but got {t.dtype} instead")
     if tuple(t._data.shape) != tuple(arr.shape):
-        t._data = _A.empty(arr.shape, arr.dtype)
+        t._data = _A.empty(arr.shape, arr.dtype, device=t._data)
     _ew.copy_(t._data, arr)
     t._bump_version()
     return t
@@ -174,15 +174,16 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 
 # ---- searchsorted, bucketize, isin ---------------------------------------------------------
-def _scalar_array(x, op):
-    """A 0-d array holding a Python number (as PyTorch wraps a Scalar argument)."""
+def _scalar_array(x, op, like):
+    """A 0-d array holding a Python number (as PyTorch wraps a Scalar argument), on the
+    device of array `like`."""
     v = _as_pyscalar(x)
     if isinstance(v, builtins.bool):
-        return _A.full((), v, D.bool.code)
+        return _A.full((), v, D.bool.code, device=like)
     if isinstance(v, builtins.int):
-        return _A.full((), v, D.int64.code)
+        return _A.full((), v, D.int64.code, device=like)
     if isinstance(v, builtins.float):
-        return _A.full((), v, D.float64.code)
+        return _A.full((), v, D.float64.code, device=like)
     raise TypeError(f"{op}(): expected a Tensor or a number, got {type(x).__name__}")
 
 
@@ -201,7 +202,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, "
                                "got side of left while right was True")
         right = side == "right"
-    values = input._data if isinstance(input, Tensor) else _scalar_array(input, "searchsorted")
+    values = input._data if isinstance(input, Tensor) else _scalar_array(input, "searchsorted",
+                                                                               sorted_sequence._data)
     if sorter is not None:
         _check_tensor(sorter, "searchsorted", "sorter")
     res = _S.searchsorted(sorted_sequence._data, values, builtins.bool(right),
@@ -225,7 +227,9 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")
     ops = [x._data if isinstance(x, Tensor) else _as_pyscalar(x) for x in (elements, test_elements)]
     code = _ew.result_type(*ops)
-    e, t = [_ew.cast(x, code) if isinstance(x, _A.Array) else _A.full((), x, code) for x in ops]
+    like = elements._data if isinstance(elements, Tensor) else test_elements._data
+    e, t = [_A.full((), x, code, device=like) if isinstance(x, (builtins.bool, builtins.int, builtins.float))
+            else _ew.cast(x, code) for x in ops]
     return _wrap(_S.isin(e, t, builtins.bool(invert)))
 
 

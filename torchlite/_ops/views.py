@@ -484,7 +484,7 @@ def resize_(self, *sizes, memory_format=None):
     if n <= held:
         self._data = a.as_strided(shape, strides, a.offset)
     else:
-        new = _A.empty(shape, a.dtype)
+        new = _A.empty(shape, a.dtype, device=a)
         keep = builtins.max(builtins.min(held, n), 0)
         if keep:
             _ew.copy_(new.as_strided((keep,), (1,), 0), a.as_strided((keep,), (1,), a.offset))

@@ -229,15 +229,29 @@ def synchronize(device=None):
 # seeding before CUDA is initialised (or without CUDA) is remembered, as in PyTorch.
 _generators = {}
 _generators_lock = threading.Lock()
+_all_seed = None                  # the last torchlite.manual_seed, for generators made later
 
 
 def _generator(idx):
+    """Device idx's default generator (the one its random ops draw from)."""
     from .._core import random as _R
     with _generators_lock:
         g = _generators.get(idx)
         if g is None:
             g = _generators[idx] = _R.Philox()
+            if _all_seed is not None:
+                g.manual_seed(_all_seed)
         return g
+
+
+def _seed_all_generators(seed):
+    """torchlite.manual_seed's part: seed every device's generator, those made later too,
+    without touching CUDA."""
+    global _all_seed
+    with _generators_lock:
+        _all_seed = seed
+        for g in _generators.values():
+            g.manual_seed(seed)
 
 
 def manual_seed(seed):

@@ -88,7 +88,8 @@ def _view_method(name):
     meta_method = getattr(_A.Array, name)
 
     def method(self, *args):
-        return CudaArray(meta_method(self._meta, *args), self.device_index)
+        meta = meta_method(self._meta, *args)       # None: view() of strides that do not allow it
+        return None if meta is None else CudaArray(meta, self.device_index)
     method.__name__ = name
     method.__doc__ = f"The view `{name}` of the CPU array (torchlite/_core/array.pyx), over device memory."
     return method

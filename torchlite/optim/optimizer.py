@@ -454,13 +454,15 @@ Optimizer.step = _run_step_with_hooks(Optimizer.step)
 
 
 def _cast_state(param, value, key=None):
-    """A loaded state value with its tensors cast to a floating param's dtype (the "step"
-    counter keeps its own; .to returns the tensor itself when nothing changes, as in
-    PyTorch); containers are rebuilt."""
+    """A loaded state value with its tensors moved to param's device and cast to a floating
+    param's dtype (the "step" counter keeps its own dtype and stays on the CPU; .to returns
+    the tensor itself when nothing changes, as in PyTorch); containers are rebuilt."""
     if isinstance(value, Tensor):
-        if key != "step" and param.is_floating_point():
-            return value.to(dtype=param.dtype)
-        return value
+        if key == "step":
+            return value
+        if param.is_floating_point():
+            return value.to(device=param.device, dtype=param.dtype)
+        return value.to(device=param.device)
     if isinstance(value, dict):
         return {k: _cast_state(param, v, k) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

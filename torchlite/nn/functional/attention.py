@@ -44,7 +44,7 @@ def _attention(q, k, v, bias, dead, scale, dropout_p):
     kt = k.transpose(1, 2)
     if bias is None:
         # beta=0: the addend is ignored, so a 0-d zero stands in for it
-        scores = _LA.baddbmm(_C.zeros((), dtype=q.dtype), q, kt, beta=0, alpha=scale)
+        scores = _LA.baddbmm(_C.zeros((), dtype=q.dtype, device=q.device), q, kt, beta=0, alpha=scale)
     else:
         scores = _LA.baddbmm(bias, q, kt, alpha=scale)
     probs = _R.softmax(scores, -1)
@@ -138,19 +138,20 @@ def _check_mask_shape(mask, full):
             raise _size_mismatch(full[-i], ms[-i], n - i)
 
 
-def _sdpa_bias(attn_mask, is_causal, L, S, dtype):
-    """The additive float mask and the dead-row marker (see _attention) in the mask's own
-    (broadcastable) shape, or (None, None)."""
+def _sdpa_bias(attn_mask, is_causal, L, S, dtype, device):
+    """The additive float mask (on `device`) and the dead-row marker (see _attention) in the
+    mask's own (broadcastable) shape, or (None, None)."""
     if is_causal:
         # top-left aligned: query i attends to keys 0..i; row 0 always has key 0, so no row is dead
-        above = _C.ones((L, S), dtype=D.bool).triu(1)
-        return _C.zeros((L, S), dtype=dtype).masked_fill(above, _NEG_INF), None
+        above = _C.ones((L, S), dtype=D.bool, device=device).triu(1)
+        return _C.zeros((L, S), dtype=dtype, device=device).masked_fill(above, _NEG_INF), None
     if attn_mask is None:
         return None, None
     if attn_mask.dtype == D.bool:
         dead = _R.any(attn_mask, -1, keepdim=True).logical_not()
         allowed = attn_mask | dead if _R.any(dead).item() else attn_mask
-        bias = _P.where(allowed, _C.zeros((), dtype=dtype), _C.full((), _NEG_INF, dtype=dtype))
+        bias = _P.where(allowed, _C.zeros((), dtype=dtype, device=device),
+                        _C.full((), _NEG_INF, dtype=dtype, device=device))
         return bias, (dead if allowed is not attn_mask else None)
     bias = attn_mask if attn_mask.dtype == dtype else attn_mask.to(dtype)
     dead = _R.all(bias == _NEG_INF, -1, keepdim=True)
@@ -203,7 +204,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            f"[{nb}, {S}] but got: [{nb}, {value.shape[-2]}].")
     if attn_mask is not None:
         _check_mask_shape(attn_mask, batch + (L, S))
-    bias, dead = _sdpa_bias(attn_mask, is_causal, L, S, query.dtype)
+    bias, dead = _sdpa_bias(attn_mask, is_causal, L, S, query.dtype, query.device)
     if bias is not None:
         bias = _mask_as_batch(bias, batch, nb)
     if dead is not None:
@@ -256,8 +257,8 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
                       f"same type for both instead.", stacklevel=2)
     if is_float:
         return mask
-    return _P.where(mask, _C.full((), _NEG_INF, dtype=target_type),
-                    _C.zeros((), dtype=target_type))
+    return _P.where(mask, _C.full((), _NEG_INF, dtype=target_type, device=mask.device),
+                    _C.zeros((), dtype=target_type, device=mask.device))
 
 
 def _none_or_dtype(input):
@@ -431,8 +432,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     else:
         v = _static_kv(static_v, "static_v", bsz, num_heads, head_dim)
     if add_zero_attn:
-        k = _J.cat([k, _C.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], 1)
-        v = _J.cat([v, _C.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], 1)
+        k = _J.cat([k, _C.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)], 1)
+        v = _J.cat([v, _C.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype, device=v.device)], 1)
         attn_mask = None if attn_mask is None else _pad(attn_mask, (0, 1))
         key_padding_mask = None if key_padding_mask is None else _pad(key_padding_mask, (0, 1))
     src_len = k.size(1)
@@ -449,7 +450,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         # as PyTorch's SDPA (is_causal only counts without a mask): a row that may attend
         # to nothing gives 0
         bias, dead = _sdpa_bias(attn_mask, is_causal and attn_mask is None, tgt_len, src_len,
-                                q.dtype)
+                                q.dtype, q.device)
         out, weights = _attention(q, k, v, bias, dead, scale, dropout_p)
     out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
     out = _linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)

@@ -39,9 +39,9 @@ def _dropout_impl(input, p, training, inplace, feature=False, alpha=False):
     if p == 0 or not training or input.numel() == 0:
         return input
     if p == 1:
-        zero = _zeros((), dtype=input.dtype)
+        zero = _zeros((), dtype=input.dtype, device=input.device)
         return input.mul_(zero) if inplace else input * zero
-    noise = _empty(_noise_shape(input, feature), dtype=input.dtype)
+    noise = _empty(_noise_shape(input, feature), dtype=input.dtype, device=input.device)
     noise.bernoulli_(1 - p)
     if alpha:
         a = 1.0 / math.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))

@@ -679,7 +679,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 def _one_hot_mask(t, C):
     """[N, C] bool: True at each row's class t[n]."""
-    return t.unsqueeze(1) == _arange(C).unsqueeze(0)
+    return t.unsqueeze(1) == _arange(C, device=t.device).unsqueeze(0)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -702,7 +702,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if bool(((t < -1) | (t >= C)).logical_and(listed).any()):
         raise RuntimeError("argument #2 'target' is out of range")
     safe = _P.where(listed, t, 0)
-    is_target = _zeros(tuple(x.shape), dtype=D.int64).scatter_add(1, safe, listed.long()) > 0
+    is_target = _zeros(tuple(x.shape), dtype=D.int64, device=x.device).scatter_add(1, safe, listed.long()) > 0
     xj = x.gather(1, safe)                                          # [N, L]
     hinge = (1 - xj.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)       # [N, L, C]
     keep = listed.unsqueeze(2) & ~is_target.unsqueeze(1)

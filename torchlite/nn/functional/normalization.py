@@ -315,10 +315,10 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     before, after = size // 2, (size - 1) // 2
     parts = []
     if before:
-        parts.append(_zeros((input.shape[0], before) + rest, dtype=input.dtype))
+        parts.append(_zeros((input.shape[0], before) + rest, dtype=input.dtype, device=input.device))
     parts.append(sq)
     if after:
-        parts.append(_zeros((input.shape[0], after) + rest, dtype=input.dtype))
+        parts.append(_zeros((input.shape[0], after) + rest, dtype=input.dtype, device=input.device))
     padded = _cat(parts, 1) if len(parts) > 1 else sq
     window = padded.narrow(1, 0, C)
     for i in range(1, size):

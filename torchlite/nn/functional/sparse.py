@@ -28,10 +28,10 @@ class EmbeddingBackward0(Node):
         if self.padding_idx >= 0:
             rows = _P.where((idx != self.padding_idx).unsqueeze(1), rows, 0.0)
         if self.scale_grad_by_freq:
-            counts = _zeros(self.num_weights, dtype=g.dtype).index_add(
-                0, idx, _ones(idx.shape[0], dtype=g.dtype))
+            counts = _zeros(self.num_weights, dtype=g.dtype, device=g.device).index_add(
+                0, idx, _ones(idx.shape[0], dtype=g.dtype, device=g.device))
             rows = rows / counts.index_select(0, idx).unsqueeze(1)
-        return (_zeros(self.num_weights, self.dim, dtype=g.dtype).index_add(0, idx, rows),)
+        return (_zeros(self.num_weights, self.dim, dtype=g.dtype, device=g.device).index_add(0, idx, rows),)
 
 
 def _check_indices(input, op):
@@ -114,7 +114,7 @@ def one_hot(tensor, num_classes=-1):
     if tensor.numel() == 0:
         if num_classes == -1:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        return _zeros(shape + (num_classes,), dtype=D.int64)
+        return _zeros(shape + (num_classes,), dtype=D.int64, device=tensor.device)
     if int(tensor.min()) < 0:
         raise RuntimeError("Class values must be non-negative.")
     top = int(tensor.max())
@@ -122,7 +122,7 @@ def one_hot(tensor, num_classes=-1):
         num_classes = top + 1
     elif top >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    out = _zeros(shape + (num_classes,), dtype=D.int64)
+    out = _zeros(shape + (num_classes,), dtype=D.int64, device=tensor.device)
     return out.scatter_(-1, tensor.unsqueeze(-1), 1)
 
 
@@ -145,7 +145,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is "
                              f"a mini-batch of fixed length sequences. However, found offsets of "
                              f"type {type(offsets).__name__}")
-        offsets = _arange(0, input.numel(), input.shape[1], dtype=input.dtype)
+        offsets = _arange(0, input.numel(), input.shape[1], dtype=input.dtype, device=input.device)
         input = input.reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
@@ -174,7 +174,7 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
           include_last_offset, padding_idx):
     n_bags = offsets.numel() - 1 if include_last_offset else offsets.numel()
     dim = weight.shape[1]
-    bag_of = _searchsorted(offsets, _arange(input.numel()), right=True) - 1
+    bag_of = _searchsorted(offsets, _arange(input.numel(), device=input.device), right=True) - 1
     rows = embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
     if psw is not None:
         rows = rows * psw.unsqueeze(1)
@@ -183,13 +183,13 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
         keep = keep & (input != _padding_index(padding_idx, weight.shape[0]))
     kept = keep.nonzero().reshape(-1)
     rows, bag_of = rows.index_select(0, kept), bag_of.index_select(0, kept)
-    zeros = _zeros(n_bags, dim, dtype=weight.dtype)
+    zeros = _zeros(n_bags, dim, dtype=weight.dtype, device=weight.device)
     if mode == "max":
         index = bag_of.unsqueeze(1).expand(-1, dim)
         return zeros.scatter_reduce(0, index, rows, "amax", include_self=False)
     sums = zeros.index_add(0, bag_of, rows)
     if mode == "sum":
         return sums
-    counts = _zeros(n_bags, dtype=weight.dtype).index_add(0, bag_of, _ones(bag_of.numel(),
-                                                                            dtype=weight.dtype))
+    counts = _zeros(n_bags, dtype=weight.dtype, device=weight.device).index_add(
+        0, bag_of, _ones(bag_of.numel(), dtype=weight.dtype, device=weight.device))
     return sums / counts.clamp(min=1).unsqueeze(1)

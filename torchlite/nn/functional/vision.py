@@ -36,6 +36,12 @@ class Pass:
         self.dim, self.n_in, self.n_out = dim, n_in, i0.shape[0]
         self.i0, self.i1, self.w0, self.w1 = i0, i1, w0, w1
 
+    def to(self, device):
+        """This pass with its maps on `device` (a device string such as 'cuda:0')."""
+        def move(a):
+            return a if a is None or a.device == device else _wrap(a).to(device)._data
+        return Pass(self.dim, self.n_in, move(self.i0), move(self.i1), move(self.w0), move(self.w1))
+
 
 def _run_passes(arr, passes, adjoint):
     """The passes in order on an array (adjoint: their adjoints in reverse order)."""
@@ -80,6 +86,9 @@ def _node_class(name):
 def resample(x, passes, node_cls):
     """The separable resampling `passes` of x (their adjoint when node_cls.adjoint),
     recorded as a node_cls node."""
+    device = x._data.device
+    if device != "cpu":       # the maps are made on the host
+        passes = [p.to(device) for p in passes]
     out = _wrap(_run_passes(x._data, passes, node_cls.adjoint))
     if needs_grad(x):
         node = node_cls()
@@ -129,7 +138,7 @@ def _padded_shape(input, amounts):
 def _constant_pad(input, amounts, value):
     shape = _padded_shape(input, amounts)
     arr = input._data
-    out = _A.full(tuple(shape), value, arr.dtype)
+    out = _A.full(tuple(shape), value, arr.dtype, device=arr)
     src, dst = arr, out
     for i in range(len(amounts) // 2):
         d = input.dim() - 1 - i

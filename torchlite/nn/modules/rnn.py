@@ -67,8 +67,8 @@ class _LSTMLayer(Function):
         xw = F.linear(x.reshape(-1, x.shape[2]), w_ih, bias).view(steps, x.shape[1], -1)
         hsz = h0.shape[1]
         acts = _tl.empty_like(xw)                   # i, f, g, o after their nonlinearities
-        cs = _tl.empty(steps, *c0.shape, dtype=x.dtype)
-        hs = _tl.empty(steps, *h0.shape, dtype=x.dtype)
+        cs = _tl.empty(steps, *c0.shape, dtype=x.dtype, device=x.device)
+        hs = _tl.empty(steps, *h0.shape, dtype=x.dtype, device=x.device)
         w_hh_t = w_hh.t()
         h, c = h0, c0
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):

@@ -106,7 +106,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         order = list(range(batch))
     else:
         order = sorted(range(batch), key=lambda b: -lens[b])       # stable, as a sort should be
-        sorted_indices = c.tensor(order, dtype=D.int64)
+        sorted_indices = c.tensor(order, dtype=D.int64, device=input.device)
     lens_sorted = [lens[b] for b in order]
     if lens_sorted and lens_sorted[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
