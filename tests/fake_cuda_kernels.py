@@ -360,10 +360,11 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
 
 
 def install(fake, monkeypatch):
-    """Make `fake` run elementwise launches on the host, and the backend's kernels enabled.
+    """Make `fake` run kernel launches on the host, and the backend's kernels enabled.  Call it
+    inside fake_cuda_driver.installed(fake), which restores the kernels switch on leaving.
     Kernels are not compiled: _launch.kernel hands out the name expression as the function."""
     from torchlite.cuda import _ops
     fake.cuLaunchKernel = launch
     monkeypatch.setattr(_launch, "kernel", lambda source, name, device:
                         _launch.Kernel(name, name, device, 1024))
-    monkeypatch.setattr(_ops, "kernels_enabled", True)
+    _ops.kernels_enabled = True

@@ -164,7 +164,7 @@ OPS = {
         set_default_dtype dtype device is_floating_point is_complex is_signed is_contiguous
         is_cpu is_cuda is_tensor numel dim ndim size shape stride storage_offset element_size
         itemsize nbytes data_ptr get_device untyped_storage __len__ __array_priority__
-        share_memory_ is_shared is_pinned pin_memory is_inference resize_ resize_as_"""),
+        share_memory_ is_shared is_pinned pin_memory record_stream is_inference resize_ resize_as_"""),
     **no_grad(GRAD_API, """
         backward register_hook register_post_accumulate_grad_hook retain_grad retains_grad
         requires_grad requires_grad_ detach detach_ data grad grad_fn is_leaf output_nr no_grad

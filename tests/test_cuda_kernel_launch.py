@@ -9,6 +9,7 @@ GPU (skipped without one), where the kernels themselves run.  Either way each te
 checks that its kernels ran, not the host fallback.  The kernels' CUDA C is compiled for
 sm_80 and sm_90 in test_cuda_compile.py.
 """
+import contextlib
 import itertools
 import random
 import types
@@ -18,39 +19,31 @@ import pytest
 
 import torchlite as tl
 from torchlite import cuda
-from torchlite.cuda import _driver, _elementwise, _kernels as K, _launch, _runtime
+from torchlite.cuda import _elementwise, _kernels as K, _launch, _runtime
 
-from fake_cuda_driver import FakeDriver
+from fake_cuda_driver import FakeDriver, installed
 import fake_cuda_kernels
 
-_HAS_GPU = cuda.is_available()        # probed before any fake driver is installed
+_HAS_GPU = cuda.is_available()        # probed before any stand-in driver is installed
 
 
 @pytest.fixture(params=["emulated", "gpu"])
 def dev(request, monkeypatch):
     """Where the test runs; .launched lists the kernels launched, .transfers the host copies."""
     rec = types.SimpleNamespace(kind=request.param, launched=[], transfers=[])
-    if request.param == "gpu":
-        if not _HAS_GPU:
-            pytest.skip("no CUDA GPU")
-    else:
-        fake = FakeDriver()
-        monkeypatch.setattr(_driver, "driver_module", lambda: fake)
-        monkeypatch.setattr(_driver, "_status", _driver.Status(True, "ok", "", devices=1,
-                                                               nvrtc=(13, 0), driver=13000))
-        monkeypatch.setattr(cuda, "_initialized", False)
-        monkeypatch.setattr(cuda, "_devices", None)
-        fake_cuda_kernels.install(fake, monkeypatch)
-        _runtime.reset()
-    launch, d2h = _launch.launch, _runtime.copy_d2h
-    monkeypatch.setattr(_launch, "launch", lambda k, *a, **kw: (rec.launched.append(k.name),
-                                                                launch(k, *a, **kw))[1])
-    monkeypatch.setattr(_runtime, "copy_d2h", lambda *a, **kw: (rec.transfers.append("d2h"),
-                                                                d2h(*a, **kw))[1])
-    yield rec
-    if request.param == "emulated":
-        _runtime.reset()
-        cuda._set_allocator(None)
+    with contextlib.ExitStack() as stack:
+        if request.param == "gpu":
+            if not _HAS_GPU:
+                pytest.skip("no CUDA GPU")
+        else:
+            fake = stack.enter_context(installed(FakeDriver()))
+            fake_cuda_kernels.install(fake, monkeypatch)
+        launch, d2h = _launch.launch, _runtime.copy_d2h
+        monkeypatch.setattr(_launch, "launch", lambda k, *a, **kw: (rec.launched.append(k.name),
+                                                                    launch(k, *a, **kw))[1])
+        monkeypatch.setattr(_runtime, "copy_d2h", lambda *a, **kw: (rec.transfers.append("d2h"),
+                                                                    d2h(*a, **kw))[1])
+        yield rec
 
 
 def _same(cpu, gpu):
@@ -448,3 +441,17 @@ def test_metadata_functions_move_no_data(dev):
     assert _dispatch.elementwise.result_type(a, 2.5) == tl.float32.code
     assert _dispatch.shape_ops.stack_plan([a, a], 0)[0] == (2, 3, 4)
     assert dev.transfers == [] and dev.launched == []
+
+
+def test_record_stream_and_cpu_scalar_gradients(dev):
+    x = tl.randn(3, generator=tl.Generator().manual_seed(4)).cuda().requires_grad_()
+    s = tl.tensor(2.0, requires_grad=True)          # a CPU scalar tensor in CUDA ops
+    ((x * s).exp() + s * s).sum().backward()
+    xc, sc = x.detach().cpu().requires_grad_(), tl.tensor(2.0, requires_grad=True)
+    ((xc * sc).exp() + sc * sc).sum().backward()
+    assert s.grad.device.type == "cpu"
+    _close(sc.grad, s.grad, rtol=1e-6)
+    _close(xc.grad, x.grad, rtol=1e-6)
+    x.detach().record_stream(tl.cuda.Stream())
+    with pytest.raises(RuntimeError, match="CUDA tensor"):
+        tl.ones(2).record_stream(tl.cuda.Stream())

@@ -207,6 +207,15 @@ def pin_memory(self, device=None):
     return t
 
 
+@_register("record_stream")
+def record_stream(self, stream):
+    """Mark this CUDA tensor's memory as used by work queued on `stream`, so the caching
+    allocator does not hand it out again before that work is done (torch.Tensor.record_stream)."""
+    if self.device.type != "cuda":
+        raise RuntimeError(f"record_stream: expected a CUDA tensor, but got a tensor on {self.device}")
+    self._data.record_stream(stream.cuda_stream)
+
+
 @_register("is_inference")
 def is_inference(self):
     """False: torchlite's inference_mode only stops recording, it makes no inference tensors."""

@@ -133,11 +133,14 @@ def _store_grad(t, grad, create_graph):
 
 
 def _leaf_grad(leaf, grad):
-    """The gradient a leaf receives, after its hooks, in its shape and dtype."""
+    """The gradient a leaf receives, after its hooks, in its shape, dtype and device."""
     for hook in list(getattr(leaf, "_hooks", None) or ()):
         r = hook(grad)
         if r is not None:
             grad = _hook_result(hook, grad, r)
+    if grad._data.device != leaf._data.device:
+        # a CPU scalar tensor used in a CUDA op gets its gradient back on the CPU, as in PyTorch
+        grad = grad.to(leaf.device)
     return _conform(grad, leaf._data.shape, leaf._data.dtype, "AccumulateGrad", 0)
 
 
