@@ -129,6 +129,22 @@ def test_mixed_device_operands_raise(dev):
 
 
 # ---- launch geometry ------------------------------------------------------------------------
+class _FakeOperand:
+    """What the launch geometry reads of an array: shape, strides, numel, is_contiguous."""
+
+    def __init__(self, shape, strides):
+        self.shape, self.strides, self.ndim = tuple(shape), tuple(strides), len(shape)
+        self.numel = int(np.prod(shape)) if shape else 1
+
+    def is_contiguous(self):
+        step = 1
+        for s, st in zip(reversed(self.shape), reversed(self.strides)):
+            if s != 1 and st != step:
+                return False
+            step *= s
+        return True
+
+
 def _offsets(shape, strides, i):
     out, rem = [0] * len(strides), i
     for d in range(len(shape) - 1, -1, -1):
@@ -144,9 +160,9 @@ def test_packed_indexer_visits_the_elements_of_the_original_strides(seed):
     nd = rng.randint(0, 5)
     shape = [rng.choice([1, 1, 2, 3, 4]) for _ in range(nd)]
 
-    class Op:
+    class Op(_FakeOperand):
         def __init__(self, strides):
-            self.shape, self.strides, self.ndim = tuple(shape), tuple(strides), nd
+            super().__init__(tuple(shape), tuple(strides))
 
     def contiguous():
         st, step = [0] * nd, 1
@@ -178,9 +194,7 @@ def test_coalesce_merges_contiguous_dims_and_drops_ones():
 
 
 def test_contiguous_operands_take_the_fast_path():
-    class Op:
-        def __init__(self, shape, strides):
-            self.shape, self.strides, self.ndim = shape, strides, len(shape)
+    Op = _FakeOperand
     packed, n = _elementwise._indexer((3, 4), [Op((3, 4), (4, 1)), Op((3, 4), (4, 1)), Op((), ())])
     assert n == 12 and packed[:4] == b"\0\0\0\0"               # ndim 0: steps, not strides
     assert K.indexer_offsets(packed, 3, 5) == [5, 5, 0]

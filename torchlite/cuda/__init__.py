@@ -538,13 +538,6 @@ class Event:
 
 
 # ---- tensors ----------------------------------------------------------------------------------------
-def _current_stream_handle(idx):
-    """The handle (int) of this thread's current stream on device idx; 0: the default stream."""
-    streams = getattr(_tls, "streams", None)
-    s = streams.get(idx) if streams else None
-    return 0 if s is None else s.cuda_stream
-
-
 def _to_device_array(arr, dev, non_blocking=False):
     """A CPU or CUDA array on CUDA device `dev` (creation functions' device=)."""
     from . import _array

@@ -9,8 +9,11 @@ operand's strides allow, size-1 dims dropped); a launch whose operands are all c
 (or broadcast scalars) takes the kernels' contiguous fast path, the others walk the strided
 space (tl::Indexer, packed by _kernels.pack_indexer).
 """
+import functools
+import math
+
 from .._core import elementwise as _cpu_ew
-from . import _array, _kernels as K, _launch
+from . import _array, _kernels as K, _launch, _runtime
 from ._array import CudaArray
 from ._registry import native
 
@@ -47,8 +50,28 @@ def _broadcast_strides(a, shape):
     return tuple(0 if ash[d] == 1 and shape[d] != 1 else st[d] for d in range(len(shape)))
 
 
+_FAST = {}          # steps tuple -> packed fast-path Indexer (the common launches, packed once)
+
+
 def _indexer(shape, operands):
     """(packed Indexer, numel) for operands (output first) over the broadcast `shape`."""
+    out = operands[0]
+    if out.is_contiguous():
+        n = out.numel
+        steps = [1]
+        for x in operands[1:]:
+            if x.numel == 1:
+                steps.append(0)
+            elif x.shape == shape and x.is_contiguous():
+                steps.append(1)
+            else:
+                break
+        else:
+            steps = tuple(steps)
+            packed = _FAST.get(steps)
+            if packed is None:
+                packed = _FAST[steps] = K.pack_indexer(steps=steps)
+            return packed, n
     strides = [_broadcast_strides(x, shape) for x in operands]
     cshape, cstrides = coalesce(shape, strides)
     numel = 1
@@ -60,7 +83,13 @@ def _indexer(shape, operands):
             return K.pack_indexer(steps=steps), numel
     if numel >= 1 << 32:
         return None, numel                     # too big for 32-bit strided indexing
-    return K.pack_indexer(cshape, cstrides), numel
+    return _packed(tuple(cshape), tuple(tuple(st) for st in cstrides)), numel
+
+
+@functools.lru_cache(maxsize=1024)
+def _packed(shape, strides):
+    """A strided Indexer, packed once per layout (a training loop repeats its layouts)."""
+    return K.pack_indexer(shape, strides)
 
 
 def _grid(n, device):
@@ -69,10 +98,21 @@ def _grid(n, device):
 
 
 # ---- operands ----------------------------------------------------------------------------------
+_scalars = {}
+
+
 def _scalar_array(value, dtype, device):
-    """A 0-dim device array holding a Python number, for kernels that take arrays only."""
-    a = _array.empty((), dtype, device)
-    _array.fill_(a, value)
+    """A 0-dim device array holding a Python number, for kernels that take arrays only.  The
+    recent ones are kept (read only, by the stream that filled them), as a loop reuses its
+    constants."""
+    key = (type(value), value, value == 0 and math.copysign(1.0, value), dtype, device,
+           _runtime.current_stream(device))          # -0.0 is not 0.0 here
+    a = _scalars.get(key)
+    if a is None:
+        if len(_scalars) >= 256:
+            _scalars.clear()
+        a = _scalars[key] = _array.empty((), dtype, device)
+        _array.fill_(a, value)
     return a
 
 

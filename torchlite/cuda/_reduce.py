@@ -12,6 +12,7 @@ elements split each reduction over gridDim.y blocks, whose partials the last blo
 in order, so every result is deterministic.  Empty reductions and the rest go to the host
 fallback, which raises or fills exactly as the CPU.
 """
+import functools
 import struct
 
 from .._core import elementwise as _cpu_ew
@@ -53,35 +54,40 @@ def _contiguous_strides(shape):
     return st
 
 
-def _run(kernel_name, a, dims, keepdim, out_dtypes, scalars=()):
-    """Launch tl_reduce `kernel_name` over a (a CudaArray) reducing `dims`; returns the output
-    arrays (one per entry of out_dtypes that is not None), or NotImplemented."""
-    red = _cpu_reduce.reduced_dims(dims, a.ndim)
-    kept = [d for d in range(a.ndim) if d not in red]
-    R = n_out = 1
+class _Plan:
+    """How to launch one reduction layout: the output shape, the packed indexers and the
+    launch shape.  Pure metadata, so cached per layout (a training loop repeats them)."""
+    __slots__ = ("out_shape", "n_out", "R", "out_ix", "red_ix", "rows", "grid", "block", "chunk")
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(shape, strides, red, keepdim, outs_present, sms):
+    ndim = len(shape)
+    kept = [d for d in range(ndim) if d not in red]
+    p = _Plan()
+    p.R = p.n_out = 1
     for d in red:
-        R *= a.shape[d]
+        p.R *= shape[d]
     for d in kept:
-        n_out *= a.shape[d]
-    if R == 0 or n_out == 0 or R >= _U32 and len(red) > 1:
-        return NotImplemented                       # the CPU's errors and empty results
-    device = a.device_index
-    out_shape = tuple(1 if d in red else a.shape[d] for d in range(a.ndim)) if keepdim \
-        else tuple(a.shape[d] for d in kept)
-    outs = [None if dt is None else _array.empty(out_shape, dt, device) for dt in out_dtypes]
-    kshape = [a.shape[d] for d in kept]
+        p.n_out *= shape[d]
+    if p.R == 0 or p.n_out == 0 or p.R >= _U32 and len(red) > 1:
+        return None                                 # the CPU's errors and empty results
+    p.out_shape = tuple(1 if d in red else shape[d] for d in range(ndim)) if keepdim \
+        else tuple(shape[d] for d in kept)
+    kshape = [shape[d] for d in kept]
     kstrides = _contiguous_strides(kshape)
-    out_ix = _indexer(kshape, [[a.strides[d] for d in kept]] +
-                      [kstrides if o is not None else [0] * len(kept) for o in outs] +
-                      [[0] * len(kept)] * (2 - len(outs)))
-    red_ix = _indexer([a.shape[d] for d in red], [[a.strides[d] for d in red]])
-    if out_ix is None or red_ix is None:
-        return NotImplemented
+    in_kept = [strides[d] for d in kept]
+    p.out_ix = _indexer(kshape, [in_kept] + [kstrides if o else [0] * len(kept)
+                                             for o in outs_present])
+    p.red_ix = _indexer([shape[d] for d in red], [[strides[d] for d in red]])
+    if p.out_ix is None or p.red_ix is None:
+        return None
     # the layout: "rows" when the reduced elements are contiguous, or the outputs are not
-    rcs, rcst = coalesce([a.shape[d] for d in red], [[a.strides[d] for d in red]])
-    kcs, kcst = coalesce(kshape, [[a.strides[d] for d in kept]])
-    rows = (rcst[0] == [1] if len(rcs) == 1 else False) or not (kcst[0] and kcst[0][-1] == 1)
-    if rows:
+    rcs, rcst = coalesce([shape[d] for d in red], [[strides[d] for d in red]])
+    kcs, kcst = coalesce(kshape, [in_kept])
+    p.rows = (rcst[0] == [1] if len(rcs) == 1 else False) or not (kcst[0] and kcst[0][-1] == 1)
+    R, n_out = p.R, p.n_out
+    if p.rows:
         bx = _pow2_at_most(R, 512) if R >= 32 else 32
         by = max(1, 256 // bx)
         gx = (n_out + by - 1) // by
@@ -89,25 +95,39 @@ def _run(kernel_name, a, dims, keepdim, out_dtypes, scalars=()):
         bx = 32
         by = _pow2_at_most(R, 32)
         gx = (n_out + bx - 1) // bx
-    lanes = bx if rows else by
-    sms = _launch.sm_count(device)
+    lanes = bx if p.rows else by
     gy = 1
     if gx < 2 * sms and R > 8 * lanes:                    # too few blocks: split the reductions
         gy = min((R + 4 * lanes - 1) // (4 * lanes), max(1, (4 * sms) // gx), 1024)
-    chunk = (R + gy - 1) // gy
-    gy = (R + chunk - 1) // chunk
+    p.chunk = (R + gy - 1) // gy
+    gy = (R + p.chunk - 1) // p.chunk
+    p.grid, p.block = (gx, gy), (bx, by)
+    return p
+
+
+def _run(kernel_name, a, dims, keepdim, out_dtypes, scalars=()):
+    """Launch tl_reduce `kernel_name` over a (a CudaArray) reducing `dims`; returns the output
+    arrays (one per entry of out_dtypes that is not None), or NotImplemented."""
+    device = a.device_index
+    red = _cpu_reduce.reduced_dims(dims, a.ndim)
+    outs_present = tuple(dt is not None for dt in out_dtypes) + (False,) * (2 - len(out_dtypes))
+    p = _plan(a.shape, a.strides, red, bool(keepdim), outs_present, _launch.sm_count(device))
+    if p is None:
+        return NotImplemented
+    outs = [None if dt is None else _array.empty(p.out_shape, dt, device) for dt in out_dtypes]
+    gx, gy = p.grid
     ws = sem = None          # freed on return: later work on this stream runs after the kernel
     if gy > 1:
-        ws = _runtime.malloc(device, n_out * gy * _ACC_BYTES)
+        ws = _runtime.malloc(device, p.n_out * gy * _ACC_BYTES)
         sem = _runtime.malloc(device, 4 * gx)
         _runtime.memset(device, sem.address, b"\0\0\0\0", gx)
-    args_struct = struct.pack("<qqqiiQQ", n_out, R, chunk, 1 if rows else 0, 0,
+    args_struct = struct.pack("<qqqiiQQ", p.n_out, p.R, p.chunk, 1 if p.rows else 0, 0,
                               ws.address if ws else 0, sem.address if sem else 0)
     k = _launch.kernel("reduce.cu", kernel_name, device)
     ptrs = [o.data_ptr() if o is not None else 0 for o in outs] + [0] * (2 - len(outs))
-    _launch.launch(k, (gx, gy), (bx, by), [
+    _launch.launch(k, p.grid, p.block, [
         _launch.ptr(a.data_ptr()), _launch.ptr(ptrs[0]), _launch.ptr(ptrs[1]),
-        _launch.struct(out_ix), _launch.struct(red_ix), _launch.struct(args_struct),
+        _launch.struct(p.out_ix), _launch.struct(p.red_ix), _launch.struct(args_struct),
         _launch.struct(K.pack_params(scalars))])
     return [o for o in outs if o is not None]
 

@@ -29,8 +29,20 @@ def activate(device):
 def current_stream(device):
     """The handle (an int) of this thread's current stream on `device`; 0 is the default
     stream."""
-    from . import _current_stream_handle
-    return _current_stream_handle(device)
+    streams = getattr(_cuda_tls(), "streams", None)
+    s = streams.get(device) if streams else None
+    return 0 if s is None else s.cuda_stream
+
+
+def _cuda_tls():
+    global _cuda_tls_obj
+    if _cuda_tls_obj is None:
+        from . import _tls as t
+        _cuda_tls_obj = t
+    return _cuda_tls_obj
+
+
+_cuda_tls_obj = None
 
 
 class _Event:
