@@ -97,6 +97,12 @@ def fill_(a, value):
     return None
 
 
+@native("array", "reinterpret")
+def reinterpret(a, dtype, shape, strides, offset):
+    """The same device bytes seen as another dtype (Tensor.view(dtype)): metadata only."""
+    return _array.reinterpret(a, dtype, shape, strides, offset)
+
+
 @native("elementwise", "copy_")
 def copy_(dst, src):
     """dst[...] = src, src broadcast to dst's shape and cast to its dtype; either may be on
@@ -160,4 +166,4 @@ def contiguous(a):
 
 
 # the kernel-backed functions register themselves in KERNEL
-from . import _elementwise, _index, _matmul, _random, _reduce, _shape  # noqa: E402,F401
+from . import _conv, _elementwise, _index, _loss, _matmul, _norm, _pool, _random, _reduce, _shape  # noqa: E402,F401,E501
