@@ -59,7 +59,7 @@ def _view(address, dtype, shape, strides):
     lo = sum((s - 1) * st for s, st in zip(shape, strides) if st < 0)
     hi = sum((s - 1) * st for s, st in zip(shape, strides) if st > 0)
     base = _A.external(address + lo * isz, (hi - lo + 1) * isz, None, dtype)
-    return base.as_strided(tuple(shape), tuple(strides), -lo)
+    return _A.reinterpret(base, dtype, tuple(shape), tuple(strides), -lo)   # negative strides too
 
 
 def _offsets_of(packed, nops, n):
@@ -308,7 +308,33 @@ def _optim(f, params):
     return (0,)
 
 
+def _affine(f, params):
+    """tl_arange / tl_arange_int / tl_linspace: the kernels' formulas in Python (float64 mul
+    and add, each rounded; int64 wrapping), stored in the output's type."""
+    kind, ctype = re.match(r"(tl_arange_int|tl_arange|tl_linspace)<(.+)>$", f).groups()
+    dtype = _CTYPE_CODE[ctype.strip()]
+    out = struct.unpack("<Q", _arg_bytes(params, 0, 8))[0]
+    n = struct.unpack("<q", _arg_bytes(params, 1, 8))[0]
+    if kind == "tl_arange_int":
+        start, step = (struct.unpack("<q", _arg_bytes(params, k, 8))[0] for k in (2, 3))
+        values = [((start + i * step + 2**63) % 2**64) - 2**63 for i in range(n)]
+    elif kind == "tl_arange":
+        start, step = (struct.unpack("<d", _arg_bytes(params, k, 8))[0] for k in (2, 3))
+        values = [start + float(i) * step for i in range(n)]
+    else:
+        start, end, step = (struct.unpack("<d", _arg_bytes(params, k, 8))[0] for k in (2, 3, 4))
+        half = n // 2
+        values = [start + float(i) * step if i < half else end - float(n - 1 - i) * step
+                  for i in range(n)]
+    fmt = "<" + _PYFMT[dtype]
+    for i, v in enumerate(values):
+        ctypes.memmove(out + i * K.ITEMSIZE[dtype], struct.pack(fmt, v), K.ITEMSIZE[dtype])
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if f.startswith(("tl_arange", "tl_linspace")):
+        return _affine(f, params)
     if f.startswith(("tl_sgd<", "tl_adam<")):
         return _optim(f, params)
     if f.startswith("tl_random<"):

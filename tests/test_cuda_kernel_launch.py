@@ -469,3 +469,34 @@ def test_record_stream_and_cpu_scalar_gradients(dev):
     x.detach().record_stream(tl.cuda.Stream())
     with pytest.raises(RuntimeError, match="CUDA tensor"):
         tl.ones(2).record_stream(tl.cuda.Stream())
+
+
+MORE = {
+    "arange_float": lambda t: tl.arange(0.5, 7.0, 0.25, device=t.device),
+    "arange_int": lambda t: tl.arange(-3, 40, 3, device=t.device),
+    "linspace": lambda t: tl.linspace(-1, 1, 13, device=t.device),
+    "linspace_double": lambda t: tl.linspace(0, 10, 7, dtype=tl.float64, device=t.device),
+    "flip": lambda t: t.flip(0, 1),
+    "flip_transposed": lambda t: t.mT.flip(1) * 1,
+    "logsumexp": lambda t: t.logsumexp(1),
+    "logsumexp_keepdim_inf": lambda t: tl.where(t > 1, float("inf"), t).logsumexp(0, keepdim=True),
+    "tril": lambda t: t.tril(),
+    "triu_offset": lambda t: t.triu(1),
+    "tril_negative_bool": lambda t: (t > 0).tril(-1),
+    "causal_mask": lambda t: tl.nn.Transformer.generate_square_subsequent_mask(5, device=t.device),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_more_launches_match_cpu(dev, name, monkeypatch):
+    from torchlite.cuda import _fallback
+
+    def no_fallback(cpu_fn, *a):
+        raise AssertionError(f"{cpu_fn.__name__} ran on host copies")
+    x = tl.randn(4, 6, generator=tl.Generator().manual_seed(23))
+    expected = MORE[name](x)
+    xc = x.cuda()
+    with monkeypatch.context() as m:
+        m.setattr(_fallback, "run_on_host", no_fallback)
+        got = MORE[name](xc)
+    _close(expected, got, rtol=1e-6)

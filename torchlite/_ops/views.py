@@ -346,8 +346,13 @@ def unfold(input, dimension, size, step):
 
 
 @_register("flip")
-def flip(input, dims):
-    """A copy with the order of elements reversed along dims."""
+def flip(input, *args, dims=None):
+    """A copy with the order of elements reversed along dims: flip(x, (0, 1)), flip(x,
+    dims=(0, 1)), or as a method also x.flip(0, 1)."""
+    if dims is None:
+        dims = args[0] if len(args) == 1 and not isinstance(args[0], builtins.int) else args
+    elif args:
+        raise TypeError("flip() got multiple values for argument 'dims'")
     dims = (dims,) if isinstance(dims, builtins.int) else tuple(dims)
     nd = input.ndim
     ds = sorted(_wrap_dim(d, nd) for d in dims)

@@ -292,3 +292,43 @@ def fill_strided(a, value):
     """fill_ of an array that is not dense (the dense case is a memset)."""
     one = _scalar_array(value, a.dtype, a.device_index)
     return copy_(a, one)
+
+
+# ---- arange / linspace and flip ----------------------------------------------------------------
+@native("array", "fill_affine", kernel=True)
+def fill_affine(a, start, step, symmetric_end=False, end=None):
+    """a[i] = start + i * step (arange; linspace with symmetric_end) by tl_arange /
+    tl_arange_int / tl_linspace, which compute as the CPU does (float64 without a fused
+    multiply-add, or int64).  Other dtypes go to the host fallback."""
+    if not a.is_contiguous() or a.ndim != 1:
+        return NotImplemented                         # the CPU's error
+    n = a.numel
+    exact_int = a.dtype == K.INT64 and type(start) is int and type(step) is int \
+        and not symmetric_end
+    if not exact_int and a.dtype not in (K.FLOAT32, K.FLOAT64):
+        return NotImplemented
+    if n == 0:
+        return a
+    if exact_int:
+        name, args = K.arange_kernel(K.INT64), [_launch.i64(start), _launch.i64(step)]
+    elif symmetric_end:
+        name = K.linspace_kernel(a.dtype)
+        args = [_launch.f64(start), _launch.f64(end if end is not None else 0.0), _launch.f64(step)]
+    else:
+        name, args = K.arange_kernel(a.dtype), [_launch.f64(start), _launch.f64(step)]
+    k = _launch.kernel("elementwise.cu", name, a.device_index)
+    _launch.launch(k, _grid(n, a.device_index), _THREADS,
+                   [_launch.ptr(a.data_ptr()), _launch.i64(n)] + args)
+    return a
+
+
+@native("elementwise", "flip", kernel=True)
+def flip(a, dims):
+    """A new array with a's elements reversed along dims: a negative-stride view of a, copied."""
+    shape, strides, offset = a.shape, list(a.strides), a.offset
+    for d in dims:
+        if shape[d] > 1:
+            offset += (shape[d] - 1) * strides[d]
+            strides[d] = -strides[d]
+    view = _array.reinterpret(a, a.dtype, shape, tuple(strides), offset)
+    return copy_(_array.empty(shape, a.dtype, a.device_index), view)

@@ -253,3 +253,22 @@ def vector_norm(a, ord, dims, keepdim, name="linalg.vector_norm"):
     if r is NotImplemented:
         return r
     return cast(r, a.dtype)
+
+
+@native("reduce", "logsumexp", kernel=True)
+def logsumexp(a, dims, keepdim):
+    """log(sum(exp(x))) as the CPU computes it: in float64, the max taken out first (0 where
+    it is infinite), then the input's dtype."""
+    from ._elementwise import binary, cast, ternary, unary
+    if a.dtype not in K.FLOATS or a.numel == 0:
+        return NotImplemented
+    x = cast(a, K.FLOAT64)
+    m = reduce("amax", x, dims, True)
+    if m is NotImplemented:
+        return m
+    m = ternary(_cpu_ew.TERNARY["where"], unary(_UN["isinf"], m), 0.0, m)
+    s = reduce("sum", unary(_UN["exp"], binary(_BIN["sub"], x, m)), dims, keepdim)
+    if s is NotImplemented:
+        return s
+    r = binary(_BIN["add"], unary(_UN["log"], s), m if keepdim else m.view(s.shape))
+    return cast(r, a.dtype)

@@ -28,3 +28,21 @@ def cat_into(out, arrays, d):
 def stack_into(out, arrays, d):
     _cpu_shape.check_no_alias(out._meta, [a._meta for a in arrays])
     return _copy_all(out, [(out.select(d, i), a) for i, a in enumerate(arrays)])
+
+
+@native("shape_ops", "zero_triangle", kernel=True)
+def zero_triangle(a, diagonal, keep_upper):
+    """tril_/triu_ in place: a = where(keep, a, 0) with keep = (col - row <= diagonal), or
+    >= for the upper triangle, built from two aranges."""
+    from .._core import elementwise as _cpu_ew
+    from . import _array
+    from ._elementwise import binary, fill_affine, ternary
+    if a.ndim < 2:
+        return NotImplemented                     # the CPU's error
+    rows_n, cols_n = a.shape[-2], a.shape[-1]
+    rows = fill_affine(_array.empty((rows_n,), 5, a.device_index), 0, 1)
+    cols = fill_affine(_array.empty((cols_n,), 5, a.device_index), 0, 1)
+    diff = binary(_cpu_ew.BINARY["sub"], cols.view((1, cols_n)), rows.view((rows_n, 1)))
+    keep = binary(_cpu_ew.BINARY["ge" if keep_upper else "le"], diff, int(diagonal))
+    zero = False if a.dtype == 0 else 0
+    return ternary(_cpu_ew.TERNARY["where"], keep, a, zero, out=a)
