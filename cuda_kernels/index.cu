@@ -31,8 +31,10 @@ TL_DEV i64 checked_index(i64 j, i64 dim_size, int wrap_negative, int* err) {
 
 TL_DEV void atomic_add(float* p, float v) { atomicAdd(p, v); }
 TL_DEV void atomic_add(double* p, double v) { atomicAdd(p, v); }
+#if TL_HAS_HALF
 TL_DEV void atomic_add(f16* p, f16 v) { atomicAdd(p, v); }
 TL_DEV void atomic_add(bf16* p, bf16 v) { atomicAdd(p, v); }
+#endif
 TL_DEV void atomic_add(i32* p, i32 v) { atomicAdd(p, v); }
 TL_DEV void atomic_add(i64* p, i64 v) {          /* two's complement: unsigned add wraps alike */
     atomicAdd((unsigned long long*)p, (unsigned long long)v);

@@ -5,7 +5,8 @@
  * NVRTC has no standard library (no <cstdint>), so the integer types are spelled out.  The
  * parts that do not need CUDA's fp16/bf16 headers also compile as plain C++ (g++), which is
  * how tests/test_cuda_compile.py runs the op functors and the Philox transforms on the host
- * against the CPU kernels. */
+ * against the CPU kernels, and how tests/cuda_host/ runs whole kernels (TL_HOST_EMULATION:
+ * threads, blocks and barriers emulated by CPU threads). */
 #ifndef TL_COMMON_CUH
 #define TL_COMMON_CUH
 
@@ -225,8 +226,8 @@ template <int N> TL_HD Offsets<N> operand_offsets(const Indexer<N>& ix, i64 i) {
     return offsets(ix, (u32)i);
 }
 
-#if defined(__CUDACC__)
-/* ---- launch helpers --------------------------------------------------------------------- */
+#if defined(__CUDACC__) || defined(TL_HOST_EMULATION)
+/* ---- launch helpers (also in tests/cuda_host/, which runs the kernels on the CPU) -------- */
 TL_DEV i64 global_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 TL_DEV i64 global_threads() { return (i64)gridDim.x * blockDim.x; }
 #endif

@@ -10,8 +10,14 @@ coalescing, the fast path, argument packing, out= and overlap handling) is teste
 CUDA C itself is compiled in tests/test_cuda_compile.py and runs only on a GPU.
 """
 import ctypes
+import hashlib
+import os
 import re
+import shutil
 import struct
+import subprocess
+import tempfile
+import threading
 
 from torchlite._core import array as _A
 from torchlite._core import elementwise as _ew
@@ -385,12 +391,73 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
     return (0,)
 
 
-def install(fake, monkeypatch):
-    """Make `fake` run kernel launches on the host, and the backend's kernels enabled.  Call it
+# ---- the kernels themselves, compiled for the CPU (tests/cuda_host/tl_emulation.h) -------------
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_HEADER = os.path.join(_HERE, "cuda_host", "tl_emulation.h")
+_BUILD_DIR = os.path.join(tempfile.gettempdir(), f"torchlite-kernel-emulation-{os.getuid()}")
+_libraries = {}
+_build_lock = threading.Lock()
+
+
+def compiler():
+    return shutil.which("g++")
+
+
+def _source_of(name):
+    for source, names in K.variants().items():
+        if name in names:
+            return source
+    raise KeyError(f"{name} is not in the kernel catalogue")
+
+
+def compiled_kernel(name):
+    """tl_emu_run(grid, block, params) of kernel `name` compiled for the CPU: one small
+    library per kernel, kept on disk by the hash of its sources."""
+    fn = _libraries.get(name)
+    if fn is not None:
+        return fn
+    with _build_lock:
+        src = K.load_source(_source_of(name))
+        with open(_HEADER) as f:
+            header = f.read()
+        key = hashlib.sha256((src.digest() + name + header).encode()).hexdigest()[:24]
+        lib = os.path.join(_BUILD_DIR, f"{key}.so")
+        if not os.path.exists(lib):
+            os.makedirs(_BUILD_DIR, exist_ok=True)
+            cpp = os.path.join(_BUILD_DIR, f"{key}.cpp")
+            with open(cpp, "w") as f:
+                f.write(f'#include "{src.name}"\n'
+                        f'extern "C" void tl_emu_run(unsigned gx, unsigned gy, unsigned gz, '
+                        f'unsigned bx, unsigned by, unsigned bz, void** params) {{\n'
+                        f'    tl_emu::launch(&{name}, dim3{{gx, gy, gz}}, dim3{{bx, by, bz}}, params);\n}}\n')
+            tmp = f"{lib}.{os.getpid()}.tmp"
+            subprocess.run([compiler(), "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread",
+                            "-DTL_HOST_EMULATION", "-include", _HEADER, "-I", K.kernel_dir(),
+                            "-o", tmp, cpp], check=True, capture_output=True, text=True)
+            os.replace(tmp, lib)
+        fn = ctypes.CDLL(lib).tl_emu_run
+        fn.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_void_p]
+        fn.restype = None
+        _libraries[name] = fn
+    return fn
+
+
+def launch_compiled(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    """cuLaunchKernel running the kernel's own code on the CPU (the Python emulation above
+    for float16/bfloat16 kernels, which the host build has no types for)."""
+    if "__half" in f or "__nv_bfloat16" in f:
+        return launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+    compiled_kernel(f)(gx, gy, gz, bx, by, bz, params)
+    return (0,)
+
+
+def install(fake, monkeypatch, compiled=False):
+    """Make `fake` run kernel launches on the host, and the backend's kernels enabled: by the
+    Python emulation above, or (compiled) by the kernels' own code built for the CPU.  Call it
     inside fake_cuda_driver.installed(fake), which restores the kernels switch on leaving.
-    Kernels are not compiled: _launch.kernel hands out the name expression as the function."""
+    Kernels are not compiled with NVRTC: _launch.kernel hands out the name expression."""
     from torchlite.cuda import _ops
-    fake.cuLaunchKernel = launch
+    fake.cuLaunchKernel = launch_compiled if compiled else launch
     monkeypatch.setattr(_launch, "kernel", lambda source, name, device:
                         _launch.Kernel(name, name, device, 1024))
     _ops.kernels_enabled = True
