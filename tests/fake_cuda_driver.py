@@ -108,6 +108,10 @@ class FakeDriver(types.SimpleNamespace):
         self.used[dev] += nbytes
         return (0, address)
 
+    def cuMemGetInfo(self):
+        dev = self.current
+        return (0, self.capacity - self.used[dev], self.capacity)
+
     def cuMemFree(self, address):
         self._log("cuMemFree")
         dev, _, nbytes = self.buffers.pop(int(address))

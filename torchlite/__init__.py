@@ -44,7 +44,10 @@ from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)
 from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, numel,
                       is_floating_point, is_nonzero, result_type)
 from . import testing
-from . import nn, optim, utils, cuda
+from . import nn, optim, utils, cuda, backends
+from ._switches import (set_float32_matmul_precision, get_float32_matmul_precision,
+                        use_deterministic_algorithms, are_deterministic_algorithms_enabled,
+                        is_deterministic_algorithms_warn_only_enabled, compile)
 from .serialization import save, load, save_safetensors, load_safetensors
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -23,6 +23,7 @@ __all__ = [
     "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "reset_peak_memory_stats", "Stream", "Event", "current_stream", "default_stream", "stream",
     "set_stream", "OutOfMemoryError", "CudaError", "CudaUnavailableError", "why_unavailable",
+    "is_bf16_supported", "mem_get_info", "get_arch_list", "memory_stats", "memory_summary",
 ]
 
 _tls = threading.local()          # .index: this thread's current device; .streams: {index: Stream}
@@ -343,6 +344,63 @@ def reset_peak_memory_stats(device=None):
     """Start the peaks over from the current values."""
     if _initialized and _allocator is not None:
         _allocator.reset_peak(_device_index(device))
+
+
+def memory_stats(device=None):
+    """The caching allocator's counters in PyTorch's key names (the subset torchlite keeps):
+    allocated_bytes.all.current/peak, reserved_bytes.all.current/peak, num_alloc_retries,
+    num_ooms.  Empty without CUDA."""
+    if not _initialized or _allocator is None:
+        return {}
+    st = _allocator.stats(_device_index(device))
+    return {"allocated_bytes.all.current": st["allocated"],
+            "allocated_bytes.all.peak": st["max_allocated"],
+            "reserved_bytes.all.current": st["reserved"],
+            "reserved_bytes.all.peak": st["max_reserved"],
+            "num_alloc_retries": st.get("num_alloc_retries", 0),
+            "num_ooms": st.get("num_ooms", 0)}
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A short text report of memory_stats()."""
+    st = memory_stats(device)
+    idx = _device_index(device) if _initialized else 0
+    if not st:
+        return f"torchlite CUDA memory summary, device {idx}: CUDA is not initialised\n"
+    mib = 1024 * 1024
+    return (f"torchlite CUDA memory summary, device {idx}\n"
+            f"  allocated: {st['allocated_bytes.all.current'] / mib:.1f} MiB "
+            f"(peak {st['allocated_bytes.all.peak'] / mib:.1f} MiB)\n"
+            f"  reserved:  {st['reserved_bytes.all.current'] / mib:.1f} MiB "
+            f"(peak {st['reserved_bytes.all.peak'] / mib:.1f} MiB)\n"
+            f"  allocation retries: {st['num_alloc_retries']}, out-of-memory errors: {st['num_ooms']}\n")
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of device memory, as the driver reports them."""
+    idx = _checked_index(device, "query CUDA memory")
+    _activate(idx)
+    free, total = _driver.call("cuMemGetInfo")
+    return int(free), int(total)
+
+
+def is_bf16_supported(including_emulation=True):
+    """Whether bfloat16 tensors can be used on the current device: True on compute capability
+    8.0 and newer (torchlite computes bfloat16 in float32 inside its kernels, so older devices
+    count too when including_emulation)."""
+    if not is_available():
+        return False
+    return including_emulation or get_device_capability()[0] >= 8
+
+
+def get_arch_list():
+    """The architectures this NVRTC can compile torchlite's kernels for ('sm_80', ...); empty
+    without NVRTC."""
+    try:
+        from . import _nvrtc
+        return [f"sm_{a}" for a in _nvrtc.supported_archs()]
+    except Exception:
+        return []
 
 
 # ---- streams and events ------------------------------------------------------------------------

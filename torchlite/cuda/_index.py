@@ -10,6 +10,7 @@ raises the CPU's error.  Writes check the index range first (two small reduction
 index leaves the tensor unchanged, as on the CPU.  Masks, several index arrays and the other
 scatter reductions run on host copies.
 """
+from .. import _switches
 from .._core import index as _cpu_index
 from . import _array, _kernels as K, _launch
 from ._elementwise import coalesce
@@ -81,8 +82,9 @@ def along_dim(op, a, dim, index, src=None, err=None):
             or src.ndim != index.ndim or any(index.shape[i] > src.shape[i] for i in range(a.ndim)) \
             or src.same_storage(a) or index.same_storage(a) or a.has_internal_overlap():
         return NotImplemented
-    if op == _cpu_index.ADD and a.dtype not in K.SCATTER_ADD_DTYPES:
-        return NotImplemented
+    if op == _cpu_index.ADD and (a.dtype not in K.SCATTER_ADD_DTYPES or (
+            a.dtype in K.FLOATS and _switches.are_deterministic_algorithms_enabled())):
+        return NotImplemented        # float atomics add in a varying order: the host path does not
     if not _in_range(index, a.shape[dim], False):
         return NotImplemented
     name = K.scatter_kernel(a.dtype) if op == _cpu_index.PUT else K.scatter_add_kernel(a.dtype)

@@ -1,0 +1,51 @@
+"""Process-wide switches of PyTorch's API: matmul precision, deterministic algorithms and
+torch.compile.  torchlite computes float32 products in float32 whatever the precision asked
+for; its kernels are deterministic except the CUDA atomics of scatter_add/index_add, which the
+deterministic mode sends to a deterministic path; compile() returns its argument, as there is
+no compiler."""
+
+_PRECISIONS = ("highest", "high", "medium")
+_matmul_precision = "highest"
+_deterministic = False
+_deterministic_warn_only = False
+
+
+def set_float32_matmul_precision(precision):
+    """Record the float32 matmul precision ('highest', 'high' or 'medium').  torchlite always
+    computes in full float32 (PyTorch's 'highest'); the setting is kept for reading back."""
+    global _matmul_precision
+    if precision not in _PRECISIONS:
+        raise RuntimeError(f"Invalid precision: {precision!r}; expected one of {', '.join(_PRECISIONS)}")
+    _matmul_precision = precision
+
+
+def get_float32_matmul_precision():
+    return _matmul_precision
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Ask for deterministic kernels everywhere.  torchlite's CPU kernels always are; on CUDA
+    the float scatter_add/index_add (atomic additions, whose order varies) then run on a
+    deterministic path instead."""
+    global _deterministic, _deterministic_warn_only
+    if not isinstance(mode, bool):
+        raise TypeError(f"use_deterministic_algorithms expects a bool, but got {type(mode).__name__}")
+    _deterministic, _deterministic_warn_only = mode, bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _deterministic_warn_only
+
+
+def compile(model=None, **kwargs):
+    """torch.compile's signature, without a compiler: returns `model` (a module or function)
+    unchanged, or, used as @compile(...) with options, a decorator that does."""
+    if model is None:
+        return lambda m: m
+    if not callable(model):
+        raise RuntimeError(f"compile: expected a module or a callable, got {type(model).__name__}")
+    return model
