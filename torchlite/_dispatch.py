@@ -120,11 +120,14 @@ def check_same_device(op, *arrays):
 def _dispatcher(ns, name, cpu_fn):
     op = (ns, name)
     call_cuda = sys.modules["torchlite.cuda._ops"].call
+    scan = _cpu_array_module.scan_devices
 
     def dispatch(*args, **kwargs):
-        idx = device_index_of(args, kwargs, op)
-        if idx is None:
+        idx = scan(args, kwargs, _cuda_array_type)      # the fast check, in Cython
+        if idx == -1:
             return cpu_fn(*args, **kwargs)
+        if idx < 0:                                      # mixed: an error, or a transfer
+            idx = device_index_of(args, kwargs, op)
         return call_cuda(op, cpu_fn, idx, args, kwargs)
     dispatch.__name__ = name
     dispatch.__qualname__ = f"{ns}.{name}"
@@ -190,6 +193,7 @@ def _creation(name):
 
 
 _NAMESPACES = {name: _Namespace(name) for name in _MODULES}
+_cpu_array_module = _NAMESPACES["array"]._cpu
 _CpuArray = _NAMESPACES["array"].Array
 for _name in ("empty", "full", "empty_strided"):
     setattr(_NAMESPACES["array"], _name, _creation(_name))

@@ -920,6 +920,44 @@ def from_numpy(obj):
     return a
 
 
+cdef inline int _note_device(object x, object cuda_t, int* found, bint* cpu_dims) except -2:
+    cdef object t = type(x)
+    cdef int idx
+    if t is cuda_t:
+        idx = x.device_index
+        if found[0] == -1:
+            found[0] = idx
+        elif found[0] != idx:
+            return -2
+    elif t is Array and (<Array>x).nd > 0:
+        cpu_dims[0] = True
+    return 0
+
+
+def scan_devices(tuple args, dict kwargs, object cuda_t):
+    """Where the arrays among an array-layer call's arguments live (torchlite/_dispatch.py's
+    fast check, lists and tuples of arrays looked into): -1 when none is a `cuda_t` array; the
+    device index when they all are on that device and no CPU array with dims joins them; -2
+    when that is not so (the caller then sorts out which error or transfer applies)."""
+    cdef int found = -1
+    cdef bint cpu_dims = False
+    cdef object x, e
+    for x in args:
+        if type(x) is list or type(x) is tuple:
+            for e in x:
+                if _note_device(e, cuda_t, &found, &cpu_dims) == -2:
+                    return -2
+        elif _note_device(x, cuda_t, &found, &cpu_dims) == -2:
+            return -2
+    if kwargs:
+        for x in kwargs.values():
+            if _note_device(x, cuda_t, &found, &cpu_dims) == -2:
+                return -2
+    if found >= 0 and cpu_dims:
+        return -2
+    return found
+
+
 def external(Py_ssize_t address, Py_ssize_t nbytes, object owner, int dtype):
     """A 1-d contiguous `dtype` array over `nbytes` of memory at `address` that `owner` keeps
     alive.  Two users: pinned host memory (torchlite/cuda/_host.py), which CPU kernels may
