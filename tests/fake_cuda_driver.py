@@ -42,7 +42,7 @@ class FakeDriver(types.SimpleNamespace):
         self.used = [0] * devices
         self.host = {}
         self.calls = []            # names of the memory, copy, stream and event calls made, in order
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(0x1000)   # clear of the special handles 0, 1 and 2
         self.current = None
         self.CUdevice_attribute = types.SimpleNamespace(
             **{"CU_DEVICE_ATTRIBUTE_" + k: k for k in ATTRIBUTES})

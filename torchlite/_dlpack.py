@@ -71,14 +71,34 @@ def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None
         raise TypeError(f"__dlpack__: copy must be a bool or None, got {copy!r}")
     versioned = _check_max_version(max_version)
     if not isinstance(self._data, _CpuArray):
-        raise BufferError(f"__dlpack__: torchlite exports only CPU tensors through DLPack; "
-                          f"this tensor is on {self.device} (copy it with .cpu() first)")
+        return _export_cuda(self, stream, versioned, dl_device, copy)
     if stream is not None and stream != -1:
         raise AssertionError("stream should be None on cpu.")
     if dl_device is not None and tuple(dl_device) != (DLDeviceType.kDLCPU, 0):
         raise BufferError(f"__dlpack__: cannot export a {self.device} tensor to device "
                           f"{_device_name(dl_device)}")
     return _dl.to_capsule(self._data, versioned, copy is True)
+
+
+def _export_cuda(self, stream, versioned, dl_device, copy):
+    """__dlpack__ of a CUDA tensor: the consumer's `stream` (None or 1: the legacy default
+    stream, 2: the per-thread default stream, another int: a stream handle, -1: no ordering)
+    is made to wait for the work queued on this tensor's device so far."""
+    from .cuda import _runtime
+    idx = self._data.device_index
+    if dl_device is not None and tuple(int(v) for v in dl_device) != (DLDeviceType.kDLCUDA, idx):
+        raise BufferError(f"__dlpack__: cannot export a {self.device} tensor to device "
+                          f"{_device_name(dl_device)}")
+    if stream == 0:
+        raise ValueError("__dlpack__: stream 0 is ambiguous for CUDA; pass 1 for the legacy "
+                         "default stream, 2 for the per-thread one, or a stream handle")
+    arr = self._data
+    if copy is True:
+        from ._dispatch import elementwise as _ew
+        arr = _ew.clone(arr)
+    if stream != -1:
+        _runtime.order_after_current(idx, {None: 0, 1: 0}.get(stream, stream))
+    return _dl.to_capsule(arr._meta, versioned, False, DLDeviceType.kDLCUDA, idx, copy is True)
 
 
 @_register("__dlpack_device__")
@@ -117,8 +137,10 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     Writes through either side show in the other, and the memory stays valid after the
     producer object is gone.  ``copy=True`` returns a copy, ``copy=False`` refuses to copy
     (BufferError when a view is impossible), and the default copies only memory torchlite
-    cannot view in place: read-only, negatively strided or misaligned data.
-    ``device`` may only be the CPU.
+    cannot view in place: read-only, negatively strided or misaligned data.  A CUDA tensor
+    (PyTorch's, CuPy's, ...) becomes a torchlite CUDA tensor over the same device memory, its
+    producer's pending work ordered before torchlite's current stream; ``device`` may be the
+    CPU for host memory, or that CUDA device.
 
     >>> import numpy as np, torchlite as torch
     >>> a = np.arange(4.0)
@@ -131,6 +153,10 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
         if device is not None or copy is not None:
             raise AssertionError("device and copy kwargs not supported when ext_tensor is "
                                  "already a DLPack capsule.")
+        kind, idx = _dl.capsule_device(ext_tensor)
+        if kind == DLDeviceType.kDLCUDA:
+            _require_cuda(idx)
+            return _wrap(_cuda_view(ext_tensor, idx))
         return _wrap(_dl.from_capsule(ext_tensor))
     if not hasattr(ext_tensor, "__dlpack__"):
         return _wrap(_dl.from_capsule(ext_tensor))   # raises the "invalid capsule" RuntimeError
@@ -141,6 +167,8 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
                            f"got device={to_device(device)}")
     if hasattr(ext_tensor, "__dlpack_device__"):
         src = ext_tensor.__dlpack_device__()
+        if int(src[0]) == DLDeviceType.kDLCUDA:
+            return _import_cuda(ext_tensor, int(src[1]), device, copy)
         if int(src[0]) not in _dl.HOST_DEVICE_TYPES:
             raise BufferError(f"from_dlpack: the tensor is on {_device_name(src)}; torchlite "
                               f"reads CPU-accessible memory only")
@@ -153,3 +181,40 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     # a producer that honoured copy=True already handed over fresh memory
     consumer_copy = None if (copy is True and producer_saw_copy) else copy
     return _wrap(_dl.from_capsule(capsule, consumer_copy))
+
+
+def _require_cuda(idx):
+    """BufferError, before anything is exported or consumed, when CUDA memory cannot be used
+    here (the unsupported-device error of the DLPack protocol, naming what is missing)."""
+    from . import cuda
+    if not cuda.is_available():
+        raise BufferError(f"from_dlpack: unsupported device (kDLCUDA:{idx}): CUDA is not "
+                          f"available here because {cuda._driver.probe().reason}")
+
+
+def _cuda_view(capsule, idx):
+    """A CUDA array over a capsule's memory on device idx (consumes the capsule)."""
+    from . import _dispatch
+    from .cuda import _lazy_init
+    from .cuda._array import CudaArray
+    _lazy_init("import a CUDA tensor through DLPack")
+    _dispatch.enable_devices(CudaArray)
+    return CudaArray(_dl.from_capsule(capsule, None, idx), idx)
+
+
+def _import_cuda(ext_tensor, idx, device, copy):
+    """from_dlpack of a CUDA producer: its data viewed in place on cuda:idx (copied on the
+    device with copy=True), ordered after the producer's work by the stream protocol."""
+    from .cuda import _runtime
+    _require_cuda(idx)
+    if device is not None and to_device(device) not in (to_device(f"cuda:{idx}"), to_device("cuda")):
+        raise RuntimeError(f"from_dlpack: the tensor is on cuda:{idx}; torchlite cannot place it "
+                           f"on {to_device(device)}")
+    stream = _runtime.current_stream(idx) or 1          # 1: the legacy default stream
+    kwargs = {"stream": stream, "max_version": _dl.DLPACK_VERSION}
+    try:
+        capsule = ext_tensor.__dlpack__(**kwargs)
+    except TypeError:                                   # a producer without max_version
+        capsule = ext_tensor.__dlpack__(stream=stream)
+    t = _wrap(_cuda_view(capsule, idx))
+    return t.clone() if copy is True else t

@@ -102,12 +102,13 @@ cdef void _versioned_capsule_destructor(object capsule) noexcept:
             m.deleter(m)
 
 
-cdef void _describe(DLTensor* t, Array a, int64_t* shape, int64_t* strides) noexcept:
+cdef void _describe(DLTensor* t, Array a, int64_t* shape, int64_t* strides, int device_type,
+                    int device_id) noexcept:
     """Fill a DLTensor for `a`: data points at the first element, strides in elements."""
     cdef int i
     t.data = <void*>a.ptr()
-    t.device.device_type = kDLCPU
-    t.device.device_id = 0
+    t.device.device_type = device_type
+    t.device.device_id = device_id
     t.ndim = a.nd
     t.dtype.code = DL_CODE[a.dtype]
     t.dtype.bits = DL_BITS[a.dtype]
@@ -120,11 +121,18 @@ cdef void _describe(DLTensor* t, Array a, int64_t* shape, int64_t* strides) noex
     t.byte_offset = 0
 
 
-def to_capsule(Array a, bint versioned=False, bint copy=False):
+def to_capsule(Array a, bint versioned=False, bint copy=False, int device_type=kDLCPU,
+               int device_id=0, bint copied=False):
     """A DLPack capsule sharing `a`'s memory (a fresh copy's with copy=True).
 
-    versioned=True gives a "dltensor_versioned" capsule (DLPack 1.x), else "dltensor"."""
+    versioned=True gives a "dltensor_versioned" capsule (DLPack 1.x), else "dltensor".
+    device_type/device_id: where the memory is; for a CUDA array `a` is its metadata array
+    over the device address (torchlite/cuda/_array.py), which is exported without being read
+    (copy=False; the caller copies on the device and says so with copied=True)."""
+    if device_type != kDLCPU and copy:
+        raise ValueError("to_capsule: copy device memory before exporting it")
     cdef Array src = _ew.clone(a) if copy else a
+    copy = copy or copied
     cdef ExportedLegacy* el
     cdef ExportedVersioned* ev
     if versioned:
@@ -134,7 +142,7 @@ def to_capsule(Array a, bint versioned=False, bint copy=False):
         ev.managed.version.major = DLPACK_MAJOR_VERSION
         ev.managed.version.minor = DLPACK_MINOR_VERSION
         ev.managed.flags = DLPACK_FLAG_BITMASK_IS_COPIED if copy else 0
-        _describe(&ev.managed.dl_tensor, src, ev.shape, ev.strides)
+        _describe(&ev.managed.dl_tensor, src, ev.shape, ev.strides, device_type, device_id)
         Py_INCREF(src)
         ev.managed.manager_ctx = <void*>src
         ev.managed.deleter = _delete_versioned
@@ -146,7 +154,7 @@ def to_capsule(Array a, bint versioned=False, bint copy=False):
     el = <ExportedLegacy*>malloc(sizeof(ExportedLegacy))
     if el == NULL:
         raise MemoryError("__dlpack__: out of memory")
-    _describe(&el.managed.dl_tensor, src, el.shape, el.strides)
+    _describe(&el.managed.dl_tensor, src, el.shape, el.strides, device_type, device_id)
     Py_INCREF(src)
     el.managed.manager_ctx = <void*>src
     el.managed.deleter = _delete_legacy
@@ -272,11 +280,25 @@ cdef void _copy_strided_bytes(char* dst, const char* src, int nd, const int64_t*
             d -= 1
 
 
-def from_capsule(capsule, copy=None):
+def capsule_device(capsule):
+    """(device type, device id) of an unconsumed DLPack capsule's memory."""
+    cdef DLTensor* t
+    if PyCapsule_CheckExact(capsule) and PyCapsule_IsValid(capsule, b"dltensor_versioned"):
+        t = &(<DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, b"dltensor_versioned")).dl_tensor
+    elif PyCapsule_CheckExact(capsule) and PyCapsule_IsValid(capsule, b"dltensor"):
+        t = &(<DLManagedTensor*>PyCapsule_GetPointer(capsule, b"dltensor")).dl_tensor
+    else:
+        raise RuntimeError(_CONSUMED_MSG)
+    return (<int>t.device.device_type, <int>t.device.device_id)
+
+
+def from_capsule(capsule, copy=None, int cuda_device=-1):
     """An Array over a DLPack capsule's memory; consumes the capsule.
 
     copy=None views the memory in place when torchlite can (else copies), copy=True always
-    copies, copy=False never copies (BufferError when a view is impossible)."""
+    copies, copy=False never copies (BufferError when a view is impossible).  With
+    cuda_device >= 0 the capsule must hold memory of that CUDA device, and the result is the
+    metadata array over it that torchlite/cuda/_array.py wraps (a view only: never read here)."""
     cdef bint versioned
     cdef void* managed
     cdef DLTensor* t
@@ -310,7 +332,11 @@ def from_capsule(capsule, copy=None):
         raise RuntimeError(_CONSUMED_MSG)
 
     # validate everything before touching the memory or taking ownership
-    if t.device.device_type not in HOST_DEVICE_TYPES:
+    if cuda_device >= 0:
+        if t.device.device_type != kDLCUDA or t.device.device_id != cuda_device:
+            raise BufferError(f"from_dlpack: expected memory of CUDA device {cuda_device}, got "
+                              f"DLDeviceType {t.device.device_type}, id {t.device.device_id}")
+    elif t.device.device_type not in HOST_DEVICE_TYPES:
         raise BufferError(f"from_dlpack: unsupported device (DLDeviceType {t.device.device_type}, "
                           f"id {t.device.device_id}); torchlite reads CPU-accessible memory only")
     if t.ndim < 0 or t.ndim > MAX_DIMS:
@@ -323,6 +349,8 @@ def from_capsule(capsule, copy=None):
     if reason and copy is False:
         raise BufferError(f"from_dlpack: cannot view this DLPack tensor without a copy ({reason}) "
                           f"and copy=False was given")
+    if cuda_device >= 0 and (reason or copy):
+        raise BufferError(f"from_dlpack: cannot view this CUDA tensor in place ({reason or 'a copy was asked for'})")
 
     if reason or copy:
         out = new_array(t.ndim, shp, code)

@@ -216,3 +216,14 @@ def copy_d2d(device, dst, src, nbytes):
 def synchronize(device):
     activate(device)
     _driver.call("cuStreamSynchronize", current_stream(device))
+
+
+def order_after_current(device, stream):
+    """Make later work on `stream` (a handle) wait for the work queued so far on this thread's
+    current stream of `device` (the DLPack stream protocol)."""
+    current = current_stream(device)
+    if stream == current:
+        return
+    activate(device)
+    event = _Event(current)
+    _driver.call("cuStreamWaitEvent", stream, event.handle, 0)
