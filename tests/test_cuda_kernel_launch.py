@@ -503,3 +503,67 @@ def test_more_launches_match_cpu(dev, name, monkeypatch):
         m.setattr(_fallback, "run_on_host", no_fallback)
         got = MORE[name](xc)
     _close(expected, got, rtol=1e-6)
+
+
+SCANS = {
+    "cumsum_float": lambda t: t.cumsum(1),
+    "cumsum_dim0_long": lambda t: (t * 10).long().cumsum(0),
+    "cumsum_bool": lambda t: (t > 0).cumsum(1),
+    "nonzero": lambda t: (t > 0.3).nonzero(),
+    "nonzero_1d": lambda t: t.flatten().gt(0).nonzero(),
+    "argwhere_3d": lambda t: tl.argwhere(t.reshape(2, 3, 4) < -0.2),
+    "nonzero_none": lambda t: (t > 100).nonzero(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCANS))
+def test_scan_and_nonzero_launches_match_cpu(dev, name, monkeypatch):
+    from torchlite.cuda import _fallback
+
+    def no_fallback(cpu_fn, *a):
+        raise AssertionError(f"{cpu_fn.__name__} ran on host copies")
+    x = tl.randn(4, 6, generator=tl.Generator().manual_seed(29))
+    expected = SCANS[name](x)
+    xc = x.cuda()
+    with monkeypatch.context() as m:
+        m.setattr(_fallback, "run_on_host", no_fallback)
+        got = SCANS[name](xc)
+    _close(expected, got, rtol=1e-6)
+
+
+def _masked_set(t):
+    u = t.clone()
+    u[t > 0.5] = -1.0
+    return u
+
+
+def _masked_set_rows(t):
+    u = t.clone()
+    u[t[:, 0] > 0] = 2.0
+    return u
+
+
+MASKS = {
+    "mask_select_all_dims": lambda t: t[t > 0],
+    "mask_rows": lambda t: t[t[:, 0] > 0],
+    "mask_trailing_dim": lambda t: t[:, t[0] > 0],
+    "masked_select": lambda t: tl.masked_select(t, t < 0),
+    "mask_set_scalar": _masked_set,
+    "mask_set_rows": _masked_set_rows,
+    "mask_empty_selection": lambda t: t[t > 100],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASKS))
+def test_mask_indexing_launches_match_cpu(dev, name, monkeypatch):
+    from torchlite.cuda import _fallback
+
+    def no_fallback(cpu_fn, *a):
+        raise AssertionError(f"{cpu_fn.__name__} ran on host copies")
+    x = tl.randn(5, 6, generator=tl.Generator().manual_seed(31))
+    expected = MASKS[name](x)
+    xc = x.cuda()
+    with monkeypatch.context() as m:
+        m.setattr(_fallback, "run_on_host", no_fallback)
+        got = MASKS[name](xc)
+    _close(expected, got, rtol=1e-6)

@@ -94,9 +94,39 @@ def along_dim(op, a, dim, index, src=None, err=None):
     return None if ok else NotImplemented
 
 
+def _masked(op, a, first, mask, value):
+    """x[mask] (a gather of the selected elements) and x[mask] = scalar (a where in place)
+    for a bool/uint8 mask over dims [first, first + mask.ndim) of a."""
+    from .._core import elementwise as _cpu_ew
+    from ._elementwise import ternary
+    from ._ops import contiguous
+    k = mask.ndim
+    if mask.dtype not in (K.BOOL, K.UINT8) or a.shape[first:first + k] != mask.shape or k == 0:
+        return NotImplemented                         # the CPU's errors
+    if op == _cpu_index.GATHER:
+        if mask.numel == 0:
+            return NotImplemented
+        flat_shape = a.shape[:first] + (mask.numel,) + a.shape[first + k:]
+        flat = a.view(flat_shape) or contiguous(a).view(flat_shape)
+        return advanced(op, flat, [(first, 1, _nonzero_linear(mask), _cpu_index.KIND_INDEX)],
+                        None, (IndexError, "", False))
+    if op == _cpu_index.PUT and value is not None and value.numel == 1 and not a.has_internal_overlap():
+        from ._elementwise import binary
+        cond = binary(_cpu_ew.BINARY["ne"], mask, False if mask.dtype == K.BOOL else 0)
+        cond = cond.view((1,) * first + mask.shape + (1,) * (a.ndim - first - k))
+        v = value.view(()) if value.ndim else value
+        return None if ternary(_cpu_ew.TERNARY["where"], cond, v, a, out=a) is not NotImplemented \
+            else NotImplemented
+    return NotImplemented
+
+
 @native("index", "advanced", kernel=True)
 def advanced(op, a, groups, value=None, err=None):
-    """x[idx] along one dim (a single integer index group): a gather into a new array."""
+    """x[idx] along one dim (a single integer index group): a gather into a new array;
+    x[mask] and x[mask] = scalar for a single mask group."""
+    if len(groups) == 1 and groups[0][3] == _cpu_index.KIND_MASK \
+            and isinstance(groups[0][2], _array.CudaArray):
+        return _masked(op, a, groups[0][0], groups[0][2], value)
     if op != _cpu_index.GATHER or len(groups) != 1:
         return NotImplemented
     first, ndims, idx, kind = groups[0]
@@ -112,3 +142,43 @@ def advanced(op, a, groups, value=None, err=None):
     ok = _launch_index(K.gather_kernel(a.dtype), out, a, idx, out_shape,
                        [out.strides, a_strides, i_strides], a.shape[first], a.strides[first], wrap)
     return out if ok else NotImplemented
+
+
+def _nonzero_linear(a):
+    """The row-major linear indices (int64, in order) of a's nonzero elements."""
+    from .._core import elementwise as _cpu_ew
+    from ._elementwise import binary, cast, fill_affine, ternary
+    from ._ops import contiguous
+    from ._reduce import scan
+    n, device = a.numel, a.device_index
+    flags = binary(_cpu_ew.BINARY["ne"], contiguous(a).view((n,)), False if a.dtype == K.BOOL else 0)
+    count = scan("cumsum", cast(flags, K.INT64), 0)
+    nnz = _array.to_host(count.slice(0, n - 1, n, 1)).item()
+    linear = fill_affine(_array.empty((n,), K.INT64, device), 0, 1)
+    rows = ternary(_cpu_ew.TERNARY["where"], flags,
+                   binary(_cpu_ew.BINARY["sub"], count, 1), nnz)
+    found = _array.empty((nnz + 1,), K.INT64, device)       # row nnz: where the zeros go
+    _launch_index(K.scatter_kernel(K.INT64), found, linear, rows, (n,), [[0], [1], [1]],
+                  nnz + 1, 1, False)
+    return found.slice(0, 0, nnz, 1)
+
+
+@native("index", "nonzero", kernel=True)
+def nonzero(a):
+    """(n, ndim) int64 coordinates of a's nonzero elements in row-major order: a cumulative
+    count of the nonzero flags gives each one its row, a scatter writes the linear indices
+    there (the others to a spare row), and divisions turn them into coordinates.  The count
+    is read back to size the result (a synchronisation, as in PyTorch)."""
+    from .._core import elementwise as _cpu_ew
+    from ._elementwise import binary
+    if a.ndim == 0 or a.numel == 0:
+        return NotImplemented
+    found = _nonzero_linear(a)
+    nnz, device = found.numel, a.device_index
+    out = _array.empty((nnz, a.ndim), K.INT64, device)
+    stride = 1
+    for d in reversed(range(a.ndim)):
+        coord = binary(_cpu_ew.BINARY["div_floor"], found, stride) if stride > 1 else found
+        binary(_cpu_ew.BINARY["remainder"], coord, a.shape[d], out=out.select(1, d))
+        stride *= a.shape[d]
+    return out

@@ -272,3 +272,26 @@ def logsumexp(a, dims, keepdim):
         return s
     r = binary(_BIN["add"], unary(_UN["log"], s), m if keepdim else m.view(s.shape))
     return cast(r, a.dtype)
+
+
+# ---- cumulative sums ---------------------------------------------------------------------------
+@native("reduce", "scan", kernel=True)
+def scan(op, a, dim):
+    """cumsum along dim by log2(n) rounds of shifted adds (y[k:] += y[:-k], k = 1, 2, 4, ...),
+    in float64 for floating inputs (then the input's dtype) and int64 for the others, as the
+    CPU's result dtypes.  cumprod and logcumsumexp take the host fallback."""
+    from ._elementwise import binary, cast, copy_
+    if op != "cumsum" or a.ndim == 0 or a.numel == 0:
+        return NotImplemented
+    (d,) = _cpu_reduce.reduced_dims(dim, a.ndim)
+    floating = a.dtype in K.FLOATS
+    work = K.FLOAT64 if floating else K.INT64
+    y = copy_(_array.empty(a.shape, work, a.device_index), a)
+    buf = _array.empty(a.shape, work, a.device_index)
+    n, k = a.shape[d], 1
+    while k < n:
+        binary(_BIN["add"], y.slice(d, k, n, 1), y.slice(d, 0, n - k, 1), out=buf.slice(d, k, n, 1))
+        copy_(buf.slice(d, 0, k, 1), y.slice(d, 0, k, 1))
+        y, buf = buf, y
+        k *= 2
+    return cast(y, a.dtype) if floating else y
