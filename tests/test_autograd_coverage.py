@@ -175,12 +175,13 @@ OPS = {
         initial_seed get_rng_state set_rng_state set_float32_matmul_precision
         get_float32_matmul_precision use_deterministic_algorithms
         are_deterministic_algorithms_enabled is_deterministic_algorithms_warn_only_enabled
-        compile"""),
+        compile is_autocast_enabled get_autocast_dtype"""),
     **no_grad(EXPORT, """
         item tolist numpy to_dlpack __array__ __dlpack__ __dlpack_device__ __bool__ __float__
         __int__ __index__ __complex__ save load save_safetensors load_safetensors"""),
     **no_grad(NAMESPACE, """
         Generator Size Tensor autograd linalg testing return_types version random nn optim utils serialization cuda backends
+        amp cpu autocast
         default_generator float16 float32 float64 bfloat16 uint8 int8 int16 int32 int64"""),
     **no_grad(PROTOCOL, """
         __init__ __new__ __repr__ __str__ __hash__ __format__ __reduce__ __reduce_ex__

@@ -49,5 +49,10 @@ from ._switches import (set_float32_matmul_precision, get_float32_matmul_precisi
                         use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                         is_deterministic_algorithms_warn_only_enabled, compile)
 from .serialization import save, load, save_safetensors, load_safetensors
+# amp last: it wraps the listed ops wherever the modules above hold them
+from . import amp, cpu
+from .amp import autocast
+from .amp.autocast_mode import is_autocast_enabled, get_autocast_dtype
+from .cuda import amp as _cuda_amp  # noqa: F401  (makes torchlite.cuda.amp an attribute)
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,324 @@
+"""autocast: mixed precision with PyTorch's API and policy (https://pytorch.org/docs/stable/amp.html).
+
+Inside ``autocast(device_type)`` the ops on the "lower precision" list cast their floating inputs
+on that device type to the autocast dtype (float16 for 'cuda', bfloat16 for 'cpu' by default),
+the ops on the "float32" list cast them to float32, the "promote" ops cast them to the widest
+floating dtype among them, and every other op runs in its inputs' dtypes.  float64 tensors,
+integer tensors and tensors on another device type are never cast.
+
+How: each listed op's function is replaced, wherever torchlite holds a reference to it (module
+globals, the torchlite / nn.functional namespaces, Tensor methods and operators), by a wrapper
+that costs one thread-local check while autocast is off.  While a wrapped op runs, autocast is
+off for the ops it calls (PyTorch excludes the autocast dispatch key the same way), so a fused
+op's own internals keep the dtypes it chose.  The casts are Tensor.to calls, so gradients flow
+back through them in the parameters' dtype.
+
+The state (enabled flag, dtype per device type, cache flag) is thread-local, as in PyTorch."""
+import functools
+import sys
+import threading
+import warnings
+
+from .. import _dtype as D
+from .._tensor import Tensor
+
+__all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "set_autocast_enabled",
+           "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
+           "set_autocast_cache_enabled", "clear_autocast_cache", "custom_fwd", "custom_bwd"]
+
+_DEVICE_TYPES = ("cpu", "cuda")
+_SUPPORTED = {"cpu": (D.bfloat16, D.float16), "cuda": (D.float16, D.bfloat16)}
+_CAST_ELIGIBLE = (D.float16, D.bfloat16, D.float32)     # float64 is never autocast
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.enabled = {"cpu": False, "cuda": False}
+        self.dtype = {"cpu": D.bfloat16, "cuda": D.float16}
+        self.cache_enabled = True
+        self.active = False         # some device type is enabled and no wrapped op is running
+        self.nesting = 0            # open autocast regions (the cache is cleared at 0)
+        self.cache = {}             # (id(leaf), dtype) -> (leaf, its cast copy)
+
+
+_state = _State()
+
+
+# ---- the query/set functions (torch.is_autocast_enabled, torch.get_autocast_dtype, ...) -----
+def _check_device_type(device_type):
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if device_type not in _DEVICE_TYPES:
+        raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+    return device_type
+
+
+def is_autocast_available(device_type):
+    """True for the device types autocast supports ('cpu' and 'cuda')."""
+    return device_type in _DEVICE_TYPES
+
+
+def is_autocast_enabled(device_type="cuda"):
+    """Whether autocast is on for `device_type` in this thread."""
+    return _state.enabled[_check_device_type(device_type)]
+
+
+def set_autocast_enabled(device_type, enabled):
+    if enabled:
+        _install_wrappers()
+    _state.enabled[_check_device_type(device_type)] = bool(enabled)
+    _refresh_active()
+
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def _install_wrappers():
+    """Put the autocast wrappers in place the first time autocast is switched on: a program
+    that never uses autocast keeps calling the plain functions (no per-op cost).  From then
+    on every reference torchlite holds goes through a wrapper; a function a user imported by
+    name before that first use is not wrapped (call it through its module, as torchlite.nn
+    does)."""
+    global _installed
+    if _installed:
+        return
+    with _install_lock:
+        if not _installed:
+            from . import _lists
+            _lists.install()
+            _installed = True
+
+
+def get_autocast_dtype(device_type):
+    """The dtype autocast uses for `device_type`'s lower-precision ops in this thread."""
+    return _state.dtype[_check_device_type(device_type)]
+
+
+def set_autocast_dtype(device_type, dtype):
+    _state.dtype[_check_device_type(device_type)] = dtype
+
+
+def is_autocast_cache_enabled():
+    return _state.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled):
+    _state.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache():
+    _state.cache.clear()
+
+
+def _refresh_active():
+    _state.active = _state.enabled["cpu"] or _state.enabled["cuda"]
+
+
+# ---- the context manager / decorator --------------------------------------------------------
+class autocast:
+    """Context manager and decorator: run ops in mixed precision on `device_type`.
+
+    autocast(device_type, dtype=None, enabled=True, cache_enabled=None): dtype defaults to the
+    thread's current autocast dtype for that device type (float16 for 'cuda', bfloat16 for
+    'cpu'); cache_enabled (default: the current setting, initially True) keeps the cast copy of
+    each leaf tensor that requires grad (the weights) for the whole region instead of casting it
+    again at every use.  Regions nest; autocast(..., enabled=False) turns it off inside."""
+
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        self.device = _check_device_type(device_type)
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None \
+            else bool(cache_enabled)
+        self._enabled = bool(enabled)
+        if self._enabled and self.fast_dtype not in _SUPPORTED[self.device]:
+            name = self.device.upper()
+            allowed = " and ".join(str(d) for d in _SUPPORTED[self.device])
+            warnings.warn(f"In {name} autocast, but the target dtype is not supported. "
+                          f"Disabling autocast.\n{name} Autocast only supports dtypes of "
+                          f"{allowed} currently.")
+            self._enabled = False
+        if self._enabled and self.device == "cuda":
+            from .. import cuda
+            if not cuda.is_available():
+                warnings.warn("User provided device_type of 'cuda', but CUDA is not available. "
+                              "Disabling")
+                self._enabled = False
+        self._saved = []
+
+    def __enter__(self):
+        if self._enabled:
+            _install_wrappers()
+        s = _state
+        self._saved.append((s.enabled[self.device], s.dtype[self.device], s.cache_enabled))
+        s.enabled[self.device] = self._enabled
+        s.dtype[self.device] = self.fast_dtype
+        s.cache_enabled = self._cache_enabled
+        s.nesting += 1
+        _refresh_active()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        s = _state
+        s.enabled[self.device], s.dtype[self.device], s.cache_enabled = self._saved.pop()
+        s.nesting -= 1
+        if s.nesting == 0:
+            s.cache.clear()
+        _refresh_active()
+        return False
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def decorated(*args, **kwargs):
+            with autocast(self.device, self.fast_dtype, self._enabled, self._cache_enabled):
+                return func(*args, **kwargs)
+        return decorated
+
+
+# ---- custom autograd Functions (torch.amp.custom_fwd / custom_bwd) --------------------------
+def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
+    """Decorator for a custom Function's forward: with cast_inputs, inside an enabled autocast
+    region the forward runs with autocast off and its floating inputs cast to cast_inputs."""
+    _check_device_type(device_type)
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorated(*args, **kwargs):
+        if cast_inputs is None or not _state.enabled[device_type]:
+            return fwd(*args, **kwargs)
+        args = [_cast_tree(a, {device_type: cast_inputs}) for a in args]
+        kwargs = {k: _cast_tree(v, {device_type: cast_inputs}) for k, v in kwargs.items()}
+        with autocast(device_type, enabled=False):
+            return fwd(*args, **kwargs)
+    return decorated
+
+
+def custom_bwd(bwd=None, *, device_type):
+    """Decorator for a custom Function's backward (kept for API compatibility: torchlite runs
+    backward with autocast off, as PyTorch recommends)."""
+    _check_device_type(device_type)
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+    return bwd
+
+
+# ---- casting ---------------------------------------------------------------------------------
+def _eligible(t):
+    return (type(t) is Tensor or isinstance(t, Tensor)) and t.dtype in _CAST_ELIGIBLE \
+        and _state.enabled.get(t.device.type, False)
+
+
+def _cast(t, dtype):
+    """t in dtype (differentiably); the copy of a leaf weight is cached for the region."""
+    if t.dtype == dtype:
+        return t
+    cacheable = _state.cache_enabled and t.requires_grad and t.grad_fn is None
+    if cacheable:
+        hit = _state.cache.get((id(t), dtype))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+    out = t.to(dtype)
+    if cacheable:
+        _state.cache[(id(t), dtype)] = (t, out)
+    return out
+
+
+def _cast_tree(x, targets):
+    """x with each eligible tensor (also inside lists/tuples) cast to targets[its device type]."""
+    if isinstance(x, Tensor):
+        if _eligible(x):
+            dt = targets.get(x.device.type)
+            if dt is not None:
+                return _cast(x, dt)
+        return x
+    if isinstance(x, (list, tuple)) and x and any(isinstance(e, Tensor) for e in x):
+        return type(x)(_cast_tree(e, targets) for e in x)
+    return x
+
+
+def _tensors(args, kwargs):
+    for a in args:
+        if isinstance(a, Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for e in a:
+                if isinstance(e, Tensor):
+                    yield e
+    for v in kwargs.values():
+        if isinstance(v, Tensor):
+            yield v
+
+
+def _device_type(args, kwargs):
+    for t in _tensors(args, kwargs):
+        return t.device.type
+    return None
+
+
+def _lower_targets(args, kwargs):
+    return {dt: _state.dtype[dt] for dt in _DEVICE_TYPES}
+
+
+def _fp32_targets(args, kwargs):
+    return {"cpu": D.float32, "cuda": D.float32}
+
+
+def _widest_targets(args, kwargs):
+    widest = None
+    for t in _tensors(args, kwargs):
+        if _eligible(t):
+            widest = t.dtype if widest is None else D.promote_types(widest, t.dtype)
+    return {} if widest is None else {"cpu": widest, "cuda": widest}
+
+
+def _fp32_unless_dtype(args, kwargs):
+    # sum, prod, softmax, cumsum, ...: an explicit dtype= wins over autocast's float32
+    return {} if kwargs.get("dtype") is not None else _fp32_targets(args, kwargs)
+
+
+def _no_targets(args, kwargs):
+    return {}
+
+
+def _banned(name):
+    def targets(args, kwargs):
+        raise RuntimeError(
+            f"torchlite.nn.functional.{name} and torchlite.nn.BCELoss are unsafe to autocast.\n"
+            "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+            "In this case, combine the two layers using "
+            "torchlite.nn.functional.binary_cross_entropy_with_logits\n"
+            "or torchlite.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and "
+            "BCEWithLogits are\nsafe to autocast.")
+    return targets
+
+
+_POLICIES = {"lower": _lower_targets, "fp32": _fp32_targets, "fp32_opt": _fp32_unless_dtype,
+             "promote": _widest_targets, "native": _no_targets}
+
+
+def _wrap(fn, policy_by_device):
+    """fn under autocast: policy_by_device maps a device type to a function (args, kwargs) ->
+    {device type: dtype to cast eligible tensors to}; a device type it lacks runs fn as it is
+    (and the ops fn calls still see autocast, as a composite op's do in PyTorch)."""
+    state = _state
+
+    @functools.wraps(fn)
+    def autocast_wrapper(*args, **kwargs):
+        if not state.active:
+            return fn(*args, **kwargs)
+        dev = _device_type(args, kwargs)
+        policy = policy_by_device.get(dev)
+        if policy is None or not state.enabled[dev]:
+            return fn(*args, **kwargs)
+        targets = policy(args, kwargs)
+        if targets:
+            args = [_cast_tree(a, targets) for a in args]
+            kwargs = {k: _cast_tree(v, targets) for k, v in kwargs.items()}
+        state.active = False
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _refresh_active()
+    autocast_wrapper._autocast_original = fn
+    return autocast_wrapper
