@@ -338,7 +338,67 @@ def _affine(f, params):
     return (0,)
 
 
+def _nll(f, params):
+    """tl_nll_forward / tl_nll_backward, element by element in Python (float64, the CPU's
+    roundings)."""
+    import math
+    kind, ctype, ttype = re.match(r"tl_nll_(forward|backward)<(.+), (.+)>$", f).groups()
+    dtype, tdtype = _CTYPE_CODE[ctype.strip()], _CTYPE_CODE[ttype.strip()]
+    fmt, tfmt = "<" + _PYFMT[dtype], "<" + _PYFMT[tdtype]
+    isz, tsz = K.ITEMSIZE[dtype], K.ITEMSIZE[tdtype]
+
+    def read(ptr, off, f=fmt, size=isz):
+        return struct.unpack(f, ctypes.string_at(ptr + off * size, size))[0]
+
+    def rnd(v):                            # rounding to the element type
+        return struct.unpack(fmt, struct.pack(fmt, v))[0]
+    ptr = [struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(5 if kind == "forward" else 4)]
+    if kind == "forward":
+        p_lp, p_t, p_w, p_loss, p_wsum = ptr
+        geo_at, err_at = 5, 6
+    else:
+        p_lp, p_t, p_w, p_g = ptr
+        g_step = struct.unpack("<q", _arg_bytes(params, 4, 8))[0]
+        p_dx = struct.unpack("<Q", _arg_bytes(params, 5, 8))[0]
+        geo_at, err_at = 6, 9
+        scale = struct.unpack("<d", _arg_bytes(params, 7, 8))[0]
+        softmax = struct.unpack("<i", _arg_bytes(params, 8, 4))[0]
+    N, C, S, lpn, lpc, lps, tn, ts, ws, ignore = struct.unpack("<10q", _arg_bytes(params, geo_at, 80))
+    p_err = struct.unpack("<Q", _arg_bytes(params, err_at, 8))[0]
+
+    def target(n, s):
+        t = read(p_t, n * tn + s * ts, tfmt, tsz)
+        if t == ignore:
+            return -1
+        if not 0 <= t < C:
+            ctypes.c_int32.from_address(p_err).value |= 4
+            return -2
+        return t
+    for n in range(N):
+        for s in range(S):
+            t = target(n, s)
+            w = (read(p_w, t * ws) if p_w else 1.0) if t >= 0 else 0.0
+            if kind == "forward":
+                loss = -w * read(p_lp, n * lpn + t * lpc + s * lps) if t >= 0 else 0.0
+                ctypes.memmove(p_loss + 8 * (n * S + s), struct.pack("<d", loss), 8)
+                ctypes.memmove(p_wsum + 8 * (n * S + s), struct.pack("<d", w), 8)
+                continue
+            f_ = w * scale * read(p_g, (n * S + s) * g_step) if t >= 0 else 0.0
+            for c in range(C):
+                d = 0.0
+                if t >= 0:
+                    x = read(p_lp, n * lpn + c * lpc + s * lps)
+                    e = rnd(math.exp(x)) if dtype == 8 else math.exp(x)     # expf / exp
+                    d = rnd(f_ * e) if softmax else 0.0
+                    if c == t:
+                        d = rnd(d - f_)
+                ctypes.memmove(p_dx + ((n * C + c) * S + s) * isz, struct.pack(fmt, d), isz)
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if f.startswith("tl_nll_"):
+        return _nll(f, params)
     if f.startswith(("tl_arange", "tl_linspace")):
         return _affine(f, params)
     if f.startswith(("tl_sgd<", "tl_adam<")):

@@ -567,3 +567,24 @@ def test_mask_indexing_launches_match_cpu(dev, name, monkeypatch):
         m.setattr(_fallback, "run_on_host", no_fallback)
         got = MASKS[name](xc)
     _close(expected, got, rtol=1e-6)
+
+
+def test_fused_nll_kernels_and_their_range_check(dev):
+    g = tl.Generator().manual_seed(37)
+    x = tl.randn(6, 5, generator=g, requires_grad=True)
+    t = tl.tensor([0, 4, 2, -100, 1, 3])
+    w = tl.rand(5, generator=g) + 0.5
+    xc = x.detach().cuda().requires_grad_()
+    for kw in (dict(), dict(weight=w, ignore_index=-100), dict(reduction="sum"),
+               dict(reduction="none", ignore_index=-100)):
+        kc = {k: (v.cuda() if isinstance(v, tl.Tensor) else v) for k, v in kw.items()}
+        loss = tl.nn.functional.cross_entropy(x, t.clamp(min=0) if "ignore_index" not in kw else t, **kw)
+        lc = tl.nn.functional.cross_entropy(xc, (t.clamp(min=0) if "ignore_index" not in kw else t).cuda(), **kc)
+        _close(loss.detach(), lc.detach(), rtol=1e-6)
+        gx, = tl.autograd.grad(loss.sum(), x)
+        gc, = tl.autograd.grad(lc.sum(), xc)
+        _close(gx, gc, rtol=1e-6)
+    assert "tl_nll_forward<float, tl::i64>" in dev.launched
+    assert "tl_nll_backward<float, tl::i64>" in dev.launched
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+        tl.nn.functional.cross_entropy(xc, tl.tensor([0, 9, 0, 0, 0, 0]).cuda())

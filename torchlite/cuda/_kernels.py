@@ -286,6 +286,18 @@ def optimizer_kernel(name, dtype):
     return f"tl_{name}<{CTYPE[dtype]}>"
 
 
+NLL_DTYPES = (FLOAT32, FLOAT64)
+NLL_TARGETS = (INT64, UINT8)
+
+
+def nll_kernel(kind, dtype, target_dtype):
+    """tl_nll_forward / tl_nll_backward (kind 'forward' or 'backward') for float32/float64
+    log-probabilities and int64/uint8 targets."""
+    if dtype not in NLL_DTYPES or target_dtype not in NLL_TARGETS:
+        raise KeyError(f"no CUDA nll kernel for dtype codes {dtype}, {target_dtype}")
+    return f"tl_nll_{kind}<{CTYPE[dtype]}, {CTYPE[target_dtype]}>"
+
+
 # ---- the catalogue --------------------------------------------------------------------------
 # per-source NVRTC options beyond the common ones (_nvrtc.base_options)
 SOURCE_OPTIONS = {
@@ -296,6 +308,7 @@ SOURCE_OPTIONS = {
     "gemm.cu": (),
     "index.cu": (),
     "optim.cu": (),
+    "loss.cu": (),
 }
 
 
@@ -322,9 +335,11 @@ def variants():
     index = sorted({gather_kernel(dt) for dt in ALL}) + sorted({scatter_kernel(dt) for dt in ALL})
     index += [scatter_add_kernel(dt) for dt in SCATTER_ADD_DTYPES]
     optim = [optimizer_kernel(name, dt) for name in ("sgd", "adam") for dt in FLOATS]
+    loss = [nll_kernel(k, dt, tt) for k in ("forward", "backward") for dt in NLL_DTYPES
+            for tt in NLL_TARGETS]
     return {"elementwise.cu": tuple(ew), "reduce.cu": tuple(red), "softmax.cu": tuple(sm),
             "random.cu": tuple(rnd), "gemm.cu": tuple(gemm), "index.cu": tuple(index),
-            "optim.cu": tuple(optim)}
+            "optim.cu": tuple(optim), "loss.cu": tuple(loss)}
 
 
 # ---- parameter packing (layouts pinned by static_asserts in the .cuh files) ---------------

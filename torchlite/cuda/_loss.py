@@ -1,28 +1,28 @@
-"""The negative log-likelihood loss on the GPU, composed of the gather, scatter, reduction and
-elementwise kernels: torchlite._core.loss's nll_forward, nll_backward and target_weights.
+"""The negative log-likelihood loss on the GPU: torchlite._core.loss's nll_forward and
+nll_backward as the fused kernels of cuda_kernels/loss.cu (plus float64 sums of the
+forward's losses and weights), and target_weights composed of the gather and elementwise
+kernels.
 
 Layout as on the CPU (torchlite/_core/loss.pyx): log-probabilities lp [N, C, S] of any
-strides, targets [N, S] (int64 or uint8), class weights [C] or None.  An ignored target
-(== ignore_index) is replaced by class 0 for the gathers and masked out of every result, so
-it never reaches an index; any other target out of [0, C) makes the gather or scatter kernel
-decline (its range check), and the host fallback then raises the CPU's "Target 7 is out of
-bounds.".  The reduced losses are summed in float64 from the float64 products -w[t] * lp,
-as the CPU does; the total weight comes back to the host (the CPU function returns it as a
-Python float), which is the one synchronisation of the forward.
+strides, targets [N, S] (int64 or uint8), class weights [C] or None.  A target out of
+[0, C) other than ignore_index sets the kernels' range flag; the call then goes to the host
+fallback, which raises the CPU's "Target 7 is out of bounds.".
 """
+import struct
+
 from .._core import elementwise as _cpu_ew
 from .._core import index as _cpu_index
 from .._core import loss as _cpu_loss
-from . import _array, _kernels as K
-from ._conv import composed, is_cuda, need, require, zeros
-from ._elementwise import binary, cast, ternary, unary
+from . import _array, _kernels as K, _launch
+from ._conv import composed, is_cuda, need, require
+from ._elementwise import binary, cast, ternary
 from ._index import along_dim
 from ._reduce import reduce
 
-NE, MUL, DIV = (_cpu_ew.BINARY[k] for k in ("ne", "mul", "div"))
-NEG, EXP = _cpu_ew.UNARY["neg"], _cpu_ew.UNARY["exp"]
+NE, DIV = _cpu_ew.BINARY["ne"], _cpu_ew.BINARY["div"]
 WHERE = _cpu_ew.TERNARY["where"]
 _REAL = (K.FLOAT32, K.FLOAT64)
+_THREADS = 256
 _TARGETS = (K.INT64, K.UINT8)
 
 
@@ -61,20 +61,44 @@ def _check_lp(lp, target, weight):
     require(weight is None or (is_cuda(weight, 1, (lp.dtype,)) and weight.shape[0] == lp.shape[1]))
 
 
+def _geometry(lp, target, weight, ignore_index):
+    N, C, S = lp.shape
+    return struct.pack("<10q", N, C, S, *lp.strides, *target.strides,
+                       weight.strides[0] if weight is not None else 0, ignore_index)
+
+
+def _launch_nll(kind, lp, target, n, args):
+    """Launch tl_nll_<kind> over n elements; False when a target was out of range (the host
+    fallback then raises the CPU's error)."""
+    device = lp.device_index
+    word = _launch.ErrorWord.of(device)
+    word.reset()
+    k = _launch.kernel("loss.cu", K.nll_kernel(kind, lp.dtype, target.dtype), device)
+    _launch.launch(k, _launch.grid_for(n, device, _THREADS), _THREADS,
+                   args + [_launch.ptr(word.address)])
+    return word.read() == 0
+
+
+def _ptr(a):
+    return _launch.ptr(a.data_ptr() if a is not None else 0)
+
+
 @composed("loss", "nll_forward")
 def nll_forward(lp, target, weight, ignore_index, reduction):
     """(losses [N, S] for reduction 'none', else a 0-d sum or mean; the total weight of the
-    targets that are not ignored, a Python float)."""
+    targets that are not ignored, a Python float), by tl_nll_forward and float64 sums.  The
+    total weight comes back to the host (the CPU function returns it as a Python float): the
+    one synchronisation, which also reads the kernel's range flag."""
     _check_lp(lp, target, weight)
     require(reduction in (_cpu_loss.REDUCTION_NONE, _cpu_loss.REDUCTION_MEAN,
                           _cpu_loss.REDUCTION_SUM))
     N, C, S = lp.shape
-    t = _Targets(target, ignore_index)
-    picked = _gather(lp, 1, t.safe.view((N, 1, S))).view((N, S))     # checks the targets
-    wt = t.weights(weight, K.FLOAT64)
-    # -w[t] * lp[t] in float64 (exact for float32 operands: rounded once, as the CPU's)
-    losses = _where(t.kept, need(unary(NEG, need(binary(MUL, wt, picked)))), 0.0)
-    total_weight = _array.to_host(need(reduce("sum", wt, None, False))).item()
+    losses = _array.empty((N, S), K.FLOAT64, lp.device_index)
+    wsum = _array.empty((N, S), K.FLOAT64, lp.device_index)
+    require(_launch_nll("forward", lp, target, N * S, [
+        _ptr(lp), _ptr(target), _ptr(weight), _ptr(losses), _ptr(wsum),
+        _launch.struct(_geometry(lp, target, weight, ignore_index))]))
+    total_weight = _array.to_host(need(reduce("sum", wsum, None, False))).item()
     if reduction == _cpu_loss.REDUCTION_NONE:
         return need(cast(losses, lp.dtype)), total_weight
     out = need(reduce("sum", losses, None, False))
@@ -87,24 +111,19 @@ def nll_forward(lp, target, weight, ignore_index, reduction):
 def nll_backward(lp, target, weight, ignore_index, grad, scale, softmax):
     """The gradient, a contiguous [N, C, S] array of lp's dtype, with respect to lp
     (-onehot(t) * w[t] * grad * scale) or, with softmax, to the logits of lp = log_softmax
-    ((exp(lp) - onehot(t)) * w[t] * grad * scale); grad: 0-d (CPU or CUDA) or [N, S]."""
+    ((exp(lp) - onehot(t)) * w[t] * grad * scale), by tl_nll_backward; grad: 0-d (CPU or
+    CUDA) or [N, S]."""
     _check_lp(lp, target, weight)
     N, C, S = lp.shape
     require(grad.dtype == lp.dtype and (grad.ndim == 0 or (
         is_cuda(grad, 2) and grad.shape == (N, S) and grad.is_contiguous())))
-    t = _Targets(target, ignore_index)
-    # f = w[t] * scale * grad in float64, 0 for ignored targets (the CPU zeroes their rows)
-    f = need(binary(MUL, need(binary(MUL, t.weights(weight, K.FLOAT64), scale)), grad))
-    f = need(cast(_where(t.kept, f, 0.0), lp.dtype)).view((N, 1, S))
-    if softmax:
-        dx = _array.empty((N, C, S), lp.dtype, lp.device_index)
-        need(unary(EXP, lp, out=dx))
-        need(binary(MUL, dx, f, out=dx))
-        need(ternary(WHERE, t.kept.view((N, 1, S)), dx, 0.0, out=dx))
-    else:
-        dx = zeros((N, C, S), lp.dtype, lp.device_index)
-    # dx[n, t, s] -= f[n, s] (checks the targets' range before writing)
-    need(along_dim(_cpu_index.ADD, dx, 1, t.safe.view((N, 1, S)), src=need(unary(NEG, f))))
+    if not isinstance(grad, _array.CudaArray):                # a CPU scalar tensor's gradient
+        grad = _array.from_host(grad, lp.device_index)
+    dx = _array.empty((N, C, S), lp.dtype, lp.device_index)
+    require(_launch_nll("backward", lp, target, N * C * S, [
+        _ptr(lp), _ptr(target), _ptr(weight), _ptr(grad), _launch.i64(0 if grad.ndim == 0 else 1),
+        _ptr(dx), _launch.struct(_geometry(lp, target, weight, ignore_index)),
+        _launch.f64(scale), _launch.i32(1 if softmax else 0)]))
     return dx
 
 

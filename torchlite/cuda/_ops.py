@@ -7,7 +7,6 @@ NotImplemented for a case it does not cover.  Everything else runs the CPU kerne
 copies of the arguments (torchlite/cuda/_fallback.py): correct and slow.  `fallback_names()`
 lists the functions that take that path for every input.
 """
-from .._core import array as _A
 from .._core import elementwise as _cpu_ew
 from . import _array, _fallback
 from ._registry import KERNEL, NATIVE, native

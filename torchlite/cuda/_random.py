@@ -9,7 +9,6 @@ copied into the destination when that differs, as on the CPU.
 """
 import math
 
-from .._core import random as _cpu_random
 from . import _array, _kernels as K, _launch
 from ._registry import native
 
