@@ -396,7 +396,57 @@ def _nll(f, params):
     return (0,)
 
 
+def _bn_coefs(f, params):
+    """tl_bn_forward_coefs / tl_bn_backward_coefs: the formulas of norm.cu in Python floats."""
+    import math
+    kind, ctype = re.match(r"tl_bn_(forward|backward)_coefs<(.+)>$", f).groups()
+    dtype = _CTYPE_CODE[ctype.strip()]
+    fmt, isz = "<" + _PYFMT[dtype], K.ITEMSIZE[dtype]
+
+    def ptr(k):
+        return struct.unpack("<Q", _arg_bytes(params, k, 8))[0]
+
+    def rd(p, c, f="<d", size=8):
+        return struct.unpack(f, ctypes.string_at(p + c * size, size))[0]
+
+    def wr(p, c, v):
+        if p:
+            ctypes.memmove(p + c * isz, struct.pack(fmt, v), isz)
+    if kind == "forward":
+        p_mean, p_var, p_w, p_b = (ptr(k) for k in range(4))
+        eps = struct.unpack("<d", _arg_bytes(params, 4, 8))[0]
+        C = struct.unpack("<q", _arg_bytes(params, 5, 8))[0]
+        p_inv, p_scale, p_shift = (ptr(k) for k in (6, 7, 8))
+        for c in range(C):
+            r = 1.0 / math.sqrt(rd(p_var, c) + eps)
+            s_ = r * rd(p_w, c, fmt, isz) if p_w else r
+            ctypes.memmove(p_inv + 8 * c, struct.pack("<d", r), 8)
+            wr(p_scale, c, s_)
+            wr(p_shift, c, (rd(p_b, c, fmt, isz) if p_b else 0.0) - rd(p_mean, c) * s_)
+        return (0,)
+    p_sg, p_sx, p_mean, p_inv, p_w = (ptr(k) for k in range(5))
+    n = struct.unpack("<d", _arg_bytes(params, 5, 8))[0]
+    batch_stats = struct.unpack("<i", _arg_bytes(params, 6, 4))[0]
+    C = struct.unpack("<q", _arg_bytes(params, 7, 8))[0]
+    p_ka, p_km, p_kb, p_kc, p_dw, p_db = (ptr(k) for k in range(8, 14))
+    for c in range(C):
+        inv = rd(p_inv, c)
+        if p_dw:
+            wr(p_dw, c, rd(p_sx, c) * inv)
+        if p_db:
+            wr(p_db, c, rd(p_sg, c))
+        a = inv * rd(p_w, c, fmt, isz) if p_w else inv
+        stats = batch_stats and n > 0
+        wr(p_ka, c, a)
+        wr(p_km, c, rd(p_mean, c))
+        wr(p_kb, c, -a * inv * inv * rd(p_sx, c) / n if stats else 0.0)
+        wr(p_kc, c, -a * rd(p_sg, c) / n if stats else 0.0)
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if f.startswith("tl_bn_"):
+        return _bn_coefs(f, params)
     if f.startswith("tl_nll_"):
         return _nll(f, params)
     if f.startswith(("tl_arange", "tl_linspace")):

@@ -298,6 +298,13 @@ def nll_kernel(kind, dtype, target_dtype):
     return f"tl_nll_{kind}<{CTYPE[dtype]}, {CTYPE[target_dtype]}>"
 
 
+def batch_norm_coefs_kernel(kind, dtype):
+    """tl_bn_forward_coefs / tl_bn_backward_coefs (kind 'forward' or 'backward')."""
+    if dtype not in (FLOAT32, FLOAT64):
+        raise KeyError(f"no CUDA batch-norm coefficients for dtype code {dtype}")
+    return f"tl_bn_{kind}_coefs<{CTYPE[dtype]}>"
+
+
 # ---- the catalogue --------------------------------------------------------------------------
 # per-source NVRTC options beyond the common ones (_nvrtc.base_options)
 SOURCE_OPTIONS = {
@@ -309,6 +316,7 @@ SOURCE_OPTIONS = {
     "index.cu": (),
     "optim.cu": (),
     "loss.cu": (),
+    "norm.cu": (),
 }
 
 
@@ -337,9 +345,11 @@ def variants():
     optim = [optimizer_kernel(name, dt) for name in ("sgd", "adam") for dt in FLOATS]
     loss = [nll_kernel(k, dt, tt) for k in ("forward", "backward") for dt in NLL_DTYPES
             for tt in NLL_TARGETS]
+    norm = [batch_norm_coefs_kernel(k, dt) for k in ("forward", "backward")
+            for dt in (FLOAT32, FLOAT64)]
     return {"elementwise.cu": tuple(ew), "reduce.cu": tuple(red), "softmax.cu": tuple(sm),
             "random.cu": tuple(rnd), "gemm.cu": tuple(gemm), "index.cu": tuple(index),
-            "optim.cu": tuple(optim), "loss.cu": tuple(loss)}
+            "optim.cu": tuple(optim), "loss.cu": tuple(loss), "norm.cu": tuple(norm)}
 
 
 # ---- parameter packing (layouts pinned by static_asserts in the .cuh files) ---------------

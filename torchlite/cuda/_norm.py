@@ -1,4 +1,5 @@
-"""Batch norm and layer norm on the GPU, composed of the reduction and elementwise kernels:
+"""Batch norm and layer norm on the GPU, composed of the reduction and elementwise kernels
+(plus batch norm's per-channel coefficients, cuda_kernels/norm.cu):
 torchlite._core.norm's batch_norm_stats, batch_norm_grad_sums, batch_norm_forward,
 batch_norm_backward, layer_norm_forward and layer_norm_backward.
 
@@ -16,7 +17,7 @@ Like the CPU functions these take contiguous float32/float64 arrays; anything el
 empty inputs, goes to the host fallback (which raises the CPU's errors).
 """
 from .._core import elementwise as _cpu_ew
-from . import _kernels as K
+from . import _array, _kernels as K, _launch
 from ._conv import composed, is_cuda, need, require
 from ._elementwise import binary, cast, ternary, unary
 from ._reduce import mean, reduce, var
@@ -61,6 +62,15 @@ def _centered(x, m, shape):
 
 
 # ---- batch norm --------------------------------------------------------------------------------
+def _ptr(a):
+    return _launch.ptr(a.data_ptr() if a is not None else 0)
+
+
+def _coefs(kind, dtype, C, device, args):
+    """Launch the per-channel coefficients of batch norm (cuda_kernels/norm.cu), a thread
+    per channel."""
+    k = _launch.kernel("norm.cu", K.batch_norm_coefs_kernel(kind, dtype), device)
+    _launch.launch(k, _launch.grid_for(C, device, 128, 1), 128, args)
 def _stats(x):
     v, m = need(var(x, (0, 2), 0, False, False, True))
     return _f64(m), _f64(v)
@@ -107,11 +117,12 @@ def batch_norm_forward(x, w, b, mean_, var_, eps):
     else:
         _vector(mean_, C, K.FLOAT64)
         _vector(var_, C, K.FLOAT64)
-    invstd = _inverse_std(var_, eps)
-    scale = invstd if w is None else _mul(invstd, w)
-    shift = need(unary(NEG, _mul(mean_, scale))) if b is None else \
-        need(binary(SUB, b, _mul(mean_, scale)))
-    y = need(ternary(ADDCMUL, _in(x.dtype, shift, (1, C, 1)), x, _in(x.dtype, scale, (1, C, 1))))
+    device = x.device_index
+    invstd = _array.empty((C,), K.FLOAT64, device)
+    scale, shift = (_array.empty((C,), x.dtype, device) for _ in range(2))
+    _coefs("forward", x.dtype, C, device, [_ptr(mean_), _ptr(var_), _ptr(w), _ptr(b), _launch.f64(eps),
+                                   _launch.i64(C), _ptr(invstd), _ptr(scale), _ptr(shift)])
+    y = need(ternary(ADDCMUL, shift.view((1, C, 1)), x, scale.view((1, C, 1))))
     return y, mean_, var_, invstd
 
 
@@ -125,25 +136,22 @@ def batch_norm_backward(g, x, mean_, invstd, w, batch_stats, want_dx, want_dw, w
         _vector(v, C, K.FLOAT64)
         require(v is not None)
     _vector(w, C, x.dtype)
+    device = x.device_index
     xc = _centered(x, mean_, (1, C, 1))
+    sum_g = sum_gxc = None                      # null: the kernel reads them only when needed
     if batch_stats or want_dw or want_db:
         sum_g, sum_gxc = _grad_sums(g, xc)
-    dw = need(cast(_mul(sum_gxc, invstd), x.dtype)) if want_dw else None
-    db = need(cast(sum_g, x.dtype)) if want_db else None
+    dw = _array.empty((C,), x.dtype, device) if want_dw else None
+    db = _array.empty((C,), x.dtype, device) if want_db else None
+    ka, km, kb, kc = (_array.empty((C,), x.dtype, device) for _ in range(4))
+    _coefs("backward", x.dtype, C, device, [
+        _ptr(sum_g), _ptr(sum_gxc), _ptr(mean_), _ptr(invstd), _ptr(w), _launch.f64(N * S),
+        _launch.i32(1 if batch_stats else 0), _launch.i64(C), _ptr(ka), _ptr(km), _ptr(kb),
+        _ptr(kc), _ptr(dw), _ptr(db)])
     dx = None
     if want_dx:
-        a = invstd if w is None else _mul(invstd, w)
-        if batch_stats:
-            # b = -a * invstd^2 * sum(g (x - mean)) / n, c = -a * sum(g) / n (the CPU's order)
-            neg_a = need(unary(NEG, a))
-            k_b = need(binary(DIV, _mul(_mul(_mul(neg_a, invstd), invstd), sum_gxc), N * S))
-            k_c = need(binary(DIV, _mul(neg_a, sum_g), N * S))
-        else:
-            k_b = k_c = 0.0
-        a, k_b, k_c = (v if isinstance(v, float) else _in(x.dtype, v, (1, C, 1))
-                       for v in (a, k_b, k_c))
-        dx = need(ternary(ADDCMUL, k_c, xc, k_b))           # c + (x - mean) * b
-        need(ternary(ADDCMUL, dx, g, a, out=dx))            # ... + g * a
+        dx = need(ternary(ADDCMUL, kc.view((1, C, 1)), xc, kb.view((1, C, 1))))   # c + (x - m) b
+        need(ternary(ADDCMUL, dx, g, ka.view((1, C, 1)), out=dx))                 # ... + g a
     return dx, dw, db
 
 
