@@ -444,7 +444,34 @@ def _bn_coefs(f, params):
     return (0,)
 
 
+def _col2im(f, params):
+    """tl_col2im: each output element the sum of its window entries, in Python."""
+    dtype = _CTYPE_CODE[re.match(r"tl_col2im<(.+)>$", f).group(1).strip()]
+    fmt, isz = "<" + _PYFMT[dtype], K.ITEMSIZE[dtype]
+    p_cols, p_out = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(2))
+    NC, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw = struct.unpack("<13q", _arg_bytes(params, 2, 104))
+    for nc in range(NC):
+        for h in range(H):
+            for w in range(W):
+                acc = 0.0
+                for kh in range(KH):
+                    hp = h + ph - kh * dh
+                    if hp < 0 or hp % sh or hp // sh >= OH:
+                        continue
+                    for kw in range(KW):
+                        wp = w + pw - kw * dw
+                        if wp < 0 or wp % sw or wp // sw >= OW:
+                            continue
+                        k = (((nc * KH + kh) * KW + kw) * OH + hp // sh) * OW + wp // sw
+                        v = struct.unpack(fmt, ctypes.string_at(p_cols + k * isz, isz))[0]
+                        acc = struct.unpack(fmt, struct.pack(fmt, acc + v))[0]   # T arithmetic
+                ctypes.memmove(p_out + ((nc * H + h) * W + w) * isz, struct.pack(fmt, acc), isz)
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if f.startswith("tl_col2im<"):
+        return _col2im(f, params)
     if f.startswith("tl_bn_"):
         return _bn_coefs(f, params)
     if f.startswith("tl_nll_"):

@@ -5,7 +5,7 @@ The columns of a convolution are a view: the (zero-padded) input seen as [N, C, 
 OW] windows by strides alone; the copy kernel makes them a matrix, and the GEMM does the rest:
 
     forward        y[n, g] = W[g] @ cols[n, g]            one batched GEMM (W broadcast over n)
-    input grad     cols[n, g] = W[g]^T @ gy[n, g]         then col2im: KH*KW strided adds
+    input grad     cols[n, g] = W[g]^T @ gy[n, g]         then col2im (cuda_kernels/conv.cu)
     weight grad    dW[g] = gy[g] @ cols[g]^T              the images folded into the GEMM's K
 
 The images go through in batches whose columns fit in COLUMN_BUDGET elements (all at once
@@ -18,9 +18,10 @@ _loss.py): `composed` registers a native whose inner calls may bail out with `ne
 padded-input buffer and the window view.
 """
 import functools
+import struct
 
 from .._core import elementwise as _cpu_ew
-from . import _array, _kernels as K
+from . import _array, _kernels as K, _launch
 from ._array import CudaArray
 from ._elementwise import binary, cast, copy_
 from ._matmul import bmm
@@ -199,18 +200,16 @@ class Geometry:
 
     def col2im(self, cols, out):
         """out (n, C, H, W), contiguous, = the sum of cols [n, C, KH, KW, OH, OW] over the
-        windows (added in a zero-padded buffer when there is padding)."""
-        ph, pw = self.padding
-        if ph or pw:
-            buf = zeros(out.shape[:2] + (self.H + 2 * ph, self.W + 2 * pw), out.dtype,
-                        out.device_index)
-        else:
-            buf = out
-            need(fill_(out, 0))
-        add_windows(windows(buf, self.OH, self.OW, self.KH, self.KW, self.stride,
-                            self.dilation), cols)
-        if buf is not out:
-            need(copy_(out, interior(buf, ph, pw, self.H, self.W)))
+        windows, by the tl_col2im gather kernel (cuda_kernels/conv.cu)."""
+        cols = contiguous(cols)
+        (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
+        args = struct.pack("<13q", out.shape[0] * out.shape[1], self.H, self.W, self.KH,
+                           self.KW, self.OH, self.OW, sh, sw, ph, pw, dh, dw)
+        n, device = out.numel, out.device_index
+        k = _launch.kernel("conv.cu", K.col2im_kernel(out.dtype), device)
+        _launch.launch(k, _launch.grid_for(n, device, 256), 256,
+                       [_launch.ptr(cols.data_ptr()), _launch.ptr(out.data_ptr()),
+                        _launch.struct(args)])
 
     def batches(self):
         """(first, end) image ranges whose columns fit in COLUMN_BUDGET elements (one range
@@ -261,8 +260,8 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, groups):
 
 @composed("conv", "conv2d_input_grad")
 def conv2d_input_grad(gy, w, H, W, stride, padding, dilation, groups):
-    """dx = col2im(W^T @ gy): a batched GEMM into the columns, then their windows added into
-    the padded gradient (a 1x1 stride-1 unpadded convolution needs no col2im)."""
+    """dx = col2im(W^T @ gy): a batched GEMM into the columns, then the col2im kernel (a 1x1
+    stride-1 unpadded convolution needs no col2im)."""
     _conv_operands(gy, w)
     g = Geometry(gy.shape[0], w.shape[1] * groups, H, W, w.shape[0], w.shape[2], w.shape[3],
                  stride, padding, dilation, groups)
@@ -319,7 +318,7 @@ def im2col(x, kernel_size, dilation, padding, stride):
 
 @composed("conv", "col2im")
 def col2im(cols, output_size, kernel_size, dilation, padding, stride):
-    """fold: the columns added into their windows (KH*KW strided adds), in float32/float64."""
+    """fold: the columns summed into their windows (the tl_col2im kernel), in float32/float64."""
     require(is_cuda(cols, 3))
     kh, kw = pair(kernel_size)
     H, W = pair(output_size)

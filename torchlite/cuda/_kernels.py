@@ -298,6 +298,13 @@ def nll_kernel(kind, dtype, target_dtype):
     return f"tl_nll_{kind}<{CTYPE[dtype]}, {CTYPE[target_dtype]}>"
 
 
+def col2im_kernel(dtype):
+    """tl_col2im for float32/float64 columns."""
+    if dtype not in (FLOAT32, FLOAT64):
+        raise KeyError(f"no CUDA col2im for dtype code {dtype}")
+    return f"tl_col2im<{CTYPE[dtype]}>"
+
+
 def batch_norm_coefs_kernel(kind, dtype):
     """tl_bn_forward_coefs / tl_bn_backward_coefs (kind 'forward' or 'backward')."""
     if dtype not in (FLOAT32, FLOAT64):
@@ -317,6 +324,7 @@ SOURCE_OPTIONS = {
     "optim.cu": (),
     "loss.cu": (),
     "norm.cu": (),
+    "conv.cu": (),
 }
 
 
@@ -347,9 +355,11 @@ def variants():
             for tt in NLL_TARGETS]
     norm = [batch_norm_coefs_kernel(k, dt) for k in ("forward", "backward")
             for dt in (FLOAT32, FLOAT64)]
+    conv = [col2im_kernel(dt) for dt in (FLOAT32, FLOAT64)]
     return {"elementwise.cu": tuple(ew), "reduce.cu": tuple(red), "softmax.cu": tuple(sm),
             "random.cu": tuple(rnd), "gemm.cu": tuple(gemm), "index.cu": tuple(index),
-            "optim.cu": tuple(optim), "loss.cu": tuple(loss), "norm.cu": tuple(norm)}
+            "optim.cu": tuple(optim), "loss.cu": tuple(loss), "norm.cu": tuple(norm),
+            "conv.cu": tuple(conv)}
 
 
 # ---- parameter packing (layouts pinned by static_asserts in the .cuh files) ---------------
