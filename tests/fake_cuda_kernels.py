@@ -469,7 +469,45 @@ def _col2im(f, params):
     return (0,)
 
 
+def _max_pool(f, params):
+    """tl_max_pool2d: each window scanned in Python (first maximum, NaN wins)."""
+    import math
+    dtype = _CTYPE_CODE[re.match(r"tl_max_pool2d<(.+)>$", f).group(1).strip()]
+    fmt, isz = "<" + _PYFMT[dtype], K.ITEMSIZE[dtype]
+    p_x, p_y, p_idx = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
+    B, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw = struct.unpack("<13q", _arg_bytes(params, 3, 104))
+    lowest = {8: -math.inf, 9: -math.inf, 6: -math.inf, 5: -2 ** 63, 4: -2 ** 31, 3: -2 ** 15,
+              2: -2 ** 7, 1: 0}[dtype]
+    for b in range(B):
+        for oh in range(OH):
+            for ow in range(OW):
+                ih0, iw0 = oh * sh - ph, ow * sw - pw
+                ihf, iwf = ih0, iw0
+                while ihf < 0:
+                    ihf += dh
+                while iwf < 0:
+                    iwf += dw
+                m, best = lowest, ihf * W + iwf
+                for ki in range(kh):
+                    ih = ih0 + ki * dh
+                    if not 0 <= ih < H:
+                        continue
+                    for kj in range(kw):
+                        iw = iw0 + kj * dw
+                        if not 0 <= iw < W:
+                            continue
+                        v = struct.unpack(fmt, ctypes.string_at(p_x + ((b * H + ih) * W + iw) * isz, isz))[0]
+                        if v > m or v != v:
+                            m, best = v, ih * W + iw
+                o = (b * OH + oh) * OW + ow
+                ctypes.memmove(p_y + o * isz, struct.pack(fmt, m), isz)
+                ctypes.memmove(p_idx + 8 * o, struct.pack("<q", best), 8)
+    return (0,)
+
+
 def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    if f.startswith("tl_max_pool2d<"):
+        return _max_pool(f, params)
     if f.startswith("tl_col2im<"):
         return _col2im(f, params)
     if f.startswith("tl_bn_"):

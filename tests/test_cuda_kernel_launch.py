@@ -588,3 +588,27 @@ def test_fused_nll_kernels_and_their_range_check(dev):
     assert "tl_nll_backward<float, tl::i64>" in dev.launched
     with pytest.raises(IndexError, match="Target 9 is out of bounds"):
         tl.nn.functional.cross_entropy(xc, tl.tensor([0, 9, 0, 0, 0, 0]).cuda())
+
+
+POOLS = {
+    "k2": dict(kernel_size=2),
+    "k3_s2_p1": dict(kernel_size=3, stride=2, padding=1),
+    "dilated_ceil": dict(kernel_size=2, stride=2, dilation=2, ceil_mode=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64, tl.int32])
+def test_max_pool_kernel_matches_cpu_values_and_indices(dev, name, dtype):
+    g = tl.Generator().manual_seed(41)
+    x = (tl.randn(2, 3, 7, 8, generator=g) * 4).to(dtype)
+    if dtype.is_floating_point:
+        x[0, 0, 1, 1] = float("nan")
+        x[0, 0, 1, 2] = float("nan")                     # the last NaN of a window wins
+        x[1, 2] = float("-inf")                          # windows of only the lowest value
+    F = tl.nn.functional
+    v, i = F.max_pool2d(x, return_indices=True, **POOLS[name])
+    vc, ic = F.max_pool2d(x.cuda(), return_indices=True, **POOLS[name])
+    np.testing.assert_array_equal(ic.cpu().numpy(), i.numpy())
+    np.testing.assert_array_equal(vc.cpu().numpy(), v.numpy())
+    assert any(k.startswith("tl_max_pool2d<") for k in dev.launched)

@@ -298,6 +298,16 @@ def nll_kernel(kind, dtype, target_dtype):
     return f"tl_nll_{kind}<{CTYPE[dtype]}, {CTYPE[target_dtype]}>"
 
 
+MAX_POOL_DTYPES = FLOATS + (INT64, INT32, INT16, INT8, UINT8)
+
+
+def max_pool_kernel(dtype):
+    """tl_max_pool2d for the dtypes the CPU's max pooling takes."""
+    if dtype not in MAX_POOL_DTYPES:
+        raise KeyError(f"no CUDA max pooling for dtype code {dtype}")
+    return f"tl_max_pool2d<{CTYPE[dtype]}>"
+
+
 def col2im_kernel(dtype):
     """tl_col2im for float32/float64 columns."""
     if dtype not in (FLOAT32, FLOAT64):
@@ -325,6 +335,7 @@ SOURCE_OPTIONS = {
     "loss.cu": (),
     "norm.cu": (),
     "conv.cu": (),
+    "pool.cu": (),
 }
 
 
@@ -356,10 +367,11 @@ def variants():
     norm = [batch_norm_coefs_kernel(k, dt) for k in ("forward", "backward")
             for dt in (FLOAT32, FLOAT64)]
     conv = [col2im_kernel(dt) for dt in (FLOAT32, FLOAT64)]
+    pool = [max_pool_kernel(dt) for dt in MAX_POOL_DTYPES]
     return {"elementwise.cu": tuple(ew), "reduce.cu": tuple(red), "softmax.cu": tuple(sm),
             "random.cu": tuple(rnd), "gemm.cu": tuple(gemm), "index.cu": tuple(index),
             "optim.cu": tuple(optim), "loss.cu": tuple(loss), "norm.cu": tuple(norm),
-            "conv.cu": tuple(conv)}
+            "conv.cu": tuple(conv), "pool.cu": tuple(pool)}
 
 
 # ---- parameter packing (layouts pinned by static_asserts in the .cuh files) ---------------

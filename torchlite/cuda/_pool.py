@@ -1,14 +1,14 @@
-"""Pooling on the GPU, composed of the kernels the backend already has: torchlite._core.pool's
-max_pool2d, scatter_planes (its backward), gather_planes (its double backward), avg_pool2d,
-avg_pool2d_backward and the adaptive poolings whose windows tile the input.
+"""Pooling on the GPU: torchlite._core.pool's max_pool2d (its own kernel, cuda_kernels/
+pool.cu), and, composed of the kernels the backend already has, scatter_planes (its
+backward), gather_planes (its double backward), avg_pool2d, avg_pool2d_backward and the
+adaptive poolings whose windows tile the input.
 
 The windows are the padded input's strided view (torchlite/cuda/_conv.py `windows`), padded
-with the dtype's lowest value for max pooling and zeros for average pooling, and made large
-enough for ceil_mode windows that run past the padding:
+with zeros for average pooling and made large enough for ceil_mode windows that run past the
+padding:
 
-    max_pool2d       the windows copied as [N, C, OH, OW, KH*KW], argmax over the last dim,
-                     and the window position mapped to the CPU's index in the H*W plane by a
-                     gather from a small [OH, OW, KH*KW] table
+    max_pool2d       one thread per output: the CPU's scan of its window (first maximum, NaN
+                     wins, the index in the H*W plane)
     scatter_planes   scatter_add of the gradient into zeros viewed [N, C, H*W]
     gather_planes    gather from the input viewed [N, C, H*W]
     avg_pool2d       a sum over the window dims, divided by the per-output divisors
@@ -17,25 +17,23 @@ enough for ceil_mode windows that run past the padding:
                      the same as plain pooling with kernel = stride
 
 Left to the host fallback: the CPU's argument errors, empty sizes, adaptive pooling to a size
-that does not divide the input's, max pooling whose output has a NaN (the CPU takes the *last*
-NaN of a window, the argmax kernel the first: the values agree, not always the indices) and
-scatter_planes without `add` (max_unpool: the CPU's last write wins, GPU writes to one element
+that does not divide the input's, and scatter_planes without `add` (max_unpool: the CPU's last write wins, GPU writes to one element
 race).
 """
+import struct
+
 from .._core import elementwise as _cpu_ew
 from .._core import index as _cpu_index
 from .._core import array as _A
-from . import _array, _kernels as K
+from . import _array, _kernels as K, _launch
 from ._conv import (add_windows, composed, compute_dtype, contiguous, finish, flat, interior,
                     is_cuda, need, padded, pair, require, windows, zeros)
-from ._elementwise import binary, cast, unary
+from ._elementwise import binary, cast
 from ._index import along_dim
-from ._reduce import argreduce, reduce
+from ._reduce import reduce
 
 ADD, MUL, DIV = (_cpu_ew.BINARY[k] for k in ("add", "mul", "div"))
-ISNAN = _cpu_ew.UNARY["isnan"]
 _MAXABLE = K.FLOATS + (K.INT64, K.INT32, K.INT16, K.INT8, K.UINT8)
-_LOWEST = {K.INT64: -2 ** 63, K.INT32: -2 ** 31, K.INT16: -2 ** 15, K.INT8: -2 ** 7, K.UINT8: 0}
 
 
 class Window:
@@ -66,50 +64,26 @@ def _upload(values, shape, dtype, device):
 
 
 # ---- max pooling -----------------------------------------------------------------------------
-def _plane_positions(win, size, d):
-    """[out, k]: the input row (d=0) or column (d=1) that window position k of output o reads;
-    a position in the padding gives the window's first position at or after the input's
-    start, which is what the CPU reports for a window with no element above the lowest value
-    (the only way the argmax lands in the padding: every element ties with it)."""
-    out, k, s, p, dl = (win.OH, win.OW)[d], win.kernel[d], win.stride[d], win.padding[d], \
-        win.dilation[d]
-    rows = []
-    for o in range(out):
-        start = o * s - p
-        first = start
-        while first < 0:
-            first += dl
-        for i in range(k):
-            pos = start + i * dl
-            rows.append(pos if 0 <= pos < size else first)
-    return rows
-
-
-def _index_table(win, H, W, device):
-    """int64 [OH, OW, KH*KW]: the index in the H*W plane of each window position."""
-    (KH, KW), OH, OW = win.kernel, win.OH, win.OW
-    rows = _upload([r * W for r in _plane_positions(win, H, 0)], (OH, 1, KH, 1), K.INT64, device)
-    cols = _upload(_plane_positions(win, W, 1), (1, OW, 1, KW), K.INT64, device)
-    return need(binary(ADD, rows, cols)).view((OH, OW, KH * KW))
-
-
 @composed("pool", "max_pool2d")
 def max_pool2d(x, OH, OW, kernel, stride, padding, dilation):
-    """(values, int64 indices into each H*W plane) of max pooling x (N, C, H, W)."""
+    """(values, int64 indices into each H*W plane) of max pooling x (N, C, H, W): one
+    tl_max_pool2d launch (cuda_kernels/pool.cu), the CPU's choice of element in every case
+    (NaNs included)."""
     require(is_cuda(x, 4, _MAXABLE) and x.numel > 0)
     win = Window(kernel, stride, padding, dilation, OH, OW)
     N, C, H, W = x.shape
-    KK = win.kernel[0] * win.kernel[1]
-    lowest = float("-inf") if x.dtype in K.FLOATS else _LOWEST[x.dtype]
-    cols = flat(win.of(x, lowest, x.dtype).permute((0, 1, 4, 5, 2, 3)), (N, C, OH, OW, KK))
-    values, pos = need(argreduce(False, cols, 4, False, True, "max_pool2d"))
-    if x.dtype in K.FLOATS:
-        has_nan = need(reduce("any", need(unary(ISNAN, values)), None, False))
-        require(not _array.to_host(has_nan).item())
-    table = _index_table(win, H, W, x.device_index).unsqueeze(0).unsqueeze(0)
-    idx = need(along_dim(_cpu_index.GATHER, table.expand((N, C, OH, OW, KK)), 4,
-                         pos.unsqueeze(4)))
-    return values, idx.view((N, C, OH, OW))
+    xc = contiguous(x)
+    device = x.device_index
+    y = _array.empty((N, C, OH, OW), x.dtype, device)
+    idx = _array.empty((N, C, OH, OW), K.INT64, device)
+    args = struct.pack("<13q", N * C, H, W, OH, OW, *win.kernel, *win.stride, *win.padding,
+                       *win.dilation)
+    n = y.numel
+    k = _launch.kernel("pool.cu", K.max_pool_kernel(x.dtype), device)
+    _launch.launch(k, _launch.grid_for(n, device, 256), 256,
+                   [_launch.ptr(xc.data_ptr()), _launch.ptr(y.data_ptr()),
+                    _launch.ptr(idx.data_ptr()), _launch.struct(args)])
+    return y, idx
 
 
 def _planes(a, N, C):
