@@ -42,6 +42,11 @@ def _parse(name):
     return m.group(1), [p.strip() for p in m.group(2).split(",")]
 
 
+def _arg(params, index, fmt):
+    """Launch argument `index` read as one value of struct format `fmt` ('Q', 'q', 'd', 'i')."""
+    return struct.unpack("<" + fmt, _arg_bytes(params, index, struct.calcsize("<" + fmt)))[0]
+
+
 def _arg_bytes(params_addr, index, size):
     pointers = (ctypes.c_void_p * (index + 1)).from_address(params_addr)
     return ctypes.string_at(pointers[index], size)
@@ -81,7 +86,7 @@ def _reduce(f, params, gx, gy, bx, by):
     an oracle independent of the CPU's reduction code."""
     op, ctype = _RED.search(f).groups()
     dtype = _CTYPE_CODE[ctype.strip()]
-    p_in, p0, p1 = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
+    p_in, p0, p1 = (_arg(params, k, "Q") for k in range(3))
     out_ix = _arg_bytes(params, 3, K.indexer_size(3))
     red_ix = _arg_bytes(params, 4, K.indexer_size(1))
     n_out, R, chunk, rows, _, ws, sem = struct.unpack("<qqqiiQQ", _arg_bytes(params, 5, 48))
@@ -159,7 +164,7 @@ def _gemm(f, params, grid, threads):
     dtype = _CTYPE_CODE[targs[0]]
     bm, bn, bk, tm, tn = (int(t) for t in targs[1:])
     assert threads == (bm // tm) * (bn // tn)
-    pa, pb, pc = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
+    pa, pb, pc = (_arg(params, k, "Q") for k in range(3))
     g = struct.unpack("<13q2d", _arg_bytes(params, 3, 120))
     M, N, Kd, batch = g[:4]
     assert grid[0] * bn >= N and grid[1] * bm >= M and 1 <= grid[2] <= batch
@@ -174,9 +179,9 @@ def _softmax(f, params, grid, block):
     """tl_softmax: the CPU's softmax over the [outer, R, inner] view of the arguments."""
     from torchlite._core import reduce as _R
     dtype = _CTYPE_CODE[re.match(r"tl_softmax<(.*)>$", f).group(1).strip()]
-    px, py = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(2))
-    outer, R, inner = (struct.unpack("<q", _arg_bytes(params, k, 8))[0] for k in (2, 3, 4))
-    rows, log = (struct.unpack("<i", _arg_bytes(params, k, 4))[0] for k in (5, 6))
+    px, py = (_arg(params, k, "Q") for k in range(2))
+    outer, R, inner = (_arg(params, k, "q") for k in (2, 3, 4))
+    rows, log = (_arg(params, k, "i") for k in (5, 6))
     bx, by = block
     assert bx * by <= 1024 and bx & (bx - 1) == 0 and by & (by - 1) == 0
     assert rows == (inner == 1) and grid * (by if rows else bx) >= outer * inner
@@ -194,13 +199,13 @@ def _index(f, params):
     kind, ctype = _INDEX.match(f).groups()
     dtype = _CTYPE_CODE[ctype.strip()]
     isz = K.ITEMSIZE[dtype]
-    p_out, p_in, p_idx = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
-    n = struct.unpack("<q", _arg_bytes(params, 3, 8))[0]
+    p_out, p_in, p_idx = (_arg(params, k, "Q") for k in range(3))
+    n = _arg(params, 3, "q")
     ix = _arg_bytes(params, 4, K.indexer_size(3))
-    dim_size, dim_stride = (struct.unpack("<q", _arg_bytes(params, k, 8))[0] for k in (5, 6))
-    wrap = struct.unpack("<i", _arg_bytes(params, 7, 4))[0]
-    p_err = struct.unpack("<Q", _arg_bytes(params, 8, 8))[0]
-    alpha = struct.unpack("<d", _arg_bytes(params, 9, 8))[0] if kind == "tl_scatter_add" else None
+    dim_size, dim_stride = (_arg(params, k, "q") for k in (5, 6))
+    wrap = _arg(params, 7, "i")
+    p_err = _arg(params, 8, "Q")
+    alpha = _arg(params, 9, "d") if kind == "tl_scatter_add" else None
     for i in range(n):
         o0, o1, o2 = K.indexer_offsets(ix, 3, i)
         j = struct.unpack("<q", ctypes.string_at(p_idx + 8 * o2, 8))[0]
@@ -234,7 +239,7 @@ def _random(f, params, nthreads_arg):
     functor = re.match(r"tl_random<tl::rnd::(.+?)\s*>$", f).group(1)
     (k0, k1, base, n, a, b, bits, scale, low, range_, reject, thresh, p_ptr, out_ptr) = \
         struct.unpack("<IIQqddifqQQQQQ", _arg_bytes(params, 0, 96))
-    nthreads = struct.unpack("<Q", _arg_bytes(params, 1, 8))[0]
+    nthreads = _arg(params, 1, "Q")
     gen = _R.Philox()
     gen.set_state_bytes(((k1 << 32) | k0).to_bytes(8, "little") + base.to_bytes(8, "little"))
     m = re.match(r"(\w+?)(F32|F64)$", functor)
@@ -273,8 +278,8 @@ def _optim(f, params):
     dtype = _CTYPE_CODE[ctype.strip()]
     C = np.float64 if dtype == 9 else np.float32
     if name == "sgd":
-        pp, pg, pb = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
-        n = struct.unpack("<q", _arg_bytes(params, 3, 8))[0]
+        pp, pg, pb = (_arg(params, k, "Q") for k in range(3))
+        n = _arg(params, 3, "q")
         lr, wd, mom, damp, nesterov, maximize, first, _ = struct.unpack("<4d4i", _arg_bytes(params, 4, 48))
         p, g = _np(pp, dtype, n), _np(pg, dtype, n).astype(C)
         if maximize:
@@ -288,8 +293,8 @@ def _optim(f, params):
             g = g + C(mom) * nb if nesterov else nb
         p[:] = p.astype(C) - C(lr) * g
         return (0,)
-    pp, pg, pm, pv, pvm = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(5))
-    n = struct.unpack("<q", _arg_bytes(params, 5, 8))[0]
+    pp, pg, pm, pv, pvm = (_arg(params, k, "Q") for k in range(5))
+    n = _arg(params, 5, "q")
     b1, b2, lr, wd, eps, step_size, bc2, ams, maximize, decoupled, _ = \
         struct.unpack("<7d4i", _arg_bytes(params, 6, 72))
     p, g = _np(pp, dtype, n), _np(pg, dtype, n).astype(C)
@@ -319,16 +324,16 @@ def _affine(f, params):
     and add, each rounded; int64 wrapping), stored in the output's type."""
     kind, ctype = re.match(r"(tl_arange_int|tl_arange|tl_linspace)<(.+)>$", f).groups()
     dtype = _CTYPE_CODE[ctype.strip()]
-    out = struct.unpack("<Q", _arg_bytes(params, 0, 8))[0]
-    n = struct.unpack("<q", _arg_bytes(params, 1, 8))[0]
+    out = _arg(params, 0, "Q")
+    n = _arg(params, 1, "q")
     if kind == "tl_arange_int":
-        start, step = (struct.unpack("<q", _arg_bytes(params, k, 8))[0] for k in (2, 3))
+        start, step = (_arg(params, k, "q") for k in (2, 3))
         values = [((start + i * step + 2**63) % 2**64) - 2**63 for i in range(n)]
     elif kind == "tl_arange":
-        start, step = (struct.unpack("<d", _arg_bytes(params, k, 8))[0] for k in (2, 3))
+        start, step = (_arg(params, k, "d") for k in (2, 3))
         values = [start + float(i) * step for i in range(n)]
     else:
-        start, end, step = (struct.unpack("<d", _arg_bytes(params, k, 8))[0] for k in (2, 3, 4))
+        start, end, step = (_arg(params, k, "d") for k in (2, 3, 4))
         half = n // 2
         values = [start + float(i) * step if i < half else end - float(n - 1 - i) * step
                   for i in range(n)]
@@ -352,19 +357,19 @@ def _nll(f, params):
 
     def rnd(v):                            # rounding to the element type
         return struct.unpack(fmt, struct.pack(fmt, v))[0]
-    ptr = [struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(5 if kind == "forward" else 4)]
+    ptr = [_arg(params, k, "Q") for k in range(5 if kind == "forward" else 4)]
     if kind == "forward":
         p_lp, p_t, p_w, p_loss, p_wsum = ptr
         geo_at, err_at = 5, 6
     else:
         p_lp, p_t, p_w, p_g = ptr
-        g_step = struct.unpack("<q", _arg_bytes(params, 4, 8))[0]
-        p_dx = struct.unpack("<Q", _arg_bytes(params, 5, 8))[0]
+        g_step = _arg(params, 4, "q")
+        p_dx = _arg(params, 5, "Q")
         geo_at, err_at = 6, 9
-        scale = struct.unpack("<d", _arg_bytes(params, 7, 8))[0]
-        softmax = struct.unpack("<i", _arg_bytes(params, 8, 4))[0]
+        scale = _arg(params, 7, "d")
+        softmax = _arg(params, 8, "i")
     N, C, S, lpn, lpc, lps, tn, ts, ws, ignore = struct.unpack("<10q", _arg_bytes(params, geo_at, 80))
-    p_err = struct.unpack("<Q", _arg_bytes(params, err_at, 8))[0]
+    p_err = _arg(params, err_at, "Q")
 
     def target(n, s):
         t = read(p_t, n * tn + s * ts, tfmt, tsz)
@@ -404,7 +409,7 @@ def _bn_coefs(f, params):
     fmt, isz = "<" + _PYFMT[dtype], K.ITEMSIZE[dtype]
 
     def ptr(k):
-        return struct.unpack("<Q", _arg_bytes(params, k, 8))[0]
+        return _arg(params, k, "Q")
 
     def rd(p, c, f="<d", size=8):
         return struct.unpack(f, ctypes.string_at(p + c * size, size))[0]
@@ -414,8 +419,8 @@ def _bn_coefs(f, params):
             ctypes.memmove(p + c * isz, struct.pack(fmt, v), isz)
     if kind == "forward":
         p_mean, p_var, p_w, p_b = (ptr(k) for k in range(4))
-        eps = struct.unpack("<d", _arg_bytes(params, 4, 8))[0]
-        C = struct.unpack("<q", _arg_bytes(params, 5, 8))[0]
+        eps = _arg(params, 4, "d")
+        C = _arg(params, 5, "q")
         p_inv, p_scale, p_shift = (ptr(k) for k in (6, 7, 8))
         for c in range(C):
             r = 1.0 / math.sqrt(rd(p_var, c) + eps)
@@ -425,9 +430,9 @@ def _bn_coefs(f, params):
             wr(p_shift, c, (rd(p_b, c, fmt, isz) if p_b else 0.0) - rd(p_mean, c) * s_)
         return (0,)
     p_sg, p_sx, p_mean, p_inv, p_w = (ptr(k) for k in range(5))
-    n = struct.unpack("<d", _arg_bytes(params, 5, 8))[0]
-    batch_stats = struct.unpack("<i", _arg_bytes(params, 6, 4))[0]
-    C = struct.unpack("<q", _arg_bytes(params, 7, 8))[0]
+    n = _arg(params, 5, "d")
+    batch_stats = _arg(params, 6, "i")
+    C = _arg(params, 7, "q")
     p_ka, p_km, p_kb, p_kc, p_dw, p_db = (ptr(k) for k in range(8, 14))
     for c in range(C):
         inv = rd(p_inv, c)
@@ -448,7 +453,7 @@ def _col2im(f, params):
     """tl_col2im: each output element the sum of its window entries, in Python."""
     dtype = _CTYPE_CODE[re.match(r"tl_col2im<(.+)>$", f).group(1).strip()]
     fmt, isz = "<" + _PYFMT[dtype], K.ITEMSIZE[dtype]
-    p_cols, p_out = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(2))
+    p_cols, p_out = (_arg(params, k, "Q") for k in range(2))
     NC, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw = struct.unpack("<13q", _arg_bytes(params, 2, 104))
     for nc in range(NC):
         for h in range(H):
@@ -474,7 +479,7 @@ def _max_pool(f, params):
     import math
     dtype = _CTYPE_CODE[re.match(r"tl_max_pool2d<(.+)>$", f).group(1).strip()]
     fmt, isz = "<" + _PYFMT[dtype], K.ITEMSIZE[dtype]
-    p_x, p_y, p_idx = (struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(3))
+    p_x, p_y, p_idx = (_arg(params, k, "Q") for k in range(3))
     B, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw = struct.unpack("<13q", _arg_bytes(params, 3, 104))
     lowest = {8: -math.inf, 9: -math.inf, 6: -math.inf, 5: -2 ** 63, 4: -2 ** 31, 3: -2 ** 15,
               2: -2 ** 7, 1: 0}[dtype]
@@ -530,8 +535,8 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         return _gemm(f, params, (gx, gy, gz), bx * by * bz)
     family, targs = _parse(f)
     nops = _NOPS[family]
-    ptrs = [struct.unpack("<Q", _arg_bytes(params, k, 8))[0] for k in range(nops)]
-    n = struct.unpack("<q", _arg_bytes(params, nops, 8))[0]
+    ptrs = [_arg(params, k, "Q") for k in range(nops)]
+    n = _arg(params, nops, "q")
     packed = _arg_bytes(params, nops + 1, K.indexer_size(nops))
     scalars = struct.unpack("<4d", _arg_bytes(params, nops + 2, 40)[:32])
     shape, strides = _decode_indexer(packed, nops, n)

@@ -424,6 +424,20 @@ def test_fused_optimizer_step_follows_the_cpu_trajectory(dev, name):
     assert dev.launched.count(kernel) == 5
 
 
+def _native_matches_cpu(monkeypatch, fn, x):
+    """fn(x) on the device equals fn(x) on the CPU, with no call taking the host fallback."""
+    from torchlite.cuda import _fallback
+
+    def no_fallback(cpu_fn, *a):
+        raise AssertionError(f"{cpu_fn.__name__} ran on host copies")
+    expected = fn(x)
+    xc = x.cuda()
+    with monkeypatch.context() as m:
+        m.setattr(_fallback, "run_on_host", no_fallback)
+        got = fn(xc)
+    _close(expected, got, rtol=1e-6)
+
+
 # ---- joining, norms and metadata-only functions -----------------------------------------------
 JOINS = {
     "cat_dim0": lambda t: tl.cat([t, t * 2, t[:1]], 0),
@@ -438,17 +452,8 @@ JOINS = {
 
 @pytest.mark.parametrize("name", sorted(JOINS))
 def test_join_and_norm_launches_match_cpu(dev, name, monkeypatch):
-    from torchlite.cuda import _fallback
-
-    def no_fallback(cpu_fn, *a):
-        raise AssertionError(f"{cpu_fn.__name__} ran on host copies")
     x = tl.randn(4, 5, generator=tl.Generator().manual_seed(17))
-    expected = JOINS[name](x)
-    xc = x.cuda()
-    with monkeypatch.context() as m:
-        m.setattr(_fallback, "run_on_host", no_fallback)
-        got = JOINS[name](xc)
-    _close(expected, got, rtol=1e-6)
+    _native_matches_cpu(monkeypatch, JOINS[name], x)
 
 
 def test_metadata_functions_move_no_data(dev):
@@ -492,17 +497,8 @@ MORE = {
 
 @pytest.mark.parametrize("name", sorted(MORE))
 def test_more_launches_match_cpu(dev, name, monkeypatch):
-    from torchlite.cuda import _fallback
-
-    def no_fallback(cpu_fn, *a):
-        raise AssertionError(f"{cpu_fn.__name__} ran on host copies")
     x = tl.randn(4, 6, generator=tl.Generator().manual_seed(23))
-    expected = MORE[name](x)
-    xc = x.cuda()
-    with monkeypatch.context() as m:
-        m.setattr(_fallback, "run_on_host", no_fallback)
-        got = MORE[name](xc)
-    _close(expected, got, rtol=1e-6)
+    _native_matches_cpu(monkeypatch, MORE[name], x)
 
 
 SCANS = {
@@ -518,17 +514,8 @@ SCANS = {
 
 @pytest.mark.parametrize("name", sorted(SCANS))
 def test_scan_and_nonzero_launches_match_cpu(dev, name, monkeypatch):
-    from torchlite.cuda import _fallback
-
-    def no_fallback(cpu_fn, *a):
-        raise AssertionError(f"{cpu_fn.__name__} ran on host copies")
     x = tl.randn(4, 6, generator=tl.Generator().manual_seed(29))
-    expected = SCANS[name](x)
-    xc = x.cuda()
-    with monkeypatch.context() as m:
-        m.setattr(_fallback, "run_on_host", no_fallback)
-        got = SCANS[name](xc)
-    _close(expected, got, rtol=1e-6)
+    _native_matches_cpu(monkeypatch, SCANS[name], x)
 
 
 def _masked_set(t):
@@ -556,17 +543,8 @@ MASKS = {
 
 @pytest.mark.parametrize("name", sorted(MASKS))
 def test_mask_indexing_launches_match_cpu(dev, name, monkeypatch):
-    from torchlite.cuda import _fallback
-
-    def no_fallback(cpu_fn, *a):
-        raise AssertionError(f"{cpu_fn.__name__} ran on host copies")
     x = tl.randn(5, 6, generator=tl.Generator().manual_seed(31))
-    expected = MASKS[name](x)
-    xc = x.cuda()
-    with monkeypatch.context() as m:
-        m.setattr(_fallback, "run_on_host", no_fallback)
-        got = MASKS[name](xc)
-    _close(expected, got, rtol=1e-6)
+    _native_matches_cpu(monkeypatch, MASKS[name], x)
 
 
 def test_fused_nll_kernels_and_their_range_check(dev):

@@ -14,8 +14,7 @@ import ctypes
 from .._core import array as _A
 from .._core import elementwise as _ew
 from . import _runtime
-
-_ITEMSIZE = (1, 1, 1, 2, 4, 8, 2, 2, 4, 8)     # by dtype code (torchlite/_dtype.py)
+from ._kernels import ITEMSIZE
 
 
 class CudaArray:
@@ -119,13 +118,18 @@ def _checked_shape(shape, op="empty"):
     return tuple(int(d) for d in shape)
 
 
-def empty(shape, dtype, device_index):
-    """A new contiguous, uninitialised array on a device."""
+def checked_size(shape, dtype):
+    """(shape as a tuple of ints, bytes of a contiguous array of it), with the CPU's errors."""
     shape = _checked_shape(shape)
     numel = 1
     for d in shape:
         numel *= d
-    nbytes = numel * _ITEMSIZE[dtype]
+    return shape, numel * ITEMSIZE[dtype]
+
+
+def empty(shape, dtype, device_index):
+    """A new contiguous, uninitialised array on a device."""
+    shape, nbytes = checked_size(shape, dtype)
     block = _runtime.malloc(device_index, nbytes)
     return CudaArray(_A.external(block.address, nbytes, block, dtype).view(shape), device_index)
 

@@ -50,9 +50,6 @@ def _broadcast_strides(a, shape):
     return tuple(0 if ash[d] == 1 and shape[d] != 1 else st[d] for d in range(len(shape)))
 
 
-_FAST = {}          # steps tuple -> packed fast-path Indexer (the common launches, packed once)
-
-
 def _indexer(shape, operands):
     """(packed Indexer, numel) for operands (output first) over the broadcast `shape`."""
     out = operands[0]
@@ -67,23 +64,34 @@ def _indexer(shape, operands):
             else:
                 break
         else:
-            steps = tuple(steps)
-            packed = _FAST.get(steps)
-            if packed is None:
-                packed = _FAST[steps] = K.pack_indexer(steps=steps)
-            return packed, n
-    strides = [_broadcast_strides(x, shape) for x in operands]
-    cshape, cstrides = coalesce(shape, strides)
+            return _fast(tuple(steps)), n
+    numel = 1
+    for s in shape:
+        numel *= s
+    return packed_indexer(shape, [_broadcast_strides(x, shape) for x in operands]), numel
+
+
+def packed_indexer(shape, strides, output_at_i=True):
+    """The packed tl::Indexer of operands with `strides` (per operand, over `shape`), after
+    coalescing: the fast path (steps) when at most one dim remains, the strided walk
+    otherwise, or None when that walk would pass 2^32 elements.  output_at_i: the kernel puts
+    operand 0 at i in the fast path (operand_offsets), so its step must be 1 there."""
+    cshape, cstrides = coalesce(list(shape), [list(s) for s in strides])
+    if len(cshape) <= 1:
+        steps = tuple(st[0] if st else 0 for st in cstrides)
+        if not output_at_i or not cshape or steps[0] == 1:
+            return _fast(steps)
     numel = 1
     for s in cshape:
         numel *= s
-    if len(cshape) <= 1 and all(st == [] or st[0] in (0, 1) for st in cstrides):
-        steps = [st[0] if st else 0 for st in cstrides]
-        if cshape and steps[0] == 1:          # the output itself is contiguous
-            return K.pack_indexer(steps=steps), numel
     if numel >= 1 << 32:
-        return None, numel                     # too big for 32-bit strided indexing
-    return _packed(tuple(cshape), tuple(tuple(st) for st in cstrides)), numel
+        return None                            # too big for 32-bit strided indexing
+    return _packed(tuple(cshape), tuple(tuple(st) for st in cstrides))
+
+
+@functools.lru_cache(maxsize=256)
+def _fast(steps):
+    return K.pack_indexer(steps=steps)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -6,17 +6,12 @@ from .._core import array as _A
 from .._core import elementwise as _ew
 from . import _runtime
 from ._allocator import Block
-
-_ITEMSIZE = (1, 1, 1, 2, 4, 8, 2, 2, 4, 8)
+from ._array import checked_size
 
 
 def pinned_empty(shape, dtype):
     """A new contiguous CPU array in pinned memory."""
-    shape = tuple(shape)
-    numel = 1
-    for d in shape:
-        numel *= d
-    nbytes = numel * _ITEMSIZE[dtype]
+    shape, nbytes = checked_size(shape, dtype)
     block = _runtime.malloc_host(nbytes)
     return _A.external(block.address, nbytes, block, dtype).view(shape)
 

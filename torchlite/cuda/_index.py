@@ -13,22 +13,10 @@ scatter reductions run on host copies.
 from .. import _switches
 from .._core import index as _cpu_index
 from . import _array, _kernels as K, _launch
-from ._elementwise import coalesce
+from ._elementwise import packed_indexer
 from ._registry import native
 
 _THREADS = 256
-
-
-def _indexer(shape, strides):
-    cshape, cstrides = coalesce(list(shape), [list(s) for s in strides])
-    n = 1
-    for s in cshape:
-        n *= s
-    if len(cshape) <= 1 and cstrides and cstrides[0] in ([], [1]):
-        return K.pack_indexer(steps=[s[0] if s else 0 for s in cstrides])
-    if n >= 1 << 32:
-        return None
-    return K.pack_indexer(cshape, cstrides)
 
 
 def _launch_index(name, data_out, data_in, index, shape, strides, dim_size, dim_stride,
@@ -39,7 +27,7 @@ def _launch_index(name, data_out, data_in, index, shape, strides, dim_size, dim_
         n *= s
     if n == 0:
         return True
-    ix = _indexer(shape, strides)
+    ix = packed_indexer(shape, strides)
     if ix is None:
         return None
     device = data_out.device_index

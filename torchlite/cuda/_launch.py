@@ -70,6 +70,11 @@ def ptr(address):
     return ctypes.c_uint64(address)
 
 
+def ptr_of(a):
+    """The first element's device address of array `a`, or a null pointer for None."""
+    return ctypes.c_uint64(a.data_ptr() if a is not None else 0)
+
+
 def i64(v):
     return ctypes.c_int64(v)
 

@@ -16,7 +16,7 @@ from .._core import loss as _cpu_loss
 from . import _array, _kernels as K, _launch
 from ._conv import composed, is_cuda, need, require
 from ._elementwise import binary, cast, ternary
-from ._index import along_dim
+from ._index import _in_range, along_dim
 from ._reduce import reduce
 
 NE, DIV = _cpu_ew.BINARY["ne"], _cpu_ew.BINARY["div"]
@@ -79,10 +79,6 @@ def _launch_nll(kind, lp, target, n, args):
     return word.read() == 0
 
 
-def _ptr(a):
-    return _launch.ptr(a.data_ptr() if a is not None else 0)
-
-
 @composed("loss", "nll_forward")
 def nll_forward(lp, target, weight, ignore_index, reduction):
     """(losses [N, S] for reduction 'none', else a 0-d sum or mean; the total weight of the
@@ -96,7 +92,7 @@ def nll_forward(lp, target, weight, ignore_index, reduction):
     losses = _array.empty((N, S), K.FLOAT64, lp.device_index)
     wsum = _array.empty((N, S), K.FLOAT64, lp.device_index)
     require(_launch_nll("forward", lp, target, N * S, [
-        _ptr(lp), _ptr(target), _ptr(weight), _ptr(losses), _ptr(wsum),
+        _launch.ptr_of(lp), _launch.ptr_of(target), _launch.ptr_of(weight), _launch.ptr_of(losses), _launch.ptr_of(wsum),
         _launch.struct(_geometry(lp, target, weight, ignore_index))]))
     total_weight = _array.to_host(need(reduce("sum", wsum, None, False))).item()
     if reduction == _cpu_loss.REDUCTION_NONE:
@@ -121,8 +117,8 @@ def nll_backward(lp, target, weight, ignore_index, grad, scale, softmax):
         grad = _array.from_host(grad, lp.device_index)
     dx = _array.empty((N, C, S), lp.dtype, lp.device_index)
     require(_launch_nll("backward", lp, target, N * C * S, [
-        _ptr(lp), _ptr(target), _ptr(weight), _ptr(grad), _launch.i64(0 if grad.ndim == 0 else 1),
-        _ptr(dx), _launch.struct(_geometry(lp, target, weight, ignore_index)),
+        _launch.ptr_of(lp), _launch.ptr_of(target), _launch.ptr_of(weight), _launch.ptr_of(grad), _launch.i64(0 if grad.ndim == 0 else 1),
+        _launch.ptr_of(dx), _launch.struct(_geometry(lp, target, weight, ignore_index)),
         _launch.f64(scale), _launch.i32(1 if softmax else 0)]))
     return dx
 
@@ -134,13 +130,6 @@ def target_weights(target, weight, ignore_index, num_classes):
     require(weight is None or (is_cuda(weight, 1, _REAL) and weight.shape[0] == num_classes))
     t = _Targets(target, ignore_index)
     if weight is None:
-        require(_in_range(t.safe, num_classes))
+        require(_in_range(t.safe, num_classes, False))
         return t.weights(None, K.FLOAT64)
     return t.weights(weight, weight.dtype)
-
-
-def _in_range(index, size):
-    """Whether every entry of int64 `index` lies in [0, size)."""
-    lo = _array.to_host(need(reduce("amin", index, None, False))).item()
-    hi = _array.to_host(need(reduce("amax", index, None, False))).item()
-    return lo >= 0 and hi < size

@@ -62,10 +62,6 @@ def _centered(x, m, shape):
 
 
 # ---- batch norm --------------------------------------------------------------------------------
-def _ptr(a):
-    return _launch.ptr(a.data_ptr() if a is not None else 0)
-
-
 def _coefs(kind, dtype, C, device, args):
     """Launch the per-channel coefficients of batch norm (cuda_kernels/norm.cu), a thread
     per channel."""
@@ -120,8 +116,8 @@ def batch_norm_forward(x, w, b, mean_, var_, eps):
     device = x.device_index
     invstd = _array.empty((C,), K.FLOAT64, device)
     scale, shift = (_array.empty((C,), x.dtype, device) for _ in range(2))
-    _coefs("forward", x.dtype, C, device, [_ptr(mean_), _ptr(var_), _ptr(w), _ptr(b), _launch.f64(eps),
-                                   _launch.i64(C), _ptr(invstd), _ptr(scale), _ptr(shift)])
+    _coefs("forward", x.dtype, C, device, [_launch.ptr_of(mean_), _launch.ptr_of(var_), _launch.ptr_of(w), _launch.ptr_of(b), _launch.f64(eps),
+                                   _launch.i64(C), _launch.ptr_of(invstd), _launch.ptr_of(scale), _launch.ptr_of(shift)])
     y = need(ternary(ADDCMUL, shift.view((1, C, 1)), x, scale.view((1, C, 1))))
     return y, mean_, var_, invstd
 
@@ -145,9 +141,9 @@ def batch_norm_backward(g, x, mean_, invstd, w, batch_stats, want_dx, want_dw, w
     db = _array.empty((C,), x.dtype, device) if want_db else None
     ka, km, kb, kc = (_array.empty((C,), x.dtype, device) for _ in range(4))
     _coefs("backward", x.dtype, C, device, [
-        _ptr(sum_g), _ptr(sum_gxc), _ptr(mean_), _ptr(invstd), _ptr(w), _launch.f64(N * S),
-        _launch.i32(1 if batch_stats else 0), _launch.i64(C), _ptr(ka), _ptr(km), _ptr(kb),
-        _ptr(kc), _ptr(dw), _ptr(db)])
+        _launch.ptr_of(sum_g), _launch.ptr_of(sum_gxc), _launch.ptr_of(mean_), _launch.ptr_of(invstd), _launch.ptr_of(w), _launch.f64(N * S),
+        _launch.i32(1 if batch_stats else 0), _launch.i64(C), _launch.ptr_of(ka), _launch.ptr_of(km), _launch.ptr_of(kb),
+        _launch.ptr_of(kc), _launch.ptr_of(dw), _launch.ptr_of(db)])
     dx = None
     if want_dx:
         dx = need(ternary(ADDCMUL, kc.view((1, C, 1)), xc, kb.view((1, C, 1))))   # c + (x - m) b

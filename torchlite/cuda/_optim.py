@@ -19,10 +19,6 @@ def _eligible(param, *others):
                              and o.is_contiguous()) for o in others)
 
 
-def _ptr(a):
-    return _launch.ptr(a.data_ptr() if a is not None else 0)
-
-
 def sgd_step(param, grad, buf, *, lr, weight_decay, momentum, dampening, nesterov, maximize,
              first_step):
     """One SGD step of arrays param (updated), grad and buf (the momentum buffer, written;
@@ -35,7 +31,7 @@ def sgd_step(param, grad, buf, *, lr, weight_decay, momentum, dampening, nestero
                            int(maximize), int(first_step), 0)
         k = _launch.kernel("optim.cu", K.optimizer_kernel("sgd", param.dtype), param.device_index)
         _launch.launch(k, _launch.grid_for(n, param.device_index, _THREADS), _THREADS,
-                       [_ptr(param), _ptr(grad), _ptr(buf if momentum != 0 else None),
+                       [_launch.ptr_of(param), _launch.ptr_of(grad), _launch.ptr_of(buf if momentum != 0 else None),
                         _launch.i64(n), _launch.struct(args)])
     return True
 
@@ -53,7 +49,7 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, beta1, beta2,
                            bias_correction2_sqrt, int(amsgrad), int(maximize), int(decoupled), 0)
         k = _launch.kernel("optim.cu", K.optimizer_kernel("adam", param.dtype), param.device_index)
         _launch.launch(k, _launch.grid_for(n, param.device_index, _THREADS), _THREADS,
-                       [_ptr(param), _ptr(grad), _ptr(exp_avg), _ptr(exp_avg_sq),
-                        _ptr(max_exp_avg_sq if amsgrad else None), _launch.i64(n),
+                       [_launch.ptr_of(param), _launch.ptr_of(grad), _launch.ptr_of(exp_avg), _launch.ptr_of(exp_avg_sq),
+                        _launch.ptr_of(max_exp_avg_sq if amsgrad else None), _launch.i64(n),
                         _launch.struct(args)])
     return True

@@ -18,7 +18,7 @@ import struct
 from .._core import elementwise as _cpu_ew
 from .._core import reduce as _cpu_reduce
 from . import _array, _kernels as K, _launch, _runtime
-from ._elementwise import coalesce, copy_ as _copy
+from ._elementwise import coalesce, copy_ as _copy, packed_indexer
 from ._registry import native
 
 _U32 = 1 << 32
@@ -31,20 +31,6 @@ def _pow2_at_most(n, cap):
     while p * 2 <= min(n, cap):
         p *= 2
     return p
-
-
-def _indexer(shape, strides):
-    """A packed Indexer over `shape` for operands with `strides` (coalesced; the fast path
-    when one dim or none remains), or None when a strided walk would pass 2^32 elements."""
-    cshape, cstrides = coalesce(list(shape), [list(s) for s in strides])
-    if len(cshape) <= 1:
-        return K.pack_indexer(steps=[s[0] if s else 0 for s in cstrides])
-    n = 1
-    for s in cshape:
-        n *= s
-    if n >= _U32:
-        return None
-    return K.pack_indexer(cshape, cstrides)
 
 
 def _contiguous_strides(shape):
@@ -77,9 +63,11 @@ def _plan(shape, strides, red, keepdim, outs_present, sms):
     kshape = [shape[d] for d in kept]
     kstrides = _contiguous_strides(kshape)
     in_kept = [strides[d] for d in kept]
-    p.out_ix = _indexer(kshape, [in_kept] + [kstrides if o else [0] * len(kept)
-                                             for o in outs_present])
-    p.red_ix = _indexer([shape[d] for d in red], [[strides[d] for d in red]])
+    # tl_reduce reads every operand's step in the fast path, the first one included
+    p.out_ix = packed_indexer(kshape, [in_kept] + [kstrides if o else [0] * len(kept)
+                                                   for o in outs_present], output_at_i=False)
+    p.red_ix = packed_indexer([shape[d] for d in red], [[strides[d] for d in red]],
+                              output_at_i=False)
     if p.out_ix is None or p.red_ix is None:
         return None
     # the layout: "rows" when the reduced elements are contiguous, or the outputs are not
