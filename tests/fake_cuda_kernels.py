@@ -16,7 +16,6 @@ import re
 import shutil
 import struct
 import subprocess
-import tempfile
 import threading
 
 from torchlite._core import array as _A
@@ -572,60 +571,112 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
 
 
 # ---- the kernels themselves, compiled for the CPU (tests/cuda_host/tl_emulation.h) -------------
+# One library holds a slice of one source's variants (compiling them together costs a little
+# more than compiling one: the headers are parsed once), and the first kernel asked for starts
+# the build of every library on all cores, so a cold run waits for the slowest slice, not for
+# a hundred compilers in a row.  Libraries are kept by the hash of what goes into them.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _HEADER = os.path.join(_HERE, "cuda_host", "tl_emulation.h")
-_BUILD_DIR = os.path.join(tempfile.gettempdir(), f"torchlite-kernel-emulation-{os.getuid()}")
-_libraries = {}
+# variants the host build has no types or functions for: they run on the Python emulation
+_NOT_ON_HOST = ("__half", "__nv_bfloat16", "tl::op::Erfinv")
+_SLICE = 120                  # variants per library: elementwise.cu's 650 build in parallel
 _build_lock = threading.Lock()
+_builds = None                # {(source, slice index): Future of the library's path}
+_where = {}                   # kernel name -> (source, slice index, symbol)
+_libraries = {}               # kernel name -> tl_emu_run of that kernel
 
 
 def compiler():
     return shutil.which("g++")
 
 
-def _source_of(name):
+def build_dir():
+    """Where the libraries are kept between runs ($TORCHLITE_TEST_CACHE/emulation)."""
+    root = os.environ.get("TORCHLITE_TEST_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "torchlite", "tests")
+    return os.path.join(root, "emulation")
+
+
+def on_host(name):
+    """Whether kernel `name` is compiled for the CPU (else the Python emulation runs it)."""
+    return not any(mark in name for mark in _NOT_ON_HOST)
+
+
+def _build_library(source, names):
+    """Path of the library of `names` (variants of `source`), compiled unless kept."""
+    src = K.load_source(source)
+    with open(_HEADER) as f:
+        header = f.read()
+    key = hashlib.sha256("\n".join((src.digest(), header) + names).encode()).hexdigest()[:24]
+    folder = build_dir()
+    lib = os.path.join(folder, f"{key}.so")
+    if os.path.exists(lib):
+        return lib
+    os.makedirs(folder, exist_ok=True)
+    tmp = f"{lib}.{os.getpid()}.{threading.get_ident()}.tmp"
+    cpp = tmp + ".cpp"
+    with open(cpp, "w") as f:
+        f.write(f'#include "{src.name}"\n')
+        for i, name in enumerate(names):
+            f.write(f'extern "C" void tl_emu_run_{i}(unsigned gx, unsigned gy, unsigned gz, '
+                    f'unsigned bx, unsigned by, unsigned bz, void** params) {{\n'
+                    f'    tl_emu::launch(&{name}, dim3{{gx, gy, gz}}, dim3{{bx, by, bz}}, '
+                    f'params);\n}}\n')
+    try:
+        r = subprocess.run([compiler(), "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread",
+                            "-DTL_HOST_EMULATION", "-include", _HEADER, "-I", K.kernel_dir(),
+                            "-o", tmp, cpp], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"host build of {source} ({len(names)} kernels) failed:\n"
+                               f"{r.stderr[-4000:]}")
+        os.replace(tmp, lib)
+    finally:
+        for leftover in (cpp, tmp):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+    return lib
+
+
+def _start_builds():
+    """Start building every library, on as many compilers as there are cores."""
+    from concurrent.futures import ThreadPoolExecutor
+    global _builds
+    jobs = []
     for source, names in K.variants().items():
-        if name in names:
-            return source
-    raise KeyError(f"{name} is not in the kernel catalogue")
+        names = [n for n in names if on_host(n)]
+        for j in range(0, len(names), _SLICE):
+            part = tuple(names[j:j + _SLICE])
+            jobs.append((source, j // _SLICE, part))
+            for i, name in enumerate(part):
+                _where[name] = (source, j // _SLICE, f"tl_emu_run_{i}")
+    jobs.sort(key=lambda job: -len(job[2]))          # the big ones first
+    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+    _builds = {(s, j): pool.submit(_build_library, s, part) for s, j, part in jobs}
+    pool.shutdown(wait=False)
 
 
 def compiled_kernel(name):
-    """tl_emu_run(grid, block, params) of kernel `name` compiled for the CPU: one small
-    library per kernel, kept on disk by the hash of its sources."""
+    """tl_emu_run(grid, block, params) of kernel `name` compiled for the CPU."""
     fn = _libraries.get(name)
     if fn is not None:
         return fn
     with _build_lock:
-        src = K.load_source(_source_of(name))
-        with open(_HEADER) as f:
-            header = f.read()
-        key = hashlib.sha256((src.digest() + name + header).encode()).hexdigest()[:24]
-        lib = os.path.join(_BUILD_DIR, f"{key}.so")
-        if not os.path.exists(lib):
-            os.makedirs(_BUILD_DIR, exist_ok=True)
-            cpp = os.path.join(_BUILD_DIR, f"{key}.cpp")
-            with open(cpp, "w") as f:
-                f.write(f'#include "{src.name}"\n'
-                        f'extern "C" void tl_emu_run(unsigned gx, unsigned gy, unsigned gz, '
-                        f'unsigned bx, unsigned by, unsigned bz, void** params) {{\n'
-                        f'    tl_emu::launch(&{name}, dim3{{gx, gy, gz}}, dim3{{bx, by, bz}}, params);\n}}\n')
-            tmp = f"{lib}.{os.getpid()}.tmp"
-            subprocess.run([compiler(), "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread",
-                            "-DTL_HOST_EMULATION", "-include", _HEADER, "-I", K.kernel_dir(),
-                            "-o", tmp, cpp], check=True, capture_output=True, text=True)
-            os.replace(tmp, lib)
-        fn = ctypes.CDLL(lib).tl_emu_run
-        fn.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_void_p]
-        fn.restype = None
-        _libraries[name] = fn
+        if _builds is None:
+            _start_builds()
+    if name not in _where:
+        raise KeyError(f"{name} is not in the kernel catalogue (or has no host build)")
+    source, part, symbol = _where[name]
+    fn = getattr(ctypes.CDLL(_builds[(source, part)].result()), symbol)
+    fn.argtypes = [ctypes.c_uint] * 6 + [ctypes.c_void_p]
+    fn.restype = None
+    _libraries[name] = fn
     return fn
 
 
 def launch_compiled(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
     """cuLaunchKernel running the kernel's own code on the CPU (the Python emulation above
-    for float16/bfloat16 kernels, which the host build has no types for)."""
-    if "__half" in f or "__nv_bfloat16" in f:
+    for the kernels the host build cannot compile: float16/bfloat16, CUDA's erfinv)."""
+    if not on_host(f):
         return launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
     compiled_kernel(f)(gx, gy, gz, bx, by, bz, params)
     return (0,)

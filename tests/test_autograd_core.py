@@ -59,6 +59,39 @@ def test_requires_grad_setter_and_method():
         tl.tensor([1, 2]).requires_grad_()
 
 
+def test_grad_of_a_non_leaf_warns_as_pytorch():
+    import warnings
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed.*retain_grad"):
+        assert y.grad is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # none of these warn
+        assert x.grad is None                    # a leaf
+        z = x * 3
+        z.retain_grad()
+        z.sum().backward()
+        assert z.grad is not None and x.grad is not None
+        assert tl.tensor([1.0]).grad is None     # a tensor outside the graph
+
+
+def test_grad_assignment_is_checked():
+    x = leaf([1.0, 2.0])
+    with pytest.raises(TypeError, match="assigned grad expected to be a Tensor or None"):
+        x.grad = [1.0, 2.0]
+    with pytest.raises(RuntimeError, match=r"gradient of size '\[3\]' to a tensor of size '\[2\]'"):
+        x.grad = tl.ones(3, dtype=F64)
+    with pytest.raises(RuntimeError, match="gradient with dtype 'torchlite.float32'"):
+        x.grad = tl.ones(2)
+    with pytest.raises(RuntimeError, match="can't assign Variable as its own grad"):
+        x.grad = x
+    x.grad = tl.ones(2, dtype=F64)
+    (x * x).sum().backward()                      # accumulates into the assigned gradient
+    assert x.grad.tolist() == [3.0, 5.0]
+    del x.grad
+    assert x.grad is None
+
+
 def test_propagation_and_is_leaf():
     x, c = leaf([1.0, 2.0]), tl.tensor([3.0, 4.0], dtype=F64)
     y = x * c

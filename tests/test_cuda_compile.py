@@ -58,9 +58,40 @@ def nv():
 # =========================================================================================
 # Every variant compiles, for both architectures, with no warning
 # =========================================================================================
-def _compile_chunk(job):
-    """Worker: compile one chunk; returns what the test checks (picklable)."""
+def _result_file(job):
+    """Where the outcome of compiling `job` is kept between runs: named by the hash of all
+    that decides it (the source and its headers, the names, the options, NVRTC's version), so
+    a second run compiles only what changed.  TORCHLITE_TEST_CACHE moves the folder; setting
+    it to an empty folder compiles everything again."""
+    import hashlib
     from torchlite.cuda import _kernels, _nvrtc
+    source_name, names, arch = job
+    options = _kernels.SOURCE_OPTIONS[source_name] + WARNING_OPTIONS + ARCH_OPTIONS[arch]
+    key = hashlib.sha256("\0".join((_kernels.load_source(source_name).digest(), arch,
+                                     str(_nvrtc.version()), str(_nvrtc.cuda_include_dir()))
+                                    + tuple(options) + tuple(names)).encode()).hexdigest()
+    root = os.environ.get("TORCHLITE_TEST_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "torchlite", "tests")
+    return os.path.join(root, "nvrtc-checks", key[:32] + ".json")
+
+
+def _kept_result(job):
+    """The outcome of an earlier run's compile of `job`, or None."""
+    import json
+    try:
+        with open(_result_file(job)) as f:
+            kept = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return dict(kept, job=job) if isinstance(kept, dict) else None
+
+
+def _compile_chunk(job):
+    """Worker: compile one chunk; returns what the test checks (picklable, and kept on disk
+    when it compiled: a failure is compiled again next time)."""
+    import json
+    from torchlite.cuda import _kernels, _nvrtc
+    path = _result_file(job)
     source_name, names, arch = job
     src = _kernels.load_source(source_name)
     t0 = time.perf_counter()
@@ -70,8 +101,16 @@ def _compile_chunk(job):
     except Exception as e:
         return dict(job=job, error=str(e), seconds=time.perf_counter() - t0)
     missing = [n for n in names if prog.lowered.get(n, "").encode() not in prog.image]
-    return dict(job=job, error=None, log=prog.log, elf=prog.image[:4] == b"\x7fELF",
-                kind=prog.kind, missing=missing, seconds=time.perf_counter() - t0)
+    result = dict(job=job, error=None, log=prog.log, elf=prog.image[:4] == b"\x7fELF",
+                  kind=prog.kind, missing=missing, seconds=time.perf_counter() - t0)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + f".{os.getpid()}", "w") as f:
+            json.dump({k: v for k, v in result.items() if k != "job"}, f)
+        os.replace(path + f".{os.getpid()}", path)
+    except OSError:
+        pass                # an unwritable cache only costs the next run its time
+    return result
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +119,17 @@ def compiled(nv):
             for arch in ARCHS for src, names in K.variants().items()
             for i in range(0, len(names), CHUNK)]
     jobs.sort(key=lambda j: -len(j[1]))               # big chunks first: better packing
-    workers = max(2, min(len(jobs), os.cpu_count() or 2))
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
-        results = list(ex.map(_compile_chunk, jobs))
+    results = [_kept_result(job) for job in jobs]
+    todo = [job for job, r in zip(jobs, results) if r is None]
+    workers = max(2, min(len(todo), os.cpu_count() or 2))
+    if todo:
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+            fresh = iter(ex.map(_compile_chunk, todo))
+            results = [r if r is not None else next(fresh) for r in results]
     wall = time.perf_counter() - t0
-    print(f"\ncompiled {sum(len(j[1]) for j in jobs)} kernels ({len(jobs)} NVRTC runs) in "
+    print(f"\ncompiled {sum(len(j[1]) for j in todo)} kernels ({len(todo)} NVRTC runs; "
+          f"{len(jobs) - len(todo)} runs' outcomes kept from an earlier run) in "
           f"{wall:.1f} s wall with {workers} processes; NVRTC time per architecture: " +
           ", ".join(f"{a} {sum(r['seconds'] for r in results if r['job'][2] == a):.1f} s" for a in ARCHS))
     return results

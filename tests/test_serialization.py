@@ -431,6 +431,59 @@ def test_save_errors(tmp_path):
     assert not (tmp_path / "bad.pt").exists()
 
 
+def test_save_into_a_missing_folder_names_it(tmp_path):
+    # PyTorch's message, naming the parent that is missing, and no file or folder is made
+    target = tmp_path / "no" / "such" / "model.pt"
+    with pytest.raises(RuntimeError, match=r"^Parent directory .*no.such does not exist\.$"):
+        save({"w": tl.ones(2)}, target)
+    assert not (tmp_path / "no").exists()
+    save({"w": tl.ones(2)}, str(tmp_path / "model.pt"))          # an existing folder: saved
+    assert (tmp_path / "model.pt").exists()
+
+
+class TinyNet(tl.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = tl.nn.Linear(3, 2)
+
+
+@pytest.mark.parametrize("make", [lambda: tl.nn.Linear(3, 2), TinyNet])
+def test_a_pickled_whole_module_is_refused_with_the_state_dict_way(make, tmp_path):
+    model = make()
+    save(model, tmp_path / "whole.pt")
+    with pytest.raises(pickle.UnpicklingError) as e:
+        load(tmp_path / "whole.pt")
+    msg = str(e.value)
+    assert type(model).__name__ in msg and "nn.Module" in msg
+    assert "state_dict()" in msg and "load_state_dict" in msg and "weights_only=False" in msg
+    # the two ways the message offers both work
+    back = load(tmp_path / "whole.pt", weights_only=False)
+    assert type(back) is type(model)
+    save(model.state_dict(), tmp_path / "weights.pt")
+    fresh = make()
+    fresh.load_state_dict(load(tmp_path / "weights.pt"))
+    for a, b in zip(fresh.parameters(), model.parameters()):
+        assert tl.equal(a, b)
+
+
+class NotAModule:
+    pass
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+@pytest.mark.parametrize("obj", [{"a": 1}, NotAModule, np.arange(3)], ids=["dict", "class", "numpy"])
+def test_a_raw_pickle_is_no_checkpoint_whatever_weights_only_says(obj, weights_only):
+    # the header is read without running the pickle, and the message does not blame
+    # weights_only=True when the caller passed False
+    buf = io.BytesIO()
+    pickle.dump(obj, buf)
+    buf.seek(0)
+    with pytest.raises(RuntimeError, match="invalid magic number; the file is not a PyTorch "
+                                           "checkpoint") as e:
+        load(buf, weights_only=weights_only)
+    assert "weights_only=True" not in str(e.value)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(0, 4), min_size=0, max_size=4), st.data())
 def test_roundtrip_random_views(shape, data):

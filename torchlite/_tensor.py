@@ -41,7 +41,7 @@ class Tensor:
     50.0
     """
 
-    __slots__ = ("_data", "_requires_grad", "grad", "grad_fn", "_output_nr", "_grad_acc",
+    __slots__ = ("_data", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_grad_acc",
                  "_hooks", "_retains_grad", "_post_acc_hooks", "_base", "_view_version",
                  "_views", "__weakref__")
     __array_priority__ = 1000   # make NumPy defer to our reflected operators
@@ -254,6 +254,45 @@ class Tensor:
         return self
 
     @property
+    def grad(self):
+        """The gradient accumulated into this tensor by backward() (None until then).  Only
+        leaves and tensors that called retain_grad() get one; reading it on another tensor
+        warns, as PyTorch does."""
+        g = self._grad
+        if g is None and self.grad_fn is not None and not getattr(self, "_retains_grad", False):
+            import warnings
+            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
+        return g
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype "
+                                   f"'{value.dtype}' to a tensor with dtype '{self.dtype}'. "
+                                   f"The gradient must match the tensor's dtype")
+            if value._data.device != self._data.device:
+                raise RuntimeError(f"attempting to assign a gradient located on device "
+                                   f"'{value.device}' to a tensor located on device "
+                                   f"'{self.device}'. Please ensure that the gradient and the "
+                                   f"tensor are on the same device")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(value._data.shape)}' to a tensor of size "
+                                   f"'{list(self._data.shape)}'. Please ensure that the "
+                                   f"gradient and the tensor are the same size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
     def is_leaf(self):
         """True for tensors made by the user (or not requiring grad): no grad_fn."""
         return self.grad_fn is None
@@ -344,6 +383,11 @@ class Tensor:
         self._data.storage.version += 1
 
 
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")
 _NON_LEAF_FLAG = "you can only change requires_grad flags of leaf variables."
 _NON_LEAF_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "
                   "differentiation use var_no_grad = var.detach().")
@@ -354,7 +398,7 @@ def _wrap(arr, requires_grad=False):
     t = object.__new__(Tensor)
     t._data = arr
     t._requires_grad = requires_grad
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._base = None
     return t
@@ -367,7 +411,7 @@ def _wrap_view(arr, src):
     t = object.__new__(Tensor)
     t._data = arr
     t._requires_grad = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     base = src._base
     if base is None:

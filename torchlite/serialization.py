@@ -269,6 +269,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL):
     # pickle everything first, so that an unpicklable object leaves no half-written file
     pickled, storages = _pickle_checkpoint(obj, pickle_protocol)
     if _is_path(f):
+        parent = os.path.dirname(os.fsdecode(f))
+        if parent and not os.path.isdir(parent):
+            raise RuntimeError(f"Parent directory {parent} does not exist.")
         # PyTorch names the archive's folder after the file, less its extension
         archive = os.path.splitext(os.path.basename(os.fsdecode(f)))[0] or "archive"
         with open(f, "wb") as fh:
@@ -602,11 +605,31 @@ def _forbidden_global(full_name):
             f"dtype (it supports {', '.join(d.name for d in D.DTYPES)})")
     if module == "torch" and name.startswith(_TORCH_DTYPE_PREFIXES):
         return pickle.UnpicklingError(f"torchlite.load: torchlite has no dtype {full_name}")
+    if _names_module_class(module, name):
+        return pickle.UnpicklingError(
+            f"Weights only load failed: the checkpoint holds a whole {full_name} object (an "
+            f"nn.Module pickled by save(model, f)), and torchlite.load(weights_only=True) only "
+            f"builds tensors, containers, numbers and strings. Save the weights instead: "
+            f"torchlite.save(model.state_dict(), f), then build the model and call "
+            f"model.load_state_dict(torchlite.load(f)). If you trust the source of this file, "
+            f"torchlite.load(f, weights_only=False) unpickles the module (that can run "
+            f"arbitrary code).")
     return pickle.UnpicklingError(
         f"Weights only load failed: Unsupported global: GLOBAL {full_name} was not an "
         f"allowed global. torchlite.load(weights_only=True) only builds tensors, containers, "
         f"numbers and strings; load with weights_only=False only if you trust the source of "
         f"the file (that can run arbitrary code).")
+
+
+def _names_module_class(module, name):
+    """Whether module.name is an nn.Module class of a module already imported (nothing is
+    imported to find out: that would run the module's code)."""
+    mod = sys.modules.get(module)
+    obj = mod.__dict__.get(name) if mod is not None else None
+    if not isinstance(obj, type):
+        return False
+    from .nn import Module
+    return issubclass(obj, Module)
 
 
 def _find_allowed_global(module, name):
@@ -1347,10 +1370,17 @@ def _load_legacy(data, mapper, weights_only, encoding):
     """torch < 1.6's format (torch.save(..., _use_new_zipfile_serialization=False)): pickles
     of the magic number, the protocol version, system info and the object, then the list of
     storage keys, then each storage as an int64 element count and its bytes."""
-    magic, pos = _unpickle(data, _no_storages, True, encoding, 0)
+    # the header is read by the restricted VM whatever weights_only says: a file whose first
+    # pickle is not the magic number is no checkpoint, and nothing of it is run to find out
+    try:
+        magic, pos = _unpickle(data, _no_storages, True, encoding, 0)
+    except pickle.UnpicklingError:
+        magic = None
     if magic != _LEGACY_MAGIC:
         raise RuntimeError("torchlite.load: invalid magic number; the file is not a PyTorch "
-                           "checkpoint, or it is corrupt")
+                           "checkpoint (neither a zip archive nor torch's legacy format), or it "
+                           "is corrupt. A file written by pickle.dump is read with pickle.load, "
+                           "and only if you trust its source")
     protocol, pos = _unpickle(data, _no_storages, True, encoding, pos)
     if protocol != _LEGACY_PROTOCOL:
         raise RuntimeError(f"torchlite.load: invalid protocol version {protocol!r:.40}")

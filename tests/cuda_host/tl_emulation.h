@@ -15,6 +15,7 @@
 #include <barrier>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -68,31 +69,38 @@ std::tuple<A...> unpack(void** params, std::index_sequence<I...>) {
     return std::tuple<A...>(*static_cast<std::remove_reference_t<A>*>(params[I])...);
 }
 
-/* the kernel over the grid, with the arguments the driver would read from `params` */
+/* the kernel over the grid, with the arguments the driver would read from `params`: one CPU
+ * thread per thread of a block for the whole launch (making threads costs more than most
+ * kernels), running the blocks one after another; a fresh block barrier for each block, since
+ * threads that return early leave theirs */
 template <class... A>
 void launch(void (*kernel)(A...), dim3 grid, dim3 blk, void** params) {
     const auto args = unpack<A...>(params, std::index_sequence_for<A...>{});
     const unsigned n = blk.x * blk.y * blk.z;
     std::vector<unsigned> exchange(n);
-    for (unsigned bz = 0; bz < grid.z; bz++)
-        for (unsigned by = 0; by < grid.y; by++)
-            for (unsigned bx = 0; bx < grid.x; bx++) {
-                std::barrier<> barrier((std::ptrdiff_t)n);
-                std::vector<std::thread> threads;
-                threads.reserve(n);
-                for (unsigned t = 0; t < n; t++)
-                    threads.emplace_back([&, t] {
-                        block = Block{&barrier, exchange.data()};
-                        linear_tid = t;
-                        threadIdx = dim3{t % blk.x, (t / blk.x) % blk.y, t / (blk.x * blk.y)};
+    std::optional<std::barrier<>> block_barrier;
+    block_barrier.emplace((std::ptrdiff_t)n);
+    auto next_block = [&]() noexcept { block_barrier.emplace((std::ptrdiff_t)n); };
+    std::barrier<decltype(next_block)> block_done((std::ptrdiff_t)n, next_block);
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    for (unsigned t = 0; t < n; t++)
+        threads.emplace_back([&, t] {
+            block = Block{&*block_barrier, exchange.data()};
+            linear_tid = t;
+            threadIdx = dim3{t % blk.x, (t / blk.x) % blk.y, t / (blk.x * blk.y)};
+            blockDim = blk;
+            gridDim = grid;
+            for (unsigned bz = 0; bz < grid.z; bz++)
+                for (unsigned by = 0; by < grid.y; by++)
+                    for (unsigned bx = 0; bx < grid.x; bx++) {
                         blockIdx = dim3{bx, by, bz};
-                        blockDim = blk;
-                        gridDim = grid;
                         std::apply(kernel, args);
-                        barrier.arrive_and_drop();
-                    });
-                for (auto& th : threads) th.join();
-            }
+                        block_barrier->arrive_and_drop();
+                        block_done.arrive_and_wait();
+                    }
+        });
+    for (auto& th : threads) th.join();
 }
 }  // namespace tl_emu
 #endif

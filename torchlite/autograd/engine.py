@@ -115,21 +115,22 @@ def _store_grad(t, grad, create_graph):
     PyTorch: a grad made with create_graph keeps its history).  A new .grad gets t's strides
     when t is dense (PyTorch's layout contract), so t and t.grad can be updated together."""
     if create_graph:
-        t.grad = grad if t.grad is None else t.grad + grad
+        t._grad = grad if t._grad is None else t._grad + grad
         return
     grad = grad.detach()
-    if t.grad is None:
+    old = t._grad
+    if old is None:
         if grad._data.strides == t._data.strides:
-            t.grad = grad.clone()
+            t._grad = grad.clone()
         else:
             from .._ops.creation import empty_like
             buf = empty_like(t, requires_grad=False)
             _ew.copy_(buf._data, grad._data)
-            t.grad = buf
-    elif t.grad._requires_grad:
-        t.grad = t.grad.detach() + grad
+            t._grad = buf
+    elif old._requires_grad:
+        t._grad = old.detach() + grad
     else:
-        t.grad += grad
+        old += grad
 
 
 def _leaf_grad(leaf, grad):

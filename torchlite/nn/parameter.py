@@ -25,7 +25,7 @@ def _alias(cls, data, requires_grad):
     t = object.__new__(cls)
     t._data = data._data
     t._requires_grad = bool(requires_grad)
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._base = None
     return t
