@@ -30,7 +30,23 @@ class BuildExt(build_ext):
         if self.parallel is None:  # compile the extensions side by side
             self.parallel = os.cpu_count() or 1
 
+    def build_extension(self, ext):
+        # one line per extension as it finishes (pip shows them with -v): the build takes a
+        # minute or more, and a silent minute looks like a hang
+        import time
+        t0 = time.perf_counter()
+        super().build_extension(ext)
+        with self._progress_lock:
+            self._done += 1
+            print(f"torchlite build: [{self._done}/{len(self.extensions)}] {ext.name} "
+                  f"compiled in {time.perf_counter() - t0:.1f} s "
+                  f"({time.perf_counter() - self._t0:.0f} s so far, "
+                  f"{self.parallel or 1} at a time)", flush=True)
+
     def build_extensions(self):
+        import threading
+        import time
+        self._progress_lock, self._done, self._t0 = threading.Lock(), 0, time.perf_counter()
         ctype = self.compiler.compiler_type
         use_omp = _env_flag("TORCHLITE_OPENMP", "1")
         cflags, ldflags = [], []
@@ -56,6 +72,10 @@ class BuildExt(build_ext):
                     ldflags.append("-fopenmp")
                 if sys.platform.startswith("linux"):
                     ldflags.append("-Wl,--strip-all")
+        # the biggest generated C first (elementwise.c takes half the build): the long poles
+        # start at once and the small modules fill the other cores around them
+        self.extensions.sort(key=lambda e: -sum(os.path.getsize(s) for s in e.sources
+                                                if os.path.exists(s)))
         for ext in self.extensions:
             ext.extra_compile_args = cflags + ext.extra_compile_args
             ext.extra_link_args = ldflags + ext.extra_link_args

@@ -168,7 +168,7 @@ def main():
             history[key].append(value)
         log(f"epoch {epoch + 1:3d}  train loss {train_loss:.4f}  test loss {test_loss:.4f}  "
             f"test accuracy {100 * test_acc:.1f}%")
-    print(f"trained {args.epochs} epochs in {time.perf_counter() - start:.1f} s")
+    print(f"trained {args.epochs} epochs in {time.perf_counter() - start:.2f} s")
 
     os.makedirs(os.path.dirname(os.path.abspath(args.checkpoint)), exist_ok=True)
     torch.save(model.state_dict(), args.checkpoint)

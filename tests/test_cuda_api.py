@@ -163,24 +163,24 @@ import torchlite, torchlite.cuda as cuda
 assert cuda.is_available() is False and cuda.device_count() == 0
 st = cuda._status()
 assert st["kind"] == "no-cuda-python", st
-assert "pip install torchlite[cuda]" in cuda.why_unavailable()
+assert "pip install 'torchlite-dl[cuda]'" in cuda.why_unavailable()
 assert cuda.memory_allocated() == 0
 cuda.manual_seed_all(3)
 try:
     torchlite.zeros(2, device="cuda")
 except RuntimeError as e:
-    assert "cuda-python is not installed" in str(e) and "pip install torchlite[cuda]" in str(e), e
+    assert "cuda-python is not installed" in str(e) and "pip install 'torchlite-dl[cuda]'" in str(e), e
 else:
     raise AssertionError("no error")
 try:
     cuda.get_device_name()
 except AssertionError as e:          # PyTorch's exception type, still a RuntimeError too
-    assert isinstance(e, RuntimeError) and "pip install torchlite[cuda]" in str(e)
+    assert isinstance(e, RuntimeError) and "pip install 'torchlite-dl[cuda]'" in str(e)
 torchlite.show_config()
 print("ok")
 """)
     assert out.strip().endswith("ok")
-    assert "pip install torchlite[cuda]" in out           # show_config printed the reason
+    assert "pip install 'torchlite-dl[cuda]'" in out           # show_config printed the reason
 
 
 # ---- which piece is missing: the classifier against stand-ins -------------------------------------
@@ -220,7 +220,7 @@ def classify(driver=None, nvrtc=None, include="/x/include", import_error=None):
 
 def test_classify_every_case():
     st = classify(import_error=ImportError("No module named 'cuda'"))
-    assert (st.available, st.kind) == (False, "no-cuda-python") and "pip install torchlite[cuda]" in st.reason
+    assert (st.available, st.kind) == (False, "no-cuda-python") and "pip install 'torchlite-dl[cuda]'" in st.reason
     st = classify(import_error=OSError("broken install"))
     assert st.kind == "no-cuda-python"
     st = classify(FakeDriver(raise_init=RuntimeError('"cuda" is an NVIDIA driver library')))

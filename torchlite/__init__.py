@@ -43,16 +43,39 @@ from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, i
 from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)
 from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, numel,
                       is_floating_point, is_nonzero, result_type)
-from . import testing
-from . import nn, optim, utils, cuda, backends
-from ._switches import (set_float32_matmul_precision, get_float32_matmul_precision,
-                        use_deterministic_algorithms, are_deterministic_algorithms_enabled,
-                        is_deterministic_algorithms_warn_only_enabled, compile)
-from .serialization import save, load, save_safetensors, load_safetensors
-# amp last: it wraps the listed ops wherever the modules above hold them
-from . import amp, cpu
-from .amp import autocast
-from .amp.autocast_mode import is_autocast_enabled, get_autocast_dtype
-from .cuda import amp as _cuda_amp  # noqa: F401  (makes torchlite.cuda.amp an attribute)
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+# What a program may never use is imported on first use (PEP 562), which keeps
+# `import torchlite` fast: `torchlite.nn`, `from torchlite import nn`, `import torchlite.nn` and
+# `torchlite.save` work as before.  tests/test_import_time.py keeps this list honest.
+_LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
+                 "serialization")
+_LAZY_NAMES = {
+    "save": "serialization", "load": "serialization",
+    "save_safetensors": "serialization", "load_safetensors": "serialization",
+    "set_float32_matmul_precision": "_switches", "get_float32_matmul_precision": "_switches",
+    "use_deterministic_algorithms": "_switches",
+    "are_deterministic_algorithms_enabled": "_switches",
+    "is_deterministic_algorithms_warn_only_enabled": "_switches", "compile": "_switches",
+    "autocast": "amp", "is_autocast_enabled": "amp.autocast_mode",
+    "get_autocast_dtype": "amp.autocast_mode",
+}
+
+
+def __getattr__(name):
+    import importlib
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    module = _LAZY_NAMES.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'torchlite' has no attribute '{name}'")
+
+
+__all__ = sorted({n for n in dir() if not n.startswith("_")} | set(_LAZY_MODULES)
+                 | set(_LAZY_NAMES))
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_NAMES))

@@ -86,6 +86,7 @@ def config():
         "numpy": numpy.__version__,
         "openmp": _par.openmp_enabled(),
         "num_threads": _par.get_num_threads(),
+        "usable_threads": _par.usable_threads(),     # less cores busy elsewhere (README)
         "cpu_cores": os.cpu_count(),
         "simd_cpu": _ISA_NAMES.get(_ew.cpu_isa_level()),
         "simd_in_use": _ISA_NAMES.get(_ew.isa_level()),

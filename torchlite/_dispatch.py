@@ -11,7 +11,7 @@ dimensions may join CUDA arrays, as a CPU scalar tensor may in PyTorch.
 
 Array creation takes a device: ``array.empty(shape, dtype, device=...)`` (also ``full``,
 ``empty_strided``), where device is None or 'cpu', 'cuda:N', a torchlite.device, or an
-array whose device to use.
+array whose device to use; ``array.empty_like(a, dtype)`` keeps a's memory order.
 """
 import importlib
 import sys
@@ -192,11 +192,25 @@ def _creation(name):
     return create
 
 
+def _empty_like(a, dtype, device=None):
+    """An uninitialised array shaped like array `a`, of dtype code `dtype`, on `device` (None:
+    a's device), in a's memory order when a is dense (PyTorch's preserve_format: a transposed
+    input gives a transposed result), else contiguous."""
+    ns = _NAMESPACES["array"]
+    on = a if device is None else device
+    if a.is_contiguous() or not a.is_non_overlapping_and_dense():
+        return ns.empty(a.shape, dtype, device=on)
+    st = a.strides
+    return ns.empty_strided(a.shape, sorted(range(a.ndim), key=lambda d: st[d]), dtype,
+                            device=on)
+
+
 _NAMESPACES = {name: _Namespace(name) for name in _MODULES}
 _cpu_array_module = _NAMESPACES["array"]._cpu
 _CpuArray = _NAMESPACES["array"].Array
 for _name in ("empty", "full", "empty_strided"):
     setattr(_NAMESPACES["array"], _name, _creation(_name))
+_NAMESPACES["array"].empty_like = _empty_like
 
 array = _NAMESPACES["array"]
 elementwise = _NAMESPACES["elementwise"]

@@ -1,7 +1,8 @@
 """dtype objects, the default dtype, and PyTorch's type-promotion rules.
 
 The integer codes match torchlite/_core/kernels/types.h."""
-from ._dispatch import elementwise as _ew
+# the promotion table and the default float are metadata of the CPU array layer (device-blind)
+from ._core import elementwise as _ew
 
 
 class dtype:

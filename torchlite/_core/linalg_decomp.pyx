@@ -32,7 +32,7 @@ from libc.stdint cimport int64_t, int32_t
 from torchlite._core.array cimport (Array, MAX_DIMS, new_array, TL_FLOAT32, TL_FLOAT64,
                                     TL_INT32)
 from torchlite._core.elementwise cimport cast_array, copy_into
-from torchlite._core.parallel cimport num_chunks, omp_get_max_threads
+from torchlite._core.parallel cimport num_chunks, max_threads
 
 from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_run, tl_gemm_install, tl_cpu_isa_level)
 

@@ -7,7 +7,7 @@ from libc.stdlib cimport malloc, free
 from torchlite._core.array cimport (Array, MAX_DIMS, new_array, TL_BOOL, TL_FLOAT16,
                                     TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64)
 from torchlite._core.elementwise cimport cast_array, copy_into
-from torchlite._core.parallel cimport omp_get_max_threads
+from torchlite._core.parallel cimport max_threads
 from torchlite._core import array as _A
 from torchlite._core import elementwise as _ew
 
@@ -130,10 +130,10 @@ cdef int _run(Array a, Array b, Array out, object alpha, object beta) except -1:
         _batch_offsets(a, b, out, nbatch, offs)
     with nogil:
         if offs == NULL:
-            err = tl_gemm_run(a.dtype, &p, 1, &zero, &zero, &zero, omp_get_max_threads())
+            err = tl_gemm_run(a.dtype, &p, 1, &zero, &zero, &zero, max_threads())
         else:
             err = tl_gemm_run(a.dtype, &p, nbatch, offs, offs + nbatch, offs + 2 * nbatch,
-                              omp_get_max_threads())
+                              max_threads())
     free(offs)
     if err == -1:
         raise MemoryError("matmul: out of memory for the packing buffers")

@@ -5,4 +5,5 @@ cdef extern from "kernels/omp_shim.h" nogil:
     int omp_get_num_procs()
     int TL_HAVE_OPENMP
 
+cdef int max_threads() noexcept nogil
 cdef int num_chunks(long long work, long long grain) noexcept nogil

@@ -181,6 +181,19 @@ def from_numpy(ndarray):
     return _wrap(_A.from_numpy(ndarray))
 
 
+def _tensor_reduce_ex(self, proto):
+    """Tensor.__reduce_ex__: pickled as a NumPy copy of its values and requires_grad (the
+    names _from_pickle/_from_bf16_bits of this module are written into pickles: keep them)."""
+    import numpy as np
+    if self._data.dtype == D.bfloat16.code:      # no NumPy dtype: carry its bits
+        bits = np.asarray(self.view(D.int16)._data).copy()
+        return (_from_bf16_bits, (bits, self.requires_grad))
+    return (_from_pickle, (np.array(self.detach().cpu().numpy(), copy=True), self.requires_grad))
+
+
+Tensor.__reduce_ex__ = _tensor_reduce_ex
+
+
 def _from_pickle(array, requires_grad):
     t = _wrap(_ew.clone(_A.from_numpy(array), False))
     t.requires_grad = requires_grad
@@ -244,13 +257,7 @@ def _like(input, fill_value, dtype, device, requires_grad):
         raise TypeError(f"argument 'input' must be Tensor, not {type(input).__name__}")
     dt = D.to_dtype(dtype, input.dtype)
     a = input._data
-    on = a if device is None else _on(device)
-    if a.is_contiguous() or not a.is_non_overlapping_and_dense():
-        arr = _A.empty(a.shape, dt.code, device=on)
-    else:
-        st = a.strides
-        arr = _A.empty_strided(a.shape, sorted(builtins.range(a.ndim), key=lambda d: st[d]), dt.code,
-                               device=on)
+    arr = _A.empty_like(a, dt.code, device=None if device is None else _on(device) or "cpu")
     if fill_value is not None:
         _A.fill_(arr, _as_pyscalar(fill_value.item() if isinstance(fill_value, Tensor) else fill_value))
     return _place(arr, None, requires_grad)
@@ -413,6 +420,9 @@ def _legacy_new(cls, *args, **kwargs):
         if not isinstance(a, builtins.int) and not hasattr(a, "__index__"):
             return tensor(a, dtype=D.get_default_dtype(), device=device)
     return empty(*args, device=device)
+
+
+Tensor.__new__ = staticmethod(_legacy_new)
 
 
 # ---- Tensor methods ------------------------------------------------------------------------

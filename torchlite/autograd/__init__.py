@@ -25,10 +25,19 @@ def _tensors(x, name):
     raise TypeError(f"{name} must be a Tensor or a sequence of Tensors")
 
 
+def _filled_like(t, value):
+    """value everywhere, in t's shape, dtype, device and memory order (ones_like/zeros_like
+    made from the array layer: autograd's core imports no op)."""
+    from .._dispatch import array as _A
+    from .._tensor import _wrap
+    arr = _A.empty_like(t._data, t._data.dtype)
+    _A.fill_(arr, value)
+    return _wrap(arr)
+
+
 def _root_grads(outputs, grad_outputs, create_graph):
     """One gradient per output: the given ones (checked against the outputs' shapes), or 1 for
     a one-element output."""
-    from .._ops.creation import ones_like
     from .._tensor import Tensor
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
@@ -45,7 +54,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
         if g is None:
             if o.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = ones_like(o)
+            g = _filled_like(o, 1)
         elif g._data.shape != o._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} "
                                f"and output[{i}] has a shape of {o.shape}.")
@@ -98,8 +107,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, (t, g) in enumerate(zip(ins, result)):
         if g is None:
             if materialize_grads:
-                from .._ops.creation import zeros_like
-                g = zeros_like(t)
+                g = _filled_like(t, 0)
             elif not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
                                    f"used in the graph. Set allow_unused=True if this is the desired "

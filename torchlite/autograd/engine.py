@@ -11,6 +11,7 @@ import operator
 
 from . import anomaly
 from .graph import edge, expandable_to, sum_to
+from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .._tensor import _wrap
 from .grad_mode import _state
@@ -83,13 +84,12 @@ def _needed(roots, targets):
 
 def _materialize(node, grads):
     """Zeros for the outputs no gradient reached (backward formulas get real tensors)."""
-    from .._ops.creation import zeros
     meta = node._out_meta
     out = list(grads)
     for i, g in enumerate(out):
         if g is None and meta is not None and meta[i] is not None:
             shape, dtype, device = meta[i]
-            out[i] = zeros(shape, dtype=dtype, device=device)
+            out[i] = _wrap(_A.full(shape, 0, dtype.code, device=device))
     return out
 
 
@@ -123,10 +123,9 @@ def _store_grad(t, grad, create_graph):
         if grad._data.strides == t._data.strides:
             t._grad = grad.clone()
         else:
-            from .._ops.creation import empty_like
-            buf = empty_like(t, requires_grad=False)
-            _ew.copy_(buf._data, grad._data)
-            t._grad = buf
+            buf = _A.empty_like(t._data, t._data.dtype)
+            _ew.copy_(buf, grad._data)
+            t._grad = _wrap(buf)
     elif old._requires_grad:
         t._grad = old.detach() + grad
     else:

@@ -35,7 +35,7 @@ _devices = None                   # _driver.Devices once initialised
 # ---- availability ---------------------------------------------------------------------------
 def why_unavailable():
     """None when CUDA can be used, else a sentence naming what is missing: cuda-python
-    (pip install torchlite[cuda]), the NVIDIA driver (libcuda), a device, NVRTC or the CUDA
+    (pip install 'torchlite-dl[cuda]'), the NVIDIA driver (libcuda), a device, NVRTC or the CUDA
     headers."""
     st = _driver.probe()
     return None if st.available else st.reason
@@ -615,3 +615,11 @@ def _move(tensor, dev, non_blocking=False):
     if isinstance(tensor._data, CudaArray) and tensor._data.device_index == idx:
         return tensor
     return _wrap(_array.move_to_device(tensor._data, idx, non_blocking))
+
+
+def __getattr__(name):
+    # torchlite.cuda.amp (autocast, GradScaler) is imported on first use, as torchlite.amp is
+    if name == "amp":
+        import importlib
+        return importlib.import_module(f"{__name__}.amp")
+    raise AttributeError(f"module 'torchlite.cuda' has no attribute '{name}'")

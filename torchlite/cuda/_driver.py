@@ -16,7 +16,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-EXTRA_HINT = "pip install torchlite[cuda]"
+EXTRA_HINT = "pip install 'torchlite-dl[cuda]'"
 
 
 class CudaError(RuntimeError):
