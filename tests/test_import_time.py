@@ -72,3 +72,17 @@ def test_an_unknown_attribute_still_raises():
         torchlite.no_such  # noqa: B018
     with pytest.raises(AttributeError, match="torchlite.utils"):
         torchlite.utils.no_such  # noqa: B018
+
+
+def test_a_seed_set_before_cuda_is_imported_reaches_its_generators():
+    # torchlite.cuda is imported on first use: the seed set before must still seed the device
+    # generators, or a script's CUDA random numbers would change with the import order
+    loaded = _loaded_after("import torchlite as t, sys\n"
+                           "t.manual_seed(1234)\n"
+                           "assert 'torchlite.cuda' not in sys.modules\n"
+                           "from torchlite import cuda\n"
+                           "assert cuda._generator(0).initial_seed() == 1234\n"
+                           "t.manual_seed(99)\n"
+                           "assert cuda._generator(0).initial_seed() == 99\n"
+                           "assert cuda._generator(1).initial_seed() == 99\n")
+    assert "torchlite.cuda" in loaded

@@ -84,10 +84,15 @@ default_generator = Generator()
 default_generator.seed()        # as PyTorch: a fresh seed per process until manual_seed
 
 
+_seed_for_devices = None            # the last manual_seed, for device generators made later
+
+
 def manual_seed(seed):
     """Seed the default generator (returns it) and, as PyTorch does, every CUDA device's;
     the same seed gives the same numbers."""
+    global _seed_for_devices
     g = default_generator.manual_seed(seed)
+    _seed_for_devices = seed        # torchlite.cuda, imported later, seeds its generators with it
     import sys
     cuda = sys.modules.get("torchlite.cuda")
     if cuda is not None:

@@ -230,7 +230,10 @@ def synchronize(device=None):
 # seeding before CUDA is initialised (or without CUDA) is remembered, as in PyTorch.
 _generators = {}
 _generators_lock = threading.Lock()
-_all_seed = None                  # the last torchlite.manual_seed, for generators made later
+# the last torchlite.manual_seed, for generators made later (this module is imported on first
+# use, possibly after the seed was set)
+from .._ops import random as _random_ops  # noqa: E402
+_all_seed = _random_ops._seed_for_devices
 
 
 def _generator(idx):
