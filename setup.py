@@ -33,15 +33,53 @@ class BuildExt(build_ext):
     def build_extension(self, ext):
         # one line per extension as it finishes (pip shows them with -v): the build takes a
         # minute or more, and a silent minute looks like a hang
+        import shutil
         import time
         t0 = time.perf_counter()
-        super().build_extension(ext)
+        target = self.get_ext_fullpath(ext.name)
+        kept = self._kept_build(ext)
+        if kept is not None and os.path.exists(kept):
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            shutil.copyfile(kept, target)
+            how = "unchanged, taken from build/ext-cache"
+        else:
+            super().build_extension(ext)
+            how = f"compiled in {time.perf_counter() - t0:.1f} s"
+            if kept is not None:
+                try:
+                    os.makedirs(os.path.dirname(kept), exist_ok=True)
+                    shutil.copyfile(target, kept + ".tmp")
+                    os.replace(kept + ".tmp", kept)
+                except OSError:
+                    pass            # an unwritable cache only costs the next build its time
         with self._progress_lock:
             self._done += 1
-            print(f"torchlite build: [{self._done}/{len(self.extensions)}] {ext.name} "
-                  f"compiled in {time.perf_counter() - t0:.1f} s "
+            print(f"torchlite build: [{self._done}/{len(self.extensions)}] {ext.name} {how} "
                   f"({time.perf_counter() - self._t0:.0f} s so far, "
                   f"{self.parallel or 1} at a time)", flush=True)
+
+    def _kept_build(self, ext):
+        """Where a build of `ext` from exactly these inputs is kept: pip builds an editable
+        install in a fresh temporary folder each time, so without this every
+        `pip install -e .` compiled everything again (a minute).  The name is the hash of all
+        that goes into the binary: the generated C, every kernel header, the flags, the
+        compiler and the Python it is for.  None where the source tree is not writable."""
+        import hashlib
+        import sysconfig
+        h = hashlib.sha256()
+        for path in list(ext.sources) + sorted(ext.depends):
+            try:
+                with open(path, "rb") as f:
+                    h.update(path.encode() + b"\0" + f.read())
+            except OSError:
+                return None
+        h.update(repr((ext.extra_compile_args, ext.extra_link_args, ext.include_dirs,
+                       self._compiler_version, sys.version, sysconfig.get_config_var("EXT_SUFFIX"),
+                       getattr(self.compiler, "compiler_so", None))).encode())
+        folder = os.path.join(HERE, "build", "ext-cache")
+        if not os.access(HERE, os.W_OK):
+            return None
+        return os.path.join(folder, f"{ext.name}-{h.hexdigest()[:24]}{os.path.splitext(self.get_ext_filename(ext.name))[1]}")
 
     def build_extensions(self):
         import threading
@@ -79,20 +117,23 @@ class BuildExt(build_ext):
         for ext in self.extensions:
             ext.extra_compile_args = cflags + ext.extra_compile_args
             ext.extra_link_args = ldflags + ext.extra_link_args
+        self._compiler_version = self._version_of_compiler(ctype)
         super().build_extensions()
         self._write_build_info(ctype, cflags, ldflags, use_omp)
+
+    def _version_of_compiler(self, ctype):
+        import subprocess
+        cc = getattr(self.compiler, "compiler_so", None) or [ctype]
+        try:
+            return subprocess.run([cc[0], "--version"], capture_output=True, text=True,
+                                  timeout=30).stdout.splitlines()[0]
+        except (OSError, IndexError, subprocess.SubprocessError):
+            return ctype
 
     def _write_build_info(self, ctype, cflags, ldflags, use_omp):
         """Record how the kernels were compiled, for torchlite.show_config()."""
         import platform
-        import subprocess
-        cc = getattr(self.compiler, "compiler_so", None) or [ctype]
-        try:
-            version = subprocess.run([cc[0], "--version"], capture_output=True, text=True,
-                                     timeout=30).stdout.splitlines()[0]
-        except (OSError, IndexError, subprocess.SubprocessError):
-            version = ctype
-        info = dict(compiler=version, cflags=" ".join(cflags), ldflags=" ".join(ldflags),
+        info = dict(compiler=self._compiler_version, cflags=" ".join(cflags), ldflags=" ".join(ldflags),
                     openmp=use_omp, machine=platform.machine())
         d = os.path.join(self.build_lib, "torchlite")     # beside the built package
         os.makedirs(d, exist_ok=True)

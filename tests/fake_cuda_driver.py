@@ -250,7 +250,7 @@ class installed:
             (_ops, "kernels_enabled", _ops.kernels_enabled),
             (cuda, "_initialized", cuda._initialized), (cuda, "_devices", cuda._devices),
             (cuda, "_allocator", cuda._allocator), (cuda, "_generators", cuda._generators),
-            (cuda, "_all_seed", cuda._all_seed),
+            (_dispatch, "_seed_for_devices", _dispatch._seed_for_devices),
             (_runtime, "_allocator", _runtime._allocator),
             (_runtime, "_host_allocator", _runtime._host_allocator),
             (_runtime, "_keep_alive", _runtime._keep_alive),

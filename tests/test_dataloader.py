@@ -924,7 +924,10 @@ def test_garbage_collected_iterator_shuts_workers_down():
 def test_ctrl_c_leaves_no_processes(tmp_path):
     script = tmp_path / "interrupt.py"
     script.write_text(textwrap.dedent(f"""
-        import os, sys, time
+        import os, signal, sys, time
+        # Ctrl-C as in a terminal, also where the test runner was started with SIGINT ignored
+        # (a background job of a shell without job control): that disposition is inherited
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.abspath(tl.__file__)))!r})
         import torchlite as tl
         import torchlite.utils.data as D

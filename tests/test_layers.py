@@ -72,14 +72,11 @@ NEVER = {
 
 # crossings the code still makes, each with the step of issue 16 that removes it
 KNOWN = {
-    ("torchlite._device", "torchlite.cuda"): "step 1: cuda_backend() moves behind _dispatch",
-    ("torchlite._ops.conversion", "torchlite.cuda._host"): "step 1: pinning through _dispatch",
-    ("torchlite._dlpack", "torchlite.cuda._array"): "step 1: DLPack through _dispatch",
-    ("torchlite._dlpack", "torchlite.cuda._runtime"): "step 1: DLPack through _dispatch",
     ("torchlite.optim._fused", "torchlite.cuda._ops"): "step 4: fused steps as array kernels",
     ("torchlite.optim._fused", "torchlite.cuda._optim"): "step 4: fused steps as array kernels",
     ("torchlite.cuda._runtime", "torchlite.cuda"): "step 2: backend state below the face",
     ("torchlite.cuda._launch", "torchlite.cuda"): "step 2: backend state below the face",
+    ("torchlite.cuda._services", "torchlite.cuda"): "step 2: backend state below the face",
 }
 
 

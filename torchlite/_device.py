@@ -55,14 +55,3 @@ def to_device(d):
     if isinstance(d, int):
         return device("cuda", d)
     return device(d)
-
-
-def cuda_backend():
-    """The torchlite.cuda module, or RuntimeError when this build has no CUDA backend (a
-    missing backend is the user's environment, not an ImportError of the caller's code)."""
-    try:
-        from . import cuda
-    except ImportError as e:
-        raise RuntimeError(f"torchlite: CUDA is not available in this build ({e}); "
-                           f"tensors can only live on the cpu") from None
-    return cuda

@@ -158,6 +158,62 @@ def disable_devices():
     _enabled = False
 
 
+# ---- the backend's device services ------------------------------------------------------------
+class _DeviceServices:
+    """The CUDA backend's services other than kernels, by name: ``devices.to_device(arr,
+    index)``, ``devices.to_host(arr)``, ``devices.pin(arr)``, ``devices.is_pinned(arr)``,
+    ``devices.checked_index(dev, what)``, ``devices.current_index()``,
+    ``devices.generator(dev)``, ``devices.is_available()``, the DLPack stream protocol (torchlite/cuda/_services.py lists
+    them).  The backend is imported on the first use of one; without it (a build or an
+    environment without cuda-python) each raises RuntimeError saying tensors stay on the CPU."""
+
+    def __getattr__(self, name):
+        try:
+            importlib.import_module("torchlite.cuda._services")
+        except ImportError as e:
+            raise RuntimeError(f"torchlite: CUDA is not available in this build ({e}); tensors "
+                               f"can only live on the cpu") from None
+        from torchlite.cuda._registry import SERVICES
+        try:
+            fn = SERVICES[name]
+        except KeyError:
+            raise AttributeError(f"the CUDA backend has no device service {name!r}") from None
+        setattr(self, name, fn)
+        return fn
+
+
+devices = _DeviceServices()
+_seed_for_devices = None
+
+
+def backend_loaded():
+    """Whether the CUDA backend's services are loaded (no device array, pinned block or
+    generator of it can exist before)."""
+    return "torchlite.cuda._services" in sys.modules
+
+
+def seed_devices(seed):
+    """torchlite.manual_seed's part for the devices: every device generator, those the
+    backend makes later too, starts from `seed` (the backend is not loaded for it)."""
+    global _seed_for_devices
+    _seed_for_devices = seed
+    if "torchlite.cuda" in sys.modules:           # where the device generators live
+        devices.seed_all(seed)
+
+
+def seed_for_new_generators():
+    """The last seed_devices seed (None before any), for generators made after it."""
+    return _seed_for_devices
+
+
+def cuda_available():
+    """Whether CUDA tensors can be made here (False, not an error, without a backend)."""
+    try:
+        return bool(devices.is_available())
+    except RuntimeError:
+        return False
+
+
 # ---- creation on a device ------------------------------------------------------------------
 def _device_index(device):
     """None for the CPU, else the CUDA device index of `device` (see the module docstring)."""
@@ -174,8 +230,7 @@ def _device_index(device):
     d = to_device(device)
     if d.type == "cpu":
         return None
-    from . import cuda
-    return cuda._device_index(d)
+    return devices.device_index(d)
 
 
 def _creation(name):

@@ -7,6 +7,7 @@ Tensor methods.  Importing it is enough (torchlite/__init__.py does).
 """
 import enum
 
+from . import _dispatch
 from ._dispatch import dlpack as _dl
 from ._core.array import Array as _CpuArray
 from ._device import to_device
@@ -84,7 +85,6 @@ def _export_cuda(self, stream, versioned, dl_device, copy):
     """__dlpack__ of a CUDA tensor: the consumer's `stream` (None or 1: the legacy default
     stream, 2: the per-thread default stream, another int: a stream handle, -1: no ordering)
     is made to wait for the work queued on this tensor's device so far."""
-    from .cuda import _runtime
     idx = self._data.device_index
     if dl_device is not None and tuple(int(v) for v in dl_device) != (DLDeviceType.kDLCUDA, idx):
         raise BufferError(f"__dlpack__: cannot export a {self.device} tensor to device "
@@ -97,7 +97,7 @@ def _export_cuda(self, stream, versioned, dl_device, copy):
         from ._dispatch import elementwise as _ew
         arr = _ew.clone(arr)
     if stream != -1:
-        _runtime.order_after_current(idx, {None: 0, 1: 0}.get(stream, stream))
+        _dispatch.devices.order_after_current(idx, {None: 0, 1: 0}.get(stream, stream))
     return _dl.to_capsule(arr._meta, versioned, False, DLDeviceType.kDLCUDA, idx, copy is True)
 
 
@@ -186,31 +186,28 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
 def _require_cuda(idx):
     """BufferError, before anything is exported or consumed, when CUDA memory cannot be used
     here (the unsupported-device error of the DLPack protocol, naming what is missing)."""
-    from . import cuda
-    if not cuda.is_available():
+    if not _dispatch.cuda_available():
+        try:
+            reason = _dispatch.devices.unavailable_reason()
+        except RuntimeError as e:           # no backend at all
+            reason = str(e)
         raise BufferError(f"from_dlpack: unsupported device (kDLCUDA:{idx}): CUDA is not "
-                          f"available here because {cuda._driver.probe().reason}")
+                          f"available here because {reason}")
 
 
 def _cuda_view(capsule, idx):
     """A CUDA array over a capsule's memory on device idx (consumes the capsule)."""
-    from . import _dispatch
-    from .cuda import _lazy_init
-    from .cuda._array import CudaArray
-    _lazy_init("import a CUDA tensor through DLPack")
-    _dispatch.enable_devices(CudaArray)
-    return CudaArray(_dl.from_capsule(capsule, None, idx), idx)
+    return _dispatch.devices.view_capsule(capsule, idx)
 
 
 def _import_cuda(ext_tensor, idx, device, copy):
     """from_dlpack of a CUDA producer: its data viewed in place on cuda:idx (copied on the
     device with copy=True), ordered after the producer's work by the stream protocol."""
-    from .cuda import _runtime
     _require_cuda(idx)
     if device is not None and to_device(device) not in (to_device(f"cuda:{idx}"), to_device("cuda")):
         raise RuntimeError(f"from_dlpack: the tensor is on cuda:{idx}; torchlite cannot place it "
                            f"on {to_device(device)}")
-    stream = _runtime.current_stream(idx) or 1          # 1: the legacy default stream
+    stream = _dispatch.devices.current_stream(idx) or 1  # 1: the legacy default stream
     kwargs = {"stream": stream, "max_version": _dl.DLPACK_VERSION}
     try:
         capsule = ext_tensor.__dlpack__(**kwargs)

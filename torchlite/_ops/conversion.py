@@ -4,7 +4,8 @@ import builtins
 from .. import _dtype as D
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
-from .._device import cuda_backend, device as _device_cls, to_device
+from .. import _dispatch
+from .._device import device as _device_cls, to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records
@@ -36,12 +37,21 @@ def _parse_to(args, kwargs):
             non_blocking)
 
 
+def _moved(arr, device, non_blocking):
+    """arr's elements on `device` (a torchlite.device; a CUDA device is involved), through
+    the backend's device services."""
+    if device.type == "cpu":
+        return _dispatch.devices.to_host(arr, non_blocking)
+    index = _dispatch.devices.checked_index(device, f"move a tensor to {device}")
+    return _dispatch.devices.to_device(arr, index, non_blocking)
+
+
 def _same_device(device, current):
     """Whether moving to `device` is a no-op ('cuda' means the current CUDA device)."""
     if device == current:
         return True
     return device.type == current.type == "cuda" and device.index is None \
-        and current.index == cuda_backend().current_device()
+        and current.index == _dispatch.devices.current_index()
 
 
 @_register("to")
@@ -51,7 +61,7 @@ def to(self, *args, **kwargs):
     dtype, device, copy, non_blocking = _parse_to(args, dict(kwargs))
     t = self
     if device is not None and not _same_device(device, self.device):
-        t = cuda_backend()._move(t, device, non_blocking)
+        t = _wrap(_moved(self._data, device, non_blocking))
         copy = False
     if dtype is not None and dtype is not t.dtype:
         t = _wrap(_ew.cast(t._data, dtype.code))
@@ -177,15 +187,10 @@ def is_shared(self):
 @_register("is_pinned")
 def is_pinned(self, device=None):
     """Whether this CPU tensor is in page-locked (pinned) host memory."""
-    if self.device.type != "cpu" or not _cuda_in_use():
+    # nothing is pinned before the backend is loaded: a CPU program never loads it to ask
+    if self.device.type != "cpu" or not _dispatch.backend_loaded():
         return False
-    from ..cuda import _host
-    return _host.is_pinned(self._data)
-
-
-def _cuda_in_use():
-    import sys
-    return "torchlite.cuda._host" in sys.modules
+    return _dispatch.devices.is_pinned(self._data)
 
 
 @_register("pin_memory")
@@ -193,15 +198,13 @@ def pin_memory(self, device=None):
     """A copy of this CPU tensor in page-locked host memory, which copies to the GPU with
     non_blocking=True overlap with computation.  Needs CUDA; without it this raises, as in
     PyTorch."""
-    cuda = cuda_backend()
-    if not cuda.is_available():
+    if not _dispatch.devices.is_available():
         raise RuntimeError("Cannot access accelerator device when none is available.")
     if self.device.type != "cpu":
         raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors can be pinned")
-    from ..cuda import _host
-    if _host.is_pinned(self._data):
+    if _dispatch.devices.is_pinned(self._data):
         return self
-    t = _wrap(_host.pin(self._data))
+    t = _wrap(_dispatch.devices.pin(self._data))
     if self._requires_grad and _grad_state.enabled:
         _SG.record_to(self, t)
     return t

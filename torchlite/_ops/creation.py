@@ -7,7 +7,8 @@ import numbers
 from .. import _dtype as D
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
-from .._device import cuda_backend, to_device
+from .. import _dispatch
+from .._device import to_device
 from .._size import check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
@@ -18,7 +19,8 @@ def _place(arr, device, requires_grad=False, dtype=None, pin_memory=False):
     host memory, set requires_grad."""
     dev = to_device(device)
     if dev.type != "cpu":
-        arr = cuda_backend()._to_device_array(arr, dev)
+        index = _dispatch.devices.checked_index(dev, f"create a tensor on {dev}")
+        arr = _dispatch.devices.to_device(arr, index)
     t = _wrap(arr)
     if pin_memory:
         t = t.pin_memory()
@@ -36,7 +38,7 @@ def _on(device):
     dev = to_device(device)
     if dev.type == "cpu":
         return None
-    return f"cuda:{cuda_backend()._checked_index(dev, f'create a tensor on {dev}')}"
+    return f"cuda:{_dispatch.devices.checked_index(dev, f'create a tensor on {dev}')}"
 
 
 def _size_args(size, op):

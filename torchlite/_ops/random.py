@@ -84,19 +84,12 @@ default_generator = Generator()
 default_generator.seed()        # as PyTorch: a fresh seed per process until manual_seed
 
 
-_seed_for_devices = None            # the last manual_seed, for device generators made later
-
-
 def manual_seed(seed):
     """Seed the default generator (returns it) and, as PyTorch does, every CUDA device's;
     the same seed gives the same numbers."""
-    global _seed_for_devices
+    from .. import _dispatch
     g = default_generator.manual_seed(seed)
-    _seed_for_devices = seed        # torchlite.cuda, imported later, seeds its generators with it
-    import sys
-    cuda = sys.modules.get("torchlite.cuda")
-    if cuda is not None:
-        cuda._seed_all_generators(seed)
+    _dispatch.seed_devices(seed)      # also the device generators the backend makes later
     return g
 
 
@@ -150,9 +143,8 @@ def _gen(generator, op, device=None):
         if device is not None:
             dev = to_device(device)
             if dev.type == "cuda":
-                from .creation import cuda_backend
-                cuda = cuda_backend()
-                return cuda._generator(cuda._device_index(dev))
+                from .. import _dispatch
+                return _dispatch.devices.generator(dev)
         return default_generator
     if isinstance(generator, _R.Philox):
         return generator

@@ -230,10 +230,9 @@ def synchronize(device=None):
 # seeding before CUDA is initialised (or without CUDA) is remembered, as in PyTorch.
 _generators = {}
 _generators_lock = threading.Lock()
-# the last torchlite.manual_seed, for generators made later (this module is imported on first
-# use, possibly after the seed was set)
-from .._ops import random as _random_ops  # noqa: E402
-_all_seed = _random_ops._seed_for_devices
+# torchlite.manual_seed also seeds the generators made later, here or before this module was
+# imported: _dispatch remembers its seed (seed_devices) and hands it to each new generator
+from .. import _dispatch  # noqa: E402
 
 
 def _generator(idx):
@@ -243,17 +242,16 @@ def _generator(idx):
         g = _generators.get(idx)
         if g is None:
             g = _generators[idx] = _R.Philox()
-            if _all_seed is not None:
-                g.manual_seed(_all_seed)
+            seed = _dispatch.seed_for_new_generators()
+            if seed is not None:
+                g.manual_seed(seed)
         return g
 
 
 def _seed_all_generators(seed):
-    """torchlite.manual_seed's part: seed every device's generator, those made later too,
-    without touching CUDA."""
-    global _all_seed
+    """torchlite.manual_seed's part for the generators made so far (without touching CUDA);
+    those made later take the seed from _dispatch."""
     with _generators_lock:
-        _all_seed = seed
         for g in _generators.values():
             g.manual_seed(seed)
 
@@ -596,28 +594,6 @@ class Event:
                 _driver.driver_module().cuEventDestroy(self._handle)
             except Exception:
                 pass
-
-
-# ---- tensors ----------------------------------------------------------------------------------------
-def _to_device_array(arr, dev, non_blocking=False):
-    """A CPU or CUDA array on CUDA device `dev` (creation functions' device=)."""
-    from . import _array
-    idx = _checked_index(dev, f"create a tensor on {dev}")
-    return _array.move_to_device(arr, idx, non_blocking)
-
-
-def _move(tensor, dev, non_blocking=False):
-    """Tensor.to / .cuda() / .cpu() when a CUDA device is involved: a new tensor on `dev`
-    (outside the graph; Tensor.to records the node)."""
-    from .._tensor import _wrap
-    from . import _array
-    from ._array import CudaArray
-    if dev.type == "cpu":
-        return _wrap(_array.to_host(tensor._data, non_blocking=non_blocking))
-    idx = _checked_index(dev, f"move a tensor to {dev}")
-    if isinstance(tensor._data, CudaArray) and tensor._data.device_index == idx:
-        return tensor
-    return _wrap(_array.move_to_device(tensor._data, idx, non_blocking))
 
 
 def __getattr__(name):

@@ -910,8 +910,6 @@ class Module:
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dtype}")
-        if device is not None and device.type == "cuda":
-            _cuda_backend()
 
         def convert(t):
             return t.to(device, dtype if t.is_floating_point() else None, non_blocking=non_blocking)
@@ -921,7 +919,6 @@ class Module:
         """Move every parameter and buffer to a CUDA device (RuntimeError without a CUDA
         backend)."""
         from ..._device import device as _device
-        _cuda_backend()
         target = _device("cuda", device) if isinstance(device, int) or device is None else device
         return self._apply(lambda t: t.to(target))
 
@@ -990,11 +987,6 @@ def _discard(name, *stores):
                 del s[name]
             else:
                 s.discard(name)
-
-
-def _cuda_backend():
-    from ..._device import cuda_backend
-    return cuda_backend()
 
 
 # ---- full backward hooks --------------------------------------------------------------------

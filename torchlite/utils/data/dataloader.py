@@ -57,8 +57,8 @@ def _cpu_count():
 
 def _cuda_available():
     """Whether a CUDA backend is loaded and usable (pinning memory only helps there)."""
-    cuda = getattr(sys.modules.get("torchlite"), "cuda", None)
-    return cuda is not None and bool(getattr(cuda, "is_available", lambda: False)())
+    from ... import cuda
+    return bool(cuda.is_available())
 
 
 def _pin_memory(data):

@@ -1,0 +1,104 @@
+"""The CUDA backend's services other than kernels, registered (as the kernels are, in
+_registry.py) for torchlite._dispatch.devices, the only door the layers above use: moving
+arrays between devices, pinned host memory, the per-device random generators and their
+seeding, the device checks that creation and moving need, and the DLPack stream protocol.
+
+Each function works on arrays and device numbers, never on Tensors: the Tensor layer wraps
+what comes back."""
+from . import _array, _host, _runtime
+from ._registry import service
+
+
+@service("is_available")
+def is_available():
+    from . import is_available as available
+    return available()
+
+
+@service("unavailable_reason")
+def unavailable_reason():
+    from . import _driver
+    return _driver.probe().reason
+
+
+@service("checked_index")
+def checked_index(dev, what):
+    """The device number of `dev` (None, an int, 'cuda', 'cuda:N', a torchlite.device) after
+    initialising CUDA; CudaUnavailableError naming what is missing, AssertionError for a
+    number out of range."""
+    from . import _checked_index
+    return _checked_index(dev, what)
+
+
+@service("device_index")
+def device_index(dev):
+    """The device number of `dev` (None: the current device), without initialising CUDA."""
+    from . import _device_index
+    return _device_index(dev)
+
+
+@service("current_index")
+def current_index():
+    """This thread's current CUDA device (initialising CUDA)."""
+    from . import current_device
+    return current_device()
+
+
+@service("to_device")
+def to_device(arr, index, non_blocking=False):
+    """arr (CPU or CUDA) as an array on CUDA device `index` (arr itself when it is there)."""
+    return _array.move_to_device(arr, index, non_blocking)
+
+
+@service("to_host")
+def to_host(arr, non_blocking=False):
+    """A CUDA array's elements in a CPU array."""
+    return _array.to_host(arr, non_blocking=non_blocking)
+
+
+@service("pin")
+def pin(arr):
+    """A copy of CPU array `arr` in page-locked memory (arr when it is pinned already)."""
+    return _host.pin(arr)
+
+
+@service("is_pinned")
+def is_pinned(arr):
+    return _host.is_pinned(arr)
+
+
+@service("generator")
+def generator(dev):
+    """The default random generator of CUDA device `dev`."""
+    from . import _device_index, _generator
+    return _generator(_device_index(dev))
+
+
+@service("seed_all")
+def seed_all(seed):
+    """Seed every device's generator (those made later too), without touching CUDA."""
+    from . import _seed_all_generators
+    _seed_all_generators(seed)
+
+
+@service("view_capsule")
+def view_capsule(capsule, index):
+    """A CUDA array over a DLPack capsule's memory on device `index` (consumes it)."""
+    from . import _lazy_init
+    from .. import _dispatch
+    from .._core import dlpack as _dl
+    _lazy_init("import a CUDA tensor through DLPack")
+    _dispatch.enable_devices(_array.CudaArray)
+    return _array.CudaArray(_dl.from_capsule(capsule, None, index), index)
+
+
+@service("current_stream")
+def current_stream(index):
+    """The handle of this thread's current stream on device `index` (0: the default)."""
+    return _runtime.current_stream(index)
+
+
+@service("order_after_current")
+def order_after_current(index, stream):
+    """Make later work on `stream` wait for the work queued so far on device `index`."""
+    _runtime.order_after_current(index, stream)
