@@ -79,7 +79,8 @@ class BuildExt(build_ext):
         folder = os.path.join(HERE, "build", "ext-cache")
         if not os.access(HERE, os.W_OK):
             return None
-        return os.path.join(folder, f"{ext.name}-{h.hexdigest()[:24]}{os.path.splitext(self.get_ext_filename(ext.name))[1]}")
+        suffix = os.path.splitext(self.get_ext_filename(ext.name))[1]
+        return os.path.join(folder, f"{ext.name}-{h.hexdigest()[:24]}{suffix}")
 
     def build_extensions(self):
         import threading

@@ -143,7 +143,7 @@ def check_op(tl_fn, np_fn, *arrays, dtype=None, rtol=None, atol=0.0, torch_fn=No
     tol = RTOL.get(res.dtype.name, 0.0) if rtol is None else rtol
     assert_values(res, ref, tol, atol, msg="contiguous")
     if torch_fn is not None:
-        torch = torch_or_skip()
+        torch_or_skip()
         tres = torch_fn(*[to_torch(t) for t in tensors])
         assert res.dtype.name == str(tres.dtype).split(".")[-1], (res.dtype, tres.dtype)
     if layouts:

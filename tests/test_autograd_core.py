@@ -194,7 +194,8 @@ def test_backward_errors():
     x = leaf([1.0, 2.0])
     with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad and does not have a grad_fn"):
         tl.tensor([1.0]).backward()
-    with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of torchlite.Size\(\[3\]\) "
+    with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of "
+                                           r"torchlite.Size\(\[3\]\) "
                                            r"and output\[0\] has a shape of torchlite.Size\(\[2\]\)"):
         (x * 2).backward(tl.ones(3, dtype=F64))
     with pytest.raises(RuntimeError, match="`inputs` argument to `backward\\(\\)` cannot be empty."):
@@ -605,7 +606,8 @@ def test_modifying_a_saved_tensor_raises():
 def test_in_place_on_leaf_requiring_grad():
     x = leaf([1.0, 2.0])
     for op in (lambda: x.add_(1), lambda: x.exp_(), lambda: x.mul_(x), lambda: x.clamp_(0, 1)):
-        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation."):
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in "
+                                               "an in-place operation."):
             op()
     with tl.no_grad():
         x.mul_(2)

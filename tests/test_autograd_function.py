@@ -165,7 +165,8 @@ def test_mark_dirty_rebases_the_input():
     assert z is y and y.grad_fn.name() == "TimesTwo_Backward" and y._version == 2
     (z * z).backward(tl.ones(2, dtype=F64))
     assert x.grad.tolist() == [8.0, 16.0]
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in an in-place operation."):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in an "
+                                           "in-place operation."):
         TimesTwo_.apply(leaf([1.0]))
 
     class Forgets(Function):
@@ -293,7 +294,8 @@ def test_checks_on_what_backward_returns():
         return Bad
 
     a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
-    with pytest.raises(RuntimeError, match=r"function BadBackward returned an incorrect number of gradients \(expected 2, got 1\)"):
+    with pytest.raises(RuntimeError, match=r"function BadBackward returned an incorrect number of "
+                                           r"gradients \(expected 2, got 1\)"):
         make(lambda g: g).apply(a, b).backward(tl.ones(2, dtype=F64))
     with pytest.raises(RuntimeError, match=r"returned an invalid gradient at index 0 - got \[1\] but expected "
                                            r"shape compatible with \[2\]"):

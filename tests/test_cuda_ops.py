@@ -444,7 +444,8 @@ JOIN = {
     "cat_stack": (lambda a, b: (tl.cat([a, b]), tl.cat([a, b.t().t()], 1), tl.stack([a, b], 2), tl.hstack([a, b]),
                                 tl.vstack([a, b]), tl.cat([a, tl.zeros(0, 4).to(a.device)]),
                                 tl.cat([a.int(), b.long()]), tl.column_stack([a[0], b[0]])), [A, B]),
-    "split_chunk": (lambda a: (a.split(2, 1), a.split([1, 2], 0), a.chunk(3, 1), a.unbind(0), a.tensor_split(3, 1)), [A]),
+    "split_chunk": (lambda a: (a.split(2, 1), a.split([1, 2], 0), a.chunk(3, 1), a.unbind(0),
+                               a.tensor_split(3, 1)), [A]),
     "flip_roll": (lambda a: (a.flip(0), a.flip((0, 1)), a.roll(1, 1), a.roll((1, -2), (0, 1)), a.roll(5),
                              tl.rot90(a), a.fliplr()), [A]),
     "pad": (lambda x: (F.pad(x, (1, 2)), F.pad(x, (1, 1, 2, 0), value=3.0), F.pad(x[None], (2, 2), mode="reflect"),
@@ -504,7 +505,8 @@ NN = {
                              F.binary_cross_entropy_with_logits(a, (b > 0).float()),
                              F.kl_div(a.log_softmax(1), b.softmax(1), reduction="batchmean"),
                              F.mse_loss(a, b, reduction="none")), [A, B]),
-    "conv1d": (lambda x, w, b: (F.conv1d(x, w, b), F.conv1d(x, w, stride=2, padding=1), F.conv1d(x, w[:, :1], groups=3)),
+    "conv1d": (lambda x, w, b: (F.conv1d(x, w, b), F.conv1d(x, w, stride=2, padding=1),
+                                F.conv1d(x, w[:, :1], groups=3)),
                [rnd(2, 3, 10, seed=53), rnd(6, 3, 3, seed=54), rnd(6, seed=55)]),
     "conv2d": (lambda x, w, b: (F.conv2d(x, w, b), F.conv2d(x, w, None, stride=2, padding=1, dilation=2),
                                 F.conv2d(x, w[:, :1], groups=3, padding="same")),
@@ -566,7 +568,8 @@ def _cnn(w, b, gamma, beta, fw, x, t):
 
 
 GRAD_CASES = {
-    "mlp": (_mlp, [rnd(8, 4), rnd(8), rnd(3, 8, seed=1), rnd(3, seed=2)], [rnd(5, 4, seed=3), tl.tensor([0, 2, 1, 1, 0])]),
+    "mlp": (_mlp, [rnd(8, 4), rnd(8), rnd(3, 8, seed=1), rnd(3, seed=2)],
+            [rnd(5, 4, seed=3), tl.tensor([0, 2, 1, 1, 0])]),
     "cnn": (_cnn, [rnd(4, 3, 3, 3), rnd(4), rnd(4, seed=1), rnd(4, seed=2), rnd(16, 3, seed=3)],
             [IMG, tl.tensor([1, 2])]),
     "indexing": (lambda w, i, m: (w[i].sum() + w[m].exp().sum() + w.gather(1, i[None].expand(4, 4)).pow(2).sum()

@@ -469,7 +469,8 @@ def test_default_collate_custom_mapping_and_sequence():
 def test_default_collate_errors():
     with pytest.raises(RuntimeError, match="each element in list of batch should be of equal size"):
         D.default_collate([[1, 2], [3]])
-    with pytest.raises(TypeError, match="default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found <class 'object'>"):
+    with pytest.raises(TypeError, match="default_collate: batch must contain tensors, numpy arrays, "
+                                        "numbers, dicts or lists; found <class 'object'>"):
         D.default_collate([object(), object()])
     with pytest.raises(TypeError, match="found <U1"):
         D.default_collate([np.array(["a"]), np.array(["b"])])

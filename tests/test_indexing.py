@@ -41,7 +41,7 @@ class Lib:
         dt = getattr(self.mod, dtype) if dtype else None
         return self.mod.tensor(a, dtype=dt) if dt else self.mod.tensor(a)
 
-    def I(self, v):                 # int64 index array
+    def I(self, v):  # noqa: E743   int64 index array
         return self.T(np.array(v, dtype=np.int64))
 
     def I32(self, v):
@@ -780,7 +780,7 @@ def test_random_index_tuples_like_torch(data, shape, transposed):
     xt = torch.tensor(a)
     try:
         want = xt[_convert(items, torch)]
-    except (IndexError, RuntimeError, TypeError, ValueError) as e:
+    except (IndexError, RuntimeError, TypeError, ValueError):
         with pytest.raises((IndexError, RuntimeError, TypeError, ValueError)):
             x[_convert(items, tl)]
         return

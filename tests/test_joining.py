@@ -607,7 +607,7 @@ def test_tri_indices_extreme_arguments():
 
 
 # ---- diff, combinations, split_with_sizes, narrow_copy --------------------------------------------
-from helpers import assert_values, make_noncontig, torch_or_skip  # noqa: E402
+from helpers import assert_values, make_noncontig  # noqa: E402
 
 
 @pytest.mark.parametrize("n,dim", [(1, -1), (2, 0), (3, 1), (0, 1), (9, 1)])

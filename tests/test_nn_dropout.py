@@ -185,7 +185,7 @@ MODULES = ["Dropout()", "Dropout(0.2, True)", "Dropout1d()", "Dropout2d(0.1)", "
 
 @pytest.mark.parametrize("spec", MODULES)
 def test_module_repr_matches_torch(spec):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")  # noqa: F841  (eval below reads it)
     assert repr(eval("nn." + spec)) == repr(eval("torch.nn." + spec))
 
 

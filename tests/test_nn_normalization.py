@@ -233,7 +233,7 @@ MODULES = ["BatchNorm1d(3)", "BatchNorm2d(3, momentum=None, affine=False)",
 
 @pytest.mark.parametrize("spec", MODULES)
 def test_module_repr_and_state_match_torch(spec):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")  # noqa: F841  (eval below reads it)
     ours, theirs = eval("nn." + spec), eval("torch.nn." + spec)
     assert repr(ours) == repr(theirs)
     mine = {k: (tuple(v.shape), v.dtype.name if hasattr(v.dtype, "name") else str(v.dtype),

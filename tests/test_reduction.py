@@ -15,7 +15,7 @@ import torchlite as tl
 import torchlite._core as _core
 from torchlite._ops import reduction as R
 
-from helpers import (ALL_DTYPES, INT_DTYPES, NP_DTYPE, assert_values, available_isa_levels,
+from helpers import (ALL_DTYPES, NP_DTYPE, assert_values, available_isa_levels,
                      isa_level, make_noncontig, rounded_to, to_numpy, torch_or_skip)
 
 DIMS_3D = [None, 0, 1, 2, -1, -3, (0, 1), (0, 2), (2, 1), (-1, 0), [0, 1, 2], ()]
@@ -92,7 +92,8 @@ REDUCTIONS = {
     "mean": (lambda t, d, k: t.mean(d, k), lambda x, a, k: np.mean(x, axis=a, keepdims=k), False),
     "nanmean": (lambda t, d, k: t.nanmean(d, k), lambda x, a, k: np.nanmean(x, axis=a, keepdims=k), True),
     "amax": (lambda t, d, k: t.amax(() if d is None else d, k), lambda x, a, k: np.max(x, axis=a, keepdims=k), True),
-    "amin": (lambda t, d, k: tl.amin(t, () if d is None else d, k), lambda x, a, k: np.min(x, axis=a, keepdims=k), True),
+    "amin": (lambda t, d, k: tl.amin(t, () if d is None else d, k),
+             lambda x, a, k: np.min(x, axis=a, keepdims=k), True),
     "logsumexp": (lambda t, d, k: tl.logsumexp(t, () if d is None else d, k), np_logsumexp, False),
     "var": (lambda t, d, k: t.var(d, keepdim=k), lambda x, a, k: np.var(x, axis=a, ddof=1, keepdims=k), False),
     "std0": (lambda t, d, k: t.std(d, keepdim=k, correction=0), lambda x, a, k: np.std(x, axis=a, keepdims=k), False),
@@ -837,7 +838,6 @@ def test_hypothesis_layouts(case):
 
 
 # ---- quantile, bincount, histc/histogram, cov/corrcoef, renorm --------------------------------------
-from helpers import make_noncontig, torch_or_skip  # noqa: E402
 
 _QRNG = np.random.default_rng(4242)
 _QX = _QRNG.standard_normal((4, 7))

@@ -163,9 +163,10 @@ class _DeviceServices:
     """The CUDA backend's services other than kernels, by name: ``devices.to_device(arr,
     index)``, ``devices.to_host(arr)``, ``devices.pin(arr)``, ``devices.is_pinned(arr)``,
     ``devices.checked_index(dev, what)``, ``devices.current_index()``,
-    ``devices.generator(dev)``, ``devices.is_available()``, the DLPack stream protocol (torchlite/cuda/_services.py lists
-    them).  The backend is imported on the first use of one; without it (a build or an
-    environment without cuda-python) each raises RuntimeError saying tensors stay on the CPU."""
+    ``devices.generator(dev)``, ``devices.is_available()``, the DLPack stream protocol
+    (torchlite/cuda/_services.py lists them).  The backend is imported on the first use of
+    one; without it (a build or an environment without cuda-python) each raises RuntimeError
+    saying tensors stay on the CPU."""
 
     def __getattr__(self, name):
         try:

@@ -8,7 +8,6 @@ import weakref
 import numbers
 
 from . import _dtype as D
-from ._dispatch import array as _A
 from ._device import CPU, device as _device_cls
 from ._size import Size
 
@@ -169,7 +168,7 @@ class Tensor:
 
     def __bool__(self):
         if self._data.numel != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous"
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous"
                                if self._data.numel > 1 else
                                "Boolean value of Tensor with no values is ambiguous")
         return builtins.bool(self._data.item())

@@ -1,7 +1,6 @@
 """torchlite.testing: assert_close, as torch.testing.assert_close."""
 import builtins
 
-from . import _dtype as D
 from ._tensor import Tensor
 
 # default tolerances by dtype (PyTorch's table)
@@ -64,7 +63,8 @@ def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=Non
     bad = (~ok).sum().item() if hasattr(ok, "sum") else "some"
     diff = (a64 - e64).abs()
     finite = diff.isfinite()
-    max_abs = builtins.max([v for v, f in zip(diff.reshape(-1).tolist(), finite.reshape(-1).tolist()) if f] or [float("nan")])
+    finite_diffs = [v for v, f in zip(diff.reshape(-1).tolist(), finite.reshape(-1).tolist()) if f]
+    max_abs = builtins.max(finite_diffs or [float("nan")])
     total = a.numel()
     raise AssertionError(msg or (
         f"Tensor-likes are not close!\n\nMismatched elements: {bad} / {total}\n"

@@ -1002,6 +1002,6 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 for _name in ("slice_scatter", "select_scatter", "diagonal_scatter"):
     _register(_name)(globals()[_name])
 
-__all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "gather", "scatter", "scatter_add", "scatter_reduce", "take_along_dim", "index_select",
-           "index_add", "index_copy", "index_fill", "index_put", "masked_fill", "masked_select",
-           "masked_scatter", "nonzero", "argwhere", "take", "put"]
+__all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "gather", "scatter", "scatter_add",
+           "scatter_reduce", "take_along_dim", "index_select", "index_add", "index_copy", "index_fill",
+           "index_put", "masked_fill", "masked_select", "masked_scatter", "nonzero", "argwhere", "take", "put"]

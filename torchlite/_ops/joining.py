@@ -564,7 +564,8 @@ def _tri_indices(row, col, offset, dtype, device, upper, op):
         raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[dt.code]}\'')
     row, col = _int_arg(row, "row", op), _int_arg(col, "col", op)
     offset = _int_arg(offset, "offset", op)
-    if row > 0 and col > 0 and row * col >= 2 ** 40:        # the result alone would need terabytes: refuse before counting
+    # the result alone would need terabytes: refuse before counting
+    if row > 0 and col > 0 and row * col >= 2 ** 40:
         raise RuntimeError(f"{op}: a {row} x {col} matrix has too many elements to list its indices")
     offset = max(-row - 1, min(col + 1, offset))    # beyond these, the triangle no longer changes
     idx = _SO.tri_indices(row, col, offset, upper)

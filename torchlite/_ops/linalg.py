@@ -817,7 +817,7 @@ def _einsum_parse(eq, ndims):
     """Label tuples per operand and for the output.  Letters stay letters; the dims an
     ellipsis covers get integer labels, numbered so that they line up from the right.
     Cached: a training loop parses the same few equations over and over."""
-    raw, cur, ell, out, k, i = [], [], [], None, 0, 0
+    raw, cur, out, k, i = [], [], None, 0, 0
     seen_ell = False
     while i < len(eq):
         ch = eq[i]

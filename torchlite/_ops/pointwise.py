@@ -209,7 +209,7 @@ def round(input, *, decimals=0, out=None):
     if decimals == 0:
         return _unary(_U["round"], input, out, name="round")
     if not input.is_floating_point():
-        raise RuntimeError(f'"round_decimals" not implemented for integer tensors')
+        raise RuntimeError('"round_decimals" not implemented for integer tensors')
     return _unary(_U["round_decimals"], input, out, builtins.float(decimals), name="round")
 
 
@@ -460,7 +460,7 @@ for _name, _op, _doc, _aliases in _BINARY_OPS:
 def _check_alpha(a, b, alpha, op):
     if alpha != 1 and isinstance(alpha, builtins.float) and not (
             (isinstance(a, Tensor) and a.is_floating_point()) or (isinstance(b, Tensor) and b.is_floating_point())):
-        raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number.")
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
 
 
 _ADD, _SUB, _ADD_ALPHA = _B["add"], _B["sub"], _B["add_alpha"]

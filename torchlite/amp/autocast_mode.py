@@ -15,7 +15,6 @@ back through them in the parameters' dtype.
 
 The state (enabled flag, dtype per device type, cache flag) is thread-local, as in PyTorch."""
 import functools
-import sys
 import threading
 import warnings
 

@@ -386,4 +386,6 @@ def node_type(name, backward):
     return type(name, (Node,), {"backward": backward})
 
 
-from .._tensor import _wrap  # noqa: E402  (the tensor module imports nothing from autograd)
+# Tensor and autograd's core are one layer: _tensor imports autograd only inside functions
+# (backward, register_hook), so this module-level import at the end closes no loop at import.
+from .._tensor import _wrap  # noqa: E402

@@ -92,7 +92,8 @@ def nll_forward(lp, target, weight, ignore_index, reduction):
     losses = _array.empty((N, S), K.FLOAT64, lp.device_index)
     wsum = _array.empty((N, S), K.FLOAT64, lp.device_index)
     require(_launch_nll("forward", lp, target, N * S, [
-        _launch.ptr_of(lp), _launch.ptr_of(target), _launch.ptr_of(weight), _launch.ptr_of(losses), _launch.ptr_of(wsum),
+        _launch.ptr_of(lp), _launch.ptr_of(target), _launch.ptr_of(weight), _launch.ptr_of(losses),
+        _launch.ptr_of(wsum),
         _launch.struct(_geometry(lp, target, weight, ignore_index))]))
     total_weight = _array.to_host(need(reduce("sum", wsum, None, False))).item()
     if reduction == _cpu_loss.REDUCTION_NONE:
@@ -117,7 +118,8 @@ def nll_backward(lp, target, weight, ignore_index, grad, scale, softmax):
         grad = _array.from_host(grad, lp.device_index)
     dx = _array.empty((N, C, S), lp.dtype, lp.device_index)
     require(_launch_nll("backward", lp, target, N * C * S, [
-        _launch.ptr_of(lp), _launch.ptr_of(target), _launch.ptr_of(weight), _launch.ptr_of(grad), _launch.i64(0 if grad.ndim == 0 else 1),
+        _launch.ptr_of(lp), _launch.ptr_of(target), _launch.ptr_of(weight), _launch.ptr_of(grad),
+        _launch.i64(0 if grad.ndim == 0 else 1),
         _launch.ptr_of(dx), _launch.struct(_geometry(lp, target, weight, ignore_index)),
         _launch.f64(scale), _launch.i32(1 if softmax else 0)]))
     return dx

@@ -116,8 +116,10 @@ def batch_norm_forward(x, w, b, mean_, var_, eps):
     device = x.device_index
     invstd = _array.empty((C,), K.FLOAT64, device)
     scale, shift = (_array.empty((C,), x.dtype, device) for _ in range(2))
-    _coefs("forward", x.dtype, C, device, [_launch.ptr_of(mean_), _launch.ptr_of(var_), _launch.ptr_of(w), _launch.ptr_of(b), _launch.f64(eps),
-                                   _launch.i64(C), _launch.ptr_of(invstd), _launch.ptr_of(scale), _launch.ptr_of(shift)])
+    _coefs("forward", x.dtype, C, device,
+           [_launch.ptr_of(mean_), _launch.ptr_of(var_), _launch.ptr_of(w), _launch.ptr_of(b),
+            _launch.f64(eps), _launch.i64(C), _launch.ptr_of(invstd), _launch.ptr_of(scale),
+            _launch.ptr_of(shift)])
     y = need(ternary(ADDCMUL, shift.view((1, C, 1)), x, scale.view((1, C, 1))))
     return y, mean_, var_, invstd
 
@@ -141,8 +143,9 @@ def batch_norm_backward(g, x, mean_, invstd, w, batch_stats, want_dx, want_dw, w
     db = _array.empty((C,), x.dtype, device) if want_db else None
     ka, km, kb, kc = (_array.empty((C,), x.dtype, device) for _ in range(4))
     _coefs("backward", x.dtype, C, device, [
-        _launch.ptr_of(sum_g), _launch.ptr_of(sum_gxc), _launch.ptr_of(mean_), _launch.ptr_of(invstd), _launch.ptr_of(w), _launch.f64(N * S),
-        _launch.i32(1 if batch_stats else 0), _launch.i64(C), _launch.ptr_of(ka), _launch.ptr_of(km), _launch.ptr_of(kb),
+        _launch.ptr_of(sum_g), _launch.ptr_of(sum_gxc), _launch.ptr_of(mean_), _launch.ptr_of(invstd),
+        _launch.ptr_of(w), _launch.f64(N * S), _launch.i32(1 if batch_stats else 0), _launch.i64(C),
+        _launch.ptr_of(ka), _launch.ptr_of(km), _launch.ptr_of(kb),
         _launch.ptr_of(kc), _launch.ptr_of(dw), _launch.ptr_of(db)])
     dx = None
     if want_dx:

@@ -144,7 +144,6 @@ def _copy_general(dst, src):
 
 
 def _kernel_copy(dst, src):
-    from . import _elementwise
     return _elementwise.copy_(dst, src)
 
 

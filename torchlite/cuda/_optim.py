@@ -49,7 +49,8 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, beta1, beta2,
                            bias_correction2_sqrt, int(amsgrad), int(maximize), int(decoupled), 0)
         k = _launch.kernel("optim.cu", K.optimizer_kernel("adam", param.dtype), param.device_index)
         _launch.launch(k, _launch.grid_for(n, param.device_index, _THREADS), _THREADS,
-                       [_launch.ptr_of(param), _launch.ptr_of(grad), _launch.ptr_of(exp_avg), _launch.ptr_of(exp_avg_sq),
-                        _launch.ptr_of(max_exp_avg_sq if amsgrad else None), _launch.i64(n),
+                       [_launch.ptr_of(param), _launch.ptr_of(grad), _launch.ptr_of(exp_avg),
+                        _launch.ptr_of(exp_avg_sq), _launch.ptr_of(max_exp_avg_sq if amsgrad else None),
+                        _launch.i64(n),
                         _launch.struct(args)])
     return True

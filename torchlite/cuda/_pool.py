@@ -17,8 +17,8 @@ padding:
                      the same as plain pooling with kernel = stride
 
 Left to the host fallback: the CPU's argument errors, empty sizes, adaptive pooling to a size
-that does not divide the input's, and scatter_planes without `add` (max_unpool: the CPU's last write wins, GPU writes to one element
-race).
+that does not divide the input's, and scatter_planes without `add` (max_unpool: the CPU's
+last write wins, GPU writes to one element race).
 """
 import struct
 

@@ -12,9 +12,9 @@
  * system, irq, softirq) less this process's own (getrusage), over the last 0.2 to 0.5 s,
  * rounded to whole CPUs, and no more than the tasks of other processes runnable at the moment
  * of the look (/proc/loadavg's "running" less this process's threads in state R, the least of
- * three looks): the window says they keep a core busy, the moment that they still do.  A
- * window in which this process worked less than half the time, or that began more than 0.5 s
- * ago, gives all cores until the next look.  An average over a window, not a look at one instant: a kernel
+ * three looks): the window says they keep a core busy, the moment that they still do; and
+ * two windows in a row must say so.  A window in which this process worked less than half
+ * the time, or that began more than 0.5 s ago, gives all cores until the next look.  An average over a window, not a look at one instant: a kernel
  * worker that runs for a moment does not count, a program that keeps a core busy does.  The
  * count is only meaningful when this process may run on every online CPU (a process pinned
  * to a few CPUs of a big machine, or a container that sees the host's /proc/stat, gets no
@@ -108,6 +108,7 @@ static int tl_free_cpus(void) {
     /* the last look and its answer (races between threads only cost a second look) */
     static volatile double last_wall = -1.0, last_busy = 0.0, last_own = 0.0;
     static volatile int free_cpus = -1;
+    static volatile long taken_before = 0;    /* what the previous window saw taken */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     const double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -136,8 +137,15 @@ static int tl_free_cpus(void) {
             const int now_elsewhere = tl_running_elsewhere_now();
             if (now_elsewhere >= 0 && now_elsewhere < taken) taken = now_elsewhere;
         }
+        /* and two windows in a row must agree: a burst of another program between two of
+         * this one's (a benchmark's other library, a compiler run) passes, a steady load
+         * shows up within 0.4 s */
+        const long seen = taken;
+        if (taken > taken_before) taken = taken_before;
+        taken_before = seen;
         answer = taken < online ? (int)(online - taken) : 1;
     }
+    if (answer < 0) taken_before = 0;
     last_wall = now;
     last_busy = busy;
     last_own = own;
