@@ -137,7 +137,7 @@ def need(cond, what, fatal=True):
     print(("  ok    " if cond else "  FAIL  " if fatal else "  WARN  ") + what)
     if fatal and not cond:
         sys.exit(1)
-need(any(n.startswith("torchlite.libs/libgomp") for n in names), "libgomp vendored in torchlite.libs/")
+need(any(n.startswith("torchlite_dl.libs/libgomp") for n in names), "libgomp vendored in torchlite_dl.libs/")
 need(sum(n.endswith(".so") and n.startswith("torchlite/_core/") for n in names) >= 3, "compiled extensions")
 need(any(n.endswith(".pxd") for n in names) and any(n.endswith(".h") for n in names), ".pxd and kernel headers shipped")
 need(not any(n.startswith(("tests/", "benchmarks/", "examples/", "wheels/")) for n in names), "no repository folders")

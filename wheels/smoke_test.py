@@ -95,8 +95,8 @@ def check_openmp(tl, expect_threads):
     gomp = [p for p in loaded_libraries() if "gomp" in os.path.basename(p) or "omp" in os.path.basename(p)]
     if gomp:
         print("  info  OpenMP runtime: " + ", ".join(gomp))
-        check(any("torchlite.libs" in p for p in gomp) or "--allow-system-omp" in sys.argv,
-              "the OpenMP runtime is the copy vendored in the wheel (torchlite.libs/)")
+        check(any("torchlite_dl.libs" in p for p in gomp) or "--allow-system-omp" in sys.argv,
+              "the OpenMP runtime is the copy vendored in the wheel (torchlite_dl.libs/)")
 
 
 def main():
