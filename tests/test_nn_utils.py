@@ -198,3 +198,20 @@ def test_pack_sequence_unpack_unpad():
     assert as64.data.dtype == tl.float64 and packed.float().data.dtype == tl.float32
     assert not packed.is_cuda
     np.testing.assert_array_equal(rnn.invert_permutation(tl.tensor([2, 0, 1])).numpy(), [1, 2, 0])
+
+
+def test_modules_utils_tuple_helpers_as_pytorch():
+    # custom layers written for PyTorch import these private helpers by name
+    from torchlite.nn.modules.utils import _ntuple, _pair, _quadruple, _single, _triple
+    cases = [(_single, 3, (3,)), (_pair, 3, (3, 3)), (_triple, (1, 2, 3), (1, 2, 3)),
+             (_quadruple, 0, (0, 0, 0, 0)), (_pair, [4, 5], (4, 5)), (_ntuple(5), "ab", ("ab",) * 5)]
+    for fn, x, expected in cases:
+        assert fn(x) == expected
+    try:
+        import torch.nn.modules.utils as T
+    except ImportError:
+        return
+    for name, x in [("_single", 3), ("_pair", 3), ("_triple", (1, 2, 3)), ("_quadruple", 0),
+                    ("_pair", [4, 5])]:
+        assert getattr(T, name)(x) == {"_single": _single, "_pair": _pair, "_triple": _triple,
+                                       "_quadruple": _quadruple}[name](x)

@@ -9,6 +9,7 @@ import numbers
 
 from ..._tensor import Tensor
 from . import conv_grad as _G
+from ._utils import ntuple
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -19,33 +20,6 @@ _SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Shor
 _C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short",
             "int32": "int", "int64": "long", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
             "float32": "float", "float64": "double"}
-
-
-def _int_arg(v, name, op):
-    """v as a Python int (an int-like value: a 0-d integer tensor, a NumPy integer); bools
-    and floats are refused as PyTorch refuses them."""
-    if isinstance(v, builtins.bool) or not isinstance(v, (numbers.Integral, Tensor)):
-        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
-    try:
-        return v.__index__()
-    except (TypeError, AttributeError):
-        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not "
-                        f"{type(v).__name__}") from None
-
-
-def ntuple(v, n, name, op):
-    """An int or a sequence of 1 or n ints as an n-tuple, with PyTorch's message for another
-    length."""
-    if isinstance(v, (list, tuple)):
-        vals = [_int_arg(a, name, op) for a in v]
-    else:
-        vals = [_int_arg(v, name, op)]
-    if len(vals) == 1:
-        return tuple(vals) * n
-    if len(vals) != n:
-        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values "
-                           f"to match the convolution dimensions, but got {name}={vals}")
-    return tuple(vals)
 
 
 def _size_str(t):

@@ -19,6 +19,7 @@ from ..._dispatch import pool as _P
 from ..._dispatch import conv as _C
 from ... import _dtype as D
 from ...autograd.graph import Node, record, needs_grad
+from ._utils import ntuple
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold",
            "fold", "pixel_shuffle", "pixel_unshuffle"]
@@ -357,7 +358,6 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 # ---- unfold / fold -------------------------------------------------------------------------------------
 def _pair(v, name, op):
-    from .conv import ntuple
     return ntuple(v, 2, name, op)
 
 

@@ -17,3 +17,9 @@ from .rnn import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+
+# the layer classes and functions, not the family modules (nn.modules.utils must not pass for
+# nn.utils when torchlite.nn star-imports this package)
+import types as _types  # noqa: E402
+__all__ = [_n for _n, _v in list(globals().items())
+           if not _n.startswith("_") and not isinstance(_v, _types.ModuleType)]

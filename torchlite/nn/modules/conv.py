@@ -1,21 +1,13 @@
 """Convolution layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d (PyTorch's torch.nn)."""
-import collections.abc
 
 from ..._ops.creation import empty
 from ..parameter import Parameter
 from .. import functional as F
 from .. import init
 from .module import Module
+from .utils import ntuple
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
-
-
-def ntuple(x, n):
-    """x as an n-tuple: an iterable as a tuple, anything else repeated n times (PyTorch's
-    nn.modules.utils._ntuple)."""
-    if isinstance(x, collections.abc.Iterable) and not isinstance(x, str):
-        return tuple(x)
-    return (x,) * n
 
 
 def _reverse_repeat(t):

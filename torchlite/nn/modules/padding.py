@@ -1,6 +1,6 @@
 """Padding layers (PyTorch's torch.nn): constant, zero, reflection, replication, circular."""
 from .. import functional as F
-from .conv import ntuple
+from .utils import ntuple
 from .module import Module
 
 __all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d",

@@ -1,6 +1,6 @@
 """Pooling layers (PyTorch's torch.nn): max, average, adaptive, max-unpooling, power-average."""
 from .. import functional as F
-from .conv import ntuple
+from .utils import ntuple
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
