@@ -244,12 +244,12 @@ class installed:
     def __enter__(self):
         import torchlite.cuda as cuda
         from torchlite import _dispatch
-        from torchlite.cuda import _driver, _ops, _runtime
+        from torchlite.cuda import _driver, _ops, _runtime, _state
         self.saved = [
             (_driver, "driver_module", _driver.driver_module), (_driver, "_status", _driver._status),
             (_ops, "kernels_enabled", _ops.kernels_enabled),
-            (cuda, "_initialized", cuda._initialized), (cuda, "_devices", cuda._devices),
-            (cuda, "_allocator", cuda._allocator), (cuda, "_generators", cuda._generators),
+            (_state, "initialized", _state.initialized), (_state, "devices", _state.devices),
+            (_state, "allocator", _state.allocator), (_state, "generators", _state.generators),
             (_dispatch, "_seed_for_devices", _dispatch._seed_for_devices),
             (_runtime, "_allocator", _runtime._allocator),
             (_runtime, "_host_allocator", _runtime._host_allocator),
@@ -264,8 +264,8 @@ class installed:
         _driver._status = _driver.Status(True, "ok", "", devices=fake.devices, nvrtc=(13, 0),
                                          driver=13000)
         _ops.kernels_enabled = False
-        cuda._initialized, cuda._devices, cuda._allocator = False, None, None
-        cuda._generators = {}
+        _state.initialized, _state.devices, _state.allocator = False, None, None
+        _state.generators = {}
         _runtime._allocator = _runtime._host_allocator = None
         _runtime._keep_alive = []
         for tls, _ in self.saved_tls:

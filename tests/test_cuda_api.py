@@ -10,7 +10,7 @@ import pytest
 
 import torchlite
 import torchlite.cuda as cuda
-from torchlite.cuda import _driver
+from torchlite.cuda import _driver, _state
 
 no_gpu = pytest.mark.skipif(cuda.is_available(), reason="a usable GPU is present (the CUDA suite covers it)")
 
@@ -295,9 +295,9 @@ class FakeAllocator:
 def two_fake_gpus(monkeypatch):
     monkeypatch.setattr(_driver, "_status", _driver.Status(True, "ok", "", devices=2, nvrtc=(13, 5)))
     monkeypatch.setattr(_driver, "Devices", FakeDevices)
-    monkeypatch.setattr(cuda, "_initialized", False)
-    monkeypatch.setattr(cuda, "_devices", None)
-    monkeypatch.setattr(cuda, "_allocator", None)
+    monkeypatch.setattr(_state, "initialized", False)
+    monkeypatch.setattr(_state, "devices", None)
+    monkeypatch.setattr(_state, "allocator", None)
     calls = []
     monkeypatch.setattr(_driver, "call", lambda name, *args: calls.append(name))
     old = getattr(cuda._tls, "index", None)
@@ -344,7 +344,7 @@ def test_current_device_is_per_thread(two_fake_gpus):
 
 def test_synchronize_calls_the_driver(two_fake_gpus):
     cuda.synchronize(1)
-    assert two_fake_gpus == ["cuCtxSynchronize"] and cuda._devices.activated == [1]
+    assert two_fake_gpus == ["cuCtxSynchronize"] and _state.devices.activated == [1]
 
 
 def test_memory_statistics_come_from_the_allocator(two_fake_gpus):

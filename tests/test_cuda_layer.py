@@ -10,6 +10,7 @@ import pytest
 
 import torchlite as tl
 import torchlite.cuda as cuda
+from torchlite.cuda import _state
 import torchlite.nn as nn
 import torchlite.nn.functional as F
 from torchlite.cuda._allocator import CachingAllocator, size_class
@@ -455,7 +456,7 @@ def test_out_of_memory_frees_the_cache_retries_and_reports_sizes(fake_cuda):
     # tried, gave the cached block back, tried again
     assert fake_cuda.calls == ["cuMemAlloc", "cuMemFree", "cuMemAlloc"]
     assert cuda.memory_reserved() == cuda.memory_allocated() == size_class(800_000)
-    stats = cuda._allocator.stats(0)
+    stats = _state.allocator.stats(0)
     assert stats["num_ooms"] == 1 and stats["num_alloc_retries"] == 2
     del b
     c = tl.ones(100_000, device="cuda")                     # the cache serves it: no new allocation
@@ -699,10 +700,10 @@ def test_cuda_seeds(cuda_device):
 # ---- the stand-in itself does not leak ------------------------------------------------------------------------
 def _cuda_state():
     from torchlite import _dispatch
-    from torchlite.cuda import _driver, _ops, _runtime
+    from torchlite.cuda import _driver, _ops, _runtime, _state
     return {"driver_module": _driver.driver_module, "status": _driver._status,
-            "kernels": _ops.kernels_enabled, "initialized": cuda._initialized,
-            "devices": cuda._devices, "allocator": cuda._allocator, "generators": cuda._generators,
+            "kernels": _ops.kernels_enabled, "initialized": _state.initialized,
+            "devices": _state.devices, "allocator": _state.allocator, "generators": _state.generators,
             "runtime_allocator": _runtime._allocator, "host_allocator": _runtime._host_allocator,
             "dispatch": _dispatch._enabled, "elementwise.binary": _dispatch.elementwise.binary,
             "tls": dict(cuda._tls.__dict__), "runtime_tls": dict(_runtime._tls.__dict__)}

@@ -74,9 +74,6 @@ NEVER = {
 KNOWN = {
     ("torchlite.optim._fused", "torchlite.cuda._ops"): "step 4: fused steps as array kernels",
     ("torchlite.optim._fused", "torchlite.cuda._optim"): "step 4: fused steps as array kernels",
-    ("torchlite.cuda._runtime", "torchlite.cuda"): "step 2: backend state below the face",
-    ("torchlite.cuda._launch", "torchlite.cuda"): "step 2: backend state below the face",
-    ("torchlite.cuda._services", "torchlite.cuda"): "step 2: backend state below the face",
 }
 
 

@@ -12,7 +12,7 @@ is missing: cuda-python, the NVIDIA driver, a device, NVRTC or the CUDA headers
 import os
 import threading
 
-from . import _driver
+from . import _driver, _state
 from ._driver import CudaError, CudaUnavailableError, OutOfMemoryError
 
 __all__ = [
@@ -26,10 +26,19 @@ __all__ = [
     "is_bf16_supported", "mem_get_info", "get_arch_list", "memory_stats", "memory_summary",
 ]
 
-_tls = threading.local()          # .index: this thread's current device; .streams: {index: Stream}
-_init_lock = threading.RLock()
-_initialized = False
-_devices = None                   # _driver.Devices once initialised
+# the backend's state lives below this public face (cuda/_state.py): the names below are the
+# same objects and functions, kept for this module's own code and for the tests
+_tls = _state.tls
+_lazy_init = _state.lazy_init
+_require_cuda = _state.require_cuda
+_unavailable_error = _state.unavailable_error
+_device_index = _state.device_index
+_current_index = _state.current_index
+_checked_index = _state.checked_index
+_activate = _state.activate
+_set_allocator = _state.set_allocator
+_generator = _state.generator
+_seed_all_generators = _state.seed_all_generators
 
 
 # ---- availability ---------------------------------------------------------------------------
@@ -55,39 +64,12 @@ def is_available():
 
 def device_count():
     """The number of CUDA devices torchlite can use (0 when CUDA is unavailable)."""
-    st = _driver.probe()
-    return st.devices if st.available else 0
+    return _state.device_count()
 
 
 def is_initialized():
     """Whether torchlite has initialised CUDA in this process."""
-    return _initialized
-
-
-def _unavailable_error(what):
-    reason = _driver.probe().reason
-    return CudaUnavailableError(f"torchlite: cannot {what}: CUDA is not available because {reason}")
-
-
-def _require_cuda(what="use CUDA"):
-    """Raise CudaUnavailableError (a RuntimeError) naming what is missing, unless CUDA is
-    usable.  `what` completes "cannot ...", e.g. "create a CUDA tensor"."""
-    if not _driver.probe().available:
-        raise _unavailable_error(what)
-
-
-def _lazy_init(what="initialize CUDA"):
-    """Initialise CUDA once (device handles; the primary context is made current per thread
-    on first use of a device); raises CudaUnavailableError when CUDA is unavailable."""
-    global _initialized, _devices
-    if _initialized:
-        return
-    with _init_lock:
-        if _initialized:
-            return
-        _require_cuda(what)
-        _devices = _driver.Devices()
-        _initialized = True
+    return _state.initialized
 
 
 def init():
@@ -96,40 +78,6 @@ def init():
 
 
 # ---- devices ----------------------------------------------------------------------------------
-def _device_index(dev, optional=True):
-    """The device number of None (the current device), an int, 'cuda', 'cuda:N' or a
-    torchlite.device; ValueError for a non-CUDA device."""
-    from .._device import device as _device_cls
-    if dev is None and optional:
-        return _current_index()
-    if isinstance(dev, bool):
-        raise TypeError(f"Invalid device, must be cuda device, not {dev!r}")
-    if isinstance(dev, int):
-        return dev
-    if isinstance(dev, str):
-        dev = _device_cls(dev)
-    if isinstance(dev, _device_cls):
-        if dev.type != "cuda":
-            raise ValueError(f"Expected a cuda device, but got: {dev}")
-        return _current_index() if dev.index is None else dev.index
-    raise TypeError(f"Invalid device, must be cuda device, an int or None, not {type(dev).__name__}")
-
-
-def _current_index():
-    return getattr(_tls, "index", 0)
-
-
-def _checked_index(dev, what):
-    """The device number of `dev` after initialising CUDA; AssertionError for a number out
-    of range (PyTorch's 'Invalid device id')."""
-    idx = _device_index(dev)
-    _lazy_init(what)
-    if not 0 <= idx < device_count():
-        raise AssertionError(f"Invalid device id: {idx} (torchlite sees {device_count()} CUDA "
-                             f"device(s))")
-    return idx
-
-
 def current_device():
     """The index of this thread's current CUDA device."""
     _lazy_init("query the current CUDA device")
@@ -169,13 +117,13 @@ class device:
 def get_device_name(device=None):
     """The name of a CUDA device, e.g. 'NVIDIA H100 80GB HBM3'."""
     idx = _checked_index(device, "get the CUDA device name")
-    return _devices.name(idx)
+    return _state.devices.name(idx)
 
 
 def get_device_capability(device=None):
     """(major, minor) compute capability of a CUDA device."""
     idx = _checked_index(device, "get the CUDA device capability")
-    return _devices.capability(idx)
+    return _state.devices.capability(idx)
 
 
 class _CudaDeviceProperties:
@@ -196,7 +144,7 @@ class _CudaDeviceProperties:
 def get_device_properties(device=None):
     """Name, compute capability, memory and multiprocessor counts of a CUDA device."""
     idx = _checked_index(device, "get the CUDA device properties")
-    d, p = _devices, _CudaDeviceProperties()
+    d, p = _state.devices, _CudaDeviceProperties()
     p.name = d.name(idx)
     p.major, p.minor = d.capability(idx)
     p.total_memory = d.total_memory(idx)
@@ -213,11 +161,6 @@ def get_device_properties(device=None):
     return p
 
 
-def _activate(idx):
-    """Make device idx's context current on this thread (before any driver call for it)."""
-    return _devices.activate(idx)
-
-
 def synchronize(device=None):
     """Wait for all work on a CUDA device to finish."""
     idx = _checked_index(device, "synchronize CUDA")
@@ -228,34 +171,6 @@ def synchronize(device=None):
 # ---- random seeds -------------------------------------------------------------------------------
 # Each device has a Philox state (seed, offset) with the CPU generator's rules and format;
 # seeding before CUDA is initialised (or without CUDA) is remembered, as in PyTorch.
-_generators = {}
-_generators_lock = threading.Lock()
-# torchlite.manual_seed also seeds the generators made later, here or before this module was
-# imported: _dispatch remembers its seed (seed_devices) and hands it to each new generator
-from .. import _dispatch  # noqa: E402
-
-
-def _generator(idx):
-    """Device idx's default generator (the one its random ops draw from)."""
-    from .._core import random as _R
-    with _generators_lock:
-        g = _generators.get(idx)
-        if g is None:
-            g = _generators[idx] = _R.Philox()
-            seed = _dispatch.seed_for_new_generators()
-            if seed is not None:
-                g.manual_seed(seed)
-        return g
-
-
-def _seed_all_generators(seed):
-    """torchlite.manual_seed's part for the generators made so far (without touching CUDA);
-    those made later take the seed from _dispatch."""
-    with _generators_lock:
-        for g in _generators.values():
-            g.manual_seed(seed)
-
-
 def manual_seed(seed):
     """Seed the current CUDA device's generator (remembered when CUDA is unavailable)."""
     _generator(_current_index()).manual_seed(seed)
@@ -301,24 +216,16 @@ def set_rng_state(new_state, device="cuda"):
 # The caching allocator registers itself with _set_allocator(obj): obj.stats(index) returns a
 # dict with "allocated", "max_allocated", "reserved", "max_reserved" (bytes),
 # obj.reset_peak(index) and obj.empty_cache() release what it caches.
-_allocator = None
-
-
-def _set_allocator(allocator):
-    global _allocator
-    _allocator = allocator
-
-
 def _stat(device, key):
-    if not _initialized or _allocator is None:
+    if not _state.initialized or _state.allocator is None:
         return 0
-    return int(_allocator.stats(_device_index(device)).get(key, 0))
+    return int(_state.allocator.stats(_device_index(device)).get(key, 0))
 
 
 def empty_cache():
     """Release the allocator's cached, unused blocks (a no-op without CUDA)."""
-    if _initialized and _allocator is not None:
-        _allocator.empty_cache()
+    if _state.initialized and _state.allocator is not None:
+        _state.allocator.empty_cache()
 
 
 def memory_allocated(device=None):
@@ -343,17 +250,17 @@ def max_memory_reserved(device=None):
 
 def reset_peak_memory_stats(device=None):
     """Start the peaks over from the current values."""
-    if _initialized and _allocator is not None:
-        _allocator.reset_peak(_device_index(device))
+    if _state.initialized and _state.allocator is not None:
+        _state.allocator.reset_peak(_device_index(device))
 
 
 def memory_stats(device=None):
     """The caching allocator's counters in PyTorch's key names (the subset torchlite keeps):
     allocated_bytes.all.current/peak, reserved_bytes.all.current/peak, num_alloc_retries,
     num_ooms.  Empty without CUDA."""
-    if not _initialized or _allocator is None:
+    if not _state.initialized or _state.allocator is None:
         return {}
-    st = _allocator.stats(_device_index(device))
+    st = _state.allocator.stats(_device_index(device))
     return {"allocated_bytes.all.current": st["allocated"],
             "allocated_bytes.all.peak": st["max_allocated"],
             "reserved_bytes.all.current": st["reserved"],
@@ -365,7 +272,7 @@ def memory_stats(device=None):
 def memory_summary(device=None, abbreviated=False):
     """A short text report of memory_stats()."""
     st = memory_stats(device)
-    idx = _device_index(device) if _initialized else 0
+    idx = _device_index(device) if _state.initialized else 0
     if not st:
         return f"torchlite CUDA memory summary, device {idx}: CUDA is not initialised\n"
     mib = 1024 * 1024

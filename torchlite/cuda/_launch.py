@@ -16,7 +16,7 @@ import ctypes
 import os
 import threading
 
-from . import _driver, _runtime
+from . import _driver, _runtime, _state
 
 _BLOCKING = os.environ.get("TORCHLITE_CUDA_LAUNCH_BLOCKING", "") not in ("", "0")
 _kernels = {}
@@ -38,9 +38,9 @@ class Kernel:
 def _target(device):
     t = _arch.get(device)
     if t is None:
-        from . import _devices, _lazy_init, _nvrtc
-        _lazy_init("compile CUDA kernels")
-        t = _arch[device] = _nvrtc.target_for(*_devices.capability(device))[1]
+        from . import _nvrtc
+        _state.lazy_init("compile CUDA kernels")
+        t = _arch[device] = _nvrtc.target_for(*_state.devices.capability(device))[1]
     return t
 
 
@@ -131,8 +131,7 @@ def sm_count(device):
     """The device's number of multiprocessors."""
     sms = _sm_counts.get(device)
     if sms is None:
-        from . import _devices
-        sms = _sm_counts[device] = _devices.attribute(device, "MULTIPROCESSOR_COUNT")
+        sms = _sm_counts[device] = _state.devices.attribute(device, "MULTIPROCESSOR_COUNT")
     return sms
 
 

@@ -7,7 +7,7 @@ tests stand in a host-memory driver for the parts above the kernels.
 """
 import threading
 
-from . import _driver
+from . import _driver, _state
 from ._allocator import CachingAllocator
 
 _tls = threading.local()
@@ -20,29 +20,19 @@ HOST = -1                # the "device" number of pinned host memory in the allo
 def activate(device):
     """Make `device`'s context current on this thread (a no-op when it already is)."""
     if getattr(_tls, "device", None) != device:
-        from . import _lazy_init, _activate
-        _lazy_init("use a CUDA device")
-        _activate(device)
+        _state.lazy_init("use a CUDA device")
+        _state.activate(device)
         _tls.device = device
 
 
 def current_stream(device):
     """The handle (an int) of this thread's current stream on `device`; 0 is the default
     stream."""
-    streams = getattr(_cuda_tls(), "streams", None)
+    streams = getattr(_state.tls, "streams", None)
     s = streams.get(device) if streams else None
     return 0 if s is None else s.cuda_stream
 
 
-def _cuda_tls():
-    global _cuda_tls_obj
-    if _cuda_tls_obj is None:
-        from . import _tls as t
-        _cuda_tls_obj = t
-    return _cuda_tls_obj
-
-
-_cuda_tls_obj = None
 
 
 class _Event:
@@ -88,8 +78,7 @@ class DeviceMemory:
         return event.done()
 
     def total_memory(self, device):
-        from . import _devices
-        return _devices.total_memory(device)
+        return _state.devices.total_memory(device)
 
 
 class PinnedMemory(DeviceMemory):
@@ -110,8 +99,7 @@ class PinnedMemory(DeviceMemory):
 
 
 def _current_device():
-    from . import _current_index
-    return _current_index()
+    return _state.current_index()
 
 
 def allocator():
@@ -120,12 +108,11 @@ def allocator():
     if _allocator is None:
         with _lock:
             if _allocator is None:
-                from . import _lazy_init, _set_allocator
                 from .. import _dispatch
                 from ._array import CudaArray
-                _lazy_init("allocate CUDA memory")
+                _state.lazy_init("allocate CUDA memory")
                 _allocator = CachingAllocator(DeviceMemory())
-                _set_allocator(_allocator)
+                _state.set_allocator(_allocator)
                 # device memory exists from now on: the array layer dispatches by device
                 _dispatch.enable_devices(CudaArray)
     return _allocator

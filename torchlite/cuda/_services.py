@@ -5,19 +5,17 @@ seeding, the device checks that creation and moving need, and the DLPack stream 
 
 Each function works on arrays and device numbers, never on Tensors: the Tensor layer wraps
 what comes back."""
-from . import _array, _host, _runtime
+from . import _array, _driver, _host, _runtime, _state
 from ._registry import service
 
 
 @service("is_available")
 def is_available():
-    from . import is_available as available
-    return available()
+    return _driver.probe().available
 
 
 @service("unavailable_reason")
 def unavailable_reason():
-    from . import _driver
     return _driver.probe().reason
 
 
@@ -26,22 +24,20 @@ def checked_index(dev, what):
     """The device number of `dev` (None, an int, 'cuda', 'cuda:N', a torchlite.device) after
     initialising CUDA; CudaUnavailableError naming what is missing, AssertionError for a
     number out of range."""
-    from . import _checked_index
-    return _checked_index(dev, what)
+    return _state.checked_index(dev, what)
 
 
 @service("device_index")
 def device_index(dev):
     """The device number of `dev` (None: the current device), without initialising CUDA."""
-    from . import _device_index
-    return _device_index(dev)
+    return _state.device_index(dev)
 
 
 @service("current_index")
 def current_index():
     """This thread's current CUDA device (initialising CUDA)."""
-    from . import current_device
-    return current_device()
+    _state.lazy_init("query the current CUDA device")
+    return _state.current_index()
 
 
 @service("to_device")
@@ -70,24 +66,21 @@ def is_pinned(arr):
 @service("generator")
 def generator(dev):
     """The default random generator of CUDA device `dev`."""
-    from . import _device_index, _generator
-    return _generator(_device_index(dev))
+    return _state.generator(_state.device_index(dev))
 
 
 @service("seed_all")
 def seed_all(seed):
     """Seed every device's generator (those made later too), without touching CUDA."""
-    from . import _seed_all_generators
-    _seed_all_generators(seed)
+    _state.seed_all_generators(seed)
 
 
 @service("view_capsule")
 def view_capsule(capsule, index):
     """A CUDA array over a DLPack capsule's memory on device `index` (consumes it)."""
-    from . import _lazy_init
     from .. import _dispatch
     from .._core import dlpack as _dl
-    _lazy_init("import a CUDA tensor through DLPack")
+    _state.lazy_init("import a CUDA tensor through DLPack")
     _dispatch.enable_devices(_array.CudaArray)
     return _array.CudaArray(_dl.from_capsule(capsule, None, index), index)
 
