@@ -198,7 +198,7 @@ def seed_devices(seed):
     backend makes later too, starts from `seed` (the backend is not loaded for it)."""
     global _seed_for_devices
     _seed_for_devices = seed
-    if "torchlite.cuda" in sys.modules:           # where the device generators live
+    if "torchlite.cuda._state" in sys.modules:    # where the device generators live
         devices.seed_all(seed)
 
 

@@ -26,6 +26,9 @@
 #ifndef TL_BUSY_CPUS_H
 #define TL_BUSY_CPUS_H
 #if defined(__linux__)
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* sched_getaffinity, CPU_COUNT (Python.h defines it too) */
+#endif
 #include <dirent.h>
 #include <sched.h>
 #include <stdio.h>
@@ -153,56 +156,6 @@ static int tl_free_cpus(void) {
     return answer;
 }
 #else
-/* this process's threads in state R (running or runnable), -1 when /proc cannot tell */
-static int tl_own_running_threads(void) {
-    DIR* d = opendir("/proc/self/task");
-    if (d == NULL) return -1;
-    int mine = 0;
-    char path[96], buf[256];
-    struct dirent* e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(path, sizeof path, "/proc/self/task/%.40s/stat", e->d_name);
-        FILE* t = fopen(path, "r");
-        if (t == NULL) continue;                 /* the thread has just exited */
-        const size_t n = fread(buf, 1, sizeof buf - 1, t);
-        fclose(t);
-        buf[n] = '\0';
-        const char* p = strrchr(buf, ')');       /* the name in (...) may hold anything */
-        if (p != NULL && p[1] == ' ' && p[2] == 'R') mine++;
-    }
-    closedir(d);
-    return mine;
-}
-
-/* the machine's runnable tasks now (/proc/loadavg's "running/total"), -1 when unreadable */
-static int tl_machine_running_tasks(void) {
-    FILE* f = fopen("/proc/loadavg", "r");
-    if (f == NULL) return -1;
-    double l1, l5, l15;
-    int running = 0, total = 0;
-    const int ok = fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) == 5;
-    fclose(f);
-    return ok ? running : -1;
-}
-
-/* Runnable tasks now that are not this process's: the least of three quick looks, each
- * taking the larger of this process's counts before and after the machine's (a thread of ours
- * that starts or stops spinning between two reads must not pass for another process). */
-static int tl_running_elsewhere_now(void) {
-    int least = -1;
-    for (int look = 0; look < 3 && least != 0; look++) {
-        const int before = tl_own_running_threads();
-        const int running = tl_machine_running_tasks();
-        const int after = tl_own_running_threads();
-        if (before < 0 || running < 0 || after < 0) return -1;
-        const int mine = before > after ? before : after;
-        const int others = running > mine ? running - mine : 0;
-        if (least < 0 || others < least) least = others;
-    }
-    return least;
-}
-
 static int tl_free_cpus(void) { return -1; }
 #endif
 #endif
