@@ -18,6 +18,7 @@ from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE = os.path.join("torchlite", "_core")
+CUDA_KERNELS = "cuda_kernels"
 
 
 def _env_flag(name, default):
@@ -43,6 +44,10 @@ class BuildExt(build_ext):
             shutil.copyfile(kept, target)
             how = "unchanged, taken from build/ext-cache"
         else:
+            if kept is not None:
+                # compile for real: setuptools' own check looks only at file times, and would
+                # keep an old binary (built with other flags) under this new name
+                self.force = True
             super().build_extension(ext)
             how = f"compiled in {time.perf_counter() - t0:.1f} s"
             if kept is not None:
@@ -116,7 +121,13 @@ class BuildExt(build_ext):
         self.extensions.sort(key=lambda e: -sum(os.path.getsize(s) for s in e.sources
                                                 if os.path.exists(s)))
         for ext in self.extensions:
-            ext.extra_compile_args = cflags + ext.extra_compile_args
+            std = []
+            if ext.language == "c++":      # modules that include cuda_kernels/ headers
+                # no a*b+c contracted into one rounding: the loops' vector body and their
+                # scalar ends then round alike, so results do not depend on where a
+                # parallel chunk starts (MSVC's /fp:precise does not contract)
+                std = ["/std:c++17"] if ctype == "msvc" else ["-std=c++17", "-ffp-contract=off"]
+            ext.extra_compile_args = cflags + std + ext.extra_compile_args
             ext.extra_link_args = ldflags + ext.extra_link_args
         self._compiler_version = self._version_of_compiler(ctype)
         super().build_extensions()
@@ -157,11 +168,17 @@ def extensions():
 
     exts = []
     headers = sorted(glob.glob(os.path.join(CORE, "kernels", "*.h")))
+    # the CUDA kernels' headers, for the C++ modules that share their math (optim.pyx
+    # compiles cuda_kernels/tl_optim.cuh as plain C++)
+    cuda_headers = sorted(glob.glob(os.path.join(CUDA_KERNELS, "*.cuh")))
     for pyx in sorted(glob.glob(os.path.join(CORE, "*.pyx"))):
         name = pyx[:-4].replace(os.sep, ".")
+        with open(pyx) as f:
+            cpp = f.readline().strip() == "# distutils: language = c++"
         # every kernel header is a dependency, so editing one rebuilds the extensions
-        exts.append(Extension(name, [pyx], include_dirs=[CORE, os.path.join(CORE, "kernels")],
-                              depends=headers))
+        exts.append(Extension(name, [pyx], include_dirs=[CORE, os.path.join(CORE, "kernels"),
+                                                          CUDA_KERNELS],
+                              depends=headers + (cuda_headers if cpp else [])))
     if not exts:
         raise SystemExit("torchlite: no torchlite/_core/*.pyx to build (is MANIFEST.in missing them?)")
     return cythonize(

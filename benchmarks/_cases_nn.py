@@ -12,6 +12,7 @@ T_MLP_STEP = Target(1 / 1.25, "time <= 1.25x torch")
 T_CONV = Target(1 / 1.5, "time <= 1.5x torch")
 T_CNN_STEP = Target(1 / 1.5, "time <= 1.5x torch")
 T_LSTM = Target(1 / 2.0, "time <= 2x torch")
+T_OPT_STEP = Target(1.0, "time <= torch")
 
 
 def _nn(lib):
@@ -119,6 +120,26 @@ def _lstm_build(lib, xs):
     return run
 
 
+def _optimizer_step_build(name, **options):
+    """optimizer.step() alone over the MLP 784-512-512-10's parameters (670k floats), each
+    with a fixed gradient: the update's own cost (issue 16: fused steps)."""
+    def build(lib, xs):
+        nn, optim = _nn(lib)
+        if not hasattr(optim, name):
+            raise NotImplementedOp(f"optim.{name}")
+        model = _mlp(nn)
+        _set_weights(lib, model, 3)
+        rng = np.random.default_rng(4)
+        for p in model.parameters():
+            p.grad = lib.array(rng.standard_normal(tuple(p.shape), dtype=np.float32))
+        opt = getattr(optim, name)(model.parameters(), **options)
+
+        def step():
+            opt.step()
+        return step
+    return build
+
+
 def _inputs(*shapes, labels=None):
     def make(rng):
         xs = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
@@ -153,6 +174,15 @@ def _cases():
     cases.append(Case("lstm_fwdbwd", "us/op", 1, _inputs((64, 32, 128), (64, 32, 256)),
                       _lstm_build, "nn.LSTM(128, 256), sequence 64, batch 32: forward + "
                       "backward", T_LSTM, check=False, tags=("nn", "rnn")))
+    for name, options, what in (("SGD", dict(lr=0.01, momentum=0.9), "SGD momentum 0.9"),
+                                ("Adam", dict(lr=1e-3), "Adam"),
+                                ("AdamW", dict(lr=1e-3, amsgrad=True), "AdamW amsgrad")):
+        label = what.split()[0].lower() + ("_amsgrad" if "amsgrad" in what else "")
+        cases.append(Case(f"optim_step_{label}", "us/op", 1, _inputs(),
+                          _optimizer_step_build(name, **options),
+                          f"optimizer.step() of {what} over the MLP 784-512-512-10's "
+                          f"parameters (670k floats)", T_OPT_STEP, check=False,
+                          tags=("nn", "optim")))
     return cases
 
 

@@ -157,8 +157,8 @@ def check_op(tl_fn, np_fn, *arrays, dtype=None, rtol=None, atol=0.0, torch_fn=No
 
 @contextlib.contextmanager
 def isa_level(level):
-    """Install the SIMD kernels of `level` (0, 3 or 4) in every kernel module (elementwise,
-    reduce, matmul, random) for the duration of the block."""
+    """Install the SIMD kernels of `level` (0, 3 or 4) in every kernel module
+    (torchlite._core._KERNEL_MODULES) for the duration of the block."""
     old = _core.isa_level()
     got = _core.set_isa_level(level)
     try:

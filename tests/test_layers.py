@@ -72,8 +72,6 @@ NEVER = {
 
 # crossings the code still makes, each with the step of issue 16 that removes it
 KNOWN = {
-    ("torchlite.optim._fused", "torchlite.cuda._ops"): "step 4: fused steps as array kernels",
-    ("torchlite.optim._fused", "torchlite.cuda._optim"): "step 4: fused steps as array kernels",
 }
 
 

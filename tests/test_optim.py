@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import torchlite as tl
 import torchlite.optim as optim
+from helpers import available_isa_levels, isa_level
 
 STEPS = 20
 SHAPES = [(3, 4), (4,)]
@@ -688,6 +689,105 @@ def test_non_contiguous_params_and_grads(threads):
         opt.step()
         (ref,) = oracle.step([ref], [g.numpy().astype(np.float64)])
     np.testing.assert_allclose(w.detach().numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+# ---- the fused steps (torchlite/_ops/optim.py: one kernel pass per parameter) ------------
+FUSED_CASES = [
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1), "sgd_step"),
+    ("SGD", dict(lr=0.1, momentum=0.5, dampening=0.3, maximize=True), "sgd_step"),
+    ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1), "adam_step"),
+    ("AdamW", dict(lr=0.01, weight_decay=0.2, maximize=True), "adam_step"),
+]
+
+
+def _counting(monkeypatch, kernel):
+    """Count the calls of _dispatch.optim.<kernel> that ran (returned True)."""
+    from torchlite import _dispatch
+    calls = []
+    real = getattr(_dispatch.optim, kernel)
+
+    def counted(*args, **kwargs):
+        ran = real(*args, **kwargs)
+        calls.append(ran)
+        return ran
+    monkeypatch.setattr(_dispatch.optim, kernel, counted)
+    return calls
+
+
+@pytest.mark.parametrize("level", available_isa_levels())
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,kwargs,kernel", FUSED_CASES, ids=[c[0] + str(i) for i, c in
+                                                                 enumerate(FUSED_CASES)])
+def test_fused_step_on_a_large_parameter(monkeypatch, name, kwargs, kernel, dtype, level):
+    """Large enough to run in parallel chunks: at each SIMD level, the same bits at 1 and 2
+    threads, the documented update's values (NumPy, float64), and the kernel did run."""
+    rng = np.random.default_rng(5)
+    w0 = rng.standard_normal(200_003)
+    grads = [rng.standard_normal(200_003) for _ in range(3)]
+    calls = _counting(monkeypatch, kernel)
+    results = []
+    old = tl.get_num_threads()
+    try:
+        with isa_level(level):
+            for nthreads in (1, 2):
+                tl.set_num_threads(nthreads)
+                p = tl.tensor(w0, dtype=getattr(tl, dtype)).requires_grad_()
+                opt = getattr(optim, name)([p], **kwargs)
+                for g in grads:
+                    p.grad = tl.tensor(g, dtype=p.dtype)
+                    opt.step()
+                results.append(p.detach().numpy())
+    finally:
+        tl.set_num_threads(old)
+    assert calls == [True] * 6
+    np.testing.assert_array_equal(results[0], results[1])
+    oracle, theta = ORACLES[name](**kwargs), [w0]
+    for g in grads:
+        theta = oracle.step(theta, [g])
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(results[0], theta[0], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name,kwargs,kernel", FUSED_CASES[::2])
+def test_fused_step_and_tensor_ops_agree(monkeypatch, name, kwargs, kernel):
+    """The kernel and the Tensor-op formulas it replaces give the same trajectory (to
+    rounding), and tensors it does not take (float16) run the Tensor ops."""
+    def run(fused):
+        params = make_params(tl)
+        if not fused:
+            monkeypatch.setattr(tl._dispatch.optim, kernel, lambda *a, **k: False)
+        opt = getattr(optim, name)(params, **kwargs)
+        for t in range(10):
+            for i, p in enumerate(params):
+                p.grad = tl.tensor(gradient(p.detach().numpy().astype(np.float64), t, i),
+                                   dtype=p.dtype)
+            opt.step()
+        monkeypatch.undo()
+        return [p.detach().numpy() for p in params]
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    calls = _counting(monkeypatch, kernel)
+    h = tl.ones(3, dtype=tl.float16, requires_grad=True)
+    opt = getattr(optim, name)([h], **kwargs)
+    h.grad = tl.full((3,), 0.5, dtype=tl.float16)
+    opt.step()
+    assert calls == [False] and h.dtype == tl.float16
+    assert not np.allclose(h.detach().numpy().astype(np.float32), 1.0)
+
+
+def test_fused_step_leaves_a_recorded_update_to_autograd():
+    """The functional form called with grad mode on and a parameter that requires grad: the
+    in-place update of a leaf raises as PyTorch's does, it is not done behind autograd's
+    back by the kernel."""
+    from torchlite.optim.sgd import sgd
+    p = tl.ones(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        sgd([p], [tl.ones(4)], [None], weight_decay=0, momentum=0, lr=0.1, dampening=0,
+            nesterov=False, maximize=False)
+    with tl.no_grad():
+        sgd([p], [tl.ones(4)], [None], weight_decay=0, momentum=0, lr=0.1, dampening=0,
+            nesterov=False, maximize=False)
+    np.testing.assert_allclose(p.detach().numpy(), 0.9)
 
 
 @st.composite

@@ -17,7 +17,7 @@ import importlib
 import sys
 
 _MODULES = ("array", "elementwise", "reduce", "matmul", "index", "sort", "shape_ops", "random",
-            "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack")
+            "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim")
 
 # functions whose CUDA versions take operands on another device themselves (the transfers)
 CROSS_DEVICE = {("elementwise", "copy_")}
@@ -282,3 +282,4 @@ norm = _NAMESPACES["norm"]
 loss = _NAMESPACES["loss"]
 linalg_decomp = _NAMESPACES["linalg_decomp"]
 dlpack = _NAMESPACES["dlpack"]
+optim = _NAMESPACES["optim"]

@@ -18,7 +18,8 @@ import os
 
 # The modules with SIMD kernels compiled once per ISA level (kernels/isa.h); each installs one
 # level's kernels at import and has its own set_isa_level, the mechanism the functions below use.
-_KERNEL_MODULES = ("elementwise", "reduce", "matmul", "random", "norm", "conv", "linalg_decomp")
+_KERNEL_MODULES = ("elementwise", "reduce", "matmul", "random", "norm", "conv", "linalg_decomp",
+                   "optim")
 
 
 def env_isa_level():
@@ -55,7 +56,7 @@ def _kernel_modules():
 
 def set_isa_level(level):
     """Install the SIMD kernels of `level` (0, 3 or 4, clamped to what the CPU supports) in
-    every kernel module: elementwise, reduce, matmul and random.  Returns the level installed.
+    every kernel module (_KERNEL_MODULES).  Returns the level installed.
     TORCHLITE_ISA sets the level each module starts with."""
     return min(m.set_isa_level(level) for m in _kernel_modules())
 

@@ -1,12 +1,15 @@
 """Fused optimizer steps on the GPU: one tl_sgd / tl_adam launch (cuda_kernels/optim.cu) per
-parameter instead of the ten or so elementwise launches of the Tensor-op update, with the
-same formulas (torchlite/optim/sgd.py, adam.py).  torchlite.optim uses them for CUDA
-parameters whose gradient and state are contiguous tensors of the parameter's dtype, shape
-and device (torchlite/optim/_fused.py); anything else takes the Tensor-op update."""
+parameter instead of the ten or so elementwise launches of the Tensor-op update.  They are
+the CUDA versions of torchlite/_core/optim.pyx's sgd_step and adam_step (the same signature,
+the same per-element math: cuda_kernels/tl_optim.cuh), reached through torchlite._dispatch
+by torchlite.optim for parameters whose gradient and state are contiguous tensors of the
+parameter's dtype, shape and device; anything else returns False and takes the Tensor-op
+update."""
 import struct
 
 from . import _kernels as K, _launch
 from ._array import CudaArray
+from ._registry import native
 
 _THREADS = 256
 
@@ -19,6 +22,7 @@ def _eligible(param, *others):
                              and o.is_contiguous()) for o in others)
 
 
+@native("optim", "sgd_step", kernel=True)
 def sgd_step(param, grad, buf, *, lr, weight_decay, momentum, dampening, nesterov, maximize,
              first_step):
     """One SGD step of arrays param (updated), grad and buf (the momentum buffer, written;
@@ -36,6 +40,7 @@ def sgd_step(param, grad, buf, *, lr, weight_decay, momentum, dampening, nestero
     return True
 
 
+@native("optim", "adam_step", kernel=True)
 def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, beta1, beta2, lr,
               weight_decay, eps, step_size, bias_correction2_sqrt, amsgrad, maximize, decoupled):
     """One Adam/AdamW step of arrays param, grad and the moment buffers (max_exp_avg_sq None

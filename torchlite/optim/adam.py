@@ -1,6 +1,6 @@
 """Adam (PyTorch's torch.optim.Adam), with AMSGrad and decoupled weight decay options."""
 from .._ops.pointwise import maximum
-from . import _fused
+from .._ops import optim as _fused
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,
                         _to_scalar, _update_moments_)
@@ -61,17 +61,16 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, for
         exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
         step_t += 1
         step = step_t.item()
-        if param.is_cuda and _fused.adam_step(
-                param, grads[i], exp_avg, exp_avg_sq, max_exp_avg_sqs[i] if amsgrad else None,
-                beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps,
-                step_size=lr / (1 - beta1 ** step),
-                bias_correction2_sqrt=(1 - beta2 ** step) ** 0.5, amsgrad=amsgrad,
-                maximize=maximize, decoupled=decoupled_weight_decay):
+        step_size = lr / (1 - beta1 ** step)
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        if _fused.adam_step(param, grads[i], exp_avg, exp_avg_sq,
+                            max_exp_avg_sqs[i] if amsgrad else None, beta1=beta1, beta2=beta2,
+                            lr=lr, weight_decay=weight_decay, eps=eps, step_size=step_size,
+                            bias_correction2_sqrt=bias_correction2_sqrt, amsgrad=amsgrad,
+                            maximize=maximize, decoupled=decoupled_weight_decay):
             continue
         grad = _apply_weight_decay(param, grad, lr, weight_decay, decoupled_weight_decay)
         _update_moments_(exp_avg, exp_avg_sq, grad, beta1, beta2)
-        step_size = lr / (1 - beta1 ** step)
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         if amsgrad:
             maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
             second_moment = max_exp_avg_sqs[i]

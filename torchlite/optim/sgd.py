@@ -1,5 +1,5 @@
 """Stochastic gradient descent, optionally with momentum (PyTorch's torch.optim.SGD)."""
-from . import _fused
+from .._ops import optim as _fused
 from .optimizer import Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _to_scalar
 
 __all__ = ["SGD", "sgd"]
@@ -56,9 +56,9 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
     keep = 1 - dampening
     for i, param in enumerate(params):
         grad = d_p_list[i]
-        if param.is_cuda and _fused_sgd(param, grad, momentum_buffer_list, i, lr=lr,
-                                        weight_decay=weight_decay, momentum=momentum,
-                                        dampening=dampening, nesterov=nesterov, maximize=maximize):
+        if _fused_sgd(param, grad, momentum_buffer_list, i, lr=lr, weight_decay=weight_decay,
+                      momentum=momentum, dampening=dampening, nesterov=nesterov,
+                      maximize=maximize):
             continue
         if maximize:
             grad = -grad
@@ -75,8 +75,8 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
 
 
 def _fused_sgd(param, grad, buffers, i, momentum, **kw):
-    """The step of parameter i by the fused GPU kernel (optim/_fused.py) when it qualifies;
-    a new momentum buffer is made first (the kernel's first step writes it)."""
+    """The step of parameter i by the fused kernel (torchlite/_ops/optim.py) where it
+    applies; a new momentum buffer is made first (the kernel's first step writes it)."""
     buf = None
     first = False
     if momentum != 0:

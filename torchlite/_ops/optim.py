@@ -1,0 +1,47 @@
+"""The fused optimizer steps as operations on Tensors: one pass updates a parameter and its
+state in place, by the array layer's kernels (torchlite/_core/optim.pyx on the CPU,
+cuda_kernels/optim.cu on CUDA, both computing cuda_kernels/tl_optim.cuh's per-element
+math).  torchlite.optim (sgd.py, adam.py) calls them first and runs the same formulas as
+Tensor ops where they return False: a dtype or layout the kernels do not take (see
+optim.pyx), or a step that autograd must record (grad mode on and a tensor requiring grad)."""
+from .. import _dispatch
+from ..autograd.grad_mode import _state as _grad_state
+
+__all__ = ["sgd_step", "adam_step"]
+
+
+def _fused(kernel, param, grad, state, options):
+    if _grad_state.enabled and (param.requires_grad or grad.requires_grad):
+        return False
+    arrays = [None if t is None else t._data for t in state]
+    if not getattr(_dispatch.optim, kernel)(param._data, grad._data, *arrays, **options):
+        return False
+    param._bump_version()
+    for t in state:
+        if t is not None:
+            t._bump_version()
+    return True
+
+
+def sgd_step(param, grad, momentum_buffer, *, lr, weight_decay, momentum, dampening, nesterov,
+             maximize, first_step):
+    """One SGD step of `param` (and of `momentum_buffer`, None when momentum is 0; written,
+    not read, on the first step), in place; the formulas are those of optim.SGD.  True when
+    it ran, False (nothing changed) where the fused kernel does not apply."""
+    return _fused("sgd_step", param, grad, (momentum_buffer,),
+                  dict(lr=lr, weight_decay=weight_decay, momentum=momentum,
+                       dampening=dampening, nesterov=nesterov, maximize=maximize,
+                       first_step=first_step))
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, beta1, beta2, lr,
+              weight_decay, eps, step_size, bias_correction2_sqrt, amsgrad, maximize,
+              decoupled):
+    """One Adam/AdamW step of `param` and its moments (max_exp_avg_sq None unless amsgrad), in
+    place, with step_size = lr / (1 - beta1^t) and bias_correction2_sqrt = sqrt(1 - beta2^t);
+    the formulas are those of optim.Adam.  True when it ran, False (nothing changed) where
+    the fused kernel does not apply."""
+    return _fused("adam_step", param, grad, (exp_avg, exp_avg_sq, max_exp_avg_sq),
+                  dict(beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps,
+                       step_size=step_size, bias_correction2_sqrt=bias_correction2_sqrt,
+                       amsgrad=amsgrad, maximize=maximize, decoupled=decoupled))
