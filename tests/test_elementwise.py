@@ -834,6 +834,16 @@ def test_where_values_broadcasting_and_scalars():
         tl.where(tl.tensor([True, False]), tl.zeros(3), 0.0)
 
 
+def test_where_method_takes_self_as_the_values():
+    """x.where(condition, y) is where(condition, x, y) (PyTorch's method), gradients too."""
+    rng = np.random.default_rng(6)
+    x, y = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    check_op(lambda xx, yy: xx.where(xx < yy, yy), lambda xx, yy: np.where(xx < yy, xx, yy), x, y)
+    a = tl.tensor(x, requires_grad=True)
+    a.where(a > 0, 0.0).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), (x > 0).astype(np.float64))
+
+
 @pytest.mark.parametrize("dt", ALL_DTYPES, ids=lambda d: d.name)
 def test_where_every_dtype(dt):
     c = np.array([True, False, True, False])
@@ -1396,6 +1406,16 @@ def test_gcd_lcm_match_numpy(dt, threads):
     x = tl.tensor(a).to(dt)
     assert x.gcd_(tl.tensor(b).to(dt)) is x
     assert_values(x, np.gcd(a, b).astype(NP_DTYPE[dt.name]))
+
+
+@pytest.mark.parametrize("sa,sb", [((2, 1), (0,)), ((0, 3), (3,)), ((2, 1), (3,))])
+def test_gcd_lcm_broadcast_when_no_step_runs(sa, sb):
+    """Zero-size or all-zero second operands: Euclid's loop never runs, and the result still
+    has the broadcast shape."""
+    a = np.full(sa, 12)
+    b = np.zeros(sb, dtype=np.int64)
+    check_op(tl.gcd, np.gcd, a, b)
+    check_op(tl.lcm, np.lcm, a, b)
 
 
 def test_gcd_lcm_errors_and_torch():

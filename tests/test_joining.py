@@ -616,8 +616,9 @@ def test_diff_matches_numpy(n, dim):
     for label, t in make_noncontig(x):
         assert_values(tl.diff(t, n, dim), np.diff(x, n, dim), 1e-12, msg=label)
     pre, app = np.ones((4, 2)), np.full((4, 1), 3.0)
-    assert_values(tl.diff(tl.tensor(x), 2, 1, tl.tensor(pre), tl.tensor(app)),
-                  np.diff(x, 2, 1, prepend=pre, append=app), 1e-12)
+    for order in (0, 2):        # n=0: the input as it is, prepend and append left out
+        assert_values(tl.diff(tl.tensor(x), order, 1, tl.tensor(pre), tl.tensor(app)),
+                      np.diff(x, order, 1, prepend=pre, append=app), 1e-12)
 
 
 def test_diff_dtypes_and_errors():

@@ -646,6 +646,24 @@ def test_matrix_norm_and_linalg_norm():
     assert_values(t.norm(p="fro", dim=1), np.sqrt((a ** 2).sum(1)), rtol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0), (2, 3, 0)])
+@pytest.mark.parametrize("ord", [1, math.inf])
+def test_max_matrix_norms_of_empty_matrices_are_zero(shape, ord):
+    """The max over no column (row) sums is 0, as in PyTorch; the min (ord -1, -inf) over none
+    raises as amin does."""
+    t = tl.zeros(shape, dtype=tl.float64, requires_grad=True)
+    r = R.matrix_norm(t, ord)
+    assert r.shape == shape[:-2] and np.all(r.detach().numpy() == 0)
+    r.sum().backward()
+    assert t.grad.shape == shape
+    k = R.matrix_norm(t, ord, keepdim=True)
+    assert k.shape == shape[:-2] + (1, 1)
+    empty_dim = 1 if ord == 1 else 0          # the dim the max runs over
+    if shape[len(shape) - 2 + empty_dim] == 0:
+        with pytest.raises(IndexError, match="amin"):
+            R.matrix_norm(t, -ord)
+
+
 # ---------------------------------------------------------------------------------------
 # out=
 # ---------------------------------------------------------------------------------------

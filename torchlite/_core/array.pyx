@@ -39,6 +39,11 @@ cdef inline Py_ssize_t _size_class(Py_ssize_t nbytes):
     return (nbytes + HUGE - 1) & ~(HUGE - 1)
 
 
+class CpuOutOfMemoryError(RuntimeError, MemoryError):
+    """A host allocation failed.  PyTorch raises RuntimeError ("DefaultCPUAllocator: can't
+    allocate memory"), which scripts catch; Python code catches MemoryError: this is both."""
+
+
 cdef char* _alloc(Py_ssize_t cls) except NULL:
     global _pool_bytes
     cdef list free
@@ -53,7 +58,8 @@ cdef char* _alloc(Py_ssize_t cls) except NULL:
         empty_cache()
         p = tl_aligned_alloc(HUGE if cls >= HUGE else 64, cls)
     if p == NULL:
-        raise MemoryError(f"torchlite: failed to allocate {cls} bytes of host memory")
+        raise CpuOutOfMemoryError(f"DefaultCPUAllocator: can't allocate memory: you tried to "
+                                  f"allocate {cls} bytes (torchlite)")
     if cls >= HUGE:
         tl_advise_huge(p, cls)
     return <char*>p

@@ -774,6 +774,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = _wrap_dim(dim, input.ndim)
+    if n == 0:          # PyTorch: a copy of the input, prepend and append left out
+        return input.clone()
     parts = [t for t in (_diff_operand(prepend, input, d, "prepend"), input,
                          _diff_operand(append, input, d, "append")) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input

@@ -596,7 +596,15 @@ def float_power(input, exponent, *, out=None):
 _WHERE = _T["where"]
 
 
-@_register("where")
+def _where_method(self, condition, other):
+    """x.where(condition, y): PyTorch's method puts self as the chosen values, so it is
+    torchlite.where(condition, self, other)."""
+    return where(condition, self, other)
+
+
+Tensor.where = _where_method
+
+
 def where(condition, input=None, other=None, *, out=None):
     """input where condition is True, else other (numbers are allowed for input/other).
     where(condition) alone is nonzero(condition, as_tuple=True)."""
@@ -876,12 +884,13 @@ def _integer_pair(name, input, other):
 
 def _gcd_values(a, b):
     """Euclid's algorithm on whole tensors: |a|, |b| step to (b, a mod b) until every b is 0
-    (at most ~90 steps for int64, usually far fewer)."""
-    a, b = abs(a), abs(b)
+    (at most ~90 steps for int64, usually far fewer).  Broadcast first: the loop may not run."""
+    shape = _bshape(a, b)
+    a, b = abs(a).expand(shape), abs(b).expand(shape)
     while builtins.bool(ne(b, 0).any()):
         nz = ne(b, 0)
         a, b = where(nz, b, a), where(nz, remainder(a, where(nz, b, 1)), 0)
-    return a
+    return a.contiguous()           # not an expanded view when the loop did not run
 
 
 @_register("gcd")

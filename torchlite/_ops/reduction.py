@@ -588,6 +588,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError(f"{name}: Order {ord} not supported.")
     # 1/-1: sum |A| down the columns (over d0), then max/min over d1; inf/-inf: the rows
     first, second = (d0, d1) if abs(ord) == 1 else (d1, d0)
+    if ord > 0 and a.shape[second] == 0:
+        # the max over no sums: PyTorch gives 0 (a norm's least value), which is the sum of
+        # |A| over both dims of this empty A (in the graph, in A's reduced shape)
+        return vector_norm(A, 1.0, (d0, d1), keepdim, dtype=dtype, out=out)
     if not keepdim and second > first:
         second -= 1
     if A._requires_grad and _tracked(A, out, name):      # composed of recorded ops

@@ -1,0 +1,443 @@
+"""PyTorch's own sample inputs (torch.testing._internal's op_db OpInfos) run through torchlite
+and through PyTorch, their results compared: values, shapes, dtypes and gradients.
+
+Used by tests/test_opinfo.py (which checks that what passed keeps passing) and, as a script,
+to list where torchlite stands:
+
+    python tests/opinfo_harness.py [--ops REGEX] [--failures] [--write tests/opinfo_expected.txt]
+
+Every outcome is one line "op[.variant]|dtype|kind|index outcome": kind is "value" (the
+function on a sample), "method" (the Tensor method) or "grad" (float64 gradients, through
+the function, of a random projection of the outputs with respect to every input that
+requires grad).  Outcomes: pass; missing (no such function in torchlite);
+raised (PyTorch returned, torchlite raised); wrong (shape, dtype or values differ); skipped
+(the sample holds something torchlite has no counterpart for, such as a CUDA device or a
+torch.Generator).  Random ops (PyTorch gives two results for one input) are compared on shape
+and dtype only.
+
+The library never imports torch: only this harness does, and only where it is installed."""
+import argparse
+import math
+import re
+import sys
+import warnings
+
+import numpy as np
+
+import torchlite as tl
+
+# Values: torch.testing's default tolerances per dtype, loosened a little for float32 (the
+# kernels sum in a different order); gradients in float64.
+TOL = {"float32": (2e-5, 2e-5), "float64": (1e-7, 1e-7)}
+GRAD_TOL = (1e-6, 1e-6)
+
+DTYPES = ("float32", "float64")
+
+
+class Unsupported(Exception):
+    """The sample holds a value with no torchlite counterpart."""
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def to_torchlite(x, requires_grad_from=True):
+    """x with every torch value replaced by torchlite's: tensors (values, dtype, requires_grad
+    for float tensors), dtypes, sizes, devices."""
+    torch = _torch()
+    if isinstance(x, torch.Tensor):
+        if x.device.type != "cpu" or x.layout != torch.strided or x.is_complex() \
+                or x.dtype in (torch.complex32, torch.complex64, torch.complex128):
+            raise Unsupported(f"tensor {x.dtype} {x.layout} on {x.device}")
+        if x.is_conj() or x.is_neg():
+            raise Unsupported("lazy conj/neg")
+        d = x.detach()
+        name = str(d.dtype).replace("torch.", "")
+        if not hasattr(tl, name):
+            raise Unsupported(f"dtype {name}")
+        t = _tensor_like(d)
+        if requires_grad_from and x.requires_grad:
+            t.requires_grad_()
+        return t
+    if isinstance(x, torch.dtype):
+        name = str(x).replace("torch.", "")
+        if not hasattr(tl, name):
+            raise Unsupported(f"dtype {name}")
+        return getattr(tl, name)
+    if isinstance(x, torch.Size):
+        return tuple(x)
+    if isinstance(x, torch.device):
+        if x.type != "cpu":
+            raise Unsupported(f"device {x}")
+        return "cpu"
+    if isinstance(x, torch.memory_format):
+        name = str(x).replace("torch.", "")
+        if not hasattr(tl, name):
+            raise Unsupported(f"memory format {name}")
+        return getattr(tl, name)
+    if isinstance(x, torch.Generator):
+        raise Unsupported("torch.Generator")
+    if isinstance(x, (list, tuple)):
+        items = [to_torchlite(e, requires_grad_from) for e in x]
+        return items if isinstance(x, list) else tuple(items)
+    if isinstance(x, dict):
+        return {k: to_torchlite(v, requires_grad_from) for k, v in x.items()}
+    if isinstance(x, slice):
+        return x
+    if callable(x) and not isinstance(x, type):
+        raise Unsupported("a callable argument")
+    return x
+
+
+def _values(d):
+    return tl.tensor(d.float().numpy()).to(tl.bfloat16) if str(d.dtype) == "torch.bfloat16" \
+        else tl.tensor(d.numpy())
+
+
+def _tensor_like(d):
+    """A torchlite tensor with d's values and d's layout: the same strides and storage offset
+    into a storage of the same size, so views and non-contiguous samples stay so."""
+    torch = _torch()
+    n_storage = d.untyped_storage().nbytes() // d.element_size() if d.element_size() else 0
+    if d.is_contiguous() and d.storage_offset() == 0 and n_storage == d.numel():
+        return _values(d)
+    storage = torch.as_strided(d, (n_storage,), (1,), 0)
+    with tl.no_grad():
+        t = tl.as_strided(_values(storage.contiguous()), tuple(d.shape), tuple(d.stride()),
+                          d.storage_offset())
+    return t.detach()
+
+
+def to_numpy(x):
+    """A comparable form of an output: nested tuples of (kind, value)."""
+    torch = _torch()
+    if isinstance(x, torch.Tensor):
+        d = x.detach()
+        dt = str(d.dtype).replace("torch.", "")
+        if d.dtype == torch.bfloat16:
+            d = d.float()
+        return ("tensor", dt, tuple(x.shape), d.resolve_conj().resolve_neg().numpy(force=True).copy())
+    if isinstance(x, tl.Tensor):
+        d = x.detach()
+        dt = str(d.dtype).replace("torchlite.", "")
+        if d.dtype == tl.bfloat16:
+            d = d.float()
+        return ("tensor", dt, tuple(x.shape), d.numpy().copy())
+    if isinstance(x, (list, tuple)):
+        return ("seq", tuple(to_numpy(e) for e in x))
+    if isinstance(x, (torch.dtype, tl.dtype)):
+        return ("dtype", str(x).split(".")[-1])
+    if isinstance(x, (torch.Size,)):
+        return ("seq", tuple(("scalar", v) for v in x))
+    if isinstance(x, (bool, int, float, np.number, np.bool_)) or x is None:
+        return ("scalar", x)
+    return ("other", type(x).__name__)
+
+
+def same(a, b, rtol, atol, values=True):
+    """None when outputs a (torch) and b (torchlite) agree, else why not."""
+    if a[0] == "tensor" and b[0] == "scalar" or a[0] == "scalar" and b[0] == "tensor":
+        return f"kind: {a[0]} vs {b[0]}"
+    if a[0] != b[0]:
+        return f"kind: {a[0]} vs {b[0]}"
+    if a[0] == "seq":
+        if len(a[1]) != len(b[1]):
+            return f"length {len(a[1])} vs {len(b[1])}"
+        for i, (x, y) in enumerate(zip(a[1], b[1])):
+            why = same(x, y, rtol, atol, values)
+            if why:
+                return f"[{i}] {why}"
+        return None
+    if a[0] == "tensor":
+        _, dta, sa, va = a
+        _, dtb, sb, vb = b
+        if sa != sb:
+            return f"shape {sa} vs {sb}"
+        if dta != dtb:
+            return f"dtype {dta} vs {dtb}"
+        if not values:
+            return None
+        if va.dtype.kind in "fc":
+            if not np.allclose(vb, va, rtol=rtol, atol=atol, equal_nan=True):
+                bad = ~np.isclose(vb, va, rtol=rtol, atol=atol, equal_nan=True)
+                return f"values differ at {int(bad.sum())} of {va.size}"
+            return None
+        if not np.array_equal(va, vb):
+            return "values differ"
+        return None
+    if a[0] == "scalar":
+        x, y = a[1], b[1]
+        if not values:
+            return None
+        if isinstance(x, float) or isinstance(y, float):
+            if x is None or y is None:
+                return f"{x} vs {y}"
+            if not (math.isclose(x, y, rel_tol=rtol, abs_tol=atol) or (x != x and y != y)):
+                return f"{x} vs {y}"
+            return None
+        return None if x == y else f"{x} vs {y}"
+    if a[0] == "dtype":
+        return None if a[1] == b[1] else f"dtype {a[1]} vs {b[1]}"
+    return None
+
+
+def resolve(path, root=None):
+    """torchlite's function of PyTorch's dotted op name, or None."""
+    obj = tl if root is None else root
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def ops(pattern=None):
+    from torch.testing._internal.common_methods_invocations import op_db
+    rx = re.compile(pattern) if pattern else None
+    for op in op_db:
+        full = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+        if rx is None or rx.search(full):
+            yield op
+
+
+def _tensors_requiring_grad(x, out):
+    torch = _torch()
+    if isinstance(x, (torch.Tensor, tl.Tensor)):
+        if x.requires_grad:
+            out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for e in x:
+            _tensors_requiring_grad(e, out)
+    elif isinstance(x, dict):
+        for e in x.values():
+            _tensors_requiring_grad(e, out)
+    return out
+
+
+def _float_outputs(x, out):
+    torch = _torch()
+    if isinstance(x, (torch.Tensor, tl.Tensor)):
+        if x.dtype in (torch.float64, tl.float64, torch.float32, tl.float32) and x.requires_grad:
+            out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for e in x:
+            _float_outputs(e, out)
+    return out
+
+
+def _grads(lib, result, inputs, cotangent_seed):
+    """d(sum(out_k * c_k)) / d input for every input requiring grad (zeros where unused)."""
+    outs = _float_outputs(result, [])
+    if not outs or not inputs:
+        return None
+    rng = np.random.default_rng(cotangent_seed)
+    total = None
+    for o in outs:
+        c = lib.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype)
+        term = (o * c).sum()
+        total = term if total is None else total + term
+    grads = lib.autograd.grad(total, inputs, allow_unused=True)
+    return tuple(lib.zeros_like(i) if g is None else g for i, g in zip(inputs, grads))
+
+
+def _align_signs(name, want, got):
+    """Singular and eigenvectors are defined up to sign: flip got's to want's (per column, by
+    the sign of their inner product), in the numpy forms of both outputs."""
+    if name not in ("svd", "linalg.svd", "linalg.eigh", "linalg.eig"):
+        return got
+    if want[0] != "seq" or got[0] != "seq":
+        return got
+    outs = list(got[1])
+    if name in ("svd", "linalg.svd"):
+        (_, _, _, uw), (_, dt, sh, ug) = want[1][0], outs[0]
+        if uw.shape != ug.shape or uw.ndim < 2:
+            return got
+        vg = outs[2][3].copy()
+        k = min(ug.shape[-1], vg.shape[-1] if name == "svd" else vg.shape[-2])
+        signs = np.sign(np.sum(uw[..., :, :k] * ug[..., :, :k], axis=-2))
+        signs[signs == 0] = 1
+        ug = ug.copy()
+        ug[..., :, :k] *= signs[..., None, :]
+        if name == "svd":            # V: columns
+            vg[..., :, :k] *= signs[..., None, :]
+        else:                        # Vh: rows
+            vg[..., :k, :] *= signs[..., :, None]
+        # with full matrices, the columns past k are any orthonormal basis of the null space:
+        # take want's where both span the same space
+        vw = want[1][2][3]
+        ug = _same_span(uw, ug, k, rows=False)
+        vg = _same_span(vw, vg, k, rows=(name != "svd"))
+        outs[0] = ("tensor", dt, sh, ug)
+        outs[2] = outs[2][:3] + (vg,)
+    else:
+        (_, _, _, vw), (_, dt, sh, vg) = want[1][1], outs[1]
+        if vw.shape != vg.shape or vw.ndim < 2:
+            return got
+        signs = np.sign(np.sum(vw * vg, axis=-2))
+        signs[signs == 0] = 1
+        outs[1] = ("tensor", dt, sh, vg * signs[..., None, :])
+    return ("seq", tuple(outs))
+
+
+def _same_span(want, got, k, rows):
+    """got with its vectors past the first k replaced by want's when they span the same space
+    (columns, or rows when `rows`)."""
+    if want.shape != got.shape:
+        return got
+    w = np.swapaxes(want, -1, -2) if rows else want
+    g = np.swapaxes(got, -1, -2) if rows else got
+    if w.shape[-1] <= k:
+        return got
+    we, ge = w[..., :, k:], g[..., :, k:]
+    pw = we @ np.swapaxes(we, -1, -2)
+    pg = ge @ np.swapaxes(ge, -1, -2)
+    if not np.allclose(pw, pg, atol=1e-4):
+        return got
+    g = g.copy()
+    g[..., :, k:] = we
+    return np.swapaxes(g, -1, -2) if rows else g
+
+
+def run_sample(name, torch_fn, tl_fn, sample, kind, dtype):
+    """The outcome of one sample: 'pass', or 'raised: ...', 'wrong: ...', 'skipped: ...'.
+    torch_fn(input, *args, **kwargs) is PyTorch's variant; tl_fn the same for torchlite."""
+    torch = _torch()
+    rtol, atol = TOL[dtype] if kind != "grad" else GRAD_TOL
+    try:
+        args_tl = to_torchlite((sample.input,) + tuple(sample.args))
+        kwargs_tl = to_torchlite(dict(sample.kwargs))
+    except Unsupported as e:
+        return f"skipped: {e}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            torch.manual_seed(0)
+            want = torch_fn(sample.input, *sample.args, **sample.kwargs)
+            if kind == "grad":
+                want = sample.output_process_fn_grad(want)
+                t_inputs = _tensors_requiring_grad((sample.input, sample.args, sample.kwargs), [])
+                want_g = _grads(torch, want, t_inputs, 1)
+                if want_g is None:
+                    return "skipped: nothing differentiable"
+        except Exception as e:                       # PyTorch rejects it: not a sample for us
+            return f"skipped: torch raised {type(e).__name__}"
+        random_op = False
+        if kind != "grad":
+            torch.manual_seed(1)
+            again = torch_fn(sample.input, *sample.args, **sample.kwargs)
+            random_op = same(to_numpy(want), to_numpy(again), 0, 0) is not None
+        try:
+            got = tl_fn(*args_tl, **kwargs_tl)
+            if kind == "grad":
+                got = sample.output_process_fn_grad(got)
+                l_inputs = _tensors_requiring_grad((args_tl, kwargs_tl), [])
+                got_g = _grads(tl, got, l_inputs, 1)
+                if got_g is None:
+                    return "wrong: no differentiable output"
+        except Exception as e:
+            return f"raised: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+    if kind == "grad":
+        why = same(to_numpy(want_g), to_numpy(got_g), rtol, atol)
+    else:
+        w = to_numpy(want)
+        why = same(w, _align_signs(name, w, to_numpy(got)), rtol, atol, values=not random_op)
+    return "pass" if why is None else f"wrong: {why}"
+
+
+def _variants(op):
+    """[(kind, torch function, torchlite function or None)]: the function, and the method
+    where PyTorch has one.  A variant whose function wraps the op (builds a special input,
+    picks an output: a lambda) has samples that are not the function's arguments: only its
+    method runs."""
+    torch = _torch()
+    out = []
+    if not (op.op is not resolve(op.name, torch)
+            and getattr(op.op, "__name__", "") == "<lambda>"):
+        out.append(("value", op.op, resolve(op.name)))
+    method = op.method_variant
+    if method is not None and getattr(method, "__name__", "<lambda>") != "<lambda>":
+        mname = method.__name__
+        if hasattr(tl.Tensor, mname):
+            out.append(("method", method, lambda x, *a, **k: getattr(x, mname)(*a, **k)))
+        else:
+            out.append(("method", method, None))
+    return out
+
+
+def run_op(op, dtypes=DTYPES, grads=True, max_samples=None):
+    """[(key, outcome)] for every sample of op: each dtype's values through the function
+    and the method, and float64 gradients through the function."""
+    torch = _torch()
+    name = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+    variants = _variants(op)
+    if not variants:
+        return [(f"{name}|*|*|*", "skipped: a wrapper around the function, no method")]
+    results = []
+    supported = op.supported_dtypes("cpu")
+    for dtype in dtypes:
+        tdtype = getattr(torch, dtype)
+        if tdtype not in supported:
+            continue
+        runs = list(variants)
+        if grads and dtype == "float64" and op.supports_autograd and variants[0][0] == "value":
+            runs.append(("grad",) + variants[0][1:])
+        for kind, torch_fn, tl_fn in runs:
+            try:
+                samples = list(op.sample_inputs("cpu", tdtype, requires_grad=(kind == "grad")))
+            except Exception as e:
+                results.append((f"{name}|{dtype}|{kind}|*",
+                                f"skipped: samples raised {type(e).__name__}"))
+                continue
+            if max_samples:
+                samples = samples[:max_samples]
+            for i, s in enumerate(samples):
+                key = f"{name}|{dtype}|{kind}|{i}"
+                if tl_fn is None:
+                    results.append((key, "missing"))
+                    continue
+                results.append((key, run_sample(op.name, torch_fn, tl_fn, s, kind, dtype)))
+    return results
+
+
+def summary(results):
+    counted = [o for _, o in results if not o.startswith("skipped")]
+    n_pass = sum(o == "pass" for o in counted)
+    return n_pass, len(counted)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ops", help="regular expression on op names (with .variant)")
+    p.add_argument("--failures", action="store_true", help="print every sample that fails")
+    p.add_argument("--by-op", action="store_true", help="one line per op: passed/counted")
+    p.add_argument("--write", help="write the passing samples' keys to this file")
+    p.add_argument("--max-samples", type=int, default=None)
+    a = p.parse_args(argv)
+    all_results = []
+    for op in ops(a.ops):
+        res = run_op(op, max_samples=a.max_samples)
+        all_results += res
+        if a.by_op:
+            n, c = summary(res)
+            print(f"{n:4d}/{c:<4d} {op.name}{'.' + op.variant_test_name if op.variant_test_name else ''}",
+                  flush=True)
+        if a.failures:
+            for k, o in res:
+                if o != "pass" and not o.startswith("skipped"):
+                    print(f"  {k}: {o}", flush=True)
+    n, c = summary(all_results)
+    missing = sum(o == "missing" for _, o in all_results)
+    print(f"passed {n} of {c} samples ({100 * n / max(c, 1):.1f}%); {missing} of them for ops "
+          f"torchlite lacks")
+    if a.write:
+        with open(a.write, "w") as f:
+            for k, o in sorted(all_results):
+                if o == "pass":
+                    f.write(k + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
