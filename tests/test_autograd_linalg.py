@@ -197,6 +197,16 @@ def test_empty_and_size_one_products():
     d = tl.zeros(0, 3, 4, dtype=tl.float64, requires_grad=True)
     tl.bmm(c, d).sum().backward()
     assert tuple(c.grad.shape) == (0, 2, 3)
+    # broadcast matmul with a zero-size contracted or output dim (the batched first operand
+    # against a matrix: its gradient is one flattened product)
+    for sa, sb in (((2, 3, 0), (0, 4)), ((2, 0, 3), (3, 4)), ((2, 3, 4), (4, 0))):
+        e = tl.ones(*sa, dtype=tl.float64, requires_grad=True)
+        f = tl.ones(*sb, dtype=tl.float64, requires_grad=True)
+        tl.matmul(e, f).sum().backward()
+        want_e = np.full(sa, float(sb[1]))          # d sum(e @ f) / de = row sums of f
+        want_f = np.full(sb, float(sa[0] * sa[1]))  # = column sums of e over the batch
+        np.testing.assert_array_equal(e.grad.numpy(), want_e)
+        np.testing.assert_array_equal(f.grad.numpy(), want_f)
     x = tl.tensor(r(1, 1), dtype=tl.float64).requires_grad_()
     y = tl.tensor(r(1, 5), dtype=tl.float64).requires_grad_()
     assert gradcheck(lambda x, y: x @ y, (x, y))

@@ -688,6 +688,29 @@ def test_take_take_along_dim_put_match_numpy():
     assert_same(z, flat.reshape(3, 4))
 
 
+def test_take_along_dim_counts_negative_indices_from_the_end():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    neg = np.array([[[-1, 0, -3, 2]], [[-3, -2, 1, 2]]])            # (2, 1, 4) along dim 1
+    x = tl.tensor(a, requires_grad=True)
+    r = tl.take_along_dim(x, TL.I(neg), 1)
+    assert_same(r.detach(), np.take_along_axis(a, neg % 3, 1))
+    r.sum().backward()
+    want = np.zeros_like(a)
+    np.add.at(want, (np.arange(2)[:, None, None], neg % 3, np.arange(4)[None, None, :]), 1.0)
+    assert_same(x.grad, want)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        tl.take_along_dim(x, TL.I([[[-4]]]), 1)
+
+
+def test_gather_with_an_empty_index_of_any_dtype():
+    """PyTorch checks the index dtype only when there is an index to read."""
+    x = tl.arange(6.0).reshape(2, 3)
+    for dt in (tl.uint8, tl.int16, tl.float32):
+        assert tl.gather(x, 1, tl.zeros(0, 0, dtype=dt)).shape == (0, 0)
+    with pytest.raises(RuntimeError, match="int32/int64"):
+        tl.gather(x, 1, tl.zeros(1, 1, dtype=tl.uint8))
+
+
 # ---- every dtype -----------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_index_ops_every_dtype(dtype, threads):

@@ -655,6 +655,20 @@ def test_combinations_match_itertools(r, with_replacement):
         tl.combinations(tl.ones(2), -1)
 
 
+@pytest.mark.parametrize("n,r", [(1, 2), (2, 3), (3, 0), (3, 2)])
+def test_combinations_stay_in_the_graph_even_when_empty(n, r):
+    x = tl.arange(1.0, n + 1, dtype=tl.float64).requires_grad_()
+    got = tl.combinations(x, r)
+    assert got.requires_grad and got.grad_fn is not None
+    got.sum().backward()
+    rows = list(itertools.combinations(range(n), r)) if r else []
+    want = np.zeros(n)
+    for row in rows:
+        for i in row:
+            want[i] += 1
+    assert_values(x.grad, want)
+
+
 def test_split_with_sizes_and_narrow_copy():
     x = tl.arange(12.0).view(3, 4)
     a, b = x.split_with_sizes([1, 2])

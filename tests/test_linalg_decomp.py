@@ -365,6 +365,16 @@ def test_matrix_power(dtype):
         LA.matrix_power(tl.ones(3, 4), 2)
 
 
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_matrix_power_stays_in_the_graph(k):
+    """A^0 and A^1 are new tensors in the graph (PyTorch's), never A itself; gradients by
+    finite differences (A^0's is zero)."""
+    a = tl.tensor(wc(2, 3, 3) / 4, requires_grad=True)
+    r = LA.matrix_power(a, k)
+    assert r is not a and r.requires_grad and r.grad_fn is not None
+    assert tl.autograd.gradcheck(lambda x: LA.matrix_power(x, k), (a,))
+
+
 def _expm_reference(a):
     """exp(A) by a long Taylor series after scaling (float64 NumPy, independent)."""
     s = max(0, int(np.ceil(np.log2(max(np.abs(a).sum(-2).max(), 1e-300)))) + 1)

@@ -310,6 +310,22 @@ def test_tensordot(sa, sb, dims):
     check(tl.tensordot(tl.tensor(a), tl.tensor(b), dims=dims), np.tensordot(a, b, axes=dims), 12)
 
 
+@pytest.mark.parametrize("sa,sb,dims", [((3, 1), (2, 4), ([1], [1])),
+                                        ((1, 1, 1), (2, 1, 2), ([0, 1], [2, 0])),
+                                        ((2, 3), (1, 4), ([1], [0]))])
+def test_tensordot_broadcasts_size_one_contracted_dims(sa, sb, dims):
+    """A contracted dim of size 1 broadcasts against the other side (PyTorch's rule); the
+    gradients sum over the broadcast, as for the explicitly expanded operands."""
+    a, b = rand(sa, tl.float64), rand(sb, tl.float64)
+    ea, eb = list(sa), list(sb)
+    for i, j in zip(*dims):
+        ea[i] = eb[j] = max(sa[i], sb[j])
+    want = np.tensordot(np.broadcast_to(a, ea), np.broadcast_to(b, eb), axes=dims)
+    ta, tb = tl.tensor(a, requires_grad=True), tl.tensor(b, requires_grad=True)
+    check(tl.tensordot(ta, tb, dims=dims).detach(), want, 12)
+    assert tl.autograd.gradcheck(lambda x, y: tl.tensordot(x, y, dims=dims), (ta, tb))
+
+
 def test_chain_matmul_and_multi_dot():
     from torchlite._ops.linalg import multi_dot
     ms = [rand((3, 40)), rand((40, 2)), rand((2, 30)), rand((30, 5))]

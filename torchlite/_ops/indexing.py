@@ -23,7 +23,7 @@ from ..autograd.graph import inplace_records
 from . import _register
 from . import indexing_grad as _IG
 from . import shape_grad as _SG
-from .pointwise import _no_out_with_grad
+from .pointwise import _no_out_with_grad, where as _where
 
 _BOOL, _UINT8, _INT32, _INT64 = 0, 1, 4, 5
 _TORCH_NAMES = _ew._TORCH_NAMES          # "Float", "Long", ... as PyTorch's messages name dtypes
@@ -384,6 +384,9 @@ def _check_index_dtype(index, op, ints=(_INT32, _INT64)):
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """out[i][j][k] = input[i][index[i][j][k]][k] (for dim=1): values picked along `dim`."""
     _tensor_arg(input, "gather", "input")
+    _tensor_arg(index, "gather", "index")
+    if index.numel() == 0 and index._data.dtype not in (_INT32, _INT64):
+        index = index.to(D.int64)       # PyTorch checks the dtype of a non-empty index only
     _check_index_dtype(index, "gather")
     a, idx = _as_1d(input._data), _as_1d(index._data)
     d = _wrap_dim(dim, a.ndim)
@@ -557,6 +560,10 @@ def take_along_dim(input, indices, dim=None, *, out=None):
                            f"dimensions, but got {input.ndim} dimensions for input, and {indices.ndim} "
                            f"dimensions for indices")
     d = _wrap_dim(dim, builtins.max(input.ndim, 1))
+    if input.ndim and input.shape[d] and indices.numel() and builtins.bool((indices < 0).any()):
+        # as in PyTorch, indices count from the end along dim (-1 is the last); further out
+        # of range still raises, in gather
+        indices = _where(indices < 0, indices + input.shape[d], indices)
     shape = list(input.shape)
     if input.ndim:
         shape[d] = indices.shape[d]

@@ -799,12 +799,14 @@ def combinations(input, r=2, with_replacement=False):
     r = _int_arg(r, "r", "combinations")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
-    if r == 0:
-        return empty(0, dtype=input.dtype, device=input.device)
     make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    rows = builtins.list(make(builtins.range(input.shape[0]), r))
+    rows = builtins.list(make(builtins.range(input.shape[0]), r)) if r else []
+    # picked by index_select even when there is nothing to pick: the result stays in the
+    # graph (requires_grad as PyTorch's), whatever its size
     if not rows:
-        return empty((0, r), dtype=input.dtype, device=input.device)
+        none = empty(0, dtype=D.int64, device=input.device)
+        picked = input.index_select(0, none)
+        return picked if r == 0 else picked.reshape(0, r)
     idx = tensor(rows, dtype=D.int64, device=input.device).reshape(-1)
     return input.index_select(0, idx).reshape(len(rows), r)
 

@@ -626,6 +626,19 @@ def tensordot(a, b, dims=2, out=None):
         raise RuntimeError("both dimension lists should have same length")
     na = [_wrap_dim(d, x.ndim) for d in da]
     nb = [_wrap_dim(d, y.ndim) for d in db]
+    # a contracted dim of size 1 broadcasts against the other side's (PyTorch's rule)
+    sa, sb = list(x.shape), list(y.shape)
+    for i in range(len(na)):
+        if sa[na[i]] == 1 and sb[nb[i]] != 1:
+            sa[na[i]] = sb[nb[i]]
+        elif sb[nb[i]] == 1 and sa[na[i]] != 1:
+            sb[nb[i]] = sa[na[i]]
+    if sa != list(x.shape):
+        a = a.expand(tuple(sa))
+        x = a._data
+    if sb != list(y.shape):
+        b = b.expand(tuple(sb))
+        y = b._data
     for i in range(len(na)):
         if x.shape[na[i]] != y.shape[nb[i]]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "

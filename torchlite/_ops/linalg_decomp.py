@@ -665,8 +665,10 @@ def matrix_power(A, n):
     if not isinstance(n, builtins.int) or isinstance(n, builtins.bool):
         raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not "
                         f"{type(n).__name__}")
-    if n == 0:
-        return _eye_like(A).expand(tuple(A.shape)).clone()
+    if n == 0:      # the identity, in the graph (zero gradient) as PyTorch's is
+        return A.clone().copy_(_eye_like(A).expand(tuple(A.shape)))
+    if n == 1:
+        return A.clone()
     base = inv(A) if n < 0 else A
     n = abs(n)
     result = None

@@ -4,6 +4,7 @@ Each formula is written with the products themselves (and views), so it is diffe
 again.  A node computes only the gradients of the inputs that require grad, and saves an
 operand only when the other operand's gradient needs it (as PyTorch does), so modifying an
 operand in place after the product fails only when its value is really needed."""
+import math
 
 from ..autograd.graph import Node, record, sum_to
 
@@ -126,7 +127,8 @@ class MatmulBackward0(Node):
             am = a.unsqueeze(0) if len(sa) == 1 else a
             if len(sb) <= 2 and am.ndim > 2:
                 k, n = am.shape[-1], g.shape[-1]
-                gb = am.reshape(-1, k).t().mm(g.reshape(-1, n))
+                rows = math.prod(am.shape[:-1])      # not -1: k or n may be 0
+                gb = am.reshape(rows, k).t().mm(g.reshape(rows, n))
             else:
                 gb = sum_to(am.mT.matmul(g), (sb + (1,)) if len(sb) == 1 else sb)
             gb = gb.reshape(sb)
