@@ -341,6 +341,24 @@ def test_pinv_matrix_rank(dtype, shape):
     close(D.pinverse(tl.tensor(low)), np.linalg.pinv(low, rcond=1e-15), "float64")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pinv_hermitian_reads_the_lower_triangle(dtype):
+    """hermitian=True takes A as the symmetric matrix of its lower triangle (eigh's view, as
+    PyTorch's), including singular ones; an empty batch gives an empty result."""
+    a = rnd(2, 4, 4)
+    sym = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
+    close(LA.pinv(tl.tensor(a, dtype=getattr(tl, dtype)), hermitian=True), np.linalg.pinv(sym),
+          dtype)
+    v = rnd(5, 2)
+    low = v @ v.T                       # rank 2, symmetric
+    close(LA.pinv(tl.tensor(low), hermitian=True), np.linalg.pinv(low, hermitian=True), "float64")
+    assert LA.pinv(tl.zeros(3, 0, 0), hermitian=True).shape == (3, 0, 0)
+    # the gradient is pinv's formula, right for symmetric inputs (as PyTorch's gradcheck
+    # of it, through a symmetrised input)
+    x = tl.tensor(low + np.eye(5), requires_grad=True)
+    assert tl.autograd.gradcheck(lambda m: LA.pinv((m + m.mT) / 2, hermitian=True), (x,))
+
+
 def test_lstsq_matches_torch():
     torch = pytest.importorskip("torch")
     for a, b in ((rnd(6, 3), rnd(6, 2)), (rnd(3, 5), rnd(3, 2)), (rnd(2, 6, 3), rnd(2, 6))):

@@ -89,6 +89,9 @@ CASES = [
     Case("conv1d_groups", lambda L, x, w, b: _f(L).conv1d(x, w, b, groups=2), (2, 4, 5),
          (4, 2, 2), (4,)),
     Case("conv1d_same", lambda L, x, w: _f(L).conv1d(x, w, padding="same"), (2, 2, 5), (2, 2, 2)),
+    # the dilated kernel (7) is longer than the input (4): valid once padded
+    Case("conv1d_same_dilated_groups", lambda L, x, w, b: _f(L).conv1d(
+        x, w, b, padding="same", groups=2, dilation=2), (2, 2, 4), (2, 1, 4), (2,)),
     Case("conv1d_unbatched", lambda L, x, w: _f(L).conv1d(x, w), (2, 5), (2, 2, 2)),
     Case("conv2d", lambda L, x, w, b: _f(L).conv2d(x, w, b), (2, 2, 4, 4), (2, 2, 2, 2), (2,)),
     Case("conv2d_stride_pad", lambda L, x, w: _f(L).conv2d(x, w, None, (2, 1), (1, 2)),
@@ -103,6 +106,9 @@ CASES = [
          (2,)),
     Case("conv2d_same_even", lambda L, x, w: _f(L).conv2d(x, w, padding="same"), (2, 1, 4, 3),
          (2, 1, 2, 3)),
+    Case("conv2d_same_dilated", lambda L, x, w: _f(L).conv2d(x, w, padding="same",
+                                                             dilation=(1, 2)),
+         (1, 1, 5, 5), (2, 1, 4, 4)),
     Case("conv2d_valid", lambda L, x, w: _f(L).conv2d(x, w, padding="valid"), (2, 1, 4, 3),
          (2, 1, 2, 2)),
     Case("conv2d_unbatched", lambda L, x, w: _f(L).conv2d(x, w, None, 1, 1), (2, 3, 3),

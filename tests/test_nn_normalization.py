@@ -413,6 +413,14 @@ def test_empty_inputs():
     w = tl.ones(5, requires_grad=True)
     F.layer_norm(tl.empty(0, 5), (5,), w).sum().backward()
     assert w.grad.tolist() == [0.0] * 5
+    # no channels: PyTorch counts none for a 1-d input (and for a dim 1 of size 0); the input
+    # comes back as a copy in the graph
+    for x in (tl.zeros(0, requires_grad=True), tl.ones(2, 0, 3, requires_grad=True)):
+        for training in (True, False):
+            y = F.batch_norm(x, tl.zeros(0), tl.zeros(0), training=training)
+            assert y.shape == x.shape and y is not x and y.requires_grad
+    with pytest.raises(RuntimeError, match="running_mean should contain 0 elements not 1"):
+        F.batch_norm(tl.randn(3), tl.zeros(1), tl.ones(1), training=False)
 
 
 def test_hypothesis_norms_over_shapes_and_layouts():

@@ -584,14 +584,25 @@ def _is_zero(x):
 @_with_out("linalg_pinv")
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """torch.linalg.pinv through the SVD: V diag(1/s for s > tol, else 0) U^T, tol =
-    max(atol, rtol * s_max).  (hermitian=True gives the same result through the SVD.)"""
+    max(atol, rtol * s_max).  hermitian=True: through eigh, which reads only the lower
+    triangle (as PyTorch's does): V diag(1/l for |l| > tol, else 0) V^T, tol relative to
+    the largest |l|.  The gradient is pinv's own formula in P and A, either way (PyTorch's)."""
     _matrix(A, "linalg.pinv")
     with no_grad():
-        U, S, Vh = _svd(A, False, True, "linalg.pinv")
-        thr = _tolerance(S, A, atol, rtol, "linalg.pinv")
-        keep = S > thr
-        inv_s = _where(keep, 1 / _where(keep, S, S.new_ones(())), S.new_zeros(()))
-        P = (Vh.mT * inv_s.unsqueeze(-2)) @ U.mT
+        if hermitian:
+            L, V = eigh(A)
+            absL = L.abs()
+            largest = absL.amax(-1, keepdim=True) if absL.shape[-1] else absL
+            thr = _tolerance(largest, A, atol, rtol, "linalg.pinv")
+            keep = absL > thr
+            inv_l = _where(keep, 1 / _where(keep, L, L.new_ones(())), L.new_zeros(()))
+            P = (V * inv_l.unsqueeze(-2)) @ V.mT
+        else:
+            U, S, Vh = _svd(A, False, True, "linalg.pinv")
+            thr = _tolerance(S, A, atol, rtol, "linalg.pinv")
+            keep = S > thr
+            inv_s = _where(keep, 1 / _where(keep, S, S.new_ones(())), S.new_zeros(()))
+            P = (Vh.mT * inv_s.unsqueeze(-2)) @ U.mT
     if needs_grad(A):
         _G.record_pinv(A, P)
     return P

@@ -132,8 +132,7 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
     if isinstance(padding, str):
         if padding == "valid":
             padding = (0,) * wdims
-        elif padding == "same":
-            _check_geometry(input, weight, bias, stride, (0,) * wdims, dilation, groups, False)
+        elif padding == "same":     # the geometry is checked below, on the padded input
             input, padding = _same_padding(input, weight.shape[2:], stride, dilation, op)
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")

@@ -111,12 +111,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """batch_norm of a float32/float64 input by the fused kernel of torchlite/_core/norm.pyx
     (statistics, per-channel coefficients in float64, one pass to normalise)."""
+    if input.ndim < 2 or input.shape[1] == 0:
+        # no channels (PyTorch counts none for a 1-d input): nothing to normalise; a copy in
+        # the graph
+        return input.clone()
     nd, N, C = input.ndim, input.shape[0], input.shape[1]
     dims = (0,) + tuple(range(2, nd))
     bshape = (1, C) + (1,) * (nd - 2)
-    n = input.numel() // C if C else 0
-    if not C:           # no channels: nothing to normalise
-        return _wrap(_ew.clone(input._data, True))
+    n = input.numel() // C
     S = 1
     for s_ in input._data.shape[2:]:
         S *= s_
