@@ -453,3 +453,21 @@ if given is not None:
         assert tuple(ga.shape) == sa and tuple(gb.shape) == sb
         np.testing.assert_allclose(ga.numpy(), _reduce_to(da(*abv) * v, sa), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(gb.numpy(), _reduce_to(db(*abv) * v, sb), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("wants", [(False, False, True), (True, False, False),
+                                   (False, True, True), (True, True, False)])
+def test_ternary_gradients_for_any_subset_of_inputs(wants):
+    """A ternary node saves only what the wanted gradients need (lerp keeps the weight for
+    self's and end's, self and end for the weight's): each subset works, by finite
+    differences."""
+    rng = np.random.default_rng(8)
+    vals = [rng.uniform(-2, 2, (2, 3)), rng.uniform(-2, 2, (2, 3)), rng.uniform(0, 1, (2, 3))]
+    ts = [tl.tensor(v, requires_grad=w) for v, w in zip(vals, wants)]
+    leaves = tuple(t for t in ts if t.requires_grad)
+
+    def f(*xs):
+        it = iter(xs)
+        a, b, w = [next(it) if t.requires_grad else t for t in ts]
+        return tl.lerp(a, b, w)
+    assert gradcheck(f, leaves)

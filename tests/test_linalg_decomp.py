@@ -199,6 +199,30 @@ def test_cholesky(dtype, upper, threads):
           "float64")
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_gradients(upper):
+    """By finite differences through the triangle the forward reads (tril/triu of a free
+    matrix), and against PyTorch, whose gradient for the factor is the whole matrix formula
+    -(C L) (C = gB X^T + X gB^T), upper triangle included."""
+    a = wc(4, 4)
+    a = a @ a.T
+    fac = np.linalg.cholesky(a)
+    fac = fac.T if upper else fac
+    b = tl.tensor(rnd(2, 4, 3), requires_grad=True)
+    m = tl.tensor(fac, requires_grad=True)
+    tri = (lambda t: t.triu()) if upper else (lambda t: t.tril())
+    assert tl.autograd.gradcheck(lambda bb, mm: D.cholesky_solve(bb, tri(mm), upper), (b, m))
+    torch = pytest.importorskip("torch")
+    tb = torch.tensor(b.detach().numpy(), requires_grad=True)
+    tm = torch.tensor(fac, requires_grad=True)
+    g = rnd(2, 4, 3)
+    torch.cholesky_solve(tb, tm, upper).backward(torch.tensor(g))
+    b.grad = m.grad = None
+    D.cholesky_solve(b, m, upper).backward(tl.tensor(g))
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), atol=1e-10)
+
+
 def test_cholesky_not_positive_definite():
     a = np.stack([np.eye(3), np.diag([1.0, -1.0, 1.0])])
     with pytest.raises(LA.LinAlgError, match=r"\(Batch element 1\): The factorization could not "

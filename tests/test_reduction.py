@@ -889,6 +889,23 @@ def test_quantile_nan_rules_and_float32():
     assert tl.quantile(tl.tensor(3.0), 0.5, dim=0).item() == 3.0
 
 
+@pytest.mark.parametrize("fn", ["quantile", "nanquantile"])
+def test_quantile_gradient_reaches_q(fn):
+    """Linear interpolation is differentiable in q: d/dq = (n - 1) * (above - below), checked
+    by finite differences; the other interpolations do not depend on q smoothly and leave it
+    out of the graph."""
+    x = tl.tensor(np.random.default_rng(3).standard_normal((3, 6)))
+    q = tl.tensor([0.13, 0.52, 0.91], dtype=tl.float64, requires_grad=True)
+    f = getattr(tl, fn)
+    assert tl.autograd.gradcheck(lambda qq: f(x, qq, dim=1), (q,))
+    assert tl.autograd.gradcheck(lambda qq: f(x, qq), (q,))
+    for interpolation in ("lower", "higher", "midpoint", "nearest"):
+        q.grad = None
+        xg = x.clone().requires_grad_()
+        f(xg, q, dim=1, interpolation=interpolation).sum().backward()
+        assert q.grad is None and xg.grad is not None
+
+
 def test_quantile_errors():
     x = tl.tensor(_QX)
     for call, exc, msg in [

@@ -454,13 +454,17 @@ def cholesky(input, upper=False):
 @_register("cholesky_solve")
 @_with_out("cholesky_solve")
 def cholesky_solve(input, input2, upper=False):
-    """torch.cholesky_solve(B, L): X with (L L^T) X = B (upper: (U^T U) X = B)."""
+    """torch.cholesky_solve(B, L): X with (L L^T) X = B (upper: (U^T U) X = B), by two
+    triangular solves; its gradient is PyTorch's formula (linalg_decomp_grad.py)."""
     L = input2
-    if upper:
-        y = solve_triangular(L.mT, input, upper=False)
-        return solve_triangular(L, y, upper=True)
-    y = solve_triangular(L, input, upper=False)
-    return solve_triangular(L.mT, y, upper=True)
+    with no_grad():
+        if upper:
+            X = solve_triangular(L, solve_triangular(L.mT, input, upper=False), upper=True)
+        else:
+            X = solve_triangular(L.mT, solve_triangular(L, input, upper=False), upper=True)
+    if needs_grad(input, input2):
+        _G.record_cholesky_solve(input, input2, X, upper)
+    return X
 
 
 # ---- QR -------------------------------------------------------------------------------------

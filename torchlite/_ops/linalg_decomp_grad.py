@@ -296,6 +296,30 @@ def record_pinv(A, P):
     record(node, (A,), P)
 
 
+# ---- cholesky_solve ----------------------------------------------------------------------------
+class CholeskySolveBackward0(Node):
+    """X = cholesky_solve(B, L): gB = cholesky_solve(g, L); with C = gB X^T + X gB^T,
+    gL = -C L (-L C when upper).  As PyTorch's, gL is this whole matrix, though the forward
+    reads only L's triangle."""
+
+    def backward(self, g):
+        L, X = self.saved("input2"), self.saved("result")
+        gB = _ld().cholesky_solve(g, L, self.upper)
+        common = gB @ X.mT
+        common = common + common.mT
+        gL = -(L @ common) if self.upper else -(common @ L)
+        return sum_to(gB, self.shapes[0]), sum_to(gL, self.shapes[1])
+
+
+def record_cholesky_solve(B, L, X, upper):
+    node = CholeskySolveBackward0()
+    node.upper = upper
+    node.shapes = (tuple(B.shape), tuple(L.shape))
+    node.save(input2=L)
+    node.save_output(result=X)
+    record(node, (B, L), X)
+
+
 # ---- matrix_exp -------------------------------------------------------------------------------
 class LinalgMatrixExpBackward0(Node):
     def backward(self, g):

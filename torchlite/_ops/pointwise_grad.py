@@ -474,9 +474,12 @@ class LerpBackward0(TernaryBackward):
     names, needs = ("self", "end", "weight"), ("weight", "weight", "self end")
 
     def grads(self, g, v):
-        w = v["weight"]
-        return (g * (1 - w), g * w,
-                g * (v["end"] - v["self"]) if self.next_functions[2][0] is not None else None)
+        # each gradient only when its input wants one: the weight is saved only for those of
+        # self and end (`needs`), self and end only for the weight's
+        wants = [e[0] is not None for e in self.next_functions]
+        w = v.get("weight")
+        return (g * (1 - w) if wants[0] else None, g * w if wants[1] else None,
+                g * (v["end"] - v["self"]) if wants[2] else None)
 
 
 class LerpBackward1(LerpBackward0):

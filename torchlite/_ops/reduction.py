@@ -663,8 +663,8 @@ def _quantile_q(name, q, dtype, device):
             raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
         if q.dtype is not dtype:
             raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
-        qs = q.detach().reshape(-1)
-        if qs.numel() and not builtins.bool(((qs >= 0) & (qs <= 1)).all()):
+        qs = q.reshape(-1)      # not detached: linear interpolation is differentiable in q
+        if qs.numel() and not builtins.bool(((qs.detach() >= 0) & (qs.detach() <= 1)).all()):
             raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
         return qs, q.ndim == 0
     v = builtins.float(q)
@@ -723,7 +723,9 @@ def _quantile_pick(s, rank, interpolation):
         return s.gather(-1, at.long())
     lo = pw.floor(rank)
     below, above = s.gather(-1, lo.long()), s.gather(-1, pw.ceil(rank).long())
-    weight = pw.where(rank == rank, 0.5, rank) if interpolation == "midpoint" else rank - lo
+    # midpoint: 0.5 (NaN stays NaN), no gradient to q, as in PyTorch
+    weight = pw.where(rank == rank, 0.5, rank.detach()) if interpolation == "midpoint" \
+        else rank - lo
     return pw.lerp(below, above, weight)
 
 
