@@ -56,6 +56,18 @@ def test_tensor_bad_data():
         tl.tensor(1 + 2j)
 
 
+@pytest.mark.parametrize("data,exc,msg", [
+    (["a", "b"], ValueError, "too many dimensions 'str'"),      # read as one more dimension
+    ([["a"]], ValueError, "too many dimensions 'str'"),
+    ("a", TypeError, "invalid data type 'str'"),
+    ([1, "a"], TypeError, "invalid data type 'str'"),
+    (b"ab", TypeError, "invalid data type 'bytes'"),
+])
+def test_tensor_of_strings_raises_as_torch(data, exc, msg):
+    with pytest.raises(exc, match=msg):
+        tl.tensor(data)
+
+
 def test_tensor_explicit_dtype():
     assert tl.tensor([1.7, -1.7], dtype=tl.int32).tolist() == [1, -1]
     assert tl.tensor([1, 2], dtype=tl.float16).dtype is tl.float16

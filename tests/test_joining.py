@@ -298,6 +298,18 @@ def test_repeat_errors():
         tl.ones(2, 3).repeat(2, -1)
     with pytest.raises(TypeError, match="repeats"):
         tl.ones(2).repeat()
+    with pytest.raises(RuntimeError, match="Number of dimensions of repeat dims"):
+        tl.ones(2).repeat(())
+
+
+def test_empty_repeats_tuple():
+    """x.repeat(()) repeats a 0-d tensor no times (a copy, in the graph); tile(x, ()) leaves
+    any tensor as it is (its dims pad the empty tuple with ones)."""
+    x = tl.tensor(3.0, requires_grad=True)
+    for r in (x.repeat(()), x.repeat([]), tl.tile(x, ())):
+        assert r.shape == () and r.item() == 3.0 and r.requires_grad and r is not x
+    a = np.arange(6.0).reshape(2, 3)
+    assert_values(tl.tile(tl.tensor(a), ()), np.tile(a, ()))
 
 
 @pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "float16", "bfloat16", "float32"])

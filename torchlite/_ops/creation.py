@@ -85,6 +85,13 @@ def _infer(data, shape, flat, depth, state):
             flat.append(_as_pyscalar(data))
             return
     state[3] = True
+    if isinstance(data, (builtins.str, builtins.bytes)):
+        # PyTorch's errors: a string where the first value of a sequence is looked for is
+        # read as one more dimension; elsewhere it is a bad value
+        kind = type(data).__name__
+        if depth and not flat:
+            raise ValueError(f"too many dimensions '{kind}'")
+        raise TypeError(f"new(): invalid data type '{kind}'")
     v = _as_pyscalar(data)
     if isinstance(v, builtins.bool):
         k = 0

@@ -360,9 +360,9 @@ def _copy_expanded(src, shape):
 @_register("repeat")
 def repeat(self, *sizes):
     """The tensor tiled sizes[i] times along each dim (extra leading sizes add dims)."""
-    reps = _shape_arg(sizes, "repeat")
-    if not reps:
+    if not sizes:           # x.repeat() (x.repeat(()) is an empty repeats tuple)
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+    reps = _shape_arg(sizes, "repeat")
     nd = len(reps)
     if nd < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "

@@ -77,7 +77,10 @@ def _digamma(x):
     tail = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
     d = z6.log() - 0.5 / z6 - tail - shift
     safe = where(reflect, x, 0.25)        # keeps tan finite where the branch is not taken
-    return where(reflect, d - math.pi / (safe * math.pi).tan(), d)
+    # cot(pi x) = cot(pi r) with r = x - round(x), which is exact: pi * x itself would lose
+    # the digits that matter near the poles (x close to an integer) in float32
+    r = safe - safe.round().detach()
+    return where(reflect, d - math.pi / (r * math.pi).tan(), d)
 
 
 UNARY = {
