@@ -707,6 +707,10 @@ def test_gather_with_an_empty_index_of_any_dtype():
     x = tl.arange(6.0).reshape(2, 3)
     for dt in (tl.uint8, tl.int16, tl.float32):
         assert tl.gather(x, 1, tl.zeros(0, 0, dtype=dt)).shape == (0, 0)
+    assert tl.gather(x, 0, tl.zeros(0, dtype=tl.int64)).shape == (0,)    # nor its dims
+    xg = x.clone().requires_grad_()
+    tl.gather(xg, 1, tl.zeros(0, 2, dtype=tl.int64)).sum().backward()
+    assert xg.grad.tolist() == [[0.0] * 3] * 2
     with pytest.raises(RuntimeError, match="int32/int64"):
         tl.gather(x, 1, tl.zeros(1, 1, dtype=tl.uint8))
 

@@ -385,8 +385,10 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     """out[i][j][k] = input[i][index[i][j][k]][k] (for dim=1): values picked along `dim`."""
     _tensor_arg(input, "gather", "input")
     _tensor_arg(index, "gather", "index")
-    if index.numel() == 0 and index._data.dtype not in (_INT32, _INT64):
-        index = index.to(D.int64)       # PyTorch checks the dtype of a non-empty index only
+    if index.numel() == 0:
+        # PyTorch checks neither the dtype nor the dims of an empty index: the result is
+        # empty in the index's shape (a view of input's elements, so it stays in the graph)
+        return input.reshape(-1)[:0].reshape(tuple(index.shape))
     _check_index_dtype(index, "gather")
     a, idx = _as_1d(input._data), _as_1d(index._data)
     d = _wrap_dim(dim, a.ndim)

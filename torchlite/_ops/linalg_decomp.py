@@ -759,7 +759,10 @@ def svd_matrix_norm(A, ord, d0, d1, keepdim, dtype):
     t = A if dtype is None else A.to(dtype)
     t = t.movedim((d0, d1), (-2, -1))
     S = svdvals(t)
-    r = S.amax(-1) if ord == 2 else S.amin(-1) if ord == -2 else S.sum(-1)
+    if ord == 2 and S.shape[-1] == 0:       # the largest of no singular values: 0 (PyTorch)
+        r = S.sum(-1)
+    else:
+        r = S.amax(-1) if ord == 2 else S.amin(-1) if ord == -2 else S.sum(-1)
     if keepdim:
         for d in sorted((d0, d1)):
             r = r.unsqueeze(d)
