@@ -47,10 +47,13 @@ def _torch():
     return torch
 
 
-def to_torchlite(x, requires_grad_from=True):
+def to_torchlite(x, requires_grad_from=True, memo=None):
     """x with every torch value replaced by torchlite's: tensors (values, dtype, requires_grad
-    for float tensors), dtypes, sizes, devices."""
+    for float tensors), dtypes, sizes, devices.  Tensors that share a storage in x (an out=
+    argument aliasing an input, say) share one in the result too; pass the same `memo` dict
+    to calls whose results must share."""
     torch = _torch()
+    memo = {} if memo is None else memo
     if isinstance(x, torch.Tensor):
         if x.device.type != "cpu" or x.layout != torch.strided or x.is_complex() \
                 or x.dtype in (torch.complex32, torch.complex64, torch.complex128):
@@ -61,7 +64,7 @@ def to_torchlite(x, requires_grad_from=True):
         name = str(d.dtype).replace("torch.", "")
         if not hasattr(tl, name):
             raise Unsupported(f"dtype {name}")
-        t = _tensor_like(d)
+        t = _tensor_like(d, memo)
         if requires_grad_from and x.requires_grad:
             t.requires_grad_()
         return t
@@ -84,10 +87,10 @@ def to_torchlite(x, requires_grad_from=True):
     if isinstance(x, torch.Generator):
         raise Unsupported("torch.Generator")
     if isinstance(x, (list, tuple)):
-        items = [to_torchlite(e, requires_grad_from) for e in x]
+        items = [to_torchlite(e, requires_grad_from, memo) for e in x]
         return items if isinstance(x, list) else tuple(items)
     if isinstance(x, dict):
-        return {k: to_torchlite(v, requires_grad_from) for k, v in x.items()}
+        return {k: to_torchlite(v, requires_grad_from, memo) for k, v in x.items()}
     if isinstance(x, slice):
         return x
     if callable(x) and not isinstance(x, type):
@@ -96,21 +99,36 @@ def to_torchlite(x, requires_grad_from=True):
 
 
 def _values(d):
-    return tl.tensor(d.float().numpy()).to(tl.bfloat16) if str(d.dtype) == "torch.bfloat16" \
-        else tl.tensor(d.numpy())
+    try:
+        return tl.tensor(d.float().numpy()).to(tl.bfloat16) if str(d.dtype) == "torch.bfloat16" \
+            else tl.tensor(d.numpy())
+    except Exception as e:       # more dims than NumPy (or torchlite) holds, say
+        raise Unsupported(f"tensor {tuple(d.shape)}: {e}") from None
 
 
-def _tensor_like(d):
+def _tensor_like(d, memo):
     """A torchlite tensor with d's values and d's layout: the same strides and storage offset
-    into a storage of the same size, so views and non-contiguous samples stay so."""
+    into a storage of the same size, so views and non-contiguous samples stay so; the storage
+    is the one made for an earlier tensor on d's storage (memo), so aliasing stays too."""
     torch = _torch()
     n_storage = d.untyped_storage().nbytes() // d.element_size() if d.element_size() else 0
-    if d.is_contiguous() and d.storage_offset() == 0 and n_storage == d.numel():
-        return _values(d)
-    storage = torch.as_strided(d, (n_storage,), (1,), 0)
+    key = d.untyped_storage().data_ptr()
+    base = memo.get(key) if key else None
+    if base is not None and (base[0] != d.dtype or base[1].numel() != n_storage):
+        raise Unsupported("tensors of two dtypes over one storage")
+    if base is None:
+        if d.is_contiguous() and d.storage_offset() == 0 and n_storage == d.numel():
+            t = _values(d)
+            if key:
+                memo[key] = (d.dtype, t.reshape(-1) if t.ndim != 1 else t)
+            return t
+        storage = _values(torch.as_strided(d, (n_storage,), (1,), 0).contiguous())
+        if key:
+            memo[key] = (d.dtype, storage)
+    else:
+        storage = base[1]
     with tl.no_grad():
-        t = tl.as_strided(_values(storage.contiguous()), tuple(d.shape), tuple(d.stride()),
-                          d.storage_offset())
+        t = tl.as_strided(storage, tuple(d.shape), tuple(d.stride()), d.storage_offset())
     return t.detach()
 
 
@@ -310,8 +328,9 @@ def run_sample(name, torch_fn, tl_fn, sample, kind, dtype):
     torch = _torch()
     rtol, atol = TOL[dtype] if kind != "grad" else GRAD_TOL
     try:
-        args_tl = to_torchlite((sample.input,) + tuple(sample.args))
-        kwargs_tl = to_torchlite(dict(sample.kwargs))
+        memo = {}
+        args_tl = to_torchlite((sample.input,) + tuple(sample.args), memo=memo)
+        kwargs_tl = to_torchlite(dict(sample.kwargs), memo=memo)
     except Unsupported as e:
         return f"skipped: {e}"
     with warnings.catch_warnings():

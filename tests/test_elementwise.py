@@ -735,6 +735,8 @@ def test_reflected_operators():
     assert (4096 >> i).tolist() == [2048, 1024, 1]
     assert tl.rsub(tl.tensor([1, 2]), 5).tolist() == [4, 3]
     assert tl.rsub(tl.tensor([1, 2]), tl.tensor([5, 5]), alpha=2).tolist() == [3, 1]
+    with pytest.raises(TypeError, match="argument 'input'"):    # as PyTorch: input is a Tensor
+        tl.rsub(5, tl.tensor([1, 2]))
     assert (abs(tl.tensor([-1, 2]))).tolist() == [1, 2]
 
 
@@ -1480,3 +1482,47 @@ def test_is_nonzero_and_is_same_size():
         tl.tensor([]).is_nonzero()
     x = tl.zeros(2, 3)
     assert x.is_same_size(tl.ones(2, 3)) and not tl.is_same_size(x, x.t())
+
+
+# (function, takes a number as input, takes a number as other, takes two numbers): PyTorch
+# 2.13's overloads
+NUMBER_OPERANDS = [
+    ("mul", True, True, True), ("add", True, True, True), ("sub", True, True, True),
+    ("div", True, True, True), ("floor_divide", True, True, True),
+    ("remainder", True, True, False), ("pow", True, True, False), ("xlogy", True, True, False),
+    ("bitwise_and", True, True, False), ("bitwise_left_shift", True, True, False),
+    ("fmod", False, True, False), ("copysign", False, True, False), ("eq", False, True, False),
+    ("lt", False, True, False), ("ge", False, True, False), ("atan2", False, False, False),
+    ("hypot", False, False, False), ("maximum", False, False, False),
+    ("fmin", False, False, False), ("logical_xor", False, False, False),
+]
+
+
+@pytest.mark.parametrize("name,number_input,number_other,two_numbers", NUMBER_OPERANDS)
+def test_which_operands_may_be_numbers(name, number_input, number_other, two_numbers):
+    """PyTorch's binary functions take a Python number for some operands only, and never for
+    both: elsewhere a TypeError naming the argument, as PyTorch's."""
+    fn = getattr(tl, name)
+    t = tl.tensor([1, 2, 3])
+    for ok, args, arg in ((number_input, (2, t), "input"), (number_other, (t, 2), "other")):
+        if ok:
+            fn(*args)
+        else:
+            with pytest.raises(TypeError, match=f"argument '{arg}'"):
+                fn(*args)
+    if two_numbers:
+        assert fn(2, 3).ndim == 0
+    else:
+        with pytest.raises(TypeError, match="invalid combination of arguments"):
+            fn(2, 3)
+    if not number_other:
+        with pytest.raises(TypeError):
+            getattr(t, name)(2)
+    torch = pytest.importorskip("torch")
+    tt = torch.tensor([1, 2, 3])
+    for ok, args in ((number_input, (2, tt)), (number_other, (tt, 2)), (two_numbers, (2, 3))):
+        if ok:
+            getattr(torch, name)(*args)
+        else:
+            with pytest.raises(TypeError):
+                getattr(torch, name)(*args)

@@ -1030,6 +1030,8 @@ def test_renorm_matches_torch():
     for call, exc, msg in [(lambda: tl.renorm(tl.tensor(x), 0, 0, 1), RuntimeError, "non-positive"),
                            (lambda: tl.renorm(tl.tensor(x), 1, 0, -1), RuntimeError, "maxnorm"),
                            (lambda: tl.renorm(tl.tensor([[1]]), 1, 0, 1), RuntimeError, "floating"),
-                           (lambda: tl.renorm(tl.tensor(x), 1, 5, 1), IndexError, "out of range")]:
+                           (lambda: tl.renorm(tl.tensor(x), 1, 5, 1), IndexError, "out of range"),
+                           (lambda: tl.renorm(tl.tensor([1.0]), 1, 0, 1), RuntimeError,
+                            "at least 2 dimensions, got 1")]:
         with pytest.raises(exc, match=msg):
             call()

@@ -391,12 +391,18 @@ def test_narrow_select_unbind():
     t = tl.arange(24).view(2, 3, 4)
     assert t.narrow(2, -2, 2).tolist() == np.arange(24).reshape(2, 3, 4)[:, :, 2:].tolist()
     assert t.narrow(1, 3, 0).shape == (2, 0, 4)
-    for fn in (lambda: t.narrow(2, 3, 2), lambda: t.narrow(2, 5, 0), lambda: t.narrow(0, 0, -1),
-               lambda: tl.tensor(1.0).narrow(0, 0, 1)):
+    for fn in (lambda: t.narrow(2, 3, 2), lambda: t.narrow(0, 0, -1),
+               lambda: tl.tensor(1.0).narrow(0, 0, 1), lambda: t.narrow(2, tl.tensor(True), 1),
+               lambda: t.narrow(2, tl.tensor([1, 2]), 1), lambda: t.narrow(2, tl.tensor(1.0), 1)):
         with pytest.raises(RuntimeError):
             fn()
-    with pytest.raises(IndexError):
-        t.narrow(5, 0, 1)
+    # PyTorch's exception types: a start outside [-size, size] is an IndexError
+    for fn in (lambda: t.narrow(5, 0, 1), lambda: t.narrow(2, 5, 0), lambda: t.narrow(2, -5, 0)):
+        with pytest.raises(IndexError):
+            fn()
+    assert t.narrow(2, tl.tensor(1), 2).tolist() == np.arange(24).reshape(2, 3, 4)[:, :, 1:3].tolist()
+    with pytest.raises(TypeError):
+        t.narrow(2, 1.5, 1)
     assert t.select(1, -1).tolist() == np.arange(24).reshape(2, 3, 4)[:, -1].tolist()
     assert tl.select(t, 0, tl.tensor(1)).shape == (3, 4)
     for fn in (lambda: t.select(1, 3), lambda: t.select(1, -4), lambda: t.select(3, 0),

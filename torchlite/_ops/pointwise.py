@@ -267,8 +267,9 @@ def _clamp(input, min, max, out, name):
 
 
 def _clamp_two_pass(input, min, max):
-    r = input if min is None else maximum(input, min)
-    return r if max is None else minimum(r, max)
+    # a bound may be a number here (maximum() itself takes only tensors, as PyTorch's)
+    r = input if min is None else _binary(_B["maximum"], input, min, None, "maximum")
+    return r if max is None else _binary(_B["minimum"], r, max, None, "minimum")
 
 
 _C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
@@ -405,13 +406,45 @@ def _binary_(code, self, other, name, alpha=1.0):
     return self
 
 
+# Which operands of a binary function may be Python numbers (PyTorch's overloads): both,
+# either one but not both (the default), only `other`, or neither.
+_NUMBER_OPERANDS = {
+    "mul": "both", "floor_divide": "both",
+    **{n: "other" for n in ("fmod", "copysign", "eq", "ne", "lt", "le", "gt", "ge")},
+    **{n: "none" for n in ("atan2", "hypot", "maximum", "minimum", "fmax", "fmin",
+                           "logical_and", "logical_or", "logical_xor")},
+}
+
+
+def _check_number_operands(name, input, other):
+    """PyTorch's TypeError for a number where the function takes only a Tensor."""
+    allowed = _NUMBER_OPERANDS.get(name, "either")
+    a_t, b_t = isinstance(input, Tensor), isinstance(other, Tensor)
+    if allowed == "both":
+        return
+    if not a_t and not b_t:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(other).__name__}), but expected "
+                        f"at least one Tensor")
+    if not a_t and allowed != "either":
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not b_t and allowed == "none":
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+
+
 def _make_binary(name, op, doc, aliases=(), inplace=True):
     code = _B[op]
 
     def fn(input, other, *, out=None):
+        if type(input) is not Tensor or type(other) is not Tensor:
+            _check_number_operands(name, input, other)
         return _binary(code, input, other, out, name)
 
     def fn_(self, other):
+        if type(other) is not Tensor:
+            _check_number_operands(name, self, other)
         return _binary_(code, self, other, name + "_")
 
     fn.__name__ = fn.__qualname__ = name
@@ -520,7 +553,10 @@ def sub_(self, other, *, alpha=1):
 
 @_register("rsub")
 def rsub(input, other, *, alpha=1):
-    """other - alpha * input."""
+    """other - alpha * input (input must be a Tensor, as in PyTorch)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     _no_bool_sub(input, other)
     if alpha == 1:
         return _binary(_SUB, other, input, None, "rsub")
@@ -569,7 +605,9 @@ def _check_int_pow(base, exponent):
 
 @_register("pow")
 def pow(input, exponent, *, out=None):
-    """input ** exponent (either may be a number)."""
+    """input ** exponent (either may be a number, not both)."""
+    if type(input) is not Tensor and type(exponent) is not Tensor:
+        _check_number_operands("pow", input, exponent)
     exponent = exponent if isinstance(exponent, Tensor) else _as_pyscalar(exponent)
     _check_int_pow(input, exponent)
     if out is None and isinstance(input, Tensor) and type(exponent) in (builtins.int, builtins.float) \
@@ -587,6 +625,8 @@ def pow_(self, exponent):
 @_register("float_power")
 def float_power(input, exponent, *, out=None):
     """pow computed in float64."""
+    if type(input) is not Tensor and type(exponent) is not Tensor:
+        _check_number_operands("float_power", input, exponent)
     a = input.double() if isinstance(input, Tensor) else builtins.float(input)
     b = exponent.double() if isinstance(exponent, Tensor) else builtins.float(exponent)
     return pow(a, b, out=out) if isinstance(a, Tensor) else pow(a, b)

@@ -944,6 +944,9 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     """Each slice input.select(dim, i) whose p-norm exceeds maxnorm is scaled down to norm
     maxnorm (divided by norm + 1e-7, as PyTorch does)."""
     _arr(input, "renorm")
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           f"dimensions")
     if not input.is_floating_point():
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_TORCH_NAMES[input._data.dtype]}")

@@ -278,10 +278,23 @@ def narrow(input, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
-    start = builtins.int(start)
+    if isinstance(start, Tensor):
+        if start.ndim != 0 or start.is_floating_point() or start.dtype is D.bool:
+            raise RuntimeError("start must be an 0-dim integral Tensor.")
+        start = start.item()
+    if isinstance(start, builtins.bool) or not hasattr(start, "__index__") \
+            or isinstance(length, builtins.bool) or not hasattr(length, "__index__"):
+        raise TypeError(f"narrow(): start and length must be int, not {type(start).__name__} "
+                        f"and {type(length).__name__}")
+    start, length = start.__index__(), length.__index__()
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
     if start < 0:
         start += size
-    if start < 0 or start > size or length < 0 or start + length > size:
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     arr = input._data.slice(d, start, start + length, 1)
     return _view_of(input, arr, _SG.record_narrow, d, start, length)
