@@ -7,9 +7,10 @@ to list where torchlite stands:
     python tests/opinfo_harness.py [--ops REGEX] [--failures] [--write tests/opinfo_expected.txt]
 
 Every outcome is one line "op[.variant]|dtype|kind|index outcome": kind is "value" (the
-function on a sample), "method" (the Tensor method) or "grad" (float64 gradients, through
+function on a sample), "method" (the Tensor method), "grad" (float64 gradients, through
 the function, of a random projection of the outputs with respect to every input that
-requires grad).  Outcomes: pass; missing (no such function in torchlite);
+requires grad) or "error" (op_db's error inputs: torchlite must raise PyTorch's exception
+type).  Outcomes: pass; missing (no such function in torchlite);
 raised (PyTorch returned, torchlite raised); wrong (shape, dtype or values differ); skipped
 (the sample holds something torchlite has no counterpart for, such as a CUDA device or a
 torch.Generator).  Random ops (PyTorch gives two results for one input) are compared on shape
@@ -127,8 +128,11 @@ def _tensor_like(d, memo):
             memo[key] = (d.dtype, storage)
     else:
         storage = base[1]
-    with tl.no_grad():
-        t = tl.as_strided(storage, tuple(d.shape), tuple(d.stride()), d.storage_offset())
+    try:
+        with tl.no_grad():
+            t = tl.as_strided(storage, tuple(d.shape), tuple(d.stride()), d.storage_offset())
+    except RuntimeError as e:     # a sample whose storage PyTorch changed under it
+        raise Unsupported(f"layout: {e}") from None
     return t.detach()
 
 
@@ -456,6 +460,47 @@ def run_op(op, dtypes=DTYPES, grads=True, max_samples=None):
     return results
 
 
+def run_error_inputs(op):
+    """[(key, outcome)] for op's error_inputs: 'pass' when torchlite raises the exception type
+    PyTorch's metadata names (or a subclass), else 'no error' or 'wrong type: ...'."""
+    name = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+    fn = resolve(op.name)
+    if fn is None or op.error_inputs_func is None:
+        return []
+    try:
+        cases = list(op.error_inputs("cpu"))
+    except Exception as e:
+        return [(f"{name}|*|error|*", f"skipped: error_inputs raised {type(e).__name__}")]
+    out = []
+    for i, ei in enumerate(cases):
+        key = f"{name}|*|error|{i}"
+        s = ei.sample_input
+        try:
+            memo = {}
+            args = to_torchlite((s.input,) + tuple(s.args), memo=memo)
+            kwargs = to_torchlite(dict(s.kwargs), memo=memo)
+        except Unsupported as e:
+            out.append((key, f"skipped: {e}"))
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:                    # some error inputs raise on other devices only
+                op(s.input, *s.args, **s.kwargs)
+                out.append((key, "skipped: PyTorch raises nothing on the CPU"))
+                continue
+            except Exception:
+                pass
+            try:
+                fn(*args, **kwargs)
+                out.append((key, f"no error: PyTorch raises {ei.error_type.__name__}"))
+            except ei.error_type:
+                out.append((key, "pass"))
+            except Exception as e:
+                out.append((key, f"wrong type: {type(e).__name__} ({str(e)[:100]}), PyTorch "
+                                 f"raises {ei.error_type.__name__}"))
+    return out
+
+
 def summary(results):
     counted = [o for _, o in results if not o.startswith("skipped")]
     n_pass = sum(o == "pass" for o in counted)
@@ -473,7 +518,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     all_results = []
     for op in ops(a.ops):
-        res = run_op(op, max_samples=a.max_samples)
+        res = run_op(op, max_samples=a.max_samples) + run_error_inputs(op)
         all_results += res
         if a.by_op:
             n, c = summary(res)

@@ -1,6 +1,7 @@
 """PyTorch's own sample inputs (op_db) through torchlite, compared with PyTorch: values
-through each op's function and Tensor method in float32 and float64, and float64 gradients
-(tests/opinfo_harness.py does the work).  Runs where PyTorch is installed; skips without.
+through each op's function and Tensor method in float32 and float64, float64 gradients, and
+the error inputs' exception types (tests/opinfo_harness.py does the work).  Runs where
+PyTorch is installed; skips without.
 
 What does not pass yet is listed by group in tests/opinfo_known_failures.txt; any other
 failing sample fails this test (a wrong value, a wrong gradient, an exception PyTorch does
@@ -69,10 +70,14 @@ def test_known_failures_still_fail(results):
 def test_pass_rate(results):
     """The numbers the README reports (printed with -s); and a floor well below them, so a
     harness that silently stopped comparing anything fails."""
-    counted = [o for _, o in results if not o.startswith("skipped")]
+    counted = [o for k, o in results if not o.startswith("skipped") and "|error|" not in k]
     passed = sum(o == "pass" for o in counted)
     missing = sum(o == "missing" for o in counted)
+    errors = [o for k, o in results if not o.startswith("skipped") and "|error|" in k]
+    errors_passed = sum(o == "pass" for o in errors)
     print(f"\nop_db samples: {passed} of {len(counted)} pass ({100 * passed / len(counted):.1f}%); "
           f"{missing} belong to ops torchlite lacks; of the rest "
-          f"{100 * passed / (len(counted) - missing):.2f}% pass")
+          f"{100 * passed / (len(counted) - missing):.2f}% pass.  Error inputs of the ops "
+          f"torchlite has: {errors_passed} of {len(errors)} raise PyTorch's exception type")
     assert passed > 30000 and passed / (len(counted) - missing) > 0.97
+    assert errors_passed > 300 and errors_passed / len(errors) > 0.9

@@ -510,6 +510,27 @@ def check_no_partial_overlap(Array dst, src):
         _overlaps(dst, src)
 
 
+def check_no_overlap(Array dst, src):
+    """PyTorch's RuntimeError when dst, the out= of an op that cannot write over its inputs
+    (gather, index_select, cat, ...), shares dense memory with the input src, fully or in
+    part; strided views whose byte ranges meet but might interleave pass (as in PyTorch)."""
+    cdef char *alo, *ahi, *blo, *bhi
+    if not isinstance(src, Array):
+        return
+    cdef Array b = <Array>src
+    if dst.n == 0 or b.n == 0:
+        return
+    _byte_range(dst, &alo, &ahi)
+    _byte_range(b, &blo, &bhi)
+    if ahi <= blo or bhi <= alo:
+        return
+    if dst.is_non_overlapping_and_dense() and b.is_non_overlapping_and_dense():
+        raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to "
+                "tensor refer to a single memory location. Please clone() the tensor before "
+                "performing the operation.")
+
+
 def copy_(Array dst, Array src):
     copy_into(dst, src)
     return dst

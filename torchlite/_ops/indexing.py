@@ -320,12 +320,20 @@ def _plain_clone(t):
     return _wrap(_ew.clone(t._data, True))
 
 
+# ops whose out= may share no memory with their inputs (PyTorch's assert_no_overlap)
+_READS_WHILE_WRITING = {"gather", "index_select", "masked_select", "take"}
+
+
 def _result(res, out, op, inputs, record, *args):
     """An out-of-place op's result array: copied into out= (which does not support autograd,
     as in PyTorch), or a new tensor, recorded with record(result, *args) when one of
     `inputs` requires grad."""
     if out is not None:
         _no_out_with_grad(op, *inputs)
+        if isinstance(out, Tensor) and op in _READS_WHILE_WRITING:
+            for t in args:
+                if isinstance(t, Tensor) and t.device == out.device:
+                    _ew.check_no_overlap(out._data, t._data)
         return _write_out(res, out, op)
     r = _wrap(res)
     if _graph(*inputs):

@@ -529,6 +529,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("number of categories cannot exceed 2^24")
     res = _R.multinomial(input._data, builtins.int(num_samples), builtins.bool(replacement), gen)
     if out is not None:
+        if isinstance(out, Tensor) and out.dtype is not D.int64:
+            raise RuntimeError(f"multinomial expects Long tensor out, got: "
+                               f"{_ew._TORCH_NAMES[out._data.dtype]}")
         _resize_out(out, res.shape, "multinomial")
         return _fill_inplace(out, lambda a: _ew.copy_(a, res))
     return _wrap(res)

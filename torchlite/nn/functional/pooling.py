@@ -277,8 +277,11 @@ def _adaptive_size(input, output_size, nd, op):
     return size
 
 
-def _adaptive_input(input, nd, op):
+def _adaptive_input(input, nd, op, output_size=None):
     _check_tensor(input, op)
+    if nd > 1 and isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
+        # PyTorch's Python wrapper checks this first, with its own error
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
     _check_rank(input, nd, op, "range" if nd == 1 else "adaptive")
     if nd == 1:
         _check_rank(input, nd, op.replace("1d", "2d"), "adaptive")
@@ -297,7 +300,7 @@ def adaptive_avg_pool1d(input, output_size):
 def adaptive_avg_pool2d(input, output_size):
     """Average over an output_size grid of windows covering each plane."""
     op = "adaptive_avg_pool2d"
-    _adaptive_input(input, 2, op)
+    _adaptive_input(input, 2, op, output_size)
     size = _adaptive_size(input, output_size, 2, op)
     _float_only(input, op)
     return _G.adaptive_avg_pool(input, size, 2)
@@ -312,7 +315,7 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
     op = "adaptive_max_pool2d"
-    _adaptive_input(input, 2, op)
+    _adaptive_input(input, 2, op, output_size)
     size = _adaptive_size(input, output_size, 2, op)
     return _G.max_pool(input, size, None, None, None, None, 2, adaptive=True)
 
