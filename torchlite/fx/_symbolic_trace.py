@@ -1,0 +1,305 @@
+"""Symbolic tracing: run a module's forward on Proxies and record what it does as a Graph
+(PyTorch's torch.fx.symbolic_trace and Tracer).
+
+While a trace runs, three doors are opened and closed again afterwards:
+- nn.Module.__call__ goes through Tracer.call_module: a leaf module (torchlite.nn's own
+  layers, by default) becomes one call_module node, any other runs its forward on the proxies;
+- attribute reads of parameters and buffers inside a forward give get_attr proxies;
+- torchlite's public functions (torchlite.*, torchlite.nn.functional.*, torchlite.linalg.*,
+  torchlite.special.*) and the functions named by `wrap` record a call_function node when a
+  Proxy is among their arguments, and compute as usual otherwise.
+This is the same patch-for-the-duration approach as autocast's today (issue 16 step 6 moves
+both to one op-entry hook)."""
+import builtins
+import functools
+import inspect
+import sys
+import threading
+
+from .graph import Graph
+from .node import map_aggregate
+from .proxy import Proxy, TraceError
+
+__all__ = ["Tracer", "symbolic_trace", "wrap", "TraceError"]
+
+_PATCHED_NAMESPACES = ("torchlite", "torchlite.nn.functional", "torchlite.linalg",
+                       "torchlite.special")
+# static methods of torchlite.nn classes that models call with sizes taken from their inputs
+# (the causal mask of a sequence's length): recorded whole, as wrap()ped functions are
+_AUTOWRAP_STATIC = (("torchlite.nn", "Transformer", "generate_square_subsequent_mask"),)
+_wrapped_globals = []           # (module globals dict, name) registered by wrap()
+_patch_lock = threading.RLock()
+_proxy_wrappers = {}            # original function -> its proxy-aware wrapper
+
+
+def wrap(fn_or_name):
+    """Called at module scope: calls of this module-level function are recorded as
+    call_function nodes when traced (the function is not traced into).  Takes the function
+    or its name, as PyTorch's torch.fx.wrap."""
+    caller = sys._getframe(1)
+    if caller.f_code.co_name != "<module>":
+        raise NotImplementedError("wrap must be called at the top level of a module")
+    name = fn_or_name if isinstance(fn_or_name, str) else fn_or_name.__name__
+    if not isinstance(fn_or_name, str) and caller.f_globals.get(name) is not fn_or_name:
+        raise ValueError(f"wrap: {name} is not a global of the calling module")
+    _wrapped_globals.append((caller.f_globals, name))
+    return fn_or_name
+
+
+def _find_proxy(args, kwargs):
+    found = []
+
+    def look(x):
+        if isinstance(x, Proxy) and not found:
+            found.append(x)
+        return x
+    map_aggregate((args, kwargs), look)
+    return found[0] if found else None
+
+
+def _proxy_aware(fn):
+    """fn, recording itself as a call_function node when given a Proxy."""
+    w = _proxy_wrappers.get(fn)
+    if w is None:
+        @functools.wraps(fn)
+        def w(*args, **kwargs):
+            p = _find_proxy(args, kwargs)
+            if p is not None:
+                return p.tracer.create_proxy("call_function", fn, args, kwargs)
+            return fn(*args, **kwargs)
+        w._fx_original = fn
+        _proxy_wrappers[fn] = w
+    return w
+
+
+def _is_function(v):
+    return callable(v) and not isinstance(v, type) and type(v).__name__ in (
+        "function", "builtin_function_or_method", "cython_function_or_method")
+
+
+class _Patcher:
+    """Sets attributes for the duration of a trace and puts them all back after."""
+
+    def __init__(self):
+        self._undo = []
+
+    def set(self, obj, name, value, is_dict=False):
+        if is_dict:
+            self._undo.append((obj, name, obj.get(name, _MISSING), True))
+            obj[name] = value
+        else:
+            self._undo.append((obj, name, obj.__dict__.get(name, _MISSING), False))
+            setattr(obj, name, value)
+
+    def undo(self):
+        for obj, name, old, is_dict in reversed(self._undo):
+            if is_dict:
+                if old is _MISSING:
+                    obj.pop(name, None)
+                else:
+                    obj[name] = old
+            elif old is _MISSING:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, old)
+        self._undo.clear()
+
+
+_MISSING = object()
+
+
+class Tracer:
+    """Records a module's forward as a Graph.  Override is_leaf_module to choose which
+    submodules stay whole (call_module) and which are traced through."""
+
+    def __init__(self, autowrap_modules=(), autowrap_functions=(), param_shapes_constant=False):
+        self.autowrap_functions = tuple(autowrap_functions)
+        self.root = None
+        self.graph = None
+        self.tensor_attrs = {}          # id(tensor) -> its path in the traced module
+        self.constants = {}             # path -> a tensor the module does not own
+
+    # ---- the policy a subclass changes ----------------------------------------------------------
+    def is_leaf_module(self, m, module_qualified_name):
+        """torchlite.nn's own layers (not its containers) stay one call_module node."""
+        from ..nn import ModuleDict, ModuleList, Sequential
+        return (type(m).__module__ or "").startswith("torchlite.nn") and \
+            not isinstance(m, (Sequential, ModuleList, ModuleDict))
+
+    # ---- building nodes -----------------------------------------------------------------------
+    def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+
+    def proxy(self, node):
+        return Proxy(node, self)
+
+    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None):
+        args_ = self.create_arg(args)
+        kwargs_ = self.create_arg(kwargs)
+        return self.proxy(self.create_node(kind, target, args_, kwargs_, name, type_expr))
+
+    def create_arg(self, a):
+        """An argument as the graph holds it: proxies become their nodes; parameters,
+        buffers and other tensors become get_attr nodes (a tensor the module does not own is
+        kept as a constant attribute of the traced module); containers are walked."""
+        from .._tensor import Tensor
+        from ..nn import Module
+
+        def convert(x):
+            if isinstance(x, Proxy):
+                return x.node
+            if isinstance(x, Tensor):
+                return self._tensor_attr(x)
+            if isinstance(x, Module):
+                raise TraceError(f"a module cannot be an argument of a traced call: "
+                                 f"{type(x).__name__}")
+            return x
+        return map_aggregate(a, convert)
+
+    def _tensor_attr(self, t):
+        path = self.tensor_attrs.get(id(t))
+        if path is None:
+            i = 0
+            while hasattr(self.root, f"_tensor_constant{i}"):
+                i += 1
+            path = f"_tensor_constant{i}"
+            while path in self.constants:
+                i += 1
+                path = f"_tensor_constant{i}"
+            self.constants[path] = t        # not the module's: the traced module keeps it
+            self.tensor_attrs[id(t)] = path
+        return self.graph.get_attr(path)
+
+    def path_of_module(self, mod):
+        path = self._module_paths.get(id(mod))
+        if path is None:
+            raise NameError("module is not installed as a submodule")
+        return path
+
+    def call_module(self, m, forward, args, kwargs):
+        """A submodule's call: one call_module node for a leaf, else its forward traced."""
+        path = self.path_of_module(m)
+        if self.is_leaf_module(m, path):
+            return self.create_proxy("call_module", path, args, kwargs)
+        return forward(*args, **kwargs)
+
+    def getattr(self, attr, attr_val, parameter_proxy_cache):
+        """A parameter or buffer read inside a traced forward: its get_attr proxy."""
+        path = self.tensor_attrs.get(id(attr_val))
+        if path is None:
+            return attr_val
+        p = parameter_proxy_cache.get(path)
+        if p is None:
+            p = parameter_proxy_cache[path] = self.proxy(self.graph.get_attr(path))
+        return p
+
+    # ---- the trace -----------------------------------------------------------------------------
+    def trace(self, root, concrete_args=None):
+        """The Graph of root's forward (a Module) or of root (a function)."""
+        from ..nn import Module
+        if isinstance(root, Module):
+            self.root = root
+            fn = type(root).forward
+            bound_self = [root]
+        elif callable(root):
+            self.root = Module()
+            fn = root
+            bound_self = []
+        else:
+            raise TypeError(f"symbolic_trace expects a Module or a function, got "
+                            f"{type(root).__name__}")
+        self.graph = Graph(tracer_cls=type(self))
+        self.constants = self.graph._constants        # GraphModule takes them from the graph
+        self._module_paths = {id(m): name for name, m in self.root.named_modules()}
+        self.tensor_attrs = {}
+        for kind in ("named_parameters", "named_buffers"):
+            for name, t in getattr(self.root, kind)():
+                self.tensor_attrs.setdefault(id(t), name)
+        args = self._placeholders(fn, bound_self, concrete_args or {})
+        with _patch_lock:
+            patcher = _Patcher()
+            try:
+                self._patch(patcher)
+                result = fn(*bound_self, *args)
+            finally:
+                patcher.undo()
+        self.graph.output(self.create_arg(result))
+        return self.graph
+
+    def _placeholders(self, fn, bound_self, concrete_args):
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())[len(bound_self):]
+        for name in concrete_args:
+            if name not in sig.parameters:
+                raise TraceError(f"concrete_args: {fn.__name__} has no argument {name!r}")
+        args = []
+        for p in params:
+            if p.kind == p.VAR_KEYWORD:
+                raise TraceError(f"cannot trace a forward that takes **{p.name}")
+            if p.name in concrete_args:
+                v = concrete_args[p.name]
+                self.graph.placeholder(p.name, default_value=v, has_default=True)
+                args.append(v)
+                continue
+            if p.kind == p.VAR_POSITIONAL:
+                args.append(self.proxy(self.graph.placeholder("*" + p.name)))
+                continue
+            default = p.default is not p.empty
+            node = self.graph.placeholder(p.name, default_value=p.default if default else None,
+                                          has_default=default)
+            args.append(self.proxy(node))
+        return args
+
+    def _patch(self, patcher):
+        from ..nn.modules.module import Module
+        tracer = self
+        original_call = Module.__call__
+        original_getattr = Module.__getattr__
+        cache = {}
+
+        def module_call(mod, *args, **kwargs):
+            if id(mod) not in tracer._module_paths:
+                return original_call(mod, *args, **kwargs)
+            return tracer.call_module(mod, lambda *a, **k: original_call(mod, *a, **k),
+                                      args, kwargs)
+
+        def module_getattr(mod, name):
+            value = original_getattr(mod, name)
+            if id(mod) in tracer._module_paths and id(value) in tracer.tensor_attrs:
+                return tracer.getattr(name, value, cache)
+            return value
+        patcher.set(Module, "__call__", module_call)
+        patcher.set(Module, "__getattr__", module_getattr)
+        for path in _PATCHED_NAMESPACES:
+            mod = sys.modules.get(path)
+            if mod is None:
+                continue
+            for name, v in list(vars(mod).items()):
+                if not name.startswith("_") and _is_function(v) and not hasattr(v, "_fx_original"):
+                    patcher.set(mod, name, _proxy_aware(v))
+        for module, cls, name in _AUTOWRAP_STATIC:
+            owner = getattr(sys.modules.get(module), cls, None)
+            fn = owner.__dict__.get(name) if owner is not None else None
+            if isinstance(fn, staticmethod):
+                patcher.set(owner, name, staticmethod(_proxy_aware(fn.__func__)))
+        for g, name in _wrapped_globals:
+            fn = g.get(name)
+            if fn is not None and not hasattr(fn, "_fx_original"):
+                patcher.set(g, name, _proxy_aware(fn), is_dict=True)
+        for fn in self.autowrap_functions:
+            g = fn.__globals__ if hasattr(fn, "__globals__") else None
+            if g is not None and g.get(fn.__name__) is fn:
+                patcher.set(g, fn.__name__, _proxy_aware(fn), is_dict=True)
+        if "len" in {n for _, n in _wrapped_globals}:
+            patcher.set(builtins, "len", _proxy_aware(builtins.len))
+
+
+def symbolic_trace(root, concrete_args=None):
+    """The GraphModule of root's forward (a Module) or of root (a function), traced on
+    Proxies: the modules, functions and tensor ops it runs, as a Graph with the Python code
+    that replays it."""
+    from .graph_module import GraphModule
+    tracer = Tracer()
+    graph = tracer.trace(root, concrete_args)
+    name = type(root).__name__ if not inspect.isfunction(root) else root.__name__
+    return GraphModule(tracer.root, graph, name)

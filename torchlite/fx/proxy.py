@@ -1,0 +1,158 @@
+"""Proxy: the stand-in for a tensor while a function is traced (PyTorch's torch.fx.Proxy).
+
+Everything done to a Proxy becomes a node of the tracer's graph instead of a computation:
+operators (x + y is operator.add), indexing (operator.getitem), method calls (x.relu() is a
+call_method node) and attributes (x.shape is getattr).  torchlite's functions take Proxies
+too while a trace runs (the Tracer lets them record themselves).  A Proxy has no value, so
+Python control flow that needs one (if, while, len, iteration) cannot be traced: it raises
+TraceError naming the line."""
+import builtins
+import linecache
+import operator
+import sys
+
+__all__ = ["Proxy", "Attribute", "TraceError"]
+
+
+class TraceError(ValueError):
+    """Symbolic tracing met something it cannot record (PyTorch's torch.fx.proxy.TraceError)."""
+
+
+def _user_line():
+    """'file:line: source' of the line being traced: the first frame outside torchlite (or,
+    when the traced code is torchlite's own, outside torchlite.fx)."""
+    def first(outside):
+        f = sys._getframe(2)
+        while f is not None and f.f_globals.get("__name__", "").startswith(outside):
+            f = f.f_back
+        return f
+    f = first("torchlite") or first("torchlite.fx")
+    if f is None:
+        return ""
+    src = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f"\n  File \"{f.f_code.co_filename}\", line {f.f_lineno}, in {f.f_code.co_name}" \
+           f"\n    {src}"
+
+
+class Proxy:
+    """A value of a graph being traced: its `node`, and the `tracer` recording."""
+
+    __slots__ = ("node", "tracer")
+
+    def __init__(self, node, tracer=None):
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "tracer", tracer)
+
+    def __repr__(self):
+        return f"Proxy({self.node.name})"
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return Attribute(self, name)
+
+    def __setattr__(self, name, value):
+        raise TraceError(f"symbolically traced variables cannot be assigned attributes "
+                         f"('{name}'){_user_line()}")
+
+    def __call__(self, *args, **kwargs):
+        return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)
+
+    # ---- what needs a value ----------------------------------------------------------------
+    def __bool__(self):
+        raise TraceError("symbolically traced variables cannot be used as inputs to control "
+                         f"flow{_user_line()}")
+
+    def __iter__(self):
+        raise TraceError("Proxy object cannot be iterated. This can be attempted when the "
+                         "Proxy is used in a loop or as a *args or **kwargs function argument. "
+                         f"See the torch.fx docs on pytorch.org for a more detailed explanation "
+                         f"of what types of control flow can be traced{_user_line()}")
+
+    def __len__(self):
+        raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want "
+                           "this call to be recorded, please call torchlite.fx.wrap('len') at "
+                           f"module scope{_user_line()}")
+
+    def __index__(self):
+        raise TraceError(f"symbolically traced variables cannot be used as an index or a "
+                         f"size{_user_line()}")
+
+    def __float__(self):
+        raise TraceError(f"symbolically traced variables cannot be converted to float"
+                         f"{_user_line()}")
+
+    def __int__(self):
+        raise TraceError(f"symbolically traced variables cannot be converted to int"
+                         f"{_user_line()}")
+
+    def __hash__(self):
+        return id(self)
+
+    def __contains__(self, item):
+        raise TraceError(f"symbolically traced variables cannot be used with 'in'{_user_line()}")
+
+    def keys(self):                   # **proxy in a call
+        raise TraceError(f"symbolically traced variables cannot be unpacked with **"
+                         f"{_user_line()}")
+
+
+class Attribute(Proxy):
+    """proxy.name: a call_method node when called, else a getattr node (made when first
+    needed)."""
+
+    __slots__ = ("_root", "_attr", "_node")
+
+    def __init__(self, root, attr):
+        object.__setattr__(self, "_root", root)
+        object.__setattr__(self, "_attr", attr)
+        object.__setattr__(self, "tracer", root.tracer)
+        object.__setattr__(self, "_node", None)
+
+    @property
+    def node(self):
+        if self._node is None:
+            p = self.tracer.create_proxy("call_function", builtins.getattr,
+                                         (self._root, self._attr), {})
+            object.__setattr__(self, "_node", p.node)
+        return self._node
+
+    def __call__(self, *args, **kwargs):
+        return self.tracer.create_proxy("call_method", self._attr, (self._root,) + args, kwargs)
+
+    def __repr__(self):
+        return f"Attribute({self._root!r}.{self._attr})"
+
+
+def _binary(op):
+    def fn(self, other):
+        return self.tracer.create_proxy("call_function", op, (self, other), {})
+    return fn
+
+
+def _reflected(op):
+    def fn(self, other):
+        return self.tracer.create_proxy("call_function", op, (other, self), {})
+    return fn
+
+
+def _unary(op):
+    def fn(self):
+        return self.tracer.create_proxy("call_function", op, (self,), {})
+    return fn
+
+
+for _name, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                   ("truediv", operator.truediv), ("floordiv", operator.floordiv),
+                   ("mod", operator.mod), ("pow", operator.pow), ("matmul", operator.matmul),
+                   ("lshift", operator.lshift), ("rshift", operator.rshift),
+                   ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor)):
+    setattr(Proxy, f"__{_name}__", _binary(_op))
+    setattr(Proxy, f"__r{_name}__", _reflected(_op))
+for _name, _op in (("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt),
+                   ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge),
+                   ("getitem", operator.getitem)):
+    setattr(Proxy, f"__{_name}__", _binary(_op))
+for _name, _op in (("neg", operator.neg), ("pos", operator.pos), ("invert", operator.invert),
+                   ("abs", operator.abs)):
+    setattr(Proxy, f"__{_name}__", _unary(_op))
