@@ -118,6 +118,7 @@ class Tracer:
         self.graph = None
         self.tensor_attrs = {}          # id(tensor) -> its path in the traced module
         self.constants = {}             # path -> a tensor the module does not own
+        self._suspended = False         # True while a subclass runs real code mid-trace
 
     # ---- the policy a subclass changes ----------------------------------------------------------
     def is_leaf_module(self, m, module_qualified_name):
@@ -258,14 +259,15 @@ class Tracer:
         cache = {}
 
         def module_call(mod, *args, **kwargs):
-            if id(mod) not in tracer._module_paths:
+            if tracer._suspended or id(mod) not in tracer._module_paths:
                 return original_call(mod, *args, **kwargs)
             return tracer.call_module(mod, lambda *a, **k: original_call(mod, *a, **k),
                                       args, kwargs)
 
         def module_getattr(mod, name):
             value = original_getattr(mod, name)
-            if id(mod) in tracer._module_paths and id(value) in tracer.tensor_attrs:
+            if not tracer._suspended and id(mod) in tracer._module_paths \
+                    and id(value) in tracer.tensor_attrs:
                 return tracer.getattr(name, value, cache)
             return value
         patcher.set(Module, "__call__", module_call)

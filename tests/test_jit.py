@@ -1,0 +1,158 @@
+"""torchlite.jit: trace (the ops one run executes, sizes and branches fixed by the example),
+script (symbolic capture or a clear error), and the markers scripts use.  The oracle is the
+eager module: on inputs that take the example's path the traced module must agree with it,
+values and gradients."""
+import numpy as np
+import pytest
+
+import torchlite as tl
+import torchlite.nn as nn
+from torchlite import jit
+
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.lstm = nn.LSTM(3, 4, batch_first=True)
+        self.bn = nn.BatchNorm1d(3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:                   # fixed by the example
+            y = y * 2
+        else:
+            y = -y
+        for i in range(x.shape[0]):       # unrolled: as many steps as the example's rows
+            y = y + i
+        _, (h, _) = self.lstm(y.unsqueeze(0))
+        return self.bn(y) + y.T.sum(), h
+
+
+def _same(a, b, tol=1e-6):
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
+
+
+def test_trace_records_the_example_run():
+    tl.manual_seed(0)
+    m = Branchy().eval()
+    x = tl.randn(4, 3)
+    tm = jit.trace(m, x)
+    assert isinstance(tm, jit.TracedModule) and isinstance(tm, tl.fx.GraphModule)
+    for a, b in zip(m(x), tm(x)):
+        _same(a, b)
+    code = tm.code
+    assert "if" not in code and code.count(" + ") >= 4           # the loop unrolled
+    assert "self.lstm(" in code and "self.bn(" in code            # torchlite layers stay whole
+    took_positive = (m.lin(x).sum() > 0).item()
+    assert ("* 2" in code) == took_positive and ("-l" in code) != took_positive
+
+
+def test_check_inputs_that_take_another_path_fail_the_check():
+    class Sign(nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x * 3
+    with pytest.raises(jit.TracingCheckError, match="disagree"):
+        jit.trace(Sign(), tl.ones(3), check_inputs=[(-tl.ones(3),)])
+    tm = jit.trace(Sign(), tl.ones(3), check_inputs=[(tl.full((3,), 5.0),)])
+    _same(tm(tl.ones(3)), tl.full((3,), 2.0))
+
+
+def test_gradients_through_a_traced_module():
+    tl.manual_seed(1)
+    m = nn.Sequential(nn.Linear(4, 6), nn.GELU(), nn.LayerNorm(6), nn.Linear(6, 2))
+    x = tl.randn(5, 4)
+    tm = jit.trace(m, x)
+    m(x).pow(2).sum().backward()
+    want = [p.grad.clone() for p in m.parameters()]
+    m.zero_grad()
+    tm(x).pow(2).sum().backward()
+    for w, p in zip(want, tm.parameters()):
+        _same(w, p.grad)
+
+
+def test_trace_functions_and_keyword_examples():
+    f = jit.trace(lambda a, b: (a * b).sum(0) + a.shape[1], (tl.ones(2, 3), tl.ones(2, 3)))
+    assert "+ 3" in f.code                                      # the size, fixed
+    _same(f(tl.full((2, 3), 2.0), tl.ones(2, 3)), tl.full((3,), 7.0))
+
+    class Kw(nn.Module):
+        def forward(self, x, scale):
+            return x * scale
+    tm = jit.trace(Kw(), example_kwarg_inputs={"x": tl.ones(2), "scale": tl.full((2,), 3.0)})
+    _same(tm(tl.ones(2), tl.full((2,), 4.0)), tl.full((2,), 4.0))
+    with pytest.raises(RuntimeError, match="example_inputs"):
+        jit.trace(Kw())
+
+
+def test_is_tracing_inside_a_trace_only():
+    seen = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            seen.append(jit.is_tracing())
+            return x + 1
+    jit.trace(Probe(), tl.ones(2), check_trace=False)
+    Probe()(tl.ones(2))
+    assert seen == [True, False] and not jit.is_scripting()
+
+
+def test_script_captures_what_it_can_and_names_what_it_cannot():
+    seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    s = jit.script(seq)
+    x = tl.randn(3, 2)
+    _same(s(x), seq(x))
+    assert "def forward" in s.code and not isinstance(s, jit.ScriptModule)
+    with pytest.raises(RuntimeError, match="control flow") as e:
+        jit.script(Branchy())
+    assert "if y.sum() > 0:" in str(e.value) and "jit.trace" in str(e.value)
+
+    def plain(a):
+        return a + 1
+    assert jit.script(plain) is plain
+
+
+def test_freeze_and_the_markers():
+    m = nn.Linear(2, 2)
+    with pytest.raises(RuntimeError, match="eval mode"):
+        jit.freeze(m)
+    assert jit.freeze(m.eval()) is m
+
+    @jit.ignore
+    def a():
+        return 1
+
+    @jit.ignore(drop=True)
+    def b():
+        return 2
+
+    @jit.unused
+    def c():
+        return 3
+
+    @jit.export
+    def d():
+        return 4
+    assert (a(), b(), c(), d()) == (1, 2, 3, 4)
+    assert jit.annotate(list, [1]) == [1]
+
+
+def test_traced_outputs_match_torch_jit_trace():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    mods = {}
+    for lib in (tl, torch):
+        m = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.Tanh(), lib.nn.Linear(8, 2))
+        with lib.no_grad():
+            for p in m.parameters():
+                p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32)))
+        mods[lib.__name__] = (lib, m)
+    tl_m, torch_m = mods["torchlite"][1], mods["torch"][1]
+    with torch.no_grad():
+        for a, b in zip(tl_m.parameters(), torch_m.parameters()):
+            b.copy_(torch.tensor(a.detach().numpy()))
+    ours = jit.trace(tl_m, tl.tensor(x))(tl.tensor(x))
+    theirs = torch.jit.trace(torch_m, torch.tensor(x))(torch.tensor(x))
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)

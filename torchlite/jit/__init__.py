@@ -1,0 +1,84 @@
+"""torchlite.jit: PyTorch's torch.jit entry points over torchlite.fx graphs.
+
+- trace(module_or_fn, example_inputs): the ops one real run executes, as a TracedModule
+  (`.graph`, `.code`); sizes and branches fixed by the example, as in PyTorch.
+- script(module): torchlite has no TorchScript compiler.  A module whose forward can be
+  captured symbolically (torchlite.fx.symbolic_trace) is accepted as it is, its graph and
+  code attached; one whose forward branches on tensor values raises RuntimeError naming the
+  line.  What differs from TorchScript: Python control flow on values is not compiled.
+- freeze (eval-mode modules; returned as they are), ignore / unused / export (markers,
+  returning the function), annotate, is_scripting (always False), is_tracing.
+
+Not yet: jit.save / jit.load (README, "Not yet")."""
+from ._trace import TracedModule, TracingCheckError, is_tracing, trace
+
+__all__ = ["trace", "script", "freeze", "ignore", "unused", "export", "annotate",
+           "is_scripting", "is_tracing", "TracedModule", "TracingCheckError", "ScriptModule"]
+
+
+class ScriptModule:
+    """The type scripts check against: script() returns GraphModules, which are not
+    ScriptModules (no TorchScript here); isinstance(x, torchlite.jit.ScriptModule) is False."""
+
+
+def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
+    """A module's forward captured as a graph (see the module docstring); a plain function is
+    returned as it is (it runs in Python, as TorchScript would run it)."""
+    from ..nn import Module
+    if not isinstance(obj, Module):
+        if callable(obj):
+            return obj
+        raise RuntimeError(f"script: expected a Module or a function, got {type(obj).__name__}")
+    from .. import fx
+    try:
+        gm = fx.symbolic_trace(obj)
+    except (fx.TraceError, RuntimeError, TypeError) as e:
+        raise RuntimeError(f"torchlite.jit.script: {type(obj).__name__}.forward uses a construct "
+                           f"that cannot be captured without a TorchScript compiler (use "
+                           f"torchlite.jit.trace with example inputs, which fixes it to the "
+                           f"example's path):\n{e}") from e
+    gm.train(obj.training)
+    return gm
+
+
+def freeze(mod, preserved_attrs=None, optimize_numerics=True):
+    """PyTorch's torch.jit.freeze wants a module in eval mode and inlines its parameters;
+    here the module is returned as it is (nothing to inline in eager execution)."""
+    if getattr(mod, "training", False):
+        raise RuntimeError("Freezing is currently only implemented for modules in eval mode. "
+                           "Please call .eval() on your module before freezing.")
+    return mod
+
+
+def ignore(drop=False, **kwargs):
+    """@torchlite.jit.ignore (or ignore(drop=...)): a marker; the function runs as written."""
+    if callable(drop):
+        drop._torchlite_jit_ignore = True
+        return drop
+
+    def mark(fn):
+        fn._torchlite_jit_ignore = True
+        return fn
+    return mark
+
+
+def unused(fn):
+    """@torchlite.jit.unused: a marker; the function runs as written."""
+    fn._torchlite_jit_unused = True
+    return fn
+
+
+def export(fn):
+    """@torchlite.jit.export: a marker; the method stays a plain method."""
+    fn._torchlite_jit_export = True
+    return fn
+
+
+def annotate(the_type, the_value):
+    """the_value (a type hint for TorchScript; nothing to do here)."""
+    return the_value
+
+
+def is_scripting():
+    """False: torchlite never runs code as TorchScript."""
+    return False

@@ -1,0 +1,246 @@
+"""torchlite.jit.trace: record the ops one real run executes (PyTorch's torch.jit.trace).
+
+The run uses torchlite.fx's tracer with proxies that carry their real values: every op both
+computes (on the example inputs) and becomes a node.  What the run decides from values is
+fixed into the graph, as in PyTorch: an `if` on a tensor takes the branch the example took,
+`x.shape[0]` is the example's size, a loop runs as many times.  So, unlike symbolic tracing,
+any Python control flow traces, and the result is right only for inputs that would take the
+same path (check_trace compares it with the module on the example inputs).  torchlite.nn's
+own layers stay whole (call_module nodes), as fx does."""
+import builtins
+import contextlib
+import operator
+import threading
+
+from .._tensor import Tensor
+from ..fx._symbolic_trace import Tracer
+from ..fx.graph_module import GraphModule
+from ..fx.node import map_aggregate
+from ..fx.proxy import Attribute, Proxy
+
+__all__ = ["trace", "TracedModule", "TracingCheckError", "is_tracing"]
+
+_state = threading.local()
+
+
+def is_tracing():
+    """True while torchlite.jit.trace is recording (PyTorch's torch.jit.is_tracing)."""
+    return getattr(_state, "depth", 0) > 0
+
+
+class TracingCheckError(RuntimeError):
+    """The traced module disagrees with the original on the example inputs."""
+
+
+def _value(x):
+    return map_aggregate(x, lambda v: v.value if isinstance(v, (_ValueProxy, _ValueAttribute))
+                         else v)
+
+
+def _holds_tensor(x):
+    found = []
+    map_aggregate(x, lambda v: found.append(True) if isinstance(v, Tensor) else None)
+    return bool(found)
+
+
+class _ValueProxy(Proxy):
+    """A proxy with the real value it stands for: what needs a value gets it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, node, tracer, value):
+        super().__init__(node, tracer)
+        object.__setattr__(self, "value", value)
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        attr = getattr(self.value, name)
+        if callable(attr):
+            return _ValueAttribute(self, name)
+        if isinstance(attr, Tensor):          # x.T, x.mT, x.grad: recorded
+            return self.tracer.create_proxy("call_function", builtins.getattr, (self, name), {})
+        return attr                            # shape, dtype, device, ...: fixed
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __index__(self):
+        return self.value.__index__()
+
+    def __int__(self):
+        return int(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __len__(self):
+        return len(self.value)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self.value)))
+
+    def __contains__(self, item):
+        return _value(item) in self.value
+
+
+class _ValueAttribute(Attribute):
+    """proxy.method, called: a call_method node, its value computed."""
+
+    __slots__ = ()
+
+    @property
+    def value(self):
+        return getattr(self._root.value, self._attr)
+
+
+class _RunTracer(Tracer):
+    """fx's tracer on value-carrying proxies: each op runs on the real values, and becomes
+    a node when it returns a tensor (a size or a flag it returns is fixed as a constant)."""
+
+    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None):
+        if kind == "placeholder" or kind == "get_attr":
+            return super().create_proxy(kind, target, args, kwargs, name, type_expr)
+        real_args, real_kwargs = _value(args), _value(kwargs)
+        self._suspended = True          # the real run records nothing
+        try:
+            if kind == "call_function":
+                value = target(*real_args, **real_kwargs)
+            elif kind == "call_method":
+                value = getattr(real_args[0], target)(*real_args[1:], **real_kwargs)
+            else:
+                value = self._run_module(target, real_args, real_kwargs)
+        finally:
+            self._suspended = False
+        if not _holds_tensor(value):
+            return value
+        node = self.create_node(kind, target, self.create_arg(args), self.create_arg(kwargs),
+                                name, type_expr)
+        return self._wrap(node, value)
+
+    def _wrap(self, node, value):
+        if isinstance(value, Tensor):
+            return _ValueProxy(node, self, value)
+        if isinstance(value, (tuple, list)):     # a tuple result: one getitem per element
+            items = []
+            for i, v in enumerate(value):
+                if isinstance(v, Tensor) or (isinstance(v, (tuple, list)) and _holds_tensor(v)):
+                    items.append(self._wrap(self.create_node(
+                        "call_function", operator.getitem, (node, i), {}), v))
+                else:
+                    items.append(v)
+            return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+        return _ValueProxy(node, self, value)
+
+    def _run_module(self, path, args, kwargs):
+        mod = self.root.get_submodule(path) if path else self.root
+        return self._module_call(mod, *args, **kwargs)
+
+    def getattr(self, attr, attr_val, parameter_proxy_cache):
+        path = self.tensor_attrs.get(id(attr_val))
+        if path is None:
+            return attr_val
+        p = parameter_proxy_cache.get(path)
+        if p is None:
+            p = parameter_proxy_cache[path] = _ValueProxy(self.graph.get_attr(path), self,
+                                                          attr_val)
+        return p
+
+    def trace_run(self, root, example_inputs, example_kwarg_inputs):
+        from ..nn import Module
+        from ..nn.modules.module import Module as _M
+        self._module_call = _M.__call__
+        values = list(example_inputs) + list((example_kwarg_inputs or {}).values())
+        names = None
+        if example_kwarg_inputs:
+            names = list(example_kwarg_inputs)
+        self._example = (values, names)
+        if not isinstance(root, Module) and not callable(root):
+            raise TypeError(f"trace expects a Module or a function, got {type(root).__name__}")
+        return self.trace(root)
+
+    def _placeholders(self, fn, bound_self, concrete_args):
+        import inspect
+        values, names = self._example
+        sig = inspect.signature(fn)
+        params = [p for p in list(sig.parameters.values())[len(bound_self):]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if names is None:
+            if len(values) > len(params):
+                raise TypeError(f"trace: {len(values)} example inputs for a forward that takes "
+                                f"{len(params)}")
+            params = params[:len(values)]
+        else:
+            params = [sig.parameters[n] for n in names]
+        args = []
+        for p, v in zip(params, values):
+            node = self.graph.placeholder(p.name)
+            args.append(_ValueProxy(node, self, v) if isinstance(v, Tensor) else v)
+        return args
+
+
+class TracedModule(GraphModule):
+    """What trace returns: a GraphModule (`.graph`, `.code`) that replays the recorded ops."""
+
+
+@contextlib.contextmanager
+def _tracing():
+    _state.depth = getattr(_state, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _state.depth -= 1
+
+
+def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None,
+          check_tolerance=1e-5, strict=True, _force_outplace=False, _module_class=None,
+          _compilation_unit=None, example_kwarg_inputs=None, _store_inputs=True):
+    """Record the ops that func (a Module or a function) runs on example_inputs (a tensor or
+    a tuple of them; or example_kwarg_inputs, a dict) as a TracedModule.  Sizes and branches
+    are those of the example run.  check_trace: run the traced module on the example inputs
+    (and on each of check_inputs) and raise TracingCheckError unless it matches func."""
+    from ..autograd.grad_mode import no_grad
+    if example_inputs is None and example_kwarg_inputs is None:
+        raise RuntimeError("trace: example_inputs (or example_kwarg_inputs) must be given")
+    if isinstance(example_inputs, Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs or ())
+    tracer = _RunTracer()
+    with _tracing(), no_grad():
+        graph = tracer.trace_run(func, example_inputs, example_kwarg_inputs)
+    graph.eliminate_dead_code()
+    name = getattr(func, "__name__", None) or type(func).__name__
+    traced = TracedModule(tracer.root, graph, type(func).__name__ if hasattr(func, "forward")
+                          else name)
+    if hasattr(func, "training"):
+        traced.train(func.training)
+    if check_trace:
+        checks = [example_inputs] if example_kwarg_inputs is None else []
+        for extra in check_inputs or ():
+            checks.append(tuple(extra) if isinstance(extra, (tuple, list)) else (extra,))
+        for inputs in checks:
+            _check(func, traced, inputs, check_tolerance)
+    return traced
+
+
+def _check(func, traced, inputs, tol):
+    from ..autograd.grad_mode import no_grad
+    from .._ops.pointwise import allclose
+    with no_grad():
+        want, got = func(*inputs), traced(*inputs)
+    flat_w, flat_g = [], []
+    map_aggregate(want, flat_w.append)
+    map_aggregate(got, flat_g.append)
+    if len(flat_w) != len(flat_g):
+        raise TracingCheckError("the traced module returns a different structure")
+    for w, g in zip(flat_w, flat_g):
+        if isinstance(w, Tensor):
+            if not isinstance(g, Tensor) or tuple(w.shape) != tuple(g.shape) or \
+                    not allclose(g.double(), w.double(), rtol=tol, atol=tol, equal_nan=True):
+                raise TracingCheckError(
+                    "Tracer-produced graph and the traced function disagree on the check "
+                    "inputs (did the function's control flow depend on values or sizes the "
+                    "example fixed?)")
+        elif w != g:
+            raise TracingCheckError(f"the traced module returns {g!r} where the function "
+                                    f"returns {w!r}")
