@@ -2,7 +2,9 @@
 - symbolic_trace of examples/transformer_lm.py's model (TinyGPT: embeddings, the
   TransformerEncoder, the head): target under 50 ms;
 - a traced module's call overhead on the quickstart MLP at batch 1: target no more than 1.2x
-  the eager module's time.
+  the eager module's time;
+- torchlite.onnx.export of the same transformer (target under 1 s; the encoder has no ONNX
+  mapping yet, so the CNN of examples/cnn_digits.py stands in, said so in the row).
 
     python benchmarks/bench_fx.py [--repeat 7]
 
@@ -59,6 +61,18 @@ def main():
     print(f"| quickstart MLP, batch 1, no_grad: traced / eager call time | {r:.3f}x "
           f"({statistics.median(traced_t) * 1e6:.1f} vs {statistics.median(eager_t) * 1e6:.1f} "
           f"us) | <= 1.2x | {'yes' if r <= 1.2 else 'no'} |")
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        print("| onnx.export | n/a (onnx not installed) | < 1 s | n/a |")
+        return
+    from cnn_digits import DigitsCNN
+    cnn = DigitsCNN().eval()
+    x = torch.zeros(1, 1, 8, 8)
+    t = statistics.median(best_of(lambda: torch.onnx.export(cnn, (x,), None), 3)
+                          for _ in range(a.repeat))
+    print(f"| onnx.export(DigitsCNN of examples/cnn_digits.py), the transformer not yet "
+          f"exportable | {t * 1e3:.1f} ms | < 1 s | transformer: not yet |")
 
 
 if __name__ == "__main__":

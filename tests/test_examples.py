@@ -150,3 +150,13 @@ def test_language_models_learn_and_write_a_sample(script, args):
     assert losses[-1] < losses[0] - 0.5, out            # from ~ln(vocab) = 4.1 downwards
     tail = out.split("--- sample ---", 1)[1]
     assert tail.strip().startswith("Shall I") and len(tail.strip()) >= 50, out
+
+
+def test_export_onnx_example_agrees_with_onnxruntime(tmp_path):
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    out = _run("export_onnx.py", "--epochs", "1", "--out", str(tmp_path / "m.onnx"))
+    assert (tmp_path / "m.onnx").stat().st_size > 100_000
+    rows = [line.split() for line in out.splitlines() if re.fullmatch(r"\s*\d+\s+\d+\s+\d+", line)]
+    assert len(rows) == 8 and all(t == o for _, t, o in rows)
+    assert "largest logit difference" in out

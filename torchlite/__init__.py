@@ -48,7 +48,7 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
 # `import torchlite` fast: `torchlite.nn`, `from torchlite import nn`, `import torchlite.nn` and
 # `torchlite.save` work as before.  tests/test_import_time.py keeps this list honest.
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
-                 "serialization", "fx", "jit")
+                 "serialization", "fx", "jit", "onnx")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",

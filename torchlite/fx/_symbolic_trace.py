@@ -119,6 +119,7 @@ class Tracer:
         self.tensor_attrs = {}          # id(tensor) -> its path in the traced module
         self.constants = {}             # path -> a tensor the module does not own
         self._suspended = False         # True while a subclass runs real code mid-trace
+        self._path_stack = []           # the non-leaf submodules being traced through
 
     # ---- the policy a subclass changes ----------------------------------------------------------
     def is_leaf_module(self, m, module_qualified_name):
@@ -129,7 +130,10 @@ class Tracer:
 
     # ---- building nodes -----------------------------------------------------------------------
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
-        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        # the submodule whose forward made it (error messages name it; "" is the root)
+        node.meta["module_path"] = self._path_stack[-1] if self._path_stack else ""
+        return node
 
     def proxy(self, node):
         return Proxy(node, self)
@@ -182,7 +186,11 @@ class Tracer:
         path = self.path_of_module(m)
         if self.is_leaf_module(m, path):
             return self.create_proxy("call_module", path, args, kwargs)
-        return forward(*args, **kwargs)
+        self._path_stack.append(path)
+        try:
+            return forward(*args, **kwargs)
+        finally:
+            self._path_stack.pop()
 
     def getattr(self, attr, attr_val, parameter_proxy_cache):
         """A parameter or buffer read inside a traced forward: its get_attr proxy."""
@@ -211,6 +219,7 @@ class Tracer:
                             f"{type(root).__name__}")
         self.graph = Graph(tracer_cls=type(self))
         self.constants = self.graph._constants        # GraphModule takes them from the graph
+        self._path_stack = []
         self._module_paths = {id(m): name for name, m in self.root.named_modules()}
         self.tensor_attrs = {}
         for kind in ("named_parameters", "named_buffers"):

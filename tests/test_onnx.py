@@ -1,0 +1,206 @@
+"""torchlite.onnx.export: each model family exported, checked by onnx.checker, run in
+onnxruntime (CPU) and compared with torchlite's eager output, at two batch sizes where a
+dynamic axis is given; where PyTorch is installed, PyTorch's own export of the same model
+(copied weights) runs in onnxruntime too and must agree.  Skips without onnx/onnxruntime."""
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+import torchlite as tl
+import torchlite.nn as nn
+import torchlite.nn.functional as F
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+
+def _session(model, args, **kw):
+    buf = io.BytesIO()
+    proto = tl.onnx.export(model, args, buf, **kw)
+    onnx.checker.check_model(proto)
+    return ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"]), proto
+
+
+def _run(sess, *arrays):
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, dict(zip(names, arrays)))
+
+
+def _eager(model, *xs):
+    with tl.no_grad():
+        out = model(*[tl.tensor(x) for x in xs])
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [o.numpy() for o in outs]
+
+
+class Elementwise(nn.Module):
+    """Arithmetic with broadcasting and numbers, matmul, views, slicing, reductions."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(tl.randn(6, 6) * 0.3)
+        self.register_buffer("bias", tl.linspace(-1, 1, 6))
+
+    def forward(self, x):
+        h = (x @ self.w + self.bias) * 0.5 - x / 3
+        h = tl.cat([h, h.sigmoid()], dim=1)                 # (b, 12)
+        v = h.view(h.shape[0], 3, 4).permute(0, 2, 1)       # (b, 4, 3)
+        s = v[:, 1:, ::2].transpose(1, 2)                   # (b, 2, 3)
+        r = s.sum(dim=-1) + s.mean(dim=1, keepdim=True).squeeze(1)[:, :2]
+        m = tl.max(v, dim=1).values
+        return r.pow(2).sqrt().exp().log(), m, tl.bmm(v.transpose(1, 2), v)[0]
+
+
+class Activations(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(8)
+        self.acts = nn.ModuleList([nn.GELU(), nn.GELU("tanh"), nn.SiLU(), nn.LeakyReLU(0.2),
+                                   nn.ELU(0.7), nn.Tanh(), nn.Sigmoid(), nn.ReLU()])
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.norm(x)
+        outs = [act(self.lin(h)) for act in self.acts]
+        return tl.stack(outs, 0).sum(0).softmax(-1), F.log_softmax(h, dim=-1), F.gelu(h).clamp(-0.1, 0.5)
+
+
+FAMILIES = {
+    "mlp": (lambda: nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Dropout(0.3),
+                                  nn.Linear(32, 10)), [(3, 8, 8)]),
+    "cnn": (lambda: nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                                  nn.MaxPool2d(2), nn.Conv2d(8, 4, 3, padding="same",
+                                                             dilation=2),
+                                  nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1), nn.Flatten()),
+            [(3, 1, 8, 8)]),
+    "conv1d_transpose": (lambda: nn.Sequential(nn.Conv1d(2, 4, 3, stride=2, groups=2),
+                                               nn.Tanh(), nn.AvgPool1d(2),
+                                               nn.Unflatten(1, (4, 1)),
+                                               nn.ConvTranspose2d(4, 3, 2, stride=2)),
+                         [(3, 2, 11)]),
+    "elementwise": (Elementwise, [(3, 6)]),
+    "activations": (Activations, [(3, 5, 8)]),
+    "embedding": (lambda: nn.Sequential(nn.Embedding(10, 6), nn.Linear(6, 3)), None),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_exported_model_runs_in_onnxruntime_like_torchlite(family):
+    tl.manual_seed(0)
+    make, shapes = FAMILIES[family]
+    model = make().eval()
+    rng = np.random.default_rng(1)
+    if shapes is None:                                  # token ids
+        example = [rng.integers(0, 10, (3, 4))]
+        batch2 = [rng.integers(0, 10, (5, 4))]
+    else:
+        example = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        batch2 = [rng.standard_normal((5,) + s[1:]).astype(np.float32) for s in shapes]
+    names = [f"in{i}" for i in range(len(example))]
+    n_out = len(_eager(model, *example))
+    outs = [f"out{i}" for i in range(n_out)]
+    dyn = {n: {0: "batch"} for n in names + outs[:1]}
+    try:
+        sess, proto = _session(model, tuple(tl.tensor(x) for x in example), input_names=names,
+                               output_names=outs, dynamic_axes=dyn)
+    except tl.onnx.UnsupportedOperatorError as e:
+        pytest.fail(f"{family}: {e}")
+    for xs in (example, batch2):
+        got = _run(sess, *xs)
+        for g, w in zip(got, _eager(model, *xs)):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    assert proto.opset_import[0].version == 17
+    assert {i.name for i in proto.graph.input} == set(names)
+
+
+def test_dynamic_batch_axis_is_symbolic_in_the_file():
+    model = nn.Sequential(nn.Linear(4, 2))
+    _, proto = _session(model, (tl.randn(3, 4),), input_names=["x"], output_names=["y"],
+                        dynamic_axes={"x": [0], "y": {0: "n"}})
+    dim = proto.graph.input[0].type.tensor_type.shape.dim[0]
+    assert dim.dim_param == "x_dynamic_axes_1" and not dim.HasField("dim_value")
+    assert proto.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "n"
+    static = tl.onnx.export(model, (tl.randn(3, 4),), None)
+    assert static.graph.input[0].type.tensor_type.shape.dim[0].dim_value == 3
+    assert [i.name for i in static.graph.initializer] == ["0.weight", "0.bias"]
+
+
+def test_unsupported_op_names_the_op_and_its_module():
+    class Inner(nn.Module):
+        def forward(self, x):
+            return tl.cumsum(x, 0)
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Inner()
+
+        def forward(self, x):
+            return self.block(x) + 1
+    with pytest.raises(tl.onnx.UnsupportedOperatorError, match="cumsum.*in module 'block'"):
+        tl.onnx.export(Outer(), (tl.ones(3),), None)
+    with pytest.raises(tl.onnx.UnsupportedOperatorError, match="module GRU"):
+        tl.onnx.export(nn.Sequential(nn.GRU(2, 2)), (tl.ones(1, 3, 2),), None)
+
+
+def test_options_and_probes():
+    seen = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            seen.append(tl.onnx.is_in_onnx_export())
+            return x * 2
+    tl.onnx.export(Probe(), tl.ones(2), None)
+    assert seen == [True] and not tl.onnx.is_in_onnx_export()
+    with pytest.raises(ValueError, match="opset_version 9"):
+        tl.onnx.export(Probe(), tl.ones(2), None, opset_version=9)
+    proto = tl.onnx.export(nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2)), tl.ones(1, 2), None,
+                           opset_version=18)
+    assert proto.opset_import[0].version == 18
+    bn = nn.BatchNorm1d(2)
+    tl.onnx.export(nn.Sequential(bn), tl.ones(3, 2), None)       # exported in eval mode
+    assert bn.training                                            # and put back
+    assert tl.onnx.TrainingMode.EVAL == 0 and tl.onnx.OperatorExportTypes.ONNX.value == 0
+
+
+def test_without_onnx_export_names_the_extra(monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_onnx(name, *a, **k):
+        if name == "onnx" or name.startswith("onnx."):
+            raise ImportError("No module named 'onnx'")
+        return real_import(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_onnx)
+    with pytest.raises(ImportError, match=r"torchlite-dl\[onnx\]"):
+        tl.onnx.export(nn.Linear(2, 2), tl.ones(1, 2), None)
+
+
+def test_matches_torch_onnx_export():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+
+    def build(lib):
+        return lib.nn.Sequential(lib.nn.Conv2d(1, 4, 3, padding=1), lib.nn.BatchNorm2d(4),
+                                 lib.nn.ReLU(), lib.nn.MaxPool2d(2), lib.nn.Flatten(),
+                                 lib.nn.Linear(16, 5), lib.nn.LogSoftmax(dim=1))
+    ours, theirs = build(tl).eval(), build(torch).eval()
+    with torch.no_grad():
+        for (_, a), (_, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
+            v = rng.standard_normal(tuple(a.shape)).astype(np.float32)
+            if a.dtype == tl.int64:
+                continue
+            v = np.abs(v) + 0.5 if v.ndim == 1 else v
+            a.copy_(tl.tensor(v))
+            b.copy_(torch.tensor(v))
+    x = rng.standard_normal((2, 1, 4, 4)).astype(np.float32)
+    sess, _ = _session(ours, (tl.tensor(x),), input_names=["x"])
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(theirs, (torch.tensor(x),), buf, input_names=["x"], dynamo=False)
+    their_sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(_run(sess, x)[0], their_sess.run(None, {"x": x})[0], rtol=1e-4,
+                               atol=1e-5)

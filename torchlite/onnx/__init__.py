@@ -1,0 +1,61 @@
+"""torchlite.onnx: export a model to an ONNX file (PyTorch's torch.onnx.export).
+
+    torchlite.onnx.export(model, (x,), "model.onnx", input_names=["input"],
+                          output_names=["logits"], dynamic_axes={"input": {0: "batch"},
+                                                                 "logits": {0: "batch"}})
+
+The model is traced on the example arguments (torchlite.jit.trace: the example's branches and
+loop counts are fixed, as in PyTorch), and each node becomes ONNX operators built with the
+`onnx` package's helpers (torchlite/onnx/_symbolic.py lists what maps to what), checked with
+onnx.checker before the file is written.  Opsets 17 to 21 (default 17).  An op with no ONNX
+form raises UnsupportedOperatorError naming it and the module it came from.
+
+Importing torchlite.onnx loads nothing; `export` needs `pip install 'torchlite-dl[onnx]'`."""
+import enum
+import threading
+
+from . import errors
+from .errors import UnsupportedOperatorError
+
+__all__ = ["export", "is_in_onnx_export", "OperatorExportTypes", "TrainingMode", "errors",
+           "UnsupportedOperatorError", "SUPPORTED_OPSETS"]
+
+SUPPORTED_OPSETS = range(17, 22)
+_state = threading.local()
+
+
+class OperatorExportTypes(enum.Enum):
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+class TrainingMode(enum.IntEnum):
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+def is_in_onnx_export():
+    """True while torchlite.onnx.export is tracing a model."""
+    return getattr(_state, "exporting", False)
+
+
+def export(model, args=(), f=None, input_names=None, output_names=None, dynamic_axes=None,
+           opset_version=None, do_constant_folding=True, export_params=True, verbose=False,
+           kwargs=None, training=TrainingMode.EVAL, operator_export_type=None,
+           keep_initializers_as_inputs=False, **unused):
+    """Write `model` run on `args` (a tensor or a tuple; `kwargs` a dict) as an ONNX model to
+    f (a path or a binary file).  dynamic_axes: {input or output name: {dim: name} or [dims]}
+    makes those dims symbolic (one file for every batch size).  Returns the onnx.ModelProto
+    it wrote."""
+    from ._export import export_model
+    _state.exporting = True
+    try:
+        return export_model(model, args, f, input_names=input_names, output_names=output_names,
+                            dynamic_axes=dynamic_axes, opset_version=opset_version,
+                            export_params=export_params, verbose=verbose, kwargs=kwargs,
+                            training=training)
+    finally:
+        _state.exporting = False

@@ -1,0 +1,556 @@
+"""What each traced node becomes in ONNX: one table for torchlite.nn's layers (call_module,
+keyed by class), one for functions and Tensor methods (keyed by the name a user writes:
+"torchlite.relu", "torchlite.nn.functional.relu", "operator.add", "Tensor.view").
+
+A converter takes (ctx, node, args, kwargs) with the node's arguments as the graph holds them
+(nodes and plain values) and returns the ONNX value name of the node's result (a list of
+names for a node that returns several tensors).  ctx (torchlite/onnx/_export.py) makes ONNX
+nodes and constants and knows each node's example shape and dtype.
+
+Sizes are the example's (the trace fixes them, as in PyTorch); where a dim is symbolic
+(dynamic_axes), reshapes keep it by writing 0 ("copy the input's dim") for a leading dim
+equal to the input's symbolic one."""
+import math
+
+import numpy as np
+
+from ..fx.node import Node, public_name
+from .errors import UnsupportedOperatorError
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def _dim(d, rank):
+    return d + rank if d < 0 else d
+
+
+def _rank(ctx, node):
+    s = ctx.shape(node)
+    return len(s) if s is not None else None
+
+
+def _x(ctx, a):
+    return ctx.value(a)
+
+
+def _reshape(ctx, node, src_node, shape):
+    src_shape = ctx.shape(src_node)
+    dyn = ctx.dynamic(src_node)
+    shape = list(shape)
+    for d in sorted(dyn):
+        if d < len(shape) and src_shape is not None and d < len(src_shape) \
+                and shape[d] == src_shape[d] and all(shape[k] == src_shape[k] for k in range(d)):
+            shape[d] = 0                 # copy the symbolic dim from the input
+    return ctx.add("Reshape", [_x(ctx, src_node), ctx.ints(shape)], name=node.name)
+
+
+def _axes_input_or_attr(ctx, op_type, x, axes, keepdims, name):
+    """Reduce* with axes as an input (opset 18+, and ReduceSum from 13) or an attribute."""
+    if axes is None:
+        return ctx.add(op_type, [x], keepdims=int(keepdims), name=name)
+    if op_type == "ReduceSum" or ctx.opset >= 18:
+        return ctx.add(op_type, [x, ctx.ints(list(axes), "axes")], keepdims=int(keepdims),
+                       name=name)
+    return ctx.add(op_type, [x], axes=list(axes), keepdims=int(keepdims), name=name)
+
+
+def _dims_arg(dim, rank):
+    if dim is None:
+        return None
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return [_dim(d, rank) for d in dims]
+
+
+# ---- elementwise ----------------------------------------------------------------------------------
+def _unary(op_type):
+    def convert(ctx, node, args, kwargs):
+        return ctx.add(op_type, [_x(ctx, args[0])], name=node.name)
+    return convert
+
+
+def _binary(op_type, swap=False):
+    def convert(ctx, node, args, kwargs):
+        a, b = (args[1], args[0]) if swap else (args[0], args[1])
+        dtype = ctx.dtype(node) if op_type not in ("Equal", "Less", "Greater", "LessOrEqual",
+                                                   "GreaterOrEqual") else \
+            ctx.dtype(a if isinstance(a, Node) else b)
+        if kwargs.get("alpha", 1) != 1:
+            b_name = ctx.add("Mul", [ctx.value(b, dtype), ctx.scalar(kwargs["alpha"], dtype)])
+        else:
+            b_name = ctx.value(b, dtype)
+        return ctx.add(op_type, [ctx.value(a, dtype), b_name], name=node.name)
+    return convert
+
+
+def _gelu_value(ctx, x, approximate, name):
+    dtype = "float32"
+    if approximate == "tanh":     # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        cube = ctx.add("Mul", [ctx.add("Mul", [x, x]), x])
+        inner = ctx.add("Add", [x, ctx.add("Mul", [cube, ctx.scalar(0.044715, dtype)])])
+        t = ctx.add("Tanh", [ctx.add("Mul", [inner, ctx.scalar(math.sqrt(2 / math.pi), dtype)])])
+    else:                         # 0.5 x (1 + erf(x / sqrt 2))
+        t = ctx.add("Erf", [ctx.add("Div", [x, ctx.scalar(math.sqrt(2.0), dtype)])])
+    one_plus = ctx.add("Add", [t, ctx.scalar(1.0, dtype)])
+    return ctx.add("Mul", [ctx.add("Mul", [x, one_plus]), ctx.scalar(0.5, dtype)], name=name)
+
+
+def _gelu(ctx, node, args, kwargs):
+    return _gelu_value(ctx, _x(ctx, args[0]), kwargs.get("approximate", "none"), node.name)
+
+
+def _silu(ctx, node, args, kwargs):
+    x = _x(ctx, args[0])
+    return ctx.add("Mul", [x, ctx.add("Sigmoid", [x])], name=node.name)
+
+
+def _leaky_relu(ctx, node, args, kwargs):
+    slope = args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01)
+    return ctx.add("LeakyRelu", [_x(ctx, args[0])], alpha=float(slope), name=node.name)
+
+
+def _elu(ctx, node, args, kwargs):
+    alpha = args[1] if len(args) > 1 else kwargs.get("alpha", 1.0)
+    return ctx.add("Elu", [_x(ctx, args[0])], alpha=float(alpha), name=node.name)
+
+
+def _softmax(op_type):
+    def convert(ctx, node, args, kwargs):
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        if dim is None:
+            raise UnsupportedOperatorError(f"{op_type} without dim")
+        return ctx.add(op_type, [_x(ctx, args[0])], axis=int(dim), name=node.name)
+    return convert
+
+
+def _identity(ctx, node, args, kwargs):
+    return ctx.add("Identity", [_x(ctx, args[0])], name=node.name)
+
+
+def _clamp(ctx, node, args, kwargs):
+    lo = args[1] if len(args) > 1 else kwargs.get("min")
+    hi = args[2] if len(args) > 2 else kwargs.get("max")
+    dtype = ctx.dtype(node)
+    return ctx.add("Clip", [_x(ctx, args[0]), ctx.value(lo, dtype) if lo is not None else "",
+                            ctx.value(hi, dtype) if hi is not None else ""], name=node.name)
+
+
+# ---- products and layers ---------------------------------------------------------------------------
+def _linear_values(ctx, node, x, x_node, w, b):
+    if _rank(ctx, x_node) == 2:
+        inputs = [x, w] + ([b] if b else [])
+        return ctx.add("Gemm", inputs, transB=1, name=node.name)
+    y = ctx.add("MatMul", [x, ctx.add("Transpose", [w], perm=[1, 0])])
+    return ctx.add("Add", [y, b], name=node.name) if b else ctx.add("Identity", [y],
+                                                                     name=node.name)
+
+
+def _linear_function(ctx, node, args, kwargs):
+    w = args[1] if len(args) > 1 else kwargs["weight"]
+    b = args[2] if len(args) > 2 else kwargs.get("bias")
+    return _linear_values(ctx, node, _x(ctx, args[0]), args[0], _x(ctx, w),
+                          _x(ctx, b) if b is not None else None)
+
+
+def _matmul(ctx, node, args, kwargs):
+    return ctx.add("MatMul", [_x(ctx, args[0]), _x(ctx, args[1])], name=node.name)
+
+
+def _param(ctx, mod, path, name):
+    t = getattr(mod, name)
+    return None if t is None else ctx.tensor(t, f"{path}.{name}" if path else name)
+
+
+def _linear_module(ctx, node, mod, args, kwargs):
+    return _linear_values(ctx, node, _x(ctx, args[0]), args[0],
+                          _param(ctx, mod, node.target, "weight"),
+                          _param(ctx, mod, node.target, "bias"))
+
+
+def _pads(padding, nd):
+    p = list(padding) if isinstance(padding, (tuple, list)) else [padding] * nd
+    return p + p
+
+
+def _conv_module(ctx, node, mod, args, kwargs):
+    if mod.padding_mode != "zeros":
+        raise UnsupportedOperatorError(f"{type(mod).__name__} with padding_mode="
+                                       f"{mod.padding_mode!r}")
+    nd = len(mod.kernel_size)
+    if isinstance(mod.padding, str):
+        if mod.padding == "valid":
+            pads = [0] * (2 * nd)
+        else:                                    # 'same': the extra on the end, as PyTorch
+            total = [d * (k - 1) for d, k in zip(mod.dilation, mod.kernel_size)]
+            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+    else:
+        pads = _pads(mod.padding, nd)
+    inputs = [_x(ctx, args[0]), _param(ctx, mod, node.target, "weight")]
+    b = _param(ctx, mod, node.target, "bias")
+    if b:
+        inputs.append(b)
+    op = "ConvTranspose" if "Transpose" in type(mod).__name__ else "Conv"
+    attrs = dict(kernel_shape=list(mod.kernel_size), strides=list(mod.stride), pads=pads,
+                 dilations=list(mod.dilation), group=int(mod.groups))
+    if op == "ConvTranspose":
+        attrs["output_padding"] = list(mod.output_padding)
+    return ctx.add(op, inputs, name=node.name, **attrs)
+
+
+def _batch_norm_module(ctx, node, mod, args, kwargs):
+    if mod.training or mod.running_mean is None:
+        raise UnsupportedOperatorError(f"{type(mod).__name__} in training mode or without "
+                                       f"running statistics (export the model in eval mode)")
+    c = mod.num_features
+    dtype = np.float32
+    scale = _param(ctx, mod, node.target, "weight") or ctx.initializer(np.ones(c, dtype), "ones")
+    bias = _param(ctx, mod, node.target, "bias") or ctx.initializer(np.zeros(c, dtype), "zeros")
+    return ctx.add("BatchNormalization",
+                   [_x(ctx, args[0]), scale, bias, _param(ctx, mod, node.target, "running_mean"),
+                    _param(ctx, mod, node.target, "running_var")],
+                   epsilon=float(mod.eps), name=node.name)
+
+
+def _layer_norm_module(ctx, node, mod, args, kwargs):
+    shape = tuple(mod.normalized_shape)
+    scale = _param(ctx, mod, node.target, "weight") if mod.elementwise_affine else None
+    bias = _param(ctx, mod, node.target, "bias") if mod.elementwise_affine else None
+    scale = scale or ctx.initializer(np.ones(shape, np.float32), "ones")
+    inputs = [_x(ctx, args[0]), scale] + ([bias] if bias else [])
+    return ctx.add("LayerNormalization", inputs, axis=-len(shape), epsilon=float(mod.eps),
+                   name=node.name)
+
+
+def _embedding_module(ctx, node, mod, args, kwargs):
+    if mod.max_norm is not None:
+        raise UnsupportedOperatorError("Embedding with max_norm")
+    return ctx.add("Gather", [_param(ctx, mod, node.target, "weight"), _x(ctx, args[0])],
+                   axis=0, name=node.name)
+
+
+def _pool_module(op_type):
+    def convert(ctx, node, mod, args, kwargs):
+        ks = mod.kernel_size if isinstance(mod.kernel_size, tuple) else (mod.kernel_size,) * 2
+        nd = len(ks)
+        stride = mod.stride if mod.stride is not None else ks
+        stride = stride if isinstance(stride, tuple) else (stride,) * nd
+        attrs = dict(kernel_shape=list(ks), strides=list(stride),
+                     pads=_pads(mod.padding, nd), ceil_mode=int(mod.ceil_mode))
+        if op_type == "MaxPool":
+            if getattr(mod, "return_indices", False):
+                raise UnsupportedOperatorError("MaxPool with return_indices=True")
+            dil = mod.dilation if isinstance(mod.dilation, tuple) else (mod.dilation,) * nd
+            attrs["dilations"] = list(dil)
+        else:
+            if getattr(mod, "divisor_override", None):
+                raise UnsupportedOperatorError("AvgPool with divisor_override")
+            attrs["count_include_pad"] = int(mod.count_include_pad)
+        return ctx.add(op_type, [_x(ctx, args[0])], name=node.name, **attrs)
+    return convert
+
+
+def _adaptive_avg_pool_module(ctx, node, mod, args, kwargs):
+    in_shape = ctx.shape(args[0])
+    out = mod.output_size if isinstance(mod.output_size, tuple) else (mod.output_size,) * 2
+    spatial = in_shape[-len(out):]
+    out = tuple(s if o is None else o for o, s in zip(out, spatial))
+    if all(o == 1 for o in out):
+        return ctx.add("GlobalAveragePool", [_x(ctx, args[0])], name=node.name)
+    if all(s % o == 0 for s, o in zip(spatial, out)):
+        k = [s // o for s, o in zip(spatial, out)]
+        return ctx.add("AveragePool", [_x(ctx, args[0])], kernel_shape=k, strides=k,
+                       name=node.name)
+    raise UnsupportedOperatorError(f"AdaptiveAvgPool with output {out} not dividing the input "
+                                   f"{spatial}")
+
+
+def _flatten_values(ctx, node, src, start, end):
+    shape = ctx.shape(src)
+    rank = len(shape)
+    start, end = _dim(start, rank), _dim(end, rank)
+    if end == rank - 1 and start == 1:
+        return ctx.add("Flatten", [_x(ctx, src)], axis=1, name=node.name)
+    target = list(shape[:start]) + [-1] + list(shape[end + 1:])
+    return _reshape(ctx, node, src, target)
+
+
+def _flatten_module(ctx, node, mod, args, kwargs):
+    return _flatten_values(ctx, node, args[0], mod.start_dim, mod.end_dim)
+
+
+def _flatten_function(ctx, node, args, kwargs):
+    start = args[1] if len(args) > 1 else kwargs.get("start_dim", 0)
+    end = args[2] if len(args) > 2 else kwargs.get("end_dim", -1)
+    return _flatten_values(ctx, node, args[0], start, end)
+
+
+def _activation_module(convert):
+    def module(ctx, node, mod, args, kwargs):
+        attrs = {}
+        for key in ("negative_slope", "alpha", "approximate", "dim"):
+            if hasattr(mod, key):
+                attrs[key] = getattr(mod, key)
+        return convert(ctx, node, args, attrs)
+    return module
+
+
+# ---- shapes ------------------------------------------------------------------------------------
+def _sizes(args, start):
+    rest = args[start:]
+    if len(rest) == 1 and isinstance(rest[0], (tuple, list)):
+        return list(rest[0])
+    return list(rest)
+
+
+def _view(ctx, node, args, kwargs):
+    shape = _sizes(args, 1) or list(kwargs.get("shape", ()))
+    if any(isinstance(s, Node) for s in shape):
+        raise UnsupportedOperatorError("a reshape to sizes computed from tensors")
+    return _reshape(ctx, node, args[0], shape)
+
+
+def _reshape_function(ctx, node, args, kwargs):
+    return _reshape(ctx, node, args[0], list(args[1] if len(args) > 1 else kwargs["shape"]))
+
+
+def _permute(ctx, node, args, kwargs):
+    rank = _rank(ctx, args[0])
+    dims = [_dim(d, rank) for d in _sizes(args, 1) or kwargs.get("dims")]
+    return ctx.add("Transpose", [_x(ctx, args[0])], perm=dims, name=node.name)
+
+
+def _transpose(ctx, node, args, kwargs):
+    rank = _rank(ctx, args[0])
+    perm = list(range(rank))
+    if len(args) >= 3:
+        a, b = _dim(args[1], rank), _dim(args[2], rank)
+        perm[a], perm[b] = perm[b], perm[a]
+    else:                                  # t / T / mT: the last two
+        perm[-1], perm[-2] = perm[-2], perm[-1]
+    return ctx.add("Transpose", [_x(ctx, args[0])], perm=perm, name=node.name)
+
+
+def _unsqueeze(ctx, node, args, kwargs):
+    rank = _rank(ctx, args[0]) + 1
+    dim = args[1] if len(args) > 1 else kwargs["dim"]
+    return ctx.add("Unsqueeze", [_x(ctx, args[0]), ctx.ints([_dim(dim, rank)], "axes")],
+                   name=node.name)
+
+
+def _squeeze(ctx, node, args, kwargs):
+    shape = ctx.shape(args[0])
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    if dim is None:
+        dims = [d for d, s in enumerate(shape) if s == 1]
+    else:
+        dims = [d for d in _dims_arg(dim, len(shape)) if shape[d] == 1]
+    if not dims:
+        return ctx.add("Identity", [_x(ctx, args[0])], name=node.name)
+    return ctx.add("Squeeze", [_x(ctx, args[0]), ctx.ints(dims, "axes")], name=node.name)
+
+
+def _cat(ctx, node, args, kwargs):
+    tensors = args[0]
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+    rank = _rank(ctx, node)
+    return ctx.add("Concat", [_x(ctx, t) for t in tensors], axis=_dim(dim, rank), name=node.name)
+
+
+def _stack(ctx, node, args, kwargs):
+    tensors = args[0]
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+    d = _dim(dim, _rank(ctx, node))
+    axes = ctx.ints([d], "axes")
+    return ctx.add("Concat", [ctx.add("Unsqueeze", [_x(ctx, t), axes]) for t in tensors],
+                   axis=d, name=node.name)
+
+
+def _unflatten_module(ctx, node, mod, args, kwargs):
+    shape = list(ctx.shape(args[0]))
+    d = _dim(mod.dim, len(shape))
+    return _reshape(ctx, node, args[0], shape[:d] + list(mod.unflattened_size) + shape[d + 1:])
+
+
+def _getitem(ctx, node, args, kwargs):
+    src, index = args
+    value = ctx.values[src]
+    if isinstance(value, list):                   # an element of a multi-output node
+        return value[index]
+    shape = ctx.shape(src)
+    index = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, Node) for i in index) or any(isinstance(i, (list, bool)) for i in index):
+        raise UnsupportedOperatorError("indexing by tensors or lists")
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
+    expanded = []
+    for i in index:
+        if i is Ellipsis:
+            expanded += [slice(None)] * (len(shape) - n_real)
+        else:
+            expanded.append(i)
+    starts, ends, axes, steps, squeeze, unsqueeze = [], [], [], [], [], []
+    d, out_d = 0, 0
+    for i in expanded:
+        if i is None:
+            unsqueeze.append(out_d)
+            out_d += 1
+            continue
+        if isinstance(i, int):
+            j = i + shape[d] if i < 0 else i
+            starts.append(j)
+            ends.append(j + 1)
+            axes.append(d)
+            steps.append(1)
+            squeeze.append(d)
+        elif isinstance(i, slice):
+            if i != slice(None):
+                step = 1 if i.step is None else i.step
+                starts.append(0 if i.start is None else i.start)
+                ends.append(np.iinfo(np.int64).max if i.stop is None else i.stop)
+                axes.append(d)
+                steps.append(step)
+            out_d += 1
+        d += 1
+    x = value
+    if axes:
+        x = ctx.add("Slice", [x, ctx.ints(starts, "starts"), ctx.ints(ends, "ends"),
+                              ctx.ints(axes, "axes"), ctx.ints(steps, "steps")])
+    if squeeze:
+        x = ctx.add("Squeeze", [x, ctx.ints(squeeze, "axes")])
+    if unsqueeze:
+        x = ctx.add("Unsqueeze", [x, ctx.ints(unsqueeze, "axes")])
+    return ctx.add("Identity", [x], name=node.name)
+
+
+# ---- reductions -----------------------------------------------------------------------------------
+def _reduce(op_type):
+    def convert(ctx, node, args, kwargs):
+        rank = _rank(ctx, args[0])
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+        if kwargs.get("dtype") is not None:
+            raise UnsupportedOperatorError(f"{op_type} with dtype=")
+        return _axes_input_or_attr(ctx, op_type, _x(ctx, args[0]), _dims_arg(dim, rank),
+                                   keepdim, node.name)
+    return convert
+
+
+def _max(ctx, node, args, kwargs):
+    rank = _rank(ctx, args[0])
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    if dim is None:
+        return _axes_input_or_attr(ctx, "ReduceMax", _x(ctx, args[0]), None, False, node.name)
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    d = _dim(dim, rank)
+    values = _axes_input_or_attr(ctx, "ReduceMax", _x(ctx, args[0]), [d], keepdim,
+                                 node.name + "_values")
+    indices = ctx.add("ArgMax", [_x(ctx, args[0])], axis=d, keepdims=int(keepdim),
+                      name=node.name + "_indices")
+    return [values, indices]
+
+
+# ---- the tables ----------------------------------------------------------------------------------
+_F = "torchlite.nn.functional."
+FUNCTIONS = {}
+for _names, _conv in (
+        (("relu",), _unary("Relu")), (("sigmoid",), _unary("Sigmoid")),
+        (("tanh",), _unary("Tanh")), (("exp",), _unary("Exp")), (("log",), _unary("Log")),
+        (("sqrt",), _unary("Sqrt")), (("abs",), _unary("Abs")), (("neg",), _unary("Neg")),
+        (("erf",), _unary("Erf")), (("sin",), _unary("Sin")), (("cos",), _unary("Cos")),
+        (("reciprocal",), _unary("Reciprocal")), (("floor",), _unary("Floor")),
+        (("ceil",), _unary("Ceil")), (("gelu",), _gelu), (("silu",), _silu),
+        (("leaky_relu",), _leaky_relu), (("elu",), _elu),
+        (("softmax",), _softmax("Softmax")), (("log_softmax",), _softmax("LogSoftmax")),
+        (("add",), _binary("Add")), (("sub",), _binary("Sub")), (("mul",), _binary("Mul")),
+        (("div", "true_divide"), _binary("Div")), (("pow",), _binary("Pow")),
+        (("matmul", "mm", "bmm"), _matmul), (("eq",), _binary("Equal")),
+        (("lt",), _binary("Less")), (("gt",), _binary("Greater")), (("clamp", "clip"), _clamp),
+        (("flatten",), _flatten_function), (("cat", "concat"), _cat), (("stack",), _stack),
+        (("sum",), _reduce("ReduceSum")), (("mean",), _reduce("ReduceMean")),
+        (("amax",), _reduce("ReduceMax")), (("max",), _max), (("reshape",), _reshape_function),
+        (("permute",), _permute), (("transpose",), _transpose), (("unsqueeze",), _unsqueeze),
+        (("squeeze",), _squeeze), (("t",), _transpose), (("dropout",), _identity),
+        (("linear",), _linear_function)):
+    for _n in _names:
+        FUNCTIONS[f"torchlite.{_n}"] = _conv
+        FUNCTIONS[f"{_F}{_n}"] = _conv
+        FUNCTIONS[f"Tensor.{_n}"] = _conv
+for _n, _conv in (("add", _binary("Add")), ("sub", _binary("Sub")), ("mul", _binary("Mul")),
+                  ("truediv", _binary("Div")), ("pow", _binary("Pow")), ("matmul", _matmul),
+                  ("neg", _unary("Neg")), ("getitem", _getitem), ("eq", _binary("Equal")),
+                  ("lt", _binary("Less")), ("gt", _binary("Greater"))):
+    FUNCTIONS[f"operator.{_n}"] = _conv
+for _n, _conv in (("view", _view), ("reshape", _view), ("contiguous", _identity),
+                  ("float", _identity), ("flatten", _flatten_function),
+                  ("permute", _permute), ("size", None)):
+    if _conv is not None:
+        FUNCTIONS[f"Tensor.{_n}"] = _conv
+FUNCTIONS["getattr.T"] = _transpose
+FUNCTIONS["getattr.mT"] = _transpose
+
+MODULES = {
+    "Linear": _linear_module, "Conv1d": _conv_module, "Conv2d": _conv_module,
+    "ConvTranspose1d": _conv_module, "ConvTranspose2d": _conv_module,
+    "BatchNorm1d": _batch_norm_module, "BatchNorm2d": _batch_norm_module,
+    "LayerNorm": _layer_norm_module, "Embedding": _embedding_module,
+    "MaxPool1d": _pool_module("MaxPool"), "MaxPool2d": _pool_module("MaxPool"),
+    "AvgPool1d": _pool_module("AveragePool"), "AvgPool2d": _pool_module("AveragePool"),
+    "AdaptiveAvgPool2d": _adaptive_avg_pool_module, "Flatten": _flatten_module,
+    "Unflatten": _unflatten_module,
+    "ReLU": _activation_module(_unary("Relu")), "Sigmoid": _activation_module(_unary("Sigmoid")),
+    "Tanh": _activation_module(_unary("Tanh")), "GELU": _activation_module(_gelu),
+    "SiLU": _activation_module(_silu), "LeakyReLU": _activation_module(_leaky_relu),
+    "ELU": _activation_module(_elu), "Softmax": _activation_module(_softmax("Softmax")),
+    "LogSoftmax": _activation_module(_softmax("LogSoftmax")),
+    "Dropout": _activation_module(_identity), "Identity": _activation_module(_identity),
+}
+
+
+def _key(node):
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    if node.target is getattr and len(node.args) == 2 and isinstance(node.args[1], str):
+        return f"getattr.{node.args[1]}"
+    return public_name(node.target) or getattr(node.target, "__name__", repr(node.target))
+
+
+def _where(node):
+    path = node.target if node.op == "call_module" else node.meta.get("module_path", "")
+    return f" (in module '{path}')" if path else " (in the model's forward)"
+
+
+def convert_node(ctx, node):
+    """Make the ONNX nodes of one graph node and record its value name(s) in ctx.values."""
+    if node.op == "get_attr":
+        obj = ctx.gm
+        for part in node.target.split("."):
+            obj = getattr(obj, part)
+        ctx.values[node] = ctx.tensor(obj, node.target)
+        return
+    if node.op == "call_module":
+        mod = ctx.gm.get_submodule(node.target)
+        convert = MODULES.get(type(mod).__name__)
+        if convert is None or not type(mod).__module__.startswith("torchlite.nn"):
+            raise UnsupportedOperatorError(f"torchlite.onnx.export: no ONNX form for module "
+                                           f"{type(mod).__name__}{_where(node)}")
+        result = convert(ctx, node, mod, node.args, node.kwargs)
+    else:
+        key = _key(node)
+        convert = FUNCTIONS.get(key)
+        if convert is None:
+            raise UnsupportedOperatorError(f"torchlite.onnx.export: no ONNX form for {key}"
+                                           f"{_where(node)}")
+        result = convert(ctx, node, node.args, node.kwargs)
+    ctx.values[node] = result
+    _propagate_dynamic(ctx, node, result)
+
+
+def _propagate_dynamic(ctx, node, result):
+    """A symbolic dim of the first input stays symbolic in the result where the result has
+    the same example size at the same position (batch and sequence dims, in practice)."""
+    first = next((a for a in node.all_input_nodes if a.op != "get_attr"), None)
+    if first is None or isinstance(result, list):
+        return
+    dyn = ctx.dynamic(first)
+    src, out = ctx.shape(first), ctx.shape(node)
+    if not dyn or src is None or out is None:
+        return
+    ctx.dynamic_dims[result] = {d for d in dyn if d < len(out) and d < len(src)
+                                and out[d] == src[d]}
