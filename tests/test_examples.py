@@ -160,3 +160,10 @@ def test_export_onnx_example_agrees_with_onnxruntime(tmp_path):
     rows = [line.split() for line in out.splitlines() if re.fullmatch(r"\s*\d+\s+\d+\s+\d+", line)]
     assert len(rows) == 8 and all(t == o for _, t, o in rows)
     assert "largest logit difference" in out
+
+
+def test_deploy_jit_example_loads_in_a_fresh_process(tmp_path):
+    out = _run("deploy_jit.py", "--epochs", "1", "--out", str(tmp_path / "m.pt"))
+    rows = [line.split() for line in out.splitlines() if re.fullmatch(r"\s*\d+\s+\d+\s+\d+", line)]
+    assert len(rows) == 10 and all(h == s for _, h, s in rows)
+    assert (tmp_path / "m.pt").exists()

@@ -156,3 +156,119 @@ def test_traced_outputs_match_torch_jit_trace():
     theirs = torch.jit.trace(torch_m, torch.tensor(x))(torch.tensor(x))
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+# ---- save / load ----------------------------------------------------------------------------
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+        self.lstm = nn.LSTM(8, 8, batch_first=True)
+        self.enc = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, activation="gelu")
+        self.bn = nn.BatchNorm1d(8)
+        self.head = nn.Linear(8, 3)
+        self.scale = nn.Parameter(tl.ones(3))
+
+    def forward(self, x):
+        h, _ = self.lstm(self.emb(x))
+        h = self.enc(h)
+        return self.head(self.bn(h.mean(1))) * self.scale
+
+
+def test_save_and_load_round_trip(tmp_path):
+    tl.manual_seed(4)
+    m = Net().eval()
+    x = tl.randint(0, 10, (4, 5))
+    path = tmp_path / "net.pt"
+    jit.save(jit.trace(m, x), str(path))
+    loaded = jit.load(str(path), map_location="cpu")
+    _same(loaded(x), m(x))
+    assert loaded.code == jit.trace(m, x).code
+    assert sorted(loaded.state_dict()) == sorted(jit.trace(m, x).state_dict())
+    assert not loaded.training and not loaded.enc.training
+    loaded.train()                                 # the loaded parameters train
+    opt = tl.optim.SGD(loaded.parameters(), lr=0.1)
+    loss = loaded(x).square().mean()
+    loss.backward()
+    opt.step()
+    assert loaded(x).square().mean().item() != loss.item()
+
+
+def test_a_saved_module_loads_without_its_class(tmp_path):
+    import subprocess
+    import sys
+    tl.manual_seed(5)
+    m = Net().eval()
+    x = tl.randint(0, 10, (2, 6))
+    jit.save(jit.trace(m, x), str(tmp_path / "net.pt"))
+    tl.save(x, str(tmp_path / "x.pt"))
+    code = ("import torchlite as t; m = t.jit.load('net.pt'); x = t.load('x.pt'); "
+            "print(repr(m(x).tolist()))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    np.testing.assert_allclose(np.array(eval(out.stdout)), m(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+
+
+def _jit_blob(tmp_path, mutate):
+    """A saved file with its graph JSON changed by mutate(desc)."""
+    import json
+    path = tmp_path / "m.pt"
+    jit.save(jit.trace(nn.Sequential(nn.Linear(2, 2), nn.ReLU()), tl.ones(1, 2)), str(path))
+    blob = tl.load(str(path))
+    desc = json.loads(blob["graph"])
+    mutate(desc)
+    blob["graph"] = json.dumps(desc)
+    tl.save(blob, str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda d: d["nodes"][1].update(op="call_function", target="os.system",
+                                    args={"tuple": ["echo pwned"]}), "not one torchlite files"),
+    (lambda d: d["layers"]["0"].update({"class": "subprocess.Popen"}), "not a torchlite.nn"),
+    (lambda d: d["nodes"][2].update(op="call_method", target="_data",
+                                    args={"tuple": [{"node": "input_1"}]}), "Tensor method"),
+    (lambda d: d["nodes"][2].update(args={"tuple": [{"node": "nowhere"}]}), "unknown node"),
+    (lambda d: d.update(format=99), "unknown graph format"),
+    (lambda d: d["nodes"][1].update(args={"tuple": [{"pickle": "cos\nsystem"}]}),
+     "unknown value"),
+])
+def test_load_refuses_what_it_does_not_know(tmp_path, mutate, message):
+    path = _jit_blob(tmp_path, mutate)
+    with pytest.raises(RuntimeError, match=message):
+        jit.load(path)
+
+
+def test_load_runs_no_code_from_the_file(tmp_path):
+    import os
+    import pickle
+    marker = tmp_path / "ran"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+    path = tmp_path / "evil.pt"
+    with open(path, "wb") as f:
+        pickle.dump(Evil(), f)
+    with pytest.raises(RuntimeError, match="torchlite.jit.load"):
+        jit.load(str(path))
+    tl.save({"weights": tl.ones(2)}, str(tmp_path / "plain.pt"))
+    with pytest.raises(RuntimeError, match="not a file torchlite.jit.save wrote"):
+        jit.load(str(tmp_path / "plain.pt"))
+    good = tmp_path / "good.pt"
+    jit.save(jit.trace(nn.Linear(2, 2), tl.ones(1, 2)), str(good))
+    (tmp_path / "cut.pt").write_bytes(good.read_bytes()[:200])
+    with pytest.raises(RuntimeError, match="cannot read"):
+        jit.load(str(tmp_path / "cut.pt"))
+    assert not marker.exists()
+
+
+def test_save_says_what_it_cannot_save():
+    with pytest.raises(TypeError, match="GraphModule"):
+        jit.save(nn.Linear(2, 2), "unused.pt")
+    lin = nn.Linear(2, 2)
+    lin.callback = lambda t: t                         # not data
+    with pytest.raises(RuntimeError, match="attribute 'callback' of the layer at '0'"):
+        jit.save(jit.trace(nn.Sequential(lin), tl.ones(1, 2)), "unused.pt")

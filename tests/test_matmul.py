@@ -57,14 +57,18 @@ def ref(a, b):
     return np.matmul(a.astype(np.float64), b.astype(np.float64))
 
 
-def check(res, expected, k=1, dtype=None):
+def check(res, expected, k=1, dtype=None, magnitude=None):
+    """res equals expected to rounding: an error bound that grows with sqrt(k) (k products
+    summed) times the size of the values summed (magnitude: |a| @ |b|, when cancellation
+    makes the result smaller than its terms; else the result's own size)."""
     got = res.numpy() if hasattr(res, "numpy") else np.asarray(res)
     assert got.shape == expected.shape
     if np.issubdtype(expected.dtype, np.integer):
         np.testing.assert_array_equal(got, expected)
         return
     tol = {np.float64: 1e-12, np.float16: 2e-3}.get(got.dtype.type, 2e-6)
-    scale = np.sqrt(max(k, 1)) * (np.abs(expected).max() if expected.size else 1) + 1e-30
+    size = magnitude if magnitude is not None else expected
+    scale = np.sqrt(max(k, 1)) * (np.abs(size).max() if size.size else 1) + 1e-30
     np.testing.assert_allclose(got.astype(np.float64), expected, rtol=0, atol=tol * scale)
 
 
@@ -202,7 +206,7 @@ def test_matmul_property(m, n, k, batch, bcast, la, lb, dtype):
     ba = [1 if bcast & 1 else s for s in batch]
     bb = [1 if bcast & 2 else s for s in batch]
     a, b = rand(tuple(ba) + (m, k), dtype), rand(tuple(bb) + (k, n), dtype)
-    check(tl.matmul(layout(a, la), layout(b, lb)), ref(a, b), k)
+    check(tl.matmul(layout(a, la), layout(b, lb)), ref(a, b), k, magnitude=ref(np.abs(a), np.abs(b)))
 
 
 # ---- add* forms, out=, in-place, aliasing ------------------------------------------------------

@@ -6,13 +6,15 @@
   captured symbolically (torchlite.fx.symbolic_trace) is accepted as it is, its graph and
   code attached; one whose forward branches on tensor values raises RuntimeError naming the
   line.  What differs from TorchScript: Python control flow on values is not compiled.
+- save(m, f) / load(f): a traced or scripted module as one file (a torchlite checkpoint of
+  its graph as JSON and its weights) that loads without the model's class, running no code
+  from the file (torchlite/jit/_serialization.py).
 - freeze (eval-mode modules; returned as they are), ignore / unused / export (markers,
-  returning the function), annotate, is_scripting (always False), is_tracing.
-
-Not yet: jit.save / jit.load (README, "Not yet")."""
+  returning the function), annotate, is_scripting (always False), is_tracing."""
+from ._serialization import load, save
 from ._trace import TracedModule, TracingCheckError, is_tracing, trace
 
-__all__ = ["trace", "script", "freeze", "ignore", "unused", "export", "annotate",
+__all__ = ["trace", "script", "save", "load", "freeze", "ignore", "unused", "export", "annotate",
            "is_scripting", "is_tracing", "TracedModule", "TracingCheckError", "ScriptModule"]
 
 
