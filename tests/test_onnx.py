@@ -141,8 +141,8 @@ def test_unsupported_op_names_the_op_and_its_module():
             return self.block(x) + 1
     with pytest.raises(tl.onnx.UnsupportedOperatorError, match="cumsum.*in module 'block'"):
         tl.onnx.export(Outer(), (tl.ones(3),), None)
-    with pytest.raises(tl.onnx.UnsupportedOperatorError, match="module GRU"):
-        tl.onnx.export(nn.Sequential(nn.GRU(2, 2)), (tl.ones(1, 3, 2),), None)
+    with pytest.raises(tl.onnx.UnsupportedOperatorError, match="module RNN .*in module '0'"):
+        tl.onnx.export(nn.Sequential(nn.RNN(2, 2)), (tl.ones(1, 3, 2),), None)
 
 
 def test_options_and_probes():
@@ -204,3 +204,34 @@ def test_matches_torch_onnx_export():
     their_sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(_run(sess, x)[0], their_sess.run(None, {"x": x})[0], rtol=1e-4,
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("kw", [{}, {"batch_first": True},
+                                {"num_layers": 2, "bidirectional": True, "batch_first": True}],
+                         ids=["plain", "batch_first", "2layers_bidirectional"])
+def test_recurrent_layers_export_as_onnx_lstm_and_gru(mode, kw):
+    """ONNX's LSTM/GRU ops (gates reordered, GRU's linear_before_reset), batch and sequence
+    dims symbolic: the outputs and final states at two shapes; with given initial states."""
+    class Rec(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = getattr(nn, mode)(3, 5, **kw)
+
+        def forward(self, x, h0):
+            out, state = self.rnn(x, (h0, h0 * 0.5) if mode == "LSTM" else h0)
+            return out, state[0] if mode == "LSTM" else state
+    tl.manual_seed(2)
+    m = Rec().eval()
+    layers = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    bdim = 0 if kw.get("batch_first") else 1
+    x = tl.randn(4, 6, 3)
+    h0 = tl.randn(layers, x.shape[bdim], 5)
+    sess, _ = _session(m, (x, h0), input_names=["x", "h0"],
+                       dynamic_axes={"x": {0: "a", 1: "b"}, "h0": {1: "batch"}})
+    for xs in ((x, h0), (tl.randn(2, 7, 3), None)):
+        xx = xs[0]
+        hh = xs[1] if xs[1] is not None else tl.randn(layers, xx.shape[bdim], 5)
+        got = _run(sess, xx.numpy(), hh.numpy())
+        for g, w in zip(got, _eager(m, xx.numpy(), hh.numpy())):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

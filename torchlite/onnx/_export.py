@@ -184,7 +184,11 @@ def _build(onnx, helper, gm, model, opset, export_params, input_names, output_na
             ctx.nodes.append(helper.make_node("Identity", [src], [name],
                                               name=ctx.fresh("/output")))
         m = ctx.meta(o)
-        dims = [dyn.get(name, {}).get(d, s) for d, s in enumerate(m.shape)] if m else None
+        # a dim the dynamic inputs make symbolic is symbolic in the output too, named by
+        # dynamic_axes where it names it
+        symbolic = ctx.dynamic_dims.get(src, set()) if isinstance(src, str) else set()
+        dims = [dyn.get(name, {}).get(d, f"{name}_dim{d}" if d in symbolic else s)
+                for d, s in enumerate(m.shape)] if m else None
         graph_outputs.append(helper.make_tensor_value_info(
             name, getattr(onnx.TensorProto, DTYPES[ctx.dtype(o)]), dims))
     graph = helper.make_graph(ctx.nodes, type(model).__name__ if hasattr(model, "forward")

@@ -292,6 +292,88 @@ def _activation_module(convert):
     return module
 
 
+# ---- recurrent layers ---------------------------------------------------------------------------
+# PyTorch stacks gates as LSTM (i, f, g, o) and GRU (r, z, n); ONNX as LSTM (i, o, f, c) and
+# GRU (z, r, h): the weight blocks are reordered when they are written.
+_GATE_ORDER = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2)}
+
+
+def _gates(w, mode):
+    blocks = np.split(w, len(_GATE_ORDER[mode]), axis=0)
+    return np.concatenate([blocks[i] for i in _GATE_ORDER[mode]], axis=0)
+
+
+def _recurrent_module(ctx, node, mod, args, kwargs):
+    mode = type(mod).__name__
+    if mod.proj_size or (mode == "LSTM" and mod.mode != "LSTM"):
+        raise UnsupportedOperatorError(f"{mode} with proj_size")
+    x_node = args[0]
+    hx = args[1] if len(args) > 1 else kwargs.get("hx")
+    shape = ctx.shape(x_node)
+    if len(shape) != 3:
+        raise UnsupportedOperatorError(f"{mode} on unbatched input")
+    dirs = 2 if mod.bidirectional else 1
+    hidden = mod.hidden_size
+    x = _x(ctx, x_node)
+    if mod.batch_first:
+        x = ctx.add("Transpose", [x], perm=[1, 0, 2])
+    h0 = c0 = None
+    if hx is not None:
+        if mode == "LSTM":
+            h0, c0 = _x(ctx, hx[0]), _x(ctx, hx[1])
+        else:
+            h0 = _x(ctx, hx)
+    ys, hs, cs = x, [], []
+    for layer in range(mod.num_layers):
+        ws, rs, bs = [], [], []
+        for d in range(dirs):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            w_ih = getattr(mod, "weight_ih" + sfx).detach().numpy()
+            w_hh = getattr(mod, "weight_hh" + sfx).detach().numpy()
+            ws.append(_gates(w_ih, mode))
+            rs.append(_gates(w_hh, mode))
+            if mod.bias:
+                b = np.concatenate([_gates(getattr(mod, "bias_ih" + sfx).detach().numpy(), mode),
+                                    _gates(getattr(mod, "bias_hh" + sfx).detach().numpy(), mode)])
+            else:
+                b = np.zeros(2 * w_ih.shape[0], w_ih.dtype)
+            bs.append(b)
+        base = f"{node.target}.l{layer}"
+        inputs = [ys, ctx.initializer(np.stack(ws), base + ".W"),
+                  ctx.initializer(np.stack(rs), base + ".R"),
+                  ctx.initializer(np.stack(bs), base + ".B"), ""]
+        if h0 is not None:
+            sl = [layer * dirs, (layer + 1) * dirs]
+            inputs.append(ctx.add("Slice", [h0, ctx.ints(sl[:1]), ctx.ints(sl[1:]),
+                                            ctx.ints([0])]))
+            if mode == "LSTM":
+                inputs.append(ctx.add("Slice", [c0, ctx.ints(sl[:1]), ctx.ints(sl[1:]),
+                                                ctx.ints([0])]))
+        attrs = dict(hidden_size=hidden, direction="bidirectional" if dirs == 2 else "forward")
+        if mode == "GRU":
+            attrs["linear_before_reset"] = 1          # PyTorch's GRU: r * (W_hn h + b_hn)
+        outs = ctx.add(mode, inputs, n_outputs=3 if mode == "LSTM" else 2, **attrs)
+        y, y_h = outs[0], outs[1]                     # y: (seq, dirs, batch, hidden)
+        ys = ctx.add("Reshape", [ctx.add("Transpose", [y], perm=[0, 2, 1, 3]),
+                                 ctx.ints([0, 0, -1])])
+        hs.append(y_h)
+        if mode == "LSTM":
+            cs.append(outs[2])
+    out = ctx.add("Transpose", [ys], perm=[1, 0, 2]) if mod.batch_first else ys
+    out = ctx.add("Identity", [out], name=node.name + "_output")
+    h_n = ctx.add("Concat", hs, axis=0, name=node.name + "_h_n")
+    batch_dim = 0 if mod.batch_first else 1
+    dyn = ctx.dynamic(x_node)
+    if (0 if mod.batch_first else 1) in dyn:
+        ctx.dynamic_dims[out] = {batch_dim}
+        ctx.dynamic_dims[h_n] = {1}
+    if mode == "LSTM":
+        c_n = ctx.add("Concat", cs, axis=0, name=node.name + "_c_n")
+        ctx.dynamic_dims[c_n] = ctx.dynamic_dims.get(h_n, set())
+        return [out, [h_n, c_n]]
+    return [out, h_n]
+
+
 # ---- shapes ------------------------------------------------------------------------------------
 def _sizes(args, start):
     rest = args[start:]
@@ -374,6 +456,8 @@ def _getitem(ctx, node, args, kwargs):
     value = ctx.values[src]
     if isinstance(value, list):                   # an element of a multi-output node
         return value[index]
+    if not isinstance(src, Node):
+        raise UnsupportedOperatorError("indexing a value that is not a tensor")
     shape = ctx.shape(src)
     index = index if isinstance(index, tuple) else (index,)
     if any(isinstance(i, Node) for i in index) or any(isinstance(i, (list, bool)) for i in index):
@@ -493,7 +577,7 @@ MODULES = {
     "MaxPool1d": _pool_module("MaxPool"), "MaxPool2d": _pool_module("MaxPool"),
     "AvgPool1d": _pool_module("AveragePool"), "AvgPool2d": _pool_module("AveragePool"),
     "AdaptiveAvgPool2d": _adaptive_avg_pool_module, "Flatten": _flatten_module,
-    "Unflatten": _unflatten_module,
+    "Unflatten": _unflatten_module, "LSTM": _recurrent_module, "GRU": _recurrent_module,
     "ReLU": _activation_module(_unary("Relu")), "Sigmoid": _activation_module(_unary("Sigmoid")),
     "Tanh": _activation_module(_unary("Tanh")), "GELU": _activation_module(_gelu),
     "SiLU": _activation_module(_silu), "LeakyReLU": _activation_module(_leaky_relu),
