@@ -235,3 +235,68 @@ def test_recurrent_layers_export_as_onnx_lstm_and_gru(mode, kw):
         got = _run(sess, xx.numpy(), hh.numpy())
         for g, w in zip(got, _eager(m, xx.numpy(), hh.numpy())):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_and_the_transformer_encoder():
+    """MultiheadAttention (both layouts, masks, weights), TransformerEncoder (post- and
+    pre-norm, GELU, final norm), scaled_dot_product_attention (causal), each at two shapes
+    with symbolic batch and sequence dims."""
+    tl.manual_seed(0)
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = nn.MultiheadAttention(8, 2)
+
+        def forward(self, x, mask, pad):
+            return self.attn(x, x, x, attn_mask=mask, key_padding_mask=pad)
+
+    class Sdpa(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    mask = nn.Transformer.generate_square_subsequent_mask(5)
+    pad = tl.tensor([[False] * 4 + [True], [False] * 5, [False] * 3 + [True] * 2])
+    cases = [
+        (nn.MultiheadAttention(8, 2, batch_first=True), [(3, 5, 8)] * 3, {0: "b", 1: "l"},
+         [(2, 4, 8)] * 3),
+        (Masked(), [(5, 3, 8)], {1: "b"}, None),
+        (Sdpa(), [(2, 2, 5, 4)] * 3, {0: "b", 2: "l"}, [(1, 2, 3, 4)] * 3),
+    ]
+    for norm_first in (False, True):
+        layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=norm_first,
+                                           activation="gelu")
+        cases.append((nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8),
+                                            enable_nested_tensor=False),
+                      [(3, 5, 8)], {0: "b", 1: "s"}, [(2, 7, 8)]))
+    for model, shapes, dyn, other in cases:
+        model.eval()
+        xs = [tl.randn(*s) for s in shapes]
+        if isinstance(model, Masked):
+            xs = [xs[0], mask, pad]
+        names = [f"in{i}" for i in range(len(xs))]
+        sess, _ = _session(model, tuple(xs), input_names=names,
+                           dynamic_axes={n: dyn for n in names[:len(shapes)]})
+        runs = [xs] + ([[tl.randn(*s) for s in other]] if other else [])
+        for inputs in runs:
+            got = _run(sess, *[x.numpy() for x in inputs])
+            want = _eager(model, *[x.numpy() for x in inputs])
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_the_transformer_example_exports_with_a_dynamic_batch():
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+    try:
+        from transformer_lm import TinyGPT
+    finally:
+        sys.path.pop(0)
+    tl.manual_seed(1)
+    model = TinyGPT(30, 16, d_model=16, heads=2, layers=2).eval()
+    codes = tl.randint(0, 30, (2, 9))
+    sess, _ = _session(model, (codes,), input_names=["codes"],
+                       dynamic_axes={"codes": {0: "batch"}})
+    for batch in (codes, tl.randint(0, 30, (5, 9))):
+        np.testing.assert_allclose(_run(sess, batch.numpy())[0], _eager(model, batch.numpy())[0],
+                                   rtol=1e-4, atol=1e-5)

@@ -163,8 +163,14 @@ class _RunTracer(Tracer):
         import inspect
         values, names = self._example
         sig = inspect.signature(fn)
-        params = [p for p in list(sig.parameters.values())[len(bound_self):]
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        all_params = list(sig.parameters.values())[len(bound_self):]
+        params = [p for p in all_params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        star = next((p for p in all_params if p.kind == p.VAR_POSITIONAL), None)
+        if names is None and star is not None and len(values) > len(params):
+            # *args: one input per example value beyond the named ones
+            extra = len(values) - len(params)
+            params = params + [inspect.Parameter(f"{star.name}_{i}", inspect.Parameter.POSITIONAL_ONLY)
+                               for i in range(extra)]
         if names is None:
             if len(values) > len(params):
                 raise TypeError(f"trace: {len(values)} example inputs for a forward that takes "

@@ -119,6 +119,9 @@ def export_model(model, args, f, *, input_names, output_names, dynamic_axes, ops
         raise ValueError(f"torchlite.onnx.export: opset_version {opset} is not supported "
                          f"(supported: {SUPPORTED_OPSETS.start} to {SUPPORTED_OPSETS.stop - 1})")
     args, kwargs = _normalize(args, kwargs)
+    from ._symbolic import MODULES
+    if type(model).__module__.startswith("torchlite.nn") and type(model).__name__ in MODULES:
+        model = _Root(model)      # a layer exported alone: one call_module node, converted whole
     was_training = getattr(model, "training", None)
     if was_training is not None and training == TrainingMode.EVAL:
         model.eval()
@@ -197,6 +200,24 @@ def _build(onnx, helper, gm, model, opset, export_params, input_names, output_na
                               producer_name="torchlite")
     proto.ir_version = min(proto.ir_version, 9)
     return proto
+
+
+def _root_class():
+    from ..nn.modules.module import Module
+
+    class _RootOf(Module):
+        def __init__(self, layer):
+            super().__init__()
+            self.layer = layer
+            self.training = layer.training
+
+        def forward(self, *inputs):
+            return self.layer(*inputs)
+    return _RootOf
+
+
+def _Root(layer):
+    return _root_class()(layer)
 
 
 def _flatten_outputs(a):

@@ -374,6 +374,204 @@ def _recurrent_module(ctx, node, mod, args, kwargs):
     return [out, h_n]
 
 
+# ---- attention and the Transformer encoder --------------------------------------------------------
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _linear_v(ctx, x, weight, bias, base, name=None):
+    """x @ W^T + b on values (any rank), W and b torchlite tensors made initializers."""
+    y = ctx.add("MatMul", [x, ctx.initializer(np.ascontiguousarray(_np(weight).T), base + ".weight_t")])
+    if bias is None:
+        return ctx.add("Identity", [y], name=name) if name else y
+    return ctx.add("Add", [y, ctx.initializer(_np(bias), base + ".bias")], name=name)
+
+
+def _layer_norm_v(ctx, mod, base, x, name=None):
+    shape = tuple(mod.normalized_shape)
+    scale = ctx.initializer(_np(mod.weight) if mod.weight is not None
+                            else np.ones(shape, np.float32), base + ".weight")
+    inputs = [x, scale] + ([ctx.initializer(_np(mod.bias), base + ".bias")]
+                           if getattr(mod, "bias", None) is not None else [])
+    return ctx.add("LayerNormalization", inputs, axis=-len(shape), epsilon=float(mod.eps),
+                   name=name)
+
+
+def _mask_value(ctx, mask_node, dtype):
+    """A mask argument as an additive float mask (True -> -inf), or None."""
+    if mask_node is None:
+        return None
+    m = _x(ctx, mask_node)
+    if ctx.dtype(mask_node) == "bool":
+        return ctx.add("Where", [m, ctx.scalar(-np.inf, dtype), ctx.scalar(0.0, dtype)])
+    return m
+
+
+def _mha_v(ctx, mod, base, q, k, v, attn_mask=None, key_padding_mask=None, need_weights=True,
+           average=True, is_causal=False, name=None):
+    """MultiheadAttention on batch-first values q (N, L, E), k and v (N, S, E): returns
+    (output (N, L, E), weights or None)."""
+    if not mod._qkv_same_embed_dim or mod.bias_k is not None or mod.add_zero_attn:
+        raise UnsupportedOperatorError("MultiheadAttention with kdim/vdim, add_bias_kv or "
+                                       "add_zero_attn")
+    e, h = mod.embed_dim, mod.num_heads
+    d = e // h
+    w = mod.in_proj_weight
+    b = mod.in_proj_bias
+    heads = []
+    for i, x in enumerate((q, k, v)):
+        proj = _linear_v(ctx, x, w[i * e:(i + 1) * e], None if b is None else b[i * e:(i + 1) * e],
+                         f"{base}.in_proj.{'qkv'[i]}")
+        split = ctx.add("Reshape", [proj, ctx.ints([0, 0, h, d])])
+        heads.append(ctx.add("Transpose", [split], perm=[0, 2, 1, 3]))       # (N, H, L, D)
+    qh, kh, vh = heads
+    scores = ctx.add("Mul", [ctx.add("MatMul", [qh, ctx.add("Transpose", [kh],
+                                                            perm=[0, 1, 3, 2])]),
+                             ctx.scalar(1.0 / math.sqrt(d), "float32")])      # (N, H, L, S)
+    if attn_mask is not None:
+        m = _mask_value(ctx, attn_mask, "float32")
+        if len(ctx.shape(attn_mask)) == 3:                                    # (N*H, L, S)
+            m = ctx.add("Reshape", [m, ctx.ints([-1, h, 0, 0])])
+        scores = ctx.add("Add", [scores, m])
+    elif is_causal:
+        size = ctx.add("Slice", [ctx.add("Shape", [scores]), ctx.ints([2]), ctx.ints([4])])
+        ones = ctx.add("ConstantOfShape", [size],
+                       value=ctx.numpy_helper.from_array(np.ones(1, np.float32)))
+        allowed = ctx.add("Cast", [ctx.add("Trilu", [ones], upper=0)], to=9)     # to bool
+        scores = ctx.add("Add", [scores, ctx.add("Where", [
+            allowed, ctx.scalar(0.0, "float32"), ctx.scalar(-np.inf, "float32")])])
+    if key_padding_mask is not None:
+        kpm = ctx.add("Unsqueeze", [_mask_value(ctx, key_padding_mask, "float32"),
+                                    ctx.ints([1, 2], "axes")])
+        scores = ctx.add("Add", [scores, kpm])
+    attn = ctx.add("Softmax", [scores], axis=-1)
+    out = ctx.add("MatMul", [attn, vh])                                       # (N, H, L, D)
+    merged = ctx.add("Reshape", [ctx.add("Transpose", [out], perm=[0, 2, 1, 3]),
+                                 ctx.ints([0, 0, e])])
+    out = _linear_v(ctx, merged, mod.out_proj.weight, mod.out_proj.bias, base + ".out_proj",
+                    name=name)
+    weights = None
+    if need_weights:
+        weights = _axes_input_or_attr(ctx, "ReduceMean", attn, [1], False, (name or "mha") +
+                                      "_weights") if average else attn
+    return out, weights
+
+
+def _mha_module(ctx, node, mod, args, kwargs):
+    names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask",
+             "average_attn_weights", "is_causal")
+    given = dict(zip(names, args))
+    given.update(kwargs)
+    if mod.training and mod.dropout > 0:
+        raise UnsupportedOperatorError("MultiheadAttention in training mode")
+    if len(ctx.shape(given["query"])) != 3:
+        raise UnsupportedOperatorError("MultiheadAttention on unbatched input")
+    q, k, v = (_x(ctx, given[n]) for n in ("query", "key", "value"))
+    if not mod.batch_first:
+        q, k, v = (ctx.add("Transpose", [t], perm=[1, 0, 2]) for t in (q, k, v))
+    out, weights = _mha_v(ctx, mod, node.target, q, k, v, given.get("attn_mask"),
+                          given.get("key_padding_mask"), given.get("need_weights", True),
+                          given.get("average_attn_weights", True), given.get("is_causal", False))
+    if not mod.batch_first:
+        out = ctx.add("Transpose", [out], perm=[1, 0, 2])
+    out = ctx.add("Identity", [out], name=node.name + "_output")
+    batch_dim = 0 if mod.batch_first else 1
+    if batch_dim in ctx.dynamic(given["query"]):
+        ctx.dynamic_dims[out] = {batch_dim}
+    return [out, weights]
+
+
+def _activation_v(ctx, fn, x):
+    from .. import nn
+    from ..nn import functional as F
+    if fn is F.relu or isinstance(fn, nn.ReLU):
+        return ctx.add("Relu", [x])
+    if fn is F.gelu or isinstance(fn, nn.GELU):
+        return _gelu_value(ctx, x, getattr(fn, "approximate", "none"), None)
+    raise UnsupportedOperatorError(f"a Transformer activation {fn!r}")
+
+
+def _encoder_layer_v(ctx, mod, base, x, mask, kpm, is_causal):
+    """One TransformerEncoderLayer on batch-first x."""
+    if mod.training:
+        raise UnsupportedOperatorError("a Transformer layer in training mode")
+
+    def sa(y):
+        return _mha_v(ctx, mod.self_attn, base + ".self_attn", y, y, y, mask, kpm, False,
+                      True, is_causal)[0]
+
+    def ff(y):
+        hidden = _activation_v(ctx, mod.activation,
+                               _linear_v(ctx, y, mod.linear1.weight, mod.linear1.bias,
+                                         base + ".linear1"))
+        return _linear_v(ctx, hidden, mod.linear2.weight, mod.linear2.bias, base + ".linear2")
+    if mod.norm_first:
+        x = ctx.add("Add", [x, sa(_layer_norm_v(ctx, mod.norm1, base + ".norm1", x))])
+        return ctx.add("Add", [x, ff(_layer_norm_v(ctx, mod.norm2, base + ".norm2", x))])
+    x = _layer_norm_v(ctx, mod.norm1, base + ".norm1", ctx.add("Add", [x, sa(x)]))
+    return _layer_norm_v(ctx, mod.norm2, base + ".norm2", ctx.add("Add", [x, ff(x)]))
+
+
+def _encoder_module(ctx, node, mod, args, kwargs):
+    """TransformerEncoderLayer or TransformerEncoder (its layers, then its norm)."""
+    is_layer = type(mod).__name__ == "TransformerEncoderLayer"
+    names = ("src", "src_mask" if is_layer else "mask", "src_key_padding_mask", "is_causal")
+    given = dict(zip(names, args))
+    given.update(kwargs)
+    layers = [mod] if is_layer else list(mod.layers)
+    batch_first = layers[0].self_attn.batch_first
+    src = given["src"]
+    if len(ctx.shape(src)) != 3:
+        raise UnsupportedOperatorError(f"{type(mod).__name__} on unbatched input")
+    x = _x(ctx, src)
+    if not batch_first:
+        x = ctx.add("Transpose", [x], perm=[1, 0, 2])
+    mask = given.get("src_mask" if is_layer else "mask")
+    causal = bool(given.get("is_causal") or False)
+    for i, layer in enumerate(layers):
+        base = node.target if is_layer else f"{node.target}.layers.{i}"
+        x = _encoder_layer_v(ctx, layer, base, x, mask, given.get("src_key_padding_mask"),
+                             causal)
+    if not is_layer and mod.norm is not None:
+        x = _layer_norm_v(ctx, mod.norm, node.target + ".norm", x)
+    if not batch_first:
+        x = ctx.add("Transpose", [x], perm=[1, 0, 2])
+    return ctx.add("Identity", [x], name=node.name)
+
+
+def _sdpa(ctx, node, args, kwargs):
+    names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale")
+    given = dict(zip(names, args))
+    given.update(kwargs)
+    if given.get("dropout_p", 0.0):
+        raise UnsupportedOperatorError("scaled_dot_product_attention with dropout_p")
+    q, k, v = (_x(ctx, given[n]) for n in ("query", "key", "value"))
+    e = ctx.shape(given["query"])[-1]
+    scale = given.get("scale") or 1.0 / math.sqrt(e)
+    rank = len(ctx.shape(given["key"]))
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    scores = ctx.add("Mul", [ctx.add("MatMul", [q, ctx.add("Transpose", [k], perm=perm)]),
+                             ctx.scalar(float(scale), "float32")])
+    if given.get("attn_mask") is not None:
+        scores = ctx.add("Add", [scores, _mask_value_sdpa(ctx, given["attn_mask"])])
+    elif given.get("is_causal"):
+        size = ctx.add("Slice", [ctx.add("Shape", [scores]), ctx.ints([-2]), ctx.ints([rank])])
+        ones = ctx.add("ConstantOfShape", [size],
+                       value=ctx.numpy_helper.from_array(np.ones(1, np.float32)))
+        allowed = ctx.add("Cast", [ctx.add("Trilu", [ones], upper=0)], to=9)
+        scores = ctx.add("Add", [scores, ctx.add("Where", [
+            allowed, ctx.scalar(0.0, "float32"), ctx.scalar(-np.inf, "float32")])])
+    return ctx.add("MatMul", [ctx.add("Softmax", [scores], axis=-1), v], name=node.name)
+
+
+def _mask_value_sdpa(ctx, mask_node):
+    """SDPA's boolean masks mark what may attend (True = keep), the opposite of MHA's."""
+    m = _x(ctx, mask_node)
+    if ctx.dtype(mask_node) == "bool":
+        return ctx.add("Where", [m, ctx.scalar(0.0, "float32"), ctx.scalar(-np.inf, "float32")])
+    return m
+
+
 # ---- shapes ------------------------------------------------------------------------------------
 def _sizes(args, start):
     rest = args[start:]
@@ -551,7 +749,7 @@ for _names, _conv in (
         (("amax",), _reduce("ReduceMax")), (("max",), _max), (("reshape",), _reshape_function),
         (("permute",), _permute), (("transpose",), _transpose), (("unsqueeze",), _unsqueeze),
         (("squeeze",), _squeeze), (("t",), _transpose), (("dropout",), _identity),
-        (("linear",), _linear_function)):
+        (("linear",), _linear_function), (("scaled_dot_product_attention",), _sdpa)):
     for _n in _names:
         FUNCTIONS[f"torchlite.{_n}"] = _conv
         FUNCTIONS[f"{_F}{_n}"] = _conv
@@ -578,6 +776,8 @@ MODULES = {
     "AvgPool1d": _pool_module("AveragePool"), "AvgPool2d": _pool_module("AveragePool"),
     "AdaptiveAvgPool2d": _adaptive_avg_pool_module, "Flatten": _flatten_module,
     "Unflatten": _unflatten_module, "LSTM": _recurrent_module, "GRU": _recurrent_module,
+    "MultiheadAttention": _mha_module, "TransformerEncoderLayer": _encoder_module,
+    "TransformerEncoder": _encoder_module,
     "ReLU": _activation_module(_unary("Relu")), "Sigmoid": _activation_module(_unary("Sigmoid")),
     "Tanh": _activation_module(_unary("Tanh")), "GELU": _activation_module(_gelu),
     "SiLU": _activation_module(_silu), "LeakyReLU": _activation_module(_leaky_relu),
