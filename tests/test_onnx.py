@@ -300,3 +300,41 @@ def test_the_transformer_example_exports_with_a_dynamic_batch():
     for batch in (codes, tl.randint(0, 30, (5, 9))):
         np.testing.assert_allclose(_run(sess, batch.numpy())[0], _eager(model, batch.numpy())[0],
                                    rtol=1e-4, atol=1e-5)
+
+
+def test_group_norm_split_chunk_and_weights_as_inputs():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gn = nn.GroupNorm(2, 4)
+            self.plain = nn.GroupNorm(4, 4, affine=False)
+
+        def forward(self, x):
+            a, b = self.gn(x).split(2, dim=1)
+            c = self.plain(x).chunk(2, 1)
+            return a * b + c[1], c[0]
+    tl.manual_seed(0)
+    m = M().eval()
+    x = tl.randn(3, 4, 5, 6)
+    sess, proto = _session(m, (x,), input_names=["x"], dynamic_axes={"x": {0: "b", 2: "h"}})
+    for xx in (x, tl.randn(2, 4, 3, 6)):
+        for g, w in zip(_run(sess, xx.numpy()), _eager(m, xx.numpy())):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    bare = tl.onnx.export(m, (x,), None, input_names=["x"], export_params=False)
+    assert [i.name for i in bare.graph.input] == ["x", "gn.weight", "gn.bias"]
+    assert not {i.name for i in bare.graph.initializer} & {"gn.weight", "gn.bias"}
+    weights_fed = ort.InferenceSession(bare.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+    got = weights_fed.run(None, {"x": x.numpy(), "gn.weight": m.gn.weight.detach().numpy(),
+                                 "gn.bias": m.gn.bias.detach().numpy()})
+    np.testing.assert_allclose(got[0], _eager(m, x.numpy())[0], rtol=1e-4, atol=1e-5)
+
+
+def test_importing_torchlite_onnx_loads_no_onnx():
+    import subprocess
+    import sys
+    code = ("import sys, torchlite, torchlite.onnx as o; o.is_in_onnx_export(); "
+            "print('onnx' in sys.modules, 'onnxruntime' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.split() == ["False", "False"], out.stderr

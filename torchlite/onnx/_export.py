@@ -29,6 +29,7 @@ class Ctx:
         self.nodes, self.initializers, self.values = [], [], {}
         self._used = set()
         self.dynamic_inputs = dynamic_inputs      # value name -> {dim: symbolic name}
+        self.weight_inputs = []                   # with export_params=False
         self.dynamic_dims = {}                    # value name -> set of dims that are symbolic
 
     # ---- names and constants -----------------------------------------------------------------
@@ -62,8 +63,16 @@ class Ctx:
         return self.initializer(np.asarray(value, dtype=np_dtype), "const")
 
     def tensor(self, t, base):
-        """A torchlite tensor as an initializer."""
-        return self.initializer(t.detach().cpu().numpy(), base)
+        """A parameter, buffer or constant tensor of the model: an initializer, or with
+        export_params=False an input of the graph (the weights fed at run time)."""
+        array = t.detach().cpu().numpy()
+        if self.export_params:
+            return self.initializer(array, base)
+        name = self.fresh(base)
+        self.weight_inputs.append(self.helper.make_tensor_value_info(
+            name, getattr(self.onnx.TensorProto, DTYPES[str(t.dtype).replace("torchlite.", "")]),
+            list(array.shape)))
+        return name
 
     # ---- what the graph knows about a node ----------------------------------------------------
     def value(self, a, like_dtype="float32"):
@@ -195,7 +204,8 @@ def _build(onnx, helper, gm, model, opset, export_params, input_names, output_na
         graph_outputs.append(helper.make_tensor_value_info(
             name, getattr(onnx.TensorProto, DTYPES[ctx.dtype(o)]), dims))
     graph = helper.make_graph(ctx.nodes, type(model).__name__ if hasattr(model, "forward")
-                              else "graph", graph_inputs, graph_outputs, ctx.initializers)
+                              else "graph", graph_inputs + ctx.weight_inputs, graph_outputs,
+                              ctx.initializers)
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="torchlite")
     proto.ir_version = min(proto.ir_version, 9)

@@ -219,6 +219,28 @@ def _layer_norm_module(ctx, node, mod, args, kwargs):
                    name=node.name)
 
 
+def _group_norm_module(ctx, node, mod, args, kwargs):
+    """(N, C, *) as (N, G, rest): InstanceNormalization normalises each group, then the
+    per-channel affine."""
+    x = _x(ctx, args[0])
+    g, c = mod.num_groups, mod.num_channels
+    rank = _rank(ctx, args[0])
+    grouped = ctx.add("Reshape", [x, ctx.ints([0, g, -1])])
+    normed = ctx.add("InstanceNormalization",
+                     [grouped, ctx.initializer(np.ones(g, np.float32), "ones"),
+                      ctx.initializer(np.zeros(g, np.float32), "zeros")], epsilon=float(mod.eps))
+    y = ctx.add("Reshape", [normed, ctx.add("Shape", [x])])
+    if not mod.affine:
+        return ctx.add("Identity", [y], name=node.name)
+    shape = [c] + [1] * (rank - 2)
+    w = ctx.add("Reshape", [_param(ctx, mod, node.target, "weight"), ctx.ints(shape)])
+    y = ctx.add("Mul", [y, w])
+    if mod.bias is None:
+        return ctx.add("Identity", [y], name=node.name)
+    b = ctx.add("Reshape", [_param(ctx, mod, node.target, "bias"), ctx.ints(shape)])
+    return ctx.add("Add", [y, b], name=node.name)
+
+
 def _embedding_module(ctx, node, mod, args, kwargs):
     if mod.max_norm is not None:
         raise UnsupportedOperatorError("Embedding with max_norm")
@@ -627,6 +649,29 @@ def _squeeze(ctx, node, args, kwargs):
     return ctx.add("Squeeze", [_x(ctx, args[0]), ctx.ints(dims, "axes")], name=node.name)
 
 
+def _split(ctx, node, args, kwargs, chunks=False):
+    shape = ctx.shape(args[0])
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    d = _dim(dim, len(shape))
+    n = shape[d]
+    size = args[1] if len(args) > 1 else kwargs.get("chunks" if chunks else "split_size_or_sections",
+                                                   kwargs.get("split_size"))
+    if chunks:
+        step = -(-n // size)
+        sizes = [min(step, n - i) for i in range(0, n, step)]
+    elif isinstance(size, int):
+        sizes = [min(size, n - i) for i in range(0, n, size)]
+    else:
+        sizes = list(size)
+    outs = ctx.add("Split", [_x(ctx, args[0]), ctx.ints(sizes, "split")], n_outputs=len(sizes),
+                   axis=d, name=node.name)
+    return list(outs) if len(sizes) > 1 else [outs]
+
+
+def _chunk(ctx, node, args, kwargs):
+    return _split(ctx, node, args, kwargs, chunks=True)
+
+
 def _cat(ctx, node, args, kwargs):
     tensors = args[0]
     dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
@@ -745,6 +790,7 @@ for _names, _conv in (
         (("matmul", "mm", "bmm"), _matmul), (("eq",), _binary("Equal")),
         (("lt",), _binary("Less")), (("gt",), _binary("Greater")), (("clamp", "clip"), _clamp),
         (("flatten",), _flatten_function), (("cat", "concat"), _cat), (("stack",), _stack),
+        (("split",), _split), (("chunk",), _chunk),
         (("sum",), _reduce("ReduceSum")), (("mean",), _reduce("ReduceMean")),
         (("amax",), _reduce("ReduceMax")), (("max",), _max), (("reshape",), _reshape_function),
         (("permute",), _permute), (("transpose",), _transpose), (("unsqueeze",), _unsqueeze),
@@ -771,7 +817,8 @@ MODULES = {
     "Linear": _linear_module, "Conv1d": _conv_module, "Conv2d": _conv_module,
     "ConvTranspose1d": _conv_module, "ConvTranspose2d": _conv_module,
     "BatchNorm1d": _batch_norm_module, "BatchNorm2d": _batch_norm_module,
-    "LayerNorm": _layer_norm_module, "Embedding": _embedding_module,
+    "LayerNorm": _layer_norm_module, "GroupNorm": _group_norm_module,
+    "Embedding": _embedding_module,
     "MaxPool1d": _pool_module("MaxPool"), "MaxPool2d": _pool_module("MaxPool"),
     "AvgPool1d": _pool_module("AveragePool"), "AvgPool2d": _pool_module("AveragePool"),
     "AdaptiveAvgPool2d": _adaptive_avg_pool_module, "Flatten": _flatten_module,
