@@ -115,6 +115,24 @@ def test_exported_model_runs_in_onnxruntime_like_torchlite(family):
     assert {i.name for i in proto.graph.input} == set(names)
 
 
+def test_sizes_read_from_the_input_stay_symbolic():
+    class Reads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(12, 2)
+
+        def forward(self, x):
+            n, c = x.size(0), x.shape[1]
+            flat = x.view(n, -1) + tl.arange(c * 4).float()
+            return self.lin(flat), tl.arange(x.shape[0] * 2)
+    m = Reads().eval()
+    sess, _ = _session(m, (tl.randn(2, 3, 4),), input_names=["x"],
+                       dynamic_axes={"x": {0: "n", 1: "c"}})
+    for x in (tl.randn(2, 3, 4), tl.randn(5, 3, 4)):
+        for g, w in zip(_run(sess, x.numpy()), _eager(m, x.numpy())):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
 def test_dynamic_batch_axis_is_symbolic_in_the_file():
     model = nn.Sequential(nn.Linear(4, 2))
     _, proto = _session(model, (tl.randn(3, 4),), input_names=["x"], output_names=["y"],
@@ -284,7 +302,7 @@ def test_attention_and_the_transformer_encoder():
                 np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
-def test_the_transformer_example_exports_with_a_dynamic_batch():
+def test_the_transformer_example_exports_with_dynamic_batch_and_length():
     import os
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -295,9 +313,12 @@ def test_the_transformer_example_exports_with_a_dynamic_batch():
     tl.manual_seed(1)
     model = TinyGPT(30, 16, d_model=16, heads=2, layers=2).eval()
     codes = tl.randint(0, 30, (2, 9))
-    sess, _ = _session(model, (codes,), input_names=["codes"],
-                       dynamic_axes={"codes": {0: "batch"}})
-    for batch in (codes, tl.randint(0, 30, (5, 9))):
+    # the positions and the causal mask are built from codes.shape[1]: computed in the graph
+    sess, proto = _session(model, (codes,), input_names=["codes"], output_names=["logits"],
+                           dynamic_axes={"codes": {0: "batch", 1: "time"},
+                                         "logits": {0: "batch", 1: "time"}})
+    assert {"Shape", "Range", "Trilu"} <= {n.op_type for n in proto.graph.node}
+    for batch in (codes, tl.randint(0, 30, (5, 9)), tl.randint(0, 30, (1, 16))):
         np.testing.assert_allclose(_run(sess, batch.numpy())[0], _eager(model, batch.numpy())[0],
                                    rtol=1e-4, atol=1e-5)
 

@@ -18,7 +18,7 @@ import threading
 
 from .graph import Graph
 from .node import map_aggregate
-from .proxy import Proxy, TraceError
+from .proxy import Proxy, SymInt, TraceError
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "TraceError"]
 
@@ -50,7 +50,7 @@ def _find_proxy(args, kwargs):
     found = []
 
     def look(x):
-        if isinstance(x, Proxy) and not found:
+        if isinstance(x, (Proxy, SymInt)) and not found:
             found.append(x)
         return x
     map_aggregate((args, kwargs), look)
@@ -151,7 +151,7 @@ class Tracer:
         from ..nn import Module
 
         def convert(x):
-            if isinstance(x, Proxy):
+            if isinstance(x, (Proxy, SymInt)):
                 return x.node
             if isinstance(x, Tensor):
                 return self._tensor_attr(x)

@@ -11,7 +11,7 @@ import linecache
 import operator
 import sys
 
-__all__ = ["Proxy", "Attribute", "TraceError"]
+__all__ = ["Proxy", "Attribute", "TraceError", "SymInt"]
 
 
 class TraceError(ValueError):
@@ -156,3 +156,59 @@ for _name, _op in (("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt)
 for _name, _op in (("neg", operator.neg), ("pos", operator.pos), ("invert", operator.invert),
                    ("abs", operator.abs)):
     setattr(Proxy, f"__{_name}__", _unary(_op))
+
+
+class SymInt(int):
+    """A size read from a traced tensor (x.shape[1], x.size(0)) where the tracer keeps sizes
+    symbolic: it computes as its example value, and an op that takes it records where it
+    came from (its `node`, made when first needed), so the graph computes the size from the
+    input instead of fixing it.  Arithmetic on it (+, -, *, //) stays symbolic."""
+
+    def __new__(cls, value, tracer, make_node):
+        obj = int.__new__(cls, value)
+        obj.tracer = tracer
+        obj._make = make_node
+        obj._node = None
+        return obj
+
+    @property
+    def node(self):
+        if self._node is None:
+            self._node = self._make()
+        return self._node
+
+    def _op(self, fn, other, reflected=False):
+        value = fn(int(other), int(self)) if reflected else fn(int(self), int(other))
+        if not isinstance(value, int):
+            return value
+        tracer = self.tracer
+
+        def make():
+            a = other.node if isinstance(other, SymInt) else other
+            args = (a, self.node) if reflected else (self.node, a)
+            return tracer.create_node("call_function", fn, args, {})
+        return SymInt(value, tracer, make)
+
+    def __add__(self, o):
+        return self._op(operator.add, o) if isinstance(o, int) else NotImplemented
+
+    def __radd__(self, o):
+        return self._op(operator.add, o, True) if isinstance(o, int) else NotImplemented
+
+    def __sub__(self, o):
+        return self._op(operator.sub, o) if isinstance(o, int) else NotImplemented
+
+    def __rsub__(self, o):
+        return self._op(operator.sub, o, True) if isinstance(o, int) else NotImplemented
+
+    def __mul__(self, o):
+        return self._op(operator.mul, o) if isinstance(o, int) else NotImplemented
+
+    def __rmul__(self, o):
+        return self._op(operator.mul, o, True) if isinstance(o, int) else NotImplemented
+
+    def __floordiv__(self, o):
+        return self._op(operator.floordiv, o) if isinstance(o, int) else NotImplemented
+
+    def __repr__(self):
+        return f"SymInt({int(self)})"

@@ -16,7 +16,7 @@ from .._tensor import Tensor
 from ..fx._symbolic_trace import Tracer
 from ..fx.graph_module import GraphModule
 from ..fx.node import map_aggregate
-from ..fx.proxy import Attribute, Proxy
+from ..fx.proxy import Attribute, Proxy, SymInt
 
 __all__ = ["trace", "TracedModule", "TracingCheckError", "is_tracing"]
 
@@ -33,13 +33,24 @@ class TracingCheckError(RuntimeError):
 
 
 def _value(x):
-    return map_aggregate(x, lambda v: v.value if isinstance(v, (_ValueProxy, _ValueAttribute))
-                         else v)
+    def real(v):
+        if isinstance(v, (_ValueProxy, _ValueAttribute)):
+            return v.value
+        if isinstance(v, SymInt):
+            return int(v)
+        return v
+    return map_aggregate(x, real)
 
 
 def _holds_tensor(x):
     found = []
     map_aggregate(x, lambda v: found.append(True) if isinstance(v, Tensor) else None)
+    return bool(found)
+
+
+def _holds_symint(x):
+    found = []
+    map_aggregate(x, lambda v: found.append(True) if isinstance(v, SymInt) else None)
     return bool(found)
 
 
@@ -56,6 +67,8 @@ class _ValueProxy(Proxy):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         attr = getattr(self.value, name)
+        if name == "shape" and self.tracer.symbolic_sizes:
+            return self.tracer.symbolic_shape(self, attr)
         if callable(attr):
             return _ValueAttribute(self, name)
         if isinstance(attr, Tensor):          # x.T, x.mT, x.grad: recorded
@@ -98,9 +111,31 @@ class _RunTracer(Tracer):
     """fx's tracer on value-carrying proxies: each op runs on the real values, and becomes
     a node when it returns a tensor (a size or a flag it returns is fixed as a constant)."""
 
+    symbolic_sizes = False      # ONNX export: sizes read from inputs stay symbolic
+
+    def symbolic_shape(self, proxy, shape):
+        """proxy.shape as a tuple of SymInts sharing one getattr node."""
+        holder = []
+
+        def shape_node():
+            if not holder:
+                holder.append(self.create_node("call_function", builtins.getattr,
+                                               (proxy.node, "shape"), {}))
+            return holder[0]
+
+        def item(i):
+            return lambda: self.create_node("call_function", operator.getitem,
+                                            (shape_node(), i), {})
+        return tuple(SymInt(s, self, item(i)) for i, s in enumerate(shape))
+
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None):
         if kind == "placeholder" or kind == "get_attr":
             return super().create_proxy(kind, target, args, kwargs, name, type_expr)
+        if kind == "call_method" and target == "size" and self.symbolic_sizes \
+                and isinstance(args[0], _ValueProxy):
+            sizes = self.symbolic_shape(args[0], args[0].value.shape)
+            dim = args[1] if len(args) > 1 else kwargs.get("dim")
+            return sizes if dim is None else sizes[dim]
         real_args, real_kwargs = _value(args), _value(kwargs)
         self._suspended = True          # the real run records nothing
         try:
@@ -113,6 +148,10 @@ class _RunTracer(Tracer):
         finally:
             self._suspended = False
         if not _holds_tensor(value):
+            if self.symbolic_sizes and type(value) is int and _holds_symint((args, kwargs)):
+                node = self.create_node(kind, target, self.create_arg(args),
+                                        self.create_arg(kwargs), name, type_expr)
+                return SymInt(value, self, lambda: node)
             return value
         node = self.create_node(kind, target, self.create_arg(args), self.create_arg(kwargs),
                                 name, type_expr)
@@ -200,7 +239,8 @@ def _tracing():
 
 def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None,
           check_tolerance=1e-5, strict=True, _force_outplace=False, _module_class=None,
-          _compilation_unit=None, example_kwarg_inputs=None, _store_inputs=True):
+          _compilation_unit=None, example_kwarg_inputs=None, _store_inputs=True,
+          _symbolic_sizes=False):
     """Record the ops that func (a Module or a function) runs on example_inputs (a tensor or
     a tuple of them; or example_kwarg_inputs, a dict) as a TracedModule.  Sizes and branches
     are those of the example run.  check_trace: run the traced module on the example inputs
@@ -212,6 +252,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs or ())
     tracer = _RunTracer()
+    tracer.symbolic_sizes = _symbolic_sizes
     with _tracing(), no_grad():
         graph = tracer.trace_run(func, example_inputs, example_kwarg_inputs)
     graph.eliminate_dead_code()

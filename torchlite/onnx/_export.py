@@ -50,7 +50,8 @@ class Ctx:
 
     def initializer(self, array, base):
         name = self.fresh(base)
-        self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
+        # asarray(order="C"), not ascontiguousarray: that makes a 0-d array 1-d
+        self.initializers.append(self.numpy_helper.from_array(np.asarray(array, order="C"), name))
         return name
 
     def ints(self, values, base="shape"):
@@ -93,7 +94,12 @@ class Ctx:
 
     def dtype(self, node):
         m = self.meta(node)
-        return str(m.dtype).replace("torchlite.", "") if m is not None else "float32"
+        if m is not None:
+            return str(m.dtype).replace("torchlite.", "")
+        t = node.meta.get("type")
+        if isinstance(t, type) and (issubclass(t, int) or issubclass(t, tuple)):
+            return "int64"                  # sizes: ONNX's Shape gives int64
+        return "float32"
 
     def shape(self, node):
         m = self.meta(node)
@@ -137,7 +143,7 @@ def export_model(model, args, f, *, input_names, output_names, dynamic_axes, ops
     try:
         with no_grad():
             gm = jit.trace(model, args or None, check_trace=False,
-                           example_kwarg_inputs=kwargs or None)
+                           example_kwarg_inputs=kwargs or None, _symbolic_sizes=True)
             flat_inputs = list(args) + list((kwargs or {}).values())
             ShapeProp(gm).propagate(*flat_inputs)
             proto = _build(onnx, helper, gm, model, opset, export_params, input_names,

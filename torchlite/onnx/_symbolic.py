@@ -32,10 +32,24 @@ def _x(ctx, a):
     return ctx.value(a)
 
 
+def _shape_tensor(ctx, dims):
+    """A 1-d int64 shape from numbers and size nodes (sizes computed from inputs)."""
+    parts = []
+    for d in dims:
+        if isinstance(d, Node):
+            parts.append(ctx.add("Unsqueeze", [_x(ctx, d), ctx.ints([0], "axes")]))
+        else:
+            parts.append(ctx.ints([int(d)]))
+    return ctx.add("Concat", parts, axis=0)
+
+
 def _reshape(ctx, node, src_node, shape):
     src_shape = ctx.shape(src_node)
     dyn = ctx.dynamic(src_node)
     shape = list(shape)
+    if any(isinstance(s, Node) for s in shape):
+        return ctx.add("Reshape", [_x(ctx, src_node), _shape_tensor(ctx, shape)],
+                       name=node.name)
     for d in sorted(dyn):
         if d < len(shape) and src_shape is not None and d < len(src_shape) \
                 and shape[d] == src_shape[d] and all(shape[k] == src_shape[k] for k in range(d)):
@@ -604,8 +618,6 @@ def _sizes(args, start):
 
 def _view(ctx, node, args, kwargs):
     shape = _sizes(args, 1) or list(kwargs.get("shape", ()))
-    if any(isinstance(s, Node) for s in shape):
-        raise UnsupportedOperatorError("a reshape to sizes computed from tensors")
     return _reshape(ctx, node, args[0], shape)
 
 
@@ -694,6 +706,11 @@ def _unflatten_module(ctx, node, mod, args, kwargs):
     return _reshape(ctx, node, args[0], shape[:d] + list(mod.unflattened_size) + shape[d + 1:])
 
 
+def _is_shape(node):
+    t = node.meta.get("type") if isinstance(node, Node) else None
+    return node.meta.get("tensor_meta") is None and isinstance(t, type) and issubclass(t, tuple)
+
+
 def _getitem(ctx, node, args, kwargs):
     src, index = args
     value = ctx.values[src]
@@ -701,6 +718,11 @@ def _getitem(ctx, node, args, kwargs):
         return value[index]
     if not isinstance(src, Node):
         raise UnsupportedOperatorError("indexing a value that is not a tensor")
+    if _is_shape(src):                            # x.shape[i]: a 0-d int64 size
+        if not isinstance(index, int):
+            raise UnsupportedOperatorError("a slice of a tensor's shape")
+        return ctx.add("Gather", [value, ctx.initializer(np.asarray(index, np.int64), "index")],
+                       axis=0, name=node.name)
     shape = ctx.shape(src)
     index = index if isinstance(index, tuple) else (index,)
     if any(isinstance(i, Node) for i in index) or any(isinstance(i, (list, bool)) for i in index):
@@ -744,6 +766,58 @@ def _getitem(ctx, node, args, kwargs):
     if unsqueeze:
         x = ctx.add("Unsqueeze", [x, ctx.ints(unsqueeze, "axes")])
     return ctx.add("Identity", [x], name=node.name)
+
+
+# ---- sizes computed from the input (ONNX export keeps them symbolic) ------------------------------
+def _shape_of(ctx, node, args, kwargs):
+    return ctx.add("Shape", [_x(ctx, args[0])], name=node.name)
+
+
+def _size_method(ctx, node, args, kwargs):
+    shape = ctx.add("Shape", [_x(ctx, args[0])])
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    if dim is None:
+        return ctx.add("Identity", [shape], name=node.name)
+    return ctx.add("Gather", [shape, ctx.initializer(np.asarray(dim, np.int64), "index")],
+                   axis=0, name=node.name)
+
+
+def _scalar_arg(ctx, a, dtype):
+    if isinstance(a, Node):
+        v = _x(ctx, a)
+        return v if ctx.dtype(a) == dtype else ctx.add("Cast", [v], to=_ONNX_TYPES[dtype])
+    return ctx.initializer(np.asarray(a, dtype=np.int64 if dtype == "int64" else np.float32),
+                           "const")
+
+
+_ONNX_TYPES = {"int64": 7, "float32": 1}
+
+
+def _arange(ctx, node, args, kwargs):
+    nums = list(args)
+    if len(nums) == 1:
+        nums = [0, nums[0], 1]
+    elif len(nums) == 2:
+        nums = [nums[0], nums[1], 1]
+    for k, i in (("start", 0), ("end", 1), ("step", 2)):
+        if k in kwargs:
+            nums[i] = kwargs[k]
+    dtype = ctx.dtype(node)
+    dtype = "int64" if dtype == "int64" else "float32"
+    start, end, step = (_scalar_arg(ctx, a, dtype) for a in nums)
+    return ctx.add("Range", [start, end, step], name=node.name)
+
+
+def _causal_mask(ctx, node, args, kwargs):
+    """nn.Transformer.generate_square_subsequent_mask(sz): 0 on and below the diagonal, -inf
+    above, for a size that may come from the input."""
+    size = _scalar_arg(ctx, args[0] if args else kwargs["sz"], "int64")
+    one = ctx.add("Unsqueeze", [size, ctx.ints([0], "axes")])
+    ones = ctx.add("ConstantOfShape", [ctx.add("Concat", [one, one], axis=0)],
+                   value=ctx.numpy_helper.from_array(np.ones(1, np.float32)))
+    allowed = ctx.add("Cast", [ctx.add("Trilu", [ones], upper=0)], to=9)
+    return ctx.add("Where", [allowed, ctx.scalar(0.0, "float32"), ctx.scalar(-np.inf, "float32")],
+                   name=node.name)
 
 
 # ---- reductions -----------------------------------------------------------------------------------
@@ -805,12 +879,31 @@ for _n, _conv in (("add", _binary("Add")), ("sub", _binary("Sub")), ("mul", _bin
                   ("neg", _unary("Neg")), ("getitem", _getitem), ("eq", _binary("Equal")),
                   ("lt", _binary("Less")), ("gt", _binary("Greater"))):
     FUNCTIONS[f"operator.{_n}"] = _conv
+def _cast(onnx_type):
+    def convert(ctx, node, args, kwargs):
+        return ctx.add("Cast", [_x(ctx, args[0])], to=onnx_type, name=node.name)
+    return convert
+
+
+def _to(ctx, node, args, kwargs):
+    """Tensor.to: a cast to the node's dtype (a device or a copy is nothing in ONNX)."""
+    from . import _export
+    dtype = ctx.dtype(node)
+    return ctx.add("Cast", [_x(ctx, args[0])], name=node.name,
+                   to=getattr(ctx.onnx.TensorProto, _export.DTYPES[dtype]))
+
+
 for _n, _conv in (("view", _view), ("reshape", _view), ("contiguous", _identity),
-                  ("float", _identity), ("flatten", _flatten_function),
-                  ("permute", _permute), ("size", None)):
-    if _conv is not None:
-        FUNCTIONS[f"Tensor.{_n}"] = _conv
+                  ("flatten", _flatten_function), ("permute", _permute), ("to", _to),
+                  ("float", _cast(1)), ("double", _cast(11)), ("long", _cast(7)),
+                  ("int", _cast(6)), ("half", _cast(10)), ("bool", _cast(9))):
+    FUNCTIONS[f"Tensor.{_n}"] = _conv
 FUNCTIONS["getattr.T"] = _transpose
+FUNCTIONS["getattr.shape"] = _shape_of
+FUNCTIONS["Tensor.size"] = _size_method
+FUNCTIONS["torchlite.arange"] = _arange
+FUNCTIONS["operator.floordiv"] = _binary("Div")
+FUNCTIONS["generate_square_subsequent_mask"] = _causal_mask
 FUNCTIONS["getattr.mT"] = _transpose
 
 MODULES = {
