@@ -196,32 +196,72 @@ def test_without_onnx_export_names_the_extra(monkeypatch):
         tl.onnx.export(nn.Linear(2, 2), tl.ones(1, 2), None)
 
 
-def test_matches_torch_onnx_export():
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(2)
+TORCH_FAMILIES = {
+    "cnn": (lambda lib: lib.nn.Sequential(
+        lib.nn.Conv2d(1, 4, 3, padding=1), lib.nn.BatchNorm2d(4), lib.nn.ReLU(),
+        lib.nn.MaxPool2d(2), lib.nn.Flatten(), lib.nn.Linear(16, 5), lib.nn.LogSoftmax(dim=1)),
+        (2, 1, 4, 4), "float"),
+    "mlp_norms": (lambda lib: lib.nn.Sequential(
+        lib.nn.Linear(6, 8), lib.nn.LayerNorm(8), lib.nn.GELU(), lib.nn.Linear(8, 8),
+        lib.nn.Unflatten(1, (4, 2)), lib.nn.GroupNorm(2, 4), lib.nn.Flatten(), lib.nn.SiLU()),
+        (3, 6), "float"),
+    "lstm": (lambda lib: lib.nn.LSTM(4, 5, num_layers=2, batch_first=True, bidirectional=True),
+             (2, 7, 4), "float"),
+    "gru": (lambda lib: lib.nn.GRU(4, 5), (7, 2, 4), "float"),
+    "encoder": (lambda lib: lib.nn.TransformerEncoder(
+        lib.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, dropout=0.0), 2,
+        enable_nested_tensor=False), (2, 5, 8), "float"),
+    "embedding": (lambda lib: lib.nn.Sequential(lib.nn.Embedding(10, 4), lib.nn.Tanh()),
+                  (2, 5), "int"),
+}
 
-    def build(lib):
-        return lib.nn.Sequential(lib.nn.Conv2d(1, 4, 3, padding=1), lib.nn.BatchNorm2d(4),
-                                 lib.nn.ReLU(), lib.nn.MaxPool2d(2), lib.nn.Flatten(),
-                                 lib.nn.Linear(16, 5), lib.nn.LogSoftmax(dim=1))
+
+@pytest.mark.parametrize("family", sorted(TORCH_FAMILIES))
+def test_matches_torch_onnx_export(family):
+    """The same model (weights copied) exported by torchlite and by PyTorch: onnxruntime runs
+    both files to the same outputs."""
+    torch = pytest.importorskip("torch")
+    build, shape, kind = TORCH_FAMILIES[family]
+    rng = np.random.default_rng(2)
     ours, theirs = build(tl).eval(), build(torch).eval()
     with torch.no_grad():
-        for (_, a), (_, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
-            v = rng.standard_normal(tuple(a.shape)).astype(np.float32)
+        for (ka, a), (kb, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
+            assert ka == kb
             if a.dtype == tl.int64:
                 continue
-            v = np.abs(v) + 0.5 if v.ndim == 1 else v
+            v = rng.standard_normal(tuple(a.shape)).astype(np.float32) * 0.5
+            if "running_var" in ka:
+                v = np.abs(v) + 0.5
             a.copy_(tl.tensor(v))
             b.copy_(torch.tensor(v))
-    x = rng.standard_normal((2, 1, 4, 4)).astype(np.float32)
+    x = rng.integers(0, 10, shape) if kind == "int" else \
+        rng.standard_normal(shape).astype(np.float32)
     sess, _ = _session(ours, (tl.tensor(x),), input_names=["x"])
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(theirs, (torch.tensor(x),), buf, input_names=["x"], dynamo=False)
     their_sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
-    np.testing.assert_allclose(_run(sess, x)[0], their_sess.run(None, {"x": x})[0], rtol=1e-4,
-                               atol=1e-5)
+    ours_out, theirs_out = _run(sess, x), their_sess.run(None, {"x": x})
+    for g, w in zip(ours_out, theirs_out):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_export_with_keyword_inputs():
+    class Kw(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+
+        def forward(self, x, scale):
+            return self.lin(x) * scale
+    m = Kw().eval()
+    x, s = tl.randn(4, 3), tl.full((1,), 2.0)
+    sess, _ = _session(m, (), kwargs={"x": x, "scale": s}, input_names=["x", "scale"])
+    np.testing.assert_allclose(_run(sess, x.numpy(), s.numpy())[0], _eager(m, x.numpy(),
+                                                                            s.numpy())[0],
+                               rtol=1e-5, atol=1e-6)
+
 
 
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])
