@@ -10,10 +10,8 @@ import sys
 import tempfile
 
 import torchlite as torch
-from torchlite import nn
-from torchlite.utils.data import DataLoader
 
-from quickstart import NeuralNetwork, digits_datasets, train
+from quickstart import train_briefly
 
 SERVER = """
 import sys
@@ -31,15 +29,7 @@ def main():
     p.add_argument("--out", default=None, help="where to write the model (default: a "
                                               "temporary folder)")
     a = p.parse_args()
-    torch.manual_seed(0)
-    train_set, test_set = digits_datasets()
-    model = NeuralNetwork()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    loader = DataLoader(train_set, batch_size=64, shuffle=True)
-    for epoch in range(a.epochs):
-        loss = train(loader, model, nn.CrossEntropyLoss(), optimizer, "cpu")
-        print(f"epoch {epoch + 1}: training loss {loss:.4f}")
-    model.eval()
+    model, test_set = train_briefly(a.epochs)
     folder = tempfile.mkdtemp()
     out = a.out or os.path.join(folder, "digits_jit.pt")
     traced = torch.jit.trace(model, torch.zeros(1, 1, 8, 8))

@@ -11,10 +11,8 @@ import tempfile
 import numpy as np
 
 import torchlite as torch
-from torchlite import nn
-from torchlite.utils.data import DataLoader
 
-from quickstart import NeuralNetwork, digits_datasets, train
+from quickstart import train_briefly
 
 
 def main():
@@ -28,17 +26,9 @@ def main():
     except ImportError:
         raise SystemExit("this example needs onnx and onnxruntime: "
                          "pip install 'torchlite-dl[onnx]'")
-    torch.manual_seed(0)
-    train_set, test_set = digits_datasets()
-    model = NeuralNetwork()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    loader = DataLoader(train_set, batch_size=64, shuffle=True)
-    for epoch in range(a.epochs):
-        loss = train(loader, model, nn.CrossEntropyLoss(), optimizer, "cpu")
-        print(f"epoch {epoch + 1}: training loss {loss:.4f}")
+    model, test_set = train_briefly(a.epochs)
 
     out = a.out or os.path.join(tempfile.mkdtemp(), "digits.onnx")
-    model.eval()
     torch.onnx.export(model, (torch.zeros(1, 1, 8, 8),), out, input_names=["image"],
                       output_names=["logits"],
                       dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})

@@ -91,6 +91,20 @@ def test(dataloader, model, loss_fn, device):
     return total_loss / n_seen, correct / n_seen
 
 
+def train_briefly(epochs, seed=0):
+    """The model trained for a few epochs (SGD with momentum, batch 64), with the held-out
+    test set: what the export and deployment examples start from."""
+    torch.manual_seed(seed)
+    train_set, test_set = digits_datasets()
+    model = NeuralNetwork()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loader = DataLoader(train_set, batch_size=64, shuffle=True)
+    for epoch in range(epochs):
+        loss = train(loader, model, nn.CrossEntropyLoss(), optimizer, "cpu")
+        print(f"epoch {epoch + 1}: training loss {loss:.4f}")
+    return model.eval(), test_set
+
+
 def epochs_with_progress(epochs):
     """range(epochs) under a tqdm progress bar, or plain when tqdm is not installed."""
     try:

@@ -199,8 +199,12 @@ class Tracer:
             return attr_val
         p = parameter_proxy_cache.get(path)
         if p is None:
-            p = parameter_proxy_cache[path] = self.proxy(self.graph.get_attr(path))
+            p = parameter_proxy_cache[path] = self.attr_proxy(self.graph.get_attr(path), attr_val)
         return p
+
+    def attr_proxy(self, node, value):
+        """The proxy of a get_attr node (value: the tensor it reads)."""
+        return self.proxy(node)
 
     # ---- the trace -----------------------------------------------------------------------------
     def trace(self, root, concrete_args=None):

@@ -393,20 +393,10 @@ class _CodeGen:
 
     def constant(self, a):
         """A global name for a value with no literal form (a dtype, a device, an object)."""
-        key = id(a)
-        if key not in self._consts:
-            import torchlite
-            if isinstance(a, torchlite.dtype):
-                name = str(a).replace("torchlite.", "")
-            else:
-                name = "_" + re.sub(r"\W+", "_", type(a).__name__.lower())
-            base, k = name, 0
-            while name in self.globals or name in self.graph._names:
-                k += 1
-                name = f"{base}_{k}"
-            self.globals[name] = a
-            self._consts[key] = name
-        return self._consts[key]
+        import torchlite
+        if isinstance(a, torchlite.dtype):
+            return self.global_name(a, str(a).replace("torchlite.", ""))
+        return self.global_name(a, "_" + type(a).__name__.lower())
 
     def function(self, fn):
         """How the code names a function: its public torchlite path, operator.x, a builtin's
@@ -414,18 +404,19 @@ class _CodeGen:
         public = public_name(fn)
         if public is not None:        # builtins' names are reserved: no node shadows them
             return public
-        return self.constant_function(fn, getattr(fn, "__name__", None) or "fn")
+        return self.global_name(fn, "_" + (getattr(fn, "__name__", None) or "fn").strip("_"))
 
-    def constant_function(self, fn, name):
-        key = id(fn)
+    def global_name(self, value, base):
+        """The generated code's global for `value` (one per object), named after `base`."""
+        key = id(value)
         if key not in self._consts:
-            base = "_" + re.sub(r"\W+", "_", name).strip("_")
-            g, k = base, 0
-            while g in self.globals or g in self.graph._names:
+            base = re.sub(r"\W+", "_", base)
+            name, k = base, 0
+            while name in self.globals or name in self.graph._names:
                 k += 1
-                g = f"{base}_{k}"
-            self.globals[g] = fn
-            self._consts[key] = g
+                name = f"{base}_{k}"
+            self.globals[name] = value
+            self._consts[key] = name
         return self._consts[key]
 
 

@@ -175,15 +175,8 @@ class _RunTracer(Tracer):
         mod = self.root.get_submodule(path) if path else self.root
         return self._module_call(mod, *args, **kwargs)
 
-    def getattr(self, attr, attr_val, parameter_proxy_cache):
-        path = self.tensor_attrs.get(id(attr_val))
-        if path is None:
-            return attr_val
-        p = parameter_proxy_cache.get(path)
-        if p is None:
-            p = parameter_proxy_cache[path] = _ValueProxy(self.graph.get_attr(path), self,
-                                                          attr_val)
-        return p
+    def attr_proxy(self, node, value):
+        return _ValueProxy(node, self, value)
 
     def trace_run(self, root, example_inputs, example_kwarg_inputs):
         from ..nn import Module
