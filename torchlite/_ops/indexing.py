@@ -12,7 +12,6 @@ import builtins
 import numbers
 import warnings
 
-from .. import _dtype as D
 from .._dispatch import array as _A
 from .._dispatch import mixed_device_error
 from .._dispatch import elementwise as _ew
@@ -24,11 +23,11 @@ from . import _register
 from . import indexing_grad as _IG
 from . import shape_grad as _SG
 from .pointwise import _no_out_with_grad, where as _where
+from ._kit import C_NAMES, write_out
 
 _BOOL, _UINT8, _INT32, _INT64 = 0, 1, 4, 5
 _TORCH_NAMES = _ew._TORCH_NAMES          # "Float", "Long", ... as PyTorch's messages name dtypes
-_C_NAMES = ("bool", "unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
-            "c10::BFloat16", "float", "double")
+_C_NAMES = C_NAMES
 _C_INT_NAMES = {1: "uint8_t", 2: "int8_t", 3: "int16_t", 4: "int", 5: "int64_t"}
 _INT_LIMITS = {1: (-255, 255), 2: (-128, 127), 3: (-32768, 32767), 4: (-2**31, 2**31 - 1),
                5: (-2**63, 2**63 - 1)}
@@ -370,15 +369,7 @@ def _write_out(res, out, op):
     """Return res as a Tensor, or copy it into out= (resized as PyTorch does)."""
     if out is None:
         return _wrap(res)
-    _tensor_arg(out, op, "out")
-    if out.dtype.code != res.dtype:
-        raise RuntimeError(f"{op}: Expected out tensor to have dtype {D.DTYPES[res.dtype]}, but got "
-                           f"{out.dtype} instead")
-    if tuple(out.shape) != tuple(res.shape):
-        out._data = _A.empty(res.shape, res.dtype, device=out._data)
-    _ew.copy_(out._data, res)
-    out._bump_version()
-    return out
+    return write_out(res, out, op)
 
 
 # ---- gather / scatter ----------------------------------------------------------------------

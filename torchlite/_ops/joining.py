@@ -23,6 +23,7 @@ from . import shape_grad as _SG
 from .pointwise import _no_out_with_grad
 from .shape_grad import arange_array
 from .views import _shape_arg, clone, flip, reshape, transpose, unsqueeze
+from ._kit import int_arg
 
 _TORCH_NAMES = _ew._TORCH_NAMES
 _MAX_DIMS = 16
@@ -121,12 +122,6 @@ def _flat(t):
 def _atleast(t, nd):
     """t with leading size-1 dims added up to nd dims (a view)."""
     return t if t.ndim >= nd else reshape(t, (1,) * (nd - t.ndim) + tuple(t._data.shape))
-
-
-def _int_arg(x, what, op):
-    if isinstance(x, builtins.bool) or not hasattr(x, "__index__"):
-        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(x).__name__}")
-    return x.__index__()
 
 
 # ---- cat, stack and their variants ---------------------------------------------------------
@@ -232,9 +227,9 @@ def split(tensor, split_size_or_sections, dim=0):
     size = tensor._data.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)) or (
             isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 1):
-        return _split_with_sizes(tensor, [_int_arg(s, "split_sizes", "split")
+        return _split_with_sizes(tensor, [int_arg(s, "split_sizes", "split")
                                           for s in split_size_or_sections], d)
-    step = _int_arg(split_size_or_sections, "split_size", "split")
+    step = int_arg(split_size_or_sections, "split_size", "split")
     if step < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
     if step == 0 and size != 0:
@@ -273,7 +268,7 @@ def _unsafe_split_method(self, split_size, dim=0):
 def chunk(input, chunks, dim=0):
     """Split into `chunks` views of equal size (the last may be smaller; fewer chunks when the
     dim is too short to give each one element)."""
-    chunks = _int_arg(chunks, "chunks", "chunk")
+    chunks = int_arg(chunks, "chunks", "chunk")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     if input.ndim == 0:
@@ -304,10 +299,10 @@ def tensor_split(input, indices_or_sections, dim=0):
                                f"{arg.ndim} dims")
         arg = arg.item() if arg.ndim == 0 else arg.tolist()
     if isinstance(arg, (list, tuple)):
-        idx = [_int_arg(i, "indices", "tensor_split") for i in arg]
+        idx = [int_arg(i, "indices", "tensor_split") for i in arg]
         return _slices(input, d, builtins.list(builtins.zip([0] + idx, idx + [None])),
                        _SG.TensorSplitBackward0)
-    sections = _int_arg(arg, "sections", "tensor_split")
+    sections = int_arg(arg, "sections", "tensor_split")
     if sections <= 0:
         raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
     size = input._data.shape[d]
@@ -322,7 +317,7 @@ def _dir_split(input, indices_or_sections, dim, min_dims, op):
         raise RuntimeError(f"torch.{op} requires a tensor with {need}, but got a tensor with "
                            f"{input.ndim} dimensions!")
     if not isinstance(indices_or_sections, (list, tuple, Tensor)):
-        sections = _int_arg(indices_or_sections, "sections", op)
+        sections = int_arg(indices_or_sections, "sections", op)
         size = input._data.shape[dim]
         if sections == 0 or size % sections:
             raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size "
@@ -427,7 +422,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         if repeats.numel() != 1:
             return _repeat_by_counts(input, repeats, d, output_size)
         repeats = repeats.item()        # one count serves every slice
-    r = _int_arg(repeats, "repeats", "repeat_interleave")
+    r = int_arg(repeats, "repeats", "repeat_interleave")
     if r < 0:
         raise RuntimeError("Repeats must be non-negative")
     shape = tuple(input._data.shape)
@@ -479,7 +474,7 @@ def roll(input, shifts, dims=None):
     total = {}
     for s, dm in zip(shifts, dims):
         d = _wrap_dim(dm, input.ndim)
-        total[d] = total.get(d, 0) + _int_arg(s, "shifts", "roll")
+        total[d] = total.get(d, 0) + int_arg(s, "shifts", "roll")
     res = _A.empty(a.shape, a.dtype, device=a)
     pieces = [(a, res)]                 # (source block, destination block) pairs
     for d, s in total.items():
@@ -514,7 +509,7 @@ def _check_no_internal_overlap(t, op):
 
 def _triangle(input, diagonal, keep_upper, out, op):
     _check_matrix(input, op)
-    diagonal = _int_arg(diagonal, "diagonal", op)
+    diagonal = int_arg(diagonal, "diagonal", op)
     _check_out(out, op, (input,))
     res = _out_array(out, tuple(input.shape), input._data.dtype, op, input._data)
     _ew.copy_(res, input._data)       # a no-op when out is input; copy_ handles overlaps
@@ -541,7 +536,7 @@ def _triangle_(self, diagonal, keep_upper, op):
         return _SG.rebase(self, op + "_", lambda old: _triangle(old, diagonal, keep_upper, None, op))
     _check_matrix(self, op)
     _check_no_internal_overlap(self, op + "_")
-    _SO.zero_triangle(self._data, _int_arg(diagonal, "diagonal", op + "_"), keep_upper)
+    _SO.zero_triangle(self._data, int_arg(diagonal, "diagonal", op + "_"), keep_upper)
     self._bump_version()
     return self
 
@@ -562,8 +557,8 @@ def _tri_indices(row, col, offset, dtype, device, upper, op):
     dt = D.to_dtype(dtype, D.int64)
     if dt.is_floating_point or dt is D.bool:
         raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[dt.code]}\'')
-    row, col = _int_arg(row, "row", op), _int_arg(col, "col", op)
-    offset = _int_arg(offset, "offset", op)
+    row, col = int_arg(row, "row", op), int_arg(col, "col", op)
+    offset = int_arg(offset, "offset", op)
     # the result alone would need terabytes: refuse before counting
     if row > 0 and col > 0 and row * col >= 2 ** 40:
         raise RuntimeError(f"{op}: a {row} x {col} matrix has too many elements to list its indices")
@@ -588,7 +583,7 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 def diag(input, diagonal=0, *, out=None):
     """1-d input: a square matrix with input on the given diagonal.  2-d input: a copy of
     the given diagonal."""
-    diagonal = _int_arg(diagonal, "diagonal", "diag")
+    diagonal = int_arg(diagonal, "diagonal", "diag")
     a = input._data
     if input.ndim in (1, 2):
         _check_out(out, "diag", (input,))
@@ -614,7 +609,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    offset = _int_arg(offset, "offset", "diag_embed")
+    offset = int_arg(offset, "offset", "diag_embed")
     a = input._data
     shape = builtins.list(a.shape[:-1])
     n = (a.shape[-1] if a.ndim else 1) + builtins.abs(offset)
@@ -736,7 +731,7 @@ def rot90(input, k=1, dims=(0, 1)):
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
                            f"dim1 = {d1}")
-    k = _int_arg(k, "k", "rot90") % 4
+    k = int_arg(k, "k", "rot90") % 4
     if k == 1:
         return transpose(flip(input, (d1,)), d0, d1)
     if k == 2:
@@ -770,7 +765,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise TypeError(f"diff(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
-    n = _int_arg(n, "n", "diff")
+    n = int_arg(n, "n", "diff")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = _wrap_dim(dim, input.ndim)
@@ -796,7 +791,7 @@ def combinations(input, r=2, with_replacement=False):
     if not isinstance(input, Tensor) or input.ndim != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape "
                            f"{list(input.shape) if isinstance(input, Tensor) else type(input).__name__}")
-    r = _int_arg(r, "r", "combinations")
+    r = int_arg(r, "r", "combinations")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
@@ -816,7 +811,7 @@ def split_with_sizes(input, split_sizes, dim=0):
     """Views of input along dim with the listed sizes (which must add up to its size)."""
     if input.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    return _split_with_sizes(input, [_int_arg(s, "split_sizes", "split_with_sizes")
+    return _split_with_sizes(input, [int_arg(s, "split_sizes", "split_with_sizes")
                                      for s in split_sizes], _wrap_dim(dim, input.ndim))
 
 

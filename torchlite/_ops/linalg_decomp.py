@@ -10,10 +10,7 @@ import builtins
 import functools
 import math
 
-from .._dispatch import array as _A
-from .._dispatch import elementwise as _ew
 from .._dispatch import linalg_decomp as _K
-from .._core.matmul import C_NAMES as _C_NAMES
 from .._tensor import Tensor, _wrap
 from .. import return_types as _rt
 from ..autograd.graph import needs_grad
@@ -21,6 +18,7 @@ from ..autograd.grad_mode import no_grad
 from . import _register
 from . import linalg_decomp_grad as _G
 from .pointwise import _no_out_with_grad
+from ._kit import write_out
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "svd", "qr", "cholesky", "cholesky_solve",
            "matrix_power", "matrix_exp", "pinverse"]
@@ -136,16 +134,7 @@ def _write_out(res, out, name):
             raise TypeError(f"{name}(): argument 'out' must be tuple of {len(res)} Tensors")
         filled = [_write_out(r, o, name) for r, o in zip(res, out)]
         return type(res)(*filled) if hasattr(res, "_fields") else tuple(filled)
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if out._data.dtype != res._data.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {_C_NAMES[res._data.dtype]}, but "
-                           f"got {_C_NAMES[out._data.dtype]} instead")
-    if tuple(out.shape) != tuple(res.shape):
-        out._data = _A.empty(tuple(res.shape), res._data.dtype, device=out._data)
-    _ew.copy_(out._data, res._data)
-    out._bump_version()
-    return out
+    return write_out(res._data, out, name)
 
 
 def _eye_like(A, n=None):

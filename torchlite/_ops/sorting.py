@@ -16,6 +16,7 @@ from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
 from . import _register
 from . import indexing_grad as _IG
+from ._kit import int_arg, tensor_arg, write_out
 from .pointwise import _no_out_with_grad
 
 _TORCH_NAMES = _ew._TORCH_NAMES
@@ -28,28 +29,14 @@ _RT_sort, _RT_topk, _RT_kthvalue = return_types.sort, return_types.topk, return_
 
 # ---- helpers -------------------------------------------------------------------------------
 def _check_tensor(x, op, arg="input"):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
-
-
-def _int_arg(x, what, op):
-    if isinstance(x, builtins.bool) or not hasattr(x, "__index__"):
-        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(x).__name__}")
-    return x.__index__()
+    tensor_arg(x, op, arg)
 
 
 def _write_out(t, arr, op):
-    """Copy a result into the out= tensor t (resized when its shape differs)."""
+    """Copy a result into the out= tensor t (one of a tuple of outs)."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be a tuple of Tensors")
-    if t._data.dtype != arr.dtype:
-        raise RuntimeError(f"{op}: Expected out tensor to have dtype "
-                           f"{D.DTYPES[arr.dtype]}, but got {t.dtype} instead")
-    if tuple(t._data.shape) != tuple(arr.shape):
-        t._data = _A.empty(arr.shape, arr.dtype, device=t._data)
-    _ew.copy_(t._data, arr)
-    t._bump_version()
-    return t
+    return write_out(arr, t, op)
 
 
 def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
@@ -110,7 +97,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     (smallest first).  NaN counts as the largest value; ties go to the lower index."""
     _check_tensor(input, "topk")
     d = _wrap_dim(dim, input.ndim)
-    values, indices = _S.topk(input._data, _int_arg(k, "k", "topk"), d, builtins.bool(largest))
+    values, indices = _S.topk(input._data, int_arg(k, "k", "topk"), d, builtins.bool(largest))
     return _pair(_RT_topk, values, indices, out, "topk", input, _IG.TopkBackward0, d)
 
 
@@ -119,7 +106,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """(values, indices) of the k-th smallest element along dim (k counts from 1)."""
     _check_tensor(input, "kthvalue")
     d = _wrap_dim(dim, input.ndim)
-    values, indices = _S.kthvalue(input._data, _int_arg(k, "k", "kthvalue"), d)
+    values, indices = _S.kthvalue(input._data, int_arg(k, "k", "kthvalue"), d)
     if not keepdim and input.ndim > 0:
         values, indices = values.squeeze((d,)), indices.squeeze((d,))
     return _pair(_RT_kthvalue, values, indices, out, "kthvalue", input, _IG.KthvalueBackward0, d,
