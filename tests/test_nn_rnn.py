@@ -284,3 +284,40 @@ def test_lstm_fused_layer_matches_the_step_by_step_graph():
         for ta, tb in zip(outs_a + tuple(a), outs_b + tuple(b)):
             x, y = (ta.grad, tb.grad) if ta.is_leaf else (ta, tb)
             np.testing.assert_allclose(x.detach().numpy(), y.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_lstm_step_equals_the_tensor_ops(monkeypatch, dtype):
+    """The fused step kernels (torchlite/_core/rnn.pyx), at every SIMD level, give the
+    Tensor-op version's outputs and gradients (to rounding), and do run."""
+    from helpers import available_isa_levels, isa_level
+    from torchlite._ops import rnn as fused
+    dt = getattr(tl, dtype)
+    tl.manual_seed(3)
+    lstm = tl.nn.LSTM(5, 7, num_layers=2, bidirectional=True).to(dt)
+    x = tl.randn(6, 3, 5, dtype=dt)
+    g = tl.randn(6, 3, 14, dtype=dt)
+
+    def run():
+        lstm.zero_grad()
+        xx = x.clone().requires_grad_()
+        out, (h, c) = lstm(xx)
+        (out * g).sum().backward()
+        return [out.detach(), h.detach(), c.detach(), xx.grad] + \
+            [p.grad.clone() for p in lstm.parameters()]
+    calls = []
+    real = fused.lstm_step_forward
+    monkeypatch.setattr(fused, "lstm_step_forward",
+                        lambda *a: calls.append(1) or real(*a))
+    results = {}
+    for level in available_isa_levels():
+        with isa_level(level):
+            results[level] = run()
+    assert calls
+    monkeypatch.setattr(fused, "lstm_step_forward", lambda *a: False)
+    monkeypatch.setattr(fused, "lstm_step_backward", lambda *a: False)
+    want = run()
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for got in results.values():
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol)

@@ -17,7 +17,7 @@ import importlib
 import sys
 
 _MODULES = ("array", "elementwise", "reduce", "matmul", "index", "sort", "shape_ops", "random",
-            "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim")
+            "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn")
 
 # functions whose CUDA versions take operands on another device themselves (the transfers)
 CROSS_DEVICE = {("elementwise", "copy_")}
@@ -283,3 +283,4 @@ loss = _NAMESPACES["loss"]
 linalg_decomp = _NAMESPACES["linalg_decomp"]
 dlpack = _NAMESPACES["dlpack"]
 optim = _NAMESPACES["optim"]
+rnn = _NAMESPACES["rnn"]

@@ -10,6 +10,7 @@ import numbers
 import warnings
 
 import torchlite as _tl
+from ..._ops import rnn as _fused
 from ...autograd import Function
 from .. import functional as F
 from .. import init
@@ -74,6 +75,9 @@ class _LSTMLayer(Function):
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
             a = acts[t]
             _tl.addmm(xw[t], h, w_hh_t, out=a)
+            if _fused.lstm_step_forward(a, c, cs[t], hs[t]):     # one kernel for the rest
+                h, c = hs[t], cs[t]
+                continue
             a[:, :2 * hsz].sigmoid_()
             a[:, 2 * hsz:3 * hsz].tanh_()
             a[:, 3 * hsz:].sigmoid_()
@@ -94,15 +98,18 @@ class _LSTMLayer(Function):
         steps, hsz = x.shape[0], h0.shape[1]
         order = list(range(steps - 1, -1, -1) if reverse else range(steps))
         d_gates = _tl.empty_like(acts)
-        dh, dc = d_h.clone(), d_c.clone()
+        dh, dc = d_h.contiguous().clone(), d_c.contiguous().clone()
         for k in range(steps - 1, -1, -1):          # the forward's steps, last first
             t = order[k]
-            i, f, g, o = acts[t].chunk(4, 1)
             c_prev = c0 if k == 0 else cs[order[k - 1]]
             dh += d_out[t]
+            dg = d_gates[t]
+            if _fused.lstm_step_backward(acts[t], c_prev, cs[t], dh, dc, dg):
+                dh = dg.mm(w_hh)
+                continue
+            i, f, g, o = acts[t].chunk(4, 1)
             tc = cs[t].tanh()
             dc.addcmul_(dh * o, 1 - tc * tc)
-            dg = d_gates[t]
             di, df, dgg, do = dg.chunk(4, 1)
             _tl.mul(dc * g, i * (1 - i), out=di)
             _tl.mul(dc * c_prev, f * (1 - f), out=df)
