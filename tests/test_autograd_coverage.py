@@ -91,7 +91,7 @@ OPS = {
         abs_ add_ addcdiv_ addcmul_ atan2_ clamp_ div_ exp_ lerp_ logit_ maximum_ mul_ nan_to_num_
         neg_ pow_ reciprocal_ relu_ round_ sigmoid_ sin_ sqrt_ square_ sub_ tanh_
         __iadd__=iadd __imul__=imul __itruediv__=itruediv
-        sinc_ deg2rad_ ldexp_ clamp_min_ clamp_max_=clamp_max_tensor_"""),
+        sinc_ deg2rad_ ldexp_ clamp_min_ clamp_max_=clamp_max_tensor_ digamma"""),
     **covered("reduction", """
         sum nansum mean nanmean prod max min amax amin aminmax median nanmedian var std var_mean
         std_mean logsumexp norm cumsum cumprod cummax cummin logcumsumexp softmax log_softmax
@@ -129,6 +129,14 @@ OPS = {
         diagonal_scatter"""),
     **gap("differentiable, no case in any table", """
         H mH adjoint atleast_1d atleast_2d dsplit unsafe_split __rmatmul__ __rmod__ __iter__"""),
+    **gap("tested outside the tables (test_views, test_creation, test_reduction, test_matmul: "
+          "the *_copy variants, fill, the trapezoid rule, addr)", """
+        view_copy permute_copy t_copy transpose_copy squeeze_copy unsqueeze_copy unbind_copy
+        unfold_copy expand_copy diagonal_copy as_strided_copy alias_copy fill
+        trapezoid trapz cumulative_trapezoid addr"""),
+    **no_grad(CREATION, """scalar_tensor empty_strided new_empty_strided hann_window
+        hamming_window blackman_window bartlett_window"""),
+    **no_grad(INT_OUT, "unravel_index"),
     **gap("tested outside the tables (test_setitem_*, test_conversion_casts_gradient_back)", """
         __setitem__ float half bfloat16 type"""),
     **no_grad(INPLACE, """
@@ -167,7 +175,8 @@ OPS = {
         share_memory_ is_shared is_pinned pin_memory record_stream is_inference resize_ resize_as_"""),
     **no_grad(GRAD_API, """
         backward register_hook register_post_accumulate_grad_hook retain_grad retains_grad
-        requires_grad requires_grad_ detach detach_ data grad grad_fn is_leaf output_nr no_grad
+        requires_grad requires_grad_ detach detach_ detach_copy data grad grad_fn is_leaf
+        output_nr no_grad
         enable_grad inference_mode set_grad_enabled is_grad_enabled is_inference_mode_enabled
         set_detect_anomaly is_anomaly_enabled"""),
     **no_grad(CONFIG, """

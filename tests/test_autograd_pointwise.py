@@ -86,6 +86,7 @@ CASES = {
     "erfc": _u("erfc", -2, 2),
     "erfinv": _u("erfinv", -0.9, 0.9),
     "lgamma": ("lgamma", lambda L, x: L.lgamma(x), [LGAMMA_X], True),
+    "digamma": ("digamma", lambda L, x: L.digamma(x), [LGAMMA_X], True),
     "sigmoid": _u("sigmoid", -3, 3),
     "logit": _u("logit", 0.05, 0.95),
     "logit_eps": ("logit", lambda L, x: L.logit(x, eps=0.2),
@@ -203,7 +204,8 @@ def test_gradcheck(case):
 
 
 # PyTorch computes `number / x` as reciprocal(x) * number: its node is a MulBackward0
-NAMED_OTHERWISE = {"rdiv_number": "DivBackward0"}
+# digamma is composite here: its grad_fn is its last step's (the reflection's where)
+NAMED_OTHERWISE = {"rdiv_number": "DivBackward0", "digamma": "WhereBackward0"}
 
 
 def _grads(L, fn, arrays, v_seed):
@@ -488,3 +490,14 @@ def test_lgamma_gradient_near_the_poles():
     torch = pytest.importorskip("torch")
     want = torch.digamma(torch.tensor(x.astype(np.float64))).numpy()
     np.testing.assert_allclose(grads[tl.float64], want, rtol=1e-10)
+
+
+def test_digamma_and_its_gradient():
+    x = tl.tensor([0.3, 1.0, 2.5, -1.5, 10.0], dtype=tl.float64, requires_grad=True)
+    assert tl.autograd.gradcheck(tl.digamma, (x,))            # trigamma, by autograd
+    np.testing.assert_allclose(tl.digamma(tl.tensor([1.0])).item(), -0.5772156649015329,
+                               rtol=1e-6)
+    assert tl.tensor([2.0]).digamma().dtype is tl.float32
+    torch = pytest.importorskip("torch")
+    np.testing.assert_allclose(tl.digamma(x).detach().numpy(),
+                               torch.digamma(torch.tensor(x.detach().numpy())).numpy(), rtol=1e-10)

@@ -411,3 +411,38 @@ def test_from_numpy_refuses_numpy_scalars():
         tl.from_numpy(np.float32(3.5))
     assert tl.as_tensor(np.float32(3.5)).item() == 3.5
     assert tl.as_tensor(np.bool_(True)).item() is True
+
+
+@pytest.mark.parametrize("name,ref", [
+    ("hann_window", np.hanning), ("hamming_window", np.hamming),
+    ("blackman_window", np.blackman), ("bartlett_window", np.bartlett)])
+@pytest.mark.parametrize("n", [0, 1, 2, 7])
+def test_windows_match_numpy(name, ref, n):
+    """The symmetric window is NumPy's; the periodic one (the default) is the first n of the
+    symmetric window of n + 1."""
+    fn = getattr(tl, name)
+    np.testing.assert_allclose(fn(n, periodic=False, dtype=tl.float64).numpy(), ref(n),
+                               atol=1e-12)
+    want = ref(n + 1)[:n] if n > 1 else np.ones(n)
+    np.testing.assert_allclose(fn(n, dtype=tl.float64).numpy(), want, atol=1e-12)
+    assert fn(n).dtype is tl.float32
+    with pytest.raises(RuntimeError, match="floating point"):
+        fn(3, dtype=tl.int64)
+
+
+def test_scalar_tensor_empty_strided_fill_zero():
+    assert tl.scalar_tensor(3).dtype is tl.float32 and tl.scalar_tensor(3).shape == ()
+    e = tl.empty_strided((2, 3), (1, 2))
+    assert e.shape == (2, 3) and e.stride() == (1, 2)
+    assert tl.ones(2).new_empty_strided((3,), (2,)).stride() == (2,)
+    x = tl.ones(2, 3, requires_grad=True)
+    f = tl.fill(x, 4.0)
+    np.testing.assert_array_equal(f.detach().numpy(), np.full((2, 3), 4.0))
+    assert f.requires_grad                              # in the graph, as PyTorch's
+    f.sum().backward()
+    assert x.grad is None or not x.grad.any().item()    # with no gradient for input
+    v = tl.tensor(2.0, requires_grad=True)
+    tl.fill(tl.ones(3), v).sum().backward()
+    assert v.grad.item() == 3.0
+    z = tl.ones(3)
+    assert tl.zero_(z) is z and z.tolist() == [0.0] * 3

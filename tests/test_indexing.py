@@ -894,3 +894,17 @@ def test_scatter_of_regions_errors():
         tl.diagonal_scatter(x, tl.zeros(2), 1)
     with pytest.raises(IndexError):
         tl.slice_scatter(x, x, 2)
+
+
+def test_unravel_index_matches_numpy():
+    idx = np.array([0, 5, 11, -1, 7])
+    got = tl.unravel_index(tl.tensor(idx), (3, 4))
+    want = np.unravel_index(idx % 12, (3, 4))
+    assert len(got) == 2 and all(g.dtype is tl.int64 for g in got)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)
+    assert [t.item() for t in tl.unravel_index(tl.tensor(9), (2, 5))] == [1, 4]
+    with pytest.raises(ValueError, match="out of bounds"):
+        tl.unravel_index(tl.tensor([12]), (3, 4))
+    with pytest.raises(TypeError, match="integer"):
+        tl.unravel_index(tl.tensor([1.0]), (3, 4))

@@ -652,3 +652,14 @@ def test_dist_and_vander():
         tl.vander(tl.ones(2, 2))
     with pytest.raises(RuntimeError, match="non-negative"):
         tl.vander(tl.ones(2), -1)
+
+
+def test_addr_matches_numpy():
+    a, u, v = rand((3, 4), tl.float64), rand((3,), tl.float64), rand((4,), tl.float64)
+    check(tl.addr(tl.tensor(a), tl.tensor(u), tl.tensor(v), beta=0.5, alpha=2),
+          0.5 * a + 2 * np.outer(u, v), 1)
+    check(tl.tensor(a).addr(tl.tensor(u), tl.tensor(v)), a + np.outer(u, v), 1)
+    nan = np.full((3, 4), np.nan)
+    check(tl.addr(tl.tensor(nan), tl.tensor(u), tl.tensor(v), beta=0), np.outer(u, v), 1)
+    with pytest.raises(RuntimeError, match="1-dimensional"):
+        tl.addr(tl.tensor(a), tl.tensor(a), tl.tensor(v))

@@ -1035,3 +1035,21 @@ def test_renorm_matches_torch():
                             "at least 2 dimensions, got 1")]:
         with pytest.raises(exc, match=msg):
             call()
+
+
+def test_trapezoid_matches_numpy():
+    rng = np.random.default_rng(9)
+    y = rng.standard_normal((3, 5))
+    x1 = np.sort(rng.standard_normal(5))
+    for dim in (1, -1):
+        np.testing.assert_allclose(tl.trapezoid(tl.tensor(y), dim=dim).numpy(),
+                                   np.trapezoid(y, axis=dim), atol=1e-12)
+    np.testing.assert_allclose(tl.trapezoid(tl.tensor(y), dx=0.5).numpy(),
+                               np.trapezoid(y, dx=0.5), atol=1e-12)
+    np.testing.assert_allclose(tl.trapz(tl.tensor(y), tl.tensor(x1)).numpy(),
+                               np.trapezoid(y, x1), atol=1e-12)
+    np.testing.assert_allclose(tl.trapezoid(tl.tensor(y.T), tl.tensor(x1), dim=0).numpy(),
+                               np.trapezoid(y.T, x1, axis=0), atol=1e-12)
+    cum = np.cumsum((y[:, 1:] + y[:, :-1]) / 2, axis=1)
+    np.testing.assert_allclose(tl.cumulative_trapezoid(tl.tensor(y)).numpy(), cum, atol=1e-12)
+    assert tl.trapezoid(tl.ones(0)).item() == 0.0

@@ -584,3 +584,23 @@ def test_as_strided_keeps_every_stride_with_a_zero_size_dim():
     assert v.shape == (0, 3) and v.stride() == (3, 1)
     w = tl.as_strided(tl.arange(6.0), (2, 0, 3), (3, 5, 1))
     assert w.stride() == (3, 5, 1)
+
+
+@pytest.mark.parametrize("name,args", [("view", ((3, 2),)), ("permute", ((1, 0),)),
+                                       ("t", ()), ("transpose", (0, 1)), ("unsqueeze", (1,)),
+                                       ("expand", ((4, 2, 3),)), ("diagonal", ()),
+                                       ("as_strided", ((2, 2), (1, 2))), ("detach", ())])
+def test_copy_variants_are_contiguous_copies_of_the_view(name, args):
+    a = np.arange(6.0).reshape(2, 3)
+    x = tl.tensor(a, requires_grad=True)
+    got = getattr(tl, f"{name}_copy")(x, *args)
+    want = getattr(x, name)(*args)
+    assert got.is_contiguous() and got.shape == want.shape
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    assert got.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    if name != "detach":
+        got.sum().backward()
+        assert x.grad is not None and x.grad.shape == x.shape
+    parts = tl.unbind_copy(tl.tensor(a), 1)
+    assert len(parts) == 3 and all(p.is_contiguous() for p in parts)
+    np.testing.assert_array_equal(tl.alias_copy(tl.tensor(a)).numpy(), a)

@@ -37,6 +37,11 @@ from ._ops.sorting import *  # noqa: F401,F403
 from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
 from ._ops.linalg_decomp import *  # noqa: F401,F403
+from ._ops.views import (view_copy, permute_copy, t_copy, transpose_copy,  # noqa: F401
+                         squeeze_copy, unsqueeze_copy, unbind_copy, unfold_copy, expand_copy,
+                         diagonal_copy, as_strided_copy, detach_copy, alias_copy)
+from ._ops.creation import (scalar_tensor, empty_strided, fill, zero_, hann_window,  # noqa: F401
+                            hamming_window, blackman_window, bartlett_window)
 from . import linalg, random, return_types, autograd, _dlpack
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, is_anomaly_enabled, set_detect_anomaly)

@@ -479,3 +479,116 @@ def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
 def _new_full_m(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                 requires_grad=requires_grad)
+
+
+# ---- more creation: scalar_tensor, empty_strided, fill, zero_ --------------------------------
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False,
+                  requires_grad=False):
+    """A 0-d tensor holding the number s (float32 by default, whatever the number's type)."""
+    return full((), s, dtype=dtype or D.get_default_dtype(), device=device,
+                requires_grad=requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    """An uninitialised tensor of `size` with the given strides (its storage just large
+    enough), as torch.empty_strided."""
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise RuntimeError("empty_strided: sizes and strides must be non-negative")
+    n = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+    base = empty(n, dtype=dtype, device=device)
+    r = base.as_strided(size, stride)
+    r = r.detach()
+    if requires_grad:
+        r.requires_grad_()
+    return r
+
+
+def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                       layout=None, pin_memory=False):
+    return empty_strided(size, stride, dtype=dtype or self.dtype, device=device or self.device,
+                         requires_grad=requires_grad)
+
+
+Tensor.new_empty_strided = _new_empty_strided
+
+
+def fill(input, value):
+    """A new tensor shaped like input, every element value (torch.fill); a tensor value
+    gets the gradient (the sum of the result's), input none."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor "
+                               f"with {value.ndim} dimensions.")
+        return zeros_like(input) + value.reshape(()).to(input.dtype)
+    if input.requires_grad:         # in the graph, with a zero gradient, as PyTorch's
+        return input.clone().fill_(value)
+    return full_like(input, value)
+
+
+def zero_(input):
+    """input set to zeros in place (torch.zero_)."""
+    return input.zero_()
+
+
+# ---- signal windows (torch.hann_window and friends) ------------------------------------------
+def _window(name, length, periodic, dtype, device, requires_grad, weights):
+    if length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={length}")
+    dtype = dtype or D.get_default_dtype()
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {dtype}")
+    if length <= 1:
+        return ones(length, dtype=dtype, device=device, requires_grad=requires_grad)
+    n = length + 1 if periodic else length
+    k = arange(length, dtype=D.float64)
+    w = weights(k, n - 1).to(dtype)
+    w = w.to(device) if device is not None else w
+    return w.requires_grad_() if requires_grad else w
+
+
+def _cosines(*coeffs):
+    import math
+
+    def weights(k, m):
+        w = zeros_like(k)
+        for j, c in enumerate(coeffs):
+            w = w + ((-1) ** j) * c * (2 * math.pi * j * k / m).cos()
+        return w
+    return weights
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                pin_memory=False, requires_grad=False):
+    """0.5 - 0.5 cos(2 pi k / (N - 1)), with N = window_length + 1 when periodic."""
+    return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
+                   _cosines(0.5, 0.5))
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   layout=None, device=None, pin_memory=False, requires_grad=False):
+    """alpha - beta cos(2 pi k / (N - 1))."""
+    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
+                   _cosines(alpha, beta))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    pin_memory=False, requires_grad=False):
+    """0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))."""
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
+                   _cosines(0.42, 0.5, 0.08))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    pin_memory=False, requires_grad=False):
+    """1 - |2k / (N - 1) - 1|: the triangle."""
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, m: 1 - (2 * k / m - 1).abs())
+
+
+MORE_CREATION = ["scalar_tensor", "empty_strided", "fill", "zero_", "hann_window",
+                 "hamming_window", "blackman_window", "bartlett_window"]

@@ -12,6 +12,7 @@ import builtins
 import numbers
 import warnings
 
+from .. import _dtype as D
 from .._dispatch import array as _A
 from .._dispatch import mixed_device_error
 from .._dispatch import elementwise as _ew
@@ -1013,3 +1014,33 @@ for _name in ("slice_scatter", "select_scatter", "diagonal_scatter"):
 __all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "gather", "scatter", "scatter_add",
            "scatter_reduce", "take_along_dim", "index_select", "index_add", "index_copy", "index_fill",
            "index_put", "masked_fill", "masked_select", "masked_scatter", "nonzero", "argwhere", "take", "put"]
+
+
+def unravel_index(indices, shape):
+    """The coordinates in `shape` of flat indices (a tuple of int64 tensors, one per dim, as
+    torch.unravel_index)."""
+    from .creation import tensor
+    if not isinstance(indices, Tensor):
+        indices = tensor(indices)
+    if indices.is_floating_point() or indices.dtype is D.bool:
+        raise TypeError("expected 'indices' to be integer dtype, but got "
+                        f"{indices.dtype}")
+    shape = (int(shape),) if not isinstance(shape, (tuple, list)) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " f"{shape}")
+    total = 1
+    for s in shape:
+        total *= s
+    flat = indices.long()
+    if flat.numel() and (builtins.bool((flat < -total).any()) or
+                         builtins.bool((flat >= total).any())):
+        raise ValueError("index out of bounds in unravel_index")
+    flat = _where(flat < 0, flat + total, flat)
+    out = []
+    for s in reversed(shape):
+        out.append(flat.remainder(s) if s else flat * 0)
+        flat = flat.div(s, rounding_mode="floor") if s else flat
+    return tuple(reversed(out))
+
+
+__all__ += ["unravel_index"]

@@ -1201,3 +1201,25 @@ def vander(x, N=None, increasing=False):
 
 
 __all__ += ["kron", "cross", "cdist", "dist", "vander"]
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * outer(vec1, vec2) (torch.addr)."""
+    for name, v in (("vec1", vec1), ("vec2", vec2)):
+        if not isinstance(v, Tensor) or v.ndim != 1:
+            raise RuntimeError(f"{name} must be a 1-dimensional vector, but got "
+                               f"{v.ndim if isinstance(v, Tensor) else type(v).__name__}D")
+    prod = outer(vec1, vec2)
+    r = prod * alpha if alpha != 1 else prod
+    if beta != 0:
+        r = r + (input * beta if beta != 1 else input)
+    else:
+        r = r + input.mul(0).nan_to_num(0.0) if input.is_floating_point() else r
+    if out is None:
+        return r
+    from ._kit import write_out
+    return write_out(r._data, out, "addr")
+
+
+_register("addr")(addr)
+__all__ += ["addr"]

@@ -1122,8 +1122,25 @@ def _is_num(o):
 _install_operators()
 
 
+def digamma(input, *, out=None):
+    """d/dx lgamma(x) (psi), differentiable again (trigamma through autograd)."""
+    from .pointwise_grad import _digamma
+    if not isinstance(input, Tensor):
+        raise TypeError(f"digamma(): argument 'input' must be Tensor, not {type(input).__name__}")
+    x = input if input.is_floating_point() else input.to(D.get_default_dtype())
+    r = _digamma(x)
+    if out is None:
+        return r
+    from ._kit import write_out
+    _no_out_with_grad("digamma", input)
+    return write_out(r._data, out, "digamma")
+
+
+_register("digamma")(digamma)
+_MORE = ["digamma"]
+
 __all__ = sorted(
-    [n for n, *_ in _UNARY_OPS] + [n + "_" for n, *_ in _UNARY_OPS]
+    _MORE + [n for n, *_ in _UNARY_OPS] + [n + "_" for n, *_ in _UNARY_OPS]
     + [a for *_, al in _UNARY_OPS for a in al]
     + [n for n, *_ in _BOOL_UNARY]
     + [n for n, *_ in _BINARY_OPS] + [a for *_, al in _BINARY_OPS for a in al]

@@ -974,3 +974,49 @@ def renorm_(self, p, dim, maxnorm):
 
 __all__ += ["quantile", "nanquantile", "bincount", "histc", "histogram", "cov", "corrcoef",
             "renorm"]
+
+
+# ---- trapezoid rule --------------------------------------------------------------------------
+def _trapezoid_parts(y, x, dx, dim, name):
+    if not isinstance(y, Tensor):
+        raise TypeError(f"{name}(): argument 'y' must be Tensor, not {type(y).__name__}")
+    if x is not None and dx is not None:
+        raise TypeError(f"{name}() received an invalid combination of arguments: x and dx")
+    if y.ndim == 0:
+        raise IndexError(f"{name}: Dimension out of range (expected to be in range of [-1, 0], "
+                         f"but got {dim})")
+    d = _wrap_dim(dim, y.ndim)
+    n = y.shape[d]
+    left, right = y.narrow(d, 0, builtins.max(n - 1, 0)), y.narrow(d, builtins.min(1, n),
+                                                                   builtins.max(n - 1, 0))
+    if x is None:
+        spacing = 1.0 if dx is None else dx
+        return (left + right) * (spacing * 0.5), d
+    if x.ndim == 1:
+        if x.shape[0] != n:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+        dxs = (x[1:] - x[:-1]).reshape((-1,) + (1,) * (y.ndim - 1 - d))
+    else:
+        dxs = x.narrow(d, 1, builtins.max(n - 1, 0)) - x.narrow(d, 0, builtins.max(n - 1, 0))
+    return (left + right) * dxs * 0.5, d
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The integral of y along dim by the trapezoid rule, samples spaced by dx (default 1)
+    or at the points x (1-d, or shaped like y)."""
+    parts, d = _trapezoid_parts(y, x, dx, dim, "trapezoid")
+    return parts.sum(d)
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    """The older name of trapezoid."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running integrals of trapezoid along dim (one fewer than the samples)."""
+    parts, d = _trapezoid_parts(y, x, dx, dim, "cumulative_trapezoid")
+    return parts.cumsum(d)
+
+
+__all__ += ["trapezoid", "trapz", "cumulative_trapezoid"]

@@ -515,3 +515,44 @@ def resize_(self, *sizes, memory_format=None):
 def resize_as_(self, the_template, *, memory_format=None):
     """resize_(the_template.shape)."""
     return resize_(self, tuple(the_template.shape))
+
+
+# ---- the *_copy variants: the view's values in a new contiguous tensor (PyTorch's
+# functional forms of its views) ----------------------------------------------------------------
+def _copy_of(view_name):
+    def copy_variant(input, *args, out=None, **kwargs):
+        r = getattr(input, view_name)(*args, **kwargs)
+        if isinstance(r, tuple):
+            return tuple(_fresh(t) for t in r)
+        r = _fresh(r)
+        if out is None:
+            return r
+        from ._kit import write_out
+        from .pointwise import _no_out_with_grad
+        _no_out_with_grad(f"{view_name}_copy", input)
+        return write_out(r._data, out, f"{view_name}_copy")
+    copy_variant.__name__ = copy_variant.__qualname__ = f"{view_name}_copy"
+    copy_variant.__doc__ = (f"input.{view_name}(...) as a new contiguous tensor (PyTorch's "
+                            f"torch.{view_name}_copy).")
+    return copy_variant
+
+
+def _fresh(t):
+    c = t.contiguous()
+    return c.clone() if c is t else c
+
+
+for _view in ("view", "permute", "t", "transpose", "squeeze", "unsqueeze", "unbind", "unfold",
+              "expand", "diagonal", "as_strided", "detach"):
+    globals()[f"{_view}_copy"] = _copy_of(_view)
+
+
+def alias_copy(input, *, out=None):
+    """A copy of input (PyTorch's torch.alias_copy)."""
+    return _copy_of("view_as")(input, input, out=out)
+
+
+alias_copy.__name__ = "alias_copy"
+COPY_VARIANTS = [f"{v}_copy" for v in ("view", "permute", "t", "transpose", "squeeze",
+                                       "unsqueeze", "unbind", "unfold", "expand", "diagonal",
+                                       "as_strided", "detach")] + ["alias_copy"]
