@@ -1,11 +1,12 @@
-"""torchlite.utils: utilities (torch.utils): data loading in torchlite.utils.data, imported on
-first use (it brings NumPy in, which `import torchlite` does not need)."""
+"""torchlite.utils: utilities (torch.utils): data loading in torchlite.utils.data and activation
+checkpointing in torchlite.utils.checkpoint, each imported on first use (data brings NumPy in,
+which `import torchlite` does not need)."""
 
-__all__ = ["data"]
+__all__ = ["data", "checkpoint"]
 
 
 def __getattr__(name):
-    if name == "data":
+    if name in __all__:
         import importlib
-        return importlib.import_module(f"{__name__}.data")
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'torchlite.utils' has no attribute '{name}'")
