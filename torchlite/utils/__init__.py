@@ -2,11 +2,11 @@
 checkpointing in torchlite.utils.checkpoint, each imported on first use (data brings NumPy in,
 which `import torchlite` does not need)."""
 
-__all__ = ["data", "checkpoint"]
+__all__ = ["data", "checkpoint", "_pytree"]
 
 
 def __getattr__(name):
-    if name in __all__:
+    if name in __all__:           # (and _pytree, PyTorch's name for its tree utilities)
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'torchlite.utils' has no attribute '{name}'")
