@@ -1,0 +1,15 @@
+"""torchlite.distributions: probability distributions with PyTorch's API
+(torch.distributions): Distribution, Normal, Categorical, Bernoulli, Uniform, constraints,
+kl_divergence / register_kl.  Sampling draws from torchlite's generator (manual_seed makes it
+reproducible); rsample is reparameterised (gradients flow to the parameters).  The other
+families of PyTorch's module are not here yet (README, "Not yet")."""
+from . import constraints
+from .bernoulli import Bernoulli
+from .categorical import Categorical
+from .distribution import Distribution
+from .kl import kl_divergence, register_kl
+from .normal import Normal
+from .uniform import Uniform
+
+__all__ = ["Distribution", "Normal", "Categorical", "Bernoulli", "Uniform", "constraints",
+           "kl_divergence", "register_kl"]

@@ -1,0 +1,64 @@
+"""kl_divergence(p, q) and the registry behind it (PyTorch's torch.distributions.kl)."""
+import torchlite as tl
+
+from .bernoulli import Bernoulli
+from .categorical import Categorical
+from .normal import Normal
+from .uniform import Uniform
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL = {}
+
+
+def register_kl(type_p, type_q):
+    """Decorator: fn(p, q) computes KL(p || q) for these two distribution types."""
+    def deco(fn):
+        _KL[(type_p, type_q)] = fn
+        return fn
+    return deco
+
+
+def kl_divergence(p, q):
+    """KL(p || q), by the most specific registered rule for (type(p), type(q))."""
+    for tp in type(p).__mro__:
+        for tq in type(q).__mro__:
+            fn = _KL.get((tp, tq))
+            if fn is not None:
+                return fn(p, q)
+    raise NotImplementedError(f"No KL(p || q) is implemented for p type {type(p).__name__} "
+                              f"and q type {type(q).__name__}")
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    t = p.probs * (p.logits - q.logits)
+    t = tl.where(q.probs == 0, tl.full_like(t, float("inf")), t)
+    t = tl.where(p.probs == 0, tl.zeros_like(t), t)
+    return t.sum(-1)
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    sp = tl.nn.functional.softplus
+    t1 = p.probs * (sp(-q.logits) - sp(-p.logits))
+    t1 = tl.where(q.probs == 0, tl.full_like(t1, float("inf")), t1)
+    t1 = tl.where(p.probs == 0, tl.zeros_like(t1), t1)
+    t2 = (1 - p.probs) * (sp(q.logits) - sp(p.logits))
+    t2 = tl.where(q.probs == 1, tl.full_like(t2, float("inf")), t2)
+    t2 = tl.where(p.probs == 1, tl.zeros_like(t2), t2)
+    return t1 + t2
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    outside = (q.low > p.low) | (q.high < p.high)
+    return tl.where(outside, tl.full_like(result, float("inf")), result)
