@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 import torchlite as torch
+from torchlite.distributions import Categorical
 from torchlite import nn
 
 
@@ -74,9 +75,10 @@ def run_episode(env, policy, device):
     obs, log_probs, rewards = env.reset(), [], []
     while True:
         logits = policy(torch.from_numpy(obs).to(device))
-        probs = logits.softmax(-1)
-        action = torch.multinomial(probs, 1).item()
-        log_probs.append(logits.log_softmax(-1)[action])
+        dist = Categorical(logits=logits)        # torch.distributions' REINFORCE idiom
+        action = dist.sample()
+        log_probs.append(dist.log_prob(action))
+        action = action.item()
         obs, reward, terminated, truncated = env.step(action)
         rewards.append(reward)
         if terminated or truncated:
