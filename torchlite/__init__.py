@@ -53,7 +53,7 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
 # `import torchlite` fast: `torchlite.nn`, `from torchlite import nn`, `import torchlite.nn` and
 # `torchlite.save` work as before.  tests/test_import_time.py keeps this list honest.
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
-                 "serialization", "fx", "jit", "onnx", "distributions")
+                 "serialization", "fx", "jit", "onnx", "distributions", "func")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",
@@ -62,7 +62,7 @@ _LAZY_NAMES = {
     "are_deterministic_algorithms_enabled": "_switches",
     "is_deterministic_algorithms_warn_only_enabled": "_switches", "compile": "_switches",
     "autocast": "amp", "is_autocast_enabled": "amp.autocast_mode",
-    "get_autocast_dtype": "amp.autocast_mode",
+    "get_autocast_dtype": "amp.autocast_mode", "vmap": "func",
 }
 
 

@@ -1,0 +1,239 @@
+"""torchlite.func: function transforms with PyTorch's torch.func API, built on torchlite's
+autograd: grad, grad_and_value, vjp, jacrev, jacfwd, hessian, vmap, functional_call,
+stack_module_state.
+
+How they differ from PyTorch's: there are no transform levels, so
+- grad/vjp/jacrev differentiate by reverse-mode autograd on the inputs (copies that require
+  grad, or the inputs themselves inside an outer transform, which is how grad(grad(f)) and
+  hessian compose); jacfwd returns the same Jacobian computed in reverse mode (no
+  forward-mode AD yet);
+- vmap runs the function once per batch element and stacks the results: the same values and
+  gradients as PyTorch's batching rules, at the speed of a Python loop."""
+import torchlite as _tl
+
+from .autograd import grad as _autograd_grad
+from .autograd.grad_mode import enable_grad
+from .utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap",
+           "functional_call", "stack_module_state"]
+
+
+def _prepare(args, argnums):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -len(args) <= n < len(args):
+            raise RuntimeError(f"Got argnums={argnums} but only {len(args)} positional inputs")
+    nums = tuple(n % len(args) for n in nums)
+    args = list(args)
+    nested = False
+    for n in nums:
+        leaves, spec = tree_flatten(args[n])
+        out = []
+        for t in leaves:
+            if not isinstance(t, _tl.Tensor) or not t.is_floating_point():
+                raise RuntimeError("grad: the differentiated inputs must be floating-point "
+                                   "tensors")
+            if t.requires_grad:          # inside an outer transform: keep its graph
+                nested = True
+                out.append(t)
+            else:
+                out.append(t.detach().requires_grad_())
+        args[n] = tree_unflatten(out, spec)
+    return args, nums, nested
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """A function returning (the gradient of func's scalar output with respect to the
+    arguments argnums, func's output) — and the aux output too with has_aux."""
+    def wrapper(*args, **kwargs):
+        args, nums, nested = _prepare(args, argnums)
+        with enable_grad():
+            out = func(*args, **kwargs)
+            aux = None
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("grad_and_value(f)(*args): output of function f should "
+                                       "be a tuple: (output, aux) if has_aux is True")
+                out, aux = out
+            if not isinstance(out, _tl.Tensor) or out.numel() != 1:
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   "scalar Tensor")
+            flat, specs = [], []
+            for n in nums:
+                leaves, spec = tree_flatten(args[n])
+                flat += leaves
+                specs.append((spec, len(leaves)))
+            gs = _autograd_grad(out, flat, create_graph=nested, allow_unused=True)
+        gs = [g if g is not None else _tl.zeros_like(x) for g, x in zip(gs, flat)]
+        it = iter(gs)
+        grads = tuple(tree_unflatten([next(it) for _ in range(k)], spec) for spec, k in specs)
+        grads = grads[0] if isinstance(argnums, int) else grads
+        value = out if nested else out.detach()
+        return (grads, (value, aux)) if has_aux else (grads, value)
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """A function returning the gradient of func's scalar output with respect to the
+    arguments argnums (with the aux output, when has_aux)."""
+    gv = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args, **kwargs):
+        g, v = gv(*args, **kwargs)
+        return (g, v[1]) if has_aux else g
+    return wrapper
+
+
+def vjp(func, *primals, has_aux=False):
+    """(func(*primals), vjp_fn): vjp_fn(cotangents) gives the cotangents pulled back to each
+    primal (a tuple)."""
+    args, nums, nested = _prepare(primals, tuple(range(len(primals))))
+    with enable_grad():
+        out = func(*args)
+        aux = None
+        if has_aux:
+            out, aux = out
+    out_leaves, out_spec = tree_flatten(out)
+
+    def vjp_fn(cotangents):
+        cts, ct_spec = tree_flatten(cotangents)
+        if ct_spec != out_spec:
+            raise RuntimeError("vjp_fn: the cotangents must have the structure of the output")
+        flat = []
+        for a in args:
+            flat += tree_flatten(a)[0]
+        with enable_grad():
+            gs = _autograd_grad(out_leaves, flat, cts, retain_graph=True, create_graph=nested,
+                                allow_unused=True)
+        gs = [g if g is not None else _tl.zeros_like(x) for g, x in zip(gs, flat)]
+        it = iter(gs)
+        return tuple(tree_map(lambda _: next(it), a) for a in args)
+    value = out if nested else tree_map(lambda t: t.detach() if isinstance(t, _tl.Tensor)
+                                        else t, out)
+    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """A function returning the Jacobian of func (one tensor output) with respect to the
+    arguments argnums: shape output.shape + input.shape, one reverse pass per output
+    element."""
+    def wrapper(*args):
+        args_, nums, nested = _prepare(args, argnums)
+        with enable_grad():
+            out = func(*args_)
+            aux = None
+            if has_aux:
+                out, aux = out
+            inputs = [args_[n] for n in nums]
+            rows = [[] for _ in inputs]
+            flat_out = out.reshape(-1)
+            for i in range(flat_out.numel()):
+                gs = _autograd_grad(flat_out[i], inputs, retain_graph=True,
+                                    create_graph=nested, allow_unused=True)
+                for k, (g, x) in enumerate(zip(gs, inputs)):
+                    rows[k].append(g if g is not None else _tl.zeros_like(x))
+        jacs = tuple(_tl.stack(r).reshape(tuple(out.shape) + tuple(x.shape)) if r else
+                     _tl.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype)
+                     for r, x in zip(rows, inputs))
+        jac = jacs[0] if isinstance(argnums, int) else jacs
+        return (jac, aux) if has_aux else jac
+    return wrapper
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian, as jacrev computes it (no forward-mode AD yet: the same values)."""
+    return jacrev(func, argnums, has_aux=has_aux)
+
+
+def hessian(func, argnums=0):
+    """The Hessian of func's scalar output: jacrev of jacrev."""
+    return jacrev(jacrev(func, argnums), argnums)
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """func mapped over a batch dimension of its inputs (in_dims: one per argument, or one
+    for all; None leaves an argument unbatched): the results stacked along out_dims.  Runs
+    func once per batch element (see the module docstring)."""
+    def wrapper(*args, **kwargs):
+        dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+        if len(dims) != len(args):
+            raise ValueError(f"vmap: in_dims is not compatible with the structure of inputs: "
+                             f"{len(dims)} in_dims for {len(args)} arguments")
+        sizes = set()
+        for a, d in zip(args, dims):
+            if d is not None:
+                for leaf in tree_flatten(a)[0]:
+                    if isinstance(leaf, _tl.Tensor):
+                        sizes.add(leaf.shape[d])
+        if not sizes:
+            raise ValueError("vmap: at least one input must be batched (in_dims not None)")
+        if len(sizes) != 1:
+            raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                             f"dimension, got sizes {sorted(sizes)}")
+        n = sizes.pop()
+        results = []
+        for i in range(n):
+            sliced = [a if d is None else tree_map(
+                lambda t: t.select(d, i) if isinstance(t, _tl.Tensor) else t, a)
+                for a, d in zip(args, dims)]
+            results.append(func(*sliced, **kwargs))
+        leaves0, spec = tree_flatten(results[0])
+        per_leaf = list(zip(*[tree_flatten(r)[0] for r in results]))
+        odims = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(leaves0)
+        stacked = [_tl.stack([_tl.as_tensor(v) for v in vals], d)
+                   for vals, d in zip(per_leaf, odims)]
+        return tree_unflatten(stacked, spec)
+    return wrapper
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
+                    tie_weights=True, strict=False):
+    """module(*args, **kwargs) with its parameters and buffers replaced, for this call only,
+    by the tensors of the dict(s) (keyed by state_dict name)."""
+    dicts = parameter_and_buffer_dicts if isinstance(parameter_and_buffer_dicts, (tuple, list)) \
+        else (parameter_and_buffer_dicts,)
+    merged = {}
+    for d in dicts:
+        for k, v in d.items():
+            if k in merged:
+                raise ValueError(f"{k} appeared in multiple dictionaries; behavior of "
+                                 f"functional call is ambiguous")
+            merged[k] = v
+    known = dict(module.named_parameters()) | dict(module.named_buffers())
+    if strict:
+        missing = sorted(set(known) - set(merged))
+        unexpected = sorted(set(merged) - set(known))
+        if missing or unexpected:
+            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}: "
+                               f"missing {missing}, unexpected {unexpected}")
+    saved = []
+    try:
+        for name, value in merged.items():
+            *path, attr = name.split(".")
+            owner = module.get_submodule(".".join(path)) if path else module
+            table = owner._parameters if attr in owner._parameters else \
+                owner._buffers if attr in owner._buffers else None
+            if table is None:
+                raise AttributeError(f"{type(owner).__name__} has no parameter or buffer "
+                                     f"{attr!r}")
+            saved.append((table, attr, table[attr]))
+            table[attr] = value
+        args = args if isinstance(args, tuple) else (args,)
+        return module(*args, **(kwargs or {}))
+    finally:
+        for table, attr, old in reversed(saved):
+            table[attr] = old
+
+
+def stack_module_state(models):
+    """({name: the models' parameters stacked}, {name: their buffers stacked}): the state of
+    an ensemble for vmap over functional_call."""
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    params = {k: _tl.stack([dict(m.named_parameters())[k].detach() for m in models])
+              .requires_grad_() for k, _ in models[0].named_parameters()}
+    buffers = {k: _tl.stack([dict(m.named_buffers())[k] for m in models])
+               for k, _ in models[0].named_buffers()}
+    return params, buffers
