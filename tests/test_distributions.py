@@ -125,3 +125,32 @@ def test_against_torch():
                                    theirs.log_prob(torch.tensor(v)).numpy(), rtol=1e-10)
         np.testing.assert_allclose(ours.entropy().numpy(), theirs.entropy().numpy(), rtol=1e-10)
         assert tuple(ours.batch_shape) == tuple(theirs.batch_shape)
+
+
+def test_more_families_against_torch_and_their_samples():
+    from torchlite.distributions import Exponential, Laplace, LogNormal, Poisson
+    rate = np.array([0.5, 2.0])
+    loc, scale = np.array([0.0, 1.0]), np.array([1.0, 0.5])
+    fams = [(Exponential(_t(rate)), "Exponential", (rate,), np.array([0.3, 2.0])),
+            (Laplace(_t(loc), _t(scale)), "Laplace", (loc, scale), np.array([-1.0, 2.0])),
+            (LogNormal(_t(loc), _t(scale)), "LogNormal", (loc, scale), np.array([0.5, 3.0])),
+            (Poisson(_t(rate)), "Poisson", (rate,), np.array([0.0, 3.0]))]
+    tl.manual_seed(4)
+    for d, name, params, v in fams:
+        s = d.sample((40000,)).numpy()
+        np.testing.assert_allclose(s.mean(0), d.mean.numpy(), rtol=0.06, atol=0.03)
+        np.testing.assert_allclose(s.var(0), d.variance.numpy(), rtol=0.12, atol=0.03)
+    np.testing.assert_allclose(Exponential(_t(rate)).log_prob(_t([1.0, 1.0])).numpy(),
+                               np.log(rate) - rate)
+    np.testing.assert_allclose(kl_divergence(Exponential(_t([1.0])), Exponential(_t([2.0])))
+                               .numpy(), [2 - 1 - np.log(2)], rtol=1e-12)
+    torch = pytest.importorskip("torch")
+    td = torch.distributions
+    for d, name, params, v in fams:
+        theirs = getattr(td, name)(*[torch.tensor(p) for p in params])
+        np.testing.assert_allclose(d.log_prob(_t(v)).numpy(),
+                                   theirs.log_prob(torch.tensor(v)).numpy(), rtol=1e-10)
+        if name != "Poisson":
+            np.testing.assert_allclose(d.entropy().numpy(), theirs.entropy().numpy(), rtol=1e-10)
+        np.testing.assert_allclose(d.mean.numpy(), theirs.mean.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(d.variance.numpy(), theirs.variance.numpy(), rtol=1e-10)

@@ -4,6 +4,7 @@ import torchlite as tl
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .normal import Normal
+from .simple import Exponential
 from .uniform import Uniform
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -62,3 +63,9 @@ def _kl_uniform_uniform(p, q):
     result = ((q.high - q.low) / (p.high - p.low)).log()
     outside = (q.low > p.low) | (q.high < p.high)
     return tl.where(outside, tl.full_like(result, float("inf")), result)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    ratio = q.rate / p.rate
+    return ratio - 1 - ratio.log()
