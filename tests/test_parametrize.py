@@ -1,0 +1,91 @@
+"""torchlite.nn.utils.parametrize: a parametrized weight on every access, PyTorch's
+state_dict layout (checked against torch.nn.utils.parametrize where installed), chaining,
+right_inverse, caching and removal."""
+import numpy as np
+import pytest
+
+import torchlite as tl
+import torchlite.nn as nn
+from torchlite.nn.utils import parametrize as P
+
+
+class Symmetric(nn.Module):
+    def forward(self, X):
+        return X.triu() + X.triu(1).mT
+
+
+class Scale(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, X):
+        return X * self.k
+
+    def right_inverse(self, Y):
+        return Y / self.k
+
+
+def test_register_access_gradients_and_removal():
+    tl.manual_seed(0)
+    lin = nn.Linear(3, 3)
+    w0 = lin.weight.detach().numpy().copy()
+    P.register_parametrization(lin, "weight", Symmetric())
+    sym = np.triu(w0) + np.triu(w0, 1).T
+    np.testing.assert_allclose(lin.weight.detach().numpy(), sym)
+    assert P.is_parametrized(lin) and P.is_parametrized(lin, "weight")
+    assert not P.is_parametrized(lin, "bias") and type(nn.Linear(2, 2)) is nn.Linear
+    assert P.type_before_parametrizations(lin) is nn.Linear
+    assert sorted(lin.state_dict()) == ["bias", "parametrizations.weight.original"]
+    x = tl.randn(4, 3)
+    lin(x).sum().backward()
+    g = x.sum(0).numpy()
+    want = np.outer(np.ones(3), g)          # d sum(x W^T) / dW, then through Symmetric
+    want = np.triu(want) + np.tril(want, -1).T
+    np.testing.assert_allclose(lin.parametrizations.weight.original.grad.numpy(),
+                               np.triu(want), rtol=1e-5)
+    P.remove_parametrizations(lin, "weight")
+    assert type(lin) is nn.Linear and sorted(lin.state_dict()) == ["bias", "weight"]
+    np.testing.assert_allclose(lin.weight.detach().numpy(), sym)
+
+
+def test_chaining_right_inverse_cached_and_errors():
+    lin = nn.Linear(2, 2)
+    w0 = lin.weight.detach().clone()
+    P.register_parametrization(lin, "weight", Scale(2.0))
+    np.testing.assert_allclose(lin.parametrizations.weight.original.detach().numpy(),
+                               w0.numpy() / 2, rtol=1e-6)      # right_inverse at registration
+    np.testing.assert_allclose(lin.weight.detach().numpy(), w0.numpy(), rtol=1e-6)
+    P.register_parametrization(lin, "weight", Scale(3.0))
+    np.testing.assert_allclose(lin.weight.detach().numpy(), 3 * w0.numpy(), rtol=1e-6)
+    with tl.no_grad():
+        lin.weight = tl.ones(2, 2)                              # through both right_inverses
+    np.testing.assert_allclose(lin.weight.detach().numpy(), np.ones((2, 2)), rtol=1e-6)
+    with P.cached():
+        assert lin.weight is lin.weight
+    assert lin.weight is not lin.weight
+    with pytest.raises(ValueError, match="shape or dtype"):
+        P.register_parametrization(nn.Linear(2, 3), "weight", type("T", (nn.Module,), {
+            "forward": lambda self, X: X.t()})())
+    with pytest.raises(ValueError, match="does not have a parameter"):
+        P.register_parametrization(lin, "nothing", Scale(1.0))
+    with pytest.raises(ValueError, match="does not have a parametrization"):
+        P.remove_parametrizations(nn.Linear(2, 2), "weight")
+
+
+def test_state_dict_matches_torch_and_loads_across():
+    torch = pytest.importorskip("torch")
+    import torch.nn.utils.parametrize as TP
+
+    class TSym(torch.nn.Module):
+        def forward(self, X):
+            return X.triu() + X.triu(1).mT
+    ours, theirs = nn.Linear(3, 3), torch.nn.Linear(3, 3)
+    P.register_parametrization(ours, "weight", Symmetric())
+    TP.register_parametrization(theirs, "weight", TSym())
+    assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
+    state = {k: tl.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()}
+    ours.load_state_dict(state)
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_allclose(ours(tl.tensor(x)).detach().numpy(),
+                               theirs(torch.tensor(x)).detach().numpy(), rtol=1e-6)
