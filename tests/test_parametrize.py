@@ -88,4 +88,28 @@ def test_state_dict_matches_torch_and_loads_across():
     ours.load_state_dict(state)
     x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
     np.testing.assert_allclose(ours(tl.tensor(x)).detach().numpy(),
-                               theirs(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+                               theirs(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_weight_norm():
+    from torchlite.nn.utils.parametrizations import weight_norm
+    tl.manual_seed(2)
+    conv = nn.Conv2d(2, 3, 3)
+    w = conv.weight.detach().numpy().copy()
+    weight_norm(conv)
+    assert sorted(k for k in conv.state_dict() if "param" in k) == [
+        "parametrizations.weight.original0", "parametrizations.weight.original1"]
+    g = conv.parametrizations.weight.original0.detach().numpy()
+    np.testing.assert_allclose(g.reshape(-1), np.sqrt((w ** 2).reshape(3, -1).sum(1)), rtol=1e-6)
+    np.testing.assert_allclose(conv.weight.detach().numpy(), w, rtol=1e-5)
+    x = tl.randn(1, 2, 5, 5)
+    conv(x).sum().backward()
+    assert conv.parametrizations.weight.original0.grad.shape == (3, 1, 1, 1)
+    torch = pytest.importorskip("torch")
+    from torch.nn.utils.parametrizations import weight_norm as twn
+    tconv = twn(torch.nn.Conv2d(2, 3, 3))
+    assert sorted(conv.state_dict()) == sorted(tconv.state_dict())
+    conv.load_state_dict({k: tl.tensor(v.detach().numpy()) for k, v in tconv.state_dict().items()})
+    np.testing.assert_allclose(conv(x).detach().numpy(),
+                               tconv(torch.tensor(x.numpy())).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)

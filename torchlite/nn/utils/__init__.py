@@ -1,5 +1,5 @@
 """nn.utils: gradient clipping, parameter/vector conversion, rnn helpers."""
-from . import parametrize, rnn  # noqa: F401
+from . import parametrizations, parametrize, rnn  # noqa: F401
 from .clip_grad import (clip_grad_norm_, clip_grad_norm, clip_grad_value_,  # noqa: F401
                         get_total_norm, clip_grads_with_norm_)
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
