@@ -1203,6 +1203,11 @@ def vander(x, N=None, increasing=False):
 __all__ += ["kron", "cross", "cdist", "dist", "vander"]
 
 
+def _zeros_like(t):
+    from .creation import zeros_like
+    return zeros_like(t)
+
+
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * outer(vec1, vec2) (torch.addr)."""
     for name, v in (("vec1", vec1), ("vec2", vec2)):
@@ -1211,10 +1216,8 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
                                f"{v.ndim if isinstance(v, Tensor) else type(v).__name__}D")
     prod = outer(vec1, vec2)
     r = prod * alpha if alpha != 1 else prod
-    if beta != 0:
-        r = r + (input * beta if beta != 1 else input)
-    else:
-        r = r + input.mul(0).nan_to_num(0.0) if input.is_floating_point() else r
+    # beta == 0: input is ignored (a NaN in it does not propagate), only its shape counts
+    r = r + (input * beta if beta != 1 else input) if beta != 0 else r + _zeros_like(input)
     if out is None:
         return r
     from ._kit import write_out

@@ -1,11 +1,10 @@
 """One-parameter-family distributions with closed forms (PyTorch's Exponential, Laplace,
 LogNormal, Poisson)."""
-import math
-
 import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
+from .normal import Normal
 from .utils import broadcast_all
 
 __all__ = ["Exponential", "Laplace", "LogNormal", "Poisson"]
@@ -94,13 +93,15 @@ class Laplace(Distribution):
 
 
 class LogNormal(Distribution):
-    """LogNormal(loc, scale): exp of a Normal(loc, scale)."""
+    """LogNormal(loc, scale): exp of a Normal(loc, scale) (its base_dist, whose formulas it
+    uses: log_prob(y) = base.log_prob(log y) - log y, entropy = base.entropy() + loc)."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
+        self.base_dist = Normal(loc, scale, validate_args=validate_args)
+        self.loc, self.scale = self.base_dist.loc, self.base_dist.scale
         super().__init__(self.loc.shape, validate_args=validate_args)
 
     @property
@@ -117,18 +118,16 @@ class LogNormal(Distribution):
         return s2.expm1() * (2 * self.loc + s2).exp()
 
     def rsample(self, sample_shape=()):
-        eps = tl.randn(self._extended_shape(sample_shape), dtype=self.loc.dtype)
-        return (self.loc + eps * self.scale).exp()
+        return self.base_dist.rsample(sample_shape).exp()
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
         y = value.log()
-        return -((y - self.loc) ** 2) / (2 * self.scale ** 2) - self.scale.log() - \
-            math.log(math.sqrt(2 * math.pi)) - y
+        return self.base_dist.log_prob(y) - y
 
     def entropy(self):
-        return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log() + self.loc
+        return self.base_dist.entropy() + self.loc
 
 
 class Poisson(Distribution):

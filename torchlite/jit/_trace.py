@@ -179,17 +179,12 @@ class _RunTracer(Tracer):
         return _ValueProxy(node, self, value)
 
     def trace_run(self, root, example_inputs, example_kwarg_inputs):
-        from ..nn import Module
-        from ..nn.modules.module import Module as _M
-        self._module_call = _M.__call__
+        from ..nn.modules.module import Module
+        self._module_call = Module.__call__      # the real call, kept before trace patches it
         values = list(example_inputs) + list((example_kwarg_inputs or {}).values())
-        names = None
-        if example_kwarg_inputs:
-            names = list(example_kwarg_inputs)
+        names = list(example_kwarg_inputs) if example_kwarg_inputs else None
         self._example = (values, names)
-        if not isinstance(root, Module) and not callable(root):
-            raise TypeError(f"trace expects a Module or a function, got {type(root).__name__}")
-        return self.trace(root)
+        return self.trace(root)             # trace raises TypeError for what is not callable
 
     def _placeholders(self, fn, bound_self, concrete_args):
         import inspect
