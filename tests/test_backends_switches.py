@@ -40,15 +40,6 @@ def test_deterministic_algorithms_switch():
     assert not tl.are_deterministic_algorithms_enabled()
 
 
-def test_compile_returns_the_model():
-    m = tl.nn.Linear(3, 2)
-    assert tl.compile(m) is m
-    f = tl.compile(mode="max-autotune")(len)
-    assert f is len
-    with pytest.raises(RuntimeError, match="compile"):
-        tl.compile(3)
-
-
 def test_cuda_queries_without_cuda_do_not_fail():
     if tl.cuda.is_available():
         pytest.skip("this checks the no-GPU answers")

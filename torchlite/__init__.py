@@ -53,14 +53,14 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
 # `import torchlite` fast: `torchlite.nn`, `from torchlite import nn`, `import torchlite.nn` and
 # `torchlite.save` work as before.  tests/test_import_time.py keeps this list honest.
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
-                 "serialization", "fx", "jit", "onnx", "distributions", "func")
+                 "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",
     "set_float32_matmul_precision": "_switches", "get_float32_matmul_precision": "_switches",
     "use_deterministic_algorithms": "_switches",
     "are_deterministic_algorithms_enabled": "_switches",
-    "is_deterministic_algorithms_warn_only_enabled": "_switches", "compile": "_switches",
+    "is_deterministic_algorithms_warn_only_enabled": "_switches", "compile": "compiler",
     "autocast": "amp", "is_autocast_enabled": "amp.autocast_mode",
     "get_autocast_dtype": "amp.autocast_mode", "vmap": "func",
 }
@@ -68,7 +68,7 @@ _LAZY_NAMES = {
 
 def __getattr__(name):
     import importlib
-    if name in _LAZY_MODULES:
+    if name in _LAZY_MODULES or name == "_dynamo":
         return importlib.import_module(f"{__name__}.{name}")
     module = _LAZY_NAMES.get(name)
     if module is not None:

@@ -1,8 +1,6 @@
-"""Process-wide switches of PyTorch's API: matmul precision, deterministic algorithms and
-torch.compile.  torchlite computes float32 products in float32 whatever the precision asked
-for; its kernels are deterministic except the CUDA atomics of scatter_add/index_add, which the
-deterministic mode sends to a deterministic path; compile() returns its argument, as there is
-no compiler."""
+"""Process-wide switches of PyTorch's API: matmul precision and deterministic algorithms.
+torchlite computes float32 products in float32 whatever the precision asked for; its kernels are deterministic except the CUDA atomics of scatter_add/index_add, which the
+deterministic mode sends to a deterministic path."""
 
 _PRECISIONS = ("highest", "high", "medium")
 _matmul_precision = "highest"
@@ -39,13 +37,3 @@ def are_deterministic_algorithms_enabled():
 
 def is_deterministic_algorithms_warn_only_enabled():
     return _deterministic_warn_only
-
-
-def compile(model=None, **kwargs):
-    """torch.compile's signature, without a compiler: returns `model` (a module or function)
-    unchanged, or, used as @compile(...) with options, a decorator that does."""
-    if model is None:
-        return lambda m: m
-    if not callable(model):
-        raise RuntimeError(f"compile: expected a module or a callable, got {type(model).__name__}")
-    return model

@@ -22,3 +22,8 @@ cdef Array cast_array(Array a, int dtype)
 cdef Array contiguous_array(Array a)
 cdef int copy_into(Array dst, Array src) except -1
 cdef int check_writable(Array out, str op) except -1
+
+# The loop of one op for one compute dtype (NULL where there is none): kind 0 unary, 1 binary,
+# 2 ternary (op: the op code), 3 cast (op: the source dtype, dtype: the target).  The fused
+# program interpreter (fused.pyx) runs these same loops, so an op's math has one home.
+cdef tl_loop loop_of(int kind, int op, int dtype) noexcept nogil

@@ -133,6 +133,25 @@ cdef void _fill_aliases() noexcept:
         tl_binary_loops[_B_FMIN][d] = tl_binary_loops[_B_MINIMUM][d]
 
 
+cdef tl_loop loop_of(int kind, int op, int dtype) noexcept nogil:
+    if dtype < 0 or dtype >= 10 or op < 0:
+        return NULL
+    if kind == 0:
+        return tl_unary_loops[op][dtype] if op < TL_NUNARY else NULL
+    if kind == 1:
+        return tl_binary_loops[op][dtype] if op < TL_NBINARY else NULL
+    if kind == 2:
+        return tl_ternary_loops[op][dtype] if op < TL_NTERNARY else NULL
+    if kind == 3:
+        return tl_cast_loops[op][dtype] if op < 10 else NULL
+    return NULL
+
+
+def has_loop(int kind, int op, int dtype):
+    """Whether the op has a loop for this compute dtype (see loop_of)."""
+    return loop_of(kind, op, dtype) != NULL
+
+
 from torchlite._core import env_isa_level
 set_isa_level(env_isa_level())
 

@@ -112,6 +112,9 @@ class Tracer:
     """Records a module's forward as a Graph.  Override is_leaf_module to choose which
     submodules stay whole (call_module) and which are traced through."""
 
+    # the modules whose public functions record call_function nodes
+    patched_namespaces = _PATCHED_NAMESPACES
+
     def __init__(self, autowrap_modules=(), autowrap_functions=(), param_shapes_constant=False):
         self.autowrap_functions = tuple(autowrap_functions)
         self.root = None
@@ -285,7 +288,7 @@ class Tracer:
             return value
         patcher.set(Module, "__call__", module_call)
         patcher.set(Module, "__getattr__", module_getattr)
-        for path in _PATCHED_NAMESPACES:
+        for path in self.patched_namespaces:
             mod = sys.modules.get(path)
             if mod is None:
                 continue

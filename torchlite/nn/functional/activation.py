@@ -260,8 +260,11 @@ def silu(input, inplace=False):
     _tensor_arg(input, "silu")
     _need_float(input, "silu_cpu")
     return _maybe_inplace(input, inplace,
-                          lambda x: _fused(_G.SiluBackward0, x, lambda v: v * v.sigmoid(), ()),
-                          "silu")
+                          lambda x: _fused(_G.SiluBackward0, x, _silu_forward, ()), "silu")
+
+
+def _silu_forward(x):
+    return x * x.sigmoid()
 
 
 def _softplus_forward(x, beta, threshold):
@@ -281,8 +284,12 @@ def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
     _tensor_arg(input, "mish")
     _need_float(input, "mish_cpu")
-    return _maybe_inplace(input, inplace, lambda x: _fused(
-        _G.MishBackward0, x, lambda v: v * _softplus_forward(v, 1.0, 20.0).tanh(), ()), "mish")
+    return _maybe_inplace(input, inplace, lambda x: _fused(_G.MishBackward0, x, _mish_forward, ()),
+                          "mish")
+
+
+def _mish_forward(x):
+    return x * _softplus_forward(x, 1.0, 20.0).tanh()
 
 
 def logsigmoid(input):
@@ -437,3 +444,30 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     index = y_soft.max(dim, keepdim=True)[1]
     y_hard = _zeros_like(logits).scatter_(dim, index, 1.0)
     return y_hard - y_soft.detach() + y_soft
+
+
+# ---- for torchlite.compile ---------------------------------------------------------------------
+def _not_inplace(forward):
+    """forward, for calls without inplace=True (an in-place activation stays one op)."""
+    def decompose(input, *args, inplace=False, **kwargs):
+        return None if inplace else forward(input, *args, **kwargs)
+    return decompose
+
+
+# Each activation's elementwise formula as the Tensor ops its eager forward runs (the forward
+# functions above), called as the activation is: torchlite.compile traces these and fuses the
+# ops with their neighbours.  None: this call stays whole.
+COMPILE_DECOMPOSITIONS = {
+    relu: _not_inplace(lambda x: _P.relu(x)),
+    gelu: lambda input, approximate="none": _gelu_forward(input, approximate),
+    silu: _not_inplace(_silu_forward),
+    mish: _not_inplace(_mish_forward),
+    leaky_relu: _not_inplace(lambda x, negative_slope=0.01: _leaky(x, float(negative_slope))),
+    elu: _not_inplace(lambda x, alpha=1.0: _elu_forward(x, float(alpha), 1.0, 1.0)),
+    selu: _not_inplace(lambda x: _elu_forward(x, SELU_ALPHA, SELU_SCALE, 1.0)),
+    softplus: lambda input, beta=1.0, threshold=20.0: _softplus_forward(input, beta, threshold),
+    hardtanh: _not_inplace(lambda x, min_val=-1.0, max_val=1.0: _P.clamp(x, min_val, max_val)),
+    relu6: _not_inplace(lambda x: _P.clamp(x, 0.0, 6.0)),
+    sigmoid: _P.sigmoid,
+    tanh: _P.tanh,
+}

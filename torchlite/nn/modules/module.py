@@ -433,7 +433,15 @@ class Module:
             object.__setattr__(self, "_is_full_backward_hook", None)
 
     # ---- calling -------------------------------------------------------------------------------
+    _compiled_call_impl = None      # set by compile(): the compiled call
+
     def __call__(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """The call itself: hooks and forward (what a compiled module falls back to)."""
         try:
             # fast path: a module without hooks is just its forward
             if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
@@ -444,7 +452,11 @@ class Module:
             _name_the_layer(self, e)
             raise
 
-    _call_impl = __call__
+    def compile(self, *args, **kwargs):
+        """Compile this module's calls in place (torchlite.compile's arguments): later calls
+        run the compiled graph; the module keeps its type, parameters and state_dict keys."""
+        from ...compiler import compile as _compile
+        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
 
     def _call_with_hooks(self, args, kwargs):
         """forward, with the forward pre-hooks, forward hooks and backward hooks around it."""

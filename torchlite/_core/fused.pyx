@@ -1,0 +1,390 @@
+# The fused elementwise program interpreter behind torchlite.compile on the CPU.
+#
+# A program is a straight line of elementwise instructions over "slots": the kernel inputs
+# (any strides, broadcast to the output shape), constants, scratch registers and the outputs.
+# The output's elements are cut into tiles of TILE elements; each tile runs every instruction
+# in turn, so intermediates live in a few KB of per-thread scratch (L1/L2) and never reach
+# memory, and OpenMP spreads the tiles over the threads.  Each instruction calls the very
+# loop the eager op runs (elementwise.loop_of: SIMD at the CPU's ISA level), so a fused op
+# computes exactly what the eager op computes, from one copy of its math.
+#
+# Two tilings:
+# - row tiles: when the innermost (coalesced) dimension is long, a tile is a piece of one
+#   row; every input is then a pointer and a stride (0 for a broadcast operand), no copies;
+# - flat tiles: when rows are short (a bias over a narrow last dim), a tile is a run of the
+#   flat output; inputs laid out as the output are read in place, the others are gathered
+#   into scratch first.
+from cython.parallel cimport prange, threadid
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from torchlite._core.array cimport Array, MAX_DIMS, new_array, tl_itemsize, TL_ERR_ZERODIV
+from torchlite._core.elementwise cimport tl_loop, loop_of
+from torchlite._core.parallel cimport num_chunks
+
+cdef enum:
+    TILE = 4096              # elements per tile (32 KB per float64 scratch register: L1/L2)
+    ROW_MIN = 256            # rows at least this long are cut into row tiles
+    MAX_IN = 64
+    GRAIN = 32768            # elements per thread below which a program runs serially
+
+# slot kinds, as Program.slots gives them
+cdef enum:
+    S_INPUT = 0
+    S_CONST = 1
+    S_SCRATCH = 2
+    S_OUTPUT = 3
+
+
+cdef struct Instr:
+    tl_loop fn
+    int nops                 # operands, the destination included
+    int slot[4]              # destination, then sources
+    int isz[4]               # the operands' element sizes (a scratch slot's stride)
+    double p[3]
+
+
+cdef class Program:
+    """A compiled fused program: instructions (kind, op, dtype, dst, srcs, params) over slots.
+    Built once per fused kernel by torchlite.compiler; run() executes it on arrays."""
+    cdef Instr* ins
+    cdef int n_ins, n_in, n_const, n_scratch, n_out
+    cdef int* in_dtype
+    cdef int* out_dtype
+    cdef int* slot_kind
+    cdef int* slot_index
+    cdef double* const_bits          # one 8-byte cell per constant, holding its dtype's bits
+    cdef readonly str name
+
+    def __cinit__(self):
+        self.ins = NULL
+        self.in_dtype = self.out_dtype = self.slot_kind = self.slot_index = NULL
+        self.const_bits = NULL
+
+    def __dealloc__(self):
+        free(self.ins); free(self.in_dtype); free(self.out_dtype)
+        free(self.slot_kind); free(self.slot_index); free(self.const_bits)
+
+    def __init__(self, str name, list in_dtypes, list consts, int n_scratch, list out_dtypes,
+                 list instrs):
+        """in_dtypes: the inputs' dtype codes; consts: (dtype, value) pairs; n_scratch: scratch
+        registers; out_dtypes: the outputs' dtype codes; instrs: (kind, op, dtype, operands,
+        params) where operands is a tuple of (slot kind, index, dtype) with the destination
+        first, kind/op/dtype as elementwise.loop_of takes them."""
+        cdef int i, k, n_slots
+        cdef Instr* I
+        self.name = name
+        self.n_in, self.n_const, self.n_scratch = len(in_dtypes), len(consts), n_scratch
+        self.n_out, self.n_ins = len(out_dtypes), len(instrs)
+        if self.n_in > MAX_IN:
+            raise ValueError(f"fused program {name}: {self.n_in} inputs (at most {MAX_IN})")
+        if self.n_out > 16 or self.n_in + self.n_out + self.n_const + n_scratch > MAX_IN + 16 + 64:
+            raise ValueError(f"fused program {name}: too many slots")
+        if self.n_out < 1 or self.n_ins < 1:
+            raise ValueError(f"fused program {name}: needs an output and an instruction")
+        self.in_dtype = <int*>malloc(sizeof(int) * (self.n_in + 1))
+        self.out_dtype = <int*>malloc(sizeof(int) * self.n_out)
+        self.const_bits = <double*>malloc(sizeof(double) * (self.n_const + 1))
+        self.ins = <Instr*>malloc(sizeof(Instr) * self.n_ins)
+        if not self.in_dtype or not self.out_dtype or not self.const_bits or not self.ins:
+            raise MemoryError()
+        for i in range(self.n_in):
+            self.in_dtype[i] = _check_dtype(in_dtypes[i])
+        for i in range(self.n_out):
+            self.out_dtype[i] = _check_dtype(out_dtypes[i])
+        for i, (dt, v) in enumerate(consts):
+            _store_const(&self.const_bits[i], _check_dtype(dt), v)
+        for i, (kind, op, dtype, operands, params) in enumerate(instrs):
+            I = &self.ins[i]
+            I.fn = loop_of(kind, op, dtype)
+            if I.fn == NULL:
+                raise ValueError(f"fused program {name}: no loop for kind {kind} op {op} "
+                                 f"dtype {dtype}")
+            I.nops = len(operands)
+            if I.nops < 2 or I.nops > 4:
+                raise ValueError(f"fused program {name}: instruction {i} has {I.nops} operands")
+            for k, (skind, sidx, sdt) in enumerate(operands):
+                limit = (self.n_in, self.n_const, self.n_scratch, self.n_out)[skind]
+                if not 0 <= sidx < limit:
+                    raise ValueError(f"fused program {name}: instruction {i} names slot "
+                                     f"{sidx} of kind {skind}, which has {limit}")
+                if k == 0 and skind in (S_INPUT, S_CONST):
+                    raise ValueError(f"fused program {name}: instruction {i} writes an input")
+                I.slot[k] = _slot(self, skind, sidx)
+                I.isz[k] = tl_itemsize[_check_dtype(sdt)]
+            for k in range(3):
+                I.p[k] = params[k] if k < len(params) else 0.0
+
+    def run(self, tuple inputs, shape):
+        """The outputs (new contiguous arrays of `shape`) of the program on `inputs` (Arrays
+        broadcastable to `shape`, of the program's input dtypes)."""
+        cdef int nd = len(shape), i, d, k, nops = self.n_in + self.n_out
+        cdef int64_t shp[MAX_DIMS]
+        cdef Array a
+        if nd > MAX_DIMS:
+            raise ValueError(f"fused program {self.name}: {nd} dims (at most {MAX_DIMS})")
+        if len(inputs) != self.n_in:
+            raise ValueError(f"fused program {self.name}: {len(inputs)} inputs for {self.n_in}")
+        for d in range(nd):
+            shp[d] = shape[d]
+            if shp[d] < 0:
+                raise ValueError(f"fused program {self.name}: negative size in {tuple(shape)}")
+        outs = [new_array(nd, shp, self.out_dtype[i]) for i in range(self.n_out)]
+        # byte strides of every operand over the output's dims (outputs are contiguous)
+        cdef Tiling t
+        memset(&t, 0, sizeof(Tiling))
+        t.nops = nops
+        for i in range(self.n_in):
+            a = <Array>inputs[i]
+            if a.dtype != self.in_dtype[i]:
+                raise TypeError(f"fused program {self.name}: input {i} has dtype code "
+                                f"{a.dtype}, expected {self.in_dtype[i]}")
+            k = nd - a.nd
+            if k < 0:
+                raise ValueError(f"fused program {self.name}: input {i} has more dims than "
+                                 f"the output {tuple(shape)}")
+            for d in range(nd):
+                if d >= k and a.shp[d - k] != shp[d] and a.shp[d - k] != 1:
+                    raise ValueError(f"fused program {self.name}: input {i} of shape "
+                                     f"{tuple(a.shape)} does not broadcast to {tuple(shape)}")
+                t.st[i][d] = 0 if (d < k or a.shp[d - k] == 1) else a.strd[d - k] * tl_itemsize[a.dtype]
+            t.base[i] = a.ptr()
+            t.isz[i] = tl_itemsize[a.dtype]
+        for i in range(self.n_out):
+            a = <Array>outs[i]
+            for d in range(nd):
+                t.st[self.n_in + i][d] = 0 if shp[d] == 1 else a.strd[d] * tl_itemsize[a.dtype]
+            t.base[self.n_in + i] = a.ptr()
+            t.isz[self.n_in + i] = tl_itemsize[a.dtype]
+        _coalesce(&t, nd, shp)
+        if t.numel == 0:
+            return outs
+        cdef int err
+        with nogil:
+            err = _run(self, &t)
+        if err < 0:
+            raise MemoryError(f"fused program {self.name}: no memory for scratch")
+        if err & TL_ERR_ZERODIV:
+            raise ZeroDivisionError(f"fused program {self.name}: integer division by zero")
+        return outs
+
+    @property
+    def num_instructions(self):
+        return self.n_ins
+
+
+cdef int _check_dtype(object dt) except -1:
+    cdef int d = dt
+    if not 0 <= d < 10:
+        raise ValueError(f"fused program: bad dtype code {dt}")
+    return d
+
+
+cdef int _slot(Program p, int kind, int idx) noexcept:
+    # slots are numbered inputs, then outputs, then constants, then scratch
+    if kind == S_INPUT:
+        return idx
+    if kind == S_OUTPUT:
+        return p.n_in + idx
+    if kind == S_CONST:
+        return p.n_in + p.n_out + idx
+    return p.n_in + p.n_out + p.n_const + idx
+
+
+cdef int _store_const(double* cell, int dtype, object v) except -1:
+    """Write v into cell with dtype's representation (the loops read it as that type)."""
+    cdef char* c = <char*>cell
+    memset(cell, 0, 8)
+    if dtype == 9:
+        (<double*>c)[0] = v
+    elif dtype == 8:
+        (<float*>c)[0] = v
+    elif dtype == 0:
+        (<unsigned char*>c)[0] = 1 if v else 0
+    elif dtype == 5:
+        (<long long*>c)[0] = v
+    elif dtype == 4:
+        (<int*>c)[0] = v
+    else:
+        raise ValueError(f"fused program: constants of dtype code {dtype} are not supported")
+    return 0
+
+
+# ---- the iteration ------------------------------------------------------------------------
+cdef struct Tiling:
+    int nops                         # inputs then outputs
+    int nd                           # coalesced dims, innermost first
+    int64_t numel
+    int64_t shape[MAX_DIMS]
+    int64_t st[MAX_IN + 16][MAX_DIMS]   # byte strides (before coalescing: outermost first)
+    int64_t cst[MAX_IN + 16][MAX_DIMS]  # after coalescing: innermost first
+    char* base[MAX_IN + 16]
+    int isz[MAX_IN + 16]
+    bint flat[MAX_IN + 16]           # laid out exactly as the (contiguous) output
+
+
+cdef void _coalesce(Tiling* t, int nd, const int64_t* shp) noexcept:
+    """Drop size-1 dims and merge neighbours every operand steps through evenly; dims end up
+    innermost first.  Then mark which inputs are laid out as the output (read in place by
+    flat tiles)."""
+    cdef int i, d, o, c
+    cdef bint merge
+    t.nd = 0
+    t.numel = 1
+    for i in range(nd):
+        d = nd - 1 - i
+        t.numel *= shp[d]
+        if shp[d] == 1:
+            continue
+        if t.nd > 0:
+            c = t.nd - 1
+            merge = True
+            for o in range(t.nops):
+                if t.st[o][d] != t.cst[o][c] * t.shape[c]:
+                    merge = False
+                    break
+            if merge:
+                t.shape[c] *= shp[d]
+                continue
+        t.shape[t.nd] = shp[d]
+        for o in range(t.nops):
+            t.cst[o][t.nd] = t.st[o][d]
+        t.nd += 1
+    if t.nd == 0:
+        t.nd = 1
+        t.shape[0] = 1
+        for o in range(t.nops):
+            t.cst[o][0] = 0
+    cdef int64_t expect
+    for o in range(t.nops):
+        t.flat[o] = True
+        expect = t.isz[o]
+        for c in range(t.nd):
+            if t.cst[o][c] != expect:
+                t.flat[o] = False
+                break
+            expect *= t.shape[c]
+
+
+cdef int _run(Program p, Tiling* t) noexcept nogil:
+    cdef bint rows = t.shape[0] >= ROW_MIN or t.nd == 1
+    cdef int64_t per_row = (t.shape[0] + TILE - 1) // TILE if rows else 0
+    cdef int64_t n_items = (t.numel // t.shape[0]) * per_row if rows else (t.numel + TILE - 1) // TILE
+    cdef int nt = num_chunks(t.numel, GRAIN), tid, err = 0
+    cdef int64_t it
+    cdef int64_t scratch_bytes = <int64_t>(p.n_scratch + p.n_in) * TILE * 8
+    if nt > n_items:
+        nt = <int>n_items
+    if nt < 1:
+        nt = 1
+    cdef char* scratch = <char*>malloc(nt * scratch_bytes + 64)
+    cdef int* errs = <int*>malloc(sizeof(int) * nt)
+    if scratch == NULL or errs == NULL:
+        free(scratch); free(errs)
+        return -1
+    for tid in range(nt):
+        errs[tid] = 0
+    if nt == 1:
+        for it in range(n_items):
+            errs[0] |= _tile(p, t, it, rows, per_row, scratch)
+    else:
+        for it in prange(n_items, num_threads=nt, schedule="static"):
+            tid = threadid()
+            errs[tid] |= _tile(p, t, it, rows, per_row, scratch + tid * scratch_bytes)
+    for tid in range(nt):
+        err |= errs[tid]
+    free(scratch)
+    free(errs)
+    return err
+
+
+cdef inline int64_t _offset(Tiling* t, int o, int64_t flat_outer, int first_dim) noexcept nogil:
+    """The byte offset of operand o at the element whose index over dims first_dim.. is
+    flat_outer (row-major over the coalesced dims, innermost first)."""
+    cdef int64_t off = 0, q = flat_outer
+    cdef int d
+    for d in range(first_dim, t.nd):
+        off += (q % t.shape[d]) * t.cst[o][d]
+        q = q // t.shape[d]
+    return off
+
+
+cdef int _gather(Tiling* t, int o, int64_t f0, int64_t n, char* dst) noexcept nogil:
+    """Copy operand o's elements at flat output indices [f0, f0 + n) into dst (contiguous)."""
+    cdef int64_t j = f0 % t.shape[0], row = f0 // t.shape[0], k, m, done = 0
+    cdef int64_t s0 = t.cst[o][0]
+    cdef int sz = t.isz[o], b
+    cdef char* src
+    while done < n:
+        src = t.base[o] + _offset(t, o, row, 1) + j * s0
+        m = t.shape[0] - j
+        if m > n - done:
+            m = n - done
+        for k in range(m):
+            for b in range(sz):
+                dst[(done + k) * sz + b] = src[k * s0 + b]
+        done += m
+        j = 0
+        row += 1
+    return 0
+
+
+cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
+               char* scratch) noexcept nogil:
+    cdef char* ptr[MAX_IN + 16 + 64]
+    cdef int64_t stride[MAX_IN + 16 + 64]
+    cdef char* d[4]
+    cdef int64_t s[4]
+    cdef int64_t n, row, j0, f0, off
+    cdef int o, i, k, sl, err = 0
+    cdef int first_const = p.n_in + p.n_out, first_scratch = first_const + p.n_const
+    cdef Instr* I
+    if first_scratch + p.n_scratch > MAX_IN + 16 + 64:
+        return -1
+    if rows:
+        row = it // per_row
+        j0 = (it % per_row) * TILE
+        n = t.shape[0] - j0
+        if n > TILE:
+            n = TILE
+        for o in range(t.nops):
+            ptr[o] = t.base[o] + _offset(t, o, row, 1) + j0 * t.cst[o][0]
+            stride[o] = t.cst[o][0]
+    else:
+        f0 = it * TILE
+        n = t.numel - f0
+        if n > TILE:
+            n = TILE
+        for o in range(t.nops):
+            if t.flat[o]:
+                ptr[o] = t.base[o] + f0 * t.isz[o]
+                stride[o] = t.isz[o]
+            elif t.cst[o][0] == 0 and _all_zero(t, o):
+                ptr[o] = t.base[o]
+                stride[o] = 0
+            else:                   # an input only: outputs are contiguous, hence flat
+                ptr[o] = scratch + <int64_t>(p.n_scratch + o) * TILE * 8
+                stride[o] = t.isz[o]
+                _gather(t, o, f0, n, ptr[o])
+    for k in range(p.n_const):
+        ptr[first_const + k] = <char*>&p.const_bits[k]
+        stride[first_const + k] = 0
+    for k in range(p.n_scratch):
+        ptr[first_scratch + k] = scratch + <int64_t>k * TILE * 8
+        stride[first_scratch + k] = -1          # the value's own element size
+    for i in range(p.n_ins):
+        I = &p.ins[i]
+        for k in range(I.nops):
+            sl = I.slot[k]
+            d[k] = ptr[sl]
+            s[k] = stride[sl] if stride[sl] >= 0 else I.isz[k]
+        err |= I.fn(d, s, n, I.p)
+    return err
+
+
+cdef inline bint _all_zero(Tiling* t, int o) noexcept nogil:
+    cdef int c
+    for c in range(t.nd):
+        if t.cst[o][c] != 0:
+            return False
+    return True

@@ -1,0 +1,15 @@
+"""torch._dynamo.exc's errors, as torchlite.compile raises them."""
+
+__all__ = ["Unsupported", "TorchDynamoException", "BackendCompilerFailed"]
+
+
+class TorchDynamoException(RuntimeError):
+    pass
+
+
+class Unsupported(TorchDynamoException):
+    """A graph break under fullgraph=True: the message names the construct and the line."""
+
+
+class BackendCompilerFailed(TorchDynamoException):
+    pass

@@ -1,0 +1,209 @@
+"""Graph capture for torchlite.compile: one real run of the model on value-carrying proxies
+(jit.trace's tracer), traced through every submodule down to torchlite's functions.
+
+A compiled graph is replayed for later calls whose inputs pass its guards (same shapes,
+dtypes, devices, requires_grad, grad mode, training flags), so everything the run decides
+from shapes may be fixed into it.  What it must not fix is anything decided from tensor
+*values*: such a construct is a graph break (GraphBreak, naming the construct and the line),
+and the caller runs that code eagerly instead:
+- Python control flow on a tensor (`if x.sum() > 0`), `bool`/`int`/`float` of a tensor;
+- `.item()`, `.tolist()`, `.numpy()`, printing or formatting a tensor, `print` at all;
+- ops whose output shape depends on values (nonzero, unique, masked_select, boolean masks).
+
+The run happens on clones of the inputs with the RNG state and the modules' buffers put
+back afterwards, so capturing does not change what the call then computes (BatchNorm's
+running statistics move once, dropout draws the masks eager would)."""
+import builtins
+import contextlib
+import inspect
+import operator
+
+from .._tensor import Tensor
+from ..fx.proxy import _user_line
+from ..jit._trace import _RunTracer, _ValueProxy
+
+__all__ = ["GraphBreak", "capture"]
+
+
+class GraphBreak(Exception):
+    """Code the compiler cannot capture into a graph; the message names the construct and the
+    line of the user's code."""
+
+    def __init__(self, construct, where=""):
+        super().__init__(f"{construct}{where}")
+        self.construct = construct
+        self.where = where.strip()
+
+
+_VALUE_METHODS = {"item": "Tensor.item()", "tolist": "Tensor.tolist()",
+                  "numpy": "Tensor.numpy()", "__bool__": "bool() of a tensor",
+                  "__int__": "int() of a tensor", "__float__": "float() of a tensor"}
+_DYNAMIC_SHAPE = {"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere",
+                  "nonzero_static"}
+
+
+class _CaptureProxy(_ValueProxy):
+    """A value-carrying proxy that refuses to hand out its data."""
+
+    __slots__ = ()
+
+    def __bool__(self):
+        raise GraphBreak("data-dependent control flow (bool() of a tensor)", _user_line())
+
+    def __int__(self):
+        if isinstance(self.value, Tensor):
+            raise GraphBreak("int() of a tensor", _user_line())
+        return int(self.value)
+
+    def __float__(self):
+        if isinstance(self.value, Tensor):
+            raise GraphBreak("float() of a tensor", _user_line())
+        return float(self.value)
+
+    def __index__(self):
+        if isinstance(self.value, Tensor):
+            raise GraphBreak("a tensor used as an index or size", _user_line())
+        return self.value.__index__()
+
+    def __repr__(self):
+        raise GraphBreak("printing or formatting a tensor", _user_line())
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        raise GraphBreak("printing or formatting a tensor", _user_line())
+
+
+def _print(*args, **kwargs):
+    raise GraphBreak("print()", _user_line())
+
+
+class CaptureTracer(_RunTracer):
+    """jit.trace's tracer, traced through every module, with graph breaks where values would
+    be read; each node's value is described in node.meta['val'] = (shape, dtype code,
+    device, requires_grad)."""
+
+    def is_leaf_module(self, m, module_qualified_name):
+        return False
+
+    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None):
+        if kind == "call_method" and target in _VALUE_METHODS:
+            raise GraphBreak(_VALUE_METHODS[target], _user_line())
+        tname = getattr(target, "__name__", target) if kind != "call_module" else ""
+        if tname in _DYNAMIC_SHAPE:
+            raise GraphBreak(f"{tname}(), whose output shape depends on the data", _user_line())
+        if kind == "call_function" and target is operator.getitem and _bool_index(args):
+            raise GraphBreak("indexing with a boolean mask (the output shape depends on the "
+                             "data)", _user_line())
+        if kind == "call_function" and target is builtins.getattr and len(args) == 2 \
+                and args[1] in ("data", "grad"):
+            raise GraphBreak(f"Tensor.{args[1]}", _user_line())
+        return super().create_proxy(kind, target, args, kwargs, name, type_expr)
+
+    def _wrap(self, node, value):
+        if isinstance(value, Tensor):
+            node.meta["val"] = _describe(value)
+            return _CaptureProxy(node, self, value)
+        if isinstance(value, (tuple, list)):
+            return super()._wrap(node, value)
+        return _CaptureProxy(node, self, value)
+
+    def attr_proxy(self, node, value):
+        if isinstance(value, Tensor):
+            node.meta["val"] = _describe(value)
+        return _CaptureProxy(node, self, value)
+
+    def _placeholders(self, fn, bound_self, concrete_args):
+        args = super()._placeholders(fn, bound_self, concrete_args)
+        out = []
+        for a in args:
+            if isinstance(a, _ValueProxy) and not isinstance(a, _CaptureProxy):
+                a.node.meta["val"] = _describe(a.value)
+                a = _CaptureProxy(a.node, self, a.value)
+            out.append(a)
+        return out
+
+    def _patch(self, patcher):
+        super()._patch(patcher)
+        patcher.set(builtins, "print", _print)
+
+
+def _bool_index(args):
+    from .._tensor import Tensor as T
+    idx = args[1] if len(args) > 1 else None
+    items = idx if isinstance(idx, tuple) else (idx,)
+    for i in items:
+        v = i.value if isinstance(i, _ValueProxy) else i
+        if isinstance(v, T) and v._data.dtype == 0 and v.ndim > 0:
+            return True
+    return False
+
+
+def _describe(t):
+    return (tuple(t._data.shape), t._data.dtype, str(t.device), t._requires_grad)
+
+
+@contextlib.contextmanager
+def _untouched(modules):
+    """Put back the RNG state and every buffer of `modules` after the block."""
+    from .._ops.random import get_rng_state, set_rng_state
+    rng = get_rng_state()
+    saved = []
+    for m in modules:
+        for name, b in m._buffers.items():
+            if b is not None:
+                saved.append((m, name, b, b.detach().clone()))
+    try:
+        yield
+    finally:
+        set_rng_state(rng)
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            for m, name, b, copy in saved:
+                if m._buffers.get(name) is not b:
+                    m._buffers[name] = b
+                b.copy_(copy)
+
+
+def capture(fn, args, kwargs):
+    """The fx Graph of one run of fn (a Module or a function) on args/kwargs, and the way the
+    graph's function takes its inputs: ('args', n) or ('kwargs', names).  Raises GraphBreak."""
+    from ..nn.modules.module import Module
+    forward = fn.forward if isinstance(fn, Module) else fn
+    sig = inspect.signature(forward)
+    has_var = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values())
+    if kwargs:
+        if has_var:
+            raise GraphBreak("keyword arguments to a forward that takes *args or **kwargs")
+        bound = sig.bind(*args, **kwargs)
+        call_kwargs = dict(bound.arguments)
+        call_args = ()
+        layout = ("kwargs", tuple(call_kwargs))
+    else:
+        call_args, call_kwargs, layout = tuple(args), None, ("args", len(args))
+    for v in list(call_args) + list((call_kwargs or {}).values()):
+        _check_input(v)
+    clones = tuple(_clone(a) for a in call_args)
+    kclones = {k: _clone(v) for k, v in call_kwargs.items()} if call_kwargs else None
+    modules = list(fn.modules()) if isinstance(fn, Module) else []
+    tracer = CaptureTracer()
+    with _untouched(modules):           # under the call's grad mode: code may branch on it
+        graph = tracer.trace_run(fn, clones, kclones)
+    return graph, tracer, layout
+
+
+def _clone(v):
+    if not isinstance(v, Tensor):
+        return v
+    c = v.detach().clone()
+    return c.requires_grad_() if v.requires_grad and c.is_floating_point() else c
+
+
+def _check_input(v):
+    """Inputs are tensors or constants the guards compare by value."""
+    if isinstance(v, Tensor) or v is None or isinstance(v, (bool, int, float, str)):
+        return
+    if isinstance(v, tuple) and all(not isinstance(e, (Tensor, list, dict, tuple)) for e in v):
+        return
+    raise GraphBreak(f"an argument of type {type(v).__name__} (compiled calls take tensors "
+                     f"and constants)")

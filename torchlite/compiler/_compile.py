@@ -1,0 +1,326 @@
+"""What a compiled callable does on each call: check the guards, find (or build) the compiled
+graph for them, run it; or run eagerly where the code cannot be captured.
+
+Guards.  A compiled graph is specialised on what its capture fixed: each tensor argument's
+shape, dtype, device and requires_grad, the other arguments' values, grad mode, the default
+dtype and every submodule's training flag.  The key of those is looked up in a per-callable
+cache; a miss compiles again, up to config.cache_size_limit entries, after which new keys run
+eagerly with a warning (PyTorch's recompile limit).
+
+Graph breaks.  When the capture meets a construct it cannot record (_capture.GraphBreak),
+fullgraph=True raises torchlite._dynamo.exc.Unsupported naming it and its line.  Otherwise
+the call runs around the break: the breaking function's own code runs eagerly, and each
+submodule it calls is compiled on its own (recursively, so the break shrinks to the smallest
+module that holds it).  explain() reports the graphs and the breaks."""
+import contextlib
+import inspect
+import threading
+import warnings
+import weakref
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import _state as _grad_state
+from ..fx._symbolic_trace import _Patcher
+from . import _capture, _fusion, _passes, _log
+from ._config import config
+
+__all__ = ["Compiled", "reset", "is_compiling"]
+
+_local = threading.local()
+_all_compiled = weakref.WeakSet()      # for reset(): every Compiled alive
+
+
+def is_compiling():
+    """True while torchlite.compile captures a graph (PyTorch's torch.compiler.is_compiling)."""
+    return getattr(_local, "capturing", 0) > 0
+
+
+@contextlib.contextmanager
+def _capturing():
+    _local.capturing = getattr(_local, "capturing", 0) + 1
+    try:
+        yield
+    finally:
+        _local.capturing -= 1
+
+
+def _disabled():
+    return getattr(_local, "disabled", 0) > 0
+
+
+@contextlib.contextmanager
+def disabled():
+    """Run compiled callables eagerly inside the block (torch.compiler.disable's context)."""
+    _local.disabled = getattr(_local, "disabled", 0) + 1
+    try:
+        yield
+    finally:
+        _local.disabled -= 1
+
+
+class _Eager:
+    """A cache entry for a key whose code runs eagerly (a graph break), with its submodules
+    compiled on their own."""
+
+    def __init__(self, owner, reason):
+        self.owner, self.reason = owner, reason
+
+    def __call__(self, args, kwargs):
+        return self.owner._run_split(args, kwargs)
+
+
+class _Graph:
+    """A cache entry: the compiled function of one captured graph."""
+
+    def __init__(self, fn, root, layout, graph, kernels):
+        self.fn, self.root, self.layout = fn, root, layout
+        self.graph, self.kernels = graph, kernels
+
+    def __call__(self, args, kwargs):
+        _record_event("graph", self)
+        if self.layout[0] == "args":
+            return self.fn(self.root, *args)
+        bound = self.layout[2](*args, **kwargs)
+        return self.fn(self.root, **bound)
+
+
+class Compiled:
+    """A compiled module or function (what torchlite.compile returns for a function, and what
+    OptimizedModule and Module.compile call)."""
+
+    def __init__(self, target, *, fullgraph=False, dynamic=None, mode=None, backend="inductor",
+                 options=None):
+        from ..nn.modules.module import Module
+        self.target = target
+        self.module = target if isinstance(target, Module) else _bound_module(target)
+        self.fullgraph, self.dynamic, self.mode = fullgraph, dynamic, mode
+        self.backend = backend
+        self.options = dict(options or {})
+        self.cache = {}
+        self._warned_limit = False
+        self._child_compiled = {}       # id(submodule) -> Compiled, for graph breaks
+        self._modules = list(self.module.modules()) if self.module is not None else []
+        _all_compiled.add(self)
+        self.__name__ = getattr(target, "__name__", type(target).__name__)
+        self.__doc__ = getattr(target, "__doc__", None)
+        self.__wrapped__ = target
+
+    # ---- the call --------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if _disabled() or is_compiling() or _autocast_on() or (
+                self.module is not None and _has_hooks(self.module)):
+            return self._eager(args, kwargs)
+        try:
+            key = self._key(args, kwargs)
+        except TypeError:                  # an unhashable argument: nothing to guard on
+            return self._eager(args, kwargs)
+        entry = self.cache.get(key)
+        if entry is None:
+            entry = self._compile(key, args, kwargs)
+        return entry(args, kwargs)
+
+    def _eager(self, args, kwargs):
+        if self.module is not None:
+            return self.module._call_impl(*args, **kwargs)
+        return self.target(*args, **kwargs)
+
+    def _key(self, args, kwargs):
+        from .. import _dtype
+        parts = [_grad_state.enabled, _dtype.get_default_dtype()]
+        for a in args:
+            parts.append(_guard(a))
+        for k in sorted(kwargs):
+            parts.append((k, _guard(kwargs[k])))
+        if self._modules:
+            parts.append(tuple(m.training for m in self._modules))
+        key = tuple(parts)
+        hash(key)
+        return key
+
+    # ---- compiling ------------------------------------------------------------------------------
+    def _compile(self, key, args, kwargs):
+        if len(self.cache) >= config.cache_size_limit:
+            if not self._warned_limit:
+                warnings.warn(f"torchlite.compile: {self.__name__} hit config.cache_size_limit "
+                              f"({config.cache_size_limit}) recompilations; new input "
+                              f"signatures run eagerly.  Last one: {_describe_key(key)}")
+                self._warned_limit = True
+            return _Eager(self, "cache_size_limit reached")
+        _record_event("compile", self)
+        root = self.module if self.module is not None else self.target
+        if self.module is None and not (inspect.isfunction(root) or inspect.ismethod(root)):
+            entry = self.cache[key] = _Eager(self, f"{self.__name__} is not a Python function")
+            return entry
+        try:
+            with _capturing():
+                graph, tracer, layout = _capture.capture(root, args, kwargs)
+        except _capture.GraphBreak as e:
+            if self.fullgraph:
+                from .._dynamo.exc import Unsupported
+                raise Unsupported(f"torchlite.compile(fullgraph=True): graph break: {e}") from None
+            _record_event("break", (self.__name__, str(e)))
+            _log.graph_break(self.__name__, e)
+            entry = _Eager(self, str(e))
+            self.cache[key] = entry
+            return entry
+        except Exception as e:
+            if not config.suppress_errors:
+                raise
+            return self._suppressed(key, e)
+        try:
+            entry = self._build(graph, layout, args, kwargs)
+        except Exception as e:
+            if not config.suppress_errors:
+                raise
+            return self._suppressed(key, e)
+        self.cache[key] = entry
+        return entry
+
+    def _suppressed(self, key, e):
+        """config.suppress_errors: the error becomes a warning and the key runs eagerly."""
+        warnings.warn(f"torchlite.compile: compiling {self.__name__} failed "
+                      f"({type(e).__name__}: {e}); running eagerly (config.suppress_errors)")
+        entry = self.cache[key] = _Eager(self, f"{type(e).__name__}: {e}")
+        return entry
+
+    def _build(self, graph, layout, args, kwargs):
+        _passes.dead_code(graph)
+        _passes.inline_constants(graph)
+        kernels = []
+        if self.backend == "inductor":
+            _passes.fold_constants(graph)
+            if self.options.get("fusion", True):
+                _passes.inline_activations(graph)
+            _passes.common_subexpressions(graph)
+            _passes.dead_code(graph)
+            if self.options.get("fusion", True):
+                kernels = _fusion.fuse(graph)
+        root = self.module if self.module is not None else None
+        if callable(self.backend) and not isinstance(self.backend, str):
+            fn = self._custom_backend(graph, args, kwargs)
+        else:
+            code = graph.python_code("self")
+            scope = dict(code.globals)
+            exec(compile(code.src, f"<compiled {self.__name__}>", "exec"), scope)
+            fn = scope["forward"]
+            _log.graph_code(self.__name__, code.src, kernels)
+        if layout[0] == "kwargs":
+            forward = self.module.forward if self.module is not None else self.target
+            sig = inspect.signature(forward)
+
+            def bind(*a, **k):
+                return dict(sig.bind(*a, **k).arguments)
+            layout = layout + (bind,)
+        return _Graph(fn, root, layout, graph, kernels)
+
+    def _custom_backend(self, graph, args, kwargs):
+        """PyTorch's backend protocol: backend(GraphModule, example_inputs) -> a callable."""
+        from ..fx.graph_module import GraphModule
+        from ..nn.modules.module import Module
+        gm = GraphModule(self.module if self.module is not None else Module(), graph)
+        example = [a for a in args]
+        compiled = self.backend(gm, example)
+
+        def run(_root, *a, **k):
+            return compiled(*a, **k)
+        return run
+
+    # ---- graph breaks -----------------------------------------------------------------------------
+    def _run_split(self, args, kwargs):
+        """Run the target's own code eagerly, each submodule it calls through a Compiled of
+        its own."""
+        from ..nn.modules.module import Module
+        if getattr(_local, "splitting", None) is self:
+            return self._eager(args, kwargs)
+        compiled_of = self._child_compiled
+        owner = self
+        original = Module.__call__
+
+        def routed(mod, *a, **k):
+            if getattr(_local, "splitting", None) is not owner or mod is owner.module:
+                return original(mod, *a, **k)
+            c = compiled_of.get(id(mod))
+            if c is None:
+                c = compiled_of[id(mod)] = Compiled(mod, fullgraph=False, dynamic=owner.dynamic,
+                                                    mode=owner.mode, backend=owner.backend,
+                                                    options=owner.options)
+            prev = _local.splitting
+            _local.splitting = None       # the child compiles and runs as a unit of its own
+            try:
+                return c(*a, **k)
+            finally:
+                _local.splitting = prev
+        prev = getattr(_local, "splitting", None)
+        patcher = _Patcher()
+        patcher.set(Module, "__call__", routed)
+        _local.splitting = self
+        try:
+            return self._eager(args, kwargs)
+        finally:
+            _local.splitting = prev
+            patcher.undo()
+
+    def reset(self):
+        self.cache.clear()
+        self._child_compiled.clear()
+        self._warned_limit = False
+
+
+def _bound_module(fn):
+    """The module of a bound Module._call_impl or forward (model.compile() compiles those)."""
+    from ..nn.modules.module import Module
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, Module) and getattr(fn, "__name__", "") in ("_call_impl", "forward"):
+        return owner
+    return None
+
+
+def _guard(a):
+    if isinstance(a, Tensor):
+        d = a._data
+        return ("T", d.shape, d.dtype, d.device if isinstance(d.device, str) else str(d.device),
+                a._requires_grad)
+    if isinstance(a, float):
+        return ("f", repr(a))
+    return a
+
+
+def _describe_key(key):
+    return ", ".join(f"{k[1]}" for k in key if isinstance(k, tuple) and k and k[0] == "T")
+
+
+def _has_hooks(m):
+    from ..nn.modules.module import _any_global_hook
+    return bool(m._forward_pre_hooks or m._forward_hooks or m._backward_hooks
+                or m._backward_pre_hooks or _any_global_hook())
+
+
+def _autocast_on():
+    import sys
+    amp = sys.modules.get("torchlite.amp.autocast_mode")
+    return amp is not None and amp._state.active
+
+
+def reset():
+    """Forget every compiled graph (torch.compiler.reset / torch._dynamo.reset)."""
+    for c in list(_all_compiled):
+        c.reset()
+
+
+# ---- explain's recorder ------------------------------------------------------------------------
+def _record_event(kind, what):
+    rec = getattr(_local, "recorder", None)
+    if rec is not None:
+        rec.append((kind, what))
+
+
+@contextlib.contextmanager
+def recording():
+    """Collect ('compile' | 'graph' | 'break', detail) events of the calls in the block."""
+    prev = getattr(_local, "recorder", None)
+    events = []
+    _local.recorder = events
+    try:
+        yield events
+    finally:
+        _local.recorder = prev

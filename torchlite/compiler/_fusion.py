@@ -1,0 +1,386 @@
+"""Fusion: chains of elementwise nodes of one shape become one FusedKernel node, whose forward
+is one fused program (the interpreter in torchlite/_core/fused.pyx) and whose backward is
+another, derived ahead of time from the ops' own backward formulas (AOT autograd).
+
+Partition.  Nodes are visited in order; an elementwise node joins the open group of one of
+its elementwise inputs when it has the same shape, device and dtype family, else it starts a
+group.  A group closes as soon as a node outside it reads one of its values, so the kernel can
+sit where its last member was and no cycle can form.  Groups of one op stay eager ops.
+
+Backward.  The region's nodes are copied into a graph of their own; walking them backwards,
+each op's gradient formula -- the same function eager autograd calls (pointwise_grad's
+UNARY/BINARY tables and ternary nodes) -- is traced on proxies into that graph, so the
+backward is a graph of elementwise ops, lowered to one more program: it recomputes the
+forward values it needs tile by tile instead of saving them.  Gradients of broadcast inputs
+are summed back to their shapes after the program."""
+import operator
+
+from .._tensor import _wrap
+from ..autograd.graph import Node as AutogradNode, record, sum_to, pack, unpack, _FREED
+from ..autograd.grad_mode import _state as _grad_state
+from ..fx.graph import Graph
+from ..fx.node import Node
+from . import _lowering as L
+from ._passes import _InlineTracer, dtype_of, dead_code, common_subexpressions
+
+__all__ = ["fuse", "FusedKernel"]
+
+MAX_INPUTS = 48
+MAX_OUTPUTS = 12
+
+
+class _Group:
+    __slots__ = ("nodes", "closed", "shape", "device", "dtype", "inputs")
+
+    def __init__(self, n):
+        v = n.meta["val"]
+        self.nodes = [n]
+        self.closed = False
+        self.shape, self.device = v[0], v[2]
+        self.dtype = _family(n)
+        self.inputs = set()
+
+
+def _family(n):
+    """The float dtype a node computes in (the group's family)."""
+    e = L.classify(n, dtype_of, n.meta["val"][1])
+    return e.compute if e is not None and e.compute != L.BOOL else None
+
+
+def _fusable(n):
+    v = n.meta.get("val")
+    if v is None or v[2] != "cpu" or n.op not in ("call_function", "call_method"):
+        return False
+    if n.kwargs.get("out") is not None:
+        return False
+    e = L.classify(n, dtype_of, v[1])
+    return e is not None and e.kind != "identity"
+
+
+def partition(graph):
+    """The groups of two or more fusable nodes (lists of nodes in graph order)."""
+    group_of = {}
+    groups = []
+    for n in graph.nodes:
+        # reading a group's value from outside it closes that group
+        if not _fusable(n):
+            for a in n.all_input_nodes:
+                g = group_of.get(a)
+                if g is not None:
+                    g.closed = True
+            continue
+        v = n.meta["val"]
+        fam = _family(n)
+        # every open group it reads, of its shape, device and dtype, merges with it: an open
+        # group has no reader outside itself, so merging open groups cannot make a cycle
+        joined = []
+        for a in n.all_input_nodes:
+            g = group_of.get(a)
+            if g is not None and g not in joined and not g.closed and g.shape == v[0] \
+                    and g.device == v[2] and (g.dtype == fam or fam is None or g.dtype is None):
+                joined.append(g)
+        for a in n.all_input_nodes:          # the other groups it reads are closed now
+            g = group_of.get(a)
+            if g is not None and g not in joined:
+                g.closed = True
+        target = joined[0] if joined else None
+        for g in joined[1:]:
+            if len(target.inputs | g.inputs) > MAX_INPUTS or \
+                    (g.dtype is not None and target.dtype is not None and g.dtype != target.dtype):
+                g.closed = True
+                continue
+            target.nodes.extend(g.nodes)
+            target.inputs |= g.inputs
+            target.dtype = target.dtype if target.dtype is not None else g.dtype
+            for m in g.nodes:
+                group_of[m] = target
+            g.nodes = []
+        if target is not None:
+            ext = {a for a in n.all_input_nodes if group_of.get(a) is not target}
+            if len(target.inputs | ext) > MAX_INPUTS:
+                target.closed = True
+                target = None
+        if target is None:
+            target = _Group(n)
+            groups.append(target)
+        else:
+            target.nodes.append(n)
+            if target.dtype is None:
+                target.dtype = fam
+        target.inputs |= {a for a in n.all_input_nodes if group_of.get(a) is not target}
+        group_of[n] = target
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    for g in groups:
+        g.nodes.sort(key=order.get)
+        g.inputs -= set(g.nodes)
+    return [g for g in groups if len(g.nodes) >= 2 and g.dtype is not None]
+
+
+def fuse(graph, name_prefix="fused"):
+    """Replace each group by one FusedKernel call; returns the kernels made."""
+    kernels = []
+    for k, g in enumerate(partition(graph)):
+        members = set(g.nodes)
+        inputs = []
+        for n in g.nodes:
+            for a in n.all_input_nodes:
+                if a not in members and a not in inputs:
+                    inputs.append(a)
+        outputs = [n for n in g.nodes if any(u not in members for u in n.users)]
+        if not outputs or len(outputs) > MAX_OUTPUTS:
+            continue
+        region = _region_graph(g.nodes, inputs, outputs)
+        try:
+            kernel = FusedKernel(f"{name_prefix}_{k}", region, inputs, outputs, g.shape)
+        except L.NotLowerable:
+            continue
+        last = g.nodes[-1]
+        with graph.inserting_after(last):
+            call = graph.create_node("call_function", kernel, tuple(inputs), {})
+        call.meta["fused"] = kernel
+        after = call
+        for i, o in enumerate(outputs):
+            with graph.inserting_after(after):
+                item = graph.create_node("call_function", operator.getitem, (call, i), {})
+            item.meta["val"] = o.meta["val"]
+            o.replace_all_uses_with(item)
+            after = item
+        for n in reversed(g.nodes):
+            graph.erase_node(n)
+        kernels.append(kernel)
+    return kernels
+
+
+def _region_graph(nodes, inputs, outputs):
+    """A graph of the region alone: one placeholder per input, the nodes, a tuple output."""
+    rg = Graph()
+    env = {}
+    for i, a in enumerate(inputs):
+        p = rg.placeholder(f"in{i}")
+        p.meta["val"] = a.meta.get("val")
+        env[a] = p
+    for n in nodes:
+        env[n] = rg.node_copy(n, lambda a: env[a])
+        env[n].meta["val"] = n.meta.get("val")
+    rg.output(tuple(env[o] for o in outputs))
+    return rg
+
+
+# ---- the kernel ----------------------------------------------------------------------------------
+class FusedKernel:
+    """A fused elementwise region: called with its input tensors, returns its outputs (a
+    tuple).  When an input requires grad (and grad mode is on), the outputs get one autograd
+    node whose backward runs the region's backward program."""
+
+    def __init__(self, name, region, inputs, outputs, shape):
+        self.__name__ = name
+        self.region = region
+        self.shape = tuple(shape)
+        self.in_vals = [a.meta.get("val") for a in inputs]
+        in_dtypes = [v[1] for v in self.in_vals]
+        self.program, self.out_dtypes = L.build_program(name, region, in_dtypes)
+        self.in_shapes = [v[0] for v in self.in_vals]
+        self._backward = None           # built on the first call that records a node
+
+    def __repr__(self):
+        return f"<FusedKernel {self.__name__}: {self.program.num_instructions} ops>"
+
+    def __call__(self, *inputs):
+        arrays = tuple(t._data for t in inputs)
+        outs = tuple(_wrap(a) for a in self.program.run(arrays, self.shape))
+        if _grad_state.enabled and any(t._requires_grad for t in inputs):
+            bw = self._backward
+            if bw is None:
+                bw = self._backward = _Backward(self)
+            node = bw.node_class()
+            node.kernel = self
+            node._saved = {f"in{i}": pack(t, False) for i, t in enumerate(inputs)}
+            node.n_inputs = len(inputs)
+            record(node, inputs, outs if len(outs) > 1 else outs[0])
+        return outs
+
+    def source(self):
+        """The region as Python code (for TORCHLITE_LOGS=graph_code)."""
+        return self.region.python_code("self").src
+
+
+class _Backward:
+    """The backward of a kernel: a graph of elementwise ops taking the region's inputs and
+    the outputs' gradients, returning one gradient per input that can have one; run as one
+    fused program (or, when some formula has no fusable form, as its Python code)."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.graph, self.grad_of = derive_backward(kernel.region)
+        in_dtypes = [v[1] for v in kernel.in_vals] + list(kernel.out_dtypes)
+        try:
+            self.program, _ = L.build_program(kernel.__name__ + "_backward", self.graph, in_dtypes)
+        except L.NotLowerable:
+            self.program = None
+        code = self.graph.python_code("self")
+        scope = dict(code.globals)
+        exec(compile(code.src, f"<{kernel.__name__}_backward>", "exec"), scope)
+        self.python = scope["forward"]
+        self.node_class = type("CompiledFunctionBackward", (_KernelNode,), {})
+
+    def run(self, inputs, grads):
+        """One gradient per kernel input (None where none flows)."""
+        k = self.kernel
+        if self.program is not None and not _grad_state.enabled:
+            arrays = tuple(t._data for t in inputs) + tuple(g._data for g in grads)
+            outs = [_wrap(a) for a in self.program.run(arrays, k.shape)]
+        else:           # create_graph=True: the same formulas as differentiable eager ops
+            outs = list(self.python(None, *inputs, *grads))
+        result = []
+        j = 0
+        for i in range(len(inputs)):
+            if self.grad_of[i]:
+                g = outs[j]
+                j += 1
+                if tuple(g.shape) != tuple(k.in_shapes[i]):
+                    g = sum_to(g, k.in_shapes[i])
+                result.append(g)
+            else:
+                result.append(None)
+        return result
+
+
+class _KernelNode(AutogradNode):
+    """The autograd node of a FusedKernel call (PyTorch names it CompiledFunctionBackward)."""
+
+    kernel = None
+    n_inputs = 0
+
+    def backward(self, *grads):
+        if self._released:
+            raise RuntimeError(_FREED)
+        inputs = [unpack(self, f"in{i}", self._saved[f"in{i}"]) for i in range(self.n_inputs)]
+        k = self.kernel
+        full = []
+        for g, dt in zip(grads, k.out_dtypes):
+            if g is None:
+                from .._ops.creation import zeros
+                g = zeros(k.shape, dtype=_dtype(dt))
+            full.append(g.contiguous() if tuple(g.shape) == k.shape else g.expand(k.shape).contiguous())
+        grads_in = k._backward.run(inputs, full)
+        return tuple(g if e[0] is not None else None
+                     for g, e in zip(grads_in, self.next_functions))
+
+
+def _dtype(code):
+    from .. import _dtype as D
+    return next(d for d in vars(D).values() if isinstance(d, D.dtype) and d.code == code)
+
+
+# ---- deriving the backward ----------------------------------------------------------------------
+class _Fake:
+    """Stands for an autograd node in the formulas (they read n.alpha, self.value,
+    self.next_functions)."""
+
+    def __init__(self, alpha=1.0, value=1.0, wants=(True, True, True)):
+        self.alpha, self.value = alpha, value
+        self.next_functions = tuple((object(), 0) if w else (None, 0) for w in wants)
+        self.numbers = {}
+
+
+def derive_backward(region):
+    """(graph, grad_of): the backward graph of a region graph -- inputs: the region's inputs
+    then one gradient per region output; output: the gradients of the inputs that can have
+    one (grad_of[i] says which).  Raises NotLowerable when a formula does not trace."""
+    from .._ops import pointwise_grad as PG
+    bg = Graph()
+    env = {}
+    placeholders = [n for n in region.nodes if n.op == "placeholder"]
+    for i, p in enumerate(placeholders):
+        env[p] = bg.placeholder(f"in{i}")
+        env[p].meta["val"] = p.meta.get("val")
+    out_node = next(n for n in region.nodes if n.op == "output")
+    outputs = list(out_node.args[0])
+    gouts = []
+    for i, o in enumerate(outputs):
+        gp = bg.placeholder(f"grad{i}")
+        gp.meta["val"] = o.meta.get("val")
+        gouts.append(gp)
+    body = [n for n in region.nodes if n.op not in ("placeholder", "output")]
+    for n in body:
+        env[n] = bg.node_copy(n, lambda a: env[a])
+        env[n].meta["val"] = n.meta.get("val")
+    tracer = _InlineTracer(bg)
+    grad = {}
+
+    def add(v, g):
+        if g is None:
+            return
+        if v in grad:
+            grad[v] = tracer.call(operator.add, (grad[v], g), {})
+        else:
+            grad[v] = g
+    for o, gp in zip(outputs, gouts):
+        add(o, gp)
+    for n in reversed(body):
+        g = grad.get(n)
+        if g is None:
+            continue
+        e = L.classify(n, _region_dtype(region))
+        if e is None or e.out == L.BOOL:
+            continue
+        ops = e.operands
+        if e.kind == "identity":
+            add(ops[0], g)
+            continue
+        wants = [isinstance(x, Node) and _differentiable(x) for x in ops]
+        xs = [env[x] if isinstance(x, Node) else x for x in ops]
+        if e.kind == L.UNARY:
+            formula = PG.UNARY.get(e.name)
+            if formula is None:
+                raise L.NotLowerable(f"no formula for {e.name}")
+            if wants[0]:
+                gx = tracer.call(lambda g_, x_, y_: formula[0](g_, x_, y_, e.params),
+                                 (g, xs[0], env[n]), {})
+                add(ops[0], gx)
+        elif e.kind == L.BINARY:
+            entry = PG.BINARY.get(e.name)
+            if entry is None:
+                raise L.NotLowerable(f"no formula for {e.name}")
+            fa, _, fb, _ = entry
+            fake = _Fake(alpha=e.alpha)
+            if wants[0]:
+                add(ops[0], tracer.call(lambda g_, a_, b_, y_: fa(g_, a_, b_, y_, fake),
+                                        (g, xs[0], xs[1], env[n]), {}))
+            if wants[1]:
+                add(ops[1], tracer.call(lambda g_, a_, b_, y_: fb(g_, a_, b_, y_, fake),
+                                        (g, xs[0], xs[1], env[n]), {}))
+        else:
+            cls = {"where": PG.WhereBackward0, "lerp": PG.LerpBackward0,
+                   "addcmul": PG.AddcmulBackward0, "addcdiv": PG.AddcdivBackward0}[e.name]
+            node = cls()
+            node.value = e.value
+            node.next_functions = _Fake(wants=wants).next_functions
+            names = cls.names
+            grads = tracer.call(lambda g_, *v_: node.grads(g_, dict(zip(names, v_))),
+                                (g, *xs), {})
+            for x, w, gx in zip(ops, wants, grads):
+                if w and gx is not None:
+                    add(x, gx)
+    grad_of = []
+    results = []
+    for p in placeholders:
+        g = grad.get(p)
+        if g is not None and _differentiable(p):
+            grad_of.append(True)
+            results.append(g)
+        else:
+            grad_of.append(False)
+    bg.output(tuple(results))
+    dead_code(bg)
+    common_subexpressions(bg)
+    return bg, grad_of
+
+
+def _differentiable(n):
+    v = n.meta.get("val")
+    return v is not None and v[1] in L.FLOATS
+
+
+def _region_dtype(region):
+    return lambda a: a.meta["val"][1] if isinstance(a, Node) and a.meta.get("val") else None

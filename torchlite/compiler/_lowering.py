@@ -1,0 +1,389 @@
+"""Which fx nodes are elementwise kernel ops, and how a graph of them becomes one fused
+program (torchlite/_core/fused.pyx).
+
+`classify(node, dtype_of)` reads a node the way the eager op would run it: the kernel op of
+elementwise.pyx's tables (the op lists of kernels/ewise_ops.h), its operands, its scalar
+parameters, the dtype it computes in and the dtype it returns.  Nodes come from three
+spellings of one op -- `torchlite.mul(a, b)`, `a.mul(b)`, `a * b` -- and all of them land on
+the same kernel op.  Only float32/float64 ops (and bool masks feeding them) are fused: they
+are what a model's elementwise chains are made of, and their loops all exist at every ISA
+level.
+
+`build_program(graph)` lowers a region graph (placeholders, elementwise nodes, one output
+tuple) to a Program: inputs, constants, scratch registers assigned by liveness, and one
+instruction per node, each calling the eager op's loop."""
+import builtins
+import math
+import operator
+
+from .._core import elementwise as _ew
+from .._core.fused import Program
+from .._ops import pointwise as _P
+
+BOOL, F32, F64 = 0, 8, 9
+FLOATS = (F32, F64)
+UNARY, BINARY, TERNARY, CAST = 0, 1, 2, 3
+
+_UNARY_NAMES = {}          # public name or alias -> kernel op
+for _name, _op, _doc, _aliases in _P._UNARY_OPS:
+    for _n in (_name,) + tuple(_aliases):
+        _UNARY_NAMES[_n] = _op
+for _name, _op, _doc in _P._BOOL_UNARY:
+    _UNARY_NAMES[_name] = _op
+_BINARY_NAMES = {}
+for _name, _op, _doc, _aliases in _P._BINARY_OPS:
+    for _n in (_name,) + tuple(_aliases):
+        _BINARY_NAMES[_n] = _op
+_BINARY_NAMES.update(add="add", sub="sub", subtract="sub", div="div", divide="div",
+                     true_divide="div", pow="pow")
+_TERNARY_NAMES = {"where": "where", "addcmul": "addcmul", "addcdiv": "addcdiv", "lerp": "lerp"}
+_CLAMPS = ("clamp", "clip", "clamp_min", "clamp_max")
+
+_OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
+              operator.truediv: "div", operator.pow: "pow", operator.neg: "neg",
+              operator.gt: "gt", operator.lt: "lt", operator.ge: "ge", operator.le: "le",
+              operator.eq: "eq", operator.ne: "ne", operator.and_: "bitwise_and",
+              operator.or_: "bitwise_or", operator.xor: "bitwise_xor",
+              operator.invert: "bitwise_not", operator.floordiv: "floor_divide",
+              operator.mod: "remainder"}
+_REFLECTED = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow}
+
+# the functions of torchlite's namespace that are these ops, by identity
+_FUNCTIONS = {}
+for _n in list(_UNARY_NAMES) + list(_BINARY_NAMES) + list(_TERNARY_NAMES) + list(_CLAMPS) + ["rsub"]:
+    _f = getattr(_P, _n, None)
+    if callable(_f):
+        _FUNCTIONS.setdefault(_f, _n)
+
+_BOOL_OUT = {"isnan", "isinf", "isposinf", "isneginf", "isfinite", "signbit", "logical_not",
+             "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
+# bool operands are allowed (and computed in bool) for the logical ops only
+_ON_BOOL = {"logical_not": "logical_not", "bitwise_not": "logical_not",
+            "logical_and": "logical_and", "bitwise_and": "logical_and",
+            "logical_or": "logical_or", "bitwise_or": "logical_or",
+            "logical_xor": "logical_xor", "bitwise_xor": "logical_xor"}
+_IDENTITY_METHODS = ("detach", "contiguous")
+
+
+class Ew:
+    """One elementwise op read off a node: kernel kind/op/name, operands (nodes or Python
+    numbers), the loop's scalar parameters, the dtype it computes in and the one it returns."""
+
+    __slots__ = ("kind", "name", "operands", "params", "compute", "out", "alpha", "value")
+
+    def __init__(self, kind, name, operands, params, compute, out):
+        self.kind, self.name, self.operands, self.params = kind, name, operands, params
+        self.compute, self.out = compute, out
+        self.alpha = params[0] if name == "add_alpha" else 1.0
+        self.value = params[0] if name in ("addcmul", "addcdiv") else 1.0
+
+    @property
+    def code(self):
+        table = (_ew.UNARY, _ew.BINARY, _ew.TERNARY)[self.kind]
+        return table[self.name]
+
+    def __repr__(self):
+        return f"Ew({self.name}, {self.operands}, {self.params})"
+
+
+def _number(x):
+    return type(x) in (builtins.int, builtins.float, builtins.bool)
+
+
+def _canonical(node):
+    """(public op name, args, kwargs) of an elementwise call, or None."""
+    if node.op == "call_function":
+        fn = node.target
+        if fn in _OPERATORS:
+            return _OPERATORS[fn], node.args, node.kwargs
+        name = _FUNCTIONS.get(fn) if _hashable(fn) else None
+        if name is not None:
+            return name, node.args, node.kwargs
+        return None
+    if node.op == "call_function" and node.target is _zeros_like() and len(node.args) == 1 \
+            and not node.kwargs:
+        return "zeros_like", node.args, {}
+    if node.op == "call_method":
+        name = node.target
+        if name in _IDENTITY_METHODS and len(node.args) == 1 and not node.kwargs:
+            return "identity", node.args, {}
+        if name in _UNARY_NAMES or name in _BINARY_NAMES or name in _TERNARY_NAMES \
+                or name in _CLAMPS or name == "sigmoid":
+            if name == "where":                 # x.where(cond, y) is where(cond, x, y)
+                if len(node.args) != 3 or node.kwargs:
+                    return None
+                return "where", (node.args[1], node.args[0], node.args[2]), {}
+            return name, node.args, node.kwargs
+    return None
+
+
+def _zeros_like():
+    from .._ops.creation import zeros_like
+    return zeros_like
+
+
+def _hashable(fn):
+    try:
+        hash(fn)
+        return True
+    except TypeError:
+        return False
+
+
+def classify(node, dtype_of, out_dtype=None):
+    """The Ew of node, or None when it is not a fusable elementwise op.  dtype_of(arg) gives
+    an operand node's dtype code; out_dtype (when known, from the capture) must agree with
+    what the op computes, or the node is left alone."""
+    c = _canonical(node)
+    if c is None:
+        return None
+    name, args, kwargs = c
+    if kwargs.get("out") is not None:
+        return None
+    e = _read(node, name, args, kwargs, dtype_of)
+    if e is None or (out_dtype is not None and out_dtype != e.out):
+        return None
+    if e.kind in ("identity", "zeros"):
+        return e
+    if not _ew.has_loop(e.kind, e.code, e.compute):
+        return None
+    return e
+
+
+def _operand_dtypes(ops, dtype_of):
+    dts = []
+    for x in ops:
+        if _number(x):
+            continue
+        if not hasattr(x, "op"):          # not a node: a tensor constant, a string, ...
+            return None
+        dt = dtype_of(x)
+        if dt is None:
+            return None
+        dts.append(dt)
+    return dts
+
+
+def _read(node, name, args, kwargs, dtype_of):
+    if name in ("identity", "zeros_like"):
+        # a value passed on, or zeros of its shape and dtype (the gradient of a step)
+        dt = dtype_of(args[0]) if hasattr(args[0], "op") else None
+        if dt is None:
+            return None
+        e = Ew(UNARY, name, [args[0]], (), dt, dt)
+        e.kind = "identity" if name == "identity" else "zeros"
+        return e
+    if name in _CLAMPS:
+        return _read_clamp(name, args, kwargs, dtype_of)
+    if name == "rsub":
+        if len(args) != 2 or kwargs.get("alpha", 1) != 1:
+            return None
+        name, args, kwargs = "sub", (args[1], args[0]), {}
+    if name in _UNARY_NAMES:
+        if len(args) != 1 or kwargs:
+            return None
+        return _unary(_UNARY_NAMES[name], args[0], dtype_of)
+    if name == "sigmoid" or name == "relu" or name == "tanh":
+        if len(args) != 1 or kwargs:
+            return None
+        return _unary(name, args[0], dtype_of)
+    if name in _BINARY_NAMES or name in _ON_BOOL:
+        return _read_binary(name, args, kwargs, dtype_of)
+    if name in _TERNARY_NAMES:
+        return _read_ternary(name, args, kwargs, dtype_of)
+    return None
+
+
+def _unary(op, x, dtype_of):
+    if _number(x):
+        return None
+    dts = _operand_dtypes([x], dtype_of)
+    if dts is None:
+        return None
+    dt = dts[0]
+    if dt == BOOL:
+        if op in _ON_BOOL:
+            return Ew(UNARY, _ON_BOOL[op], [x], (), BOOL, BOOL)
+        return None
+    if dt not in FLOATS or op in ("bitwise_not",):
+        return None
+    return Ew(UNARY, op, [x], (), dt, BOOL if op in _BOOL_OUT else dt)
+
+
+def _read_clamp(name, args, kwargs, dtype_of):
+    args = list(args)
+    if name == "clamp_min":
+        lo, hi = (args[1] if len(args) > 1 else kwargs.get("min")), None
+    elif name == "clamp_max":
+        lo, hi = None, (args[1] if len(args) > 1 else kwargs.get("max"))
+    else:
+        lo = args[1] if len(args) > 1 else kwargs.get("min")
+        hi = args[2] if len(args) > 2 else kwargs.get("max")
+    x = args[0]
+    if (lo is None and hi is None) or not all(v is None or _number(v) for v in (lo, hi)):
+        return None
+    dts = _operand_dtypes([x], dtype_of)
+    if not dts or dts[0] not in FLOATS:
+        return None
+    if any(v is not None and math.isnan(v) for v in (lo, hi)):
+        return None                 # a NaN bound: the eager op's own rule
+    lo = -math.inf if lo is None else builtins.float(lo)
+    hi = math.inf if hi is None else builtins.float(hi)
+    return Ew(UNARY, "clamp", [x], (lo, hi), dts[0], dts[0])
+
+
+def _read_binary(name, args, kwargs, dtype_of):
+    if len(args) != 2:
+        return None
+    a, b = args
+    if _number(a) and _number(b):
+        return None
+    alpha = kwargs.get("alpha", 1)
+    rounding = kwargs.get("rounding_mode")
+    if set(kwargs) - {"alpha", "rounding_mode"}:
+        return None
+    op = _BINARY_NAMES.get(name, name)
+    if op == "div" and rounding is not None:
+        op = {"trunc": "div_trunc", "floor": "div_floor"}.get(rounding)
+        if op is None:
+            return None
+    dts = _operand_dtypes([a, b], dtype_of)
+    if dts is None:
+        return None
+    if all(d == BOOL for d in dts) and name in _ON_BOOL:
+        if not all(isinstance(v, builtins.bool) or not _number(v) for v in (a, b)):
+            return None
+        return Ew(BINARY, _ON_BOOL[name], [a, b], (), BOOL, BOOL)
+    dt = dts[0]
+    if dt not in FLOATS or any(d != dt for d in dts) or op in ("shl", "shr") \
+            or op.startswith("bitwise"):
+        return None
+    if op == "pow" and _number(b) and b == 2 and not isinstance(b, builtins.bool):
+        return Ew(UNARY, "square", [a], (), dt, dt)         # as the eager pow does
+    params = ()
+    if alpha != 1:
+        if op not in ("add", "sub") or not _number(alpha):
+            return None
+        params = (builtins.float(alpha) if op == "add" else -builtins.float(alpha),)
+        op = "add_alpha"
+    return Ew(BINARY, op, [a, b], params, dt, BOOL if op in _BOOL_OUT else dt)
+
+
+def _read_ternary(name, args, kwargs, dtype_of):
+    args = list(args)
+    if name == "where":
+        if len(args) != 3 or kwargs:
+            return None
+        c, x, y = args
+        if _number(c):
+            return None
+        dts = _operand_dtypes([x, y], dtype_of)
+        cdt = _operand_dtypes([c], dtype_of)
+        if not dts or cdt != [BOOL] or dts[0] not in FLOATS or any(d != dts[0] for d in dts):
+            return None
+        return Ew(TERNARY, "where", [c, x, y], (), dts[0], dts[0])
+    value = kwargs.get("value", 1)
+    if set(kwargs) - {"value"} or len(args) != 3 or not _number(value):
+        return None
+    dts = _operand_dtypes(args, dtype_of)
+    if not dts or dts[0] not in FLOATS or any(d != dts[0] for d in dts):
+        return None
+    if name == "lerp" and not (not _number(args[0]) and not _number(args[1])):
+        return None
+    params = (builtins.float(value),) if name != "lerp" else ()
+    return Ew(TERNARY, name, args, params, dts[0], dts[0])
+
+
+# ---- a region graph -> Program -------------------------------------------------------------------
+class NotLowerable(Exception):
+    """A node of the graph is not a fusable elementwise op."""
+
+
+def build_program(name, graph, input_dtypes):
+    """The Program of `graph` (placeholders, elementwise nodes, output of a tuple of nodes or
+    numbers): returns (program, output dtypes).  input_dtypes: one dtype code per placeholder.
+    Raises NotLowerable when a node is not an elementwise op."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    dtype = dict(zip(placeholders, input_dtypes))
+    slot = {p: (0, i) for i, p in enumerate(placeholders)}        # value -> (kind, index)
+    alias = {}              # identity -> its operand; zeros_like -> 0.0
+    ops = []
+    for n in graph.nodes:
+        if n.op in ("placeholder", "output"):
+            continue
+        e = classify(n, dtype.get)
+        if e is None:
+            raise NotLowerable(f"{n.op} {getattr(n.target, '__name__', n.target)}")
+        dtype[n] = e.out
+        if e.kind == "identity":
+            alias[n] = e.operands[0]
+        elif e.kind == "zeros":
+            alias[n] = 0.0
+        else:
+            ops.append((n, e))
+
+    def root(v):
+        while not _number(v) and v in alias:
+            v = alias[v]
+        return v
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    outputs = out_node.args[0]
+    outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    out_values = [root(o) for o in outputs]
+    out_dtypes = [dtype[o] if not _number(o) else None for o in outputs]
+
+    consts, const_index = [], {}
+
+    def const(dt, v):
+        key = (dt, builtins.bool(v) if dt == BOOL else repr(builtins.float(v)))
+        if key not in const_index:
+            const_index[key] = len(consts)
+            consts.append((dt, builtins.bool(v) if dt == BOOL else builtins.float(v)))
+        return (1, const_index[key], dt)
+
+    last_use = {}
+    for i, (n, e) in enumerate(ops):
+        for x in e.operands:
+            r = root(x)
+            if not _number(r):
+                last_use[r] = i
+    out_slot = {}
+    for k, v in enumerate(out_values):
+        if not _number(v) and v not in out_slot and v not in slot:
+            out_slot[v] = (3, k)
+    free, n_scratch, instrs = [], 0, []
+    for i, (n, e) in enumerate(ops):
+        srcs = []
+        for x in e.operands:
+            r = root(x)
+            srcs.append(const(e.compute, r) if _number(r) else slot[r] + (dtype[r],))
+        # the scratch registers whose last reader this is may take the result (elementwise
+        # loops read element i before writing it)
+        for x in e.operands:
+            r = root(x)
+            if not _number(r) and last_use.get(r) == i and slot[r][0] == 2 \
+                    and slot[r] not in free:
+                free.append(slot[r])
+        if n in out_slot:
+            dst = out_slot[n]
+        elif free:
+            dst = free.pop()
+        else:
+            dst = (2, n_scratch)
+            n_scratch += 1
+        slot[n] = dst
+        if n not in last_use and n not in out_slot and dst[0] == 2:
+            free.append(dst)
+        instrs.append((e.kind, e.code, e.compute, (dst + (e.out,),) + tuple(srcs), e.params))
+    for k, v in enumerate(out_values):           # outputs no instruction wrote: copied
+        dt = out_dtypes[k]
+        if dt is None:
+            raise NotLowerable("a number as an output")
+        if _number(v):
+            src = const(dt, v)
+        elif out_slot.get(v) != (3, k):
+            src = slot[v] + (dtype[v],)
+        else:
+            continue
+        instrs.append((CAST, dt, dt, ((3, k, dt), src), ()))
+    return Program(name, list(input_dtypes), consts, n_scratch, out_dtypes, instrs), out_dtypes

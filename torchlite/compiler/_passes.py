@@ -1,0 +1,255 @@
+"""Graph passes of torchlite.compile, run on a captured graph before fusion: dead-code
+elimination, inlining the fused activations as their elementwise formulas (so they fuse with
+their neighbours), common-subexpression elimination and constant folding.
+
+Every node a pass adds gets node.meta['val'] (shape, dtype code, device, requires_grad) from
+the elementwise rules, so the fusion pass can read it as it reads captured nodes."""
+import builtins
+import operator
+
+from .._core.array import broadcast_shapes
+from ..fx._symbolic_trace import Tracer, _Patcher, _patch_lock, _PATCHED_NAMESPACES
+from ..fx.node import Node, map_aggregate
+from ..fx.proxy import Proxy
+from . import _lowering as L
+
+__all__ = ["dead_code", "inline_activations", "common_subexpressions", "fold_constants",
+           "inline_constants"]
+
+
+def _impure(n):
+    """A node whose effect is more than its value: in-place ops, out= writes, random draws."""
+    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    if name.endswith("_") and not name.endswith("__"):
+        return True
+    if n.target is operator.setitem or n.kwargs.get("out") is not None or n.kwargs.get("inplace"):
+        return True
+    return _is_random(n)
+
+
+_RANDOM = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+           "feature_alpha_dropout", "rand", "randn", "randint", "rand_like", "randn_like",
+           "randint_like", "bernoulli", "multinomial", "normal", "randperm", "rrelu",
+           "gumbel_softmax", "uniform_", "normal_", "bernoulli_", "exponential_", "poisson",
+           "batch_norm", "instance_norm"}       # the norms update running statistics
+
+
+def _is_random(n):
+    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    return name in _RANDOM
+
+
+def dead_code(graph):
+    """Erase nodes nothing uses, keeping those with effects."""
+    changed = False
+    for n in reversed(list(graph.nodes)):
+        if n.op in ("placeholder", "output") or n.users or _impure(n):
+            continue
+        graph.erase_node(n)
+        changed = True
+    return changed
+
+
+# ---- inlining activations --------------------------------------------------------------------------
+class _InlineTracer(Tracer):
+    """Records a function's Tensor ops into an existing graph (at its insertion point),
+    torchlite's internal elementwise module included, so an activation's formula comes out as
+    the elementwise ops its eager forward runs."""
+
+    patched_namespaces = _PATCHED_NAMESPACES + ("torchlite._ops.pointwise",
+                                                "torchlite._ops.creation")
+
+    def __init__(self, graph):
+        from ..nn.modules.module import Module
+        super().__init__()
+        self.graph = graph
+        self.root = Module()
+        self.constants = graph._constants
+        self._module_paths = {}
+        self.tensor_attrs = {}
+
+    def call(self, fn, args, kwargs):
+        """fn(*args, **kwargs) recorded, nodes among the arguments standing for their values:
+        returns what fn returns, proxies replaced by their nodes."""
+        def to_proxy(a):
+            return Proxy(a, self) if isinstance(a, Node) else a
+        pa, pk = map_aggregate((tuple(args), dict(kwargs)), to_proxy)
+        with _patch_lock:
+            patcher = _Patcher()
+            try:
+                self._patch(patcher)
+                result = fn(*pa, **pk)
+            finally:
+                patcher.undo()
+        return map_aggregate(result, lambda r: r.node if isinstance(r, Proxy) else r)
+
+
+def describe(graph, nodes):
+    """Give the new elementwise nodes meta['val'] from the elementwise rules; False when one
+    of them is not an elementwise op."""
+    for n in nodes:
+        if n.op not in ("call_function", "call_method"):
+            return False
+        e = L.classify(n, dtype_of)
+        if e is None:
+            return False
+        shapes = [a.meta["val"][0] for a in e.operands if isinstance(a, Node)]
+        first = next(a for a in e.operands if isinstance(a, Node))
+        _, _, device, _ = first.meta["val"]
+        rg = any(a.meta["val"][3] for a in e.operands if isinstance(a, Node))
+        n.meta["val"] = (tuple(broadcast_shapes(*shapes)), e.out, device, rg and e.out != L.BOOL)
+    return True
+
+
+def dtype_of(a):
+    v = a.meta.get("val") if isinstance(a, Node) else None
+    return v[1] if v is not None else None
+
+
+def inline_activations(graph):
+    """Replace each call of a fused activation (gelu, silu, ...) on a float CPU tensor by the
+    elementwise ops of its formula, when all of them fuse."""
+    from ..nn.functional.activation import COMPILE_DECOMPOSITIONS
+    count = 0
+    for n in list(graph.nodes):
+        if n.op != "call_function" or not _hashable(n.target) \
+                or n.target not in COMPILE_DECOMPOSITIONS:
+            continue
+        x = n.args[0] if n.args else n.kwargs.get("input")
+        if not isinstance(x, Node) or "val" not in x.meta or "val" not in n.meta:
+            continue
+        shape, dt, device, _ = x.meta["val"]
+        if dt not in L.FLOATS or device != "cpu":
+            continue
+        before = set(graph.nodes)
+        with graph.inserting_before(n):
+            try:
+                result = _InlineTracer(graph).call(COMPILE_DECOMPOSITIONS[n.target], n.args,
+                                                   n.kwargs)
+            except Exception:       # a formula that does not trace stays one op
+                result = None
+        new = [m for m in graph.nodes if m not in before]
+        if isinstance(result, Node) and new and describe(graph, new) \
+                and result.meta["val"][:3] == n.meta["val"][:3]:
+            n.replace_all_uses_with(result)
+            graph.erase_node(n)
+            count += 1
+        else:
+            for m in reversed(new):
+                graph.erase_node(m)
+    return count
+
+
+def _hashable(x):
+    try:
+        hash(x)
+        return True
+    except TypeError:
+        return False
+
+
+# ---- common subexpressions ---------------------------------------------------------------------------
+_PURE_NAMES = {"view", "reshape", "transpose", "permute", "t", "unsqueeze", "squeeze", "expand",
+               "flatten", "contiguous", "size", "matmul", "linear", "softmax", "log_softmax",
+               "layer_norm", "sum", "mean", "float", "double", "to", "type_as", "chunk", "split"}
+
+
+def _pure(n):
+    if n.op not in ("call_function", "call_method") or _impure(n):
+        return False
+    if n.op == "call_function" and n.target in (operator.getitem, builtins.getattr):
+        return True
+    if L.classify(n, dtype_of) is not None:
+        return True
+    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    module = "" if isinstance(n.target, str) else (getattr(n.target, "__module__", "") or "")
+    return name in _PURE_NAMES and (n.op == "call_method" or module.startswith("torchlite"))
+
+
+def _key(n):
+    def k(a):
+        if isinstance(a, Node):
+            return ("node", id(a))
+        if isinstance(a, (list, tuple)):
+            return (type(a).__name__,) + tuple(k(e) for e in a)
+        if isinstance(a, dict):
+            return ("dict",) + tuple((kk, k(v)) for kk, v in sorted(a.items()))
+        if isinstance(a, slice):
+            return ("slice", k(a.start), k(a.stop), k(a.step))
+        if isinstance(a, float):
+            return ("float", repr(a))
+        hash(a)
+        return (type(a).__name__, a)
+    return (n.op, n.target, k(n.args), k(n.kwargs))
+
+
+def common_subexpressions(graph):
+    """Merge pure nodes that compute the same thing from the same inputs."""
+    seen = {}
+    merged = 0
+    for n in list(graph.nodes):
+        if not _pure(n):
+            continue
+        try:
+            key = _key(n)
+        except TypeError:
+            continue
+        first = seen.get(key)
+        if first is None:
+            seen[key] = n
+            continue
+        n.replace_all_uses_with(first)
+        graph.erase_node(n)
+        merged += 1
+    return merged
+
+
+# ---- constant folding --------------------------------------------------------------------------------
+def fold_constants(graph):
+    """Compute once the nodes that depend on no input, parameter or random draw (a causal mask
+    built from sizes, a table of positions): their users take the value as a constant.  A
+    value something changes in place, or that the graph returns, is still made per call."""
+    const = {}
+    folded = 0
+    for n in list(graph.nodes):
+        if n.op not in ("call_function", "call_method") or _impure(n):
+            continue
+        if any(a not in const for a in n.all_input_nodes):
+            continue
+        if n.op == "call_method" and not n.all_input_nodes:
+            continue
+        args, kwargs = map_aggregate((n.args, n.kwargs),
+                                     lambda a: const[a] if isinstance(a, Node) else a)
+        try:
+            if n.op == "call_function":
+                value = n.target(*args, **kwargs)
+            else:
+                value = getattr(args[0], n.target)(*args[1:], **kwargs)
+        except Exception:
+            continue
+        const[n] = value
+    for n, value in const.items():
+        if n.users and all(u.op != "output" and not _impure(u) for u in n.users) \
+                and not any(_is_view(u) for u in n.users):
+            n.replace_all_uses_with(value)
+            folded += 1
+    dead_code(graph)
+    return folded
+
+
+def _is_view(n):
+    """A user that may hand out a view of its input (which the caller could then change)."""
+    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    return name in ("view", "reshape", "transpose", "permute", "t", "unsqueeze", "squeeze",
+                    "expand", "flatten", "contiguous", "detach", "__getitem__", "getitem",
+                    "narrow", "select", "chunk", "split", "unbind", "as_strided", "T", "mT")
+
+
+def inline_constants(graph):
+    """get_attr nodes of the graph's own constants (tensors the module does not own) become
+    the tensors themselves in their users' arguments: the generated code names them as
+    globals, and the module needs no attribute for them."""
+    for n in list(graph.nodes):
+        if n.op == "get_attr" and n.target in graph._constants:
+            n.replace_all_uses_with(graph._constants[n.target])
+            graph.erase_node(n)
