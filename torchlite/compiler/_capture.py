@@ -19,6 +19,7 @@ import inspect
 import operator
 
 from .._tensor import Tensor
+from ..fx._symbolic_trace import _is_function, _proxy_aware
 from ..fx.proxy import _user_line
 from ..jit._trace import _RunTracer, _ValueProxy
 
@@ -86,6 +87,20 @@ class CaptureTracer(_RunTracer):
     def is_leaf_module(self, m, module_qualified_name):
         return False
 
+    def call_module(self, m, forward, args, kwargs):
+        """Trace through m; a torchlite.nn layer whose forward does not take proxies (it checks
+        its input's type, as the RNNs do) becomes one call_module node instead."""
+        own = (type(m).__module__ or "").startswith("torchlite.nn")
+        if not own:
+            return super().call_module(m, forward, args, kwargs)
+        mark = self.graph._root._prev           # the last node before the layer's own
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        except TypeError:
+            while self.graph._root._prev is not mark:
+                self.graph.erase_node(self.graph._root._prev)
+            return self.create_proxy("call_module", self.path_of_module(m), args, kwargs)
+
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None):
         if kind == "call_method" and target in _VALUE_METHODS:
             raise GraphBreak(_VALUE_METHODS[target], _user_line())
@@ -124,8 +139,33 @@ class CaptureTracer(_RunTracer):
         return out
 
     def _patch(self, patcher):
+        public = _public_functions(self.patched_namespaces)
         super()._patch(patcher)
         patcher.set(builtins, "print", _print)
+        # torchlite functions kept as module attributes (a layer's `activation`) record too
+        for m in self.root.modules():
+            for name, v in list(vars(m).items()):
+                if _hashable(v) and v in public:
+                    patcher.set(m, name, _proxy_aware(v))
+
+
+def _public_functions(namespaces):
+    import sys
+    found = set()
+    for path in namespaces:
+        mod = sys.modules.get(path)
+        if mod is not None:
+            found.update(v for k, v in vars(mod).items()
+                         if not k.startswith("_") and _is_function(v))
+    return found
+
+
+def _hashable(v):
+    try:
+        hash(v)
+        return True
+    except TypeError:
+        return False
 
 
 def _bool_index(args):
