@@ -21,6 +21,7 @@ from .._core.fused import Program
 from .._ops import pointwise as _P
 
 BOOL, F32, F64 = 0, 8, 9
+_ITEMSIZE = {BOOL: 1, F32: 4, F64: 8}
 FLOATS = (F32, F64)
 UNARY, BINARY, TERNARY, CAST = 0, 1, 2, 3
 
@@ -357,13 +358,17 @@ def build_program(name, graph, input_dtypes):
         for x in e.operands:
             r = root(x)
             srcs.append(const(e.compute, r) if _number(r) else slot[r] + (dtype[r],))
-        # the scratch registers whose last reader this is may take the result (elementwise
-        # loops read element i before writing it)
+        # the scratch registers whose last reader this is may take the result when its
+        # elements are as wide (a loop reads element i before writing element i; a wider
+        # result would overwrite elements not read yet)
+        now = []
         for x in e.operands:
             r = root(x)
             if not _number(r) and last_use.get(r) == i and slot[r][0] == 2 \
-                    and slot[r] not in free:
-                free.append(slot[r])
+                    and slot[r] not in free and slot[r] not in now:
+                now.append(slot[r])
+                if _ITEMSIZE[dtype[r]] == _ITEMSIZE[e.out]:
+                    free.append(slot[r])
         if n in out_slot:
             dst = out_slot[n]
         elif free:
@@ -371,6 +376,7 @@ def build_program(name, graph, input_dtypes):
         else:
             dst = (2, n_scratch)
             n_scratch += 1
+        free.extend(r for r in now if r not in free and r != dst)
         slot[n] = dst
         if n not in last_use and n not in out_slot and dst[0] == 2:
             free.append(dst)

@@ -1,0 +1,633 @@
+"""torchlite.compile: compiled vs eager, outputs and gradients over several training steps,
+for a table of models; guards and recompiles; graph breaks; the fused programs against NumPy
+and against eager on random elementwise graphs (hypothesis); the API PyTorch scripts touch."""
+import math
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import torchlite as tl
+import torchlite._dynamo as dynamo
+import torchlite.nn as nn
+import torchlite.nn.functional as F
+from torchlite._core import elementwise as ew
+from torchlite._core import fused
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    dynamo.reset()
+    yield
+    dynamo.reset()
+
+
+def kernels_of(compiled):
+    c = compiled._compiled if hasattr(compiled, "_compiled") else compiled
+    return [k for e in c.cache.values() for k in getattr(e, "kernels", [])]
+
+
+# ---- the model table ---------------------------------------------------------------------------
+class GeluBlock(nn.Module):
+    """Linear-GELU-Linear + residual + LayerNorm (the issue's MLP block)."""
+
+    def __init__(self, d=32, h=64):
+        super().__init__()
+        self.fc1, self.fc2, self.ln = nn.Linear(d, h), nn.Linear(h, d), nn.LayerNorm(d)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.ln(x + self.drop(self.fc2(F.gelu(self.fc1(x)))))
+
+
+class ResBN(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return F.relu(x + self.b2(self.c2(F.relu(self.b1(self.c1(x))))))
+
+
+class Swishy(nn.Module):
+    """Elementwise-heavy: silu, softplus, tanh, clamp, where over a broadcast bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(tl.randn(16))
+        self.b = nn.Parameter(tl.randn(16))
+
+    def forward(self, x):
+        h = F.silu(x * self.w + self.b) + F.softplus(x).tanh() * 0.5
+        h = tl.where(h > 0.1, h, h * 0.01).clamp(-3.0, 3.0)
+        return (h * h.sigmoid() - x.exp() / (1 + x * x)).sum(dim=1)
+
+
+def _ce(out, y):
+    out = out[0] if isinstance(out, tuple) else out
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+
+def _models():
+    from quickstart import NeuralNetwork
+    from cnn_digits import DigitsCNN
+    from char_lstm import CharLSTM
+    from transformer_lm import TinyGPT
+    g = tl.Generator().manual_seed(0)
+    codes = tl.randint(0, 30, (4, 12), generator=g)
+    return {
+        "quickstart_mlp": (NeuralNetwork, tl.randn(8, 64, generator=g),
+                           tl.randint(0, 10, (8,), generator=g), F.cross_entropy),
+        "cnn_digits": (DigitsCNN, tl.randn(8, 1, 8, 8, generator=g),
+                       tl.randint(0, 10, (8,), generator=g), F.cross_entropy),
+        "char_lstm": (lambda: CharLSTM(30, embed=16, hidden=24), codes, codes.roll(1, 1), _ce),
+        "transformer_lm": (lambda: TinyGPT(30, 12, d_model=32, heads=4, layers=2), codes,
+                           codes.roll(1, 1), _ce),
+        "gelu_block": (GeluBlock, tl.randn(8, 32, generator=g), tl.randn(8, 32, generator=g),
+                       F.mse_loss),
+        "residual_bn": (ResBN, tl.randn(2, 4, 6, 6, generator=g), tl.randn(2, 4, 6, 6, generator=g),
+                        F.mse_loss),
+        "swishy": (Swishy, tl.randn(8, 16, generator=g), tl.randn(8, generator=g), F.mse_loss),
+    }
+
+
+MODELS = _models()
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_training_matches_eager(name):
+    """Losses, gradients and parameters of a compiled model equal eager torchlite's, step by
+    step (dropout draws the same masks: the RNG is seeded alike before each step)."""
+    make, x, y, loss_fn = MODELS[name]
+    tl.manual_seed(0)
+    eager = make()
+    tl.manual_seed(0)
+    model = make()
+    model.load_state_dict(eager.state_dict())
+    compiled = tl.compile(model)
+    opt_e = tl.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    opt_c = tl.optim.SGD(compiled.parameters(), lr=0.05, momentum=0.9)
+    for step in range(3):
+        tl.manual_seed(100 + step)
+        le = loss_fn(eager(x), y)
+        opt_e.zero_grad()
+        le.backward()
+        tl.manual_seed(100 + step)
+        lc = loss_fn(compiled(x), y)
+        opt_c.zero_grad()
+        lc.backward()
+        np.testing.assert_allclose(lc.item(), le.item(), rtol=1e-5, atol=1e-6)
+        for (n, pe), pc in zip(eager.named_parameters(), model.parameters()):
+            assert (pe.grad is None) == (pc.grad is None), n
+            if pe.grad is not None:
+                np.testing.assert_allclose(pc.grad.numpy(), pe.grad.numpy(), rtol=1e-4,
+                                           atol=1e-6, err_msg=f"{name}: grad of {n}")
+        opt_e.step()
+        opt_c.step()
+    eager.eval()
+    compiled.eval()
+    with tl.no_grad():
+        out_e, out_c = eager(x), compiled(x)
+    out_e = out_e[0] if isinstance(out_e, tuple) else out_e
+    out_c = out_c[0] if isinstance(out_c, tuple) else out_c
+    np.testing.assert_allclose(out_c.numpy(), out_e.numpy(), rtol=1e-5, atol=1e-6)
+    # train + grad, train + no grad... each its own graph
+    assert len(compiled._compiled.cache) >= 2
+
+
+def test_elementwise_models_fuse():
+    """The elementwise chains of these models become fused kernels (forward and backward)."""
+    for name in ("gelu_block", "swishy", "residual_bn"):
+        make, x, y, loss_fn = MODELS[name]
+        compiled = tl.compile(make())
+        loss_fn(compiled(x), y).backward()
+        ks = kernels_of(compiled)
+        assert ks, name
+        assert all(k._backward is not None for k in ks), name
+
+
+def test_swishy_gradients_against_finite_differences():
+    tl.manual_seed(1)
+    m = Swishy().double()
+    c = tl.compile(m)
+    x = tl.randn(4, 16, dtype=tl.float64, requires_grad=True)
+
+    def f(x):
+        return c(x)
+    assert tl.autograd.gradcheck(f, (x,))
+    assert kernels_of(c)
+
+
+def test_second_derivative_through_a_fused_kernel():
+    """create_graph=True: the fused kernel's backward runs as differentiable eager ops."""
+    @tl.compile
+    def f(x):
+        return (x.sin() * x + 1).exp()
+    x = tl.randn(5, dtype=tl.float64, requires_grad=True)
+    y = f(x).sum()
+    (g,) = tl.autograd.grad(y, x, create_graph=True)
+    (gg,) = tl.autograd.grad(g.sum(), x)
+    xe = x.detach().clone().requires_grad_()
+    ye = (xe.sin() * xe + 1).exp().sum()
+    (ge,) = tl.autograd.grad(ye, xe, create_graph=True)
+    (gge,) = tl.autograd.grad(ge.sum(), xe)
+    np.testing.assert_allclose(g.detach().numpy(), ge.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gg.numpy(), gge.numpy(), rtol=1e-10)
+    assert kernels_of(f)
+
+
+def test_saved_input_changed_in_place_is_an_error():
+    @tl.compile
+    def f(x, w):
+        return (x * w).sin() + w
+    x = tl.randn(4, requires_grad=True)
+    w = tl.randn(4)
+    y = f(x, w)
+    w.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+# ---- the fused-kernel chain of the issue -----------------------------------------------------
+def chain(x, w, b, y, z):
+    return F.gelu(x * w + b) * tl.sigmoid(y) - z
+
+
+@pytest.mark.parametrize("shape", [(64, 300), (5, 3), (1,), (3, 0), (2, 3, 4)])
+def test_chain_values_and_grads(shape):
+    g = tl.Generator().manual_seed(3)
+    x, y, z = (tl.randn(*shape, generator=g) for _ in range(3))
+    w, b = tl.randn(shape[-1], generator=g), tl.randn(shape[-1], generator=g)
+    c = tl.compile(chain)
+    np.testing.assert_allclose(c(x, w, b, y, z).numpy(), chain(x, w, b, y, z).numpy(),
+                               rtol=1e-6, atol=1e-6)
+    a = [t.clone().requires_grad_() for t in (x, w, b, y, z)]
+    e = [t.clone().requires_grad_() for t in (x, w, b, y, z)]
+    c(*a).sum().backward()
+    chain(*e).sum().backward()
+    for ta, te in zip(a, e):
+        np.testing.assert_allclose(ta.grad.numpy(), te.grad.numpy(), rtol=1e-5, atol=1e-5)
+    # one kernel for the whole chain, in each of the two graphs (without and with grad)
+    assert [len(e.kernels) for e in c.cache.values()] == [1, 1]
+
+
+def test_chain_against_numpy():
+    from math import erf
+    g = np.random.default_rng(0)
+    x, y, z = (g.standard_normal((7, 9)).astype(np.float32) for _ in range(3))
+    w, b = g.standard_normal(9).astype(np.float32), g.standard_normal(9).astype(np.float32)
+    c = tl.compile(chain)
+    got = c(*(tl.from_numpy(a) for a in (x, w, b, y, z))).numpy()
+    h = x.astype(np.float64) * w + b
+    want = h * 0.5 * (1 + np.vectorize(erf)(h / math.sqrt(2))) / (1 + np.exp(-y.astype(np.float64))) - z
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_noncontiguous_and_broadcast_inputs():
+    g = tl.Generator().manual_seed(5)
+    x = tl.randn(300, 40, generator=g).t()            # transposed
+    w = tl.randn(40, 1, generator=g)                   # broadcast along rows
+    s = tl.randn((), generator=g)                      # a 0-dim tensor
+    f = tl.compile(lambda x, w, s: ((x * w).tanh() + s) * x)
+    np.testing.assert_allclose(f(x, w, s).numpy(), (((x * w).tanh() + s) * x).numpy(),
+                               rtol=1e-6, atol=1e-6)
+    assert kernels_of(f)
+
+
+# ---- random elementwise graphs (hypothesis) --------------------------------------------------
+hyp = pytest.importorskip("hypothesis")
+st = hyp.strategies
+
+_UNARY = ["neg", "abs", "exp", "tanh", "sigmoid", "sin", "cos", "relu", "square", "erf",
+          "atan", "softsign"]
+_BINARY = ["add", "sub", "mul", "maximum", "minimum", "where_gt", "hypot", "atan2"]
+
+
+def _apply_unary(name, a):
+    if name == "softsign":
+        return a / (a.abs() + 1)
+    if name == "relu":
+        return F.relu(a)
+    return getattr(a, name)()
+
+
+def _apply_binary(name, a, b):
+    if name == "add":
+        return a + b
+    if name == "sub":
+        return a - b
+    if name == "mul":
+        return a * b
+    if name == "where_gt":
+        return tl.where(a > b, a, b * 0.5)
+    return getattr(tl, name)(a, b)
+
+
+@st.composite
+def _programs(draw):
+    n_inputs = draw(st.integers(1, 4))
+    steps = []
+    for _ in range(draw(st.integers(1, 10))):
+        if draw(st.booleans()):
+            steps.append(("u", draw(st.sampled_from(_UNARY)), draw(st.integers(0, 50))))
+        else:
+            steps.append(("b", draw(st.sampled_from(_BINARY)), draw(st.integers(0, 50)),
+                          draw(st.integers(0, 50))))
+    shape = draw(st.sampled_from([(6,), (3, 5), (2, 3, 4), (1, 7), (33, 70)]))
+    # each input: full shape, broadcast from a shorter shape, or a transposed view
+    layouts = [draw(st.sampled_from(["full", "bcast", "scalar", "t"])) for _ in range(n_inputs)]
+    return n_inputs, steps, shape, layouts
+
+
+def _program_fn(n_inputs, steps):
+    def f(*xs):
+        vals = list(xs)
+        for s in steps:
+            if s[0] == "u":
+                vals.append(_apply_unary(s[1], vals[s[2] % len(vals)]))
+            else:
+                vals.append(_apply_binary(s[1], vals[s[2] % len(vals)], vals[s[3] % len(vals)]))
+        return vals[-1] * 1.5 + vals[-2 if len(vals) > 1 else -1]
+    return f
+
+
+def _input(layout, shape, g, dtype):
+    if layout == "bcast" and len(shape) > 1:
+        return tl.randn(*shape[1:], generator=g, dtype=dtype)
+    if layout == "scalar":
+        return tl.randn((), generator=g, dtype=dtype)
+    if layout == "t" and len(shape) >= 2:
+        return tl.randn(*reversed(shape), generator=g, dtype=dtype).permute(
+            *reversed(range(len(shape))))
+    return tl.randn(*shape, generator=g, dtype=dtype)
+
+
+@hyp.settings(max_examples=60, deadline=None, derandomize=True)
+@hyp.given(_programs(), st.sampled_from([tl.float32, tl.float64]))
+def test_random_elementwise_graphs(program, dtype):
+    n_inputs, steps, shape, layouts = program
+    f = _program_fn(n_inputs, steps)
+    g = tl.Generator().manual_seed(len(steps))
+    xs = [_input(layouts[i], shape, g, dtype) for i in range(n_inputs)]
+    if all(x.ndim == 0 for x in xs):
+        xs[0] = tl.randn(*shape, generator=g, dtype=dtype)
+    want = f(*xs)
+    c = tl.compile(f)
+    got = c(*xs)
+    tol = 1e-5 if dtype is tl.float32 else 1e-12
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol)
+    a = [x.clone().requires_grad_() for x in xs]
+    e = [x.clone().requires_grad_() for x in xs]
+    c(*a).sum().backward()
+    f(*e).sum().backward()
+    for ta, te in zip(a, e):
+        assert (ta.grad is None) == (te.grad is None)
+        if te.grad is not None:
+            np.testing.assert_allclose(ta.grad.numpy(), te.grad.numpy(), rtol=tol * 10,
+                                       atol=tol * 10)
+
+
+# ---- the fused program interpreter on its own ----------------------------------------------------
+def test_program_validates_its_instructions():
+    F32 = 8
+    with pytest.raises(ValueError, match="no loop"):
+        fused.Program("p", [F32], [], 0, [F32], [(0, 10_000, F32, ((3, 0, F32), (0, 0, F32)), ())])
+    with pytest.raises(ValueError, match="names slot"):
+        fused.Program("p", [F32], [], 0, [F32],
+                      [(0, ew.UNARY["neg"], F32, ((3, 0, F32), (0, 3, F32)), ())])
+    with pytest.raises(ValueError, match="writes an input"):
+        fused.Program("p", [F32], [], 0, [F32],
+                      [(0, ew.UNARY["neg"], F32, ((0, 0, F32), (0, 0, F32)), ())])
+    p = fused.Program("p", [F32], [], 0, [F32],
+                      [(0, ew.UNARY["neg"], F32, ((3, 0, F32), (0, 0, F32)), ())])
+    with pytest.raises(TypeError, match="dtype"):
+        p.run((tl.zeros(3, dtype=tl.float64)._data,), (3,))
+    with pytest.raises(ValueError, match="broadcast"):
+        p.run((tl.zeros(4)._data,), (3,))
+    out, = p.run((tl.arange(3.0)._data,), (2, 3))
+    np.testing.assert_array_equal(tl.Tensor._from_array(out).numpy() if hasattr(
+        tl.Tensor, "_from_array") else np.asarray(out), [[0, -1, -2], [0, -1, -2]])
+
+
+# ---- guards, recompiles, the cache limit ----------------------------------------------------------
+def test_guards_recompile_on_shape_dtype_grad_mode_and_training():
+    m = GeluBlock()
+    c = tl.compile(m)
+    c(tl.randn(4, 32))
+    n = len(c._compiled.cache)
+    c(tl.randn(4, 32))
+    assert len(c._compiled.cache) == n                 # the same signature: reused
+    c(tl.randn(5, 32))
+    assert len(c._compiled.cache) == n + 1             # shape
+    c(tl.randn(5, 32, dtype=tl.float64).float())
+    assert len(c._compiled.cache) == n + 1
+    with tl.no_grad():
+        c(tl.randn(5, 32))
+    assert len(c._compiled.cache) == n + 2             # grad mode
+    m.eval()
+    c(tl.randn(5, 32))
+    assert len(c._compiled.cache) == n + 3             # training flag
+    m.double()
+    out = c(tl.randn(5, 32, dtype=tl.float64))
+    assert out.dtype is tl.float64 and len(c._compiled.cache) == n + 4
+
+
+def test_cache_limit_falls_back_to_eager_with_a_warning():
+    @tl.compile
+    def f(x):
+        return x.sin() * 2 + 1
+    old = dynamo.config.cache_size_limit
+    dynamo.config.cache_size_limit = 2
+    try:
+        f(tl.randn(2))
+        f(tl.randn(3))
+        with pytest.warns(UserWarning, match="cache_size_limit"):
+            r = f(tl.randn(4))
+        np.testing.assert_allclose(r.numpy(), (tl.randn(0).new_tensor(r.numpy()) * 0 + r).numpy())
+        x = tl.randn(6)
+        np.testing.assert_allclose(f(x).numpy(), (x.sin() * 2 + 1).numpy(), rtol=1e-6)
+        assert len(f.cache) == 2
+    finally:
+        dynamo.config.cache_size_limit = old
+
+
+def test_reset_forgets_the_graphs():
+    f = tl.compile(lambda x: x + 1)
+    f(tl.ones(2))
+    assert f.cache
+    tl.compiler.reset()
+    assert not f.cache
+    f(tl.ones(2))
+    dynamo.reset()
+    assert not f.cache
+
+
+# ---- graph breaks ---------------------------------------------------------------------------------
+class Inner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return (self.fc(x) * 2).relu() + 1
+
+
+class Breaky(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = Inner(), Inner()
+
+    def forward(self, x):
+        h = self.a(x)
+        if h.sum() > 0:              # a value decides: a graph break
+            h = h * 2
+        return self.b(h)
+
+
+def test_graph_break_runs_around_it():
+    m = Breaky()
+    c = tl.compile(m)
+    for sign in (1, -1):
+        x = tl.randn(4, 8) * sign
+        with tl.no_grad():
+            np.testing.assert_allclose(c(x).numpy(), m(x).numpy(), rtol=1e-6)
+    # the submodules were compiled on their own
+    assert len(c._compiled._child_compiled) == 2
+    x = tl.randn(4, 8, requires_grad=True)
+    c(x).sum().backward()
+    g = x.grad.clone()
+    x.grad = None
+    m(x).sum().backward()
+    np.testing.assert_allclose(g.numpy(), x.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("body,construct", [
+    ("if x.sum() > 0:\n        x = x * 2", "bool() of a tensor"),
+    ("v = x.max().item()\n    x = x + v", "item()"),
+    ("print(x)", "print"),
+    ("x = x[x > 0]", "boolean mask"),
+    ("x = x.nonzero().float()", "nonzero"),
+    ("x = x + float(x.sum())", "float() of a tensor"),
+])
+def test_fullgraph_raises_naming_the_construct_and_line(tmp_path, body, construct):
+    src = f"def f(x):\n    x = x + 1\n    {body}\n    return x\n"
+    path = tmp_path / "user_code.py"
+    path.write_text(src)
+    scope = {}
+    exec(compile(src, str(path), "exec"), scope)
+    f = scope["f"]
+    with pytest.raises(dynamo.exc.Unsupported) as e:
+        tl.compile(f, fullgraph=True)(tl.randn(5))
+    assert construct in str(e.value) and "user_code.py" in str(e.value) and "line 3" in str(e.value)
+    # without fullgraph the function runs (eagerly) and gives eager's answer
+    x = tl.randn(5)
+    want = f(x.clone())
+    got = tl.compile(f)(x.clone())
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+
+
+def test_explain_counts_graphs_and_breaks():
+    out = dynamo.explain(Breaky())(tl.randn(4, 8))
+    assert out.graph_count == 2 and out.graph_break_count == 1
+    assert "bool() of a tensor" in out.break_reasons[0]
+    assert "Graph Count: 2" in str(out)
+    out = dynamo.explain(lambda x: (x * 2).sin())(tl.randn(3))
+    assert out.graph_count == 1 and out.graph_break_count == 0 and out.op_count >= 1
+
+
+def test_disable_is_a_graph_break_and_runs_eagerly():
+    calls = []
+
+    @tl.compiler.disable
+    def helper(x):
+        calls.append(1)
+        return x * 3
+
+    def f(x):
+        return helper(x + 1) - 1
+    with pytest.raises(dynamo.exc.Unsupported, match="helper"):
+        tl.compile(f, fullgraph=True)(tl.ones(2))
+    c = tl.compile(f)
+    np.testing.assert_allclose(c(tl.ones(2)).numpy(), [5.0, 5.0])
+    assert calls
+
+
+def test_suppress_errors_turns_a_failure_into_eager(monkeypatch):
+    from torchlite.compiler import _compile
+
+    def broken(*a, **k):
+        raise RuntimeError("a compiler bug")
+    monkeypatch.setattr(_compile.Compiled, "_build", broken)
+    f = tl.compile(lambda x: x + 1)
+    with pytest.raises(RuntimeError, match="a compiler bug"):
+        f(tl.ones(2))
+    monkeypatch.setattr(dynamo.config, "suppress_errors", True)
+    dynamo.reset()
+    with pytest.warns(UserWarning, match="a compiler bug"):
+        np.testing.assert_allclose(f(tl.ones(2)).numpy(), [2.0, 2.0])
+
+
+def test_capture_leaves_state_alone():
+    """The capture run puts back the RNG state and the buffers: BatchNorm's running stats move
+    once per call, the inputs are not changed, and dropout masks match eager's."""
+    tl.manual_seed(0)
+    e = ResBN()
+    m = ResBN()
+    m.load_state_dict(e.state_dict())
+    c = tl.compile(m)
+    x = tl.randn(2, 4, 6, 6)
+    x0 = x.clone()
+    c(x)
+    e(x)
+    np.testing.assert_array_equal(x.numpy(), x0.numpy())
+    np.testing.assert_allclose(m.b1.running_mean.numpy(), e.b1.running_mean.numpy(), rtol=1e-6)
+    assert int(m.b1.num_batches_tracked) == 1
+
+    def in_place(x):
+        x.mul_(2)
+        return x + 1
+    x = tl.ones(3)
+    tl.compile(in_place)(x)
+    np.testing.assert_allclose(x.numpy(), [2.0, 2.0, 2.0])
+
+
+# ---- the API --------------------------------------------------------------------------------------
+def test_api_forms():
+    m = nn.Linear(3, 2)
+    c = tl.compile(m)
+    assert isinstance(c, nn.Module) and c._orig_mod is m
+    assert type(c).__name__ == "OptimizedModule"
+    assert c.weight is m.weight and c.in_features == 3
+    assert list(c.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    x = tl.randn(4, 3)
+    np.testing.assert_allclose(c(x).detach().numpy(), m(x).detach().numpy())
+
+    @tl.compile
+    def f(x):
+        return x * 2
+
+    @tl.compile(mode="max-autotune")
+    def g(x):
+        return x * 3
+
+    @tl.compile()
+    def h(x):
+        return x * 4
+    assert f.__name__ == "f"
+    np.testing.assert_allclose((f(x) + g(x) + h(x)).numpy(), (x * 9).numpy(), rtol=1e-6)
+    assert tl.compile(m, disable=True) is m
+    with pytest.raises(RuntimeError, match="compile"):
+        tl.compile(3)
+    with pytest.raises(RuntimeError, match="mode"):
+        tl.compile(m, mode="fastest")
+    with pytest.raises(RuntimeError, match="backend"):
+        tl.compile(m, backend="nope")
+    with pytest.raises(RuntimeError, match="option"):
+        tl.compile(m, options={"nope": 1})
+    np.testing.assert_allclose(tl.compile(len)([1, 2, 3]), 3)
+    assert tl.compiler.is_compiling() is False
+    with pytest.raises(AttributeError):
+        dynamo.config.no_such_setting = 1
+    dynamo.config.suppress_errors = False
+
+
+def test_module_compile_in_place():
+    m = GeluBlock()
+    m.eval()
+    x = tl.randn(4, 32)
+    want = m(x)
+    m.compile()
+    assert type(m) is GeluBlock
+    np.testing.assert_allclose(m(x).detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+    assert kernels_of(m._compiled_call_impl)
+    assert list(m.state_dict())[0] == "fc1.weight"
+
+
+def test_backends():
+    seen = []
+
+    def my_backend(gm, example_inputs):
+        seen.append((gm, len(example_inputs)))
+        return gm.forward
+    f = tl.compile(lambda x: (x + 1).sin(), backend=my_backend)
+    x = tl.randn(3)
+    np.testing.assert_allclose(f(x).numpy(), (x + 1).sin().numpy())
+    assert seen and isinstance(seen[0][0], tl.fx.GraphModule)
+    for b in ("eager", "aot_eager"):
+        g = tl.compile(lambda x: (x + 1).sin(), backend=b)
+        np.testing.assert_allclose(g(x).numpy(), (x + 1).sin().numpy())
+        assert not kernels_of(g)
+
+
+def test_logs_print_graph_code():
+    code = ("import torchlite as tl\n"
+            "f = tl.compile(lambda x: (x * 2).sin() + 1)\n"
+            "f(tl.randn(4))\n")
+    env = dict(os.environ, TORCH_LOGS="graph_code", PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "TRACED GRAPH" in r.stderr and "FUSED KERNEL" in r.stderr and ".sin()" in r.stderr
+
+
+def test_against_torch_compile_where_installed():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+
+    def f_tl(x):
+        return F.gelu(x * 2 + 1) * tl.sigmoid(x) - x
+
+    def f_t(x):
+        return torch.nn.functional.gelu(x * 2 + 1) * torch.sigmoid(x) - x
+    got = tl.compile(f_tl)(tl.from_numpy(x)).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = f_t(torch.from_numpy(x)).numpy()        # eager torch: the spec's values
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
