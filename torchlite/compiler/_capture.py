@@ -102,6 +102,9 @@ class CaptureTracer(_RunTracer):
             return self.create_proxy("call_module", self.path_of_module(m), args, kwargs)
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None):
+        # amp's wrapper of a function (installed once autocast was used) passes through when
+        # autocast is off, as it is while a graph is captured or replayed: record the function
+        target = getattr(target, "_autocast_original", target)
         if kind == "call_method" and target in _VALUE_METHODS:
             raise GraphBreak(_VALUE_METHODS[target], _user_line())
         tname = getattr(target, "__name__", target) if kind != "call_module" else ""

@@ -53,6 +53,7 @@ _REFLECTED = {operator.add, operator.sub, operator.mul, operator.truediv, operat
 _FUNCTIONS = {}
 for _n in list(_UNARY_NAMES) + list(_BINARY_NAMES) + list(_TERNARY_NAMES) + list(_CLAMPS) + ["rsub"]:
     _f = getattr(_P, _n, None)
+    _f = getattr(_f, "_autocast_original", _f)      # amp's wrapper, once autocast was used
     if callable(_f):
         _FUNCTIONS.setdefault(_f, _n)
 
@@ -97,6 +98,7 @@ def _canonical(node):
         fn = node.target
         if fn in _OPERATORS:
             return _OPERATORS[fn], node.args, node.kwargs
+        fn = getattr(fn, "_autocast_original", fn)
         name = _FUNCTIONS.get(fn) if _hashable(fn) else None
         if name is not None:
             return name, node.args, node.kwargs

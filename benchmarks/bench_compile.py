@@ -1,0 +1,205 @@
+"""torchlite.compile speed against eager torchlite, and torch.compile against eager torch in the
+same run (issue 12's targets, not tests):
+- a chain of elementwise ops over 16M float32, gelu(x * w + b) * sigmoid(y) - z: compiled
+  at least 3x eager torchlite, and faster than torch.compile (inductor) on this machine;
+- a GELU MLP block (Linear-GELU-Linear + residual + LayerNorm, batch 64 x 512) training
+  step: compiled at least 1.25x eager torchlite;
+- a training step of examples/transformer_lm.py's model: compiled at least 1.15x eager;
+  both next to torch.compile's speed-up over eager torch (the goal: a larger speed-up);
+- compile time: a cold compile of the Transformer LM under 3 s; a recompile after a guard
+  failure (a new batch size) under 1 s.
+
+    python benchmarks/bench_compile.py [--repeat 5] [--no-torch]
+
+Each time is the median over --repeat rounds of the best of a few calls; within a round the
+contenders alternate, so the machine's drift hits them alike.  torch.compile needs PyTorch and
+a C++ compiler; where it fails its column says why."""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+
+import torchlite as tl  # noqa: E402
+import torchlite.nn as nn  # noqa: E402
+import torchlite.nn.functional as F  # noqa: E402
+
+
+def best_of(fn, n):
+    best = float("inf")
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def rounds(fns, repeat, n):
+    """Median time of each fn over `repeat` rounds (each the best of n calls)."""
+    times = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            if fn is not None:
+                times[k].append(best_of(fn, n))
+    return {k: statistics.median(v) if v else None for k, v in times.items()}
+
+
+# ---- the cases -----------------------------------------------------------------------------------
+def chain_tl(x, w, b, y, z):
+    return F.gelu(x * w + b) * tl.sigmoid(y) - z
+
+
+def _torch_block(torch):
+    class TBlock(torch.nn.Module):
+        def __init__(self, d=512, h=512):
+            super().__init__()
+            self.fc1, self.fc2 = torch.nn.Linear(d, h), torch.nn.Linear(h, d)
+            self.ln = torch.nn.LayerNorm(d)
+
+        def forward(self, x):
+            return self.ln(x + self.fc2(torch.nn.functional.gelu(self.fc1(x))))
+    return TBlock()
+
+
+class TlBlock(nn.Module):
+    def __init__(self, d=512, h=512):
+        super().__init__()
+        self.fc1, self.fc2, self.ln = nn.Linear(d, h), nn.Linear(h, d), nn.LayerNorm(d)
+
+    def forward(self, x):
+        return self.ln(x + self.fc2(F.gelu(self.fc1(x))))
+
+
+def train_step(model, opt, x, y, loss_fn):
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def try_torch_compile(torch, fn, *example):
+    """torch.compile(fn), warmed up on example; or the reason it fails here."""
+    try:
+        c = torch.compile(fn)
+        c(*example)
+        return c, None
+    except Exception as e:          # no C++ compiler, an unsupported build, ...
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--no-torch", action="store_true")
+    a = p.parse_args()
+    torch = None
+    if not a.no_torch:
+        try:
+            import torch
+            torch.set_num_threads(tl.get_num_threads())
+        except ImportError:
+            torch = None
+    rows = []
+
+    # 1. the elementwise chain over 16M float32
+    n = 4096
+    g = tl.Generator().manual_seed(0)
+    x, y, z = (tl.randn(n, n, generator=g) for _ in range(3))
+    w, b = tl.randn(n, generator=g), tl.randn(n, generator=g)
+    compiled = tl.compile(chain_tl)
+    compiled(x, w, b, y, z)
+    fns = {"tl": lambda: chain_tl(x, w, b, y, z), "tlc": lambda: compiled(x, w, b, y, z)}
+    why = None
+    if torch is not None:
+        tx, ty, tz, tw, tb = (torch.from_numpy(t.numpy()) for t in (x, y, z, w, b))
+
+        def chain_t(x, w, b, y, z):
+            return torch.nn.functional.gelu(x * w + b) * torch.sigmoid(y) - z
+        tc, why = try_torch_compile(torch, chain_t, tx, tw, tb, ty, tz)
+        fns["t"] = lambda: chain_t(tx, tw, tb, ty, tz)
+        fns["tc"] = (lambda: tc(tx, tw, tb, ty, tz)) if tc is not None else None
+    t = rounds(fns, a.repeat, 3)
+    rows.append(("gelu(x*w+b)*sigmoid(y)-z, 16M float32, forward", t, 3.0, why))
+
+    # 2. the GELU MLP block training step
+    tl.manual_seed(0)
+    m = TlBlock()
+    mc = TlBlock()
+    mc.load_state_dict(m.state_dict())
+    mcc = tl.compile(mc)
+    xb, yb = tl.randn(64, 512), tl.randn(64, 512)
+    s_e = train_step(m, tl.optim.SGD(m.parameters(), lr=1e-3), xb, yb, F.mse_loss)
+    s_c = train_step(mcc, tl.optim.SGD(mcc.parameters(), lr=1e-3), xb, yb, F.mse_loss)
+    s_c()
+    fns = {"tl": s_e, "tlc": s_c}
+    why = None
+    if torch is not None:
+        tm = _torch_block(torch)
+        tmc_model = _torch_block(torch)
+        tmc_model.load_state_dict(tm.state_dict())
+        txb, tyb = torch.from_numpy(xb.numpy()), torch.from_numpy(yb.numpy())
+        fns["t"] = train_step(tm, torch.optim.SGD(tm.parameters(), lr=1e-3), txb, tyb,
+                              torch.nn.functional.mse_loss)
+        tmc, why = try_torch_compile(torch, tmc_model, txb)
+        fns["tc"] = train_step(tmc, torch.optim.SGD(tmc_model.parameters(), lr=1e-3), txb, tyb,
+                               torch.nn.functional.mse_loss) if tmc is not None else None
+        if fns["tc"] is not None:
+            fns["tc"]()
+    t = rounds(fns, a.repeat, 10)
+    rows.append(("GELU MLP block 64x512, training step", t, 1.25, why))
+
+    # 3. the Transformer LM training step (examples/transformer_lm.py's TinyGPT, its sizes)
+    from transformer_lm import TinyGPT
+    tl.manual_seed(0)
+    gpt = TinyGPT(65, 64)
+    gptc_model = TinyGPT(65, 64)
+    gptc_model.load_state_dict(gpt.state_dict())
+    codes = tl.randint(0, 65, (32, 64))
+    target = tl.randint(0, 65, (32, 64))
+
+    def ce(out, y):
+        return F.cross_entropy(out.reshape(-1, 65), y.reshape(-1))
+    t0 = time.perf_counter()
+    gptc = tl.compile(gptc_model)
+    step_c = train_step(gptc, tl.optim.AdamW(gptc.parameters(), lr=1e-3), codes, target, ce)
+    step_c()
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    gptc(codes[:16])                       # a new batch size: the guards fail, it recompiles
+    recompile = time.perf_counter() - t0
+    step_e = train_step(gpt, tl.optim.AdamW(gpt.parameters(), lr=1e-3), codes, target, ce)
+    step_e()
+    fns = {"tl": step_e, "tlc": step_c}
+    t = rounds(fns, a.repeat, 3)
+    rows.append(("Transformer LM (examples/transformer_lm.py), training step", t, 1.15,
+                 "torch's TinyGPT is not built here" if torch is not None else None))
+
+    print("| case | eager torchlite | compiled torchlite | speed-up (target) | eager torch | "
+          "torch.compile | torch speed-up |")
+    print("|---|---:|---:|---|---:|---:|---:|")
+    for name, t, target, why in rows:
+        su = t["tl"] / t["tlc"]
+        met = "met" if su >= target else "NOT met"
+        te, tc = t.get("t"), t.get("tc")
+        tsu = f"{te / tc:.2f}x" if te and tc else "-"
+        print(f"| {name} | {t['tl'] * 1e3:.2f} ms | {t['tlc'] * 1e3:.2f} ms | {su:.2f}x "
+              f"(>= {target}x: {met}) | {te * 1e3:.2f} ms | "
+              f"{(f'{tc * 1e3:.2f} ms' if tc else (why or '-'))} | {tsu} |"
+              if te else
+              f"| {name} | {t['tl'] * 1e3:.2f} ms | {t['tlc'] * 1e3:.2f} ms | {su:.2f}x "
+              f"(>= {target}x: {met}) | - | {why or '-'} | - |")
+    print()
+    print(f"| compile time | seconds | target |\n|---|---:|---|\n"
+          f"| cold compile + first training step, Transformer LM | {cold:.2f} s | < 3 s: "
+          f"{'met' if cold < 3 else 'NOT met'} |\n"
+          f"| recompile after a guard failure (new batch size), Transformer LM | "
+          f"{recompile:.2f} s | < 1 s: {'met' if recompile < 1 else 'NOT met'} |")
+
+
+if __name__ == "__main__":
+    main()
