@@ -1,6 +1,7 @@
 """Process-wide switches of PyTorch's API: matmul precision and deterministic algorithms.
-torchlite computes float32 products in float32 whatever the precision asked for; its kernels are deterministic except the CUDA atomics of scatter_add/index_add, which the
-deterministic mode sends to a deterministic path."""
+torchlite computes float32 products in float32 whatever the precision asked for; its kernels
+are deterministic except the CUDA atomics of scatter_add/index_add, which the deterministic
+mode sends to a deterministic path."""
 
 _PRECISIONS = ("highest", "high", "medium")
 _matmul_precision = "highest"
