@@ -270,7 +270,8 @@ cdef int _run(Program p, Tiling* t) noexcept nogil:
     cdef bint rows = t.shape[0] >= ROW_MIN or t.nd == 1
     cdef int64_t per_row = (t.shape[0] + TILE - 1) // TILE if rows else 0
     cdef int64_t n_items = (t.numel // t.shape[0]) * per_row if rows else (t.numel + TILE - 1) // TILE
-    cdef int nt = num_chunks(t.numel, GRAIN), tid, err = 0
+    # a program does n_ins passes' worth of work per element: threads start that much sooner
+    cdef int nt = num_chunks(t.numel * p.n_ins, GRAIN), tid, err = 0
     cdef int64_t it
     cdef int64_t scratch_bytes = <int64_t>(p.n_scratch + p.n_in) * TILE * 8
     if nt > n_items:

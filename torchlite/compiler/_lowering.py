@@ -302,6 +302,29 @@ class NotLowerable(Exception):
     """A node of the graph is not a fusable elementwise op."""
 
 
+def _multiply_adds(ops, outputs):
+    """a * b + c as one addcmul(c, a, b) instruction where the product has no other reader:
+    the loop computes c + (1 * a) * b, the same float rounding as the two ops."""
+    by_node = {n: e for n, e in ops}
+    merged = set()
+    out = []
+    for n, e in ops:
+        if e.kind == BINARY and e.name == "add":
+            for i in (1, 0):
+                m = e.operands[i]
+                em = by_node.get(m) if not _number(m) else None
+                if em is not None and em.kind == BINARY and em.name == "mul" \
+                        and em.compute == e.compute and len(m.users) == 1 and m not in outputs \
+                        and m not in merged and e.operands[1 - i] is not m \
+                        and not all(_number(v) for v in em.operands):
+                    merged.add(m)
+                    e = Ew(TERNARY, "addcmul", [e.operands[1 - i]] + list(em.operands), (1.0,),
+                           e.compute, e.out)
+                    break
+        out.append((n, e))
+    return [(n, e) for n, e in out if n not in merged]
+
+
 def build_program(name, graph, input_dtypes):
     """The Program of `graph` (placeholders, elementwise nodes, output of a tuple of nodes or
     numbers): returns (program, output dtypes).  input_dtypes: one dtype code per placeholder.
@@ -332,6 +355,7 @@ def build_program(name, graph, input_dtypes):
     out_node = next(n for n in graph.nodes if n.op == "output")
     outputs = out_node.args[0]
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    ops = _multiply_adds(ops, outputs)
     out_values = [root(o) for o in outputs]
     out_dtypes = [dtype[o] if not _number(o) else None for o in outputs]
 
