@@ -359,7 +359,7 @@ def test_program_validates_its_instructions():
 # ---- guards, recompiles, the cache limit ----------------------------------------------------------
 def test_guards_recompile_on_shape_dtype_grad_mode_and_training():
     m = GeluBlock()
-    c = tl.compile(m)
+    c = tl.compile(m, dynamic=False)       # every size its own graph (no automatic dynamic)
     c(tl.randn(4, 32))
     n = len(c._compiled.cache)
     c(tl.randn(4, 32))
@@ -380,7 +380,7 @@ def test_guards_recompile_on_shape_dtype_grad_mode_and_training():
 
 
 def test_cache_limit_falls_back_to_eager_with_a_warning():
-    @tl.compile
+    @tl.compile(dynamic=False)
     def f(x):
         return x.sin() * 2 + 1
     old = dynamo.config.cache_size_limit
@@ -631,3 +631,62 @@ def test_against_torch_compile_where_installed():
         warnings.simplefilter("ignore")
         want = f_t(torch.from_numpy(x)).numpy()        # eager torch: the spec's values
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# ---- dynamic shapes ---------------------------------------------------------------------------------
+def test_dynamic_true_compiles_once_for_any_batch_size():
+    from transformer_lm import TinyGPT
+    tl.manual_seed(0)
+    g = TinyGPT(30, 16, d_model=32, heads=4, layers=1)
+    g.eval()
+    c = tl.compile(g, dynamic=True)
+    with tl.no_grad():
+        for b, t in ((4, 16), (3, 16), (5, 9), (1, 2)):
+            codes = tl.randint(0, 30, (b, t))
+            np.testing.assert_allclose(c(codes).numpy(), g(codes).numpy(), rtol=1e-5, atol=1e-6)
+    assert len(c._compiled.dynamic_cache) == 1 and not c._compiled.cache
+
+
+def test_automatic_dynamic_after_a_size_change_and_its_gradients():
+    f = tl.compile(lambda x, w: F.gelu(x * w) + 1)
+    for n in (3, 4, 5, 6):
+        f(tl.randn(n, 8), tl.randn(8))
+    assert len(f.cache) == 1 and len(f.dynamic_cache) == 1      # static for 3, then dynamic
+    x, w = tl.randn(7, 8, requires_grad=True), tl.randn(8, requires_grad=True)
+    f(x, w).sum().backward()
+    gx, gw = x.grad, w.grad
+    x.grad = w.grad = None
+    (F.gelu(x * w) + 1).sum().backward()
+    np.testing.assert_allclose(gx.numpy(), x.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gw.numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # sizes that broadcast differently from the captured ones still give eager's answer
+    a, b = tl.randn(1, 8), tl.randn(5, 8)
+    np.testing.assert_allclose(f(a, b).numpy(), (F.gelu(a * b) + 1).numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError):
+        f(tl.randn(3, 8), tl.randn(4, 8))
+
+
+def test_a_graph_that_branches_on_a_size_stays_static():
+    def h(x):
+        if x.shape[0] > 3:
+            return x * 2
+        return x * 3
+    c = tl.compile(h, dynamic=True)
+    assert c(tl.ones(5))[0].item() == 2.0
+    assert c(tl.ones(2))[0].item() == 3.0
+    assert len(c.cache) == 2 and not c.dynamic_cache
+    c = tl.compile(h, dynamic=False)
+    for n in (1, 2, 3, 4):
+        c(tl.ones(n))
+    assert len(c.cache) == 4 and not c.dynamic_cache
+
+
+def test_mark_dynamic():
+    x = tl.randn(3, 4)
+    dynamo.mark_dynamic(x, 0)
+    f = tl.compile(lambda x: x.sin() + 1)
+    f(x)
+    assert len(f.dynamic_cache) == 1 and not f.cache
+    y = tl.randn(6, 4)
+    np.testing.assert_allclose(f(y).numpy(), (y.sin() + 1).numpy(), rtol=1e-6)
+    assert len(f.dynamic_cache) == 1 and not f.cache

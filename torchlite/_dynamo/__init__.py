@@ -5,18 +5,26 @@ from ..compiler import reset, disable, is_compiling, OptimizedModule, allow_in_g
 from ..compiler._config import config
 from . import exc
 from ._explain import explain, ExplainOutput
+import weakref as _weakref
+
+_dynamic_dims = {}      # id(tensor) -> (weak reference, dims given to mark_dynamic)
 
 __all__ = ["config", "reset", "explain", "ExplainOutput", "disable", "is_compiling",
            "OptimizedModule", "allow_in_graph", "mark_dynamic", "mark_static", "exc", "optimize"]
 
 
 def mark_dynamic(t, index, min=None, max=None):
-    """Mark a dimension of t as dynamic.  torchlite's compiled graphs are specialised on
-    shapes, so this is recorded (t._dynamo_dynamic_indices, as PyTorch) and a new size still
-    compiles again."""
-    dims = set(getattr(t, "_dynamo_dynamic_indices", set()))
-    dims |= set(index if isinstance(index, (list, tuple)) else [index])
-    object.__setattr__(t, "_dynamo_dynamic_indices", dims)
+    """Mark dimension(s) `index` of t as dynamic: a compiled callable given t captures its
+    graph with symbolic sizes (as dynamic=True), so other sizes reuse it."""
+    key = id(t)
+    dims = marked_dynamic(t) | set(index if isinstance(index, (list, tuple)) else [index])
+    _dynamic_dims[key] = (_weakref.ref(t, lambda _, key=key: _dynamic_dims.pop(key, None)), dims)
+
+
+def marked_dynamic(t):
+    """The dims of t given to mark_dynamic (empty for none)."""
+    entry = _dynamic_dims.get(id(t))
+    return set(entry[1]) if entry is not None and entry[0]() is t else set()
 
 
 def mark_static(t, index=None):

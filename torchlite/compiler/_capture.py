@@ -20,7 +20,7 @@ import operator
 
 from .._tensor import Tensor
 from ..fx._symbolic_trace import _is_function, _proxy_aware
-from ..fx.proxy import _user_line
+from ..fx.proxy import SymInt, _user_line
 from ..jit._trace import _RunTracer, _ValueProxy
 
 __all__ = ["GraphBreak", "capture"]
@@ -66,6 +66,16 @@ class _CaptureProxy(_ValueProxy):
             raise GraphBreak("a tensor used as an index or size", _user_line())
         return self.value.__index__()
 
+    def __len__(self):
+        if self.tracer.symbolic_sizes:
+            self.tracer.specialized.append("len() of a tensor")
+        return len(self.value)
+
+    def __iter__(self):
+        if self.tracer.symbolic_sizes:
+            self.tracer.specialized.append("iterating over a tensor")
+        return super().__iter__()
+
     def __repr__(self):
         raise GraphBreak("printing or formatting a tensor", _user_line())
 
@@ -73,6 +83,33 @@ class _CaptureProxy(_ValueProxy):
 
     def __format__(self, spec):
         raise GraphBreak("printing or formatting a tensor", _user_line())
+
+
+class _SizeSymbol(SymInt):
+    """A symbolic size (dynamic=True): arithmetic on it stays in the graph; a decision made
+    from its value (a comparison, range(n), bool) fixes the graph to that size, which the
+    tracer notes so the graph is kept for that size only."""
+
+    def _fixed(self, what):
+        self.tracer.specialized.append(what)
+
+    def __index__(self):
+        self._fixed("a size used as a Python int (range, an index)")
+        return int(self)
+
+    def __bool__(self):
+        self._fixed("a size used as a truth value")
+        return int(self) != 0
+
+    def __hash__(self):
+        return int.__hash__(self)
+
+
+for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    def _compare(self, other, _op=getattr(int, _name), _name=_name):
+        self._fixed(f"a size compared ({_name})")
+        return _op(int(self), int(other) if isinstance(other, int) else other)
+    setattr(_SizeSymbol, _name, _compare)
 
 
 def _print(*args, **kwargs):
@@ -84,19 +121,30 @@ class CaptureTracer(_RunTracer):
     be read; each node's value is described in node.meta['val'] = (shape, dtype code,
     device, requires_grad)."""
 
+    symint_class = _SizeSymbol
+    _SAFE = frozenset({"dim", "ndimension", "is_floating_point", "is_complex", "is_contiguous",
+                       "element_size", "get_device", "is_signed"})
+
+    def __init__(self, dynamic=False):
+        super().__init__()
+        self.symbolic_sizes = dynamic
+        self.specialized = []           # why a dynamic capture depends on the sizes after all
+
     def is_leaf_module(self, m, module_qualified_name):
         return False
 
     def call_module(self, m, forward, args, kwargs):
         """Trace through m; a torchlite.nn layer whose forward does not take proxies (it checks
-        its input's type, as the RNNs do) becomes one call_module node instead."""
+        its input's type, as the RNNs do, or a mask's) becomes one call_module node instead."""
         own = (type(m).__module__ or "").startswith("torchlite.nn")
         if not own:
             return super().call_module(m, forward, args, kwargs)
         mark = self.graph._root._prev           # the last node before the layer's own
         try:
             return super().call_module(m, forward, args, kwargs)
-        except TypeError:
+        except GraphBreak:
+            raise
+        except Exception:           # a real error shows again when the layer runs whole
             while self.graph._root._prev is not mark:
                 self.graph.erase_node(self.graph._root._prev)
             return self.create_proxy("call_module", self.path_of_module(m), args, kwargs)
@@ -116,7 +164,11 @@ class CaptureTracer(_RunTracer):
         if kind == "call_function" and target is builtins.getattr and len(args) == 2 \
                 and args[1] in ("data", "grad"):
             raise GraphBreak(f"Tensor.{args[1]}", _user_line())
-        return super().create_proxy(kind, target, args, kwargs, name, type_expr)
+        r = super().create_proxy(kind, target, args, kwargs, name, type_expr)
+        if self.symbolic_sizes and kind == "call_method" and target not in self._SAFE \
+                and isinstance(r, (int, float)) and not isinstance(r, SymInt):
+            self.specialized.append(f"Tensor.{target}() (a number read from sizes)")
+        return r
 
     def _wrap(self, node, value):
         if isinstance(value, Tensor):
@@ -208,9 +260,11 @@ def _untouched(modules):
                 b.copy_(copy)
 
 
-def capture(fn, args, kwargs):
-    """The fx Graph of one run of fn (a Module or a function) on args/kwargs, and the way the
-    graph's function takes its inputs: ('args', n) or ('kwargs', names).  Raises GraphBreak."""
+def capture(fn, args, kwargs, dynamic=False):
+    """The fx Graph of one run of fn (a Module or a function) on args/kwargs, the tracer (its
+    `specialized` says whether a dynamic capture fixed sizes after all) and the way the
+    graph's function takes its inputs: ('args', n) or ('kwargs', names).  dynamic: sizes read
+    from the inputs stay symbolic.  Raises GraphBreak."""
     from ..nn.modules.module import Module
     forward = fn.forward if isinstance(fn, Module) else fn
     sig = inspect.signature(forward)
@@ -229,7 +283,7 @@ def capture(fn, args, kwargs):
     clones = tuple(_clone(a) for a in call_args)
     kclones = {k: _clone(v) for k, v in call_kwargs.items()} if call_kwargs else None
     modules = list(fn.modules()) if isinstance(fn, Module) else []
-    tracer = CaptureTracer()
+    tracer = CaptureTracer(dynamic)
     with _untouched(modules):           # under the call's grad mode: code may branch on it
         graph = tracer.trace_run(fn, clones, kclones)
     return graph, tracer, layout

@@ -96,7 +96,9 @@ class Compiled:
         self.fullgraph, self.dynamic, self.mode = fullgraph, dynamic, mode
         self.backend = backend
         self.options = dict(options or {})
-        self.cache = {}
+        self.cache = {}                 # guards (sizes included) -> entry
+        self.dynamic_cache = {}         # guards without sizes -> entry of a dynamic capture
+        self._static_shapeless = set()  # the size-free keys of the static entries
         self._warned_limit = False
         self._child_compiled = {}       # id(submodule) -> Compiled, for graph breaks
         self._modules = list(self.module.modules()) if self.module is not None else []
@@ -116,7 +118,10 @@ class Compiled:
             return self._eager(args, kwargs)
         entry = self.cache.get(key)
         if entry is None:
-            entry = self._compile(key, args, kwargs)
+            if self.dynamic_cache:          # a graph for any sizes of these ranks and dtypes
+                entry = self.dynamic_cache.get(self._key(args, kwargs, sizes=False))
+            if entry is None:
+                entry = self._compile(key, args, kwargs)
         return entry(args, kwargs)
 
     def _eager(self, args, kwargs):
@@ -124,13 +129,13 @@ class Compiled:
             return self.module._call_impl(*args, **kwargs)
         return self.target(*args, **kwargs)
 
-    def _key(self, args, kwargs):
+    def _key(self, args, kwargs, sizes=True):
         from .. import _dtype
         parts = [_grad_state.enabled, _dtype.get_default_dtype()]
         for a in args:
-            parts.append(_guard(a))
+            parts.append(_guard(a, sizes))
         for k in sorted(kwargs):
-            parts.append((k, _guard(kwargs[k])))
+            parts.append((k, _guard(kwargs[k], sizes)))
         if self._modules:
             parts.append(tuple(m.training for m in self._modules))
         key = tuple(parts)
@@ -138,8 +143,22 @@ class Compiled:
         return key
 
     # ---- compiling ------------------------------------------------------------------------------
+    def _wants_dynamic(self, shapeless, args, kwargs):
+        """dynamic=True; or dynamic=None (PyTorch's automatic dynamic shapes) once a call
+        differs from a compiled one in sizes only; or a tensor marked with mark_dynamic."""
+        if self.dynamic is False:
+            return False
+        if self.dynamic is True:
+            return True
+        import sys
+        dyn = sys.modules.get("torchlite._dynamo")
+        if dyn is not None and any(dyn.marked_dynamic(a) for a in list(args) + list(kwargs.values())
+                                   if isinstance(a, Tensor)):
+            return True
+        return config.automatic_dynamic_shapes and shapeless in self._static_shapeless
+
     def _compile(self, key, args, kwargs):
-        if len(self.cache) >= config.cache_size_limit:
+        if len(self.cache) + len(self.dynamic_cache) >= config.cache_size_limit:
             if not self._warned_limit:
                 warnings.warn(f"torchlite.compile: {self.__name__} hit config.cache_size_limit "
                               f"({config.cache_size_limit}) recompilations; new input "
@@ -151,9 +170,15 @@ class Compiled:
         if self.module is None and not (inspect.isfunction(root) or inspect.ismethod(root)):
             entry = self.cache[key] = _Eager(self, f"{self.__name__} is not a Python function")
             return entry
+        shapeless = self._key(args, kwargs, sizes=False)
+        dynamic = self._wants_dynamic(shapeless, args, kwargs)
         try:
             with _capturing():
-                graph, tracer, layout = _capture.capture(root, args, kwargs)
+                graph, tracer, layout = _capture.capture(root, args, kwargs, dynamic)
+            if dynamic and tracer.specialized:
+                _log.recompile(self.__name__, "the graph depends on the sizes: "
+                               + tracer.specialized[0])
+                dynamic = False
         except _capture.GraphBreak as e:
             if self.fullgraph:
                 from .._dynamo.exc import Unsupported
@@ -168,12 +193,16 @@ class Compiled:
                 raise
             return self._suppressed(key, e)
         try:
-            entry = self._build(graph, layout, args, kwargs)
+            entry = self._build(graph, layout, args, kwargs, dynamic)
         except Exception as e:
             if not config.suppress_errors:
                 raise
             return self._suppressed(key, e)
-        self.cache[key] = entry
+        if dynamic:
+            self.dynamic_cache[shapeless] = entry
+        else:
+            self.cache[key] = entry
+            self._static_shapeless.add(shapeless)
         return entry
 
     def _suppressed(self, key, e):
@@ -183,7 +212,7 @@ class Compiled:
         entry = self.cache[key] = _Eager(self, f"{type(e).__name__}: {e}")
         return entry
 
-    def _build(self, graph, layout, args, kwargs):
+    def _build(self, graph, layout, args, kwargs, dynamic=False):
         _passes.dead_code(graph)
         _passes.inline_constants(graph)
         kernels = []
@@ -194,7 +223,7 @@ class Compiled:
             _passes.common_subexpressions(graph)
             _passes.dead_code(graph)
             if self.options.get("fusion", True):
-                kernels = _fusion.fuse(graph)
+                kernels = _fusion.fuse(graph, dynamic=dynamic)
         root = self.module if self.module is not None else None
         if callable(self.backend) and not isinstance(self.backend, str):
             fn = self._custom_backend(graph, args, kwargs)
@@ -262,6 +291,8 @@ class Compiled:
 
     def reset(self):
         self.cache.clear()
+        self.dynamic_cache.clear()
+        self._static_shapeless.clear()
         self._child_compiled.clear()
         self._warned_limit = False
 
@@ -275,11 +306,11 @@ def _bound_module(fn):
     return None
 
 
-def _guard(a):
+def _guard(a, sizes=True):
     if isinstance(a, Tensor):
         d = a._data
-        return ("T", d.shape, d.dtype, d.device if isinstance(d.device, str) else str(d.device),
-                a._requires_grad)
+        return ("T", d.shape if sizes else len(d.shape), d.dtype,
+                d.device if isinstance(d.device, str) else str(d.device), a._requires_grad)
     if isinstance(a, float):
         return ("f", repr(a))
     return a

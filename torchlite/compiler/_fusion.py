@@ -15,6 +15,7 @@ forward values it needs tile by tile instead of saving them.  Gradients of broad
 are summed back to their shapes after the program."""
 import operator
 
+from .._core.array import broadcast_shapes
 from .._tensor import _wrap
 from ..autograd.graph import Node as AutogradNode, record, sum_to, pack, unpack, _FREED
 from ..autograd.grad_mode import _state as _grad_state
@@ -116,7 +117,7 @@ def partition(graph):
     return [g for g in groups if len(g.nodes) >= 2 and g.dtype is not None]
 
 
-def fuse(graph, name_prefix="fused"):
+def fuse(graph, name_prefix="fused", dynamic=False):
     """Replace each group by one FusedKernel call; returns the kernels made."""
     kernels = []
     for k, g in enumerate(partition(graph)):
@@ -131,7 +132,7 @@ def fuse(graph, name_prefix="fused"):
             continue
         region = _region_graph(g.nodes, inputs, outputs)
         try:
-            kernel = FusedKernel(f"{name_prefix}_{k}", region, inputs, outputs, g.shape)
+            kernel = FusedKernel(f"{name_prefix}_{k}", region, inputs, outputs, g.shape, dynamic)
         except L.NotLowerable:
             continue
         last = g.nodes[-1]
@@ -170,24 +171,36 @@ def _region_graph(nodes, inputs, outputs):
 class FusedKernel:
     """A fused elementwise region: called with its input tensors, returns its outputs (a
     tuple).  When an input requires grad (and grad mode is on), the outputs get one autograd
-    node whose backward runs the region's backward program."""
+    node whose backward runs the region's backward program.  A dynamic kernel (dynamic=True)
+    takes the shape from its inputs on each call."""
 
-    def __init__(self, name, region, inputs, outputs, shape):
+    def __init__(self, name, region, inputs, outputs, shape, dynamic=False):
         self.__name__ = name
         self.region = region
         self.shape = tuple(shape)
+        self.dynamic = dynamic
         self.in_vals = [a.meta.get("val") for a in inputs]
         in_dtypes = [v[1] for v in self.in_vals]
         self.program, self.out_dtypes = L.build_program(name, region, in_dtypes)
         self.in_shapes = [v[0] for v in self.in_vals]
         self._backward = None           # built on the first call that records a node
+        self._python = None
+        # which inputs each output depends on: a dynamic call checks that each output really
+        # has the shape the program writes (elementwise ops commute with broadcasting, so only
+        # the outputs' shapes can differ)
+        self._deps = _output_inputs(region)
 
     def __repr__(self):
         return f"<FusedKernel {self.__name__}: {self.program.num_instructions} ops>"
 
     def __call__(self, *inputs):
+        shape = self.shape
+        if self.dynamic:
+            shape = self._shape_of(inputs)
+            if shape is None:                # broadcasting the region does not hold for these
+                return self._eager(*inputs)   # sizes: its ops, one by one (eager's errors too)
         arrays = tuple(t._data for t in inputs)
-        outs = tuple(_wrap(a) for a in self.program.run(arrays, self.shape))
+        outs = tuple(_wrap(a) for a in self.program.run(arrays, shape))
         if _grad_state.enabled and any(t._requires_grad for t in inputs):
             bw = self._backward
             if bw is None:
@@ -196,12 +209,51 @@ class FusedKernel:
             node.kernel = self
             node._saved = {f"in{i}": pack(t, False) for i, t in enumerate(inputs)}
             node.n_inputs = len(inputs)
+            node.shape = shape
+            node.in_shapes = [tuple(t._data.shape) for t in inputs]
             record(node, inputs, outs if len(outs) > 1 else outs[0])
         return outs
+
+    def _shape_of(self, inputs):
+        try:
+            shape = tuple(broadcast_shapes(*[t._data.shape for t in inputs]))
+            for deps in self._deps:
+                if tuple(broadcast_shapes(*[inputs[i]._data.shape for i in deps])) != shape:
+                    return None
+        except (RuntimeError, ValueError):
+            return None
+        return shape
+
+    def _eager(self, *inputs):
+        if self._python is None:
+            self._python = _python_of(self.region, self.__name__)
+        return tuple(self._python(None, *inputs))
 
     def source(self):
         """The region as Python code (for TORCHLITE_LOGS=graph_code)."""
         return self.region.python_code("self").src
+
+
+def _python_of(graph, name):
+    """The function the graph's Python code defines (called with a dummy `self`)."""
+    code = graph.python_code("self")
+    scope = dict(code.globals)
+    exec(compile(code.src, f"<{name}>", "exec"), scope)
+    return scope["forward"]
+
+
+def _output_inputs(region):
+    """For each output of a region graph, the indices of the inputs it depends on."""
+    placeholders = [n for n in region.nodes if n.op == "placeholder"]
+    index = {p: i for i, p in enumerate(placeholders)}
+    deps = {}
+    for n in region.nodes:
+        if n.op == "placeholder":
+            deps[n] = {index[n]}
+        elif n.op != "output":
+            deps[n] = set().union(*[deps[a] for a in n.all_input_nodes]) if n.all_input_nodes else set()
+    out = next(n for n in region.nodes if n.op == "output").args[0]
+    return [sorted(deps[o]) if isinstance(o, Node) else [] for o in out]
 
 
 class _Backward:
@@ -217,18 +269,14 @@ class _Backward:
             self.program, _ = L.build_program(kernel.__name__ + "_backward", self.graph, in_dtypes)
         except L.NotLowerable:
             self.program = None
-        code = self.graph.python_code("self")
-        scope = dict(code.globals)
-        exec(compile(code.src, f"<{kernel.__name__}_backward>", "exec"), scope)
-        self.python = scope["forward"]
+        self.python = _python_of(self.graph, kernel.__name__ + "_backward")
         self.node_class = type("CompiledFunctionBackward", (_KernelNode,), {})
 
-    def run(self, inputs, grads):
+    def run(self, inputs, grads, shape, in_shapes):
         """One gradient per kernel input (None where none flows)."""
-        k = self.kernel
         if self.program is not None and not _grad_state.enabled:
             arrays = tuple(t._data for t in inputs) + tuple(g._data for g in grads)
-            outs = [_wrap(a) for a in self.program.run(arrays, k.shape)]
+            outs = [_wrap(a) for a in self.program.run(arrays, shape)]
         else:           # create_graph=True: the same formulas as differentiable eager ops
             outs = list(self.python(None, *inputs, *grads))
         result = []
@@ -237,8 +285,8 @@ class _Backward:
             if self.grad_of[i]:
                 g = outs[j]
                 j += 1
-                if tuple(g.shape) != tuple(k.in_shapes[i]):
-                    g = sum_to(g, k.in_shapes[i])
+                if tuple(g.shape) != tuple(in_shapes[i]):
+                    g = sum_to(g, in_shapes[i])
                 result.append(g)
             else:
                 result.append(None)
@@ -250,19 +298,21 @@ class _KernelNode(AutogradNode):
 
     kernel = None
     n_inputs = 0
+    shape = in_shapes = ()
 
     def backward(self, *grads):
         if self._released:
             raise RuntimeError(_FREED)
         inputs = [unpack(self, f"in{i}", self._saved[f"in{i}"]) for i in range(self.n_inputs)]
         k = self.kernel
+        shape = self.shape
         full = []
         for g, dt in zip(grads, k.out_dtypes):
             if g is None:
                 from .._ops.creation import zeros
-                g = zeros(k.shape, dtype=_dtype(dt))
-            full.append(g.contiguous() if tuple(g.shape) == k.shape else g.expand(k.shape).contiguous())
-        grads_in = k._backward.run(inputs, full)
+                g = zeros(shape, dtype=_dtype(dt))
+            full.append(g if tuple(g.shape) == shape else g.expand(shape))
+        grads_in = k._backward.run(inputs, full, shape, self.in_shapes)
         return tuple(g if e[0] is not None else None
                      for g, e in zip(grads_in, self.next_functions))
 

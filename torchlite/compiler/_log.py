@@ -7,7 +7,7 @@ Several are joined with commas; "+all" or "all" turns on every one."""
 import os
 import sys
 
-__all__ = ["enabled", "graph_code", "graph_break"]
+__all__ = ["enabled", "graph_code", "graph_break", "recompile"]
 
 _KNOWN = ("graph_code", "graph_breaks", "recompiles", "output_code")
 
@@ -34,3 +34,8 @@ def graph_code(name, src, kernels):
 def graph_break(name, err):
     if enabled("graph_breaks"):
         _emit(f"GRAPH BREAK in {name}: {err}")
+
+
+def recompile(name, reason):
+    if enabled("recompiles"):
+        _emit(f"RECOMPILING {name}: {reason}")

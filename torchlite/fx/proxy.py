@@ -187,7 +187,7 @@ class SymInt(int):
             a = other.node if isinstance(other, SymInt) else other
             args = (a, self.node) if reflected else (self.node, a)
             return tracer.create_node("call_function", fn, args, {})
-        return SymInt(value, tracer, make)
+        return type(self)(value, tracer, make)
 
     def __add__(self, o):
         return self._op(operator.add, o) if isinstance(o, int) else NotImplemented

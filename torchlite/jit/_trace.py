@@ -112,6 +112,7 @@ class _RunTracer(Tracer):
     a node when it returns a tensor (a size or a flag it returns is fixed as a constant)."""
 
     symbolic_sizes = False      # ONNX export: sizes read from inputs stay symbolic
+    symint_class = SymInt       # what a symbolic size is (compile's records its uses)
 
     def symbolic_shape(self, proxy, shape):
         """proxy.shape as a tuple of SymInts sharing one getattr node."""
@@ -126,7 +127,7 @@ class _RunTracer(Tracer):
         def item(i):
             return lambda: self.create_node("call_function", operator.getitem,
                                             (shape_node(), i), {})
-        return tuple(SymInt(s, self, item(i)) for i, s in enumerate(shape))
+        return tuple(self.symint_class(s, self, item(i)) for i, s in enumerate(shape))
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None):
         if kind == "placeholder" or kind == "get_attr":
@@ -151,7 +152,7 @@ class _RunTracer(Tracer):
             if self.symbolic_sizes and type(value) is int and _holds_symint((args, kwargs)):
                 node = self.create_node(kind, target, self.create_arg(args),
                                         self.create_arg(kwargs), name, type_expr)
-                return SymInt(value, self, lambda: node)
+                return self.symint_class(value, self, lambda: node)
             return value
         node = self.create_node(kind, target, self.create_arg(args), self.create_arg(kwargs),
                                 name, type_expr)
