@@ -1,0 +1,39 @@
+"""FakeData: random images for trying a pipeline without a dataset (torchvision's)."""
+from ... import Generator, randint, rand
+from .vision import VisionDataset
+
+__all__ = ["FakeData"]
+
+
+class FakeData(VisionDataset):
+    """`size` random images of image_size (C, H, W), each with a random class below
+    num_classes; item i is the same every time (drawn from a generator seeded with
+    i + random_offset).  Items are (PIL image, class) before the transforms."""
+
+    def __init__(self, size=1000, image_size=(3, 224, 224), num_classes=10, transform=None,
+                 target_transform=None, random_offset=0):
+        super().__init__(None, transform=transform, target_transform=target_transform)
+        if size < 0 or num_classes < 1 or len(image_size) != 3 or min(image_size) < 1:
+            raise ValueError(f"FakeData: bad size {size}, image_size {image_size} or "
+                             f"num_classes {num_classes}")
+        self.size, self.num_classes = size, num_classes
+        self.image_size, self.random_offset = tuple(image_size), random_offset
+
+    def __getitem__(self, index):
+        if index >= len(self) or index < -len(self):
+            raise IndexError(f"{type(self).__name__} index out of range")
+        index %= len(self)
+        g = Generator().manual_seed(index + self.random_offset)
+        img = rand(*self.image_size, generator=g)
+        target = int(randint(0, self.num_classes, (1,), generator=g))
+        from .._pil import pil_image
+        arr = (img * 255).round().clamp(0, 255).byte().permute(1, 2, 0).numpy()
+        img = pil_image().fromarray(arr[:, :, 0] if arr.shape[2] == 1 else arr)
+        if self.transform is not None:
+            img = self.transform(img)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return img, target
+
+    def __len__(self):
+        return self.size

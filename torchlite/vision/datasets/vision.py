@@ -1,0 +1,61 @@
+"""VisionDataset: what every dataset of torchlite.vision.datasets shares (torchvision's)."""
+import os
+
+from ...utils.data import Dataset
+
+__all__ = ["VisionDataset", "StandardTransform"]
+
+
+class StandardTransform:
+    """transform on the input and target_transform on the target, as one callable."""
+
+    def __init__(self, transform=None, target_transform=None):
+        self.transform, self.target_transform = transform, target_transform
+
+    def __call__(self, input, target):
+        if self.transform is not None:
+            input = self.transform(input)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return input, target
+
+    def __repr__(self):
+        lines = [type(self).__name__]
+        for name, t in (("Transform", self.transform), ("Target transform", self.target_transform)):
+            if t is not None:
+                lines.append(f"{name}: {t!r}")
+        return "\n".join(lines)
+
+
+class VisionDataset(Dataset):
+    """A dataset kept under `root`: `transform` is applied to each image, `target_transform` to
+    each target, or `transforms` (one callable of both; not together with the other two)."""
+
+    _repr_indent = 4
+
+    def __init__(self, root=None, transforms=None, transform=None, target_transform=None):
+        self.root = os.path.expanduser(os.fspath(root)) if root is not None else None
+        has_separate = transform is not None or target_transform is not None
+        if transforms is not None and has_separate:
+            raise ValueError("Only transforms or transform/target_transform can be passed as argument")
+        self.transform, self.target_transform = transform, target_transform
+        self.transforms = StandardTransform(transform, target_transform) if has_separate else transforms
+
+    def __getitem__(self, index):
+        raise NotImplementedError
+
+    def __len__(self):
+        raise NotImplementedError
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        body = [f"Number of datapoints: {len(self)}"]
+        if self.root is not None:
+            body.append(f"Root location: {self.root}")
+        body += self.extra_repr().splitlines()
+        if self.transforms is not None:
+            body += repr(self.transforms).splitlines()
+        pad = " " * self._repr_indent
+        return "\n".join([f"Dataset {type(self).__name__}"] + [pad + line for line in body])
