@@ -1,0 +1,155 @@
+"""torchlite.vision.models: each architecture's parameter count against torchvision's published
+numbers, state_dict keys as torchvision names them, forward/backward shapes, the weights API
+(verify, DEFAULT, get_weight, num_classes checks) and loading weights through torchlite.hub
+from a local HTTP server; outputs against torchvision with copied weights where installed."""
+import hashlib
+import http.server
+import io
+import threading
+
+import numpy as np
+import pytest
+
+import torchlite as tl
+from torchlite import hub
+from torchlite.vision import models as M
+
+# torchvision's documented parameter counts (its model docs' "num_params")
+PARAMS = {"alexnet": 61100840, "resnet18": 11689512, "resnet34": 21797672, "resnet50": 25557032,
+          "resnet101": 44549160, "resnet152": 60192808, "resnext50_32x4d": 25028904,
+          "resnext101_32x8d": 88791336, "wide_resnet50_2": 68883240, "wide_resnet101_2": 126886696,
+          "vgg11": 132863336, "vgg11_bn": 132868840, "vgg13": 133047848, "vgg13_bn": 133053736,
+          "vgg16": 138357544, "vgg16_bn": 138365992, "vgg19": 143667240, "vgg19_bn": 143678248}
+
+
+def test_every_model_is_registered():
+    assert set(PARAMS) <= set(M.list_models())
+    assert M.list_models(include="resnet*") == ["resnet101", "resnet152", "resnet18", "resnet34", "resnet50"]
+    assert "vgg11" not in M.list_models(exclude="vgg*")
+    assert M.list_models(module=M) == M.list_models()
+
+
+@pytest.mark.parametrize("name", ["alexnet", "resnet18", "resnet50", "resnext50_32x4d", "vgg11",
+                                  "vgg16_bn", "wide_resnet50_2", "resnet152", "vgg19"])
+def test_parameter_counts(name):
+    m = M.get_model(name)
+    assert sum(p.numel() for p in m.parameters()) == PARAMS[name]
+
+
+def test_resnet18_state_dict_keys():
+    sd = M.resnet18().state_dict()
+    keys = list(sd)
+    assert len(keys) == 122
+    assert keys[:6] == ["conv1.weight", "bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var",
+                        "bn1.num_batches_tracked"]
+    assert "layer2.0.downsample.0.weight" in sd and "layer2.0.downsample.1.running_var" in sd
+    assert "layer1.0.downsample.0.weight" not in sd
+    assert keys[-2:] == ["fc.weight", "fc.bias"]
+    assert tuple(sd["layer4.1.conv2.weight"].shape) == (512, 512, 3, 3)
+    r50 = M.resnet50().state_dict()
+    assert len(r50) == 320 and tuple(r50["layer1.0.conv3.weight"].shape) == (256, 64, 1, 1)
+    vgg = list(M.vgg16().state_dict())
+    assert vgg[0] == "features.0.weight" and "features.28.bias" in vgg and vgg[-1] == "classifier.6.bias"
+
+
+@pytest.mark.parametrize("name", ["resnet18", "resnet50", "vgg11_bn", "alexnet"])
+def test_forward_and_backward(name):
+    tl.manual_seed(0)
+    m = M.get_model(name, num_classes=7)
+    size = 64 if name == "alexnet" else 32
+    x = tl.randn(2, 3, size, size)
+    out = m(x)
+    assert tuple(out.shape) == (2, 7)
+    out.sum().backward()
+    assert all(p.grad is not None for p in m.parameters())
+    m.eval()
+    with tl.no_grad():
+        a, b = m(x), m(x)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_zero_init_residual_and_dilation():
+    m = M.resnet18(zero_init_residual=True)
+    assert float(m.layer1[0].bn2.weight.abs().sum()) == 0
+    d = M.resnet50(replace_stride_with_dilation=[False, True, True])
+    out = d.layer4(d.layer3(d.layer2(d.layer1(tl.randn(1, 64, 16, 16)))))
+    assert tuple(out.shape) == (1, 2048, 8, 8)
+    with pytest.raises(ValueError, match="replace_stride_with_dilation"):
+        M.resnet50(replace_stride_with_dilation=[True])
+
+
+def test_weights_api():
+    W = M.ResNet50_Weights
+    assert W.DEFAULT is W.IMAGENET1K_V2 and W.verify("IMAGENET1K_V1") is W.IMAGENET1K_V1
+    assert W.verify("ResNet50_Weights.DEFAULT") is W.IMAGENET1K_V2 and W.verify(None) is None
+    assert W.IMAGENET1K_V1.url.endswith("resnet50-0676ba61.pth")
+    assert W.IMAGENET1K_V2.meta["num_params"] == PARAMS["resnet50"]
+    assert M.get_weight("ResNet50_Weights.IMAGENET1K_V2") is W.IMAGENET1K_V2
+    assert M.get_model_weights("resnet50") is W and M.get_model_weights(M.resnet18) is M.ResNet18_Weights
+    with pytest.raises(ValueError, match="Failed to find"):
+        W.verify("NOPE")
+    with pytest.raises(TypeError, match="Invalid Weight class"):
+        W.verify(M.ResNet18_Weights.DEFAULT)
+    with pytest.raises(ValueError, match="num_classes"):
+        M.resnet50(weights=W.DEFAULT, num_classes=10, progress=False)
+    with pytest.raises(ValueError, match="Unknown model"):
+        M.get_model("resnet7")
+    with pytest.raises(ValueError, match="not available"):
+        M.resnext50_32x4d(weights="DEFAULT")
+
+
+@pytest.fixture
+def weights_server(tmp_path, monkeypatch):
+    """A hash-named checkpoint of resnet18 served on 127.0.0.1, and the hub cache in tmp."""
+    www = tmp_path / "www"
+    www.mkdir()
+    tl.manual_seed(3)
+    state = M.resnet18().state_dict()
+    buf = io.BytesIO()
+    tl.save(state, buf)
+    data = buf.getvalue()
+    name = f"resnet18-{hashlib.sha256(data).hexdigest()[:8]}.pth"
+    (www / name).write_bytes(data)
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=str(www), **k)
+
+        def log_message(self, *a):
+            pass
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    monkeypatch.setattr(hub, "_hub_dir", str(tmp_path / "hub"))
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/{name}", state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        t.join(10)
+
+
+def test_pretrained_weights_load_through_the_hub(weights_server, monkeypatch):
+    url, state = weights_server
+    entry = M.ResNet18_Weights.IMAGENET1K_V1
+    monkeypatch.setattr(entry.value, "url", url)
+    m = M.resnet18(weights="DEFAULT", progress=False)
+    for k, v in state.items():
+        np.testing.assert_array_equal(m.state_dict()[k].numpy(), v.numpy())
+    m2 = M.get_model("resnet18", weights=entry, progress=False)
+    assert float((m2.fc.weight - m.fc.weight).abs().max()) == 0
+
+
+def test_against_torchvision_where_installed():
+    torch = pytest.importorskip("torch")
+    tv = pytest.importorskip("torchvision")
+    for name in ("resnet18", "vgg11_bn", "alexnet"):
+        ref = getattr(tv.models, name)().eval()
+        ours = M.get_model(name).eval()
+        ours.load_state_dict({k: tl.from_numpy(v.numpy()) for k, v in ref.state_dict().items()},
+                             strict=True)
+        x = np.random.default_rng(0).standard_normal((2, 3, 64, 64)).astype(np.float32)
+        with torch.no_grad():
+            want = ref(torch.from_numpy(x)).numpy()
+        got = ours(tl.from_numpy(x)).detach().numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

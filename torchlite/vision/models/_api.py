@@ -1,0 +1,147 @@
+"""The weights API of torchvision.models: Weights entries (url, transforms, meta), WeightsEnum
+classes per architecture (ResNet18_Weights.IMAGENET1K_V1, .DEFAULT), and the model registry
+(get_model, list_models, get_model_builder, get_model_weights, get_weight)."""
+import enum
+
+__all__ = ["Weights", "WeightsEnum", "register_model", "get_model", "list_models",
+           "get_model_builder", "get_model_weights", "get_weight", "handle_weights"]
+
+
+class Weights:
+    """One set of pretrained weights: where the state dict is (url, hash-named as torchvision's
+    files, so load_state_dict_from_url(check_hash=True) checks it), the transforms the model
+    expects, and meta (num_params, min_size, metrics, ...)."""
+
+    def __init__(self, url, transforms, meta):
+        self.url, self.transforms, self.meta = url, transforms, meta
+
+    def __repr__(self):
+        return f"Weights(url={self.url!r})"
+
+
+class WeightsEnum(enum.Enum):
+    """The weights an architecture has; `DEFAULT` is the best of them.  An entry is used as
+    its Weights: .url, .transforms(), .meta, .get_state_dict()."""
+
+    @classmethod
+    def verify(cls, obj):
+        if obj is None or isinstance(obj, cls):
+            return obj
+        if isinstance(obj, str):
+            name = obj.replace(cls.__name__ + ".", "")
+            try:
+                return cls[name]
+            except KeyError:
+                raise ValueError(f"Failed to find Weights {obj} in {cls.__name__}.") from None
+        raise TypeError(f"Invalid Weight class provided; expected {cls.__name__} but received "
+                        f"{type(obj).__name__}.")
+
+    def get_state_dict(self, progress=True, check_hash=True, **kwargs):
+        """The state dict, downloaded once into the hub cache (torchlite.hub)."""
+        from ...hub import load_state_dict_from_url
+        return load_state_dict_from_url(self.url, progress=progress, check_hash=check_hash, **kwargs)
+
+    def __repr__(self):
+        return f"{type(self).__name__}.{self._name_}"
+
+    def __getattr__(self, name):
+        if name in ("url", "transforms", "meta"):
+            return getattr(self._value_, name)
+        raise AttributeError(name)
+
+
+def handle_weights(weights_enum, weights, kwargs, num_classes_key="num_classes"):
+    """Verify `weights` and make the model's num_classes agree with them (torchvision's rule:
+    a different num_classes with pretrained weights is an error)."""
+    weights = weights_enum.verify(weights)
+    if weights is not None:
+        categories = weights.meta.get("categories")
+        n = len(categories) if categories else weights.meta.get("num_classes")
+        if n is not None:
+            if num_classes_key in kwargs and kwargs[num_classes_key] != n:
+                raise ValueError(f"The parameter '{num_classes_key}' expected value {n} but got "
+                                 f"{kwargs[num_classes_key]} instead.")
+            kwargs[num_classes_key] = n
+    return weights
+
+
+def load_weights(model, weights, progress):
+    if weights is not None:
+        model.load_state_dict(weights.get_state_dict(progress=progress, check_hash=True))
+    return model
+
+
+_MODELS = {}        # name -> builder
+_WEIGHTS = {}       # name -> WeightsEnum class
+
+
+def register_model(name=None, weights=None):
+    """Decorator: make a builder known to get_model/list_models under `name`."""
+    def wrap(fn):
+        key = name or fn.__name__
+        if key in _MODELS:
+            raise ValueError(f"An entry is already registered under the name '{key}'.")
+        _MODELS[key] = fn
+        if weights is not None:
+            _WEIGHTS[key] = weights
+        return fn
+    return wrap
+
+
+def list_models(module=None, include=None, exclude=None):
+    """The registered model names (of one module, e.g. torchlite.vision.models), sorted;
+    include/exclude: fnmatch patterns."""
+    import fnmatch
+    names = [n for n, fn in _MODELS.items()
+             if module is None or fn.__module__.startswith(module.__name__)]
+    if include:
+        pats = [include] if isinstance(include, str) else include
+        names = [n for n in names if any(fnmatch.fnmatch(n, p) for p in pats)]
+    if exclude:
+        pats = [exclude] if isinstance(exclude, str) else exclude
+        names = [n for n in names if not any(fnmatch.fnmatch(n, p) for p in pats)]
+    return sorted(names)
+
+
+def get_model_builder(name):
+    name = name.lower()
+    try:
+        return _MODELS[name]
+    except KeyError:
+        raise ValueError(f"Unknown model {name}") from None
+
+
+def get_model(name, **config):
+    """The model `name` built with config (weights=..., num_classes=...)."""
+    return get_model_builder(name)(**config)
+
+
+def get_model_weights(name):
+    """The WeightsEnum class of a model (by name or builder)."""
+    if callable(name):
+        name = next((k for k, v in _MODELS.items() if v is name), name.__name__)
+    try:
+        return _WEIGHTS[name.lower()]
+    except KeyError:
+        raise ValueError(f"The model {name} has no weights enum") from None
+
+
+def get_weight(name):
+    """A weights entry by its full name, e.g. 'ResNet50_Weights.IMAGENET1K_V2'."""
+    try:
+        enum_name, value = name.split(".")
+    except ValueError:
+        raise ValueError(f"Invalid weight name provided: '{name}'.") from None
+    for cls in _WEIGHTS.values():
+        if cls.__name__ == enum_name:
+            return cls[value]
+    raise ValueError(f"The weight enum '{enum_name}' for the specific method couldn't be retrieved.")
+
+
+def classification_transforms(crop_size, resize_size=256):
+    """A factory of torchvision's ImageClassification preset (resize, center crop, scale to
+    [0, 1], normalize with ImageNet's mean and std) for a Weights entry's `transforms`."""
+    def make():
+        from ._presets import ImageClassification
+        return ImageClassification(crop_size=crop_size, resize_size=resize_size)
+    return make
