@@ -19,7 +19,12 @@ PARAMS = {"alexnet": 61100840, "resnet18": 11689512, "resnet34": 21797672, "resn
           "resnet101": 44549160, "resnet152": 60192808, "resnext50_32x4d": 25028904,
           "resnext101_32x8d": 88791336, "wide_resnet50_2": 68883240, "wide_resnet101_2": 126886696,
           "vgg11": 132863336, "vgg11_bn": 132868840, "vgg13": 133047848, "vgg13_bn": 133053736,
-          "vgg16": 138357544, "vgg16_bn": 138365992, "vgg19": 143667240, "vgg19_bn": 143678248}
+          "vgg16": 138357544, "vgg16_bn": 138365992, "vgg19": 143667240, "vgg19_bn": 143678248,
+          "mobilenet_v2": 3504872, "mobilenet_v3_small": 2542856, "mobilenet_v3_large": 5483032,
+          "squeezenet1_0": 1248424, "squeezenet1_1": 1235496, "densenet121": 7978856,
+          "densenet161": 28681000, "densenet169": 14149480, "densenet201": 20013928,
+          "efficientnet_b0": 5288548, "efficientnet_b1": 7794184, "efficientnet_b2": 9109994,
+          "efficientnet_b3": 12233232, "vit_b_16": 86567656, "vit_b_32": 88224232}
 
 
 def test_every_model_is_registered():
@@ -30,7 +35,10 @@ def test_every_model_is_registered():
 
 
 @pytest.mark.parametrize("name", ["alexnet", "resnet18", "resnet50", "resnext50_32x4d", "vgg11",
-                                  "vgg16_bn", "wide_resnet50_2", "resnet152", "vgg19"])
+                                  "vgg16_bn", "wide_resnet50_2", "resnet152", "vgg19", "mobilenet_v2",
+                                  "mobilenet_v3_small", "mobilenet_v3_large", "squeezenet1_0",
+                                  "squeezenet1_1", "densenet121", "densenet201", "efficientnet_b0",
+                                  "efficientnet_b2", "efficientnet_b3", "vit_b_16", "vit_b_32"])
 def test_parameter_counts(name):
     m = M.get_model(name)
     assert sum(p.numel() for p in m.parameters()) == PARAMS[name]
@@ -52,11 +60,14 @@ def test_resnet18_state_dict_keys():
     assert vgg[0] == "features.0.weight" and "features.28.bias" in vgg and vgg[-1] == "classifier.6.bias"
 
 
-@pytest.mark.parametrize("name", ["resnet18", "resnet50", "vgg11_bn", "alexnet"])
+@pytest.mark.parametrize("name", ["resnet18", "resnet50", "vgg11_bn", "alexnet", "mobilenet_v2",
+                                  "mobilenet_v3_small", "squeezenet1_1", "densenet121",
+                                  "efficientnet_b0", "vit_b_16"])
 def test_forward_and_backward(name):
     tl.manual_seed(0)
-    m = M.get_model(name, num_classes=7)
-    size = 64 if name == "alexnet" else 32
+    extra = {"image_size": 32} if name.startswith("vit") else {}
+    m = M.get_model(name, num_classes=7, **extra)
+    size = 64 if name in ("alexnet", "squeezenet1_1") else 32
     x = tl.randn(2, 3, size, size)
     out = m(x)
     assert tuple(out.shape) == (2, 7)
@@ -66,6 +77,29 @@ def test_forward_and_backward(name):
     with tl.no_grad():
         a, b = m(x), m(x)
     np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_densenet_renames_torchvisions_old_keys(weights_server, monkeypatch, tmp_path):
+    tl.manual_seed(4)
+    state = M.densenet121().state_dict()
+    # torchvision's published file: 'norm.1' for 'norm1', and (older than BatchNorm's counter) no
+    # num_batches_tracked entries
+    old = {k.replace("norm1.", "norm.1.").replace("conv2.", "conv.2."): v for k, v in state.items()
+           if not k.endswith("num_batches_tracked")}
+    buf = io.BytesIO()
+    tl.save(old, buf)
+    data = buf.getvalue()
+    name = f"densenet121-{hashlib.sha256(data).hexdigest()[:8]}.pth"
+    url, _ = weights_server
+    www = url.rsplit("/", 1)[0]
+    import urllib.parse
+    folder = tmp_path / "www"
+    (folder / name).write_bytes(data)
+    monkeypatch.setattr(M.DenseNet121_Weights.IMAGENET1K_V1.value, "url", f"{www}/{name}")
+    assert urllib.parse.urlparse(www).hostname == "127.0.0.1"
+    m = M.densenet121(weights="DEFAULT", progress=False)
+    key = "features.denseblock1.denselayer1.norm1.running_mean"
+    np.testing.assert_array_equal(m.state_dict()[key].numpy(), state[key].numpy())
 
 
 def test_zero_init_residual_and_dilation():
@@ -143,7 +177,8 @@ def test_pretrained_weights_load_through_the_hub(weights_server, monkeypatch):
 def test_against_torchvision_where_installed():
     torch = pytest.importorskip("torch")
     tv = pytest.importorskip("torchvision")
-    for name in ("resnet18", "vgg11_bn", "alexnet"):
+    for name in ("resnet18", "vgg11_bn", "alexnet", "mobilenet_v2", "mobilenet_v3_small",
+                 "squeezenet1_1", "densenet121", "efficientnet_b0"):
         ref = getattr(tv.models, name)().eval()
         ours = M.get_model(name).eval()
         ours.load_state_dict({k: tl.from_numpy(v.numpy()) for k, v in ref.state_dict().items()},

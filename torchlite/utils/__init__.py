@@ -1,8 +1,8 @@
-"""torchlite.utils: utilities (torch.utils): data loading in torchlite.utils.data and activation
-checkpointing in torchlite.utils.checkpoint, each imported on first use (data brings NumPy in,
-which `import torchlite` does not need)."""
+"""torchlite.utils: utilities (torch.utils): data loading in torchlite.utils.data, activation
+checkpointing in torchlite.utils.checkpoint and TensorBoard logging in torchlite.utils.tensorboard,
+each imported on first use (data brings NumPy in, which `import torchlite` does not need)."""
 
-__all__ = ["data", "checkpoint", "_pytree"]
+__all__ = ["data", "checkpoint", "tensorboard", "_pytree"]
 
 
 def __getattr__(name):

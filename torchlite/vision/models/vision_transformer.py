@@ -1,0 +1,150 @@
+"""Vision Transformer (Dosovitskiy et al. 2020): vit_b_16, vit_b_32, vit_l_16, vit_l_32, with
+torchvision's names and keys (conv_proj, class_token, encoder.pos_embedding,
+encoder.layers.encoder_layer_<i>, heads.head)."""
+import functools
+import math
+from collections import OrderedDict
+
+from ... import nn, zeros, empty, cat
+from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
+from ._api import register_model
+
+__all__ = ["VisionTransformer", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "ViT_B_16_Weights"]
+
+
+class MLPBlock(nn.Sequential):
+    """Linear -> GELU -> Dropout -> Linear -> Dropout (torchvision's MLP, keys 0..4)."""
+
+    def __init__(self, in_dim, mlp_dim, dropout):
+        super().__init__(nn.Linear(in_dim, mlp_dim), nn.GELU(), nn.Dropout(dropout),
+                         nn.Linear(mlp_dim, in_dim), nn.Dropout(dropout))
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight)
+                nn.init.normal_(m.bias, std=1e-6)
+
+
+class EncoderBlock(nn.Module):
+    """Pre-norm self-attention and MLP, each with a residual."""
+
+    def __init__(self, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout, norm_layer):
+        super().__init__()
+        self.num_heads = num_heads
+        self.ln_1 = norm_layer(hidden_dim)
+        self.self_attention = nn.MultiheadAttention(hidden_dim, num_heads, dropout=attention_dropout,
+                                                    batch_first=True)
+        self.dropout = nn.Dropout(dropout)
+        self.ln_2 = norm_layer(hidden_dim)
+        self.mlp = MLPBlock(hidden_dim, mlp_dim, dropout)
+
+    def forward(self, input):
+        if input.ndim != 3:
+            raise ValueError(f"Expected (batch_size, seq_length, hidden_dim) got {tuple(input.shape)}")
+        x = self.ln_1(input)
+        x, _ = self.self_attention(x, x, x, need_weights=False)
+        x = self.dropout(x) + input
+        return x + self.mlp(self.ln_2(x))
+
+
+class Encoder(nn.Module):
+    def __init__(self, seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout,
+                 attention_dropout, norm_layer):
+        super().__init__()
+        self.pos_embedding = nn.Parameter(empty(1, seq_length, hidden_dim).normal_(std=0.02))
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.Sequential(OrderedDict(
+            (f"encoder_layer_{i}", EncoderBlock(num_heads, hidden_dim, mlp_dim, dropout,
+                                                attention_dropout, norm_layer))
+            for i in range(num_layers)))
+        self.ln = norm_layer(hidden_dim)
+
+    def forward(self, input):
+        return self.ln(self.layers(self.dropout(input + self.pos_embedding)))
+
+
+class VisionTransformer(nn.Module):
+    def __init__(self, image_size, patch_size, num_layers, num_heads, hidden_dim, mlp_dim,
+                 dropout=0.0, attention_dropout=0.0, num_classes=1000, representation_size=None,
+                 norm_layer=functools.partial(nn.LayerNorm, eps=1e-6)):
+        super().__init__()
+        if image_size % patch_size != 0:
+            raise ValueError("Input shape indivisible by patch size!")
+        self.image_size, self.patch_size = image_size, patch_size
+        self.hidden_dim, self.mlp_dim = hidden_dim, mlp_dim
+        self.num_classes, self.representation_size = num_classes, representation_size
+        self.conv_proj = nn.Conv2d(3, hidden_dim, kernel_size=patch_size, stride=patch_size)
+        seq_length = (image_size // patch_size) ** 2 + 1
+        self.class_token = nn.Parameter(zeros(1, 1, hidden_dim))
+        self.encoder = Encoder(seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout,
+                               attention_dropout, norm_layer)
+        self.seq_length = seq_length
+        heads = OrderedDict()
+        if representation_size is None:
+            heads["head"] = nn.Linear(hidden_dim, num_classes)
+        else:
+            heads["pre_logits"] = nn.Linear(hidden_dim, representation_size)
+            heads["act"] = nn.Tanh()
+            heads["head"] = nn.Linear(representation_size, num_classes)
+        self.heads = nn.Sequential(heads)
+        fan_in = 3 * patch_size * patch_size
+        nn.init.trunc_normal_(self.conv_proj.weight, std=math.sqrt(1 / fan_in))
+        nn.init.zeros_(self.conv_proj.bias)
+        if "pre_logits" in heads:
+            nn.init.trunc_normal_(self.heads.pre_logits.weight, std=math.sqrt(1 / hidden_dim))
+            nn.init.zeros_(self.heads.pre_logits.bias)
+        nn.init.zeros_(self.heads.head.weight)
+        nn.init.zeros_(self.heads.head.bias)
+
+    def _process_input(self, x):
+        n, c, h, w = x.shape
+        p = self.patch_size
+        if h != self.image_size or w != self.image_size:
+            raise ValueError(f"Wrong image size! Expected {self.image_size} but got {h} x {w}")
+        x = self.conv_proj(x)
+        return x.reshape(n, self.hidden_dim, (h // p) * (w // p)).permute(0, 2, 1)
+
+    def forward(self, x):
+        x = self._process_input(x)
+        x = cat([self.class_token.expand(x.shape[0], -1, -1), x], dim=1)
+        return self.heads(self.encoder(x)[:, 0])
+
+
+class ViT_B_16_Weights(WeightsEnum):
+    IMAGENET1K_V1 = Weights("https://download.pytorch.org/models/vit_b_16-c867db91.pth",
+                            classification_transforms(224, 256),
+                            {"num_params": 86567656, "min_size": (224, 224), "categories": None,
+                             "num_classes": 1000, "_metrics": {"ImageNet-1K": {"acc@1": 81.072, "acc@5": 95.318}}})
+    DEFAULT = IMAGENET1K_V1
+
+
+def _vit(patch, layers, heads, hidden, mlp, weights_enum, weights, progress, kwargs):
+    if weights_enum is not None:
+        weights = handle_weights(weights_enum, weights, kwargs)
+    elif weights is not None:
+        raise ValueError("pretrained weights for this ViT are not available in torchlite yet")
+    model = VisionTransformer(kwargs.pop("image_size", 224), patch, layers, heads, hidden, mlp, **kwargs)
+    return load_weights(model, weights, progress)
+
+
+@register_model(weights=ViT_B_16_Weights)
+def vit_b_16(*, weights=None, progress=True, **kwargs):
+    """ViT-B/16."""
+    return _vit(16, 12, 12, 768, 3072, ViT_B_16_Weights, weights, progress, kwargs)
+
+
+@register_model()
+def vit_b_32(*, weights=None, progress=True, **kwargs):
+    """ViT-B/32 (no pretrained weights here yet)."""
+    return _vit(32, 12, 12, 768, 3072, None, weights, progress, kwargs)
+
+
+@register_model()
+def vit_l_16(*, weights=None, progress=True, **kwargs):
+    """ViT-L/16 (no pretrained weights here yet)."""
+    return _vit(16, 24, 16, 1024, 4096, None, weights, progress, kwargs)
+
+
+@register_model()
+def vit_l_32(*, weights=None, progress=True, **kwargs):
+    """ViT-L/32 (no pretrained weights here yet)."""
+    return _vit(32, 24, 16, 1024, 4096, None, weights, progress, kwargs)
