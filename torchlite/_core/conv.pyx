@@ -70,7 +70,9 @@ cdef int64_t WGRAD_MAX_BLOCKS = 16
 cdef int64_t SUM_CHUNK = 4096       # elements per parallel chunk of the partial sums
 cdef int64_t SLACK = 16             # spare elements after each im2col scratch buffer
 cdef int64_t CHUNK_COLS = 768       # columns one GEMM of the forward / input grad aims at
-cdef int64_t CHUNK_MAX = 8          # images per such GEMM at most
+cdef int64_t CHUNK_ELEMS = 1 << 21  # elements of one such GEMM's im2col buffer at most
+cdef int64_t WGRAD_COLS = 1024      # products the weight grad's GEMMs aim to sum at once
+cdef int64_t WGRAD_COL_ELEMS = 1 << 21   # at most this many elements of its im2col buffer
 
 
 # ---------------------------------------------------------------------------------------
@@ -320,27 +322,60 @@ cdef void _input_grad_chunk(const Geom* g, int64_t n0, int64_t nb, const real* g
 
 cdef void _weight_grad_images(const Geom* g, int64_t n0, int64_t n1, const real* x,
                               const real* gy, const int64_t* ys, real* dw, int64_t ldw,
-                              real* col, int nthreads) noexcept nogil:
+                              real* col, int64_t nb, int nthreads) noexcept nogil:
     """dw (O, ldw >= CKK; the first CKK columns) = sum over images n0..n1-1 of
-    gy[n] @ im2col(x[n])^T, summed in order.  col has ldw rows, those past CKK zero: the
-    GEMM then sees whole micro-tiles (see conv2d_weight_grad)."""
+    gy[n] @ im2col(x[n])^T.  Images go nb at a time into one GEMM: their im2col matrices side
+    by side in col (ldw x nb*L; the rows past CKK zero, so the GEMM sees whole micro-tiles,
+    see conv2d_weight_grad), their output gradients side by side after it (Og x nb*L), so
+    the GEMM sums over nb*L products instead of L (small images make tiny per-image GEMMs).
+    The chunks depend on the shapes only, so the sums never depend on the threads."""
     cdef const tl_gemm_kernel* kern = _kernel(dw)
-    cdef int64_t n, grp
+    cdef int64_t n, grp, i, m, ldc, o, l
     cdef const real* xg
     cdef const real* gyg
+    cdef const real* src
+    cdef real* tmp
+    cdef real* d
     cdef double beta
-    for n in range(n0, n1):
-        beta = 0.0 if n == n0 else 1.0
-        for grp in range(g.G):
-            xg = x + n * g.xs[0] + grp * g.Cg * g.xs[1]
-            gyg = gy + n * ys[0] + grp * g.Og * ys[1]
-            if _is_pointwise(g):
+    if _is_pointwise(g):
+        for n in range(n0, n1):
+            beta = 0.0 if n == n0 else 1.0
+            for grp in range(g.G):
+                xg = x + n * g.xs[0] + grp * g.Cg * g.xs[1]
+                gyg = gy + n * ys[0] + grp * g.Og * ys[1]
                 _gemm(kern, g.Og, g.CKK, g.L, gyg, ys[1], ys[2], xg, 1, g.xs[1],
                       dw + grp * g.Og * ldw, ldw, beta, nthreads)
-            else:
-                _im2col(xg, g, col, g.L, SLACK)
-                _gemm(kern, g.Og, ldw, g.L, gyg, ys[1], ys[2], col, 1, g.L,
-                      dw + grp * g.Og * ldw, ldw, beta, nthreads)
+        return
+    n = n0
+    while n < n1:
+        m = nb if n + nb <= n1 else n1 - n
+        ldc = m * g.L
+        tmp = col + ldw * ldc
+        beta = 0.0 if n == n0 else 1.0
+        for grp in range(g.G):
+            if ldw > g.CKK:
+                memset(col + g.CKK * ldc, 0, (ldw - g.CKK) * ldc * sizeof(real))
+            for i in range(m):
+                _im2col(x + (n + i) * g.xs[0] + grp * g.Cg * g.xs[1], g, col + i * g.L, ldc, 0)
+                for o in range(g.Og):
+                    src = gy + (n + i) * ys[0] + (grp * g.Og + o) * ys[1]
+                    d = tmp + o * ldc + i * g.L
+                    for l in range(g.L):
+                        d[l] = src[l * ys[2]]
+            _gemm(kern, g.Og, ldw, ldc, tmp, ldc, 1, col, 1, ldc, dw + grp * g.Og * ldw, ldw,
+                  beta, nthreads)
+        n += m
+
+
+cdef int64_t _wgrad_images(const Geom* g, int64_t ldw) noexcept nogil:
+    """Images per weight-grad GEMM: enough for WGRAD_COLS summed products, within N and
+    within WGRAD_COL_ELEMS elements of im2col buffer (shapes only, never the threads)."""
+    cdef int64_t nb = (WGRAD_COLS + g.L - 1) // g.L
+    if nb > g.N:
+        nb = g.N
+    while nb > 1 and ldw * nb * g.L > WGRAD_COL_ELEMS:
+        nb -= 1
+    return nb if nb > 0 else 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -363,16 +398,17 @@ cdef inline bint _by_image(int64_t units, int nt) noexcept nogil:
 cdef int64_t _images_per_gemm(const Geom* g) noexcept nogil:
     """Images whose im2col matrices one GEMM takes side by side: enough for about
     CHUNK_COLS columns (small images make narrow GEMMs, which waste their edge micro-tiles
-    and repack the weight for little work), at most CHUNK_MAX, and a divisor of N, so the
-    chunks split evenly over threads.  Depends on the shapes only, never the threads."""
-    cdef int64_t want, nb
+    and repack the weight for little work: a 1x1 feature map of ResNet's last stage would
+    repack its 512 x 4608 weight for every image), within CHUNK_ELEMS elements of im2col
+    buffer, and a divisor of N, so the chunks split evenly over threads.  Depends on the
+    shapes only, never the threads."""
+    cdef int64_t nb
     if _is_pointwise(g) or g.L >= CHUNK_COLS:
         return 1
-    want = (CHUNK_COLS + g.L - 1) // g.L
-    if want > CHUNK_MAX:
-        want = CHUNK_MAX
-    nb = want
-    while nb > 1 and g.N % nb:
+    nb = (CHUNK_COLS + g.L - 1) // g.L
+    if nb > g.N:
+        nb = g.N
+    while nb > 1 and (g.N % nb or g.CKK * nb * g.L > CHUNK_ELEMS):
         nb -= 1
     return nb
 
@@ -444,24 +480,24 @@ cdef void _run_input_grad(const Geom* g, int64_t nb, const real* gy, const int64
 
 cdef void _run_weight_grad(const Geom* g, const real* x, const real* gy, const int64_t* ys,
                            real* dw, real* parts, int64_t nblk, int64_t ldw, real* col, int64_t cstride,
-                           int nt) noexcept nogil:
+                           int64_t nb, int nt) noexcept nogil:
     """Block b sums images [b*N/nblk, (b+1)*N/nblk) into its partial (O, ldw) (dw itself
     when there is one block and no padding); the partials are then added in block order.
     Thread t's im2col buffer is col + t * cstride."""
     cdef int64_t b, i, nch, rows_per
     cdef int tid
     if nblk == 1 and parts == NULL:
-        _weight_grad_images(g, 0, g.N, x, gy, ys, dw, ldw, col, nt)
+        _weight_grad_images(g, 0, g.N, x, gy, ys, dw, ldw, col, nb, nt)
         return
     if _by_image(nblk, nt):
         for b in prange(nblk, num_threads=nt, schedule="static"):
             tid = threadid()
             _weight_grad_images(g, b * g.N // nblk, (b + 1) * g.N // nblk, x, gy, ys,
-                                parts + b * g.O * ldw, ldw, col + tid * cstride, 1)
+                                parts + b * g.O * ldw, ldw, col + tid * cstride, nb, 1)
     else:
         for b in range(nblk):
             _weight_grad_images(g, b * g.N // nblk, (b + 1) * g.N // nblk, x, gy, ys,
-                                parts + b * g.O * ldw, ldw, col, nt)
+                                parts + b * g.O * ldw, ldw, col, nb, nt)
     rows_per = SUM_CHUNK // ldw + 1
     nch = (g.O + rows_per - 1) // rows_per
     for i in prange(nch, num_threads=nt if g.O * ldw >= 65536 else 1, schedule="static"):
@@ -655,7 +691,7 @@ def conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, paddin
     cdef char* col = NULL
     cdef void* parts = NULL
     cdef int64_t shp[4]
-    cdef int64_t nblk, ldw, cstride
+    cdef int64_t nblk, ldw, cstride, nb
     _check4(x, "input", op)
     _check4(gy, "grad_output", op)
     if gy.dtype != dt:
@@ -685,12 +721,12 @@ def conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, paddin
     if nblk < 1:
         nblk = 1
     nt = _threads(&g)
-    cstride = ldw * g.L + SLACK
+    nb = _wgrad_images(&g, ldw)
+    # per thread: the im2col matrices (ldw x nb*L), then the output gradients (Og x nb*L)
+    cstride = (ldw + g.Og) * nb * g.L + SLACK
     col = <char*>malloc(<size_t>cstride * nt * isz)
     if col == NULL:
         raise MemoryError(f"{op}: cannot allocate the im2col buffers")
-    for t in range(nt):             # the padding rows stay zero
-        memset(col + (t * cstride + g.CKK * g.L) * isz, 0, (cstride - g.CKK * g.L) * isz)
     if nblk > 1 or ldw != g.CKK:
         parts = malloc(<size_t>nblk * g.O * ldw * isz)
         if parts == NULL:
@@ -700,10 +736,11 @@ def conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, paddin
     with nogil:
         if cdt == TL_FLOAT32:
             _run_weight_grad(&g, <const float*>xc.ptr(), <const float*>gc.ptr(), ys,
-                             <float*>dw.ptr(), <float*>parts, nblk, ldw, <float*>col, cstride, nt)
+                             <float*>dw.ptr(), <float*>parts, nblk, ldw, <float*>col, cstride, nb, nt)
         else:
             _run_weight_grad(&g, <const double*>xc.ptr(), <const double*>gc.ptr(), ys,
-                             <double*>dw.ptr(), <double*>parts, nblk, ldw, <double*>col, cstride, nt)
+                             <double*>dw.ptr(), <double*>parts, nblk, ldw, <double*>col, cstride, nb,
+                             nt)
     free(col)
     free(parts)
     _check_oom(op)

@@ -42,6 +42,32 @@ static inline void tl_conv_valid_cols(const tl_conv_geom *g, int64_t off, int64_
     *hi = b;
 }
 
+/* Small outputs (rows of at most TL_CONV_SMALL_OW elements, the late stages of a CNN on
+ * small images) spend more on working out each row's window than on its few elements.  For
+ * them the windows are worked out once per call: table[t * L + l] is the offset of the input
+ * element that output position l reads through kernel tap t (t = ki * KW + kj), with the
+ * strides sH, sW, or -1 where it reads padding.  The same for every channel. */
+#define TL_CONV_SMALL_OW 4
+#define TL_CONV_SMALL_TABLE 4096
+static inline int tl_conv_small(const tl_conv_geom *g) {
+    return g->OW <= TL_CONV_SMALL_OW && g->KH * g->KW * g->L <= TL_CONV_SMALL_TABLE;
+}
+
+static inline void tl_conv_tap_table(const tl_conv_geom *g, int64_t sH, int64_t sW, int64_t *table) {
+    for (int64_t ki = 0; ki < g->KH; ki++)
+        for (int64_t kj = 0; kj < g->KW; kj++) {
+            int64_t *row = table + (ki * g->KW + kj) * g->L;
+            for (int64_t oh = 0; oh < g->OH; oh++) {
+                const int64_t ih = oh * g->sh - g->ph + ki * g->dh;
+                for (int64_t ow = 0; ow < g->OW; ow++) {
+                    const int64_t iw = ow * g->sw - g->pw + kj * g->dw;
+                    row[oh * g->OW + ow] = (ih >= 0 && ih < g->H && iw >= 0 && iw < g->W)
+                                               ? ih * sH + iw * sW : -1;
+                }
+            }
+        }
+}
+
 typedef void (*tl_im2col_f32_fn)(const tl_conv_geom *g, const float *x, float *col, int64_t ldc,
                                  int64_t slack);
 typedef void (*tl_im2col_f64_fn)(const tl_conv_geom *g, const double *x, double *col, int64_t ldc,

@@ -130,7 +130,26 @@ static inline void CK(zero)(T *dst, int64_t n) {
  * no harm: for ldc == L in the rows written after it or in the `slack` elements past the
  * matrix (scratch buffers have room; a user-visible result has none), for ldc > L inside
  * this image's L columns of the row only. */
+static void CK(im2col_small)(const tl_conv_geom *g, const T *x, T *col, int64_t ldc) {
+    int64_t table[TL_CONV_SMALL_TABLE];
+    const int64_t KK = g->KH * g->KW, L = g->L;
+    tl_conv_tap_table(g, g->xs[2], g->xs[3], table);
+    for (int64_t c = 0; c < g->Cg; c++) {
+        const T *xc = x + c * g->xs[1];
+        for (int64_t t = 0; t < KK; t++) {
+            T *dst = col + (c * KK + t) * ldc;
+            const int64_t *o = table + t * L;
+            for (int64_t l = 0; l < L; l++)
+                dst[l] = o[l] >= 0 ? xc[o[l]] : (T)0;
+        }
+    }
+}
+
 static void CK(tl_im2col)(const tl_conv_geom *g, const T *x, T *col, int64_t ldc, int64_t slack) {
+    if (tl_conv_small(g)) {
+        CK(im2col_small)(g, x, col, ldc);
+        return;
+    }
     const int64_t sC = g->xs[1], sH = g->xs[2], sW = g->xs[3], OW = g->OW;
     const int64_t step = g->sw * sW;
     const T *const mat_end = col + (g->CKK - 1) * ldc + g->L + slack;
@@ -170,7 +189,28 @@ static void CK(tl_im2col)(const tl_conv_geom *g, const T *x, T *col, int64_t ldc
 
 /* The rows of col are ldc >= L elements apart; dx is the Cg x H x W block this call owns
  * (nothing else writes it meanwhile). */
+/* The adjoint of im2col_small, adding in the same order as the general path: channel, tap,
+ * output position. */
+static void CK(col2im_small)(const tl_conv_geom *g, const T *col, int64_t ldc, T *dx) {
+    int64_t table[TL_CONV_SMALL_TABLE];
+    const int64_t KK = g->KH * g->KW, L = g->L, HW = g->H * g->W;
+    tl_conv_tap_table(g, g->W, 1, table);
+    for (int64_t c = 0; c < g->Cg; c++) {
+        T *dc = dx + c * HW;
+        for (int64_t t = 0; t < KK; t++) {
+            const T *src = col + (c * KK + t) * ldc;
+            const int64_t *o = table + t * L;
+            for (int64_t l = 0; l < L; l++)
+                if (o[l] >= 0) dc[o[l]] += src[l];
+        }
+    }
+}
+
 static void CK(tl_col2im)(const tl_conv_geom *g, const T *col, int64_t ldc, T *dx) {
+    if (tl_conv_small(g)) {
+        CK(col2im_small)(g, col, ldc, dx);
+        return;
+    }
     const int64_t HW = g->H * g->W, OW = g->OW;
     T *const end = dx + g->Cg * HW;
     for (int64_t c = 0; c < g->Cg; c++)
