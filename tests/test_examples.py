@@ -167,3 +167,42 @@ def test_deploy_jit_example_loads_in_a_fresh_process(tmp_path):
     rows = [line.split() for line in out.splitlines() if re.fullmatch(r"\s*\d+\s+\d+\s+\d+", line)]
     assert len(rows) == 10 and all(h == s for _, h, s in rows)
     assert (tmp_path / "m.pt").exists()
+
+
+def _run_in(cwd, script, *args, timeout=300):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", script), *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_mnist_example_on_synthesized_idx_files(tmp_path):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("PIL")
+    out = _run_in(tmp_path, "mnist.py", "--epochs", "2", "--no-download", "--data",
+                  str(tmp_path / "data"), "--save-model").stdout
+    assert "using scikit-learn's digits" in out
+    assert (tmp_path / "data" / "MNIST" / "raw" / "train-images-idx3-ubyte").exists()
+    final = float(re.search(r"final test accuracy ([0-9.]+)%", out).group(1))
+    assert final >= 85.0, out
+    assert (tmp_path / "mnist_cnn.pt").exists()
+
+
+def test_cifar_resnet_example_learns_and_logs(tmp_path):
+    pytest.importorskip("PIL")
+    proc = _run_in(tmp_path, "cifar_resnet.py", "--epochs", "4", "--no-download", "--data",
+                   str(tmp_path / "data"), "--synthetic-size", "1000", "--batch-size", "64", "--lr",
+                   "0.05", "--logdir", str(tmp_path / "runs"), "--checkpoint", str(tmp_path / "r18.pt"))
+    out = proc.stdout
+    assert "writing a synthetic dataset in CIFAR's format" in out
+    losses = [float(x) for x in re.findall(r"train loss ([0-9.]+)", out)]
+    assert len(losses) == 4 and losses[-1] < losses[0], out
+    assert float(re.search(r"final test accuracy ([0-9.]+)%", out).group(1)) >= 50.0, out
+    state = __import__("torchlite").load(str(tmp_path / "r18.pt"))
+    assert "layer4.1.bn2.running_var" in state
+    if _importable("tensorboard"):
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+        logs = os.path.join(tmp_path, "runs")
+        acc = EventAccumulator(logs)
+        acc.Reload()
+        assert len(acc.Scalars("test/accuracy")) == 4 and acc.Scalars("train/loss")

@@ -1,0 +1,225 @@
+"""Automatic augmentation policies: AutoAugment (Cubuk et al. 2019, the learned ImageNet, CIFAR10
+and SVHN policies), RandAugment (Cubuk et al. 2020) and TrivialAugmentWide (Mueller & Hutter
+2021).  They work on PIL images and on uint8 tensor images (..., C, H, W) -- posterize and
+equalize are defined on 8-bit data only -- and draw from torchlite's global generator."""
+import math
+from enum import Enum
+
+import torchlite
+from torchlite import Tensor
+from . import functional as F
+from .functional import InterpolationMode, _interpolation
+from .transforms import _Transform
+
+__all__ = ["AutoAugmentPolicy", "AutoAugment", "RandAugment", "TrivialAugmentWide"]
+
+
+class AutoAugmentPolicy(Enum):
+    """The policies learned by AutoAugment on three datasets."""
+    IMAGENET = "imagenet"
+    CIFAR10 = "cifar10"
+    SVHN = "svhn"
+
+
+# One sub-policy a line: two (operation, probability, magnitude bin) triples; '-' for
+# operations without a magnitude.  The tables are the AutoAugment paper's (appendix A).
+_POLICIES = {
+    AutoAugmentPolicy.IMAGENET: """
+        Posterize .4 8, Rotate .6 9 | Solarize .6 5, AutoContrast .6 - | Equalize .8 -, Equalize .6 -
+        Posterize .6 7, Posterize .6 6 | Equalize .4 -, Solarize .2 4 | Equalize .4 -, Rotate .8 8
+        Solarize .6 3, Equalize .6 - | Posterize .8 5, Equalize 1 - | Rotate .2 3, Solarize .6 8
+        Equalize .6 -, Posterize .4 6 | Rotate .8 8, Color .4 0 | Rotate .4 9, Equalize .6 -
+        Equalize 0 -, Equalize .8 - | Invert .6 -, Equalize 1 - | Color .6 4, Contrast 1 8
+        Rotate .8 8, Color 1 2 | Color .8 8, Solarize .8 7 | Sharpness .4 7, Invert .6 -
+        ShearX .6 5, Equalize 1 - | Color .4 0, Equalize .6 - | Equalize .4 -, Solarize .2 4
+        Solarize .6 5, AutoContrast .6 - | Invert .6 -, Equalize 1 - | Color .6 4, Contrast 1 8
+        Equalize .8 -, Equalize .6 -""",
+    AutoAugmentPolicy.CIFAR10: """
+        Invert .1 -, Contrast .2 6 | Rotate .7 2, TranslateX .3 9 | Sharpness .8 1, Sharpness .9 3
+        ShearY .5 8, TranslateY .7 9 | AutoContrast .5 -, Equalize .9 - | ShearY .2 7, Posterize .3 7
+        Color .4 3, Brightness .6 7 | Sharpness .3 9, Brightness .7 9 | Equalize .6 -, Equalize .5 -
+        Contrast .6 7, Sharpness .6 5 | Color .7 7, TranslateX .5 8 | Equalize .3 -, AutoContrast .4 -
+        TranslateY .4 3, Sharpness .2 6 | Brightness .9 6, Color .2 8 | Solarize .5 2, Invert 0 -
+        Equalize .2 -, AutoContrast .6 - | Equalize .2 -, Equalize .6 - | Color .9 9, Equalize .6 -
+        AutoContrast .8 -, Solarize .2 8 | Brightness .1 3, Color .7 0 | Solarize .4 5, AutoContrast .9 -
+        TranslateY .9 9, TranslateY .7 9 | AutoContrast .9 -, Solarize .8 3 | Equalize .8 -, Invert .1 -
+        TranslateY .7 9, AutoContrast .9 -""",
+    AutoAugmentPolicy.SVHN: """
+        ShearX .9 4, Invert .2 - | ShearY .9 8, Invert .7 - | Equalize .6 -, Solarize .6 6
+        Invert .9 -, Equalize .6 - | Equalize .6 -, Rotate .9 3 | ShearX .9 4, AutoContrast .8 -
+        ShearY .9 8, Invert .4 - | ShearY .9 5, Solarize .2 6 | Invert .9 -, AutoContrast .8 -
+        Equalize .6 -, Rotate .9 3 | ShearX .9 4, Solarize .3 3 | ShearY .8 8, Invert .7 -
+        Equalize .9 -, TranslateY .6 6 | Invert .9 -, Equalize .6 - | Contrast .3 3, Rotate .8 4
+        Invert .8 -, TranslateY 0 2 | ShearY .7 6, Solarize .4 8 | Invert .6 -, Rotate .8 4
+        ShearY .3 7, TranslateX .9 3 | ShearX .1 6, Invert .6 - | Solarize .7 2, TranslateY .6 7
+        ShearY .8 4, Invert .8 - | ShearX .7 9, TranslateY .8 3 | ShearY .8 5, AutoContrast .7 -
+        ShearX .7 2, Invert .1 -""",
+}
+
+
+def _parse_policy(text):
+    """[((op, p, bin or None), (op, p, bin or None)), ...] from a _POLICIES table."""
+    def triple(item):
+        op, p, b = item.split()
+        return op, float(p), None if b == "-" else int(b)
+    return [tuple(triple(item) for item in sub.split(",")) for sub in text.replace("\n", "|").split("|")
+            if sub.strip()]
+
+
+def _linspace(lo, hi, n):
+    return [lo + (hi - lo) * i / (n - 1) for i in range(n)] if n > 1 else [lo]
+
+
+def _apply_op(img, op_name, magnitude, interpolation, fill):
+    """One augmentation operation at the given (signed) magnitude."""
+    if op_name == "ShearX":
+        # the magnitude is the shear factor; affine takes the shear angle
+        return F.affine(img, 0.0, [0, 0], 1.0, [math.degrees(math.atan(magnitude)), 0.0], interpolation, fill,
+                        center=[0, 0])
+    if op_name == "ShearY":
+        return F.affine(img, 0.0, [0, 0], 1.0, [0.0, math.degrees(math.atan(magnitude))], interpolation, fill,
+                        center=[0, 0])
+    if op_name == "TranslateX":
+        return F.affine(img, 0.0, [int(magnitude), 0], 1.0, [0.0, 0.0], interpolation, fill)
+    if op_name == "TranslateY":
+        return F.affine(img, 0.0, [0, int(magnitude)], 1.0, [0.0, 0.0], interpolation, fill)
+    if op_name == "Rotate":
+        return F.rotate(img, magnitude, interpolation, fill=fill)
+    enhance = {"Brightness": F.adjust_brightness, "Color": F.adjust_saturation, "Contrast": F.adjust_contrast,
+               "Sharpness": F.adjust_sharpness}
+    if op_name in enhance:
+        return enhance[op_name](img, 1.0 + magnitude)
+    if op_name == "Posterize":
+        return F.posterize(img, int(magnitude))
+    if op_name == "Solarize":
+        return F.solarize(img, magnitude)
+    plain = {"AutoContrast": F.autocontrast, "Equalize": F.equalize, "Invert": F.invert}
+    if op_name in plain:
+        return plain[op_name](img)
+    if op_name == "Identity":
+        return img
+    raise ValueError(f"The provided operator {op_name} is not recognized.")
+
+
+def _space(num_bins, image_size, wide=False):
+    """{op: (magnitudes, signed)}: the magnitude of each operation at each of num_bins bins for
+    an image of image_size (h, w); `wide` is TrivialAugment's wider ranges."""
+    top = 0.99 if wide else 0.9
+    shift_x, shift_y = (32.0, 32.0) if wide else (150.0 / 331.0 * image_size[1], 150.0 / 331.0 * image_size[0])
+    bits_span = 6 if wide else 4
+    return {
+        "ShearX": (_linspace(0.0, 0.99 if wide else 0.3, num_bins), True),
+        "ShearY": (_linspace(0.0, 0.99 if wide else 0.3, num_bins), True),
+        "TranslateX": (_linspace(0.0, shift_x, num_bins), True),
+        "TranslateY": (_linspace(0.0, shift_y, num_bins), True),
+        "Rotate": (_linspace(0.0, 135.0 if wide else 30.0, num_bins), True),
+        "Brightness": (_linspace(0.0, top, num_bins), True),
+        "Color": (_linspace(0.0, top, num_bins), True),
+        "Contrast": (_linspace(0.0, top, num_bins), True),
+        "Sharpness": (_linspace(0.0, top, num_bins), True),
+        "Posterize": ([8 - int(round(i / ((num_bins - 1) / bits_span))) for i in range(num_bins)], False),
+        "Solarize": (_linspace(255.0, 0.0, num_bins), False),
+        "AutoContrast": (None, False),
+        "Equalize": (None, False),
+    }
+
+
+class _Augment(_Transform):
+    def __init__(self, interpolation, fill):
+        super().__init__()
+        self.interpolation, self.fill = _interpolation(interpolation), fill
+
+    def _fill(self, img):
+        channels = F.get_dimensions(img)[0]
+        if isinstance(img, Tensor) and isinstance(self.fill, (int, float)):
+            return [float(self.fill)] * channels
+        if isinstance(img, Tensor) and self.fill is not None:
+            return [float(f) for f in self.fill]
+        return self.fill
+
+    def _random_op(self, img, space, fill, magnitude_bin=None):
+        """Apply one operation picked uniformly from space, at magnitude_bin (None: a random
+        bin), negated with probability 1/2 for signed operations."""
+        names = list(space)
+        name = names[int(torchlite.randint(len(names), (1,)).item())]
+        magnitudes, signed = space[name]
+        if magnitudes is None:
+            magnitude = 0.0
+        else:
+            if magnitude_bin is None:
+                magnitude_bin = int(torchlite.randint(len(magnitudes), (1,)).item())
+            magnitude = float(magnitudes[magnitude_bin])
+        if signed and torchlite.randint(2, (1,)).item():
+            magnitude = -magnitude
+        return _apply_op(img, name, magnitude, self.interpolation, fill)
+
+
+class AutoAugment(_Augment):
+    """AutoAugment: apply one of the policy's 25 sub-policies, picked at random; each of its two
+    operations happens with its own probability, at its own magnitude (sign at random)."""
+    _fields = ("policy", "fill")
+
+    def __init__(self, policy=AutoAugmentPolicy.IMAGENET, interpolation=InterpolationMode.NEAREST, fill=None):
+        super().__init__(interpolation, fill)
+        if policy not in _POLICIES:
+            raise ValueError(f"The provided policy {policy} is not recognized.")
+        self.policy = policy
+        self.policies = _parse_policy(_POLICIES[policy])
+
+    @staticmethod
+    def get_params(transform_num):
+        """(sub-policy index, two uniform draws for the probabilities, two random signs)."""
+        return int(torchlite.randint(transform_num, (1,)).item()), torchlite.rand((2,)), torchlite.randint(2, (2,))
+
+    def forward(self, img):
+        """The augmented image."""
+        fill = self._fill(img)
+        _, height, width = F.get_dimensions(img)
+        index, probs, signs = self.get_params(len(self.policies))
+        space = _space(10, (height, width))
+        space["Invert"] = (None, False)
+        for i, (name, p, magnitude_bin) in enumerate(self.policies[index]):
+            if probs[i].item() <= p:
+                magnitudes, signed = space[name]
+                magnitude = float(magnitudes[magnitude_bin]) if magnitude_bin is not None else 0.0
+                if signed and signs[i].item() == 0:
+                    magnitude = -magnitude
+                img = _apply_op(img, name, magnitude, self.interpolation, fill)
+        return img
+
+
+class RandAugment(_Augment):
+    """RandAugment: num_ops operations picked uniformly at random, each at the fixed
+    magnitude (a bin of num_magnitude_bins)."""
+    _fields = ("num_ops", "magnitude", "num_magnitude_bins", "interpolation", "fill")
+
+    def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST,
+                 fill=None):
+        super().__init__(interpolation, fill)
+        self.num_ops, self.magnitude, self.num_magnitude_bins = num_ops, magnitude, num_magnitude_bins
+
+    def forward(self, img):
+        """The augmented image."""
+        fill = self._fill(img)
+        _, height, width = F.get_dimensions(img)
+        space = {"Identity": (None, False), **_space(self.num_magnitude_bins, (height, width))}
+        for _ in range(self.num_ops):
+            img = self._random_op(img, space, fill, self.magnitude)
+        return img
+
+
+class TrivialAugmentWide(_Augment):
+    """TrivialAugment (wide ranges): one operation, picked uniformly, at a uniformly random
+    magnitude bin."""
+    _fields = ("num_magnitude_bins", "interpolation", "fill")
+
+    def __init__(self, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST, fill=None):
+        super().__init__(interpolation, fill)
+        self.num_magnitude_bins = num_magnitude_bins
+
+    def forward(self, img):
+        """The augmented image."""
+        fill = self._fill(img)
+        _, height, width = F.get_dimensions(img)
+        space = {"Identity": (None, False), **_space(self.num_magnitude_bins, (height, width), wide=True)}
+        return self._random_op(img, space, fill)
