@@ -690,3 +690,172 @@ def test_mark_dynamic():
     y = tl.randn(6, 4)
     np.testing.assert_allclose(f(y).numpy(), (y.sin() + 1).numpy(), rtol=1e-6)
     assert len(f.dynamic_cache) == 1 and not f.cache
+
+
+# ---- what the review found (each a wrong answer before its fix) ----------------------------------
+def _twice_equal(f, make, **compile_kw):
+    eager = [f(*make()) for _ in range(2)]
+    c = tl.compile(f, **compile_kw)
+    got = [c(*make()) for _ in range(2)]
+    for a, b in zip(eager, got):
+        a, b = (a if isinstance(a, tuple) else (a,)), (b if isinstance(b, tuple) else (b,))
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(y.detach().numpy(), x.detach().numpy(), rtol=1e-6, atol=1e-6)
+    return c
+
+
+def test_keyword_arguments_and_defaults_bind_by_name():
+    class M(nn.Module):
+        def forward(self, x, mask=None, temp=1.0):
+            return x / temp if mask is None else x * mask / temp
+    m = M()
+    c = tl.compile(m)
+    x = tl.ones(2)
+    np.testing.assert_allclose(c(x, temp=4.0).numpy(), [0.25, 0.25])
+    np.testing.assert_allclose(c(x).numpy(), [1.0, 1.0])
+    np.testing.assert_allclose(c(x, tl.full((2,), 3.0), temp=2.0).numpy(), [1.5, 1.5])
+
+
+def test_a_global_model_and_factories_are_read_live():
+    lin = nn.Linear(3, 3)
+    f = tl.compile(lambda x: lin(x) + tl.zeros(3))
+    x = tl.randn(2, 3)
+    with tl.no_grad():
+        a = f(x)
+        lin.weight.add_(1.0)
+        b = f(x)
+        np.testing.assert_allclose(b.numpy(), lin(x).numpy(), rtol=1e-6)
+    assert not np.allclose(a.numpy(), b.numpy())
+    g = tl.compile(lambda x: (x * 2, tl.zeros(3)))
+    _, z = g(tl.ones(3))
+    z.add_(5)
+    _, z2 = g(tl.ones(3))
+    assert z2.numpy().tolist() == [0.0, 0.0, 0.0]          # a fresh tensor each call
+    tl.manual_seed(0)
+    r1 = tl.compile(lambda x: x + tl.randn(3))(tl.zeros(3))
+    tl.manual_seed(0)
+    np.testing.assert_allclose(r1.numpy(), tl.randn(3).numpy())
+
+
+def test_no_grad_inside_the_model():
+    lin = nn.Linear(3, 3)
+
+    def g(x):
+        with tl.no_grad():
+            y = lin(x)
+        return y * 2 + x
+    x = tl.randn(2, 3, requires_grad=True)
+    tl.compile(g)(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.ones((2, 3)))
+    assert lin.weight.grad is None and tl.is_grad_enabled()
+
+
+def test_in_place_ops_keep_their_order_and_effect():
+    x = lambda: (tl.arange(4.0),)              # noqa: E731
+    _twice_equal(lambda x: (x * 2, x.add_(1), x * 2)[::2], x)
+
+    def mutate_input(x):
+        a = x * 2
+        x.add_(1)
+        return a + x
+    _twice_equal(mutate_input, x)
+
+    def merge_then_mutate(x):
+        a = x * 2
+        b = x * 2
+        a.add_(1)
+        return b
+    _twice_equal(merge_then_mutate, x)
+
+    def iadd(x, y):
+        y += 1
+        b = x[1:3]
+        b += 100
+        return x, y
+    _twice_equal(iadd, lambda: (tl.arange(4.0), tl.zeros(2)))
+
+    def positional_inplace(a):
+        a = a - 1
+        F.relu(a, True)
+        return a + 1
+    _twice_equal(positional_inplace, lambda: (tl.arange(-2.0, 3.0),))
+
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("steps", tl.zeros(()))
+
+        def forward(self, x):
+            self.steps += 1
+            return x * self.steps
+    m = Counter()
+    c = tl.compile(m)
+    c(tl.ones(2))
+    np.testing.assert_allclose(c(tl.ones(2)).numpy(), [2.0, 2.0])
+    assert float(m.steps) == 2.0
+
+
+def test_in_place_op_on_a_global_is_a_graph_break():
+    ys = tl.zeros(2)
+
+    def f(x):
+        ys.add_(1)
+        return x * 2
+    c = tl.compile(f)
+    c(tl.ones(2))
+    c(tl.ones(2))
+    np.testing.assert_allclose(ys.numpy(), [2.0, 2.0])
+    with pytest.raises(dynamo.exc.Unsupported, match="add_"):
+        tl.compile(f, fullgraph=True)(tl.ones(2))
+
+
+def test_guards_see_replaced_layers_hooks_and_constant_types():
+    m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    c = tl.compile(m)
+    x = tl.randn(3, 2)
+    with tl.no_grad():
+        c(x)
+        m[1] = nn.Tanh()
+        np.testing.assert_allclose(c(x).numpy(), m(x).numpy(), rtol=1e-6)
+        seen = []
+        h = m[0].register_forward_hook(lambda mod, i, o: seen.append(1))
+        c(x)
+        assert seen
+        h.remove()
+    f = tl.compile(lambda x, s: x * s[0])
+    assert f(tl.arange(3), (2,)).dtype is tl.int64
+    assert f(tl.arange(3), (2.0,)).dtype is tl.float32
+
+
+def test_capture_ignores_other_threads():
+    import threading
+    go, inside = threading.Event(), threading.Event()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = nn.Linear(2, 2)
+
+        def forward(self, x):
+            y = self.l(x)
+            if threading.current_thread().name == "A":
+                inside.set()
+                go.wait(5)
+            return y * 2
+    m = M()
+    cm = tl.compile(m)
+    out = {}
+
+    def a():
+        out["A"] = cm(tl.ones(1, 2))
+
+    def b():
+        inside.wait(5)
+        out["B"] = m(tl.ones(1, 2))
+        go.set()
+    ta, tb = threading.Thread(target=a, name="A"), threading.Thread(target=b, name="B")
+    ta.start(), tb.start()
+    ta.join(), tb.join()
+    assert type(out["B"]) is tl.Tensor
+    with tl.no_grad():
+        np.testing.assert_allclose(out["A"].detach().numpy(), m(tl.ones(1, 2)).numpy(), rtol=1e-6)

@@ -17,9 +17,10 @@ import builtins
 import contextlib
 import inspect
 import operator
+import threading
 
 from .._tensor import Tensor
-from ..fx._symbolic_trace import _is_function, _proxy_aware
+from ..fx._symbolic_trace import _is_function
 from ..fx.proxy import SymInt, _user_line
 from ..jit._trace import _RunTracer, _ValueProxy
 
@@ -65,6 +66,31 @@ class _CaptureProxy(_ValueProxy):
         if isinstance(self.value, Tensor):
             raise GraphBreak("a tensor used as an index or size", _user_line())
         return self.value.__index__()
+
+    # x += y on a traced tensor is the in-place op (Python would fall back to x = x + y)
+    def _inplace(self, method, other):
+        return self.tracer.create_proxy("call_method", method, (self, other), {})
+
+    def __iadd__(self, other):
+        return self._inplace("add_", other)
+
+    def __isub__(self, other):
+        return self._inplace("sub_", other)
+
+    def __imul__(self, other):
+        return self._inplace("mul_", other)
+
+    def __itruediv__(self, other):
+        return self._inplace("div_", other)
+
+    def __ipow__(self, other):
+        return self._inplace("pow_", other)
+
+    def __iand__(self, other):
+        return self._inplace("bitwise_and_", other)
+
+    def __ior__(self, other):
+        return self._inplace("bitwise_or_", other)
 
     def __len__(self):
         if self.tracer.symbolic_sizes:
@@ -112,6 +138,12 @@ for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(_SizeSymbol, _name, _compare)
 
 
+def set_grad_mode_(enabled):
+    """Set grad mode (the replay of a grad-mode change the capture saw)."""
+    from ..autograd.grad_mode import _state
+    _state.enabled = enabled
+
+
 def _print(*args, **kwargs):
     raise GraphBreak("print()", _user_line())
 
@@ -126,9 +158,13 @@ class CaptureTracer(_RunTracer):
                        "element_size", "get_device", "is_signed"})
 
     def __init__(self, dynamic=False):
+        from ..autograd.grad_mode import _state
         super().__init__()
         self.symbolic_sizes = dynamic
         self.specialized = []           # why a dynamic capture depends on the sizes after all
+        self._grad_state = _state
+        self._grad_mode = _state.enabled
+        self._foreign = {}              # id(tensor) -> the proxy of another module's parameter
 
     def is_leaf_module(self, m, module_qualified_name):
         return False
@@ -153,6 +189,7 @@ class CaptureTracer(_RunTracer):
         # amp's wrapper of a function (installed once autocast was used) passes through when
         # autocast is off, as it is while a graph is captured or replayed: record the function
         target = getattr(target, "_autocast_original", target)
+        self._record_grad_mode()
         if kind == "call_method" and target in _VALUE_METHODS:
             raise GraphBreak(_VALUE_METHODS[target], _user_line())
         tname = getattr(target, "__name__", target) if kind != "call_module" else ""
@@ -194,14 +231,130 @@ class CaptureTracer(_RunTracer):
         return out
 
     def _patch(self, patcher):
+        import sys
+        from ..nn.modules.module import Module
         public = _public_functions(self.patched_namespaces)
         super()._patch(patcher)
         patcher.set(builtins, "print", _print)
+        # torchlite's functions record even when no argument is traced (torch.zeros(3),
+        # torch.randn(2)): each call makes its tensor anew, as eager does
+        for path in self.patched_namespaces:
+            mod = sys.modules.get(path)
+            if mod is not None:
+                for name, v in list(vars(mod).items()):
+                    original = getattr(v, "_fx_original", None)
+                    if original is not None and original in public:
+                        patcher.set(mod, name, self._recording(original))
         # torchlite functions kept as module attributes (a layer's `activation`) record too
         for m in self.root.modules():
             for name, v in list(vars(m).items()):
                 if _hashable(v) and v in public:
-                    patcher.set(m, name, _proxy_aware(v))
+                    patcher.set(m, name, self._recording(v))
+        self._patch_foreign_parameters(patcher, Module)
+        self._patch_inplace_methods(patcher)
+        self._patch_module_setattr(patcher, Module)
+
+    def _record_grad_mode(self):
+        """A grad-mode change (a `with torch.no_grad():` block) becomes a node setting the mode
+        before the next op, so the replay runs each op under the mode it ran under."""
+        mode = self._grad_state.enabled
+        if mode != self._grad_mode:
+            self.create_node("call_function", set_grad_mode_, (mode,), {})
+            self._grad_mode = mode
+
+    def trace(self, root, concrete_args=None):
+        start = self._grad_mode
+        graph = super().trace(root, concrete_args)
+        if self._grad_mode != start:        # the capture left a block: the replay leaves it too
+            out = next(n for n in graph.nodes if n.op == "output")
+            with graph.inserting_before(out):
+                graph.create_node("call_function", set_grad_mode_, (start,), {})
+        return graph
+
+    def _recording(self, fn):
+        """fn recording a call_function node when it takes a traced value or returns a
+        tensor (a factory or a random draw, remade on every call)."""
+        tracer = self
+
+        def record(*args, **kwargs):
+            if tracer._suspended or threading.get_ident() != tracer._thread:
+                return fn(*args, **kwargs)
+            if _has_proxy(args, kwargs):
+                return tracer.create_proxy("call_function", fn, args, kwargs)
+            tracer._suspended = True
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                tracer._suspended = False
+            if isinstance(value, Tensor):
+                node = tracer.create_node("call_function", fn, tracer.create_arg(args),
+                                          tracer.create_arg(kwargs))
+                return tracer._wrap(node, value)
+            return value
+        record._fx_original = fn
+        return record
+
+    def _patch_foreign_parameters(self, patcher, Module):
+        """Parameters and buffers of modules outside the root (a global model a compiled
+        function calls) are read live by the graph, not fixed at their capture values."""
+        tracer = self
+        inner = Module.__getattr__
+
+        def module_getattr(mod, name):
+            value = inner(mod, name)
+            if isinstance(value, Tensor) and not tracer._suspended \
+                    and threading.get_ident() == tracer._thread \
+                    and id(mod) not in tracer._module_paths \
+                    and (name in mod._parameters or name in mod._buffers):
+                proxy = tracer._foreign.get(id(value))
+                if proxy is None:
+                    proxy = tracer._foreign[id(value)] = tracer.attr_proxy(
+                        tracer._tensor_attr(value), value)
+                return proxy
+            return value
+        patcher.set(Module, "__getattr__", module_getattr)
+
+    def _patch_inplace_methods(self, patcher):
+        """An in-place op on a tensor the graph does not hold (a global, a closure's tensor)
+        would happen once, at capture: a graph break instead."""
+        tracer = self
+        names = [n for n in dir(Tensor) if (n.endswith("_") and not n.endswith("__") and
+                                            not n.startswith("_")) or n in _INPLACE_DUNDERS]
+        for name in names:
+            original = Tensor.__dict__.get(name)
+            if original is None or not callable(original):
+                continue
+
+            def guarded(self, *args, _original=original, _name=name, **kwargs):
+                if not tracer._suspended and threading.get_ident() == tracer._thread:
+                    raise GraphBreak(f"Tensor.{_name} on a tensor the compiled code does not "
+                                     f"hold (a global or a closure's tensor)", _user_line())
+                return _original(self, *args, **kwargs)
+            patcher.set(Tensor, name, guarded)
+
+    def _patch_module_setattr(self, patcher, Module):
+        tracer = self
+        original = Module.__setattr__
+
+        def module_setattr(mod, name, value):
+            if isinstance(value, _ValueProxy) and threading.get_ident() == tracer._thread:
+                current = mod._buffers.get(name, mod._parameters.get(name, mod.__dict__.get(name)))
+                if current is value.value:          # x += 1 on a buffer: already done in place
+                    return
+                raise GraphBreak(f"assigning a tensor to the module attribute {name!r}",
+                                 _user_line())
+            original(mod, name, value)
+        patcher.set(Module, "__setattr__", module_setattr)
+
+
+_INPLACE_DUNDERS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                    "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
+                    "__ilshift__", "__irshift__"}
+
+
+def _has_proxy(args, kwargs):
+    from ..fx._symbolic_trace import _find_proxy
+    return _find_proxy(args, kwargs) is not None
 
 
 def _public_functions(namespaces):
@@ -262,31 +415,40 @@ def _untouched(modules):
 
 def capture(fn, args, kwargs, dynamic=False):
     """The fx Graph of one run of fn (a Module or a function) on args/kwargs, the tracer (its
-    `specialized` says whether a dynamic capture fixed sizes after all) and the way the
-    graph's function takes its inputs: ('args', n) or ('kwargs', names).  dynamic: sizes read
-    from the inputs stay symbolic.  Raises GraphBreak."""
+    `specialized` says whether a dynamic capture fixed sizes after all) and how the graph's
+    function takes its inputs: ('args', n), or ('bind', signature) when keyword arguments or
+    defaults are involved (the call is bound to the parameters, defaults applied, and passed
+    by position).  dynamic: sizes read from the inputs stay symbolic.  Raises GraphBreak."""
     from ..nn.modules.module import Module
     forward = fn.forward if isinstance(fn, Module) else fn
     sig = inspect.signature(forward)
-    has_var = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values())
-    if kwargs:
-        if has_var:
-            raise GraphBreak("keyword arguments to a forward that takes *args or **kwargs")
+    params = list(sig.parameters.values())
+    simple = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    if kwargs or (simple and len(args) < len(params)):
+        if not simple:
+            raise GraphBreak("keyword arguments to a function with keyword-only or variadic "
+                             "parameters")
         bound = sig.bind(*args, **kwargs)
-        call_kwargs = dict(bound.arguments)
-        call_args = ()
-        layout = ("kwargs", tuple(call_kwargs))
+        bound.apply_defaults()
+        call_args = tuple(bound.arguments[p.name] for p in params)
+        layout = ("bind", sig)
     else:
-        call_args, call_kwargs, layout = tuple(args), None, ("args", len(args))
-    for v in list(call_args) + list((call_kwargs or {}).values()):
+        call_args, layout = tuple(args), ("args", len(args))
+    for v in call_args:
         _check_input(v)
     clones = tuple(_clone(a) for a in call_args)
-    kclones = {k: _clone(v) for k, v in call_kwargs.items()} if call_kwargs else None
     modules = list(fn.modules()) if isinstance(fn, Module) else []
     tracer = CaptureTracer(dynamic)
     with _untouched(modules):           # under the call's grad mode: code may branch on it
-        graph = tracer.trace_run(fn, clones, kclones)
+        graph = tracer.trace_run(fn, clones, None)
     return graph, tracer, layout
+
+
+def bind_call(sig, args, kwargs):
+    """The positional arguments of a call, bound to sig's parameters with defaults applied."""
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return tuple(bound.arguments.values())
 
 
 def _clone(v):

@@ -20,7 +20,6 @@ import weakref
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import _state as _grad_state
-from ..fx._symbolic_trace import _Patcher
 from . import _capture, _fusion, _passes, _log
 from ._config import config
 
@@ -80,8 +79,7 @@ class _Graph:
         _record_event("graph", self)
         if self.layout[0] == "args":
             return self.fn(self.root, *args)
-        bound = self.layout[2](*args, **kwargs)
-        return self.fn(self.root, **bound)
+        return self.fn(self.root, *_capture.bind_call(self.layout[1], args, kwargs))
 
 
 class Compiled:
@@ -101,7 +99,6 @@ class Compiled:
         self._static_shapeless = set()  # the size-free keys of the static entries
         self._warned_limit = False
         self._child_compiled = {}       # id(submodule) -> Compiled, for graph breaks
-        self._modules = list(self.module.modules()) if self.module is not None else []
         _all_compiled.add(self)
         self.__name__ = getattr(target, "__name__", type(target).__name__)
         self.__doc__ = getattr(target, "__doc__", None)
@@ -109,12 +106,11 @@ class Compiled:
 
     # ---- the call --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if _disabled() or is_compiling() or _autocast_on() or (
-                self.module is not None and _has_hooks(self.module)):
+        if _disabled() or is_compiling() or _autocast_on():
             return self._eager(args, kwargs)
         try:
             key = self._key(args, kwargs)
-        except TypeError:                  # an unhashable argument: nothing to guard on
+        except TypeError:       # an argument with nothing to guard on, or a module with hooks
             return self._eager(args, kwargs)
         entry = self.cache.get(key)
         if entry is None:
@@ -136,8 +132,20 @@ class Compiled:
             parts.append(_guard(a, sizes))
         for k in sorted(kwargs):
             parts.append((k, _guard(kwargs[k], sizes)))
-        if self._modules:
-            parts.append(tuple(m.training for m in self._modules))
+        if self.module is not None:
+            # the module tree as it is now: each submodule (by identity, so a replaced layer
+            # is a new key) and its training flag; hooks, which the graph would skip, make the
+            # call eager
+            mods = []
+            for m in self.module.modules():
+                if m._forward_pre_hooks or m._forward_hooks or m._backward_hooks \
+                        or m._backward_pre_hooks:
+                    raise TypeError("a module with hooks")
+                mods.append((id(m), m.training))
+            parts.append(tuple(mods))
+        from ..nn.modules.module import _any_global_hook
+        if _any_global_hook():
+            raise TypeError("global module hooks")
         key = tuple(parts)
         hash(key)
         return key
@@ -189,9 +197,16 @@ class Compiled:
             self.cache[key] = entry
             return entry
         except Exception as e:
-            if not config.suppress_errors:
-                raise
-            return self._suppressed(key, e)
+            # code the capture cannot run (an op mixing a traced value with something it does
+            # not take): run it eagerly, where a real error in the user's code shows as it is
+            if self.fullgraph:
+                from .._dynamo.exc import Unsupported
+                raise Unsupported(f"torchlite.compile(fullgraph=True): the capture failed: "
+                                  f"{type(e).__name__}: {e}") from e
+            _record_event("break", (self.__name__, f"{type(e).__name__}: {e}"))
+            _log.graph_break(self.__name__, e)
+            entry = self.cache[key] = _Eager(self, f"the capture failed: {type(e).__name__}: {e}")
+            return entry
         try:
             entry = self._build(graph, layout, args, kwargs, dynamic)
         except Exception as e:
@@ -233,13 +248,6 @@ class Compiled:
             exec(compile(code.src, f"<compiled {self.__name__}>", "exec"), scope)
             fn = scope["forward"]
             _log.graph_code(self.__name__, code.src, kernels)
-        if layout[0] == "kwargs":
-            forward = self.module.forward if self.module is not None else self.target
-            sig = inspect.signature(forward)
-
-            def bind(*a, **k):
-                return dict(sig.bind(*a, **k).arguments)
-            layout = layout + (bind,)
         return _Graph(fn, root, layout, graph, kernels)
 
     def _custom_backend(self, graph, args, kwargs):
@@ -256,45 +264,54 @@ class Compiled:
 
     # ---- graph breaks -----------------------------------------------------------------------------
     def _run_split(self, args, kwargs):
-        """Run the target's own code eagerly, each submodule it calls through a Compiled of
-        its own."""
-        from ..nn.modules.module import Module
-        if getattr(_local, "splitting", None) is self:
+        """Run a module's own code eagerly, each of its direct submodules compiled on its own
+        (a break in a function runs the whole function eagerly).  The submodules are reached
+        through their _compiled_call_impl, set once to a router that sends this thread's calls
+        made under this split to the child's Compiled, and every other call to the layer's
+        plain call: no global patching, so other threads are not affected."""
+        if self.module is None:
             return self._eager(args, kwargs)
-        compiled_of = self._child_compiled
-        owner = self
-        original = Module.__call__
-
-        def routed(mod, *a, **k):
-            if getattr(_local, "splitting", None) is not owner or mod is owner.module:
-                return original(mod, *a, **k)
-            c = compiled_of.get(id(mod))
-            if c is None:
-                c = compiled_of[id(mod)] = Compiled(mod, fullgraph=False, dynamic=owner.dynamic,
-                                                    mode=owner.mode, backend=owner.backend,
-                                                    options=owner.options)
-            prev = _local.splitting
-            _local.splitting = None       # the child compiles and runs as a unit of its own
-            try:
-                return c(*a, **k)
-            finally:
-                _local.splitting = prev
+        for name, child in self.module.named_children():
+            if id(child) not in self._child_compiled and child._compiled_call_impl is None:
+                compiled = Compiled(child, fullgraph=False, dynamic=self.dynamic, mode=self.mode,
+                                    backend=self.backend, options=self.options)
+                self._child_compiled[id(child)] = compiled
+                child._compiled_call_impl = _SplitRouter(self, child, compiled)
         prev = getattr(_local, "splitting", None)
-        patcher = _Patcher()
-        patcher.set(Module, "__call__", routed)
         _local.splitting = self
         try:
             return self._eager(args, kwargs)
         finally:
             _local.splitting = prev
-            patcher.undo()
 
     def reset(self):
         self.cache.clear()
         self.dynamic_cache.clear()
         self._static_shapeless.clear()
-        self._child_compiled.clear()
+        for c in self._child_compiled.values():
+            c.reset()
         self._warned_limit = False
+
+
+class _SplitRouter:
+    """A submodule's _compiled_call_impl while a parent with a graph break may call it: the
+    parent's split (this thread) gets the child's Compiled, any other call the plain call."""
+
+    def __init__(self, owner, child, compiled):
+        self.owner, self.child, self.compiled = weakref.ref(owner), child, compiled
+
+    def __call__(self, *args, **kwargs):
+        owner = self.owner()
+        if owner is None or getattr(_local, "splitting", None) is not owner:
+            return self.child._call_impl(*args, **kwargs)
+        _local.splitting = None       # the child compiles and runs as a unit of its own
+        try:
+            return self.compiled(*args, **kwargs)
+        finally:
+            _local.splitting = owner
+
+    def __reduce__(self):           # a pickled module does not keep the router
+        return (type(None), ())
 
 
 def _bound_module(fn):
@@ -307,23 +324,30 @@ def _bound_module(fn):
 
 
 def _guard(a, sizes=True):
+    """What a guard compares of an argument: a tensor's metadata; a constant's type and value
+    (2 and 2.0 are different keys); TypeError for what cannot be a guard (a tensor inside a
+    container, which the key would also keep alive)."""
     if isinstance(a, Tensor):
         d = a._data
         return ("T", d.shape if sizes else len(d.shape), d.dtype,
                 d.device if isinstance(d.device, str) else str(d.device), a._requires_grad)
+    if isinstance(a, (tuple, list)):
+        return (type(a).__name__,) + tuple(_guard(e, sizes) for e in a if not isinstance(e, Tensor)
+                                           or _no_tensor())
     if isinstance(a, float):
         return ("f", repr(a))
-    return a
+    if a is None or isinstance(a, (bool, int, str)):
+        return (type(a).__name__, a)
+    raise TypeError(f"no guard for an argument of type {type(a).__name__}")
+
+
+def _no_tensor():
+    raise TypeError("a tensor inside a container argument")
 
 
 def _describe_key(key):
     return ", ".join(f"{k[1]}" for k in key if isinstance(k, tuple) and k and k[0] == "T")
 
-
-def _has_hooks(m):
-    from ..nn.modules.module import _any_global_hook
-    return bool(m._forward_pre_hooks or m._forward_hooks or m._backward_hooks
-                or m._backward_pre_hooks or _any_global_hook())
 
 
 def _autocast_on():

@@ -22,7 +22,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..fx.graph import Graph
 from ..fx.node import Node
 from . import _lowering as L
-from ._passes import _InlineTracer, dtype_of, dead_code, common_subexpressions
+from ._passes import _InlineTracer, _impure, dtype_of, dead_code, common_subexpressions
 
 __all__ = ["fuse", "FusedKernel"]
 
@@ -63,6 +63,11 @@ def partition(graph):
     group_of = {}
     groups = []
     for n in graph.nodes:
+        # an effect (an in-place op, a random draw, a layer) closes every group: a kernel
+        # placed after it would read memory it changed
+        if _impure(n):
+            for g in groups:
+                g.closed = True
         # reading a group's value from outside it closes that group
         if not _fusable(n):
             for a in n.all_input_nodes:
@@ -267,7 +272,7 @@ class _Backward:
         in_dtypes = [v[1] for v in kernel.in_vals] + list(kernel.out_dtypes)
         try:
             self.program, _ = L.build_program(kernel.__name__ + "_backward", self.graph, in_dtypes)
-        except L.NotLowerable:
+        except L.NotLowerable:      # a formula with no fused form, or too many gradients
             self.program = None
         self.python = _python_of(self.graph, kernel.__name__ + "_backward")
         self.node_class = type("CompiledFunctionBackward", (_KernelNode,), {})

@@ -22,6 +22,8 @@ from .._ops import pointwise as _P
 
 BOOL, F32, F64 = 0, 8, 9
 _ITEMSIZE = {BOOL: 1, F32: 4, F64: 8}
+# what one fused program holds (torchlite/_core/fused.pyx: MAX_IN, 16 outputs, 144 slots)
+MAX_PROGRAM_INPUTS, MAX_PROGRAM_OUTPUTS, MAX_PROGRAM_SLOTS = 64, 16, 144
 FLOATS = (F32, F64)
 UNARY, BINARY, TERNARY, CAST = 0, 1, 2, 3
 
@@ -47,7 +49,6 @@ _OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
               operator.or_: "bitwise_or", operator.xor: "bitwise_xor",
               operator.invert: "bitwise_not", operator.floordiv: "floor_divide",
               operator.mod: "remainder"}
-_REFLECTED = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow}
 
 # the functions of torchlite's namespace that are these ops, by identity
 _FUNCTIONS = {}
@@ -94,6 +95,9 @@ def _number(x):
 
 def _canonical(node):
     """(public op name, args, kwargs) of an elementwise call, or None."""
+    if node.op == "call_function" and node.target is _zeros_like() and len(node.args) == 1 \
+            and not node.kwargs:
+        return "zeros_like", node.args, {}
     if node.op == "call_function":
         fn = node.target
         if fn in _OPERATORS:
@@ -103,9 +107,6 @@ def _canonical(node):
         if name is not None:
             return name, node.args, node.kwargs
         return None
-    if node.op == "call_function" and node.target is _zeros_like() and len(node.args) == 1 \
-            and not node.kwargs:
-        return "zeros_like", node.args, {}
     if node.op == "call_method":
         name = node.target
         if name in _IDENTITY_METHODS and len(node.args) == 1 and not node.kwargs:
@@ -302,29 +303,6 @@ class NotLowerable(Exception):
     """A node of the graph is not a fusable elementwise op."""
 
 
-def _multiply_adds(ops, outputs):
-    """a * b + c as one addcmul(c, a, b) instruction where the product has no other reader:
-    the loop computes c + (1 * a) * b, the same float rounding as the two ops."""
-    by_node = {n: e for n, e in ops}
-    merged = set()
-    out = []
-    for n, e in ops:
-        if e.kind == BINARY and e.name == "add":
-            for i in (1, 0):
-                m = e.operands[i]
-                em = by_node.get(m) if not _number(m) else None
-                if em is not None and em.kind == BINARY and em.name == "mul" \
-                        and em.compute == e.compute and len(m.users) == 1 and m not in outputs \
-                        and m not in merged and e.operands[1 - i] is not m \
-                        and not all(_number(v) for v in em.operands):
-                    merged.add(m)
-                    e = Ew(TERNARY, "addcmul", [e.operands[1 - i]] + list(em.operands), (1.0,),
-                           e.compute, e.out)
-                    break
-        out.append((n, e))
-    return [(n, e) for n, e in out if n not in merged]
-
-
 def build_program(name, graph, input_dtypes):
     """The Program of `graph` (placeholders, elementwise nodes, output of a tuple of nodes or
     numbers): returns (program, output dtypes).  input_dtypes: one dtype code per placeholder.
@@ -355,7 +333,6 @@ def build_program(name, graph, input_dtypes):
     out_node = next(n for n in graph.nodes if n.op == "output")
     outputs = out_node.args[0]
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-    ops = _multiply_adds(ops, outputs)
     out_values = [root(o) for o in outputs]
     out_dtypes = [dtype[o] if not _number(o) else None for o in outputs]
 
@@ -418,4 +395,8 @@ def build_program(name, graph, input_dtypes):
         else:
             continue
         instrs.append((CAST, dt, dt, ((3, k, dt), src), ()))
+    if len(input_dtypes) > MAX_PROGRAM_INPUTS or len(out_dtypes) > MAX_PROGRAM_OUTPUTS \
+            or len(input_dtypes) + len(out_dtypes) + len(consts) + n_scratch > MAX_PROGRAM_SLOTS:
+        raise NotLowerable(f"{len(input_dtypes)} inputs, {len(out_dtypes)} outputs, {len(consts)} "
+                           f"constants and {n_scratch} registers: more than a program holds")
     return Program(name, list(input_dtypes), consts, n_scratch, out_dtypes, instrs), out_dtypes

@@ -18,13 +18,43 @@ __all__ = ["dead_code", "inline_activations", "common_subexpressions", "fold_con
 
 
 def _impure(n):
-    """A node whose effect is more than its value: in-place ops, out= writes, random draws."""
+    """A node whose effect is more than its value: in-place ops (methods ending in '_', an
+    inplace=True argument, given by keyword or position), out= writes, setitem, random draws."""
+    if n.op not in ("call_function", "call_method", "call_module"):
+        return False
+    if n.op == "call_module":
+        return True                 # a whole layer: it may update buffers
     name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
     if name.endswith("_") and not name.endswith("__"):
         return True
-    if n.target is operator.setitem or n.kwargs.get("out") is not None or n.kwargs.get("inplace"):
+    if n.target is operator.setitem or n.kwargs.get("out") is not None:
+        return True
+    if n.op == "call_function" and _inplace_argument(n):
         return True
     return _is_random(n)
+
+
+_INPLACE_POSITION = {}      # function -> the position of its `inplace` parameter (or None)
+
+
+def _inplace_argument(n):
+    """Whether a call passes inplace=True, by keyword or by position."""
+    if n.kwargs.get("inplace"):
+        return True
+    fn = n.target
+    try:
+        pos = _INPLACE_POSITION.get(fn, -1)
+    except TypeError:
+        return False
+    if pos == -1:
+        import inspect
+        try:
+            names = list(inspect.signature(fn).parameters)
+            pos = names.index("inplace") if "inplace" in names else None
+        except (TypeError, ValueError):
+            pos = None
+        _INPLACE_POSITION[fn] = pos
+    return pos is not None and len(n.args) > pos and bool(n.args[pos])
 
 
 _RANDOM = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
@@ -74,6 +104,8 @@ class _InlineTracer(Tracer):
         def to_proxy(a):
             return Proxy(a, self) if isinstance(a, Node) else a
         pa, pk = map_aggregate((tuple(args), dict(kwargs)), to_proxy)
+        import threading
+        self._thread = threading.get_ident()
         with _patch_lock:
             patcher = _Patcher()
             try:
@@ -184,11 +216,18 @@ def _key(n):
 
 
 def common_subexpressions(graph):
-    """Merge pure nodes that compute the same thing from the same inputs."""
+    """Merge pure nodes that compute the same thing from the same inputs.  An effect (an
+    in-place op, a random draw) ends what is known: the same expression after it may read
+    changed memory; and a value an effect takes as an argument is never merged with another
+    (changing one would change both)."""
     seen = {}
     merged = 0
+    changed_later = {a for n in graph.nodes if _impure(n) for a in n.all_input_nodes}
     for n in list(graph.nodes):
-        if not _pure(n):
+        if _impure(n):
+            seen.clear()
+            continue
+        if not _pure(n) or n in changed_later:
             continue
         try:
             key = _key(n)
@@ -229,20 +268,18 @@ def fold_constants(graph):
             continue
         const[n] = value
     for n, value in const.items():
-        if n.users and all(u.op != "output" and not _impure(u) for u in n.users) \
-                and not any(_is_view(u) for u in n.users):
+        # only where every reader is an elementwise op making a new tensor: a reader that may
+        # hand the same tensor on (.float() of a float tensor, a view) could let it be changed
+        if n.users and all(_makes_new_tensor(u) for u in n.users):
             n.replace_all_uses_with(value)
             folded += 1
     dead_code(graph)
     return folded
 
 
-def _is_view(n):
-    """A user that may hand out a view of its input (which the caller could then change)."""
-    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
-    return name in ("view", "reshape", "transpose", "permute", "t", "unsqueeze", "squeeze",
-                    "expand", "flatten", "contiguous", "detach", "__getitem__", "getitem",
-                    "narrow", "select", "chunk", "split", "unbind", "as_strided", "T", "mT")
+def _makes_new_tensor(n):
+    e = L.classify(n, dtype_of) if n.op in ("call_function", "call_method") else None
+    return e is not None and e.kind not in ("identity", "zeros")
 
 
 def inline_constants(graph):

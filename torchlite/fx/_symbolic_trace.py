@@ -122,6 +122,7 @@ class Tracer:
         self.tensor_attrs = {}          # id(tensor) -> its path in the traced module
         self.constants = {}             # path -> a tensor the module does not own
         self._suspended = False         # True while a subclass runs real code mid-trace
+        self._thread = None             # the thread tracing (others' calls are not traced)
         self._path_stack = []           # the non-leaf submodules being traced through
 
     # ---- the policy a subclass changes ----------------------------------------------------------
@@ -233,6 +234,7 @@ class Tracer:
             for name, t in getattr(self.root, kind)():
                 self.tensor_attrs.setdefault(id(t), name)
         args = self._placeholders(fn, bound_self, concrete_args or {})
+        self._thread = threading.get_ident()
         with _patch_lock:
             patcher = _Patcher()
             try:
@@ -275,7 +277,9 @@ class Tracer:
         cache = {}
 
         def module_call(mod, *args, **kwargs):
-            if tracer._suspended or id(mod) not in tracer._module_paths:
+            # (another thread's calls, and the real runs a subclass makes, are not traced)
+            if tracer._suspended or id(mod) not in tracer._module_paths \
+                    or threading.get_ident() != tracer._thread:
                 return original_call(mod, *args, **kwargs)
             return tracer.call_module(mod, lambda *a, **k: original_call(mod, *a, **k),
                                       args, kwargs)
@@ -283,7 +287,7 @@ class Tracer:
         def module_getattr(mod, name):
             value = original_getattr(mod, name)
             if not tracer._suspended and id(mod) in tracer._module_paths \
-                    and id(value) in tracer.tensor_attrs:
+                    and id(value) in tracer.tensor_attrs and threading.get_ident() == tracer._thread:
                 return tracer.getattr(name, value, cache)
             return value
         patcher.set(Module, "__call__", module_call)
