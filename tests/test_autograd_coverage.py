@@ -190,7 +190,7 @@ OPS = {
         __int__ __index__ __complex__ save load save_safetensors load_safetensors"""),
     **no_grad(NAMESPACE, """
         Generator Size Tensor autograd linalg testing return_types version random nn optim utils
-        serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler vision hub
+        serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler vision hub distributed
         default_generator float16 float32 float64 bfloat16 uint8 int8 int16 int32 int64"""),
     **no_grad(PROTOCOL, """
         __init__ __new__ __repr__ __str__ __hash__ __format__ __reduce__ __reduce_ex__

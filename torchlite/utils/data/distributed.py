@@ -19,9 +19,15 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):
         if num_replicas is None or rank is None:
-            raise RuntimeError("DistributedSampler: torchlite has no distributed process group "
-                               "to take the world size and rank from; pass num_replicas and "
-                               "rank explicitly")
+            from ... import distributed as dist
+            if not dist.is_initialized():
+                raise RuntimeError("DistributedSampler: the default process group is not "
+                                   "initialized (torchlite.distributed.init_process_group()); "
+                                   "initialize it, or pass num_replicas and rank explicitly")
+            if num_replicas is None:
+                num_replicas = dist.get_world_size()
+            if rank is None:
+                rank = dist.get_rank()
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
                              f"[0, {num_replicas - 1}]")

@@ -1,0 +1,263 @@
+"""DistributedDataParallel checks, run under mpiexec (2 ranks or more).  Prints `OK <name>`
+lines; a wrong result raises, which aborts the job naming the rank.
+
+Each rank trains on its shard of a fixed batch; every rank also computes the single-process
+reference itself (the data is the same everywhere), so no result has to travel to compare."""
+import copy
+
+import numpy as np
+
+import torchlite as torch
+import torchlite.distributed as dist
+from torchlite import nn
+from torchlite.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group()
+RANK, N = dist.get_rank(), dist.get_world_size()
+STEPS = 20
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+def cnn():
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(4 * 6 * 6, 3))
+
+
+def batch(shape, rows=16, seed=0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, *shape, generator=g).to(dtype)
+    y = torch.randn(rows, 3, generator=g).to(dtype)
+    return x, y
+
+
+def shard(t, r=RANK):
+    k = t.shape[0] // N
+    return t[r * k:(r + 1) * k]
+
+
+def params(m):
+    return [p.detach().numpy().copy() for p in m.parameters()]
+
+
+def close(name, a, b, rtol, atol):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if not np.allclose(x, y, rtol=rtol, atol=atol):
+            raise AssertionError(f"{name}: tensor {i} differs by {np.abs(x - y).max():.3g} on rank {RANK}")
+
+
+def same_on_every_rank(name, arrays):
+    everyone = [None] * N
+    dist.all_gather_object(everyone, arrays)
+    for r in range(1, N):
+        for x, y in zip(everyone[0], everyone[r]):
+            if not np.array_equal(x, y):
+                raise AssertionError(f"{name}: rank {r} differs from rank 0")
+
+
+def make(factory, dtype=torch.float32):
+    """This rank's model (a different initialisation on every rank: DDP must broadcast rank
+    0's) and the reference, a copy of rank 0's initial model."""
+    torch.manual_seed(100)
+    reference = factory().to(dtype)
+    torch.manual_seed(100 + RANK)
+    local = factory().to(dtype)
+    return local, reference
+
+
+def mlp_equivalence(name, dtype=torch.float32, rtol=1e-4, atol=1e-5, **ddp_kwargs):
+    local, ref = make(mlp, dtype)
+    model = DDP(local, **ddp_kwargs)
+    close(f"{name} broadcast at construction", params(local), params(ref), 0, 0)
+    x, y = batch((8,), dtype=dtype)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    loss_fn = nn.MSELoss()
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss_fn(model(shard(x)), shard(y)).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        loss_fn(ref(x), y).backward()
+        ref_opt.step()
+    same_on_every_rank(name, params(local))
+    close(name, params(local), params(ref), rtol, atol)
+    diff = max(np.abs(a - b).max() for a, b in zip(params(local), params(ref)))
+    print(f"OK {name}: {STEPS} steps on {N} ranks equal one process on the whole batch "
+          f"(max |diff| {diff:.2g})", flush=True)
+
+
+mlp_equivalence("ddp mlp")
+mlp_equivalence("ddp mlp float64", dtype=torch.float64, rtol=1e-10, atol=1e-12)
+mlp_equivalence("ddp mlp small buckets + gradient_as_bucket_view", bucket_cap_mb=0.0005,
+                gradient_as_bucket_view=True)
+
+
+# ---- CNN with BatchNorm ---------------------------------------------------------------------------
+# DDP does not synchronise batch statistics: each rank normalises with its own shard's mean and
+# variance (PyTorch's DDP does the same; SyncBatchNorm would use the whole batch's).  So the
+# single-process equivalent runs the model once per shard and averages the shard losses.  With
+# broadcast_buffers=True rank 0's running statistics are copied to every rank before each
+# forward, so rank 0's buffers are those of a model that only ever saw shard 0.
+local, ref = make(cnn)
+model = DDP(local)
+assert list(model.state_dict())[0].startswith("module.") and model.module is local
+x, y = batch((1, 6, 6))
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)
+loss_fn = nn.MSELoss()
+for _ in range(STEPS):
+    opt.zero_grad()
+    loss_fn(model(shard(x)), shard(y)).backward()
+    opt.step()
+    ref_opt.zero_grad()
+    losses, kept = [], None
+    for r in range(N):
+        losses.append(loss_fn(ref(shard(x, r)), shard(y, r)))
+        if r == 0:
+            kept = {k: v.clone() for k, v in ref.named_buffers()}
+    with torch.no_grad():                                  # back to rank 0's running statistics
+        for k, v in ref.named_buffers():
+            v.copy_(kept[k])
+    (sum(losses) / N).backward()
+    ref_opt.step()
+same_on_every_rank("ddp cnn parameters", params(local))
+close("ddp cnn", params(local), params(ref), 1e-4, 1e-5)
+if RANK == 0:
+    close("ddp cnn rank 0 buffers", [b.numpy() for b in local.buffers()],
+          [b.numpy() for b in ref.buffers()], 1e-5, 1e-6)
+# in eval mode every rank uses rank 0's statistics (broadcast before the forward)
+model.eval()
+with torch.no_grad():
+    out = model(x[:4])
+same_on_every_rank("ddp cnn eval outputs", [out.numpy()])
+model.train()
+print(f"OK ddp cnn+batchnorm: {STEPS} steps equal the per-shard reference; rank 0's buffers match",
+      flush=True)
+
+
+# ---- no_sync: gradient accumulation ----------------------------------------------------------
+local, ref = make(mlp)
+model = DDP(local)
+x, y = batch((8,), rows=16 * N)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+for step in range(5):
+    xs, ys = shard(x), shard(y)
+    half = xs.shape[0] // 2
+    opt.zero_grad()
+    with model.no_sync():
+        (loss_fn(model(xs[:half]), ys[:half]) / 2).backward()
+    if step == 0:      # no communication yet: the ranks' gradients differ
+        everyone = [None] * N
+        dist.all_gather_object(everyone, [p.grad.numpy().copy() for p in local.parameters()])
+        assert not np.array_equal(everyone[0][0], everyone[-1][0]), "no_sync communicated"
+    (loss_fn(model(xs[half:]), ys[half:]) / 2).backward()
+    opt.step()
+    ref_opt.zero_grad()
+    loss_fn(ref(x), y).backward()
+    ref_opt.step()
+same_on_every_rank("ddp no_sync", params(local))
+close("ddp no_sync", params(local), params(ref), 1e-4, 1e-5)
+print("OK ddp no_sync: accumulating 2 micro-batches equals the larger batch", flush=True)
+
+
+# ---- find_unused_parameters -------------------------------------------------------------------
+class Heads(nn.Module):
+    """`b` is used on rank 0 only, `c` never."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.Linear(4, 4)
+        self.a = nn.Linear(4, 2)
+        self.b = nn.Linear(4, 2)
+        self.c = nn.Linear(4, 2)
+
+    def forward(self, x, use_b):
+        h = self.trunk(x).relu()
+        out = self.a(h)
+        return out + self.b(h) if use_b else out
+
+
+torch.manual_seed(5)
+local = Heads()
+ref = copy.deepcopy(local)
+model = DDP(local, find_unused_parameters=True, bucket_cap_mb=0.0001)
+x = torch.randn(4 * N, 4, generator=torch.Generator().manual_seed(3))
+for it in range(2):
+    local.zero_grad()
+    model(shard(x), use_b=RANK == 0).square().mean().backward()
+    ref.zero_grad()
+    for r in range(N):
+        (ref(shard(x, r), use_b=r == 0).square().mean() / N).backward()
+    for name, p in local.named_parameters():
+        q = ref.get_parameter(name)
+        if name.startswith("c."):
+            assert p.grad is None and q.grad is None, name
+        else:
+            assert np.allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6), name
+    same_on_every_rank("find_unused grads", [p.grad.numpy() for n, p in local.named_parameters()
+                                             if not n.startswith("c.")])
+print("OK ddp find_unused_parameters: locally unused heads averaged, globally unused keep grad None",
+      flush=True)
+
+# without find_unused_parameters an unused parameter stops the reduction; the next forward says so
+torch.manual_seed(5)
+model = DDP(Heads())
+model(shard(x), use_b=True).sum().backward()
+try:
+    model(shard(x), use_b=True)
+except RuntimeError as e:
+    assert "find_unused_parameters=True" in str(e) and "c.weight" in str(e), e
+else:
+    raise AssertionError("an unused parameter without find_unused_parameters did not raise")
+print("OK ddp unused parameter without find_unused_parameters raises on the next forward", flush=True)
+
+
+# ---- overlap: buckets are all-reduced while backward still runs -----------------------------------
+events = []
+real_all_reduce = dist.all_reduce
+
+
+def recording_all_reduce(tensor, *args, **kwargs):
+    events.append(("all_reduce", kwargs.get("async_op", False)))
+    return real_all_reduce(tensor, *args, **kwargs)
+
+
+# torchlite's engine accumulates a layer's weight gradient as soon as it is computed, but the
+# biases only at the end of backward; so after the first iteration DDP re-forms its buckets in
+# the order the gradients actually arrived (as PyTorch's DDP does), and from then on the weight
+# buckets start their all-reduce while backward is still running.
+torch.manual_seed(0)
+local = mlp()
+model = DDP(local, bucket_cap_mb=0.001)       # about one weight matrix per bucket
+model(shard(batch((8,))[0])).sum().backward()     # the first iteration: records the order
+dist.all_reduce = recording_all_reduce
+try:
+    xs = shard(batch((8,))[0]).requires_grad_()
+    h = model(xs)
+    xs.register_hook(lambda g: events.append(("input grad", None)))
+    h.sum().backward()
+finally:
+    dist.all_reduce = real_all_reduce
+names = [e[0] for e in events]
+early = names.index("input grad")
+assert names.count("all_reduce") >= 3 and names[:early].count("all_reduce") >= 2, names
+assert all(e[1] is True for e in events[:early] if e[0] == "all_reduce"), events
+print(f"OK ddp overlap: {names[:early].count('all_reduce')} of {names.count('all_reduce')} non-blocking "
+      f"bucket all-reduces started before backward reached the input", flush=True)
+
+# parameters of different shapes on different ranks are refused at construction, on every rank
+torch.manual_seed(0)
+try:
+    DDP(nn.Linear(4, 3 if RANK == 0 else 2))
+except RuntimeError as e:
+    assert "different parameters" in str(e), e
+else:
+    if N > 1:
+        raise AssertionError("mismatched models were accepted")
+
+dist.destroy_process_group()
+print(f"OK ddp all (rank {RANK})", flush=True)

@@ -1,0 +1,200 @@
+"""torchlite.distributed and DistributedDataParallel, on real MPI jobs.
+
+Each test starts its ranks with `mpiexec -n K python tests/distributed_scripts/<script>.py`
+(or the launcher) in a subprocess of its own session, with a timeout after which the whole
+process group is killed; the scripts print `OK ...` lines and raise on a wrong result, which
+aborts the job (the fault handling is tested too).  Skipped without mpi4py or mpiexec."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(ROOT, "tests", "distributed_scripts")
+TIMEOUT = 120
+
+
+def _mpiexec():
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return here if os.access(here, os.X_OK) else shutil.which("mpiexec")
+
+
+def _need_mpi():
+    pytest.importorskip("mpi4py")
+    if _mpiexec() is None:
+        pytest.skip("mpiexec is not installed")
+
+
+def _env():
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = "1"        # several ranks on 2 cores: one kernel thread each
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHLITE_DISTRIBUTED_DEBUG", "TORCH_DISTRIBUTED_DEBUG"):
+        env.pop(var, None)
+    return env
+
+
+def _run(cmd, timeout=TIMEOUT):
+    """(returncode, stdout + stderr, seconds); the whole process group is killed on timeout."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            text=True, errors="replace", cwd=ROOT, env=_env(), start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"{' '.join(cmd)} did not finish in {timeout} s:\n{out}")
+    return proc.returncode, out, time.monotonic() - start
+
+
+def _mpirun(script, n, *args, timeout=TIMEOUT):
+    cmd = [_mpiexec(), "--allow-run-as-root", "--oversubscribe", "-n", str(n), sys.executable,
+           os.path.join(SCRIPTS, script), *args]
+    return _run(cmd, timeout)
+
+
+def _leftovers(token, wait=10.0):
+    """The pids whose command line contains token, after giving them `wait` seconds to go."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read()
+            except OSError:
+                continue
+            if token.encode() in cmdline:
+                found.append(int(pid))
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+COLLECTIVES = ["all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "gather/scatter",
+               "all_to_all", "send/recv", "objects/barrier"]
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_every_collective_every_dtype_matches_numpy(n):
+    _need_mpi()
+    rc, out, _ = _mpirun("collectives.py", n)
+    assert rc == 0, out
+    for name in COLLECTIVES + ["new_group"]:
+        assert len(re.findall(rf"^OK {re.escape(name)}\b", out, re.M)) == n, (name, out)
+    assert len(re.findall(rf"^OK all collectives on {n} ranks", out, re.M)) == n, out
+
+
+def test_collectives_in_a_single_process():
+    """Without mpiexec MPI starts as a singleton: world size 1, every collective an identity."""
+    _need_mpi()
+    rc, out, _ = _run([sys.executable, os.path.join(SCRIPTS, "collectives.py")])
+    assert rc == 0 and "OK all collectives on 1 ranks" in out, out
+
+
+def test_setup_checks_backends_timeouts_and_debug_mode():
+    _need_mpi()
+    rc, out, _ = _mpirun("setup_checks.py", 2)
+    assert rc == 0, out
+    for line in ("OK consistency checks", "OK gloo backend maps to MPI", "OK work timeout",
+                 "OK debug detail checks", "OK setup checks (rank 0)", "OK setup checks (rank 1)"):
+        assert line in out, (line, out)
+
+
+def test_ddp_matches_single_process_training():
+    _need_mpi()
+    rc, out, _ = _mpirun("ddp.py", 2)
+    assert rc == 0, out
+    for name in ("ddp mlp:", "ddp mlp float64:", "ddp mlp small buckets + gradient_as_bucket_view:",
+                 "ddp cnn+batchnorm:", "ddp no_sync:", "ddp find_unused_parameters:",
+                 "ddp unused parameter without find_unused_parameters raises", "ddp overlap:"):
+        assert out.count(f"OK {name}") == 2, (name, out)
+    assert "OK ddp all (rank 0)" in out and "OK ddp all (rank 1)" in out, out
+
+
+def test_a_failing_rank_ends_the_job_naming_the_rank():
+    _need_mpi()
+    token = f"fault-{uuid.uuid4().hex[:12]}"
+    rc, out, seconds = _mpirun("fault.py", 2, "raise", token, timeout=60)
+    assert rc != 0, out
+    assert "[rank 1]:" in out and "rank 1 of 2 raised ValueError" in out and f"boom ({token})" in out, out
+    assert "unreachable" not in out
+    assert seconds < 60
+    assert _leftovers(token) == []
+
+
+def test_launcher_trains_the_example_on_two_ranks():
+    _need_mpi()
+    pytest.importorskip("sklearn")
+    rc, out, _ = _run([sys.executable, "-m", "torchlite.distributed.run", "--nproc-per-node", "2",
+                       os.path.join(ROOT, "examples", "ddp_train.py"), "--epochs", "3"])
+    assert rc == 0, out
+    shards = re.findall(r"rank (\d)/2: a shard of (\d+) of the (\d+) training images", out)
+    assert sorted(r for r, _, _ in shards) == ["0", "1"], out
+    assert all(2 * int(k) >= int(total) for _, k, total in shards), out
+    accuracies = re.findall(r"rank \d: final test accuracy ([0-9.]+)% .* replicas identical: True", out)
+    assert len(accuracies) == 2 and accuracies[0] == accuracies[1], out
+    assert float(accuracies[0]) > 85.0, out
+
+
+def test_launcher_ctrl_c_leaves_no_process_behind():
+    _need_mpi()
+    token = f"sleep-{uuid.uuid4().hex[:12]}"
+    proc = subprocess.Popen([sys.executable, "-m", "torchlite.distributed.run", "--nproc_per_node", "2",
+                             os.path.join(SCRIPTS, "fault.py"), "sleep", token],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            text=True, cwd=ROOT, env=_env(), start_new_session=True)
+    try:
+        ready, lines = 0, []
+        deadline = time.monotonic() + TIMEOUT
+        while ready < 2 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            ready += line.startswith("ready rank")
+        assert ready == 2, "".join(lines)
+        os.kill(proc.pid, signal.SIGINT)          # what Ctrl-C sends the launcher
+        out, _ = proc.communicate(timeout=60)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert proc.returncode != 0
+    assert _leftovers(token) == []
+
+
+def test_launcher_command_line():
+    from torchlite.distributed import run
+    args = run.parse_args(["--nproc-per-node", "3", "train.py", "--lr", "0.1"])
+    assert args.nproc_per_node == 3 and args.training_script == "train.py"
+    assert args.training_script_args == ["--lr", "0.1"]
+    assert run.parse_args(["--nproc_per_node=2", "--standalone", "t.py"]).nproc_per_node == 2
+    assert run.parse_args(["--nproc-per-node", "cpu", "t.py"]).nproc_per_node == (os.cpu_count() or 1)
+    with pytest.raises(SystemExit):
+        run.parse_args(["--nnodes", "2", "--nproc-per-node", "2", "t.py"])
+    with pytest.raises(SystemExit):
+        run.parse_args(["--nproc-per-node", "0", "t.py"])
+    if _mpiexec() is None:
+        pytest.skip("mpiexec is not installed")
+    cmd = run.mpiexec_command(run.parse_args(["--nproc-per-node", "2", "-m", "pkg.train", "x"]))
+    assert cmd[1:3] == ["-n", "2"] and "--oversubscribe" in cmd
+    assert ("--allow-run-as-root" in cmd) == (os.geteuid() == 0)
+    assert cmd[-3:] == ["-m", "pkg.train", "x"] and "torchlite.distributed._entry" in cmd
+
+
+def test_import_does_not_start_mpi():
+    code = ("import sys, torchlite.distributed as dist, torchlite.nn.parallel\n"
+            "assert 'mpi4py.MPI' not in sys.modules, 'imported mpi4py.MPI'\n"
+            "assert not dist.is_initialized() and dist.ReduceOp.SUM is dist.ReduceOp.RedOpType.SUM\n"
+            "print('fine')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
+    assert out.returncode == 0 and "fine" in out.stdout, out.stderr

@@ -1,0 +1,408 @@
+"""DistributedDataParallel: data-parallel training over torchlite.distributed (MPI).
+
+Each rank holds a full replica of the module and runs forward and backward on its own part of
+the batch; DDP keeps the replicas equal by averaging the gradients across ranks.
+
+How (the design in docs/distributed.md):
+
+* At construction the parameters and buffers of rank 0 are broadcast to every rank (after
+  checking that every rank has the same parameter shapes and dtypes).
+* The parameters that require grad are put in buckets: in reverse registration order (the
+  order backward tends to produce their gradients), one dtype per bucket, the first bucket
+  up to 1 MiB and the others up to bucket_cap_mb.  Each bucket owns one flat buffer.
+* Every parameter gets a post-accumulate-grad hook.  When backward has written a
+  parameter's .grad, the hook copies it into its bucket's buffer; when the last gradient of
+  a bucket is in, the bucket's all-reduce starts, non-blocking (MPI_Iallreduce), while
+  backward goes on with the layers below (the last bucket, with nothing left to overlap,
+  uses the blocking MPI_Allreduce).  Buckets start in index order on every rank (MPI
+  needs the same order of collectives everywhere).
+* After the first synchronised iteration the buckets are re-formed once in the order the
+  gradients actually became ready (rank 0's order): torchlite's engine accumulates a layer's
+  weight gradient as soon as it is computed but the biases only at the end of backward.
+* torchlite's autograd engine has no end-of-backward callback, so the hook that completes
+  the last bucket waits for all of them and writes the averaged gradients back into .grad
+  before it returns: when loss.backward() returns, the gradients are averaged.
+* find_unused_parameters=True: after forward, the autograd graph of the outputs is walked;
+  the parameters it does not reach are marked ready at once (their current gradient, or
+  zeros).  A parameter that got no gradient on any rank keeps its .grad (None stays None).
+"""
+import contextlib
+import weakref
+
+from ..modules.module import Module
+
+__all__ = ["DistributedDataParallel"]
+
+_FIRST_BUCKET_BYTES = 1024 * 1024
+
+
+class _Bucket:
+    """Gradients reduced together: parameter indices, their offsets in `flat`, and the
+    number still missing in this iteration."""
+
+    def __init__(self, index, dtype):
+        self.index = index
+        self.dtype = dtype
+        self.params = []          # parameter indices
+        self.offsets = []
+        self.numel = 0
+        self.flat = None
+        self.pending = 0
+        self.work = None
+
+
+class DistributedDataParallel(Module):
+    """Wrap `module` for data-parallel training: forward runs the module on this rank's
+    inputs, and backward leaves on every parameter the gradient averaged over the ranks.
+
+    module: the model (CPU parameters); it is `self.module`, so state_dict keys start with
+    'module.'.  device_ids/output_device: None for CPU modules (no GPU path yet).
+    broadcast_buffers: copy rank 0's buffers (e.g. BatchNorm's running statistics) to every
+    rank before each forward.  process_group: the group to average over (the default one
+    when None).  bucket_cap_mb: bucket size (25 MiB).  find_unused_parameters: tolerate
+    parameters that get no gradient in an iteration.  gradient_as_bucket_view: make each
+    .grad a view into its bucket's buffer (saves a copy and memory).  static_graph and dim
+    are accepted for compatibility (dim must be 0)."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
+                 process_group=None, bucket_cap_mb=None, find_unused_parameters=False,
+                 check_reduction=False, gradient_as_bucket_view=False, static_graph=False):
+        super().__init__()
+        from ... import distributed as dist
+        from ...distributed import _backend
+        if not dist.is_initialized():
+            raise ValueError("DistributedDataParallel: the default process group has not been "
+                             "initialized; call torchlite.distributed.init_process_group() first")
+        if not isinstance(module, Module):
+            raise TypeError(f"DistributedDataParallel: module must be an nn.Module, got "
+                            f"{type(module).__name__}")
+        params = [p for p in module.parameters() if p.requires_grad]
+        if not params:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have "
+                               "any parameter that requires a gradient.")
+        devices = {p.device.type for p in module.parameters()} | {b.device.type for b in module.buffers()}
+        if devices - {"cpu"}:
+            raise NotImplementedError(f"DistributedDataParallel: the module has tensors on {sorted(devices)}; "
+                                      f"only CPU modules are supported (no GPU path yet)")
+        if device_ids or output_device is not None:
+            raise ValueError(f"DistributedDataParallel device_ids and output_device only apply to GPU "
+                             f"modules; for a CPU module pass None (got device_ids={device_ids}, "
+                             f"output_device={output_device})")
+        if dim != 0:
+            raise NotImplementedError("DistributedDataParallel: only dim=0 is supported")
+        pg = _backend.resolve(process_group)
+        if pg is None:
+            raise ValueError("DistributedDataParallel: this rank is not a member of process_group")
+        self.module = module
+        self.device_ids = None
+        self.output_device = None
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.process_group = process_group
+        self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.static_graph = static_graph
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        cap = 25.0 if bucket_cap_mb is None else float(bucket_cap_mb)
+        if cap <= 0:
+            raise ValueError(f"bucket_cap_mb must be positive, got {bucket_cap_mb}")
+        self.bucket_bytes_cap = int(cap * 1024 * 1024)
+        object.__setattr__(self, "_pg", pg)
+        object.__setattr__(self, "_params", params)
+        names = {id(p): n for n, p in module.named_parameters()}
+        object.__setattr__(self, "_param_names", [names.get(id(p), "?") for p in params])
+
+        self._verify_same_params_across_ranks()
+        self._sync_module_states()
+        self._build_buckets()
+        self._reset_iteration(False)
+        object.__setattr__(self, "_ready_order", [])
+        object.__setattr__(self, "_buckets_rebuilt", False)
+        ref = weakref.ref(self)
+        object.__setattr__(self, "_hook_handles", [
+            p.register_post_accumulate_grad_hook(_make_hook(ref, i)) for i, p in enumerate(params)])
+
+    # ---- construction ---------------------------------------------------------------------------
+    def _verify_same_params_across_ranks(self):
+        """Every rank must wrap the same architecture: compare shapes and dtypes of all
+        parameters (a mismatch raises here instead of corrupting or hanging later)."""
+        mine = [(n, tuple(p.shape), str(p.dtype)) for n, p in self.module.named_parameters()]
+        everyone = self._pg.comm.allgather(mine)
+        first = everyone[0]
+        for r, theirs in enumerate(everyone):
+            if theirs != first:
+                k = next((k for k, (a, b) in enumerate(zip(first, theirs)) if a != b), min(len(first), len(theirs)))
+                got = theirs[k] if k < len(theirs) else "no parameter"
+                want = first[k] if k < len(first) else "no parameter"
+                raise RuntimeError(f"DistributedDataParallel: rank {self._pg.ranks[r]} has different "
+                                   f"parameters than rank {self._pg.ranks[0]}: parameter {k} is {got} "
+                                   f"there and {want} on rank {self._pg.ranks[0]} (every rank must wrap "
+                                   f"the same model)")
+
+    def _sync_module_states(self):
+        """Rank 0's parameters and buffers, to every rank."""
+        tensors = [p for p in self.module.parameters()] + [b for b in self.module.buffers()]
+        _broadcast_coalesced(tensors, self._pg)
+
+    def _build_buckets(self, order=None):
+        """Buckets over the parameters in `order` (indices; reverse registration order by
+        default).  Gradients already held in old bucket views move to the new ones."""
+        old_views = None
+        if getattr(self, "_buckets", None) is not None and self.gradient_as_bucket_view:
+            old_views = [self._view(i) for i in range(len(self._params))]
+        buckets, open_by_dtype = [], {}
+        for i in (reversed(range(len(self._params))) if order is None else order):
+            p = self._params[i]
+            size = p.numel() * p.element_size()
+            b = open_by_dtype.get(p.dtype)
+            cap = _FIRST_BUCKET_BYTES if not buckets or b is buckets[0] else self.bucket_bytes_cap
+            cap = min(cap, self.bucket_bytes_cap)
+            if b is not None and b.params and (b.numel * p.element_size() + size) > cap:
+                b = None
+            if b is None:
+                b = _Bucket(len(buckets), p.dtype)
+                buckets.append(b)
+                open_by_dtype[p.dtype] = b
+            b.params.append(i)
+            b.offsets.append(b.numel)
+            b.numel += p.numel()
+        import torchlite
+        where = [None] * len(self._params)
+        for b in buckets:
+            b.flat = torchlite.zeros(b.numel, dtype=b.dtype)
+            for i, off in zip(b.params, b.offsets):
+                where[i] = (b, off)
+        object.__setattr__(self, "_buckets", buckets)
+        object.__setattr__(self, "_where", where)
+        if old_views is not None:
+            import torchlite
+            with torchlite.no_grad():
+                for i, p in enumerate(self._params):
+                    if p.grad is not None and p.grad.data_ptr() == old_views[i].data_ptr():
+                        view = self._view(i)
+                        view.copy_(p.grad)
+                        p.grad = view
+
+    def _rebuild_buckets(self):
+        """Once, after the first synchronised backward: re-form the buckets in the order the
+        gradients became ready (rank 0's order, so every rank agrees), so that each bucket
+        fills, and starts its all-reduce, as early in backward as it can."""
+        from ... import distributed as dist
+        order = [list(self._ready_order)]
+        src = self._pg.ranks[0]
+        dist.broadcast_object_list(order, src=src, group=None if self._pg is dist.group.WORLD else self._pg)
+        order = order[0]
+        if sorted(order) != list(range(len(self._params))):
+            return      # an incomplete record (should not happen): keep the buckets
+        self._build_buckets(order)
+
+    def _view(self, i):
+        b, off = self._where[i]
+        p = self._params[i]
+        return b.flat[off:off + p.numel()].view(tuple(p.shape))
+
+    # ---- one iteration --------------------------------------------------------------------------
+    def _reset_iteration(self, sync):
+        if not getattr(self, "_buckets_rebuilt", True) and len(self._ready_order) != len(self._params):
+            self._ready_order.clear()      # only a complete synchronised iteration counts
+        object.__setattr__(self, "_sync", sync)
+        object.__setattr__(self, "_ready", [False] * len(self._params))
+        object.__setattr__(self, "_used", [False] * len(self._params))
+        object.__setattr__(self, "_next_bucket", 0)
+        object.__setattr__(self, "_started", False)
+        for b in self._buckets:
+            b.pending = len(b.params)
+            b.work = None
+
+    def forward(self, *inputs, **kwargs):
+        """Run the module; when grad is enabled and not in no_sync(), the next backward
+        averages the gradients across ranks."""
+        from ... import autograd
+        if self._sync and self._started:
+            missing = [self._param_names[i] for i, r in enumerate(self._ready) if not r]
+            raise RuntimeError(
+                "DistributedDataParallel: expected to have finished reduction in the prior "
+                "iteration before starting a new one: some parameters received no gradient, so "
+                "their buckets were never all-reduced.  Pass find_unused_parameters=True if the "
+                "forward does not use every parameter, and make sure every output takes part in "
+                f"the loss.  Parameters without a gradient on rank {self._pg.ranks[self._pg.rank()]}: "
+                f"{', '.join(missing)}")
+        if self.broadcast_buffers and self.require_forward_param_sync and self._pg.size() > 1:
+            buffers = list(self.module.buffers())
+            if buffers:
+                _broadcast_coalesced(buffers, self._pg)
+        for b in self._buckets:       # a forward without backward may leave a bucket in flight
+            if b.work is not None:
+                b.work.wait()
+        if not self._buckets_rebuilt and len(self._ready_order) == len(self._params):
+            self._rebuild_buckets()
+            self._buckets_rebuilt = True
+        sync = autograd.is_grad_enabled() and self.require_backward_grad_sync
+        self.require_forward_param_sync = sync
+        if self._pg.size() == 1:
+            sync = False              # one rank: its gradients are already the average
+        self._reset_iteration(sync)
+        out = self.module(*inputs, **kwargs)
+        if sync and self.find_unused_parameters:
+            reached = _parameters_reached(out)
+            for i, p in enumerate(self._params):
+                if id(p) not in reached:
+                    self._mark_ready(i, used=False)
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Inside this context the backward passes only accumulate gradients locally (no
+        communication); the first backward after it averages the accumulated gradients."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+    def _grad_ready(self, i):
+        """Parameter i's gradient is accumulated (its post-accumulate hook)."""
+        if not self._sync:
+            return
+        if self._ready[i]:
+            raise RuntimeError(f"DistributedDataParallel: parameter {self._param_names[i]} was marked "
+                               f"ready twice in one iteration (backward through the same forward "
+                               f"twice, or a reentrant backward, is not supported)")
+        self._started = True
+        self._mark_ready(i, used=True)
+
+    def _mark_ready(self, i, used):
+        import torchlite
+        self._ready[i] = True
+        if not self._buckets_rebuilt:
+            self._ready_order.append(i)
+        self._used[i] = used
+        p = self._params[i]
+        view = self._view(i)
+        g = p.grad
+        with torchlite.no_grad():
+            if g is None:
+                view.zero_()
+            elif not (self.gradient_as_bucket_view and g.data_ptr() == view.data_ptr()):
+                view.copy_(g)
+        b = self._where[i][0]
+        b.pending -= 1
+        if b.pending == 0:
+            self._launch_ready_buckets()
+        elif self._next_bucket and self._buckets[self._next_bucket - 1].work is not None:
+            self._buckets[self._next_bucket - 1].work.is_completed()   # let MPI make progress
+
+    def _launch_ready_buckets(self):
+        from ... import distributed as dist
+        buckets = self._buckets
+        while self._next_bucket < len(buckets) and buckets[self._next_bucket].pending == 0:
+            b = buckets[self._next_bucket]
+            if self._pg.size() == 1:
+                b.work = None                 # the average over one rank is the gradient itself
+            elif self._next_bucket == len(buckets) - 1:
+                # the last bucket: nothing is left to overlap with, and MPI's blocking
+                # all-reduce is faster than its non-blocking one for large buffers
+                dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self.process_group)
+                b.work = None
+            else:
+                b.work = dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self.process_group,
+                                         async_op=True)
+            self._next_bucket += 1
+        if self._next_bucket == len(buckets):
+            self._finalize()
+
+    def _finalize(self):
+        """Every bucket is in flight: wait for them and write the averages into .grad."""
+        import torchlite
+        from ... import distributed as dist
+        used = None
+        if self.find_unused_parameters:
+            used = torchlite.tensor([1 if u else 0 for u in self._used], dtype=torchlite.int32)
+            dist.all_reduce(used, op=dist.ReduceOp.MAX, group=self.process_group)
+            used = used.tolist()
+        for b in self._buckets:
+            if b.work is not None:
+                b.work.wait()
+                b.work = None
+        with torchlite.no_grad():
+            for i, p in enumerate(self._params):
+                if used is not None and not used[i]:
+                    continue         # no rank produced a gradient: .grad stays as it was
+                view = self._view(i)
+                if self.gradient_as_bucket_view:
+                    if p.grad is None or p.grad.data_ptr() != view.data_ptr():
+                        p.grad = view
+                elif p.grad is None:
+                    p.grad = view.clone()
+                else:
+                    p.grad.copy_(view)
+        self._started = False
+        self._sync = False
+
+    def __getstate__(self):
+        raise TypeError("DistributedDataParallel cannot be pickled; save self.module (or its "
+                        "state_dict) instead")
+
+
+def _make_hook(ref, i):
+    def hook(param):
+        ddp = ref()
+        if ddp is not None:
+            ddp._grad_ready(i)
+    return hook
+
+
+def _parameters_reached(out):
+    """ids of the leaf tensors that the autograd graph of `out`'s tensors reaches."""
+    import torchlite
+    from ...utils._pytree import tree_leaves
+    stack = [t.grad_fn for t in tree_leaves(out) if isinstance(t, torchlite.Tensor) and t.grad_fn is not None]
+    reached, seen = set(), set()
+    for t in tree_leaves(out):
+        if isinstance(t, torchlite.Tensor) and t.grad_fn is None and t.requires_grad:
+            reached.add(id(t))      # a parameter returned as it is
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if getattr(node, "_is_accumulator", False):
+            reached.add(id(node.variable))
+            continue
+        for nxt, _ in node.next_functions:
+            if nxt is not None and id(nxt) not in seen:
+                stack.append(nxt)
+    return reached
+
+
+def _broadcast_coalesced(tensors, pg, src_group_rank=0, cap_bytes=64 * 1024 * 1024):
+    """Broadcast tensors from group rank src_group_rank, a few flat buffers per dtype instead
+    of one message per tensor."""
+    import torchlite
+    from ... import distributed as dist
+    if pg.size() == 1 or not tensors:
+        return
+    by_dtype = {}
+    for t in tensors:
+        by_dtype.setdefault(t.dtype, []).append(t)
+    src = pg.ranks[src_group_rank]
+    group = None if pg is dist.group.WORLD else pg
+    for dtype, ts in by_dtype.items():
+        chunk, size = [], 0
+        for t in ts + [None]:
+            if t is not None and (not chunk or size + t.numel() * t.element_size() <= cap_bytes):
+                chunk.append(t)
+                size += t.numel() * t.element_size()
+                continue
+            with torchlite.no_grad():
+                flat = torchlite.cat([c.detach().reshape(-1) for c in chunk])
+                dist.broadcast(flat, src=src, group=group)
+                if pg.rank() != src_group_rank:
+                    off = 0
+                    for c in chunk:
+                        n = c.numel()
+                        c.detach().copy_(flat[off:off + n].view(tuple(c.shape)))
+                        off += n
+            chunk, size = ([t], t.numel() * t.element_size()) if t is not None else ([], 0)
