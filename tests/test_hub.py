@@ -213,3 +213,34 @@ def test_download_url_to_file_errors(tmp_path, server):
         hub.download_url_to_file(f"{url}/missing.bin", str(tmp_path / "m.bin"), progress=False)
     assert "missing.bin" in str(e.value) and str(tmp_path / "m.bin") in str(e.value)
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".download")]
+
+
+def test_entry_points_import_their_repositorys_modules(tmp_path, hub_dir):
+    repo = tmp_path / "repo2"
+    repo.mkdir()
+    (repo / "helper_mod_for_hub_test.py").write_text("VALUE = 41\n")
+    (repo / "hubconf.py").write_text("def lazy():\n    import helper_mod_for_hub_test as h\n"
+                                     "    return h.VALUE + 1\n")
+    assert hub.load(str(repo), "lazy", source="local") == 42
+    assert str(repo) not in __import__("sys").path
+
+
+def test_zipball_with_extra_top_level_entries_is_refused(hub_dir, server, monkeypatch):
+    www, url, _ = server
+    monkeypatch.setattr(hub, "GITHUB", url)
+    path = www / "two" / "tops" / "zipball"
+    path.mkdir(parents=True)
+    with zipfile.ZipFile(path / "main", "w") as z:
+        z.writestr("two-tops-1/hubconf.py", HUBCONF)
+        z.writestr("trusted_list", "attacker_repo\n")
+    with pytest.raises(RuntimeError, match="one top-level folder"):
+        hub.load("two/tops", "tiny", trust_repo=True)
+    assert "attacker_repo" not in (hub_dir / "trusted_list").read_text()
+
+
+def test_default_branch_falls_back_to_master(hub_dir, server, monkeypatch):
+    www, url, _ = server
+    monkeypatch.setattr(hub, "GITHUB", url)
+    _zipball(www, "old", "style", "master")
+    assert isinstance(hub.load("old/style", "tiny", trust_repo=True), tl.nn.Linear)
+    assert (hub_dir / "old_style_master" / "hubconf.py").exists()

@@ -337,3 +337,17 @@ def test_integrity_helpers(tmp_path):
         f.write(b"inner")
     out = U.extract_archive(str(g))
     assert open(out, "rb").read() == b"inner"
+
+
+def test_cifar_batch_of_the_wrong_kind_is_refused(tmp_path):
+    cls, _, _ = write_cifar(tmp_path, D.CIFAR10)
+    path = os.path.join(tmp_path, cls.base_folder, "data_batch_1")
+    for bad in ({b"data": np.zeros((4, 3072), np.float32), b"labels": [0] * 4},
+                {b"data": np.zeros((4, 1000), np.uint8), b"labels": [0] * 4},
+                {b"data": np.zeros((4, 3072), np.uint8), b"labels": [0] * 3},
+                {b"labels": [0] * 4}):
+        with open(path, "wb") as f:
+            pickle.dump(bad, f, protocol=2)
+        sub = type("CIFAR10", (cls,), {"train_list": [["data_batch_1", md5(path)]] + cls.train_list[1:]})
+        with pytest.raises(RuntimeError, match="data_batch_1"):
+            sub(tmp_path)

@@ -188,3 +188,23 @@ def test_against_torchvision_where_installed():
             want = ref(torch.from_numpy(x)).numpy()
         got = ours(tl.from_numpy(x)).detach().numpy()
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_vit_renames_torchvisions_old_mlp_keys(weights_server, monkeypatch, tmp_path):
+    tl.manual_seed(5)
+    state = M.vit_b_32(image_size=32).state_dict()
+    old = {k.replace("mlp.0.", "mlp.linear_1.").replace("mlp.3.", "mlp.linear_2."): v for k, v in state.items()}
+    assert any("linear_1" in k for k in old)
+    buf = io.BytesIO()
+    tl.save(old, buf)
+    data = buf.getvalue()
+    name = f"vit-{hashlib.sha256(data).hexdigest()[:8]}.pth"
+    url, _ = weights_server
+    (tmp_path / "www" / name).write_bytes(data)
+    from torchlite.vision.models import vision_transformer as V
+    entry = V.ViT_B_16_Weights.IMAGENET1K_V1
+    monkeypatch.setattr(entry.value, "url", url.rsplit("/", 1)[0] + "/" + name)
+    # the architecture of the file is vit_b_32 at 32 pixels: build that, with its weights
+    model = V._vit(32, 12, 12, 768, 3072, V.ViT_B_16_Weights, "DEFAULT", False, {"image_size": 32})
+    key = "encoder.layers.encoder_layer_0.mlp.3.weight"
+    np.testing.assert_array_equal(model.state_dict()[key].numpy(), state[key].numpy())

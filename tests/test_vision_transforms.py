@@ -802,3 +802,15 @@ def test_matches_torchvision(arr, smooth):
     np.testing.assert_allclose(F.normalize(torch.from_numpy(x), [0.4] * 3, [0.2] * 3).numpy(),
                                tv.normalize(pt.from_numpy(x), [0.4] * 3, [0.2] * 3).numpy(), rtol=1e-5, atol=1e-6)
     assert math.isfinite(float(F.to_tensor(pil).sum()))
+
+
+def test_review_cases_float_arrays_and_16_bit_padding():
+    from PIL import Image
+    from torchlite.vision.transforms import functional as TF
+    arr = np.full((2, 3, 3), 0.5, np.float32)
+    img = TF.to_pil_image(arr)
+    assert img.mode == "RGB" and np.asarray(img)[0, 0, 0] == 127
+    gray = TF.to_pil_image(np.full((2, 3, 1), 0.5, np.float32))
+    assert gray.mode == "L"
+    padded = TF.pad(Image.new("I;16", (4, 4)), 2, padding_mode="edge")
+    assert padded.size == (8, 8)

@@ -251,3 +251,9 @@ def test_against_torchvision_where_installed():
     b, s = random_boxes(g, 30).astype(np.float32), g.random(30).astype(np.float32)
     assert ops.nms(tl.from_numpy(b), tl.from_numpy(s), 0.4).numpy().tolist() == \
         tv.ops.nms(torch.from_numpy(b), torch.from_numpy(s), 0.4).numpy().tolist()
+
+
+def test_roi_align_of_an_empty_aligned_box_is_zero():
+    x = tl.randn(1, 2, 5, 5)
+    out = ops.roi_align(x, tl.tensor([[0, 2.0, 2.0, 2.0, 2.0]]), 2, 1.0, -1, aligned=True)
+    assert float(out.abs().max()) == 0.0

@@ -12,7 +12,9 @@ it.  A repository's `hubconf.py` lists its entry points (callables) and `depende
 that must import).  Loading a hub repo runs its code, so a repository not trusted before asks
 first (trust_repo=None), as PyTorch does; checkpoints load through torchlite.load with
 weights_only=True, which never runs code from the file."""
+import contextlib
 import hashlib
+import http.client
 import importlib.util
 import os
 import re
@@ -32,6 +34,7 @@ _hub_dir = None
 GITHUB = "https://github.com"            # where source='github' repositories are fetched from
 _HASH_IN_NAME = re.compile(r"-([a-f0-9]*)\.")
 _CHUNK = 1 << 16
+_TRUSTED_OWNERS = ("pytorch", "facebookresearch", "facebookincubator", "fairinternal")  # PyTorch's
 
 
 # ---- the cache folder ------------------------------------------------------------------------------
@@ -72,14 +75,18 @@ def download_url_to_file(url, dst, hash_prefix=None, progress=True):
     sha = hashlib.sha256()
     tmp = tempfile.NamedTemporaryFile(delete=False, dir=folder, prefix=".download-")
     try:
-        with response, tmp, _progress(total, progress, os.path.basename(dst)) as bar:
-            while True:
-                chunk = response.read(_CHUNK)
-                if not chunk:
-                    break
-                tmp.write(chunk)
-                sha.update(chunk)
-                bar(len(chunk))
+        try:
+            with response, tmp, _progress(total, progress, os.path.basename(dst)) as bar:
+                while True:
+                    chunk = response.read(_CHUNK)
+                    if not chunk:
+                        break
+                    tmp.write(chunk)
+                    sha.update(chunk)
+                    bar(len(chunk))
+        except (OSError, http.client.HTTPException) as e:      # a stalled or reset transfer
+            raise RuntimeError(f"download of {url} failed ({e}); without a network, put the "
+                               f"file at {dst} by hand") from None
         if total is not None and os.path.getsize(tmp.name) != total:
             raise RuntimeError(f"download of {url} stopped after {os.path.getsize(tmp.name)} of "
                                f"{total} bytes")
@@ -189,7 +196,7 @@ def _check_trust(owner, repo, trust_repo, calling_fn):
         with open(listing) as f:
             trusted = {line.strip() for line in f if line.strip()}
     key = f"{owner}_{repo}"
-    is_trusted = key in trusted
+    is_trusted = key in trusted or owner in _TRUSTED_OWNERS
     if trust_repo is None:
         if not is_trusted:
             warnings.warn(f"You are about to download and run code from an untrusted repository "
@@ -211,30 +218,53 @@ def _check_trust(owner, repo, trust_repo, calling_fn):
 
 def _github_dir(github, force_reload, trust_repo, calling_fn, skip_validation, verbose=True):
     owner, repo, ref = _parse_repo(github)
-    ref = ref or "main"
     _check_trust(owner, repo, trust_repo, calling_fn)
     hub_dir = get_dir()
-    folder = os.path.join(hub_dir, f"{owner}_{repo}_{ref.replace('/', '_')}")
-    if os.path.isdir(folder) and not force_reload:
-        if verbose:
-            sys.stderr.write(f"Using cache found in {folder}\n")
-        return folder
-    url = f"{GITHUB}/{owner}/{repo}/zipball/{ref}"
-    archive = os.path.join(hub_dir, f"{ref.replace('/', '_')}.zip")
-    download_url_to_file(url, archive, progress=False)
+    os.makedirs(hub_dir, exist_ok=True)
+    refs = [ref] if ref is not None else ["main", "master"]     # PyTorch's default branches
+    for r in refs:
+        folder = os.path.join(hub_dir, f"{owner}_{repo}_{r.replace('/', '_')}")
+        if os.path.isdir(folder) and not force_reload:
+            if verbose:
+                sys.stderr.write(f"Using cache found in {folder}\n")
+            return folder
+    staging = tempfile.mkdtemp(prefix=".zipball-", dir=hub_dir)
     try:
-        if os.path.isdir(folder):
-            shutil.rmtree(folder)
-        with zipfile.ZipFile(archive) as z:
-            names = z.namelist()
-            top = names[0].split("/")[0] if names else ""
-            for n in names:
-                _safe_member(hub_dir, n)
-            z.extractall(hub_dir)
-        shutil.move(os.path.join(hub_dir, top), folder)
+        archive = os.path.join(staging, "repo.zip")
+        for i, r in enumerate(refs):
+            try:
+                download_url_to_file(f"{GITHUB}/{owner}/{repo}/zipball/{r}", archive, progress=False)
+                break
+            except RuntimeError:
+                if i + 1 == len(refs):
+                    raise
+        folder = os.path.join(hub_dir, f"{owner}_{repo}_{r.replace('/', '_')}")
+        _unpack_zipball(archive, staging, folder)
     finally:
-        os.remove(archive)
+        shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def _unpack_zipball(archive, staging, folder):
+    """Put a repository zipball's one top-level folder at `folder`.  It is unpacked in a
+    fresh folder of its own first, so no member can land anywhere else in the cache (the
+    trusted list, cached checkpoints)."""
+    unpacked = os.path.join(staging, "unpacked")
+    os.makedirs(unpacked)
+    try:
+        with zipfile.ZipFile(archive) as z:
+            for n in z.namelist():
+                _safe_member(unpacked, n)
+            z.extractall(unpacked)
+    except zipfile.BadZipFile as e:
+        raise RuntimeError(f"hub: {archive} is not a zip archive ({e})") from None
+    tops = os.listdir(unpacked)
+    if len(tops) != 1 or not os.path.isdir(os.path.join(unpacked, tops[0])):
+        raise RuntimeError(f"hub: a repository zipball should hold one top-level folder, not "
+                           f"{sorted(tops)}")
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    shutil.move(os.path.join(unpacked, tops[0]), folder)
 
 
 def _safe_member(root, name):
@@ -256,19 +286,29 @@ def _repo_dir(repo_or_dir, source, force_reload, trust_repo, calling_fn, skip_va
                        verbose)
 
 
+@contextlib.contextmanager
+def _on_path(folder):
+    """folder first on sys.path for the block: a hubconf and its entry points import the
+    repository's own modules (PyTorch keeps it there while the entry point runs)."""
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        try:
+            sys.path.remove(folder)
+        except ValueError:
+            pass
+
+
 def _hubconf(folder):
     """The hubconf.py of folder, imported (this runs the repository's code), its
-    dependencies checked."""
+    dependencies checked; call it inside _on_path(folder)."""
     path = os.path.join(folder, "hubconf.py")
     if not os.path.exists(path):
         raise FileNotFoundError(f"hub: no hubconf.py in {folder}")
-    sys.path.insert(0, folder)
-    try:
-        spec = importlib.util.spec_from_file_location("hubconf", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(folder)
+    spec = importlib.util.spec_from_file_location("hubconf", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     missing = [d for d in getattr(module, "dependencies", []) if importlib.util.find_spec(d) is None]
     if missing:
         raise RuntimeError(f"Missing dependencies: {', '.join(missing)}")
@@ -287,14 +327,16 @@ def _entry(module, model):
 def list(github, force_reload=False, skip_validation=False, trust_repo=None, verbose=True):
     """The entry points (public callables) of a GitHub repository's hubconf.py."""
     folder = _repo_dir(github, "github", force_reload, trust_repo, "list", skip_validation, verbose)
-    module = _hubconf(folder)
+    with _on_path(folder):
+        module = _hubconf(folder)
     return [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
 
 
 def help(github, model, force_reload=False, skip_validation=False, trust_repo=None):
     """The docstring of an entry point of a GitHub repository's hubconf.py."""
     folder = _repo_dir(github, "github", force_reload, trust_repo, "help", skip_validation)
-    return _entry(_hubconf(folder), model).__doc__
+    with _on_path(folder):
+        return _entry(_hubconf(folder), model).__doc__
 
 
 def load(repo_or_dir, model, *args, source="github", trust_repo=None, force_reload=False,
@@ -304,4 +346,5 @@ def load(repo_or_dir, model, *args, source="github", trust_repo=None, force_relo
     and return what it returns (a model)."""
     folder = _repo_dir(repo_or_dir, source, force_reload, trust_repo, "load", skip_validation,
                        verbose)
-    return _entry(_hubconf(folder), model)(*args, **kwargs)
+    with _on_path(folder):
+        return _entry(_hubconf(folder), model)(*args, **kwargs)

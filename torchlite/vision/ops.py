@@ -84,9 +84,9 @@ def clip_boxes_to_image(boxes, size):
 
 def remove_small_boxes(boxes, min_size):
     """Indices of the boxes whose both sides are at least min_size."""
-    b = boxes.detach().numpy()
+    b = boxes.detach().cpu().numpy()
     keep = np.nonzero(((b[:, 2] - b[:, 0]) >= min_size) & ((b[:, 3] - b[:, 1]) >= min_size))[0]
-    return from_numpy(keep.astype(np.int64))
+    return from_numpy(keep.astype(np.int64)).to(boxes.device)
 
 
 def nms(boxes, scores, iou_threshold):
@@ -96,8 +96,8 @@ def nms(boxes, scores, iou_threshold):
         raise RuntimeError(f"boxes should have shape (N, 4), got {tuple(boxes.shape)}")
     if scores.ndim != 1 or scores.shape[0] != boxes.shape[0]:
         raise RuntimeError(f"scores should have shape ({boxes.shape[0]},), got {tuple(scores.shape)}")
-    b = boxes.detach().double().numpy()
-    s = scores.detach().double().numpy()
+    b = boxes.detach().double().cpu().numpy()
+    s = scores.detach().double().cpu().numpy()
     order = np.argsort(-s, kind="stable")
     area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
     suppressed = np.zeros(len(b), bool)
@@ -114,14 +114,14 @@ def nms(boxes, scores, iou_threshold):
         with np.errstate(divide="ignore", invalid="ignore"):
             iou = inter / (area[i] + area - inter)
         suppressed |= iou > iou_threshold
-    return _tensor(np.asarray(keep, dtype=np.int64), dtype=_int64)
+    return _tensor(np.asarray(keep, dtype=np.int64), dtype=_int64).to(boxes.device)
 
 
 def batched_nms(boxes, scores, idxs, iou_threshold):
     """nms within each category idxs[i] (boxes of different categories never suppress each
     other); the kept indices by decreasing score."""
     if boxes.numel() == 0:
-        return _tensor(np.zeros(0, np.int64))
+        return _tensor(np.zeros(0, np.int64)).to(boxes.device)
     b = boxes.detach().double()
     offset = (b.max() + 1) * idxs.double()[:, None]
     return nms(b + offset, scores, iou_threshold)
@@ -131,6 +131,8 @@ def _roi_weights(start, size, bins, grid, length):
     """The out x length matrix that averages the bilinear samples of each bin of one roi along
     one axis (torchvision's sampling: `grid` points per bin, zero outside [-1, length])."""
     W = np.zeros((bins, length))
+    if grid <= 0:
+        return W
     bin_size = size / bins
     for p in range(bins):
         for i in range(grid):
@@ -156,8 +158,8 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
     tensors (one per image); returns K x C x out_h x out_w.  sampling_ratio <= 0: as many
     samples per bin as the bin is pixels wide (rounded up).  aligned: shift by half a pixel."""
     if isinstance(boxes, (list, tuple)):
-        rows = [_cat([_tensor(np.full((len(b), 1), i, np.float64)).to(b.dtype), b], dim=1)
-                for i, b in enumerate(boxes)]
+        rows = [_cat([_tensor(np.full((len(b), 1), i, np.float64)).to(dtype=b.dtype, device=b.device), b],
+                     dim=1) for i, b in enumerate(boxes)]
         boxes = _cat(rows, dim=0) if rows else boxes
     if boxes.ndim != 2 or boxes.shape[1] != 5:
         raise ValueError(f"roi_align: boxes must be K x 5 or a list of L x 4, got {tuple(boxes.shape)}")
@@ -165,21 +167,22 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
     _, _, H, W = input.shape
     off = 0.5 if aligned else 0.0
     wy, wx, batch = [], [], []
-    for k, (bi, x1, y1, x2, y2) in enumerate(boxes.detach().double().numpy().tolist()):
+    for k, (bi, x1, y1, x2, y2) in enumerate(boxes.detach().double().cpu().numpy().tolist()):
         sx, sy = x1 * spatial_scale - off, y1 * spatial_scale - off
         rw, rh = x2 * spatial_scale - off - sx, y2 * spatial_scale - off - sy
         if not aligned:
             rw, rh = max(rw, 1.0), max(rh, 1.0)
         gy = sampling_ratio if sampling_ratio > 0 else int(math.ceil(rh / out_h))
         gx = sampling_ratio if sampling_ratio > 0 else int(math.ceil(rw / out_w))
-        wy.append(_roi_weights(sy, rh, out_h, max(gy, 1), H))
-        wx.append(_roi_weights(sx, rw, out_w, max(gx, 1), W))
+        # a grid of 0 samples (an empty box with aligned=True) gives 0, as torchvision
+        wy.append(_roi_weights(sy, rh, out_h, gy, H))
+        wx.append(_roi_weights(sx, rw, out_w, gx, W))
         batch.append(int(bi))
     if not batch:
         return input.new_zeros((0, input.shape[1], out_h, out_w))
-    Wy = _tensor(np.stack(wy)).to(input.dtype)[:, None]            # K, 1, out_h, H
-    Wx = _tensor(np.stack(wx)).to(input.dtype)[:, None]            # K, 1, out_w, W
-    feats = input[_tensor(batch)]                                    # K, C, H, W
+    Wy = _tensor(np.stack(wy)).to(dtype=input.dtype, device=input.device)[:, None]   # K, 1, out_h, H
+    Wx = _tensor(np.stack(wx)).to(dtype=input.dtype, device=input.device)[:, None]   # K, 1, out_w, W
+    feats = input[_tensor(batch).to(input.device)]                                   # K, C, H, W
     return Wy @ feats @ Wx.transpose(-1, -2)
 
 

@@ -49,20 +49,19 @@ def make_grid(tensor, nrow=8, padding=2, normalize=False, value_range=None, scal
         cols = min(nrow, n)
         rows = int(math.ceil(n / cols))
         h, w = t.shape[2] + padding, t.shape[3] + padding
-        grid = np.full((t.shape[1], rows * h + padding, cols * w + padding), pad_value,
-                       dtype=t.numpy().dtype)
-        arr = t.numpy()
+        arr = t.cpu().numpy()
+        grid = np.full((t.shape[1], rows * h + padding, cols * w + padding), pad_value, dtype=arr.dtype)
         for k in range(n):
             r, c = divmod(k, cols)
             grid[:, r * h + padding: (r + 1) * h, c * w + padding: (c + 1) * w] = arr[k]
-        return _tensor(grid)
+        return _tensor(grid).to(tensor.device)
 
 
 def save_image(tensor, fp, format=None, **kwargs):
     """Write an image (or a batch, through make_grid with **kwargs) with values in [0, 1] to
     fp (a path or a file object) through Pillow; format as Pillow takes it."""
     grid = make_grid(tensor, **kwargs)
-    arr = (grid * 255 + 0.5).clamp(0, 255).to(_uint8).permute(1, 2, 0).numpy()
+    arr = (grid * 255 + 0.5).clamp(0, 255).to(_uint8).permute(1, 2, 0).cpu().numpy()
     pil_image().fromarray(arr).save(fp, format=format)
 
 
@@ -75,7 +74,7 @@ def draw_bounding_boxes(image, boxes, labels=None, colors=None, fill=False, widt
         raise ValueError("Tensor uint8 expected")
     if image.ndim != 3 or image.shape[0] not in (1, 3):
         raise ValueError("Pass individual images, not batches; they must have 1 or 3 channels")
-    boxes = boxes.detach()
+    boxes = boxes.detach().cpu()
     if boxes.ndim != 2 or boxes.shape[1] != 4:
         raise ValueError(f"boxes must be N x 4, got {tuple(boxes.shape)}")
     b = boxes.numpy()
@@ -96,7 +95,7 @@ def draw_bounding_boxes(image, boxes, labels=None, colors=None, fill=False, widt
     if len(colors) < n:
         raise ValueError(f"Number of colors ({len(colors)}) is less than number of boxes ({n}).")
     rgb = [ImageColor.getrgb(c) if isinstance(c, str) else tuple(c) for c in colors]
-    arr = image.permute(1, 2, 0).numpy()
+    arr = image.permute(1, 2, 0).cpu().numpy()
     gray = arr.shape[2] == 1
     img = Image.fromarray(np.repeat(arr, 3, axis=2) if gray else arr)
     draw = ImageDraw.Draw(img, "RGBA" if fill else None)
@@ -110,4 +109,4 @@ def draw_bounding_boxes(image, boxes, labels=None, colors=None, fill=False, widt
             draw.text((box[0] + width, box[1] + width), str(labels[i]), fill=rgb[i], font=fnt)
     out = np.asarray(img)
     out = out[:, :, :1] if gray else out
-    return _tensor(np.ascontiguousarray(out.transpose(2, 0, 1)))
+    return _tensor(np.ascontiguousarray(out.transpose(2, 0, 1))).to(image.device)

@@ -39,6 +39,24 @@ def load_batch(path):
     return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in entry.items()}
 
 
+def _checked_batch(entry, path):
+    """(data, labels) of a batch: data a uint8 N x 3072 array, labels N integers; anything
+    else is a RuntimeError naming the file (never a silent cast)."""
+    data = entry.get("data")
+    labels = entry.get("labels", entry.get("fine_labels"))
+    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 \
+            or data.shape[1] != 3072:
+        what = f"{data.dtype} {data.shape}" if isinstance(data, np.ndarray) else type(data).__name__
+        raise RuntimeError(f"{path}: 'data' should be a uint8 N x 3072 array, got {what}")
+    if labels is None or len(labels) != len(data):
+        raise RuntimeError(f"{path}: {len(data)} images but "
+                           f"{'no' if labels is None else len(labels)} labels")
+    try:
+        return data, [int(t) for t in labels]
+    except (TypeError, ValueError):
+        raise RuntimeError(f"{path}: the labels are not integers") from None
+
+
 class CIFAR10(VisionDataset):
     """CIFAR-10: 50,000 training and 10,000 test 32x32 color images in ten classes.  Items are
     (PIL image, class index) before the transforms; `data` is the N x 32 x 32 x 3 uint8 array,
@@ -67,9 +85,10 @@ class CIFAR10(VisionDataset):
                                f"{os.path.join(self.root, self.base_folder)})")
         data, self.targets = [], []
         for name, _ in (self.train_list if train else self.test_list):
-            entry = load_batch(os.path.join(self.root, self.base_folder, name))
-            data.append(np.asarray(entry["data"], dtype=np.uint8))
-            self.targets.extend(int(t) for t in entry["labels" if "labels" in entry else "fine_labels"])
+            path = os.path.join(self.root, self.base_folder, name)
+            batch, labels = _checked_batch(load_batch(path), path)
+            data.append(batch)
+            self.targets.extend(labels)
         data = np.concatenate(data) if data else np.zeros((0, 3072), np.uint8)
         if data.ndim != 2 or data.shape[1] != 3072 or len(data) != len(self.targets):
             raise RuntimeError(f"{type(self).__name__}: the batches hold {data.shape} images and "

@@ -57,7 +57,7 @@ class MNIST(VisionDataset):
     Items are (PIL image, class index) before the transforms.  Files live in
     root/MNIST/raw/ as the idx files (gzipped downloads are unpacked there)."""
 
-    mirrors = ["http://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/"]
+    mirrors = ["https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"]
     resources = [("train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
                  ("train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432"),
                  ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
@@ -167,7 +167,7 @@ class EMNIST(MNIST):
     root/EMNIST/raw/emnist-<split>-<train|test>-images-idx3-ubyte.  (As in torchvision, the
     images are stored transposed.)"""
 
-    url = "https://www.itl.nist.gov/iaui/vip/cs_links/EMNIST/gzip.zip"
+    url = "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip"
     md5 = "58c8d27c78d21e728a6bc7b3cc06412e"
     splits = ("byclass", "bymerge", "balanced", "letters", "digits", "mnist")
     _merged = set("cijklmopsuvwxyz")

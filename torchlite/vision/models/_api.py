@@ -138,10 +138,15 @@ def get_weight(name):
     raise ValueError(f"The weight enum '{enum_name}' for the specific method couldn't be retrieved.")
 
 
-def classification_transforms(crop_size, resize_size=256):
+def classification_transforms(crop_size, resize_size=256, interpolation=None):
     """A factory of torchvision's ImageClassification preset (resize, center crop, scale to
-    [0, 1], normalize with ImageNet's mean and std) for a Weights entry's `transforms`."""
+    [0, 1], normalize with ImageNet's mean and std) for a Weights entry's `transforms`;
+    interpolation: an InterpolationMode name ('bicubic'), bilinear by default."""
     def make():
         from ._presets import ImageClassification
-        return ImageClassification(crop_size=crop_size, resize_size=resize_size)
+        mode = None
+        if interpolation is not None:
+            from ..transforms import InterpolationMode
+            mode = InterpolationMode(interpolation)
+        return ImageClassification(crop_size=crop_size, resize_size=resize_size, interpolation=mode)
     return make

@@ -111,7 +111,7 @@ def _config(width_mult, depth_mult):
 
 class EfficientNet_B0_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights("https://download.pytorch.org/models/efficientnet_b0_rwightman-7f5810bc.pth",
-                            classification_transforms(224, 256),
+                            classification_transforms(224, 256, "bicubic"),
                             {"num_params": 5288548, "min_size": (1, 1), "categories": None,
                              "num_classes": 1000, "_metrics": {"ImageNet-1K": {"acc@1": 77.692, "acc@5": 93.532}}})
     DEFAULT = IMAGENET1K_V1

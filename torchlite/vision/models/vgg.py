@@ -88,7 +88,8 @@ _BASE = "https://download.pytorch.org/models/"
 
 def _entry(file, params, acc1, acc5):
     return Weights(_BASE + file, classification_transforms(224, 256),
-                   {"num_params": params, "min_size": (32, 32), "categories": None,
+                   {"num_params": params, "min_size": (63, 63) if "alexnet" in file else (32, 32),
+                    "categories": None,
                     "num_classes": 1000, "_metrics": {"ImageNet-1K": {"acc@1": acc1, "acc@5": acc5}}})
 
 

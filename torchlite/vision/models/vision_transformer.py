@@ -3,10 +3,11 @@ torchvision's names and keys (conv_proj, class_token, encoder.pos_embedding,
 encoder.layers.encoder_layer_<i>, heads.head)."""
 import functools
 import math
+import re
 from collections import OrderedDict
 
 from ... import nn, zeros, empty, cat
-from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
+from ._api import Weights, WeightsEnum, classification_transforms, handle_weights
 from ._api import register_model
 
 __all__ = ["VisionTransformer", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "ViT_B_16_Weights"]
@@ -117,13 +118,25 @@ class ViT_B_16_Weights(WeightsEnum):
     DEFAULT = IMAGENET1K_V1
 
 
+_OLD_MLP_KEY = re.compile(r"^(.*\.mlp)\.linear_([12])\.(weight|bias)$")
+
+
 def _vit(patch, layers, heads, hidden, mlp, weights_enum, weights, progress, kwargs):
     if weights_enum is not None:
         weights = handle_weights(weights_enum, weights, kwargs)
     elif weights is not None:
         raise ValueError("pretrained weights for this ViT are not available in torchlite yet")
     model = VisionTransformer(kwargs.pop("image_size", 224), patch, layers, heads, hidden, mlp, **kwargs)
-    return load_weights(model, weights, progress)
+    if weights is None:
+        return model
+    # torchvision's published checkpoints predate its MLP's Sequential keys: mlp.linear_1 and
+    # mlp.linear_2 are mlp.0 and mlp.3 now (torchvision renames them on load too)
+    state = weights.get_state_dict(progress=progress, check_hash=True)
+    for key in [k for k in state if _OLD_MLP_KEY.match(k)]:
+        m = _OLD_MLP_KEY.match(key)
+        state[f"{m.group(1)}.{0 if m.group(2) == '1' else 3}.{m.group(3)}"] = state.pop(key)
+    model.load_state_dict(state)
+    return model
 
 
 @register_model(weights=ViT_B_16_Weights)

@@ -91,7 +91,7 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     palette = img.getpalette() if img.mode == "P" else None
     arr = np.asarray(img)
     widths = [(top, bottom), (left, right)] + [(0, 0)] * (arr.ndim - 2)
-    out = Image.fromarray(np.pad(arr, widths, mode=padding_mode), mode=img.mode)
+    out = Image.fromarray(np.pad(arr, widths, mode=padding_mode))   # the mode follows the array
     if palette is not None:
         out.putpalette(palette)
     return out

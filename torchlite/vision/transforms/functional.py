@@ -127,6 +127,8 @@ def to_pil_image(pic, mode=None):
         if pic.ndim not in (2, 3):
             raise ValueError(f"pic should be 2/3 dimensional. Got {pic.ndim} dimensions.")
         arr = pic[:, :, None] if pic.ndim == 2 else pic
+        if np.issubdtype(arr.dtype, np.floating) and mode != "F":   # [0, 1] floats, as tensors
+            arr = (arr * 255).astype(np.uint8)
         if arr.shape[-1] > 4:
             raise ValueError(f"pic should not have > 4 channels. Got {arr.shape[-1]} channels.")
     else:
