@@ -13,22 +13,16 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, HERE)
 
 import torchlite as torch  # noqa: E402
+from _timing import best_of  # noqa: E402
 from torchlite import fx  # noqa: E402
 
 
-def best_of(fn, n):
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main():

@@ -13,24 +13,18 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, HERE)
 
 import torchlite as tl  # noqa: E402
+from _timing import best_of  # noqa: E402
 from torchlite.vision import models  # noqa: E402
 
 
-def best_of(fn, n):
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def torch_resnet18(torch, num_classes=10):

@@ -107,11 +107,7 @@ class CIFAR10(VisionDataset):
     def __getitem__(self, index):
         from .._pil import pil_image
         img, target = pil_image().fromarray(self.data[index]), self.targets[index]
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(img, target)
 
     def __len__(self):
         return len(self.data)

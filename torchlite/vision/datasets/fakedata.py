@@ -29,11 +29,7 @@ class FakeData(VisionDataset):
         from .._pil import pil_image
         arr = (img * 255).round().clamp(0, 255).byte().permute(1, 2, 0).numpy()
         img = pil_image().fromarray(arr[:, :, 0] if arr.shape[2] == 1 else arr)
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(img, target)
 
     def __len__(self):
         return self.size

@@ -125,11 +125,7 @@ class MNIST(VisionDataset):
         from .._pil import pil_image
         img = pil_image().fromarray(self.data[index].numpy(), mode="L")
         target = int(self.targets[index])
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(img, target)
 
     def __len__(self):
         return len(self.data)

@@ -48,11 +48,7 @@ class SVHN(VisionDataset):
         from .._pil import pil_image
         img = pil_image().fromarray(np.transpose(self.data[index], (1, 2, 0)))
         target = int(self.labels[index])
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(img, target)
 
     def __len__(self):
         return len(self.data)

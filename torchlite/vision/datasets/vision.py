@@ -41,6 +41,12 @@ class VisionDataset(Dataset):
         self.transform, self.target_transform = transform, target_transform
         self.transforms = StandardTransform(transform, target_transform) if has_separate else transforms
 
+    def _transformed(self, sample, target):
+        """(sample, target) through `transforms` (or transform / target_transform)."""
+        if self.transforms is not None:
+            return self.transforms(sample, target)
+        return sample, target
+
     def __getitem__(self, index):
         raise NotImplementedError
 
