@@ -208,3 +208,40 @@ def test_vit_renames_torchvisions_old_mlp_keys(weights_server, monkeypatch, tmp_
     model = V._vit(32, 12, 12, 768, 3072, V.ViT_B_16_Weights, "DEFAULT", False, {"image_size": 32})
     key = "encoder.layers.encoder_layer_0.mlp.3.weight"
     np.testing.assert_array_equal(model.state_dict()[key].numpy(), state[key].numpy())
+
+
+def test_weights_meta_has_torchvisions_imagenet_categories():
+    from torchlite.vision.models import _api
+    cats = _api.imagenet_categories()
+    assert isinstance(cats, list) and len(cats) == 1000
+    assert cats[0] == "tench" and cats[1] == "goldfish" and cats[-1] == "toilet tissue"
+    assert cats[281] == "tabby" and cats[985] == "daisy"
+    # torchvision tells ImageNet's two "crane" and two "maillot" classes apart
+    assert cats[134] == "crane bird" and cats[517] == "crane"
+    assert cats[638] == "maillot" and cats[639] == "maillot tank suit"
+    assert len(set(cats)) == 1000 and all(c and c == c.strip() for c in cats)
+    meta = M.ResNet18_Weights.DEFAULT.meta
+    assert meta["categories"][0] == "tench" and meta["num_classes"] == 1000
+    assert meta.get("categories") is cats and dict(meta)["categories"] is cats
+    for name in M.list_models(M):
+        try:
+            weights = M.get_model_weights(name)
+        except ValueError:
+            continue
+        for entry in weights:
+            assert entry.meta["categories"] is cats and entry.meta["num_classes"] == 1000
+    with pytest.raises(ValueError, match="num_classes"):
+        M.resnet18(weights=M.ResNet18_Weights.DEFAULT, num_classes=10)
+
+
+def test_importing_models_does_not_read_the_categories_file():
+    import subprocess
+    import sys
+    code = ("from torchlite.vision import models as M\n"
+            "from torchlite.vision.models import _api\n"
+            "assert _api._imagenet_categories is None\n"
+            "meta = M.ResNet50_Weights.DEFAULT.meta\n"
+            "assert meta['num_classes'] == 1000 and 'categories' in meta\n"
+            "assert _api._imagenet_categories is None\n"
+            "assert meta['categories'][1] == 'goldfish' and len(_api._imagenet_categories) == 1000\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

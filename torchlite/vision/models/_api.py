@@ -4,16 +4,126 @@ classes per architecture (ResNet18_Weights.IMAGENET1K_V1, .DEFAULT), and the mod
 import enum
 
 __all__ = ["Weights", "WeightsEnum", "register_model", "get_model", "list_models",
-           "get_model_builder", "get_model_weights", "get_weight", "handle_weights"]
+           "get_model_builder", "get_model_weights", "get_weight", "handle_weights",
+           "imagenet_categories"]
+
+_CATEGORIES_FILE = "imagenet_categories.txt"
+_imagenet_categories = None     # the list, read from _CATEGORIES_FILE on first use
+
+
+def imagenet_categories():
+    """The 1000 ImageNet-1K class names as torchvision lists them (index = class id), read
+    once from the data file next to this module and cached; the one list is shared, as
+    torchvision's meta["categories"] is."""
+    global _imagenet_categories
+    if _imagenet_categories is None:
+        from importlib import resources
+        text = resources.files(__package__).joinpath(_CATEGORIES_FILE).read_text(encoding="utf-8")
+        names = text.splitlines()
+        if len(names) != 1000:
+            raise RuntimeError(f"{_CATEGORIES_FILE}: expected 1000 class names, found {len(names)}")
+        _imagenet_categories = names
+    return _imagenet_categories
+
+
+class _Lazy:
+    """A meta value computed on first read (the file behind it is not read at import time)."""
+
+    def __init__(self, name, fn):
+        self.name, self.fn = name, fn
+
+    def __repr__(self):
+        return self.name
+
+    def __reduce__(self):
+        return self.name        # pickles as the module-level constant of that name
+
+
+IMAGENET_CATEGORIES = _Lazy("IMAGENET_CATEGORIES", imagenet_categories)
+"""Put as meta["categories"]: reads as imagenet_categories() (loaded on the first access)."""
+
+
+class _Meta(dict):
+    """A Weights entry's meta: a dict whose lazy values (IMAGENET_CATEGORIES) become the real
+    value the first time anything reads them, so meta["categories"] is a list."""
+
+    def _resolve(self, key=None):
+        keys = [key] if key is not None else list(dict.keys(self))
+        for k in keys:
+            v = dict.get(self, k)
+            if isinstance(v, _Lazy):
+                dict.__setitem__(self, k, v.fn())
+
+    def __getitem__(self, key):
+        self._resolve(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        self._resolve(key)
+        return dict.get(self, key, default)
+
+    def __iter__(self):             # makes dict(meta) and {**meta} read through __getitem__
+        return dict.__iter__(self)
+
+    def items(self):
+        self._resolve()
+        return dict.items(self)
+
+    def values(self):
+        self._resolve()
+        return dict.values(self)
+
+    def copy(self):
+        self._resolve()
+        return _Meta(self)
+
+    def pop(self, key, *default):
+        self._resolve(key)
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key, default=None):
+        self._resolve(key)
+        return dict.setdefault(self, key, default)
+
+    def popitem(self):
+        self._resolve()
+        return dict.popitem(self)
+
+    def __eq__(self, other):
+        self._resolve()
+        if isinstance(other, _Meta):
+            other._resolve()
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None
+
+    def __or__(self, other):
+        self._resolve()
+        merged = dict.__or__(self, other)
+        return merged if merged is NotImplemented else _Meta(merged)
+
+    def __repr__(self):
+        self._resolve()
+        return dict.__repr__(self)
+
+    def __reduce__(self):
+        self._resolve()
+        return (_Meta, (dict(self),))
 
 
 class Weights:
     """One set of pretrained weights: where the state dict is (url, hash-named as torchvision's
     files, so load_state_dict_from_url(check_hash=True) checks it), the transforms the model
-    expects, and meta (num_params, min_size, metrics, ...)."""
+    expects, and meta (num_params, min_size, categories, metrics, ...).  meta["categories"]
+    may be given as IMAGENET_CATEGORIES: it reads as the list of the 1000 ImageNet-1K names,
+    loaded on first access."""
 
     def __init__(self, url, transforms, meta):
-        self.url, self.transforms, self.meta = url, transforms, meta
+        self.url, self.transforms, self.meta = url, transforms, _Meta(meta)
 
     def __repr__(self):
         return f"Weights(url={self.url!r})"

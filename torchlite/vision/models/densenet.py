@@ -7,7 +7,7 @@ from collections import OrderedDict
 from ... import nn, cat, flatten
 from ...nn import functional as F
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights
-from ._api import register_model
+from ._api import IMAGENET_CATEGORIES, register_model
 
 __all__ = ["DenseNet", "densenet121", "densenet161", "densenet169", "densenet201",
            "DenseNet121_Weights", "DenseNet161_Weights", "DenseNet169_Weights", "DenseNet201_Weights"]
@@ -113,8 +113,8 @@ _BASE = "https://download.pytorch.org/models/"
 
 def _entry(file, params, acc1, acc5):
     return Weights(_BASE + file, classification_transforms(224, 256),
-                   {"num_params": params, "min_size": (29, 29), "categories": None, "num_classes": 1000,
-                    "_metrics": {"ImageNet-1K": {"acc@1": acc1, "acc@5": acc5}}})
+                   {"num_params": params, "min_size": (29, 29), "categories": IMAGENET_CATEGORIES,
+                    "num_classes": 1000, "_metrics": {"ImageNet-1K": {"acc@1": acc1, "acc@5": acc5}}})
 
 
 class DenseNet121_Weights(WeightsEnum):

@@ -6,7 +6,7 @@ import math
 from ... import nn, flatten
 from .._misc import Conv2dNormActivation, SqueezeExcitation, StochasticDepth, make_divisible
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
-from ._api import register_model
+from ._api import IMAGENET_CATEGORIES, register_model
 
 __all__ = ["EfficientNet", "efficientnet_b0", "efficientnet_b1", "efficientnet_b2",
            "efficientnet_b3", "EfficientNet_B0_Weights"]
@@ -112,7 +112,7 @@ def _config(width_mult, depth_mult):
 class EfficientNet_B0_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights("https://download.pytorch.org/models/efficientnet_b0_rwightman-7f5810bc.pth",
                             classification_transforms(224, 256, "bicubic"),
-                            {"num_params": 5288548, "min_size": (1, 1), "categories": None,
+                            {"num_params": 5288548, "min_size": (1, 1), "categories": IMAGENET_CATEGORIES,
                              "num_classes": 1000, "_metrics": {"ImageNet-1K": {"acc@1": 77.692, "acc@5": 93.532}}})
     DEFAULT = IMAGENET1K_V1
 

@@ -5,7 +5,7 @@ import functools
 from ... import nn, flatten
 from .._misc import Conv2dNormActivation, SqueezeExcitation, make_divisible
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
-from ._api import register_model
+from ._api import IMAGENET_CATEGORIES, register_model
 
 __all__ = ["MobileNetV2", "MobileNetV3", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
            "MobileNet_V2_Weights", "MobileNet_V3_Small_Weights", "MobileNet_V3_Large_Weights"]
@@ -190,8 +190,8 @@ _BASE = "https://download.pytorch.org/models/"
 
 def _entry(file, params, acc1, acc5, resize=256):
     return Weights(_BASE + file, classification_transforms(224, resize),
-                   {"num_params": params, "min_size": (1, 1), "categories": None, "num_classes": 1000,
-                    "_metrics": {"ImageNet-1K": {"acc@1": acc1, "acc@5": acc5}}})
+                   {"num_params": params, "min_size": (1, 1), "categories": IMAGENET_CATEGORIES,
+                    "num_classes": 1000, "_metrics": {"ImageNet-1K": {"acc@1": acc1, "acc@5": acc5}}})
 
 
 class MobileNet_V2_Weights(WeightsEnum):

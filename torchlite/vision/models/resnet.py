@@ -2,7 +2,7 @@
 resnet18/34/50/101/152, resnext50_32x4d, resnext101_32x8d, wide_resnet50_2/101_2."""
 from ... import nn, flatten
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
-from ._api import register_model
+from ._api import IMAGENET_CATEGORIES, register_model
 
 __all__ = ["ResNet", "BasicBlock", "Bottleneck", "resnet18", "resnet34", "resnet50", "resnet101",
            "resnet152", "resnext50_32x4d", "resnext101_32x8d", "wide_resnet50_2",
@@ -130,7 +130,7 @@ class ResNet(nn.Module):
 
 
 def _meta(num_params, acc1, acc5):
-    return {"num_params": num_params, "min_size": (1, 1), "categories": None,
+    return {"num_params": num_params, "min_size": (1, 1), "categories": IMAGENET_CATEGORIES,
             "recipe": "https://github.com/pytorch/vision/tree/main/references/classification",
             "_metrics": {"ImageNet-1K": {"acc@1": acc1, "acc@5": acc5}}, "num_classes": 1000}
 

@@ -1,7 +1,7 @@
 """SqueezeNet 1.0 and 1.1 (Iandola et al. 2016), with torchvision's names and keys."""
 from ... import nn, cat, flatten
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
-from ._api import register_model
+from ._api import IMAGENET_CATEGORIES, register_model
 
 __all__ = ["SqueezeNet", "squeezenet1_0", "squeezenet1_1", "SqueezeNet1_0_Weights",
            "SqueezeNet1_1_Weights"]
@@ -68,7 +68,7 @@ _BASE = "https://download.pytorch.org/models/"
 def _entry(file, params, acc1, acc5):
     return Weights(_BASE + file, classification_transforms(224, 256),
                    {"num_params": params, "min_size": (21, 21) if "1_0" in file else (17, 17),
-                    "categories": None, "num_classes": 1000,
+                    "categories": IMAGENET_CATEGORIES, "num_classes": 1000,
                     "_metrics": {"ImageNet-1K": {"acc@1": acc1, "acc@5": acc5}}})
 
 

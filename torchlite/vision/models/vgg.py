@@ -2,7 +2,7 @@
 weird trick" variant), with torchvision's constructors, module names and state_dict keys."""
 from ... import nn, flatten
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
-from ._api import register_model
+from ._api import IMAGENET_CATEGORIES, register_model
 
 __all__ = ["VGG", "AlexNet", "alexnet", "vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16",
            "vgg16_bn", "vgg19", "vgg19_bn", "AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights",
@@ -89,7 +89,7 @@ _BASE = "https://download.pytorch.org/models/"
 def _entry(file, params, acc1, acc5):
     return Weights(_BASE + file, classification_transforms(224, 256),
                    {"num_params": params, "min_size": (63, 63) if "alexnet" in file else (32, 32),
-                    "categories": None,
+                    "categories": IMAGENET_CATEGORIES,
                     "num_classes": 1000, "_metrics": {"ImageNet-1K": {"acc@1": acc1, "acc@5": acc5}}})
 
 

@@ -8,7 +8,7 @@ from collections import OrderedDict
 
 from ... import nn, zeros, empty, cat
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights
-from ._api import register_model
+from ._api import IMAGENET_CATEGORIES, register_model
 
 __all__ = ["VisionTransformer", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "ViT_B_16_Weights"]
 
@@ -113,7 +113,7 @@ class VisionTransformer(nn.Module):
 class ViT_B_16_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights("https://download.pytorch.org/models/vit_b_16-c867db91.pth",
                             classification_transforms(224, 256),
-                            {"num_params": 86567656, "min_size": (224, 224), "categories": None,
+                            {"num_params": 86567656, "min_size": (224, 224), "categories": IMAGENET_CATEGORIES,
                              "num_classes": 1000, "_metrics": {"ImageNet-1K": {"acc@1": 81.072, "acc@5": 95.318}}})
     DEFAULT = IMAGENET1K_V1
 
