@@ -307,10 +307,13 @@ def record_copy(old, src, out):
 
 
 class FillBackward0(Node):
-    """fill_: self's old value is overwritten; a tensor value gets the sum of the gradient."""
+    """fill_: self's old value is overwritten, so its gradient is zeros (PyTorch's rule: zeros,
+    not None); a tensor value gets the sum of the gradient."""
 
     def backward(self, g):
-        return (None, g.sum().reshape(self.value_shape) if needs_input_grad(self, 1) else None)
+        from .creation import zeros_like
+        return (zeros_like(g) if needs_input_grad(self, 0) else None,
+                g.sum().reshape(self.value_shape) if needs_input_grad(self, 1) else None)
 
 
 def record_fill(old, value, out):
