@@ -113,3 +113,40 @@ def test_weight_norm():
     np.testing.assert_allclose(conv(x).detach().numpy(),
                                tconv(torch.tensor(x.numpy())).detach().numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_spectral_norm_against_numpy_and_torch():
+    import numpy as np
+    from torchlite.nn.utils import parametrizations as P
+    tl.manual_seed(0)
+    lin = tl.nn.Linear(5, 4)
+    P.spectral_norm(lin, n_power_iterations=30)
+    assert set(lin.state_dict()) == {"bias", "parametrizations.weight.original",
+                                     "parametrizations.weight.0._u", "parametrizations.weight.0._v"}
+    w = lin.weight.detach().numpy()
+    orig = lin.parametrizations.weight.original.detach().numpy()
+    sigma = np.linalg.svd(orig, compute_uv=False)[0]
+    np.testing.assert_allclose(w, orig / sigma, rtol=1e-4)
+    assert abs(np.linalg.svd(w, compute_uv=False)[0] - 1) < 1e-4
+    conv = tl.nn.ConvTranspose2d(3, 6, 3)
+    P.spectral_norm(conv)
+    assert conv.parametrizations.weight[0].dim == 1
+    lin.eval()
+    a, b = lin.weight.detach().numpy(), lin.weight.detach().numpy()
+    np.testing.assert_array_equal(a, b)                 # eval: u and v stay
+    with pytest.raises(ValueError, match="n_power_iterations"):
+        P.spectral_norm(tl.nn.Linear(2, 2), n_power_iterations=0)
+    torch = pytest.importorskip("torch")
+    tlin = torch.nn.Linear(5, 4)
+    torch.nn.utils.parametrizations.spectral_norm(tlin)
+    ours = tl.nn.Linear(5, 4)
+    P.spectral_norm(ours)
+    ours.load_state_dict({k: tl.from_numpy(v.detach().numpy().copy()) for k, v in tlin.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    for _ in range(3):                                   # training: the power method runs each call
+        want = tlin(torch.from_numpy(x)).detach().numpy()
+        got = ours(tl.from_numpy(x)).detach().numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    y = ours(tl.from_numpy(x))
+    y.sum().backward()
+    assert ours.parametrizations.weight.original.grad is not None
