@@ -15,7 +15,7 @@ forward values it needs tile by tile instead of saving them.  Gradients of broad
 are summed back to their shapes after the program."""
 import operator
 
-from .._core.array import broadcast_shapes
+from .._core.array import Array, broadcast_shapes
 from .._tensor import _wrap
 from ..autograd.graph import Node as AutogradNode, record, sum_to, pack, unpack, _FREED
 from ..autograd.grad_mode import _state as _grad_state
@@ -50,7 +50,8 @@ def _family(n):
 
 def _fusable(n):
     v = n.meta.get("val")
-    if v is None or v[2] != "cpu" or n.op not in ("call_function", "call_method"):
+    if v is None or not (v[2] == "cpu" or v[2].startswith("cuda")) \
+            or n.op not in ("call_function", "call_method"):
         return False
     if n.kwargs.get("out") is not None:
         return False
@@ -186,7 +187,8 @@ class FusedKernel:
         self.dynamic = dynamic
         self.in_vals = [a.meta.get("val") for a in inputs]
         in_dtypes = [v[1] for v in self.in_vals]
-        self.program, self.out_dtypes = L.build_program(name, region, in_dtypes)
+        self.spec = L.lower(name, region, in_dtypes)
+        self.program, self.out_dtypes = self.spec.program(), list(self.spec.out_dtypes)
         self.in_shapes = [v[0] for v in self.in_vals]
         self._backward = None           # built on the first call that records a node
         self._python = None
@@ -205,7 +207,10 @@ class FusedKernel:
             if shape is None:                # broadcasting the region does not hold for these
                 return self._eager(*inputs)   # sizes: its ops, one by one (eager's errors too)
         arrays = tuple(t._data for t in inputs)
-        outs = tuple(_wrap(a) for a in self.program.run(arrays, shape))
+        result = _run(self.program, self.spec, arrays, shape)
+        if result is None:                   # no CUDA kernel for it: its ops, one by one
+            return self._eager(*inputs)
+        outs = tuple(_wrap(a) for a in result)
         if _grad_state.enabled and any(t._requires_grad for t in inputs):
             bw = self._backward
             if bw is None:
@@ -237,6 +242,19 @@ class FusedKernel:
     def source(self):
         """The region as Python code (for TORCHLITE_LOGS=graph_code)."""
         return self.region.python_code("self").src
+
+
+def _run(program, spec, arrays, shape):
+    """The outputs of a fused program on `arrays`: the CPU interpreter for host arrays, the
+    generated CUDA kernel (torchlite/compiler/_cuda.py) for CUDA ones; None when the arrays
+    are on CUDA but the program has no CUDA kernel (or they mix devices)."""
+    if all(isinstance(a, Array) for a in arrays):
+        return program.run(arrays, shape)
+    from . import _cuda
+    try:
+        return _cuda.run_cuda(spec, arrays, shape)
+    except _cuda.Unsupported:
+        return None
 
 
 def _python_of(graph, name):
@@ -271,18 +289,22 @@ class _Backward:
         self.graph, self.grad_of = derive_backward(kernel.region)
         in_dtypes = [v[1] for v in kernel.in_vals] + list(kernel.out_dtypes)
         try:
-            self.program, _ = L.build_program(kernel.__name__ + "_backward", self.graph, in_dtypes)
+            self.spec = L.lower(kernel.__name__ + "_backward", self.graph, in_dtypes)
+            self.program = self.spec.program()
         except L.NotLowerable:      # a formula with no fused form, or too many gradients
-            self.program = None
+            self.program = self.spec = None
         self.python = _python_of(self.graph, kernel.__name__ + "_backward")
         self.node_class = type("CompiledFunctionBackward", (_KernelNode,), {})
 
     def run(self, inputs, grads, shape, in_shapes):
         """One gradient per kernel input (None where none flows)."""
+        result = None
         if self.program is not None and not _grad_state.enabled:
             arrays = tuple(t._data for t in inputs) + tuple(g._data for g in grads)
-            outs = [_wrap(a) for a in self.program.run(arrays, shape)]
-        else:           # create_graph=True: the same formulas as differentiable eager ops
+            result = _run(self.program, self.spec, arrays, shape)
+        if result is not None:
+            outs = [_wrap(a) for a in result]
+        else:   # create_graph=True (or no CUDA kernel): the formulas as eager ops
             outs = list(self.python(None, *inputs, *grads))
         result = []
         j = 0
@@ -315,7 +337,7 @@ class _KernelNode(AutogradNode):
         for g, dt in zip(grads, k.out_dtypes):
             if g is None:
                 from .._ops.creation import zeros
-                g = zeros(shape, dtype=_dtype(dt))
+                g = zeros(shape, dtype=_dtype(dt), device=inputs[0].device if inputs else None)
             full.append(g if tuple(g.shape) == shape else g.expand(shape))
         grads_in = k._backward.run(inputs, full, shape, self.in_shapes)
         return tuple(g if e[0] is not None else None

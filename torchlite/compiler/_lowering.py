@@ -15,6 +15,7 @@ instruction per node, each calling the eager op's loop."""
 import builtins
 import math
 import operator
+from dataclasses import dataclass
 
 from .._core import elementwise as _ew
 from .._core.fused import Program
@@ -303,10 +304,36 @@ class NotLowerable(Exception):
     """A node of the graph is not a fusable elementwise op."""
 
 
+@dataclass(frozen=True)
+class ProgramSpec:
+    """A lowered program as plain data, exactly what Program(...) is built from: the inputs'
+    dtype codes, the constants ((dtype, value) pairs), the scratch register count, the
+    outputs' dtype codes and the instructions ((kind, op code, compute dtype, operands,
+    params); operands: (slot kind, index, dtype), destination first).  The CPU interpreter
+    runs it (program()); torchlite/compiler/_cuda.py turns it into a CUDA kernel."""
+    name: str
+    in_dtypes: tuple
+    consts: tuple
+    n_scratch: int
+    out_dtypes: tuple
+    instrs: tuple
+
+    def program(self):
+        """The CPU interpreter's Program (torchlite/_core/fused.pyx) of this spec."""
+        return Program(self.name, list(self.in_dtypes), list(self.consts), self.n_scratch,
+                       list(self.out_dtypes), list(self.instrs))
+
+
 def build_program(name, graph, input_dtypes):
     """The Program of `graph` (placeholders, elementwise nodes, output of a tuple of nodes or
     numbers): returns (program, output dtypes).  input_dtypes: one dtype code per placeholder.
     Raises NotLowerable when a node is not an elementwise op."""
+    spec = lower(name, graph, input_dtypes)
+    return spec.program(), list(spec.out_dtypes)
+
+
+def lower(name, graph, input_dtypes):
+    """The ProgramSpec of `graph` (see build_program)."""
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     dtype = dict(zip(placeholders, input_dtypes))
     slot = {p: (0, i) for i, p in enumerate(placeholders)}        # value -> (kind, index)
@@ -399,4 +426,5 @@ def build_program(name, graph, input_dtypes):
             or len(input_dtypes) + len(out_dtypes) + len(consts) + n_scratch > MAX_PROGRAM_SLOTS:
         raise NotLowerable(f"{len(input_dtypes)} inputs, {len(out_dtypes)} outputs, {len(consts)} "
                            f"constants and {n_scratch} registers: more than a program holds")
-    return Program(name, list(input_dtypes), consts, n_scratch, out_dtypes, instrs), out_dtypes
+    return ProgramSpec(name, tuple(input_dtypes), tuple(consts), n_scratch, tuple(out_dtypes),
+                       tuple(instrs))

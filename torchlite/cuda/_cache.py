@@ -208,3 +208,18 @@ def program(source_name, name_expressions, arch):
 
 
 _programs = {}
+
+
+def program_from_text(name, text, name_expressions, arch, options=()):
+    """Generated CUDA C `text` (its quoted includes from cuda_kernels/, e.g. "tl_common.cuh")
+    compiled for `arch` with these name expressions: through the same cache as the files of
+    cuda_kernels/, keyed by the text (and the headers it includes)."""
+    key = ("text", hashlib.sha256(text.encode()).hexdigest(), tuple(name_expressions), arch,
+           tuple(options))
+    prog = _programs.get(key)
+    if prog is None:
+        from . import _kernels
+        src = _kernels.source_from_text(name, text)
+        prog = default_cache().get(src, key[2], arch, options)
+        _programs[key] = prog
+    return prog

@@ -64,7 +64,13 @@ def load_source(name, directory=None):
     """Read cuda_kernels/<name> and the quoted #includes it reaches (angle-bracket includes
     are CUDA's own headers, found through the include path)."""
     d = directory or kernel_dir()
-    text = _read(os.path.join(d, name))
+    return source_from_text(name, _read(os.path.join(d, name)), d)
+
+
+def source_from_text(name, text, directory=None):
+    """A KernelSource of generated CUDA C `text` (named `name` in NVRTC's messages) whose
+    quoted #includes are cuda_kernels/ headers, read as load_source reads them."""
+    d = directory or kernel_dir()
     headers = {}
     pending = _INCLUDE.findall(text)
     while pending:

@@ -54,15 +54,36 @@ def kernel(source, name, device):
         k = _kernels.get(key)
         if k is None:
             from . import _cache
-            prog = _cache.program(source, (name,), _target(device))
-            _runtime.activate(device)
-            module = _driver.call("cuModuleLoadData", prog.image)
-            _modules.append(module)
-            fn = _driver.call("cuModuleGetFunction", module, prog.lowered[name].encode())
-            attr = _driver.driver_module().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-            max_threads = int(_driver.call("cuFuncGetAttribute", attr, fn))
-            k = _kernels[key] = Kernel(name, fn, device, max_threads)
+            k = _kernels[key] = _load(_cache.program(source, (name,), _target(device)), name, device)
     return k
+
+
+def kernel_from_text(source_name, text, name, device, options=()):
+    """The Kernel `name` of generated CUDA C `text` (torchlite/compiler/_cuda.py) on `device`:
+    compiled (with extra NVRTC `options`) through the kernel cache, keyed by the text, and
+    loaded once per device."""
+    key = (device, "text", source_name, text, name, tuple(options))
+    k = _kernels.get(key)
+    if k is not None:
+        return k
+    with _lock:
+        k = _kernels.get(key)
+        if k is None:
+            from . import _cache
+            prog = _cache.program_from_text(source_name, text, (name,), _target(device), options)
+            k = _kernels[key] = _load(prog, name, device)
+    return k
+
+
+def _load(prog, name, device):
+    """The Kernel of name expression `name` in compiled Program `prog`, loaded on `device`."""
+    _runtime.activate(device)
+    module = _driver.call("cuModuleLoadData", prog.image)
+    _modules.append(module)
+    fn = _driver.call("cuModuleGetFunction", module, prog.lowered[name].encode())
+    attr = _driver.driver_module().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    max_threads = int(_driver.call("cuFuncGetAttribute", attr, fn))
+    return Kernel(name, fn, device, max_threads)
 
 
 # ---- typed arguments ------------------------------------------------------------------------
