@@ -150,3 +150,68 @@ def test_spectral_norm_against_numpy_and_torch():
     y = ours(tl.from_numpy(x))
     y.sum().backward()
     assert ours.parametrizations.weight.original.grad is not None
+
+
+@pytest.mark.parametrize("orthogonal_map,shape", [("matrix_exp", (4, 4)), ("cayley", (4, 4)),
+                                                   ("householder", (5, 3)), ("householder", (3, 5)),
+                                                   ("matrix_exp", (3, 5)), ("cayley", (5, 3))])
+def test_orthogonal(orthogonal_map, shape):
+    import numpy as np
+    from torchlite.nn.utils import parametrizations as P
+    tl.manual_seed(0)
+    lin = tl.nn.Linear(shape[1], shape[0])
+    original = lin.weight.detach().clone()
+    P.orthogonal(lin, orthogonal_map=orthogonal_map)
+    W = lin.weight.detach().numpy().astype(np.float64)
+    G = W.T @ W if shape[0] >= shape[1] else W @ W.T
+    np.testing.assert_allclose(G, np.eye(min(shape)), atol=1e-5)
+    assert set(lin.state_dict()) == {"bias", "parametrizations.weight.original",
+                                     "parametrizations.weight.0.base"}
+    if shape[0] == shape[1]:        # a square weight starts as the QR of the original
+        Q = P._make_orthogonal(original).numpy()
+        np.testing.assert_allclose(W, Q, atol=1e-5)
+    x = tl.randn(2, shape[1])
+    lin(x).sum().backward()
+    assert lin.parametrizations.weight.original.grad is not None
+    torch = pytest.importorskip("torch")
+    tlin = torch.nn.Linear(shape[1], shape[0])
+    torch.nn.utils.parametrizations.orthogonal(tlin, orthogonal_map=orthogonal_map)
+    with torch.no_grad():
+        tlin.parametrizations.weight.original.add_(torch.randn(shape) * 0.1)
+    lin.load_state_dict({k: tl.from_numpy(v.detach().numpy().copy()) for k, v in tlin.state_dict().items()})
+    np.testing.assert_allclose(lin.weight.detach().numpy(), tlin.weight.detach().numpy(), atol=2e-5)
+
+
+def test_orthogonal_assignment_and_errors():
+    import numpy as np
+    from torchlite.nn.utils import parametrizations as P
+    lin = tl.nn.Linear(3, 5)
+    P.orthogonal(lin, orthogonal_map="householder", use_trivialization=False)
+    Q = P._make_orthogonal(tl.randn(5, 3))
+    with tl.no_grad():
+        lin.weight = Q
+    np.testing.assert_allclose(lin.weight.detach().numpy(), Q.numpy(), atol=1e-5)
+    sq = tl.nn.Linear(3, 3)
+    P.orthogonal(sq, use_trivialization=False)
+    with pytest.raises(NotImplementedError, match="use_trivialization=False"):
+        with tl.no_grad():
+            sq.weight = tl.eye(3)
+    with pytest.raises(ValueError, match="orthogonal_map"):
+        P.orthogonal(tl.nn.Linear(2, 2), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="matrix"):
+        P.orthogonal(tl.nn.Linear(2, 2), name="bias")
+
+
+def test_geqrf_and_householder_product_against_numpy():
+    import numpy as np
+    A = np.random.default_rng(1).standard_normal((2, 6, 4))
+    a, tau = tl.geqrf(tl.tensor(A))
+    Q = tl.linalg.householder_product(a, tau).numpy()
+    R = np.triu(a.numpy())[..., :4, :]
+    np.testing.assert_allclose(Q @ R, A, atol=1e-12)                 # QR = A
+    np.testing.assert_allclose(np.swapaxes(Q, -1, -2) @ Q, np.broadcast_to(np.eye(4), (2, 4, 4)), atol=1e-12)
+    x = tl.tensor(A[0], requires_grad=True)
+    t = tl.tensor(tau.numpy()[0], requires_grad=True)
+    assert tl.autograd.gradcheck(lambda x, t: tl.linalg.householder_product(x, t), (x, t))
+    with pytest.raises(RuntimeError, match="greater than or equal"):
+        tl.linalg.householder_product(tl.randn(3, 5), tl.randn(3))

@@ -24,3 +24,4 @@ for _name in ("max", "min", "median", "nanmedian", "mode", "cummax", "cummin", "
               "kthvalue"):
     _make(_name)
 _make("aminmax", ("min", "max"))
+_make("geqrf", ("a", "tau"))

@@ -21,7 +21,7 @@ from .pointwise import _no_out_with_grad
 from ._kit import write_out
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "svd", "qr", "cholesky", "cholesky_solve",
-           "matrix_power", "matrix_exp", "pinverse"]
+           "matrix_power", "matrix_exp", "pinverse", "geqrf", "orgqr"]
 
 
 class LinAlgError(RuntimeError):
@@ -756,3 +756,69 @@ def svd_matrix_norm(A, ord, d0, d1, keepdim, dtype):
         for d in sorted((d0, d1)):
             r = r.unsqueeze(d)
     return r
+
+
+# ---- Householder reflectors -------------------------------------------------------------------
+@_register("orgqr")
+def householder_product(A, tau, *, out=None):
+    """torch.linalg.householder_product: the first n columns of H_1 H_2 ... H_k, where
+    H_i = I - tau_i v_i v_i^H and v_i is column i of A below the diagonal with a 1 on it (the
+    reflectors geqrf returns).  A (*, m, n) with m >= n, tau (*, k) with k <= n.  Written with
+    recorded ops, so gradients flow to A and tau."""
+    op = "linalg.householder_product"
+    if not isinstance(A, Tensor) or not isinstance(tau, Tensor):
+        raise TypeError(f"{op}(): expected tensors for input and tau")
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    k = tau.shape[-1] if tau.ndim else 0
+    if m < n:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
+                           f"input.shape[-1]")
+    if k > n:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if tau.ndim != A.ndim - 1 or tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{op}: tau of shape {tuple(tau.shape)} does not match the batch of "
+                           f"input {tuple(A.shape)}")
+    from .creation import eye
+    Q = eye(m, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, m)
+    below = A.tril(-1) + eye(m, n, dtype=A.dtype, device=A.device)     # the v_i, 1 on the diagonal
+    for i in range(k - 1, -1, -1):            # Q = H_1 (H_2 (... (H_k I)))
+        v = below[..., :, i:i + 1]
+        Q = Q - (tau[..., i:i + 1].unsqueeze(-1) * v) @ (v.mT @ Q)
+    r = Q[..., :, :n]
+    return write_out(r._data, out, op) if out is not None else r
+
+
+@_register("geqrf")
+def geqrf(input, *, out=None):
+    """torch.geqrf: QR as LAPACK's geqrf gives it: (a, tau), R on and above a's diagonal and the
+    Householder reflectors below it (see householder_product).  LAPACK itself computes it
+    (NumPy's qr(mode='raw')); like PyTorch's, it has no gradient."""
+    import numpy as np
+    if not isinstance(input, Tensor):
+        raise TypeError(f"geqrf(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.ndim < 2:
+        raise RuntimeError("geqrf: input must have at least 2 dimensions.")
+    if not input.is_floating_point():
+        raise RuntimeError(f"geqrf: expected a floating point tensor, got {input.dtype}")
+    x = input.detach().cpu().numpy()
+    batch = x.shape[:-2]
+    m, n = x.shape[-2:]
+    flat = x.reshape(-1, m, n).astype(np.float64)
+    a = np.empty_like(flat)
+    tau = np.empty((flat.shape[0], min(m, n)))
+    for b in range(flat.shape[0]):
+        h, t = np.linalg.qr(flat[b], mode="raw")
+        a[b], tau[b] = h.T, t
+    from .creation import tensor
+    ra = tensor(a.reshape(*batch, m, n), dtype=input.dtype, device=input.device)
+    rt = tensor(tau.reshape(*batch, min(m, n)), dtype=input.dtype, device=input.device)
+    if out is not None:
+        write_out(ra._data, out[0], "geqrf")
+        write_out(rt._data, out[1], "geqrf")
+        return out
+    return _rt.geqrf(ra, rt)
+
+
+orgqr = householder_product

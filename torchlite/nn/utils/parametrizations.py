@@ -1,10 +1,10 @@
-"""Ready-made parametrizations (PyTorch's torch.nn.utils.parametrizations): weight_norm and
-spectral_norm (orthogonal is not here yet)."""
+"""Ready-made parametrizations (PyTorch's torch.nn.utils.parametrizations): weight_norm,
+spectral_norm and orthogonal."""
 from ...autograd.grad_mode import no_grad
 from ..modules.module import Module
 from . import parametrize
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["weight_norm", "spectral_norm", "orthogonal"]
 
 
 def _norm_except_dim(v, dim):
@@ -106,4 +106,120 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
         dim = 1 if isinstance(module, transposed) else 0
     parametrize.register_parametrization(module, name,
                                          _SpectralNorm(weight, n_power_iterations, dim, eps))
+    return module
+
+
+_MAPS = ("matrix_exp", "cayley", "householder")
+
+
+def _is_orthogonal(Q):
+    from ... import eye, allclose, finfo
+    n, k = Q.shape[-2], Q.shape[-1]
+    eps = 10.0 * n * finfo(Q.dtype).eps
+    return allclose(Q.mT @ Q, eye(k, dtype=Q.dtype, device=Q.device), atol=eps)
+
+
+def _make_orthogonal(A):
+    """The Q of A's QR with R's diagonal made positive (unique, and continuous in A)."""
+    from ... import linalg
+    Q, R = linalg.qr(A)
+    return Q * R.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
+
+
+class _Orthogonal(Module):
+    """A matrix (or batch) with orthonormal columns (or rows, when wide) from an unconstrained
+    original: through the matrix exponential or the Cayley map of a skew-symmetric matrix made
+    from its lower triangle, or the product of Householder reflectors stored below its
+    diagonal.  With use_trivialization, the result is base @ Q(original), base a buffer holding
+    the last assigned value, so assigning stays exact and the original restarts at zero."""
+
+    def __init__(self, weight, orthogonal_map, *, use_trivialization=True):
+        super().__init__()
+        self.shape = weight.shape
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X):
+        from ... import cat, eye, linalg
+        n, k = X.shape[-2], X.shape[-1]
+        transposed = n < k
+        if transposed:
+            X = X.mT
+            n, k = k, n
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            X = X.tril()
+            if n != k:
+                X = cat([X, X.new_zeros(*X.shape[:-2], n, n - k)], dim=-1)
+            A = X - X.mT
+            if self.orthogonal_map == "matrix_exp":
+                Q = linalg.matrix_exp(A)
+            else:
+                Id = eye(n, dtype=A.dtype, device=A.device)
+                Q = linalg.solve(Id - A * 0.5, Id + A * 0.5)
+            if n != k:
+                Q = Q[..., :k]
+        else:
+            A = X.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
+            Q = linalg.householder_product(A, tau)
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        if self._buffers.get("base") is not None:
+            Q = self.base @ Q
+        return Q.mT if transposed else Q
+
+    def right_inverse(self, Q):
+        from ... import cat, geqrf, randn, zeros_like
+        if tuple(Q.shape) != tuple(self.shape):
+            raise ValueError(f"Expected a matrix or batch of matrices of shape {tuple(self.shape)}. "
+                             f"Got a tensor of shape {tuple(Q.shape)}.")
+        Q_init = Q
+        n, k = Q.shape[-2], Q.shape[-1]
+        transpose = n < k
+        if transpose:
+            Q = Q.mT
+            n, k = k, n
+        with no_grad():
+            if "base" not in self._buffers:
+                if self.orthogonal_map in ("cayley", "matrix_exp"):
+                    raise NotImplementedError(
+                        "It is not possible to assign to the matrix exponential or the Cayley "
+                        "parametrizations when use_trivialization=False.")
+                A, tau = geqrf(Q)
+                # the reflector signs so that the product gives back Q (geqrf's R can have a
+                # negative diagonal); then 1 on the diagonal as householder_product reads it
+                A.diagonal(dim1=-2, dim2=-1).copy_(A.diagonal(dim1=-2, dim2=-1).sign())
+                A.diagonal(dim1=-2, dim2=-1)[tau == 0.0] *= -1
+                return A.mT if transpose else A
+            if n == k:
+                Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
+            else:
+                N = randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype, device=Q.device)
+                Q = _make_orthogonal(cat([Q, N], dim=-1))
+            self.base = Q
+            neg_id = zeros_like(Q_init)
+            neg_id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+            return neg_id
+
+
+def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
+    """module.<name> constrained to orthonormal columns (rows, for a wide matrix), PyTorch's
+    parametrizations.orthogonal: orthogonal_map 'matrix_exp' (the default for square
+    matrices), 'cayley', or 'householder' (the default otherwise); assigning an orthogonal
+    matrix to module.<name> sets it exactly."""
+    weight = getattr(module, name, None)
+    from ...nn import Parameter
+    from ..._tensor import Tensor
+    if not isinstance(weight, (Tensor, Parameter)):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} "
+                         f"dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] else "householder"
+    if orthogonal_map not in _MAPS:
+        raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". '
+                         f"Got: {orthogonal_map}")
+    orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module

@@ -42,11 +42,13 @@ class ParametrizationList(ModuleList):
         super().__init__(modules)
         self.unsafe = unsafe
         first = modules[0]
+        new = original
         if hasattr(first, "right_inverse"):
-            with no_grad():
-                new = first.right_inverse(original)
-        else:
-            new = original
+            try:
+                with no_grad():
+                    new = first.right_inverse(original)
+            except NotImplementedError:     # no way back: the original is kept as it is
+                new = original
         if isinstance(new, (tuple, list)):
             self.is_tensor = False
             self.ntensors = len(new)
