@@ -107,7 +107,7 @@ OPS = {
         linalg.slogdet slogdet logdet linalg.cholesky linalg.cholesky_ex cholesky linalg.qr qr
         linalg.eigh linalg.eigvalsh linalg.svd svd linalg.svdvals linalg.pinv pinverse
         linalg.lstsq linalg.matrix_power matrix_power linalg.matrix_exp matrix_exp linalg.cond
-        linalg.solve_triangular=linalg.solve_triangular_upper"""),
+        linalg.solve_triangular=linalg.solve_triangular_upper linalg.householder_product orgqr"""),
     **no_grad(NAMESPACE, "linalg.LinAlgError"),
     **no_grad(INT_OUT, "linalg.matrix_rank"),
     **gap("derivative not implemented (records a node that raises)",
@@ -146,7 +146,7 @@ OPS = {
         minimum_ remainder_ rsqrt_ sign_ sinh_ tan_ trunc_ xlogy_ cumsum_ cumprod_ tril_ triu_
         zero_ unsqueeze_ squeeze_ t_ transpose_ swapaxes_ swapdims_"""),
     **no_grad(NO_DERIVATIVE, """floor_divide floor_divide_ __rfloordiv__ unique unique_consecutive
-        heaviside heaviside_ histogram"""),
+        heaviside heaviside_ histogram geqrf"""),
     **no_grad(COUNTS, "histc"),
     **no_grad(BOOL_OUT, """
         eq ne lt le gt ge eq_ ne_ lt_ le_ gt_ ge_ isnan isinf isposinf isneginf isfinite isin
@@ -190,7 +190,8 @@ OPS = {
         __int__ __index__ __complex__ save load save_safetensors load_safetensors"""),
     **no_grad(NAMESPACE, """
         Generator Size Tensor autograd linalg testing return_types version random nn optim utils
-        serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler vision hub distributed
+        serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler
+        vision hub distributed multiprocessing
         default_generator float16 float32 float64 bfloat16 uint8 int8 int16 int32 int64"""),
     **no_grad(PROTOCOL, """
         __init__ __new__ __repr__ __str__ __hash__ __format__ __reduce__ __reduce_ex__

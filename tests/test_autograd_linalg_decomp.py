@@ -119,6 +119,9 @@ CASES = {
     "linalg.matrix_norm_2": (lambda L, a: L.linalg.matrix_norm(a, 2), [r(2, 3, 4)], None, False),
     "linalg.matrix_norm_-2": (lambda L, a: L.linalg.matrix_norm(a, -2), [r(3, 3)], None, False),
     "linalg.matrix_norm_nuc": (lambda L, a: L.linalg.norm(a, "nuc"), [r(3, 4)], None, True),
+    "linalg.householder_product": (lambda L, a, t: L.linalg.householder_product(a, t),
+                                   [r(2, 5, 3), r(2, 3)], None, True),
+    "orgqr": (lambda L, a, t: L.orgqr(a, t), [r(4, 3), r(2)], None, False),
 }
 
 

@@ -14,6 +14,7 @@ import torchlite
 # loaded on first use only (torchlite/__init__.py's _LAZY_MODULES, and what they pull in)
 LAZY = ["numpy", "torchlite.nn", "torchlite.optim", "torchlite.utils.data", "torchlite.cuda",
         "torchlite.distributed", "mpi4py", "torchlite.vision", "torchlite.compiler",
+        "torchlite.multiprocessing",
         "torchlite.backends", "torchlite.amp", "torchlite.cpu", "torchlite.testing",
         "torchlite.serialization", "torchlite._switches", "zipfile", "multiprocessing",
         "cuda", "cuda.bindings"]

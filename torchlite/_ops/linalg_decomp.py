@@ -818,6 +818,9 @@ def geqrf(input, *, out=None):
         write_out(ra._data, out[0], "geqrf")
         write_out(rt._data, out[1], "geqrf")
         return out
+    if needs_grad(input):           # in the graph, refusing to backpropagate (PyTorch's geqrf)
+        from .pointwise_grad import _not_differentiable
+        _not_differentiable("geqrf", (input,), (ra, rt))
     return _rt.geqrf(ra, rt)
 
 

@@ -441,7 +441,7 @@ def _not_differentiable(name, inputs, output):
     a silently missing gradient."""
     cls = _UNDIFFERENTIABLE.get(name)
     if cls is None:
-        def backward(node, g):
+        def backward(node, *grads):
             raise RuntimeError(f"the derivative for '{name}' is not implemented.")
         cls = _UNDIFFERENTIABLE[name] = type(
             "".join(p.capitalize() for p in name.split("_")) + "Backward0", (Node,), {"backward": backward})

@@ -98,15 +98,38 @@ def _is_open_mpi(mpiexec):
     return "open mpi" in (out.stdout + out.stderr).lower() or "openrte" in (out.stdout + out.stderr).lower()
 
 
-def mpiexec_command(args, mpiexec=None):
-    """The mpiexec command line the launcher runs for parsed `args`."""
-    import shlex
-    mpiexec = find_mpiexec(mpiexec or args.mpiexec)
-    cmd = [mpiexec, "-n", str(args.nproc_per_node)]
+def mpiexec_prefix(nprocs, mpiexec=None):
+    """[mpiexec, -n, nprocs, Open MPI's flags for a CPU job on one machine]: the start of
+    every command that launches ranks (this launcher's, torchlite.multiprocessing.spawn's)."""
+    mpiexec = find_mpiexec(mpiexec)
+    cmd = [mpiexec, "-n", str(nprocs)]
     if _is_open_mpi(mpiexec):
         cmd.append("--oversubscribe")          # more ranks than cores is fine for CPU jobs
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
+    return cmd
+
+
+def job_environment(nprocs, env=None, announce=True):
+    """The environment for nprocs ranks on this machine: each its share of the cores as
+    OpenMP threads unless OMP_NUM_THREADS is set (N ranks each running all-core kernels fight
+    over the cores, and MPI waits spin), as torchrun does; Open MPI's non-blocking all-reduce
+    (DDP's buckets) on the ring algorithm (see _backend._mpi)."""
+    env = dict(os.environ if env is None else env)
+    if "OMP_NUM_THREADS" not in env and nprocs > 1:
+        threads = max(1, (os.cpu_count() or 1) // nprocs)
+        env["OMP_NUM_THREADS"] = str(threads)
+        if announce:
+            print(f"torchlite.distributed.run: OMP_NUM_THREADS={threads} for each of the {nprocs} "
+                  f"ranks (set it yourself to choose)", file=sys.stderr, flush=True)
+    env.setdefault("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1")
+    return env
+
+
+def mpiexec_command(args, mpiexec=None):
+    """The mpiexec command line the launcher runs for parsed `args`."""
+    import shlex
+    cmd = mpiexec_prefix(args.nproc_per_node, mpiexec or args.mpiexec)
     cmd += shlex.split(args.mpi_args)
     entry = [] if args.no_python else [sys.executable, "-u", "-m", "torchlite.distributed._entry",
                                        "--master-addr", args.master_addr,
@@ -121,16 +144,7 @@ def main(argv=None):
     ended it)."""
     args = parse_args(argv)
     cmd = mpiexec_command(args)
-    env = dict(os.environ)
-    if "OMP_NUM_THREADS" not in env and args.nproc_per_node > 1:
-        # N ranks each running all-core OpenMP kernels fight over the cores (and MPI waits
-        # spin): give each rank its share, as torchrun does
-        threads = max(1, (os.cpu_count() or 1) // args.nproc_per_node)
-        env["OMP_NUM_THREADS"] = str(threads)
-        print(f"torchlite.distributed.run: OMP_NUM_THREADS={threads} for each of the {args.nproc_per_node} "
-              f"ranks (set it yourself to choose)", file=sys.stderr, flush=True)
-    # Open MPI's non-blocking all-reduce (DDP's buckets) on the ring algorithm (see _backend._mpi)
-    env.setdefault("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1")
+    env = job_environment(args.nproc_per_node)
     proc = subprocess.Popen(cmd, env=env)
     interrupts = [0]
 
