@@ -1,4 +1,4 @@
-"""torchlite.compile's fused programs as generated CUDA C (torchlite/compiler/_cuda.py), without a GPU.
+"""torchlite.compile's fused programs as generated CUDA C (torchlite/cuda/_fused.py), without a GPU.
 
 * The kernels generated for real programs (the gelu chain lowered from a compile, its
   backward, a where/comparison program, a float64 one) compile with NVRTC for sm_80 and
@@ -21,7 +21,8 @@ import pytest
 
 import torchlite as tl
 import torchlite.nn.functional as F
-from torchlite.compiler import _cuda, _lowering as L
+from torchlite.compiler import _lowering as L
+from torchlite.cuda import _fused as _cuda
 from torchlite.cuda import _elementwise as E, _kernels as K, _launch
 
 

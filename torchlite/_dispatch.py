@@ -17,7 +17,7 @@ import importlib
 import sys
 
 _MODULES = ("array", "elementwise", "reduce", "matmul", "index", "sort", "shape_ops", "random",
-            "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn")
+            "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn", "fused")
 
 # functions whose CUDA versions take operands on another device themselves (the transfers)
 CROSS_DEVICE = {("elementwise", "copy_")}
@@ -284,3 +284,4 @@ linalg_decomp = _NAMESPACES["linalg_decomp"]
 dlpack = _NAMESPACES["dlpack"]
 optim = _NAMESPACES["optim"]
 rnn = _NAMESPACES["rnn"]
+fused = _NAMESPACES["fused"]

@@ -389,3 +389,10 @@ cdef inline bint _all_zero(Tiling* t, int o) noexcept nogil:
         if t.cst[o][c] != 0:
             return False
     return True
+
+
+def run(Program program, tuple inputs, shape, spec=None):
+    """The outputs of `program` on `inputs` (see Program.run).  spec: the program as plain
+    data (torchlite/compiler/_lowering.py's ProgramSpec), which the CUDA version of this
+    function (torchlite/cuda/_fused.py, through torchlite._dispatch.fused) compiles."""
+    return program.run(inputs, shape)

@@ -787,6 +787,9 @@ def householder_product(A, tau, *, out=None):
         v = below[..., :, i:i + 1]
         Q = Q - (tau[..., i:i + 1].unsqueeze(-1) * v) @ (v.mT @ Q)
     r = Q[..., :, :n]
+    if k == 0 and (A.requires_grad or tau.requires_grad):
+        # no reflector: the identity, still in the graph (zero gradients), as in PyTorch
+        r = r + A.clone().zero_() + tau.sum(-1).reshape(*tau.shape[:-1], 1, 1) * 0
     return write_out(r._data, out, op) if out is not None else r
 
 
@@ -805,10 +808,14 @@ def geqrf(input, *, out=None):
     x = input.detach().cpu().numpy()
     batch = x.shape[:-2]
     m, n = x.shape[-2:]
-    flat = x.reshape(-1, m, n).astype(np.float64)
+    count = int(np.prod(batch, dtype=np.int64))
+    flat = x.reshape(count, m, n).astype(np.float64)
     a = np.empty_like(flat)
     tau = np.empty((flat.shape[0], min(m, n)))
     for b in range(flat.shape[0]):
+        if m == 0 or n == 0:            # nothing to factor (LAPACK is not called)
+            a[b], tau[b] = flat[b], 0.0
+            continue
         h, t = np.linalg.qr(flat[b], mode="raw")
         a[b], tau[b] = h.T, t
     from .creation import tensor

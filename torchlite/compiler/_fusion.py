@@ -15,7 +15,8 @@ forward values it needs tile by tile instead of saving them.  Gradients of broad
 are summed back to their shapes after the program."""
 import operator
 
-from .._core.array import Array, broadcast_shapes
+from .._core.array import broadcast_shapes
+from .._dispatch import fused as _fused
 from .._tensor import _wrap
 from ..autograd.graph import Node as AutogradNode, record, sum_to, pack, unpack, _FREED
 from ..autograd.grad_mode import _state as _grad_state
@@ -245,15 +246,13 @@ class FusedKernel:
 
 
 def _run(program, spec, arrays, shape):
-    """The outputs of a fused program on `arrays`: the CPU interpreter for host arrays, the
-    generated CUDA kernel (torchlite/compiler/_cuda.py) for CUDA ones; None when the arrays
-    are on CUDA but the program has no CUDA kernel (or they mix devices)."""
-    if all(isinstance(a, Array) for a in arrays):
-        return program.run(arrays, shape)
-    from . import _cuda
+    """The outputs of a fused program on `arrays`, through the array layer: the CPU
+    interpreter (torchlite/_core/fused.pyx) for host arrays, the CUDA backend's generated
+    kernel (torchlite/cuda/_fused.py) for device ones; None when there is no kernel for them
+    (an op without a CUDA form, arrays on several devices)."""
     try:
-        return _cuda.run_cuda(spec, arrays, shape)
-    except _cuda.Unsupported:
+        return _fused.run(program, arrays, shape, spec)
+    except NotImplementedError:
         return None
 
 

@@ -310,7 +310,7 @@ class ProgramSpec:
     dtype codes, the constants ((dtype, value) pairs), the scratch register count, the
     outputs' dtype codes and the instructions ((kind, op code, compute dtype, operands,
     params); operands: (slot kind, index, dtype), destination first).  The CPU interpreter
-    runs it (program()); torchlite/compiler/_cuda.py turns it into a CUDA kernel."""
+    runs it (program()); torchlite/cuda/_fused.py turns it into a CUDA kernel."""
     name: str
     in_dtypes: tuple
     consts: tuple

@@ -59,7 +59,7 @@ def kernel(source, name, device):
 
 
 def kernel_from_text(source_name, text, name, device, options=()):
-    """The Kernel `name` of generated CUDA C `text` (torchlite/compiler/_cuda.py) on `device`:
+    """The Kernel `name` of generated CUDA C `text` (torchlite/cuda/_fused.py) on `device`:
     compiled (with extra NVRTC `options`) through the kernel cache, keyed by the text, and
     loaded once per device."""
     key = (device, "text", source_name, text, name, tuple(options))
