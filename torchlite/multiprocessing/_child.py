@@ -13,6 +13,10 @@ def main(workdir):
     from ..distributed._entry import _set_environment
     _set_environment("127.0.0.1", 29500)
     rank = int(os.environ.get("RANK", "0"))
+    # MPI starts before fn, so that a process that raises can abort the whole job: the others
+    # may be waiting for it in a collective (a process that exits without MPI may leave them
+    # waiting forever)
+    from mpi4py import MPI
     try:
         main_file = os.path.join(workdir, "main_path.txt")
         if os.path.exists(main_file):
@@ -30,7 +34,9 @@ def main(workdir):
     except BaseException:
         with open(os.path.join(workdir, f"error_{rank}.txt"), "w") as f:
             f.write(traceback.format_exc())
-        raise
+        traceback.print_exc()
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
 
 
 if __name__ == "__main__":
