@@ -9,6 +9,7 @@ import pytest
 import torchlite as tl
 from torchlite.distributions import (Bernoulli, Categorical, Normal, Uniform, constraints,
                                      kl_divergence, register_kl, Distribution)
+import torchlite.distributions as D
 
 LOC, SCALE = np.array([0.0, 1.5, -2.0]), np.array([1.0, 0.5, 3.0])
 VALUE = np.array([0.3, 1.0, -7.0])
@@ -154,3 +155,62 @@ def test_more_families_against_torch_and_their_samples():
             np.testing.assert_allclose(d.entropy().numpy(), theirs.entropy().numpy(), rtol=1e-10)
         np.testing.assert_allclose(d.mean.numpy(), theirs.mean.numpy(), rtol=1e-10)
         np.testing.assert_allclose(d.variance.numpy(), theirs.variance.numpy(), rtol=1e-10)
+
+
+# ---- MultivariateNormal -------------------------------------------------------------------------
+def _spd(g, n, batch=()):
+    A = g.standard_normal(batch + (n, n))
+    return A @ np.swapaxes(A, -1, -2) + 2 * np.eye(n)
+
+
+@pytest.mark.parametrize("form", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_multivariate_normal_against_scipy(form):
+    stats = pytest.importorskip("scipy.stats")
+    g = np.random.default_rng(0)
+    S, mu = _spd(g, 3), g.standard_normal(3)
+    mat = {"covariance_matrix": S, "precision_matrix": np.linalg.inv(S),
+           "scale_tril": np.linalg.cholesky(S)}[form]
+    d = D.MultivariateNormal(tl.tensor(mu), **{form: tl.tensor(mat)})
+    x = g.standard_normal((4, 3))
+    ref = stats.multivariate_normal(mu, S)
+    np.testing.assert_allclose(d.log_prob(tl.tensor(x)).numpy(), ref.logpdf(x), rtol=1e-10)
+    np.testing.assert_allclose(float(d.entropy()), ref.entropy(), rtol=1e-10)
+    np.testing.assert_allclose(d.covariance_matrix.numpy(), S, rtol=1e-10)
+    np.testing.assert_allclose(d.precision_matrix.numpy(), np.linalg.inv(S), rtol=1e-8)
+    np.testing.assert_allclose(d.variance.numpy(), np.diag(S), rtol=1e-10)
+    assert d.batch_shape == () and d.event_shape == (3,)
+
+
+def test_multivariate_normal_batches_samples_and_gradients():
+    g = np.random.default_rng(1)
+    S = _spd(g, 2, (4,))
+    mu = g.standard_normal(2)
+    d = D.MultivariateNormal(tl.tensor(mu), tl.tensor(S))
+    assert d.batch_shape == (4,) and d.sample((5,)).shape == (5, 4, 2)
+    assert d.log_prob(tl.tensor(g.standard_normal((5, 4, 2)))).shape == (5, 4)
+    tl.manual_seed(0)
+    big = D.MultivariateNormal(tl.tensor(mu), tl.tensor(S[0])).sample((40000,)).numpy()
+    np.testing.assert_allclose(big.mean(0), mu, atol=0.05)
+    np.testing.assert_allclose(np.cov(big.T), S[0], atol=0.15 * np.abs(S[0]).max())
+    loc = tl.tensor(mu, requires_grad=True)
+    L = tl.tensor(np.linalg.cholesky(S[0]), requires_grad=True)
+    D.MultivariateNormal(loc, scale_tril=L).rsample((3,)).sum().backward()
+    assert loc.grad is not None and L.grad is not None
+    with pytest.raises(ValueError, match="Exactly one"):
+        D.MultivariateNormal(tl.zeros(2))
+    with pytest.raises(ValueError, match="Exactly one"):
+        D.MultivariateNormal(tl.zeros(2), tl.eye(2), scale_tril=tl.eye(2))
+    with pytest.raises(ValueError):
+        D.MultivariateNormal(tl.zeros(2), tl.tensor([[1.0, 2.0], [2.0, 1.0]]), validate_args=True)
+
+
+def test_multivariate_normal_kl_against_closed_form():
+    g = np.random.default_rng(2)
+    S1, S2 = _spd(g, 3), _spd(g, 3)
+    m1, m2 = g.standard_normal(3), g.standard_normal(3)
+    kl = D.kl_divergence(D.MultivariateNormal(tl.tensor(m1), tl.tensor(S1)),
+                         D.MultivariateNormal(tl.tensor(m2), tl.tensor(S2)))
+    inv2 = np.linalg.inv(S2)
+    want = 0.5 * (np.trace(inv2 @ S1) + (m2 - m1) @ inv2 @ (m2 - m1) - 3
+                  + np.log(np.linalg.det(S2) / np.linalg.det(S1)))
+    np.testing.assert_allclose(float(kl), want, rtol=1e-10)

@@ -1,9 +1,10 @@
 """What values a distribution's parameters and samples may take (PyTorch's
 torch.distributions.constraints); check(value) returns a bool tensor."""
+import torchlite as tl
 
 __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean",
            "simplex", "nonnegative_integer", "integer_interval", "interval", "greater_than",
-           "real_vector", "dependent"]
+           "real_vector", "dependent", "lower_cholesky", "positive_definite"]
 
 
 class Constraint:
@@ -84,6 +85,25 @@ class _RealVector(Constraint):
         return (value == value).all(-1)
 
 
+class _LowerCholesky(Constraint):
+    """Lower-triangular matrices with a positive diagonal."""
+    event_dim = 2
+
+    def check(self, value):
+        lower = (value.tril() == value).flatten(-2).all(-1)
+        return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class _PositiveDefinite(Constraint):
+    """Symmetric positive-definite matrices (a Cholesky factorisation exists)."""
+    event_dim = 2
+
+    def check(self, value):
+        symmetric = ((value - value.mT).abs() <= 1e-6 * value.abs().amax((-2, -1), keepdim=True)
+                     ).flatten(-2).all(-1)
+        return symmetric & (tl.linalg.cholesky_ex(value).info == 0)
+
+
 class _Dependent(Constraint):
     def check(self, value):
         raise ValueError("Cannot determine validity of dependent constraint")
@@ -97,6 +117,8 @@ boolean = _Boolean()
 simplex = _Simplex()
 nonnegative_integer = _NonnegativeInteger()
 real_vector = _RealVector()
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()
 dependent = _Dependent()
 interval = _Interval
 greater_than = _GreaterThan

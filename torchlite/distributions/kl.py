@@ -3,6 +3,7 @@ import torchlite as tl
 
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .simple import Exponential
 from .uniform import Uniform
@@ -69,3 +70,24 @@ def _kl_uniform_uniform(p, q):
 def _kl_exponential_exponential(p, q):
     ratio = q.rate / p.rate
     return ratio - 1 - ratio.log()
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    """0.5 (tr(Sq^-1 Sp) + (mq - mp)^T Sq^-1 (mq - mp) - n + log det Sq - log det Sp), with
+    triangular solves on the Cholesky factors."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event "
+                         "shapes cannot be computed")
+    Lp, Lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    shape = tl.broadcast_shapes(tuple(Lp.shape[:-2]), tuple(Lq.shape[:-2]), tuple(p.loc.shape[:-1]),
+                                tuple(q.loc.shape[:-1]))
+    n = p.event_shape[0]
+    Lp, Lq = Lp.expand(*shape, n, n), Lq.expand(*shape, n, n)
+    half_logdet = (Lq.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                   - Lp.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    A = tl.linalg.solve_triangular(Lq, Lp, upper=False)
+    trace = (A * A).sum((-2, -1))
+    diff = (q.loc - p.loc).expand(*shape, n)
+    y = tl.linalg.solve_triangular(Lq, diff.unsqueeze(-1), upper=False).squeeze(-1)
+    return half_logdet + 0.5 * (trace + (y * y).sum(-1) - n)
