@@ -177,6 +177,7 @@ struct Sign {
         else return (C)((x > 0) - (x < 0));         /* NaN gives 0, as the CPU */
     }
 };
+struct Sgn : Sign {};          /* sgn is sign on real types */
 struct Square {
     template <class C> TL_HD C operator()(C x, const Params&) const {
         if constexpr (is_float<C>::value) return x * x;
@@ -245,6 +246,8 @@ struct Signbit {
     struct NAME { template <class C> TL_HD C operator()(C x, const Params& p) const { \
         TL_FLOAT_ONLY; (void)p; return EXPR; } };
 TL_FUNARY(Reciprocal, C(1) / x)
+/* angle of a real: pi for negatives, NaN kept, else 0 (the CPU's ANGLE) */
+TL_FUNARY(Angle, x < C(0) ? C(3.14159265358979323846) : (x != x ? x : C(0)))
 TL_FUNARY(Exp, m_exp(x))
 TL_FUNARY(Exp2, m_exp2(x))
 TL_FUNARY(Expm1, m_expm1(x))

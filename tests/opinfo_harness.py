@@ -216,7 +216,8 @@ def resolve(path, root=None):
         obj = getattr(obj, part, None)
         if obj is None:
             return None
-    return obj
+    # a dtype of the same name (torch.cdouble the op is Tensor.cdouble, a method) is no op
+    return None if isinstance(obj, tl.dtype) else obj
 
 
 def ops(pattern=None):

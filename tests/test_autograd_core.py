@@ -55,7 +55,7 @@ def test_requires_grad_setter_and_method():
     with pytest.raises(RuntimeError, match="If you want to use a computed variable in a subgraph "
                                            "that doesn't require differentiation use var_no_grad"):
         y.requires_grad_(False)
-    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require gradients"):
         tl.tensor([1, 2]).requires_grad_()
 
 

@@ -134,6 +134,15 @@ OPS = {
         view_copy permute_copy t_copy transpose_copy squeeze_copy unsqueeze_copy unbind_copy
         unfold_copy expand_copy diagonal_copy as_strided_copy alias_copy fill
         trapezoid trapz cumulative_trapezoid addr"""),
+    **gap("complex: tested outside the tables (test_complex: gradients against PyTorch and "
+          "finite differences)", """
+        real imag view_as_real view_as_complex complex polar"""),
+    **covered("pointwise", "angle sgn conj conj_physical resolve_conj resolve_neg"),
+    **no_grad(INPLACE, "sgn_ conj_physical_"),
+    **no_grad(BOOL_OUT, "isreal"),
+    **no_grad(QUERY, "is_conj is_neg"),
+    **no_grad(CONFIG, "get_default_complex_dtype"),
+    **no_grad(NAMESPACE, "complex64 complex128 cfloat cdouble"),
     **no_grad(CREATION, """scalar_tensor empty_strided new_empty_strided hann_window
         hamming_window blackman_window bartlett_window"""),
     **no_grad(INT_OUT, "unravel_index"),
@@ -434,7 +443,7 @@ def test_float_results_are_never_cut_from_the_graph(name):
     if outs is None:
         pytest.skip("needs arguments the generic call forms do not guess")
     for i, out in enumerate(outs):
-        if not out.is_floating_point():
+        if not (out.is_floating_point() or out.is_complex()):
             assert not out.requires_grad, f"{name}: {out.dtype} result requires grad"
         elif i in NOT_IN_GRAPH.get(name, ()):
             continue

@@ -59,6 +59,12 @@ CASES = {
     "positive": ("positive", lambda L, x: L.positive(x), [uni(-2, 2)], True),
     "abs": _u("abs", 0.2, 2, gen=signed),
     "sign": _u("sign", 0.2, 2, gen=signed),
+    "sgn": _u("sgn", 0.2, 2, gen=signed),
+    "angle": _u("angle", 0.2, 2, gen=signed),
+    "conj": ("conj", lambda L, x: L.conj(x), [uni(-2, 2)], True),
+    "conj_physical": ("conj_physical", lambda L, x: L.conj_physical(x), [uni(-2, 2)], True),
+    "resolve_conj": ("resolve_conj", lambda L, x: L.resolve_conj(x) * 1, [uni(-2, 2)], True),
+    "resolve_neg": ("resolve_neg", lambda L, x: L.resolve_neg(x) * 1, [uni(-2, 2)], True),
     "square": _u("square", -2, 2),
     "reciprocal": _u("reciprocal", 0.5, 2, gen=signed),
     "exp": _u("exp", -2, 2),
@@ -170,7 +176,7 @@ NOT_DIFFERENTIABLE = {
     "signbit", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "isclose", "allclose", "equal", "floor_divide", "heaviside", "gcd", "lcm", "is_nonzero",
-    "is_same_size"}
+    "is_same_size", "is_conj", "is_neg"}
 
 
 def test_table_covers_every_op():

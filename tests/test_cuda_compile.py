@@ -161,7 +161,8 @@ def test_a_warning_would_be_caught(nv, tmp_path):
 # =========================================================================================
 def test_catalogue_covers_every_cpu_elementwise_op():
     from torchlite._core import elementwise as E
-    assert {n.upper() for n in E.UNARY} == set(K.unary_ops())
+    # conj has complex loops only (conj of a real tensor is the tensor itself)
+    assert {n.upper() for n in E.UNARY} - {"CONJ"} == set(K.unary_ops())
     assert {n.upper() for n in E.BINARY} == set(K.binary_ops())
     assert {n.upper() for n in E.TERNARY} == {"WHERE"} | set(K.TERNARY_FLOAT)
 

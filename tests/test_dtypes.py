@@ -24,8 +24,13 @@ def test_dtype_objects():
     for d in ALL_DTYPES:
         assert pickle.loads(pickle.dumps(d)) is d
     assert tl.float32.to_real() is tl.float32 and not tl.float32.is_complex
+    assert tl.float32.to_complex() is tl.complex64 and tl.float64.to_complex() is tl.complex128
+    assert tl.complex64.to_real() is tl.float32 and tl.complex128.to_real() is tl.float64
+    assert tl.cfloat is tl.complex64 and tl.cdouble is tl.complex128
+    assert tl.complex64.is_complex and not tl.complex64.is_floating_point
+    assert (tl.complex64.itemsize, tl.complex128.itemsize) == (8, 16)
     with pytest.raises(RuntimeError):
-        tl.float32.to_complex()
+        tl.int64.to_complex()
 
 
 def test_to_dtype_accepts_numpy_and_python_types():
@@ -37,8 +42,10 @@ def test_to_dtype_accepts_numpy_and_python_types():
     assert tl.tensor([1, 2], dtype=float).dtype is tl.float64
     with pytest.raises(TypeError):
         D.to_dtype("not a dtype")
+    assert tl.zeros(2, dtype=np.complex64).dtype is tl.complex64
+    assert D.to_dtype(complex) is tl.complex128
     with pytest.raises(TypeError):
-        tl.zeros(2, dtype=np.complex64)
+        tl.zeros(2, dtype=np.dtype("U3"))
 
 
 def test_promote_types_matches_torch():

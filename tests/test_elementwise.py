@@ -1043,7 +1043,7 @@ def test_out_argument():
 
 def test_operand_type_errors():
     t = tl.tensor([1.0, 2.0])
-    for bad in ("a", [1, 2], None, object(), 1 + 2j):
+    for bad in ("a", [1, 2], None, object()):
         with pytest.raises(TypeError):
             t + bad
     with pytest.raises(TypeError):

@@ -8,7 +8,8 @@ its ops (torchlite/_tensor.py, torchlite/_ops/) -> nn, optim, utils.data.
 """
 from .version import __version__
 from ._dtype import (dtype, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
-                     float64, half, float, double, short, int, long, get_default_dtype,
+                     float64, complex64, complex128, half, float, double, short, int, long,
+                     cfloat, cdouble, get_default_dtype, get_default_complex_dtype,
                      set_default_dtype, promote_types, can_cast, finfo, iinfo)
 from ._device import device
 from ._size import Size
@@ -34,6 +35,7 @@ from ._ops.reduction import *  # noqa: F401,F403
 from ._ops.linalg import *  # noqa: F401,F403
 from ._ops.joining import *  # noqa: F401,F403
 from ._ops.sorting import *  # noqa: F401,F403
+from ._ops.complex import *  # noqa: F401,F403
 from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
 from ._ops.linalg_decomp import *  # noqa: F401,F403

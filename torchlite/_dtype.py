@@ -10,13 +10,13 @@ class dtype:
 
     __slots__ = ("name", "code", "itemsize", "is_floating_point", "is_signed", "is_complex")
 
-    def __init__(self, name, code, itemsize, is_floating_point, is_signed):
+    def __init__(self, name, code, itemsize, is_floating_point, is_signed, is_complex=False):
         self.name = name
         self.code = code
         self.itemsize = itemsize
         self.is_floating_point = is_floating_point
         self.is_signed = is_signed
-        self.is_complex = False
+        self.is_complex = is_complex
 
     def __repr__(self):
         return "torchlite." + self.name
@@ -25,10 +25,17 @@ class dtype:
         return (_dtype_from_name, (self.name,))
 
     def to_real(self):
-        return self
+        """The dtype of a complex dtype's parts (complex64 -> float32); others are unchanged."""
+        return DTYPES[_ew.real_of(self.code)]
 
     def to_complex(self):
-        raise RuntimeError(f"torchlite has no complex dtypes ({self!r}.to_complex())")
+        """The complex dtype with this float dtype's parts (float64 -> complex128; float32,
+        float16 and bfloat16 -> complex64, as torchlite has no complex32)."""
+        if self.is_complex:
+            return self
+        if not self.is_floating_point:
+            raise RuntimeError(f"to_complex: {self!r} is not a floating point dtype")
+        return DTYPES[_ew.complex_of(self.code)]
 
 
 bool = dtype("bool", 0, 1, False, False)
@@ -41,14 +48,19 @@ float16 = dtype("float16", 6, 2, True, True)
 bfloat16 = dtype("bfloat16", 7, 2, True, True)
 float32 = dtype("float32", 8, 4, True, True)
 float64 = dtype("float64", 9, 8, True, True)
+complex64 = dtype("complex64", 10, 8, False, True, is_complex=True)
+complex128 = dtype("complex128", 11, 16, False, True, is_complex=True)
 
 # aliases, as in PyTorch
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
+cfloat, cdouble = complex64, complex128
 
-DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+          complex64, complex128)
 _BY_NAME = {d.name: d for d in DTYPES}
-_BY_NAME.update(half=half, float=float, double=double, short=short, int=int, long=long)
+_BY_NAME.update(half=half, float=float, double=double, short=short, int=int, long=long,
+                cfloat=cfloat, cdouble=cdouble)
 
 
 def _dtype_from_name(name):
@@ -58,6 +70,12 @@ def _dtype_from_name(name):
 def get_default_dtype():
     """The dtype of floating tensors created from Python floats (float32 unless changed)."""
     return DTYPES[_ew.get_default_float()]
+
+
+def get_default_complex_dtype():
+    """The dtype of complex tensors made from Python complex numbers: complex64, or
+    complex128 when the default dtype is float64."""
+    return get_default_dtype().to_complex()
 
 
 def set_default_dtype(d):
@@ -89,6 +107,8 @@ def to_dtype(d, default=None):
         return int64
     if d is builtins.bool:
         return bool
+    if d is builtins.complex:
+        return complex128
     name = getattr(d, "name", None) or getattr(d, "__name__", None) or str(d)
     if name in _BY_NAME:
         return _BY_NAME[name]
@@ -110,6 +130,7 @@ class finfo:
 
     def __init__(self, type=None):
         type = get_default_dtype() if type is None else type
+        type = type.to_real()           # a complex dtype's limits are its parts'
         if type.name not in self._TABLE:
             raise TypeError(f"finfo: {type!r} is not a floating point dtype")
         self.dtype = type.name

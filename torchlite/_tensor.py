@@ -17,8 +17,8 @@ def _is_number(x):
 
 
 def _as_pyscalar(x):
-    """A Python bool/int/float for a NumPy scalar; x itself for a Python number."""
-    if type(x) in (builtins.int, builtins.float, builtins.bool):
+    """A Python bool/int/float/complex for a NumPy scalar; x itself for a Python number."""
+    if type(x) in (builtins.int, builtins.float, builtins.bool, builtins.complex):
         return x
     if isinstance(x, builtins.bool) or getattr(getattr(x, "dtype", None), "kind", None) == "b":
         return builtins.bool(x)
@@ -27,7 +27,7 @@ def _as_pyscalar(x):
     if isinstance(x, numbers.Real):
         return builtins.float(x)
     if isinstance(x, numbers.Complex):
-        raise TypeError("torchlite has no complex dtypes")
+        return builtins.complex(x)
     return x
 
 
@@ -121,10 +121,10 @@ class Tensor:
         return self._data.storage
 
     def is_floating_point(self):
-        return self._data.dtype >= 6
+        return 6 <= self._data.dtype <= 9
 
     def is_complex(self):
-        return False
+        return self._data.dtype >= 10
 
     def is_signed(self):
         return D.DTYPES[self._data.dtype].is_signed
@@ -231,8 +231,9 @@ class Tensor:
         value = builtins.bool(value)
         if self.grad_fn is not None:
             raise RuntimeError(_NON_LEAF_FLAG if value else _NON_LEAF_FLAG + _NON_LEAF_HINT)
-        if value and not self.is_floating_point():
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if value and not (self.is_floating_point() or self.is_complex()):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
         self._requires_grad = value
 
     def requires_grad_(self, requires_grad=True):

@@ -106,6 +106,21 @@ class _Formatter:
         return s.rjust(self.width)
 
 
+class _ComplexFormatter:
+    """PyTorch's complex layout: the real parts share one format, right-aligned, and the
+    imaginary parts another, written with their sign and a j: '1.+2.j', '-0.5000-1.2500j'."""
+
+    def __init__(self, values, dtype):
+        part = dtype.to_real()
+        self.re = _Formatter([v.real for v in values], part)
+        self.im = _Formatter([v.imag for v in values], part)
+        self.width = self.re.width + self.im.width + 1
+
+    def format(self, v):
+        imag = self.im.format(v.imag).lstrip() + "j"
+        return self.re.format(v.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _render(vals, fmt, indent, ndim):
     """The bracketed text of nested values; `indent` is the column of the opening bracket."""
     if ndim == 0:
@@ -132,12 +147,13 @@ def _body_and_suffixes(src, dt, indent):
     summarize = src.numel() > PRINT_OPTS.threshold
     if summarize and not PRINT_OPTS.edgeitems:
         suffixes.append(f"size={tuple(src.shape)}")
-    if dt not in (D.get_default_dtype(), D.int64, D.bool):
+    if dt not in (D.get_default_dtype(), D.get_default_complex_dtype(), D.int64, D.bool):
         suffixes.append(f"dtype={dt!r}")
     if summarize and not PRINT_OPTS.edgeitems:
         return "[...]", suffixes
     vals = _nested_values(src, summarize)
-    fmt = _Formatter(_flat(vals, []) if isinstance(vals, list) else [vals], dt)
+    fmt = (_ComplexFormatter if dt.is_complex else _Formatter)(
+        _flat(vals, []) if isinstance(vals, list) else [vals], dt)
     return _render(vals, fmt, indent, src.ndim), suffixes
 
 

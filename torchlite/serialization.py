@@ -59,7 +59,8 @@ _STORAGE_CLASS_NAMES = {
     D.bool: "BoolStorage", D.uint8: "ByteStorage", D.int8: "CharStorage",
     D.int16: "ShortStorage", D.int32: "IntStorage", D.int64: "LongStorage",
     D.float16: "HalfStorage", D.bfloat16: "BFloat16Storage", D.float32: "FloatStorage",
-    D.float64: "DoubleStorage"}
+    D.float64: "DoubleStorage", D.complex64: "ComplexFloatStorage",
+    D.complex128: "ComplexDoubleStorage"}
 
 
 # =========================================================================================

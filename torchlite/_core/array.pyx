@@ -286,7 +286,8 @@ def broadcast_shapes(*shapes):
 # ---------------------------------------------------------------------------------------
 # The Array
 # ---------------------------------------------------------------------------------------
-_NP_TYPESTR = ("|b1", "|u1", "|i1", "<i2", "<i4", "<i8", "<f2", None, "<f4", "<f8")
+_NP_TYPESTR = ("|b1", "|u1", "|i1", "<i2", "<i4", "<i8", "<f2", None, "<f4", "<f8", "<c8",
+               "<c16")
 
 
 cdef class Array:
@@ -645,7 +646,7 @@ cdef class Array:
 
 
 _DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-                "float32", "float64")
+                "float32", "float64", "complex64", "complex128")
 _INT_LIMITS = {TL_UINT8: (0, 255), TL_INT8: (-128, 127), TL_INT16: (-32768, 32767),
                TL_INT32: (-2**31, 2**31 - 1), TL_INT64: (-2**63, 2**63 - 1)}
 
@@ -671,11 +672,30 @@ cdef object read_scalar(char* p, int dtype):
         return tl_half_to_float((<uint16_t*>p)[0])
     if dtype == TL_BFLOAT16:
         return tl_bf16_to_float((<uint16_t*>p)[0])
+    if dtype == TL_COMPLEX64:
+        return complex((<float*>p)[0], (<float*>p)[1])
+    if dtype == TL_COMPLEX128:
+        return complex((<double*>p)[0], (<double*>p)[1])
     raise TypeError(f"unknown dtype code {dtype}")
 
 
 cdef int write_scalar(char* p, int dtype, object v) except -1:
-    """Store a Python number as dtype (float -> int truncates, as a cast does)."""
+    """Store a Python number as dtype (float -> int truncates, as a cast does; a complex number
+    stored as a real type keeps its real part, as a cast does)."""
+    if dtype == TL_COMPLEX64 or dtype == TL_COMPLEX128:
+        c = complex(v)
+        if dtype == TL_COMPLEX64:
+            (<float*>p)[0] = c.real
+            (<float*>p)[1] = c.imag
+        else:
+            (<double*>p)[0] = c.real
+            (<double*>p)[1] = c.imag
+        return 0
+    if isinstance(v, complex):
+        if v.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]} without "
+                               f"overflow: {v} has an imaginary part")
+        v = v.real
     if dtype == TL_FLOAT32:
         (<float*>p)[0] = v
     elif dtype == TL_FLOAT64:
@@ -809,7 +829,7 @@ def full(shape, value, int dtype):
 
 def fill_(Array a, value):
     """Write `value` (a Python number) into every element of `a`."""
-    cdef char buf[8]
+    cdef char buf[16]
     cdef int isz = tl_itemsize[a.dtype], i
     cdef int64_t k, cnt
     cdef char* p
@@ -823,8 +843,10 @@ def fill_(Array a, value):
             _fill16(<uint16_t*>p, (<uint16_t*>buf)[0], cnt)
         elif isz == 4:
             _fill32(<uint32_t*>p, (<uint32_t*>buf)[0], cnt)
-        else:
+        elif isz == 8:
             _fill64(<uint64_t*>p, (<uint64_t*>buf)[0], cnt)
+        else:
+            _fill_strided(a, buf, isz)
     else:
         _fill_strided(a, buf, isz)
     return a
@@ -870,7 +892,8 @@ cdef void _fill_strided(Array a, char* buf, int isz) noexcept:
 
 
 _NP_CODES = {"b1": TL_BOOL, "u1": TL_UINT8, "i1": TL_INT8, "i2": TL_INT16, "i4": TL_INT32,
-             "i8": TL_INT64, "f2": TL_FLOAT16, "f4": TL_FLOAT32, "f8": TL_FLOAT64}
+             "i8": TL_INT64, "f2": TL_FLOAT16, "f4": TL_FLOAT32, "f8": TL_FLOAT64,
+             "c8": TL_COMPLEX64, "c16": TL_COMPLEX128}
 
 
 def numpy_dtype_code(typestr):
@@ -890,7 +913,8 @@ def from_numpy(obj):
     code = numpy_dtype_code(typestr)
     if code < 0:
         raise TypeError(f"can't convert np.ndarray of type {obj.dtype}. The only supported types are: "
-                        f"float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+                        f"complex128, complex64, float64, float32, float16, int64, int32, int16, int8, "
+                        f"uint8, and bool.")
     isz = tl_itemsize[code]
     nd = parse_shape(ai["shape"], shp, "from_numpy")
     strides = ai.get("strides")

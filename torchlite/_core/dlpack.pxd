@@ -18,6 +18,7 @@ cdef enum:
     kDLUInt = 1
     kDLFloat = 2
     kDLBfloat = 4
+    kDLComplex = 5
     kDLBool = 6
 
 cdef enum:

@@ -8,7 +8,7 @@ from torchlite._core.array cimport (Array, Storage, MAX_DIMS, broadcast_into, ne
                                     make_view, parse_shape, shape_tuple, tl_itemsize,
                                     TL_BOOL, TL_UINT8, TL_INT8, TL_INT16, TL_INT32, TL_INT64,
                                     TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64,
-                                    TL_ERR_ZERODIV)
+                                    TL_COMPLEX64, TL_COMPLEX128, TL_NDTYPES, TL_ERR_ZERODIV)
 from torchlite._core.array import broadcast_shapes
 from torchlite._core.parallel cimport num_chunks
 
@@ -19,10 +19,10 @@ cdef extern from "kernels/types.h" nogil:
 cdef extern from "kernels/ewise.h" nogil:
     enum:
         TL_NUNARY, TL_NBINARY, TL_NTERNARY
-    tl_loop tl_unary_loops[TL_NUNARY][10]
-    tl_loop tl_binary_loops[TL_NBINARY][10]
-    tl_loop tl_ternary_loops[TL_NTERNARY][10]
-    tl_loop tl_cast_loops[10][10]
+    tl_loop tl_unary_loops[TL_NUNARY][12]
+    tl_loop tl_binary_loops[TL_NBINARY][12]
+    tl_loop tl_ternary_loops[TL_NTERNARY][12]
+    tl_loop tl_cast_loops[12][12]
     const char* tl_unary_names[]
     const char* tl_binary_names[]
     const char* tl_ternary_names[]
@@ -31,9 +31,9 @@ cdef extern from "kernels/ewise.h" nogil:
     int tl_compiled_isa_levels()
 
 DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-               "float32", "float64")
+               "float32", "float64", "complex64", "complex128")
 _TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-                "Double")
+                "Double", "ComplexFloat", "ComplexDouble")
 
 cdef int64_t GRAIN = 32768          # elements per thread below which a loop stays serial
 
@@ -94,7 +94,7 @@ cdef enum:
 cdef int unary_kind[64]
 for i_ in range(TL_NUNARY):
     unary_kind[i_] = K_FLOAT
-for _n in ("neg", "abs", "sign", "square", "relu", "clamp"):
+for _n in ("neg", "abs", "sign", "square", "relu", "clamp", "sgn", "conj"):
     unary_kind[UNARY[_n]] = K_SAME
 for _n in ("isnan", "isinf", "isposinf", "isneginf", "isfinite", "signbit", "logical_not"):
     unary_kind[UNARY[_n]] = K_BOOLOUT
@@ -121,6 +121,13 @@ for _n in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "log
 for _n in ("bitwise_and", "bitwise_or", "bitwise_xor", "shl", "shr"):
     binary_kind[BINARY[_n]] = B_INT
 
+# unary ops whose result on a complex input is real (|z|, arg z)
+cdef bint unary_real_result[64]
+for i_ in range(TL_NUNARY):
+    unary_real_result[i_] = False
+unary_real_result[UNARY["abs"]] = True
+unary_real_result[UNARY["angle"]] = True
+
 cdef int _B_FMAX = BINARY["fmax"], _B_FMIN = BINARY["fmin"]
 cdef int _B_MAXIMUM = BINARY["maximum"], _B_MINIMUM = BINARY["minimum"]
 
@@ -134,7 +141,7 @@ cdef void _fill_aliases() noexcept:
 
 
 cdef tl_loop loop_of(int kind, int op, int dtype) noexcept nogil:
-    if dtype < 0 or dtype >= 10 or op < 0:
+    if dtype < 0 or dtype >= TL_NDTYPES or op < 0:
         return NULL
     if kind == 0:
         return tl_unary_loops[op][dtype] if op < TL_NUNARY else NULL
@@ -143,7 +150,7 @@ cdef tl_loop loop_of(int kind, int op, int dtype) noexcept nogil:
     if kind == 2:
         return tl_ternary_loops[op][dtype] if op < TL_NTERNARY else NULL
     if kind == 3:
-        return tl_cast_loops[op][dtype] if op < 10 else NULL
+        return tl_cast_loops[op][dtype] if op < TL_NDTYPES else NULL
     return NULL
 
 
@@ -169,7 +176,28 @@ def get_default_float():
     return _default_float
 
 cdef inline bint is_float(int d) noexcept nogil:
-    return d >= TL_FLOAT16
+    return d >= TL_FLOAT16 and d <= TL_FLOAT64
+
+cdef inline bint is_complex(int d) noexcept nogil:
+    return d == TL_COMPLEX64 or d == TL_COMPLEX128
+
+cdef inline int to_complex(int d) noexcept nogil:
+    """The complex type whose parts have float type d (complex32 and a bfloat16 complex do not
+    exist here: both become complex64)."""
+    return TL_COMPLEX128 if d == TL_FLOAT64 else TL_COMPLEX64
+
+cdef inline int to_real(int d) noexcept nogil:
+    if d == TL_COMPLEX64:
+        return TL_FLOAT32
+    if d == TL_COMPLEX128:
+        return TL_FLOAT64
+    return d
+
+def complex_of(int d):
+    return to_complex(d)
+
+def real_of(int d):
+    return to_real(d)
 
 cdef inline bint is_int(int d) noexcept nogil:
     return d >= TL_UINT8 and d <= TL_INT64
@@ -183,6 +211,13 @@ cdef int promote_types(int a, int b) noexcept nogil:
         return b
     if b == TL_BOOL:
         return a
+    if is_complex(a) or is_complex(b):
+        # complex wins; its part type is the promotion of the two part types
+        if is_complex(a) and is_complex(b):
+            return a if a > b else b
+        if is_complex(a):
+            return TL_COMPLEX128 if b == TL_FLOAT64 else a
+        return TL_COMPLEX128 if a == TL_FLOAT64 else b
     if is_float(a) and is_float(b):
         if (a == TL_FLOAT16 and b == TL_BFLOAT16) or (a == TL_BFLOAT16 and b == TL_FLOAT16):
             return TL_FLOAT32
@@ -205,7 +240,12 @@ def promote(int a, int b):
 cdef inline int _combine(int higher, int lower) noexcept nogil:
     if higher < 0:
         return lower
-    if lower < 0 or is_float(higher):
+    if lower < 0 or is_complex(higher):
+        return higher
+    if is_complex(lower):
+        # a complex number of a lower category keeps a float tensor's precision (PyTorch)
+        return to_complex(higher) if is_float(higher) else lower
+    if is_float(higher):
         return higher
     if higher == TL_BOOL or is_float(lower):
         return promote_types(higher, lower)
@@ -218,6 +258,8 @@ cdef inline int _scalar_dtype(object x) except -2:
         return TL_INT64
     if isinstance(x, float):
         return _default_float
+    if isinstance(x, complex):
+        return to_complex(_default_float)
     raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
 
 cdef int _result_type(tuple xs) except -2:
@@ -239,8 +281,10 @@ def result_type(*xs):
     return _result_type(xs)
 
 def can_cast(int frm, int to):
-    """PyTorch's torch.can_cast: no float -> integer, no non-bool -> bool."""
-    if is_float(frm) and not is_float(to):
+    """PyTorch's torch.can_cast: no complex -> real, no float -> integer, no non-bool -> bool."""
+    if is_complex(frm) and not is_complex(to):
+        return False
+    if is_float(frm) and not is_float(to) and not is_complex(to):
         return False
     if frm != TL_BOOL and to == TL_BOOL:
         return False
@@ -271,7 +315,7 @@ cdef inline int _cmp_dims(int64_t (*st)[MAX_DIMS], int first, int nops, int d0, 
 cdef Array _prepare(Plan* p, tuple ins, char* sbuf, Array out, int out_dtype, int nd,
                     const int64_t* shape):
     """Fill the plan for out = f(ins...) over the broadcast `shape`.  A None input is a scalar
-    already written at sbuf + 8 * position.  A new `out` takes its inputs' memory order."""
+    already written at sbuf + SLOT * position.  A new `out` takes its inputs' memory order."""
     cdef int nops = 1 + len(ins), o, d, k, i, j, t, c
     cdef int64_t st[MAX_OPS][MAX_DIMS]
     cdef int perm[MAX_DIMS]
@@ -285,7 +329,7 @@ cdef Array _prepare(Plan* p, tuple ins, char* sbuf, Array out, int out_dtype, in
         if x is None:
             for d in range(nd):
                 st[o][d] = 0
-            p.ptr[o] = sbuf + 8 * o
+            p.ptr[o] = sbuf + SLOT * o
         else:
             a = <Array>x
             k = nd - a.nd
@@ -579,10 +623,22 @@ def contiguous(Array a):
 # ---------------------------------------------------------------------------------------
 # Scalars in kernels
 # ---------------------------------------------------------------------------------------
+cdef enum:
+    SLOT = 16       # bytes of one scalar operand's slot: a complex128 fits
+
 cdef int _write_kernel_scalar(char* p, int dtype, object v, str op) except -1:
     """Store a Python number as the compute dtype of a kernel."""
     cdef long long iv
-    if dtype == TL_FLOAT32:
+    if isinstance(v, complex) and not is_complex(dtype):
+        raise TypeError(f"{op}: a complex number cannot be an operand of type "
+                        f"{DTYPE_NAMES[dtype]}")
+    if dtype == TL_COMPLEX64:
+        (<float*>p)[0] = v.real
+        (<float*>p)[1] = v.imag
+    elif dtype == TL_COMPLEX128:
+        (<double*>p)[0] = v.real
+        (<double*>p)[1] = v.imag
+    elif dtype == TL_FLOAT32:
         (<float*>p)[0] = v
     elif dtype == TL_FLOAT64:
         (<double*>p)[0] = v
@@ -687,7 +743,7 @@ cdef int _unary_rdt(int op, int dtype) except -1:
     """The dtype unary op computes in for an input of `dtype` (its result's, unless the op
     returns bool); NotImplementedError where the op has no such dtype."""
     cdef int kind = unary_kind[op]
-    if kind == K_FLOAT and not is_float(dtype):
+    if kind == K_FLOAT and not is_float(dtype) and not is_complex(dtype):
         return _default_float
     if (kind == K_INTONLY and is_float(dtype)) or (kind == K_FLOATONLY and not is_float(dtype)):
         raise _not_impl(_UNARY_NAMES[op], dtype)
@@ -697,9 +753,9 @@ cdef int _unary_rdt(int op, int dtype) except -1:
 cdef int _binary_rdt(int op, tuple xs) except -1:
     """The dtype binary op computes in for operands xs (Arrays and Python numbers)."""
     cdef int kind = binary_kind[op], rdt = _result_type(xs)
-    if kind == B_FLOAT and not is_float(rdt):
+    if kind == B_FLOAT and not is_float(rdt) and not is_complex(rdt):
         return _default_float
-    if kind == B_INT and is_float(rdt):
+    if kind == B_INT and (is_float(rdt) or is_complex(rdt)):
         raise _not_impl(_BINARY_NAMES[op], rdt)
     return rdt
 
@@ -709,8 +765,10 @@ def unary_dtypes(int op, int dtype):
     (the CUDA backend picks its kernels by them).  For rounding ops on integers the compute
     dtype is None: the result is a copy."""
     cdef int rdt = _unary_rdt(op, dtype), kind = unary_kind[op]
-    if kind == K_ROUND and not is_float(rdt):
+    if kind == K_ROUND and not is_float(rdt) and not is_complex(rdt):
         return None, rdt
+    if unary_real_result[op] and is_complex(rdt):
+        return rdt, to_real(rdt)
     return rdt, TL_BOOL if kind == K_BOOLOUT else rdt
 
 
@@ -763,7 +821,7 @@ def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double 
     cdef Array res, dst = None
     name = _UNARY_NAMES[op]
     rdt = _unary_rdt(op, rdt)
-    if kind == K_ROUND and not is_float(rdt):
+    if kind == K_ROUND and not is_float(rdt) and not is_complex(rdt):
         if out is None:
             return clone(a)
         copy_into(_check_out(out, a.nd, a.shp, rdt, name), a)
@@ -773,6 +831,8 @@ def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double 
     fn = tl_unary_loops[op][cdt]
     if fn == NULL:
         raise _not_impl(name, a.dtype)
+    if unary_real_result[op] and is_complex(cdt):
+        odt = to_real(cdt)
     for i in range(a.nd):
         shp[i] = a.shp[i]
     out = _check_out(out, a.nd, shp, odt, name)
@@ -780,10 +840,14 @@ def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double 
         a = cast_array(a, cdt)
     elif out is not None and _overlaps(out, a):
         a = _copy_new(a)
-    if out is not None and out.dtype == (TL_BOOL if kind == K_BOOLOUT else cdt):
+    if kind == K_BOOLOUT or (unary_real_result[op] and is_complex(cdt)):
+        rdt = odt                     # the loop writes the result type itself
+    else:
+        rdt = cdt
+    if out is not None and out.dtype == rdt:
         dst = out
     prm[0] = p0; prm[1] = p1; prm[2] = p2
-    res = _prepare(&p, (a,), NULL, dst, TL_BOOL if kind == K_BOOLOUT else cdt, a.nd, shp)
+    res = _prepare(&p, (a,), NULL, dst, rdt, a.nd, shp)
     return _finish(&p, res, out, odt, fn, prm, name, GRAIN // 8 if kind == K_FLOAT else GRAIN)
 
 
@@ -793,7 +857,7 @@ def binary(int op, a, b, Array out=None, double alpha=1.0):
     cdef Plan p
     cdef double prm[1]
     cdef int64_t shp[MAX_DIMS]
-    cdef char sbuf[8 * MAX_OPS]
+    cdef char sbuf[SLOT * MAX_OPS]
     cdef tl_loop fn
     cdef Array res, dst = None
     cdef tuple xs = (a, b)
@@ -806,8 +870,8 @@ def binary(int op, a, b, Array out=None, double alpha=1.0):
         raise _not_impl(name, rdt)
     nd = _bshape(xs, shp, name)
     out = _check_out(out, nd, shp, odt, name)
-    a = _kernel_operand(a, cdt, out, sbuf + 8, name, True)
-    b = _kernel_operand(b, cdt, out, sbuf + 16, name, True)
+    a = _kernel_operand(a, cdt, out, sbuf + SLOT, name, True)
+    b = _kernel_operand(b, cdt, out, sbuf + 2 * SLOT, name, True)
     if out is not None and out.dtype == (TL_BOOL if kind == B_CMP else cdt):
         dst = out
     prm[0] = alpha
@@ -821,7 +885,7 @@ def ternary(int op, a, b, c, Array out=None, double p0=1.0):
     cdef Plan p
     cdef double prm[1]
     cdef int64_t shp[MAX_DIMS]
-    cdef char sbuf[8 * MAX_OPS]
+    cdef char sbuf[SLOT * MAX_OPS]
     cdef tl_loop fn
     cdef Array res, dst = None
     cdef list xs = [a, b, c]
@@ -840,7 +904,7 @@ def ternary(int op, a, b, c, Array out=None, double p0=1.0):
     nd = _bshape(tuple(xs), shp, name)
     out = _check_out(out, nd, shp, rdt, name)
     for k in range(3):
-        xs[k] = _kernel_operand(xs[k], cdt, out, sbuf + 8 * (k + 1), name, k >= first)
+        xs[k] = _kernel_operand(xs[k], cdt, out, sbuf + SLOT * (k + 1), name, k >= first)
     if out is not None and out.dtype == cdt:
         dst = out
     prm[0] = p0

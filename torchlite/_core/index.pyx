@@ -15,8 +15,10 @@ from cython.parallel cimport prange
 from libc.stdint cimport int64_t, int32_t, uint64_t
 from torchlite._core.array cimport (Array, MAX_DIMS, broadcast_into, new_array, shape_tuple, tl_itemsize,
                                     TL_BOOL, TL_UINT8, TL_INT32, TL_INT64, TL_FLOAT16,
-                                    TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64)
+                                    TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64, TL_COMPLEX64,
+                                    TL_COMPLEX128)
 from torchlite._core.elementwise cimport copy_into
+from torchlite._core.elementwise import binary as _ew_binary, BINARY as _EW_BINARY
 from torchlite._core.parallel cimport num_chunks
 
 cdef extern from "kernels/index.h" nogil:
@@ -300,6 +302,10 @@ cdef bint _launch(IPlan* p, int op, Array a, Array dense, const int64_t* k1,
     cdef bint ok
     p.aptr = a.ptr()
     p.dptr = dense.ptr()
+    if op != TL_IDX_GATHER and op != TL_IDX_PUT and (a.dtype == TL_COMPLEX64 or
+                                                     a.dtype == TL_COMPLEX128):
+        raise RuntimeError(f"index reductions (add, multiply, amax, amin) are not implemented "
+                           f"for complex tensors")
     p.op = op
     p.dtype = a.dtype
     p.isz = tl_itemsize[a.dtype]
@@ -472,10 +478,18 @@ cdef void _write_rows(Array m, int64_t r0, int64_t r1, int64_t n, uint64_t zmask
                 out += nd
 
 
+cdef Array _nonzero_bits(Array m):
+    """m itself, or for complex m (whose zero test needs both parts) the bool array m != 0."""
+    if m.dtype == TL_COMPLEX64 or m.dtype == TL_COMPLEX128:
+        return _ew_binary(_EW_BINARY["ne"], m, 0)
+    return m
+
+
 cdef Array _nonzero(Array m, const int64_t* weights):
     """Positions of m's nonzero elements in row-major order: an (n, m.nd) int64 array of
     coordinates, or with weights an (n,) array of sum(coord * weight).  Two passes (count,
     then write at the prefix-summed place), both split over rows among threads."""
+    m = _nonzero_bits(m)
     cdef int64_t n = m.shp[m.nd - 1] if m.nd > 0 else 1
     cdef int64_t rows = (m.n // n) if n > 0 else 0
     cdef int64_t counts[MAX_CHUNKS + 1]
@@ -793,6 +807,7 @@ def along_dim(int op, Array a, int dim, Array index, Array src=None, tuple err=N
 
 def count_nonzero(Array a):
     """How many elements of a are nonzero."""
+    a = _nonzero_bits(a)
     cdef int64_t n = a.shp[a.nd - 1] if a.nd > 0 else 1
     cdef int64_t rows = (a.n // n) if n > 0 else 0, total = 0
     if a.n == 0:

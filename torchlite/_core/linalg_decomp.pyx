@@ -91,7 +91,8 @@ cdef void _gemm_s(int64_t m, int64_t n, int64_t k, double alpha, const double* a
 # ---------------------------------------------------------------------------------------
 # Argument handling
 # ---------------------------------------------------------------------------------------
-_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double")
+_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double",
+          "ComplexFloat", "ComplexDouble")
 
 
 cdef int _check_float(Array a, str op) except -1:

@@ -15,9 +15,10 @@ from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_run, tl_gemm_install
 
 # dtype names as PyTorch's messages spell them: ScalarType names and C++ type names
 TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
+               "Double", "ComplexFloat", "ComplexDouble")
 C_NAMES = ("bool", "unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
-           "c10::BFloat16", "float", "double")
+           "c10::BFloat16", "float", "double",
+           "c10::complex<float>", "c10::complex<double>")
 cdef int _MUL = _ew.BINARY["mul"]
 
 # ---------------------------------------------------------------------------------------

@@ -164,7 +164,7 @@ cdef int _check4(Array a, str op) except -1:
 
 
 cdef int _check_float(Array a, str op) except -1:
-    if a.dtype < TL_FLOAT16:
+    if a.dtype < TL_FLOAT16 or a.dtype > TL_FLOAT64:
         raise RuntimeError(f"{op}: expected a floating array")
     return 0
 
@@ -857,7 +857,7 @@ cdef int _check_map(Array m, int64_t n, int64_t nin, str op) except -1:
 
 
 cdef Array _weights(Array wts, int64_t n, int cdt, str op):
-    if wts.nd != 1 or wts.shp[0] != n or wts.dtype < TL_FLOAT16:
+    if wts.nd != 1 or wts.shp[0] != n or (wts.dtype < TL_FLOAT16 or wts.dtype > TL_FLOAT64):
         raise RuntimeError(f"{op}: expected {n} floating weights")
     return _prepared(wts, cdt)
 

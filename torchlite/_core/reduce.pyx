@@ -60,7 +60,7 @@ cdef extern from "kernels/reduce.h" nogil:
     void tl_scan_register()
 
 _TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-                "Double")
+                "Double", "ComplexFloat", "ComplexDouble")
 
 cdef int64_t GRAIN = 32768        # elements per thread below which a reduction stays serial
 cdef int64_t CH_ROWS = 32768      # row elements per piece (rows layout)
@@ -82,14 +82,14 @@ set_isa_level, isa_level = isa_switch(_install)
 # dtypes
 # ---------------------------------------------------------------------------------------
 cdef inline bint _is_float(int d) noexcept nogil:
-    return d >= TL_FLOAT16
+    return d >= TL_FLOAT16 and d <= TL_FLOAT64
 
 cdef inline int _slot(int d) noexcept nogil:
     """The kernel slot a dtype computes in: float16/bfloat16/float32 -> float32, float64,
     and every integer and bool -> int64."""
     if d == TL_FLOAT64:
         return TL_RS_F64
-    if d >= TL_FLOAT16:
+    if d >= TL_FLOAT16 and d <= TL_FLOAT64:
         return TL_RS_F32
     return TL_RS_I64
 
@@ -99,7 +99,10 @@ _SLOT_DTYPE[TL_RS_F64] = TL_FLOAT64
 _SLOT_DTYPE[TL_RS_I64] = TL_INT64
 
 cdef Array _to_slot(Array a):
-    """a in its compute dtype (a copy for float16/bfloat16 and the narrow integers)."""
+    """a in its compute dtype (a copy for float16/bfloat16 and the narrow integers).  Complex
+    arrays have no slot: the complex sums are taken over their real view above this layer."""
+    if a.dtype > TL_FLOAT64:
+        raise RuntimeError(f"this reduction is not implemented for complex tensors")
     return cast_array(a, _SLOT_DTYPE[_slot(a.dtype)])
 
 

@@ -15,7 +15,7 @@ from torchlite._core.elementwise cimport cast_array, contiguous_array, promote_t
 from torchlite._core.parallel cimport num_chunks
 
 cdef extern from "kernels/sort.h" nogil:
-    const int tl_key_bits[10]
+    const int tl_key_bits[12]
     void tl_sort_row(const char* src, int64_t ss, int64_t n, int dtype, int descending,
                      char* vdst, int64_t vs, int64_t* idst, int64_t is_, void* scratch)
     void tl_topk_row(const char* src, int64_t ss, int64_t n, int64_t k, int dtype, int largest,
@@ -39,7 +39,14 @@ cdef enum:
     JOB_KTH = 2
 
 _TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-                "Double")
+                "Double", "ComplexFloat", "ComplexDouble")
+
+
+cdef int _refuse_complex(Array a, str op) except -1:
+    """Complex numbers have no order: PyTorch's sort/topk/... refuse them, and so do these."""
+    if a is not None and a.dtype > TL_FLOAT64:
+        raise RuntimeError(f'"{op}" not implemented for \'{_TORCH_NAMES[a.dtype]}\'')
+    return 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -166,6 +173,7 @@ cdef Array _reshape_0d(Array a, bint zero_d):
 def sort(Array a, int64_t dim=-1, bint descending=False, bint want_values=True):
     """(values, indices) of a sorted along dim; NaN sorts last (first when descending) and
     equal elements keep their order.  With want_values=False, values is None (argsort)."""
+    _refuse_complex(a, "sort")
     cdef bint zero_d = a.nd == 0
     cdef int d = _check_dim(dim, a.nd, "sort")
     a = _as_1d(a)
@@ -175,6 +183,7 @@ def sort(Array a, int64_t dim=-1, bint descending=False, bint want_values=True):
 def topk(Array a, int64_t k, int64_t dim=-1, bint largest=True):
     """(values, indices) of the k largest (or smallest) elements along dim, in order; ties go
     to the lower index, NaN counts as the largest value."""
+    _refuse_complex(a, "topk")
     cdef bint zero_d = a.nd == 0
     cdef int d = _check_dim(dim, a.nd, "topk")
     if a.dtype == TL_BOOL:
@@ -190,6 +199,7 @@ def topk(Array a, int64_t k, int64_t dim=-1, bint largest=True):
 def kthvalue(Array a, int64_t k, int64_t dim=-1):
     """(values, indices) of the k-th smallest element along dim (k from 1); the dim is kept
     with size 1.  NaN counts as the largest value."""
+    _refuse_complex(a, "kthvalue")
     cdef bint zero_d = a.nd == 0
     cdef int d = _check_dim(dim, a.nd, "kthvalue")
     if a.dtype == TL_BOOL:
@@ -237,6 +247,7 @@ def unique(Array a, bint sorted=True, bint return_inverse=False, bint return_cou
     `sorted`, else runs of equal neighbours are merged, as unique_consecutive); inverse
     (a's shape) and counts are None unless asked for.  Elements compare with ==, so
     -0.0 equals 0.0 and every NaN is distinct."""
+    _refuse_complex(a, "unique")
     cdef Array flat = contiguous_array(a), vals, out, idx = None, inverse = None
     cdef int64_t n = a.n, u = 0, t
     cdef int isz = tl_itemsize[a.dtype]
@@ -269,6 +280,7 @@ def unique_dim(Array a, int64_t dim, bint sorted=True, bint return_inverse=False
     """unique over the slices of a along dim (compared by all their elements; NaN equals
     NaN here).  Returns (values with dim moved first, inverse, counts); the caller moves the
     dim back."""
+    _refuse_complex(a, "unique_dim")
     cdef int d = _check_dim(dim, a.nd, "unique_dim")
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t strd[MAX_DIMS]
@@ -389,6 +401,8 @@ def searchsorted(Array boundaries, Array values, bint right=False, Array sorter=
     match values', or boundaries is 1-d) where it would be inserted to keep the row sorted:
     the first position whose element is >= value (> value when `right`).  With `sorter`,
     boundaries[sorter] is the sorted row."""
+    _refuse_complex(boundaries, "searchsorted")
+    _refuse_complex(values, "searchsorted")
     cdef int cd = _search_dtype(promote_types(boundaries.dtype, values.dtype))
     cdef Array b = contiguous_array(cast_array(boundaries, cd))
     cdef Array v = contiguous_array(cast_array(values, cd))
@@ -493,13 +507,15 @@ cdef void _member(const uint64_t* tk, int64_t nt, const uint64_t* ek, int64_t ne
 def isin(Array elements, Array test_elements, bint invert=False):
     """A bool array of elements' shape: whether each element equals (==) some test element,
     after promoting both to a common dtype.  NaN is in nothing."""
+    _refuse_complex(elements, "isin")
+    _refuse_complex(test_elements, "isin")
     cdef int cd = promote_types(elements.dtype, test_elements.dtype)
     cdef Array e = contiguous_array(cast_array(elements, cd))
     cdef Array t = cast_array(test_elements, cd)
     cdef Array out = new_array(elements.nd, elements.shp, TL_BOOL)
     cdef Array tsorted, tkeys, ekeys
     cdef int64_t nt = t.n, ne = e.n
-    cdef bint floating = cd >= TL_FLOAT16
+    cdef bint floating = cd >= TL_FLOAT16 and cd <= TL_FLOAT64
     if ne == 0:
         return out
     t = contiguous_array(t)

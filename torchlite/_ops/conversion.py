@@ -83,7 +83,8 @@ def _to_dtype(dt):
 
 for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16),
                    ("bfloat16", D.bfloat16), ("long", D.int64), ("int", D.int32), ("short", D.int16),
-                   ("char", D.int8), ("byte", D.uint8), ("bool", D.bool)):
+                   ("char", D.int8), ("byte", D.uint8), ("bool", D.bool),
+                   ("cfloat", D.complex64), ("cdouble", D.complex128)):
     setattr(Tensor, _name, _to_dtype(_dt))
 
 
@@ -94,7 +95,8 @@ def type(self, dtype=None, non_blocking=False):
                                "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
                                "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
                                "int8": "CharTensor", "uint8": "ByteTensor",
-                               "bool": "BoolTensor"}[self.dtype.name]
+                               "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+                               "complex128": "ComplexDoubleTensor"}[self.dtype.name]
     return to(self, D.to_dtype(dtype))
 
 

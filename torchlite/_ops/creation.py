@@ -60,7 +60,8 @@ def _infer(data, shape, flat, depth, state):
             raise ValueError(f"expected sequence of length {shape[depth] if depth < len(shape) else 0} "
                              f"at dim {depth} (got {data.shape[0] if data.ndim else 0})")
         flat.extend(data.reshape(-1).tolist())
-        state[0] = builtins.max(state[0], 2 if data.is_floating_point() else (0 if data.dtype is D.bool else 1))
+        state[0] = builtins.max(state[0], 3 if data.is_complex() else 2 if data.is_floating_point()
+                                else (0 if data.dtype is D.bool else 1))
         state[1] = data.dtype if state[1] is None or state[1] is data.dtype else False
         return
     if isinstance(data, (list, tuple, builtins.range)) or _is_array_like(data):
@@ -99,6 +100,8 @@ def _infer(data, shape, flat, depth, state):
         k = 1
     elif isinstance(v, builtins.float):
         k = 2
+    elif isinstance(v, builtins.complex):
+        k = 3
     else:
         raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     flat.append(v)
@@ -142,7 +145,7 @@ def _from_data(data, dtype):
         elif not flat:    # no values to infer from (tensor([]), tensor([[]])): the default
             dt = D.get_default_dtype()
         else:
-            dt = (D.bool, D.int64, D.get_default_dtype())[state[0]]
+            dt = (D.bool, D.int64, D.get_default_dtype(), D.get_default_complex_dtype())[state[0]]
             if state[2] is not None:        # NumPy scalars keep their dtypes, promoted with
                 dt = D.promote_types(dt, state[2]) if state[3] else state[2]   # Python's
     return _A.from_flat(flat, shape, dt.code)
@@ -248,13 +251,16 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """A tensor filled with fill_value; the dtype follows the value (bool, int64 or float)."""
+    """A tensor filled with fill_value; the dtype follows the value (bool, int64, the default
+    float or the default complex dtype)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     fill_value = _as_pyscalar(fill_value)
     if dtype is None:
         dtype = (D.bool if isinstance(fill_value, builtins.bool) else
-                 D.int64 if isinstance(fill_value, builtins.int) else D.get_default_dtype())
+                 D.int64 if isinstance(fill_value, builtins.int) else
+                 D.get_default_complex_dtype() if isinstance(fill_value, builtins.complex) else
+                 D.get_default_dtype())
     return _new_full((size,), fill_value, dtype, device, requires_grad, out, "full")
 
 

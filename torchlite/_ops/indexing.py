@@ -46,8 +46,10 @@ def _checked_scalar(v, code):
             raise RuntimeError(f"expected a 0-dimensional value tensor, got {v.ndim} dimension(s)")
         v = v.item()
     v = _as_pyscalar(v)
-    if not isinstance(v, (builtins.bool, builtins.int, builtins.float)):
+    if not isinstance(v, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
         raise TypeError(f"value must be a number, not {type(v).__name__}")
+    if code >= 10:
+        return builtins.complex(v)
     if code == _BOOL:
         return builtins.bool(v)
     if code >= 6:
@@ -271,7 +273,7 @@ def _write(self, items, used, value, accumulate):
         _ew.ternary(_WHERE, groups[0][2], _checked_scalar(value, arr.dtype), arr, arr)
     else:
         _check_writable(self, "index_put_")     # an expanded target would race with itself
-        _I.advanced(_I.ADD if accumulate else _I.PUT, arr, groups, _value_array(self, value))
+        _advanced(_I.ADD if accumulate else _I.PUT, arr, groups, _value_array(self, value))
     self._bump_version()
     return builtins.bool(groups)
 
@@ -424,6 +426,25 @@ def _scatter_src(self, index, src, value, op):
     return src._data
 
 
+def _parts_if_complex(kop, a, value):
+    """A complex target of an accumulating index op as its (..., 2) real parts, with the value
+    as parts too: the index kernels add real numbers, and adding complex numbers is adding
+    their parts (the other reductions, multiply and max/min, have no complex meaning here and
+    are refused by the kernel)."""
+    if kop != _I.ADD or a.dtype < 10:
+        return a, value
+    from .complex import parts_array
+    if value.dtype != a.dtype:
+        value = _ew.cast(value, a.dtype)
+    return parts_array(a), parts_array(value)
+
+
+def _advanced(kop, a, groups, value, err=None):
+    """_I.advanced for writes, complex accumulation included (see _parts_if_complex)."""
+    a, value = _parts_if_complex(kop, a, value)
+    return _I.advanced(kop, a, groups, value, err)
+
+
 def _scatter_into(self, dim, index, src_arr, kop, op):
     """self[index along dim] op= src, after PyTorch's checks."""
     _check_index_dtype(index, op)
@@ -437,6 +458,9 @@ def _scatter_into(self, dim, index, src_arr, kop, op):
             raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
                                f"{list(self.shape)} apart from dimension {d} and to be no larger "
                                f"size than src {list(src_arr.shape)}")
+    if kop == _I.ADD and a.dtype >= 10:
+        a, s = _parts_if_complex(kop, a, s)
+        idx = idx.unsqueeze(idx.ndim).expand(tuple(idx.shape) + (2,))
     _I.along_dim(kop, a, d, idx, s)
     self._bump_version()
     return self
@@ -650,8 +674,8 @@ def _index_add(self, dim, index, source, alpha):
     s = _source_for(self, d, idx, source, op)
     if alpha != 1:
         s = _ew.binary(_ew.BINARY["mul"], s, _checked_scalar(alpha, s.dtype))
-    _I.advanced(_I.ADD, _as_1d(self._data), [(d, 1, idx, _I.KIND_INDEX)], s,
-                (RuntimeError, _BOUNDS, False))
+    _advanced(_I.ADD, _as_1d(self._data), [(d, 1, idx, _I.KIND_INDEX)], s,
+              (RuntimeError, _BOUNDS, False))
     self._bump_version()
     return self
 
@@ -960,8 +984,8 @@ def _put(self, index, source, accumulate):
         raise IndexError("put_(): Tried to put elements into an empty tensor")
     _check_writable(self, "put_")
     src = source.reshape(index.shape)._data
-    _I.advanced(_I.ADD if accumulate else _I.PUT, self._data,
-                [(0, self.ndim, index._data, _I.KIND_INDEX)], src, _TAKE_ERR)
+    _advanced(_I.ADD if accumulate else _I.PUT, self._data,
+              [(0, self.ndim, index._data, _I.KIND_INDEX)], src, _TAKE_ERR)
     self._bump_version()
     return self
 

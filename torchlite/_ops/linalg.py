@@ -85,7 +85,38 @@ def _result(arr, out, op):
 
 def _gemm(a, b, dst=None, alpha=1, beta=0, op="bmm"):
     """dst = alpha * a @ b + beta * dst over (*B, m, k) x (*B, k, n) arrays."""
+    if a.dtype >= 10:
+        return _complex_gemm(a, b, dst, alpha, beta, op)
     return _mm.bmm(a, b, dst, alpha, beta, op)
+
+
+def _complex_gemm(a, b, dst, alpha, beta, op):
+    """The complex product as four real ones over the operands' parts (strided views, no
+    copies): re = ar br - ai bi, im = ar bi + ai br.  The real GEMM is the fast one; a
+    complex micro-kernel would save the fourth pass over the data, not the arithmetic."""
+    from .complex import parts_array, complex_array
+    if b.dtype != a.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_CNAME[a.dtype]} != {_CNAME[b.dtype]}")
+    pa, pb = parts_array(a), parts_array(b)
+    ar, ai, br, bi = pa.select(-1, 0), pa.select(-1, 1), pb.select(-1, 0), pb.select(-1, 1)
+    re = _mm.bmm(ar, br, None, 1, 0, op)
+    re = _mm.bmm(ai, bi, re, -1, 1, op)
+    im = _mm.bmm(ar, bi, None, 1, 0, op)
+    im = _mm.bmm(ai, br, im, 1, 1, op)
+    parts = _A.empty(tuple(re.shape) + (2,), re.dtype, device=re)
+    _ew.copy_(parts.select(-1, 0), re)
+    _ew.copy_(parts.select(-1, 1), im)
+    prod = complex_array(parts)
+    if alpha != 1:
+        prod = _ew.binary(_ew.BINARY["mul"], prod, alpha)
+    if dst is None:
+        return prod
+    if beta == 0:
+        _ew.copy_(dst, prod)
+    else:
+        _ew.binary(_ew.BINARY["add"], _ew.binary(_ew.BINARY["mul"], dst, beta), prod, dst)
+    return dst
 
 
 def _scalars(alpha, beta, op):
@@ -301,6 +332,8 @@ def dot(input, tensor, *, out=None):
 @_register("vdot")
 def vdot(input, other, *, out=None):
     """Inner product of two 1-D tensors, conjugating the first (a no-op for real dtypes)."""
+    if isinstance(input, Tensor) and input.is_complex():
+        input = input.conj()
     return _dot(input, other, out, "vdot", "other")
 
 
@@ -749,13 +782,16 @@ def _chain(arrs, mul=None):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    """torch.linalg.vecdot: sum of x * y over `dim`, with broadcasting (floating dtypes)."""
+    """torch.linalg.vecdot: sum of conj(x) * y over `dim`, with broadcasting (floating and
+    complex dtypes)."""
+    if isinstance(x, Tensor) and x.is_complex():
+        x = x.conj()
     a = _arr(x, "linalg.vecdot", "x", 1)
     b = _arr(y, "linalg.vecdot", "y", 2)
     if a.dtype != b.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
                            f"of type {_UPPER[a.dtype]} and y of type {_UPPER[b.dtype]} instead")
-    if a.dtype not in _FLOAT_CODES:
+    if a.dtype not in _FLOAT_CODES and a.dtype < 10:
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. "
                            f"Got {_UPPER[a.dtype]}")
     shape = tuple(_A.broadcast_shapes(tuple(a.shape), tuple(b.shape)))

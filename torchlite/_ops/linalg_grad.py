@@ -9,6 +9,14 @@ import math
 from ..autograd.graph import Node, record, sum_to
 
 
+def _operand(node, name):
+    """A saved operand, conjugated when complex: every product here is holomorphic in each
+    operand, so with PyTorch's convention its gradient is the real formula on conj(operand)
+    (g @ b^H rather than g @ b^T)."""
+    t = node.saved(name)
+    return t.conj() if t is not None and t.is_complex() else t
+
+
 def _wants(node, i):
     """Whether input i of node gets a gradient (it requires grad)."""
     return node.next_functions[i][0] is not None
@@ -49,21 +57,21 @@ def _mat2_grad(g, a, column_major):
 
 class MmBackward0(Node):
     def backward(self, g):
-        a, b = self.saved("a"), self.saved("b")
+        a, b = _operand(self, "a"), _operand(self, "b")
         return (_mat1_grad(g, b, self.layout[0]) if _wants(self, 0) else None,
                 _mat2_grad(g, a, self.layout[1]) if _wants(self, 1) else None)
 
 
 class BmmBackward0(Node):
     def backward(self, g):
-        a, b = self.saved("a"), self.saved("b")
+        a, b = _operand(self, "a"), _operand(self, "b")
         return (g.bmm(b.mT) if _wants(self, 0) else None,
                 a.mT.bmm(g) if _wants(self, 1) else None)
 
 
 class MvBackward0(Node):
     def backward(self, g):
-        m, v = self.saved("a"), self.saved("b")
+        m, v = _operand(self, "a"), _operand(self, "b")
         from .linalg import outer
         return (outer(g, v) if _wants(self, 0) else None,
                 m.t().mv(g) if _wants(self, 1) else None)
@@ -71,7 +79,7 @@ class MvBackward0(Node):
 
 class DotBackward0(Node):
     def backward(self, g):
-        a, b = self.saved("a"), self.saved("b")
+        a, b = _operand(self, "a"), _operand(self, "b")
         return (g * b if _wants(self, 0) else None, g * a if _wants(self, 1) else None)
 
 
@@ -83,7 +91,7 @@ class OuterBackward0(Node):
     """outer(a, b)[i, j] = a[i] * b[j] (dtypes promote, so gradients are cast back)."""
 
     def backward(self, g):
-        a, b = self.saved("a"), self.saved("b")
+        a, b = _operand(self, "a"), _operand(self, "b")
         ga = _as(g.mv(_as(b, g.dtype)), self.dtypes[0]) if _wants(self, 0) else None
         gb = _as(g.t().mv(_as(a, g.dtype)), self.dtypes[1]) if _wants(self, 1) else None
         return ga, gb
@@ -112,7 +120,7 @@ class MatmulBackward0(Node):
     its gradient is one (k, B*m) @ (B*m, n) product rather than a batch of products to sum."""
 
     def backward(self, g):
-        a, b = self.saved("a"), self.saved("b")
+        a, b = _operand(self, "a"), _operand(self, "b")
         sa, sb = self.shapes
         if len(sa) == 1:
             g = g.unsqueeze(-2)                       # (..., 1, n)
@@ -148,7 +156,7 @@ class _AddProduct(Node):
     its (broadcast) shape; the operands' are alpha times the plain product's."""
 
     def backward(self, g):
-        x, y = self.saved("x"), self.saved("y")
+        x, y = _operand(self, "x"), _operand(self, "y")
         gx, gy = self.operand_grads(g, x, y)
         return (sum_to(_scaled(g, self.beta), self.input_shape) if _wants(self, 0) else None,
                 _scaled(gx, self.alpha) if gx is not None else None,
@@ -206,7 +214,7 @@ class TensordotBackward0(Node):
 
     def backward(self, g):
         from .linalg import tensordot
-        a, b = self.saved("a"), self.saved("b")
+        a, b = _operand(self, "a"), _operand(self, "b")
         (na, nb), da, db = self.ndims, self.dims_a, self.dims_b
         fa = [d for d in range(na) if d not in da]
         fb = [d for d in range(nb) if d not in db]
@@ -241,7 +249,7 @@ class LinalgVecdotBackward0(Node):
     """out = sum(x * y, dim) over broadcast x, y."""
 
     def backward(self, g):
-        x, y = self.saved("x"), self.saved("y")
+        x, y = _operand(self, "x"), _operand(self, "y")
         g = g.unsqueeze(self.dim)
         return (sum_to(g * y, self.shapes[0]) if _wants(self, 0) else None,
                 sum_to(g * x, self.shapes[1]) if _wants(self, 1) else None)
@@ -267,7 +275,7 @@ class EinsumBackward0(Node):
     dim is summed."""
 
     def backward(self, g):
-        ops = [self.saved(f"op{i}") for i in range(len(self.terms))]
+        ops = [_operand(self, f"op{i}") for i in range(len(self.terms))]
         return tuple(_einsum_operand_grad(i, g, ops, self.terms, self.output, self.sizes)
                      if _wants(self, i) else None for i in range(len(ops)))
 

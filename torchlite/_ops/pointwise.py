@@ -27,7 +27,7 @@ def _operand(x, op):
     if isinstance(x, Tensor):
         return x._data
     v = _as_pyscalar(x)
-    if isinstance(v, (builtins.bool, builtins.int, builtins.float)):
+    if isinstance(v, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
         return v
     raise TypeError(f"{op}(): expected Tensor or Number as argument, but got {type(x).__name__}")
 
@@ -118,7 +118,7 @@ _UNARY_OPS = [
     # (name, kernel op, doc, aliases)
     ("neg", "neg", "-input, elementwise.", ("negative",)),
     ("abs", "abs", "|input|, elementwise.", ("absolute",)),
-    ("sign", "sign", "-1, 0 or 1 by the sign of each element (0 for NaN).", ("sgn",)),
+    ("sign", "sign", "-1, 0 or 1 by the sign of each element (0 for NaN).", ()),
     ("square", "square", "input * input.", ()),
     ("reciprocal", "reciprocal", "1 / input (integers are promoted to float).", ()),
     ("exp", "exp", "e ** input.", ()),
@@ -171,6 +171,9 @@ for _name, _op, _doc, _aliases in _UNARY_OPS:
 for _name, _op, _doc in _BOOL_UNARY:
     globals()[_name] = _make_unary(_name, _op, _doc, False)[0]
 
+angle = _make_unary("angle", "angle", "The argument of each complex element in radians "
+                    "(atan2(imag, real)); for real input pi where it is negative, else 0 "
+                    "(NaN kept).  Integers give floats.", False)[0]
 _neg_checked = globals()["neg"]
 
 
@@ -185,6 +188,82 @@ neg = negative = _register("neg", "negative")(_no_bool_neg)
 neg.__doc__ = "-input, elementwise."
 
 
+_sign_real = globals()["sign"]
+_sign_real_ = globals()["sign_"]
+
+
+@_register("sign")
+def sign(input, *, out=None):
+    """-1, 0 or 1 by the sign of each element (0 for NaN); complex input: use sgn."""
+    if isinstance(input, Tensor) and input.is_complex():
+        raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                           "Please use torch.sgn instead.")
+    return _sign_real(input, out=out)
+
+
+_SGN = _U["sgn"]
+
+
+@_register("sgn")
+def sgn(input, *, out=None):
+    """input / |input| for complex input (0 where input is 0); the sign for real input."""
+    if isinstance(input, Tensor) and input._data.dtype < 6:       # integers and bool
+        return _sign_real(input, out=out)
+    return _unary(_SGN, input, out, name="sgn")
+
+
+@_register("sgn_")
+def sgn_(self):
+    """In-place version of :func:`sgn`."""
+    if self._data.dtype < 6:
+        return _sign_real_(self)
+    return _unary_(_SGN, self, name="sgn_")
+
+
+_CONJ = _U["conj"]
+
+
+@_register("conj_physical")
+def conj_physical(input, *, out=None):
+    """The complex conjugate as a new tensor (a real tensor is returned as it is, as in
+    PyTorch)."""
+    if not input.is_complex():
+        return input if out is None else out.copy_(input)
+    return _unary(_CONJ, input, out, name="conj_physical")
+
+
+@_register("conj_physical_")
+def conj_physical_(self):
+    """In-place complex conjugate (a no-op on a real tensor)."""
+    if not self.is_complex():
+        return self
+    return _unary_(_CONJ, self, name="conj_physical_")
+
+
+@_register("conj")
+def conj(input):
+    """The complex conjugate.  A real tensor is returned as it is (as in PyTorch).  torchlite
+    conjugates eagerly: a complex input gives a new tensor, where PyTorch returns a view with
+    its lazy conjugate bit set; values and gradients are the same, is_conj() is always False
+    and resolve_conj() has nothing to do."""
+    if not input.is_complex():
+        return input
+    return _unary(_CONJ, input, None, name="conj")
+
+
+@_register("resolve_conj", "resolve_neg")
+def resolve_conj(input):
+    """The tensor itself: torchlite has no lazy conjugate or negative bits (see conj)."""
+    return input
+
+
+@_register("is_conj", "is_neg")
+def is_conj(input):
+    """False: torchlite conjugates eagerly (see conj)."""
+    return False
+
+
+resolve_neg, is_neg = resolve_conj, is_conj
 _square_same_dtype = globals()["square"]
 
 
@@ -492,7 +571,7 @@ for _name, _op, _doc, _aliases in _BINARY_OPS:
 
 def _check_alpha(a, b, alpha, op):
     if alpha != 1 and isinstance(alpha, builtins.float) and not (
-            (isinstance(a, Tensor) and a.is_floating_point()) or (isinstance(b, Tensor) and b.is_floating_point())):
+            (isinstance(a, Tensor) and a._data.dtype >= 6) or (isinstance(b, Tensor) and b._data.dtype >= 6)):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
 
 
@@ -598,7 +677,7 @@ _POW, _MUL = _B["pow"], _B["mul"]
 
 
 def _check_int_pow(base, exponent):
-    if isinstance(base, Tensor) and not base.is_floating_point() and \
+    if isinstance(base, Tensor) and base._data.dtype < 6 and \
             isinstance(exponent, builtins.int) and not isinstance(exponent, builtins.bool) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
 
@@ -744,7 +823,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if rtol < 0 or atol < 0:
         raise RuntimeError(f"isclose: rtol and atol must be non-negative, got {rtol} and {atol}")
     eq_ = eq(input, other)
-    if not input.is_floating_point() and input.dtype is not D.bool:
+    if not input.is_floating_point() and not input.is_complex() and input.dtype is not D.bool:
         diff = abs(sub(input.double(), other.double()))
         return logical_or(eq_, le(diff, atol + rtol * abs(other.double())))
     if input.dtype is D.bool:
@@ -1137,7 +1216,8 @@ def digamma(input, *, out=None):
 
 
 _register("digamma")(digamma)
-_MORE = ["digamma"]
+_MORE = ["digamma", "angle", "sgn", "sgn_", "conj", "conj_physical", "conj_physical_", "resolve_conj",
+         "resolve_neg", "is_conj", "is_neg"]
 
 __all__ = sorted(
     _MORE + [n for n, *_ in _UNARY_OPS] + [n + "_" for n, *_ in _UNARY_OPS]

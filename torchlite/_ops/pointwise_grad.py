@@ -85,7 +85,10 @@ def _digamma(x):
 
 UNARY = {
     "neg": (lambda g, x, y, p: -g, "", "NegBackward0"),
-    "abs": (lambda g, x, y, p: g * x.sign(), "x", "AbsBackward0"),
+    "abs": (lambda g, x, y, p: g * x.sgn(), "x", "AbsBackward0"),
+    "sgn": (lambda g, x, y, p: _sgn_grad(g, x, y), "xy", "SgnBackward0"),
+    "angle": (lambda g, x, y, p: _angle_grad(g, x), "x", "AngleBackward0"),
+    "conj": (lambda g, x, y, p: g.conj(), "", "ConjPhysicalBackward0"),
     "sign": (lambda g, x, y, p: _zeros(g), "", "SignBackward0"),
     "square": (lambda g, x, y, p: g * x * 2, "x", "PowBackward0"),
     "reciprocal": (lambda g, x, y, p: -g * (y * y), "y", "ReciprocalBackward0"),
@@ -129,6 +132,41 @@ UNARY = {
 }
 
 
+# ---- complex inputs ------------------------------------------------------------------------------
+# PyTorch's convention: the gradient of a real loss L with respect to z = x + iy is
+# dL/dx + i dL/dy.  For an op holomorphic in z (every formula in the tables except those of
+# abs, sgn, angle and conj) that is g * conj(f'(z)), and since f'(z) is built from z and f(z)
+# with real constants, conj(f'(z)) is the same formula on conj(z) and conj(f(z)): the nodes
+# below conjugate the saved values of complex ops and run the real formula unchanged.
+# abs, sgn, angle and conj are not holomorphic; their formulas are written out for complex z.
+_NOT_HOLOMORPHIC = frozenset({"abs", "sgn", "angle", "conj"})
+
+
+def _conj_saved(v):
+    if isinstance(v, Tensor):
+        return v.conj() if v._data.dtype >= 10 else v
+    return v.conjugate() if isinstance(v, complex) else v
+
+
+def _sgn_grad(g, x, y):
+    """d sgn(z): zero for real input; for complex (g - Re(g conj(sgn z)) sgn z) / |z|, and 0
+    at z = 0 (PyTorch's sgn_backward)."""
+    if not x.is_complex():
+        return _zeros(g)
+    m = x.abs()
+    d = (g - (g * y.conj()).real * y) / m
+    return _pw().where(m == 0, 0.0, d)
+
+
+def _angle_grad(g, x):
+    """d angle(z): zero for real input; i z / |z|^2 times the (real) gradient for complex,
+    and 0 at z = 0."""
+    if not x.is_complex():
+        return _zeros(g)
+    m2 = (x * x.conj()).real
+    return _pw().where(m2 == 0, 0.0, g * x * 1j / m2)
+
+
 def _sigmoid_grad(g, y):
     gy = g * y
     return _pw().addcmul(gy, gy, y, value=-1)
@@ -139,6 +177,7 @@ class UnaryBackward(Node):
 
     params = ()
     needs_x = needs_y = False
+    holomorphic = True
 
     def backward(self, g):
         if self._released:
@@ -146,12 +185,15 @@ class UnaryBackward(Node):
         saved = self._saved
         x = unpack(self, "self", saved["self"]) if self.needs_x else None
         y = unpack(self, "result", saved["result"]) if self.needs_y else None
+        if self.holomorphic and g._data.dtype >= 10:      # complex: see _NOT_HOLOMORPHIC
+            x, y = _conj_saved(x), _conj_saved(y)
         return (self.formula(g, x, y, self.params),)
 
 
 def _unary_class(op, formula, needs, class_name):
     return type(class_name, (UnaryBackward,), {"formula": staticmethod(formula),
-                                               "needs_x": "x" in needs, "needs_y": "y" in needs})
+                                               "needs_x": "x" in needs, "needs_y": "y" in needs,
+                                               "holomorphic": op not in _NOT_HOLOMORPHIC})
 
 
 _UNARY_NODES = {_ew.UNARY[op]: _unary_class(op, *entry) for op, entry in UNARY.items()}
@@ -210,7 +252,8 @@ def _pow_grad_exponent(g, a, b, y, n):
     """d/db a**b = a**b * log(a), taken as 0 where a == 0 and b >= 0 (PyTorch's rule)."""
     where = _pw().where
     if isinstance(a, Tensor):
-        return g * where((a == 0) & (b >= 0), 0.0, y * a.log())
+        b_sign = b.real if isinstance(b, Tensor) else (b.real if isinstance(b, complex) else b)
+        return g * where((a == 0) & (b_sign >= 0), 0.0, y * a.log())
     log_a = math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
     if a == 0:
         return g * where(b >= 0, 0.0, y * log_a)
@@ -326,6 +369,8 @@ class BinaryBackward(Node):
                 y = unpack(self, "result", e)
         elif self._released:
             raise RuntimeError(_FREED)
+        if g._data.dtype >= 10:       # a complex op: every binary formula is holomorphic
+            a, b, y = _conj_saved(a), _conj_saved(b), _conj_saved(y)
         ea, eb = self.next_functions
         ga = gb = None
         if ea[0] is not None:

@@ -114,9 +114,23 @@ def _reduced_numel(a, dim):
 
 
 # ---- sums and products ---------------------------------------------------------------------
+def _complex_reduce(reduce, a, dim, keepdim):
+    """sum/mean of a complex array: the same reduction of its (..., 2) real parts over the
+    same dims, viewed back as complex (the array layer has no complex accumulators)."""
+    from .complex import parts_array, complex_array
+    if a.ndim == 0:
+        return _ew.clone(a)
+    dims = tuple(range(a.ndim)) if _all_dims(dim) else tuple(
+        _wrap_dim(d, a.ndim) for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    return complex_array(_ew.contiguous(reduce(parts_array(a), dims, keepdim)))
+
+
 def _sum_like(op, input, dim, keepdim, dtype, out):
     a = _cast_to(_arr(input, op), dtype)
-    r = _R.reduce(op, a, dim, keepdim)
+    if a.dtype >= 10 and op in ("sum", "nansum"):
+        r = _complex_reduce(lambda x, d, k: _R.reduce(op, x, d, k), a, dim, keepdim)
+    else:
+        r = _R.reduce(op, a, dim, keepdim)
     if dtype is not None:
         r = _cast_to(r, dtype)
     if input._requires_grad and _tracked(input, out, op):
@@ -167,7 +181,7 @@ def _float_input(input, dtype, name):
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over dim; floating inputs only (or dtype= a floating dtype)."""
     a = _float_input(input, dtype, "mean")
-    r = _R.mean(a, dim, keepdim)
+    r = _complex_reduce(_R.mean, a, dim, keepdim) if a.dtype >= 10 else _R.mean(a, dim, keepdim)
     if input._requires_grad and _tracked(input, out, "mean"):
         return _G.record_sum("mean", input, _wrap(r), dim, keepdim)
     return _out(r, out, "mean")
@@ -358,8 +372,13 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     return _out(r, out, "logsumexp")
 
 
+def _nonzero_of(a):
+    """a, or for a complex a the bool array a != 0 (the kernels test one real per element)."""
+    return _ew.binary(_ew.BINARY["ne"], a, 0) if a.dtype >= 10 else a
+
+
 def _any_all(op, input, dim, keepdim, out):
-    a = _arr(input, op)
+    a = _nonzero_of(_arr(input, op))
     r = _R.reduce(op, a, dim, keepdim)
     if out is not None and out._data.dtype != r.dtype:
         raise RuntimeError(f"{op} only supports bool tensor for result, got: "
@@ -382,7 +401,7 @@ def all(input, dim=None, keepdim=False, *, out=None):
 @_register("count_nonzero")
 def count_nonzero(input, dim=None):
     """The number of nonzero elements over dim, as int64 (NaN counts as nonzero)."""
-    return _wrap(_R.reduce("count_nonzero", _arr(input, "count_nonzero"), dim, False))
+    return _wrap(_R.reduce("count_nonzero", _nonzero_of(_arr(input, "count_nonzero")), dim, False))
 
 
 # ---- median --------------------------------------------------------------------------------
@@ -546,7 +565,13 @@ def _ord_value(ord, name):
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """torch.linalg.vector_norm: (sum |x|^ord)^(1/ord) over dim (every element when None);
-    ord inf/-inf are max/min |x|, ord 0 counts the nonzeros."""
+    ord inf/-inf are max/min |x|, ord 0 counts the nonzeros.  Complex x: the norm of |x|."""
+    if isinstance(x, Tensor) and x.is_complex():
+        if dtype is not None and not D.to_dtype(dtype).is_complex:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be complex for a complex "
+                               f"input, got {dtype}")
+        return vector_norm(x.abs(), ord, dim, keepdim,
+                           dtype=None if dtype is None else D.to_dtype(dtype).to_real(), out=out)
     p = _ord_value(ord, "linalg_vector_norm")
     a = _norm_input("linalg.vector_norm", x, dtype)
     r = _R.vector_norm(a, p, dim, keepdim)

@@ -54,6 +54,8 @@ def _root_grads(outputs, grad_outputs, create_graph):
         if g is None:
             if o.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if o.is_complex():
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs")
             g = _filled_like(o, 1)
         elif g._data.shape != o._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} "

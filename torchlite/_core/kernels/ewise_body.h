@@ -2,7 +2,9 @@
  * defined to give each copy its own names; TL_BODY_FULL is 0 in the AVX copies, which then
  * hold only the float32/float64 loops (the ones SIMD speeds up) and leave the rest to the
  * baseline copy.  Each loop has a contiguous fast path, a path for a scalar (stride 0)
- * operand, and a strided path. */
+ * operand, and a strided path.  The loops assign EXPR without a cast: C converts
+ * arithmetic types on assignment exactly as a cast would, and a cast to a struct (the
+ * complex types) is not C. */
 
 #define TL_UNARY(NAME, TI, TO, EXPR)                                                        \
 static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) {          \
@@ -10,11 +12,11 @@ static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) 
     const int64_t s0 = s[0], s1 = s[1];                                                     \
     if (s0 == (int64_t)sizeof(TO) && s1 == (int64_t)sizeof(TI)) {                           \
         TO *o = (TO *)d[0]; const TI *a = (const TI *)d[1];                                 \
-        for (int64_t i = 0; i < n; i++) { const TI x = a[i]; (void)x; o[i] = (TO)(EXPR); }  \
+        for (int64_t i = 0; i < n; i++) { const TI x = a[i]; (void)x; o[i] = (EXPR); }  \
     } else {                                                                                \
         char *o = d[0]; const char *a = d[1];                                               \
         for (int64_t i = 0; i < n; i++) {                                                   \
-            const TI x = *(const TI *)(a + i * s1); (void)x; *(TO *)(o + i * s0) = (TO)(EXPR); } \
+            const TI x = *(const TI *)(a + i * s1); (void)x; *(TO *)(o + i * s0) = (EXPR); } \
     }                                                                                       \
     return err; }
 
@@ -25,18 +27,18 @@ static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) 
     const int64_t so = (int64_t)sizeof(TO), si = (int64_t)sizeof(TI);                       \
     if (s0 == so && s1 == si && s2 == si) {                                                 \
         TO *o = (TO *)d[0]; const TI *a = (const TI *)d[1], *b = (const TI *)d[2];          \
-        for (int64_t i = 0; i < n; i++) { const TI x = a[i], y = b[i]; o[i] = (TO)(EXPR); } \
+        for (int64_t i = 0; i < n; i++) { const TI x = a[i], y = b[i]; o[i] = (EXPR); } \
     } else if (s0 == so && s1 == si && s2 == 0) {                                           \
         TO *o = (TO *)d[0]; const TI *a = (const TI *)d[1]; const TI y = *(const TI *)d[2]; \
-        for (int64_t i = 0; i < n; i++) { const TI x = a[i]; o[i] = (TO)(EXPR); }           \
+        for (int64_t i = 0; i < n; i++) { const TI x = a[i]; o[i] = (EXPR); }           \
     } else if (s0 == so && s1 == 0 && s2 == si) {                                           \
         TO *o = (TO *)d[0]; const TI x = *(const TI *)d[1]; const TI *b = (const TI *)d[2]; \
-        for (int64_t i = 0; i < n; i++) { const TI y = b[i]; o[i] = (TO)(EXPR); }           \
+        for (int64_t i = 0; i < n; i++) { const TI y = b[i]; o[i] = (EXPR); }           \
     } else {                                                                                \
         char *o = d[0]; const char *a = d[1], *b = d[2];                                    \
         for (int64_t i = 0; i < n; i++) {                                                   \
             const TI x = *(const TI *)(a + i * s1), y = *(const TI *)(b + i * s2);          \
-            *(TO *)(o + i * s0) = (TO)(EXPR); }                                             \
+            *(TO *)(o + i * s0) = (EXPR); }                                             \
     }                                                                                       \
     return err; }
 
@@ -50,23 +52,23 @@ static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) 
         TI *o = (TI *)d[0]; const TC *cc = (const TC *)d[1];                                \
         const TI *a = (const TI *)d[2], *b = (const TI *)d[3];                              \
         for (int64_t i = 0; i < n; i++) { const TC c = cc[i]; const TI x = a[i], y = b[i];  \
-            o[i] = (TI)(EXPR); }                                                            \
+            o[i] = (EXPR); }                                                            \
     } else if (s0 == si && s1 == sc && s2 == si && s3 == 0) {  /* where(c, x, 0.0), lerp */ \
         TI *o = (TI *)d[0]; const TC *cc = (const TC *)d[1];                                \
         const TI *a = (const TI *)d[2]; const TI y = *(const TI *)d[3];                     \
         for (int64_t i = 0; i < n; i++) { const TC c = cc[i]; const TI x = a[i];            \
-            o[i] = (TI)(EXPR); }                                                            \
+            o[i] = (EXPR); }                                                            \
     } else if (s0 == si && s1 == sc && s2 == 0 && s3 == si) {  /* where(c, 0.0, y) */       \
         TI *o = (TI *)d[0]; const TC *cc = (const TC *)d[1];                                \
         const TI x = *(const TI *)d[2]; const TI *b = (const TI *)d[3];                     \
         for (int64_t i = 0; i < n; i++) { const TC c = cc[i]; const TI y = b[i];            \
-            o[i] = (TI)(EXPR); }                                                            \
+            o[i] = (EXPR); }                                                            \
     } else {                                                                                \
         char *o = d[0]; const char *cc = d[1], *a = d[2], *b = d[3];                        \
         for (int64_t i = 0; i < n; i++) {                                                   \
             const TC c = *(const TC *)(cc + i * s1);                                        \
             const TI x = *(const TI *)(a + i * s2), y = *(const TI *)(b + i * s3);          \
-            *(TI *)(o + i * s0) = (TI)(EXPR); }                                             \
+            *(TI *)(o + i * s0) = (EXPR); }                                             \
     }                                                                                       \
     return 0; }
 
@@ -125,6 +127,10 @@ FOP(NAN_TO_NUM, x != x ? (float)P[0] : (x == INFINITY ? (float)P[1] : (x == -INF
                 x != x ? P[0] : (x == INFINITY ? P[1] : (x == -INFINITY ? P[2] : x)))
 FOP(LGAMMA, lgammaf(x), lgamma(x))
 FOP(ROUND_DECIMALS, (float)tl_round_decimals((double)x, P[0]), tl_round_decimals(x, P[0]))
+/* angle of a real: pi for negatives, 0 otherwise, NaN kept (torch.angle) */
+FOP(ANGLE, x < 0 ? 3.14159265358979323846f : (x != x ? x : 0.0f),
+           x < 0 ? 3.14159265358979323846 : (x != x ? x : 0.0))
+FOP(SGN, (float)((x > 0) - (x < 0)), (double)((x > 0) - (x < 0)))
 FOPB(ISNAN, x != x, x != x)
 FOPB(ISINF, fabsf(x) == INFINITY, fabs(x) == INFINITY)
 FOPB(ISPOSINF, x == INFINITY, x == INFINITY)
@@ -174,6 +180,42 @@ TL_TERNARY(t_ADDCMUL_f32, float, float, c + (float)P[0] * x * y)
 TL_TERNARY(t_ADDCMUL_f64, double, double, c + P[0] * x * y)
 TL_TERNARY(t_ADDCDIV_f32, float, float, c + (float)P[0] * x / y)
 TL_TERNARY(t_ADDCDIV_f64, double, double, c + P[0] * x / y)
+
+/* ---- complex loops (every ISA copy; the math is cplx.h's) --------------------------- */
+#define COP(OP, FN) TL_UNARY(u_##OP##_c64, tl_c64, tl_c64, tl_c64_##FN(x))                  \
+                    TL_UNARY(u_##OP##_c128, tl_c128, tl_c128, tl_c128_##FN(x))
+#define COPR(OP, FN) TL_UNARY(u_##OP##_c64, tl_c64, float, tl_c64_##FN(x))                  \
+                     TL_UNARY(u_##OP##_c128, tl_c128, double, tl_c128_##FN(x))
+#define COPB(OP, FN) TL_UNARY(u_##OP##_c64, tl_c64, tl_bool, tl_c64_##FN(x))                \
+                     TL_UNARY(u_##OP##_c128, tl_c128, tl_bool, tl_c128_##FN(x))
+#define tl_c64_square(x) tl_c64_mul(x, x)
+#define tl_c128_square(x) tl_c128_mul(x, x)
+#define tl_c64_log2(x) tl_c64_logb(x, 1.4426950408889634f)
+#define tl_c128_log2(x) tl_c128_logb(x, 1.4426950408889634)
+#define tl_c64_log10(x) tl_c64_logb(x, 0.43429448190325176f)
+#define tl_c128_log10(x) tl_c128_logb(x, 0.43429448190325176)
+COP(NEG, neg) COP(SQUARE, square) COP(RECIPROCAL, recip) COP(EXP, exp) COP(LOG, log)
+COP(LOG2, log2) COP(LOG10, log10) COP(SQRT, sqrt) COP(RSQRT, rsqrt) COP(SIN, sin) COP(COS, cos)
+COP(TAN, tan) COP(SINH, sinh) COP(COSH, cosh) COP(TANH, tanh) COP(SIGMOID, sigmoid)
+COP(SGN, sgn) COP(CONJ, conj)
+COPR(ABS, abs) COPR(ANGLE, arg)
+COPB(ISNAN, isnan) COPB(ISINF, isinf) COPB(ISFINITE, isfinite)
+#define CBOP(OP, E64, E128) TL_BINARY(b_##OP##_c64, tl_c64, tl_c64, E64)                    \
+                            TL_BINARY(b_##OP##_c128, tl_c128, tl_c128, E128)
+CBOP(ADD, tl_c64_add(x, y), tl_c128_add(x, y))
+CBOP(SUB, tl_c64_sub(x, y), tl_c128_sub(x, y))
+CBOP(MUL, tl_c64_mul(x, y), tl_c128_mul(x, y))
+CBOP(DIV, tl_c64_div(x, y), tl_c128_div(x, y))
+CBOP(POW, tl_c64_pow(x, y), tl_c128_pow(x, y))
+CBOP(ADD_ALPHA, tl_c64_add(x, tl_c64_scale(y, (float)P[0])), tl_c128_add(x, tl_c128_scale(y, P[0])))
+TL_BINARY(b_EQ_c64, tl_c64, tl_bool, tl_c64_eq(x, y))
+TL_BINARY(b_EQ_c128, tl_c128, tl_bool, tl_c128_eq(x, y))
+TL_BINARY(b_NE_c64, tl_c64, tl_bool, !tl_c64_eq(x, y))
+TL_BINARY(b_NE_c128, tl_c128, tl_bool, !tl_c128_eq(x, y))
+TL_TERNARY(t_WHERE_c64, tl_bool, tl_c64, c ? x : y)
+TL_TERNARY(t_WHERE_c128, tl_bool, tl_c128, c ? x : y)
+TL_CAST(c_c64_c64, tl_c64, tl_c64, x)
+TL_CAST(c_c128_c128, tl_c128, tl_c128, x)
 
 /* casts from and to float32 (the common ones in a float32 model) */
 TL_CAST(c_f32_f64, float, double, x)
@@ -304,6 +346,28 @@ TL_CAST(c_f64_f16, double, tl_half, tl_float_to_half((float)x))
 TL_CAST(c_f64_bf16, double, tl_bf16, tl_float_to_bf16((float)x))
 TL_CAST(c_f16_f64, tl_half, double, (double)tl_half_to_float(x))
 TL_CAST(c_bf16_f64, tl_bf16, double, (double)tl_bf16_to_float(x))
+/* complex casts: a real becomes (x, 0); a complex cast to a real type keeps the real part
+ * (PyTorch warns about it above this layer); to bool, nonzero means either part nonzero */
+#define CAST_TO_COMPLEX(SI, TI, CVT_IN)                                                     \
+    TL_CAST(c_##SI##_c64, TI, tl_c64, tl_c64_mk((float)CVT_IN(x), 0.0f))                       \
+    TL_CAST(c_##SI##_c128, TI, tl_c128, tl_c128_mk((double)CVT_IN(x), 0.0))
+CAST_TO_COMPLEX(b, tl_bool, CVT_ID) CAST_TO_COMPLEX(u8, uint8_t, CVT_ID)
+CAST_TO_COMPLEX(i8, int8_t, CVT_ID) CAST_TO_COMPLEX(i16, int16_t, CVT_ID)
+CAST_TO_COMPLEX(i32, int32_t, CVT_ID) CAST_TO_COMPLEX(i64, int64_t, CVT_ID)
+CAST_TO_COMPLEX(f16, tl_half, CVT_H) CAST_TO_COMPLEX(bf16, tl_bf16, CVT_BF)
+CAST_TO_COMPLEX(f32, float, CVT_ID) CAST_TO_COMPLEX(f64, double, CVT_ID)
+TL_CAST(c_c64_c128, tl_c64, tl_c128, tl_c128_mk((double)x.re, (double)x.im))
+TL_CAST(c_c128_c64, tl_c128, tl_c64, tl_c64_mk((float)x.re, (float)x.im))
+#define CVT_RE(x) ((x).re)
+#define CAST_FROM_COMPLEX(SI, TI)                                                           \
+    TL_CAST(c_##SI##_b, TI, tl_bool, x.re != 0 || x.im != 0)                                \
+    TL_CAST(c_##SI##_u8, TI, uint8_t, (uint8_t)(int64_t)x.re)                               \
+    TL_CAST(c_##SI##_i8, TI, int8_t, (int8_t)(int64_t)x.re)                                 \
+    TL_CAST(c_##SI##_i16, TI, int16_t, (int16_t)(int64_t)x.re)                              \
+    TL_CAST(c_##SI##_i32, TI, int32_t, (int32_t)(int64_t)x.re)                              \
+    TL_CAST(c_##SI##_i64, TI, int64_t, (int64_t)x.re)                                       \
+    CAST_TO_FLOAT(SI, TI, CVT_RE)
+CAST_FROM_COMPLEX(c64, tl_c64) CAST_FROM_COMPLEX(c128, tl_c128)
 #endif /* TL_BODY_FULL */
 
 /* ---- registration: write this copy's loops into the tables ------------------------- */
@@ -313,6 +377,13 @@ static void TL_SFX(tl_ewise_register)(tl_loop U[][TL_NDTYPES], tl_loop B[][TL_ND
 #define b_RF(OP) B[TL_B_##OP][TL_FLOAT32] = TL_SFX(b_##OP##_f32); B[TL_B_##OP][TL_FLOAT64] = TL_SFX(b_##OP##_f64);
     TL_UNARY_OPS_FLOAT(u_RF)
     TL_BINARY_OPS_FLOAT(b_RF)
+#define u_RC(OP) U[TL_U_##OP][TL_COMPLEX64] = TL_SFX(u_##OP##_c64); U[TL_U_##OP][TL_COMPLEX128] = TL_SFX(u_##OP##_c128);
+#define b_RC(OP) B[TL_B_##OP][TL_COMPLEX64] = TL_SFX(b_##OP##_c64); B[TL_B_##OP][TL_COMPLEX128] = TL_SFX(b_##OP##_c128);
+    TL_UNARY_OPS_COMPLEX(u_RC)
+    TL_BINARY_OPS_COMPLEX(b_RC)
+    u_RC(ABS) u_RC(ANGLE) u_RC(ISNAN) u_RC(ISINF) u_RC(ISFINITE) b_RC(EQ) b_RC(NE)
+    T[TL_T_WHERE][TL_COMPLEX64] = TL_SFX(t_WHERE_c64); T[TL_T_WHERE][TL_COMPLEX128] = TL_SFX(t_WHERE_c128);
+    C[TL_COMPLEX64][TL_COMPLEX64] = TL_SFX(c_c64_c64); C[TL_COMPLEX128][TL_COMPLEX128] = TL_SFX(c_c128_c128);
     T[TL_T_WHERE][TL_FLOAT32] = TL_SFX(t_WHERE_f32); T[TL_T_WHERE][TL_FLOAT64] = TL_SFX(t_WHERE_f64);
     T[TL_T_LERP][TL_FLOAT32] = TL_SFX(t_LERP_f32); T[TL_T_LERP][TL_FLOAT64] = TL_SFX(t_LERP_f64);
     T[TL_T_ADDCMUL][TL_FLOAT32] = TL_SFX(t_ADDCMUL_f32); T[TL_T_ADDCMUL][TL_FLOAT64] = TL_SFX(t_ADDCMUL_f64);
@@ -363,6 +434,15 @@ static void TL_SFX(tl_ewise_register)(tl_loop U[][TL_NDTYPES], tl_loop B[][TL_ND
     REG_CAST_TOF(b, TL_BOOL) REG_CAST_TOF(u8, TL_UINT8) REG_CAST_TOF(i8, TL_INT8)
     REG_CAST_TOF(i16, TL_INT16) REG_CAST_TOF(i32, TL_INT32) REG_CAST_TOF(i64, TL_INT64)
     REG_CAST_TOF(f16, TL_FLOAT16) REG_CAST_TOF(bf16, TL_BFLOAT16)
+#define REG_CAST_TOC(SI, CI) C[CI][TL_COMPLEX64] = TL_SFX(c_##SI##_c64); C[CI][TL_COMPLEX128] = TL_SFX(c_##SI##_c128);
+    REG_CAST_TOC(b, TL_BOOL) REG_CAST_TOC(u8, TL_UINT8) REG_CAST_TOC(i8, TL_INT8)
+    REG_CAST_TOC(i16, TL_INT16) REG_CAST_TOC(i32, TL_INT32) REG_CAST_TOC(i64, TL_INT64)
+    REG_CAST_TOC(f16, TL_FLOAT16) REG_CAST_TOC(bf16, TL_BFLOAT16) REG_CAST_TOC(f32, TL_FLOAT32)
+    REG_CAST_TOC(f64, TL_FLOAT64)
+    REG_CAST_FROM(c64, TL_COMPLEX64) REG_CAST_FROM(c128, TL_COMPLEX128)
+    REG_CAST_TOF(c64, TL_COMPLEX64) REG_CAST_TOF(c128, TL_COMPLEX128)
+    C[TL_COMPLEX64][TL_COMPLEX128] = TL_SFX(c_c64_c128); C[TL_COMPLEX128][TL_COMPLEX64] = TL_SFX(c_c128_c64);
+    C[TL_COMPLEX64][TL_COMPLEX64] = TL_SFX(c_c64_c64); C[TL_COMPLEX128][TL_COMPLEX128] = TL_SFX(c_c128_c128);
     C[TL_FLOAT64][TL_FLOAT16] = TL_SFX(c_f64_f16); C[TL_FLOAT64][TL_BFLOAT16] = TL_SFX(c_f64_bf16);
     C[TL_FLOAT16][TL_FLOAT64] = TL_SFX(c_f16_f64); C[TL_BFLOAT16][TL_FLOAT64] = TL_SFX(c_bf16_f64);
     /* the float32/float64 casts registered above are faster than the generic ones */

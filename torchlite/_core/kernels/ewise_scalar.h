@@ -5,6 +5,7 @@
 #define TL_EWISE_SCALAR_H
 #include "types.h"
 #include "vmath.h"
+#include "cplx.h"
 
 /* Integer division and remainder with Python's floor semantics.  Division by zero sets
  * *err instead of trapping; INT_MIN / -1 wraps (as PyTorch does) instead of trapping. */

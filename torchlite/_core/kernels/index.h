@@ -73,6 +73,7 @@ enum { TL_IDX_GATHER = 0, TL_IDX_PUT = 1, TL_IDX_ADD = 2, TL_IDX_MUL = 3, TL_IDX
         case 1: TL_IDX_MOVE_T(LOOP, uint8_t); break;                                        \
         case 2: TL_IDX_MOVE_T(LOOP, uint16_t); break;                                       \
         case 4: TL_IDX_MOVE_T(LOOP, uint32_t); break;                                       \
+        case 16: TL_IDX_MOVE_T(LOOP, tl_c128); break;       /* complex128 */                \
         default: TL_IDX_MOVE_T(LOOP, uint64_t); break;                                      \
         }                                                                                   \
     } while (0)

@@ -1,0 +1,446 @@
+"""Complex tensors (complex64/complex128): dtype rules, creation, printing, NumPy interop,
+elementwise math, views of the parts, reductions, products, indexing, autograd and
+serialization.  Oracles: NumPy for values, central differences in float64 for gradients,
+and PyTorch (where installed) for promotion, printing and the gradient convention."""
+import io
+import itertools
+
+import numpy as np
+import pytest
+
+import torchlite as tl
+
+try:
+    import torch
+except ImportError:          # the PyTorch comparisons are skipped without it
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+CDTYPES = (tl.complex64, tl.complex128)
+NP = {tl.complex64: np.complex64, tl.complex128: np.complex128}
+TOL = {tl.complex64: dict(rtol=2e-5, atol=2e-6), tl.complex128: dict(rtol=1e-12, atol=1e-13)}
+
+
+def crandn(*shape, dtype=np.complex128, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+# ---- dtypes and promotion ----------------------------------------------------------------------
+def test_dtype_objects():
+    assert tl.complex64.is_complex and tl.complex128.is_complex
+    assert not tl.complex64.is_floating_point
+    assert tl.cfloat is tl.complex64 and tl.cdouble is tl.complex128
+    assert tl.complex64.to_real() is tl.float32 and tl.float64.to_complex() is tl.complex128
+    assert tl.finfo(tl.complex64).eps == tl.finfo(tl.float32).eps
+    assert tl.get_default_complex_dtype() is tl.complex64
+    tl.set_default_dtype(tl.float64)
+    try:
+        assert tl.get_default_complex_dtype() is tl.complex128
+        assert tl.tensor([1j]).dtype is tl.complex128
+    finally:
+        tl.set_default_dtype(tl.float32)
+
+
+@needs_torch
+def test_promotion_matches_torch():
+    names = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+             "float64", "complex64", "complex128"]
+    for a, b in itertools.product(names, repeat=2):
+        if "complex" not in a + b:
+            continue
+        expect = torch.promote_types(getattr(torch, a), getattr(torch, b))
+        got = tl.promote_types(getattr(tl, a), getattr(tl, b))
+        if expect is torch.complex32:          # torchlite has no complex32: complex64 instead
+            expect = torch.complex64
+        assert got.name == str(expect).split(".")[1], (a, b)
+        assert tl.can_cast(getattr(tl, a), getattr(tl, b)) == torch.can_cast(
+            getattr(torch, a), getattr(torch, b)), (a, b)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["bool", "int64", "float32", "float64", "complex64",
+                                   "complex128"])
+def test_python_complex_scalars_promote_as_in_torch(dtype):
+    x = tl.ones(2, dtype=getattr(tl, dtype))
+    xt = torch.ones(2, dtype=getattr(torch, dtype))
+    for v in (1j, 2 + 0j, 1.5, 2):
+        assert (x * v).dtype.name == str((xt * v).dtype).split(".")[1]
+        np.testing.assert_allclose((x * v).numpy(), (xt * v).numpy())
+
+
+# ---- creation, NumPy, printing -----------------------------------------------------------------
+def test_creation_and_values():
+    t = tl.tensor([1 + 2j, 3, -1j])
+    assert t.dtype is tl.complex64 and t.is_complex() and not t.is_floating_point()
+    assert t.tolist() == [1 + 2j, 3 + 0j, -1j]
+    assert tl.tensor(2 - 3j).item() == 2 - 3j and complex(tl.tensor(2 - 3j)) == 2 - 3j
+    assert tl.zeros(2, 3, dtype=tl.cdouble).tolist() == [[0j] * 3] * 2
+    f = tl.full((2,), 1.5 - 2j, dtype=tl.complex128)
+    assert f.tolist() == [1.5 - 2j, 1.5 - 2j]
+    assert tl.full((2, 2), 1j).dtype is tl.complex64        # inferred from the value
+    z = tl.ones(3, dtype=tl.complex64).fill_(4j)
+    assert z.tolist() == [4j] * 3
+    r = tl.arange(3).to(tl.complex64)
+    assert r.tolist() == [0j, 1 + 0j, 2 + 0j]
+    # complex -> real keeps the real part, as a cast does
+    assert tl.tensor([1.5 + 2j]).to(tl.float32).tolist() == [1.5]
+    assert tl.tensor([1.5 + 2j]).to(tl.int64).tolist() == [1]
+    assert tl.tensor([0j, 1j]).to(tl.bool).tolist() == [False, True]
+    assert tl.tensor([1 + 1j], dtype=tl.complex64).to(tl.complex128).dtype is tl.complex128
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_numpy_zero_copy_both_ways(dtype):
+    a = crandn(3, 4, dtype=NP[dtype])
+    t = tl.from_numpy(a)
+    assert t.dtype is dtype
+    a[0, 0] = 7 + 7j                      # the tensor sees the NumPy memory
+    assert t[0, 0].item() == 7 + 7j
+    back = t.numpy()
+    back[1, 1] = -1j
+    assert a[1, 1] == -1j
+    np.testing.assert_array_equal(np.asarray(t), a)
+    # strided views keep working
+    np.testing.assert_array_equal(tl.from_numpy(a[:, ::2]).numpy(), a[:, ::2])
+
+
+@needs_torch
+def test_printing_matches_torch():
+    cases = [[1 + 2j, 3], [[1.5 + 2j, 3], [0, -1j]], [0.001 + 1000j, -2.5 - 0.25j],
+             [1e-5j, 1], [float("nan") + 1j, 2]]
+    for v in cases:
+        for dt in ("complex64", "complex128"):
+            got = repr(tl.tensor(v, dtype=getattr(tl, dt)))
+            want = repr(torch.tensor(v, dtype=getattr(torch, dt))).replace("torch.", "torchlite.")
+            assert got == want
+    assert repr(tl.tensor(2 - 3j)) == "tensor(2.-3.j)"
+
+
+# ---- elementwise ------------------------------------------------------------------------------
+UNARY = {
+    "neg": np.negative, "square": np.square, "reciprocal": np.reciprocal, "exp": np.exp,
+    "log": np.log, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt,
+    "rsqrt": lambda a: 1 / np.sqrt(a), "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+    "sgn": lambda a: np.where(a == 0, 0, a / np.where(a == 0, 1, np.abs(a))),
+    "conj": np.conj, "conj_physical": np.conj, "abs": np.abs, "angle": np.angle,
+}
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary_against_numpy(op, dtype):
+    a = crandn(5, 7, dtype=NP[dtype], seed=1) * 2
+    a[0, 0] = 0                              # zero, pure reals and pure imaginaries
+    a[0, 1], a[0, 2] = 2.5, -3j
+    if op in ("log", "log2", "log10", "reciprocal", "rsqrt"):
+        a[0, 0] = 1
+    t = tl.from_numpy(a)
+    got = getattr(tl, op)(t)
+    want = UNARY[op](a)
+    expect_dtype = dtype.to_real() if op in ("abs", "angle") else dtype
+    assert got.dtype is expect_dtype
+    np.testing.assert_allclose(got.numpy(), want, **TOL[dtype])
+    # a transposed (non-contiguous) input gives the same values
+    np.testing.assert_allclose(getattr(tl, op)(t.t()).numpy(), want.T, **TOL[dtype])
+
+
+def test_tanh_and_exp_of_large_arguments_stay_finite():
+    a = np.array([30 + 1j, -30 - 2j, 800 + 0j, 1e-30 + 1e-30j], np.complex128)
+    np.testing.assert_allclose(tl.tanh(tl.from_numpy(a)).numpy(), np.tanh(a), rtol=1e-12)
+    big = np.array([1e200 + 1e200j, 3e-200 - 1e-200j])
+    np.testing.assert_allclose(tl.from_numpy(big).abs().numpy(), np.abs(big), rtol=1e-15)
+    np.testing.assert_allclose(tl.from_numpy(big).reciprocal().numpy(), 1 / big, rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_binary_against_numpy(dtype):
+    a = crandn(4, 5, dtype=NP[dtype], seed=2)
+    b = crandn(5, dtype=NP[dtype], seed=3)
+    ta, tb = tl.from_numpy(a), tl.from_numpy(b)
+    tol = TOL[dtype]
+    np.testing.assert_allclose((ta + tb).numpy(), a + b, **tol)
+    np.testing.assert_allclose((ta - tb).numpy(), a - b, **tol)
+    np.testing.assert_allclose((ta * tb).numpy(), a * b, **tol)
+    np.testing.assert_allclose((ta / tb).numpy(), a / b, **tol)
+    np.testing.assert_allclose((ta ** tb).numpy(), a ** b, rtol=tol["rtol"] * 20, atol=tol["atol"])
+    np.testing.assert_allclose((ta ** 3).numpy(), a ** 3, **tol)
+    np.testing.assert_allclose((ta ** -2).numpy(), a ** -2.0, **tol)
+    np.testing.assert_allclose(tl.add(ta, tb, alpha=2.5).numpy(), a + 2.5 * b, **tol)
+    np.testing.assert_allclose((2 - 1j - ta).numpy(), 2 - 1j - a, **tol)
+    np.testing.assert_allclose((ta * 1.5).numpy(), a * 1.5, **tol)
+    np.testing.assert_allclose((1j / ta).numpy(), 1j / a, **tol)
+    real = np.random.default_rng(4).standard_normal(5).astype(NP[dtype]().real.dtype)
+    mixed = ta * tl.from_numpy(real)
+    assert mixed.dtype is dtype
+    np.testing.assert_allclose(mixed.numpy(), a * real, **tol)
+    assert (ta == ta).all().item() and not (ta != ta).any().item()
+    np.testing.assert_array_equal((ta == tb).numpy(), a == b)
+    cond = np.arange(5) % 2 == 0
+    np.testing.assert_array_equal(tl.where(tl.from_numpy(cond), ta, tb).numpy(),
+                                  np.where(cond, a, b))
+    assert tl.allclose(ta, ta + 1e-9) and not tl.allclose(ta, ta + 1e-2j)
+    np.testing.assert_array_equal(tl.isclose(ta, ta * (1 + 1e-9)).numpy(), np.ones((4, 5), bool))
+
+
+def test_predicates():
+    a = np.array([1 + 1j, np.nan + 0j, complex(0, np.inf), 2j, 3 + 0j], np.complex64)
+    t = tl.from_numpy(a)
+    np.testing.assert_array_equal(tl.isnan(t).numpy(), np.isnan(a))
+    np.testing.assert_array_equal(tl.isinf(t).numpy(), np.isinf(a))
+    np.testing.assert_array_equal(tl.isfinite(t).numpy(), np.isfinite(a))
+    np.testing.assert_array_equal(tl.isreal(t).numpy(), np.isreal(a))
+    assert tl.isreal(tl.ones(2)).all().item()
+    assert t.nonzero().shape == (5, 1)
+    assert tl.count_nonzero(tl.tensor([0j, 1j, 1 + 0j, 0j])).item() == 2
+
+
+def test_in_place_and_out():
+    a = crandn(3, dtype=np.complex64)
+    t = tl.from_numpy(a.copy())
+    t.mul_(2j).add_(1)
+    np.testing.assert_allclose(t.numpy(), a * 2j + 1, rtol=1e-6)
+    out = tl.empty(3, dtype=tl.complex128)
+    tl.mul(tl.from_numpy(a), 2, out=out)
+    np.testing.assert_allclose(out.numpy(), a * 2, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tl.mul(tl.from_numpy(a), 2, out=tl.empty(3))          # complex into float32
+    with pytest.raises(RuntimeError):
+        tl.ones(3).mul_(1j)                                     # the same rule in place
+
+
+def test_ops_without_complex_meaning_raise():
+    t = tl.tensor([1 + 1j, 2 - 1j])
+    for fn in (lambda: t < t, lambda: t.sort(), lambda: t.max(), lambda: tl.floor(t),
+               lambda: t.sign(), lambda: tl.relu(t), lambda: t.prod(), lambda: t.cumsum(0),
+               lambda: tl.maximum(t, t), lambda: t.topk(1), lambda: t.argmax(), t.unique,
+               lambda: tl.ones(2).index_put_((tl.tensor([0]),), tl.tensor([1j]))):
+        with pytest.raises(RuntimeError):
+            fn()
+
+
+# ---- views of the parts -----------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_real_imag_views_write_through(dtype):
+    a = crandn(3, 4, dtype=NP[dtype])
+    t = tl.from_numpy(a.copy())
+    np.testing.assert_array_equal(t.real.numpy(), a.real)
+    np.testing.assert_array_equal(t.imag.numpy(), a.imag)
+    assert t.real.dtype is dtype.to_real()
+    t.imag[0] = 5                                  # writes through to t
+    t.real = tl.zeros(3, 4, dtype=dtype.to_real())
+    assert t[0, 1].item() == 5j and t[1, 1].item() == 1j * a[1, 1].imag
+    r = tl.view_as_real(t)
+    assert r.shape == (3, 4, 2) and r.stride() == (8, 2, 1)
+    r[2, 3, 0] = 9
+    assert t[2, 3].item().real == 9
+    back = tl.view_as_complex(r)
+    assert back.dtype is dtype and back.data_ptr() == t.data_ptr()
+    np.testing.assert_array_equal(tl.view_as_real(t.t()).numpy(),
+                                  np.stack([t.numpy().T.real, t.numpy().T.imag], -1))
+    assert tl.real(tl.ones(2)).tolist() == [1.0, 1.0]        # a real tensor is its own real
+    with pytest.raises(RuntimeError, match="imag"):
+        tl.imag(tl.ones(2))
+    with pytest.raises(RuntimeError, match="complex"):
+        tl.view_as_real(tl.ones(2))
+    with pytest.raises(RuntimeError, match="size 2"):
+        tl.view_as_complex(tl.ones(3, 3))
+    with pytest.raises(RuntimeError, match="stride 1"):
+        tl.view_as_complex(tl.ones(2, 3).t())
+    with pytest.raises(RuntimeError, match="float and double"):
+        tl.view_as_complex(tl.ones(3, 2, dtype=tl.int32))
+
+
+def test_complex_and_polar():
+    re, im = np.array([1.0, -2.0, 0.5]), np.array([0.0, 3.0, -1.5])
+    z = tl.complex(tl.from_numpy(re), tl.from_numpy(im))
+    assert z.dtype is tl.complex128
+    np.testing.assert_array_equal(z.numpy(), re + 1j * im)
+    p = tl.polar(tl.tensor([2.0, 1.0]), tl.tensor([0.5, -3.0]))
+    np.testing.assert_allclose(p.numpy(), np.array([2.0, 1.0]) * np.exp(1j * np.array([0.5, -3.0])),
+                               rtol=1e-6)
+    with pytest.raises(RuntimeError):
+        tl.complex(tl.ones(2), tl.ones(2, dtype=tl.float64))
+
+
+# ---- reductions, products, joining, indexing ---------------------------------------------------
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_sum_mean_norm(dtype):
+    a = crandn(3, 4, 5, dtype=NP[dtype])
+    t = tl.from_numpy(a)
+    tol = dict(rtol=1e-5 if dtype is tl.complex64 else 1e-12)
+    np.testing.assert_allclose(t.sum().item(), a.sum(), **tol)
+    np.testing.assert_allclose(t.sum((0, 2)).numpy(), a.sum((0, 2)), **tol)
+    np.testing.assert_allclose(t.mean(-1, keepdim=True).numpy(), a.mean(-1, keepdims=True), **tol)
+    np.testing.assert_allclose(t.permute(2, 0, 1).sum(1).numpy(), a.transpose(2, 0, 1).sum(1), **tol)
+    assert tl.tensor(1 + 1j).sum().item() == 1 + 1j
+    n = tl.linalg.vector_norm(t)
+    assert n.dtype is dtype.to_real()
+    np.testing.assert_allclose(n.item(), np.linalg.norm(a.ravel()), **tol)
+    np.testing.assert_allclose(tl.linalg.vector_norm(t, 1, dim=0).numpy(), np.abs(a).sum(0), **tol)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_products(dtype):
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype is tl.complex64 else dict(rtol=1e-12, atol=1e-12)
+    A, B = crandn(2, 3, 4, dtype=NP[dtype], seed=5), crandn(2, 4, 6, dtype=NP[dtype], seed=6)
+    a, b = tl.from_numpy(A), tl.from_numpy(B)
+    np.testing.assert_allclose((a @ b).numpy(), A @ B, **tol)
+    np.testing.assert_allclose(tl.bmm(a, b).numpy(), A @ B, **tol)
+    np.testing.assert_allclose(tl.mm(a[0], b[0]).numpy(), A[0] @ B[0], **tol)
+    np.testing.assert_allclose(a[0].mv(b[0, :, 0]).numpy(), A[0] @ B[0, :, 0], **tol)
+    np.testing.assert_allclose(tl.dot(a[0, 0], b[0, :, 0]).item(), A[0, 0] @ B[0, :, 0], **tol)
+    np.testing.assert_allclose(tl.vdot(a[0, 0], b[0, :, 0]).item(),
+                               np.vdot(A[0, 0], B[0, :, 0]), **tol)
+    np.testing.assert_allclose(tl.einsum("bij,bjk->bik", a, b).numpy(), A @ B, **tol)
+    np.testing.assert_allclose(tl.linalg.vecdot(a[0], a[1]).numpy(),
+                               (A[0].conj() * A[1]).sum(-1), **tol)
+    np.testing.assert_allclose(tl.addmm(a[0, :, :3], a[0], b[0, :, :3], beta=2, alpha=0.5).numpy(),
+                               2 * A[0, :, :3] + 0.5 * A[0] @ B[0, :, :3], **tol)
+    np.testing.assert_allclose((a.mT @ a.conj()).numpy(), A.transpose(0, 2, 1) @ A.conj(), **tol)
+
+
+def test_joining_and_indexing():
+    A = crandn(4, 3)
+    t = tl.from_numpy(A)
+    np.testing.assert_array_equal(tl.cat([t, t]).numpy(), np.concatenate([A, A]))
+    np.testing.assert_array_equal(tl.stack([t, t], 1).numpy(), np.stack([A, A], 1))
+    idx = np.array([3, 0, 3])
+    np.testing.assert_array_equal(t[tl.from_numpy(idx)].numpy(), A[idx])
+    np.testing.assert_array_equal(t[t.real > 0].numpy(), A[A.real > 0])
+    np.testing.assert_array_equal(t.gather(1, tl.tensor([[0], [2], [1], [0]])).numpy(),
+                                  np.take_along_axis(A, np.array([[0], [2], [1], [0]]), 1))
+    acc = tl.zeros(4, 3, dtype=tl.complex128)
+    acc.index_put_((tl.from_numpy(idx),), tl.from_numpy(A[:3]), accumulate=True)
+    want = np.zeros_like(A)
+    np.add.at(want, idx, A[:3])
+    np.testing.assert_allclose(acc.numpy(), want)
+    sa = tl.zeros(4, 3, dtype=tl.complex128).scatter_add(0, tl.tensor([[1, 2, 3], [1, 0, 0]]), t[:2])
+    want = np.zeros_like(A)
+    for i, row in enumerate([[1, 2, 3], [1, 0, 0]]):
+        for j, r in enumerate(row):
+            want[r, j] += A[i, j]
+    np.testing.assert_allclose(sa.numpy(), want)
+    ia = tl.zeros(4, 3, dtype=tl.complex128).index_add(0, tl.tensor([2, 2]), t[:2], alpha=2)
+    want = np.zeros_like(A)
+    want[2] = 2 * (A[0] + A[1])
+    np.testing.assert_allclose(ia.numpy(), want)
+    t2 = t.clone()
+    t2[1] = 5j
+    t2[:, 0] = 1
+    assert t2[1, 1].item() == 5j and t2[2, 0].item() == 1
+    t2.masked_fill_(t2.real > 100, 2j)
+
+
+# ---- autograd ---------------------------------------------------------------------------------
+def _fd_grad(f, z, eps=1e-6):
+    """dL/dx + i dL/dy of the real function f at complex128 z, by central differences."""
+    g = np.zeros_like(z)
+    for k in range(z.size):
+        for unit in (1, 1j):
+            zp, zm = z.copy(), z.copy()
+            zp.flat[k] += eps * unit
+            zm.flat[k] -= eps * unit
+            d = (f(zp) - f(zm)) / (2 * eps)
+            g.flat[k] += d * unit
+    return g
+
+
+GRAD_CASES = {
+    "abs_mul": lambda z: (z * z).abs().sum(),
+    "exp_angle": lambda z: (z.exp() * z).angle().sum(),
+    "div_sgn": lambda z: (z / (z + 2)).sgn().real.sum(),
+    "log_sqrt_tanh": lambda z: z.tanh().sqrt().log().abs().sum(),
+    "pow": lambda z: (z ** 2.5).abs().sum() + (z ** z).real.sum(),
+    "conj_imag": lambda z: (z.conj() * 1j).imag.sum() + (z * z.conj()).real.sum(),
+    "trig": lambda z: (z.sin() + z.cos() * z.sinh() - z.cosh() / (z.tan() + 3)).abs().sum(),
+    "sigmoid_recip": lambda z: z.sigmoid().reciprocal().square().rsqrt().abs().sum(),
+    "views": lambda z: (tl.view_as_real(z * z) ** 3).sum() if isinstance(z, tl.Tensor)
+    else (torch.view_as_real(z * z) ** 3).sum(),
+    "matmul": lambda z: (z @ z.mT).abs().sum() + (z.mT @ z.conj()).angle().sum(),
+    "reduce_norm": lambda z: (z.sum(0) * z.mean(1)[:2]).abs().sum() + z.norm(),
+    "index": lambda z: (z[[0, 0, 1]] * z[:, 1:2].exp()).real.sum(),
+    "complex_polar": lambda z: (z * (z.real * 2 + z.imag ** 2)).abs().sum(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRAD_CASES))
+def test_gradients_against_finite_differences(case):
+    f = GRAD_CASES[case]
+    z0 = crandn(3, 2, seed=7) * 0.8 + 0.3
+    z = tl.tensor(z0, requires_grad=True)
+    f(z).backward()
+
+    def loss(v):
+        with tl.no_grad():
+            return f(tl.tensor(v)).item()
+    np.testing.assert_allclose(z.grad.numpy(), _fd_grad(loss, z0), rtol=1e-5, atol=1e-7)
+
+
+@needs_torch
+@pytest.mark.parametrize("case", sorted(GRAD_CASES))
+def test_gradients_match_torch(case):
+    f = GRAD_CASES[case]
+    z0 = crandn(3, 2, seed=8) * 0.8 + 0.3
+    z, zt = tl.tensor(z0, requires_grad=True), torch.tensor(z0, requires_grad=True)
+    f(z).backward()
+    f(zt).backward()
+    np.testing.assert_allclose(z.grad.numpy(), zt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_real_inputs_get_real_gradients():
+    x = tl.tensor([0.5, -1.5], dtype=tl.float64, requires_grad=True)
+    w = tl.tensor([1 + 2j, -1j], dtype=tl.complex128)
+    (x * w).abs().sum().backward()
+    assert x.grad.dtype is tl.float64
+    np.testing.assert_allclose(x.grad.numpy(), np.sign([0.5, -1.5]) * np.abs([1 + 2j, -1j]))
+    y = tl.tensor([1.0, 2.0], requires_grad=True)
+    tl.complex(y, y * 2).abs().sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), [np.sqrt(5)] * 2, rtol=1e-6)
+
+
+def test_backward_needs_a_real_scalar():
+    z = tl.tensor([1 + 1j], requires_grad=True)
+    with pytest.raises(RuntimeError, match="real scalar"):
+        z.sum().backward()
+    z.sum().backward(tl.tensor(1 + 0j))          # an explicit gradient is fine
+    assert z.grad.tolist() == [1 + 0j]
+
+
+# ---- serialization and DLPack ------------------------------------------------------------------
+def test_save_load_round_trip(tmp_path):
+    t = tl.from_numpy(crandn(3, 2, dtype=np.complex64))
+    p = tmp_path / "c.pt"
+    tl.save({"z": t, "w": t.double() if False else t.to(tl.complex128)}, p)
+    d = tl.load(p)
+    assert d["z"].dtype is tl.complex64 and d["w"].dtype is tl.complex128
+    np.testing.assert_array_equal(d["z"].numpy(), t.numpy())
+
+
+@needs_torch
+def test_checkpoints_interchange_with_torch(tmp_path):
+    z = crandn(2, 3)
+    buf = io.BytesIO()
+    torch.save({"a": torch.tensor(z), "b": torch.tensor(z, dtype=torch.complex64)}, buf)
+    buf.seek(0)
+    d = tl.load(buf)
+    np.testing.assert_array_equal(d["a"].numpy(), z)
+    assert d["b"].dtype is tl.complex64
+    p = tmp_path / "t.pt"
+    tl.save({"a": tl.from_numpy(z)}, p)
+    back = torch.load(p, weights_only=True)
+    assert back["a"].dtype == torch.complex128
+    np.testing.assert_array_equal(back["a"].numpy(), z)
+
+
+def test_dlpack_round_trip():
+    z = crandn(2, 3, dtype=np.complex64)
+    t = tl.from_numpy(z)
+    np.testing.assert_array_equal(np.from_dlpack(t), z)
+    back = tl.from_dlpack(np.ascontiguousarray(z))
+    assert back.dtype is tl.complex64
+    np.testing.assert_array_equal(back.numpy(), z)
+    if torch is not None:
+        tt = torch.from_dlpack(tl.from_numpy(crandn(2, 2)))
+        assert tt.dtype == torch.complex128
