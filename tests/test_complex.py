@@ -444,3 +444,47 @@ def test_dlpack_round_trip():
     if torch is not None:
         tt = torch.from_dlpack(tl.from_numpy(crandn(2, 2)))
         assert tt.dtype == torch.complex128
+
+
+@pytest.mark.parametrize("case", sorted(GRAD_CASES))
+def test_gradcheck_and_gradgradcheck_take_complex_inputs(case):
+    f = GRAD_CASES[case]
+    z = tl.tensor(crandn(3, 2, seed=9) * 0.8 + 0.3, requires_grad=True)
+    assert tl.autograd.gradcheck(f, (z,))
+    if case not in ("views", "pow"):             # keep the slow second order to a few cases
+        return
+    assert tl.autograd.gradgradcheck(f, (z,))
+
+
+def test_gradcheck_complex_outputs_and_mixed_inputs():
+    z = tl.tensor(crandn(2, seed=10), requires_grad=True)
+    x = tl.tensor([0.3, 0.7], dtype=tl.float64, requires_grad=True)
+    assert tl.autograd.gradcheck(lambda z, x: (z * z * x).exp(), (z, x))
+    assert tl.autograd.gradgradcheck(lambda z, x: (z * x).sin() * z.conj(), (z, x))
+
+    class SquareWithoutConj(tl.autograd.Function):
+        """z * z with the real-valued formula g * 2z: right for reals, wrong for complex
+        (PyTorch's convention needs g * conj(2z)); gradcheck must catch it."""
+
+        @staticmethod
+        def forward(ctx, z):
+            ctx.save_for_backward(z)
+            return z * z
+
+        @staticmethod
+        def backward(ctx, g):
+            z, = ctx.saved_tensors
+            return g * 2 * z
+
+    assert tl.autograd.gradcheck(SquareWithoutConj.apply, (x,))
+    assert not tl.autograd.gradcheck(SquareWithoutConj.apply, (z,), raise_exception=False)
+
+
+def test_random_complex_samples():
+    tl.manual_seed(0)
+    z = tl.randn(200000, dtype=tl.complex64)
+    assert z.dtype is tl.complex64
+    assert abs((z.abs() ** 2).mean().item() - 1) < 0.02           # E|z|^2 = 1
+    assert abs(z.real.var().item() - 0.5) < 0.01 and abs(z.imag.var().item() - 0.5) < 0.01
+    u = tl.rand(1000, dtype=tl.complex128)
+    assert 0 <= u.real.min().item() and u.real.max().item() < 1 and u.imag.min().item() >= 0

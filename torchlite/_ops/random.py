@@ -23,6 +23,7 @@ multiply-shift with rejection, which is exactly unbiased; randperm is an inside-
 Fisher-Yates shuffle whose draws are computed in parallel from the counter stream.
 Elements of a tensor are filled in row-major order whatever its strides."""
 import builtins
+import math
 import contextlib
 import numbers
 import warnings
@@ -262,6 +263,13 @@ def _standard(dist, kernel, op, size, generator, out, dtype, device, requires_gr
     shape = _size_args(size, op)
     gen = _gen(generator, op, device if out is None else out.device)
     dt = _result_dtype(out, dtype, D.get_default_dtype(), op)
+    if dt.is_complex:
+        # PyTorch's complex samples: both parts drawn independently; randn's have variance
+        # 1/2 each, so that E|z|^2 = 1
+        from .complex import parts_array
+        scale = math.sqrt(0.5) if dist == _R.NORMAL else 1.0
+        return _new(shape, dt, device, requires_grad, out, op,
+                    lambda a: _R.fill(parts_array(a), gen, dist, 0.0, scale, op))
     _need_float(dt, kernel)
     return _new(shape, dt, device, requires_grad, out, op,
                 lambda a: _R.fill(a, gen, dist, 0.0, 1.0, op))

@@ -1,5 +1,11 @@
 """gradcheck / gradgradcheck: compare backward's gradients with central finite differences
-(use float64 inputs; float32 differences are too coarse to be a check)."""
+(use float64/complex128 inputs; float32 differences are too coarse to be a check).
+
+Complex inputs and outputs are checked as pairs of reals, which is what PyTorch's convention
+for complex gradients means: an input element z = x + iy contributes two Jacobian columns
+(perturbing x, then y), read from the analytical gradient's real and imaginary parts; an
+output element w contributes two rows, the gradients of Re(w) and Im(w), which backward gives
+for the grad_output units 1 and 1j."""
 import itertools
 
 from .grad_mode import no_grad, enable_grad
@@ -19,11 +25,20 @@ def _is_tensor(x):
 
 
 def _float_outputs(func, inputs):
-    return tuple(o for o in _as_tuple(func(*inputs)) if _is_tensor(o) and o.is_floating_point())
+    return tuple(o for o in _as_tuple(func(*inputs))
+                 if _is_tensor(o) and (o.is_floating_point() or o.is_complex()))
+
+
+def _parts(t):
+    """The number of reals per element of t: 2 for complex, else 1."""
+    return 2 if t.is_complex() else 1
 
 
 def _flat_values(outputs):
-    return [o.detach().double().reshape(-1).clone() for o in outputs]
+    """Each output's values as a 1-d float64 tensor (complex: re, im interleaved)."""
+    from .._ops.complex import view_as_real
+    return [(view_as_real(o.detach()) if o.is_complex() else o.detach()).double().reshape(-1).clone()
+            for o in outputs]
 
 
 def _numerical_columns(func, inputs, x, eps):
@@ -31,15 +46,17 @@ def _numerical_columns(func, inputs, x, eps):
     differences.  x is perturbed in place and put back exactly; nothing is recorded (a func
     that needs to record, like gradgradcheck's, turns grad mode back on itself)."""
     cols = []
+    units = (1, 1j) if x.is_complex() else (1,)
     with no_grad():
         for idx in itertools.product(*[range(s) for s in x.shape]):
             orig = x[idx].item()
-            x[idx] = orig + eps
-            plus = _flat_values(_float_outputs(func, inputs))
-            x[idx] = orig - eps
-            minus = _flat_values(_float_outputs(func, inputs))
-            x[idx] = orig
-            cols.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
+            for unit in units:
+                x[idx] = orig + eps * unit
+                plus = _flat_values(_float_outputs(func, inputs))
+                x[idx] = orig - eps * unit
+                minus = _flat_values(_float_outputs(func, inputs))
+                x[idx] = orig
+                cols.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
     return cols
 
 
@@ -52,14 +69,26 @@ def _analytical_rows(outputs, tin):
     for o in outputs:
         ro = []
         for j in range(o.numel()):
-            if not o.requires_grad:
-                ro.append((None,) * len(tin))
-                continue
-            g = zeros(o.shape, dtype=o.dtype)
-            g.view(-1)[j] = 1
-            ro.append(grad(o, tin, g, retain_graph=True, allow_unused=True))
+            for unit in ((1, 1j) if o.is_complex() else (1,)):
+                if not o.requires_grad:
+                    ro.append((None,) * len(tin))
+                    continue
+                g = zeros(o.shape, dtype=o.dtype)
+                g.view(-1)[j] = unit
+                ro.append(grad(o, tin, g, retain_graph=True, allow_unused=True))
         rows.append(ro)
     return rows
+
+
+def _analytical_value(g, i, _unused=None):
+    """Jacobian entry i (a real coordinate) of an input's gradient g: for a complex input,
+    coordinate 2k + part is the real (part 0) or imaginary (1) part of g's element k."""
+    if g is None:
+        return 0.0
+    if g.is_complex():
+        v = g.reshape(-1)[i // 2].item()
+        return v.imag if i % 2 else v.real
+    return g.reshape(-1)[i].item()
 
 
 def _fail(msg, raise_exception):
@@ -85,7 +114,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     rows = _analytical_rows(outputs, tin)
     again = _analytical_rows(outputs, tin)
     for k, o in enumerate(outputs):
-        for j in range(o.numel()):
+        for j in range(o.numel() * _parts(o)):
             for n, (g1, g2) in enumerate(zip(rows[k][j], again[k][j])):
                 if (g1 is None) != (g2 is None) or (g1 is not None and
                                                     g1.numel() and (g1 - g2).abs().max().item() > nondet_tol):
@@ -98,10 +127,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         cols = _numerical_columns(func, inputs, x, eps)
         for k, o in enumerate(outputs):
             for i, col in enumerate(cols):
-                for j in range(o.numel()):
+                for j in range(o.numel() * _parts(o)):
                     num = col[k][j].item()
-                    g = rows[k][j][n]
-                    ana = 0.0 if g is None else g.reshape(-1)[i].item()
+                    ana = _analytical_value(rows[k][j][n], i, None)
                     if not abs(ana - num) <= atol + rtol * abs(num):
                         return _fail(f"Jacobian mismatch for output {k} with respect to input {n},\n"
                                      f"numerical:{num}\nanalytical:{ana}\n(element [{i}, {j}] of the "
