@@ -137,6 +137,7 @@ OPS = {
     **gap("complex: tested outside the tables (test_complex: gradients against PyTorch and "
           "finite differences)", """
         real imag view_as_real view_as_complex complex polar"""),
+    **gap("tested outside the tables (test_fft: gradcheck, gradgradcheck and torch)", "stft istft"),
     **covered("pointwise", "angle sgn conj conj_physical resolve_conj resolve_neg"),
     **no_grad(INPLACE, "sgn_ conj_physical_"),
     **no_grad(BOOL_OUT, "isreal"),
@@ -199,7 +200,7 @@ OPS = {
         __int__ __index__ __complex__ save load save_safetensors load_safetensors"""),
     **no_grad(NAMESPACE, """
         Generator Size Tensor autograd linalg testing return_types version random nn optim utils
-        serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler
+        serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler fft
         vision hub distributed multiprocessing
         default_generator float16 float32 float64 bfloat16 uint8 int8 int16 int32 int64"""),
     **no_grad(PROTOCOL, """

@@ -181,6 +181,11 @@ def test_binary_against_numpy(dtype):
     np.testing.assert_array_equal(tl.where(tl.from_numpy(cond), ta, tb).numpy(),
                                   np.where(cond, a, b))
     assert tl.allclose(ta, ta + 1e-9) and not tl.allclose(ta, ta + 1e-2j)
+    np.testing.assert_allclose(tl.addcmul(ta, ta, tb, value=2).numpy(), a + 2 * a * b, **tol)
+    np.testing.assert_allclose(tl.addcdiv(ta, ta, tb, value=-1).numpy(), a - a / b, **tol)
+    np.testing.assert_allclose(tl.lerp(ta, tb, 0.3).numpy(), a + 0.3 * (b - a), **tol)
+    np.testing.assert_allclose(tl.lerp(ta, tb, tb).numpy(), a + b * (b - a), rtol=tol["rtol"] * 10,
+                               atol=tol["atol"] * 10)
     np.testing.assert_array_equal(tl.isclose(ta, ta * (1 + 1e-9)).numpy(), np.ones((4, 5), bool))
 
 
@@ -213,7 +218,7 @@ def test_in_place_and_out():
 def test_ops_without_complex_meaning_raise():
     t = tl.tensor([1 + 1j, 2 - 1j])
     for fn in (lambda: t < t, lambda: t.sort(), lambda: t.max(), lambda: tl.floor(t),
-               lambda: t.sign(), lambda: tl.relu(t), lambda: t.prod(), lambda: t.cumsum(0),
+               lambda: t.sign(), lambda: tl.relu(t), lambda: t.prod(), lambda: t.cumprod(0),
                lambda: tl.maximum(t, t), lambda: t.topk(1), lambda: t.argmax(), t.unique,
                lambda: tl.ones(2).index_put_((tl.tensor([0]),), tl.tensor([1j]))):
         with pytest.raises(RuntimeError):
@@ -275,6 +280,9 @@ def test_sum_mean_norm(dtype):
     np.testing.assert_allclose(t.mean(-1, keepdim=True).numpy(), a.mean(-1, keepdims=True), **tol)
     np.testing.assert_allclose(t.permute(2, 0, 1).sum(1).numpy(), a.transpose(2, 0, 1).sum(1), **tol)
     assert tl.tensor(1 + 1j).sum().item() == 1 + 1j
+    np.testing.assert_allclose(t.cumsum(1).numpy(), a.cumsum(1), **tol)
+    np.testing.assert_allclose(t.transpose(0, 2).cumsum(-1).numpy(), a.transpose(2, 1, 0).cumsum(-1),
+                               **tol)
     n = tl.linalg.vector_norm(t)
     assert n.dtype is dtype.to_real()
     np.testing.assert_allclose(n.item(), np.linalg.norm(a.ravel()), **tol)
@@ -359,9 +367,12 @@ GRAD_CASES = {
     "views": lambda z: (tl.view_as_real(z * z) ** 3).sum() if isinstance(z, tl.Tensor)
     else (torch.view_as_real(z * z) ** 3).sum(),
     "matmul": lambda z: (z @ z.mT).abs().sum() + (z.mT @ z.conj()).angle().sum(),
-    "reduce_norm": lambda z: (z.sum(0) * z.mean(1)[:2]).abs().sum() + z.norm(),
+    "reduce_norm": lambda z: (z.sum(0) * z.mean(1)[:2]).abs().sum() + z.norm()
+    + z.cumsum(0).angle().sum(),
     "index": lambda z: (z[[0, 0, 1]] * z[:, 1:2].exp()).real.sum(),
     "complex_polar": lambda z: (z * (z.real * 2 + z.imag ** 2)).abs().sum(),
+    "ternary": lambda z: (z.addcmul(z, z.exp(), value=0.5) + z.addcdiv(z, z + 3)
+                          + z.lerp(z * z, 0.7) + z.lerp(z * z, z.sin())).abs().sum(),
 }
 
 
@@ -488,3 +499,16 @@ def test_random_complex_samples():
     assert abs(z.real.var().item() - 0.5) < 0.01 and abs(z.imag.var().item() - 0.5) < 0.01
     u = tl.rand(1000, dtype=tl.complex128)
     assert 0 <= u.real.min().item() and u.real.max().item() < 1 and u.imag.min().item() >= 0
+
+
+def test_complex_on_cuda(cuda_device):
+    """Complex tensors on the CUDA backend (the stand-in driver everywhere, a GPU where there
+    is one): the ops without complex kernels run on host copies and give the CPU's values."""
+    z = crandn(4, 3, dtype=np.complex64, seed=11)
+    t = tl.from_numpy(z).to(cuda_device)
+    assert t.device.type == "cuda" and t.dtype is tl.complex64
+    r = (t * t.conj() + 1j).exp().abs()
+    np.testing.assert_allclose(r.cpu().numpy(), np.abs(np.exp(z * z.conj() + 1j)), rtol=1e-5)
+    np.testing.assert_allclose(tl.view_as_real(t).cpu().numpy(), z.view(np.float32).reshape(4, 3, 2))
+    np.testing.assert_allclose((t @ t.mT).cpu().numpy(), z @ z.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(tl.fft.fft(t).cpu().numpy(), np.fft.fft(z), rtol=1e-4, atol=1e-4)

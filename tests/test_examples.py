@@ -10,7 +10,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-EXAMPLES = ["quickstart.py", "cnn_digits.py", "char_lstm.py", "transformer_lm.py",
+EXAMPLES = ["quickstart.py", "cnn_digits.py", "char_lstm.py", "transformer_lm.py", "rope_attention.py",
             "linear_regression.py", "reinforce_cartpole.py"]
 
 
@@ -143,9 +143,13 @@ def _losses(out):
                       "--sample-length", "50"]),
     ("transformer_lm.py", ["--steps", "40", "--d-model", "64", "--layers", "1", "--context", "32",
                            "--batch-size", "16", "--sample-length", "50"]),
+    ("rope_attention.py", ["--steps", "40", "--d-model", "64", "--layers", "1", "--context", "32",
+                           "--batch-size", "16", "--sample-length", "50"]),
 ])
 def test_language_models_learn_and_write_a_sample(script, args):
     out = _run(script, *args)
+    if script == "rope_attention.py":          # rotary embeddings see relative positions only
+        assert float(re.search(r"largest deviation ([0-9.e+-]+)", out).group(1)) < 1e-4, out
     losses = _losses(out)
     assert losses[-1] < losses[0] - 0.5, out            # from ~ln(vocab) = 4.1 downwards
     tail = out.split("--- sample ---", 1)[1]

@@ -36,6 +36,7 @@ from ._ops.linalg import *  # noqa: F401,F403
 from ._ops.joining import *  # noqa: F401,F403
 from ._ops.sorting import *  # noqa: F401,F403
 from ._ops.complex import *  # noqa: F401,F403
+from ._ops.spectral import stft, istft  # noqa: F401
 from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
 from ._ops.linalg_decomp import *  # noqa: F401,F403
@@ -44,7 +45,7 @@ from ._ops.views import (view_copy, permute_copy, t_copy, transpose_copy,  # noq
                          diagonal_copy, as_strided_copy, detach_copy, alias_copy)
 from ._ops.creation import (scalar_tensor, empty_strided, fill, zero_, hann_window,  # noqa: F401
                             hamming_window, blackman_window, bartlett_window)
-from . import linalg, random, return_types, autograd, _dlpack
+from . import linalg, random, return_types, autograd, _dlpack, fft
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, is_anomaly_enabled, set_detect_anomaly)
 from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)

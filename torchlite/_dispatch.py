@@ -17,7 +17,8 @@ import importlib
 import sys
 
 _MODULES = ("array", "elementwise", "reduce", "matmul", "index", "sort", "shape_ops", "random",
-            "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn", "fused")
+            "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn", "fused",
+            "fft")
 
 # functions whose CUDA versions take operands on another device themselves (the transfers)
 CROSS_DEVICE = {("elementwise", "copy_")}
@@ -285,3 +286,4 @@ dlpack = _NAMESPACES["dlpack"]
 optim = _NAMESPACES["optim"]
 rnn = _NAMESPACES["rnn"]
 fused = _NAMESPACES["fused"]
+fft = _NAMESPACES["fft"]

@@ -788,7 +788,7 @@ def ternary_dtype(int op, a, b, c):
                                f"tensor with dtype {_TORCH_NAMES[(<Array>a).dtype]}")
         return _result_type((b, c))
     rdt = _result_type((a, b, c))
-    if not is_float(rdt):
+    if not is_float(rdt) and not is_complex(rdt):
         raise _not_impl(_TERNARY_NAMES[op], rdt)
     return rdt
 

@@ -776,7 +776,7 @@ def lerp_(self, end, weight):
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 * tensor2 (integer tensors too, with an integer value)."""
     xs = [x._data if isinstance(x, Tensor) else _operand(x, "addcmul") for x in (input, tensor1, tensor2)]
-    if D.DTYPES[_ew.result_type(*xs)].is_floating_point:
+    if _ew.result_type(*xs) >= 6:                   # floating and complex: the fused kernel
         return _ternary(_T["addcmul"], input, tensor1, tensor2, out, "addcmul", value,
                         _G.AddcmulBackward0)
     # the fused kernel is float-only; integers take two exact passes
@@ -791,7 +791,7 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcmul_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value))
-    if not self.is_floating_point():
+    if self._data.dtype < 6:
         _check_inplace_broadcast(self, "addcmul_", tensor1, tensor2)
         addcmul(self, tensor1, tensor2, value=value, out=self)
         self._bump_version()

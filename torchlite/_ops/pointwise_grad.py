@@ -505,6 +505,8 @@ class TernaryBackward(Node):
         v = dict(self.numbers)
         for k, entry in (self._saved or {}).items():
             v[k] = unpack(self, k, entry)
+        if g._data.dtype >= 10:     # complex: where, lerp, addcmul, addcdiv are holomorphic
+            v = {k: _conj_saved(x) for k, x in v.items()}
         grads = self.grads(g, v)
         return tuple(None if e[0] is None or gr is None else _fit(gr, fix)
                      for e, gr, fix in zip(self.next_functions, grads, self.fixes))

@@ -435,11 +435,22 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 
 
 # ---- scans ---------------------------------------------------------------------------------
+def _scan_array(op, a, dim):
+    """The scan kernel; a complex cumsum runs over the (..., 2) real parts (the same dim)."""
+    if a.dtype >= 10 and op == "cumsum":
+        from .complex import parts_array, complex_array
+        d = _wrap_dim(dim, a.ndim) if a.ndim else 0
+        parts = parts_array(a) if a.ndim else parts_array(a.unsqueeze(0))
+        r = complex_array(_ew.contiguous(_R.scan(op, parts, d)))
+        return r if a.ndim else r.squeeze((0,))
+    return _R.scan(op, a, dim)
+
+
 def _scan(op, input, dim, dtype, out):
     a = _cast_to(_arr(input, op), dtype)
     if dim is None:
         raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not NoneType")
-    r = _R.scan(op, a, dim)
+    r = _scan_array(op, a, dim)
     if dtype is not None:
         r = _cast_to(r, dtype)
     if input._requires_grad and _tracked(input, out, op):
@@ -471,7 +482,7 @@ def _scan_inplace(op, self, dim, dtype):
         from .pointwise_grad import check_inplace, rebase_inplace
         check_inplace(self, op + "_")
         return rebase_inplace(self, lambda old: _scan(op, old, dim, dtype, None))
-    r = _R.scan(op, _cast_to(self._data, dtype), dim)
+    r = _scan_array(op, _cast_to(self._data, dtype), dim)
     _ew.copy_(self._data, r)
     self._bump_version()
     return self

@@ -214,6 +214,16 @@ TL_BINARY(b_NE_c64, tl_c64, tl_bool, !tl_c64_eq(x, y))
 TL_BINARY(b_NE_c128, tl_c128, tl_bool, !tl_c128_eq(x, y))
 TL_TERNARY(t_WHERE_c64, tl_bool, tl_c64, c ? x : y)
 TL_TERNARY(t_WHERE_c128, tl_bool, tl_c128, c ? x : y)
+/* lerp / addcmul / addcdiv on complex operands (the scalar value P[0] is real) */
+#define CTOP(OP, S, T, R, E) TL_TERNARY(t_##OP##_##S, T, T, E)
+#define CTOPS(S, T, R)                                                                      \
+    CTOP(ADDCMUL, S, T, R, tl_##S##_add(c, tl_##S##_scale(tl_##S##_mul(x, y), (R)P[0])))   \
+    CTOP(ADDCDIV, S, T, R, tl_##S##_add(c, tl_##S##_scale(tl_##S##_div(x, y), (R)P[0])))   \
+    CTOP(LERP, S, T, R, tl_##S##_abs(y) < (R)0.5                                             \
+         ? tl_##S##_add(c, tl_##S##_mul(y, tl_##S##_sub(x, c)))                             \
+         : tl_##S##_sub(x, tl_##S##_mul(tl_##S##_sub(x, c), tl_##S##_sub(tl_##S##_mk(1, 0), y))))
+CTOPS(c64, tl_c64, float)
+CTOPS(c128, tl_c128, double)
 TL_CAST(c_c64_c64, tl_c64, tl_c64, x)
 TL_CAST(c_c128_c128, tl_c128, tl_c128, x)
 
@@ -383,6 +393,8 @@ static void TL_SFX(tl_ewise_register)(tl_loop U[][TL_NDTYPES], tl_loop B[][TL_ND
     TL_BINARY_OPS_COMPLEX(b_RC)
     u_RC(ABS) u_RC(ANGLE) u_RC(ISNAN) u_RC(ISINF) u_RC(ISFINITE) b_RC(EQ) b_RC(NE)
     T[TL_T_WHERE][TL_COMPLEX64] = TL_SFX(t_WHERE_c64); T[TL_T_WHERE][TL_COMPLEX128] = TL_SFX(t_WHERE_c128);
+#define t_RC(OP) T[TL_T_##OP][TL_COMPLEX64] = TL_SFX(t_##OP##_c64); T[TL_T_##OP][TL_COMPLEX128] = TL_SFX(t_##OP##_c128);
+    t_RC(ADDCMUL) t_RC(ADDCDIV) t_RC(LERP)
     C[TL_COMPLEX64][TL_COMPLEX64] = TL_SFX(c_c64_c64); C[TL_COMPLEX128][TL_COMPLEX128] = TL_SFX(c_c128_c128);
     T[TL_T_WHERE][TL_FLOAT32] = TL_SFX(t_WHERE_f32); T[TL_T_WHERE][TL_FLOAT64] = TL_SFX(t_WHERE_f64);
     T[TL_T_LERP][TL_FLOAT32] = TL_SFX(t_LERP_f32); T[TL_T_LERP][TL_FLOAT64] = TL_SFX(t_LERP_f64);
