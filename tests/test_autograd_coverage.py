@@ -142,7 +142,9 @@ OPS = {
     **no_grad(INPLACE, "sgn_ conj_physical_"),
     **no_grad(BOOL_OUT, "isreal"),
     **no_grad(QUERY, "is_conj is_neg"),
-    **no_grad(CONFIG, "get_default_complex_dtype"),
+    **no_grad(CONFIG, "get_default_complex_dtype set_default_device get_default_device"),
+    **no_grad(CREATION, """FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor
+        ShortTensor CharTensor ByteTensor BoolTensor ComplexFloatTensor ComplexDoubleTensor"""),
     **no_grad(NAMESPACE, "complex64 complex128 cfloat cdouble"),
     **no_grad(CREATION, """scalar_tensor empty_strided new_empty_strided hann_window
         hamming_window blackman_window bartlett_window"""),
@@ -201,6 +203,7 @@ OPS = {
     **no_grad(NAMESPACE, """
         Generator Size Tensor autograd linalg testing return_types version random nn optim utils
         serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler fft
+        functional
         vision hub distributed multiprocessing
         default_generator float16 float32 float64 bfloat16 uint8 int8 int16 int32 int64"""),
     **no_grad(PROTOCOL, """

@@ -218,7 +218,7 @@ def test_in_place_and_out():
 def test_ops_without_complex_meaning_raise():
     t = tl.tensor([1 + 1j, 2 - 1j])
     for fn in (lambda: t < t, lambda: t.sort(), lambda: t.max(), lambda: tl.floor(t),
-               lambda: t.sign(), lambda: tl.relu(t), lambda: t.prod(), lambda: t.cumprod(0),
+               lambda: t.sign(), lambda: tl.relu(t), lambda: t.cumprod(0),
                lambda: tl.maximum(t, t), lambda: t.topk(1), lambda: t.argmax(), t.unique,
                lambda: tl.ones(2).index_put_((tl.tensor([0]),), tl.tensor([1j]))):
         with pytest.raises(RuntimeError):
@@ -281,6 +281,10 @@ def test_sum_mean_norm(dtype):
     np.testing.assert_allclose(t.permute(2, 0, 1).sum(1).numpy(), a.transpose(2, 0, 1).sum(1), **tol)
     assert tl.tensor(1 + 1j).sum().item() == 1 + 1j
     np.testing.assert_allclose(t.cumsum(1).numpy(), a.cumsum(1), **tol)
+    np.testing.assert_allclose(t.prod().item(), a.prod(), **tol)
+    np.testing.assert_allclose(t.prod(1).numpy(), a.prod(1), **tol)
+    np.testing.assert_allclose(t.prod(-1, keepdim=True).numpy(), a.prod(-1, keepdims=True), **tol)
+    assert tl.zeros(0, dtype=dtype).prod().item() == 1
     np.testing.assert_allclose(t.transpose(0, 2).cumsum(-1).numpy(), a.transpose(2, 1, 0).cumsum(-1),
                                **tol)
     n = tl.linalg.vector_norm(t)
@@ -368,7 +372,7 @@ GRAD_CASES = {
     else (torch.view_as_real(z * z) ** 3).sum(),
     "matmul": lambda z: (z @ z.mT).abs().sum() + (z.mT @ z.conj()).angle().sum(),
     "reduce_norm": lambda z: (z.sum(0) * z.mean(1)[:2]).abs().sum() + z.norm()
-    + z.cumsum(0).angle().sum(),
+    + z.cumsum(0).angle().sum() + z.prod(0).abs().sum() + z.prod().real,
     "index": lambda z: (z[[0, 0, 1]] * z[:, 1:2].exp()).real.sum(),
     "complex_polar": lambda z: (z * (z.real * 2 + z.imag ** 2)).abs().sum(),
     "ternary": lambda z: (z.addcmul(z, z.exp(), value=0.5) + z.addcdiv(z, z + 3)

@@ -11,7 +11,7 @@ from ._dtype import (dtype, bool, uint8, int8, int16, int32, int64, float16, bfl
                      float64, complex64, complex128, half, float, double, short, int, long,
                      cfloat, cdouble, get_default_dtype, get_default_complex_dtype,
                      set_default_dtype, promote_types, can_cast, finfo, iinfo)
-from ._device import device
+from ._device import device, set_default_device, get_default_device
 from ._size import Size
 from ._tensor import Tensor
 from ._tensor_str import set_printoptions
@@ -37,6 +37,7 @@ from ._ops.joining import *  # noqa: F401,F403
 from ._ops.sorting import *  # noqa: F401,F403
 from ._ops.complex import *  # noqa: F401,F403
 from ._ops.spectral import stft, istft  # noqa: F401
+from ._ops.legacy_types import *  # noqa: F401,F403  (FloatTensor, LongTensor, ...)
 from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
 from ._ops.linalg_decomp import *  # noqa: F401,F403
@@ -45,7 +46,7 @@ from ._ops.views import (view_copy, permute_copy, t_copy, transpose_copy,  # noq
                          diagonal_copy, as_strided_copy, detach_copy, alias_copy)
 from ._ops.creation import (scalar_tensor, empty_strided, fill, zero_, hann_window,  # noqa: F401
                             hamming_window, blackman_window, bartlett_window)
-from . import linalg, random, return_types, autograd, _dlpack, fft
+from . import linalg, random, return_types, autograd, _dlpack
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, is_anomaly_enabled, set_detect_anomaly)
 from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)
@@ -57,7 +58,7 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
 # `torchlite.save` work as before.  tests/test_import_time.py keeps this list honest.
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
                  "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler",
-                 "vision", "hub", "distributed", "multiprocessing")
+                 "vision", "hub", "distributed", "multiprocessing", "fft", "functional")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",

@@ -43,8 +43,42 @@ class device:
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    # `with torchlite.device("cuda"):` makes it the default device of the factory functions
+    # inside the block, as in PyTorch (nesting restores the outer one)
+    def __enter__(self):
+        _entered.append(_default[0])
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        _default[0] = _entered.pop()
+        return False
+
 
 CPU = device("cpu")
+
+# The device factory functions (zeros, tensor, randn, arange, ...) use when given none:
+# None stands for the CPU, so the common case costs one list lookup.
+_default = [None]
+_entered = []
+
+
+def set_default_device(d):
+    """Make `d` (a device, a string like 'cuda:0', an index, or None for the CPU) the device of
+    tensors that factory functions create without a device= argument (torch's
+    set_default_device; *_like functions keep their input's device)."""
+    dev = None if d is None else to_device(d)
+    _default[0] = None if dev is None or dev.type == "cpu" else dev
+
+
+def get_default_device():
+    """The device factory functions use when given none (torch.get_default_device)."""
+    return _default[0] if _default[0] is not None else CPU
+
+
+def factory_device(d):
+    """A factory's device= argument with the default device filled in (None: the CPU)."""
+    return d if d is not None else _default[0]
 
 
 def to_device(d):

@@ -90,14 +90,13 @@ for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float
 
 @_register("type")
 def type(self, dtype=None, non_blocking=False):
+    """With no argument the legacy type name ('torchlite.FloatTensor'); else the tensor cast
+    to a dtype or a legacy type (torchlite.LongTensor, 'torch.LongTensor')."""
+    from . import legacy_types
     if dtype is None:
-        return "torchlite." + {"float32": "FloatTensor", "float64": "DoubleTensor",
-                               "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
-                               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
-                               "int8": "CharTensor", "uint8": "ByteTensor",
-                               "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
-                               "complex128": "ComplexDoubleTensor"}[self.dtype.name]
-    return to(self, D.to_dtype(dtype))
+        return legacy_types.type_name(self)
+    legacy = legacy_types.dtype_of_type_name(dtype)
+    return to(self, legacy if legacy is not None else D.to_dtype(dtype))
 
 
 @_register("type_as")

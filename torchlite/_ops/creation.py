@@ -8,7 +8,7 @@ from .. import _dtype as D
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .. import _dispatch
-from .._device import to_device
+from .._device import to_device, factory_device
 from .._size import check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
@@ -32,7 +32,9 @@ def _place(arr, device, requires_grad=False, dtype=None, pin_memory=False):
 def _on(device):
     """The array-layer device for a creation's `device=` argument: None for the CPU, else
     'cuda:N' (after checking that CUDA is usable and N exists), so new arrays are made on
-    the device instead of on the host and copied over."""
+    the device instead of on the host and copied over.  None means the default device
+    (torchlite.set_default_device)."""
+    device = factory_device(device)
     if device is None or device == "cpu":
         return None
     dev = to_device(device)
@@ -157,7 +159,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     a tensor's copy stays on its device unless `device` is given."""
     if device is None and isinstance(data, Tensor):
         device = data.device
-    return _place(_from_data(data, dtype), device, requires_grad, pin_memory=pin_memory)
+    return _place(_from_data(data, dtype), factory_device(device), requires_grad, pin_memory=pin_memory)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -337,7 +339,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
                              start, step)
     else:
         arr = _arange_int(start, end, step, dt)
-    t = _place(arr, device, requires_grad)
+    t = _place(arr, factory_device(device), requires_grad)
     if out is not None:
         out._data = t._data
         return out
@@ -372,7 +374,7 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
     n = builtins.int(math.floor((end - start) / step)) + 1
     dt = D.to_dtype(dtype, D.get_default_dtype())
     arr = _A.fill_affine(_A.empty((builtins.max(n, 0),), D.float64.code), builtins.float(start), builtins.float(step))
-    return _place(_ew.cast(arr, dt.code), device, requires_grad)
+    return _place(_ew.cast(arr, dt.code), factory_device(device), requires_grad)
 
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -390,7 +392,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     arr = _A.fill_affine(_A.empty((steps,), work.code), builtins.float(start), step, True, builtins.float(end))
     if steps == 1:
         _A.fill_(arr, builtins.float(start))
-    t = _place(_ew.cast(arr, dt.code), device, requires_grad)
+    t = _place(_ew.cast(arr, dt.code), factory_device(device), requires_grad)
     if out is not None:
         out._data = t._data
         return out
@@ -403,7 +405,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     dt = D.to_dtype(dtype, D.get_default_dtype())
     exps = linspace(start, end, steps, dtype=D.float64)
     arr = _ew.binary(_ew.BINARY["pow"], builtins.float(base), exps._data)
-    return _place(_ew.cast(arr, dt.code), device, requires_grad)
+    return _place(_ew.cast(arr, dt.code), factory_device(device), requires_grad)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -418,7 +420,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     dt = D.to_dtype(dtype, D.get_default_dtype())
     arr = _A.full((n, m), 0, dt.code)
     _A.fill_(arr.diagonal(0, 0, 1), 1)
-    return _place(arr, device, requires_grad)
+    return _place(arr, factory_device(device), requires_grad)
 
 
 def _legacy_new(cls, *args, **kwargs):

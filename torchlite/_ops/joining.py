@@ -11,6 +11,7 @@ import builtins
 import warnings
 
 from .. import _dtype as D
+from .._device import factory_device
 from .._dispatch import array as _A
 from .._dispatch import mixed_device_error
 from .._dispatch import elementwise as _ew
@@ -565,7 +566,7 @@ def _tri_indices(row, col, offset, dtype, device, upper, op):
     offset = max(-row - 1, min(col + 1, offset))    # beyond these, the triangle no longer changes
     idx = _SO.tri_indices(row, col, offset, upper)
     from .creation import _place
-    return _place(_ew.cast(idx, dt.code), device)
+    return _place(_ew.cast(idx, dt.code), factory_device(device))
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):

@@ -29,6 +29,7 @@ import numbers
 import warnings
 
 from .. import _dtype as D
+from .._device import factory_device
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .._dispatch import random as _R
@@ -141,6 +142,7 @@ def _gen(generator, op, device=None):
     CUDA device has its own, seeded by torchlite.cuda.manual_seed and torchlite.manual_seed;
     both follow the CPU generator's stream layout, so one seed gives the same numbers)."""
     if generator is None:
+        device = factory_device(device)
         if device is not None:
             dev = to_device(device)
             if dev.type == "cuda":
@@ -484,7 +486,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
 
     if out is None and dt is D.int64:
-        return _place(_R.randperm(n, gen), device, requires_grad)
+        return _place(_R.randperm(n, gen), factory_device(device), requires_grad)
     return _new((n,), dt, device, requires_grad, out, "randperm",
                 lambda arr: _ew.copy_(arr, _R.randperm(n, gen)))
 

@@ -1,0 +1,75 @@
+"""PyTorch's legacy typed tensor classes: torchlite.FloatTensor, LongTensor, ... .
+
+Old scripts still write `torch.FloatTensor(2, 3)` (an uninitialised tensor of that shape),
+`torch.LongTensor([1, 2])` (a tensor of that data), `isinstance(x, torch.FloatTensor)` and
+`x.type(torch.LongTensor)` / `x.type('torch.LongTensor')`.  Each class here is a constructor
+and an isinstance test for one dtype on the CPU; the tensors it makes are ordinary Tensors."""
+import builtins
+
+from .. import _dtype as D
+from .._tensor import Tensor
+
+# class name -> dtype: the one table Tensor.type() and the classes read
+NAMES = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "HalfTensor": D.float16,
+         "BFloat16Tensor": D.bfloat16, "LongTensor": D.int64, "IntTensor": D.int32,
+         "ShortTensor": D.int16, "CharTensor": D.int8, "ByteTensor": D.uint8,
+         "BoolTensor": D.bool, "ComplexFloatTensor": D.complex64,
+         "ComplexDoubleTensor": D.complex128}
+_BY_DTYPE = {dt: name for name, dt in NAMES.items()}
+
+
+class _LegacyTensorType(type):
+    """The metaclass: isinstance(x, FloatTensor) holds for float32 CPU tensors."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+
+    def __repr__(cls):
+        return f"<class 'torchlite.{cls.__name__}'>"
+
+
+def _construct(cls, *args, device=None):
+    from .creation import empty, tensor
+    if device is not None and str(device) != "cpu":
+        raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
+                           f"{device} was passed")
+    if not args:
+        return empty(0, dtype=cls.dtype)
+    if all(isinstance(a, builtins.int) and not isinstance(a, builtins.bool) for a in args):
+        return empty(*args, dtype=cls.dtype)          # FloatTensor(2, 3): a shape
+    if len(args) == 1 and isinstance(args[0], tuple(_size_types())):
+        return empty(*args[0], dtype=cls.dtype)       # FloatTensor(torch.Size([2, 3]))
+    if len(args) != 1:
+        raise TypeError(f"{cls.__name__}(): expected a shape of ints or one sequence of data")
+    data = args[0]
+    if isinstance(data, Tensor):
+        if data.dtype is not cls.dtype:
+            raise TypeError(f"expected {cls.dtype} (got {data.dtype})")
+        return data
+    return tensor(data, dtype=cls.dtype)
+
+
+def _size_types():
+    from .._size import Size
+    return (Size,)
+
+
+def dtype_of_type_name(name):
+    """The dtype of a legacy type given as a class or a name ('torch.LongTensor',
+    'torchlite.LongTensor', 'LongTensor'), or None when it names none."""
+    if isinstance(name, _LegacyTensorType):
+        return name.dtype
+    if isinstance(name, str):
+        return NAMES.get(name.rpartition(".")[2])
+    return None
+
+
+def type_name(t):
+    return "torchlite." + _BY_DTYPE[t.dtype]
+
+
+CLASSES = {name: _LegacyTensorType(name, (), {"dtype": dt, "__new__": _construct,
+                                              "__doc__": f"Legacy constructor of {dt} tensors."})
+           for name, dt in NAMES.items()}
+globals().update(CLASSES)
+__all__ = sorted(CLASSES)
