@@ -203,7 +203,7 @@ OPS = {
     **no_grad(NAMESPACE, """
         Generator Size Tensor autograd linalg testing return_types version random nn optim utils
         serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler fft
-        functional
+        functional profiler
         vision hub distributed multiprocessing
         default_generator float16 float32 float64 bfloat16 uint8 int8 int16 int32 int64"""),
     **no_grad(PROTOCOL, """

@@ -58,7 +58,7 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
 # `torchlite.save` work as before.  tests/test_import_time.py keeps this list honest.
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
                  "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler",
-                 "vision", "hub", "distributed", "multiprocessing", "fft", "functional")
+                 "vision", "hub", "distributed", "multiprocessing", "fft", "functional", "profiler")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",

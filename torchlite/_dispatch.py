@@ -144,19 +144,60 @@ def enable_devices(cuda_array_type):
     if _enabled:
         return
     importlib.import_module("torchlite.cuda._ops")
+    observer = _observer
+    set_kernel_observer(None)          # the observed wrappers go around the dispatching ones
     _cuda_array_type = cuda_array_type
     for ns in _NAMESPACES.values():
         ns._enable()
     _enabled = True
+    set_kernel_observer(observer)
+
+
+# ---- observing kernel calls (the profiler) -----------------------------------------------------
+_observer = None
+
+
+def set_kernel_observer(observer):
+    """Call observer(qualname, fn, args, kwargs), which must return fn(*args, **kwargs), for
+    every array-layer function called through this module ('elementwise.binary',
+    'matmul.bmm', ...); None removes it.  The profiler (torchlite.profiler) uses it: while
+    none is set the functions are the plain ones, so observing costs nothing when off."""
+    global _observer
+    if _observer is not None:
+        for ns in _NAMESPACES.values():
+            for key in list(vars(ns)):
+                inner = getattr(getattr(ns, key), "__observed__", None)
+                if inner is not None:
+                    setattr(ns, key, inner)
+    _observer = observer
+    if observer is None:
+        return
+    for ns in _NAMESPACES.values():
+        for key, value in list(vars(ns).items()):
+            if not key.startswith("_") and _is_kernel_function(value):
+                setattr(ns, key, _observed(f"{ns._name}.{key}", value, observer))
+
+
+def _observed(qualname, fn, observer):
+    def observed(*args, **kwargs):
+        return observer(qualname, fn, args, kwargs)
+    observed.__name__ = fn.__name__
+    observed.__qualname__ = qualname
+    observed.__doc__ = fn.__doc__
+    observed.__observed__ = fn
+    return observed
 
 
 def disable_devices():
     """Put the CPU functions back (the tests, after a stand-in driver's CUDA arrays are gone)."""
     global _enabled, _cuda_array_type
+    observer = _observer
+    set_kernel_observer(None)
     for ns in _NAMESPACES.values():
         ns._disable()
     _cuda_array_type = None
     _enabled = False
+    set_kernel_observer(observer)
 
 
 # ---- the backend's device services ------------------------------------------------------------

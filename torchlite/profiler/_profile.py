@@ -1,0 +1,286 @@
+"""torch.profiler's API on torchlite: profile, record_function, schedule, ProfilerActivity,
+ProfilerAction, tensorboard_trace_handler.
+
+What is timed: every call through the array layer's one door (torchlite/_dispatch.py, which
+calls an observer around each kernel function while one is set: nothing is wrapped, and
+nothing costs, while no profile records) and every record_function range.  Kernel events
+are named by the array-layer function and, for the elementwise and reduction families, the
+op: 'elementwise.binary[mul]', 'reduce.reduce[sum]', 'matmul.bmm[addmm_impl_cpu_]'.  Times
+are host (CPU) wall times; CUDA kernels run asynchronously, so with CUDA tensors an event
+measures the launch, not the kernel (no device timeline is recorded yet)."""
+import enum
+import os
+import socket
+import threading
+import time
+
+from .. import _dispatch
+from ._events import EventList, FunctionEvent, write_chrome_trace
+
+
+class ProfilerActivity(enum.Enum):
+    CPU = 0
+    CUDA = 1
+    XPU = 2
+    MTIA = 3
+
+
+class ProfilerAction(enum.Enum):
+    NONE = 0
+    WARMUP = 1
+    RECORD = 2
+    RECORD_AND_SAVE = 3
+
+
+def supported_activities():
+    from .. import _dispatch as dispatch
+    return {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if dispatch.cuda_available() else set())
+
+
+def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0):
+    """The step -> ProfilerAction function torch.profiler.schedule makes: skip_first steps
+    off, then cycles of `wait` steps off, `warmup` steps warming up, `active` steps
+    recorded (the last one RECORD_AND_SAVE, when on_trace_ready runs), `repeat` cycles (0:
+    forever)."""
+    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
+        raise AssertionError("Invalid profiler schedule arguments")
+    cycle = wait + warmup + active
+
+    def action(step):
+        if step < skip_first:
+            return ProfilerAction.NONE
+        step -= skip_first
+        if repeat > 0 and step // cycle >= repeat:
+            return ProfilerAction.NONE
+        pos = step % cycle
+        if pos < wait:
+            return ProfilerAction.NONE
+        if pos < wait + warmup:
+            return ProfilerAction.WARMUP
+        return ProfilerAction.RECORD if pos < cycle - 1 else ProfilerAction.RECORD_AND_SAVE
+    return action
+
+
+_NAMED_BY_OP = {}
+
+
+def _op_names():
+    """op code -> name for the elementwise families (read once from the kernel tables)."""
+    if not _NAMED_BY_OP:
+        ew = _dispatch.elementwise
+        for family, table in (("unary", ew.UNARY), ("binary", ew.BINARY),
+                              ("ternary", ew.TERNARY)):
+            _NAMED_BY_OP[f"elementwise.{family}"] = {code: name for name, code in table.items()}
+    return _NAMED_BY_OP
+
+
+def _event_name(qualname, args):
+    if qualname.startswith("elementwise.") and args and isinstance(args[0], int):
+        names = _op_names().get(qualname)
+        if names is not None and args[0] in names:
+            return f"{qualname}[{names[args[0]]}]"
+    if qualname in ("reduce.reduce", "reduce.scan") and args and isinstance(args[0], str):
+        return f"{qualname}[{args[0]}]"
+    if qualname == "matmul.bmm" and len(args) > 5 and isinstance(args[5], str):
+        return f"{qualname}[{args[5]}]"
+    return qualname
+
+
+def _shapes(args):
+    return [list(a.shape) if hasattr(a, "shape") and hasattr(a, "dtype") else []
+            for a in args]
+
+
+class _Recorder:
+    """Collects the events of one profile, one nesting stack per thread (a nested event's
+    time is its parent's child time, so self times add up to the total)."""
+
+    def __init__(self, record_shapes):
+        self.record_shapes = record_shapes
+        self.events = []
+        self.t0 = time.perf_counter_ns()
+        self.local = threading.local()
+        self.lock = threading.Lock()
+
+    def _stack(self):
+        stack = getattr(self.local, "stack", None)
+        if stack is None:
+            stack = self.local.stack = []
+        return stack
+
+    def begin(self):
+        stack = self._stack()
+        stack.append([time.perf_counter_ns(), 0])
+        return stack
+
+    def end(self, stack, name, shapes):
+        end = time.perf_counter_ns()
+        start, child = stack.pop()
+        if stack:
+            stack[-1][1] += end - start
+        e = FunctionEvent(name, (start - self.t0) / 1e3, (end - self.t0) / 1e3, child / 1e3,
+                          threading.get_ident(), shapes, len(stack))
+        with self.lock:
+            self.events.append(e)
+
+    def observe(self, qualname, fn, args, kwargs):
+        stack = self.begin()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.end(stack, _event_name(qualname, args),
+                     _shapes(args) if self.record_shapes else [])
+
+
+_active = [None]        # the recorder of the profile that is recording, if any
+
+
+class record_function:
+    """A named range in the profile (torch.profiler.record_function): a context manager or
+    a decorator; it costs one check while no profile records."""
+
+    def __init__(self, name, args=None):
+        self.name = name
+        self.args = args
+        self._stack = None
+
+    def __enter__(self):
+        rec = _active[0]
+        if rec is not None:
+            self._rec, self._stack = rec, rec.begin()
+        return self
+
+    def __exit__(self, *exc):
+        if self._stack is not None:
+            self._rec.end(self._stack, self.name, [])
+            self._stack = None
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with record_function(self.name):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class profile:
+    """torch.profiler.profile: records kernel calls and record_function ranges between
+    start() and stop() (or in a with block), driven by `schedule` through step() when one
+    is given; on_trace_ready(prof) runs at the end of each recorded cycle (and at stop while
+    recording).  Results: events(), key_averages(), export_chrome_trace()."""
+
+    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None,
+                 record_shapes=False, profile_memory=False, with_stack=False,
+                 with_flops=False, with_modules=False, experimental_config=None,
+                 execution_trace_observer=None, acc_events=False, use_cuda=None):
+        acts = set(activities) if activities is not None else supported_activities()
+        if use_cuda:
+            acts.add(ProfilerActivity.CUDA)
+        self.activities = acts
+        self.schedule = schedule
+        self.on_trace_ready = on_trace_ready
+        self.record_shapes = record_shapes
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self.with_flops = with_flops
+        self.with_modules = with_modules
+        self.step_num = 0
+        self.current_action = None
+        self._recorder = None
+        self._events = EventList()
+        self._started = False
+
+    # ---- recording on and off ----
+    def _record_on(self):
+        if _active[0] is not None:
+            raise RuntimeError("Profiler is already enabled on this thread")
+        self._recorder = _Recorder(self.record_shapes)
+        _active[0] = self._recorder
+        _dispatch.set_kernel_observer(self._recorder.observe)
+
+    def _record_off(self):
+        if self._recorder is None:
+            return
+        _dispatch.set_kernel_observer(None)
+        _active[0] = None
+        self._events = EventList(sorted(self._recorder.events, key=lambda e: e.start_us))
+        self._recorder = None
+
+    def _recording(self, action):
+        return action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+    def start(self):
+        self._started = True
+        self.current_action = (self.schedule(self.step_num) if self.schedule is not None
+                               else ProfilerAction.RECORD)
+        if self._recording(self.current_action):
+            self._record_on()
+        return self
+
+    def stop(self):
+        if not self._started:
+            return
+        was_recording = self._recorder is not None
+        self._record_off()
+        self._started = False
+        if was_recording and self.on_trace_ready is not None:
+            self.on_trace_ready(self)
+
+    def step(self):
+        """Advance the schedule by one step (call once per training iteration)."""
+        if self.schedule is None or not self._started:
+            self.step_num += 1
+            return
+        prev = self.current_action
+        self.step_num += 1
+        self.current_action = self.schedule(self.step_num)
+        if prev == ProfilerAction.RECORD_AND_SAVE or (
+                self._recording(prev) and not self._recording(self.current_action)):
+            self._record_off()
+            if prev == ProfilerAction.RECORD_AND_SAVE and self.on_trace_ready is not None:
+                self.on_trace_ready(self)
+        if self._recording(self.current_action) and self._recorder is None:
+            self._record_on()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    # ---- results ----
+    def events(self):
+        return self._events
+
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0,
+                     group_by_overload_name=False):
+        return self._events.key_averages(group_by_input_shape)
+
+    def export_chrome_trace(self, path):
+        write_chrome_trace(self._events, path)
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        """Write 'name count' lines of the events' self times (flame-graph input)."""
+        with open(path, "w") as f:
+            for e in self._events.key_averages():
+                f.write(f"{e.key} {int(getattr(e, metric))}\n")
+
+
+def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=False):
+    """An on_trace_ready that writes each recorded cycle as
+    `<worker>.<time>.pt.trace.json` into dir_name (what TensorBoard's profile plugin reads)."""
+    def handler(prof):
+        os.makedirs(dir_name, exist_ok=True)
+        worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
+        stamp = time.time_ns()
+        while True:                      # two cycles in one tick must not overwrite each other
+            name = f"{worker}.{stamp}.pt.trace.json" + (".gz" if use_gzip else "")
+            if not os.path.exists(os.path.join(dir_name, name)):
+                break
+            stamp += 1
+        prof.export_chrome_trace(os.path.join(dir_name, name))
+    return handler
