@@ -12,6 +12,11 @@ import torchlite as tl
 from torchlite import linalg as LA
 from torchlite._ops import linalg_decomp as D
 
+try:
+    import torch
+except ImportError:          # the PyTorch comparisons are skipped without it
+    torch = None
+
 _rng = np.random.default_rng(2024)
 TOL = {"float64": 1e-10, "float32": 1e-5}
 DTYPES = ("float64", "float32")
@@ -672,3 +677,95 @@ def test_thread_count_does_not_change_results():
             tl.set_num_threads(old)
     for x, y in zip(*results):
         np.testing.assert_array_equal(x, y)
+
+
+# ---- lu_unpack, the older solver names, tensorinv/tensorsolve, linalg.diagonal/vander -------------
+def _rnd(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def test_lu_unpack_and_legacy_lu_solve():
+    A, B = _rnd(2, 4, 4), _rnd(2, 4, 3, seed=1)
+    LU, piv = tl.linalg.lu_factor(tl.tensor(A))
+    P, L, U = tl.lu_unpack(LU, piv)
+    np.testing.assert_allclose((P @ L @ U).numpy(), A, atol=1e-12)
+    assert np.allclose(np.tril(L.numpy(), -1) + np.eye(4), L.numpy())
+    np.testing.assert_allclose(tl.lu_solve(tl.tensor(B), LU, piv).numpy(), np.linalg.solve(A, B),
+                               atol=1e-10)
+    LU2, piv2 = tl.lu(tl.tensor(A))
+    np.testing.assert_array_equal(LU2.numpy(), LU.numpy())
+    assert len(tl.lu(tl.tensor(A), get_infos=True)) == 3
+    wide = tl.tensor(_rnd(3, 5, seed=2))
+    P, L, U = tl.lu_unpack(*tl.linalg.lu_factor(wide[:, :3]))
+    assert P.shape == (3, 3) and L.shape == (3, 3) and U.shape == (3, 3)
+    LUt = tl.tensor(LU.numpy(), requires_grad=True)
+    assert tl.autograd.gradcheck(lambda m: tl.lu_unpack(m, piv)[1:], (LUt,))
+    if torch is not None:
+        Pt, Lt, Ut = torch.lu_unpack(*torch.linalg.lu_factor(torch.tensor(A)))
+        P, L, U = tl.lu_unpack(LU, piv)
+        for a, b in ((P, Pt), (L, Lt), (U, Ut)):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [{}, {"transpose": True}, {"upper": False}, {"unitriangular": True}])
+def test_triangular_solve(kw):
+    T = np.triu(_rnd(4, 4)) + 4 * np.eye(4)
+    A = T if kw.get("upper", True) else T.T
+    B = _rnd(4, 3, seed=3)
+    X, coef = tl.triangular_solve(tl.tensor(B), tl.tensor(A), **kw)
+    M = A.copy()
+    if kw.get("unitriangular"):
+        np.fill_diagonal(M, 1)
+    M = np.triu(M) if kw.get("upper", True) else np.tril(M)
+    np.testing.assert_allclose(X.numpy(), np.linalg.solve(M.T if kw.get("transpose") else M, B),
+                               atol=1e-12)
+    np.testing.assert_array_equal(coef.numpy(), A)
+    a = tl.tensor(A, requires_grad=True)
+    b = tl.tensor(B, requires_grad=True)
+    assert tl.autograd.gradcheck(lambda a, b: tl.triangular_solve(b, a, **kw).solution, (a, b))
+
+
+def test_cholesky_inverse():
+    S = _rnd(4, 4, seed=4)
+    S = S @ S.T + 4 * np.eye(4)
+    L = np.linalg.cholesky(S)
+    np.testing.assert_allclose(tl.cholesky_inverse(tl.tensor(L)).numpy(), np.linalg.inv(S),
+                               atol=1e-12)
+    np.testing.assert_allclose(tl.cholesky_inverse(tl.tensor(L.T), upper=True).numpy(),
+                               np.linalg.inv(S), atol=1e-12)
+    Lt = tl.tensor(L, requires_grad=True)
+    assert tl.autograd.gradcheck(lambda m: tl.cholesky_inverse(m.tril()), (Lt,))
+
+
+def test_tensorinv_and_tensorsolve():
+    A = _rnd(6, 2, 3, seed=5)
+    X = tl.linalg.tensorinv(tl.tensor(A), ind=1)
+    assert X.shape == (2, 3, 6)
+    np.testing.assert_allclose(np.tensordot(X.numpy(), A, 1).reshape(6, 6), np.eye(6), atol=1e-10)
+    with pytest.raises(RuntimeError, match="prod"):
+        tl.linalg.tensorinv(tl.ones(2, 3), ind=1)
+    A2, B2 = _rnd(2, 3, 6, seed=6), _rnd(2, 3, seed=7)
+    Xs = tl.linalg.tensorsolve(tl.tensor(A2), tl.tensor(B2))
+    assert Xs.shape == (6,)
+    np.testing.assert_allclose(np.tensordot(A2, Xs.numpy(), 1), B2, atol=1e-10)
+    Xd = tl.linalg.tensorsolve(tl.tensor(A2.transpose(2, 0, 1)), tl.tensor(B2), dims=(0,))
+    np.testing.assert_allclose(Xd.numpy(), Xs.numpy(), atol=1e-10)
+    a = tl.tensor(A, requires_grad=True)
+    assert tl.autograd.gradcheck(lambda m: tl.linalg.tensorinv(m, ind=1), (a,))
+    if torch is not None:
+        np.testing.assert_allclose(
+            Xs.numpy(), torch.linalg.tensorsolve(torch.tensor(A2), torch.tensor(B2)).numpy())
+
+
+def test_linalg_diagonal_and_vander():
+    A = tl.tensor(_rnd(2, 3, 3))
+    np.testing.assert_array_equal(tl.linalg.diagonal(A).numpy(), np.diagonal(A.numpy(), 0, -2, -1))
+    np.testing.assert_array_equal(tl.linalg.diagonal(A, offset=1, dim1=0, dim2=2).numpy(),
+                                  np.diagonal(A.numpy(), 1, 0, 2))
+    x = np.array([1.0, 2.0, -3.0])
+    np.testing.assert_array_equal(tl.linalg.vander(tl.tensor(x)).numpy(),
+                                  np.vander(x, increasing=True))
+    np.testing.assert_array_equal(tl.linalg.vander(tl.tensor([1, 2]), N=4).numpy(),
+                                  [[1, 1, 1, 1], [1, 2, 4, 8]])
+    xt = tl.tensor(x, requires_grad=True)
+    assert tl.autograd.gradcheck(lambda v: tl.linalg.vander(v, N=4), (xt,))

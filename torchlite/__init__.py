@@ -41,6 +41,7 @@ from ._ops.legacy_types import *  # noqa: F401,F403  (FloatTensor, LongTensor, .
 from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
 from ._ops.linalg_decomp import *  # noqa: F401,F403
+from ._ops.linalg_decomp import lu_legacy as lu, lu_solve_legacy as lu_solve  # noqa: F401
 from ._ops.views import (view_copy, permute_copy, t_copy, transpose_copy,  # noqa: F401
                          squeeze_copy, unsqueeze_copy, unbind_copy, unfold_copy, expand_copy,
                          diagonal_copy, as_strided_copy, detach_copy, alias_copy)

@@ -5,10 +5,32 @@ from ._ops.linalg_decomp import (
     LinAlgError, linalg_cholesky as cholesky, cholesky_ex, lu_factor, lu_factor_ex, lu, lu_solve,
     solve, solve_ex, solve_triangular, inv, inv_ex, det, linalg_slogdet as slogdet,
     linalg_qr as qr, eigh, eigvalsh, linalg_svd as svd, svdvals, pinv, lstsq, matrix_rank,
-    matrix_power, matrix_exp, cond, householder_product)
+    matrix_power, matrix_exp, cond, householder_product, tensorinv, tensorsolve)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """torch.linalg.diagonal: torch.diagonal with the last two dims as defaults."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """torch.linalg.vander: the Vandermonde matrix with increasing powers x^0 ... x^(N-1)
+    along a new last dim (N defaults to x's last size), batched over x's leading dims."""
+    if x.ndim == 0:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else N
+    if n <= 0:
+        raise RuntimeError(f"N must be greater than 1, got {N}")
+    if n == 1:
+        return x.unsqueeze(-1) ** 0
+    from ._ops.joining import cat
+    # cumulative products (not pow) keep integer inputs exact and the gradient defined at 0
+    powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
+    return cat([x.unsqueeze(-1) ** 0, powers], -1)
 
 __all__ = ["matmul", "vecdot", "multi_dot", "vector_norm", "matrix_norm", "norm",
            "LinAlgError", "cholesky", "cholesky_ex", "lu_factor", "lu_factor_ex", "lu",
            "lu_solve", "solve", "solve_ex", "solve_triangular", "inv", "inv_ex", "det", "slogdet",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "lstsq", "matrix_rank",
-           "matrix_power", "matrix_exp", "cond", "cross", "householder_product"]
+           "matrix_power", "matrix_exp", "cond", "cross", "householder_product", "tensorinv",
+           "tensorsolve", "diagonal", "vander"]

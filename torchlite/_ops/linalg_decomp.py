@@ -21,7 +21,8 @@ from .pointwise import _no_out_with_grad
 from ._kit import write_out
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "svd", "qr", "cholesky", "cholesky_solve",
-           "matrix_power", "matrix_exp", "pinverse", "geqrf", "orgqr"]
+           "matrix_power", "matrix_exp", "pinverse", "geqrf", "orgqr", "lu_unpack",
+           "triangular_solve", "cholesky_inverse"]
 
 
 class LinAlgError(RuntimeError):
@@ -832,3 +833,111 @@ def geqrf(input, *, out=None):
 
 
 orgqr = householder_product
+
+
+# ---- compositions: unpacking, the older solver names, tensor inverses ------------------------------
+_LuUnpack = _tuple_type("lu_unpack", ("P", "L", "U"))
+_TriangularSolve = _tuple_type("triangular_solve", ("solution", "cloned_coefficient"))
+_LuLegacy = _tuple_type("lu", ("LU", "pivots"))
+
+
+@_register("lu_unpack")
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """torch.lu_unpack: (P, L, U) from lu_factor's (LU, pivots), A = P L U; L and U are
+    differentiable in LU_data.  unpack_data=False / unpack_pivots=False leave L, U / P empty."""
+    from .creation import empty
+    op = "lu_unpack"
+    _matrix(LU_data, op)
+    _tensor(LU_pivots, op, "LU_pivots")
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    if tuple(LU_pivots.shape) != tuple(LU_data.shape[:-2]) + (k,):
+        raise RuntimeError(f"{op}: Expected LU_pivots.shape == LU_data.shape[:-2] + (min(m, n),) "
+                           f"= {list(LU_data.shape[:-2]) + [k]}, got {list(LU_pivots.shape)}")
+    nothing = empty(0, dtype=LU_data.dtype, device=LU_data.device)
+    L = LU_data[..., :, :k].tril(-1) + _eye_like(LU_data, m)[:, :k] if unpack_data else nothing
+    U = LU_data[..., :k, :].triu() if unpack_data else nothing
+    P = _permutation(LU_pivots, m, LU_data.dtype) if unpack_pivots else nothing
+    res = _LuUnpack(P, L, U)
+    if out is not None:
+        for o, r in zip(out, res):
+            write_out(r._data, o, op)
+        return _LuUnpack(*out)
+    return res
+
+
+def lu_legacy(A, pivot=True, get_infos=False, out=None):
+    """torch.lu / torch.functional.lu: (LU, pivots), or (LU, pivots, infos) with get_infos,
+    i.e. linalg.lu_factor_ex; a singular matrix raises unless get_infos."""
+    LU, pivots, infos = lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
+    res = (LU, pivots, infos) if get_infos else _LuLegacy(LU, pivots)
+    if out is not None:
+        for o, r in zip(out, res):
+            write_out(r._data, o, "lu")
+        return tuple(out)
+    return res
+
+
+def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None):
+    """torch.lu_solve(b, LU_data, LU_pivots): linalg.lu_solve with the older argument order."""
+    return lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+@_register("triangular_solve")
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """torch.triangular_solve: (X, A.clone()) with A X = b (transpose: A^T X = b) for a
+    triangular A (upper or lower), by linalg.solve_triangular."""
+    _tensor(b, "triangular_solve", "b")
+    _tensor(A, "triangular_solve", "A")
+    coef = A.mT if transpose else A
+    X = solve_triangular(coef, b, upper=upper != transpose, unitriangular=unitriangular)
+    res = _TriangularSolve(X, A.clone())
+    if out is not None:
+        for o, r in zip(out, res):
+            write_out(r._data, o, "triangular_solve")
+        return _TriangularSolve(*out)
+    return res
+
+
+@_register("cholesky_inverse")
+@_with_out("cholesky_inverse")
+def cholesky_inverse(L, upper=False):
+    """torch.cholesky_inverse: the inverse of A = L L^T (upper: U^T U) from its Cholesky
+    factor, through cholesky_solve of the identity (differentiable)."""
+    _matrix(L, "cholesky_inverse", square=True)
+    eye = _eye_like(L).expand(L.shape)
+    return cholesky_solve(eye, L, upper)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """torch.linalg.tensorinv: the tensor X with tensordot(X, A, ind) the identity: A seen as a
+    (prod(shape[:ind]), prod(shape[ind:])) square matrix, inverted, shaped shape[ind:] +
+    shape[:ind]."""
+    _tensor(A, "linalg.tensorinv", "A")
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement "
+                           f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+                           f"{cols} != {rows}")
+    X = inv(A.reshape(rows, cols)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
+    return X if out is None else write_out(X._data, out, "linalg.tensorinv")
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B (dims of A moved to the
+    end first), as one linear solve of A seen as a square matrix."""
+    _tensor(A, "linalg.tensorsolve", "A")
+    _tensor(B, "linalg.tensorsolve", "B")
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        rest = [d for d in range(A.ndim) if d not in dims]
+        A = A.permute(rest + dims)
+    x_shape = tuple(A.shape[B.ndim:])
+    rows, cols = B.numel(), math.prod(x_shape)
+    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) "
+                           f"== prod(self.shape[:other.ndim]), but got {cols} != {rows}")
+    X = solve(A.reshape(rows, cols), B.reshape(rows)).reshape(x_shape)
+    return X if out is None else write_out(X._data, out, "linalg.tensorsolve")
