@@ -2,3 +2,4 @@
 from .parameter import *  # noqa: F401,F403
 from .modules import *  # noqa: F401,F403
 from . import functional, init, utils, parallel  # noqa: F401
+from .parallel import DataParallel  # noqa: F401

@@ -13,4 +13,13 @@ from .lbfgs import LBFGS
 from . import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "LBFGS", "lr_scheduler"]
+           "NAdam", "RAdam", "LBFGS", "lr_scheduler", "swa_utils"]
+
+
+def __getattr__(name):
+    # swa_utils brings torchlite.nn in (AveragedModel is a Module), which a program using only
+    # the optimizers does not need: imported on first use
+    if name == "swa_utils":
+        import importlib
+        return importlib.import_module(f"{__name__}.swa_utils")
+    raise AttributeError(f"module 'torchlite.optim' has no attribute '{name}'")

@@ -3,38 +3,42 @@ spectral_norm and orthogonal."""
 from ...autograd.grad_mode import no_grad
 from ..modules.module import Module
 from . import parametrize
+from .weight_norm import _weight_norm, norm_except_dim
 
 __all__ = ["weight_norm", "spectral_norm", "orthogonal"]
 
 
-def _norm_except_dim(v, dim):
-    if dim is None or dim == -1 and v.ndim == 0:
-        return v.norm()
-    d = dim % v.ndim
-    dims = tuple(i for i in range(v.ndim) if i != d)
-    return v.norm(2, dims, keepdim=True) if dims else v.abs()
-
-
 class _WeightNorm(Module):
-    """weight = g * v / ||v|| (the norm over every dim but `dim`)."""
+    """weight = g * v / ||v|| (the norm over every dim but `dim`; over the whole tensor for
+    dim=None, stored as -1 as PyTorch does)."""
 
     def __init__(self, dim=0):
         super().__init__()
         self.dim = -1 if dim is None else dim
 
     def forward(self, weight_g, weight_v):
-        return weight_g * (weight_v / _norm_except_dim(weight_v, self.dim))
+        return _weight_norm(weight_v, weight_g, self.dim)
 
     def right_inverse(self, weight):
         with no_grad():
-            weight_g = _norm_except_dim(weight, self.dim)
+            weight_g = norm_except_dim(weight, 2, self.dim)
         return weight_g, weight
 
 
 def weight_norm(module, name="weight", dim=0):
     """module.<name> as g * v / ||v||, with original0 = g (the norms) and original1 = v (the
-    direction), as PyTorch's (its state_dict keys: parametrizations.weight.original0/1)."""
+    direction), as PyTorch's (its state_dict keys: parametrizations.weight.original0/1).
+    State dicts of the old hook form (torch.nn.utils.weight_norm: keys weight_g, weight_v)
+    load too, as in PyTorch."""
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _load_old_form(state_dict, prefix, local_metadata, strict, missing_keys,
+                       unexpected_keys, error_msgs):
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+    module._register_load_state_dict_pre_hook(_load_old_form)
     return module
 
 
