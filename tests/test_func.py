@@ -91,3 +91,86 @@ def test_against_torch_func():
     theirs = torch.func.hessian(lambda v: (v.sin() * v).sum())(torch.tensor(x)).numpy()
     np.testing.assert_allclose(F.hessian(f)(tl.tensor(x)).numpy(), theirs, atol=1e-12)
     assert tl.vmap is F.vmap
+
+
+# ---- jvp, linearize, jacfwd (the double-vjp trick of autograd.functional.Linearization) ---------
+def _pair(a, b):
+    return {"prod": (a * b[0]).exp(), "sum": (a.sin() + b[1]).sum()}
+
+
+def test_jvp_and_linearize_are_exact():
+    x, v = _x(), tl.tensor([1.0, 0.5, -2.0], dtype=tl.float64)
+    out, jv = F.jvp(lambda t: t.sin() * t, (x,), (v,))
+    xn, vn = x.numpy(), v.numpy()
+    np.testing.assert_allclose(out.numpy(), np.sin(xn) * xn)
+    np.testing.assert_allclose(jv.numpy(), (np.cos(xn) * xn + np.sin(xn)) * vn, rtol=1e-13)
+    assert not out.requires_grad and not jv.requires_grad
+    out2, jvp_fn = F.linearize(lambda t: t.sin() * t, x)
+    np.testing.assert_allclose(out2.numpy(), out.numpy())
+    for scale in (1.0, -3.0):                      # one graph, any number of tangents
+        np.testing.assert_allclose(jvp_fn(v * scale).numpy(), jv.numpy() * scale, rtol=1e-13)
+    with pytest.raises(RuntimeError, match="shape"):
+        jvp_fn(tl.ones(2, dtype=tl.float64))
+    with pytest.raises(RuntimeError, match="dtype"):
+        jvp_fn(tl.ones(3))
+
+
+def test_jvp_structures_aux_strict_and_errors():
+    a, b = _x(), tl.tensor([[0.5, 1.5, -1.0], [2.0, 0.1, 0.3]], dtype=tl.float64)
+    out, tangent, aux = F.jvp(lambda p, q: (_pair(p, q), "aux"), (a, b), (a * 0 + 1, b * 0),
+                              has_aux=True)
+    assert aux == "aux" and set(tangent) == {"prod", "sum"}
+    np.testing.assert_allclose(tangent["prod"].numpy(), out["prod"].numpy() * b.numpy()[0])
+    np.testing.assert_allclose(tangent["sum"].item(), np.cos(a.numpy()).sum())
+    _, zero = F.jvp(lambda p, q: p * 2, (a, b), (a, b))
+    np.testing.assert_allclose(zero.numpy(), 2 * a.numpy())
+    with pytest.raises(RuntimeError, match="independent of the inputs"):
+        F.jvp(lambda p: tl.ones(3), (a,), (a,), strict=True)
+    with pytest.raises(RuntimeError, match="Expected primals to be a tuple"):
+        F.jvp(lambda p: p, a, (a,))
+    with pytest.raises(RuntimeError, match="same python structure"):
+        F.jvp(lambda p, q: p, (a, b), (a,))
+
+
+def test_jvp_composes_with_grad():
+    # d/dx sum(J(x) v) for f = sin(x) * x: (2 cos x - x sin x) v
+    x, v = _x(), tl.tensor([1.0, 0.5, -2.0], dtype=tl.float64)
+    g = F.grad(lambda t: F.jvp(lambda s: s.sin() * s, (t,), (v,))[1].sum())(x)
+    xn = x.numpy()
+    np.testing.assert_allclose(g.numpy(), (2 * np.cos(xn) - xn * np.sin(xn)) * v.numpy(), rtol=1e-12)
+
+
+def test_jacfwd_pytree_outputs_and_argnums():
+    a, b = _x(), tl.tensor([[0.5, 1.5, -1.0], [2.0, 0.1, 0.3]], dtype=tl.float64)
+    jf = F.jacfwd(_pair, argnums=(0, 1))(a, b)
+    jr_prod = F.jacrev(lambda p, q: _pair(p, q)["prod"], argnums=(0, 1))(a, b)
+    assert jf["prod"][0].shape == (3, 3) and jf["prod"][1].shape == (3, 2, 3)
+    assert jf["sum"][0].shape == (3,) and jf["sum"][1].shape == (2, 3)
+    for k in range(2):
+        np.testing.assert_allclose(jf["prod"][k].numpy(), jr_prod[k].numpy(), rtol=1e-14)
+    jac, aux = F.jacfwd(lambda t: (t.exp(), 7), has_aux=True)(a)
+    np.testing.assert_allclose(jac.numpy(), np.diag(np.exp(a.numpy())), rtol=1e-14)
+    assert aux == 7
+
+
+def test_jvp_linearize_jacfwd_against_torch_func():
+    torch = pytest.importorskip("torch")
+    an = np.array([0.3, -1.2, 2.0])
+    bn = np.array([[0.5, 1.5, -1.0], [2.0, 0.1, 0.3]])
+    vn = np.array([1.0, 0.5, -2.0])
+    ours_args = (tl.tensor(an), tl.tensor(bn))
+    theirs_args = (torch.tensor(an), torch.tensor(bn))
+    ours = F.jvp(_pair, ours_args, (tl.tensor(vn), tl.tensor(bn * 0.5)))
+    theirs = torch.func.jvp(_pair, theirs_args, (torch.tensor(vn), torch.tensor(bn * 0.5)))
+    for o, t in zip(ours, theirs):
+        for key in ("prod", "sum"):
+            np.testing.assert_allclose(o[key].numpy(), t[key].numpy(), rtol=1e-12)
+    out, fn = F.linearize(lambda t: (t.tanh() * t).cumsum(0), tl.tensor(an))
+    tout, tfn = torch.func.linearize(lambda t: (t.tanh() * t).cumsum(0), torch.tensor(an))
+    np.testing.assert_allclose(out.numpy(), tout.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(fn(tl.tensor(vn)).numpy(), tfn(torch.tensor(vn)).numpy(), rtol=1e-12)
+    jf = F.jacfwd(_pair, argnums=(0, 1))(*ours_args)
+    tjf = torch.func.jacfwd(_pair, argnums=(0, 1))(*theirs_args)
+    for key in ("prod", "sum"):
+        for k in range(2):
+            np.testing.assert_allclose(jf[key][k].numpy(), tjf[key][k].numpy(), rtol=1e-12, atol=1e-14)

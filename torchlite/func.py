@@ -1,22 +1,27 @@
 """torchlite.func: function transforms with PyTorch's torch.func API, built on torchlite's
-autograd: grad, grad_and_value, vjp, jacrev, jacfwd, hessian, vmap, functional_call,
-stack_module_state.
+autograd: grad, grad_and_value, vjp, jvp, linearize, jacrev, jacfwd, hessian, vmap,
+functional_call, stack_module_state.
 
 How they differ from PyTorch's: there are no transform levels, so
 - grad/vjp/jacrev differentiate by reverse-mode autograd on the inputs (copies that require
   grad, or the inputs themselves inside an outer transform, which is how grad(grad(f)) and
-  hessian compose); jacfwd returns the same Jacobian computed in reverse mode (no
-  forward-mode AD yet);
+  hessian compose);
+- jvp, linearize and jacfwd have no forward-mode AD to run on: they use the double-vjp trick
+  of autograd.functional.Linearization (J v as the derivative of the vjp J^T u with respect
+  to u, exact): one backward with create_graph, then one backward per tangent (per input
+  element for jacfwd).  linearize keeps that graph, so its jvp_fn runs one backward per call
+  and never re-runs the function;
 - vmap runs the function once per batch element and stacks the results: the same values and
   gradients as PyTorch's batching rules, at the speed of a Python loop."""
 import torchlite as _tl
 
 from .autograd import grad as _autograd_grad
+from .autograd.functional import Linearization
 from .autograd.grad_mode import enable_grad
 from .utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap",
-           "functional_call", "stack_module_state"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
+           "vmap", "functional_call", "stack_module_state"]
 
 
 def _prepare(args, argnums):
@@ -141,9 +146,122 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     return wrapper
 
 
+_JVP = "jvp(f, primals, tangents)"
+
+
+def _tensor_leaves(leaves, api, argname):
+    if not leaves:
+        raise RuntimeError(f"{api}: Expected {argname} to contain at least one Tensor.")
+    for t in leaves:
+        if not isinstance(t, _tl.Tensor):
+            raise RuntimeError(f"{api}: Expected {argname} to only contain Tensors, got {type(t)}")
+
+
+def _tensor_outputs(leaves, api):
+    if not leaves or (len(leaves) == 1 and leaves[0] is None):
+        raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output (got "
+                           f"output = {leaves})")
+    for o in leaves:
+        if not isinstance(o, _tl.Tensor):
+            raise RuntimeError(f"{api}: expected f(*primals) to return only tensors, got "
+                               f"unsupported type {type(o)}")
+
+
+def _linearize(func, primals, has_aux, api):
+    """Run func on differentiable copies of the primals (see _prepare) and linearize it:
+    (flat outputs, their spec, the Linearization, aux, nested)."""
+    args, _, nested = _prepare(primals, tuple(range(len(primals))))
+    with enable_grad():
+        out = func(*args)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) "
+                                   f"if has_aux is True")
+            out, aux = out
+        flat_out, out_spec = tree_flatten(out)
+        _tensor_outputs(flat_out, api)
+        flat_args = tree_flatten(args)[0]
+        lin = Linearization(flat_out, flat_args)
+    return flat_out, out_spec, lin, aux, nested
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), J tangents): the Jacobian-vector product of func at primals (a tuple,
+    the arguments), tangents having primals' structure; with has_aux, func returns (output,
+    aux) and aux comes third.  Exact, by the double-vjp trick (see the module docstring)."""
+    if not isinstance(primals, tuple):
+        raise RuntimeError(f"{_JVP}: Expected primals to be a tuple. E.g. it should be valid to "
+                           f"call f(*primals).")
+    flat_primals, primals_spec = tree_flatten(primals)
+    flat_tangents, tangents_spec = tree_flatten(tangents)
+    if primals_spec != tangents_spec:
+        raise RuntimeError(f"{_JVP}: Expected primals and tangents to have the same python "
+                           f"structure. For example, if primals is a tuple of 3 tensors, tangents "
+                           f"also must be. Got primals with structure {primals_spec} and tangents "
+                           f"with structure {tangents_spec}")
+    _tensor_leaves(flat_primals, _JVP, "primals")
+    _tensor_leaves(flat_tangents, _JVP, "tangents")
+    flat_out, out_spec, lin, aux, nested = _linearize(func, primals, has_aux, _JVP)
+    keep = nested or any(t.requires_grad for t in flat_tangents)
+    with enable_grad():
+        products = lin.jvp(flat_tangents, create_graph=keep, retain_graph=keep)
+    if strict and any(p is None for p in products):
+        raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent "
+                           "of the inputs. This is not allowed with strict=True.")
+    products = [_tl.zeros_like(o) if p is None else p for p, o in zip(products, flat_out)]
+    outputs = flat_out if nested else [o.detach() for o in flat_out]
+    result = (tree_unflatten(outputs, out_spec), tree_unflatten(products, out_spec))
+    return result + (aux,) if has_aux else result
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn): jvp_fn(*tangents) gives J tangents at primals, for any
+    number of calls, from the graph kept by this one evaluation of func (tangents must match
+    the primals in structure, shape, dtype and device)."""
+    flat_out, out_spec, lin, _, nested = _linearize(func, primals, False, "linearize")
+    flat_primals, primals_spec = tree_flatten(primals)
+    meta = [(tuple(p.shape), p.device, p.dtype) for p in flat_primals]
+
+    def jvp_fn(*tangents):
+        flat_tangents, spec = tree_flatten(tangents)
+        if spec != primals_spec:
+            raise RuntimeError(f"Expected the tangents {spec} to have the same argspec as the "
+                               f"primals {primals_spec}")
+        for i, (t, (shape, device, dtype)) in enumerate(zip(flat_tangents, meta)):
+            for what, got, want in (("shape", tuple(t.shape), shape), ("device", t.device, device),
+                                    ("dtype", t.dtype, dtype)):
+                if got != want:
+                    raise RuntimeError(f"tangent:{i} with {what} {got} in flattened pytree doesn't "
+                                       f"match the {what} {want} of the corresponding primal.")
+        keep = nested or any(t.requires_grad for t in flat_tangents)
+        with enable_grad():
+            products = lin.jvp(flat_tangents, create_graph=keep, retain_graph=True)
+        return tree_unflatten([_tl.zeros_like(o) if p is None else p for p, o in zip(products, flat_out)],
+                              out_spec)
+
+    outputs = flat_out if nested else [o.detach() for o in flat_out]
+    return tree_unflatten(outputs, out_spec), jvp_fn
+
+
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """The Jacobian, as jacrev computes it (no forward-mode AD yet: the same values)."""
-    return jacrev(func, argnums, has_aux=has_aux)
+    """A function returning the Jacobian of func with respect to the arguments argnums, one
+    column per input element (J e_k, by the double-vjp trick: cheap when the inputs are few
+    and the outputs many).  Output leaves map to output.shape + input.shape tensors (a tuple
+    of them for a tuple argnums), in func's output structure."""
+    def wrapper(*args):
+        args_, nums, nested = _prepare(args, argnums)
+        with enable_grad():
+            out = func(*args_)
+            aux = None
+            if has_aux:
+                out, aux = out
+            flat_out, out_spec = tree_flatten(out)
+            inputs = [args_[n] for n in nums]
+            jacs = Linearization(flat_out, inputs).jacobian(create_graph=nested)
+        jac = tree_unflatten([j[0] if isinstance(argnums, int) else j for j in jacs], out_spec)
+        return (jac, aux) if has_aux else jac
+    return wrapper
 
 
 def hessian(func, argnums=0):

@@ -13,7 +13,7 @@ from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .. import _dtype as D
 from ..autograd.graph import Node, record, sum_to, pack, unpack, edge, refresh_view, _FREED, _NO_EDGE
-from ..autograd.graph import fresh_view_of_base, move_retain_grad
+from ..autograd.graph import fresh_view_of_base, move_retain_grad, saved_hooks_in_use, hook_saved
 from ..autograd.graph import needs_grad  # noqa: F401  (pointwise.py's in-place ops use it as _G.needs_grad)
 from ..autograd.grad_mode import no_grad, _state
 from ..autograd import anomaly as _anomaly
@@ -220,6 +220,8 @@ def record_unary(code, x, result, params=(), name=""):
             saved["self"] = pack(x, False)
         if cls.needs_y:
             saved["result"] = (None, result._data, result._data.storage.version, 0)
+        if saved_hooks_in_use:          # entries built inline go through saved_tensors_hooks too
+            hook_saved(saved)
     node.next_functions = (edge(x),)
     result._requires_grad = True
     result.grad_fn = node
@@ -453,6 +455,8 @@ def record_binary(code, name, a, b, result, alpha=1.0):
         eb = _NO_EDGE
         node.b = b
     if saved is not None:
+        if saved_hooks_in_use:          # (_save_needed builds its entries inline)
+            hook_saved(saved)
         node._saved = saved
     if alpha != 1.0:
         node.alpha = alpha

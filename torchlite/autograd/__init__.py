@@ -2,7 +2,7 @@
 
 Ops record a graph of Nodes as they run (graph.py) when grad mode is on and an input requires
 grad; backward() / grad() run it from the outputs to the leaves (engine.py)."""
-from . import anomaly, graph
+from . import anomaly, graph, functional
 from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .engine import run_backward
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,

@@ -10,7 +10,7 @@ them runs, and the gradients reaching them are captured."""
 import operator
 
 from . import anomaly
-from .graph import edge, expandable_to, sum_to
+from .graph import BackwardCall, edge, expandable_to, running, sum_to
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .._tensor import _wrap
@@ -195,6 +195,8 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     add = operator.add if create_graph else _add_no_graph
     prev_mode = _state.enabled
     _state.enabled = create_graph
+    prev_call = running.call    # hooks may ask what this call reaches (graph.BackwardCall)
+    running.call = BackwardCall([n for n, _ in root_edges], needed, captures)
     node = None
     try:
         while ready:
@@ -247,6 +249,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
         raise
     finally:
         _state.enabled = prev_mode
+        running.call = prev_call
     return captured
 
 

@@ -22,11 +22,17 @@ Views: every view op sets `out._base` (PyTorch's name; the input's own base for 
 view), recorded or not; an output of a recorded op that shares memory with the op's first
 tensor input is marked a view of it here too.  An in-place write through a view rewrites the
 base's history (pointwise_grad.rebase_inplace: CopySlices), and a view whose memory changed
-since its history was set gets a fresh history from its base when next used (edge)."""
+since its history was set gets a fresh history from its base when next used (edge).
+
+Also PyTorch's torch.autograd.graph API: saved_tensors_hooks / save_on_cpu /
+disable_saved_tensors_hooks (in pack and unpack, below), register_multi_grad_hook (which asks
+the engine's current BackwardCall which nodes it reaches), increment_version."""
+import contextlib
+import threading
 import weakref
 
 from . import anomaly as _anomaly
-from .grad_mode import _state
+from .grad_mode import _state, no_grad
 
 _NO_EDGE = (None, 0)
 
@@ -74,8 +80,12 @@ def pack(t, is_output):
         return None
     arr = t._data
     if is_output:
-        return (None, arr, arr.storage.version, getattr(t, "_output_nr", 0))
-    return (t, arr, arr.storage.version, t.grad_fn)
+        entry = (None, arr, arr.storage.version, getattr(t, "_output_nr", 0))
+    else:
+        entry = (t, arr, arr.storage.version, t.grad_fn)
+    if saved_hooks_in_use:
+        return _through_pack_hook(entry)
+    return entry
 
 
 def _dtype_name(arr):
@@ -87,6 +97,8 @@ def unpack(node, name, entry):
     """The tensor of a saved entry, after checking nothing modified it in place since."""
     t, arr, version, extra = entry
     if arr.storage.version != version:
+        if arr is _PACKED_BY_HOOK:
+            return _through_unpack_hook(node, t)
         producer, nr = (node, extra) if t is None else (extra, getattr(t, "_output_nr", 0))
         which = f", which is output {nr} of {producer.name()}," if producer is not None else ""
         raise RuntimeError(
@@ -107,6 +119,160 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
           "backward through the graph a second time or if you need to access saved tensors after "
           "calling backward.")
+
+
+# ---- saved tensor hooks -------------------------------------------------------------------------
+# saved_tensors_hooks(pack_hook, unpack_hook): while the context is active in a thread, every
+# tensor a node saves goes through pack_hook at once (its result is what the node keeps) and
+# through unpack_hook when backward needs it.  A packed entry keeps the tuple form, with a
+# record in the tensor slot and _PACKED_BY_HOOK in the array slot, whose version never matches:
+# unpack's one version check sends these entries to _through_unpack_hook, so saving and
+# unpacking cost nothing extra while no hook is in use (the only added test on the hot path is
+# `if saved_hooks_in_use`, in pack and in the ops that build entries inline).  As in PyTorch,
+# the hook owns the value: no in-place check at unpack.
+
+saved_hooks_in_use = []         # one item per context active in any thread (a cheap global test)
+
+
+class _SavedHooksState(threading.local):
+    stack = ()                  # (pack_hook, unpack_hook) pairs of this thread, innermost last
+    disabled = None             # the message of an active disable_saved_tensors_hooks
+
+
+_saved_hooks = _SavedHooksState()
+
+
+class _NeverCurrent:
+    __slots__ = ()
+    version = None              # no saved version (an int) equals it
+
+
+class _PackedByHook:
+    """The array slot of an entry a pack hook took (see above)."""
+    __slots__ = ()
+    storage = _NeverCurrent()
+
+
+_PACKED_BY_HOOK = _PackedByHook()
+
+
+class _HookPacked:
+    """What a node keeps of a tensor a pack hook took: the hook's result, the unpack hook, and
+    the history to give the unpacked tensor (so a double backward still reaches the original
+    graph: its grad_fn, or the accumulator of a leaf)."""
+
+    __slots__ = ("packed", "unpack_hook", "is_output", "output_nr", "requires_grad", "grad_fn",
+                 "accumulator")
+
+
+def _through_pack_hook(entry):
+    """The hooked form of a raw saved entry, if this thread has hooks (else entry itself)."""
+    stack = _saved_hooks.stack
+    if not stack:
+        return entry                # the hooks in use belong to another thread
+    pack_hook, unpack_hook = stack[-1]
+    t, arr, version, extra = entry
+    rec = _HookPacked()
+    rec.unpack_hook = unpack_hook
+    rec.is_output = t is None
+    rec.grad_fn = rec.accumulator = None
+    if t is None:
+        # an op's own output: the hook gets an alias without history, so a hook that keeps
+        # it makes no node -> tensor -> node cycle (PyTorch also hands over a new tensor)
+        given = _wrap(arr, True)
+        rec.output_nr, rec.requires_grad = extra, True
+    else:
+        given = t
+        rec.output_nr, rec.requires_grad, rec.grad_fn = getattr(t, "_output_nr", 0), t._requires_grad, extra
+        if extra is None and t._requires_grad:
+            rec.accumulator = grad_accumulator(t)
+    with no_grad():                 # PyTorch runs pack hooks without recording
+        rec.packed = pack_hook(given)
+    if arr.storage.version != version:
+        raise RuntimeError("A saved tensor pack hook is modifying its input in place. Tensors provided "
+                           "as input to pack hook cannot be modified by in-place operations as this "
+                           "can lead to unexpected side-effects. Please open an issue if you need to "
+                           "perform in-place operations on the input to a pack hook.")
+    return (rec, _PACKED_BY_HOOK, -1, None)
+
+
+def hook_saved(saved):
+    """Pass the raw entries of a node's saved dict through this thread's pack hook (for ops
+    that build entries inline rather than through pack; call it when saved_hooks_in_use)."""
+    for k, entry in saved.items():
+        if entry is not None and entry[1] is not _PACKED_BY_HOOK:
+            saved[k] = _through_pack_hook(entry)
+
+
+def _through_unpack_hook(node, rec):
+    from .._tensor import Tensor
+    value = rec.unpack_hook(rec.packed)
+    if not isinstance(value, Tensor):
+        raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                        f"of type {type(value).__name__}")
+    out = _wrap(value._data, rec.requires_grad)
+    if rec.is_output:
+        out.grad_fn, out._output_nr = node, rec.output_nr
+    elif rec.grad_fn is not None:
+        out.grad_fn, out._output_nr = rec.grad_fn, rec.output_nr
+    elif rec.accumulator is not None:
+        out._grad_acc = weakref.ref(rec.accumulator)
+    return out
+
+
+class saved_tensors_hooks:
+    """Context manager: pack_hook(tensor) -> anything runs on every tensor saved for backward
+    while it is active (in this thread), and unpack_hook(that) -> Tensor when backward uses it.
+    Nested contexts: the innermost pair applies."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        if _saved_hooks.disabled is not None:
+            raise RuntimeError(_saved_hooks.disabled)
+        _saved_hooks.stack = _saved_hooks.stack + ((self.pack_hook, self.unpack_hook),)
+        saved_hooks_in_use.append(self)
+
+    def __exit__(self, *exc):
+        _saved_hooks.stack = _saved_hooks.stack[:-1]
+        saved_hooks_in_use.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors live in CPU memory (pinned with pin_memory, when CUDA is there) and go
+    back to their device when backward uses them: GPU memory for activations traded for
+    copies.  A CPU tensor is kept as it is."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(t):
+            if not pin_memory:
+                return (t.device, t.cpu())
+            from .. import cuda, empty
+            packed = empty(t.size(), dtype=t.dtype, pin_memory=cuda.is_available())
+            packed.copy_(t)
+            return (t.device, packed)
+
+        def unpack_from_cpu(packed):
+            device, t = packed
+            return t.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message):
+    """Inside, entering saved_tensors_hooks (or being inside one) raises
+    RuntimeError(error_message): for code whose saved tensors must not be intercepted."""
+    prev = _saved_hooks.disabled
+    if _saved_hooks.stack:
+        raise RuntimeError(error_message)
+    _saved_hooks.disabled = error_message
+    try:
+        yield
+    finally:
+        _saved_hooks.disabled = prev
 
 
 class Node:
@@ -253,6 +419,120 @@ def grad_accumulator(t):
         node = AccumulateGrad(t)
         t._grad_acc = weakref.ref(node)
     return node
+
+
+# ---- the running backward, as hooks see it ------------------------------------------------------
+class BackwardCall:
+    """One run of the engine (engine.run_backward makes it and sets it as the thread's
+    current call while it runs): enough to tell which nodes it will give a gradient to, for
+    hooks that must know how many of their tensors to wait for (register_multi_grad_hook)."""
+
+    __slots__ = ("roots", "needed", "captures", "_reached", "hook_state")
+
+    def __init__(self, roots, needed, captures):
+        self.roots = roots          # the root nodes
+        self.needed = needed        # grad(): the nodes that run (None: all that are reached)
+        self.captures = captures    # grad(): {(node, nr): input indices} (None for backward)
+        self._reached = None
+        self.hook_state = {}        # per-call state of multi-grad hooks (freed with the call)
+
+    def will_receive(self, node):
+        """Whether this call delivers a gradient to node (so its tensors' hooks run): PyTorch's
+        _will_engine_execute_node.  Walks the graph once per call, on first use."""
+        reached = self._reached
+        if reached is None:
+            reached = self._reached = set()
+            stack = [n for n in self.roots if n is not None]
+            reached.update(stack)
+            while stack:
+                n = stack.pop()
+                if n._is_accumulator or (self.needed is not None and n not in self.needed):
+                    continue        # its backward does not run: nothing flows on from it
+                for nxt, _ in n.next_functions:
+                    if nxt is not None and nxt not in reached:
+                        reached.add(nxt)
+                        stack.append(nxt)
+        if node not in reached:
+            return False
+        # a leaf's hooks run under grad() only when it is one of the inputs
+        return not node._is_accumulator or self.captures is None or (node, 0) in self.captures
+
+
+class _Running(threading.local):
+    call = None                 # this thread's innermost BackwardCall
+
+
+running = _Running()
+
+
+def grad_fn_or_accumulator(t):
+    """The node whose gradient is t's: its grad_fn, or its AccumulateGrad if it is a leaf."""
+    if t.grad_fn is not None:
+        return t.grad_fn
+    if not t._requires_grad:
+        raise AssertionError("Expected gradient function to be set")
+    return grad_accumulator(t)
+
+
+class _MultiHandle:
+    """The handle of register_multi_grad_hook: remove() unregisters every tensor's hook."""
+
+    __slots__ = ("handles",)
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """One hook over several tensors.  mode="all": fn(grads) runs once per backward call,
+    after the gradients of all the tensors that call reaches are computed (grads: one per
+    tensor, None for those it does not reach).  mode="any": fn(grad) runs on the first of
+    their gradients computed in each call.  Returns a handle whose remove() unregisters it."""
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    key = object()                  # this registration's slot in each call's hook_state
+    if mode == "any":
+        def any_hook(grad):
+            state = running.call.hook_state
+            if key not in state:
+                state[key] = True
+                fn(grad)
+        return _MultiHandle(tuple(t.register_hook(any_hook) for t in tensors if t.requires_grad))
+
+    nodes = [grad_fn_or_accumulator(t) for t in tensors]
+
+    def all_hook_for(i):
+        def all_hook(grad):
+            call = running.call
+            state = call.hook_state.get(key)
+            if state is None:       # first gradient in this call: how many to wait for
+                state = call.hook_state[key] = [sum(map(call.will_receive, nodes)), [None] * len(nodes)]
+            state[1][i] = grad
+            state[0] -= 1
+            if state[0] == 0:
+                fn(state[1])
+        return all_hook
+
+    return _MultiHandle(tuple(t.register_hook(all_hook_for(i)) for i, t in enumerate(tensors)))
+
+
+def increment_version(tensor):
+    """Bump the version counter of tensor (or of each of several), as an in-place write
+    would: for code that changes memory behind autograd's back."""
+    from .._tensor import Tensor
+    for t in ((tensor,) if isinstance(tensor, Tensor) else tensor):
+        t._bump_version()
 
 
 def edge(t):

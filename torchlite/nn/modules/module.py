@@ -471,7 +471,7 @@ class Module:
         args, kwargs = self._run_forward_pre_hooks(state["args"], state["kwargs"])
         state["args"], state["kwargs"] = args, kwargs
         bw = None
-        full_hooks, pre_hooks = self._get_backward_hooks()
+        full_hooks, pre_hooks, legacy_hooks = self._get_backward_hooks()
         if full_hooks or pre_hooks:
             bw = _BackwardHook(self, full_hooks, pre_hooks)
             args = bw.setup_input_hook(args)
@@ -491,6 +491,8 @@ class Module:
                 result = state["result"] = out
         if bw is not None:
             result = bw.setup_output_hook(result)
+        if legacy_hooks:
+            _register_legacy_backward_hooks(self, legacy_hooks, args, result)
         return result
 
     def _run_forward_pre_hooks(self, args, kwargs):
@@ -533,9 +535,13 @@ class Module:
                                   f"forward: {e}", stacklevel=3)
 
     def _get_backward_hooks(self):
-        full = list(_global_backward_hooks.values()) + list(self._backward_hooks.values())
+        """(full hooks, pre-hooks, hooks of the deprecated register_backward_hook): the
+        module's own hooks are one kind or the other (registering both kinds is an error)."""
+        own = list(self._backward_hooks.values())
+        legacy = self._is_full_backward_hook is False
+        full = list(_global_backward_hooks.values()) + ([] if legacy else own)
         pre = list(_global_backward_pre_hooks.values()) + list(self._backward_pre_hooks.values())
-        return full, pre
+        return full, pre, (own if legacy else [])
 
     # ---- hook registration ---------------------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
@@ -562,6 +568,19 @@ class Module:
             self._forward_hooks_always_called[handle.id] = True
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        """Deprecated, as in PyTorch (use register_full_backward_hook): hook(module,
+        grad_input, grad_output) -> None or new grad_input runs on the backward of the node
+        that made forward's (first) output tensor, so grad_input are the gradients of that
+        last op's inputs, which are the module's own only when forward is a single op."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on "
+                               "a single Module. Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", False)
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
         return handle
 
     def register_full_backward_hook(self, hook, prepend=False):
@@ -999,6 +1018,53 @@ def _discard(name, *stores):
                 del s[name]
             else:
                 s.discard(name)
+
+
+# ---- backward hooks of the deprecated register_backward_hook -----------------------------------
+def _register_legacy_backward_hooks(module, hooks, args, result):
+    """PyTorch's non-full backward hooks: each becomes a hook of the grad_fn of the first
+    tensor in the output, called as hook(module, grad_input, grad_output); FutureWarnings
+    where that node's gradients cannot be the module's (PyTorch's cases)."""
+    var = result
+    while not isinstance(var, Tensor):
+        var = next(v for v in var.values() if isinstance(v, Tensor)) if isinstance(var, dict) else var[0]
+    grad_fn = var.grad_fn
+    if grad_fn is None:
+        return
+    for hook in hooks:
+        grad_fn.register_hook(functools.partial(hook, module))
+    _warn_if_not_the_modules_gradients(args, result, grad_fn)
+
+
+def _warn_if_not_the_modules_gradients(inputs, result, grad_fn):
+    import warnings
+    advice = "Please use register_full_backward_hook to get the documented behavior."
+    results = (result,) if isinstance(result, Tensor) else result
+    if not (isinstance(results, tuple) and all(isinstance(r, Tensor) for r in results)):
+        msg = ("Using non-full backward hooks on a Module that does not return a single Tensor or a "
+               "tuple of Tensors is deprecated and will be removed in future versions. This hook "
+               "will be missing some of the grad_output. " + advice)
+    elif not all(isinstance(i, Tensor) for i in inputs):
+        msg = ("Using non-full backward hooks on a Module that does not take as input a single Tensor "
+               "or a tuple of Tensors is deprecated and will be removed in future versions. This "
+               "hook will be missing some of the grad_input. " + advice)
+    else:
+        out_fns = {r.grad_fn for r in results if r.grad_fn is not None}
+        if not out_fns or (len(out_fns) == 1 and grad_fn not in out_fns):
+            msg = ("Using a non-full backward hook when outputs are nested in python data structure "
+                   "is deprecated and will be removed in future versions. This hook will be "
+                   "missing some grad_output.")
+        elif len(out_fns) > 1:
+            msg = ("Using a non-full backward hook when outputs are generated by different autograd "
+                   "Nodes is deprecated and will be removed in future versions. This hook will be "
+                   "missing some grad_output. " + advice)
+        elif {i.grad_fn for i in inputs if i.grad_fn is not None} != {n for n, _ in grad_fn.next_functions}:
+            msg = ("Using a non-full backward hook when the forward contains multiple autograd Nodes "
+                   "is deprecated and will be removed in future versions. This hook will be missing "
+                   "some grad_input. " + advice)
+        else:
+            return
+    warnings.warn(msg, FutureWarning, stacklevel=4)
 
 
 # ---- full backward hooks --------------------------------------------------------------------
