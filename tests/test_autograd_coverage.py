@@ -142,6 +142,8 @@ OPS = {
         triangular_solve cholesky_inverse linalg.tensorinv linalg.tensorsolve linalg.diagonal
         linalg.vander lu_solve"""),
     **gap("derivative not implemented (records a node that raises)", "lu"),
+    **gap("tested outside the tables (test_weight_norm: against torch)",
+          "norm_except_dim _weight_norm"),
     **covered("pointwise", "angle sgn conj conj_physical resolve_conj resolve_neg"),
     **no_grad(INPLACE, "sgn_ conj_physical_"),
     **no_grad(BOOL_OUT, "isreal"),
@@ -207,7 +209,8 @@ OPS = {
     **no_grad(NAMESPACE, """
         Generator Size Tensor autograd linalg testing return_types version random nn optim utils
         serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler fft
-        functional profiler
+        functional profiler memory_format contiguous_format channels_last channels_last_3d
+        preserve_format
         vision hub distributed multiprocessing
         default_generator float16 float32 float64 bfloat16 uint8 int8 int16 int32 int64"""),
     **no_grad(PROTOCOL, """

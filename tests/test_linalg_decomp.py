@@ -750,6 +750,10 @@ def test_tensorinv_and_tensorsolve():
     np.testing.assert_allclose(np.tensordot(A2, Xs.numpy(), 1), B2, atol=1e-10)
     Xd = tl.linalg.tensorsolve(tl.tensor(A2.transpose(2, 0, 1)), tl.tensor(B2), dims=(0,))
     np.testing.assert_allclose(Xd.numpy(), Xs.numpy(), atol=1e-10)
+    A4, B4 = _rnd(3, 4, 4, 3, seed=8), _rnd(3, 4, seed=9)    # only the sizes' products must match
+    X4 = tl.linalg.tensorsolve(tl.tensor(A4), tl.tensor(B4), dims=(0, 2))
+    np.testing.assert_allclose(np.tensordot(A4.transpose(1, 3, 0, 2), X4.numpy(), 2), B4.reshape(4, 3),
+                               atol=1e-9)
     a = tl.tensor(A, requires_grad=True)
     assert tl.autograd.gradcheck(lambda m: tl.linalg.tensorinv(m, ind=1), (a,))
     if torch is not None:
@@ -769,3 +773,6 @@ def test_linalg_diagonal_and_vander():
                                   [[1, 1, 1, 1], [1, 2, 4, 8]])
     xt = tl.tensor(x, requires_grad=True)
     assert tl.autograd.gradcheck(lambda v: tl.linalg.vander(v, N=4), (xt,))
+    assert tl.linalg.vander(tl.tensor(2.0), N=2).tolist() == [[1.0, 2.0]]
+    with pytest.raises(RuntimeError, match="greater than 1"):
+        tl.linalg.vander(tl.tensor([1.0, 2.0]), N=1)

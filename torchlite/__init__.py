@@ -12,6 +12,8 @@ from ._dtype import (dtype, bool, uint8, int8, int16, int32, int64, float16, bfl
                      cfloat, cdouble, get_default_dtype, get_default_complex_dtype,
                      set_default_dtype, promote_types, can_cast, finfo, iinfo)
 from ._device import device, set_default_device, get_default_device
+from ._memory_format import (memory_format, contiguous_format, channels_last, channels_last_3d,
+                             preserve_format)
 from ._size import Size
 from ._tensor import Tensor
 from ._tensor_str import set_printoptions
@@ -69,6 +71,7 @@ _LAZY_NAMES = {
     "is_deterministic_algorithms_warn_only_enabled": "_switches", "compile": "compiler",
     "autocast": "amp", "is_autocast_enabled": "amp.autocast_mode",
     "get_autocast_dtype": "amp.autocast_mode", "vmap": "func",
+    "norm_except_dim": "nn.utils.weight_norm", "_weight_norm": "nn.utils.weight_norm",
 }
 
 

@@ -8,6 +8,7 @@ import weakref
 import numbers
 
 from . import _dtype as D
+from . import _memory_format as MF
 from ._device import CPU, device as _device_cls
 from ._size import Size
 
@@ -111,8 +112,21 @@ class Tensor:
         return self._data.offset
 
     def is_contiguous(self, memory_format=None):
+        """Whether the memory is dense in row-major order, or in `memory_format`'s order
+        (channels_last: NHWC strides for a 4-d tensor; False for other ranks)."""
         # an empty tensor is contiguous whatever its strides (array.pyx's check misses this)
-        return self._data.numel == 0 or self._data.is_contiguous()
+        if self._data.numel == 0:
+            return True
+        if memory_format is None or memory_format is MF.contiguous_format:
+            return self._data.is_contiguous()
+        nd = self._data.ndim
+        if (memory_format is MF.channels_last and nd != 4) or (
+                memory_format is MF.channels_last_3d and nd != 5):
+            return False
+        order = MF.dim_order(memory_format, nd, "is_contiguous")
+        if order is None:
+            raise RuntimeError("is_contiguous: preserve_format is not a layout a tensor has")
+        return MF.follows(self._data.shape, self._data.strides, order)
 
     def data_ptr(self):
         return self._data.data_ptr()

@@ -15,15 +15,14 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def vander(x, *, N=None):
     """torch.linalg.vander: the Vandermonde matrix with increasing powers x^0 ... x^(N-1)
-    along a new last dim (N defaults to x's last size), batched over x's leading dims."""
-    if x.ndim == 0:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
-    n = x.shape[-1] if N is None else N
-    if n <= 0:
-        raise RuntimeError(f"N must be greater than 1, got {N}")
-    if n == 1:
-        return x.unsqueeze(-1) ** 0
+    along a new last dim (N defaults to x's last size), batched over x's leading dims; a 0-d
+    x counts as one element."""
     from ._ops.joining import cat
+    if x.ndim == 0:
+        x = x.reshape(1)
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
     # cumulative products (not pow) keep integer inputs exact and the gradient defined at 0
     powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
     return cat([x.unsqueeze(-1) ** 0, powers], -1)

@@ -2,6 +2,7 @@
 import builtins
 
 from .. import _dtype as D
+from .. import _memory_format as MF
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .. import _dispatch
@@ -19,7 +20,7 @@ def _parse_to(args, kwargs):
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     non_blocking = kwargs.pop("non_blocking", False)
-    kwargs.pop("memory_format", None)
+    fmt = MF.check(kwargs.pop("memory_format", None), "to")
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
@@ -34,7 +35,7 @@ def _parse_to(args, kwargs):
         elif a is not None:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     return (D.to_dtype(dtype), (to_device(device) if device is not None else None), copy,
-            non_blocking)
+            non_blocking, fmt)
 
 
 def _moved(arr, device, non_blocking):
@@ -58,7 +59,7 @@ def _same_device(device, current):
 def to(self, *args, **kwargs):
     """Convert dtype and/or device; returns self when nothing changes (unless copy=True).
     non_blocking=True makes a copy from pinned memory, or to the host, asynchronous."""
-    dtype, device, copy, non_blocking = _parse_to(args, dict(kwargs))
+    dtype, device, copy, non_blocking, fmt = _parse_to(args, dict(kwargs))
     t = self
     if device is not None and not _same_device(device, self.device):
         t = _wrap(_moved(self._data, device, non_blocking))
@@ -70,6 +71,8 @@ def to(self, *args, **kwargs):
         t = _wrap(_ew.clone(t._data, True))
     if t is not self and self._requires_grad and _grad_state.enabled:
         _SG.record_to(self, t)
+    if fmt is not None and fmt is not MF.preserve_format:
+        t = t.contiguous(memory_format=fmt)     # a copy only when the layout differs
     return t
 
 

@@ -5,6 +5,7 @@ import math
 import numbers
 
 from .. import _dtype as D
+from .. import _memory_format as MF
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .. import _dispatch
@@ -245,11 +246,13 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=Fa
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, memory_format=None):
-    """An uninitialised tensor of the given shape."""
+    """An uninitialised tensor of the given shape (laid out in memory_format when given)."""
     shape = _size_args(size, "empty")
     dt = D.to_dtype(dtype, D.get_default_dtype())
-    return _place(_A.empty(shape, dt.code, device=_on(device)), None, requires_grad,
-                  pin_memory=pin_memory)
+    order = MF.dim_order(MF.check(memory_format, "empty"), len(shape), "empty")
+    arr = (_A.empty(shape, dt.code, device=_on(device)) if order is None else
+           _A.empty_strided(shape, order, dt.code, device=_on(device)))
+    return _place(arr, None, requires_grad, pin_memory=pin_memory)
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -266,15 +269,21 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     return _new_full((size,), fill_value, dtype, device, requires_grad, out, "full")
 
 
-def _like(input, fill_value, dtype, device, requires_grad):
+def _like(input, fill_value, dtype, device, requires_grad, memory_format=None):
     """A new tensor shaped like input, filled with fill_value (None: uninitialised).
-    As PyTorch's preserve_format: a dense input's strides are kept (a transposed input gives
-    a transposed result); any other input gives a contiguous result."""
+    As PyTorch's preserve_format (the default): a dense input's strides are kept (a
+    transposed or channels_last input gives the same layout); any other input gives a
+    contiguous result.  Another memory_format lays the result out in that order."""
     if not isinstance(input, Tensor):
         raise TypeError(f"argument 'input' must be Tensor, not {type(input).__name__}")
     dt = D.to_dtype(dtype, input.dtype)
     a = input._data
-    arr = _A.empty_like(a, dt.code, device=None if device is None else _on(device) or "cpu")
+    on = None if device is None else _on(device) or "cpu"
+    order = MF.dim_order(MF.check(memory_format, "empty_like"), a.ndim, "empty_like")
+    if order is None:
+        arr = _A.empty_like(a, dt.code, device=on)
+    else:
+        arr = _A.empty_strided(a.shape, order, dt.code, device=a if on is None else on)
     if fill_value is not None:
         _A.fill_(arr, _as_pyscalar(fill_value.item() if isinstance(fill_value, Tensor) else fill_value))
     return _place(arr, None, requires_grad)
@@ -282,23 +291,23 @@ def _like(input, fill_value, dtype, device, requires_grad):
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     """An uninitialised tensor with input's shape, dtype and memory order."""
-    return _like(input, None, dtype, device, requires_grad)
+    return _like(input, None, dtype, device, requires_grad, memory_format)
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     """Zeros with input's shape, dtype and memory order."""
-    return _like(input, 0, dtype, device, requires_grad)
+    return _like(input, 0, dtype, device, requires_grad, memory_format)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     """Ones with input's shape, dtype and memory order."""
-    return _like(input, 1, dtype, device, requires_grad)
+    return _like(input, 1, dtype, device, requires_grad, memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     """fill_value everywhere, with input's shape, dtype (not the value's) and memory order."""
-    return _like(input, fill_value, dtype, device, requires_grad)
+    return _like(input, fill_value, dtype, device, requires_grad, memory_format)
 
 
 # ---- ranges ------------------------------------------------------------------------------

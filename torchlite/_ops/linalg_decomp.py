@@ -936,7 +936,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
         A = A.permute(rest + dims)
     x_shape = tuple(A.shape[B.ndim:])
     rows, cols = B.numel(), math.prod(x_shape)
-    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or rows != cols:
+    if math.prod(A.shape[:B.ndim]) != rows or rows != cols:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) "
                            f"== prod(self.shape[:other.ndim]), but got {cols} != {rows}")
     X = solve(A.reshape(rows, cols), B.reshape(rows)).reshape(x_shape)

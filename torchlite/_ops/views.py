@@ -4,6 +4,7 @@ incompatible layout, flip, contiguous of a non-contiguous tensor)."""
 import builtins
 
 from .. import _dtype as D
+from .. import _memory_format as MF
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .._size import MAX_NUMEL, check_numel, ints_from_args
@@ -389,16 +390,39 @@ def flipud(input):
     return flip(input, (0,))
 
 
+def _copy_in_format(input, fmt, op):
+    """A copy of input laid out in memory format fmt (channels_last: NHWC strides)."""
+    a = input._data
+    arr = _A.empty_strided(a.shape, MF.dim_order(fmt, a.ndim, op), a.dtype, device=a)
+    _ew.copy_(arr, a)
+    return _result_of(input, arr, _SG.record_clone)
+
+
 @_register("contiguous")
 def contiguous(input, memory_format=None):
-    if input._data.is_contiguous():
+    """input itself when its memory is dense in `memory_format`'s order (row-major by
+    default, channels_last: NHWC), else a copy that is."""
+    fmt = MF.check(memory_format, "contiguous")
+    if fmt is None or fmt is MF.contiguous_format:
+        if input._data.is_contiguous():
+            return input
+        return _result_of(input, _ew.contiguous(input._data), _SG.record_clone)
+    if fmt is MF.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if input.is_contiguous(memory_format=fmt):
         return input
-    return _result_of(input, _ew.contiguous(input._data), _SG.record_clone)
+    return _copy_in_format(input, fmt, "contiguous")
 
 
 @_register("clone")
 def clone(input, *, memory_format=None):
-    """A copy with its own memory (dense inputs keep their strides)."""
+    """A copy with its own memory: dense inputs keep their strides (preserve_format), or
+    laid out in `memory_format`."""
+    fmt = MF.check(memory_format, "clone")
+    if fmt is MF.contiguous_format:
+        return _result_of(input, _ew.clone(input._data, False), _SG.record_clone)
+    if fmt is MF.channels_last or fmt is MF.channels_last_3d:
+        return _copy_in_format(input, fmt, "clone")
     return _result_of(input, _ew.clone(input._data, True), _SG.record_clone)
 
 

@@ -130,3 +130,11 @@ def _batched_grad(outs, ins, grad_outputs, retain_graph, create_graph, allow_unu
                  create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize)
             for b in range(n)]
     return tuple(None if rows[0][k] is None else stack([r[k] for r in rows]) for k in range(len(ins)))
+
+
+def __getattr__(name):
+    # torch.autograd.profiler is reached as an attribute in scripts; load it on first use
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(f"{__name__}.profiler")
+    raise AttributeError(f"module 'torchlite.autograd' has no attribute '{name}'")

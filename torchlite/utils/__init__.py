@@ -1,8 +1,9 @@
 """torchlite.utils: utilities (torch.utils): data loading in torchlite.utils.data, activation
-checkpointing in torchlite.utils.checkpoint and TensorBoard logging in torchlite.utils.tensorboard,
+checkpointing in torchlite.utils.checkpoint, TensorBoard logging in torchlite.utils.tensorboard and
+timing in torchlite.utils.benchmark,
 each imported on first use (data brings NumPy in, which `import torchlite` does not need)."""
 
-__all__ = ["data", "checkpoint", "tensorboard", "_pytree"]
+__all__ = ["data", "checkpoint", "tensorboard", "benchmark", "_pytree"]
 
 
 def __getattr__(name):

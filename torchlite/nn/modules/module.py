@@ -937,13 +937,16 @@ class Module:
         from ..._ops.conversion import _parse_to
         if "copy" in kwargs:
             raise TypeError("to() got an unexpected keyword argument 'copy'")
-        dtype, device, _, non_blocking = _parse_to(args, dict(kwargs))
-        if dtype is not None and not dtype.is_floating_point:
+        dtype, device, _, non_blocking, fmt = _parse_to(args, dict(kwargs))
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dtype}")
 
         def convert(t):
-            return t.to(device, dtype if t.is_floating_point() else None, non_blocking=non_blocking)
+            # memory_format applies to the 4-d (5-d) tensors only, as in PyTorch
+            layout = fmt if fmt is not None and t.dim() in (4, 5) else None
+            return t.to(device, dtype if (t.is_floating_point() or t.is_complex()) else None,
+                        non_blocking=non_blocking, memory_format=layout)
         return self._apply(convert)
 
     def cuda(self, device=None):
