@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 EXAMPLES = ["quickstart.py", "cnn_digits.py", "char_lstm.py", "transformer_lm.py", "rope_attention.py",
-            "linear_regression.py", "reinforce_cartpole.py"]
+            "linear_regression.py", "reinforce_cartpole.py", "vae_digits.py"]
 
 
 def _run_process(script, *args, timeout=300):
@@ -79,7 +79,7 @@ def test_examples_on_cuda_without_a_gpu_say_why(script):
     import torchlite
     if torchlite.cuda.is_available():
         pytest.skip("a GPU is available here")
-    if script in ("quickstart.py", "cnn_digits.py"):
+    if script in ("quickstart.py", "cnn_digits.py", "vae_digits.py"):
         pytest.importorskip("sklearn")
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", script),
                            "--device", "cuda"], capture_output=True, text=True, timeout=300)
@@ -132,6 +132,36 @@ def test_cnn_digits_reaches_97_percent():
     losses = [float(x) for x in re.findall(r"train loss ([0-9.]+)", out)]
     assert losses[-1] < losses[0] / 2, out
     assert float(re.search(r"final test accuracy ([0-9.]+)%", out).group(1)) >= 97.0, out
+
+
+def test_vae_digits_loss_falls_and_writes_samples(tmp_path):
+    """The negative ELBO falls on the training and the test images; the decoded prior samples
+    are a PNG (or the script says matplotlib is missing)."""
+    pytest.importorskip("sklearn")
+    out = _run("vae_digits.py", "--epochs", "8", "--samples", str(tmp_path / "vae.png"))
+    train = [float(x) for x in re.findall(r"train loss +(-?[0-9.]+)", out)]
+    test = [float(x) for x in re.findall(r"test loss +(-?[0-9.]+)", out)]
+    assert len(train) == 8 and train[-1] < train[0] - 10, out
+    assert test[-1] < test[0] - 5, out
+    if _importable("matplotlib"):
+        assert (tmp_path / "vae.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert "matplotlib is not installed: skipping the sample image" in out
+
+
+def test_vae_digits_without_matplotlib_says_so(tmp_path):
+    pytest.importorskip("sklearn")
+    script = os.path.join(ROOT, "examples", "vae_digits.py")
+    argv = [script, "--epochs", "1", "--samples", str(tmp_path / "vae.png")]
+    runner = ("import runpy, sys\n"
+              "sys.modules['matplotlib'] = None  # import raises\n"
+              f"sys.argv = {argv!r}\n"
+              "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "matplotlib is not installed: skipping the sample image" in proc.stdout
+    assert "final test loss" in proc.stdout and not (tmp_path / "vae.png").exists()
 
 
 def _losses(out):

@@ -1,19 +1,63 @@
 """torchlite.distributions: probability distributions with PyTorch's API
-(torch.distributions): Distribution, Normal, Categorical, Bernoulli, Uniform, Exponential,
-Laplace, LogNormal, Poisson, MultivariateNormal, constraints,
-kl_divergence / register_kl.  Sampling draws from torchlite's generator (manual_seed makes it
-reproducible); rsample is reparameterised (gradients flow to the parameters).  The other
-families of PyTorch's module are not here yet (README, "Not yet")."""
-from . import constraints
+(torch.distributions).
+
+Families: Bernoulli, Beta, Binomial, Categorical, Cauchy, Chi2, Dirichlet, Exponential,
+Gamma, Geometric, Gumbel, HalfCauchy, HalfNormal, Laplace, LogNormal, Multinomial,
+MultivariateNormal, LowRankMultivariateNormal, Normal, OneHotCategorical (and its
+StraightThrough variant), Poisson, RelaxedBernoulli, RelaxedOneHotCategorical, StudentT,
+Uniform; the combinators Independent, MixtureSameFamily and TransformedDistribution.
+Every one has PyTorch's constructor arguments, properties (mean, mode, variance, stddev,
+support, arg_constraints, batch_shape / event_shape), sample, log_prob, entropy, cdf / icdf
+where PyTorch has them, expand, and PyTorch's argument / value validation (ValueError).
+
+Sampling draws from torchlite's generator (manual_seed makes it reproducible).  rsample is
+reparameterised wherever PyTorch's is: gradients flow to the parameters, for Gamma (and so
+Chi2, Beta, Dirichlet, StudentT) by implicit differentiation of the CDF through the Gamma
+draws.  Gamma.cdf is the regularized incomplete gamma function, differentiable in both
+arguments.
+
+Also here: constraints, transforms (Exp, Affine, Sigmoid, Tanh, Softmax, StickBreaking,
+Power, Abs, Softplus, Compose, Independent, Reshape, LowerCholesky, PositiveDefinite,
+CorrCholesky, Cat, Stack, CumulativeDistribution, identity_transform), biject_to /
+transform_to, and kl_divergence / register_kl with PyTorch's closed forms for the pairs of
+these families.  Not here yet (README, "Not yet"): ContinuousBernoulli, FisherSnedecor,
+GeneralizedPareto, InverseGamma, Kumaraswamy, LKJCholesky, LogisticNormal, NegativeBinomial,
+Pareto, VonMises, Weibull, Wishart, and the ExponentialFamily base class."""
+from . import constraints, transforms
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
+from .cauchy import Cauchy
+from .constraint_registry import biject_to, transform_to
+from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .gamma import Chi2, Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .folded import HalfCauchy, HalfNormal
+from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .log_normal import LogNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
+from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
-from .simple import Exponential, Laplace, LogNormal, Poisson
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .relaxed_bernoulli import RelaxedBernoulli
+from .relaxed_categorical import RelaxedOneHotCategorical
+from .simple import Exponential, Laplace, Poisson
+from .student_t import StudentT
+from .transformed_distribution import TransformedDistribution
+from .transforms import *  # noqa: F401,F403
 from .uniform import Uniform
 
-__all__ = ["Distribution", "Normal", "Categorical", "Bernoulli", "Uniform", "Exponential",
-           "Laplace", "LogNormal", "Poisson", "MultivariateNormal", "constraints", "kl_divergence",
-           "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy",
+           "HalfNormal", "Independent", "Laplace", "LogNormal", "LowRankMultivariateNormal",
+           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
+           "Uniform", "biject_to", "constraints", "kl_divergence", "register_kl", "transform_to",
+           "transforms"] + transforms.__all__

@@ -3,7 +3,7 @@ import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, probs_to_logits
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
@@ -18,11 +18,27 @@ class Bernoulli(Distribution):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
-            self.logits = probs_to_logits(self.probs, is_binary=True)
         else:
             (self.logits,) = broadcast_all(logits)
-            self.probs = self.logits.sigmoid()
-        super().__init__(self.probs.shape, validate_args=validate_args)
+        self._param = self.probs if probs is not None else self.logits
+        super().__init__(self._param.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._expand_tensors(Bernoulli, batch_shape, _instance, "probs", "logits")
+        new._param = vars(new).get("logits", vars(new).get("probs"))
+        return new
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.shape
 
     @property
     def mean(self):
@@ -30,7 +46,8 @@ class Bernoulli(Distribution):
 
     @property
     def mode(self):
-        return (self.probs >= 0.5).to(self.probs.dtype)
+        mode = (self.probs >= 0.5).to(self.probs.dtype)
+        return tl.where(self.probs == 0.5, tl.full_like(mode, float("nan")), mode)
 
     @property
     def variance(self):
@@ -43,10 +60,15 @@ class Bernoulli(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        logits, value = tl.broadcast_tensors(self.logits, value.to(self.logits.dtype))
+        logits, value = broadcast_all(self.logits, value.to(self.logits.dtype))
         return -tl.nn.functional.binary_cross_entropy_with_logits(logits, value,
                                                                   reduction="none")
 
     def entropy(self):
         return tl.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs,
                                                                  reduction="none")
+
+    def enumerate_support(self, expand=True):
+        values = tl.arange(2, dtype=self._param.dtype, device=self._param.device)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        return values.expand((-1,) + tuple(self._batch_shape)) if expand else values

@@ -8,6 +8,7 @@ import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
+from .utils import lazy_property
 
 __all__ = ["MultivariateNormal"]
 
@@ -54,26 +55,28 @@ class MultivariateNormal(Distribution):
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
 
+    def expand(self, batch_shape, _instance=None):
+        new = self._expand_tensors(MultivariateNormal, batch_shape, _instance, "loc",
+                                   "covariance_matrix", "precision_matrix", "scale_tril")
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
+        return new
+
     def _L(self):
         return self._unbroadcasted_scale_tril.expand(*self._batch_shape, *self._event_shape,
                                                      *self._event_shape)
 
-    # the matrix forms not given are made from the Cholesky factor when read
-    @property
+    # the matrix forms not given are made from the Cholesky factor on first use
+    @lazy_property
     def scale_tril(self):
-        return self.__dict__.get("scale_tril") if "scale_tril" in self.__dict__ else self._L()
+        return self._L()
 
-    @property
+    @lazy_property
     def covariance_matrix(self):
-        if "covariance_matrix" in self.__dict__:
-            return self.__dict__["covariance_matrix"]
         L = self._L()
         return L @ L.mT
 
-    @property
+    @lazy_property
     def precision_matrix(self):
-        if "precision_matrix" in self.__dict__:
-            return self.__dict__["precision_matrix"]
         L = self._unbroadcasted_scale_tril
         Id = tl.eye(L.shape[-1], dtype=L.dtype, device=L.device)
         return tl.cholesky_solve(Id.expand(L.shape), L).expand(

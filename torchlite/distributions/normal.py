@@ -9,6 +9,8 @@ from .utils import broadcast_all
 
 __all__ = ["Normal"]
 
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
 
 class Normal(Distribution):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -18,6 +20,9 @@ class Normal(Distribution):
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_tensors(Normal, batch_shape, _instance, "loc", "scale")
 
     @property
     def mean(self):
@@ -48,9 +53,14 @@ class Normal(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        var = self.scale ** 2
-        return -((value - self.loc) ** 2) / (2 * var) - self.scale.log() - \
-            math.log(math.sqrt(2 * math.pi))
+        # -z^2 / 2 - log(scale) - log(2 pi) / 2 with z = (value - loc) / scale: two passes over
+        # a value-sized tensor make z, and without autograd the rest works on z in place
+        # (PyTorch's formula makes five value-sized temporaries)
+        z = (value - self.loc) / self.scale
+        bias = self.scale.log() + _HALF_LOG_2PI
+        if tl.is_grad_enabled() and (z.requires_grad or bias.requires_grad):
+            return -0.5 * (z * z) - bias
+        return z.square_().mul_(-0.5).sub_(bias)
 
     def cdf(self, value):
         if self._validate_args:

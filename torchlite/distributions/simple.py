@@ -1,13 +1,12 @@
-"""One-parameter-family distributions with closed forms (PyTorch's Exponential, Laplace,
-LogNormal, Poisson)."""
+"""Families with one or two elementwise parameters and closed forms throughout (PyTorch's
+Exponential, Laplace, Poisson)."""
 import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
-from .normal import Normal
 from .utils import broadcast_all
 
-__all__ = ["Exponential", "Laplace", "LogNormal", "Poisson"]
+__all__ = ["Exponential", "Laplace", "Poisson"]
 
 
 class Exponential(Distribution):
@@ -20,6 +19,9 @@ class Exponential(Distribution):
         (self.rate,) = broadcast_all(rate)
         super().__init__(self.rate.shape, validate_args=validate_args)
 
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_tensors(Exponential, batch_shape, _instance, "rate")
+
     @property
     def mean(self):
         return self.rate.reciprocal()
@@ -29,12 +31,17 @@ class Exponential(Distribution):
         return tl.zeros_like(self.rate)
 
     @property
+    def stddev(self):
+        return self.rate.reciprocal()
+
+    @property
     def variance(self):
         return self.rate.pow(-2)
 
     def rsample(self, sample_shape=()):
-        u = tl.rand(self._extended_shape(sample_shape), dtype=self.rate.dtype)
-        return -(1 - u).log() / self.rate          # 1 - u in (0, 1]: never log(0)
+        u = tl.rand(self._extended_shape(sample_shape), dtype=self.rate.dtype,
+                    device=self.rate.device)
+        return -(-u).log1p() / self.rate           # 1 - u in (0, 1]: never log(0)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -42,10 +49,12 @@ class Exponential(Distribution):
         return self.rate.log() - self.rate * value
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         return 1 - (-self.rate * value).exp()
 
     def icdf(self, value):
-        return -(1 - value).log() / self.rate
+        return -(-value).log1p() / self.rate
 
     def entropy(self):
         return 1.0 - self.rate.log()
@@ -61,6 +70,9 @@ class Laplace(Distribution):
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
 
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_tensors(Laplace, batch_shape, _instance, "loc", "scale")
+
     @property
     def mean(self):
         return self.loc
@@ -73,11 +85,15 @@ class Laplace(Distribution):
     def variance(self):
         return 2 * self.scale.pow(2)
 
+    @property
+    def stddev(self):
+        return 2 ** 0.5 * self.scale
+
     def rsample(self, sample_shape=()):
         eps = tl.finfo(self.loc.dtype).eps
-        u = tl.rand(self._extended_shape(sample_shape), dtype=self.loc.dtype) * 2 - 1
-        u = u.clamp(-1 + eps, 1 - eps)
-        return self.loc - self.scale * u.sign() * (1 - u.abs()).log()
+        u = tl.rand(self._extended_shape(sample_shape), dtype=self.loc.dtype,
+                    device=self.loc.device) * (2 - eps) + (eps - 1)     # on [eps - 1, 1)
+        return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
 
     def log_prob(self, value):
         if self._validate_args:
@@ -85,49 +101,17 @@ class Laplace(Distribution):
         return -(2 * self.scale).log() - (value - self.loc).abs() / self.scale
 
     def cdf(self, value):
-        z = (value - self.loc) / self.scale
-        return 0.5 - 0.5 * z.sign() * (1 - (-z.abs()).exp())
+        if self._validate_args:
+            self._validate_sample(value)
+        d = value - self.loc
+        return 0.5 - 0.5 * d.sign() * (-d.abs() / self.scale).expm1()
+
+    def icdf(self, value):
+        term = value - 0.5
+        return self.loc - self.scale * term.sign() * (-2 * term.abs()).log1p()
 
     def entropy(self):
         return 1 + (2 * self.scale).log()
-
-
-class LogNormal(Distribution):
-    """LogNormal(loc, scale): exp of a Normal(loc, scale) (its base_dist, whose formulas it
-    uses: log_prob(y) = base.log_prob(log y) - log y, entropy = base.entropy() + loc)."""
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.positive
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.base_dist = Normal(loc, scale, validate_args=validate_args)
-        self.loc, self.scale = self.base_dist.loc, self.base_dist.scale
-        super().__init__(self.loc.shape, validate_args=validate_args)
-
-    @property
-    def mean(self):
-        return (self.loc + self.scale.pow(2) / 2).exp()
-
-    @property
-    def mode(self):
-        return (self.loc - self.scale.pow(2)).exp()
-
-    @property
-    def variance(self):
-        s2 = self.scale.pow(2)
-        return s2.expm1() * (2 * self.loc + s2).exp()
-
-    def rsample(self, sample_shape=()):
-        return self.base_dist.rsample(sample_shape).exp()
-
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        y = value.log()
-        return self.base_dist.log_prob(y) - y
-
-    def entropy(self):
-        return self.base_dist.entropy() + self.loc
 
 
 class Poisson(Distribution):
@@ -138,6 +122,9 @@ class Poisson(Distribution):
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
         super().__init__(self.rate.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_tensors(Poisson, batch_shape, _instance, "rate")
 
     @property
     def mean(self):
@@ -158,5 +145,5 @@ class Poisson(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        rate, value = tl.broadcast_tensors(self.rate, value.to(self.rate.dtype))
+        rate, value = broadcast_all(self.rate, value.to(self.rate.dtype))
         return tl.xlogy(value, rate) - rate - (value + 1).lgamma()

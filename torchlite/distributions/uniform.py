@@ -1,4 +1,5 @@
-"""Uniform(low, high) (PyTorch's torch.distributions.Uniform)."""
+"""Uniform(low, high) (PyTorch's torch.distributions.Uniform): density 1 / (high - low) on
+[low, high)."""
 import torchlite as tl
 
 from . import constraints
@@ -9,22 +10,35 @@ __all__ = ["Uniform"]
 
 
 class Uniform(Distribution):
-    arg_constraints = {"low": constraints.dependent, "high": constraints.dependent}
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
-        if self._validate_args and not bool((self.low < self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
-    @property
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_tensors(Uniform, batch_shape, _instance, "low", "high")
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
         return constraints.interval(self.low, self.high)
 
     @property
     def mean(self):
         return (self.high + self.low) / 2
+
+    @property
+    def mode(self):
+        return float("nan") * self.high
+
+    @property
+    def stddev(self):
+        return (self.high - self.low) / 12 ** 0.5
 
     @property
     def variance(self):
@@ -43,7 +57,12 @@ class Uniform(Distribution):
         return (lb * ub).log() - (self.high - self.low).log()
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         return ((value - self.low) / (self.high - self.low)).clamp(0, 1)
+
+    def icdf(self, value):
+        return value * (self.high - self.low) + self.low
 
     def entropy(self):
         return (self.high - self.low).log()

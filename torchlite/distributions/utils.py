@@ -1,14 +1,18 @@
-"""Helpers of torchlite.distributions."""
+"""Helpers of torchlite.distributions (PyTorch's torch.distributions.utils)."""
+import functools
 import numbers
 
 import torchlite as tl
 
-__all__ = ["broadcast_all", "probs_to_logits", "logits_to_probs"]
+__all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property",
+           "tril_matrix_to_vec", "vec_to_tril_matrix", "euler_constant"]
+
+euler_constant = 0.57721566490153286060  # the Euler-Mascheroni constant
 
 
 def broadcast_all(*values):
     """The values as tensors of one broadcast shape (numbers take the default dtype, or the
-    dtype of the tensors among them)."""
+    dtype and device of the first tensor among them)."""
     if not all(isinstance(v, (tl.Tensor, numbers.Number)) for v in values):
         raise ValueError("Input arguments must all be instances of numbers.Number or "
                          "torchlite.Tensor.")
@@ -20,11 +24,67 @@ def broadcast_all(*values):
     return tl.broadcast_tensors(*out)
 
 
-def probs_to_logits(probs, is_binary=False):
+def _sum_rightmost(value, dim):
+    """value summed over its dim rightmost dims."""
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[:value.ndim - dim]) + (-1,)).sum(-1)
+
+
+def clamp_probs(probs):
+    """probs clamped into [eps, 1 - eps], so their logs and log1p(-p) stay finite."""
     eps = tl.finfo(probs.dtype).eps
-    p = probs.clamp(eps, 1 - eps)
-    return p.log() - (1 - p).log() if is_binary else p.log()
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def probs_to_logits(probs, is_binary=False):
+    p = clamp_probs(probs)
+    return p.log() - (-p).log1p() if is_binary else p.log()
 
 
 def logits_to_probs(logits, is_binary=False):
     return logits.sigmoid() if is_binary else logits.softmax(-1)
+
+
+class lazy_property:
+    """A property computed on first access and then stored on the instance, so that a
+    distribution made from probs computes logits only when asked (and validation, expand and
+    repr see only what was given: the name is absent from vars() until then)."""
+
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+        functools.update_wrapper(self, wrapped)
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        with tl.enable_grad():
+            value = self.wrapped(instance)
+        setattr(instance, self.wrapped.__name__, value)
+        return value
+
+
+def _tril_mask(n, diag, device):
+    arange = tl.arange(n, device=device)
+    return arange < arange.view(-1, 1) + (diag + 1)
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """The entries of mat's lower triangle (below diagonal diag), row by row."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    return mat[..., _tril_mask(n, diag, mat.device)]
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """The inverse of tril_matrix_to_vec: a square matrix with vec in its lower triangle."""
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1]
+                            + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if abs(round(n) - n) > 1e-6:
+        raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be "
+                         f"expressed as the lower triangular part of a square D x D matrix.")
+    n = round(n)
+    mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n, n))
+    mat[..., _tril_mask(n, diag, vec.device)] = vec
+    return mat

@@ -1,0 +1,72 @@
+"""Geometric(probs or logits) (PyTorch's torch.distributions.Geometric): the number of
+failures before the first success, P(k) = (1 - p)^k p."""
+import torchlite as tl
+
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+
+__all__ = ["Geometric"]
+
+
+class Geometric(Distribution):
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            (self.probs,) = broadcast_all(probs)
+        else:
+            (self.logits,) = broadcast_all(logits)
+        param = self.probs if probs is not None else self.logits
+        super().__init__(param.shape, validate_args=validate_args)
+        if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
+            raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape "
+                             f"{tuple(self.probs.shape)}) of distribution {self!r} to be "
+                             f"positive but found invalid values:\n"
+                             f"{self.probs[~(self.probs > 0)]}")
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_tensors(Geometric, batch_shape, _instance, "probs", "logits")
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def mean(self):
+        return 1.0 / self.probs - 1.0
+
+    @property
+    def mode(self):
+        return tl.zeros_like(self.probs)
+
+    @property
+    def variance(self):
+        return (1.0 / self.probs - 1.0) / self.probs
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with tl.no_grad():
+            # inversion: floor(log u / log(1 - p)), u on (0, 1)
+            u = tl.rand(shape, dtype=self.probs.dtype, device=self.probs.device)
+            u = u.clamp(min=tl.finfo(u.dtype).tiny)
+            return (u.log() / (-self.probs).log1p()).floor()
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        value, probs = broadcast_all(value, self.probs)
+        # p = 1 scores k = 0 as log 1 = 0 (not 0 * log 0 = nan)
+        probs = tl.where((probs == 1) & (value == 0), tl.zeros_like(probs), probs)
+        return value * (-probs).log1p() + self.probs.log()
+
+    def entropy(self):
+        return tl.nn.functional.binary_cross_entropy_with_logits(
+            self.logits, self.probs, reduction="none") / self.probs
