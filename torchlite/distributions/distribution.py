@@ -19,6 +19,17 @@ def _is_all_true(mask):
     return bool(mask.view(tl.uint8).to(tl.float32).amin() > 0)
 
 
+def _satisfies(constraint, value):
+    """Whether every entry of value satisfies constraint.  On the real line that means no
+    NaN, and any NaN makes the sum NaN: one float reduction answers for the usual case (the
+    support check of Normal.log_prob, say) where the elementwise check costs three passes;
+    a NaN sum (a NaN, or +inf with -inf) falls back to the elementwise check."""
+    if type(constraint) is constraints._Real and value.is_floating_point() and \
+            not bool(value.sum().isnan()):
+        return True
+    return _is_all_true(constraint.check(value))
+
+
 class Distribution:
     """A family of distributions: subclasses define arg_constraints, support, sample or
     rsample, log_prob, expand, and what moments they have.
@@ -52,7 +63,7 @@ class Distribution:
                                                          lazy_property):
                     continue                    # not given: made lazily from what was given
                 value = getattr(self, name)
-                if not _is_all_true(constraint.check(value)):
+                if not _satisfies(constraint, value):
                     raise ValueError(
                         f"Expected parameter {name} ({type(value).__name__} of shape "
                         f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
@@ -168,7 +179,7 @@ class Distribution:
                           f"Please initialize the distribution with `validate_args=False` to "
                           f"turn off validation.", stacklevel=2)
             return
-        if not _is_all_true(support.check(value)):
+        if not _satisfies(support, value):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape "
                              f"{actual}) to be within the support ({support!r}) of the "
                              f"distribution {self!r}, but found invalid values:\n{value}")
