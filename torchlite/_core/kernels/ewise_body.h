@@ -74,6 +74,67 @@ static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) 
 
 #define TL_CAST(NAME, TI, TO, EXPR) TL_UNARY(NAME, TI, TO, EXPR)
 
+/* Loops whose fast formula EXPR holds on a domain only: each block of TL_FIX_BLOCK elements
+ * is computed into a buffer, flagging the elements where BAD holds (both vectorise); those
+ * few are then recomputed by SLOW (the C library) before the block is stored.  Working
+ * through the buffer keeps in-place calls right: the input of a block is intact while its
+ * flagged elements are redone. */
+#define TL_FIX_BLOCK 256
+#define TL_UNARY_FIX(NAME, TI, TO, EXPR, BAD, SLOW)                                         \
+static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) {          \
+    (void)P;                                                                                \
+    const int64_t s0 = s[0], s1 = s[1];                                                     \
+    TO buf[TL_FIX_BLOCK];                                                                   \
+    for (int64_t b0 = 0; b0 < n; b0 += TL_FIX_BLOCK) {                                      \
+        const int64_t m = n - b0 < TL_FIX_BLOCK ? n - b0 : TL_FIX_BLOCK;                    \
+        int bad = 0;                                                                        \
+        if (s1 == (int64_t)sizeof(TI)) {                                                    \
+            const TI *a = (const TI *)d[1] + b0;                                            \
+            for (int64_t i = 0; i < m; i++) { const TI x = a[i]; buf[i] = (EXPR); bad |= (BAD); } \
+        } else {                                                                            \
+            const char *a = d[1] + b0 * s1;                                                 \
+            for (int64_t i = 0; i < m; i++) {                                               \
+                const TI x = *(const TI *)(a + i * s1); buf[i] = (EXPR); bad |= (BAD); }    \
+        }                                                                                   \
+        if (bad)                                                                            \
+            for (int64_t i = 0; i < m; i++) {                                               \
+                const TI x = *(const TI *)(d[1] + (b0 + i) * s1); if (BAD) buf[i] = (SLOW); } \
+        if (s0 == (int64_t)sizeof(TO)) memcpy((TO *)d[0] + b0, buf, (size_t)m * sizeof(TO)); \
+        else for (int64_t i = 0; i < m; i++) *(TO *)(d[0] + (b0 + i) * s0) = buf[i];        \
+    }                                                                                       \
+    return 0; }
+
+#define TL_BINARY_FIX(NAME, TI, TO, EXPR, BAD, SLOW)                                        \
+static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) {          \
+    (void)P;                                                                                \
+    const int64_t s0 = s[0], s1 = s[1], s2 = s[2];                                          \
+    TO buf[TL_FIX_BLOCK];                                                                   \
+    for (int64_t b0 = 0; b0 < n; b0 += TL_FIX_BLOCK) {                                      \
+        const int64_t m = n - b0 < TL_FIX_BLOCK ? n - b0 : TL_FIX_BLOCK;                    \
+        int bad = 0;                                                                        \
+        if (s1 == (int64_t)sizeof(TI) && s2 == 0) {          /* tensor ** number */         \
+            const TI *a = (const TI *)d[1] + b0; const TI y = *(const TI *)d[2];             \
+            for (int64_t i = 0; i < m; i++) { const TI x = a[i]; buf[i] = (EXPR); bad |= (BAD); } \
+        } else if (s1 == (int64_t)sizeof(TI) && s2 == (int64_t)sizeof(TI)) {                 \
+            const TI *a = (const TI *)d[1] + b0, *c = (const TI *)d[2] + b0;                 \
+            for (int64_t i = 0; i < m; i++) { const TI x = a[i], y = c[i];                  \
+                buf[i] = (EXPR); bad |= (BAD); }                                            \
+        } else {                                                                            \
+            for (int64_t i = 0; i < m; i++) {                                               \
+                const TI x = *(const TI *)(d[1] + (b0 + i) * s1);                           \
+                const TI y = *(const TI *)(d[2] + (b0 + i) * s2);                           \
+                buf[i] = (EXPR); bad |= (BAD); }                                            \
+        }                                                                                   \
+        if (bad)                                                                            \
+            for (int64_t i = 0; i < m; i++) {                                               \
+                const TI x = *(const TI *)(d[1] + (b0 + i) * s1);                           \
+                const TI y = *(const TI *)(d[2] + (b0 + i) * s2);                           \
+                if (BAD) buf[i] = (SLOW); }                                                 \
+        if (s0 == (int64_t)sizeof(TO)) memcpy((TO *)d[0] + b0, buf, (size_t)m * sizeof(TO)); \
+        else for (int64_t i = 0; i < m; i++) *(TO *)(d[0] + (b0 + i) * s0) = buf[i];        \
+    }                                                                                       \
+    return 0; }
+
 /* ---- float loops (every ISA copy) -------------------------------------------------- */
 /* FOP(OP, f32-expression, f64-expression) defines u_OP_f32 and u_OP_f64. */
 #define FOP(OP, E32, E64) TL_UNARY(u_##OP##_f32, float, float, E32)                        \
@@ -87,19 +148,25 @@ FOP(SQUARE, x * x, x * x)
 FOP(RECIPROCAL, 1.0f / x, 1.0 / x)
 FOP(EXP, tl_expf(x), exp(x))
 FOP(EXP2, exp2f(x), exp2(x))
-FOP(EXPM1, expm1f(x), expm1(x))
+TL_UNARY_FIX(u_EXPM1_f32, float, float, tl_expm1f_fast(x), tl_expm1f_bad(x), expm1f(x))
+TL_UNARY(u_EXPM1_f64, double, double, expm1(x))
 FOP(LOG, tl_logf(x), log(x))
 FOP(LOG2, log2f(x), log2(x))
 FOP(LOG10, log10f(x), log10(x))
-FOP(LOG1P, log1pf(x), log1p(x))
+TL_UNARY_FIX(u_LOG1P_f32, float, float, tl_log1pf_fast(x), tl_log1pf_bad(x), log1pf(x))
+TL_UNARY(u_LOG1P_f64, double, double, log1p(x))
 FOP(SQRT, sqrtf(x), sqrt(x))
 FOP(RSQRT, 1.0f / sqrtf(x), 1.0 / sqrt(x))
-FOP(SIN, sinf(x), sin(x))
-FOP(COS, cosf(x), cos(x))
-FOP(TAN, tanf(x), tan(x))
+TL_UNARY_FIX(u_SIN_f32, float, float, tl_sinf_fast(x), tl_trig_bad(x), sinf(x))
+TL_UNARY(u_SIN_f64, double, double, sin(x))
+TL_UNARY_FIX(u_COS_f32, float, float, tl_cosf_fast(x), tl_trig_bad(x), cosf(x))
+TL_UNARY(u_COS_f64, double, double, cos(x))
+TL_UNARY_FIX(u_TAN_f32, float, float, tl_tanf_fast(x), tl_trig_bad(x), tanf(x))
+TL_UNARY(u_TAN_f64, double, double, tan(x))
 FOP(ASIN, asinf(x), asin(x))
 FOP(ACOS, acosf(x), acos(x))
-FOP(ATAN, atanf(x), atan(x))
+TL_UNARY(u_ATAN_f32, float, float, tl_atanf_fast(x))
+TL_UNARY(u_ATAN_f64, double, double, atan(x))
 FOP(SINH, sinhf(x), sinh(x))
 FOP(COSH, coshf(x), cosh(x))
 FOP(TANH, tl_tanhf(x), tanh(x))
@@ -151,7 +218,8 @@ FBOP(DIV_TRUNC, truncf(x / y), trunc(x / y))
 FBOP(DIV_FLOOR, tl_divfloor_f32(x, y), tl_divfloor_f64(x, y))
 FBOP(REMAINDER, tl_rem_f32(x, y), tl_rem_f64(x, y))
 FBOP(FMOD, fmodf(x, y), fmod(x, y))
-FBOP(POW, powf(x, y), pow(x, y))
+TL_BINARY_FIX(b_POW_f32, float, float, tl_powf_fast(x, y), tl_powf_bad(x, y), powf(x, y))
+TL_BINARY(b_POW_f64, double, double, pow(x, y))
 FBOP(ATAN2, atan2f(x, y), atan2(x, y))
 FBOP(HYPOT, hypotf(x, y), hypot(x, y))
 FBOP(COPYSIGN, copysignf(x, y), copysign(x, y))

@@ -4,6 +4,7 @@
  * every ISA level.  Accuracy: about 1 ulp (Cephes' minimax coefficients). */
 #ifndef TL_VMATH_H
 #define TL_VMATH_H
+#include <string.h>
 #include "types.h"
 
 TL_INLINE float tl_pow2i(int32_t k) { return tl_bits_f32((uint32_t)(k + 127) << 23); }
@@ -110,6 +111,205 @@ TL_INLINE float tl_erff(float x) {
     big = ax > 3.95f ? 1.0f : big;
     big = x < 0.0f ? -big : big;
     return ax < 1.0f ? small : big;
+}
+
+/* ---- float32 functions computed in double ---------------------------------------------------
+ * sin, cos, tan, atan, log1p, expm1 and pow of float32 values: the argument reduction and a
+ * short polynomial run in double (vectorised at half the float width), which leaves far
+ * more than float32's 24 bits, so the result is the correctly rounded one nearly always and
+ * within 1 ulp always.  Each fast form is valid on a stated domain; the loops that use them
+ * (TL_UNARY_FIX/TL_BINARY_FIX in ewise_body.h) send the few elements outside it (huge
+ * arguments, NaN, inf, the special cases of pow) to the C library instead. */
+
+/* round to the nearest integer by the 1.5 * 2^52 trick: no conversion instruction, so it
+ * vectorises at every ISA level; valid for |x| < 2^51 */
+#define TL_RND_MAGIC 6755399441055744.0
+#define TL_RND_MAGIC_BITS 0x4338000000000000LL
+TL_INLINE double tl_rint_d(double x) { return (x + TL_RND_MAGIC) - TL_RND_MAGIC; }
+/* the integer-valued double k as an int64, read from the bits of k + 1.5 * 2^52 (AVX2 has no
+ * packed double -> int64 conversion; this is an add and a subtract on every ISA) */
+TL_INLINE int64_t tl_int_of_d(double k) {
+    double t = k + TL_RND_MAGIC; int64_t b; memcpy(&b, &t, 8); return b - TL_RND_MAGIC_BITS;
+}
+TL_INLINE double tl_d_of_int(int64_t i) {       /* the reverse, for |i| < 2^51 */
+    int64_t b = i + TL_RND_MAGIC_BITS; double t; memcpy(&t, &b, 8); return t - TL_RND_MAGIC;
+}
+
+TL_INLINE double tl_pow2_d(double k) {          /* 2^k for integer-valued k in [-1022, 1023] */
+    uint64_t b = (uint64_t)(tl_int_of_d(k) + 1023) << 52;
+    double r; memcpy(&r, &b, 8); return r;
+}
+
+/* e^x for |x| <= 200 (callers clamp): x = k ln2 + r, |r| <= ln2/2, Taylor to r^10
+ * (relative error below 2e-13: far below float32's 6e-8, which is all its callers need). */
+TL_INLINE double tl_exp_d(double x) {
+    double k = tl_rint_d(x * 1.4426950408889634);
+    double r = (x - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;
+    double p = 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    return p * tl_pow2_d(k);
+}
+
+/* log x for a positive normal double x: x = m 2^e, m in [sqrt(1/2), sqrt(2)), log m =
+ * 2 atanh(s) with s = (m - 1) / (m + 1), |s| <= 0.1716, by its odd series to s^13
+ * (relative error below 1e-12, for float32 results). */
+TL_INLINE double tl_log_d(double x) {
+    uint64_t b; memcpy(&b, &x, 8);
+    int64_t e = (int64_t)((b >> 52) & 0x7ff) - 1022;
+    uint64_t mb = (b & 0x800fffffffffffffULL) | 0x3fe0000000000000ULL;      /* [0.5, 1) */
+    double m; memcpy(&m, &mb, 8);
+    int64_t lo = m < 0.70710678118654752440;
+    e -= lo;
+    m = lo ? m + m : m;
+    double sv = (m - 1.0) / (m + 1.0), z = sv * sv;
+    double p = 1.0 / 13.0;
+    p = p * z + 1.0 / 11.0;
+    p = p * z + 1.0 / 9.0;
+    p = p * z + 1.0 / 7.0;
+    p = p * z + 1.0 / 5.0;
+    p = p * z + 1.0 / 3.0;
+    p = p * z + 1.0;
+    return tl_d_of_int(e) * 0.69314718055994530942 + 2.0 * sv * p;
+}
+
+/* sin and cos of r in [-pi/4, pi/4] (Taylor to r^15 / r^16) */
+TL_INLINE double tl_sin_kernel(double r) {
+    double z = r * r, p = -1.0 / 1307674368000.0;
+    p = p * z + 1.0 / 6227020800.0;
+    p = p * z - 1.0 / 39916800.0;
+    p = p * z + 1.0 / 362880.0;
+    p = p * z - 1.0 / 5040.0;
+    p = p * z + 1.0 / 120.0;
+    p = p * z - 1.0 / 6.0;
+    return r + r * z * p;
+}
+TL_INLINE double tl_cos_kernel(double r) {
+    double z = r * r, p = 1.0 / 20922789888000.0;
+    p = p * z - 1.0 / 87178291200.0;
+    p = p * z + 1.0 / 479001600.0;
+    p = p * z - 1.0 / 3628800.0;
+    p = p * z + 1.0 / 40320.0;
+    p = p * z - 1.0 / 720.0;
+    p = p * z + 1.0 / 24.0;
+    p = p * z - 0.5;
+    return 1.0 + z * p;
+}
+
+/* x = k pi/2 + r by Cody-Waite with fdlibm's 33-bit head of pi/2 (k * head is exact for
+ * |k| < 2^20); *q gets k mod 4.  Valid for |x| < 2^20 (tl_trig_bad flags the rest). */
+TL_INLINE double tl_reduce_pio2(float x, int64_t *q) {
+    double xd = (double)x;
+    double k = tl_rint_d(xd * 0.63661977236758134308);
+    *q = tl_int_of_d(k) & 3;
+    return (xd - k * 1.57079632673412561417e+00) - k * 6.07710050650619224932e-11;
+}
+TL_INLINE int tl_trig_bad(float x) { return !(x > -1048576.0f && x < 1048576.0f); }
+
+TL_INLINE float tl_sinf_fast(float x) {
+    int64_t q; double r = tl_reduce_pio2(x, &q);
+    double sv = tl_sin_kernel(r), cv = tl_cos_kernel(r);
+    double v = (q & 1) ? cv : sv;
+    return (float)((q & 2) ? -v : v);
+}
+TL_INLINE float tl_cosf_fast(float x) {
+    int64_t q; double r = tl_reduce_pio2(x, &q);
+    double sv = tl_sin_kernel(r), cv = tl_cos_kernel(r);
+    double v = (q & 1) ? sv : cv;
+    return (float)(((q + 1) & 2) ? -v : v);
+}
+TL_INLINE float tl_tanf_fast(float x) {
+    int64_t q; double r = tl_reduce_pio2(x, &q);
+    double sv = tl_sin_kernel(r), cv = tl_cos_kernel(r);
+    return (float)((q & 1) ? -cv / sv : sv / cv);
+}
+
+/* atan in double: |x| > 1 through pi/2 - atan(1/|x|), then t > tan(pi/8) through
+ * pi/4 + atan((t - 1)/(t + 1)), leaving |u| <= 0.4143 for the odd series to u^25.
+ * Exact for every float32 (inf gives pi/2, NaN stays NaN). */
+TL_INLINE float tl_atanf_fast(float x) {
+    double ax = fabs((double)x);
+    int big = ax > 1.0;
+    double t = big ? 1.0 / ax : ax;
+    int mid = t > 0.41421356237309504880;
+    double u = mid ? (t - 1.0) / (t + 1.0) : t;
+    double z = u * u, p = 1.0 / 25.0;
+    p = -p * z + 1.0 / 23.0;
+    p = -p * z + 1.0 / 21.0;
+    p = -p * z + 1.0 / 19.0;
+    p = -p * z + 1.0 / 17.0;
+    p = -p * z + 1.0 / 15.0;
+    p = -p * z + 1.0 / 13.0;
+    p = -p * z + 1.0 / 11.0;
+    p = -p * z + 1.0 / 9.0;
+    p = -p * z + 1.0 / 7.0;
+    p = -p * z + 1.0 / 5.0;
+    p = -p * z + 1.0 / 3.0;
+    p = -p * z + 1.0;
+    double a = u * p + (mid ? 0.78539816339744830962 : 0.0);
+    a = big ? 1.57079632679489661923 - a : a;
+    return (float)(x < 0.0f ? -a : a);
+}
+
+/* log1p in float32 through Goldberg's identity log1p(x) = log(u) x / (u - 1) with u = 1 + x
+ * rounded (the factor x / (u - 1) undoes u's rounding), on tl_logf; u == 1 means log1p(x)
+ * rounds to x.  The factor and the product in double leave tl_logf's error plus one
+ * rounding: measured within 1.5 ulp.  Domain: x > -1, finite. */
+TL_INLINE int tl_log1pf_bad(float x) { return !(x > -1.0f && x < INFINITY); }
+TL_INLINE float tl_log1pf_fast(float x) {
+    float u = 1.0f + x;
+    float d = u - 1.0f;
+    double r = (double)tl_logf(u) * ((double)x / (double)(d == 0.0f ? 1.0f : d));
+    return d == 0.0f ? x : (float)r;
+}
+
+/* expm1: Taylor to x^13 below 0.5 in magnitude (no cancellation), else e^x - 1 in double;
+ * the input is clamped to [-200, 200], where float32 has long saturated to -1 or inf. */
+TL_INLINE int tl_expm1f_bad(float x) { return x != x; }
+TL_INLINE float tl_expm1f_fast(float x) {
+    double xd = (double)x;
+    xd = xd > 200.0 ? 200.0 : (xd < -200.0 ? -200.0 : xd);
+    double p = 1.0 / 6227020800.0;
+    p = p * xd + 1.0 / 479001600.0;
+    p = p * xd + 1.0 / 39916800.0;
+    p = p * xd + 1.0 / 3628800.0;
+    p = p * xd + 1.0 / 362880.0;
+    p = p * xd + 1.0 / 40320.0;
+    p = p * xd + 1.0 / 5040.0;
+    p = p * xd + 1.0 / 720.0;
+    p = p * xd + 1.0 / 120.0;
+    p = p * xd + 1.0 / 24.0;
+    p = p * xd + 1.0 / 6.0;
+    p = p * xd + 0.5;
+    double small = xd + xd * xd * p;
+    double big = tl_exp_d(xd) - 1.0;
+    return (float)(fabs(xd) < 0.5 ? small : big);
+}
+
+/* pow for finite nonzero x and finite |y| < 2^24: e^(y log|x|) in double (|y log|x|| clamped
+ * to 200, beyond float32's range either way); a negative x gives the sign of an odd integer
+ * y, and NaN for a y that is no integer.  Everything else (x = 0, inf, NaN; y inf, NaN or
+ * huge) is the C library's. */
+TL_INLINE int tl_powf_bad(float x, float y) {
+    return !(x != 0.0f && x > -INFINITY && x < INFINITY && y > -16777216.0f && y < 16777216.0f);
+}
+TL_INLINE float tl_powf_fast(float x, float y) {
+    double ax = fabs((double)x), yd = (double)y;
+    double l = yd * tl_log_d(ax > 0.0 && ax < 1e39 ? ax : 1.0);
+    l = l > 200.0 ? 200.0 : (l < -200.0 ? -200.0 : l);
+    double r = tl_exp_d(l);
+    double half = yd * 0.5;
+    int integral = tl_rint_d(yd) == yd, odd = integral && tl_rint_d(half) != half;
+    r = (x < 0.0f && odd) ? -r : r;
+    return (float)((x < 0.0f && !integral) ? NAN : r);
 }
 
 #endif
