@@ -174,3 +174,23 @@ def test_jvp_linearize_jacfwd_against_torch_func():
     for key in ("prod", "sum"):
         for k in range(2):
             np.testing.assert_allclose(jf[key][k].numpy(), tjf[key][k].numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_functional_call_ties_weights_as_pytorch():
+    from torchlite import nn
+    m = nn.Sequential(nn.Linear(3, 3, bias=False), nn.Linear(3, 3, bias=False))
+    m[1].weight = m[0].weight                                  # tied
+    x, w = tl.randn(2, 3), tl.randn(3, 3)
+    both = tl.func.functional_call(m, {"0.weight": w}, (x,))
+    np.testing.assert_allclose(both.detach().numpy(), ((x @ w.T) @ w.T).numpy(), rtol=1e-5)
+    first = tl.func.functional_call(m, {"0.weight": w}, (x,), tie_weights=False)
+    np.testing.assert_allclose(first.detach().numpy(),
+                               ((x @ w.T) @ m[0].weight.T).detach().numpy(), rtol=1e-5)
+    with pytest.raises(ValueError, match="tied"):
+        tl.func.functional_call(m, {"0.weight": w, "1.weight": w * 2}, (x,))
+    torch = pytest.importorskip("torch")
+    mt = torch.nn.Sequential(torch.nn.Linear(3, 3, bias=False), torch.nn.Linear(3, 3, bias=False))
+    mt[1].weight = mt[0].weight
+    got = torch.func.functional_call(mt, {"0.weight": torch.tensor(w.numpy())},
+                                     (torch.tensor(x.numpy()),))
+    np.testing.assert_allclose(both.detach().numpy(), got.detach().numpy(), rtol=1e-5)

@@ -318,6 +318,8 @@ def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
                 raise ValueError(f"{k} appeared in multiple dictionaries; behavior of "
                                  f"functional call is ambiguous")
             merged[k] = v
+    if tie_weights:
+        merged = _with_tied_names(module, merged)
     known = dict(module.named_parameters()) | dict(module.named_buffers())
     if strict:
         missing = sorted(set(known) - set(merged))
@@ -342,6 +344,32 @@ def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
     finally:
         for table, attr, old in reversed(saved):
             table[attr] = old
+
+
+def _with_tied_names(module, merged):
+    """merged plus, for each name given, every other name of the same tensor in the module
+    (tied weights, e.g. an embedding shared with the output layer), as PyTorch's
+    tie_weights=True does; giving tied names different values is an error."""
+    names_of = {}
+    for name, t in list(module.named_parameters(remove_duplicate=False)) + \
+            list(module.named_buffers(remove_duplicate=False)):
+        if t is not None:
+            names_of.setdefault(id(t), []).append(name)
+    out = dict(merged)
+    for names in names_of.values():
+        if len(names) < 2:
+            continue
+        given = [n for n in names if n in merged]
+        if not given:
+            continue
+        value = merged[given[0]]
+        for n in given[1:]:
+            if merged[n] is not value:
+                raise ValueError(f"functional_call got multiple values for keys {given}, which "
+                                 f"are tied. Consider using tie_weights=False")
+        for n in names:
+            out.setdefault(n, value)
+    return out
 
 
 def stack_module_state(models):
