@@ -16,11 +16,11 @@
 # late does not hold up half the work.  Each task writes its own partials, so the schedule
 # cannot change the result.
 from cython.parallel cimport prange
-from libc.stdint cimport int64_t, uint64_t, INT64_MIN, INT64_MAX
+from libc.stdint cimport int64_t, uint64_t, uint8_t, INT64_MIN, INT64_MAX
 from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt, log, pow, INFINITY, NAN
 from torchlite._core.array cimport (Array, MAX_DIMS, new_array, new_array_strided, make_view,
-                                    tl_itemsize, TL_BOOL, TL_UINT8, TL_INT64, TL_FLOAT16,
+                                    tl_itemsize, TL_BOOL, TL_UINT8, TL_INT8, TL_INT64, TL_FLOAT16,
                                     TL_FLOAT32, TL_FLOAT64)
 from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into
 from torchlite._core.parallel cimport num_chunks
@@ -710,6 +710,32 @@ cdef int _first_empty_dim(_Plan p, Array a):
     return -1
 
 
+cdef int64_t _count_nonzero_bytes(const uint8_t* p, int64_t n) noexcept nogil:
+    cdef int64_t i, c = 0
+    for i in range(n):
+        c += p[i] != 0
+    return c
+
+
+cdef Array _bytes_reduce(int kind, Array a, bint keepdim):
+    """any/all/count_nonzero of every element of a contiguous 1-byte array (bool, uint8,
+    int8) read in place: the general path would first widen it to int64 (8x the bytes)."""
+    cdef const uint8_t* p = <const uint8_t*>a.ptr()
+    cdef int64_t n = a.n, nz, i
+    cdef int64_t shp[MAX_DIMS]
+    with nogil:
+        nz = _count_nonzero_bytes(p, n)
+    for i in range(a.nd):
+        shp[i] = 1
+    cdef int rdt = TL_INT64 if kind == TL_RK_COUNTNZ else (TL_UINT8 if a.dtype == TL_UINT8 else TL_BOOL)
+    cdef Array out = new_array(a.nd if keepdim else 0, shp, rdt)
+    if kind == TL_RK_COUNTNZ:
+        (<int64_t*>out.ptr())[0] = nz
+    else:
+        (<uint8_t*>out.ptr())[0] = (nz > 0) if kind == TL_RK_ANY else (nz == n)
+    return out
+
+
 cdef inline bint _all_dims(object dims):
     """None or an empty tuple/list: a reduction over every dim."""
     return dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0)
@@ -744,6 +770,10 @@ def reduce(str op, Array a, object dims, bint keepdim, str name=None):
     cdef int d = a.dtype, rdt
     cdef Fold f
     name = name or op
+    if ((kind == TL_RK_ANY or kind == TL_RK_ALL or kind == TL_RK_COUNTNZ)
+            and (d == TL_BOOL or d == TL_UINT8 or d == TL_INT8) and _all_dims(dims)
+            and a.contiguous()):
+        return _bytes_reduce(kind, a, keepdim)
     if kind == TL_RK_SUM or kind == TL_RK_NANSUM or kind == TL_RK_PROD:
         rdt = d if _is_float(d) else TL_INT64
     elif kind == TL_RK_ANY or kind == TL_RK_ALL:
