@@ -897,8 +897,8 @@ def test_bad_params():
         optim.SGD([a], lr=0.1).add_param_group({"params": {tl.zeros(1, requires_grad=True)}})
     with pytest.raises(TypeError, match="param_group must be a dict"):
         optim.SGD([a], lr=0.1).add_param_group([a])
-    with pytest.raises(RuntimeError, match="differentiable=True"):
-        optim.Adam([a], differentiable=True)
+    with pytest.raises(RuntimeError, match="`fused` does not support `differentiable`"):
+        optim.Adam([a], fused=True, differentiable=True)
     with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
         optim.SGD([a], fused=True, foreach=True)
 

@@ -10,10 +10,17 @@ from .adamax import Adamax
 from .nadam import NAdam
 from .radam import RAdam
 from .lbfgs import LBFGS
+from .asgd import ASGD
+from .rprop import Rprop
+from .sparse_adam import SparseAdam
+from .adafactor import Adafactor
+from .muon import Muon
+from .swap_in import swap_in_optimizer_params_and_state
 from . import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "LBFGS", "lr_scheduler", "swa_utils"]
+           "NAdam", "RAdam", "LBFGS", "ASGD", "Rprop", "SparseAdam", "Adafactor", "Muon",
+           "swap_in_optimizer_params_and_state", "lr_scheduler", "swa_utils"]
 
 
 def __getattr__(name):

@@ -1,5 +1,6 @@
 """Adadelta (PyTorch's torch.optim.Adadelta)."""
-from .optimizer import Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _to_scalar
+from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _to_scalar,
+                        _view_as_real)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -33,7 +34,7 @@ class Adadelta(Optimizer):
         steps, square_avgs, acc_deltas = self._collect_state(params, ("square_avg", "acc_delta"))
         adadelta(params, grads, square_avgs, acc_deltas, steps, lr=group["lr"], rho=group["rho"],
                  eps=group["eps"], weight_decay=group["weight_decay"],
-                 maximize=group["maximize"])
+                 maximize=group["maximize"], differentiable=group["differentiable"])
 
 
 def adadelta(params, grads, square_avgs, acc_deltas, state_steps, capturable=False,
@@ -49,8 +50,12 @@ def adadelta(params, grads, square_avgs, acc_deltas, state_steps, capturable=Fal
             grad = -grad
         if weight_decay != 0:
             grad = grad.add(param, alpha=weight_decay)
+        param, grad, square_avg, acc_delta = _view_as_real(param, grad, square_avg, acc_delta)
         square_avg.mul_(rho).addcmul_(grad, grad, value=one_minus_rho)
         std = square_avg.add(eps).sqrt_()
-        delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
+        delta = acc_delta.add(eps).sqrt_()
+        if differentiable:      # sqrt_ keeps its result for the backward pass
+            delta = delta.clone()
+        delta.div_(std).mul_(grad)
         acc_delta.mul_(rho).addcmul_(delta, delta, value=one_minus_rho)
         param.add_(delta, alpha=-lr)

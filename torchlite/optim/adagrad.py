@@ -1,7 +1,7 @@
 """Adagrad (PyTorch's torch.optim.Adagrad)."""
 from .._ops.creation import full_like
 from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg,
-                        _new_step_count, _to_scalar)
+                        _new_step_count, _to_scalar, _view_as_real)
 
 __all__ = ["Adagrad", "adagrad"]
 
@@ -37,7 +37,9 @@ class Adagrad(Optimizer):
     def _init_param_state(self, p, initial_accumulator_value):
         state = self.state[p]
         state["step"] = _new_step_count()
-        state["sum"] = full_like(p, initial_accumulator_value)
+        # a complex parameter is accumulated as its (real, imag) pairs: both parts start there
+        value = initial_accumulator_value
+        state["sum"] = full_like(p, complex(value, value) if p.is_complex() else value)
 
     def share_memory(self):
         """A no-op kept for PyTorch compatibility (state tensors live in this process)."""
@@ -53,7 +55,8 @@ class Adagrad(Optimizer):
             sums.append(state["sum"])
             steps.append(state["step"])
         adagrad(params, grads, sums, steps, lr=group["lr"], weight_decay=group["weight_decay"],
-                lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"])
+                lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"],
+                differentiable=group["differentiable"])
 
 
 def adagrad(params, grads, state_sums, state_steps, fused=None, *, has_sparse_grad=False,
@@ -69,6 +72,8 @@ def adagrad(params, grads, state_sums, state_steps, fused=None, *, has_sparse_gr
         if weight_decay != 0:
             grad = grad.add(param, alpha=weight_decay)
         clr = lr / (1 + (step - 1) * lr_decay)
+        param, grad, state_sum = _view_as_real(param, grad, state_sum)
         state_sum.addcmul_(grad, grad, value=1)
-        std = state_sum.sqrt().add_(eps)
+        # a recorded step keeps sqrt's result for the backward pass: no add_ on it
+        std = state_sum.sqrt() + eps if differentiable else state_sum.sqrt().add_(eps)
         param.addcdiv_(grad, std, value=-clr)

@@ -1,6 +1,9 @@
 """Adamax: Adam with the infinity norm (PyTorch's torch.optim.Adamax)."""
+from .._ops.joining import cat
 from .._ops.pointwise import maximum
-from .optimizer import Optimizer, _check_adam_options, _check_impl_flags, _to_scalar
+from .._ops.reduction import amax
+from .optimizer import (Optimizer, _check_adam_options, _check_impl_flags, _to_scalar,
+                        _view_as_real)
 
 __all__ = ["Adamax", "adamax"]
 
@@ -31,7 +34,7 @@ class Adamax(Optimizer):
         beta1, beta2 = group["betas"]
         adamax(params, grads, exp_avgs, exp_infs, steps, eps=group["eps"], beta1=beta1,
                beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
-               maximize=group["maximize"])
+               maximize=group["maximize"], differentiable=group["differentiable"])
 
 
 def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximize=False,
@@ -47,7 +50,13 @@ def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximiz
             grad = -grad
         if weight_decay != 0:
             grad = grad.add(param, alpha=weight_decay)
+        param, grad, exp_avg, exp_inf = _view_as_real(param, grad, exp_avg, exp_inf)
         exp_avg.lerp_(grad, one_minus_beta1)
-        maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
+        if differentiable:
+            # maximum(out=) is not recorded; amax over the pair is (ties share the gradient)
+            pair = cat([exp_inf.mul_(beta2).unsqueeze(0), grad.abs().add_(eps).unsqueeze_(0)])
+            exp_inf.copy_(amax(pair, 0))
+        else:
+            maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
         clr = lr / (1 - beta1 ** step_t.item())
         param.addcdiv_(exp_avg, exp_inf, value=-clr)

@@ -1,13 +1,17 @@
 """L-BFGS (PyTorch's torch.optim.LBFGS), with an optional strong-Wolfe line search.
 
 All parameters are handled as one flat vector (the concatenation of the parameters in group
-order).  Scalars of the algorithm (step lengths, curvature products, losses) are Python
-floats."""
+order).  The curvature scalars kept in the state (ro, al, H_diag) and the slopes g.d are 0-d
+tensors of the parameters' dtype, and so are step lengths computed from them, as in PyTorch:
+state dicts interchange, and the Wolfe tests round as PyTorch's do (float32 for float32
+parameters).  Losses are Python floats."""
 import math
 
 from .._ops.creation import zeros
 from .._ops.joining import cat
-from .optimizer import Optimizer, _call_with_grad, _check_lr, _to_scalar
+from .._tensor import Tensor
+from .optimizer import (Optimizer, _call_with_grad, _check_lr, _squeeze_hyperparameter,
+                        _to_scalar, _view_as_real)
 
 __all__ = ["LBFGS"]
 
@@ -21,7 +25,7 @@ def _cubic_minimizer(x1, f1, g1, x2, f2, g2, bounds=None):
     d2_square = d1 * d1 - g1 * g2
     if d2_square < 0:
         return (lo + hi) / 2.0
-    d2 = math.sqrt(d2_square)
+    d2 = d2_square.sqrt() if isinstance(d2_square, Tensor) else math.sqrt(d2_square)
     if x1 <= x2:
         x = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
     else:
@@ -43,11 +47,11 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     curvature c2): first bracket an interval that holds one, then shrink it by cubic
     interpolation.  obj_func(x, t, d) -> (loss, flat gradient) at x + t d.
     Returns (loss, flat gradient, t, function evaluations)."""
-    d_norm = d.abs().max().item()
+    d_norm = d.abs().max()
     start = _Point(0, f, g.clone(), gtd)
     f_new, g_new = obj_func(x, t, d)
     evals = 1
-    new = _Point(t, f_new, g_new, g_new.dot(d).item())
+    new = _Point(t, f_new, g_new, g_new.dot(d))
     prev = start
     done = False
     ls_iter = 0
@@ -68,7 +72,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
         prev = _Point(new.t, new.f, new.g.clone(), new.gtd)
         f_new, g_new = obj_func(x, t_next, d)
         evals += 1
-        new = _Point(t_next, f_new, g_new, g_new.dot(d).item())
+        new = _Point(t_next, f_new, g_new, g_new.dot(d))
         ls_iter += 1
     if ls_iter == max_ls:
         bracket = [start, new]
@@ -88,7 +92,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
         f_new, g_new = obj_func(x, t, d)
         evals += 1
         ls_iter += 1
-        trial = _Point(t, f_new, g_new.clone(), g_new.dot(d).item())
+        trial = _Point(t, f_new, g_new.clone(), g_new.dot(d))
         if trial.f > f + c1 * t * gtd or trial.f >= bracket[low].f:
             bracket[high] = trial
             low, high = (0, 1) if bracket[0].f <= bracket[1].f else (1, 0)
@@ -138,15 +142,21 @@ class LBFGS(Optimizer):
 
     # -- the parameters as one flat vector ---------------------------------------------------
     def _flat_grad(self):
-        return cat([zeros(p.numel(), dtype=p.dtype) if p.grad is None else p.grad.reshape(-1)
-                    for p in self._params], 0)
+        """The gradients as one flat vector; a complex parameter's as (real, imag) pairs."""
+        views = []
+        for p in self._params:
+            g = zeros(p.shape, dtype=p.dtype) if p.grad is None else p.grad
+            g, = _view_as_real(g)
+            views.append(g.reshape(-1))
+        return cat(views, 0)
 
     def _add_direction(self, step_size, direction):
-        """params += step_size * direction (direction flat)."""
+        """params += step_size * direction (direction flat, complex parameters as pairs)."""
         offset = 0
         for p in self._params:
+            p, = _view_as_real(p)
             n = p.numel()
-            p.add_(direction[offset:offset + n].view_as(p), alpha=step_size)
+            p.add_(direction[offset:offset + n].view_as(p), alpha=_to_scalar(step_size))
             offset += n
 
     def _clone_params(self):
@@ -177,7 +187,8 @@ class LBFGS(Optimizer):
 
     def _step(self, closure):
         group = self.param_groups[0]
-        lr = _to_scalar(group["lr"])
+        # a Tensor lr stays one (PyTorch keeps it in the state as the step length t)
+        lr = _squeeze_hyperparameter(group["lr"])
         max_iter, max_eval = group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
@@ -214,8 +225,8 @@ class LBFGS(Optimizer):
             else:
                 y = flat_grad.sub(prev_flat_grad)
                 s = d.mul(t)
-                ys = y.dot(s).item()
-                if ys > 1e-10:
+                ys = y.dot(s)
+                if ys.item() > 1e-10:
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0)
                         old_stps.pop(0)
@@ -223,7 +234,7 @@ class LBFGS(Optimizer):
                     old_dirs.append(y)
                     old_stps.append(s)
                     ro.append(1.0 / ys)
-                    H_diag = ys / y.dot(y).item()
+                    H_diag = ys / y.dot(y)
                 d = self._two_loop(flat_grad, old_dirs, old_stps, ro, H_diag, state,
                                    history_size)
             if prev_flat_grad is None:
@@ -234,10 +245,10 @@ class LBFGS(Optimizer):
 
             # the step length: the first ever step is scaled down by the gradient's size
             if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / flat_grad.abs().sum().item()) * lr
+                t = min(1.0, 1.0 / flat_grad.abs().sum()) * lr
             else:
                 t = lr
-            gtd = flat_grad.dot(d).item()
+            gtd = flat_grad.dot(d)
             if gtd > -tolerance_change:     # not a descent direction
                 break
 
@@ -278,10 +289,10 @@ class LBFGS(Optimizer):
         al = state["al"]
         q = flat_grad.neg()
         for i in range(len(old_dirs) - 1, -1, -1):
-            al[i] = old_stps[i].dot(q).item() * ro[i]
-            q.add_(old_dirs[i], alpha=-al[i])
+            al[i] = old_stps[i].dot(q) * ro[i]
+            q.add_(old_dirs[i], alpha=-_to_scalar(al[i]))
         r = q.mul_(H_diag)
         for i in range(len(old_dirs)):
-            be_i = old_dirs[i].dot(r).item() * ro[i]
-            r.add_(old_stps[i], alpha=al[i] - be_i)
+            be_i = old_dirs[i].dot(r) * ro[i]
+            r.add_(old_stps[i], alpha=_to_scalar(al[i] - be_i))
         return r

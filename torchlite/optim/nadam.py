@@ -1,6 +1,6 @@
 """NAdam: Adam with Nesterov momentum (PyTorch's torch.optim.NAdam)."""
 from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,
-                        _check_nonneg, _to_scalar, _update_moments_)
+                        _check_nonneg, _to_scalar, _update_moments_, _view_as_real)
 
 __all__ = ["NAdam", "nadam"]
 
@@ -39,7 +39,7 @@ class NAdam(Optimizer):
               beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
               momentum_decay=group["momentum_decay"], eps=group["eps"],
               decoupled_weight_decay=group["decoupled_weight_decay"],
-              maximize=group["maximize"])
+              maximize=group["maximize"], differentiable=group["differentiable"])
 
 
 def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps,
@@ -59,8 +59,17 @@ def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps,
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
         mu_product *= mu
-        product = mu_product.item()
+        param, grad, exp_avg, exp_avg_sq = _view_as_real(param, grad, exp_avg, exp_avg_sq)
         _update_moments_(exp_avg, exp_avg_sq, grad, beta1, beta2)
+        if differentiable:
+            # PyTorch's recorded step: sqrt keeps its result for the backward pass, and the
+            # factors are 0-d tensors from the float32 momentum product
+            denom = exp_avg_sq.div(1 - beta2 ** step).sqrt().add(eps)
+            mu_product_next = mu_product * mu_next
+            param.addcdiv_(grad * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
+            param.addcdiv_(exp_avg * (-lr * mu_next / (1.0 - mu_product_next)), denom)
+            continue
+        product = mu_product.item()
         denom = exp_avg_sq.div(1 - beta2 ** step).sqrt_().add_(eps)
         param.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - product))
         param.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - product * mu_next))

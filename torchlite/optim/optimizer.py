@@ -4,7 +4,11 @@ An optimizer holds `param_groups` (a list of dicts: the tensors under "params" p
 group's options, missing ones filled from `defaults`) and `state` (a defaultdict keyed by
 parameter tensor).  A concrete optimizer implements `_update_group(group)`, which applies one
 update to the parameters of a group that have a gradient; `step()` evaluates the closure with
-grad enabled, then runs `_update_group` for every group with grad recording off.  Subclasses
+grad enabled, then runs `_update_group` for every group with grad recording off, or on for an
+optimizer made with differentiable=True (the update is then recorded into the parameters,
+which must not be leaves, and the state, so autograd can differentiate through steps, as in
+PyTorch: the update functions then avoid in-place operations on values autograd keeps).
+Complex parameters are updated as their real views (view_as_real), as PyTorch does.  Subclasses
 written in PyTorch's style (overriding `step` themselves) work too: every `step` defined on a
 subclass is wrapped so the step pre/post hooks run around it."""
 import functools
@@ -15,6 +19,7 @@ from itertools import chain
 
 from .._tensor import Tensor
 from .._ops.creation import tensor as _scalar_tensor, zeros_like
+from .._ops.complex import view_as_real as _view_as_real_op
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import RemovableHandle
 
@@ -60,6 +65,12 @@ def _typename(obj):
 def _to_scalar(x):
     """A Python number for a number or a one-element tensor (lr may be a Tensor)."""
     return x.item() if isinstance(x, Tensor) else x
+
+
+def _squeeze_hyperparameter(x):
+    """A hyperparameter as PyTorch keeps it in a param group (its optimizer._to_scalar): a
+    one-element tensor squeezed to 0-d, anything else as given."""
+    return x.squeeze() if isinstance(x, Tensor) and x.dim() != 0 else x
 
 
 def _new_step_count():
@@ -115,13 +126,29 @@ def _update_moments_(exp_avg, exp_avg_sq, grad, beta1, beta2):
 
 
 def _check_impl_flags(differentiable, fused, foreach):
-    """foreach/fused choose an implementation in PyTorch, all with the same update rule: here
-    every choice runs the one implementation.  differentiable=True (a step that autograd can
-    differentiate through) is not supported."""
-    if differentiable:
-        raise RuntimeError("torchlite optimizers do not support differentiable=True")
+    """foreach, fused (and capturable) choose an implementation in PyTorch, all with the same
+    update rule: here every choice runs the one implementation (the fused kernels where they
+    apply).  differentiable=True runs the step with grad recording on, so autograd can
+    differentiate through it; the fused kernels then step aside."""
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
     if fused and foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _refuse_tensor_for_foreach(value, what, foreach, capturable):
+    """Adam and AdamW refuse a Tensor lr or beta for PyTorch's foreach implementation unless
+    capturable (its foreach kernels take numbers there); the same configuration is refused
+    here so that a script behaves alike in both."""
+    if isinstance(value, Tensor) and foreach and not capturable:
+        raise ValueError(f"{what} as a Tensor is not supported for capturable=False and "
+                         "foreach=True")
+
+
+def _view_as_real(*tensors):
+    """The real view of each complex tensor (the real optimizers run on (real, imag) pairs, as
+    PyTorch's do); real tensors and None pass through."""
+    return [t if t is None or not t.is_complex() else _view_as_real_op(t) for t in tensors]
 
 
 def _run_step_with_hooks(step):
@@ -318,7 +345,8 @@ class Optimizer:
         if closure is not None:
             loss = _call_with_grad(closure)
         was_enabled = _grad_state.enabled
-        _grad_state.enabled = False
+        # differentiable=True records the update, so autograd can differentiate through it
+        _grad_state.enabled = bool(self.defaults.get("differentiable", False))
         try:
             for group in self.param_groups:
                 self._update_group(group)

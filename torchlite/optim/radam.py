@@ -1,6 +1,6 @@
 """RAdam: Adam with a rectified adaptive learning rate (PyTorch's torch.optim.RAdam)."""
 from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,
-                        _to_scalar, _update_moments_)
+                        _to_scalar, _update_moments_, _view_as_real)
 
 __all__ = ["RAdam", "radam"]
 
@@ -41,7 +41,7 @@ class RAdam(Optimizer):
         radam(params, grads, exp_avgs, exp_avg_sqs, steps, beta1=beta1, beta2=beta2,
               lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
               decoupled_weight_decay=group["decoupled_weight_decay"],
-              maximize=group["maximize"])
+              maximize=group["maximize"], differentiable=group["differentiable"])
 
 
 def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_decay=False,
@@ -56,13 +56,23 @@ def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_de
         step_t += 1
         step = step_t.item()
         grad = _apply_weight_decay(param, grad, lr, weight_decay, decoupled_weight_decay)
+        param, grad, exp_avg, exp_avg_sq = _view_as_real(param, grad, exp_avg, exp_avg_sq)
         _update_moments_(exp_avg, exp_avg_sq, grad, beta1, beta2)
         bias_correction2 = 1 - beta2 ** step
-        update = exp_avg.div(1 - beta1 ** step).mul_(lr)
         rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        rect = None
         if rho_t > 5.0:
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
                     / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+        if differentiable:
+            # PyTorch's recorded step: no in-place operation on sqrt's result
+            update = exp_avg / (1 - beta1 ** step) * lr
+            if rect is not None:
+                update = update * ((bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add(eps)) * rect
+            param.add_(update, alpha=-1.0)
+            continue
+        update = exp_avg.div(1 - beta1 ** step).mul_(lr)
+        if rect is not None:
             # adaptive lr sqrt(1 - beta2^t) / (sqrt(v) + eps) as a reciprocal times a number,
             # the order of operations PyTorch's update rounds with
             adaptive_lr = exp_avg_sq.sqrt().add_(eps).reciprocal_().mul_(bias_correction2 ** 0.5)

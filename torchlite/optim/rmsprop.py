@@ -1,6 +1,6 @@
 """RMSprop (PyTorch's torch.optim.RMSprop), optionally centered and with momentum."""
 from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg,
-                        _to_scalar)
+                        _to_scalar, _view_as_real)
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -41,7 +41,8 @@ class RMSprop(Optimizer):
         grad_avgs = rest.pop(0) if centered else []
         rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffers, steps, lr=group["lr"],
                 alpha=group["alpha"], eps=group["eps"], weight_decay=group["weight_decay"],
-                momentum=momentum, centered=centered, maximize=group["maximize"])
+                momentum=momentum, centered=centered, maximize=group["maximize"],
+                differentiable=group["differentiable"])
 
 
 def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps,
@@ -56,16 +57,19 @@ def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_s
         state_steps[i] += 1
         if weight_decay != 0:
             grad = grad.add(param, alpha=weight_decay)
+        grad_avg = grad_avgs[i] if centered else None
+        buf = momentum_buffer_list[i] if momentum > 0 else None
+        param, grad, square_avg, grad_avg, buf = _view_as_real(param, grad, square_avg,
+                                                               grad_avg, buf)
         square_avg.mul_(alpha).addcmul_(grad, grad, value=one_minus_alpha)
         if centered:
-            grad_avg = grad_avgs[i]
             grad_avg.lerp_(grad, one_minus_alpha)
             avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
         else:
             avg = square_avg.sqrt()
-        avg.add_(eps)
+        # a recorded step keeps sqrt's result for the backward pass: no add_ on it
+        avg = avg.add(eps) if differentiable else avg.add_(eps)
         if momentum > 0:
-            buf = momentum_buffer_list[i]
             buf.mul_(momentum).addcdiv_(grad, avg)
             param.add_(buf, alpha=-lr)
         else:

@@ -1,5 +1,6 @@
 """Stochastic gradient descent, optionally with momentum (PyTorch's torch.optim.SGD)."""
 from .._ops import optim as _fused
+from .._tensor import Tensor
 from .optimizer import Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _to_scalar
 
 __all__ = ["SGD", "sgd"]
@@ -50,15 +51,18 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
         fused=None, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
     """The SGD update on lists of parameters and gradients (functional form of SGD.step).
     momentum_buffer_list holds each parameter's buffer or None (created here on the first
-    step, written back into the list); it may be None when momentum is 0."""
+    step, written back into the list); it may be None when momentum is 0.  A Tensor lr that
+    requires grad enters the update as a tensor, so a recorded (differentiable) step
+    differentiates with respect to it too."""
+    lr_tensor = lr if isinstance(lr, Tensor) and lr.requires_grad else None
     lr = _to_scalar(lr)
     neg_lr = -lr
     keep = 1 - dampening
     for i, param in enumerate(params):
         grad = d_p_list[i]
-        if _fused_sgd(param, grad, momentum_buffer_list, i, lr=lr, weight_decay=weight_decay,
-                      momentum=momentum, dampening=dampening, nesterov=nesterov,
-                      maximize=maximize):
+        if lr_tensor is None and _fused_sgd(
+                param, grad, momentum_buffer_list, i, lr=lr, weight_decay=weight_decay,
+                momentum=momentum, dampening=dampening, nesterov=nesterov, maximize=maximize):
             continue
         if maximize:
             grad = -grad
@@ -71,7 +75,10 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
             else:
                 buf.mul_(momentum).add_(grad, alpha=keep)
             grad = grad.add(buf, alpha=momentum) if nesterov else buf
-        param.add_(grad, alpha=neg_lr)
+        if lr_tensor is not None:
+            param.addcmul_(grad, lr_tensor, value=-1)
+        else:
+            param.add_(grad, alpha=neg_lr)
 
 
 def _fused_sgd(param, grad, buffers, i, momentum, **kw):
