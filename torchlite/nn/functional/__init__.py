@@ -3,11 +3,16 @@ as F``).  One file per family; each lists its public functions in ``__all__``.""
 from .activation import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
+from .convolution3d import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .pooling3d import *  # noqa: F401,F403
+from .fractional_pooling import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
+from .spatial_transform import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .ctc import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403

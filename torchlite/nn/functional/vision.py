@@ -1,9 +1,11 @@
 """Padding, resizing and patch extraction (torch.nn.functional): pad, interpolate, upsample,
-upsample_nearest, upsample_bilinear, unfold, fold, pixel_shuffle, pixel_unshuffle.
+upsample_nearest, upsample_bilinear, unfold, fold, pixel_shuffle, pixel_unshuffle,
+channel_shuffle.
 
 Non-constant padding and interpolation are separable: each is a sequence of one-axis passes
 (a gather by an index map for nearest, reflect, replicate and circular; a two-tap linear blend
-for linear, bilinear and trilinear) run by the resampling kernel of torchlite/_core/pool.pyx.
+for linear, bilinear and trilinear; two two-tap blends added for bicubic's four taps) run by
+the resampling kernel of torchlite/_core/pool.pyx.
 One op records the whole sequence; its gradient is the adjoint sequence (scatter-adds, in
 reverse order), itself an op whose gradient is the forward again.  Constant padding copies
 into a filled array, and its gradient is constant padding by the negated amounts (a crop).
@@ -22,36 +24,47 @@ from ...autograd.graph import Node, record, needs_grad
 from ._utils import ntuple
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold",
-           "fold", "pixel_shuffle", "pixel_unshuffle"]
+           "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
+
+_ADD = _ew.BINARY["add"]
 
 
 # ---- separable resampling ---------------------------------------------------------------------
 class Pass:
     """One axis of a separable resampling: output index j along `dim` reads source i0[j]
     (nearest: i1 is None) or blends w0[j] * src[i0[j]] + w1[j] * src[i1[j]]; the source has
-    n_in entries along dim."""
+    n_in entries along dim.  `more`, when given, is a second such (i0, i1, w0, w1) blend
+    added to the first (bicubic's last two taps)."""
 
-    __slots__ = ("dim", "i0", "i1", "w0", "w1", "n_in", "n_out")
+    __slots__ = ("dim", "i0", "i1", "w0", "w1", "n_in", "n_out", "more")
 
-    def __init__(self, dim, n_in, i0, i1=None, w0=None, w1=None):
+    def __init__(self, dim, n_in, i0, i1=None, w0=None, w1=None, more=None):
         self.dim, self.n_in, self.n_out = dim, n_in, i0.shape[0]
         self.i0, self.i1, self.w0, self.w1 = i0, i1, w0, w1
+        self.more = more
 
     def to(self, device):
         """This pass with its maps on `device` (a device string such as 'cuda:0')."""
         def move(a):
             return a if a is None or a.device == device else _wrap(a).to(device)._data
-        return Pass(self.dim, self.n_in, move(self.i0), move(self.i1), move(self.w0), move(self.w1))
+        more = None if self.more is None else tuple(move(a) for a in self.more)
+        return Pass(self.dim, self.n_in, move(self.i0), move(self.i1), move(self.w0), move(self.w1),
+                    more)
+
+    def run(self, arr, adjoint):
+        """This pass (or its adjoint) on an array."""
+        n = self.n_in if adjoint else self.n_out
+        out = _P.resample(arr, self.dim, self.i0, self.i1, self.w0, self.w1, n, adjoint)
+        if self.more is not None:
+            i0, i1, w0, w1 = self.more
+            _ew.binary(_ADD, out, _P.resample(arr, self.dim, i0, i1, w0, w1, n, adjoint), out)
+        return out
 
 
 def _run_passes(arr, passes, adjoint):
     """The passes in order on an array (adjoint: their adjoints in reverse order)."""
-    if adjoint:
-        for p in reversed(passes):
-            arr = _P.resample(arr, p.dim, p.i0, p.i1, p.w0, p.w1, p.n_in, True)
-    else:
-        for p in passes:
-            arr = _P.resample(arr, p.dim, p.i0, p.i1, p.w0, p.w1, p.n_out, False)
+    for p in (reversed(passes) if adjoint else passes):
+        arr = p.run(arr, adjoint)
     return arr
 
 
@@ -245,7 +258,7 @@ def pad(input, pad, mode="constant", value=None):
 
 
 # ---- interpolate ------------------------------------------------------------------------------------
-_MODE_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}
+_MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 _NAME_OF_DIMS = {1: "1D", 2: "2D", 3: "3D"}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
 
@@ -288,8 +301,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims of input (N, C, *spatial) to `size`, or by `scale_factor`
     (output size floor(in * scale)).  Modes: 'nearest', 'nearest-exact', 'linear' (3-d),
-    'bilinear' (4-d), 'trilinear' (5-d), with or without align_corners, and 'area'
-    (adaptive average pooling, 3-d and 4-d)."""
+    'bilinear' and 'bicubic' (4-d), 'trilinear' (5-d), with or without align_corners, and
+    'area' (adaptive average pooling)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"interpolate(): argument 'input' must be Tensor, not {type(input).__name__}")
     if mode in ("nearest", "area", "nearest-exact"):
@@ -306,9 +319,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in _MODE_DIMS and _MODE_DIMS[mode] != k:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
                                   f"{_MODE_DIMS[mode] + 2}D input")
-    if mode == "bicubic" or antialias:
-        raise NotImplementedError(f"interpolate: mode '{mode}'"
-                                  f"{' with antialias' if antialias else ''} is not available in "
+    if antialias:
+        raise NotImplementedError(f"interpolate: mode '{mode}' with antialias is not available in "
                                   f"torchlite")
     sizes, scales = _sizes_and_scales(input, size, scale_factor, recompute_scale_factor)
     spatial = list(input.shape[2:])
@@ -321,10 +333,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"upsample_{mode}\" not implemented for '{input.dtype.name}'")
     if mode == "area":
-        if k == 3:
-            raise NotImplementedError("interpolate: mode 'area' supports 3-d and 4-d inputs")
         from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
-        return (adaptive_avg_pool1d if k == 1 else adaptive_avg_pool2d)(input, sizes)
+        from .pooling3d import adaptive_avg_pool3d
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[k - 1](input, sizes)
     passes = []
     f64 = input.dtype is D.float64
     for i in reversed(range(k)):            # the last dim first, as PyTorch's kernels nest
@@ -333,12 +344,48 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         scale = -1.0 if sc is None else sc
         if mode.startswith("nearest"):
             passes.append(Pass(d, n_in, _P.nearest_map(n_in, n_out, scale, mode == "nearest-exact")))
+        elif mode == "bicubic":
+            passes.append(_cubic_pass(d, n_in, n_out, align_corners, sc, input.dtype))
         else:
             i0, i1, w0, w1 = _P.linear_map(n_in, n_out, align_corners, scale, f64)
             passes.append(Pass(d, n_in, i0, i1, w0, w1))
     kind = {"nearest": "Nearest", "nearest-exact": "NearestExact", "linear": "Linear",
-            "bilinear": "Bilinear", "trilinear": "Trilinear"}[mode]
+            "bilinear": "Bilinear", "bicubic": "Bicubic", "trilinear": "Trilinear"}[mode]
     return resample(input, passes, _node_class(f"Upsample{kind}{_NAME_OF_DIMS[k]}Backward0"))
+
+
+def _cubic_pass(dim, n_in, n_out, align_corners, scale, dtype):
+    """The four taps of bicubic interpolation from n_in to n_out points along dim, as
+    PyTorch's HelperInterpCubic computes them: the source coordinate (not clamped), its floor
+    and fraction t in the compute precision (float for float32 and narrower, double for
+    float64), taps floor - 1 .. floor + 2 clamped into the input, weights the cubic
+    convolution kernel (A = -0.75) at t + 1, t, 1 - t, 2 - t."""
+    from ..._ops.creation import arange, tensor
+    ct = D.float64 if dtype is D.float64 else D.float32
+    if align_corners:
+        step = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    elif scale is not None and scale > 0:
+        step = 1.0 / scale
+    else:
+        step = n_in / n_out
+    step = tensor(step, dtype=ct)            # rounded once to the compute precision
+    j = arange(n_out, dtype=ct)
+    src = step * j if align_corners else step * (j + 0.5) - 0.5
+    base = src.floor().clamp(max=n_in - 1)
+    t = (src - base).clamp(0, 1)
+    a = -0.75
+
+    def near(x):            # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):             # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    u = 1 - t
+    weights = [far(t + 1), near(t), near(u), far(u + 1)]
+    first = base.to(D.int64)
+    taps = [(first + (i - 1)).clamp(0, n_in - 1).contiguous()._data for i in range(4)]
+    w = [x.to(dtype if dtype.is_floating_point else ct).contiguous()._data for x in weights]
+    return Pass(dim, n_in, taps[0], taps[1], w[0], w[1], more=(taps[2], taps[3], w[2], w[3]))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -518,3 +565,27 @@ def pixel_unshuffle(input, downscale_factor):
     x = input.reshape(lead + (c, h // r, r, w // r, r))
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
     return x.reshape(lead + (c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input, groups):
+    """(N, C, *) -> (N, C, *) with the channels, seen as (groups, C/groups), transposed to
+    (C/groups, groups): channel g * (C/groups) + k moves to k * groups + g."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"channel_shuffle(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if isinstance(groups, builtins.bool) or not isinstance(groups, numbers.Integral):
+        raise TypeError(f"channel_shuffle(): argument 'groups' (position 2) must be int, not "
+                        f"{type(groups).__name__}")
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    n, c = input.shape[:2]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and "
+                           f"{groups} groups.")
+    rest = tuple(input.shape[2:])
+    x = input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
+    return x.reshape(tuple(input.shape))
