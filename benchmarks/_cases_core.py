@@ -157,6 +157,10 @@ def _randn2(sa, sb):
                         rng.standard_normal(sb, dtype=np.float32)]
 
 
+def _uniform(lo, hi, n):
+    return lambda rng: [rng.uniform(lo, hi, n).astype(np.float32)]
+
+
 def _matmul_build(form):
     """NN: A·B;  TN: A^T·B (A stored transposed, as in a backward);  NT: A·B^T."""
     def build(lib, xs):
@@ -324,6 +328,30 @@ def _elementwise_cases():
     return cases
 
 
+# the float32 math functions of issue 17's speed list, on arguments inside each one's domain
+_MATH = (("sin", -4, 4), ("cos", -4, 4), ("tan", -1.5, 1.5), ("atan", -4, 4), ("erf", -3, 3),
+         ("erfinv", -0.99, 0.99), ("log1p", -0.9, 10), ("expm1", -5, 5))
+T_MATH = Target(1.0, ">= 1.0x")
+
+
+def _pow_build(lib, xs):
+    a = lib.array(xs[0])
+    return lambda: a ** 1.7
+
+
+def _math_cases():
+    cases = []
+    for n, label in ((M, "1M"), (16 * M, "16M")):
+        for op, lo, hi in _MATH:
+            cases.append(Case(f"{op}_{label}", "GB/s", 2 * n * F32, _uniform(lo, hi, n),
+                              _ewise_build(op, 1), f"{op} of contiguous {label} float32",
+                              T_MATH, tags=("elementwise", "math")))
+        cases.append(Case(f"pow1.7_{label}", "GB/s", 2 * n * F32, _uniform(0.1, 10, n),
+                          _pow_build, f"x ** 1.7 of contiguous {label} float32", T_MATH,
+                          tags=("elementwise", "math")))
+    return cases
+
+
 def _reduction_cases():
     n16 = 16 * M
     return [
@@ -366,7 +394,7 @@ def _autograd_cases():
     ]
 
 
-CASES = (_elementwise_cases() + _overhead_cases() + _reduction_cases() + _matmul_cases()
+CASES = (_elementwise_cases() + _math_cases() + _overhead_cases() + _reduction_cases() + _matmul_cases()
          + _autograd_cases())
 
 
