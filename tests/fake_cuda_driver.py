@@ -258,6 +258,9 @@ class installed:
             (_dispatch, "_cuda_array_type", _dispatch._cuda_array_type),
         ]
         self.saved_tls = [(tls, dict(tls.__dict__)) for tls in (cuda._tls, _runtime._tls)]
+        self.saved_caches = [(c, dict(c)) for c in _state.driver_caches()]
+        for c, _ in self.saved_caches:
+            c.clear()
         self.dispatch_was_enabled = _dispatch._enabled
         fake = self.fake
         _driver.driver_module = lambda: fake
@@ -289,6 +292,9 @@ class installed:
             for tls, state in self.saved_tls:
                 tls.__dict__.clear()
                 tls.__dict__.update(state)
+            for cache, state in self.saved_caches:
+                cache.clear()
+                cache.update(state)
             if self.fake.buffers or self.fake.host:       # tensors still alive somewhere
                 _retired.append(self.fake)
             installed.active = False

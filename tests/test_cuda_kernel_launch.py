@@ -590,3 +590,29 @@ def test_max_pool_kernel_matches_cpu_values_and_indices(dev, name, dtype):
     np.testing.assert_array_equal(ic.cpu().numpy(), i.numpy())
     np.testing.assert_array_equal(vc.cpu().numpy(), v.numpy())
     assert any(k.startswith("tl_max_pool2d<") for k in dev.launched)
+
+
+# ---- the stand-in driver leaves nothing of its own behind ------------------------------------
+def test_stand_in_driver_objects_stay_with_it(monkeypatch):
+    """What is made under the stand-in driver (cached scalar operands, loaded kernels, events,
+    streams) never reaches the driver installed after it: on a real GPU a stand-in's host
+    address handed to a kernel was an illegal address, and an event it made, destroyed through
+    the real driver, a crash."""
+    from torchlite.cuda import _state
+    before = [dict(c) for c in _state.driver_caches()]
+    first = FakeDriver()
+    with installed(first), monkeypatch.context() as mp:
+        fake_cuda_kernels.install(first, mp)
+        _same(tl.ones(3) + 1.5, tl.ones(3).cuda() + 1.5)
+        assert _elementwise._scalars                            # cached under the stand-in
+        kept = [_runtime._Event(0), cuda.Event(), cuda.Stream()]
+        kept[1].record()
+    assert [dict(c) for c in _state.driver_caches()] == before
+    second = FakeDriver()
+    with installed(second):
+        first.calls.clear()
+        del kept[:]
+        import gc
+        gc.collect()
+        assert second.calls.count("cuEventDestroy") == 0
+        assert first.calls.count("cuEventDestroy") == 2

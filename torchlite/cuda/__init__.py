@@ -320,7 +320,8 @@ class Stream:
         _activate(self.device_index)
         d = _driver.driver_module()
         flags = int(d.CUstream_flags.CU_STREAM_NON_BLOCKING)
-        self._handle = _driver.call("cuStreamCreateWithPriority", flags, int(priority))
+        self._handle = _driver.call_on(d, "cuStreamCreateWithPriority", flags, int(priority))
+        self._made_by = d                # destroyed by the driver that made it
         self.priority = int(priority)
         self._owned = True
 
@@ -384,7 +385,7 @@ class Stream:
     def __del__(self):
         if getattr(self, "_owned", False) and _driver is not None:
             try:
-                _driver.driver_module().cuStreamDestroy(self._handle)
+                self._made_by.cuStreamDestroy(self._handle)
             except Exception:
                 pass
 
@@ -454,7 +455,8 @@ class Event:
             flags |= int(d.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
         if self.interprocess:
             flags |= int(d.CUevent_flags.CU_EVENT_INTERPROCESS)
-        self._handle = _driver.call("cuEventCreate", flags)
+        self._handle = _driver.call_on(d, "cuEventCreate", flags)
+        self._made_by = d                # destroyed by the driver that made it
 
     def record(self, stream=None):
         """Record the event on `stream` (the current stream if None)."""
@@ -498,7 +500,7 @@ class Event:
     def __del__(self):
         if getattr(self, "_handle", None) is not None and _driver is not None:
             try:
-                _driver.driver_module().cuEventDestroy(self._handle)
+                self._made_by.cuEventDestroy(self._handle)
             except Exception:
                 pass
 

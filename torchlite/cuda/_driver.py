@@ -154,7 +154,12 @@ def call(name, *args):
     """driver.<name>(*args) with its CUresult checked: returns the remaining values (one
     value unwrapped, none as None); raises OutOfMemoryError for CUDA_ERROR_OUT_OF_MEMORY
     and CudaError for any other error, naming the call."""
-    d = driver_module()
+    return call_on(driver_module(), name, *args)
+
+
+def call_on(d, name, *args):
+    """call(), through the driver module `d` rather than the current one: for releasing what
+    `d` made (an event, a block of memory) after another driver may have been installed."""
     result = getattr(d, name)(*args)
     err, values = result[0], result[1:]
     if int(err) != 0:

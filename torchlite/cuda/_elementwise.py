@@ -13,7 +13,7 @@ import functools
 import math
 
 from .._core import elementwise as _cpu_ew
-from . import _array, _kernels as K, _launch, _runtime
+from . import _array, _kernels as K, _launch, _runtime, _state
 from ._array import CudaArray
 from ._registry import native
 
@@ -106,7 +106,7 @@ def _grid(n, device):
 
 
 # ---- operands ----------------------------------------------------------------------------------
-_scalars = {}
+_scalars = _state.driver_cache()
 
 
 def _scalar_array(value, dtype, device):

@@ -19,10 +19,10 @@ import threading
 from . import _driver, _runtime, _state
 
 _BLOCKING = os.environ.get("TORCHLITE_CUDA_LAUNCH_BLOCKING", "") not in ("", "0")
-_kernels = {}
+_kernels = _state.driver_cache()
 _modules = []            # keep loaded modules alive for the process
 _lock = threading.Lock()
-_arch = {}
+_arch = _state.driver_cache()
 
 
 class Kernel:
@@ -145,7 +145,7 @@ def launch(k, grid, block, args, shared=0):
             raise _driver._error(d, err, f"CUDA kernel {k.name} (TORCHLITE_CUDA_LAUNCH_BLOCKING=1)")
 
 
-_sm_counts = {}
+_sm_counts = _state.driver_cache()
 
 
 def sm_count(device):

@@ -37,38 +37,42 @@ def current_stream(device):
 
 class _Event:
     """A driver event recorded on a stream, destroyed with this object."""
-    __slots__ = ("handle",)
+    __slots__ = ("handle", "driver")
 
     def __init__(self, stream):
-        d = _driver.driver_module()
-        self.handle = _driver.call("cuEventCreate", int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING))
-        _driver.call("cuEventRecord", self.handle, stream)
+        self.driver = d = _driver.driver_module()       # destroyed by the driver that made it
+        self.handle = _driver.call_on(d, "cuEventCreate", int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+        _driver.call_on(d, "cuEventRecord", self.handle, stream)
 
     def done(self):
-        err = _driver.driver_module().cuEventQuery(self.handle)[0]
+        err = self.driver.cuEventQuery(self.handle)[0]
         if int(err) == 600:             # CUDA_ERROR_NOT_READY
             return False
         if int(err) != 0:
-            raise _driver._error(_driver.driver_module(), err, "cuEventQuery")
+            raise _driver._error(self.driver, err, "cuEventQuery")
         return True
 
     def __del__(self):
         try:
-            _driver.driver_module().cuEventDestroy(self.handle)
+            self.driver.cuEventDestroy(self.handle)
         except Exception:
             pass
 
 
 class DeviceMemory:
-    """Device memory from the driver (the allocator's `mem`)."""
+    """Device memory from the driver (the allocator's `mem`).  It keeps the driver current
+    at its creation: memory goes back to the driver it came from."""
+
+    def __init__(self):
+        self.driver = _driver.driver_module()
 
     def alloc(self, device, nbytes):
         activate(device)
-        return int(_driver.call("cuMemAlloc", nbytes))
+        return int(_driver.call_on(self.driver, "cuMemAlloc", nbytes))
 
     def free(self, device, address):
         activate(device)
-        _driver.call("cuMemFree", address)
+        _driver.call_on(self.driver, "cuMemFree", address)
 
     def record_event(self, device, stream):
         activate(device)
@@ -86,10 +90,10 @@ class PinnedMemory(DeviceMemory):
 
     def alloc(self, device, nbytes):
         activate(_current_device())
-        return int(_driver.call("cuMemHostAlloc", nbytes, 0))
+        return int(_driver.call_on(self.driver, "cuMemHostAlloc", nbytes, 0))
 
     def free(self, device, address):
-        _driver.call("cuMemFreeHost", address)
+        _driver.call_on(self.driver, "cuMemFreeHost", address)
 
     def record_event(self, device, stream):
         return _Event(stream)

@@ -20,6 +20,23 @@ allocator = None
 # torchlite.manual_seed also seeds the generators made later (_dispatch remembers its seed).
 generators = {}
 generators_lock = threading.Lock()
+# Caches whose values belong to the driver that made them: device arrays, loaded kernels, a
+# device's attributes.  A process has one driver, but the tests stand a host-memory driver in
+# for the real one and back; such a swap empties these and restores them on the way back,
+# since a stand-in's "device pointer" handed to a real kernel is an illegal address.
+_driver_caches = []
+
+
+def driver_cache():
+    """A new dict, registered as holding objects of the current driver."""
+    cache = {}
+    _driver_caches.append(cache)
+    return cache
+
+
+def driver_caches():
+    """Every dict made by driver_cache()."""
+    return list(_driver_caches)
 
 
 def device_count():
