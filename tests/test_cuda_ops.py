@@ -30,23 +30,28 @@ def _values(t):
     return (t.double() if t.dtype in (tl.float16, tl.bfloat16) else t).numpy()
 
 
-def assert_same(cpu, dev, rtol=1e-5, atol=1e-6, where="result"):
+def assert_same(cpu, dev, rtol=1e-5, atol=1e-6, where="result", atol_of_largest=0.0):
     """dev (computed on the device) equals cpu: tensors on a CUDA device, same dtype, shape
-    and values (NaNs in the same places); containers element by element."""
+    and values (NaNs in the same places); containers element by element.  atol_of_largest
+    adds that fraction of the tensor's largest magnitude to atol: sums computed in another
+    order differ by rounding relative to their terms, not to a small total."""
     if isinstance(cpu, tl.Tensor):
         assert isinstance(dev, tl.Tensor), f"{where}: {type(dev).__name__}, expected a Tensor"
         assert dev.device.type == "cuda", f"{where} is on {dev.device}"
         assert dev.dtype == cpu.dtype, f"{where}: dtype {dev.dtype} != {cpu.dtype}"
         assert tuple(dev.shape) == tuple(cpu.shape), f"{where}: shape {dev.shape} != {cpu.shape}"
         if cpu.is_floating_point():
-            np.testing.assert_allclose(_values(dev), _values(cpu), rtol=rtol, atol=atol,
+            ref = _values(cpu)
+            if atol_of_largest and ref.size and np.isfinite(ref).any():
+                atol = atol + atol_of_largest * float(np.abs(ref[np.isfinite(ref)]).max())
+            np.testing.assert_allclose(_values(dev), ref, rtol=rtol, atol=atol,
                                        equal_nan=True, err_msg=where)
         else:
             np.testing.assert_array_equal(_values(dev), _values(cpu), err_msg=where)
     elif isinstance(cpu, (list, tuple)):
         assert len(dev) == len(cpu), where
         for i, (c, d) in enumerate(zip(cpu, dev)):
-            assert_same(c, d, rtol, atol, f"{where}[{i}]")
+            assert_same(c, d, rtol, atol, f"{where}[{i}]", atol_of_largest)
     elif isinstance(cpu, float):
         assert math.isclose(dev, cpu, rel_tol=rtol, abs_tol=atol) or (math.isnan(cpu) and math.isnan(dev)), \
             f"{where}: {dev!r} != {cpu!r}"
@@ -406,10 +411,12 @@ def _setitem(x, idx, m):
 
 
 GATHER = {
-    "gather_scatter": (lambda x, i: (x.gather(1, i), tl.zeros(4, 5).to(x.device).scatter(1, i, x),
-                                     tl.zeros(4, 5).to(x.device).scatter_add(1, i, x),
-                                     x.scatter(1, i, 2.0), x.scatter_reduce(1, i, x, "amax")),
-                       [X, rint(4, 3, hi=5)]),
+    # scatter of values: which of several writes to one place lands is unspecified on CUDA
+    # (as in PyTorch), so its index u is repeat-free; the reductions take i with repeats
+    "gather_scatter": (lambda x, i, u: (x.gather(1, i), tl.zeros(4, 5).to(x.device).scatter(1, u, x),
+                                        tl.zeros(4, 5).to(x.device).scatter_add(1, i, x),
+                                        x.scatter(1, i, 2.0), x.scatter_reduce(1, i, x, "amax")),
+                       [X, rint(4, 3, hi=5), tl.tensor([[0, 2, 4], [1, 3, 0], [4, 0, 2], [3, 1, 2]])]),
     "index_select_add": (lambda x, i: (x.index_select(0, i), x.index_select(1, i), x.index_add(0, i, x),
                                        x.index_copy(0, tl.tensor([1, 0]).to(x.device), x[:2]),
                                        x.index_fill(1, i, -1.0), tl.take(x, i), x.take_along_dim(i[:1, None], 1)),
@@ -591,7 +598,9 @@ def test_backward_matches_cpu(cuda_device, name):
     dev_params = [p.to(cuda_device).requires_grad_() for p in params]
     cpu = _grads(fn, cpu_params, inputs)
     dev = _grads(fn, dev_params, to_dev(inputs, cuda_device))
-    assert_same(cpu, dev, rtol=1e-5, atol=1e-6)
+    # float32 gradients summed in another order (atomics, other tilings): on these cases the
+    # CPU's own float32 result is up to 1e-6 of the largest gradient away from float64's
+    assert_same(cpu, dev, rtol=1e-5, atol=1e-6, atol_of_largest=2e-6)
     assert all(p.is_leaf and p.grad.device == p.device for p in dev_params)
 
 

@@ -39,8 +39,9 @@ class _Event:
     """A driver event recorded on a stream, destroyed with this object."""
     __slots__ = ("handle", "driver")
 
-    def __init__(self, stream):
-        self.driver = d = _driver.driver_module()       # destroyed by the driver that made it
+    def __init__(self, stream, driver=None):
+        # made, queried and destroyed by one driver: the memory's (DeviceMemory.driver)
+        self.driver = d = driver if driver is not None else _driver.driver_module()
         self.handle = _driver.call_on(d, "cuEventCreate", int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING))
         _driver.call_on(d, "cuEventRecord", self.handle, stream)
 
@@ -76,7 +77,7 @@ class DeviceMemory:
 
     def record_event(self, device, stream):
         activate(device)
-        return _Event(stream)
+        return _Event(stream, self.driver)
 
     def event_done(self, event):
         return event.done()
@@ -96,7 +97,7 @@ class PinnedMemory(DeviceMemory):
         _driver.call_on(self.driver, "cuMemFreeHost", address)
 
     def record_event(self, device, stream):
-        return _Event(stream)
+        return _Event(stream, self.driver)
 
     def total_memory(self, device):
         raise RuntimeError("pinned host memory has no fixed capacity")
