@@ -135,7 +135,7 @@ def probe_values(out):
     k = min(PROBE, n)
     mid = max(0, n // 2 - k // 2)
     parts = [flat[:k]] + ([flat[mid:mid + k], flat[n - k:]] if n > k else [])
-    return np.concatenate([p.cpu().numpy().astype(np.float64).reshape(-1) for p in parts])
+    return np.concatenate([p.float().cpu().numpy().astype(np.float64).reshape(-1) for p in parts])
 
 
 def rel_error(got, ref):

@@ -3,7 +3,8 @@
  *
  * Every kernel takes an Indexer (tl_common.cuh) over its operands, output first.  With
  * ix.ndim == 0 it runs the contiguous fast path: a grid-stride loop over 64-bit indices, each
- * input at i * ix.step[k] (1, or 0 for a broadcast scalar) and the output at i.  Otherwise it
+ * input at i * ix.step[k] (1, or 0 for a broadcast scalar) and the output at i, four elements
+ * to an aligned access where the pointers allow (tl_common.cuh's Vec4).  Otherwise it
  * walks the strided n-d space with 32-bit linear indices (n < 2^32; the host splits larger
  * launches) and 64-bit element offsets.  Operands are typed pointers to their first element.
  *
@@ -21,7 +22,18 @@ template <class Op, class TI, class TO>
 __global__ void tl_unary(TO* __restrict__ out, const TI* __restrict__ a, i64 n,
                          tl::Indexer<2> ix, tl::Params p) {
     const Op op;
-    for (i64 i = tl::global_thread(); i < n; i += tl::global_threads()) {
+    i64 start = 0;
+    if (ix.ndim == 0 && tl::vec4_ok(out, 1) && tl::vec4_ok(a, ix.step[1])) {
+        for (i64 v = tl::global_thread(); v < n / 4; v += tl::global_threads()) {
+            typename tl::compute<TI>::type x[4];
+            tl::load4(x, a, ix.step[1], v);
+            tl::Vec4<TO> r;
+            for (int k = 0; k < 4; k++) r.v[k] = tl::cvt<TO>::from(op(x[k], p));
+            reinterpret_cast<tl::Vec4<TO>*>(out)[v] = r;
+        }
+        start = n / 4 * 4;          /* the tail, below */
+    }
+    for (i64 i = start + tl::global_thread(); i < n; i += tl::global_threads()) {
         const tl::Offsets<2> o = tl::operand_offsets(ix, i);
         out[o.o[0]] = tl::cvt<TO>::from(op(tl::load(a[o.o[1]]), p));
     }
@@ -32,7 +44,19 @@ template <class Op, class TI, class TO>
 __global__ void tl_binary(TO* __restrict__ out, const TI* __restrict__ a, const TI* __restrict__ b,
                           i64 n, tl::Indexer<3> ix, tl::Params p) {
     const Op op;
-    for (i64 i = tl::global_thread(); i < n; i += tl::global_threads()) {
+    i64 start = 0;
+    if (ix.ndim == 0 && tl::vec4_ok(out, 1) && tl::vec4_ok(a, ix.step[1]) && tl::vec4_ok(b, ix.step[2])) {
+        for (i64 v = tl::global_thread(); v < n / 4; v += tl::global_threads()) {
+            typename tl::compute<TI>::type x[4], y[4];
+            tl::load4(x, a, ix.step[1], v);
+            tl::load4(y, b, ix.step[2], v);
+            tl::Vec4<TO> r;
+            for (int k = 0; k < 4; k++) r.v[k] = tl::cvt<TO>::from(op(x[k], y[k], p));
+            reinterpret_cast<tl::Vec4<TO>*>(out)[v] = r;
+        }
+        start = n / 4 * 4;
+    }
+    for (i64 i = start + tl::global_thread(); i < n; i += tl::global_threads()) {
         const tl::Offsets<3> o = tl::operand_offsets(ix, i);
         out[o.o[0]] = tl::cvt<TO>::from(op(tl::load(a[o.o[1]]), tl::load(b[o.o[2]]), p));
     }
@@ -43,7 +67,22 @@ template <class Op, class TC, class T>
 __global__ void tl_ternary(T* __restrict__ out, const TC* __restrict__ c, const T* __restrict__ x,
                            const T* __restrict__ y, i64 n, tl::Indexer<4> ix, tl::Params p) {
     const Op op;
-    for (i64 i = tl::global_thread(); i < n; i += tl::global_threads()) {
+    i64 start = 0;
+    if (ix.ndim == 0 && tl::vec4_ok(out, 1) && tl::vec4_ok(c, ix.step[1]) && tl::vec4_ok(x, ix.step[2])
+            && tl::vec4_ok(y, ix.step[3])) {
+        for (i64 v = tl::global_thread(); v < n / 4; v += tl::global_threads()) {
+            typename tl::compute<TC>::type cv[4];
+            typename tl::compute<T>::type xv[4], yv[4];
+            tl::load4(cv, c, ix.step[1], v);
+            tl::load4(xv, x, ix.step[2], v);
+            tl::load4(yv, y, ix.step[3], v);
+            tl::Vec4<T> r;
+            for (int k = 0; k < 4; k++) r.v[k] = tl::cvt<T>::from(op(cv[k], xv[k], yv[k], p));
+            reinterpret_cast<tl::Vec4<T>*>(out)[v] = r;
+        }
+        start = n / 4 * 4;
+    }
+    for (i64 i = start + tl::global_thread(); i < n; i += tl::global_threads()) {
         const tl::Offsets<4> o = tl::operand_offsets(ix, i);
         out[o.o[0]] = tl::cvt<T>::from(
             op(tl::load(c[o.o[1]]), tl::load(x[o.o[2]]), tl::load(y[o.o[3]]), p));

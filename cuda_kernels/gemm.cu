@@ -2,8 +2,8 @@
  * with every operand given by strides (elements), so transposed and batched forms (and
  * broadcast batches, stride 0) need no copies.  beta == 0 never reads C (NaN-safe).
  *
- * A block computes a BM x BN tile of C with (BM/TM) x (BN/TN) threads, each holding a TM x TN
- * tile of accumulators in registers.  K advances BK at a time through two shared-memory
+ * A block computes a BM x BN tile of C with (BM/TM) x (BN/TN) threads, each holding TM x TN
+ * accumulators in registers (TM rows; TN columns in two runs of TN/2, half a tile apart).  K advances BK at a time through two shared-memory
  * buffers: the next A and B tiles are fetched into registers while the current ones are
  * multiplied, then stored to the other buffer (one __syncthreads per step).  A tile is read
  * along whichever of its dims is contiguous (m or k for A, n or k for B), so global loads
@@ -33,8 +33,15 @@ tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl:
     constexpr int LA = BM * BK / NT, LB = BK * BN / NT;   /* tile elements each thread loads */
     static_assert(LA * NT == BM * BK && LB * NT == BK * BN, "tile not divisible among threads");
     static_assert(LA >= 1 && LB >= 1, "tile too small for the thread count");
-    __shared__ Acc As[2][BK][BM];
-    __shared__ Acc Bs[2][BK][BN];
+    /* rows padded by 4: the transposing stores of a k-contiguous operand (consecutive threads,
+     * consecutive k) then fall in different banks, and 16-byte reads stay aligned */
+    __shared__ Acc As[2][BK][BM + 4];
+    __shared__ Acc Bs[2][BK][BN + 4];
+    /* a thread's TN columns are two runs of TN/2, BN/2 apart: the 16 threads along a row then
+     * read one contiguous span of the B tile per run, not 16 spans a whole TN apart (bank
+     * conflicts) */
+    constexpr int HN = TN / 2;
+    static_assert(HN * 2 == TN, "TN must be even");
 
     const int tid = (int)threadIdx.x;
     const int tx = tid % (BN / TN), ty = tid / (BN / TN);
@@ -95,7 +102,7 @@ tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl:
 #pragma unroll
                 for (int i = 0; i < TM; i++) a[i] = As[cur][k][ty * TM + i];
 #pragma unroll
-                for (int j = 0; j < TN; j++) bv[j] = Bs[cur][k][tx * TN + j];
+                for (int j = 0; j < TN; j++) bv[j] = Bs[cur][k][(j / HN) * (BN / 2) + tx * HN + j % HN];
 #pragma unroll
                 for (int i = 0; i < TM; i++)
 #pragma unroll
@@ -111,8 +118,8 @@ tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl:
             const i64 gm = m0 + ty * TM + i;
             if (gm >= g.M) break;
             for (int j = 0; j < TN; j++) {
-                const i64 gn = n0 + tx * TN + j;
-                if (gn >= g.N) break;
+                const i64 gn = n0 + (j / HN) * (BN / 2) + tx * HN + j % HN;
+                if (gn >= g.N) continue;
                 T* c = Cb + gm * g.sc_m + gn * g.sc_n;
                 const Acc v = alpha * acc[i][j];
                 *c = tl::cvt<T>::from(beta == Acc(0) ? v : v + beta * tl::load(*c));

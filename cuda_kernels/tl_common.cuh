@@ -226,6 +226,29 @@ template <int N> TL_HD Offsets<N> operand_offsets(const Indexer<N>& ix, i64 i) {
     return offsets(ix, (u32)i);
 }
 
+/* ---- the vectorised contiguous path ------------------------------------------------------ */
+/* Four consecutive elements moved as one aligned access (16 bytes for float32): fewer and
+ * wider memory instructions keep more bytes in flight, which a memory-bound loop needs to
+ * reach the card's bandwidth.  A fast-path launch takes it when every operand either steps
+ * by 1 from an address aligned to four of its elements or is a broadcast scalar (step 0),
+ * read once; other steps (a coalesced strided view) keep the element loop. */
+template <class T> struct alignas(4 * sizeof(T)) Vec4 { T v[4]; };
+
+template <class T> TL_HD bool vec4_ok(const T* p, i64 step) {
+    return step == 0 || (step == 1 && reinterpret_cast<u64>(p) % (4 * sizeof(T)) == 0);
+}
+
+/* Elements 4v .. 4v+3 of an operand of the contiguous path, as its compute type. */
+template <class T> TL_HD void load4(typename compute<T>::type (&x)[4], const T* p, i64 step, i64 v) {
+    if (step == 0) {
+        const typename compute<T>::type s = load(p[0]);
+        for (int k = 0; k < 4; k++) x[k] = s;
+    } else {
+        const Vec4<T> w = reinterpret_cast<const Vec4<T>*>(p)[v];
+        for (int k = 0; k < 4; k++) x[k] = load(w.v[k]);
+    }
+}
+
 #if defined(__CUDACC__) || defined(TL_HOST_EMULATION)
 /* ---- launch helpers (also in tests/cuda_host/, which runs the kernels on the CPU) -------- */
 TL_DEV i64 global_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }

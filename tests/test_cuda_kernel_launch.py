@@ -90,6 +90,8 @@ CASES = {
     "copy_cast_strided": lambda t: tl.empty(t.shape[::-1], dtype=tl.int32, device=t.device).copy_(t.mT * 10),
     "contiguous_permuted": lambda t: t.unsqueeze(0).permute(2, 0, 1).contiguous(),
     "zero_dim": lambda t: t[0, 0] * 2,
+    "misaligned": lambda t: t.flatten()[1:] * 2 + t.flatten()[:-1],     # element loop, not Vec4
+    "strided_1d": lambda t: t.flatten()[::3].abs() + 1,                 # one dim, step 3
     "empty": lambda t: t[:0] + 1,
 }
 
