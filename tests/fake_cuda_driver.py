@@ -42,6 +42,7 @@ class FakeDriver(types.SimpleNamespace):
         self.used = [0] * devices
         self.host = {}
         self.calls = []            # names of the memory, copy, stream and event calls made, in order
+        self.live_streams = set()  # streams created and not yet destroyed
         self._ids = itertools.count(0x1000)   # clear of the special handles 0, 1 and 2
         self.current = None
         self.CUdevice_attribute = types.SimpleNamespace(
@@ -183,7 +184,15 @@ class FakeDriver(types.SimpleNamespace):
     # ---- streams and events ------------------------------------------------------------------
     def cuStreamCreateWithPriority(self, flags, priority):
         self._log("cuStreamCreateWithPriority")
-        return (0, next(self._ids))
+        handle = next(self._ids)
+        self.live_streams.add(handle)
+        return (0, handle)
+
+    def _stream_gone(self, stream):
+        """A stream made here and destroyed since (0, 1, 2: the driver's own streams).  A real
+        driver may crash on such a handle; the stand-in answers CUDA_ERROR_INVALID_HANDLE."""
+        s = int(stream)
+        return s not in (0, 1, 2) and s not in self.live_streams
 
     def cuStreamSynchronize(self, stream):
         self._log("cuStreamSynchronize")
@@ -195,6 +204,9 @@ class FakeDriver(types.SimpleNamespace):
 
     def cuStreamDestroy(self, stream):
         self._log("cuStreamDestroy")
+        if self._stream_gone(stream):
+            return (400,)
+        self.live_streams.discard(int(stream))
         return (0,)
 
     def cuStreamWaitEvent(self, stream, event, flags):
@@ -207,7 +219,7 @@ class FakeDriver(types.SimpleNamespace):
 
     def cuEventRecord(self, event, stream):
         self._log("cuEventRecord")
-        return (0,)
+        return (400,) if self._stream_gone(stream) else (0,)
 
     def cuEventQuery(self, event):
         self._log("cuEventQuery")

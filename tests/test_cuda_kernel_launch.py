@@ -481,6 +481,17 @@ def test_record_stream_and_cpu_scalar_gradients(dev):
         tl.ones(2).record_stream(tl.cuda.Stream())
 
 
+def test_record_stream_keeps_the_stream_until_the_memory_is_freed(dev):
+    """The freed block waits on an event recorded on every stream that used it, so those
+    streams must outlive the Stream objects a program drops (a GPU crashed on a destroyed
+    one)."""
+    import gc
+    t = tl.ones(4).cuda()
+    t.record_stream(tl.cuda.Stream())          # the Stream object is dropped at once
+    gc.collect()
+    t._data.block.release()                    # raises (stand-in) or crashes (GPU) without it
+
+
 MORE = {
     "arange_float": lambda t: tl.arange(0.5, 7.0, 0.25, device=t.device),
     "arange_int": lambda t: tl.arange(-3, 40, 3, device=t.device),

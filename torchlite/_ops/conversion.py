@@ -220,7 +220,7 @@ def record_stream(self, stream):
     allocator does not hand it out again before that work is done (torch.Tensor.record_stream)."""
     if self.device.type != "cuda":
         raise RuntimeError(f"record_stream: expected a CUDA tensor, but got a tensor on {self.device}")
-    self._data.record_stream(stream.cuda_stream)
+    self._data.record_stream(stream.cuda_stream, stream)
 
 
 @_register("is_inference")

@@ -40,15 +40,16 @@ class Block:
         self.size = size
         self.device = device
         self.stream = stream          # the stream it was allocated on (an int handle)
-        self.streams = None           # other streams that used it (record_stream)
+        self.streams = None           # {handle: owner} of other streams that used it (record_stream)
 
-    def record_stream(self, stream):
+    def record_stream(self, stream, owner=None):
         """Mark the block as used by work on `stream` (an int handle), so it is not reused
-        before that work is done."""
+        before that work is done.  `owner` (the Stream object) is kept until the block is
+        freed: the event recorded then needs the stream to exist still."""
         if stream != self.stream:
             if self.streams is None:
-                self.streams = set()
-            self.streams.add(stream)
+                self.streams = {}
+            self.streams[stream] = owner
 
     def release(self):
         if self._allocator is not None:
@@ -135,6 +136,7 @@ class CachingAllocator:
             st.allocated -= block.size
             if block.streams:
                 events = [self.mem.record_event(block.device, s) for s in block.streams]
+                block.streams = None          # the events hold the work; the streams may go
                 self._pending.append(((block.device, block.stream, block.size, block.address), events))
             else:
                 self._free.setdefault((block.device, block.stream, block.size), []).append(block.address)

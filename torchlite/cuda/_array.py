@@ -65,10 +65,10 @@ class CudaArray:
     def alias_with_own_version(self):
         return CudaArray(self._meta.alias_with_own_version(), self.device_index)
 
-    def record_stream(self, stream_handle):
+    def record_stream(self, stream_handle, owner=None):
         block = self.block
         if block is not None:
-            block.record_stream(stream_handle)
+            block.record_stream(stream_handle, owner)
 
     # ---- element access (through the host) -------------------------------------------------
     def item(self):
