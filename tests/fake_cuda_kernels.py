@@ -269,6 +269,40 @@ def _np(ptr, dtype, n):
     return np.frombuffer((ctypes.c_char * (n * K.ITEMSIZE[dtype])).from_address(ptr), np_dtype)
 
 
+def _lstm(f, params):
+    """tl_lstm_fwd / tl_lstm_bwd: the step's formulas (rnn.cu, rnn.pyx) in NumPy, in the
+    arrays' own type."""
+    import numpy as np
+    kind, ctype = re.match(r"tl_lstm_(fwd|bwd)<(.+)>$", f).groups()
+    dtype = _CTYPE_CODE[ctype.strip()]
+    nptr = 4 if kind == "fwd" else 6
+    ptrs = [_arg(params, k, "Q") for k in range(nptr)]
+    nb, nh = _arg(params, nptr, "q"), _arg(params, nptr + 1, "q")
+    gates = _np(ptrs[0], dtype, nb * 4 * nh).reshape(nb, 4, nh)
+    state = [_np(p, dtype, nb * nh).reshape(nb, nh) for p in ptrs[1:5 if kind == "bwd" else 4]]
+    one = gates.dtype.type(1)
+    sig = lambda x: one / (one + np.exp(-x))           # noqa: E731
+    if kind == "fwd":
+        c_prev, c, h = state
+        gates[:, 0], gates[:, 1], gates[:, 3] = sig(gates[:, 0]), sig(gates[:, 1]), sig(gates[:, 3])
+        gates[:, 2] = np.tanh(gates[:, 2])
+        i, fg, g, o = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
+        c[:] = fg * c_prev + i * g
+        h[:] = o * np.tanh(c)
+        return (0,)
+    c_prev, c, dh, dc = state
+    dg = _np(ptrs[5], dtype, nb * 4 * nh).reshape(nb, 4, nh)
+    i, fg, g, o = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
+    tc = np.tanh(c)
+    d = dc + dh * o * (one - tc * tc)
+    dg[:, 0] = d * g * (i * (one - i))
+    dg[:, 1] = d * c_prev * (fg * (one - fg))
+    dg[:, 2] = d * i * (one - g * g)
+    dg[:, 3] = dh * tc * (o * (one - o))
+    dc[:] = d * fg
+    return (0,)
+
+
 def _optim(f, params):
     """tl_sgd / tl_adam: the per-element formulas of optim.cu in NumPy, in the kernel's
     compute type (float32 for float32 parameters)."""
@@ -522,6 +556,8 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         return _affine(f, params)
     if f.startswith(("tl_sgd<", "tl_adam<")):
         return _optim(f, params)
+    if f.startswith("tl_lstm_"):
+        return _lstm(f, params)
     if f.startswith("tl_random<"):
         return _random(f, params, gx * bx)
     if _INDEX.match(f):

@@ -492,6 +492,31 @@ def test_record_stream_keeps_the_stream_until_the_memory_is_freed(dev):
     t._data.block.release()                    # raises (stand-in) or crashes (GPU) without it
 
 
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64])
+def test_lstm_steps_run_as_kernels(dev, dtype):
+    """nn.LSTM's fused steps (cuda_kernels/rnn.cu) forward and backward, against the CPU's,
+    with no step on host copies."""
+    tl.manual_seed(0)
+    cpu = tl.nn.LSTM(6, 5, num_layers=2, batch_first=True).to(dtype)
+    gpu = tl.nn.LSTM(6, 5, num_layers=2, batch_first=True).to(dtype)
+    gpu.load_state_dict(cpu.state_dict())
+    gpu.cuda()
+    x = tl.randn(3, 4, 6, dtype=dtype)
+    results = []
+    for m, inp in ((cpu, x), (gpu, x.cuda().requires_grad_())):
+        if m is gpu:
+            dev.transfers.clear()
+        out, (h, c) = m(inp if m is gpu else inp.requires_grad_())
+        (out.sin().sum() + (h * c).sum()).backward()
+        if m is gpu:
+            assert dev.transfers == [], "a step ran on host copies"
+        results.append([out, h, c, inp.grad] + [p.grad for p in m.parameters()])
+    for a, b in zip(*results):
+        _close(a.detach(), b.detach(), rtol=1e-5 if dtype == tl.float32 else 1e-12, atol=1e-6 if dtype == tl.float32 else 1e-12)
+    kind = "float" if dtype == tl.float32 else "double"
+    assert f"tl_lstm_fwd<{kind}>" in dev.launched and f"tl_lstm_bwd<{kind}>" in dev.launched
+
+
 MORE = {
     "arange_float": lambda t: tl.arange(0.5, 7.0, 0.25, device=t.device),
     "arange_int": lambda t: tl.arange(-3, 40, 3, device=t.device),

@@ -296,6 +296,13 @@ NLL_DTYPES = (FLOAT32, FLOAT64)
 NLL_TARGETS = (INT64, UINT8)
 
 
+def lstm_kernel(kind, dtype):
+    """tl_lstm_fwd / tl_lstm_bwd (kind 'fwd' or 'bwd') over float32/float64 arrays."""
+    if kind not in ("fwd", "bwd") or dtype not in (FLOAT32, FLOAT64):
+        raise KeyError(f"no CUDA LSTM step {kind} on dtype code {dtype}")
+    return f"tl_lstm_{kind}<{CTYPE[dtype]}>"
+
+
 def nll_kernel(kind, dtype, target_dtype):
     """tl_nll_forward / tl_nll_backward (kind 'forward' or 'backward') for float32/float64
     log-probabilities and int64/uint8 targets."""
@@ -342,6 +349,7 @@ SOURCE_OPTIONS = {
     "norm.cu": (),
     "conv.cu": (),
     "pool.cu": (),
+    "rnn.cu": (),
 }
 
 
@@ -374,10 +382,11 @@ def variants():
             for dt in (FLOAT32, FLOAT64)]
     conv = [col2im_kernel(dt) for dt in (FLOAT32, FLOAT64)]
     pool = [max_pool_kernel(dt) for dt in MAX_POOL_DTYPES]
+    rnn = [lstm_kernel(k, dt) for k in ("fwd", "bwd") for dt in (FLOAT32, FLOAT64)]
     return {"elementwise.cu": tuple(ew), "reduce.cu": tuple(red), "softmax.cu": tuple(sm),
             "random.cu": tuple(rnd), "gemm.cu": tuple(gemm), "index.cu": tuple(index),
             "optim.cu": tuple(optim), "loss.cu": tuple(loss), "norm.cu": tuple(norm),
-            "conv.cu": tuple(conv), "pool.cu": tuple(pool)}
+            "conv.cu": tuple(conv), "pool.cu": tuple(pool), "rnn.cu": tuple(rnn)}
 
 
 # ---- parameter packing (layouts pinned by static_asserts in the .cuh files) ---------------
