@@ -15,6 +15,7 @@ import pytest
 import torchlite as tl
 import torchlite.nn.functional as F
 from torchlite import _dispatch
+from torchlite._tensor import _wrap
 from torchlite.cuda import _fallback
 
 from test_cuda_kernel_launch import dev  # noqa: F401
@@ -250,11 +251,20 @@ def test_max_pool_double_backward_gathers_like_cpu(native):
         _near(a, b, 0)
 
 
-def test_scatter_planes_with_a_bad_index_raises_the_cpus_error(fallbacks):
-    g, idx = tl.ones(1, 1, 2, 2).cuda(), tl.tensor([[[[0, 1], [2, 9]]]]).cuda()
-    with pytest.raises(IndexError, match="index 9 is out of bounds"):
-        _dispatch.pool.scatter_planes(g._data, idx._data, 3, 3, True)
-    assert fallbacks == ["pool.scatter_planes"]
+def test_max_pool_backward_trusts_only_its_own_indices(fallbacks):
+    """scatter_planes on CUDA takes max pooling's indices unchecked (reading a range flag back
+    would stop the device every backward): its one caller is the pooling node, and indices
+    changed after the forward are refused by the node's version check.  An index out of range
+    reaching the kernel anyway is skipped, not written out of bounds."""
+    x = tl.randn(1, 1, 4, 4).cuda().requires_grad_()
+    y, idx = F.max_pool2d(x, 2, return_indices=True)
+    idx[0, 0, 0, 0] = 99
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    g, bad = tl.ones(1, 1, 2, 2).cuda(), tl.tensor([[[[0, 1], [2, 9]]]]).cuda()
+    got = _wrap(_dispatch.pool.scatter_planes(g._data, bad._data, 3, 3, True))
+    np.testing.assert_array_equal(got.cpu().numpy().reshape(3, 3), [[1, 1, 1], [0, 0, 0], [0, 0, 0]])
+    assert fallbacks == []
 
 
 AVG_POOLS = {

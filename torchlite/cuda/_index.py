@@ -20,8 +20,9 @@ _THREADS = 256
 
 
 def _launch_index(name, data_out, data_in, index, shape, strides, dim_size, dim_stride,
-                  wrap_negative, alpha=None):
-    """One gather/scatter launch; returns False when an index was out of range."""
+                  wrap_negative, alpha=None, check=True):
+    """One gather/scatter launch; returns False when an index was out of range.  check=False
+    does not read the range flag back (a synchronisation): for indices known to be in range."""
     n = 1
     for s in shape:
         n *= s
@@ -32,7 +33,8 @@ def _launch_index(name, data_out, data_in, index, shape, strides, dim_size, dim_
         return None
     device = data_out.device_index
     word = _launch.ErrorWord.of(device)
-    word.reset()
+    if check:
+        word.reset()
     args = [_launch.ptr(data_out.data_ptr()), _launch.ptr(data_in.data_ptr()),
             _launch.ptr(index.data_ptr()), _launch.i64(n), _launch.struct(ix),
             _launch.i64(dim_size), _launch.i64(dim_stride), _launch.i32(1 if wrap_negative else 0),
@@ -41,7 +43,7 @@ def _launch_index(name, data_out, data_in, index, shape, strides, dim_size, dim_
         args.append(_launch.f64(alpha))
     _launch.launch(_launch.kernel("index.cu", name, device), _launch.grid_for(n, device, _THREADS),
                    _THREADS, args)
-    return word.read() == 0
+    return not check or word.read() == 0
 
 
 def _in_range(index, size, wrap_negative):
@@ -55,6 +57,17 @@ def _in_range(index, size, wrap_negative):
 
 @native("index", "along_dim", kernel=True)
 def along_dim(op, a, dim, index, src=None, err=None):
+    return _along_dim(op, a, dim, index, src, True)
+
+
+def scatter_add_in_range(a, dim, index, src):
+    """a.scatter_add_(dim, index, src) for indices known to be in range (max pooling's, made
+    by its own forward kernel): no range check, so no synchronisation with the device.  None
+    when done, NotImplemented where along_dim would not take the arrays either."""
+    return _along_dim(_cpu_index.ADD, a, dim, index, src, False)
+
+
+def _along_dim(op, a, dim, index, src, check):
     if index.dtype != K.INT64 or index.ndim != a.ndim or a.ndim == 0 or not 0 <= dim < a.ndim \
             or any(index.shape[i] > a.shape[i] for i in range(a.ndim) if i != dim):
         return NotImplemented                              # the CPU's checks and errors
@@ -73,12 +86,12 @@ def along_dim(op, a, dim, index, src=None, err=None):
     if op == _cpu_index.ADD and (a.dtype not in K.SCATTER_ADD_DTYPES or (
             a.dtype in K.FLOATS and _switches.are_deterministic_algorithms_enabled())):
         return NotImplemented        # float atomics add in a varying order: the host path does not
-    if not _in_range(index, a.shape[dim], False):
+    if check and not _in_range(index, a.shape[dim], False):
         return NotImplemented
     name = K.scatter_kernel(a.dtype) if op == _cpu_index.PUT else K.scatter_add_kernel(a.dtype)
     ok = _launch_index(name, a, src, index, shape, [a_strides, src.strides, index.strides],
                        a.shape[dim], a.strides[dim], False,
-                       alpha=1.0 if op == _cpu_index.ADD else None)
+                       alpha=1.0 if op == _cpu_index.ADD else None, check=check)
     return None if ok else NotImplemented
 
 

@@ -67,16 +67,18 @@ def _geometry(lp, target, weight, ignore_index):
                        weight.strides[0] if weight is not None else 0, ignore_index)
 
 
-def _launch_nll(kind, lp, target, n, args):
+def _launch_nll(kind, lp, target, n, args, check=True):
     """Launch tl_nll_<kind> over n elements; False when a target was out of range (the host
-    fallback then raises the CPU's error)."""
+    fallback then raises the CPU's error).  check=False does not read the kernel's range flag
+    back (a synchronisation with the device): for targets a forward already checked."""
     device = lp.device_index
     word = _launch.ErrorWord.of(device)
-    word.reset()
+    if check:
+        word.reset()
     k = _launch.kernel("loss.cu", K.nll_kernel(kind, lp.dtype, target.dtype), device)
     _launch.launch(k, _launch.grid_for(n, device, _THREADS), _THREADS,
                    args + [_launch.ptr(word.address)])
-    return word.read() == 0
+    return not check or word.read() == 0
 
 
 @composed("loss", "nll_forward")
@@ -109,7 +111,9 @@ def nll_backward(lp, target, weight, ignore_index, grad, scale, softmax):
     """The gradient, a contiguous [N, C, S] array of lp's dtype, with respect to lp
     (-onehot(t) * w[t] * grad * scale) or, with softmax, to the logits of lp = log_softmax
     ((exp(lp) - onehot(t)) * w[t] * grad * scale), by tl_nll_backward; grad: 0-d (CPU or
-    CUDA) or [N, S]."""
+    CUDA) or [N, S].  Its only callers are the loss's autograd node, whose targets the forward
+    checked (and the node's version check keeps them unchanged), so the range flag is not read
+    back: a backward pass makes no synchronisation here (the kernel still skips a bad target)."""
     _check_lp(lp, target, weight)
     N, C, S = lp.shape
     require(grad.dtype == lp.dtype and (grad.ndim == 0 or (
@@ -121,7 +125,7 @@ def nll_backward(lp, target, weight, ignore_index, grad, scale, softmax):
         _launch.ptr_of(lp), _launch.ptr_of(target), _launch.ptr_of(weight), _launch.ptr_of(grad),
         _launch.i64(0 if grad.ndim == 0 else 1),
         _launch.ptr_of(dx), _launch.struct(_geometry(lp, target, weight, ignore_index)),
-        _launch.f64(scale), _launch.i32(1 if softmax else 0)]))
+        _launch.f64(scale), _launch.i32(1 if softmax else 0)], check=False))
     return dx
 
 

@@ -29,7 +29,7 @@ from . import _array, _kernels as K, _launch
 from ._conv import (add_windows, composed, compute_dtype, contiguous, finish, flat, interior,
                     is_cuda, need, padded, pair, require, windows, zeros)
 from ._elementwise import binary, cast
-from ._index import along_dim
+from ._index import along_dim, scatter_add_in_range
 from ._reduce import reduce
 
 ADD, MUL, DIV = (_cpu_ew.BINARY[k] for k in ("add", "mul", "div"))
@@ -94,15 +94,16 @@ def _planes(a, N, C):
 @composed("pool", "scatter_planes")
 def scatter_planes(g, idx, H, W, add):
     """The backward of max pooling: zeros (N, C, H, W), then g scatter-added at idx in each
-    plane (the index range is checked first; a bad one sends the call to the fallback, which
-    raises the CPU's IndexError)."""
+    plane.  Its one caller is max pooling's autograd node, with the indices its forward kernel
+    made (version-checked), so they are not range-checked: no synchronisation with the
+    device (the kernel still skips an index out of range)."""
     require(add and is_cuda(g) and g.ndim >= 2 and is_cuda(idx, dtypes=(K.INT64,))
             and idx.shape == g.shape and H >= 1 and W >= 1 and g.numel > 0)
     N, C = g.shape[:2]
     cdt = compute_dtype(g.dtype)
     out = zeros((N, C, H, W), cdt, g.device_index)
     src = _planes(need(cast(g, cdt)), N, C)
-    need(along_dim(_cpu_index.ADD, out.view((N, C, H * W)), 2, _planes(idx, N, C), src=src))
+    need(scatter_add_in_range(out.view((N, C, H * W)), 2, _planes(idx, N, C), src))
     return finish(out, g.dtype)
 
 
