@@ -511,8 +511,9 @@ def test_lstm_steps_run_as_kernels(dev, dtype):
         if m is gpu:
             assert dev.transfers == [], "a step ran on host copies"
         results.append([out, h, c, inp.grad] + [p.grad for p in m.parameters()])
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == tl.float32 else dict(rtol=1e-12, atol=1e-12)
     for a, b in zip(*results):
-        _close(a.detach(), b.detach(), rtol=1e-5 if dtype == tl.float32 else 1e-12, atol=1e-6 if dtype == tl.float32 else 1e-12)
+        _close(a.detach(), b.detach(), **tol)
     kind = "float" if dtype == tl.float32 else "double"
     assert f"tl_lstm_fwd<{kind}>" in dev.launched and f"tl_lstm_bwd<{kind}>" in dev.launched
 
