@@ -175,7 +175,8 @@ FOP(ACOSH, acoshf(x), acosh(x))
 FOP(ATANH, atanhf(x), atanh(x))
 FOP(ERF, tl_erff(x), erf(x))
 FOP(ERFC, erfcf(x), erfc(x))
-FOP(ERFINV, tl_erfinv_f32(x), tl_erfinv_f64(x))
+TL_UNARY_FIX(u_ERFINV_f32, float, float, tl_erfinvf_fast(x), tl_erfinvf_bad(x), tl_erfinv_f32(x))
+TL_UNARY(u_ERFINV_f64, double, double, tl_erfinv_f64(x))
 FOP(SIGMOID, tl_sigmoidf(x), 1.0 / (1.0 + exp(-x)))
 FOP(LOGIT, logf((P[0] < 0 ? x : (x < (float)P[0] ? (float)P[0] : (x > 1.0f - (float)P[0] ? 1.0f - (float)P[0] : x))) /
                 (1.0f - (P[0] < 0 ? x : (x < (float)P[0] ? (float)P[0] : (x > 1.0f - (float)P[0] ? 1.0f - (float)P[0] : x))))),
