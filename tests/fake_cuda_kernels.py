@@ -157,12 +157,18 @@ def _reduce(f, params, gx, gy, bx, by):
 
 
 def _gemm(f, params, grid, threads):
-    """tl_gemm: C = alpha A @ B + beta C over the decoded strides, by the CPU's bmm."""
+    """tl_gemm / tl_gemm_tc: C = alpha A @ B + beta C over the decoded strides, by the CPU's
+    bmm."""
     from torchlite._core import matmul as _mm
-    targs = [t.strip() for t in re.match(r"tl_gemm<(.*)>$", f).group(1).split(",")]
+    kind, targs = re.match(r"tl_gemm(_tc)?<(.*)>$", f).groups()
+    targs = [t.strip() for t in targs.split(",")]
     dtype = _CTYPE_CODE[targs[0]]
-    bm, bn, bk, tm, tn = (int(t) for t in targs[1:])
-    assert threads == (bm // tm) * (bn // tn)
+    if kind:                                   # tensor cores: 128 x 128 tiles, 8 warps
+        bm = bn = 128
+        assert threads == 256
+    else:
+        bm, bn, bk, tm, tn = (int(t) for t in targs[1:])
+        assert threads == (bm // tm) * (bn // tn)
     pa, pb, pc = (_arg(params, k, "Q") for k in range(3))
     g = struct.unpack("<13q2d", _arg_bytes(params, 3, 120))
     M, N, Kd, batch = g[:4]
@@ -566,7 +572,7 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         return _softmax(f, params, gx, (bx, by))
     if f.startswith("tl_reduce<"):
         return _reduce(f, params, gx, gy, bx, by)
-    if f.startswith("tl_gemm<"):
+    if f.startswith(("tl_gemm<", "tl_gemm_tc<")):
         return _gemm(f, params, (gx, gy, gz), bx * by * bz)
     family, targs = _parse(f)
     nops = _NOPS[family]

@@ -290,6 +290,29 @@ def test_matmul_launch_matches_cpu(dev, name):
     assert any(k.startswith("tl_gemm<") for k in dev.launched), "the fallback ran"
 
 
+@pytest.mark.parametrize("dtype", [tl.float16, tl.bfloat16])
+@pytest.mark.parametrize("shape", [(70, 33, 150), (128, 64, 256), (3, 200, 5)])
+def test_tensor_core_matmul_matches_cpu(dev, monkeypatch, dtype, shape):
+    """tl_gemm_tc (TORCHLITE_CUDA_TENSOR_CORES=1): float16/bfloat16 products on tensor cores,
+    against the CPU's float32-accumulated product rounded once, over ragged edges, a K that
+    is not a multiple of 32, transposed and batched operands and beta != 0."""
+    from torchlite.cuda import _matmul
+    monkeypatch.setattr(_matmul, "TENSOR_CORES", True)
+    m, k, n = shape
+    g = tl.Generator().manual_seed(9)
+    a, b = tl.randn(m, k, generator=g).to(dtype), tl.randn(k, n, generator=g).to(dtype)
+    cases = [lambda a, b: a @ b, lambda a, b: (b.mT @ a.mT).mT,
+             lambda a, b: a.expand(2, *a.shape) @ b,
+             lambda a, b: tl.addmm(tl.ones(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device), a, b,
+                                   beta=0.5, alpha=2.0)]
+    for fn in cases:
+        want, got = fn(a, b), fn(a.cuda(), b.cuda())
+        # one rounding to the output type apart, relative to the sums' size (sqrt(k) terms)
+        tol = (2 ** -8 if dtype == tl.bfloat16 else 2 ** -10) * 2 * max(1.0, k ** 0.5)
+        _close(want.float(), got.float(), rtol=tol, atol=tol)
+    assert any(x.startswith("tl_gemm_tc<") for x in dev.launched), "the tensor-core kernel did not run"
+
+
 def test_matmul_with_out_aliasing_an_operand(dev):
     a = tl.randn(8, 8)
     ac = a.cuda()

@@ -262,6 +262,16 @@ GEMM_CONFIGS = {
 }
 
 
+TENSOR_CORE_DTYPES = (FLOAT16, BFLOAT16)      # tl_gemm_tc: mma.sync, sm_80 and later
+
+
+def gemm_tc_kernel(dtype):
+    """The tensor-core GEMM (128 x 128 tiles, 256 threads) for float16/bfloat16."""
+    if dtype not in TENSOR_CORE_DTYPES:
+        raise KeyError(f"no tensor-core GEMM for dtype code {dtype}")
+    return f"tl_gemm_tc<{CTYPE[dtype]}>"
+
+
 def gemm_kernel(dtype, config):
     bm, bn, bk, tm, tn = config
     return f"tl_gemm<{CTYPE[dtype]}, {bm}, {bn}, {bk}, {tm}, {tn}>"
@@ -373,6 +383,7 @@ def variants():
     sm = [softmax_kernel(dt, bw) for dt in FLOATS for bw in (False, True)]
     rnd = [random_kernel(d, o) for d in RANDOM for o in RANDOM[d]]
     gemm = [gemm_kernel(dt, c) for dt in GEMM_CONFIGS for c in GEMM_CONFIGS[dt]]
+    gemm += [gemm_tc_kernel(dt) for dt in TENSOR_CORE_DTYPES]
     index = sorted({gather_kernel(dt) for dt in ALL}) + sorted({scatter_kernel(dt) for dt in ALL})
     index += [scatter_add_kernel(dt) for dt in SCATTER_ADD_DTYPES]
     optim = [optimizer_kernel(name, dt) for name in ("sgd", "adam") for dt in FLOATS]

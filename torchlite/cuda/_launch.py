@@ -35,6 +35,18 @@ class Kernel:
         return f"<Kernel {self.name} on cuda:{self.device}>"
 
 
+_capabilities = _state.driver_cache()
+
+
+def capability(device):
+    """(major, minor) compute capability of `device`."""
+    cap = _capabilities.get(device)
+    if cap is None:
+        _state.lazy_init("query a CUDA device")
+        cap = _capabilities[device] = tuple(_state.devices.capability(device))
+    return cap
+
+
 def _target(device):
     t = _arch.get(device)
     if t is None:

@@ -6,8 +6,14 @@ broadcast batches need no copies.  Several batch dims are merged when their stri
 (for all three operands), else the outer ones are looped over here.  The tile is 128 x 128
 (128 x 64 for float64) for big products and 64 x 64 for small ones, 256 threads either way.
 Integer products go to the host fallback.
+
+float16/bfloat16 products can run on tensor cores instead (tl_gemm_tc: mma.sync, float32
+accumulation, devices of compute capability 8.0 and later).  That kernel has not yet run on a
+GPU, so it is off unless TORCHLITE_CUDA_TENSOR_CORES=1 (benchmarks/RESULTS-gpu.md will say
+when it has been checked there and becomes the default).
 """
 import itertools
+import os
 import struct
 
 from .._core import matmul as _cpu_mm
@@ -16,6 +22,13 @@ from ._elementwise import coalesce, copy_ as _copy
 from ._registry import native
 
 _MAX_GRID_Z = 65535
+
+
+TENSOR_CORES = os.environ.get("TORCHLITE_CUDA_TENSOR_CORES", "") not in ("", "0")
+
+
+def _tensor_cores(dtype, device):
+    return TENSOR_CORES and dtype in K.TENSOR_CORE_DTYPES and _launch.capability(device) >= (8, 0)
 
 
 def _config(dtype, m, n):
@@ -48,9 +61,14 @@ def bmm(a, b, out=None, alpha=1, beta=0, op="bmm"):
         return NotImplemented            # out = beta * out: the CPU's rule for empty products
     bshape, bstrides = coalesce(list(batch_shape),
                                 [list(x.strides[:nd - 2]) for x in (a, b, target)])
-    cfg = _config(a.dtype, m, n)
-    kern = _launch.kernel("gemm.cu", K.gemm_kernel(a.dtype, cfg), a.device_index)
-    threads = (cfg[0] // cfg[3]) * (cfg[1] // cfg[4])
+    if _tensor_cores(a.dtype, a.device_index):
+        cfg, name = (128, 128), K.gemm_tc_kernel(a.dtype)
+        threads = 256
+    else:
+        cfg = _config(a.dtype, m, n)
+        name = K.gemm_kernel(a.dtype, cfg)
+        threads = (cfg[0] // cfg[3]) * (cfg[1] // cfg[4])
+    kern = _launch.kernel("gemm.cu", name, a.device_index)
     inner = bshape[-1] if bshape else 1
     sa = [x.strides[nd - 2:] for x in (a, b, target)]
     outer_dims = bshape[:-1]
