@@ -73,6 +73,19 @@ _LAZY_NAMES = {
     "get_autocast_dtype": "amp.autocast_mode", "vmap": "func",
     "norm_except_dim": "nn.utils.weight_norm", "_weight_norm": "nn.utils.weight_norm",
 }
+# torch.conv2d, torch.dropout, torch.batch_norm, ...: nn.functional's ops with ATen's signatures
+# (torchlite/nn/functional/aten.py; tests/test_aten_spellings.py checks this list against it)
+_LAZY_NAMES.update(dict.fromkeys((
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "alpha_dropout", "alpha_dropout_", "avg_pool1d",
+    "batch_norm", "bilinear", "binary_cross_entropy_with_logits", "celu", "celu_", "channel_shuffle",
+    "constant_pad_nd", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "cosine_embedding_loss", "cosine_similarity", "ctc_loss", "dropout", "dropout_",
+    "embedding", "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
+    "group_norm", "hardshrink", "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm",
+    "margin_ranking_loss", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool3d",
+    "native_channel_shuffle", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle",
+    "poisson_nll_loss", "prelu", "rms_norm", "rrelu", "rrelu_", "selu", "selu_", "threshold", "threshold_",
+    "triplet_margin_loss"), "nn.functional.aten"))
 
 
 def __getattr__(name):

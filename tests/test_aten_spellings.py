@@ -1,0 +1,186 @@
+"""The torch.* spellings of nn.functional's ops (torchlite/nn/functional/aten.py): each with
+ATen's signature, checked against PyTorch's own top-level function where PyTorch is installed
+and, everywhere, against the nn.functional call it stands for (the argument orders and integer
+reductions that differ are the point)."""
+import numpy as np
+import pytest
+
+import torchlite as tl
+import torchlite.nn.functional as F
+from torchlite.nn.functional import aten
+
+try:
+    import torch
+except ImportError:          # the PyTorch comparisons skip
+    torch = None
+
+
+def _rand(*shape, seed=0, positive=False):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return np.abs(a) + 0.1 if positive else a
+
+
+def _lib_args(lib, args):
+    """NumPy arrays as the library's tensors (int64 arrays stay integer), other args as given."""
+    conv = (lambda a: lib.tensor(a)) if lib is tl else (lambda a: torch.from_numpy(a.copy()))
+    return [conv(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
+X4 = _rand(2, 3, 6, 6)
+W4 = _rand(4, 3, 3, 3, seed=1)
+X3 = _rand(2, 3, 8, seed=2)
+W3 = _rand(4, 3, 3, seed=3)
+X5 = _rand(1, 2, 4, 4, 4, seed=4)
+W5 = _rand(3, 2, 2, 2, 2, seed=5)
+IDX = np.array([[1, 3], [0, 4]], dtype=np.int64)
+EMB = _rand(5, 3, seed=6)
+C3, RM, RV = _rand(3, seed=7), _rand(3, seed=8), _rand(3, seed=9, positive=True)
+A, B = _rand(4, 5, seed=10), _rand(4, 5, seed=11)
+T01 = (np.random.default_rng(12).random((4, 5)) > 0.5).astype(np.float32)
+SIGN = np.where(np.random.default_rng(13).random(4) > 0.5, 1.0, -1.0).astype(np.float32)
+
+# name -> (positional arguments in ATen's order, the same call through nn.functional)
+CASES = {
+    "conv1d": ((X3, W3, None, 2, 1), lambda: F.conv1d(tl.tensor(X3), tl.tensor(W3), None, 2, 1)),
+    "conv2d": ((X4, W4, C3[:1].repeat(4), 1, 1, 1, 1),
+               lambda: F.conv2d(tl.tensor(X4), tl.tensor(W4), tl.tensor(C3[:1].repeat(4)), 1, 1)),
+    "conv3d": ((X5, W5), lambda: F.conv3d(tl.tensor(X5), tl.tensor(W5))),
+    "conv_transpose1d": ((X3, W3.transpose(1, 0, 2).copy(), None, 2),
+                         lambda: F.conv_transpose1d(tl.tensor(X3), tl.tensor(W3.transpose(1, 0, 2).copy()),
+                                                    None, 2)),
+    "conv_transpose2d": ((X4, W4.transpose(1, 0, 2, 3).copy(), None, 2, 1, 1),
+                         lambda: F.conv_transpose2d(tl.tensor(X4), tl.tensor(W4.transpose(1, 0, 2, 3).copy()),
+                                                    None, 2, 1, 1)),
+    "conv_transpose3d": ((X5, W5.transpose(1, 0, 2, 3, 4).copy()),
+                         lambda: F.conv_transpose3d(tl.tensor(X5), tl.tensor(W5.transpose(1, 0, 2, 3, 4).copy()))),
+    "max_pool1d": ((X3, 2), lambda: F.max_pool1d(tl.tensor(X3), 2)),          # stride () = kernel
+    "max_pool2d": ((X4, 3, 2, 1), lambda: F.max_pool2d(tl.tensor(X4), 3, 2, 1)),
+    "max_pool3d": ((X5, 2), lambda: F.max_pool3d(tl.tensor(X5), 2)),
+    "max_pool1d_with_indices": ((X3, 3, 2), lambda: F.max_pool1d(tl.tensor(X3), 3, 2, return_indices=True)),
+    "avg_pool1d": ((X3, 3, 1, 1, False, False),
+                   lambda: F.avg_pool1d(tl.tensor(X3), 3, 1, 1, count_include_pad=False)),
+    "adaptive_avg_pool1d": ((X3, 3), lambda: F.adaptive_avg_pool1d(tl.tensor(X3), 3)),
+    "adaptive_max_pool1d": ((X3, 3), lambda: F.adaptive_max_pool1d(tl.tensor(X3), 3, return_indices=True)),
+    "pixel_shuffle": ((_rand(1, 8, 2, 3), 2), lambda: F.pixel_shuffle(tl.tensor(_rand(1, 8, 2, 3)), 2)),
+    "pixel_unshuffle": ((_rand(1, 2, 4, 6), 2), lambda: F.pixel_unshuffle(tl.tensor(_rand(1, 2, 4, 6)), 2)),
+    "channel_shuffle": ((_rand(1, 6, 2, 2), 3), lambda: F.channel_shuffle(tl.tensor(_rand(1, 6, 2, 2)), 3)),
+    "dropout": ((A, 0.5, False), lambda: tl.tensor(A)),                       # train=False: identity
+    "alpha_dropout": ((A, 0.5, False), lambda: tl.tensor(A)),
+    "feature_alpha_dropout": ((X4, 0.5, False), lambda: tl.tensor(X4)),
+    "feature_dropout": ((X4, 0.3, False), lambda: tl.tensor(X4)),
+    "embedding": ((EMB, IDX), lambda: F.embedding(tl.tensor(IDX), tl.tensor(EMB))),
+    "layer_norm": ((X3, (8,), None, None, 1e-5, True), lambda: F.layer_norm(tl.tensor(X3), (8,))),
+    "rms_norm": ((X3, (8,), None, 1e-6), lambda: F.rms_norm(tl.tensor(X3), (8,), None, 1e-6)),
+    "group_norm": ((X4, 3, C3, RM, 1e-5, True),
+                   lambda: F.group_norm(tl.tensor(X4), 3, tl.tensor(C3), tl.tensor(RM))),
+    "batch_norm": ((X4, C3, RM, RM, RV, False, 0.1, 1e-5, True),             # weight, bias, then stats
+                   lambda: F.batch_norm(tl.tensor(X4), tl.tensor(RM), tl.tensor(RV), tl.tensor(C3),
+                                        tl.tensor(RM), False, 0.1, 1e-5)),
+    "instance_norm": ((X4, C3, RM, None, None, True, 0.1, 1e-5, True),
+                      lambda: F.instance_norm(tl.tensor(X4), None, None, tl.tensor(C3), tl.tensor(RM))),
+    "prelu": ((X4, np.array([0.25], np.float32)), lambda: F.prelu(tl.tensor(X4), tl.tensor([0.25]))),
+    "selu": ((A,), lambda: F.selu(tl.tensor(A))),
+    "celu": ((A, 0.7), lambda: F.celu(tl.tensor(A), 0.7)),
+    "threshold": ((A, 0.1, -2.0), lambda: F.threshold(tl.tensor(A), 0.1, -2.0)),
+    "rrelu": ((A,), lambda: F.rrelu(tl.tensor(A), training=False)),          # ATen's default: eval
+    "hardshrink": ((A, 0.6), lambda: F.hardshrink(tl.tensor(A), 0.6)),
+    "bilinear": ((A, B, _rand(3, 5, 5, seed=14), _rand(3, seed=15)),
+                 lambda: F.bilinear(tl.tensor(A), tl.tensor(B), tl.tensor(_rand(3, 5, 5, seed=14)),
+                                    tl.tensor(_rand(3, seed=15)))),
+    "cosine_similarity": ((A, B, 1), lambda: F.cosine_similarity(tl.tensor(A), tl.tensor(B), 1)),
+    "pairwise_distance": ((A, B, 1.5), lambda: F.pairwise_distance(tl.tensor(A), tl.tensor(B), 1.5)),
+    "pdist": ((A, 2.0), lambda: F.pdist(tl.tensor(A))),
+    "kl_div": ((np.log(T01 * 0.5 + 0.25), T01 * 0.5 + 0.2, 2),                 # 2: 'sum'
+               lambda: F.kl_div(tl.tensor(np.log(T01 * 0.5 + 0.25)), tl.tensor(T01 * 0.5 + 0.2), reduction="sum")),
+    "binary_cross_entropy_with_logits": ((A, T01, None, None, 0),
+                                         lambda: F.binary_cross_entropy_with_logits(tl.tensor(A), tl.tensor(T01),
+                                                                                    reduction="none")),
+    "margin_ranking_loss": ((A[:, 0].copy(), B[:, 0].copy(), SIGN, 0.2, 2),
+                            lambda: F.margin_ranking_loss(tl.tensor(A[:, 0].copy()), tl.tensor(B[:, 0].copy()),
+                                                          tl.tensor(SIGN), 0.2, reduction="sum")),
+    "hinge_embedding_loss": ((A[:, 0].copy(), SIGN, 0.5),
+                             lambda: F.hinge_embedding_loss(tl.tensor(A[:, 0].copy()), tl.tensor(SIGN), 0.5,
+                                                            reduction="none")),
+    "cosine_embedding_loss": ((A, B, SIGN, 0.1, 0),
+                              lambda: F.cosine_embedding_loss(tl.tensor(A), tl.tensor(B), tl.tensor(SIGN), 0.1,
+                                                              reduction="none")),
+    "triplet_margin_loss": ((A, B, A[::-1].copy(), 1.0, 2.0, 1e-6, True, 1),
+                            lambda: F.triplet_margin_loss(tl.tensor(A), tl.tensor(B), tl.tensor(A[::-1].copy()),
+                                                          swap=True)),
+    "poisson_nll_loss": ((A, np.abs(B), True, True, 1e-8, 1),
+                         lambda: F.poisson_nll_loss(tl.tensor(A), tl.tensor(np.abs(B)), True, True)),
+    "constant_pad_nd": ((X3, (1, 2), 0.5), lambda: F.pad(tl.tensor(X3), (1, 2), value=0.5)),
+}
+
+
+def _close(got, want, what):
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(want), what
+        for g, w in zip(got, want):
+            _close(g, w, what)
+        return
+    g = got.detach().numpy() if hasattr(got, "detach") else np.asarray(got)
+    w = want.detach().numpy() if hasattr(want, "detach") else np.asarray(want)
+    assert g.shape == w.shape, f"{what}: shape {g.shape} != {w.shape}"
+    np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=2e-5, atol=2e-6, err_msg=what)
+
+
+def test_every_name_is_a_case_and_reachable_from_torchlite():
+    assert set(CASES) <= set(aten.NAMES)
+    assert {n for n, m in tl._LAZY_NAMES.items() if m == "nn.functional.aten"} == set(aten.NAMES)
+    for name in aten.NAMES:
+        assert getattr(tl, name) is getattr(aten, name), name
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_aten_spelling_matches_nn_functional(name):
+    args, via_functional = CASES[name]
+    _close(getattr(tl, name)(*_lib_args(tl, args)), via_functional(), name)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_aten_spelling_matches_pytorch(name):
+    if torch is None:
+        pytest.skip("PyTorch is not installed")
+    args, _ = CASES[name]
+    want = getattr(torch, name)(*_lib_args(torch, args))
+    got = getattr(tl, name)(*_lib_args(tl, args))
+    if name in ("max_pool1d_with_indices", "adaptive_max_pool1d"):
+        _close(got[0], want[0].numpy(), name)
+        np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+        return
+    _close(got, want.numpy(), name)
+
+
+def test_dropout_spellings_train_and_in_place():
+    tl.manual_seed(0)
+    x = tl.ones(200, 50)
+    y = tl.dropout(x, 0.5, True)
+    kept = (y != 0).float().mean().item()
+    assert 0.45 < kept < 0.55 and set(np.unique(y.numpy())) <= {0.0, 2.0}
+    z = tl.ones(4, 6, 5, 5)
+    tl.feature_dropout_(z, 0.5, True)
+    per_channel = z.reshape(4, 6, -1)
+    assert ((per_channel == 0).all(-1) | (per_channel == 2).all(-1)).all()    # whole channels
+    w = tl.ones(3)
+    assert tl.dropout_(w, 0.0, True) is w
+
+
+def test_losses_default_to_no_reduction_as_pytorchs_top_level():
+    a, b, s = tl.tensor(A[:, 0].copy()), tl.tensor(B[:, 0].copy()), tl.tensor(SIGN)
+    assert tl.hinge_embedding_loss(a, s).shape == (4,)
+    assert tl.margin_ranking_loss(a, b, s).shape == (4,)
+    assert tl.kl_div(tl.tensor(A), tl.tensor(T01)).shape == (4, 5)
+    assert tl.binary_cross_entropy_with_logits(tl.tensor(A), tl.tensor(T01)).shape == (4, 5)
+    assert tl.triplet_margin_loss(tl.tensor(A), tl.tensor(B), tl.tensor(A[::-1].copy())).shape == (4,)
+    if torch is not None:
+        assert torch.hinge_embedding_loss(torch.from_numpy(A[:, 0].copy()), torch.from_numpy(SIGN)).shape == (4,)
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="reduction must be 0"):
+        tl.kl_div(tl.zeros(2), tl.ones(2), 5)
+    with pytest.raises(RuntimeError, match="feature_dropout"):
+        tl.feature_dropout(tl.ones(4), 0.5, True)
+    with pytest.raises(TypeError):
+        tl.dropout(tl.ones(2), 0.5)                 # ATen's train is required

@@ -1,0 +1,332 @@
+"""The torch.* spellings of nn.functional's ops: `torch.conv2d`, `torch.dropout`,
+`torch.layer_norm`, `torch.batch_norm`, `torch.embedding`, ... with ATen's signatures, which
+differ from nn.functional's in places PyTorch programs rely on: arguments required that
+nn.functional defaults (`torch.dropout(input, p, train)`), another order
+(`torch.batch_norm(input, weight, bias, running_mean, running_var, ...)`,
+`torch.embedding(weight, indices)`), reductions as integers (0 'none', 1 'mean', 2 'sum'),
+and a trailing `cudnn_enable(d)` flag that only selects a backend.  The losses' integer
+reduction defaults to 0 ('none') at this level: that is what PyTorch's top-level functions do
+when it is left out (measured on torch 2.13; nn.functional's default is 'mean').  Each is a thin adapter
+over the nn.functional op that does the work; `torchlite.<name>` finds them here on first
+use (torchlite/__init__.py)."""
+from .. import functional as F
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _reduction(r, op):
+    """ATen's integer reduction (nn.functional's strings pass through)."""
+    if isinstance(r, str):
+        return r
+    try:
+        return _REDUCTIONS[int(r)]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{op}: reduction must be 0 (none), 1 (mean) or 2 (sum), got {r!r}") from None
+
+
+# ---- convolution and pooling ---------------------------------------------------------------------
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d convolution (torch.conv1d)."""
+    return F.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d convolution (torch.conv2d)."""
+    return F.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution (torch.conv3d)."""
+    return F.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """1-d transposed convolution (torch.conv_transpose1d)."""
+    return F.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """2-d transposed convolution (torch.conv_transpose2d)."""
+    return F.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """3-d transposed convolution (torch.conv_transpose3d)."""
+    return F.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def _stride(stride, kernel_size):
+    """ATen's empty stride means the kernel size."""
+    return None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else stride
+
+
+def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """1-d max pooling (torch.max_pool1d)."""
+    return F.max_pool1d(input, kernel_size, _stride(stride, kernel_size), padding, dilation, ceil_mode)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """1-d max pooling and the indices of the maxima (torch.max_pool1d_with_indices)."""
+    return F.max_pool1d(input, kernel_size, _stride(stride, kernel_size), padding, dilation, ceil_mode,
+                        return_indices=True)
+
+
+def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """2-d max pooling (torch.max_pool2d)."""
+    return F.max_pool2d(input, kernel_size, _stride(stride, kernel_size), padding, dilation, ceil_mode)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """3-d max pooling (torch.max_pool3d)."""
+    return F.max_pool3d(input, kernel_size, _stride(stride, kernel_size), padding, dilation, ceil_mode)
+
+
+def avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    """1-d average pooling (torch.avg_pool1d)."""
+    return F.avg_pool1d(input, kernel_size, _stride(stride, kernel_size), padding, ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """1-d adaptive average pooling (torch.adaptive_avg_pool1d)."""
+    return F.adaptive_avg_pool1d(input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size):
+    """1-d adaptive max pooling: (values, indices) (torch.adaptive_max_pool1d)."""
+    return F.adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r) (torch.pixel_shuffle)."""
+    return F.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W) (torch.pixel_unshuffle)."""
+    return F.pixel_unshuffle(input, downscale_factor)
+
+
+def channel_shuffle(input, groups):
+    """Interleave the channels of `groups` groups (torch.channel_shuffle)."""
+    return F.channel_shuffle(input, groups)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+# ---- dropout -------------------------------------------------------------------------------------
+def dropout(input, p, train):
+    """Dropout with `train` required (torch.dropout)."""
+    return F.dropout(input, p, train)
+
+
+def dropout_(input, p, train):
+    """In-place dropout (torch.dropout_)."""
+    return F.dropout(input, p, train, inplace=True)
+
+
+def feature_dropout(input, p, train):
+    """Dropout of whole channels of an (N, C, *) input (torch.feature_dropout)."""
+    return _channel_dropout(F.dropout1d, F.dropout2d, F.dropout3d, input, p, train, False)
+
+
+def feature_dropout_(input, p, train):
+    """In-place channel dropout (torch.feature_dropout_)."""
+    return _channel_dropout(F.dropout1d, F.dropout2d, F.dropout3d, input, p, train, True)
+
+
+def _channel_dropout(d1, d2, d3, input, p, train, inplace):
+    fn = {3: d1, 4: d2, 5: d3}.get(input.dim())
+    if fn is None:
+        raise RuntimeError(f"feature_dropout: expected a 3-d, 4-d or 5-d (N, C, *) input, got "
+                           f"shape {tuple(input.shape)}")
+    return fn(input, p, train, inplace)
+
+
+def alpha_dropout(input, p, train):
+    """Alpha dropout with `train` required (torch.alpha_dropout)."""
+    return F.alpha_dropout(input, p, train)
+
+
+def alpha_dropout_(input, p, train):
+    """In-place alpha dropout (torch.alpha_dropout_)."""
+    return F.alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_alpha_dropout(input, p, train):
+    """Alpha dropout of whole channels (torch.feature_alpha_dropout)."""
+    return F.feature_alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout_(input, p, train):
+    """In-place channel alpha dropout (torch.feature_alpha_dropout_)."""
+    return F.feature_alpha_dropout(input, p, train, inplace=True)
+
+
+# ---- embeddings and normalisation ----------------------------------------------------------------
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """Rows of `weight` at `indices`: ATen's order, weight first; padding_idx -1 means none
+    (torch.embedding)."""
+    return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
+                       scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    """Layer normalisation over the trailing `normalized_shape` (torch.layer_norm)."""
+    return F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Root-mean-square normalisation (torch.rms_norm)."""
+    return F.rms_norm(input, normalized_shape, weight, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    """Group normalisation (torch.group_norm)."""
+    return F.group_norm(input, num_groups, weight, bias, eps)
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    """Batch normalisation with ATen's argument order: weight and bias before the running
+    statistics, every argument required (torch.batch_norm)."""
+    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                  cudnn_enabled):
+    """Instance normalisation with ATen's argument order (torch.instance_norm)."""
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+# ---- activations ---------------------------------------------------------------------------------
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight per channel (torch.prelu)."""
+    return F.prelu(input, weight)
+
+
+def selu(input):
+    """Scaled ELU (torch.selu)."""
+    return F.selu(input)
+
+
+def selu_(input):
+    """In-place scaled ELU (torch.selu_)."""
+    return F.selu(input, inplace=True)
+
+
+def celu(input, alpha=1.0):
+    """Continuously differentiable ELU (torch.celu)."""
+    return F.celu(input, alpha)
+
+
+def celu_(input, alpha=1.0):
+    """In-place CELU (torch.celu_)."""
+    return F.celu(input, alpha, inplace=True)
+
+
+def threshold(input, threshold, value):
+    """x where x > threshold, else value (torch.threshold)."""
+    return F.threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    """In-place threshold (torch.threshold_)."""
+    return F.threshold(input, threshold, value, inplace=True)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """Randomized leaky ReLU; note ATen's default training=False (torch.rrelu)."""
+    if generator is not None:
+        raise NotImplementedError("rrelu: a generator argument is not supported; seed with "
+                                  "torchlite.manual_seed")
+    return F.rrelu(input, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """In-place randomized leaky ReLU (torch.rrelu_)."""
+    if generator is not None:
+        raise NotImplementedError("rrelu_: a generator argument is not supported; seed with "
+                                  "torchlite.manual_seed")
+    return F.rrelu(input, lower, upper, training, inplace=True)
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0 (torch.hardshrink)."""
+    return F.hardshrink(input, lambd)
+
+
+# ---- distances and losses ------------------------------------------------------------------------
+def bilinear(input1, input2, weight, bias=None):
+    """x1^T A x2 + b (torch.bilinear)."""
+    return F.bilinear(input1, input2, weight, bias)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between x1 and x2 along dim (torch.cosine_similarity)."""
+    return F.cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps along the last dim (torch.pairwise_distance)."""
+    return F.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def pdist(input, p=2.0):
+    """The p-norm distances between the rows of an (N, M) input, upper triangle (torch.pdist)."""
+    return F.pdist(input, p)
+
+
+def kl_div(input, target, reduction=0, log_target=False):
+    """KL divergence with ATen's integer reduction (torch.kl_div)."""
+    return F.kl_div(input, target, reduction=_reduction(reduction, "kl_div"), log_target=log_target)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
+    """Sigmoid and binary cross-entropy in one, integer reduction
+    (torch.binary_cross_entropy_with_logits)."""
+    return F.binary_cross_entropy_with_logits(input, target, weight,
+                                              reduction=_reduction(reduction, "binary_cross_entropy_with_logits"),
+                                              pos_weight=pos_weight)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False):
+    """The connectionist temporal classification loss, integer reduction (torch.ctc_loss)."""
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                      _reduction(reduction, "ctc_loss"), zero_infinity)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    """max(0, -target (x1 - x2) + margin), integer reduction (torch.margin_ranking_loss)."""
+    return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction, "margin_ranking_loss"))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    """The hinge embedding loss, integer reduction (torch.hinge_embedding_loss)."""
+    return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction, "hinge_embedding_loss"))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+    """The cosine embedding loss, integer reduction (torch.cosine_embedding_loss)."""
+    return F.cosine_embedding_loss(input1, input2, target, margin,
+                                   reduction=_reduction(reduction, "cosine_embedding_loss"))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction=0):
+    """The triplet margin loss, integer reduction (torch.triplet_margin_loss)."""
+    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                 reduction=_reduction(reduction, "triplet_margin_loss"))
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    """The Poisson negative log-likelihood, every argument required, integer reduction
+    (torch.poisson_nll_loss)."""
+    return F.poisson_nll_loss(input, target, log_input, full, eps=eps,
+                              reduction=_reduction(reduction, "poisson_nll_loss"))
+
+
+def constant_pad_nd(input, pad, value=0):
+    """Pad the trailing dims by `pad` (last dim first) with `value` (torch.constant_pad_nd)."""
+    return F.pad(input, tuple(pad), mode="constant", value=value)
+
+
+NAMES = tuple(n for n in dir() if not n.startswith("_") and n not in ("F", "NAMES"))
