@@ -154,7 +154,21 @@ OPS = {
     **no_grad(NAMESPACE, "complex64 complex128 cfloat cdouble"),
     **no_grad(CREATION, """scalar_tensor empty_strided new_empty_strided hann_window
         hamming_window blackman_window bartlett_window"""),
-    **no_grad(INT_OUT, "unravel_index"),
+    **no_grad(INT_OUT, "unravel_index nonzero_static"),
+    **covered("shape", "unsafe_chunk=chunk unsafe_split_with_sizes=split_with_sizes"),
+    **gap("tested outside the tables (test_sorting: the gradient picks the values)", "mode"),
+    **gap("tested outside the tables (test_indexing: gradcheck through scatter_reduce)", "index_reduce"),
+    **no_grad(INPLACE, "index_reduce_"),
+    **gap("the torch.* spellings of nn.functional ops (test_aten_spellings): their gradients are "
+          "those ops' own", """adaptive_avg_pool1d adaptive_max_pool1d alpha_dropout avg_pool1d
+        batch_norm bilinear binary_cross_entropy_with_logits celu channel_shuffle constant_pad_nd
+        conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d cosine_embedding_loss
+        cosine_similarity ctc_loss dropout embedding feature_alpha_dropout feature_dropout group_norm
+        hardshrink hinge_embedding_loss instance_norm kl_div layer_norm margin_ranking_loss max_pool1d
+        max_pool1d_with_indices max_pool2d max_pool3d native_channel_shuffle pairwise_distance pdist
+        pixel_shuffle pixel_unshuffle poisson_nll_loss prelu rms_norm rrelu selu threshold
+        triplet_margin_loss"""),
+    **no_grad(INPLACE, "alpha_dropout_ celu_ dropout_ feature_alpha_dropout_ feature_dropout_ rrelu_ selu_ threshold_"),
     **gap("tested outside the tables (test_setitem_*, test_conversion_casts_gradient_back)", """
         __setitem__ float half bfloat16 type"""),
     **no_grad(INPLACE, """

@@ -908,3 +908,71 @@ def test_unravel_index_matches_numpy():
         tl.unravel_index(tl.tensor([12]), (3, 4))
     with pytest.raises(TypeError, match="integer"):
         tl.unravel_index(tl.tensor([1.0]), (3, 4))
+
+
+# ---- index_reduce ----------------------------------------------------------------------------------
+def _np_index_reduce(a, dim, index, src, reduce, include_self):
+    """Slice i of src reduced into slice index[i] of a copy of a, along dim."""
+    out = np.moveaxis(a.astype(np.float64).copy(), dim, 0)
+    s = np.moveaxis(src.astype(np.float64), dim, 0)
+    ops = {"prod": np.prod, "mean": np.mean, "amax": np.max, "amin": np.min}
+    for j in set(index.tolist()):
+        group = [s[i] for i in range(len(index)) if index[i] == j] + ([out[j]] if include_self else [])
+        out[j] = ops[reduce](np.stack(group), axis=0)
+    out = np.moveaxis(out, 0, dim)
+    if np.issubdtype(a.dtype, np.integer):
+        out = np.floor(out) if reduce == "mean" else out
+    return out.astype(a.dtype)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_index_reduce_matches_numpy(reduce, include_self, dtype):
+    rng = np.random.default_rng(31)
+    for dim, shape, src_shape in ((0, (5, 3), (7, 3)), (1, (2, 4, 3), (2, 6, 3)), (-1, (3, 4), (3, 5))):
+        a = (rng.standard_normal(shape) * 4).astype(dtype)
+        src = (rng.standard_normal(src_shape) * 4).astype(dtype)
+        index = rng.integers(0, shape[dim], src_shape[dim])
+        want = _np_index_reduce(a, dim % a.ndim, index, src, reduce, include_self)
+        got = tl.from_numpy(a).index_reduce(dim, tl.from_numpy(index), tl.from_numpy(src), reduce,
+                                            include_self=include_self)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+        x = tl.from_numpy(a.copy())
+        assert x.index_reduce_(dim, tl.from_numpy(index).int(), tl.from_numpy(src), reduce,
+                               include_self=include_self) is x
+        np.testing.assert_allclose(x.numpy(), want, rtol=1e-12)
+
+
+def test_index_reduce_errors_and_gradient():
+    x = tl.ones(3, 2)
+    with pytest.raises(IndexError, match="index out of range"):
+        x.index_reduce_(0, tl.tensor([0, 5]), tl.ones(2, 2), "prod")
+    with pytest.raises(IndexError, match="index out of range"):
+        x.index_reduce_(0, tl.tensor([-1, 0]), tl.ones(2, 2), "prod")
+    with pytest.raises(RuntimeError, match=r"Number of indices \(2\) should be equal to source.size"):
+        x.index_reduce_(0, tl.tensor([0, 1]), tl.ones(3, 2), "prod")
+    with pytest.raises(RuntimeError, match="Expected reduce to be one of prod, mean, amax or amin"):
+        x.index_reduce_(0, tl.tensor([0, 1]), tl.ones(2, 2), "sum")
+    with pytest.raises(IndexError, match="supposed to be a vector"):
+        x.index_reduce_(0, tl.tensor([[0, 1]]), tl.ones(2, 2), "prod")
+    with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index"):
+        x.index_reduce_(0, tl.tensor([0.0, 1.0]), tl.ones(2, 2), "prod")
+    np.testing.assert_array_equal(x.numpy(), np.ones((3, 2)))          # checked before writing
+    a = tl.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=tl.float64, requires_grad=True)
+    s = tl.tensor([[2.0, 5.0], [3.0, 1.0], [4.0, 6.0]], dtype=tl.float64, requires_grad=True)
+    i = tl.tensor([0, 0, 1])
+    assert tl.autograd.gradcheck(lambda a, s: a.index_reduce(0, i, s, "prod"), (a, s))
+    assert tl.autograd.gradcheck(lambda a, s: a.index_reduce(0, i, s, "mean", include_self=False), (a, s))
+
+
+def test_nonzero_static_pads_or_cuts():
+    x = tl.tensor([[0, 1], [2, 0], [3, 4]])
+    full = np.argwhere(x.numpy() != 0)
+    np.testing.assert_array_equal(tl.nonzero_static(x, size=2).numpy(), full[:2])
+    np.testing.assert_array_equal(x.nonzero_static(size=5, fill_value=-7).numpy(),
+                                  np.concatenate([full, [[-7, -7]]]))
+    assert tl.nonzero_static(tl.tensor(3), size=2).shape == (2, 0)
+    assert tl.nonzero_static(x, size=0).shape == (0, 2)
+    with pytest.raises(RuntimeError, match="non-negative integer"):
+        tl.nonzero_static(x, size=-1)

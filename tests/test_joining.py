@@ -193,6 +193,10 @@ def test_split_and_chunk_views():
             same(p, w)
         for p, w in zip(tl.unsafe_split(t, 4), np.split(x, [4])):
             same(p, w)
+        for p, w in zip(t.unsafe_chunk(3, -1), np.split(x, [2], axis=1)):
+            same(p, w)
+        for p, w in zip(tl.unsafe_split_with_sizes(t, [1, 4, 2]), np.split(x, [1, 5])):
+            same(p, w)
     assert [p.shape[0] for p in tl.chunk(tl.arange(6), 4)] == [2, 2, 2]
     assert [p.shape[0] for p in tl.chunk(tl.arange(0), 3)] == [0, 0, 0]
     assert [p.shape[0] for p in tl.split(tl.arange(0), 0)] == [0]

@@ -317,6 +317,56 @@ def test_kthvalue_0d_and_errors():
         tl.kthvalue(tl.tensor([True]), 1)
 
 
+# ---- mode ------------------------------------------------------------------------------------
+def _np_mode_row(row):
+    """The most frequent value (the smallest of several; each NaN counts once, as NaN equals
+    nothing, and sorts after every number) and the last index where it occurs."""
+    items = row.tolist()
+    cands = [(items.count(v), v, max(j for j, x in enumerate(items) if x == v))
+             for v in sorted({v for v in items if v == v})]
+    cands += [(1, float("nan"), j) for j, x in enumerate(items) if x != x]
+    top = max(c[0] for c in cands)
+    _, value, last = next(c for c in cands if c[0] == top)
+    return value, last
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "float32", "float64", "bool"])
+def test_mode_against_a_count(dtype, threads):
+    rng = np.random.default_rng(21)
+    for shape, dim in (((5, 40), 1), ((40, 3), 0), ((3, 4, 7), -1), ((6,), 0)):
+        a = rng.integers(0, 2 if dtype == "bool" else 5, size=shape).astype(NP_DTYPE[dtype])
+        if dtype.startswith("float"):
+            a.flat[rng.integers(0, a.size, 3)] = np.nan
+        v, i = tl.mode(tensor_of(a, dtype), dim)
+        moved = np.moveaxis(a, dim, -1).reshape(-1, a.shape[dim])
+        want = [_np_mode_row(r) for r in moved]
+        out_shape = np.moveaxis(a, dim, -1).shape[:-1]
+        np.testing.assert_array_equal(to_numpy(v).reshape(-1), np.array([w[0] for w in want], dtype=a.dtype))
+        np.testing.assert_array_equal(i.numpy().reshape(-1), [w[1] for w in want])
+        assert v.shape == out_shape and i.dtype == tl.int64
+        vk, ik = tl.mode(tensor_of(a, dtype), dim, keepdim=True)
+        assert vk.shape == tuple(1 if d == dim % a.ndim else s for d, s in enumerate(a.shape))
+
+
+def test_mode_0d_errors_grad_and_torch():
+    v, i = tl.mode(tl.tensor(4.))
+    assert v.item() == 4.0 and i.item() == 0 and v.shape == ()
+    with pytest.raises(IndexError, match="non-zero size"):
+        tl.mode(tl.ones(2, 0), 1)
+    x = tl.tensor([[1., 2., 2.], [3., 3., 1.]], requires_grad=True)
+    v, i = x.mode(1)
+    v.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 1], [0, 1, 0]])
+    assert type(v.grad_fn).__name__ == "ModeBackward0"
+    o = (tl.empty(2), tl.empty(2, dtype=tl.int64))
+    assert tl.mode(x.detach(), 1, out=o)[0] is o[0]
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(3).integers(0, 4, size=(6, 9))
+    t, m = torch.mode(torch.from_numpy(a), 1), tl.mode(tl.from_numpy(a), 1)
+    np.testing.assert_array_equal(m.values.numpy(), t.values.numpy())
+    np.testing.assert_array_equal(m.indices.numpy(), t.indices.numpy())   # short rows: the last
+
+
 # ---- unique --------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_unique_flat(dtype, threads):

@@ -687,6 +687,50 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
                    index, source, alpha, False)
 
 
+@_register("index_reduce_")
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """Reduce source's slices into self's slices index[i] along dim with 'prod', 'mean',
+    'amax' or 'amin' (include_self=False leaves self's old values out of the reduced slices)."""
+    return scatter_reduce_(self, dim, _index_for_reduce(self, dim, index, source, reduce, "index_reduce_"),
+                           source, reduce, include_self=include_self)
+
+
+@_register("index_reduce")
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    """index_reduce_ on a copy of input."""
+    return scatter_reduce(input, dim, _index_for_reduce(input, dim, index, source, reduce, "index_reduce"),
+                          source, reduce, include_self=include_self, out=out)
+
+
+def _index_for_reduce(self, dim, index, source, reduce, op):
+    """index (a vector along dim) as the scatter index of source's shape, after PyTorch's
+    checks, which index_reduce makes before scatter_reduce's."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
+                           f"{reduce}.")
+    _tensor_arg(self, op, "self")
+    _tensor_arg(index, op, "index")
+    _tensor_arg(source, op, "source")
+    if index.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
+                         f"{_TORCH_NAMES[index._data.dtype]} and size: {list(index.shape)}")
+    if index._data.dtype not in (_INT32, _INT64):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: "
+                           f"{_TORCH_NAMES[index._data.dtype]}")
+    d = _wrap_dim(dim, builtins.max(self.ndim, 1))
+    n = index.numel()
+    src_size = source.shape[d] if source.ndim else 1
+    if n != src_size:
+        raise RuntimeError(f"{op}(): Number of indices ({n}) should be equal to source.size(dim): "
+                           f"({src_size}), for dim: {d}")
+    if n and builtins.bool(((index < 0) | (index >= (self.shape[d] if self.ndim else 1))).any()):
+        raise IndexError("index out of range in self")
+    shape = [1] * builtins.max(source.ndim, 1)
+    shape[d] = n
+    idx = index.long().reshape(shape)
+    return idx.expand(tuple(source.shape)) if source.ndim else idx.reshape(())
+
+
 @_register("index_copy_")
 def index_copy_(self, dim, index, source):
     """self.select(dim, index[i]) = source.select(dim, i)."""
@@ -941,6 +985,24 @@ def nonzero(input, *, out=None, as_tuple=False):
     return _write_out(_I.nonzero(input._data), out, "nonzero")
 
 
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero(input) with exactly `size` rows: cut, or padded with fill_value (a shape known
+    before the data, as compiled graphs need)."""
+    _tensor_arg(input, "nonzero_static", "input")
+    if isinstance(size, builtins.bool) or not isinstance(size, int) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = nonzero(input)
+    n = found.shape[0]
+    if n >= size:
+        return found[:size].clone()
+    out = found.new_full((size, found.shape[1]), fill_value)
+    out[:n] = found
+    return out
+
+
+_register("nonzero_static")(nonzero_static)
+
+
 @_register("argwhere")
 def argwhere(input):
     """nonzero(input) as an (n, ndim) tensor."""
@@ -1035,9 +1097,10 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 for _name in ("slice_scatter", "select_scatter", "diagonal_scatter"):
     _register(_name)(globals()[_name])
 
-__all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "gather", "scatter", "scatter_add",
-           "scatter_reduce", "take_along_dim", "index_select", "index_add", "index_copy", "index_fill",
-           "index_put", "masked_fill", "masked_select", "masked_scatter", "nonzero", "argwhere", "take", "put"]
+__all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "gather", "scatter",
+           "scatter_add", "scatter_reduce", "take_along_dim", "index_select", "index_add",
+           "index_reduce", "nonzero_static", "index_copy", "index_fill", "index_put", "masked_fill",
+           "masked_select", "masked_scatter", "nonzero", "argwhere", "take", "put"]
 
 
 def unravel_index(indices, shape):

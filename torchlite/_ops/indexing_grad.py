@@ -389,6 +389,7 @@ class _PickedValuesBack(Node):
 SortBackward0 = node_class("SortBackward0", _PickedValuesBack)
 TopkBackward0 = node_class("TopkBackward0", _PickedValuesBack)
 KthvalueBackward0 = node_class("KthvalueBackward0", _PickedValuesBack)
+ModeBackward0 = node_class("ModeBackward0", _PickedValuesBack)
 
 
 def record_picked(cls, input, values, indices, dim, keepdim=True, outputs=None):

@@ -816,6 +816,18 @@ def split_with_sizes(input, split_sizes, dim=0):
                                      for s in split_sizes], _wrap_dim(dim, input.ndim))
 
 
+@_register("unsafe_chunk")
+def unsafe_chunk(input, chunks, dim=0):
+    """chunk (PyTorch's variant without autograd view tracking; the same views here)."""
+    return chunk(input, chunks, dim)
+
+
+@_register("unsafe_split_with_sizes")
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    """split_with_sizes (PyTorch's variant without view tracking; the same views here)."""
+    return split_with_sizes(input, split_sizes, dim)
+
+
 @_register("narrow_copy")
 def narrow_copy(input, dim, start, length):
     """A contiguous copy of input.narrow(dim, start, length)."""
@@ -825,8 +837,8 @@ def narrow_copy(input, dim, start, length):
 
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
-           "column_stack", "split", "unsafe_split", "chunk", "tensor_split", "hsplit", "vsplit",
-           "dsplit", "tile", "repeat_interleave", "roll", "tril", "triu", "tril_indices",
-           "triu_indices", "diag", "diag_embed", "diagflat", "block_diag", "meshgrid",
-           "cartesian_prod", "rot90", "diff", "combinations", "split_with_sizes",
-           "narrow_copy"]
+           "column_stack", "split", "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes",
+           "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "tile", "repeat_interleave",
+           "roll", "tril", "triu", "tril_indices", "triu_indices", "diag", "diag_embed", "diagflat",
+           "block_diag", "meshgrid", "cartesian_prod", "rot90", "diff", "combinations",
+           "split_with_sizes", "narrow_copy"]

@@ -25,6 +25,7 @@ _TORCH_NAMES = _ew._TORCH_NAMES
 from .. import return_types  # noqa: E402  (the named result tuples)
 
 _RT_sort, _RT_topk, _RT_kthvalue = return_types.sort, return_types.topk, return_types.kthvalue
+_RT_mode = return_types.mode
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -111,6 +112,39 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         values, indices = values.squeeze((d,)), indices.squeeze((d,))
     return _pair(_RT_kthvalue, values, indices, out, "kthvalue", input, _IG.KthvalueBackward0, d,
                  keepdim)
+
+
+@_register("mode")
+def mode(input, dim=-1, keepdim=False, *, out=None):
+    """(values, indices): the most frequent value along dim and where it last occurs; of
+    several equally frequent values the smallest, as PyTorch.  NaNs never equal each other, so
+    each counts once."""
+    _check_tensor(input, "mode")
+    d = _wrap_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return _pair(_RT_mode, input.detach()._data, _A.full((), 0, D.int64.code), out, "mode", input,
+                     _IG.ModeBackward0, 0, True)
+    n = input.shape[d]
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size "
+                         f"(input of shape {tuple(input.shape)})")
+    from .creation import arange
+    # sorted stably, equal values form runs; a run's length is counted at its last position,
+    # which also holds that value's last index in the input
+    v, ix = input.detach().sort(d, stable=True)
+    shape = [1] * input.ndim
+    shape[d] = n
+    pos = arange(n, device=input.device).reshape(shape)
+    first, final = pos == 0, pos == n - 1
+    starts = (v != v.roll(1, d)) | first                       # NaN != NaN: a run of its own
+    ends = (v != v.roll(-1, d)) | final
+    run_start = (starts.long() * pos).cummax(d).values
+    counts = (pos - run_start + 1) * ends.long()
+    best = counts.argmax(d, keepdim=True)                      # the first maximum: the smallest
+    values, indices = v.gather(d, best)._data, ix.gather(d, best)._data
+    if not keepdim:
+        values, indices = values.squeeze((d,)), indices.squeeze((d,))
+    return _pair(_RT_mode, values, indices, out, "mode", input, _IG.ModeBackward0, d, keepdim)
 
 
 # ---- unique --------------------------------------------------------------------------------
@@ -220,5 +254,5 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     return _wrap(_S.isin(e, t, builtins.bool(invert)))
 
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "mode", "unique", "unique_consecutive",
            "searchsorted", "bucketize", "isin"]
