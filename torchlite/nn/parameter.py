@@ -1,12 +1,13 @@
 """nn.Parameter and nn.Buffer: the Tensor kinds a Module registers when they are assigned as
-its attributes.
+its attributes; UninitializedParameter and UninitializedBuffer, their shapeless placeholders in
+lazy modules (nn.LazyLinear, ...) until the first forward.
 
 A Parameter is a leaf Tensor (requires_grad=True by default) that shares its data with the
 tensor it was made from.  Ops on it return plain Tensors (every op builds its result with
 ``_tensor._wrap``), as in PyTorch."""
 from .._tensor import Tensor
 
-__all__ = ["Parameter", "Buffer"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
 
 
 def _empty():
@@ -89,3 +90,113 @@ class Buffer(Tensor):
 
 def _rebuild_buffer(data, persistent):
     return Buffer(data, persistent=persistent)
+
+
+# ---- lazy modules' placeholders ----------------------------------------------------------------
+_DATA = Tensor.__dict__["_data"]          # the slot itself, below the placeholders' guard
+
+
+class UninitializedTensorMixin:
+    """A tensor with no shape yet.  Any op on it raises (ops reach a tensor's data through
+    `_data`, which is guarded here); a Module's to()/cuda()/float()/... are kept and applied
+    when `materialize` gives it a shape, which also turns it into `cls_to_become`."""
+
+    cls_to_become = Tensor
+
+    @property
+    def _data(self):
+        raise ValueError(
+            "Attempted to use an uninitialized parameter. This error happens when you are using a "
+            "`LazyModule` or explicitly manipulating `torch.nn.parameter.UninitializedParameter` "
+            "objects. When using LazyModules Call `forward` with a dummy batch to initialize the "
+            "parameters before calling torch functions")
+
+    @_data.setter
+    def _data(self, value):
+        _DATA.__set__(self, value)
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Give it data of `shape` (uninitialised memory, on `device` in `dtype`, by default
+        those it was made with), apply the module conversions made meanwhile, and turn it
+        into `cls_to_become`."""
+        from .._ops.creation import empty
+        placeholder = Tensor.__new__(Tensor)
+        _DATA.__set__(placeholder, _DATA.__get__(self))
+        data = empty(tuple(shape), device=device if device is not None else placeholder.device,
+                     dtype=dtype if dtype is not None else placeholder.dtype)
+        for fn in self.__dict__.pop("_pending", ()):
+            data = fn(data)
+        _DATA.__set__(self, data._data)
+        self.__class__ = self.cls_to_become
+
+    def _defer(self, fn):
+        """Keep a Module._apply conversion for materialize."""
+        self.__dict__.setdefault("_pending", []).append(fn)
+
+    @property
+    def shape(self):
+        return self._data.shape            # raises the error above
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild_uninitialized, (type(self), self._requires_grad,
+                                         list(self.__dict__.get("_pending", ()))))
+
+    def __deepcopy__(self, memo):
+        copy = memo.get(id(self))
+        if copy is None:
+            copy = memo[id(self)] = _rebuild_uninitialized(type(self), self._requires_grad,
+                                                           list(self.__dict__.get("_pending", ())))
+        return copy
+
+
+def _placeholder(device, dtype):
+    from .._ops.creation import empty
+    return empty(0, device=device, dtype=dtype)
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A Parameter whose shape a lazy module infers at its first forward (torch.nn.
+    UninitializedParameter); it becomes a Parameter then."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return _alias(cls, _placeholder(device, dtype), requires_grad)
+
+
+class _MaterializedBuffer(Tensor):
+    """What an UninitializedBuffer becomes: a Tensor in all but name (a placeholder cannot turn
+    into the slot-only Tensor class itself); it pickles and copies as a plain Tensor."""
+
+    def __reduce_ex__(self, proto):
+        return self.detach().__reduce_ex__(proto)
+
+    def __deepcopy__(self, memo):
+        return self.detach().clone()
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer whose shape a lazy module infers at its first forward (torch.nn.
+    UninitializedBuffer); it becomes a Tensor then."""
+
+    cls_to_become = _MaterializedBuffer
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        t = _alias(cls, _placeholder(device, dtype), False)
+        t._requires_grad = bool(requires_grad)
+        return t
+
+
+def _rebuild_uninitialized(cls, requires_grad, pending):
+    t = cls(requires_grad)
+    if pending:
+        t.__dict__["_pending"] = pending
+    return t
+
+
+def is_lazy(param):
+    """Whether `param` is a lazy module's placeholder (torch.nn.parameter.is_lazy)."""
+    return isinstance(param, UninitializedTensorMixin)

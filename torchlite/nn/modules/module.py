@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
-from ..parameter import Parameter, Buffer
+from ..parameter import Parameter, Buffer, is_lazy
 
 # torch.nn exports only Module from here; the global hook functions stay reachable as
 # torchlite.nn.modules.module.register_module_*_hook, as in PyTorch
@@ -748,11 +748,11 @@ class Module:
         """This module's own parameters, persistent buffers and extra state (not its
         children's) into destination."""
         for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
+            if param is not None:       # a lazy module's placeholder is saved as it is
+                destination[prefix + name] = param if keep_vars or is_lazy(param) else param.detach()
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
+                destination[prefix + name] = buf if keep_vars or is_lazy(buf) else buf.detach()
         if type(self).get_extra_state is not Module.get_extra_state:
             destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
@@ -911,6 +911,9 @@ class Module:
         for key, param in self._parameters.items():
             if param is None:
                 continue
+            if is_lazy(param):              # no data yet: converted when it gets some
+                param._defer(fn)
+                continue
             with no_grad():
                 applied = fn(param)
             param.data = applied
@@ -920,7 +923,10 @@ class Module:
                     grad.data = fn(grad)
         for key, buf in self._buffers.items():
             if buf is not None:
-                self._buffers[key] = fn(buf)
+                if is_lazy(buf):
+                    buf._defer(fn)
+                else:
+                    self._buffers[key] = fn(buf)
         return self
 
     def apply(self, fn):
