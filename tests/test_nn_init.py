@@ -183,3 +183,36 @@ def test_init_does_not_depend_on_thread_count():
     finally:
         tl.set_num_threads(old)
     np.testing.assert_array_equal(draws[0], draws[1])
+
+
+def test_deprecated_names_warn_and_fill_in_place():
+    import warnings
+    for old in ("uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+                "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"):
+        t = tl.zeros(4, 3, 3) if old == "dirac" else tl.zeros(4, 3)
+        args = (0.5,) if old in ("constant", "sparse") else ()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = getattr(tl.nn.init, old)(t, *args)
+        assert out is t, old
+        assert any(issubclass(w.category, FutureWarning) and f"nn.init.{old}_" in str(w.message)
+                   for w in caught), old
+        assert old == "sparse" or bool((t != 0).any()), old
+
+
+def test_autograd_variable_is_the_old_spelling_of_a_tensor():
+    import warnings
+    from torchlite.autograd import Variable
+    x = tl.ones(3)
+    v = Variable(x, requires_grad=True)
+    assert type(v) is tl.Tensor and v.requires_grad and v.is_leaf
+    assert v.data_ptr() == x.data_ptr()                       # the same memory
+    assert isinstance(tl.zeros(1), Variable) and not isinstance(1.0, Variable)
+    y = Variable(tl.ones(2, requires_grad=True) * 2)        # detached: a leaf that needs no grad
+    assert y.is_leaf and not y.requires_grad
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Variable(x, volatile=True)
+    assert any("volatile was removed" in str(w.message) for w in caught)
+    with pytest.raises(TypeError, match="has to be a tensor"):
+        Variable([1.0, 2.0])
