@@ -120,6 +120,14 @@ def test_ddp_matches_single_process_training():
     assert "OK ddp all (rank 0)" in out and "OK ddp all (rank 1)" in out, out
 
 
+def test_sync_batchnorm_uses_the_whole_batch():
+    _need_mpi()
+    rc, out, _ = _mpirun("sync_batchnorm.py", 2)
+    assert rc == 0, out
+    for name in ("sync batchnorm matches the whole batch's", "ddp with sync batchnorm trains as one process"):
+        assert out.count(f"OK {name}") == 2, (name, out)
+
+
 def test_a_failing_rank_ends_the_job_naming_the_rank():
     _need_mpi()
     token = f"fault-{uuid.uuid4().hex[:12]}"

@@ -102,6 +102,14 @@ class _BatchNorm(_NormBase):
 
     def forward(self, input):
         self._check_input_dim(input)
+        factor, bn_training, running_mean, running_var = self._step()
+        return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training,
+                            factor, self.eps)
+
+    def _step(self):
+        """Count the batch (training with running statistics) and return (the running
+        averages' factor, whether to normalise with the batch's statistics, the running mean
+        and variance to use or update, or None)."""
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with _no_grad():
@@ -111,9 +119,8 @@ class _BatchNorm(_NormBase):
         # eval mode without running statistics normalises with the batch's own
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_buffers = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_buffers else None,
-                            self.running_var if use_buffers else None, self.weight, self.bias,
-                            bn_training, factor, self.eps)
+        return (factor, bn_training, self.running_mean if use_buffers else None,
+                self.running_var if use_buffers else None)
 
 
 class BatchNorm1d(_BatchNorm):
