@@ -49,6 +49,8 @@ from ._ops.views import (view_copy, permute_copy, t_copy, transpose_copy,  # noq
                          diagonal_copy, as_strided_copy, detach_copy, alias_copy)
 from ._ops.creation import (scalar_tensor, empty_strided, fill, zero_, hann_window,  # noqa: F401
                             hamming_window, blackman_window, bartlett_window)
+# the top-level ops on the special-function kernels (i0, polygamma, mvlgamma, igamma, ...)
+from ._ops.special import *  # noqa: F401,F403
 from . import linalg, random, return_types, autograd, _dlpack
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, is_anomaly_enabled, set_detect_anomaly)
@@ -61,7 +63,8 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
 # `torchlite.save` work as before.  tests/test_import_time.py keeps this list honest.
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
                  "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler",
-                 "vision", "hub", "distributed", "multiprocessing", "fft", "functional", "profiler")
+                 "vision", "hub", "distributed", "multiprocessing", "fft", "functional", "profiler",
+                 "special", "signal")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",

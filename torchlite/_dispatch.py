@@ -18,7 +18,7 @@ import sys
 
 _MODULES = ("array", "elementwise", "reduce", "matmul", "index", "sort", "shape_ops", "random",
             "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn", "fused",
-            "fft")
+            "fft", "special")
 
 # functions whose CUDA versions take operands on another device themselves (the transfers)
 CROSS_DEVICE = {("elementwise", "copy_")}

@@ -80,7 +80,11 @@ def _digamma(x):
     # cot(pi x) = cot(pi r) with r = x - round(x), which is exact: pi * x itself would lose
     # the digits that matter near the poles (x close to an integer) in float32
     r = safe - safe.round().detach()
-    return where(reflect, d - math.pi / (r * math.pi).tan(), d)
+    psi = where(reflect, d - math.pi / (r * math.pi).tan(), d)
+    # the poles, as PyTorch: -inf at +0, +inf at -0 (the side approached), NaN at the negative
+    # integers (no side to prefer)
+    psi = where(x == 0, where(x.signbit(), math.inf, -math.inf).to(psi.dtype), psi)
+    return where((x < 0) & (x == x.floor()), math.nan, psi)
 
 
 UNARY = {
