@@ -155,6 +155,14 @@ OPS = {
     **no_grad(CREATION, """scalar_tensor empty_strided new_empty_strided hann_window
         hamming_window blackman_window bartlett_window"""),
     **no_grad(INT_OUT, "unravel_index nonzero_static"),
+    **gap("tested outside the tables (test_toplevel_forms: the view's values, gradcheck for the scatter)",
+          "select_copy slice_copy split_copy split_with_sizes_copy view_as_real_copy view_as_complex_copy "
+          "as_strided_scatter"),
+    **no_grad(INPLACE, "arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ fix_ negative_"),
+    **no_grad(CREATION, "empty_permuted frombuffer range"),
+    **no_grad(CONFIG, """get_deterministic_debug_mode set_deterministic_debug_mode get_num_interop_threads
+        set_num_interop_threads init_num_threads is_warn_always_enabled set_warn_always set_flush_denormal"""),
+    **no_grad(QUERY, "typename is_storage"),
     **gap("tested outside the tables (test_special: gradcheck and gradgradcheck)",
           "i0 igamma igammac mvlgamma polygamma"),
     **no_grad(INPLACE, "digamma_ i0_ igamma_ igammac_ mvlgamma_ polygamma_"),

@@ -46,9 +46,13 @@ from ._ops.linalg_decomp import *  # noqa: F401,F403
 from ._ops.linalg_decomp import lu_legacy as lu, lu_solve_legacy as lu_solve  # noqa: F401
 from ._ops.views import (view_copy, permute_copy, t_copy, transpose_copy,  # noqa: F401
                          squeeze_copy, unsqueeze_copy, unbind_copy, unfold_copy, expand_copy,
-                         diagonal_copy, as_strided_copy, detach_copy, alias_copy)
+                         diagonal_copy, as_strided_copy, detach_copy, alias_copy, select_copy,
+                         slice_copy, split_copy, split_with_sizes_copy, view_as_real_copy,
+                         view_as_complex_copy, as_strided_scatter)
 from ._ops.creation import (scalar_tensor, empty_strided, fill, zero_, hann_window,  # noqa: F401
-                            hamming_window, blackman_window, bartlett_window)
+                            hamming_window, blackman_window, bartlett_window, empty_permuted,
+                            frombuffer, range)
+from ._ops.method_forms import *  # noqa: F401,F403  (torch.detach(x), torch.fill_(x, v), ...)
 # the top-level ops on the special-function kernels (i0, polygamma, mvlgamma, igamma, ...)
 from ._ops.special import *  # noqa: F401,F403
 from . import linalg, random, return_types, autograd, _dlpack
@@ -56,7 +60,9 @@ from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, i
                        is_inference_mode_enabled, is_anomaly_enabled, set_detect_anomaly)
 from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)
 from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, numel,
-                      is_floating_point, is_nonzero, result_type)
+                      is_floating_point, is_nonzero, result_type, get_num_interop_threads,
+                      set_num_interop_threads, init_num_threads, set_warn_always,
+                      is_warn_always_enabled, set_flush_denormal, typename, is_storage)
 
 # What a program may never use is imported on first use (PEP 562), which keeps
 # `import torchlite` fast: `torchlite.nn`, `from torchlite import nn`, `import torchlite.nn` and
@@ -72,6 +78,7 @@ _LAZY_NAMES = {
     "use_deterministic_algorithms": "_switches",
     "are_deterministic_algorithms_enabled": "_switches",
     "is_deterministic_algorithms_warn_only_enabled": "_switches", "compile": "compiler",
+    "set_deterministic_debug_mode": "_switches", "get_deterministic_debug_mode": "_switches",
     "autocast": "amp", "is_autocast_enabled": "amp.autocast_mode",
     "get_autocast_dtype": "amp.autocast_mode", "vmap": "func",
     "norm_except_dim": "nn.utils.weight_norm", "_weight_norm": "nn.utils.weight_norm",

@@ -101,3 +101,68 @@ def show_config():
     """Print versions, build flags, threads, SIMD level and CUDA status (attach to bug reports)."""
     for k, v in config().items():
         print(f"{k:>14}: {v}")
+
+
+# ---- PyTorch's other process-wide settings --------------------------------------------------------
+_interop_threads = [None]
+_warn_always = [False]
+
+
+def get_num_interop_threads():
+    """The inter-op thread count (PyTorch's pool for running independent ops at once).
+    torchlite runs ops one after another, each parallel inside (get_num_threads), so this is
+    only the value set_num_interop_threads recorded (default: the intra-op count)."""
+    return _interop_threads[0] if _interop_threads[0] is not None else get_num_threads()
+
+
+def set_num_interop_threads(n):
+    """Record the inter-op thread count (see get_num_interop_threads); like PyTorch, only once
+    and with a positive number."""
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise RuntimeError(f"Expected positive number of threads, got {n}")
+    if _interop_threads[0] is not None:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has started "
+                           "or set_num_interop_threads called")
+    _interop_threads[0] = n
+
+
+def init_num_threads():
+    """Set up the intra-op threads for the calling thread (torchlite's OpenMP regions need
+    nothing: a no-op, as on PyTorch builds without a per-thread setup)."""
+
+
+def set_warn_always(b):
+    """Whether warnings PyTorch gives once per process are given every time (torchlite's
+    warnings go through Python's `warnings` module, whose filters decide; this flag is
+    what is_warn_always_enabled reports)."""
+    _warn_always[0] = bool(b)
+
+
+def is_warn_always_enabled():
+    return _warn_always[0]
+
+
+def set_flush_denormal(mode):
+    """Flushing denormal floats to zero: torchlite does not change the CPU's floating-point
+    mode, so it answers False, as PyTorch does where the CPU lacks the mode (its result says
+    whether the setting took effect)."""
+    return False
+
+
+def typename(obj):
+    """The type's name as PyTorch prints it: 'torch.FloatTensor' for a float32 CPU tensor, else
+    the object's module-qualified class name."""
+    from ._tensor import Tensor
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    if module in ("builtins", "__builtin__"):
+        return name
+    return f"{module}.{name}"
+
+
+def is_storage(obj):
+    """Whether obj is a tensor storage (what Tensor.untyped_storage() returns)."""
+    from ._core.array import Storage
+    return isinstance(obj, Storage)

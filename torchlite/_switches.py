@@ -38,3 +38,24 @@ def are_deterministic_algorithms_enabled():
 
 def is_deterministic_algorithms_warn_only_enabled():
     return _deterministic_warn_only
+
+
+def set_deterministic_debug_mode(debug_mode):
+    """0 / "default": off; 1 / "warn": warn on nondeterministic ops; 2 / "error": refuse them
+    (use_deterministic_algorithms in PyTorch's other spelling)."""
+    modes = {"default": 0, "warn": 1, "error": 2}
+    if isinstance(debug_mode, str):
+        if debug_mode not in modes:
+            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, `error`, "
+                               f"but got {debug_mode}")
+        debug_mode = modes[debug_mode]
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode():
+    """0, 1 or 2 as set_deterministic_debug_mode takes them."""
+    if not _deterministic:
+        return 0
+    return 1 if _deterministic_warn_only else 2

@@ -376,13 +376,28 @@ def _arange_int(start, end, step, dt):
     return arr if dt is D.int64 else _ew.cast(arr, dt.code)
 
 
-def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """Deprecated in PyTorch: like arange but includes `end`; float by default."""
+def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+          requires_grad=False):
+    """start, start + step, ... up to and including end: deprecated in PyTorch, which warns
+    (arange excludes end); float by default."""
+    import warnings
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
+                  "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+                  "which produces values in [start, end).", UserWarning, stacklevel=2)
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
     n = builtins.int(math.floor((end - start) / step)) + 1
+    if n < 0:
+        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign (start={start}, "
+                           f"end={end}, step={step})")
+    check_numel((n,), "range")
     dt = D.to_dtype(dtype, D.get_default_dtype())
-    arr = _A.fill_affine(_A.empty((builtins.max(n, 0),), D.float64.code), builtins.float(start), builtins.float(step))
+    arr = _A.fill_affine(_A.empty((n,), D.float64.code), builtins.float(start), builtins.float(step))
+    if out is not None:
+        from ._kit import write_out
+        return write_out(_ew.cast(arr, dt.code), out, "range")
     return _place(_ew.cast(arr, dt.code), factory_device(device), requires_grad)
 
 
@@ -522,6 +537,55 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     if requires_grad:
         r.requires_grad_()
     return r
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """An uninitialised tensor of `size` whose dims lie in memory in the order physical_layout
+    (outermost first), as torch.empty_permuted: empty_permuted((N, C, H, W), (0, 2, 3, 1)) is
+    channels-last."""
+    size, order = tuple(int(s) for s in size), tuple(int(d) for d in physical_layout)
+    if sorted(order) != list(builtins.range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout {list(order)} must be a permutation of the "
+                           f"{len(size)} dims of size {list(size)}")
+    base = empty(tuple(size[d] for d in order), dtype=dtype, device=device)
+    inverse = [0] * len(order)
+    for position, d in enumerate(order):
+        inverse[d] = position
+    r = base.permute(inverse).detach()
+    if requires_grad:
+        r.requires_grad_()
+    return r
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-d tensor over an object exposing the buffer protocol (bytes-like), sharing its
+    memory, as torch.frombuffer: `count` elements of `dtype` from byte `offset` (-1: all)."""
+    import numpy as np
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise TypeError(f"frombuffer: expected an object implementing the buffer protocol, got "
+                        f"{type(buffer).__name__}") from None
+    item = dtype.itemsize
+    nbytes = view.nbytes
+    if offset < 0 or offset > nbytes or (offset == nbytes and nbytes):
+        raise ValueError(f"both buffer length ({nbytes}) and offset ({offset}) must be greater than 0 "
+                         f"and offset must be less than the buffer length")
+    if count == -1:
+        if (nbytes - offset) % item:
+            raise ValueError(f"buffer length ({nbytes - offset} after offset {offset}) must be a multiple of "
+                             f"element size ({item})")
+        count = (nbytes - offset) // item
+    elif count <= 0 or offset + count * item > nbytes:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset ({offset}) must not "
+                         f"be greater than actual buffer length ({nbytes})")
+    raw = np.frombuffer(view.cast("B") if view.format != "B" else view, dtype=np.uint8, count=count * item,
+                        offset=offset)
+    t = from_numpy(raw).view(dtype)
+    if requires_grad:
+        t.requires_grad_()
+    return t
 
 
 def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,

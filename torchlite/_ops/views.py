@@ -571,6 +571,59 @@ for _view in ("view", "permute", "t", "transpose", "squeeze", "unsqueeze", "unbi
     globals()[f"{_view}_copy"] = _copy_of(_view)
 
 
+def select_copy(input, dim, index, *, out=None):
+    """input.select(dim, index) as a new tensor (torch.select_copy)."""
+    return _copy_of("select")(input, dim, index, out=out)
+
+
+def slice_copy(input, dim=0, start=None, end=None, step=1, *, out=None):
+    """input[..., start:end:step, ...] along dim as a new tensor (torch.slice_copy)."""
+    d = _wrap_dim(dim, builtins.max(input.ndim, 1))
+    index = (slice(None),) * d + (slice(start, end, step),)
+    return _copy_of("__getitem__")(input, index, out=out)
+
+
+def split_copy(input, split_size, dim=0):
+    """input.split(split_size, dim), each part a new tensor (torch.split_copy)."""
+    return _copy_of("split")(input, split_size, dim)
+
+
+def split_with_sizes_copy(input, split_sizes, dim=0):
+    """input.split_with_sizes(split_sizes, dim), each part a new tensor."""
+    return _copy_of("split_with_sizes")(input, split_sizes, dim)
+
+
+def view_as_real_copy(input, *, out=None):
+    """view_as_real(input) as a new tensor (torch.view_as_real_copy)."""
+    from .complex import view_as_real
+    return _copied(view_as_real(input), out, "view_as_real_copy", input)
+
+
+def view_as_complex_copy(input, *, out=None):
+    """view_as_complex(input) as a new tensor (torch.view_as_complex_copy)."""
+    from .complex import view_as_complex
+    return _copied(view_as_complex(input), out, "view_as_complex_copy", input)
+
+
+def _copied(view, out, op, input):
+    r = _fresh(view)
+    if out is None:
+        return r
+    from ._kit import write_out
+    from .pointwise import _no_out_with_grad
+    _no_out_with_grad(op, input)
+    return write_out(r._data, out, op)
+
+
+@_register("as_strided_scatter")
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A copy of input whose as_strided(size, stride, storage_offset) view holds src
+    (torch.as_strided_scatter); differentiable in both."""
+    out = input.clone()
+    out.as_strided(size, stride, storage_offset).copy_(src)
+    return out
+
+
 def alias_copy(input, *, out=None):
     """A copy of input (PyTorch's torch.alias_copy)."""
     return _copy_of("view_as")(input, input, out=out)
@@ -579,4 +632,5 @@ def alias_copy(input, *, out=None):
 alias_copy.__name__ = "alias_copy"
 COPY_VARIANTS = [f"{v}_copy" for v in ("view", "permute", "t", "transpose", "squeeze",
                                        "unsqueeze", "unbind", "unfold", "expand", "diagonal",
-                                       "as_strided", "detach")] + ["alias_copy"]
+                                       "as_strided", "detach", "select", "slice", "split",
+                                       "split_with_sizes", "view_as_real", "view_as_complex")] + ["alias_copy"]
