@@ -1548,3 +1548,28 @@ def test_which_operands_may_be_numbers(name, number_input, number_other, two_num
         else:
             with pytest.raises(TypeError):
                 getattr(torch, name)(*args)
+
+
+def test_nextafter_matches_numpy_bit_for_bit():
+    rng = np.random.default_rng(43)
+    for dt, npdt in ((tl.float32, np.float32), (tl.float64, np.float64)):
+        x = rng.standard_normal(5000).astype(npdt)
+        y = rng.standard_normal(5000).astype(npdt)
+        x[::7], y[::11] = 0, x[::11]
+        special = np.array([0.0, -0.0, 1.0, np.inf, np.nan, 1.0, -1.0, -1.0, np.finfo(npdt).max,
+                            np.finfo(npdt).smallest_subnormal, -np.inf], npdt)
+        toward = np.array([1.0, -1.0, 1.0, 0.0, 1.0, np.nan, 0.0, -2.0, np.inf, -1.0, 0.0], npdt)
+        for a, b in ((x, y), (special, toward)):
+            got = tl.nextafter(tl.from_numpy(a), tl.from_numpy(b)).numpy()
+            with np.errstate(over="ignore"):           # max -> inf is the answer
+                want = np.nextafter(a, b)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    h = tl.tensor([1.0, -2.0, 0.0]).to(tl.bfloat16)
+    assert (tl.nextafter(h, tl.zeros(3, dtype=tl.bfloat16)).float().tolist()
+            == [0.99609375, -1.9921875, 0.0])
+    x = tl.tensor([1.0, 2.0])
+    assert x.nextafter_(tl.tensor([2.0, 1.0])) is x and x[0].item() > 1.0 > x[1].item() - 1.0
+    assert tl.nextafter(tl.tensor([1.0], dtype=tl.float64), tl.tensor(2.0)).dtype == tl.float64
+    with pytest.raises(NotImplementedError, match="nextafter_cpu"):
+        tl.nextafter(tl.tensor([1]), tl.tensor([2]))

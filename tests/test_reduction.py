@@ -1053,3 +1053,71 @@ def test_trapezoid_matches_numpy():
     cum = np.cumsum((y[:, 1:] + y[:, :-1]) / 2, axis=1)
     np.testing.assert_allclose(tl.cumulative_trapezoid(tl.tensor(y)).numpy(), cum, atol=1e-12)
     assert tl.trapezoid(tl.ones(0)).item() == 0.0
+
+
+# ---- histogramdd, gradient -----------------------------------------------------------------------
+def test_histogramdd_matches_numpy():
+    rng = np.random.default_rng(41)
+    x = rng.random((300, 3))
+    w = rng.random(300)
+    for kwargs in (dict(bins=[3, 4, 2]), dict(bins=3, range=[0.0, 1.0, 0.0, 2.0, 0.2, 0.8], density=True),
+                   dict(bins=4, weight=True), dict(bins=5, density=True, weight=True)):
+        k = dict(kwargs)
+        weighted = k.pop("weight", False)
+        got = tl.histogramdd(tl.tensor(x), **k, weight=tl.tensor(w) if weighted else None)
+        rng_np = None if "range" not in k else np.array(k["range"]).reshape(-1, 2)
+        hist, edges = np.histogramdd(x, bins=k["bins"], range=rng_np, density=k.get("density", False),
+                                     weights=w if weighted else None)
+        np.testing.assert_allclose(got.hist.numpy(), hist, rtol=1e-12)
+        for a, b in zip(got.bin_edges, edges):
+            np.testing.assert_allclose(a.numpy(), b, rtol=1e-12)
+    edges = [tl.tensor([0.0, 0.5, 1.0]), tl.tensor([0.0, 0.2, 1.0])]
+    got = tl.histogramdd(tl.tensor(x[:, :2]), bins=edges)
+    np.testing.assert_array_equal(got.hist.numpy(), np.histogramdd(x[:, :2], bins=[e.numpy() for e in edges])[0])
+    assert got.hist.dtype == tl.float64 and type(got).__name__ == "histogramdd"
+    with pytest.raises(RuntimeError, match="expected 3 bin counts"):
+        tl.histogramdd(tl.tensor(x), bins=[2, 2])
+    with pytest.raises(RuntimeError, match="bins must be > 0"):
+        tl.histogramdd(tl.tensor(x), bins=0)
+    with pytest.raises(NotImplementedError, match="histogramdd"):
+        tl.histogramdd(tl.tensor([[1, 2]]))
+
+
+def _np_gradients(a, spacing, edge_order):
+    g = np.gradient(a, *spacing, edge_order=edge_order)
+    return list(g) if isinstance(g, (list, tuple)) else [g]
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 6), (3, 4, 5)])
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_matches_numpy(shape, edge_order):
+    rng = np.random.default_rng(42)
+    a = rng.standard_normal(shape)
+    for spacing in (1, 0.5):
+        got = tl.gradient(tl.tensor(a), spacing=spacing, edge_order=edge_order)
+        for g, w in zip(got, _np_gradients(a, [spacing], edge_order)):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-12)
+    coords = [np.sort(rng.random(n)) * 5 for n in shape]
+    got = tl.gradient(tl.tensor(a), spacing=[tl.tensor(c) for c in coords], edge_order=edge_order)
+    for g, w in zip(got, _np_gradients(a, coords, edge_order)):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-9, atol=1e-9)
+    steps = [0.5 + i for i in range(len(shape))]
+    got = tl.gradient(tl.tensor(a), spacing=steps, edge_order=edge_order)
+    for g, w in zip(got, _np_gradients(a, steps, edge_order)):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-12)
+
+
+def test_gradient_dims_integers_autograd_and_errors():
+    a = tl.arange(12.0).reshape(3, 4) ** 2
+    (only,) = tl.gradient(a, dim=1)
+    np.testing.assert_allclose(only.numpy(), np.gradient(a.numpy(), axis=1))
+    (g,) = tl.gradient(tl.arange(5), spacing=2)
+    assert g.dtype == tl.float32 and g.tolist() == [0.5] * 5
+    x = tl.randn(6, dtype=tl.float64, requires_grad=True)
+    assert tl.autograd.gradcheck(lambda t: tl.gradient(t, edge_order=2)[0], (x,))
+    with pytest.raises(RuntimeError, match="at least edge_order\\+1"):
+        tl.gradient(tl.ones(2), edge_order=2)
+    with pytest.raises(RuntimeError, match="only supports edge_order=1 and edge_order=2"):
+        tl.gradient(tl.ones(3), edge_order=3)
+    with pytest.raises(RuntimeError, match="same length"):
+        tl.gradient(tl.ones(3, 3), spacing=[1.0, 2.0, 3.0])

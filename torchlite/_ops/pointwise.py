@@ -1216,7 +1216,48 @@ def digamma(input, *, out=None):
 
 
 _register("digamma")(digamma)
-_MORE = ["digamma", "angle", "sgn", "sgn_", "conj", "conj_physical", "conj_physical_", "resolve_conj",
+
+# the integer type of each floating type's size: nextafter steps the bit pattern by one
+_BITS_OF = {D.float16: D.int16, D.bfloat16: D.int16, D.float32: D.int32, D.float64: D.int64}
+
+
+def nextafter(input, other, *, out=None):
+    """The floating-point value after input in the direction of other, elementwise (the
+    smallest subnormal, signed as other, after a zero; other itself where they are equal; NaN
+    where either is)."""
+    for name, t in (("input", input), ("other", other)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"nextafter(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    dt = D.DTYPES[_ew.result_type(input._data, other._data)]
+    if dt not in _BITS_OF:
+        raise NotImplementedError(f'"nextafter_cpu" not implemented for \'{_ew._TORCH_NAMES[dt.code]}\'')
+    shape = _A.broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    x = input.detach().to(dt).expand(shape).contiguous()
+    y = other.detach().to(dt).expand(shape).contiguous()
+    bits = x.view(_BITS_OF[dt])
+    # a positive value moving up, or a negative one moving down, grows in magnitude: its bit
+    # pattern (sign and magnitude) goes up by one; otherwise down by one
+    stepped = where((y > x) == (x > 0), bits + 1, bits - 1).view(dt)
+    smallest = bits.new_ones(()).view(dt)
+    r = where(x == 0, copysign(smallest.expand(shape), y), stepped)
+    r = where(x == y, y, r)
+    r = where(x.isnan() | y.isnan(), x + y, r)
+    if _G.needs_grad(input, other):
+        _G._not_differentiable("nextafter", (input, other), (r,))
+    if out is None:
+        return r
+    from ._kit import write_out
+    return write_out(r._data, out, "nextafter")
+
+
+@_register("nextafter_")
+def nextafter_(self, other):
+    """In-place nextafter."""
+    return self.copy_(nextafter(self, other))
+
+
+_register("nextafter")(nextafter)
+_MORE = ["digamma", "nextafter", "angle", "sgn", "sgn_", "conj", "conj_physical", "conj_physical_", "resolve_conj",
          "resolve_neg", "is_conj", "is_neg"]
 
 __all__ = sorted(

@@ -848,15 +848,27 @@ def bincount(input, weights=None, minlength=0):
 def _bin_counts(x, edges, weight):
     """Counts (or summed weights) of x in the bins edges[i] <= v < edges[i+1], the last bin
     closed; values outside [edges[0], edges[-1]] and NaN are left out."""
+    return _bin_counts_nd(x.reshape(-1, 1), [edges], weight).reshape(-1)
+
+
+def _bin_counts_nd(x, edges, weight):
+    """The same over the D columns of x (N, D), edges one 1-d tensor per column: a
+    (len(edges[0]) - 1, ..., len(edges[D-1]) - 1) tensor of x's dtype."""
     from .sorting import searchsorted
     pw = _pw()
-    bins = edges.shape[0] - 1
-    x = x.reshape(-1)
-    inside = (x >= edges[0]) & (x <= edges[-1])
-    at = searchsorted(edges, x, right=True) - 1
-    at = pw.clamp(at, 0, bins - 1).masked_select(inside)
+    shape = [e.shape[0] - 1 for e in edges]
+    inside, linear = None, None
+    for d, e in enumerate(edges):
+        col = x.select(1, d).contiguous()
+        ok = (col >= e[0]) & (col <= e[-1])
+        at = pw.clamp(searchsorted(e, col, right=True) - 1, 0, shape[d] - 1)
+        inside = ok if inside is None else inside & ok
+        linear = at if linear is None else linear * shape[d] + at
+    n_bins = 1
+    for b in shape:
+        n_bins *= b
     w = None if weight is None else weight.reshape(-1).detach().masked_select(inside).to(D.float64)
-    return bincount(at, w, minlength=bins).to(x.dtype)
+    return bincount(linear.masked_select(inside), w, minlength=n_bins).to(x.dtype).reshape(shape)
 
 
 def _checked_bins(bins, op):
@@ -930,6 +942,67 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         return cls(*out)
     if _pw()._G.needs_grad(input, weight):
         _pw()._G._not_differentiable("histogram", (input,), (hist, edges))
+    return cls(hist, edges)
+
+
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
+    """(hist, bin_edges) of the points input (*, D): an integer or one per dim for equal bins
+    over range (a flat list of D (min, max) pairs; the data's range by default), or one 1-d
+    tensor of edges per dim.  density=True divides by the total and each bin's volume."""
+    from .creation import linspace
+    from .. import return_types as _rt
+    _arr(input, "histogramdd")
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"histogramdd" not implemented for '
+                                  f"'{_TORCH_NAMES[input._data.dtype]}'")
+    if input.ndim < 1:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension, but got 0")
+    dims = input.shape[-1]
+    x = input.detach().reshape(-1, dims)
+    if weight is not None and tuple(weight.shape) != tuple(input.shape[:-1]):
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the same shape "
+                           f"as the input tensor excluding its innermost dimension, but got input with shape "
+                           f"{list(input.shape)} and weight with shape {list(weight.shape)}")
+    if isinstance(bins, (list, tuple)) and bins and isinstance(bins[0], Tensor):
+        if len(bins) != dims:
+            raise RuntimeError(f"torch.histogramdd: expected {dims} sequences of bin edges for each of the "
+                               f"{dims} dimensions of input, but got {len(bins)}")
+        edges = [b.detach().to(input.dtype) for b in bins]
+    else:
+        counts = [bins] * dims if isinstance(bins, builtins.int) else builtins.list(bins)
+        if len(counts) != dims:
+            raise RuntimeError(f"torch.histogramdd: expected {dims} bin counts for each of the {dims} "
+                               f"dimensions of input, but got {len(counts)}")
+        if range is not None and len(range) != 2 * dims:
+            raise RuntimeError(f"torch.histogramdd: for a {dims}-dimensional histogram range should have "
+                               f"{2 * dims} elements, but got {len(range)}")
+        edges = []
+        for d, n in enumerate(counts):
+            if n <= 0:
+                raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {n} for dimension {d}")
+            col = x.select(1, d)
+            if range is not None:
+                lo, hi = builtins.float(range[2 * d]), builtins.float(range[2 * d + 1])
+            elif col.numel():
+                lo, hi = builtins.float(col.min()), builtins.float(col.max())
+            else:
+                lo, hi = 0.0, 1.0
+            if lo > hi:
+                raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max "
+                                   f"{hi:g} for dimension {d}")
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges.append(linspace(lo, hi, builtins.int(n) + 1, dtype=input.dtype, device=input.device))
+    hist = _bin_counts_nd(x, edges, weight)
+    if density:
+        volume = None
+        for d, e in enumerate(edges):
+            width = (e[1:] - e[:-1]).reshape([-1 if i == d else 1 for i in builtins.range(dims)])
+            volume = width if volume is None else volume * width
+        hist = hist / (hist.sum() * volume)
+    if _pw()._G.needs_grad(input, weight):
+        _pw()._G._not_differentiable("histogramdd", (input,), (hist,))
+    cls = getattr(_rt, "histogramdd", None) or _rt._make("histogramdd", ("hist", "bin_edges"))
     return cls(hist, edges)
 
 
@@ -1043,7 +1116,7 @@ def renorm_(self, p, dim, maxnorm):
     return _pw()._inplace_via(self, lambda old: renorm(old, p, dim, maxnorm), "renorm_")
 
 
-__all__ += ["quantile", "nanquantile", "bincount", "histc", "histogram", "cov", "corrcoef",
+__all__ += ["quantile", "nanquantile", "bincount", "histc", "histogram", "histogramdd", "cov", "corrcoef",
             "renorm"]
 
 
@@ -1091,3 +1164,70 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 
 __all__ += ["trapezoid", "trapz", "cumulative_trapezoid"]
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Estimates of input's derivative along each dim in `dim` (all by default), one tensor per
+    dim: central differences inside (second order, also between unevenly spaced coordinates)
+    and one-sided differences of order edge_order (1 or 2) at the ends.  spacing: one number
+    for every dim, one per dim, or one 1-d tensor of coordinates per dim (numpy.gradient's
+    rules)."""
+    _arr(input, "gradient")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = builtins.list(builtins.range(input.ndim)) if dim is None else (
+        [dim] if isinstance(dim, builtins.int) else builtins.list(dim))
+    dims = [_wrap_dim(d, input.ndim) for d in dims]
+    if isinstance(spacing, (builtins.int, builtins.float)) or (isinstance(spacing, Tensor) and spacing.ndim == 0):
+        spacing = [spacing] * len(dims)
+    spacing = builtins.list(spacing)
+    if len(spacing) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and "
+                           f"dim arguments to have the same length, but got a spacing argument of length "
+                           f"{len(spacing)} and a dim argument of length {len(dims)}.")
+    x = input if input.is_floating_point() or input.is_complex() else input.to(D.get_default_dtype())
+    return tuple(_gradient_along(x, d, h, edge_order) for d, h in zip(dims, spacing))
+
+
+def _gradient_along(x, d, h, edge_order):
+    n = x.shape[d]
+    if n < edge_order + 1:
+        raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+
+    def part(start, length):
+        return x.narrow(d, start, length)
+    if isinstance(h, Tensor) and h.ndim == 1:                   # coordinates
+        if h.shape[0] != n:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and have "
+                               f"{n} elements (the size of dimension {d}), got {h.shape[0]}")
+        shape = [1] * x.ndim
+        shape[d] = -1
+        c = h.to(x.dtype).reshape(shape)
+        dx = c.narrow(d, 1, n - 1) - c.narrow(d, 0, n - 1)       # n - 1 gaps
+        hl, hr = dx.narrow(d, 0, n - 2), dx.narrow(d, 1, n - 2)
+        inner = (hl * hl * part(2, n - 2) - hr * hr * part(0, n - 2) + (hr * hr - hl * hl) * part(1, n - 2)) / (
+            hl * hr * (hl + hr))
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / dx.narrow(d, 0, 1)
+            last = (part(n - 1, 1) - part(n - 2, 1)) / dx.narrow(d, n - 2, 1)
+        else:
+            h1, h2 = dx.narrow(d, 0, 1), dx.narrow(d, 1, 1)
+            first = (-(2 * h1 + h2) / (h1 * (h1 + h2)) * part(0, 1) + (h1 + h2) / (h1 * h2) * part(1, 1)
+                     - h1 / (h2 * (h1 + h2)) * part(2, 1))
+            h1, h2 = dx.narrow(d, n - 2, 1), dx.narrow(d, n - 3, 1)
+            last = (h1 / (h2 * (h1 + h2)) * part(n - 3, 1) - (h1 + h2) / (h1 * h2) * part(n - 2, 1)
+                    + (2 * h1 + h2) / (h1 * (h1 + h2)) * part(n - 1, 1))
+    else:
+        step = h.item() if isinstance(h, Tensor) else h
+        inner = (part(2, n - 2) - part(0, n - 2)) / (2 * step)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / step
+            last = (part(n - 1, 1) - part(n - 2, 1)) / step
+        else:
+            first = (-1.5 * part(0, 1) + 2 * part(1, 1) - 0.5 * part(2, 1)) / step
+            last = (0.5 * part(n - 3, 1) - 2 * part(n - 2, 1) + 1.5 * part(n - 1, 1)) / step
+    from .joining import cat
+    return cat([first, inner, last], d) if n > 2 else cat([first, last], d)
+
+
+__all__ += ["gradient"]
