@@ -1001,7 +1001,7 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
             volume = width if volume is None else volume * width
         hist = hist / (hist.sum() * volume)
     if _pw()._G.needs_grad(input, weight):
-        _pw()._G._not_differentiable("histogramdd", (input,), (hist,))
+        _pw()._G._not_differentiable("histogramdd", (input,), (hist, *edges))
     cls = getattr(_rt, "histogramdd", None) or _rt._make("histogramdd", ("hist", "bin_edges"))
     return cls(hist, edges)
 
