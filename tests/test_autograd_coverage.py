@@ -141,7 +141,7 @@ OPS = {
     **gap("tested outside the tables (test_linalg_decomp: gradcheck)", """lu_unpack
         triangular_solve cholesky_inverse linalg.tensorinv linalg.tensorsolve linalg.diagonal
         linalg.vander lu_solve"""),
-    **gap("derivative not implemented (records a node that raises)", "lu"),
+    **gap("derivative not implemented (records a node that raises)", "lu linalg.eig linalg.eigvals"),
     **gap("tested outside the tables (test_weight_norm: against torch)",
           "norm_except_dim _weight_norm"),
     **covered("pointwise", "angle sgn conj conj_physical resolve_conj resolve_neg"),
@@ -165,7 +165,9 @@ OPS = {
     **no_grad(QUERY, "typename is_storage"),
     **gap("tested outside the tables (test_reduction: gradcheck)", "gradient"),
     **no_grad(NO_DERIVATIVE, "histogramdd"),
-    **no_grad(NO_DERIVATIVE, "nextafter nextafter_"),
+    **gap("tested outside the tables (test_elementwise: the gradient passes to input, as PyTorch's)",
+          "nextafter"),
+    **no_grad(INPLACE, "nextafter_"),
     **gap("tested outside the tables (test_special: gradcheck and gradgradcheck)",
           "i0 igamma igammac mvlgamma polygamma"),
     **no_grad(INPLACE, "digamma_ i0_ igamma_ igammac_ mvlgamma_ polygamma_"),

@@ -1573,3 +1573,7 @@ def test_nextafter_matches_numpy_bit_for_bit():
     assert tl.nextafter(tl.tensor([1.0], dtype=tl.float64), tl.tensor(2.0)).dtype == tl.float64
     with pytest.raises(NotImplementedError, match="nextafter_cpu"):
         tl.nextafter(tl.tensor([1]), tl.tensor([2]))
+    a = tl.ones(3, dtype=tl.float64, requires_grad=True)
+    b = tl.zeros(1, dtype=tl.float64, requires_grad=True)
+    tl.nextafter(a, b).sum().backward()                      # PyTorch's: 1 for input, 0 for other
+    assert a.grad.tolist() == [1.0, 1.0, 1.0] and (b.grad is None or b.grad.tolist() == [0.0])

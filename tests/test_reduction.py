@@ -1121,3 +1121,6 @@ def test_gradient_dims_integers_autograd_and_errors():
         tl.gradient(tl.ones(3), edge_order=3)
     with pytest.raises(RuntimeError, match="same length"):
         tl.gradient(tl.ones(3, 3), spacing=[1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        tl.gradient(tl.ones(3, 3), dim=(1, 1))
+    assert tl.gradient(tl.arange(4.0), spacing=None, dim=None)[0].tolist() == [1.0] * 4

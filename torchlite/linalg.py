@@ -4,7 +4,7 @@ from ._ops.reduction import vector_norm, matrix_norm, linalg_norm as norm
 from ._ops.linalg_decomp import (
     LinAlgError, linalg_cholesky as cholesky, cholesky_ex, lu_factor, lu_factor_ex, lu, lu_solve,
     solve, solve_ex, solve_triangular, inv, inv_ex, det, linalg_slogdet as slogdet,
-    linalg_qr as qr, eigh, eigvalsh, linalg_svd as svd, svdvals, pinv, lstsq, matrix_rank,
+    linalg_qr as qr, eigh, eigvalsh, eig, eigvals, linalg_svd as svd, svdvals, pinv, lstsq, matrix_rank,
     matrix_power, matrix_exp, cond, householder_product, tensorinv, tensorsolve)
 
 
@@ -30,6 +30,6 @@ def vander(x, *, N=None):
 __all__ = ["matmul", "vecdot", "multi_dot", "vector_norm", "matrix_norm", "norm",
            "LinAlgError", "cholesky", "cholesky_ex", "lu_factor", "lu_factor_ex", "lu",
            "lu_solve", "solve", "solve_ex", "solve_triangular", "inv", "inv_ex", "det", "slogdet",
-           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "lstsq", "matrix_rank",
+           "qr", "eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals", "pinv", "lstsq", "matrix_rank",
            "matrix_power", "matrix_exp", "cond", "cross", "householder_product", "tensorinv",
            "tensorsolve", "diagonal", "vander"]

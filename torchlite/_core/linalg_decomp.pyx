@@ -30,7 +30,7 @@ from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int64_t, int32_t
 from torchlite._core.array cimport (Array, MAX_DIMS, new_array, TL_FLOAT32, TL_FLOAT64,
-                                    TL_INT32)
+                                    TL_INT32, TL_COMPLEX64, TL_COMPLEX128)
 from torchlite._core.elementwise cimport cast_array, copy_into
 from torchlite._core.parallel cimport num_chunks, max_threads
 
@@ -41,6 +41,9 @@ cdef double _EPS = 2.220446049250313e-16
 # loops, everything else in GEMM (kernels/gemm.h, compiled into this module as well)
 cdef int64_t _NB = 48
 
+
+cdef extern from "kernels/eig.h" nogil:
+    int tl_eig_one(void* a, int64_t n, void* w, void* v)
 
 cdef extern from "kernels/linalg_vec.h" nogil:
     ctypedef struct tl_lv_table:
@@ -922,6 +925,50 @@ def eigh(Array a, bint lower=True, bint vectors=True):
                                 f"matrix is ill-conditioned or has too many repeated eigenvalues "
                                 f"(error code: {b}).")
     return _out(vals, a.dtype), _out(vecs, a.dtype)
+
+
+def eig(Array a, bint vectors=True):
+    """(eigenvalues, eigenvectors as columns, or an empty array) of a batch of square real or
+    complex matrices, as complex128 arrays (kernels/eig.h: Hessenberg reduction, shifted QR to
+    the complex Schur form, back substitution)."""
+    if a.nd < 2:
+        raise RuntimeError("linalg.eig: The input tensor A must have at least 2 dimensions.")
+    if a.dtype not in (TL_FLOAT32, TL_FLOAT64, TL_COMPLEX64, TL_COMPLEX128):
+        if a.dtype in (6, 7):
+            raise RuntimeError(f"linalg.eig: Low precision dtypes not supported. Got {_NAMES[a.dtype]}")
+        raise RuntimeError(f"linalg.eig: Expected a floating point or complex tensor as input. Got "
+                           f"{_NAMES[a.dtype]}")
+    if a.shp[a.nd - 1] != a.shp[a.nd - 2]:
+        raise RuntimeError(f"linalg.eig: A must be batches of square matrices, but they are "
+                           f"{a.shp[a.nd - 2]} by {a.shp[a.nd - 1]} matrices")
+    cdef Array w = new_array(a.nd, a.shp, TL_COMPLEX128)
+    if a.n:
+        copy_into(w, a)
+    cdef int64_t n = a.shp[a.nd - 1], nb = _nbatch(a, 2), b
+    batch = _batch(a, 2)
+    cdef Array vals = _empty(batch + (n,), TL_COMPLEX128)
+    cdef Array vecs = _empty(batch + (((<object>n, <object>n)) if vectors else (0,)), TL_COMPLEX128)
+    cdef Array fail = _empty((nb,), TL_INT32)
+    cdef char* W = <char*>w.ptr()
+    cdef char* VL = <char*>vals.ptr()
+    cdef char* VC = <char*>vecs.ptr()
+    cdef int32_t* F = <int32_t*>fail.ptr()
+    cdef int64_t item = 16                  # bytes of a complex128
+    cdef int nt = _threads(nb, 10 * n * n * n)
+    if n == 0:
+        return vals, vecs
+    with nogil:
+        for b in prange(nb, num_threads=nt, schedule="dynamic"):
+            F[b] = tl_eig_one(W + b * n * n * item, n, VL + b * n * item,
+                              (VC + b * n * n * item) if vectors else NULL)
+    for b in range(nb):
+        if F[b] == -2:
+            raise MemoryError("linalg.eig: out of memory for the work arrays")
+        if F[b] != 0:
+            raise _linalg_error(f"linalg.eig: The algorithm failed to converge because the input "
+                                f"matrix is ill-conditioned or has too many repeated eigenvalues "
+                                f"(error code: {b}).")
+    return vals, vecs
 
 
 cdef void _symmetrise(double* a, int64_t n, bint lower) noexcept nogil:

@@ -10,6 +10,7 @@ import builtins
 import functools
 import math
 
+from .. import _dtype as D
 from .._dispatch import linalg_decomp as _K
 from .._tensor import Tensor, _wrap
 from .. import return_types as _rt
@@ -43,6 +44,7 @@ _SlogdetLegacy = _tuple_type("slogdet", ("sign", "logabsdet"))
 _Qr = _tuple_type("linalg_qr", ("Q", "R"))
 _QrLegacy = _tuple_type("qr", ("Q", "R"))
 _Eigh = _tuple_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
+_Eig = _tuple_type("linalg_eig", ("eigenvalues", "eigenvectors"))
 _Svd = _tuple_type("linalg_svd", ("U", "S", "Vh"))
 _SvdLegacy = _tuple_type("svd", ("U", "S", "V"))
 _LuFactor = _tuple_type("linalg_lu_factor", ("LU", "pivots"))
@@ -510,6 +512,34 @@ def eigvalsh(A, UPLO="L"):
     """torch.linalg.eigvalsh: the eigenvalues of eigh (eigenvectors computed only when a
     gradient needs them)."""
     return _eigh(A, UPLO, needs_grad(A))[0]
+
+
+# ---- general eigenproblem ----------------------------------------------------------------------
+def _eig(A, vectors, op):
+    _tensor(A, op)
+    if A.ndim >= 2 and A.numel() and not bool(A.detach().isfinite().all()):
+        raise RuntimeError(f"torch.{op}: input tensor should not contain infs or NaNs.")
+    w, V = _K.eig(A._data, vectors)
+    # complex64 for float32/complex64 input, complex128 for float64/complex128 (PyTorch's)
+    single = A.dtype.itemsize == 4 or A.dtype == D.complex64
+    out_dtype = D.complex64 if single else D.complex128
+    w, V = _wrap(w).to(out_dtype), _wrap(V).to(out_dtype)
+    if needs_grad(A):
+        _G.record_not_implemented("linalg_eig", "LinalgEigBackward0", A, (w, V) if vectors else (w,))
+    return w, V
+
+
+@_with_out("linalg_eig")
+def eig(A):
+    """torch.linalg.eig: eigenvalues and eigenvectors (unit-norm columns, largest component
+    real) of a general square matrix, as complex tensors; order unspecified, as in PyTorch."""
+    return _Eig(*_eig(A, True, "linalg.eig"))
+
+
+@_with_out("linalg_eigvals")
+def eigvals(A):
+    """torch.linalg.eigvals: the eigenvalues of eig, as a complex tensor."""
+    return _eig(A, False, "linalg.eigvals")[0]
 
 
 # ---- SVD --------------------------------------------------------------------------------------

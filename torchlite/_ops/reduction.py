@@ -1178,6 +1178,11 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     dims = builtins.list(builtins.range(input.ndim)) if dim is None else (
         [dim] if isinstance(dim, builtins.int) else builtins.list(dim))
     dims = [_wrap_dim(d, input.ndim) for d in dims]
+    for i, d in enumerate(dims):
+        if d in dims[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    if spacing is None:
+        spacing = 1
     if isinstance(spacing, (builtins.int, builtins.float)) or (isinstance(spacing, Tensor) and spacing.ndim == 0):
         spacing = [spacing] * len(dims)
     spacing = builtins.list(spacing)
