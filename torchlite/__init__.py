@@ -53,6 +53,7 @@ from ._ops.creation import (scalar_tensor, empty_strided, fill, zero_, hann_wind
                             hamming_window, blackman_window, bartlett_window, empty_permuted,
                             frombuffer, range)
 from ._ops.method_forms import *  # noqa: F401,F403  (torch.detach(x), torch.fill_(x, v), ...)
+from ._ops.lowrank import svd_lowrank, pca_lowrank  # noqa: F401
 # the top-level ops on the special-function kernels (i0, polygamma, mvlgamma, igamma, ...)
 from ._ops.special import *  # noqa: F401,F403
 from . import linalg, random, return_types, autograd, _dlpack
