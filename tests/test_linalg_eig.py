@@ -88,8 +88,57 @@ def test_out_errors_and_gradient():
     x = tl.randn(3, 3, requires_grad=True)
     L, V = tl.linalg.eig(x)
     assert L.requires_grad and type(L.grad_fn).__name__ == "LinalgEigBackward0"
-    with pytest.raises(RuntimeError, match="not implemented"):
-        L.real.sum().backward()
+    with pytest.raises(RuntimeError, match="specified up to multiplication by e"):
+        V.real.sum().backward()                  # depends on each vector's arbitrary phase
+
+
+@pytest.mark.parametrize("kind", ["real", "complex"])
+def test_gradients_against_finite_differences(kind):
+    """Losses that do not depend on the eigenvectors' phases (PyTorch's condition), through
+    the eigenvalues and the vectors' moduli, against central differences in float64."""
+    rng = np.random.default_rng(6 if kind == "real" else 7)
+    A = rng.standard_normal((4, 4)) + (1j * rng.standard_normal((4, 4)) if kind == "complex" else 0)
+    W = tl.tensor(rng.standard_normal((4, 4)))
+
+    def loss(a):
+        L, V = tl.linalg.eig(a)
+        return ((V.abs() ** 2) * W).sum() + (L.real ** 2).sum() + (L.imag * 3).sum()
+
+    a = tl.tensor(A, requires_grad=True)
+    loss(a).backward()
+    h, num = 1e-6, np.zeros(A.shape, complex)
+    for i in range(4):
+        for j in range(4):
+            for unit in ((1, 1j) if kind == "complex" else (1,)):
+                e = np.zeros(A.shape, A.dtype)
+                e[i, j] = h * unit
+                num[i, j] += unit * (loss(tl.tensor(A + e)).item() - loss(tl.tensor(A - e)).item()) / (2 * h)
+    np.testing.assert_allclose(a.grad.numpy(), num if kind == "complex" else num.real, atol=1e-7)
+    x = tl.tensor(A, requires_grad=True)
+    assert tl.autograd.gradcheck(lambda t: (tl.linalg.eigvals(t).abs() ** 2).sum(), (x,))
+
+
+def test_complex_solve_and_inverse():
+    """linalg.solve/inv on complex matrices (through the real embedding) and their gradients."""
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4))
+    B = rng.standard_normal((4, 2)) + 1j * rng.standard_normal((4, 2))
+    np.testing.assert_allclose(tl.linalg.solve(tl.tensor(A), tl.tensor(B)).numpy(), np.linalg.solve(A, B), atol=1e-13)
+    np.testing.assert_allclose(tl.linalg.solve(tl.tensor(A), tl.tensor(B[:, 0].copy())).numpy(),
+                               np.linalg.solve(A, B[:, 0]), atol=1e-13)
+    X = tl.linalg.solve(tl.tensor(A), tl.tensor(B.T.copy()), left=False).numpy()
+    np.testing.assert_allclose(X @ A, B.T, atol=1e-13)
+    np.testing.assert_allclose(tl.linalg.inv(tl.tensor(A)).numpy(), np.linalg.inv(A), atol=1e-13)
+    assert tl.linalg.inv(tl.tensor(A.astype(np.complex64))).dtype == tl.complex64
+    a, b = tl.tensor(A, requires_grad=True), tl.tensor(B, requires_grad=True)
+    assert tl.autograd.gradcheck(lambda a, b: tl.linalg.solve(a, b), (a, b))
+    assert tl.autograd.gradcheck(lambda a: tl.linalg.inv(a), (a,))
+    with pytest.raises(tl.linalg.LinAlgError, match="singular"):
+        tl.linalg.solve(tl.zeros(2, 2, dtype=tl.complex128), tl.ones(2, dtype=tl.complex128))
+    x = tl.tensor(A)
+    np.testing.assert_array_equal(x.mH.numpy(), A.conj().T)        # the adjoint conjugates
+    np.testing.assert_array_equal(x.H.numpy(), A.conj().T)
+    np.testing.assert_array_equal(x.adjoint().numpy(), A.conj().T)
 
 
 def test_against_pytorch():

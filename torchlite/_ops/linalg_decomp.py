@@ -268,7 +268,47 @@ def _vector_rhs(A, B):
     return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
 
 
+def _is_complex(*ts):
+    return any(isinstance(t, Tensor) and t.is_complex() for t in ts)
+
+
+def _real_embedding(A):
+    """The real (2n x 2n) matrix [[Re A, -Im A], [Im A, Re A]] of a complex A: it maps
+    [Re x; Im x] to [Re Ax; Im Ax], so complex solves and inverses run on the real kernels (and
+    differentiate through real/imag)."""
+    from .joining import cat
+    re, im = A.real, A.imag
+    return cat([cat([re, -im], -1), cat([im, re], -1)], -2)
+
+
+def _complex_solve(A, B, left, check, op):
+    """_solve for complex A and B through the real embedding (twice the size, 8x the flops of
+    a complex LU: no complex kernel yet)."""
+    from .complex import complex as _complex
+    from .joining import cat
+    _tensor(A, op)
+    _tensor(B, op, "B")
+    _same_dtype(A, B, op)
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    vec = _vector_rhs(A, B)
+    Bm = B.unsqueeze(-1) if vec else B
+    if not left:                            # X A = B  <=>  A^T X^T = B^T
+        Xt, info = _complex_solve(A.mT, Bm.mT, True, check, op)
+        X = Xt.mT
+        return (X.squeeze(-1) if vec else X), info
+    n = A.shape[-1]
+    X2, info = _solve(_real_embedding(A), cat([Bm.real, Bm.imag], -2), True, check, op)
+    X = _complex(X2[..., :n, :], X2[..., n:, :])
+    return (X.squeeze(-1) if vec else X), info
+
+
 def _solve(A, B, left, check, op):
+    if _is_complex(A, B):
+        return _complex_solve(A, B, left, check, op)
     _matrix(A, op, square=True)
     _tensor(B, op, "B")
     _same_dtype(A, B, op)
@@ -307,6 +347,13 @@ def solve_ex(A, B, *, left=True, check_errors=False):
 
 
 def _inv(A, check, op="linalg.inv"):
+    if _is_complex(A):
+        from .complex import complex as _complex
+        if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+            _matrix(A.real, op, square=True)          # PyTorch's shape errors
+        n = A.shape[-1]
+        E, info = _inv(_real_embedding(A), check, op)
+        return _complex(E[..., :n, :n], E[..., n:, :n]), info
     _matrix(A, op, square=True)
     lu_, piv, info = _K.lu_factor(A._data)
     if check:
@@ -519,13 +566,14 @@ def _eig(A, vectors, op):
     _tensor(A, op)
     if A.ndim >= 2 and A.numel() and not bool(A.detach().isfinite().all()):
         raise RuntimeError(f"torch.{op}: input tensor should not contain infs or NaNs.")
-    w, V = _K.eig(A._data, vectors)
+    grad = needs_grad(A)
+    w, V = _K.eig(A._data, vectors or grad)            # the backward needs the vectors
     # complex64 for float32/complex64 input, complex128 for float64/complex128 (PyTorch's)
     single = A.dtype.itemsize == 4 or A.dtype == D.complex64
     out_dtype = D.complex64 if single else D.complex128
     w, V = _wrap(w).to(out_dtype), _wrap(V).to(out_dtype)
-    if needs_grad(A):
-        _G.record_not_implemented("linalg_eig", "LinalgEigBackward0", A, (w, V) if vectors else (w,))
+    if grad:
+        _G.record_eig(A, w, V, (w, V) if vectors else (w,))
     return w, V
 
 

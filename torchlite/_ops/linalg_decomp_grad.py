@@ -229,6 +229,46 @@ def record_eigh(A, w, V, UPLO):
     node.save_output(eigenvalues=w, eigenvectors=V)
 
 
+# ---- general eigenproblem ---------------------------------------------------------------------
+class LinalgEigBackward0(Node):
+    """PyTorch's formula: with E_ij = conj(L_j) - conj(L_i),
+    gA = V^-H (diag(gL) + offdiag(V^H gV - V^H V Re(diag(V^H gV))) / E) V^H, taken real for a
+    real input.  The eigenvectors are fixed only up to a phase each: a loss that depends on it
+    (a diagonal of V^H gV that is not real) has no gradient, and raises as PyTorch does."""
+
+    def backward(self, gL, gV=None):
+        from .linalg_decomp import solve
+        L, V = self.saved("eigenvalues"), self.saved("eigenvectors")
+        n = L.shape[-1]
+        eye = _eye(n, L)
+        Vh = V.mH
+        inner = gL.diag_embed() if gL is not None else None
+        if gV is not None:
+            VhgV = Vh @ gV
+            d = VhgV.diagonal(0, -2, -1)
+            if bool((d.imag.abs() > 1e-6 * (1 + d.abs())).any()):
+                raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are specified up "
+                                   "to multiplication by e^{i phi}. The specified loss function depends on this "
+                                   "quantity, so it is ill-defined.")
+            VhgV = VhgV - Vh @ (V * d.real.unsqueeze(-2).to(V.dtype))
+            Lc = L.conj()
+            E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + eye
+            off = (VhgV / E) * (1 - eye)
+            inner = off if inner is None else inner + off
+        if inner is None:
+            return (None,)
+        gA = solve(Vh, inner @ Vh)
+        return (gA if self.complex_input else gA.real,)
+
+
+def record_eig(A, L, V, outputs):
+    node = LinalgEigBackward0()
+    node._materialize = False
+    node.complex_input = A.is_complex()
+    record(node, (A,), outputs)
+    node.save_output(eigenvalues=L, eigenvectors=V)
+
+
 # ---- SVD --------------------------------------------------------------------------------------
 class LinalgSvdBackward0(Node):
     def backward(self, gU, gS, gVh):

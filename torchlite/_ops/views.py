@@ -153,15 +153,35 @@ def _mT(self):
     return transpose(self, -2, -1)
 
 
+def _conj_if_complex(t):
+    # torchlite conjugates eagerly (no lazy conjugate bit): for a complex tensor the adjoint is
+    # a new tensor, not a view
+    return t.conj() if t.is_complex() else t
+
+
+def _H(self):
+    if self.ndim != 2 and self.ndim != 0:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+    return _conj_if_complex(permute(self, tuple(builtins.range(self.ndim - 1, -1, -1))))
+
+
+def _mH(self):
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got "
+                           f"{self.ndim}-D tensor.")
+    return _conj_if_complex(transpose(self, -2, -1))
+
+
 Tensor.T = property(_T)
 Tensor.mT = property(_mT)
-Tensor.H = property(_T)
-Tensor.mH = property(_mT)
+Tensor.H = property(_H)
+Tensor.mH = property(_mH)
 
 
 @_register("adjoint")
 def adjoint(input):
-    return _mT(input)
+    """The conjugate transpose of the last two dims (a view for real tensors)."""
+    return _mH(input)
 
 
 @_register("movedim", "moveaxis")
