@@ -142,6 +142,8 @@ CASES = {
     "atan2": ("atan2", lambda L, a, b: L.atan2(a, b), [signed(0.3, 2), B3], True),
     "hypot": ("hypot", lambda L, a, b: L.hypot(a, b), [signed(0.3, 2), B3], True),
     "copysign": ("copysign", lambda L, a, b: L.copysign(a, b), [signed(0.3, 2), B3], True),
+    # the gradient passes to input (one ulp is a slope of 1 at float64's scale), none to other
+    "nextafter": ("nextafter", lambda L, a, b: L.nextafter(a, b), [uni(-2, 2), uni(3, 4, (3,))], True),
     "maximum": ("maximum", lambda L, a, b: L.maximum(a, b), [distinct(other=B3), B3], True),
     "minimum": ("minimum", lambda L, a, b: L.minimum(a, b), [distinct(other=B3), B3], True),
     "fmax": ("fmax", lambda L, a, b: L.fmax(a, b), [distinct(other=B3), B3], True),

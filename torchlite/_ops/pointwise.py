@@ -1243,29 +1243,11 @@ def nextafter(input, other, *, out=None):
     r = where(x == y, y, r)
     r = where(x.isnan() | y.isnan(), x + y, r)
     if _G.needs_grad(input, other):
-        # PyTorch's derivative: the gradient passes to input unchanged, none to other
-        r = _NextafterGrad.apply(input.to(dt), other.to(dt), r)
+        _G.record_nextafter(input, other, r)
     if out is None:
         return r
     from ._kit import write_out
     return write_out(r._data, out, "nextafter")
-
-
-def _nextafter_grad_class():
-    from ..autograd.function import Function
-
-    class Nextafter(Function):              # its node: NextafterBackward
-        @staticmethod
-        def forward(ctx, x, y, result):
-            return result
-
-        @staticmethod
-        def backward(ctx, g):
-            return g, None, None
-    return Nextafter
-
-
-_NextafterGrad = _nextafter_grad_class()
 
 
 @_register("nextafter_")

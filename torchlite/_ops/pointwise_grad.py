@@ -846,3 +846,16 @@ class FrexpBackward0(Node):
     def backward(self, g_mantissa, g_exponent=None):
         e = self.saved("exponent")
         return (_pw().ldexp(g_mantissa, -e).to(g_mantissa.dtype),)
+
+
+# ---- nextafter -------------------------------------------------------------------------------------
+class NextafterBackward0(Node):
+    """PyTorch's derivative of nextafter: the gradient passes to input unchanged, none to
+    other (a step of one ulp is a slope of one)."""
+
+    def backward(self, g):
+        return g, None
+
+
+def record_nextafter(input, other, result):
+    record(NextafterBackward0(), (input, other), result)
