@@ -7,6 +7,7 @@ import pytest
 
 import torchlite as tl
 import torchlite.nn.functional as F
+from torchlite import nn
 from torchlite.nn.functional import aten
 
 try:
@@ -21,9 +22,12 @@ def _rand(*shape, seed=0, positive=False):
 
 
 def _lib_args(lib, args):
-    """NumPy arrays as the library's tensors (int64 arrays stay integer), other args as given."""
+    """NumPy arrays as the library's tensors (int64 arrays stay integer), tuples of them too,
+    other args as given."""
     conv = (lambda a: lib.tensor(a)) if lib is tl else (lambda a: torch.from_numpy(a.copy()))
-    return [conv(a) if isinstance(a, np.ndarray) else a for a in args]
+    return [conv(a) if isinstance(a, np.ndarray) else
+            tuple(conv(x) for x in a) if isinstance(a, tuple) and a and isinstance(a[0], np.ndarray) else a
+            for a in args]
 
 
 X4 = _rand(2, 3, 6, 6)
@@ -38,6 +42,24 @@ C3, RM, RV = _rand(3, seed=7), _rand(3, seed=8), _rand(3, seed=9, positive=True)
 A, B = _rand(4, 5, seed=10), _rand(4, 5, seed=11)
 T01 = (np.random.default_rng(12).random((4, 5)) > 0.5).astype(np.float32)
 SIGN = np.where(np.random.default_rng(13).random(4) > 0.5, 1.0, -1.0).astype(np.float32)
+
+H2, C2 = _rand(2, 3, seed=16), _rand(2, 3, seed=17)
+WI4, WH4, BI4, BH4 = _rand(12, 5, seed=18), _rand(12, 3, seed=19), _rand(12, seed=20), _rand(12, seed=21)
+WI3, WH3, BI3, BH3 = _rand(9, 5, seed=22), _rand(9, 3, seed=23), _rand(9, seed=24), _rand(9, seed=25)
+WI1, WH1, BI1, BH1 = _rand(3, 5, seed=26), _rand(3, 3, seed=27), _rand(3, seed=28), _rand(3, seed=29)
+GRID = np.random.default_rng(30).uniform(-1.1, 1.1, (2, 3, 4, 2)).astype(np.float32)
+GRID3 = np.random.default_rng(31).uniform(-1, 1, (1, 2, 3, 2, 3)).astype(np.float32)
+THETA = _rand(2, 2, 3, seed=32)
+
+
+def _cell(layer, weights, x, hx):
+    """The nn cell layer with the given (w_ih, w_hh[, b_ih, b_hh]) applied to x and hx."""
+    with tl.no_grad():
+        for p, w in zip((layer.weight_ih, layer.weight_hh, layer.bias_ih, layer.bias_hh), weights):
+            p.copy_(tl.tensor(w))
+    hx = tuple(tl.tensor(h) for h in hx) if isinstance(hx, tuple) else tl.tensor(hx)
+    return layer(tl.tensor(x), hx)
+
 
 # name -> (positional arguments in ATen's order, the same call through nn.functional)
 CASES = {
@@ -110,6 +132,20 @@ CASES = {
     "poisson_nll_loss": ((A, np.abs(B), True, True, 1e-8, 1),
                          lambda: F.poisson_nll_loss(tl.tensor(A), tl.tensor(np.abs(B)), True, True)),
     "constant_pad_nd": ((X3, (1, 2), 0.5), lambda: F.pad(tl.tensor(X3), (1, 2), value=0.5)),
+    "lstm_cell": ((A[:2], (H2, C2), WI4, WH4, BI4, BH4),
+                  lambda: _cell(nn.LSTMCell(5, 3), (WI4, WH4, BI4, BH4), A[:2], (H2, C2))),
+    "gru_cell": ((A[:2], H2, WI3, WH3, BI3, BH3), lambda: _cell(nn.GRUCell(5, 3), (WI3, WH3, BI3, BH3), A[:2], H2)),
+    "rnn_tanh_cell": ((A[:2], H2, WI1, WH1), lambda: _cell(nn.RNNCell(5, 3, bias=False), (WI1, WH1), A[:2], H2)),
+    "rnn_relu_cell": ((A[:2], H2, WI1, WH1, BI1, BH1),
+                      lambda: _cell(nn.RNNCell(5, 3, nonlinearity="relu"), (WI1, WH1, BI1, BH1), A[:2], H2)),
+    "grid_sampler": ((X4, GRID, 1, 2, True), lambda: F.grid_sample(tl.tensor(X4), tl.tensor(GRID), "nearest",
+                                                                   "reflection", True)),
+    "grid_sampler_2d": ((X4, GRID, 0, 1, False), lambda: F.grid_sample(tl.tensor(X4), tl.tensor(GRID), "bilinear",
+                                                                       "border", False)),
+    "grid_sampler_3d": ((X5, GRID3, 0, 0, False), lambda: F.grid_sample(tl.tensor(X5), tl.tensor(GRID3),
+                                                                         "bilinear", "zeros", False)),
+    "affine_grid_generator": ((THETA, [2, 3, 4, 5], False),
+                              lambda: F.affine_grid(tl.tensor(THETA), [2, 3, 4, 5], align_corners=False)),
 }
 
 
@@ -145,6 +181,9 @@ def test_aten_spelling_matches_pytorch(name):
     args, _ = CASES[name]
     want = getattr(torch, name)(*_lib_args(torch, args))
     got = getattr(tl, name)(*_lib_args(tl, args))
+    if name == "lstm_cell":
+        _close(got, tuple(w.numpy() for w in want), name)
+        return
     if name in ("max_pool1d_with_indices", "adaptive_max_pool1d"):
         _close(got[0], want[0].numpy(), name)
         np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())

@@ -185,7 +185,8 @@ OPS = {
         hardshrink hinge_embedding_loss instance_norm kl_div layer_norm margin_ranking_loss max_pool1d
         max_pool1d_with_indices max_pool2d max_pool3d native_channel_shuffle pairwise_distance pdist
         pixel_shuffle pixel_unshuffle poisson_nll_loss prelu rms_norm rrelu selu threshold
-        triplet_margin_loss"""),
+        triplet_margin_loss lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell grid_sampler grid_sampler_2d
+        grid_sampler_3d affine_grid_generator"""),
     **no_grad(INPLACE, "alpha_dropout_ celu_ dropout_ feature_alpha_dropout_ feature_dropout_ rrelu_ selu_ threshold_"),
     **gap("tested outside the tables (test_setitem_*, test_conversion_casts_gradient_back)", """
         __setitem__ float half bfloat16 type"""),

@@ -96,7 +96,8 @@ _LAZY_NAMES.update(dict.fromkeys((
     "margin_ranking_loss", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool3d",
     "native_channel_shuffle", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle",
     "poisson_nll_loss", "prelu", "rms_norm", "rrelu", "rrelu_", "selu", "selu_", "threshold", "threshold_",
-    "triplet_margin_loss"), "nn.functional.aten"))
+    "triplet_margin_loss", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "grid_sampler",
+    "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator"), "nn.functional.aten"))
 
 
 def __getattr__(name):

@@ -329,4 +329,74 @@ def constant_pad_nd(input, pad, value=0):
     return F.pad(input, tuple(pad), mode="constant", value=value)
 
 
+# ---- recurrent cells --------------------------------------------------------------------------------
+def _cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh):
+    return F.linear(input, w_ih, b_ih) + F.linear(hx, w_hh, b_hh)
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One LSTM step: (h, c) from input (B, I) and hx = (h, c) (torch.lstm_cell)."""
+    from .recurrent import lstm_step
+    h, c = hx
+    return lstm_step(_cell_gates(input, h, w_ih, w_hh, b_ih, b_hh), c)
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step: h from input (B, I) and hx (B, H) (torch.gru_cell)."""
+    from .recurrent import gru_step
+    return gru_step(F.linear(input, w_ih, b_ih), F.linear(hx, w_hh, b_hh), hx)
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman step with tanh (torch.rnn_tanh_cell)."""
+    from .recurrent import rnn_step
+    return rnn_step(_cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh), False)
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman step with relu (torch.rnn_relu_cell)."""
+    from .recurrent import rnn_step
+    return rnn_step(_cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh), True)
+
+
+# ---- grid sampling ------------------------------------------------------------------------------------
+_INTERPOLATION = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners, op):
+    if interpolation_mode not in _INTERPOLATION:
+        raise ValueError(f"{op}: interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got "
+                         f"{interpolation_mode!r}")
+    if padding_mode not in _PADDING:
+        raise ValueError(f"{op}: padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got "
+                         f"{padding_mode!r}")
+    return F.grid_sample(input, grid, _INTERPOLATION[interpolation_mode], _PADDING[padding_mode],
+                         align_corners)
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """F.grid_sample with ATen's integer modes (torch.grid_sampler)."""
+    return _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners, "grid_sampler")
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """grid_sampler on a 4-d input (torch.grid_sampler_2d)."""
+    if input.dim() != 4:
+        raise RuntimeError(f"grid_sampler_2d(): expected 4D input, but got input with sizes {list(input.shape)}")
+    return _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners, "grid_sampler_2d")
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """grid_sampler on a 5-d input (torch.grid_sampler_3d)."""
+    if input.dim() != 5:
+        raise RuntimeError(f"grid_sampler_3d(): expected 5D input, but got input with sizes {list(input.shape)}")
+    return _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners, "grid_sampler_3d")
+
+
+def affine_grid_generator(theta, size, align_corners):
+    """F.affine_grid with align_corners required (torch.affine_grid_generator)."""
+    return F.affine_grid(theta, list(size), align_corners)
+
+
 NAMES = tuple(n for n in dir() if not n.startswith("_") and n not in ("F", "NAMES"))

@@ -17,35 +17,14 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
+from ..functional.recurrent import rnn_step as _rnn_step, lstm_step as _lstm_step, gru_step as _gru_step
+
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 # ---- one time step (shared by the layers and the cells) -------------------------------------
-def _rnn_step(gates, relu):
-    return gates.relu() if relu else gates.tanh()
-
-
-def _lstm_step(gates, c):
-    """gates: (B, 4H) pre-activations in the order i, f, g, o; returns (h, c).  chunk (one
-    node whose backward concatenates) rather than slices (a node each, each scattering into
-    a zero tensor of the full size)."""
-    i, f, g, o = gates.chunk(4, 1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    return o.sigmoid() * c.tanh(), c
-
-
-def _gru_step(gi, gh, h):
-    """gi = W_i x + b_i, gh = W_h h + b_h, each (B, 3H) in the order r, z, n."""
-    ir, iz, in_ = gi.chunk(3, 1)
-    hr, hz, hn = gh.chunk(3, 1)
-    r = (ir + hr).sigmoid()
-    z = (iz + hz).sigmoid()
-    n = (in_ + r * hn).tanh()
-    return n + z * (h - n)
-
-
 def _uniform_all_(module):
     """PyTorch's recurrent layers draw every parameter from U(-1/sqrt(H), 1/sqrt(H))."""
     stdv = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
