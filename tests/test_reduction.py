@@ -1081,6 +1081,8 @@ def test_histogramdd_matches_numpy():
         tl.histogramdd(tl.tensor(x), bins=0)
     with pytest.raises(NotImplementedError, match="histogramdd"):
         tl.histogramdd(tl.tensor([[1, 2]]))
+    with pytest.raises(RuntimeError, match="too many to count"):     # refused before any edge is made
+        tl.histogramdd(tl.tensor(x), bins=10 ** 9)
 
 
 def _np_gradients(a, spacing, edge_order):

@@ -945,6 +945,18 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     return cls(hist, edges)
 
 
+def _check_histogram_size(counts):
+    """Refuse a histogram whose bins could not be counted (before any edge is made)."""
+    from .._size import check_numel
+    total = 1
+    for c in counts:
+        if isinstance(c, builtins.int) and c > 0:
+            total *= c
+    if total >= 2 ** 62:
+        raise RuntimeError(f"torch.histogramdd: {'x'.join(str(c) for c in counts)} bins are too many to count")
+    check_numel((total,), "histogramdd")
+
+
 def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     """(hist, bin_edges) of the points input (*, D): an integer or one per dim for equal bins
     over range (a flat list of D (min, max) pairs; the data's range by default), or one 1-d
@@ -968,11 +980,13 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
             raise RuntimeError(f"torch.histogramdd: expected {dims} sequences of bin edges for each of the "
                                f"{dims} dimensions of input, but got {len(bins)}")
         edges = [b.detach().to(input.dtype) for b in bins]
+        _check_histogram_size([e.shape[0] - 1 for e in edges])
     else:
         counts = [bins] * dims if isinstance(bins, builtins.int) else builtins.list(bins)
         if len(counts) != dims:
             raise RuntimeError(f"torch.histogramdd: expected {dims} bin counts for each of the {dims} "
                                f"dimensions of input, but got {len(counts)}")
+        _check_histogram_size(counts)
         if range is not None and len(range) != 2 * dims:
             raise RuntimeError(f"torch.histogramdd: for a {dims}-dimensional histogram range should have "
                                f"{2 * dims} elements, but got {len(range)}")
