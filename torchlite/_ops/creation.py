@@ -193,6 +193,12 @@ def from_numpy(ndarray):
     import numpy as np
     if not isinstance(ndarray, np.ndarray):     # a NumPy scalar's buffer is a temporary
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if not ndarray.flags.writeable:
+        import warnings
+        warnings.warn("The given NumPy array is not writable, and torchlite does not support non-writable "
+                      "tensors. This means writing to this tensor will result in undefined behavior. You may "
+                      "want to copy the array to protect its data or make it writable before converting it to "
+                      "a tensor.", UserWarning, stacklevel=2)
     return _wrap(_A.from_numpy(ndarray))
 
 
@@ -580,9 +586,15 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     elif count <= 0 or offset + count * item > nbytes:
         raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset ({offset}) must not "
                          f"be greater than actual buffer length ({nbytes})")
+    if view.readonly:
+        import warnings
+        warnings.warn("The given buffer is not writable, and torchlite does not support non-writable tensors. "
+                      "This means you can write to the underlying (supposedly non-writable) buffer using the "
+                      "tensor. You may want to copy the buffer to protect its data or make it writable before "
+                      "converting it to a tensor.", UserWarning, stacklevel=2)
     raw = np.frombuffer(view.cast("B") if view.format != "B" else view, dtype=np.uint8, count=count * item,
                         offset=offset)
-    t = from_numpy(raw).view(dtype)
+    t = _wrap(_A.from_numpy(raw)).view(dtype)      # (warned above if read-only)
     if requires_grad:
         t.requires_grad_()
     return t
