@@ -123,8 +123,29 @@ def test_bicubic_gradients_and_layer():
     assert tl.equal(up(x), F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=True))
     with pytest.raises(NotImplementedError, match="Got 3D input, but bicubic mode needs 4D input"):
         F.interpolate(tl.randn(1, 2, 4), size=3, mode="bicubic")
-    with pytest.raises(NotImplementedError, match="antialias"):
-        F.interpolate(tl.randn(1, 2, 4, 4), size=3, mode="bicubic", antialias=True)
+    with pytest.raises(ValueError, match="Anti-alias option is restricted"):
+        F.interpolate(tl.randn(1, 2, 4), size=3, mode="linear", antialias=True)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialiased_downsampling_matches_pillow_and_torch(mode):
+    """interpolate(antialias=True) is the resampling PIL does (PyTorch's follows it): Pillow's
+    float-image resize is the independent oracle, PyTorch the second where installed."""
+    Image = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(5)
+    img = rng.random((17, 23)).astype(np.float32)
+    got = F.interpolate(tl.tensor(img)[None, None], size=(6, 9), mode=mode, antialias=True)[0, 0].numpy()
+    pil_mode = Image.Resampling.BILINEAR if mode == "bilinear" else Image.Resampling.BICUBIC
+    want = np.asarray(Image.fromarray(img, mode="F").resize((9, 6), pil_mode))
+    np.testing.assert_allclose(got, want, atol=2e-6)
+    x = tl.randn(1, 2, 9, 9, dtype=tl.float64, requires_grad=True)
+    assert tl.autograd.gradcheck(lambda a: F.interpolate(a, size=(4, 3), mode=mode, antialias=True), (x,))
+    torch = pytest.importorskip("torch")
+    for kw in (dict(size=(4, 5)), dict(scale_factor=0.37), dict(size=(34, 11), align_corners=True)):
+        a = rng.standard_normal((2, 3, 17, 23))
+        np.testing.assert_allclose(F.interpolate(tl.tensor(a), mode=mode, antialias=True, **kw).numpy(),
+                                   torch.nn.functional.interpolate(torch.tensor(a), mode=mode, antialias=True,
+                                                                   **kw).numpy(), atol=1e-12)
 
 
 # ---- area on 5-d inputs ------------------------------------------------------------------------------

@@ -297,6 +297,63 @@ def _sizes_and_scales(input, size, scale_factor, recompute_scale_factor):
     return sizes, scales
 
 
+def _cubic(x, a):
+    """Keys' cubic convolution kernel with parameter a (NumPy, on distances)."""
+    import numpy as np
+    x = np.abs(x)
+    return np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                    np.where(x < 2, a * (((x - 5) * x + 8) * x - 4), 0.0))
+
+
+def resample_matrix(n_in, n_out, mode, antialias, scale=None):
+    """(n_out, n_in) NumPy matrix of one axis of a resize, so that a resize is two matmuls.
+    Antialiased: the filter (triangle for 'bilinear', the a=-0.5 cubic for 'bicubic') widened
+    by the downscale factor and normalised over the taps inside the input, centred at
+    (i + 0.5) * scale, as PIL and PyTorch do; scale defaults to n_in / n_out.  Plain bicubic:
+    PyTorch's a=-0.75 cubic with edge-clamped taps (torchlite.vision's resize).  Geometry only:
+    the pixels never pass through NumPy."""
+    import numpy as np
+    scale = n_in / n_out if scale is None else scale
+    mat = np.zeros((n_out, n_in))
+    rows = np.arange(n_out)
+    if mode == "bicubic" and not antialias:
+        src = (rows + 0.5) * scale - 0.5
+        base = np.floor(src)
+        for k in (-1, 0, 1, 2):
+            np.add.at(mat, (rows, np.clip(base + k, 0, n_in - 1).astype(np.int64)), _cubic(src - base - k, -0.75))
+        return mat
+    radius = 1.0 if mode == "bilinear" else 2.0
+    stretch = max(scale, 1.0) if antialias else 1.0
+    support = radius * stretch
+    centre = (rows + 0.5) * scale
+    lo = np.maximum(np.trunc(centre - support + 0.5), 0).astype(np.int64)
+    hi = np.minimum(np.trunc(centre + support + 0.5), n_in).astype(np.int64)
+    taps = lo[:, None] + np.arange(int(math.ceil(support)) * 2 + 1)
+    dist = (taps - centre[:, None] + 0.5) / stretch
+    valid = taps < hi[:, None]
+    wts = np.maximum(1 - np.abs(dist), 0) if mode == "bilinear" else _cubic(dist, -0.5)
+    wts = np.where(valid, wts, 0.0)
+    total = wts.sum(axis=1, keepdims=True)
+    wts = np.divide(wts, total, out=np.zeros_like(wts), where=total != 0)
+    np.add.at(mat, (np.broadcast_to(rows[:, None], taps.shape)[valid], taps[valid]), wts[valid])
+    return mat
+
+
+def _antialiased(input, sizes, scales, mode, align_corners):
+    """interpolate(antialias=True) of a 4-d input: W_h @ input @ W_w^T with the matrices of
+    resample_matrix at ATen's scales (differentiable as two matmuls)."""
+    from ..._ops.creation import tensor as _tensor
+    mats = []
+    for d in range(2):
+        n_in, n_out = input.shape[2 + d], sizes[d]
+        if align_corners:
+            scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        else:
+            scale = 1.0 / scales[d] if scales[d] is not None and scales[d] > 0 else n_in / n_out
+        mats.append(_tensor(resample_matrix(n_in, n_out, mode, True, scale), dtype=input.dtype, device=input.device))
+    return mats[0] @ input @ mats[1].mT
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims of input (N, C, *spatial) to `size`, or by `scale_factor`
@@ -319,9 +376,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in _MODE_DIMS and _MODE_DIMS[mode] != k:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
                                   f"{_MODE_DIMS[mode] + 2}D input")
-    if antialias:
-        raise NotImplementedError(f"interpolate: mode '{mode}' with antialias is not available in "
-                                  f"torchlite")
+    if antialias and not (mode in ("bilinear", "bicubic") and k == 2):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+                         "tensor as input")
     sizes, scales = _sizes_and_scales(input, size, scale_factor, recompute_scale_factor)
     spatial = list(input.shape[2:])
     if any(s <= 0 for s in sizes) or any(s <= 0 for s in spatial):
@@ -332,6 +389,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"output ({o_s})")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"upsample_{mode}\" not implemented for '{input.dtype.name}'")
+    if antialias:
+        return _antialiased(input, sizes, scales, mode, align_corners)
     if mode == "area":
         from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
         from .pooling3d import adaptive_avg_pool3d

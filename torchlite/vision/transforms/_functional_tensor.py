@@ -3,16 +3,17 @@
 An image is a torchlite tensor (..., C, H, W) (or (H, W)): float in [0, 1] or integer in
 [0, dtype max].  The pixel arithmetic is torchlite tensor ops.  Two things torchlite has no op
 for are built with NumPy and then applied with torchlite ops: the weight matrices of
-antialiased and bicubic resizing (F.interpolate has neither; the resize is two matmuls), and the
-sampling grid of rotate / affine / perspective (torchlite has no grid_sample; the taps are
-gathered with tensor indexing).  The NumPy side only ever sees geometry, never pixels."""
-import math
+antialiased and bicubic resizing (nn.functional.vision.resample_matrix: two matmuls), and the
+sampling grid of rotate / affine / perspective (the taps are gathered with tensor indexing,
+which keeps torchvision's fill blending simple).  The NumPy side only ever sees geometry, never
+pixels."""
 
 import numpy as np
 
 import torchlite
 from torchlite import Tensor
 import torchlite.nn.functional as F
+from torchlite.nn.functional.vision import resample_matrix
 
 _GRAY = (0.2989, 0.587, 0.114)
 
@@ -130,42 +131,6 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     return img.index_select(-2, _index(rows, img)).index_select(-1, _index(cols, img))
 
 
-def _cubic(x, a):
-    """Keys' cubic convolution kernel with parameter a."""
-    x = np.abs(x)
-    return np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
-                    np.where(x < 2, a * (((x - 5) * x + 8) * x - 4), 0.0))
-
-
-def _resample_matrix(n_in, n_out, mode, antialias):
-    """(n_out, n_in) matrix of one axis of a resize.  Antialiased: the filter (triangle, or the
-    a=-0.5 cubic) widened by the downscale factor and normalized over the taps inside the image,
-    as PIL and PyTorch do.  Plain bicubic: PyTorch's a=-0.75 cubic with edge-clamped taps."""
-    scale = n_in / n_out
-    mat = np.zeros((n_out, n_in))
-    rows = np.arange(n_out)
-    if mode == "bicubic" and not antialias:
-        src = (rows + 0.5) * scale - 0.5
-        base = np.floor(src)
-        for k in (-1, 0, 1, 2):
-            np.add.at(mat, (rows, np.clip(base + k, 0, n_in - 1).astype(np.int64)), _cubic(src - base - k, -0.75))
-        return mat
-    radius = 1.0 if mode == "bilinear" else 2.0
-    stretch = max(scale, 1.0) if antialias else 1.0
-    support = radius * stretch
-    centre = (rows + 0.5) * scale
-    lo = np.maximum(np.trunc(centre - support + 0.5), 0).astype(np.int64)
-    hi = np.minimum(np.trunc(centre + support + 0.5), n_in).astype(np.int64)
-    taps = lo[:, None] + np.arange(int(math.ceil(support)) * 2 + 1)
-    dist = (taps - centre[:, None] + 0.5) / stretch
-    valid = taps < hi[:, None]
-    wts = np.maximum(1 - np.abs(dist), 0) if mode == "bilinear" else _cubic(dist, -0.5)
-    wts = np.where(valid, wts, 0.0)
-    wts /= wts.sum(axis=1, keepdims=True)
-    np.add.at(mat, (np.broadcast_to(rows[:, None], taps.shape)[valid], taps[valid]), wts[valid])
-    return mat
-
-
 def resize(img, size, interpolation="bilinear", antialias=True):
     """Resize the last two dims to size [h, w].  Nearest and plain bilinear are
     F.interpolate; antialiased bilinear and bicubic are the matmuls W_h @ (img @ W_w^T)."""
@@ -180,10 +145,10 @@ def resize(img, size, interpolation="bilinear", antialias=True):
     elif interpolation == "bilinear" and not (antialias and (oh < h or ow < w)):
         x = F.interpolate(x, size=[oh, ow], mode="bilinear", align_corners=False)
     else:  # width first, then height; uint8 bilinear is rounded in between, as PyTorch's uint8 kernel does
-        x = torchlite.matmul(x, _const(_resample_matrix(w, ow, interpolation, antialias).T, x))
+        x = torchlite.matmul(x, _const(resample_matrix(w, ow, interpolation, antialias).T, x))
         if interpolation == "bilinear" and not img.dtype.is_floating_point:
             x = x.round().clamp(0, max_value(img.dtype))
-        x = torchlite.matmul(_const(_resample_matrix(h, oh, interpolation, antialias), x), x)
+        x = torchlite.matmul(_const(resample_matrix(h, oh, interpolation, antialias), x), x)
     return _restore(x, img.dtype).reshape(shape[:-2] + (oh, ow))
 
 
