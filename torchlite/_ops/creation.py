@@ -13,6 +13,7 @@ from .._device import to_device, factory_device
 from .._size import check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
+from ._kit import factory_dtype, out_array, write_out
 
 
 def _place(arr, device, requires_grad=False, dtype=None, pin_memory=False):
@@ -28,6 +29,14 @@ def _place(arr, device, requires_grad=False, dtype=None, pin_memory=False):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _made(arr, device, requires_grad, out, op):
+    """A factory's result: the array as a new tensor on `device`, or (out= given; the array
+    was made in out's dtype) copied into out, which keeps its device."""
+    if out is None:
+        return _place(arr, factory_device(device), requires_grad)
+    return write_out(_place(arr, out.device), out, op)
 
 
 def _on(device):
@@ -230,10 +239,8 @@ def _from_bf16_bits(bits, requires_grad):
 def _new_full(size, value, dtype, device, requires_grad, out=None, op="full", pin_memory=False):
     shape = _size_args(size, op)
     if out is not None:
-        if tuple(out.shape) != shape:
-            out._data = _A.empty(shape, out._data.dtype, device=out._data)
-        _A.fill_(out._data, value)
-        out._bump_version()
+        factory_dtype(dtype, out, op)
+        _A.fill_(out_array(out, shape, op), value)
         return out
     dt = D.to_dtype(dtype, D.get_default_dtype())
     return _place(_A.full(shape, value, dt.code, device=_on(device)), None, requires_grad,
@@ -254,6 +261,10 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
           pin_memory=False, memory_format=None):
     """An uninitialised tensor of the given shape (laid out in memory_format when given)."""
     shape = _size_args(size, "empty")
+    if out is not None:
+        factory_dtype(dtype, out, "empty")
+        out_array(out, shape, "empty")
+        return out
     dt = D.to_dtype(dtype, D.get_default_dtype())
     order = MF.dim_order(MF.check(memory_format, "empty"), len(shape), "empty")
     arr = (_A.empty(shape, dt.code, device=_on(device)) if order is None else
@@ -267,7 +278,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     fill_value = _as_pyscalar(fill_value)
-    if dtype is None:
+    if dtype is None and out is None:
         dtype = (D.bool if isinstance(fill_value, builtins.bool) else
                  D.int64 if isinstance(fill_value, builtins.int) else
                  D.get_default_complex_dtype() if isinstance(fill_value, builtins.complex) else
@@ -343,10 +354,8 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     if (end - start) / step < 0:
         raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
-    if dtype is None:
-        all_int = all(isinstance(v, builtins.int) for v in (start, end, step))
-        dtype = D.int64 if all_int else D.get_default_dtype()
-    dt = D.to_dtype(dtype)
+    all_int = all(isinstance(v, builtins.int) for v in (start, end, step))
+    dt = factory_dtype(dtype, out, "arange", D.int64 if all_int else None)
     if dt is D.bool:
         raise RuntimeError("\"arange\" not implemented for 'Bool'")
     if dt.is_floating_point:
@@ -354,11 +363,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
                              start, step)
     else:
         arr = _arange_int(start, end, step, dt)
-    t = _place(arr, factory_device(device), requires_grad)
-    if out is not None:
-        out._data = t._data
-        return out
-    return t
+    return _made(arr, device, requires_grad, out, "arange")
 
 
 def _range_length(n):
@@ -399,12 +404,9 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
         raise RuntimeError(f"upper bound and larger bound inconsistent with step sign (start={start}, "
                            f"end={end}, step={step})")
     check_numel((n,), "range")
-    dt = D.to_dtype(dtype, D.get_default_dtype())
+    dt = factory_dtype(dtype, out, "range")
     arr = _A.fill_affine(_A.empty((n,), D.float64.code), builtins.float(start), builtins.float(step))
-    if out is not None:
-        from ._kit import write_out
-        return write_out(_ew.cast(arr, dt.code), out, "range")
-    return _place(_ew.cast(arr, dt.code), factory_device(device), requires_grad)
+    return _made(_ew.cast(arr, dt.code), device, requires_grad, out, "range")
 
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -416,26 +418,22 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     check_numel((steps,), "linspace")
-    dt = D.to_dtype(dtype, D.get_default_dtype())
+    dt = factory_dtype(dtype, out, "linspace")
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     work = D.float64 if dt.is_floating_point else D.float64
     arr = _A.fill_affine(_A.empty((steps,), work.code), builtins.float(start), step, True, builtins.float(end))
     if steps == 1:
         _A.fill_(arr, builtins.float(start))
-    t = _place(_ew.cast(arr, dt.code), factory_device(device), requires_grad)
-    if out is not None:
-        out._data = t._data
-        return out
-    return t
+    return _made(_ew.cast(arr, dt.code), device, requires_grad, out, "linspace")
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False):
     """base ** linspace(start, end, steps)."""
-    dt = D.to_dtype(dtype, D.get_default_dtype())
+    dt = factory_dtype(dtype, out, "logspace")
     exps = linspace(start, end, steps, dtype=D.float64)
     arr = _ew.binary(_ew.BINARY["pow"], builtins.float(base), exps._data)
-    return _place(_ew.cast(arr, dt.code), factory_device(device), requires_grad)
+    return _made(_ew.cast(arr, dt.code), device, requires_grad, out, "logspace")
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -447,10 +445,10 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be non-negative, got {n} and {m}")
     check_numel((n, m), "eye")
-    dt = D.to_dtype(dtype, D.get_default_dtype())
+    dt = factory_dtype(dtype, out, "eye")
     arr = _A.full((n, m), 0, dt.code)
     _A.fill_(arr.diagonal(0, 0, 1), 1)
-    return _place(arr, factory_device(device), requires_grad)
+    return _made(arr, device, requires_grad, out, "eye")
 
 
 def _legacy_new(cls, *args, **kwargs):

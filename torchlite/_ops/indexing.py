@@ -23,8 +23,8 @@ from ..autograd.graph import inplace_records
 from . import _register
 from . import indexing_grad as _IG
 from . import shape_grad as _SG
-from .pointwise import _no_out_with_grad, where as _where
-from ._kit import C_NAMES, write_out
+from .pointwise import where as _where
+from ._kit import C_NAMES, needs_grad, no_out_with_grad as _no_out_with_grad, write_out, result
 
 _BOOL, _UINT8, _INT32, _INT64 = 0, 1, 4, 5
 _TORCH_NAMES = _ew._TORCH_NAMES          # "Float", "Long", ... as PyTorch's messages name dtypes
@@ -284,7 +284,7 @@ def index_put_items(input, items, used, value, accumulate):
     and the backward of advanced indexing."""
     r = _plain_clone(input)
     advanced = _write(r, items, used, value, accumulate)
-    if _graph(input, value):
+    if needs_grad(input, value):
         _IG.record_index_put(input, value, r, items, used, accumulate, advanced)
     return r
 
@@ -308,15 +308,6 @@ Tensor.__setitem__ = setitem
 
 
 # ---- shared helpers ---------------------------------------------------------------------------
-def _graph(*xs):
-    """Whether an op over xs (tensors, numbers or None) must record a backward node."""
-    if _grad_state.enabled:
-        for x in xs:
-            if isinstance(x, Tensor) and x._requires_grad:
-                return True
-    return False
-
-
 def _plain_clone(t):
     """A copy of t outside the graph: the out-of-place ops write into it, then record."""
     return _wrap(_ew.clone(t._data, True))
@@ -336,9 +327,9 @@ def _result(res, out, op, inputs, record, *args):
             for t in args:
                 if isinstance(t, Tensor) and t.device == out.device:
                     _ew.check_no_overlap(out._data, t._data)
-        return _write_out(res, out, op)
+        return write_out(res, out, op)
     r = _wrap(res)
-    if _graph(*inputs):
+    if needs_grad(*inputs):
         record(r, *args)
     return r
 
@@ -366,13 +357,6 @@ def _check_writable(self, op):
         raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to "
                            f"tensor refers to a single memory location. Please clone() the tensor "
                            f"before performing the operation.")
-
-
-def _write_out(res, out, op):
-    """Return res as a Tensor, or copy it into out= (resized as PyTorch does)."""
-    if out is None:
-        return _wrap(res)
-    return write_out(res, out, op)
 
 
 # ---- gather / scatter ----------------------------------------------------------------------
@@ -914,7 +898,7 @@ def _masked_out_of_place(inplace, op, input, mask, arg, record):
     _check_bool_mask(mask, op)
     x, m = _expand_both(input, mask)
     res = inplace(_plain_clone(x), m, arg)
-    if _graph(input, arg):
+    if needs_grad(input, arg):
         record(res, input, mask, arg)
     return res
 
@@ -982,7 +966,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     if as_tuple:
         res = _I.nonzero(_as_1d(input._data))
         return tuple(_wrap(res.select(1, k)) for k in range(res.shape[1]))
-    return _write_out(_I.nonzero(input._data), out, "nonzero")
+    return result(_I.nonzero(input._data), out, "nonzero")
 
 
 def nonzero_static(input, *, size, fill_value=-1):

@@ -6,8 +6,8 @@ accumulation (gather -> scatter_add, index_select -> index_add, take -> put(accu
 advanced indexing -> index_put(accumulate), masked_select -> masked_scatter) and the other
 way round, so second derivatives come from the same table.  Index tensors are saved with
 their version: changing one in place before backward is an error, as in PyTorch."""
-from ..autograd.graph import Node, record, sum_to
-from .shape_grad import embed, needs_input_grad, new_node, node_class, zeros_as
+from ..autograd.graph import Node, new_node, node_type, record, record_not_differentiable, sum_to
+from .shape_grad import embed, needs_input_grad, zeros_as
 
 
 def _needs(node, i):
@@ -52,7 +52,7 @@ def _basic_index_node(items):
         elif i is None:
             name = "UnsqueezeBackward0"
     from .shape_grad import _ViewEmbedBack
-    return node_class(name, _ViewEmbedBack)
+    return node_type(name, _ViewEmbedBack)
 
 
 def record_getitem(self, out, items, used, advanced):
@@ -83,8 +83,8 @@ class _IndexPutBack(Node):
         return gi, gv
 
 
-IndexPutBackward0 = node_class("IndexPutBackward0", _IndexPutBack)
-CopySlices = node_class("CopySlices", _IndexPutBack)      # x[basic index] = value
+IndexPutBackward0 = node_type("IndexPutBackward0", _IndexPutBack)
+CopySlices = node_type("CopySlices", _IndexPutBack)      # x[basic index] = value
 
 
 def record_index_put(old, value, out, items, used, accumulate, advanced):
@@ -138,27 +138,14 @@ class ScatterAddBackward0(Node):
         return g, gs
 
 
-class _NotImplementedBack(Node):
-    """An op with no derivative formula: backpropagating through it is an error (never a
-    silently missing gradient)."""
-
-    def backward(self, *grads):
-        raise RuntimeError(f"the derivative for '{self.what}' is not implemented")
-
-
-NotImplementedBackward = node_class("NotImplemented", _NotImplementedBack)
-
-
-def record_not_implemented(what, inputs, outputs):
-    record(new_node(NotImplementedBackward, what=what), inputs, outputs)
-
-
 def record_scatter(out, input, dim, index, src, reduce):
     from .._tensor import Tensor
     is_tensor = isinstance(src, Tensor)
     if reduce is not None:
-        node = new_node(NotImplementedBackward, what=f"scatter with reduce='{reduce}'")
-    elif is_tensor:
+        record_not_differentiable(f"scatter with reduce='{reduce}'", (input, src if is_tensor else None),
+                                  out, name="NotImplemented")
+        return
+    if is_tensor:
         node = new_node(ScatterBackward0, dim=dim, src_shape=_shape(src))
     else:
         node = new_node(ScatterBackward1, dim=dim)
@@ -283,8 +270,8 @@ class _IndexFillBack(Node):
         return gi, gv
 
 
-IndexFillBackward0 = node_class("IndexFillBackward0", _IndexFillBack)     # a number
-IndexFillBackward1 = node_class("IndexFillBackward1", _IndexFillBack)     # a 0-d tensor
+IndexFillBackward0 = node_type("IndexFillBackward0", _IndexFillBack)     # a number
+IndexFillBackward1 = node_type("IndexFillBackward1", _IndexFillBack)     # a 0-d tensor
 
 
 def record_index_fill(out, input, dim, index, value):
@@ -386,10 +373,10 @@ class _PickedValuesBack(Node):
         return (zeros_as(self.in_shape, g).scatter(self.dim, index, g),)
 
 
-SortBackward0 = node_class("SortBackward0", _PickedValuesBack)
-TopkBackward0 = node_class("TopkBackward0", _PickedValuesBack)
-KthvalueBackward0 = node_class("KthvalueBackward0", _PickedValuesBack)
-ModeBackward0 = node_class("ModeBackward0", _PickedValuesBack)
+SortBackward0 = node_type("SortBackward0", _PickedValuesBack)
+TopkBackward0 = node_type("TopkBackward0", _PickedValuesBack)
+KthvalueBackward0 = node_type("KthvalueBackward0", _PickedValuesBack)
+ModeBackward0 = node_type("ModeBackward0", _PickedValuesBack)
 
 
 def record_picked(cls, input, values, indices, dim, keepdim=True, outputs=None):

@@ -21,10 +21,9 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records
 from . import _register
 from . import shape_grad as _SG
-from .pointwise import _no_out_with_grad
 from .shape_grad import arange_array
 from .views import _shape_arg, clone, flip, reshape, transpose, unsqueeze
-from ._kit import int_arg
+from ._kit import int_arg, needs_grad, no_out_with_grad, out_array
 
 _TORCH_NAMES = _ew._TORCH_NAMES
 _MAX_DIMS = 16
@@ -66,33 +65,15 @@ def _check_same_device(tensors, op):
 
 
 def _out_array(out, shape, code, op, like):
-    """The array to write a result of `shape` and dtype `code` into: out's (resized if its
-    shape differs, as PyTorch does) or a new one on the device of array `like`."""
+    """The array to write a result of `shape` and dtype `code` into: out's (see
+    _kit.out_array) or a new one on the device of array `like`.  cat and stack cast into out
+    (PyTorch's TypeError when they cannot); the others need out in the result's dtype."""
     if out is None:
         return _A.empty(shape, code, device=like)
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if not _ew.can_cast(code, out._data.dtype):
+    if op in ("cat", "stack") and isinstance(out, Tensor) and not _ew.can_cast(code, out._data.dtype):
         raise TypeError(f"torch.{op}(): input types can't be cast to the desired output type "
                         f"{_TORCH_NAMES[out._data.dtype]}")
-    if tuple(out._data.shape) != tuple(shape):
-        out._data = _A.empty(shape, out._data.dtype, device=out._data)
-    return out._data
-
-
-def _graph(tensors):
-    """Whether an op over these tensors must record a backward node."""
-    if _grad_state.enabled:
-        for t in tensors:
-            if t._requires_grad:
-                return True
-    return False
-
-
-def _check_out(out, op, tensors):
-    """out= does not support autograd (PyTorch's error when an input requires grad)."""
-    if out is not None:
-        _no_out_with_grad(op, *tensors)
+    return out_array(out, shape, op, dtype=None if op in ("cat", "stack") else code)
 
 
 def _finish(arr, out, inputs=(), record=None):
@@ -100,10 +81,9 @@ def _finish(arr, out, inputs=(), record=None):
     grad), or out= after the array was written into it."""
     if out is None:
         r = _wrap(arr)
-        if record is not None and _graph(inputs):
+        if record is not None and needs_grad(*inputs):
             record(r)
         return r
-    out._bump_version()
     return out
 
 
@@ -135,7 +115,7 @@ def cat(tensors, dim=0, *, out=None):
         _check_same_device(ts, "cat")
     shape, code, d = _SO.cat_plan(arrays, dim)
     if out is not None and isinstance(out, Tensor):     # before out is resized
-        _check_out(out, "cat", ts)
+        no_out_with_grad("cat", *ts)
         _SO.check_no_alias(out._data, arrays)
     return _finish(_SO.cat_into(_out_array(out, shape, code, "cat", arrays[0]), arrays, d), out, ts,
                    lambda r: _SG.record_cat(ts, r, d))
@@ -152,7 +132,7 @@ def stack(tensors, dim=0, *, out=None):
         _check_same_device(ts, "stack")
     shape, code, d = _SO.stack_plan(arrays, dim)
     if out is not None and isinstance(out, Tensor):
-        _check_out(out, "stack", ts)
+        no_out_with_grad("stack", *ts)
         _SO.check_no_alias(out._data, arrays)
     return _finish(_SO.stack_into(_out_array(out, shape, code, "stack", arrays[0]), arrays, d), out, ts,
                    lambda r: _SG.record_stack(ts, r, d))
@@ -511,7 +491,8 @@ def _check_no_internal_overlap(t, op):
 def _triangle(input, diagonal, keep_upper, out, op):
     _check_matrix(input, op)
     diagonal = int_arg(diagonal, "diagonal", op)
-    _check_out(out, op, (input,))
+    if out is not None:
+        no_out_with_grad(op, input)
     res = _out_array(out, tuple(input.shape), input._data.dtype, op, input._data)
     _ew.copy_(res, input._data)       # a no-op when out is input; copy_ handles overlaps
     _SO.zero_triangle(res, diagonal, keep_upper)
@@ -586,8 +567,8 @@ def diag(input, diagonal=0, *, out=None):
     the given diagonal."""
     diagonal = int_arg(diagonal, "diagonal", "diag")
     a = input._data
-    if input.ndim in (1, 2):
-        _check_out(out, "diag", (input,))
+    if input.ndim in (1, 2) and out is not None:
+        no_out_with_grad("diag", input)
     if input.ndim == 1:
         n = a.shape[0] + builtins.abs(diagonal)
         res = _out_array(out, (n, n), a.dtype, "diag", a)
@@ -707,7 +688,7 @@ def cartesian_prod(*tensors):
     if len(ts) == 1:
         return ts[0]
     grids = meshgrid(*ts, indexing="ij")
-    if _graph(ts):      # the same values through recorded ops
+    if needs_grad(*ts):      # the same values through recorded ops
         return stack([_flat(g) for g in grids], 1)
     n = 1
     for t in ts:

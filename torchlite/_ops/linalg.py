@@ -16,7 +16,7 @@ from .._dispatch import matmul as _mm
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
 from . import linalg_grad as _G
-from .pointwise import _no_out_with_grad
+from ._kit import needs_grad, no_out_with_grad as _no_out_with_grad, out_array, result, with_out
 from ..autograd.grad_mode import _state as _grad_state
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "addmm", "addmv", "addmv_", "addbmm",
@@ -47,40 +47,7 @@ def _reshape(a, shape):
     return v if v is not None else _ew.contiguous(a).view(shape)
 
 
-def _out_array(out, shape, dtype, op):
-    """The array an out= tensor provides for a result of `shape` and `dtype`; PyTorch resizes
-    an out of another shape and refuses one of another dtype."""
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if out._data.dtype != dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {_CNAME[dtype]}, but got "
-                           f"{_CNAME[out._data.dtype]} instead")
-    if tuple(out._data.shape) != tuple(shape):
-        out._data = _A.empty(tuple(shape), dtype, device=out._data)
-    out._bump_version()
-    return out._data
-
-
 from ..autograd.graph import inplace_records  # noqa: E402
-
-
-def _tracked(*tensors):
-    """Whether a product of these operands records a node (grad mode on, one of them
-    requires grad)."""
-    if not _grad_state.enabled:
-        return False
-    for t in tensors:
-        if t._requires_grad:
-            return True
-    return False
-
-
-def _result(arr, out, op):
-    """Wrap a freshly computed array, or copy it into out=."""
-    if out is None:
-        return _wrap(arr)
-    _ew.copy_(_out_array(out, arr.shape, arr.dtype, op), arr)
-    return out
 
 
 def _gemm(a, b, dst=None, alpha=1, beta=0, op="bmm"):
@@ -259,7 +226,7 @@ def mm(input, mat2, *, out=None):
             _G.record_product("mm", input, mat2, r)
         return r
     _no_out_with_grad("mm", input, mat2)
-    _gemm(a, b, _out_array(out, (a.shape[0], b.shape[1]), a.dtype, "mm"), op="addmm_impl_cpu_")
+    _gemm(a, b, out_array(out, (a.shape[0], b.shape[1]), "mm", dtype=a.dtype), op="addmm_impl_cpu_")
     return out
 
 
@@ -272,11 +239,11 @@ def bmm(input, mat2, *, out=None):
     _check_bmm(a, b)
     if out is None:
         r = _wrap(_gemm(a, b, op="bmm"))
-        if _tracked(input, mat2):
+        if needs_grad(input, mat2):
             _G.record_product("bmm", input, mat2, r)
         return r
     _no_out_with_grad("bmm", input, mat2)
-    _gemm(a, b, _out_array(out, (a.shape[0], a.shape[1], b.shape[2]), a.dtype, "bmm"), op="bmm")
+    _gemm(a, b, out_array(out, (a.shape[0], a.shape[1], b.shape[2]), "bmm", dtype=a.dtype), op="bmm")
     return out
 
 
@@ -289,12 +256,12 @@ def mv(input, vec, *, out=None):
     _check_mv_dtypes(v.dtype, m, v)
     if out is not None:
         _no_out_with_grad("mv", input, vec)
-    dst = None if out is None else _out_array(out, (m.shape[0],), m.dtype, "mv").unsqueeze(1)
+    dst = None if out is None else out_array(out, (m.shape[0],), "mv", dtype=m.dtype).unsqueeze(1)
     res = _gemm(m, v.unsqueeze(1), dst, op="addmv_impl_cpu")
     if out is not None:
         return out
     r = _wrap(res.view((m.shape[0],)))
-    return _G.record_product("mv", input, vec, r) if _tracked(input, vec) else r
+    return _G.record_product("mv", input, vec, r) if needs_grad(input, vec) else r
 
 
 def _check_dot(a, b, op):
@@ -315,12 +282,12 @@ def _dot(input, other, out, op, argname):
     _check_dot(a, b, "dot")
     if out is not None:
         _no_out_with_grad(op, input, other)
-    dst = None if out is None else _out_array(out, (), a.dtype, op).unsqueeze(0).unsqueeze(0)
+    dst = None if out is None else out_array(out, (), op, dtype=a.dtype).unsqueeze(0).unsqueeze(0)
     res = _gemm(a.unsqueeze(0), b.unsqueeze(1), dst, op="dot")
     if out is not None:
         return out
     r = _wrap(res.view(()))
-    return _G.record_product(op, input, other, r) if _tracked(input, other) else r
+    return _G.record_product(op, input, other, r) if needs_grad(input, other) else r
 
 
 @_register("dot")
@@ -373,9 +340,9 @@ def matmul(input, other, *, out=None):
         res = _matmul_folded(a, b)
     else:
         res = _matmul_batched(a, b)
-    if out is None and _tracked(input, other):
+    if out is None and needs_grad(input, other):
         return _G.record_matmul(input, other, _wrap(res))
-    return _result(res, out, "matmul")
+    return result(res, out, "matmul")
 
 
 def _matmul_folded(a, b):
@@ -411,11 +378,11 @@ def _addmm_result(c, a, b, shape, beta, alpha, out, op, tensors):
     alpha, beta = _scalars(alpha, beta, op)
     if out is not None:
         _no_out_with_grad(op, *tensors)
-    dst = None if out is None else _out_array(out, shape, a.dtype, op)
+    dst = None if out is None else out_array(out, shape, op, dtype=a.dtype)
     res = _addmm_into(c, a, b, alpha, beta, dst)
     if out is not None:
         return out
-    if _tracked(*tensors):
+    if needs_grad(*tensors):
         return _G.record_add_product(op, *tensors, alpha, beta, _wrap(res))
     return _wrap(res)
 
@@ -482,12 +449,12 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
         raise NotImplementedError("\"addmv_impl_cpu\" not implemented for 'Bool'")
     if out is not None:
         _no_out_with_grad("addmv", input, mat, vec)
-    dst = None if out is None else _out_array(out, (m.shape[0],), m.dtype, "addmv").unsqueeze(1)
+    dst = None if out is None else out_array(out, (m.shape[0],), "addmv", dtype=m.dtype).unsqueeze(1)
     res = _addmm_into(c.unsqueeze(-1) if c.ndim else c, m, v.unsqueeze(1), alpha, beta, dst)
     if out is not None:
         return out
     r = _wrap(res.view((m.shape[0],)))
-    if _tracked(input, mat, vec):
+    if needs_grad(input, mat, vec):
         return _G.record_add_product("addmv", input, mat, vec, alpha, beta, r)
     return r
 
@@ -577,16 +544,10 @@ def outer(input, vec2, *, out=None):
     a2, b2 = a.unsqueeze(1), b.unsqueeze(0)
     if out is None:
         r = _wrap(_ew.binary(_MUL, a2, b2))
-        return _G.record_product("outer", input, vec2, r) if _tracked(input, vec2) else r
+        return _G.record_product("outer", input, vec2, r) if needs_grad(input, vec2) else r
     _no_out_with_grad("outer", input, vec2)
-    dt = _ew.promote(a.dtype, b.dtype)
-    if not _ew.can_cast(dt, out._data.dtype):
-        raise RuntimeError(f"result type {_UPPER[dt]} can't be cast to the desired output type "
-                           f"{_UPPER[out._data.dtype]}")
-    if tuple(out._data.shape) != (a.shape[0], b.shape[0]):
-        out._data = _A.empty((a.shape[0], b.shape[0]), out._data.dtype, device=out._data)
-    _ew.binary(_MUL, a2, b2, out._data)
-    out._bump_version()
+    dst = out_array(out, (a.shape[0], b.shape[0]), "outer", cast_from=_ew.promote(a.dtype, b.dtype))
+    _ew.binary(_MUL, a2, b2, dst)
     return out
 
 
@@ -602,19 +563,19 @@ def inner(input, other, *, out=None):
     if out is not None:
         _no_out_with_grad("inner", input, other)
     if a.ndim == 0 or b.ndim == 0:
-        if _tracked(input, other):
+        if needs_grad(input, other):
             return input * other                 # recorded as the product it is
-        return _result(_ew.binary(_MUL, a, b), out, "inner")
+        return result(_ew.binary(_MUL, a, b), out, "inner")
     if a.dtype != b.dtype:
         raise RuntimeError("both inputs should have same dtype")
     if a.shape[-1] != b.shape[-1]:
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but got "
                            f"shapes {list(a.shape)} and {list(b.shape)}")
     res = _contract(a, b, [a.ndim - 1], [b.ndim - 1])
-    if _tracked(input, other):
+    if needs_grad(input, other):
         return _G.record_tensordot(input, other, [a.ndim - 1], [b.ndim - 1], _wrap(res),
                                    _G.InnerBackward0)
-    return _result(res, out, "inner")
+    return result(res, out, "inner")
 
 
 def _contract(a, b, da, db):
@@ -682,9 +643,9 @@ def tensordot(a, b, dims=2, out=None):
     if out is not None:
         _no_out_with_grad("tensordot", a, b)
     res = _contract(x, y, na, nb)
-    if _tracked(a, b):
+    if needs_grad(a, b):
         return _G.record_tensordot(a, b, na, nb, _wrap(res))
-    return _result(res, out, "tensordot")
+    return result(res, out, "tensordot")
 
 
 def chain_matmul(*matrices, out=None):
@@ -698,11 +659,11 @@ def chain_matmul(*matrices, out=None):
         if _arr(t, "chain_matmul", "matrices", 1).ndim != 2:
             raise RuntimeError(f"chain_matmul(): Expected 2D tensors, but got {t.ndim}-D tensor "
                                f"for argument {i}")
-    if _tracked(*matrices):         # the chain of recorded mm's
+    if needs_grad(*matrices):         # the chain of recorded mm's
         if out is not None:
             _no_out_with_grad("chain_matmul", *matrices)
         return _chain(list(matrices), mm)
-    return _result(_chain([t._data for t in matrices]), out, "chain_matmul")
+    return result(_chain([t._data for t in matrices]), out, "chain_matmul")
 
 
 def multi_dot(tensors, *, out=None):
@@ -734,7 +695,7 @@ def multi_dot(tensors, *, out=None):
             raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes "
                                f"{list(arrs[i - 1].shape)} and {list(arrs[i].shape)} cannot be "
                                f"multiplied")
-    if _tracked(*ts):               # the chain of recorded mm's
+    if needs_grad(*ts):               # the chain of recorded mm's
         if out is not None:
             _no_out_with_grad("multi_dot", *ts)
         ts[0] = ts[0].unsqueeze(0) if first_1d else ts[0]
@@ -749,7 +710,7 @@ def multi_dot(tensors, *, out=None):
         shape = shape[:-1]
     if isinstance(res, Tensor):
         return res.reshape(shape)
-    return _result(res.view(shape), out, "multi_dot")
+    return result(res.view(shape), out, "multi_dot")
 
 
 def _chain(arrs, mul=None):
@@ -804,9 +765,9 @@ def vecdot(x, y, *, dim=-1, out=None):
     if out is not None:
         _no_out_with_grad("linalg.vecdot", x, y)
     res = _gemm(a2, b2, op="vecdot").view(tuple(shape[i] for i in order[:-1]))
-    if _tracked(x, y):
+    if needs_grad(x, y):
         return _G.record_vecdot(x, y, d, _wrap(res))
-    return _result(res, out, "linalg.vecdot")
+    return result(res, out, "linalg.vecdot")
 
 
 # ---- einsum --------------------------------------------------------------------------------
@@ -833,7 +794,7 @@ def einsum(*args):
     sizes = _einsum_sizes(terms, arrs)
     ops = [_einsum_prepare(a, labels, sizes, i) for i, (a, labels) in enumerate(zip(arrs, terms))]
     res = _wrap(_einsum_contract(ops, output))
-    if _tracked(*operands):
+    if needs_grad(*operands):
         return _G.record_einsum(operands, terms, output, sizes, res)
     return res
 
@@ -1096,7 +1057,8 @@ def _tensor_args(op, *named):
 
 
 @_register("kron")
-def kron(input, other, *, out=None):
+@with_out("kron", casting="unsafe")
+def kron(input, other):
     """Kronecker product: block (i, j, ...) of the result is input[i, j, ...] * other (the
     operands are padded with leading size-1 dims to the same number of dims)."""
     _tensor_args("kron", ("input", input), ("other", other))
@@ -1107,20 +1069,11 @@ def kron(input, other, *, out=None):
     # dims merge into the result's dims
     a = input.reshape([v for s in sa for v in (s, 1)])
     b = other.reshape([v for s in sb for v in (1, s)])
-    r = (a * b).reshape([x * y for x, y in zip(sa, sb)])
-    return _copy_out(r, out, "kron", (input, other))
+    return (a * b).reshape([x * y for x, y in zip(sa, sb)])
 
 
-def _copy_out(r, out, op, inputs):
-    if out is None:
-        return r
-    from .pointwise import _prepare_out
-    _no_out_with_grad(op, *inputs)
-    _ew.copy_(_prepare_out(out, r.shape, op), r._data)
-    return out
-
-
-def linalg_cross(input, other, *, dim=-1, out=None):
+@with_out("linalg.cross", casting="unsafe")
+def linalg_cross(input, other, *, dim=-1):
     """torch.linalg.cross: the cross product of 3-vectors along dim (the other dims
     broadcast)."""
     _tensor_args("linalg.cross", ("input", input), ("other", other))
@@ -1136,8 +1089,7 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     a = [input.narrow(d, i, 1) for i in range(3)]
     b = [other.narrow(d, i, 1) for i in range(3)]
     from .joining import cat
-    r = cat([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]], d)
-    return _copy_out(r, out, "linalg.cross", (input, other))
+    return cat([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]], d)
 
 
 @_register("cross")
@@ -1244,7 +1196,8 @@ def _zeros_like(t):
     return zeros_like(t)
 
 
-def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+@with_out("addr")
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """beta * input + alpha * outer(vec1, vec2) (torch.addr)."""
     for name, v in (("vec1", vec1), ("vec2", vec2)):
         if not isinstance(v, Tensor) or v.ndim != 1:
@@ -1253,11 +1206,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     prod = outer(vec1, vec2)
     r = prod * alpha if alpha != 1 else prod
     # beta == 0: input is ignored (a NaN in it does not propagate), only its shape counts
-    r = r + (input * beta if beta != 1 else input) if beta != 0 else r + _zeros_like(input)
-    if out is None:
-        return r
-    from ._kit import write_out
-    return write_out(r._data, out, "addr")
+    return r + (input * beta if beta != 1 else input) if beta != 0 else r + _zeros_like(input)
 
 
 _register("addr")(addr)

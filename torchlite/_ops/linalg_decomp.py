@@ -7,19 +7,17 @@ ops (pinv, lstsq, matrix_rank, matrix_power, matrix_exp, cond) are compositions 
 the matrix products.  Each op checks its arguments with PyTorch's messages, and records a
 backward node (linalg_decomp_grad.py) when an input requires grad."""
 import builtins
-import functools
 import math
 
 from .. import _dtype as D
 from .._dispatch import linalg_decomp as _K
 from .._tensor import Tensor, _wrap
 from .. import return_types as _rt
-from ..autograd.graph import needs_grad
+from ..autograd.graph import needs_grad, record_not_differentiable
 from ..autograd.grad_mode import no_grad
 from . import _register
 from . import linalg_decomp_grad as _G
-from .pointwise import _no_out_with_grad
-from ._kit import write_out
+from ._kit import with_out
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "svd", "qr", "cholesky", "cholesky_solve",
            "matrix_power", "matrix_exp", "pinverse", "geqrf", "orgqr", "lu_unpack",
@@ -116,30 +114,6 @@ def _where(c, x, y):
     return where(c, x, y)
 
 
-def _with_out(name):
-    """Give an op torch's out= keyword: the result is written into out (a tensor, or a tuple
-    for ops with several results), resized when its shape differs; a dtype mismatch, or an
-    input requiring grad, raises as torch does."""
-    def deco(fn):
-        @functools.wraps(fn)
-        def wrapper(*args, out=None, **kwargs):
-            if out is None:
-                return fn(*args, **kwargs)
-            _no_out_with_grad(name, *args, *kwargs.values())
-            return _write_out(fn(*args, **kwargs), out, name)
-        return wrapper
-    return deco
-
-
-def _write_out(res, out, name):
-    if isinstance(res, tuple):
-        if not isinstance(out, (tuple, list)) or len(out) != len(res):
-            raise TypeError(f"{name}(): argument 'out' must be tuple of {len(res)} Tensors")
-        filled = [_write_out(r, o, name) for r, o in zip(res, out)]
-        return type(res)(*filled) if hasattr(res, "_fields") else tuple(filled)
-    return write_out(res._data, out, name)
-
-
 def _eye_like(A, n=None):
     from .creation import eye
     n = A.shape[-1] if n is None else n
@@ -147,7 +121,7 @@ def _eye_like(A, n=None):
 
 
 # ---- LU -----------------------------------------------------------------------------------
-@_with_out("linalg_lu_factor_ex")
+@with_out("linalg_lu_factor_ex")
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """torch.linalg.lu_factor_ex: (LU, pivots, info) with partial pivoting."""
     op = "torch.linalg.lu_factor_ex"
@@ -163,11 +137,11 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
         _raise_info(res[2], "linalg.lu_factor", lambda v: f"U[{v},{v}] is zero and using it on "
                     f"lu_solve would result in a division by zero.")
     if needs_grad(A):
-        _G.record_not_implemented("linalg_lu_factor_ex", "LinalgLuFactorExBackward0", A, res)
+        record_not_differentiable("linalg_lu_factor_ex", (A,), res, "LinalgLuFactorExBackward0")
     return _LuFactorEx(*res)
 
 
-@_with_out("linalg_lu_factor")
+@with_out("linalg_lu_factor")
 def lu_factor(A, *, pivot=True):
     """torch.linalg.lu_factor: (LU, pivots) with A = P L U; raises when U has a zero on its
     diagonal (torch's rule, lu_solve would divide by it)."""
@@ -204,7 +178,7 @@ def _int64():
     return int64
 
 
-@_with_out("linalg_lu")
+@with_out("linalg_lu")
 def lu(A, *, pivot=True):
     """torch.linalg.lu: (P, L, U) with A = P L U, L unit lower-triangular (m x k), U upper
     (k x n), k = min(m, n)."""
@@ -217,11 +191,11 @@ def lu(A, *, pivot=True):
         P = _permutation(piv, m, A.dtype)
     if needs_grad(A):
         # P is not differentiable (torch's rule): only L and U get the node
-        _G.record_not_implemented("linalg_lu", "LinalgLuBackward0", A, (None, L, U))
+        record_not_differentiable("linalg_lu", (A,), (None, L, U), "LinalgLuBackward0")
     return _Lu(P, L, U)
 
 
-@_with_out("linalg_lu_solve")
+@with_out("linalg_lu_solve")
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     """torch.linalg.lu_solve: X with A X = B (adjoint: A^T X = B; left=False: X A = B) from
     lu_factor's (LU, pivots)."""
@@ -245,8 +219,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     X = _wrap(_K.lu_solve(LUb._data, pb._data, Bb._data, trans))
     X = X if left else X.mT
     if needs_grad(LU, B):
-        _G.record_not_implemented("linalg_lu_solve", "LinalgLuSolveBackward0", LU, X,
-                                  extra=(pivots, B))
+        record_not_differentiable("linalg_lu_solve", (LU, pivots, B), X, "LinalgLuSolveBackward0")
     return X
 
 
@@ -332,14 +305,14 @@ def _solve(A, B, left, check, op):
     return X, info
 
 
-@_with_out("linalg_solve")
+@with_out("linalg_solve")
 def solve(A, B, *, left=True):
     """torch.linalg.solve: X with A X = B (left=False: X A = B); B may be a (batch of)
     vectors; raises LinAlgError for a singular A."""
     return _solve(A, B, left, True, "linalg.solve")[0]
 
 
-@_with_out("linalg_solve_ex")
+@with_out("linalg_solve_ex")
 def solve_ex(A, B, *, left=True, check_errors=False):
     """torch.linalg.solve_ex: (result, info) without raising for singular inputs."""
     X, info = _solve(A, B, left, check_errors, "linalg.solve")
@@ -366,27 +339,27 @@ def _inv(A, check, op="linalg.inv"):
     return X, _wrap(info)
 
 
-@_with_out("linalg_inv")
+@with_out("linalg_inv")
 def inv(A):
     """torch.linalg.inv: the inverse of a (batch of) square matrices; LinAlgError when one is
     singular."""
     return _inv(A, True)[0]
 
 
-@_with_out("linalg_inv_ex")
+@with_out("linalg_inv_ex")
 def inv_ex(A, *, check_errors=False):
     """torch.linalg.inv_ex: (inverse, info) without raising for singular inputs."""
     return _InvEx(*_inv(A, check_errors))
 
 
 @_register("inverse")
-@_with_out("inverse")
+@with_out("inverse")
 def inverse(input):
     """torch.inverse: linalg.inv."""
     return inv(input)
 
 
-@_with_out("linalg_solve_triangular")
+@with_out("linalg_solve_triangular")
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """torch.linalg.solve_triangular: X with A X = B (left=False: X A = B), A upper or lower
     triangular (the other triangle is not read), unitriangular: its diagonal taken as ones."""
@@ -413,7 +386,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
 
 # ---- determinants -----------------------------------------------------------------------------
-@_with_out("linalg_det")
+@with_out("linalg_det")
 def det(A):
     """torch.linalg.det through LU: (-1)^swaps * prod(diag(U))."""
     _matrix(A, "linalg.det", square=True)
@@ -431,7 +404,7 @@ def _slogdet(A, op):
     return sign, lad
 
 
-@_with_out("linalg_slogdet")
+@with_out("linalg_slogdet")
 def linalg_slogdet(A):
     """torch.linalg.slogdet: (sign, log|det|), sign 0 and -inf for a singular matrix."""
     return _Slogdet(*_slogdet(A, "linalg.slogdet"))
@@ -470,28 +443,28 @@ def _cholesky(A, upper, check, op):
     return res, info
 
 
-@_with_out("linalg_cholesky")
+@with_out("linalg_cholesky")
 def linalg_cholesky(A, *, upper=False):
     """torch.linalg.cholesky: L with A = L L^T (upper=True: U with A = U^T U), from the lower
     (upper) triangle of A; LinAlgError when A is not positive-definite."""
     return _cholesky(A, upper, True, "linalg.cholesky")[0]
 
 
-@_with_out("linalg_cholesky_ex")
+@with_out("linalg_cholesky_ex")
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """torch.linalg.cholesky_ex: (L, info), info the order of the failing minor (0: fine)."""
     return _CholeskyEx(*_cholesky(A, upper, check_errors, "linalg.cholesky"))
 
 
 @_register("cholesky")
-@_with_out("cholesky")
+@with_out("cholesky")
 def cholesky(input, upper=False):
     """torch.cholesky (deprecated in torch, same as linalg.cholesky)."""
     return _cholesky(input, upper, True, "linalg.cholesky")[0]
 
 
 @_register("cholesky_solve")
-@_with_out("cholesky_solve")
+@with_out("cholesky_solve")
 def cholesky_solve(input, input2, upper=False):
     """torch.cholesky_solve(B, L): X with (L L^T) X = B (upper: (U^T U) X = B), by two
     triangular solves; its gradient is PyTorch's formula (linalg_decomp_grad.py)."""
@@ -521,7 +494,7 @@ def _qr(A, mode, op="linalg.qr"):
     return Q, R
 
 
-@_with_out("linalg_qr")
+@with_out("linalg_qr")
 def linalg_qr(A, mode="reduced"):
     """torch.linalg.qr: Householder QR; mode 'reduced' (Q m x k), 'complete' (Q m x m) or 'r'
     (Q empty).  R's diagonal signs follow LAPACK's convention."""
@@ -529,7 +502,7 @@ def linalg_qr(A, mode="reduced"):
 
 
 @_register("qr")
-@_with_out("qr")
+@with_out("qr")
 def qr(input, some=True):
     """torch.qr (legacy): some=True is mode 'reduced', some=False 'complete'."""
     return _QrLegacy(*_qr(input, "reduced" if some else "complete"))
@@ -547,14 +520,14 @@ def _eigh(A, UPLO, vectors):
     return w, V
 
 
-@_with_out("linalg_eigh")
+@with_out("linalg_eigh")
 def eigh(A, UPLO="L"):
     """torch.linalg.eigh: eigenvalues (ascending) and orthonormal eigenvectors (columns) of a
     symmetric matrix read from its lower (UPLO='L') or upper triangle."""
     return _Eigh(*_eigh(A, UPLO, True))
 
 
-@_with_out("linalg_eigvalsh")
+@with_out("linalg_eigvalsh")
 def eigvalsh(A, UPLO="L"):
     """torch.linalg.eigvalsh: the eigenvalues of eigh (eigenvectors computed only when a
     gradient needs them)."""
@@ -577,14 +550,14 @@ def _eig(A, vectors, op):
     return w, V
 
 
-@_with_out("linalg_eig")
+@with_out("linalg_eig")
 def eig(A):
     """torch.linalg.eig: eigenvalues and eigenvectors (unit-norm columns, largest component
     real) of a general square matrix, as complex tensors; order unspecified, as in PyTorch."""
     return _Eig(*_eig(A, True, "linalg.eig"))
 
 
-@_with_out("linalg_eigvals")
+@with_out("linalg_eigvals")
 def eigvals(A):
     """torch.linalg.eigvals: the eigenvalues of eig, as a complex tensor."""
     return _eig(A, False, "linalg.eigvals")[0]
@@ -601,21 +574,21 @@ def _svd(A, full_matrices, compute_uv, op="linalg.svd"):
     return U, S, Vh
 
 
-@_with_out("linalg_svd")
+@with_out("linalg_svd")
 def linalg_svd(A, full_matrices=True, *, driver=None):
     """torch.linalg.svd: A = U diag(S) Vh, S descending (one-sided Jacobi: accurate singular
     values, also the small ones).  Singular vectors are unique up to sign only."""
     return _Svd(*_svd(A, full_matrices, True))
 
 
-@_with_out("linalg_svdvals")
+@with_out("linalg_svdvals")
 def svdvals(A, *, driver=None):
     """torch.linalg.svdvals: the singular values, descending."""
     return _svd(A, False, False, "linalg.svdvals")[1]
 
 
 @_register("svd")
-@_with_out("svd")
+@with_out("svd")
 def svd(input, some=True, compute_uv=True):
     """torch.svd (legacy): returns V, not Vh; some=False gives full U and V; compute_uv=False
     returns zero-filled U (m x m) and V (n x n)."""
@@ -653,7 +626,7 @@ def _is_zero(x):
     return (x == 0).all().item() if isinstance(x, Tensor) else x == 0
 
 
-@_with_out("linalg_pinv")
+@with_out("linalg_pinv")
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """torch.linalg.pinv through the SVD: V diag(1/s for s > tol, else 0) U^T, tol =
     max(atol, rtol * s_max).  hermitian=True: through eigh, which reads only the lower
@@ -686,7 +659,7 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
-@_with_out("linalg_matrix_rank")
+@with_out("linalg_matrix_rank")
 def matrix_rank(A, tol=None, *, atol=None, rtol=None, hermitian=False):
     """torch.linalg.matrix_rank: the number of singular values above max(atol, rtol * s_max)
     (int64)."""
@@ -735,7 +708,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 # ---- powers and the exponential ---------------------------------------------------------------
 @_register("matrix_power")
-@_with_out("linalg_matrix_power")
+@with_out("linalg_matrix_power")
 def matrix_power(A, n):
     """torch.linalg.matrix_power: A^n by repeated squaring (n < 0: the inverse's power)."""
     op = "linalg.matrix_power"
@@ -808,7 +781,7 @@ def _float64():
     return float64
 
 
-@_with_out("linalg_cond")
+@with_out("linalg_cond")
 def cond(A, p=None):
     """torch.linalg.cond: s_max / s_min for p None or 2 (-2: the reverse), else
     norm(A, p) * norm(inv(A), p)."""
@@ -839,7 +812,8 @@ def svd_matrix_norm(A, ord, d0, d1, keepdim, dtype):
 
 # ---- Householder reflectors -------------------------------------------------------------------
 @_register("orgqr")
-def householder_product(A, tau, *, out=None):
+@with_out("householder_product")
+def householder_product(A, tau):
     """torch.linalg.householder_product: the first n columns of H_1 H_2 ... H_k, where
     H_i = I - tau_i v_i v_i^H and v_i is column i of A below the diagonal with a 1 on it (the
     reflectors geqrf returns).  A (*, m, n) with m >= n, tau (*, k) with k <= n.  Written with
@@ -869,11 +843,12 @@ def householder_product(A, tau, *, out=None):
     if k == 0 and (A.requires_grad or tau.requires_grad):
         # no reflector: the identity, still in the graph (zero gradients), as in PyTorch
         r = r + A.clone().zero_() + tau.sum(-1).reshape(*tau.shape[:-1], 1, 1) * 0
-    return write_out(r._data, out, op) if out is not None else r
+    return r
 
 
 @_register("geqrf")
-def geqrf(input, *, out=None):
+@with_out("geqrf")
+def geqrf(input):
     """torch.geqrf: QR as LAPACK's geqrf gives it: (a, tau), R on and above a's diagonal and the
     Householder reflectors below it (see householder_product).  LAPACK itself computes it
     (NumPy's qr(mode='raw')); like PyTorch's, it has no gradient."""
@@ -900,13 +875,8 @@ def geqrf(input, *, out=None):
     from .creation import tensor
     ra = tensor(a.reshape(*batch, m, n), dtype=input.dtype, device=input.device)
     rt = tensor(tau.reshape(*batch, min(m, n)), dtype=input.dtype, device=input.device)
-    if out is not None:
-        write_out(ra._data, out[0], "geqrf")
-        write_out(rt._data, out[1], "geqrf")
-        return out
     if needs_grad(input):           # in the graph, refusing to backpropagate (PyTorch's geqrf)
-        from .pointwise_grad import _not_differentiable
-        _not_differentiable("geqrf", (input,), (ra, rt))
+        record_not_differentiable("geqrf", (input,), (ra, rt))
     return _rt.geqrf(ra, rt)
 
 
@@ -920,7 +890,8 @@ _LuLegacy = _tuple_type("lu", ("LU", "pivots"))
 
 
 @_register("lu_unpack")
-def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+@with_out("lu_unpack")
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """torch.lu_unpack: (P, L, U) from lu_factor's (LU, pivots), A = P L U; L and U are
     differentiable in LU_data.  unpack_data=False / unpack_pivots=False leave L, U / P empty."""
     from .creation import empty
@@ -936,24 +907,15 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     L = LU_data[..., :, :k].tril(-1) + _eye_like(LU_data, m)[:, :k] if unpack_data else nothing
     U = LU_data[..., :k, :].triu() if unpack_data else nothing
     P = _permutation(LU_pivots, m, LU_data.dtype) if unpack_pivots else nothing
-    res = _LuUnpack(P, L, U)
-    if out is not None:
-        for o, r in zip(out, res):
-            write_out(r._data, o, op)
-        return _LuUnpack(*out)
-    return res
+    return _LuUnpack(P, L, U)
 
 
-def lu_legacy(A, pivot=True, get_infos=False, out=None):
+@with_out("lu")
+def lu_legacy(A, pivot=True, get_infos=False):
     """torch.lu / torch.functional.lu: (LU, pivots), or (LU, pivots, infos) with get_infos,
     i.e. linalg.lu_factor_ex; a singular matrix raises unless get_infos."""
     LU, pivots, infos = lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
-    res = (LU, pivots, infos) if get_infos else _LuLegacy(LU, pivots)
-    if out is not None:
-        for o, r in zip(out, res):
-            write_out(r._data, o, "lu")
-        return tuple(out)
-    return res
+    return (LU, pivots, infos) if get_infos else _LuLegacy(LU, pivots)
 
 
 def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None):
@@ -962,23 +924,19 @@ def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None):
 
 
 @_register("triangular_solve")
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+@with_out("triangular_solve")
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """torch.triangular_solve: (X, A.clone()) with A X = b (transpose: A^T X = b) for a
     triangular A (upper or lower), by linalg.solve_triangular."""
     _tensor(b, "triangular_solve", "b")
     _tensor(A, "triangular_solve", "A")
     coef = A.mT if transpose else A
     X = solve_triangular(coef, b, upper=upper != transpose, unitriangular=unitriangular)
-    res = _TriangularSolve(X, A.clone())
-    if out is not None:
-        for o, r in zip(out, res):
-            write_out(r._data, o, "triangular_solve")
-        return _TriangularSolve(*out)
-    return res
+    return _TriangularSolve(X, A.clone())
 
 
 @_register("cholesky_inverse")
-@_with_out("cholesky_inverse")
+@with_out("cholesky_inverse")
 def cholesky_inverse(L, upper=False):
     """torch.cholesky_inverse: the inverse of A = L L^T (upper: U^T U) from its Cholesky
     factor, through cholesky_solve of the identity (differentiable)."""
@@ -987,7 +945,8 @@ def cholesky_inverse(L, upper=False):
     return cholesky_solve(eye, L, upper)
 
 
-def tensorinv(A, ind=2, *, out=None):
+@with_out("linalg.tensorinv")
+def tensorinv(A, ind=2):
     """torch.linalg.tensorinv: the tensor X with tensordot(X, A, ind) the identity: A seen as a
     (prod(shape[:ind]), prod(shape[ind:])) square matrix, inverted, shaped shape[ind:] +
     shape[:ind]."""
@@ -1000,10 +959,11 @@ def tensorinv(A, ind=2, *, out=None):
                            f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
                            f"{cols} != {rows}")
     X = inv(A.reshape(rows, cols)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
-    return X if out is None else write_out(X._data, out, "linalg.tensorinv")
+    return X
 
 
-def tensorsolve(A, B, dims=None, *, out=None):
+@with_out("linalg.tensorsolve")
+def tensorsolve(A, B, dims=None):
     """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B (dims of A moved to the
     end first), as one linear solve of A seen as a square matrix."""
     _tensor(A, "linalg.tensorsolve", "A")
@@ -1018,4 +978,4 @@ def tensorsolve(A, B, dims=None, *, out=None):
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) "
                            f"== prod(self.shape[:other.ndim]), but got {cols} != {rows}")
     X = solve(A.reshape(rows, cols), B.reshape(rows)).reshape(x_shape)
-    return X if out is None else write_out(X._data, out, "linalg.tensorsolve")
+    return X

@@ -30,18 +30,6 @@ def _ld():
     return linalg_decomp
 
 
-class _NotImplementedBackward(Node):
-    def backward(self, *grads):
-        raise RuntimeError(f"the derivative for '{self.op}' is not implemented")
-
-
-def record_not_implemented(op, cls_name, A, outputs, extra=()):
-    node = type(cls_name, (_NotImplementedBackward,), {})()
-    node.op = op
-    record(node, (A,) + tuple(extra), outputs)
-    return outputs
-
-
 # ---- inverse and solvers ---------------------------------------------------------------------
 class LinalgInvExBackward0(Node):
     def backward(self, g, *rest):

@@ -16,6 +16,8 @@ from . import _register
 from . import pointwise_grad as _G
 from ..autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ..autograd.graph import inplace_records as _inplace_records
+from ._kit import no_out_with_grad as _no_out_with_grad, out_array as _out_array
+from ._kit import write_out as _write_out
 
 _U = _ew.UNARY
 _B = _ew.BINARY
@@ -48,30 +50,12 @@ def _result(arr, out):
     return out
 
 
-def _prepare_out(out, shape, op):
-    """PyTorch resizes an out= tensor of the wrong shape; return its array."""
-    if out is None:
-        return None
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if tuple(out._data.shape) != tuple(shape):
-        out._data = _A.empty(shape, out._data.dtype, device=out._data)
-    out._bump_version()         # a write: saved tensors over out's memory are now stale
-    return out._data
-
-
 def _bshape(*xs):
     from .._core.array import broadcast_shapes
     return broadcast_shapes(*[x.shape for x in xs if isinstance(x, Tensor)])
 
 
 # ---- unary ---------------------------------------------------------------------------------
-def _no_out_with_grad(name, *xs):
-    if _grad_state.enabled and any(isinstance(x, Tensor) and x._requires_grad for x in xs):
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
-                           f"differentiation, but one of the arguments requires grad.")
-
-
 def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
@@ -81,7 +65,7 @@ def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
             _G.record_unary(code, input, r, (p0, p1, p2), name)
         return r
     _no_out_with_grad(name, input)
-    _ew.unary(code, input._data, _prepare_out(out, input.shape, name), p0, p1, p2)
+    _ew.unary(code, input._data, _out_array(out, input.shape, name), p0, p1, p2)
     return out
 
 
@@ -337,11 +321,7 @@ def _clamp(input, min, max, out, name):
     if out is None:
         return r
     _no_out_with_grad("clamp", input, min, max)
-    dst = _prepare_out(out, r.shape, "clamp")
-    if not _ew.can_cast(r.dtype.code, dst.dtype):
-        raise RuntimeError(f"clamp: result type {_ew._TORCH_NAMES[r.dtype.code]} can't be cast to "
-                           f"the desired output type {_ew._TORCH_NAMES[dst.dtype]}")
-    _ew.copy_(dst, r._data)
+    _write_out(r, out, "clamp", casting="same_kind")
     return out
 
 
@@ -470,7 +450,7 @@ def _binary(code, a, b, out, name, alpha=1.0):
             _G.record_binary(code, name, a if a_t else x, b if b_t else y, r, alpha)
         return r
     _no_out_with_grad(name, a, b)
-    _ew.binary(code, x, y, _prepare_out(out, _bshape(a, b), name), alpha)
+    _ew.binary(code, x, y, _out_array(out, _bshape(a, b), name), alpha)
     return out
 
 
@@ -740,7 +720,7 @@ def where(condition, input=None, other=None, *, out=None):
             _G.record_ternary(_G.WhereBackward0, (condition, input, other), r)
         return r
     _no_out_with_grad("where", input, other)
-    _ew.ternary(_WHERE, c, x, y, _prepare_out(out, _bshape(condition, input, other), "where"))
+    _ew.ternary(_WHERE, c, x, y, _out_array(out, _bshape(condition, input, other), "where"))
     return out
 
 
@@ -753,7 +733,7 @@ def _ternary(code, a, b, c, out, name, value=1.0, node=None):
             _G.record_ternary(node, (a, b, c), r, value)
         return r
     _no_out_with_grad(name, a, b, c)
-    _ew.ternary(code, *xs, _prepare_out(out, _bshape(a, b, c), name), builtins.float(value))
+    _ew.ternary(code, *xs, _out_array(out, _bshape(a, b, c), name), builtins.float(value))
     return out
 
 
@@ -877,11 +857,7 @@ def _finish_composite(r, out, name, inputs, node_cls):
             _G.record_ternary(node_cls, inputs, r)
         return r
     _no_out_with_grad(name, *inputs)
-    dst = _prepare_out(out, r.shape, name)
-    if not _ew.can_cast(r.dtype.code, dst.dtype):
-        raise RuntimeError(f"result type {_ew._TORCH_NAMES[r.dtype.code]} can't be cast to the "
-                           f"desired output type {_ew._TORCH_NAMES[dst.dtype]}")
-    _ew.copy_(dst, r._data)
+    _write_out(r, out, name, casting="same_kind")
     return out
 
 
@@ -982,7 +958,7 @@ def heaviside(input, values, *, out=None):
     with _no_grad():
         r = where(eq(input, 0), values, gt(input, 0).to(input.dtype))
     if out is None and _G.needs_grad(input, values):
-        _G._not_differentiable("heaviside", (input, values), r)
+        _G.record_not_differentiable("heaviside", (input, values), r)
         return r
     return _finish_composite(r, out, "heaviside", (input, values), None)
 
@@ -1073,10 +1049,7 @@ def frexp(input, *, out=None):
         mantissa, exponent = m.to(input.dtype), e.to(D.int32)
     if out is not None:
         _no_out_with_grad("frexp", input)
-        for o, v in zip(out, (mantissa, exponent)):
-            dst = _prepare_out(o, v.shape, "frexp")
-            _ew.copy_(dst, v._data)
-        return _frexp_type()(*out)
+        return _write_out(_frexp_type()(mantissa, exponent), out, "frexp", casting="same_kind")
     if _G.needs_grad(input):
         node = _G.FrexpBackward0()
         node.save_output(exponent=exponent)
@@ -1210,9 +1183,8 @@ def digamma(input, *, out=None):
     r = _digamma(x)
     if out is None:
         return r
-    from ._kit import write_out
     _no_out_with_grad("digamma", input)
-    return write_out(r._data, out, "digamma")
+    return _write_out(r, out, "digamma")
 
 
 _register("digamma")(digamma)

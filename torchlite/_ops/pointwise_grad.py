@@ -14,6 +14,7 @@ from .._dispatch import elementwise as _ew
 from .. import _dtype as D
 from ..autograd.graph import Node, record, sum_to, pack, unpack, edge, refresh_view, _FREED, _NO_EDGE
 from ..autograd.graph import fresh_view_of_base, move_retain_grad, saved_hooks_in_use, hook_saved
+from ..autograd.graph import record_not_differentiable
 from ..autograd.graph import needs_grad  # noqa: F401  (pointwise.py's in-place ops use it as _G.needs_grad)
 from ..autograd.grad_mode import no_grad, _state
 from ..autograd import anomaly as _anomaly
@@ -214,7 +215,7 @@ def record_unary(code, x, result, params=(), name=""):
     if code == _CLAMP:
         cls = _CLAMP_NAMED.get(name, cls)
     if cls is None:
-        return _not_differentiable(_U_NAMES[code], (x,), result)
+        return record_not_differentiable(_U_NAMES[code], (x,), result)
     node = cls()
     if params:
         node.params = params
@@ -437,7 +438,7 @@ def record_binary(code, name, a, b, result, alpha=1.0):
     a_t, b_t = isinstance(a, Tensor), isinstance(b, Tensor)
     cls = _BINARY_CLASSES.get((code, name, a_t, b_t)) or _binary_class(code, name, a_t, b_t)
     if cls is None:
-        return _not_differentiable(name.rstrip("_"), (a if a_t else None, b if b_t else None), result)
+        return record_not_differentiable(name.rstrip("_"), (a if a_t else None, b if b_t else None), result)
     node = cls()
     saved = None
     if a_t:
@@ -486,21 +487,6 @@ def _save_needed(saved, needs, a, b, res, a_t, b_t):
 
 
 # ---- ops without a formula -------------------------------------------------------------------
-_UNDIFFERENTIABLE = {}
-
-
-def _not_differentiable(name, inputs, output):
-    """Record a node that refuses to backpropagate, so a missing formula is an error and never
-    a silently missing gradient."""
-    cls = _UNDIFFERENTIABLE.get(name)
-    if cls is None:
-        def backward(node, *grads):
-            raise RuntimeError(f"the derivative for '{name}' is not implemented.")
-        cls = _UNDIFFERENTIABLE[name] = type(
-            "".join(p.capitalize() for p in name.split("_")) + "Backward0", (Node,), {"backward": backward})
-    record(cls(), inputs, output)
-
-
 # ---- where, lerp, addcmul, addcdiv, clamp with tensor bounds -----------------------------------
 class TernaryBackward(Node):
     """A three-input elementwise op.  Subclasses list `names` (the saved keys of the inputs)

@@ -37,6 +37,7 @@ from .._device import to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from .creation import _on, _size_args, _place
+from ._kit import factory_dtype, out_array
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "rand", "randn", "randint", "randperm", "normal",
@@ -202,29 +203,11 @@ def _fill_inplace(self, fill):
     return self
 
 
-def _result_dtype(out, dtype, default, op):
-    """The dtype of a result: out='s when given (which must be a Tensor), else dtype or the
-    default."""
-    if out is None:
-        return D.to_dtype(dtype, default)
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    return out.dtype
-
-
-def _resize_out(out, shape, op):
-    """The out= tensor, given `shape` as PyTorch resizes it."""
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if tuple(out.shape) != tuple(shape):
-        out._data = _A.empty(tuple(shape), out._data.dtype, device=out._data)
-    return out
-
-
 def _new(shape, dt, device, requires_grad, out, op, fill):
     """A new tensor (or out=) of `shape`, filled by fill(array)."""
     if out is not None:
-        return _fill_inplace(_resize_out(out, shape, op), fill)
+        out_array(out, shape, op)
+        return _fill_inplace(out, fill)
     arr = _A.empty(shape, dt.code, device=_on(device))
     fill(arr)
     return _place(arr, None, requires_grad)
@@ -264,7 +247,7 @@ def _standard(dist, kernel, op, size, generator, out, dtype, device, requires_gr
     kernel names the float-only check in PyTorch's message."""
     shape = _size_args(size, op)
     gen = _gen(generator, op, device if out is None else out.device)
-    dt = _result_dtype(out, dtype, D.get_default_dtype(), op)
+    dt = factory_dtype(dtype, out, op, D.get_default_dtype())
     if dt.is_complex:
         # PyTorch's complex samples: both parts drawn independently; randn's have variance
         # 1/2 each, so that E|z|^2 = 1
@@ -333,7 +316,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     mean, std = _real(mean, "mean", "normal"), _real(std, "std", "normal")
     _check_std(std)
     shape = _size_args((size,), "normal")
-    dt = _result_dtype(out, dtype, D.get_default_dtype(), "normal")
+    dt = factory_dtype(dtype, out, "normal", D.get_default_dtype())
     _need_float(dt, "normal_kernel_cpu")
     return _new(shape, dt, device, requires_grad, out, "normal",
                 lambda a: _R.fill(a, gen, _R.NORMAL, mean, std, "normal"))
@@ -365,7 +348,7 @@ def _normal_tensors(mean, std, gen, out):
         std_op = _real(std, "std", "normal")
         _check_std(std_op)
     mean_op = mean._data if isinstance(mean, Tensor) else _real(mean, "mean", "normal")
-    dt = _result_dtype(out, None, mean.dtype if isinstance(mean, Tensor) else std.dtype, "normal")
+    dt = factory_dtype(None, out, "normal", mean.dtype if isinstance(mean, Tensor) else std.dtype)
     _need_float(dt, "normal_kernel_cpu")
     shape = _A.broadcast_shapes(*[t.shape for t in (mean, std) if isinstance(t, Tensor)])
     zdt = D.float64 if dt is D.float64 else D.float32      # half types: sample in float32
@@ -375,13 +358,9 @@ def _normal_tensors(mean, std, gen, out):
     if out is None:
         arr = _A.empty(shape, dt.code, device=like)
     else:
-        out = _resize_out(out, shape, "normal")
-        arr = out._data
+        arr = out_array(out, shape, "normal")
     _ew.ternary(_ew.TERNARY["addcmul"], mean_op, z, std_op, arr, 1.0)
-    if out is None:
-        return _wrap(arr)
-    out._bump_version()
-    return out
+    return _wrap(arr) if out is None else out
 
 
 # ---- integers ------------------------------------------------------------------------------
@@ -447,7 +426,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     hi = _integer(high, "high", "randint")
     gen = _gen(generator, "randint", device if out is None else out.device)
     shape = _size_args((size,), "randint")
-    dt = _result_dtype(out, dtype, D.int64, "randint")
+    dt = factory_dtype(dtype, out, "randint", D.int64)
     span = _int_range(dt, lo, hi, "randint")
     return _new(shape, dt, device, requires_grad, out, "randint",
                 lambda a: _R.fill_int(a, gen, lo, span, "randint"))
@@ -473,7 +452,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     """A random permutation of 0 .. n-1 (int64 by default)."""
     n = _integer(n, "n", "randperm")
     gen = _gen(generator, "randperm", device if out is None else out.device)
-    dt = _result_dtype(out, dtype, D.int64, "randperm")
+    dt = factory_dtype(dtype, out, "randperm", D.int64)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     if dt is D.bool:
@@ -503,7 +482,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not {type(input).__name__}")
     gen = _gen(generator, "bernoulli", input.device)
-    dt = _result_dtype(out, None, input.dtype, "bernoulli")
+    dt = factory_dtype(None, out, "bernoulli", input.dtype)
     if p is None:
         _need_float(input.dtype, "bernoulli_tensor_cpu_p_")
         probs = input._data
@@ -542,7 +521,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         if isinstance(out, Tensor) and out.dtype is not D.int64:
             raise RuntimeError(f"multinomial expects Long tensor out, got: "
                                f"{_ew._TORCH_NAMES[out._data.dtype]}")
-        _resize_out(out, res.shape, "multinomial")
+        out_array(out, res.shape, "multinomial")
         return _fill_inplace(out, lambda a: _ew.copy_(a, res))
     return _wrap(res)
 

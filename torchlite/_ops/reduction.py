@@ -19,11 +19,11 @@ from .._dispatch import elementwise as _ew
 from .._dispatch import reduce as _R
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
-from .pointwise import maximum as _maximum, minimum as _minimum, _prepare_out
-from .pointwise import _no_out_with_grad
+from .pointwise import maximum as _maximum, minimum as _minimum
+from ._kit import no_out_with_grad as _no_out_with_grad, result, write_out
 from . import reduction_grad as _G
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.graph import inplace_records
+from ..autograd.graph import inplace_records, record_not_differentiable
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax",
            "argmax", "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "any",
@@ -53,21 +53,6 @@ def _cast_to(a, dtype):
     return a if a.dtype == code else _ew.cast(a, code)
 
 
-def _out(arr, out, name, exact_dtype=None):
-    """Wrap a result, or write it into out= (resized when its shape differs).  exact_dtype:
-    the dtype out must have, for ops that do not cast into out."""
-    if out is None:
-        return _wrap(arr)
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if exact_dtype is not None and out._data.dtype != exact_dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {D.DTYPES[exact_dtype]}, but got "
-                           f"{out.dtype} instead")
-    _ew.copy_(_prepare_out(out, arr.shape, name), arr)
-    out._bump_version()
-    return out
-
-
 def _tracked(input, out, name):
     """Whether this call records a node (called once input requires grad): only with grad
     mode on, and never with out= (PyTorch refuses out= when it would record)."""
@@ -79,13 +64,10 @@ def _tracked(input, out, name):
 
 
 def _out_pair(pair, out, name, tuple_type):
-    """A (values, indices) result, or written into the out=(values, indices) tensors."""
-    v, i = pair
+    """A (values, indices) pair of arrays as the op's named tuple, or written into out=."""
     if out is None:
-        return tuple_type(_wrap(v), _wrap(i))
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise TypeError(f"{name}(): argument 'out' must be a tuple of two Tensors")
-    return tuple_type(_out(v, out[0], name, v.dtype), _out(i, out[1], name, i.dtype))
+        return tuple_type(*[_wrap(a) for a in pair])
+    return write_out(tuple_type(*pair), out, name)
 
 
 def _is_float(a):
@@ -137,7 +119,7 @@ def _sum_like(op, input, dim, keepdim, dtype, out):
         if op == "prod":
             return _G.record_prod(input, _wrap(r), dim, keepdim)
         return _G.record_sum(op, input, _wrap(r), dim, keepdim)
-    return _out(r, out, op)
+    return result(r, out, op, casting="unsafe")
 
 
 @_register("sum")
@@ -173,7 +155,9 @@ def _complex_prod(input, dim, keepdim, dtype, out):
     else:
         d = _wrap_dim(dim, x.ndim) if x.ndim else None
         if d is None:                       # a 0-d tensor is its own product
-            return _out(x.clone()._data, out, "prod") if out is not None else x.clone()
+            if out is not None:
+                return result(x.clone()._data, out, "prod", casting="unsafe")
+            return x.clone()
     x = x.movedim(d, -1)
     if x.shape[-1] == 0:
         from .creation import ones
@@ -189,8 +173,7 @@ def _complex_prod(input, dim, keepdim, dtype, out):
     elif keepdim:
         r = r.reshape((1,) * input.ndim)
     if out is not None:
-        from ._kit import write_out
-        return write_out(r._data, out, "prod")
+        return write_out(r, out, "prod")
     return r
 
 
@@ -219,7 +202,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     r = _complex_reduce(_R.mean, a, dim, keepdim) if a.dtype >= 10 else _R.mean(a, dim, keepdim)
     if input._requires_grad and _tracked(input, out, "mean"):
         return _G.record_sum("mean", input, _wrap(r), dim, keepdim)
-    return _out(r, out, "mean")
+    return result(r, out, "mean", casting="unsafe")
 
 
 @_register("nanmean")
@@ -229,7 +212,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     r = _R.mean(a, dim, keepdim, True)
     if input._requires_grad and _tracked(input, out, "nanmean"):
         return _G.record_sum("nanmean", input, _wrap(r), dim, keepdim)
-    return _out(r, out, "nanmean")
+    return result(r, out, "nanmean", casting="unsafe")
 
 
 # ---- max / min -----------------------------------------------------------------------------
@@ -245,7 +228,7 @@ def _max_min(is_min, input, dim, keepdim, out):
         r = _R.reduce("amin" if is_min else "amax", a, None, False, name)
         if input._requires_grad and _tracked(input, out, name):
             return _G.record_even(name, input, _wrap(r))
-        return _out(r, out, name, a.dtype)
+        return result(r, out, name)
     pair = _R.argreduce(is_min, a, _single_dim(dim, name), keepdim, True, name)
     tracked = input._requires_grad and _tracked(input, out, name)
     res = _out_pair(pair, out, name, return_types.min if is_min else return_types.max)
@@ -285,7 +268,7 @@ def _amax_amin(is_min, input, dim, keepdim, out):
     r = _R.reduce(name, a, dim, keepdim)
     if input._requires_grad and _tracked(input, out, name):
         return _G.record_amax(is_min, input, _wrap(r), dim, keepdim)
-    return _out(r, out, name, a.dtype)
+    return result(r, out, name)
 
 
 @_register("aminmax")
@@ -314,7 +297,7 @@ def _arg(is_min, input, dim, keepdim, out):
     if a.dtype == D.bool.code:
         raise RuntimeError(f"{name}(): does not support bool input")
     _, idx = _R.argreduce(is_min, a, _single_dim(dim, name), keepdim, False, name)
-    return _out(idx, out, name, D.int64.code)
+    return result(idx, out, name)
 
 
 @_register("argmax")
@@ -362,9 +345,9 @@ def _var_std(name, take_sqrt, want_mean, input, dim, unbiased, keepdim, correcti
         return _G.record_var(input, res, dim, keepdim, correction, take_sqrt, want_mean)
     if want_mean:
         if out is not None:
-            return (_out(v, out[0], name), _out(m, out[1], name))
+            return write_out((v, m), out, name, casting="unsafe")
         return _wrap(v), _wrap(m)
-    return _out(v, out, name)
+    return result(v, out, name, casting="unsafe")
 
 
 @_register("var")
@@ -404,7 +387,7 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     r = _R.logsumexp(a, dim, keepdim)
     if input._requires_grad and _tracked(input, out, "logsumexp"):
         return _G.record_logsumexp(input, _wrap(r), dim, keepdim)
-    return _out(r, out, "logsumexp")
+    return result(r, out, "logsumexp", casting="unsafe")
 
 
 def _nonzero_of(a):
@@ -418,7 +401,7 @@ def _any_all(op, input, dim, keepdim, out):
     if out is not None and out._data.dtype != r.dtype:
         raise RuntimeError(f"{op} only supports bool tensor for result, got: "
                            f"{_TORCH_NAMES[out._data.dtype]}")
-    return _out(r, out, op)
+    return result(r, out, op, casting="unsafe")
 
 
 @_register("any")
@@ -449,7 +432,7 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
             v = _A.full((), math.nan, a.dtype if _is_float(a) else _ew.get_default_float(), device=a)
         if tracked:
             return _G.record_even(name, input, _wrap(v))
-        return _out(v, out, name)
+        return result(v, out, name, casting="unsafe")
     res = _out_pair((v, i), out, name, getattr(return_types, name))
     if tracked:
         _G.record_by_index(name, input, res[0], res[1], dim, keepdim, res)
@@ -490,7 +473,7 @@ def _scan(op, input, dim, dtype, out):
         r = _cast_to(r, dtype)
     if input._requires_grad and _tracked(input, out, op):
         return _G.record_scan(op, input, _wrap(r), dim)
-    return _out(r, out, op)
+    return result(r, out, op, casting="unsafe")
 
 
 @_register("cumsum")
@@ -623,7 +606,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     r = _R.vector_norm(a, p, dim, keepdim)
     if x._requires_grad and _tracked(x, out, "linalg.vector_norm"):
         return _G.record_norm(x, _wrap(r), p, dim, keepdim)
-    return _out(r, out, "linalg.vector_norm")
+    return result(r, out, "linalg.vector_norm", casting="unsafe")
 
 
 _SVD_ORDS = ("nuc", 2, -2)
@@ -648,13 +631,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
             r = _R.vector_norm(a, 2.0, (d0, d1), keepdim, name)
             if A._requires_grad and _tracked(A, out, name):
                 return _G.record_norm(A, _wrap(r), 2.0, (d0, d1), keepdim)
-            return _out(r, out, name)
+            return result(r, out, name, casting="unsafe")
         if ord != "nuc":
             raise RuntimeError(f"{name}: Order {ord} not supported.")
     if ord in _SVD_ORDS:
         from .linalg_decomp import svd_matrix_norm
         r = svd_matrix_norm(A, ord, d0, d1, keepdim, dtype)
-        return r if out is None else _out(r._data, out, name)
+        return r if out is None else result(r._data, out, name, casting="unsafe")
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"{name}: Order {ord} not supported.")
     # 1/-1: sum |A| down the columns (over d0), then max/min over d1; inf/-inf: the rows
@@ -670,7 +653,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
                                            second, keepdim)
     s = _R.vector_norm(a, 1.0, first, keepdim, name)
     r = _R.reduce("amax" if ord > 0 else "amin", s, second, keepdim, "amax" if ord > 0 else "amin")
-    return _out(r, out, name)
+    return result(r, out, name, casting="unsafe")
 
 
 def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
@@ -782,8 +765,7 @@ def _quantile(name, ignore_nan, input, q, dim, keepdim, interpolation, out):
     if out is None:
         return r
     _no_out_with_grad(name, input)
-    _ew.copy_(_prepare_out(out, r.shape, name), r._data)
-    return out
+    return write_out(r, out, name, casting="unsafe")
 
 
 def _quantile_pick(s, rank, interpolation):
@@ -841,7 +823,7 @@ def bincount(input, weights=None, minlength=0):
         counts.index_add_(0, input.long(), ones(input.shape[0], dtype=dt, device=input.device)
                           if values is None else values)
     if weights is not None and _pw()._G.needs_grad(weights):
-        _pw()._G._not_differentiable("bincount", (None, weights), counts)
+        record_not_differentiable("bincount", (None, weights), counts)
     return counts
 
 
@@ -900,8 +882,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     r = _bin_counts(x, linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device), None)
     if out is None:
         return r
-    _ew.copy_(_prepare_out(out, r.shape, "histc"), r._data)
-    return out
+    return write_out(r, out, "histc", casting="unsafe")
 
 
 @_register("histogram")
@@ -937,11 +918,9 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
     cls = getattr(_rt, "histogram", None) or _rt._make("histogram", ("hist", "bin_edges"))
     if out is not None:
-        for o, v in zip(out, (hist, edges)):
-            _ew.copy_(_prepare_out(o, v.shape, "histogram"), v._data)
-        return cls(*out)
+        return write_out(cls(hist, edges), out, "histogram", casting="unsafe")
     if _pw()._G.needs_grad(input, weight):
-        _pw()._G._not_differentiable("histogram", (input,), (hist, edges))
+        record_not_differentiable("histogram", (input,), (hist, edges))
     return cls(hist, edges)
 
 
@@ -1015,7 +994,7 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
             volume = width if volume is None else volume * width
         hist = hist / (hist.sum() * volume)
     if _pw()._G.needs_grad(input, weight):
-        _pw()._G._not_differentiable("histogramdd", (input,), (hist, *edges))
+        record_not_differentiable("histogramdd", (input,), (hist, *edges))
     cls = getattr(_rt, "histogramdd", None) or _rt._make("histogramdd", ("hist", "bin_edges"))
     return cls(hist, edges)
 
@@ -1120,8 +1099,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     if out is None:
         return r
     _no_out_with_grad("renorm", input)
-    _ew.copy_(_prepare_out(out, r.shape, "renorm"), r._data)
-    return out
+    return write_out(r, out, "renorm", casting="unsafe")
 
 
 @_register("renorm_")

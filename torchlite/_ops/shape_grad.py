@@ -15,7 +15,7 @@ import builtins
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .._tensor import _wrap
-from ..autograd.graph import Node, record, sum_to
+from ..autograd.graph import Node, new_node, node_type, record, sum_to
 from ..autograd.grad_mode import _state as _grad_state
 
 _INT64 = 5
@@ -40,23 +40,6 @@ def needs_input_grad(node, i):
     return node.next_functions[i][0] is not None
 
 
-_CLASSES = {}
-
-
-def node_class(name, base):
-    """A subclass of base named `name` (PyTorch's node names), made once."""
-    cls = _CLASSES.get((name, base))
-    if cls is None:
-        cls = _CLASSES[(name, base)] = type(name, (base,), {})
-    return cls
-
-
-def new_node(cls, **attrs):
-    node = cls()
-    node.__dict__.update(attrs)
-    return node
-
-
 # ---- embedding: the gradient of a view that picks part of its input --------------------------
 class _EmbedBackward(Node):
     """The backward of `embed` is the view it wrote through."""
@@ -73,7 +56,7 @@ def embed(g, shape, view_fn, name):
     z = zeros_as(shape, g)
     _ew.copy_(view_fn(z)._data, g._data)
     if g._requires_grad and _grad_state.enabled:
-        cls = node_class(name.replace("Backward0", "") + "BackwardBackward0", _EmbedBackward)
+        cls = node_type(name.replace("Backward0", "") + "BackwardBackward0", _EmbedBackward)
         record(new_node(cls, view_fn=view_fn), (g,), z)
     return z
 
@@ -221,7 +204,7 @@ def record_unfold(input, out, dim, size, step):
     if step >= size:        # disjoint windows: a plain view of the input
         record_embed_view(input, out, UnfoldBackward0, lambda t: t.unfold(dim, size, step))
         return
-    cls = node_class("UnfoldBackward0", UnfoldOverlapBackward)
+    cls = node_type("UnfoldBackward0", UnfoldOverlapBackward)
     record(new_node(cls, in_shape=input._data.shape, dim=dim, size=size, step=step), (input,), out)
 
 

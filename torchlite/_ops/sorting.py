@@ -14,10 +14,10 @@ from .._dispatch import elementwise as _ew
 from .._dispatch import sort as _S
 from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import record_not_differentiable
 from . import _register
 from . import indexing_grad as _IG
-from ._kit import int_arg, tensor_arg, write_out
-from .pointwise import _no_out_with_grad
+from ._kit import int_arg, tensor_arg, no_out_with_grad, write_out, result
 
 _TORCH_NAMES = _ew._TORCH_NAMES
 
@@ -33,13 +33,6 @@ def _check_tensor(x, op, arg="input"):
     tensor_arg(x, op, arg)
 
 
-def _write_out(t, arr, op):
-    """Copy a result into the out= tensor t (one of a tuple of outs)."""
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be a tuple of Tensors")
-    return write_out(arr, t, op)
-
-
 def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
     """(values, indices) as the op's named tuple, or written into out=.  The values were picked
     from input along dim at indices: recorded as node_cls when input requires grad."""
@@ -48,14 +41,8 @@ def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
         if input._requires_grad and _grad_state.enabled:
             _IG.record_picked(node_cls, input, v, i, dim, keepdim)
         return rt(v, i)
-    _no_out_with_grad(op, input)
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise TypeError(f"{op}(): argument 'out' must be a tuple of 2 Tensors")
-    return rt(_write_out(out[0], values, op), _write_out(out[1], indices, op))
-
-
-def _single(arr, out, op):
-    return _wrap(arr) if out is None else _write_out(out, arr, op)
+    no_out_with_grad(op, input)
+    return write_out(rt(values, indices), out, op)
 
 
 # ---- sort, argsort, msort ------------------------------------------------------------------
@@ -83,8 +70,8 @@ def msort(input, *, out=None):
     _check_tensor(input, "msort")
     values, indices = _S.sort(input._data, 0, False)
     if out is not None:
-        _no_out_with_grad("msort", input)
-        return _write_out(out, values, "msort")
+        no_out_with_grad("msort", input)
+        return write_out(values, out, "msort")
     v = _wrap(values)
     if input._requires_grad and _grad_state.enabled:
         _IG.record_picked(_IG.SortBackward0, input, v, _wrap(indices), 0, outputs=v)
@@ -174,7 +161,7 @@ def _unique_impl(input, dim, consecutive, return_inverse, return_counts, op):
             values = _ew.contiguous(values.permute(tuple(order)))
     res = _unique_result(values, inverse, counts, return_inverse, return_counts)
     if input._requires_grad and _grad_state.enabled:     # as in PyTorch: an error in backward
-        _IG.record_not_implemented(op, (input,), res)
+        record_not_differentiable(op, (input,), res, name="NotImplemented")
     return res
 
 
@@ -229,7 +216,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         _check_tensor(sorter, "searchsorted", "sorter")
     res = _S.searchsorted(sorted_sequence._data, values, builtins.bool(right),
                           sorter._data if sorter is not None else None, builtins.bool(out_int32))
-    return _single(res, out, "searchsorted")
+    return result(res, out, "searchsorted")
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):

@@ -26,8 +26,8 @@ from .._dispatch import elementwise as _ew
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from . import special_grad as _G
-from ._kit import int_arg, tensor_arg
-from .pointwise import _prepare_out, _no_out_with_grad, _inplace_via
+from ._kit import int_arg, tensor_arg, no_out_with_grad as _no_out_with_grad, write_out
+from .pointwise import _inplace_via
 from .pointwise import digamma      # polygamma(0, .), torch.special.digamma: one digamma
 from ..autograd.grad_mode import no_grad as _no_grad
 
@@ -118,13 +118,7 @@ def _deliver(r, out, name, inputs):
     if out is None:
         return r
     _no_out_with_grad(name, *inputs)
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if not _ew.can_cast(r.dtype.code, out._data.dtype):
-        raise RuntimeError(f"result type {_torch_name(r.dtype)} can't be cast to the desired "
-                           f"output type {_ew._TORCH_NAMES[out._data.dtype]}")
-    _ew.copy_(_prepare_out(out, r.shape, name), r._data)
-    return out
+    return write_out(r, out, name, casting="same_kind")
 
 
 def _unary_op(name, kernel, half=False, grad=True, doc=""):

@@ -24,6 +24,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from .complex import parts_array, complex_array
 from . import _register
 from . import spectral_grad as _G
+from ._kit import with_out
 
 _NORMS = (None, "backward", "ortho", "forward")
 
@@ -148,7 +149,8 @@ def _one(x, n, dim, op):
     return d, (x.shape[d] if n is None else _check_n(n))
 
 
-def fft(input, n=None, dim=-1, norm=None, *, out=None):
+@with_out("fft_fft")
+def fft(input, n=None, dim=-1, norm=None):
     """The 1-d DFT along dim (input cut or zero-padded to n); a real input gives the full
     complex spectrum through the real transform."""
     d, k = _one(input, n, dim, "fft")
@@ -157,42 +159,47 @@ def fft(input, n=None, dim=-1, norm=None, *, out=None):
         r = c2c(_as_complex(input, "fft"), d, k, False, scale)
     else:
         r = r2c(_as_real(input, "fft"), d, k, False, scale)
-    return _out(r, out)
+    return r
 
 
-def ifft(input, n=None, dim=-1, norm=None, *, out=None):
+@with_out("fft_ifft")
+def ifft(input, n=None, dim=-1, norm=None):
     """The inverse 1-d DFT along dim (1/n scaled by default)."""
     d, k = _one(input, n, dim, "ifft")
-    return _out(c2c(_as_complex(input, "ifft"), d, k, True, _scale(norm, k, False)), out)
+    return c2c(_as_complex(input, "ifft"), d, k, True, _scale(norm, k, False))
 
 
-def rfft(input, n=None, dim=-1, norm=None, *, out=None):
+@with_out("fft_rfft")
+def rfft(input, n=None, dim=-1, norm=None):
     """The DFT of a real input: the n//2 + 1 outputs that determine the rest."""
     d, k = _one(input, n, dim, "rfft")
-    return _out(r2c(_as_real(input, "rfft"), d, k, True, _scale(norm, k, True)), out)
+    return r2c(_as_real(input, "rfft"), d, k, True, _scale(norm, k, True))
 
 
-def irfft(input, n=None, dim=-1, norm=None, *, out=None):
+@with_out("fft_irfft")
+def irfft(input, n=None, dim=-1, norm=None):
     """The real signal of length n (default 2 * (m - 1)) whose rfft is input."""
     _check_tensor(input, "irfft")
     d = _wrap_dim(dim, input.ndim)
     k = 2 * (input.shape[d] - 1) if n is None else n
     k = _check_n(k)
-    return _out(c2r(_as_complex(input, "irfft"), d, k, _scale(norm, k, False)), out)
+    return c2r(_as_complex(input, "irfft"), d, k, _scale(norm, k, False))
 
 
-def hfft(input, n=None, dim=-1, norm=None, *, out=None):
+@with_out("fft_hfft")
+def hfft(input, n=None, dim=-1, norm=None):
     """The real spectrum of a Hermitian signal given by its first half (irfft's inverse)."""
     _check_tensor(input, "hfft")
     d = _wrap_dim(dim, input.ndim)
     k = _check_n(2 * (input.shape[d] - 1) if n is None else n)
-    return _out(c2r(_as_complex(input, "hfft").conj(), d, k, _scale(norm, k, True)), out)
+    return c2r(_as_complex(input, "hfft").conj(), d, k, _scale(norm, k, True))
 
 
-def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
+@with_out("fft_ihfft")
+def ihfft(input, n=None, dim=-1, norm=None):
     """The first half of the Hermitian spectrum of a real signal (hfft's inverse)."""
     d, k = _one(input, n, dim, "ihfft")
-    return _out(r2c(_as_real(input, "ihfft"), d, k, True, _scale(norm, k, False)).conj(), out)
+    return r2c(_as_real(input, "ihfft"), d, k, True, _scale(norm, k, False)).conj()
 
 
 # ---- n dims -------------------------------------------------------------------------------------
@@ -206,29 +213,32 @@ def _c2c_n(x, dims, sizes, inverse, scale):
     return x
 
 
-def fftn(input, s=None, dim=None, norm=None, *, out=None):
+@with_out("fft_fftn")
+def fftn(input, s=None, dim=None, norm=None):
     """The DFT over dims (every dim by default), each cut or padded to s."""
     _check_tensor(input, "fftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "fftn")
     scale = _norm_scale(norm, sizes, True)
     if not dims:
-        return _out(_as_complex(input, "fftn") * scale, out)
+        return _as_complex(input, "fftn") * scale
     if input.is_complex():
-        return _out(_c2c_n(_as_complex(input, "fftn"), dims, sizes, False, scale), out)
+        return _c2c_n(_as_complex(input, "fftn"), dims, sizes, False, scale)
     x = r2c(_as_real(input, "fftn"), dims[-1], sizes[-1], False, 1.0 if len(dims) > 1 else scale)
-    return _out(_c2c_n(x, dims[:-1], sizes[:-1], False, scale) if len(dims) > 1 else x, out)
+    return _c2c_n(x, dims[:-1], sizes[:-1], False, scale) if len(dims) > 1 else x
 
 
-def ifftn(input, s=None, dim=None, norm=None, *, out=None):
+@with_out("fft_ifftn")
+def ifftn(input, s=None, dim=None, norm=None):
     """The inverse DFT over dims."""
     _check_tensor(input, "ifftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "ifftn")
     scale = _norm_scale(norm, sizes, False)
     x = _as_complex(input, "ifftn")
-    return _out(_c2c_n(x, dims, sizes, True, scale) if dims else x * scale, out)
+    return _c2c_n(x, dims, sizes, True, scale) if dims else x * scale
 
 
-def rfftn(input, s=None, dim=None, norm=None, *, out=None):
+@with_out("fft_rfftn")
+def rfftn(input, s=None, dim=None, norm=None):
     """The DFT of a real input over dims, one-sided in the last of them."""
     _check_tensor(input, "rfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "rfftn")
@@ -236,7 +246,7 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None):
         raise RuntimeError("rfftn must transform at least one axis")
     scale = _norm_scale(norm, sizes, True)
     x = r2c(_as_real(input, "rfftn"), dims[-1], sizes[-1], True, 1.0 if len(dims) > 1 else scale)
-    return _out(_c2c_n(x, dims[:-1], sizes[:-1], False, scale) if len(dims) > 1 else x, out)
+    return _c2c_n(x, dims[:-1], sizes[:-1], False, scale) if len(dims) > 1 else x
 
 
 def _last_size(input, s, dims, sizes):
@@ -246,7 +256,8 @@ def _last_size(input, s, dims, sizes):
     return _check_n(2 * (input.shape[dims[-1]] - 1))
 
 
-def irfftn(input, s=None, dim=None, norm=None, *, out=None):
+@with_out("fft_irfftn")
+def irfftn(input, s=None, dim=None, norm=None):
     """The real signal whose rfftn is input (the last dim's length: s or 2 * (m - 1))."""
     _check_tensor(input, "irfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "irfftn")
@@ -255,10 +266,11 @@ def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     sizes[-1] = _last_size(input, s, dims, sizes)
     scale = _norm_scale(norm, sizes, False)
     x = _c2c_n(_as_complex(input, "irfftn"), dims[:-1], sizes[:-1], True, 1.0)
-    return _out(c2r(x, dims[-1], sizes[-1], scale), out)
+    return c2r(x, dims[-1], sizes[-1], scale)
 
 
-def hfftn(input, s=None, dim=None, norm=None, *, out=None):
+@with_out("fft_hfftn")
+def hfftn(input, s=None, dim=None, norm=None):
     """The real n-dim spectrum of a Hermitian signal given by its last dim's first half."""
     _check_tensor(input, "hfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "hfftn")
@@ -267,10 +279,11 @@ def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     sizes[-1] = _last_size(input, s, dims, sizes)
     scale = _norm_scale(norm, sizes, True)
     x = _c2c_n(_as_complex(input, "hfftn").conj(), dims[:-1], sizes[:-1], True, 1.0)
-    return _out(c2r(x, dims[-1], sizes[-1], scale), out)
+    return c2r(x, dims[-1], sizes[-1], scale)
 
 
-def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
+@with_out("fft_ihfftn")
+def ihfftn(input, s=None, dim=None, norm=None):
     """The half Hermitian spectrum of a real signal over dims (hfftn's inverse)."""
     _check_tensor(input, "ihfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "ihfftn")
@@ -278,8 +291,7 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
         raise RuntimeError("ihfftn must transform at least one axis")
     scale = _norm_scale(norm, sizes, False)
     x = r2c(_as_real(input, "ihfftn"), dims[-1], sizes[-1], True, 1.0).conj()
-    return _out(_c2c_n(x, dims[:-1], sizes[:-1], True, 1.0) * scale if len(dims) > 1
-                else x * scale, out)
+    return _c2c_n(x, dims[:-1], sizes[:-1], True, 1.0) * scale if len(dims) > 1 else x * scale
 
 
 def _two(fn):
@@ -292,13 +304,6 @@ def _two(fn):
 
 fft2, ifft2, rfft2, irfft2, hfft2, ihfft2 = (_two(f) for f in (fftn, ifftn, rfftn, irfftn,
                                                              hfftn, ihfftn))
-
-
-def _out(r, out):
-    if out is None:
-        return r
-    from ._kit import write_out
-    return write_out(r._data, out, "fft")
 
 
 # ---- helpers ------------------------------------------------------------------------------------

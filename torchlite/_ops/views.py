@@ -12,6 +12,7 @@ from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
 from . import _register
 from . import shape_grad as _SG
+from ._kit import no_out_with_grad, write_out
 
 
 def _shape_arg(shape, op):
@@ -571,10 +572,8 @@ def _copy_of(view_name):
         r = _fresh(r)
         if out is None:
             return r
-        from ._kit import write_out
-        from .pointwise import _no_out_with_grad
-        _no_out_with_grad(f"{view_name}_copy", input)
-        return write_out(r._data, out, f"{view_name}_copy")
+        no_out_with_grad(f"{view_name}_copy", input)
+        return write_out(r, out, f"{view_name}_copy")
     copy_variant.__name__ = copy_variant.__qualname__ = f"{view_name}_copy"
     copy_variant.__doc__ = (f"input.{view_name}(...) as a new contiguous tensor (PyTorch's "
                             f"torch.{view_name}_copy).")
@@ -629,10 +628,8 @@ def _copied(view, out, op, input):
     r = _fresh(view)
     if out is None:
         return r
-    from ._kit import write_out
-    from .pointwise import _no_out_with_grad
-    _no_out_with_grad(op, input)
-    return write_out(r._data, out, op)
+    no_out_with_grad(op, input)
+    return write_out(r, out, op)
 
 
 @_register("as_strided_scatter")

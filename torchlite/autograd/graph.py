@@ -660,10 +660,43 @@ def expandable_to(shape, target):
     return True
 
 
-def node_type(name, backward):
-    """A Node subclass named `name` (e.g. 'ExpBackward0') whose backward is
-    backward(node, *grads)."""
-    return type(name, (Node,), {"backward": backward})
+# ---- declaring nodes ----------------------------------------------------------------------------
+_NODE_TYPES = {}
+
+
+def node_type(name, base=None):
+    """The Node subclass named `name` (PyTorch's name for the op's node, e.g. 'ExpBackward0',
+    which grad_fn shows) deriving from base (Node by default): made once per (name, base), so
+    a family whose ops share one backward gives each op its own name."""
+    base = Node if base is None else base
+    cls = _NODE_TYPES.get((name, base))
+    if cls is None:
+        cls = _NODE_TYPES[(name, base)] = type(name, (base,), {})
+    return cls
+
+
+def new_node(cls, **attrs):
+    """An instance of cls with attrs set (the constants its backward reads)."""
+    node = cls()
+    node.__dict__.update(attrs)
+    return node
+
+
+class NotDifferentiable(Node):
+    """The node of an op with no derivative (heaviside, unique, histogram, LU's pivots...):
+    backward through it raises, as PyTorch's does, so a missing formula is an error and never
+    a silently missing gradient."""
+
+    def backward(self, *grads):
+        raise RuntimeError(f"the derivative for '{self.op}' is not implemented.")
+
+
+def record_not_differentiable(op, inputs, outputs, name=None):
+    """Record a NotDifferentiable node for op over inputs; its name is `name` or op's
+    PyTorch-style 'OpBackward0'.  Returns the outputs."""
+    if name is None:
+        name = "".join(p.capitalize() for p in op.replace(".", "_").split("_")) + "Backward0"
+    return record(new_node(node_type(name, NotDifferentiable), op=op), inputs, outputs)
 
 
 # Tensor and autograd's core are one layer: _tensor imports autograd only inside functions

@@ -16,7 +16,7 @@ from ..._dispatch import elementwise as _ew
 from ..._dispatch import loss as _K
 from ..._dispatch import array as _A
 from ..._ops import reduction as _R
-from ...autograd.graph import Node, pack, unpack, record, _FREED, edge
+from ...autograd.graph import Node, node_type, pack, unpack, record, _FREED, edge
 from ...autograd.grad_mode import _state as _grad_state
 from ...autograd import anomaly as _anomaly
 
@@ -74,11 +74,16 @@ class _NllNode(Node):
         return d.to(D.DTYPES[self.in_dtype]) if d._data.dtype != self.in_dtype else d
 
 
-NllLossBackward0 = type("NllLossBackward0", (_NllNode,), {})
-NllLoss2DBackward0 = type("NllLoss2DBackward0", (_NllNode,), {})
+class _SoftmaxNllNode(_NllNode):
+    """cross_entropy: log_softmax and nll_loss in one node."""
+    softmax = True
+
+
+NllLossBackward0 = node_type("NllLossBackward0", _NllNode)
+NllLoss2DBackward0 = node_type("NllLoss2DBackward0", _NllNode)
 # cross_entropy's node carries the name PyTorch shows for its output (log_softmax + nll_loss)
-CrossEntropyBackward = type("NllLossBackward0", (_NllNode,), {"softmax": True})
-CrossEntropy2DBackward = type("NllLoss2DBackward0", (_NllNode,), {"softmax": True})
+CrossEntropyBackward = node_type("NllLossBackward0", _SoftmaxNllNode)
+CrossEntropy2DBackward = node_type("NllLoss2DBackward0", _SoftmaxNllNode)
 
 
 def record_nll(softmax, spatial, x, target, out, lp3, t2, w, ignore, red, total):

@@ -18,7 +18,7 @@ from ..._tensor import _wrap
 from ..._dispatch import elementwise as _ew
 from ..._dispatch import norm as _NK
 from ..._ops import reduction as _R
-from ...autograd.graph import Node, record
+from ...autograd.graph import Node, node_type, record
 from ...autograd.grad_mode import _state as _grad_state
 
 
@@ -120,7 +120,7 @@ class NativeLayerNormBackward0(_NormBackward):
                 _wrap(db.view(self.bias_shape)) if want_b else None)
 
 
-NativeGroupNormBackward0 = type("NativeGroupNormBackward0", (_NormBackward,), {})
+NativeGroupNormBackward0 = node_type("NativeGroupNormBackward0", _NormBackward)
 
 
 def record_norm(cls, x, weight, bias, out, mean, invstd, *, view_shape, stat_dims, n, eps,

@@ -20,7 +20,7 @@ from ..._dispatch import elementwise as _ew
 from ..._dispatch import pool as _P
 from ..._dispatch import conv as _C
 from ... import _dtype as D
-from ...autograd.graph import Node, record, needs_grad
+from ...autograd.graph import Node, node_type, record, needs_grad
 from ._utils import ntuple
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold",
@@ -81,19 +81,14 @@ class _ResampleNode(Node):
         return (resample(g, self.passes, self.partner),)
 
 
-_NODE_CLASSES = {}
-
-
 def _node_class(name):
     """The node class of a resampling named `name` (e.g. 'UpsampleBilinear2DBackward0'),
-    made on first use together with its adjoint's ('UpsampleBilinear2DBackwardBackward0')."""
-    cls = _NODE_CLASSES.get(name)
-    if cls is None:
-        cls = type(name, (_ResampleNode,), {})
-        adj = type(name[:-len("Backward0")] + "BackwardBackward0", (_ResampleNode,),
-                   {"adjoint": True})
+    paired on first use with its adjoint's ('UpsampleBilinear2DBackwardBackward0')."""
+    cls = node_type(name, _ResampleNode)
+    if "partner" not in cls.__dict__:
+        adj = node_type(name[:-len("Backward0")] + "BackwardBackward0", _ResampleNode)
+        adj.adjoint = True
         cls.partner, adj.partner = adj, cls
-        _NODE_CLASSES[name] = cls
     return cls
 
 
