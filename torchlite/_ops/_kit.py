@@ -2,7 +2,8 @@
 each (issue 16, step 5).  An op module imports these instead of writing its own:
 
     int_arg(x, what, op)          an int-like argument as int; TypeError for bools, floats, ...
-    tensor_arg(x, op, name)       TypeError unless x is a Tensor (PyTorch's message)
+    tensor_arg(x, op, name, pos)  TypeError unless x is a Tensor (PyTorch's message)
+    tensor_args(op, **named)      tensor_arg for each of several arguments
     needs_grad(*tensors)          whether an op over these records a backward node
     no_out_with_grad(op, *xs)     PyTorch's refusal of out= when an input requires grad
     out_array(out, shape, op)     out's array, resized to shape, for a kernel to write into
@@ -28,7 +29,7 @@ from .._dispatch import elementwise as _ew
 from .._tensor import Tensor, _wrap
 from ..autograd.graph import needs_grad
 
-__all__ = ["int_arg", "tensor_arg", "needs_grad", "no_out_with_grad", "out_array", "write_out",
+__all__ = ["int_arg", "tensor_arg", "tensor_args", "needs_grad", "no_out_with_grad", "out_array", "write_out",
            "result", "with_out", "factory_dtype", "C_NAMES", "TORCH_NAMES"]
 
 def int_arg(x, what, op):
@@ -39,10 +40,19 @@ def int_arg(x, what, op):
     return x.__index__()
 
 
-def tensor_arg(x, op, name="input"):
+def tensor_arg(x, op, name="input", pos=None):
+    """x, or PyTorch's TypeError naming op and the argument (and its position, for the
+    functions whose messages give it) unless x is a Tensor."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+        where = f"'{name}'" if pos is None else f"'{name}' (position {pos})"
+        raise TypeError(f"{op}(): argument {where} must be Tensor, not {type(x).__name__}")
     return x
+
+
+def tensor_args(op, **named):
+    """tensor_arg for each name=value, in order."""
+    for name, x in named.items():
+        tensor_arg(x, op, name)
 
 
 def no_out_with_grad(op, *xs):

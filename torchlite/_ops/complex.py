@@ -12,11 +12,7 @@ from .._tensor import Tensor, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
 from . import _register
 from . import complex_grad as _CG
-
-
-def _check_tensor(x, op):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+from ._kit import tensor_arg
 
 
 def _view(t, arr, record):
@@ -43,7 +39,7 @@ def complex_array(parts):
 @_register("view_as_real")
 def view_as_real(input):
     """A real view of a complex tensor with a last dim of size 2 holding (real, imag)."""
-    _check_tensor(input, "view_as_real")
+    tensor_arg(input, "view_as_real")
     if not input.is_complex():
         raise RuntimeError("view_as_real is only supported for complex tensors")
     return _view(input, parts_array(input._data), _CG.record_view_as_real)
@@ -53,7 +49,7 @@ def view_as_real(input):
 def view_as_complex(input):
     """A complex view of a float32/float64 tensor whose last dim has size 2 and stride 1
     (the inverse of view_as_real)."""
-    _check_tensor(input, "view_as_complex")
+    tensor_arg(input, "view_as_complex")
     a = input._data
     if input.dtype not in (D.float32, D.float64):
         raise RuntimeError(f"view_as_complex is only supported for float and double tensors, "
@@ -77,7 +73,7 @@ def _part(input, index):
 
 def real(input):
     """The real parts of a complex tensor as a view (a real tensor is returned as it is)."""
-    _check_tensor(input, "real")
+    tensor_arg(input, "real")
     if not input.is_complex():
         return input
     return _view(input, _part(input, 0), _CG.record_real)
@@ -85,7 +81,7 @@ def real(input):
 
 def imag(input):
     """The imaginary parts of a complex tensor as a view."""
-    _check_tensor(input, "imag")
+    tensor_arg(input, "imag")
     if not input.is_complex():
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     return _view(input, _part(input, 1), _CG.record_imag)
@@ -107,8 +103,7 @@ def complex(real, imag, *, out=None):
     from .joining import stack
     from .views import broadcast_tensors
     for x, name in ((real, "real"), (imag, "imag")):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"complex(): argument '{name}' must be Tensor, not {type(x).__name__}")
+        tensor_arg(x, "complex", name)
     if real.dtype is not imag.dtype:
         raise RuntimeError(f"Expected object of scalar type {real.dtype} but got scalar type "
                            f"{imag.dtype} for second argument")
@@ -125,15 +120,14 @@ def complex(real, imag, *, out=None):
 def polar(abs, angle, *, out=None):
     """abs * (cos(angle) + i sin(angle)) from float32/float64 tensors."""
     for x, name in ((abs, "abs"), (angle, "angle")):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"polar(): argument '{name}' must be Tensor, not {type(x).__name__}")
+        tensor_arg(x, "polar", name)
     return complex(abs * angle.cos(), abs * angle.sin(), out=out)
 
 
 @_register("isreal")
 def isreal(input):
     """True where the element has no imaginary part (everywhere for a real tensor)."""
-    _check_tensor(input, "isreal")
+    tensor_arg(input, "isreal")
     if not input.is_complex():
         from .creation import ones_like
         return ones_like(input, dtype=D.bool)

@@ -12,6 +12,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records
 from . import _register
 from . import shape_grad as _SG
+from ._kit import tensor_arg
 
 
 def _parse_to(args, kwargs):
@@ -126,8 +127,7 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
 @_register("copy_")
 def copy_(self, src, non_blocking=False):
     """Copy src's elements into self (broadcasting src, casting to self's dtype)."""
-    if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {builtins.type(src).__name__}")
+    tensor_arg(src, "copy_", "src")
     if src.device != self.device:
         src = src.to(self.device)
     if inplace_records(self, src):

@@ -24,7 +24,8 @@ from . import _register
 from . import indexing_grad as _IG
 from . import shape_grad as _SG
 from .pointwise import where as _where
-from ._kit import C_NAMES, needs_grad, no_out_with_grad as _no_out_with_grad, write_out, result
+from ._kit import C_NAMES, needs_grad, no_out_with_grad as _no_out_with_grad, result, tensor_arg
+from ._kit import write_out
 
 _BOOL, _UINT8, _INT32, _INT64 = 0, 1, 4, 5
 _TORCH_NAMES = _ew._TORCH_NAMES          # "Float", "Long", ... as PyTorch's messages name dtypes
@@ -334,12 +335,6 @@ def _result(res, out, op, inputs, record, *args):
     return r
 
 
-def _tensor_arg(x, op, name):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
-    return x
-
-
 def _check_long_index(index, op):
     """index (a tensor) must be int64, as take, put_ and index_copy_ require."""
     if index._data.dtype != _INT64:
@@ -361,7 +356,7 @@ def _check_writable(self, op):
 
 # ---- gather / scatter ----------------------------------------------------------------------
 def _check_index_dtype(index, op, ints=(_INT32, _INT64)):
-    _tensor_arg(index, op, "index")
+    tensor_arg(index, op, "index")
     if index._data.dtype not in ints:
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
 
@@ -369,8 +364,8 @@ def _check_index_dtype(index, op, ints=(_INT32, _INT64)):
 @_register("gather")
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """out[i][j][k] = input[i][index[i][j][k]][k] (for dim=1): values picked along `dim`."""
-    _tensor_arg(input, "gather", "input")
-    _tensor_arg(index, "gather", "index")
+    tensor_arg(input, "gather", "input")
+    tensor_arg(index, "gather", "index")
     if index.numel() == 0:
         # PyTorch checks neither the dtype nor the dims of an empty index: the result is
         # empty in the index's shape (a view of input's elements, so it stays in the graph)
@@ -463,7 +458,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 def _scatter(self, dim, index, src, value, reduce):
     if reduce not in _SCATTER_REDUCE_OLD:
         raise RuntimeError("reduce argument must be either add or multiply.")
-    _tensor_arg(index, "scatter", "index")
+    tensor_arg(index, "scatter", "index")
     s = _scatter_src(self, index, src, value, "scatter")
     return _scatter_into(self, dim, index, s, _SCATTER_REDUCE_OLD[reduce], "scatter")
 
@@ -485,8 +480,8 @@ def scatter_add_(self, dim, index, src):
 
 
 def _scatter_add(self, dim, index, src):
-    _tensor_arg(index, "scatter_add", "index")
-    _tensor_arg(src, "scatter_add", "src")
+    tensor_arg(index, "scatter_add", "index")
+    tensor_arg(src, "scatter_add", "src")
     s = _scatter_src(self, index, src, None, "scatter")
     return _scatter_into(self, dim, index, s, _I.ADD, "scatter_add")
 
@@ -528,8 +523,8 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
 def _scatter_reduce(self, dim, index, src, reduce, include_self):
     if reduce not in _REDUCE_OPS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    _tensor_arg(index, "scatter_reduce", "index")
-    _tensor_arg(src, "scatter_reduce", "src")
+    tensor_arg(index, "scatter_reduce", "index")
+    tensor_arg(src, "scatter_reduce", "src")
     code = self._data.dtype
     if reduce == "mean" and code == _BOOL:
         raise RuntimeError("\"scatter_reduce\" with reduce='mean' not implemented for 'Bool'")
@@ -558,8 +553,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
 def take_along_dim(input, indices, dim=None, *, out=None):
     """Values of input at indices along dim (broadcast in the other dims); with dim=None,
     indices into the flattened input."""
-    _tensor_arg(input, "take_along_dim", "input")
-    _tensor_arg(indices, "take_along_dim", "indices")
+    tensor_arg(input, "take_along_dim", "input")
+    tensor_arg(indices, "take_along_dim", "indices")
     if indices._data.dtype != _INT64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{_TORCH_NAMES[indices._data.dtype]}")
@@ -590,7 +585,7 @@ _register("take_along_dim")(take_along_dim)
 # ---- index_* along one dim -----------------------------------------------------------------
 def _dim_and_index(self, dim, index, op, max_index_dim_msg):
     """(dim, 1-d index array) for the index_* ops."""
-    _tensor_arg(index, op, "index")
+    tensor_arg(index, op, "index")
     if index.ndim > 1:
         raise IndexError(max_index_dim_msg.format(ndim=index.ndim, dtype=_TORCH_NAMES[index._data.dtype],
                                                   shape=list(index.shape)))
@@ -616,8 +611,8 @@ def _source_for(self, d, idx, source, op):
 @_register("index_select")
 def index_select(input, dim, index, *, out=None):
     """The slices of input at positions `index` (a 1-d integer tensor) along dim."""
-    _tensor_arg(input, "index_select", "input")
-    _tensor_arg(index, "index_select", "index")
+    tensor_arg(input, "index_select", "input")
+    tensor_arg(index, "index_select", "index")
     if index._data.dtype not in (_INT32, _INT64):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     d, idx = _dim_and_index(input, dim, index, "index_select",
@@ -644,8 +639,8 @@ def index_add_(self, dim, index, source, *, alpha=1):
 
 def _index_add(self, dim, index, source, alpha):
     op = "index_add_"
-    _tensor_arg(source, op, "source")
-    _tensor_arg(index, op, "index")
+    tensor_arg(source, op, "source")
+    tensor_arg(index, op, "index")
     if index._data.dtype not in (_INT32, _INT64):
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: "
                            f"{_TORCH_NAMES[index._data.dtype]}")
@@ -692,9 +687,9 @@ def _index_for_reduce(self, dim, index, source, reduce, op):
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
                            f"{reduce}.")
-    _tensor_arg(self, op, "self")
-    _tensor_arg(index, op, "index")
-    _tensor_arg(source, op, "source")
+    tensor_arg(self, op, "self")
+    tensor_arg(index, op, "index")
+    tensor_arg(source, op, "source")
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
                          f"{_TORCH_NAMES[index._data.dtype]} and size: {list(index.shape)}")
@@ -725,8 +720,8 @@ def index_copy_(self, dim, index, source):
 
 def _index_copy(self, dim, index, source):
     op = "index_copy_"
-    _tensor_arg(source, op, "source")
-    _tensor_arg(index, op, "index")
+    tensor_arg(source, op, "source")
+    tensor_arg(index, op, "index")
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index should have dimension 1 or 0 (got {index.ndim})")
     _check_long_index(index, op)
@@ -772,7 +767,7 @@ def index_fill_(self, dim, index, value):
 
 def _index_fill(self, dim, index, value):
     op = "index_fill_"
-    _tensor_arg(index, op, "index")
+    tensor_arg(index, op, "index")
     if index._data.dtype != _INT64:
         raise IndexError(f"{op}(): Expected dtype int64 for index.")
     if index.ndim > 1:
@@ -804,9 +799,7 @@ def _index_put_items(self, indices, values):
     for k, i in enumerate(indices):
         if not isinstance(i, Tensor):
             raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(i).__name__}")
-    if not isinstance(values, Tensor):
-        raise TypeError(f"index_put_(): argument 'values' (position 2) must be Tensor, not "
-                        f"{type(values).__name__}")
+    tensor_arg(values, "index_put_", "values", pos=2)
     if values._data.dtype != self._data.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_TORCH_NAMES[self._data.dtype]} for the destination and "
@@ -835,7 +828,7 @@ def index_put(input, indices, values, accumulate=False):
 
 # ---- masks ---------------------------------------------------------------------------------
 def _check_bool_mask(mask, op, what="masks"):
-    _tensor_arg(mask, op, "mask")
+    tensor_arg(mask, op, "mask")
     if mask._data.dtype != _BOOL:
         raise RuntimeError(f"{op} only supports boolean {what}, but got mask with dtype "
                            f"{_C_NAMES[mask._data.dtype]}")
@@ -913,8 +906,8 @@ def masked_fill(input, mask, value):
 @_register("masked_select")
 def masked_select(input, mask, *, out=None):
     """The elements of input where mask (broadcast with it) is True, as a 1-d tensor."""
-    _tensor_arg(input, "masked_select", "input")
-    _tensor_arg(mask, "masked_select", "mask")
+    tensor_arg(input, "masked_select", "input")
+    tensor_arg(mask, "masked_select", "mask")
     if mask._data.dtype != _BOOL:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     x, m = _expand_both(input, mask)
@@ -935,7 +928,7 @@ def masked_scatter_(self, mask, source):
 
 def _masked_scatter(self, mask, source):
     _check_bool_mask(mask, "masked_scatter_")
-    _tensor_arg(source, "masked_scatter_", "source")
+    tensor_arg(source, "masked_scatter_", "source")
     if source._data.dtype != self._data.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
                            f"{_TORCH_NAMES[self._data.dtype]} and {_TORCH_NAMES[source._data.dtype]}")
@@ -962,7 +955,7 @@ def masked_scatter(input, mask, source):
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the nonzero elements: an (n, ndim) int64 tensor in row-major order, or
     with as_tuple=True one 1-d tensor per dim."""
-    _tensor_arg(input, "nonzero", "input")
+    tensor_arg(input, "nonzero", "input")
     if as_tuple:
         res = _I.nonzero(_as_1d(input._data))
         return tuple(_wrap(res.select(1, k)) for k in range(res.shape[1]))
@@ -972,7 +965,7 @@ def nonzero(input, *, out=None, as_tuple=False):
 def nonzero_static(input, *, size, fill_value=-1):
     """nonzero(input) with exactly `size` rows: cut, or padded with fill_value (a shape known
     before the data, as compiled graphs need)."""
-    _tensor_arg(input, "nonzero_static", "input")
+    tensor_arg(input, "nonzero_static", "input")
     if isinstance(size, builtins.bool) or not isinstance(size, int) or size < 0:
         raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
     found = nonzero(input)
@@ -996,8 +989,8 @@ def argwhere(input):
 @_register("take")
 def take(input, index, *, out=None):
     """input treated as 1-d (row-major), at the positions in index; negative counts back."""
-    _tensor_arg(input, "take", "input")
-    _tensor_arg(index, "take", "index")
+    tensor_arg(input, "take", "input")
+    tensor_arg(index, "take", "index")
     _check_long_index(index, "take")
     if input.numel() == 0 and index.numel() != 0:
         raise IndexError("take(): tried to take from an empty tensor")
@@ -1016,8 +1009,8 @@ def put_(self, index, source, accumulate=False):
 
 
 def _put(self, index, source, accumulate):
-    _tensor_arg(index, "put_", "index")
-    _tensor_arg(source, "put_", "source")
+    tensor_arg(index, "put_", "index")
+    tensor_arg(source, "put_", "source")
     _check_long_index(index, "put_")
     if source._data.dtype != self._data.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
@@ -1048,8 +1041,8 @@ def put(input, index, source, accumulate=False):
 # ---- slice_scatter, select_scatter, diagonal_scatter: a copy of input with one view's region
 # replaced by src (clone + copy_ into the view, so autograd sees a clone and a CopySlices) -------
 def _embed(input, src, region_of, op):
-    _tensor_arg(input, op, "input")
-    _tensor_arg(src, op, "src")
+    tensor_arg(input, op, "input")
+    tensor_arg(src, op, "src")
     out = input.clone()
     region = region_of(out)
     if tuple(region.shape) != tuple(src.shape):

@@ -23,7 +23,7 @@ from . import _register
 from . import shape_grad as _SG
 from .shape_grad import arange_array
 from .views import _shape_arg, clone, flip, reshape, transpose, unsqueeze
-from ._kit import int_arg, needs_grad, no_out_with_grad, out_array
+from ._kit import int_arg, needs_grad, no_out_with_grad, out_array, tensor_arg
 
 _TORCH_NAMES = _ew._TORCH_NAMES
 _MAX_DIMS = 16
@@ -743,8 +743,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim (input[i + 1] - input[i], logical xor for bool),
     after concatenating prepend and append along dim."""
     from .pointwise import logical_xor, sub
-    if not isinstance(input, Tensor):
-        raise TypeError(f"diff(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "diff", "input")
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     n = int_arg(n, "n", "diff")

@@ -17,6 +17,7 @@ from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
 from . import linalg_grad as _G
 from ._kit import needs_grad, no_out_with_grad as _no_out_with_grad, out_array, result, with_out
+from ._kit import tensor_arg, tensor_args
 from ..autograd.grad_mode import _state as _grad_state
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "addmm", "addmv", "addmv_", "addbmm",
@@ -31,9 +32,7 @@ _FLOAT_CODES = (6, 7, 8, 9)
 
 # ---- argument helpers -------------------------------------------------------------------
 def _arr(x, op, name, pos):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
-                        f"{type(x).__name__}")
+    tensor_arg(x, op, name, pos=pos)
     return x._data
 
 
@@ -307,8 +306,7 @@ def vdot(input, other, *, out=None):
 @_register("trace")
 def trace(input):
     """Sum of the main diagonal of a 2-D tensor (integers sum to int64, as torch)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"trace(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "trace", "input")
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     return input.diagonal().sum()
@@ -1050,18 +1048,12 @@ Tensor.__rmatmul__ = _rmatmul_op
 
 # ---- kron, cross, cdist, dist, vander (composed of products and elementwise ops, whose
 # gradients they inherit) --------------------------------------------------------------------
-def _tensor_args(op, *named):
-    for name, t in named:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
-
-
 @_register("kron")
 @with_out("kron", casting="unsafe")
 def kron(input, other):
     """Kronecker product: block (i, j, ...) of the result is input[i, j, ...] * other (the
     operands are padded with leading size-1 dims to the same number of dims)."""
-    _tensor_args("kron", ("input", input), ("other", other))
+    tensor_args("kron", input=input, other=other)
     nd = builtins.max(input.ndim, other.ndim)
     sa = (1,) * (nd - input.ndim) + tuple(input.shape)
     sb = (1,) * (nd - other.ndim) + tuple(other.shape)
@@ -1076,7 +1068,7 @@ def kron(input, other):
 def linalg_cross(input, other, *, dim=-1):
     """torch.linalg.cross: the cross product of 3-vectors along dim (the other dims
     broadcast)."""
-    _tensor_args("linalg.cross", ("input", input), ("other", other))
+    tensor_args("linalg.cross", input=input, other=other)
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if input.dtype is not other.dtype:
@@ -1096,7 +1088,7 @@ def linalg_cross(input, other, *, dim=-1):
 def cross(input, other, dim=None, *, out=None):
     """The cross product of 3-vectors along dim; without dim, along the first dim of size 3
     (deprecated in PyTorch, which warns)."""
-    _tensor_args("cross", ("input", input), ("other", other))
+    tensor_args("cross", input=input, other=other)
     if dim is None:
         import warnings
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
@@ -1119,7 +1111,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     (..., P, R), batch dims broadcast.  p=2 goes through a matrix product when P or R
     exceeds 25 (or always / never, by compute_mode), as PyTorch does; other p are computed
     exactly from the differences (memory P * R * M per batch)."""
-    _tensor_args("cdist", ("x1", x1), ("x2", x2))
+    tensor_args("cdist", x1=x1, x2=x2)
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     if x1.ndim < 2 or x2.ndim < 2:
@@ -1159,7 +1151,7 @@ def _euclidean_dist(x1, x2):
 @_register("dist")
 def dist(input, other, p=2):
     """The p-norm of input - other (broadcast), as a 0-d tensor."""
-    _tensor_args("dist", ("input", input), ("other", other))
+    tensor_args("dist", input=input, other=other)
     diff = input - other
     if not diff.is_floating_point():
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
@@ -1171,7 +1163,7 @@ def dist(input, other, p=2):
 def vander(x, N=None, increasing=False):
     """The Vandermonde matrix of a 1-D tensor: column j is x ** (N - 1 - j) (x ** j when
     increasing); N defaults to len(x).  Integers and bool give int64 (a cumulative product)."""
-    _tensor_args("vander", ("x", x))
+    tensor_args("vander", x=x)
     if x.ndim != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
     n = x.shape[0]

@@ -17,7 +17,7 @@ from ..autograd.graph import needs_grad, record_not_differentiable
 from ..autograd.grad_mode import no_grad
 from . import _register
 from . import linalg_decomp_grad as _G
-from ._kit import with_out
+from ._kit import with_out, tensor_arg
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "svd", "qr", "cholesky", "cholesky_solve",
            "matrix_power", "matrix_exp", "pinverse", "geqrf", "orgqr", "lu_unpack",
@@ -55,15 +55,9 @@ _Lstsq = _tuple_type("linalg_lstsq", ("solution", "residuals", "rank", "singular
 
 
 # ---- argument checks ---------------------------------------------------------------------
-def _tensor(x, op, name="A"):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
-    return x
-
-
 def _matrix(A, op, square=False):
     """Check A is a (batch of) floating matrices (square when asked), as torch words it."""
-    _tensor(A, op)
+    tensor_arg(A, op, "A")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     code = A._data.dtype
@@ -125,7 +119,7 @@ def _eye_like(A, n=None):
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """torch.linalg.lu_factor_ex: (LU, pivots, info) with partial pivoting."""
     op = "torch.linalg.lu_factor_ex"
-    _tensor(A, op)
+    tensor_arg(A, op, "A")
     if A.ndim < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
                            f"size: {list(A.shape)} instead")
@@ -201,8 +195,8 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     lu_factor's (LU, pivots)."""
     op = "linalg.lu_solve"
     _matrix(LU, op, square=True)
-    _tensor(pivots, op, "pivots")
-    _tensor(B, op, "B")
+    tensor_arg(pivots, op, "pivots")
+    tensor_arg(B, op, "B")
     _same_dtype(LU, B, op)
     n = LU.shape[-1]
     if tuple(pivots.shape) != tuple(LU.shape[:-1]):
@@ -259,8 +253,8 @@ def _complex_solve(A, B, left, check, op):
     a complex LU: no complex kernel yet)."""
     from .complex import complex as _complex
     from .joining import cat
-    _tensor(A, op)
-    _tensor(B, op, "B")
+    tensor_arg(A, op, "A")
+    tensor_arg(B, op, "B")
     _same_dtype(A, B, op)
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
@@ -283,7 +277,7 @@ def _solve(A, B, left, check, op):
     if _is_complex(A, B):
         return _complex_solve(A, B, left, check, op)
     _matrix(A, op, square=True)
-    _tensor(B, op, "B")
+    tensor_arg(B, op, "B")
     _same_dtype(A, B, op)
     vec = _vector_rhs(A, B)
     Bm = B.unsqueeze(-1) if vec else B
@@ -365,7 +359,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     triangular (the other triangle is not read), unitriangular: its diagonal taken as ones."""
     op = "linalg.solve_triangular"
     _matrix(A, op, square=True)
-    _tensor(B, op, "B")
+    tensor_arg(B, op, "B")
     _same_dtype(A, B, op)
     if B.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
@@ -536,7 +530,7 @@ def eigvalsh(A, UPLO="L"):
 
 # ---- general eigenproblem ----------------------------------------------------------------------
 def _eig(A, vectors, op):
-    _tensor(A, op)
+    tensor_arg(A, op, "A")
     if A.ndim >= 2 and A.numel() and not bool(A.detach().isfinite().all()):
         raise RuntimeError(f"torch.{op}: input tensor should not contain infs or NaNs.")
     grad = needs_grad(A)
@@ -678,7 +672,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     A X - B) when m > n and every A has full rank (and driver is not 'gelsy')."""
     op = "torch.linalg.lstsq"
     _matrix(A, "linalg.lstsq")
-    _tensor(B, op, "B")
+    tensor_arg(B, op, "B")
     _same_dtype(A, B, "torch.linalg.lstsq")
     if driver is None:
         driver = "gelsy"
@@ -712,7 +706,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 def matrix_power(A, n):
     """torch.linalg.matrix_power: A^n by repeated squaring (n < 0: the inverse's power)."""
     op = "linalg.matrix_power"
-    _tensor(A, op)
+    tensor_arg(A, op, "A")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     if A.shape[-1] != A.shape[-2]:
@@ -853,8 +847,7 @@ def geqrf(input):
     Householder reflectors below it (see householder_product).  LAPACK itself computes it
     (NumPy's qr(mode='raw')); like PyTorch's, it has no gradient."""
     import numpy as np
-    if not isinstance(input, Tensor):
-        raise TypeError(f"geqrf(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "geqrf", "input")
     if input.ndim < 2:
         raise RuntimeError("geqrf: input must have at least 2 dimensions.")
     if not input.is_floating_point():
@@ -897,7 +890,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     from .creation import empty
     op = "lu_unpack"
     _matrix(LU_data, op)
-    _tensor(LU_pivots, op, "LU_pivots")
+    tensor_arg(LU_pivots, op, "LU_pivots")
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
     if tuple(LU_pivots.shape) != tuple(LU_data.shape[:-2]) + (k,):
@@ -928,8 +921,8 @@ def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None):
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """torch.triangular_solve: (X, A.clone()) with A X = b (transpose: A^T X = b) for a
     triangular A (upper or lower), by linalg.solve_triangular."""
-    _tensor(b, "triangular_solve", "b")
-    _tensor(A, "triangular_solve", "A")
+    tensor_arg(b, "triangular_solve", "b")
+    tensor_arg(A, "triangular_solve", "A")
     coef = A.mT if transpose else A
     X = solve_triangular(coef, b, upper=upper != transpose, unitriangular=unitriangular)
     return _TriangularSolve(X, A.clone())
@@ -950,7 +943,7 @@ def tensorinv(A, ind=2):
     """torch.linalg.tensorinv: the tensor X with tensordot(X, A, ind) the identity: A seen as a
     (prod(shape[:ind]), prod(shape[ind:])) square matrix, inverted, shaped shape[ind:] +
     shape[:ind]."""
-    _tensor(A, "linalg.tensorinv", "A")
+    tensor_arg(A, "linalg.tensorinv", "A")
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
@@ -966,8 +959,8 @@ def tensorinv(A, ind=2):
 def tensorsolve(A, B, dims=None):
     """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B (dims of A moved to the
     end first), as one linear solve of A seen as a square matrix."""
-    _tensor(A, "linalg.tensorsolve", "A")
-    _tensor(B, "linalg.tensorsolve", "B")
+    tensor_arg(A, "linalg.tensorsolve", "A")
+    tensor_arg(B, "linalg.tensorsolve", "B")
     if dims is not None:
         dims = [d % A.ndim for d in dims]
         rest = [d for d in range(A.ndim) if d not in dims]

@@ -1,7 +1,7 @@
 """The top-level spellings PyTorch also gives some Tensor methods: torch.detach(x) is
 x.detach(), torch.arccos_(x) is x.arccos_(), torch.fill_(x, v) is x.fill_(v), ... .  Each is
 the method itself, called on its first argument (one home: the method)."""
-from .._tensor import Tensor
+from ._kit import tensor_arg
 
 _NAMES = ("detach", "detach_", "fill_", "index_put_", "resize_as_", "negative_", "fix_",
           "logit_", "xlogy_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
@@ -10,9 +10,7 @@ _NAMES = ("detach", "detach_", "fill_", "index_put_", "resize_as_", "negative_",
 
 def _method_form(name):
     def form(input, *args, **kwargs):
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                            f"{type(input).__name__}")
+        tensor_arg(input, name, "input", pos=1)
         return getattr(input, name)(*args, **kwargs)
     form.__name__ = form.__qualname__ = name
     form.__doc__ = f"input.{name}(...) (torch.{name})."

@@ -16,7 +16,7 @@ from . import _register
 from . import pointwise_grad as _G
 from ..autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ..autograd.graph import inplace_records as _inplace_records
-from ._kit import no_out_with_grad as _no_out_with_grad, out_array as _out_array
+from ._kit import no_out_with_grad as _no_out_with_grad, out_array as _out_array, tensor_arg
 from ._kit import write_out as _write_out
 
 _U = _ew.UNARY
@@ -57,8 +57,7 @@ def _bshape(*xs):
 
 # ---- unary ---------------------------------------------------------------------------------
 def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, name, "input")
     if out is None:
         r = _wrap(_ew.unary(code, input._data, None, p0, p1, p2))
         if input._requires_grad and _grad_state.enabled:
@@ -301,8 +300,7 @@ def _clamp(input, min, max, out, name):
     min, max = _bound(min, "min"), _bound(max, "max")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if not isinstance(input, Tensor):
-        raise TypeError(f"clamp(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "clamp", "input")
     bounds = [b._data if isinstance(b, Tensor) else b for b in (min, max) if b is not None]
     rdt = D.DTYPES[_ew.result_type(input._data, *bounds)]
     _check_int_bounds(rdt, min, max)
@@ -613,9 +611,7 @@ def sub_(self, other, *, alpha=1):
 @_register("rsub")
 def rsub(input, other, *, alpha=1):
     """other - alpha * input (input must be a Tensor, as in PyTorch)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    tensor_arg(input, "rsub", "input", pos=1)
     _no_bool_sub(input, other)
     if alpha == 1:
         return _binary(_SUB, other, input, None, "rsub")
@@ -837,8 +833,7 @@ def equal(input, other):
 def _float_operand(x, name):
     """x as a float tensor: integers and bool become the default float dtype (PyTorch's rule
     for ops that only compute in floating point)."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    tensor_arg(x, name, "input")
     return x if x.is_floating_point() else x.to(D.DTYPES[_ew.get_default_float()])
 
 
@@ -1032,8 +1027,7 @@ def _frexp_type():
 def frexp(input, *, out=None):
     """(mantissa, exponent) with input = mantissa * 2**exponent and 0.5 <= |mantissa| < 1
     (mantissa 0 and exponent 0 for 0; inf and NaN keep their value with exponent 0)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"frexp(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "frexp", "input")
     if not input.is_floating_point():
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     with _no_grad():
@@ -1177,8 +1171,7 @@ _install_operators()
 def digamma(input, *, out=None):
     """d/dx lgamma(x) (psi), differentiable again (trigamma through autograd)."""
     from .pointwise_grad import _digamma
-    if not isinstance(input, Tensor):
-        raise TypeError(f"digamma(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "digamma", "input")
     x = input if input.is_floating_point() else input.to(D.get_default_dtype())
     r = _digamma(x)
     if out is None:
@@ -1198,8 +1191,7 @@ def nextafter(input, other, *, out=None):
     smallest subnormal, signed as other, after a zero; other itself where they are equal; NaN
     where either is)."""
     for name, t in (("input", input), ("other", other)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"nextafter(): argument '{name}' must be Tensor, not {type(t).__name__}")
+        tensor_arg(t, "nextafter", name)
     dt = D.DTYPES[_ew.result_type(input._data, other._data)]
     if dt not in _BITS_OF:
         raise NotImplementedError(f'"nextafter_cpu" not implemented for \'{_ew._TORCH_NAMES[dt.code]}\'')

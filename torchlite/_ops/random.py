@@ -37,7 +37,7 @@ from .._device import to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from .creation import _on, _size_args, _place
-from ._kit import factory_dtype, out_array
+from ._kit import factory_dtype, out_array, tensor_arg
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "rand", "randn", "randint", "randperm", "normal",
@@ -479,8 +479,7 @@ def _check_p(p, op):
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples, 1 with probability input[...] (or with probability p for every element
     when p is given); same shape and dtype as input."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "bernoulli", "input")
     gen = _gen(generator, "bernoulli", input.device)
     dt = factory_dtype(None, out, "bernoulli", input.dtype)
     if p is None:
@@ -498,8 +497,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """num_samples category indices per row of the weights `input` (1-d or 2-d, non-negative,
     not necessarily normalised).  Without replacement a category appears at most once."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"multinomial(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "multinomial", "input")
     if isinstance(num_samples, builtins.bool) or not isinstance(num_samples, numbers.Integral):
         raise TypeError(f"multinomial(): argument 'num_samples' (position 2) must be int, not "
                         f"{type(num_samples).__name__}")
@@ -528,8 +526,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 def poisson(input, generator=None):
     """Poisson samples with rates input[...] (>= 0), in input's dtype."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"poisson(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "poisson", "input")
     gen = _gen(generator, "poisson", input.device)
     _need_float(input.dtype, "poisson_cpu")
     return _zero_grad_record("PoissonBackward0", (input,), _wrap(_R.poisson(input._data, gen)))

@@ -20,7 +20,7 @@ from .._dispatch import reduce as _R
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
 from .pointwise import maximum as _maximum, minimum as _minimum
-from ._kit import no_out_with_grad as _no_out_with_grad, result, write_out
+from ._kit import no_out_with_grad as _no_out_with_grad, result, write_out, tensor_arg
 from . import reduction_grad as _G
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records, record_not_differentiable
@@ -39,9 +39,7 @@ from .. import return_types  # noqa: E402
 
 # ---- helpers -------------------------------------------------------------------------------
 def _arr(input, name):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    tensor_arg(input, name, "input", pos=1)
     return input._data
 
 
@@ -1114,8 +1112,7 @@ __all__ += ["quantile", "nanquantile", "bincount", "histc", "histogram", "histog
 
 # ---- trapezoid rule --------------------------------------------------------------------------
 def _trapezoid_parts(y, x, dx, dim, name):
-    if not isinstance(y, Tensor):
-        raise TypeError(f"{name}(): argument 'y' must be Tensor, not {type(y).__name__}")
+    tensor_arg(y, name, "y")
     if x is not None and dx is not None:
         raise TypeError(f"{name}() received an invalid combination of arguments: x and dx")
     if y.ndim == 0:

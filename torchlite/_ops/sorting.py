@@ -29,10 +29,6 @@ _RT_mode = return_types.mode
 
 
 # ---- helpers -------------------------------------------------------------------------------
-def _check_tensor(x, op, arg="input"):
-    tensor_arg(x, op, arg)
-
-
 def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
     """(values, indices) as the op's named tuple, or written into out=.  The values were picked
     from input along dim at indices: recorded as node_cls when input requires grad."""
@@ -50,7 +46,7 @@ def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """(values, indices) sorted along dim, ascending unless `descending`.  NaN sorts as the
     largest value; equal elements keep their order (the sort is always stable)."""
-    _check_tensor(input, "sort")
+    tensor_arg(input, "sort")
     d = _wrap_dim(dim, input.ndim)
     values, indices = _S.sort(input._data, d, builtins.bool(descending))
     return _pair(_RT_sort, values, indices, out, "sort", input, _IG.SortBackward0, d)
@@ -59,7 +55,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
 @_register("argsort")
 def argsort(input, dim=-1, descending=False, stable=False):
     """The indices that sort input along dim (see sort)."""
-    _check_tensor(input, "argsort")
+    tensor_arg(input, "argsort")
     d = _wrap_dim(dim, input.ndim)
     return _wrap(_S.sort(input._data, d, builtins.bool(descending), False)[1])
 
@@ -67,7 +63,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 @_register("msort")
 def msort(input, *, out=None):
     """input sorted along dim 0 (the values only)."""
-    _check_tensor(input, "msort")
+    tensor_arg(input, "msort")
     values, indices = _S.sort(input._data, 0, False)
     if out is not None:
         no_out_with_grad("msort", input)
@@ -83,7 +79,7 @@ def msort(input, *, out=None):
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """(values, indices) of the k largest (or smallest) elements along dim, largest first
     (smallest first).  NaN counts as the largest value; ties go to the lower index."""
-    _check_tensor(input, "topk")
+    tensor_arg(input, "topk")
     d = _wrap_dim(dim, input.ndim)
     values, indices = _S.topk(input._data, int_arg(k, "k", "topk"), d, builtins.bool(largest))
     return _pair(_RT_topk, values, indices, out, "topk", input, _IG.TopkBackward0, d)
@@ -92,7 +88,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 @_register("kthvalue")
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """(values, indices) of the k-th smallest element along dim (k counts from 1)."""
-    _check_tensor(input, "kthvalue")
+    tensor_arg(input, "kthvalue")
     d = _wrap_dim(dim, input.ndim)
     values, indices = _S.kthvalue(input._data, int_arg(k, "k", "kthvalue"), d)
     if not keepdim and input.ndim > 0:
@@ -106,7 +102,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     """(values, indices): the most frequent value along dim and where it last occurs; of
     several equally frequent values the smallest, as PyTorch.  NaNs never equal each other, so
     each counts once."""
-    _check_tensor(input, "mode")
+    tensor_arg(input, "mode")
     d = _wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return _pair(_RT_mode, input.detach()._data, _A.full((), 0, D.int64.code), out, "mode", input,
@@ -145,7 +141,7 @@ def _unique_result(values, inverse, counts, return_inverse, return_counts):
 
 
 def _unique_impl(input, dim, consecutive, return_inverse, return_counts, op):
-    _check_tensor(input, op)
+    tensor_arg(input, op)
     a = input._data
     if dim is None:
         values, inverse, counts = _S.unique(a, not consecutive, builtins.bool(return_inverse),
@@ -201,7 +197,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     sorted_sequence to keep it sorted: the first position with an element >= value (> value
     when right=True or side='right').  sorted_sequence is 1-d or has input's leading dims.
     With `sorter`, sorted_sequence[sorter] is the sorted order."""
-    _check_tensor(sorted_sequence, "searchsorted", "sorted_sequence")
+    tensor_arg(sorted_sequence, "searchsorted", "sorted_sequence")
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got "
@@ -213,7 +209,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     values = input._data if isinstance(input, Tensor) else _scalar_array(input, "searchsorted",
                                                                                sorted_sequence._data)
     if sorter is not None:
-        _check_tensor(sorter, "searchsorted", "sorter")
+        tensor_arg(sorter, "searchsorted", "sorter")
     res = _S.searchsorted(sorted_sequence._data, values, builtins.bool(right),
                           sorter._data if sorter is not None else None, builtins.bool(out_int32))
     return result(res, out, "searchsorted")
@@ -222,7 +218,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The bucket of each input value among 1-d sorted boundaries: i with
     boundaries[i-1] < x <= boundaries[i] (boundaries[i-1] <= x < boundaries[i] when right)."""
-    _check_tensor(boundaries, "bucketize", "boundaries")
+    tensor_arg(boundaries, "bucketize", "boundaries")
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)

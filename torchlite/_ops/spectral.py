@@ -19,12 +19,12 @@ import math
 
 from .. import _dtype as D
 from .._dispatch import fft as _F
-from .._tensor import Tensor, _wrap, _wrap_dim
+from .._tensor import _wrap, _wrap_dim
 from ..autograd.grad_mode import _state as _grad_state
 from .complex import parts_array, complex_array
 from . import _register
 from . import spectral_grad as _G
-from ._kit import with_out
+from ._kit import with_out, tensor_arg
 
 _NORMS = (None, "backward", "ortho", "forward")
 
@@ -64,11 +64,6 @@ def c2r(x, dim, n, scale):
 
 
 # ---- argument rules -------------------------------------------------------------------------
-def _check_tensor(x, op):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"fft.{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
-
-
 def _scale(norm, n, forward):
     """The factor a transform of size n applies for `norm` (forward: the e^-i direction)."""
     if norm not in _NORMS:
@@ -144,7 +139,7 @@ def _dims_and_sizes(x, s, dim, op, default_all=True):
 
 # ---- one dim ------------------------------------------------------------------------------------
 def _one(x, n, dim, op):
-    _check_tensor(x, op)
+    tensor_arg(x, f"fft.{op}")
     d = _wrap_dim(dim, x.ndim)
     return d, (x.shape[d] if n is None else _check_n(n))
 
@@ -179,7 +174,7 @@ def rfft(input, n=None, dim=-1, norm=None):
 @with_out("fft_irfft")
 def irfft(input, n=None, dim=-1, norm=None):
     """The real signal of length n (default 2 * (m - 1)) whose rfft is input."""
-    _check_tensor(input, "irfft")
+    tensor_arg(input, "fft.irfft")
     d = _wrap_dim(dim, input.ndim)
     k = 2 * (input.shape[d] - 1) if n is None else n
     k = _check_n(k)
@@ -189,7 +184,7 @@ def irfft(input, n=None, dim=-1, norm=None):
 @with_out("fft_hfft")
 def hfft(input, n=None, dim=-1, norm=None):
     """The real spectrum of a Hermitian signal given by its first half (irfft's inverse)."""
-    _check_tensor(input, "hfft")
+    tensor_arg(input, "fft.hfft")
     d = _wrap_dim(dim, input.ndim)
     k = _check_n(2 * (input.shape[d] - 1) if n is None else n)
     return c2r(_as_complex(input, "hfft").conj(), d, k, _scale(norm, k, True))
@@ -216,7 +211,7 @@ def _c2c_n(x, dims, sizes, inverse, scale):
 @with_out("fft_fftn")
 def fftn(input, s=None, dim=None, norm=None):
     """The DFT over dims (every dim by default), each cut or padded to s."""
-    _check_tensor(input, "fftn")
+    tensor_arg(input, "fft.fftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "fftn")
     scale = _norm_scale(norm, sizes, True)
     if not dims:
@@ -230,7 +225,7 @@ def fftn(input, s=None, dim=None, norm=None):
 @with_out("fft_ifftn")
 def ifftn(input, s=None, dim=None, norm=None):
     """The inverse DFT over dims."""
-    _check_tensor(input, "ifftn")
+    tensor_arg(input, "fft.ifftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "ifftn")
     scale = _norm_scale(norm, sizes, False)
     x = _as_complex(input, "ifftn")
@@ -240,7 +235,7 @@ def ifftn(input, s=None, dim=None, norm=None):
 @with_out("fft_rfftn")
 def rfftn(input, s=None, dim=None, norm=None):
     """The DFT of a real input over dims, one-sided in the last of them."""
-    _check_tensor(input, "rfftn")
+    tensor_arg(input, "fft.rfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "rfftn")
     if not dims:
         raise RuntimeError("rfftn must transform at least one axis")
@@ -259,7 +254,7 @@ def _last_size(input, s, dims, sizes):
 @with_out("fft_irfftn")
 def irfftn(input, s=None, dim=None, norm=None):
     """The real signal whose rfftn is input (the last dim's length: s or 2 * (m - 1))."""
-    _check_tensor(input, "irfftn")
+    tensor_arg(input, "fft.irfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "irfftn")
     if not dims:
         raise RuntimeError("irfftn must transform at least one axis")
@@ -272,7 +267,7 @@ def irfftn(input, s=None, dim=None, norm=None):
 @with_out("fft_hfftn")
 def hfftn(input, s=None, dim=None, norm=None):
     """The real n-dim spectrum of a Hermitian signal given by its last dim's first half."""
-    _check_tensor(input, "hfftn")
+    tensor_arg(input, "fft.hfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "hfftn")
     if not dims:
         raise RuntimeError("hfftn must transform at least one axis")
@@ -285,7 +280,7 @@ def hfftn(input, s=None, dim=None, norm=None):
 @with_out("fft_ihfftn")
 def ihfftn(input, s=None, dim=None, norm=None):
     """The half Hermitian spectrum of a real signal over dims (hfftn's inverse)."""
-    _check_tensor(input, "ihfftn")
+    tensor_arg(input, "fft.ihfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "ihfftn")
     if not dims:
         raise RuntimeError("ihfftn must transform at least one axis")
@@ -419,7 +414,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     (B?, n_fft // 2 + 1 or n_fft, frames).  center pads n_fft // 2 on both sides with pad_mode;
     normalized scales by n_fft ** -0.5; onesided (the default for real input and window) keeps
     the non-redundant half.  return_complex=False gives view_as_real of the result."""
-    _check_tensor(input, "stft")
+    tensor_arg(input, "fft.stft")
     if return_complex is None:
         if not input.is_complex() and (window is None or not window.is_complex()):
             raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -454,7 +449,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     """torch.istft: the signal whose stft is input, by windowed overlap-add divided by the
     summed squared window (RuntimeError where that sum vanishes: the window and hop break the
     NOLA condition)."""
-    _check_tensor(input, "istft")
+    tensor_arg(input, "fft.istft")
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")

@@ -4,8 +4,8 @@ import math
 import numbers
 import warnings
 
-from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
+from .._ops._kit import tensor_arg
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
@@ -38,21 +38,16 @@ def calculate_gain(nonlinearity, param=None):
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def _check(tensor, op):
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"{op}(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
-
-
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with samples of U(a, b)."""
-    _check(tensor, "uniform_")
+    tensor_arg(tensor, "uniform_", "tensor")
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with samples of N(mean, std^2)."""
-    _check(tensor, "normal_")
+    tensor_arg(tensor, "normal_", "tensor")
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
@@ -64,7 +59,7 @@ def _norm_cdf(x):
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill with samples of N(mean, std^2) truncated to [a, b] (inverse-CDF sampling: uniform
     over the CDF's range on [a, b], mapped back through erfinv)."""
-    _check(tensor, "trunc_normal_")
+    tensor_arg(tensor, "trunc_normal_", "tensor")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
@@ -80,7 +75,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 def constant_(tensor, val):
     """Fill with the value val."""
-    _check(tensor, "constant_")
+    tensor_arg(tensor, "constant_", "tensor")
     with no_grad():
         return tensor.fill_(val)
 
@@ -92,14 +87,14 @@ def ones_(tensor):
 
 def zeros_(tensor):
     """Fill with 0."""
-    _check(tensor, "zeros_")
+    tensor_arg(tensor, "zeros_", "tensor")
     with no_grad():
         return tensor.zero_()
 
 
 def eye_(tensor):
     """Fill a 2-D tensor with the identity matrix (ones on the main diagonal)."""
-    _check(tensor, "eye_")
+    tensor_arg(tensor, "eye_", "tensor")
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
@@ -111,7 +106,7 @@ def eye_(tensor):
 def dirac_(tensor, groups=1):
     """Fill a 3-, 4- or 5-D (convolution weight) tensor with the Dirac delta: each output
     channel (within each of `groups` groups) passes one input channel through unchanged."""
-    _check(tensor, "dirac_")
+    tensor_arg(tensor, "dirac_", "tensor")
     if tensor.ndim not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
     sizes = tuple(tensor.shape)
@@ -148,7 +143,7 @@ def _calculate_correct_fan(tensor, mode):
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
-    _check(tensor, "xavier_uniform_")
+    tensor_arg(tensor, "xavier_uniform_", "tensor")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     bound = math.sqrt(3.0) * std
@@ -157,7 +152,7 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
     """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
-    _check(tensor, "xavier_normal_")
+    tensor_arg(tensor, "xavier_normal_", "tensor")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
@@ -170,7 +165,7 @@ def _kaiming_std(tensor, a, mode, nonlinearity):
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """He uniform: U(-b, b) with b = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity,
     a) and fan the fan_in or fan_out (mode)."""
-    _check(tensor, "kaiming_uniform_")
+    tensor_arg(tensor, "kaiming_uniform_", "tensor")
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -180,7 +175,7 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
-    _check(tensor, "kaiming_normal_")
+    tensor_arg(tensor, "kaiming_normal_", "tensor")
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -225,7 +220,7 @@ def _householder_q(a):
 def orthogonal_(tensor, gain=1, generator=None):
     """Fill with a (semi-)orthogonal matrix: the Q of the QR of a standard normal sample
     (dims after the first are flattened), scaled by gain."""
-    _check(tensor, "orthogonal_")
+    tensor_arg(tensor, "orthogonal_", "tensor")
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -247,7 +242,7 @@ def orthogonal_(tensor, gain=1, generator=None):
 def sparse_(tensor, sparsity, std=0.01, generator=None):
     """Fill a 2-D tensor with N(0, std^2) samples, then zero ceil(sparsity * rows) randomly
     chosen entries of each column."""
-    _check(tensor, "sparse_")
+    tensor_arg(tensor, "sparse_", "tensor")
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     from .._ops.random import randperm

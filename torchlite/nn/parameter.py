@@ -6,6 +6,7 @@ A Parameter is a leaf Tensor (requires_grad=True by default) that shares its dat
 tensor it was made from.  Ops on it return plain Tensors (every op builds its result with
 ``_tensor._wrap``), as in PyTorch."""
 from .._tensor import Tensor
+from .._ops._kit import tensor_arg
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
 
@@ -18,9 +19,7 @@ def _empty():
 def _alias(cls, data, requires_grad):
     """A new `cls` instance over data's memory (and version counter), a leaf outside any
     graph, with the given requires_grad flag."""
-    if not isinstance(data, Tensor):
-        raise TypeError(f"{cls.__name__}(): argument 'data' must be Tensor, not "
-                        f"{type(data).__name__}")
+    tensor_arg(data, cls.__name__, "data")
     if requires_grad and not data.is_floating_point():
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     t = object.__new__(cls)

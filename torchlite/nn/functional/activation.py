@@ -10,7 +10,6 @@ itself composes (softsign, tanhshrink, softmin, glu) are compositions of Tensor 
 import warnings
 
 from ... import _dtype as D
-from ..._tensor import Tensor
 from ..._dispatch import elementwise as _ew
 from ..._ops import pointwise as _P
 from ..._ops import reduction as _R
@@ -20,6 +19,7 @@ from ..._ops.creation import empty_like as _empty_like, zeros_like as _zeros_lik
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ...autograd.graph import inplace_records as _inplace_records
 from . import activation_grad as _G
+from ..._ops._kit import tensor_arg
 
 __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "rrelu_",
            "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "softplus",
@@ -32,12 +32,6 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 # ---- the machinery every fused activation shares ----------------------------------------------
-def _tensor_arg(input, name):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
-
-
 def _need_float(input, kernel):
     """PyTorch's smooth activations have float kernels only."""
     if input._data.dtype < 6:
@@ -75,7 +69,7 @@ def _maybe_inplace(input, inplace, op, name):
 # ---- relu family -------------------------------------------------------------------------------
 def relu(input, inplace=False):
     """max(input, 0) (the gradient at 0 is 0)."""
-    _tensor_arg(input, "relu")
+    tensor_arg(input, "relu", "input", pos=1)
     return _P.relu_(input) if inplace else _P.relu(input)
 
 
@@ -92,7 +86,7 @@ def _hardtanh(input, min_val, max_val, cls=_G.HardtanhBackward0):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """input clamped to [min_val, max_val]; no gradient at or beyond the bounds."""
-    _tensor_arg(input, "hardtanh")
+    tensor_arg(input, "hardtanh", "input", pos=1)
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return _maybe_inplace(input, inplace, lambda x: _hardtanh(x, min_val, max_val), "hardtanh")
@@ -114,7 +108,7 @@ def _leaky(x, slope):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """input where input > 0, else negative_slope * input."""
-    _tensor_arg(input, "leaky_relu")
+    tensor_arg(input, "leaky_relu", "input", pos=1)
     _need_float(input, "leaky_relu_cpu")
     slope = float(negative_slope)
     cls = _G.LeakyReluBackward1 if inplace else _G.LeakyReluBackward0
@@ -145,10 +139,8 @@ def _prelu_weight_shape(input, weight):
 def prelu(input, weight):
     """input where input > 0, else weight * input, with one learnt slope per channel (dim 1)
     or one shared slope."""
-    _tensor_arg(input, "prelu")
-    if not isinstance(weight, Tensor):
-        raise TypeError(f"prelu(): argument 'weight' (position 2) must be Tensor, not "
-                        f"{type(weight).__name__}")
+    tensor_arg(input, "prelu", "input", pos=1)
+    tensor_arg(weight, "prelu", "weight", pos=2)
     if weight.dtype is not input.dtype:
         raise RuntimeError(f"prelu: Type promoting not supported. Got "
                            f"{_ew._TORCH_NAMES[input._data.dtype]} and "
@@ -164,7 +156,7 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Randomized leaky relu: in training each non-positive element is scaled by a slope drawn
     uniformly from [lower, upper]; in eval the slope is (lower + upper) / 2."""
-    _tensor_arg(input, "rrelu")
+    tensor_arg(input, "rrelu", "input", pos=1)
     _need_float(input, "rrelu_with_noise_cpu")
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
@@ -194,7 +186,7 @@ def _elu_forward(x, alpha, scale, input_scale):
 
 
 def _elu(input, alpha, scale, input_scale, inplace, name, cls):
-    _tensor_arg(input, name)
+    tensor_arg(input, name, "input", pos=1)
     _need_float(input, "elu_cpu")
     params = (float(alpha), float(scale), float(input_scale))
     return _maybe_inplace(input, inplace,
@@ -248,7 +240,7 @@ def _gelu_forward(x, approximate):
 def gelu(input, approximate="none"):
     """x * Phi(x) (Phi: the standard normal CDF); approximate='tanh' uses
     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    _tensor_arg(input, "gelu")
+    tensor_arg(input, "gelu", "input", pos=1)
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _need_float(input, "GeluKernelImpl")
@@ -257,7 +249,7 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     """x * sigmoid(x) (swish)."""
-    _tensor_arg(input, "silu")
+    tensor_arg(input, "silu", "input", pos=1)
     _need_float(input, "silu_cpu")
     return _maybe_inplace(input, inplace,
                           lambda x: _fused(_G.SiluBackward0, x, _silu_forward, ()), "silu")
@@ -274,7 +266,7 @@ def _softplus_forward(x, beta, threshold):
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta; linear (x) where beta * x > threshold."""
-    _tensor_arg(input, "softplus")
+    tensor_arg(input, "softplus", "input", pos=1)
     _need_float(input, "softplus_cpu")
     return _fused(_G.SoftplusBackward0, input, lambda x: _softplus_forward(x, beta, threshold),
                   (beta, threshold))
@@ -282,7 +274,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
-    _tensor_arg(input, "mish")
+    tensor_arg(input, "mish", "input", pos=1)
     _need_float(input, "mish_cpu")
     return _maybe_inplace(input, inplace, lambda x: _fused(_G.MishBackward0, x, _mish_forward, ()),
                           "mish")
@@ -294,7 +286,7 @@ def _mish_forward(x):
 
 def logsigmoid(input):
     """log(sigmoid(x)), computed as min(x, 0) - log1p(exp(-|x|)) (no overflow)."""
-    _tensor_arg(input, "logsigmoid")
+    tensor_arg(input, "logsigmoid", "input", pos=1)
     _need_float(input, "log_sigmoid_cpu")
     return _fused(_G.LogSigmoidBackward0, input,
                   lambda x: x.clamp(max=0.0) - (-x.abs()).exp().log1p(), ())
@@ -302,13 +294,13 @@ def logsigmoid(input):
 
 def softsign(input):
     """x / (1 + |x|) (composed, as in PyTorch)."""
-    _tensor_arg(input, "softsign")
+    tensor_arg(input, "softsign", "input", pos=1)
     return input / (input.abs() + 1)
 
 
 def tanhshrink(input):
     """x - tanh(x) (composed, as in PyTorch)."""
-    _tensor_arg(input, "tanhshrink")
+    tensor_arg(input, "tanhshrink", "input", pos=1)
     return input - input.tanh()
 
 
@@ -325,7 +317,7 @@ def tanh(input):
 # ---- piecewise-linear ones ---------------------------------------------------------------------
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6."""
-    _tensor_arg(input, "hardsigmoid")
+    tensor_arg(input, "hardsigmoid", "input", pos=1)
     _need_float(input, "hardsigmoid_cpu")
     return _maybe_inplace(input, inplace, lambda x: _fused(
         _G.HardsigmoidBackward0, x, lambda v: (v / 6.0 + 0.5).clamp(0.0, 1.0), ()), "hardsigmoid")
@@ -333,7 +325,7 @@ def hardsigmoid(input, inplace=False):
 
 def hardswish(input, inplace=False):
     """x * relu6(x + 3) / 6."""
-    _tensor_arg(input, "hardswish")
+    tensor_arg(input, "hardswish", "input", pos=1)
     _need_float(input, "hardswish_cpu")
     return _maybe_inplace(input, inplace, lambda x: _fused(
         _G.HardswishBackward0, x, lambda v: v * (v + 3.0).clamp(0.0, 6.0) / 6.0, ()), "hardswish")
@@ -341,7 +333,7 @@ def hardswish(input, inplace=False):
 
 def threshold(input, threshold, value, inplace=False):
     """input where input > threshold, else value."""
-    _tensor_arg(input, "threshold")
+    tensor_arg(input, "threshold", "input", pos=1)
     cls = _G.ThresholdBackward1 if inplace else _G.ThresholdBackward0
 
     def op(x):
@@ -369,7 +361,7 @@ def _check_lambd(input, lambd):
 
 def softshrink(input, lambd=0.5):
     """x - lambd where x > lambd, x + lambd where x < -lambd, else 0."""
-    _tensor_arg(input, "softshrink")
+    tensor_arg(input, "softshrink", "input", pos=1)
     _need_float(input, "softshrink_check")
     _check_lambd(input, lambd)
     return _fused(_G.SoftshrinkBackward0, input, lambda x: _P.where(
@@ -378,7 +370,7 @@ def softshrink(input, lambd=0.5):
 
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
-    _tensor_arg(input, "hardshrink")
+    tensor_arg(input, "hardshrink", "input", pos=1)
     _need_float(input, "hardshrink_cpu")
     return _fused(_G.HardshrinkBackward0, input, lambda x: _P.where(
         (x >= -lambd) & (x <= lambd), 0.0, x), (lambd,))
@@ -395,7 +387,7 @@ def _implicit_dim(name, ndim, stacklevel):
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along dim (dtype= casts the input first)."""
-    _tensor_arg(input, "softmax")
+    tensor_arg(input, "softmax", "input", pos=1)
     if dim is None:
         dim = _implicit_dim("softmax", input.ndim, _stacklevel)
     return _R.softmax(input, dim, dtype=dtype)
@@ -403,7 +395,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """log(softmax(x)) along dim, computed stably."""
-    _tensor_arg(input, "log_softmax")
+    tensor_arg(input, "log_softmax", "input", pos=1)
     if dim is None:
         dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
     return _R.log_softmax(input, dim, dtype=dtype)
@@ -411,7 +403,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-x) along dim."""
-    _tensor_arg(input, "softmin")
+    tensor_arg(input, "softmin", "input", pos=1)
     if dim is None:
         dim = _implicit_dim("softmin", input.ndim, _stacklevel)
     return _R.softmax(-input, dim, dtype=dtype)
@@ -419,7 +411,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def glu(input, dim=-1):
     """a * sigmoid(b), where a and b are the two halves of input along dim."""
-    _tensor_arg(input, "glu")
+    tensor_arg(input, "glu", "input", pos=1)
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     size = input.size(dim)
@@ -434,7 +426,7 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     """A sample from the Gumbel-softmax distribution: softmax((logits + g) / tau) with Gumbel
     noise g drawn from torchlite's generator.  hard=True returns the one-hot of the sample's
     argmax with the soft sample's gradient (straight-through)."""
-    _tensor_arg(logits, "gumbel_softmax")
+    tensor_arg(logits, "gumbel_softmax", "input", pos=1)
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     gumbels = -_empty_like(logits).exponential_().log()

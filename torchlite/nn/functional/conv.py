@@ -7,9 +7,9 @@ an unbatched input (no batch dim) is convolved as a batch of one, as in PyTorch.
 import builtins
 import numbers
 
-from ..._tensor import Tensor
 from . import conv_grad as _G
 from ._utils import ntuple
+from ..._ops._kit import tensor_arg
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -24,12 +24,6 @@ _C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "in
 
 def _size_str(t):
     return str(list(t.shape))
-
-
-def _check_tensor(x, name, op, pos):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
-                        f"{type(x).__name__}")
 
 
 def _check_dtypes(input, weight, bias, op):
@@ -115,10 +109,10 @@ def _same_padding(input, ks, stride, dilation, op):
 
 
 def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
-    _check_tensor(input, "input", op, 1)
-    _check_tensor(weight, "weight", op, 2)
+    tensor_arg(input, op, "input", pos=1)
+    tensor_arg(weight, op, "weight", pos=2)
     if bias is not None:
-        _check_tensor(bias, "bias", op, 3)
+        tensor_arg(bias, op, "bias", pos=3)
     _check_input_rank(input, nd, op)
     if isinstance(groups, builtins.bool) or not isinstance(groups, numbers.Integral):
         raise TypeError(f"{op}(): argument 'groups' must be int, not {type(groups).__name__}")
@@ -161,10 +155,10 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation,
                       nd, op):
-    _check_tensor(input, "input", op, 1)
-    _check_tensor(weight, "weight", op, 2)
+    tensor_arg(input, op, "input", pos=1)
+    tensor_arg(weight, op, "weight", pos=2)
     if bias is not None:
-        _check_tensor(bias, "bias", op, 3)
+        tensor_arg(bias, op, "bias", pos=3)
     _check_input_rank(input, nd, op)
     if isinstance(padding, str):
         raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")

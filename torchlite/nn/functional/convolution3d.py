@@ -19,9 +19,10 @@ conv.py's checks and PyTorch's messages (this module sits above conv.py and uses
 import builtins
 import numbers
 
-from .conv import (_check_tensor, _check_input_rank, _check_geometry, _check_dtypes,
+from .conv import (_check_input_rank, _check_geometry, _check_dtypes,
                    _same_padding, conv2d, conv_transpose2d)
 from ._utils import ntuple
+from ..._ops._kit import tensor_arg
 from ..._ops.creation import zeros
 from .vision import unfold, fold, pad
 
@@ -54,10 +55,10 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d convolution (cross-correlation) of input (N, C, D, H, W) or (C, D, H, W) with
     weight (O, C/groups, KD, KH, KW); padding is an int, a triple, 'valid' or 'same'."""
     op = "conv3d"
-    _check_tensor(input, "input", op, 1)
-    _check_tensor(weight, "weight", op, 2)
+    tensor_arg(input, op, "input", pos=1)
+    tensor_arg(weight, op, "weight", pos=2)
     if bias is not None:
-        _check_tensor(bias, "bias", op, 3)
+        tensor_arg(bias, op, "bias", pos=3)
     _check_input_rank(input, 3, op)
     groups = _groups_arg(groups, op)
     wdims = weight.dim() - 2 if weight.dim() >= 3 else 3
@@ -103,10 +104,10 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """3-d transposed convolution of input (N, C_in, D, H, W) or (C_in, D, H, W) with weight
     (C_in, C_out/groups, KD, KH, KW): the gradient of conv3d with respect to its input."""
     op = "conv_transpose3d"
-    _check_tensor(input, "input", op, 1)
-    _check_tensor(weight, "weight", op, 2)
+    tensor_arg(input, op, "input", pos=1)
+    tensor_arg(weight, op, "weight", pos=2)
     if bias is not None:
-        _check_tensor(bias, "bias", op, 3)
+        tensor_arg(bias, op, "bias", pos=3)
     _check_input_rank(input, 3, op)
     if isinstance(padding, str):
         raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")

@@ -30,6 +30,7 @@ from ...autograd.graph import Node, record, needs_grad
 from ..._ops.creation import arange, full, tensor as _tensor, zeros
 from ..._ops.joining import cat, stack
 from ..._ops.pointwise import where, maximum
+from ..._ops._kit import tensor_arg
 
 __all__ = ["ctc_loss"]
 
@@ -254,9 +255,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     averages over the batch; zero_infinity replaces infinite losses (and their gradients)
     by 0."""
     for name, v in (("log_probs", log_probs), ("targets", targets)):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"ctc_loss(): argument '{name}' must be Tensor, not "
-                            f"{type(v).__name__}")
+        tensor_arg(v, "ctc_loss", name)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if log_probs.dtype not in (D.float32, D.float64):

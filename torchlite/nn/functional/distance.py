@@ -1,6 +1,7 @@
 """Distances and similarities between vectors (torch.nn.functional's pairwise_distance,
 cosine_similarity, pdist), composed of Tensor ops so autograd handles them."""
 import torchlite as _tl
+from ..._ops._kit import tensor_arg
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
@@ -8,9 +9,7 @@ __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """The p-norm of x1 - x2 + eps over the last dim (inputs broadcast)."""
     for name, t in (("x1", x1), ("x2", x2)):
-        if not isinstance(t, _tl.Tensor):
-            raise TypeError(f"pairwise_distance(): argument '{name}' must be Tensor, not "
-                            f"{type(t).__name__}")
+        tensor_arg(t, "pairwise_distance", name)
     if x1.dim() == 0 or x2.dim() == 0:
         raise RuntimeError("pairwise_distance: inputs must have at least one dimension")
     return _tl.linalg.vector_norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
@@ -20,9 +19,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (|x1| |x2|) along dim, each norm clamped below at eps (inputs
     broadcast): each input is normalised first, as PyTorch does, which keeps precision."""
     for name, t in (("x1", x1), ("x2", x2)):
-        if not isinstance(t, _tl.Tensor):
-            raise TypeError(f"cosine_similarity(): argument '{name}' must be Tensor, not "
-                            f"{type(t).__name__}")
+        tensor_arg(t, "cosine_similarity", name)
     x1, x2 = _tl.broadcast_tensors(x1, x2)
     n1 = _tl.linalg.vector_norm(x1, 2, dim=dim, keepdim=True).clamp_min(eps)
     n2 = _tl.linalg.vector_norm(x2, 2, dim=dim, keepdim=True).clamp_min(eps)
@@ -32,8 +29,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def pdist(input, p=2):
     """The p-norm distance between every pair of rows i < j of a 2-D input, in row-major
     order of the pairs (the condensed form, length N(N-1)/2)."""
-    if not isinstance(input, _tl.Tensor):
-        raise TypeError(f"pdist(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "pdist", "input")
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:

@@ -9,8 +9,8 @@ return the input itself; p = 1 multiplies by zero."""
 import math
 import warnings
 
-from ..._tensor import Tensor
 from ..._ops.creation import empty as _empty, zeros as _zeros
+from ..._ops._kit import tensor_arg
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout"]
@@ -34,8 +34,7 @@ def _noise_shape(input, feature):
 
 def _dropout_impl(input, p, training, inplace, feature=False, alpha=False):
     """PyTorch's _dropout_impl: input * noise (+ b for alpha dropout), in place if asked."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"dropout(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "dropout", "input")
     if p == 0 or not training or input.numel() == 0:
         return input
     if p == 1:

@@ -25,6 +25,7 @@ from ..._ops.random import rand
 from ..._ops.joining import cat
 from ... import _dtype as D
 from . import pooling_grad as _G
+from ..._ops._kit import tensor_arg
 
 __all__ = ["fractional_max_pool2d", "fractional_max_pool2d_with_indices",
            "fractional_max_pool3d", "fractional_max_pool3d_with_indices"]
@@ -145,9 +146,7 @@ class FractionalMaxPool3DBackward0(FractionalMaxPoolBackward0):
 
 def _fractional(input, kernel_size, output_size, output_ratio, samples, nd):
     op = f"fractional_max_pool{nd}d"
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    tensor_arg(input, op, "input", pos=1)
     out = _output_size(input, output_size, output_ratio, nd, op)
     if samples is None:
         n_batch = 1 if input.dim() == nd + 1 else input.shape[0]

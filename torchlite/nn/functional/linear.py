@@ -1,8 +1,8 @@
 """F.linear and F.bilinear, composed from the matrix products of torchlite/_ops/linalg.py
 (so autograd needs no extra code, and the graph is PyTorch's: AddmmBackward0 for a 2-D input
 with a bias, TBackward0 for the weight)."""
-from ..._tensor import Tensor
 from ..._ops.linalg import addmm, matmul
+from ..._ops._kit import tensor_arg
 
 __all__ = ["linear", "bilinear"]
 
@@ -10,9 +10,7 @@ __all__ = ["linear", "bilinear"]
 def _check_tensor(x, op, name, pos, optional=False):
     if optional and x is None:
         return
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
-                        f"{type(x).__name__}")
+    tensor_arg(x, op, name, pos=pos)
 
 
 def linear(input, weight, bias=None):

@@ -21,6 +21,7 @@ from ..._ops.creation import ones_like as _ones_like, zeros as _zeros, arange as
 from ..._core.array import broadcast_shapes as _broadcast_shapes
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from . import loss_grad as _G
+from ..._ops._kit import tensor_args
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -73,12 +74,6 @@ def _apply_reduction(loss, code):
     if code == _K.REDUCTION_SUM:
         return loss.sum()
     return loss
-
-
-def _tensor_args(name, **tensors):
-    for arg, t in tensors.items():
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
 
 
 def _warn_size_mismatch(input, target, stacklevel=3):
@@ -208,7 +203,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """The negative log-likelihood loss of log-probabilities `input` ([N, C], [C] or
     [N, C, d1, ...]) for class indices `target`: -weight[t] * input[n, t], reduced
     ('mean' divides by the total weight of the targets that are not ignore_index)."""
-    _tensor_args("nll_loss", input=input, target=target)
+    tensor_args("nll_loss", input=input, target=target)
     red = _reduction_code(_reduction(size_average, reduce, reduction))
     _check_nll_args("nll_loss", input, target, weight)
     return _nll(input, target, weight, ignore_index, red, False)
@@ -227,7 +222,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if (a.ndim == 2 and t.ndim == 1 and t.dtype == _I64 and a.shape[0] == t.shape[0]
                 and a.dtype >= _F32 and reduction in _REDUCTIONS):
             return _nll(input, target, None, ignore_index, _REDUCTIONS[reduction], True)
-    _tensor_args("cross_entropy", input=input, target=target)
+    tensor_args("cross_entropy", input=input, target=target)
     red = _reduction_code(_reduction(size_average, reduce, reduction))
     if input.shape == target.shape:
         return _cross_entropy_probs(input, target, weight, ignore_index, red, label_smoothing)
@@ -307,7 +302,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction="mean"):
     """-weight * (t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100 (PyTorch's rule,
     so x = 0 or 1 gives a finite loss).  input must lie in [0, 1]."""
-    _tensor_args("binary_cross_entropy", input=input, target=target)
+    tensor_args("binary_cross_entropy", input=input, target=target)
     red = _reduction_code(_reduction(size_average, reduce, reduction))
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
@@ -334,7 +329,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """binary_cross_entropy(sigmoid(input), target), computed stably from the logits:
     (1 - t) * x - (1 + (pos_weight - 1) * t) * logsigmoid(x), times weight."""
     from .activation import logsigmoid
-    _tensor_args("binary_cross_entropy_with_logits", input=input, target=target)
+    tensor_args("binary_cross_entropy_with_logits", input=input, target=target)
     red = _reduction_code(_reduction(size_average, reduce, reduction))
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.size()}) must be the same as input size "
@@ -372,7 +367,7 @@ def _weighted(loss, weight, input, reduction):
 def _difference_loss(name, input, target, size_average, reduce, reduction, weight, pointwise):
     """What mse_loss and l1_loss share: pointwise(input - target) after broadcasting, reduced
     (weighted as _weighted does when weight is given)."""
-    _tensor_args(name, input=input, target=target)
+    tensor_args(name, input=input, target=target)
     _warn_size_mismatch(input, target, stacklevel=4)
     reduction = _reduction(size_average, reduce, reduction)
     x, y = _broadcast_tensors(input, target)
@@ -403,7 +398,7 @@ def _smooth_l1(diff, beta):
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """Quadratic for |d| < beta, linear beyond (beta = 0 is l1_loss)."""
-    _tensor_args("smooth_l1_loss", input=input, target=target)
+    tensor_args("smooth_l1_loss", input=input, target=target)
     _warn_size_mismatch(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
@@ -416,7 +411,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta): delta * smooth_l1(beta=delta)."""
-    _tensor_args("huber_loss", input=input, target=target)
+    tensor_args("huber_loss", input=input, target=target)
     _warn_size_mismatch(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -435,7 +430,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target * (log(target) - input) (input holds log-probabilities; log_target: target too).
     'batchmean' divides the sum by the batch size, the mathematical KL divergence."""
-    _tensor_args("kl_div", input=input, target=target)
+    tensor_args("kl_div", input=input, target=target)
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
     elif reduction == "mean":
@@ -457,7 +452,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduce=None, reduction="mean"):
     """exp(input) - target * input (log_input), or input - target * log(input + eps); full adds
     Stirling's approximation of log(target!) where target > 1."""
-    _tensor_args("poisson_nll_loss", input=input, target=target)
+    tensor_args("poisson_nll_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")
@@ -475,7 +470,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     """0.5 * (log(var) + (input - target)^2 / var) (+ 0.5 log(2 pi) with full); var is clamped at
     eps without blocking its gradient, as in PyTorch.  var may be one dim short of input
     (homoscedastic) or differ from it in one broadcast dim."""
-    _tensor_args("gaussian_nll_loss", input=input, target=target)
+    tensor_args("gaussian_nll_loss", input=input, target=target)
     if isinstance(var, float):
         if var < 0:
             raise ValueError("var has negative entry/entries")
@@ -504,7 +499,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (input1 - input2) + margin)."""
-    _tensor_args("margin_ranking_loss", input1=input1, input2=input2, target=target)
+    tensor_args("margin_ranking_loss", input1=input1, input2=input2, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
     if input1.ndim != input2.ndim or input1.ndim != target.ndim:
@@ -518,7 +513,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
                          reduction="mean"):
     """input where target == 1, max(0, margin - input) where target == -1 (PyTorch's formula:
     the two terms masked by target != -1 and target != 1)."""
-    _tensor_args("hinge_embedding_loss", input=input, target=target)
+    tensor_args("hinge_embedding_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
     margin_term = _P.where(target != 1, (margin - input).clamp(min=0), 0.0)
@@ -529,7 +524,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)) (computed as softplus, so it does not overflow)."""
     from .activation import softplus
-    _tensor_args("soft_margin_loss", input=input, target=target)
+    tensor_args("soft_margin_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
     return _reduce(softplus(-target * input), reduction)
@@ -541,7 +536,7 @@ _COSINE_EPS = 1e-12
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1."""
-    _tensor_args("cosine_embedding_loss", input1=input1, input2=input2, target=target)
+    tensor_args("cosine_embedding_loss", input1=input1, input2=input2, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
     tdim = target.ndim
@@ -573,7 +568,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the p-norm distance (swap:
     the negative distance is the smaller of d(a, n) and d(p, n))."""
-    _tensor_args("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
+    tensor_args("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
 
@@ -586,7 +581,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
                                       margin=1.0, swap=False, reduction="mean"):
     """triplet_margin_loss with any distance_function(x1, x2) (default: the 2-norm pairwise
     distance)."""
-    _tensor_args("triplet_margin_with_distance_loss", anchor=anchor, positive=positive,
+    tensor_args("triplet_margin_with_distance_loss", anchor=anchor, positive=positive,
                  negative=negative)
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -619,7 +614,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """-(t * logsigmoid(x) + (1 - t) * logsigmoid(-x)), weighted, averaged over the classes
     (the last dim), then reduced over the samples."""
     from .activation import logsigmoid
-    _tensor_args("multilabel_soft_margin_loss", input=input, target=target)
+    tensor_args("multilabel_soft_margin_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
@@ -653,7 +648,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                       reduce=None, reduction="mean"):
     """Multi-class hinge loss: sum over the classes j != y of max(0, margin - x[y] + x[j])^p
     (times weight[y]), divided by the class count."""
-    _tensor_args("multi_margin_loss", input=input, target=target)
+    tensor_args("multi_margin_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     code = _reduction_code(reduction)
     if p != 1 and p != 2:
@@ -686,7 +681,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """Multi-label hinge loss: target lists each sample's classes, ended by the first -1; the
     loss sums max(0, 1 - (x[j] - x[k])) over listed classes j and unlisted classes k, divided
     by the class count."""
-    _tensor_args("multilabel_margin_loss", input=input, target=target)
+    tensor_args("multilabel_margin_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     code = _reduction_code(reduction)
     x = input.reshape(1, -1) if input.ndim <= 1 else input

@@ -12,7 +12,7 @@ import math
 import numbers
 
 from ... import _dtype as D
-from ..._tensor import Tensor, _wrap
+from ..._tensor import _wrap
 from ..._dispatch import elementwise as _ew
 from ..._ops import pointwise as _P
 from ..._ops import reduction as _R
@@ -21,14 +21,14 @@ from ..._ops.creation import zeros as _zeros
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ..._dispatch import norm as _NK
 from . import normalization_grad as _G
+from ..._ops._kit import tensor_arg
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
            "local_response_norm", "normalize"]
 
 
 def _float_input(input, kernel):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{kernel}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, kernel, "input")
     if not input.is_floating_point():
         raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                   f"'{_ew._TORCH_NAMES[input._data.dtype]}'")
@@ -290,8 +290,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p, eps) along dim."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"normalize(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "normalize", "input")
     norm = _R.vector_norm(input, p, dim, keepdim=True).clamp(min=eps).expand_as(input)
     if out is None:
         return input / norm
@@ -301,9 +300,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """input / (k + alpha * mean of input^2 over `size` neighbouring channels) ** beta (the
     window is zero-padded: size // 2 channels before, (size - 1) // 2 after)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"local_response_norm(): argument 'input' must be Tensor, not "
-                        f"{type(input).__name__}")
+    tensor_arg(input, "local_response_norm", "input")
     if input.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality                          input "
                          f"(got {input.ndim} dimensions)")

@@ -12,6 +12,7 @@ import numbers
 from ..._tensor import Tensor
 from ... import _dtype as D
 from . import pooling_grad as _G
+from ..._ops._kit import tensor_arg
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -59,12 +60,6 @@ def _single_arg(v, name, op, allow_empty=False):
         raise RuntimeError(f"{op}() {name} must be an int, list of ints or tuple of ints of size 1 "
                            f"but got size {len(t)}")
     return t
-
-
-def _check_tensor(x, op):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
 
 
 def _check_rank(x, nd, op, style):
@@ -133,7 +128,7 @@ _DIL_MSG = "must be either a single int, or a tuple of two ints"
 
 
 def _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, op="max_pool2d"):
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     k = _pair_arg(kernel_size, "kernel_size", op, _KSIZE_MSG)
     s = _pair_arg(stride, "stride", op, _STRIDE_MSG, allow_empty=True) or k
     p = _pair_arg(padding, "padding", op, _KSIZE_MSG)
@@ -146,7 +141,7 @@ def _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, o
 
 
 def _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, op="max_pool1d"):
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     k = _single_arg(kernel_size, "kernel_size", op)
     s = _single_arg(stride, "stride", op, allow_empty=True) or k
     p = _single_arg(padding, "padding", op)
@@ -217,7 +212,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     """1-d average pooling over (N, C, L) or (C, L)."""
     op = "avg_pool1d"
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     k = _single_arg(kernel_size, "kernel_size", op)
     s = _single_arg(stride, "stride", op, allow_empty=True) or k
     p = _single_arg(padding, "padding", op)
@@ -231,7 +226,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """2-d average pooling over (N, C, H, W) or (C, H, W).  Each window's sum is divided by
     divisor_override if given, else by its size counting padding (count_include_pad) or not."""
     op = "avg_pool2d"
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     k = _pair_arg(kernel_size, "kernel_size", op, _KSIZE_MSG)
     s = _pair_arg(stride, "stride", op, _STRIDE_MSG, allow_empty=True) or k
     p = _pair_arg(padding, "padding", op, _KSIZE_MSG)
@@ -278,7 +273,7 @@ def _adaptive_size(input, output_size, nd, op):
 
 
 def _adaptive_input(input, nd, op, output_size=None):
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     if nd > 1 and isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
         # PyTorch's Python wrapper checks this first, with its own error
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
@@ -355,7 +350,7 @@ def _unpool_size(input, k, s, p, output_size, nd):
 
 
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, op):
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     if not isinstance(indices, Tensor) or indices.dtype is not D.int64:
         raise RuntimeError(f"{op}(): expected indices to be an int64 tensor")
     if tuple(indices.shape) != tuple(input.shape):

@@ -25,6 +25,7 @@ from ...autograd.grad_mode import no_grad
 from ...autograd.graph import Node, record, needs_grad
 from . import pooling_grad as _G
 from .pooling import _ints, _out_size, _unpool_size
+from ..._ops._kit import tensor_arg
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d",
            "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "max_unpool3d"]
@@ -35,12 +36,6 @@ _SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Shor
 
 
 # ---- arguments -----------------------------------------------------------------------------
-def _check_tensor(x, op):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-
-
 def _triple(v, name, op, message, allow_empty=False):
     """An int or a sequence of 1 or 3 ints as a triple (None when allow_empty and v is None
     or empty: the stride's default)."""
@@ -155,7 +150,7 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     """(values, indices) of 3-d max pooling over (N, C, D, H, W) or (C, D, H, W); each
     index counts positions within its (D, H, W) volume."""
     op = "max_pool3d"
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     k = _triple(kernel_size, "kernel_size", op, "must either be a single int, or a tuple of "
                 "three ints")
     s = _triple(stride, "stride", op, "must either be omitted, a single int, or a tuple of "
@@ -184,7 +179,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     by divisor_override if given, else by its size counting padding (count_include_pad) or
     not."""
     op = "avg_pool3d"
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     k = _triple(kernel_size, "kernel_size", op, "must be a single int, or a tuple of three ints")
     s = _triple(stride, "stride", op, "must be omitted, a single int, or a tuple of three ints",
                 allow_empty=True) or k
@@ -248,7 +243,7 @@ def adaptive_avg_pool3d(input, output_size):
     """Average over an output_size grid of windows covering each (D, H, W) volume (window i
     spans [floor(i*L/n), ceil((i+1)*L/n)) per dim); None keeps that input dim."""
     op = "adaptive_avg_pool3d"
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     od, oh, ow = _adaptive_output(
         input, output_size, op,
         lambda shape, s: (f"{op}: elements of output_size must be greater than or equal to 0 "
@@ -268,7 +263,7 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """(values, indices) of adaptive 3-d max pooling; indices count positions within each
     (D, H, W) volume."""
     op = "adaptive_max_pool3d"
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     size = _adaptive_output(
         input, output_size, op,
         lambda shape, s: (f"Trying to create tensor with negative dimension "
@@ -292,7 +287,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     """The partial inverse of max_pool3d: zeros, with input written at the indices (each
     counting positions within an output volume)."""
     op = "max_unpool3d"
-    _check_tensor(input, op)
+    tensor_arg(input, op, "input", pos=1)
     msg = "must either be a single int, or a tuple of three ints"
     k = _triple(kernel_size, "kernel_size", op, msg)
     s = _triple(stride, "stride", op, msg, allow_empty=True) or k

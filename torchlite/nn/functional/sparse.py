@@ -6,7 +6,7 @@ embedding is one op: the forward selects rows of the weight (index_select), and 
 the gradient is itself differentiable); the padding row gets none.  Only dense gradients exist
 (sparse=True is refused)."""
 from ... import _dtype as D
-from ..._tensor import Tensor, _wrap
+from ..._tensor import _wrap
 from ..._dispatch import elementwise as _ew
 from ..._ops import pointwise as _P
 from ..._ops.creation import zeros as _zeros, ones as _ones, arange as _arange
@@ -14,6 +14,7 @@ from ..._ops.reduction import vector_norm as _vector_norm
 from ..._ops.sorting import searchsorted as _searchsorted, unique as _unique
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ...autograd.graph import Node, record
+from ..._ops._kit import tensor_arg
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -35,8 +36,7 @@ class EmbeddingBackward0(Node):
 
 
 def _check_indices(input, op):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, op, "input")
     if input.dtype not in (D.int64, D.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following "
                            f"scalar types: Long, Int; but got "
@@ -80,8 +80,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     shape input.shape + (embedding_dim,).  padding_idx's row receives no gradient; max_norm
     renormalises the looked-up rows of weight in place first."""
     _check_indices(input, "embedding")
-    if not isinstance(weight, Tensor):
-        raise TypeError(f"embedding(): argument 'weight' must be Tensor, not {type(weight).__name__}")
+    tensor_arg(weight, "embedding", "weight")
     if weight.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
     if sparse:
@@ -106,8 +105,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 def one_hot(tensor, num_classes=-1):
     """An int64 tensor of shape tensor.shape + (num_classes,), 1 at each value's position
     (num_classes=-1: max value + 1)."""
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"one_hot(): argument 'input' must be Tensor, not {type(tensor).__name__}")
+    tensor_arg(tensor, "one_hot", "input")
     if tensor.dtype is not D.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     shape = tuple(tensor.shape)

@@ -22,6 +22,7 @@ from ..._dispatch import conv as _C
 from ... import _dtype as D
 from ...autograd.graph import Node, node_type, record, needs_grad
 from ._utils import ntuple
+from ..._ops._kit import tensor_arg
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold",
            "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
@@ -239,9 +240,7 @@ def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad)//2 dims of input: pad = (left, right) of the last dim, then of
     the one before, ...  Modes: 'constant' (value, default 0; negative amounts crop),
     'reflect', 'replicate', 'circular'."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    tensor_arg(input, "pad", "input", pos=1)
     amounts = _pad_amounts(input, pad)
     if mode == "constant":
         return _constant_pad(input, amounts, 0 if value is None else value)
@@ -355,8 +354,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     (output size floor(in * scale)).  Modes: 'nearest', 'nearest-exact', 'linear' (3-d),
     'bilinear' and 'bicubic' (4-d), 'trilinear' (5-d), with or without align_corners, and
     'area' (adaptive average pooling)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"interpolate(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "interpolate", "input")
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -517,8 +515,7 @@ class Col2ImBackward0(Node):
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Extract sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L), L = number of blocks
     (unbatched (C, H, W) -> (C*kh*kw, L))."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"unfold(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "unfold", "input")
     if input.dim() not in (3, 4):
         raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
                            f"{input.dim()}D)")
@@ -545,8 +542,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Combine sliding blocks (N, C*kh*kw, L) into (N, C, H, W), summing overlaps (the
     adjoint of unfold); output_size is (H, W)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"fold(): argument 'input' must be Tensor, not {type(input).__name__}")
+    tensor_arg(input, "fold", "input")
     size = _pair(output_size, "output_size", "fold")
     k, d = _pair(kernel_size, "kernel_size", "fold"), _pair(dilation, "dilation", "fold")
     p, s = _pair(padding, "padding", "fold"), _pair(stride, "stride", "fold")
@@ -624,9 +620,7 @@ def pixel_unshuffle(input, downscale_factor):
 def channel_shuffle(input, groups):
     """(N, C, *) -> (N, C, *) with the channels, seen as (groups, C/groups), transposed to
     (C/groups, groups): channel g * (C/groups) + k moves to k * groups + g."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"channel_shuffle(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    tensor_arg(input, "channel_shuffle", "input", pos=1)
     if isinstance(groups, builtins.bool) or not isinstance(groups, numbers.Integral):
         raise TypeError(f"channel_shuffle(): argument 'groups' (position 2) must be int, not "
                         f"{type(groups).__name__}")
