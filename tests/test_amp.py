@@ -433,3 +433,58 @@ def test_scaler_trajectory_matches_torch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert trajectory(tl) == trajectory(torch)
+
+
+# ---- autocast at the op entry --------------------------------------------------------------
+def test_every_listed_op_checks_autocast_at_its_entry():
+    """Each function on autocast's lists (or the function its method is) starts with the
+    entry check, naming an object that is the listed function itself."""
+    import inspect
+    from torchlite.amp import _lists
+    for name in _lists._policies():
+        fn = _lists._lookup(name)
+        inner = inspect.unwrap(fn)
+        src = inspect.getsource(inner)
+        assert "if _autocast.regions and _autocast.here.active:" in src, name
+        ref = src.split("return _autocast_run(", 1)[1].split(",", 1)[0]
+        closure = dict(zip(inner.__code__.co_freevars,
+                           [c.cell_contents for c in (inner.__closure__ or ())]))
+        assert closure.get(ref, inner.__globals__.get(ref)) is fn, (name, ref)
+
+
+def test_a_function_imported_before_the_first_autocast_is_autocast():
+    # the names are bound here, before this test opens a region; the op checks at its entry,
+    # so the binding does not matter
+    from torchlite import matmul, mm
+    from torchlite.nn.functional import linear
+    a = _x(4, 4)
+    with tl.autocast("cpu"):
+        assert matmul(a, a).dtype is tl.bfloat16
+        assert mm(a, a).dtype is tl.bfloat16
+        assert linear(a, a).dtype is tl.bfloat16
+        assert tl.Tensor.mm(a, a).dtype is tl.bfloat16
+        with tl.autocast("cpu", enabled=False):
+            assert matmul(a, a).dtype is tl.float32
+    assert matmul(a, a).dtype is tl.float32
+
+
+def test_dtype_given_by_position_wins_over_float32():
+    if not tl.cuda.is_available():
+        pytest.skip("the float32-unless-dtype policy is on the CUDA list")
+    a = _x(4, 4, dtype=tl.float16, device="cuda")
+    with tl.autocast("cuda"):
+        assert F.softmax(a, 1, 3, tl.float16).dtype is tl.float16
+        assert F.softmax(a, 1).dtype is tl.float32
+
+
+def test_autocast_is_off_inside_a_listed_op():
+    # interpolate (on the CUDA float32 list) resamples with matrix products inside; those must
+    # not run in bfloat16 under CPU autocast, where PyTorch's upsampling keeps float32
+    from torchlite._autocast_state import state
+    x = _x(1, 2, 8, 8)
+    with tl.autocast("cpu"):
+        y = F.interpolate(x, size=(4, 4), mode="bilinear", antialias=True)
+        assert state.active            # restored after the op
+    assert y.dtype is tl.float32
+    np.testing.assert_allclose(y.numpy(), F.interpolate(x, size=(4, 4), mode="bilinear",
+                                                        antialias=True).numpy(), rtol=1e-6)

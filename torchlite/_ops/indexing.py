@@ -26,6 +26,7 @@ from . import shape_grad as _SG
 from .pointwise import where as _where
 from ._kit import C_NAMES, needs_grad, no_out_with_grad as _no_out_with_grad, result, tensor_arg
 from ._kit import write_out
+from .._autocast_state import entry as _autocast, run as _autocast_run
 
 _BOOL, _UINT8, _INT32, _INT64 = 0, 1, 4, 5
 _TORCH_NAMES = _ew._TORCH_NAMES          # "Float", "Long", ... as PyTorch's messages name dtypes
@@ -488,6 +489,8 @@ def _scatter_add(self, dim, index, src):
 
 @_register("scatter_add")
 def scatter_add(input, dim, index, src, *, out=None):
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(scatter_add, locals())
     res = _scatter_add(_plain_clone(input), dim, index, src)
     return _result(res._data, out, "scatter_add", (input, src), _IG.record_scatter_add, input, dim,
                    index, src)
@@ -822,6 +825,8 @@ def index_put_(self, indices, values, accumulate=False):
 @_register("index_put")
 def index_put(input, indices, values, accumulate=False):
     """index_put_ on a copy of input."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(index_put, locals())
     items, used = _index_put_items(input, indices, values)
     return index_put_items(input, items, used, values, builtins.bool(accumulate))
 

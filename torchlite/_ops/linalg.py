@@ -19,6 +19,7 @@ from . import linalg_grad as _G
 from ._kit import needs_grad, no_out_with_grad as _no_out_with_grad, out_array, result, with_out
 from ._kit import tensor_arg, tensor_args
 from ..autograd.grad_mode import _state as _grad_state
+from .._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "addmm", "addmv", "addmv_", "addbmm",
            "baddbmm", "outer", "ger", "inner", "tensordot", "einsum", "chain_matmul", "trace"]
@@ -212,6 +213,8 @@ def _check_3d(a, b):
 @_register("mm")
 def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(mm, locals())
     a = _arr(input, "mm", "input", 1)
     b = _arr(mat2, "mm", "mat2", 2)
     if a.ndim != 2:
@@ -232,6 +235,8 @@ def mm(input, mat2, *, out=None):
 @_register("bmm")
 def bmm(input, mat2, *, out=None):
     """Batched matrix product: (b, n, m) @ (b, m, p) -> (b, n, p)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(bmm, locals())
     a = _arr(input, "bmm", "input", 1)
     b = _arr(mat2, "bmm", "mat2", 2)
     _check_3d(a, b)
@@ -249,6 +254,8 @@ def bmm(input, mat2, *, out=None):
 @_register("mv")
 def mv(input, vec, *, out=None):
     """Matrix-vector product: (n, m) @ (m,) -> (n,)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(mv, locals())
     m = _arr(input, "mv", "input", 1)
     v = _arr(vec, "mv", "vec", 2)
     _check_mv(1, m, v)
@@ -292,6 +299,8 @@ def _dot(input, other, out, op, argname):
 @_register("dot")
 def dot(input, tensor, *, out=None):
     """Inner product of two 1-D tensors of the same dtype."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(dot, locals())
     return _dot(input, tensor, out, "dot", "tensor")
 
 
@@ -316,6 +325,8 @@ def trace(input):
 def matmul(input, other, *, out=None):
     """Matrix product with NumPy's rules: 1-D operands are vectors, dims beyond the last two
     are batch dims and broadcast."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(matmul, locals())
     a = _arr(input, "matmul", "input", 1)
     b = _arr(other, "matmul", "other", 2)
     da, db = a.ndim, b.ndim
@@ -402,6 +413,8 @@ def _addmm_inplace(self, a, b, shape, beta, alpha, op, tensors, out_of_place):
 @_register("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(addmm, locals())
     c = _arr(input, "addmm", "input", 1)
     a = _arr(mat1, "addmm", "mat1", 2)
     b = _arr(mat2, "addmm", "mat2", 3)
@@ -437,6 +450,8 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
 @_register("addmv")
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(addmv, locals())
     c = _arr(input, "addmv", "input", 1)
     m = _arr(mat, "addmv", "mat", 2)
     v = _arr(vec, "addmv", "vec", 3)
@@ -473,6 +488,8 @@ def addmv_(self, mat, vec, *, beta=1, alpha=1):
 @_register("baddbmm")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (batch1 @ batch2) for 3-D batches."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(baddbmm, locals())
     c = _arr(input, "baddbmm", "input", 1)
     a = _arr(batch1, "baddbmm", "batch1", 2)
     b = _arr(batch2, "baddbmm", "batch2", 3)
@@ -515,6 +532,8 @@ def _addbmm_operands(a, b):
 @_register("addbmm")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * sum_i batch1[i] @ batch2[i]."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(addbmm, locals())
     c = _arr(input, "addbmm", "input", 1)
     a, b = _addbmm_operands(_arr(batch1, "addbmm", "batch1", 2), _arr(batch2, "addbmm", "batch2", 3))
     _check_addmm(c, a, b)
@@ -603,6 +622,8 @@ def _dims_list(dims):
 def tensordot(a, b, dims=2, out=None):
     """Contract the last `dims` dims of a with the first `dims` of b, or the dims listed in
     dims = (dims_a, dims_b)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(tensordot, locals())
     x = _arr(a, "tensordot", "a", 1)
     y = _arr(b, "tensordot", "b", 2)
     dims = _dims_list(dims)
@@ -649,6 +670,8 @@ def tensordot(a, b, dims=2, out=None):
 def chain_matmul(*matrices, out=None):
     """Product of 2-D tensors, in the cheapest order (deprecated in PyTorch for
     torch.linalg.multi_dot)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(chain_matmul, locals())
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
     if not matrices:
@@ -667,6 +690,8 @@ def chain_matmul(*matrices, out=None):
 def multi_dot(tensors, *, out=None):
     """torch.linalg.multi_dot: product of matrices in the cheapest order; the first and last
     may be 1-D (a row and a column vector)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(multi_dot, locals())
     ts = list(tensors)
     if not ts:
         raise RuntimeError("multi_dot(): expected at least 2 tensors but got 0")
@@ -743,6 +768,8 @@ def _chain(arrs, mul=None):
 def vecdot(x, y, *, dim=-1, out=None):
     """torch.linalg.vecdot: sum of conj(x) * y over `dim`, with broadcasting (floating and
     complex dtypes)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(vecdot, locals())
     if isinstance(x, Tensor) and x.is_complex():
         x = x.conj()
     a = _arr(x, "linalg.vecdot", "x", 1)
@@ -774,6 +801,8 @@ def einsum(*args):
     form einsum(a, [0, 1], b, [1, 2], [0, 2]).  Supports '...', implicit output, repeated
     subscripts (diagonals), size-1 broadcasting and any number of operands, contracted
     pairwise from left to right, each pair as one batched matrix product."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(einsum, locals())
     if not args:
         raise TypeError("einsum(): must specify the equation string and at least one operand, "
                         "or at least one operand and its subscripts list")
@@ -1068,6 +1097,8 @@ def kron(input, other):
 def linalg_cross(input, other, *, dim=-1):
     """torch.linalg.cross: the cross product of 3-vectors along dim (the other dims
     broadcast)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(linalg_cross, locals())
     tensor_args("linalg.cross", input=input, other=other)
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
@@ -1088,6 +1119,8 @@ def linalg_cross(input, other, *, dim=-1):
 def cross(input, other, dim=None, *, out=None):
     """The cross product of 3-vectors along dim; without dim, along the first dim of size 3
     (deprecated in PyTorch, which warns)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(cross, locals())
     tensor_args("cross", input=input, other=other)
     if dim is None:
         import warnings
@@ -1111,6 +1144,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     (..., P, R), batch dims broadcast.  p=2 goes through a matrix product when P or R
     exceeds 25 (or always / never, by compute_mode), as PyTorch does; other p are computed
     exactly from the differences (memory P * R * M per batch)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(cdist, locals())
     tensor_args("cdist", x1=x1, x2=x2)
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
@@ -1151,6 +1186,8 @@ def _euclidean_dist(x1, x2):
 @_register("dist")
 def dist(input, other, p=2):
     """The p-norm of input - other (broadcast), as a 0-d tensor."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(dist, locals())
     tensor_args("dist", input=input, other=other)
     diff = input - other
     if not diff.is_floating_point():

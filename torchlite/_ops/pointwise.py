@@ -18,6 +18,7 @@ from ..autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ..autograd.graph import inplace_records as _inplace_records
 from ._kit import no_out_with_grad as _no_out_with_grad, out_array as _out_array, tensor_arg
 from ._kit import write_out as _write_out
+from .._autocast_state import entry as _autocast, run as _autocast_run
 
 _U = _ew.UNARY
 _B = _ew.BINARY
@@ -82,6 +83,8 @@ def _make_unary(name, op, doc, inplace=True, aliases=()):
     code = _U[op]
 
     def fn(input, *, out=None):
+        if _autocast.regions and _autocast.here.active:
+            return _autocast_run(fn, locals())
         return _unary(code, input, out, name=name)
 
     def fn_(self):
@@ -495,6 +498,8 @@ def _make_binary(name, op, doc, aliases=(), inplace=True):
     code = _B[op]
 
     def fn(input, other, *, out=None):
+        if _autocast.regions and _autocast.here.active:
+            return _autocast_run(fn, locals())
         if type(input) is not Tensor or type(other) is not Tensor:
             _check_number_operands(name, input, other)
         return _binary(code, input, other, out, name)
@@ -661,6 +666,8 @@ def _check_int_pow(base, exponent):
 @_register("pow")
 def pow(input, exponent, *, out=None):
     """input ** exponent (either may be a number, not both)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(pow, locals())
     if type(input) is not Tensor and type(exponent) is not Tensor:
         _check_number_operands("pow", input, exponent)
     exponent = exponent if isinstance(exponent, Tensor) else _as_pyscalar(exponent)
@@ -680,6 +687,8 @@ def pow_(self, exponent):
 @_register("float_power")
 def float_power(input, exponent, *, out=None):
     """pow computed in float64."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(float_power, locals())
     if type(input) is not Tensor and type(exponent) is not Tensor:
         _check_number_operands("float_power", input, exponent)
     a = input.double() if isinstance(input, Tensor) else builtins.float(input)
@@ -751,6 +760,8 @@ def lerp_(self, end, weight):
 @_register("addcmul")
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 * tensor2 (integer tensors too, with an integer value)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(addcmul, locals())
     xs = [x._data if isinstance(x, Tensor) else _operand(x, "addcmul") for x in (input, tensor1, tensor2)]
     if _ew.result_type(*xs) >= 6:                   # floating and complex: the fused kernel
         return _ternary(_T["addcmul"], input, tensor1, tensor2, out, "addcmul", value,
@@ -778,6 +789,8 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 @_register("addcdiv")
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 / tensor2."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(addcdiv, locals())
     return _ternary(_T["addcdiv"], input, tensor1, tensor2, out, "addcdiv", value,
                     _G.AddcdivBackward0)
 
@@ -893,12 +906,16 @@ def _logaddexp_impl(name, input, other, out, base2):
 @_register("logaddexp")
 def logaddexp(input, other, *, out=None):
     """log(exp(input) + exp(other)), without overflow (floating-point inputs only)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(logaddexp, locals())
     return _logaddexp_impl("logaddexp", input, other, out, False)
 
 
 @_register("logaddexp2")
 def logaddexp2(input, other, *, out=None):
     """log2(2**input + 2**other), without overflow (floating-point inputs only)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(logaddexp2, locals())
     return _logaddexp_impl("logaddexp2", input, other, out, True)
 
 
@@ -929,6 +946,8 @@ rad2deg_.__doc__ = "In-place version of :func:`rad2deg`."
 @_register("sinc")
 def sinc(input, *, out=None):
     """sin(pi * input) / (pi * input), and 1 at 0 (integers become floats)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(sinc, locals())
     x = _float_operand(input, "sinc")
     with _no_grad():
         zero = eq(x, 0)
@@ -1109,6 +1128,13 @@ def _rev(fn):
     return lambda self, other: fn(other, self)
 
 
+def _rtruediv(self, other):
+    """other / self (on autocast's CUDA float32 list, as number / tensor is in PyTorch)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(_rtruediv, locals())
+    return _binary(_DIV_CODES[None], other, self, None, "div")
+
+
 def _install_operators():
     T = Tensor
     T.__add__ = lambda s, o: _binary(_ADD, s, o, None, "add")
@@ -1121,7 +1147,7 @@ def _install_operators():
     T.__rmul__ = T.__mul__
     T.__imul__ = lambda s, o: _binary_(_MUL, s, o, "mul_")
     T.__truediv__ = lambda s, o: _binary(_DIV_CODES[None], s, o, None, "div")
-    T.__rtruediv__ = lambda s, o: _binary(_DIV_CODES[None], o, s, None, "div")
+    T.__rtruediv__ = _rtruediv
     T.__itruediv__ = lambda s, o: _binary_(_DIV_CODES[None], s, o, "div_")
     T.__floordiv__ = floor_divide
     T.__rfloordiv__ = _rev(floor_divide)

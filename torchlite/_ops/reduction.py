@@ -24,6 +24,7 @@ from ._kit import no_out_with_grad as _no_out_with_grad, result, write_out, tens
 from . import reduction_grad as _G
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records, record_not_differentiable
+from .._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax",
            "argmax", "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "any",
@@ -124,6 +125,8 @@ def _sum_like(op, input, dim, keepdim, dtype, out):
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum over dim (an int, a tuple, or None for every dim).  Bool and integer inputs sum as
     int64; dtype= casts the input first."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(sum, locals())
     return _sum_like("sum", input, dim, keepdim, dtype, out)
 
 
@@ -136,6 +139,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 @_register("prod")
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product over one dim (or every element when dim is None); integers give int64."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(prod, locals())
     dim = _single_dim(dim, "prod")
     if isinstance(input, Tensor) and (input.is_complex() or (dtype is not None
                                                              and D.to_dtype(dtype).is_complex)):
@@ -196,6 +201,8 @@ def _float_input(input, dtype, name):
 @_register("mean")
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over dim; floating inputs only (or dtype= a floating dtype)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(mean, locals())
     a = _float_input(input, dtype, "mean")
     r = _complex_reduce(_R.mean, a, dim, keepdim) if a.dtype >= 10 else _R.mean(a, dim, keepdim)
     if input._requires_grad and _tracked(input, out, "mean"):
@@ -206,6 +213,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 @_register("nanmean")
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over dim of the elements that are not NaN (NaN when all are)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(nanmean, locals())
     a = _float_input(input, dtype, "nanmean")
     r = _R.mean(a, dim, keepdim, True)
     if input._requires_grad and _tracked(input, out, "nanmean"):
@@ -352,22 +361,30 @@ def _var_std(name, take_sqrt, want_mean, input, dim, unbiased, keepdim, correcti
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over dim: sum((x - mean)^2) / max(0, N - correction); correction=1 (Bessel)
     by default, unbiased=False means correction=0."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(var, locals())
     return _var_std("var", False, False, input, dim, unbiased, keepdim, correction, out)
 
 
 @_register("std")
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation over dim: sqrt(var(...))."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(std, locals())
     return _var_std("std", True, False, input, dim, unbiased, keepdim, correction, out)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """(var, mean) over dim, from one mean."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(var_mean, locals())
     return _var_std("var_mean", False, True, input, dim, unbiased, keepdim, correction, out)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """(std, mean) over dim, from one mean."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(std_mean, locals())
     return _var_std("std_mean", True, True, input, dim, unbiased, keepdim, correction, out)
 
 
@@ -376,6 +393,8 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, 
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """log(sum(exp(input))) over dim, computed stably (the max is taken out first); integer
     inputs give the default float dtype."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(logsumexp, locals())
     a = _arr(input, "logsumexp")
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' (position 2) must be tuple of ints, not "
@@ -478,18 +497,24 @@ def _scan(op, input, dim, dtype, out):
 def cumsum(input, dim, *, dtype=None, out=None):
     """Cumulative sum along dim (bool and integers give int64; float32 accumulates in
     float64)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(cumsum, locals())
     return _scan("cumsum", input, dim, dtype, out)
 
 
 @_register("cumprod")
 def cumprod(input, dim, *, dtype=None, out=None):
     """Cumulative product along dim (bool and integers give int64)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(cumprod, locals())
     return _scan("cumprod", input, dim, dtype, out)
 
 
 @_register("logcumsumexp")
 def logcumsumexp(input, dim, *, out=None):
     """log(cumsum(exp(input))) along dim, computed stably; floating inputs only."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(logcumsumexp, locals())
     return _scan("logcumsumexp", input, dim, None, out)
 
 
@@ -555,12 +580,16 @@ def _softmax(log, input, dim, dtype):
 def softmax(input, dim, dtype=None):
     """exp(x - max) / sum(exp(x - max)) along dim, fused per row; dtype= casts the input
     first.  float16/bfloat16 compute in float32."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(softmax, locals())
     return _softmax(False, input, dim, dtype)
 
 
 @_register("log_softmax")
 def log_softmax(input, dim, dtype=None):
     """x - max - log(sum(exp(x - max))) along dim."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(log_softmax, locals())
     return _softmax(True, input, dim, dtype)
 
 
@@ -593,6 +622,8 @@ def _ord_value(ord, name):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """torch.linalg.vector_norm: (sum |x|^ord)^(1/ord) over dim (every element when None);
     ord inf/-inf are max/min |x|, ord 0 counts the nonzeros.  Complex x: the norm of |x|."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(vector_norm, locals())
     if isinstance(x, Tensor) and x.is_complex():
         if dtype is not None and not D.to_dtype(dtype).is_complex:
             raise RuntimeError(f"linalg.vector_norm: dtype should be complex for a complex "
@@ -613,6 +644,8 @@ _SVD_ORDS = ("nuc", 2, -2)
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """torch.linalg.matrix_norm over the two dims: 'fro', 1/-1 (max/min column sum of |A|) and
     inf/-inf (max/min row sum), 2/-2 (largest/smallest singular value) and 'nuc' (their sum)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(matrix_norm, locals())
     name = "linalg.matrix_norm"
     a = _arr(A, name)
     if a.ndim < 2:
@@ -681,6 +714,8 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """torch.norm: p='fro' (the 2-norm of the elements over dim), 'nuc', or a number p for
     the vector p-norm (inf, -inf, 0 included)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(norm, locals())
     if p is None:
         p = 2
     if isinstance(p, str):
@@ -1078,6 +1113,8 @@ def corrcoef(input):
 def renorm(input, p, dim, maxnorm, *, out=None):
     """Each slice input.select(dim, i) whose p-norm exceeds maxnorm is scaled down to norm
     maxnorm (divided by norm + 1e-7, as PyTorch does)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(renorm, locals())
     _arr(input, "renorm")
     if input.ndim < 2:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "

@@ -1,11 +1,10 @@
-"""autocast's op lists (PyTorch's, per device type) and their installation.
+"""autocast's op lists (PyTorch's, per device type).  Each listed function checks autocast at
+its entry (see torchlite/_autocast_state.py); tests/test_amp.py checks that every one does.
 
 Names are looked up in torchlite ("name"), torchlite.nn.functional ("F.name"), torchlite.linalg
 ("linalg.name") and Tensor ("Tensor.name", for operators that exist only as methods).  The CUDA
 lists follow PyTorch's CUDA autocast lists; the CPU lists follow PyTorch's CPU ones, which are
 much shorter (on the CPU, softmax, layer_norm, exp, sum, ... are on neither list)."""
-import sys
-
 from .._tensor import Tensor
 from . import autocast_mode as _am
 
@@ -22,7 +21,7 @@ _FP32_LOSSES = """F.cross_entropy F.nll_loss F.mse_loss F.l1_loss F.smooth_l1_lo
     F.cosine_embedding_loss F.margin_ranking_loss F.multilabel_margin_loss F.soft_margin_loss
     F.triplet_margin_loss F.multi_margin_loss cdist"""
 _FP32_CUDA_ONLY = """acos asin cosh sinh tan erfinv exp expm1 log log10 log2 log1p reciprocal
-    rsqrt pow Tensor.__pow__ Tensor.__rpow__ Tensor.__rtruediv__ F.softplus F.layer_norm
+    rsqrt pow Tensor.__rtruediv__ F.softplus F.layer_norm
     F.group_norm norm F.cosine_similarity F.pdist dist renorm logsumexp F.normalize F.softmin
     F.interpolate"""
 _FP32_OPT_DTYPE_CUDA = """sum prod cumsum cumprod softmax log_softmax F.softmax F.log_softmax
@@ -39,7 +38,9 @@ _NATIVE = """var std var_mean std_mean mean nanmean F.gelu F.silu F.mish F.elu F
     F.embedding_bag F.avg_pool1d F.avg_pool2d F.adaptive_avg_pool1d F.adaptive_avg_pool2d
     F.lp_pool1d F.lp_pool2d F.pairwise_distance F.gaussian_nll_loss F.multilabel_soft_margin_loss
     F.triplet_margin_with_distance_loss logcumsumexp logaddexp logaddexp2 xlogy sinc float_power
-    Tensor.backward autograd.backward autograd.grad"""
+    autograd.backward autograd.grad"""
+# (Tensor.__pow__ and __rpow__ are pow, Tensor.backward is autograd.backward: autocast at
+# those functions' entry covers the methods)
 
 
 def _policies():
@@ -71,33 +72,12 @@ def _lookup(name):
     return fn
 
 
-def _holders():
-    """Every namespace that may hold a reference to a listed function: torchlite's modules
-    (not the CUDA backend's, which works below the Tensor layer) and the Tensor class."""
-    mods = [m for n, m in list(sys.modules.items())
-            if m is not None and (n == "torchlite" or n.startswith("torchlite."))
-            and not n.startswith("torchlite.cuda._") and not n.startswith("torchlite.amp")]
-    return [m.__dict__ for m in mods] + [Tensor]
-
-
-def install():
-    """Replace every reference torchlite holds to a listed function by its autocast wrapper
-    (once; a second call finds the wrappers and does nothing)."""
-    wrappers = {}
+def policies_by_op():
+    """{listed op (its function object): {device type: policy function}}."""
+    table = {}
     for name, by_device in _policies().items():
-        fn = _lookup(name)
-        if hasattr(fn, "_autocast_original") or id(fn) in wrappers:
-            continue
         policy = {d: _am._POLICIES[p] for d, p in by_device.items()}
         if name == "F.binary_cross_entropy":
             policy["cuda"] = _am._banned("binary_cross_entropy")
-        wrappers[id(fn)] = (fn, _am._wrap(fn, policy))
-    for holder in _holders():
-        items = list(holder.__dict__.items()) if holder is Tensor else list(holder.items())
-        for key, value in items:
-            hit = wrappers.get(id(value))
-            if hit is not None and hit[0] is value:
-                if holder is Tensor:
-                    setattr(Tensor, key, hit[1])
-                else:
-                    holder[key] = hit[1]
+        table.setdefault(_lookup(name), {}).update(policy)
+    return table

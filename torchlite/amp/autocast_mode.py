@@ -6,19 +6,20 @@ the ops on the "float32" list cast them to float32, the "promote" ops cast them 
 floating dtype among them, and every other op runs in its inputs' dtypes.  float64 tensors,
 integer tensors and tensors on another device type are never cast.
 
-How: each listed op's function is replaced, wherever torchlite holds a reference to it (module
-globals, the torchlite / nn.functional namespaces, Tensor methods and operators), by a wrapper
-that costs one thread-local check while autocast is off.  While a wrapped op runs, autocast is
-off for the ops it calls (PyTorch excludes the autocast dispatch key the same way), so a fused
-op's own internals keep the dtypes it chose.  The casts are Tensor.to calls, so gradients flow
-back through them in the parameters' dtype.
+How: each listed op checks autocast's thread-local state at its entry (torchlite/_autocast_state.py)
+and, while a region is open, hands its call to _run below, which casts the inputs by the op's
+policy and runs the op with autocast off for the ops it calls (PyTorch excludes the autocast
+dispatch key the same way), so a fused op's own internals keep the dtypes it chose.  The casts
+are Tensor.to calls, so gradients flow back through them in the parameters' dtype.
 
 The state (enabled flag, dtype per device type, cache flag) is thread-local, as in PyTorch."""
 import functools
+import inspect
 import threading
 import warnings
 
 from .. import _dtype as D
+from .. import _autocast_state
 from .._tensor import Tensor
 
 __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "set_autocast_enabled",
@@ -30,17 +31,7 @@ _SUPPORTED = {"cpu": (D.bfloat16, D.float16), "cuda": (D.float16, D.bfloat16)}
 _CAST_ELIGIBLE = (D.float16, D.bfloat16, D.float32)     # float64 is never autocast
 
 
-class _State(threading.local):
-    def __init__(self):
-        self.enabled = {"cpu": False, "cuda": False}
-        self.dtype = {"cpu": D.bfloat16, "cuda": D.float16}
-        self.cache_enabled = True
-        self.active = False         # some device type is enabled and no wrapped op is running
-        self.nesting = 0            # open autocast regions (the cache is cleared at 0)
-        self.cache = {}             # (id(leaf), dtype) -> (leaf, its cast copy)
-
-
-_state = _State()
+_state = _autocast_state.state
 
 
 # ---- the query/set functions (torch.is_autocast_enabled, torch.get_autocast_dtype, ...) -----
@@ -64,29 +55,26 @@ def is_autocast_enabled(device_type="cuda"):
 
 def set_autocast_enabled(device_type, enabled):
     if enabled:
-        _install_wrappers()
+        _install()
     _state.enabled[_check_device_type(device_type)] = bool(enabled)
     _refresh_active()
 
 
-_installed = False
+_POLICY_OF = {}                 # listed op (the function object) -> {device type: policy}
 _install_lock = threading.Lock()
 
 
-def _install_wrappers():
-    """Put the autocast wrappers in place the first time autocast is switched on: a program
-    that never uses autocast keeps calling the plain functions (no per-op cost).  From then
-    on every reference torchlite holds goes through a wrapper; a function a user imported by
-    name before that first use is not wrapped (call it through its module, as torchlite.nn
-    does)."""
-    global _installed
-    if _installed:
+def _install():
+    """Read the op lists and register _run as the ops' autocast entry, the first time
+    autocast is switched on."""
+    if _POLICY_OF:
         return
     with _install_lock:
-        if not _installed:
+        if not _POLICY_OF:
             from . import _lists
-            _lists.install()
-            _installed = True
+            table = _lists.policies_by_op()
+            _autocast_state.set_handler(_run)
+            _POLICY_OF.update(table)
 
 
 def get_autocast_dtype(device_type):
@@ -110,8 +98,7 @@ def clear_autocast_cache():
     _state.cache.clear()
 
 
-def _refresh_active():
-    _state.active = _state.enabled["cpu"] or _state.enabled["cuda"]
+_refresh_active = _autocast_state.refresh
 
 
 # ---- the context manager / decorator --------------------------------------------------------
@@ -147,7 +134,7 @@ class autocast:
 
     def __enter__(self):
         if self._enabled:
-            _install_wrappers()
+            _install()
         s = _state
         self._saved.append((s.enabled[self.device], s.dtype[self.device], s.cache_enabled))
         s.enabled[self.device] = self._enabled
@@ -247,6 +234,10 @@ def _tensors(args, kwargs):
     for v in kwargs.values():
         if isinstance(v, Tensor):
             yield v
+        elif isinstance(v, (list, tuple)):
+            for e in v:
+                if isinstance(e, Tensor):
+                    yield e
 
 
 def _device_type(args, kwargs):
@@ -296,28 +287,58 @@ _POLICIES = {"lower": _lower_targets, "fp32": _fp32_targets, "fp32_opt": _fp32_u
              "promote": _widest_targets, "native": _no_targets}
 
 
-def _wrap(fn, policy_by_device):
-    """fn under autocast: policy_by_device maps a device type to a function (args, kwargs) ->
-    {device type: dtype to cast eligible tensors to}; a device type it lacks runs fn as it is
-    (and the ops fn calls still see autocast, as a composite op's do in PyTorch)."""
-    state = _state
+_CALLS = {}                     # op -> how to call it again from its parameters
 
-    @functools.wraps(fn)
-    def autocast_wrapper(*args, **kwargs):
-        if not state.active:
-            return fn(*args, **kwargs)
-        dev = _device_type(args, kwargs)
-        policy = policy_by_device.get(dev)
-        if policy is None or not state.enabled[dev]:
-            return fn(*args, **kwargs)
+
+def _call_plan(op):
+    """[(name, kind)] for op's parameters: 'pos' (passed by position: positional-only, and
+    the ones before a *args), 'var' (the *args), 'kw', 'varkw'.  The rest go by keyword, so a
+    policy sees dtype= however the caller passed it."""
+    plan = _CALLS.get(op)
+    if plan is None:
+        params = list(inspect.signature(op).parameters.values())
+        has_var = any(p.kind is p.VAR_POSITIONAL for p in params)
+        plan = []
+        for p in params:
+            if p.kind is p.POSITIONAL_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and has_var):
+                plan.append((p.name, "pos"))
+            elif p.kind is p.VAR_POSITIONAL:
+                plan.append((p.name, "var"))
+            elif p.kind is p.VAR_KEYWORD:
+                plan.append((p.name, "varkw"))
+            else:
+                plan.append((p.name, "kw"))
+        _CALLS[op] = plan
+    return plan
+
+
+def _run(op, params):
+    """A listed op called inside an autocast region: cast its floating inputs as its policy
+    says for the device type of its tensors, then run it with autocast off below it."""
+    # an op made from a table shares its entry with its table's listed ops (pointwise's
+    # unary functions): unlisted, it runs as it is, with autocast off below it like any op
+    policy_by_device = _POLICY_OF.get(op, {})
+    args, kwargs = [], {}
+    for name, kind in _call_plan(op):
+        v = params[name]
+        if kind == "pos":
+            args.append(v)
+        elif kind == "var":
+            args.extend(v)
+        elif kind == "varkw":
+            kwargs.update(v)
+        else:
+            kwargs[name] = v
+    state = _state
+    dev = _device_type(args, kwargs)
+    policy = policy_by_device.get(dev)
+    if policy is not None and state.enabled[dev]:
         targets = policy(args, kwargs)
         if targets:
             args = [_cast_tree(a, targets) for a in args]
             kwargs = {k: _cast_tree(v, targets) for k, v in kwargs.items()}
-        state.active = False
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _refresh_active()
-    autocast_wrapper._autocast_original = fn
-    return autocast_wrapper
+    state.active = False
+    try:
+        return op(*args, **kwargs)
+    finally:
+        _refresh_active()

@@ -10,6 +10,7 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, 
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .variable import Variable
+from .._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
@@ -73,6 +74,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Accumulate the gradients of `tensors` into the .grad of the leaves that need them
     (only into `inputs`, leaves or not, when given).  The graph is freed unless retain_graph
     (which defaults to create_graph)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(backward, locals())
     roots = _tensors(tensors, "tensors")
     if inputs is not None:
         inputs = _tensors(inputs, "inputs")
@@ -90,6 +93,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     products).  An input the outputs do not depend on is an error unless allow_unused (then
     None) or materialize_grads (then zeros).  is_grads_batched: the first dim of each
     grad_output is a batch of vectors, one gradient computation per entry."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(grad, locals())
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")

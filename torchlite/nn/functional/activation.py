@@ -20,6 +20,7 @@ from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ...autograd.graph import inplace_records as _inplace_records
 from . import activation_grad as _G
 from ..._ops._kit import tensor_arg
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "rrelu_",
            "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "softplus",
@@ -108,6 +109,8 @@ def _leaky(x, slope):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """input where input > 0, else negative_slope * input."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(leaky_relu, locals())
     tensor_arg(input, "leaky_relu", "input", pos=1)
     _need_float(input, "leaky_relu_cpu")
     slope = float(negative_slope)
@@ -139,6 +142,8 @@ def _prelu_weight_shape(input, weight):
 def prelu(input, weight):
     """input where input > 0, else weight * input, with one learnt slope per channel (dim 1)
     or one shared slope."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(prelu, locals())
     tensor_arg(input, "prelu", "input", pos=1)
     tensor_arg(weight, "prelu", "weight", pos=2)
     if weight.dtype is not input.dtype:
@@ -156,6 +161,8 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Randomized leaky relu: in training each non-positive element is scaled by a slope drawn
     uniformly from [lower, upper]; in eval the slope is (lower + upper) / 2."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(rrelu, locals())
     tensor_arg(input, "rrelu", "input", pos=1)
     _need_float(input, "rrelu_with_noise_cpu")
     if lower > upper:
@@ -196,6 +203,8 @@ def _elu(input, alpha, scale, input_scale, inplace, name, cls):
 
 def elu(input, alpha=1.0, inplace=False):
     """input where input > 0, else alpha * (exp(input) - 1)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(elu, locals())
     return _elu(input, alpha, 1.0, 1.0, inplace, "elu",
                 _G.EluBackward1 if inplace else _G.EluBackward0)
 
@@ -208,6 +217,8 @@ def elu_(input, alpha=1.0):
 def selu(input, inplace=False):
     """scale * elu(input, alpha) with the self-normalising constants (alpha ~ 1.6733,
     scale ~ 1.0507)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(selu, locals())
     return _elu(input, SELU_ALPHA, SELU_SCALE, 1.0, inplace, "selu",
                 _G.EluBackward1 if inplace else _G.EluBackward0)
 
@@ -219,6 +230,8 @@ def selu_(input):
 
 def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(celu, locals())
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _elu(input, alpha, 1.0, 1.0 / alpha, inplace, "celu",
@@ -240,6 +253,8 @@ def _gelu_forward(x, approximate):
 def gelu(input, approximate="none"):
     """x * Phi(x) (Phi: the standard normal CDF); approximate='tanh' uses
     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(gelu, locals())
     tensor_arg(input, "gelu", "input", pos=1)
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
@@ -249,6 +264,8 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     """x * sigmoid(x) (swish)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(silu, locals())
     tensor_arg(input, "silu", "input", pos=1)
     _need_float(input, "silu_cpu")
     return _maybe_inplace(input, inplace,
@@ -266,6 +283,8 @@ def _softplus_forward(x, beta, threshold):
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta; linear (x) where beta * x > threshold."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(softplus, locals())
     tensor_arg(input, "softplus", "input", pos=1)
     _need_float(input, "softplus_cpu")
     return _fused(_G.SoftplusBackward0, input, lambda x: _softplus_forward(x, beta, threshold),
@@ -274,6 +293,8 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(mish, locals())
     tensor_arg(input, "mish", "input", pos=1)
     _need_float(input, "mish_cpu")
     return _maybe_inplace(input, inplace, lambda x: _fused(_G.MishBackward0, x, _mish_forward, ()),
@@ -286,6 +307,8 @@ def _mish_forward(x):
 
 def logsigmoid(input):
     """log(sigmoid(x)), computed as min(x, 0) - log1p(exp(-|x|)) (no overflow)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(logsigmoid, locals())
     tensor_arg(input, "logsigmoid", "input", pos=1)
     _need_float(input, "log_sigmoid_cpu")
     return _fused(_G.LogSigmoidBackward0, input,
@@ -294,12 +317,16 @@ def logsigmoid(input):
 
 def softsign(input):
     """x / (1 + |x|) (composed, as in PyTorch)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(softsign, locals())
     tensor_arg(input, "softsign", "input", pos=1)
     return input / (input.abs() + 1)
 
 
 def tanhshrink(input):
     """x - tanh(x) (composed, as in PyTorch)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(tanhshrink, locals())
     tensor_arg(input, "tanhshrink", "input", pos=1)
     return input - input.tanh()
 
@@ -317,6 +344,8 @@ def tanh(input):
 # ---- piecewise-linear ones ---------------------------------------------------------------------
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(hardsigmoid, locals())
     tensor_arg(input, "hardsigmoid", "input", pos=1)
     _need_float(input, "hardsigmoid_cpu")
     return _maybe_inplace(input, inplace, lambda x: _fused(
@@ -325,6 +354,8 @@ def hardsigmoid(input, inplace=False):
 
 def hardswish(input, inplace=False):
     """x * relu6(x + 3) / 6."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(hardswish, locals())
     tensor_arg(input, "hardswish", "input", pos=1)
     _need_float(input, "hardswish_cpu")
     return _maybe_inplace(input, inplace, lambda x: _fused(
@@ -387,6 +418,8 @@ def _implicit_dim(name, ndim, stacklevel):
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along dim (dtype= casts the input first)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(softmax, locals())
     tensor_arg(input, "softmax", "input", pos=1)
     if dim is None:
         dim = _implicit_dim("softmax", input.ndim, _stacklevel)
@@ -395,6 +428,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """log(softmax(x)) along dim, computed stably."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(log_softmax, locals())
     tensor_arg(input, "log_softmax", "input", pos=1)
     if dim is None:
         dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
@@ -403,6 +438,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-x) along dim."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(softmin, locals())
     tensor_arg(input, "softmin", "input", pos=1)
     if dim is None:
         dim = _implicit_dim("softmin", input.ndim, _stacklevel)
@@ -411,6 +448,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def glu(input, dim=-1):
     """a * sigmoid(b), where a and b are the two halves of input along dim."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(glu, locals())
     tensor_arg(input, "glu", "input", pos=1)
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")

@@ -26,6 +26,7 @@ from ..._dispatch import matmul as _mm
 from .dropout import dropout as _dropout
 from .linear import linear as _linear
 from .vision import pad as _pad
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -188,6 +189,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scale defaults to 1/sqrt(E); dropout_p drops attention probabilities (always, as
     PyTorch's does: pass 0 in evaluation).  enable_gqa: key/value with fewer heads (dim -3)
     than query have them repeated.  Rows that may attend to nothing give 0."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(scaled_dot_product_attention, locals())
     _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal)
     if enable_gqa:
         key, value = _repeat_kv_heads(query, key, value)

@@ -10,6 +10,7 @@ import numbers
 from . import conv_grad as _G
 from ._utils import ntuple
 from ..._ops._kit import tensor_arg
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -144,12 +145,16 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d convolution (cross-correlation) of input (N, C, L) or (C, L) with weight
     (O, C/groups, K); padding is an int, a 1-tuple, 'valid' or 'same'."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(conv1d, locals())
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d convolution (cross-correlation) of input (N, C, H, W) or (C, H, W) with weight
     (O, C/groups, KH, KW); padding is an int, a pair, 'valid' or 'same'."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(conv2d, locals())
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
@@ -196,6 +201,8 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """1-d transposed convolution of input (N, C_in, L) with weight (C_in, C_out/groups, K)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(conv_transpose1d, locals())
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 1, "conv_transpose1d")
 
@@ -204,5 +211,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                      dilation=1):
     """2-d transposed convolution of input (N, C_in, H, W) with weight
     (C_in, C_out/groups, KH, KW): the gradient of conv2d with respect to its input."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(conv_transpose2d, locals())
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 2, "conv_transpose2d")

@@ -2,12 +2,15 @@
 cosine_similarity, pdist), composed of Tensor ops so autograd handles them."""
 import torchlite as _tl
 from ..._ops._kit import tensor_arg
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """The p-norm of x1 - x2 + eps over the last dim (inputs broadcast)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(pairwise_distance, locals())
     for name, t in (("x1", x1), ("x2", x2)):
         tensor_arg(t, "pairwise_distance", name)
     if x1.dim() == 0 or x2.dim() == 0:
@@ -18,6 +21,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (|x1| |x2|) along dim, each norm clamped below at eps (inputs
     broadcast): each input is normalised first, as PyTorch does, which keeps precision."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(cosine_similarity, locals())
     for name, t in (("x1", x1), ("x2", x2)):
         tensor_arg(t, "cosine_similarity", name)
     x1, x2 = _tl.broadcast_tensors(x1, x2)
@@ -29,6 +34,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def pdist(input, p=2):
     """The p-norm distance between every pair of rows i < j of a 2-D input, in row-major
     order of the pairs (the condensed form, length N(N-1)/2)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(pdist, locals())
     tensor_arg(input, "pdist", "input")
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")

@@ -11,6 +11,7 @@ import warnings
 
 from ..._ops.creation import empty as _empty, zeros as _zeros
 from ..._ops._kit import tensor_arg
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout"]
@@ -53,6 +54,8 @@ def _dropout_impl(input, p, training, inplace, feature=False, alpha=False):
 
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale the rest by 1 / (1 - p) (training only)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(dropout, locals())
     _check_p(p)
     return _dropout_impl(input, p, training, inplace)
 

@@ -3,6 +3,7 @@
 with a bias, TBackward0 for the weight)."""
 from ..._ops.linalg import addmm, matmul
 from ..._ops._kit import tensor_arg
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["linear", "bilinear"]
 
@@ -16,6 +17,8 @@ def _check_tensor(x, op, name, pos, optional=False):
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias over the last dim of input: weight (out_features,
     in_features), bias (out_features,) or None."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(linear, locals())
     _check_tensor(input, "linear", "input", 1)
     _check_tensor(weight, "linear", "weight", 2)
     _check_tensor(bias, "linear", "bias", 3, optional=True)
@@ -67,6 +70,8 @@ def _bilinear_checks(input1, input2, weight, bias):
 
 def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(bilinear, locals())
     _bilinear_checks(input1, input2, weight, bias)
     out_f, in1, in2 = weight.shape
     lead = tuple(input1.shape[:-1])

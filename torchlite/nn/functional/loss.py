@@ -22,6 +22,7 @@ from ..._core.array import broadcast_shapes as _broadcast_shapes
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from . import loss_grad as _G
 from ..._ops._kit import tensor_args
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -203,6 +204,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """The negative log-likelihood loss of log-probabilities `input` ([N, C], [C] or
     [N, C, d1, ...]) for class indices `target`: -weight[t] * input[n, t], reduced
     ('mean' divides by the total weight of the targets that are not ignore_index)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(nll_loss, locals())
     tensor_args("nll_loss", input=input, target=target)
     red = _reduction_code(_reduction(size_average, reduce, reduction))
     _check_nll_args("nll_loss", input, target, weight)
@@ -215,6 +218,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     class indices (int64 or uint8, shape of input without the class dim) or class
     probabilities (input's shape, floating).  weight rescales each class; label_smoothing mixes
     the target with the uniform distribution."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(cross_entropy, locals())
     # the common case first: [N, C] logits, int64 indices, no options (the training hot path)
     if (weight is None and size_average is None and reduce is None and not label_smoothing
             and type(input) is Tensor and type(target) is Tensor):
@@ -302,6 +307,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction="mean"):
     """-weight * (t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100 (PyTorch's rule,
     so x = 0 or 1 gives a finite loss).  input must lie in [0, 1]."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(binary_cross_entropy, locals())
     tensor_args("binary_cross_entropy", input=input, target=target)
     red = _reduction_code(_reduction(size_average, reduce, reduction))
     if target.shape != input.shape:
@@ -328,6 +335,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target), computed stably from the logits:
     (1 - t) * x - (1 + (pos_weight - 1) * t) * logsigmoid(x), times weight."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(binary_cross_entropy_with_logits, locals())
     from .activation import logsigmoid
     tensor_args("binary_cross_entropy_with_logits", input=input, target=target)
     red = _reduction_code(_reduction(size_average, reduce, reduction))
@@ -380,12 +389,16 @@ def _difference_loss(name, input, target, size_average, reduce, reduction, weigh
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """(input - target)^2, reduced (weight: per-element weights; 'mean' then divides by their
     sum)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(mse_loss, locals())
     return _difference_loss("mse_loss", input, target, size_average, reduce, reduction, weight,
                             _P.square)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|, reduced (weight as in mse_loss)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(l1_loss, locals())
     return _difference_loss("l1_loss", input, target, size_average, reduce, reduction, weight,
                             _P.abs)
 
@@ -398,6 +411,8 @@ def _smooth_l1(diff, beta):
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """Quadratic for |d| < beta, linear beyond (beta = 0 is l1_loss)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(smooth_l1_loss, locals())
     tensor_args("smooth_l1_loss", input=input, target=target)
     _warn_size_mismatch(input, target)
     reduction = _reduction(size_average, reduce, reduction)
@@ -411,6 +426,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta): delta * smooth_l1(beta=delta)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(huber_loss, locals())
     tensor_args("huber_loss", input=input, target=target)
     _warn_size_mismatch(input, target)
     if delta <= 0:
@@ -430,6 +447,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target * (log(target) - input) (input holds log-probabilities; log_target: target too).
     'batchmean' divides the sum by the batch size, the mathematical KL divergence."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(kl_div, locals())
     tensor_args("kl_div", input=input, target=target)
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
@@ -452,6 +471,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduce=None, reduction="mean"):
     """exp(input) - target * input (log_input), or input - target * log(input + eps); full adds
     Stirling's approximation of log(target!) where target > 1."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(poisson_nll_loss, locals())
     tensor_args("poisson_nll_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
@@ -470,6 +491,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     """0.5 * (log(var) + (input - target)^2 / var) (+ 0.5 log(2 pi) with full); var is clamped at
     eps without blocking its gradient, as in PyTorch.  var may be one dim short of input
     (homoscedastic) or differ from it in one broadcast dim."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(gaussian_nll_loss, locals())
     tensor_args("gaussian_nll_loss", input=input, target=target)
     if isinstance(var, float):
         if var < 0:
@@ -499,6 +522,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (input1 - input2) + margin)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(margin_ranking_loss, locals())
     tensor_args("margin_ranking_loss", input1=input1, input2=input2, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
@@ -513,6 +538,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
                          reduction="mean"):
     """input where target == 1, max(0, margin - input) where target == -1 (PyTorch's formula:
     the two terms masked by target != -1 and target != 1)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(hinge_embedding_loss, locals())
     tensor_args("hinge_embedding_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
@@ -523,6 +550,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)) (computed as softplus, so it does not overflow)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(soft_margin_loss, locals())
     from .activation import softplus
     tensor_args("soft_margin_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
@@ -536,6 +565,8 @@ _COSINE_EPS = 1e-12
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(cosine_embedding_loss, locals())
     tensor_args("cosine_embedding_loss", input1=input1, input2=input2, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
@@ -568,6 +599,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the p-norm distance (swap:
     the negative distance is the smaller of d(a, n) and d(p, n))."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(triplet_margin_loss, locals())
     tensor_args("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
     reduction = _reduction(size_average, reduce, reduction)
     _reduction_code(reduction)
@@ -581,6 +614,8 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
                                       margin=1.0, swap=False, reduction="mean"):
     """triplet_margin_loss with any distance_function(x1, x2) (default: the 2-norm pairwise
     distance)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(triplet_margin_with_distance_loss, locals())
     tensor_args("triplet_margin_with_distance_loss", anchor=anchor, positive=positive,
                  negative=negative)
     if reduction not in ("mean", "sum", "none"):
@@ -613,6 +648,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
                                 reduction="mean"):
     """-(t * logsigmoid(x) + (1 - t) * logsigmoid(-x)), weighted, averaged over the classes
     (the last dim), then reduced over the samples."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(multilabel_soft_margin_loss, locals())
     from .activation import logsigmoid
     tensor_args("multilabel_soft_margin_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
@@ -648,6 +685,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                       reduce=None, reduction="mean"):
     """Multi-class hinge loss: sum over the classes j != y of max(0, margin - x[y] + x[j])^p
     (times weight[y]), divided by the class count."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(multi_margin_loss, locals())
     tensor_args("multi_margin_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     code = _reduction_code(reduction)
@@ -681,6 +720,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """Multi-label hinge loss: target lists each sample's classes, ended by the first -1; the
     loss sums max(0, 1 - (x[j] - x[k])) over listed classes j and unlisted classes k, divided
     by the class count."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(multilabel_margin_loss, locals())
     tensor_args("multilabel_margin_loss", input=input, target=target)
     reduction = _reduction(size_average, reduce, reduction)
     code = _reduction_code(reduction)

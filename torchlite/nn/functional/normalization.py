@@ -22,6 +22,7 @@ from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ..._dispatch import norm as _NK
 from . import normalization_grad as _G
 from ..._ops._kit import tensor_arg
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
            "local_response_norm", "normalize"]
@@ -85,6 +86,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Normalise each channel (dim 1) over the batch and spatial dims, then scale by weight and
     shift by bias.  training: use the batch's statistics and update running_mean/running_var
     in place (momentum: the weight of the new value); else use the running statistics."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(batch_norm, locals())
     _float_input(input, "batch_norm")
     if training:
         _verify_batch_size(input.size())
@@ -178,6 +181,8 @@ def _check_normalized_shape(input, shape, weight, bias, sep=", "):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalise over the trailing dims normalized_shape (per sample), then scale by weight and
     shift by bias (both of shape normalized_shape)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(layer_norm, locals())
     _float_input(input, "LayerNormKernelImpl")
     shape = _shape_tuple(normalized_shape, "layer_norm")
     _check_normalized_shape(input, shape, weight, bias)
@@ -207,6 +212,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     """Normalise each of num_groups groups of channels (dim 1) per sample, then scale and shift
     per channel."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(group_norm, locals())
     _float_input(input, "group_norm")
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
@@ -250,6 +257,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     """Normalise each channel of each sample over its spatial dims: batch_norm of the input
     viewed as one batch of N*C channels (running statistics, if given, are averaged over the
     batch)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(instance_norm, locals())
     _float_input(input, "instance_norm")
     if use_input_stats:
         spatial = 1
@@ -275,6 +284,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """input / sqrt(mean(input^2) + eps) over the trailing dims normalized_shape, times weight.
     eps=None uses the dtype's machine epsilon."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(rms_norm, locals())
     _float_input(input, "rms_norm")
     shape = _shape_tuple(normalized_shape, "rms_norm")
     _check_normalized_shape(input, shape, weight, None, sep="")
@@ -290,6 +301,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p, eps) along dim."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(normalize, locals())
     tensor_arg(input, "normalize", "input")
     norm = _R.vector_norm(input, p, dim, keepdim=True).clamp(min=eps).expand_as(input)
     if out is None:
@@ -300,6 +313,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """input / (k + alpha * mean of input^2 over `size` neighbouring channels) ** beta (the
     window is zero-padded: size // 2 channels before, (size - 1) // 2 after)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(local_response_norm, locals())
     tensor_arg(input, "local_response_norm", "input")
     if input.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality                          input "

@@ -13,6 +13,7 @@ from ..._tensor import Tensor
 from ... import _dtype as D
 from . import pooling_grad as _G
 from ..._ops._kit import tensor_arg
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -211,6 +212,8 @@ def _avg_pool(input, k, s, p, ceil_mode, count_include_pad, divisor, nd, op):
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     """1-d average pooling over (N, C, L) or (C, L)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(avg_pool1d, locals())
     op = "avg_pool1d"
     tensor_arg(input, op, "input", pos=1)
     k = _single_arg(kernel_size, "kernel_size", op)
@@ -225,6 +228,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """2-d average pooling over (N, C, H, W) or (C, H, W).  Each window's sum is divided by
     divisor_override if given, else by its size counting padding (count_include_pad) or not."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(avg_pool2d, locals())
     op = "avg_pool2d"
     tensor_arg(input, op, "input", pos=1)
     k = _pair_arg(kernel_size, "kernel_size", op, _KSIZE_MSG)
@@ -236,6 +241,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Power-average pooling: (sum over each window of x^p)^(1/p)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(lp_pool1d, locals())
     k = _single_arg(kernel_size, "kernel_size", "lp_pool1d")
     out = avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu()).mul(k[0]).pow(1.0 / norm_type)
@@ -243,6 +250,8 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Power-average pooling: (sum over each window of x^p)^(1/p)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(lp_pool2d, locals())
     kh, kw = _pair_arg(kernel_size, "kernel_size", "lp_pool2d", _KSIZE_MSG)
     out = avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu()).mul(kh * kw).pow(1.0 / norm_type)
@@ -285,6 +294,8 @@ def _adaptive_input(input, nd, op, output_size=None):
 def adaptive_avg_pool1d(input, output_size):
     """Average over output_size windows that cover each row (window i spans
     [floor(i*L/n), ceil((i+1)*L/n)))."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(adaptive_avg_pool1d, locals())
     op = "adaptive_avg_pool1d"
     _adaptive_input(input, 1, op)
     size = _adaptive_size(input, output_size, 1, op)
@@ -294,6 +305,8 @@ def adaptive_avg_pool1d(input, output_size):
 
 def adaptive_avg_pool2d(input, output_size):
     """Average over an output_size grid of windows covering each plane."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(adaptive_avg_pool2d, locals())
     op = "adaptive_avg_pool2d"
     _adaptive_input(input, 2, op, output_size)
     size = _adaptive_size(input, output_size, 2, op)

@@ -15,6 +15,7 @@ from ..._ops.sorting import searchsorted as _searchsorted, unique as _unique
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ...autograd.graph import Node, record
 from ..._ops._kit import tensor_arg
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -79,6 +80,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     """The rows of weight ([num_embeddings, embedding_dim]) at the indices in input: output
     shape input.shape + (embedding_dim,).  padding_idx's row receives no gradient; max_norm
     renormalises the looked-up rows of weight in place first."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(embedding, locals())
     _check_indices(input, "embedding")
     tensor_arg(weight, "embedding", "weight")
     if weight.ndim != 2:
@@ -131,6 +134,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     a 2-d input holds one bag per row; a 1-d input is cut into bags at `offsets`.  Entries equal
     to padding_idx are left out (an empty bag gives zeros); per_sample_weights (mode 'sum')
     scales each looked-up row."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(embedding_bag, locals())
     _check_indices(input, "embedding_bag")
     if weight.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")

@@ -23,6 +23,7 @@ from ... import _dtype as D
 from ...autograd.graph import Node, node_type, record, needs_grad
 from ._utils import ntuple
 from ..._ops._kit import tensor_arg
+from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold",
            "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
@@ -354,6 +355,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     (output size floor(in * scale)).  Modes: 'nearest', 'nearest-exact', 'linear' (3-d),
     'bilinear' and 'bicubic' (4-d), 'trilinear' (5-d), with or without align_corners, and
     'area' (adaptive average pooling)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(interpolate, locals())
     tensor_arg(input, "interpolate", "input")
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
