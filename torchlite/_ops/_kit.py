@@ -21,6 +21,7 @@ are not kept), the result dtype must equal out's (or, for ops that cast into out
 into it), and out= is refused while an input requires grad with grad mode on."""
 import builtins
 import functools
+from typing import Any, Callable, Literal, Optional, Sequence, TypeVar
 
 from .. import _dtype as D
 from .._core.matmul import C_NAMES, TORCH_NAMES
@@ -32,7 +33,12 @@ from ..autograd.graph import needs_grad
 __all__ = ["int_arg", "tensor_arg", "tensor_args", "needs_grad", "no_out_with_grad", "out_array", "write_out",
            "result", "with_out", "factory_dtype", "C_NAMES", "TORCH_NAMES"]
 
-def int_arg(x, what, op):
+# The arrays are the array layer's (torchlite._core.array.Array, or a CUDA one), typed Any
+# here; a dtype code is an int (D.float32.code).  casting takes NumPy's words (write_out).
+Casting = Literal["no", "same_kind", "unsafe"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+def int_arg(x: Any, what: str, op: str) -> int:
     """x as a Python int: ints, NumPy integers, 0-d integer tensors; bools and floats raise
     PyTorch's TypeError."""
     if isinstance(x, builtins.bool) or not hasattr(x, "__index__"):
@@ -40,7 +46,7 @@ def int_arg(x, what, op):
     return x.__index__()
 
 
-def tensor_arg(x, op, name="input", pos=None):
+def tensor_arg(x: Any, op: str, name: str = "input", pos: Optional[int] = None) -> Tensor:
     """x, or PyTorch's TypeError naming op and the argument (and its position, for the
     functions whose messages give it) unless x is a Tensor."""
     if not isinstance(x, Tensor):
@@ -49,20 +55,21 @@ def tensor_arg(x, op, name="input", pos=None):
     return x
 
 
-def tensor_args(op, **named):
+def tensor_args(op: str, **named: Any) -> None:
     """tensor_arg for each name=value, in order."""
     for name, x in named.items():
         tensor_arg(x, op, name)
 
 
-def no_out_with_grad(op, *xs):
+def no_out_with_grad(op: str, *xs: Any) -> None:
     """RuntimeError when out= is given while one of xs requires grad (grad mode on)."""
     if needs_grad(*xs):
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "
                            f"differentiation, but one of the arguments requires grad.")
 
 
-def out_array(out, shape, op, *, dtype=None, cast_from=None):
+def out_array(out: Any, shape: Sequence[int], op: str, *, dtype: Optional[int] = None,
+              cast_from: Optional[int] = None) -> Any:
     """The array of the out= tensor, resized to `shape` when its shape differs, its version
     bumped (it is about to be written: tensors saved over its memory are stale).
     dtype: the dtype out must have exactly; cast_from: a result dtype that must be castable
@@ -82,7 +89,7 @@ def out_array(out, shape, op, *, dtype=None, cast_from=None):
     return out._data
 
 
-def write_out(res, out, op, *, casting="no"):
+def write_out(res: Any, out: Any, op: str, *, casting: Casting = "no") -> Any:
     """Copy the result res (an array, a Tensor, or a tuple/named tuple of them) into out (a
     Tensor, or a tuple of as many); return out in res's form.  casting, NumPy's words for
     PyTorch's per-op rules: "no": out must have the result's dtype; "same_kind": the result is
@@ -104,14 +111,14 @@ def write_out(res, out, op, *, casting="no"):
     return out
 
 
-def result(arr, out, op, *, casting="no"):
+def result(arr: Any, out: Optional[Tensor], op: str, *, casting: Casting = "no") -> Tensor:
     """The array arr as a new Tensor, or (out= given) copied into out, which is returned."""
     if out is None:
         return _wrap(arr)
     return write_out(arr, out, op, casting=casting)
 
 
-def with_out(op, *, casting="no"):
+def with_out(op: str, *, casting: Casting = "no") -> Callable[[F], F]:
     """Give a function PyTorch's out= keyword: it computes its result as usual, which is then
     written into out (a tensor, or a tuple for ops with several results); out= while an input
     requires grad raises, as in PyTorch."""
@@ -126,7 +133,7 @@ def with_out(op, *, casting="no"):
     return deco
 
 
-def factory_dtype(dtype, out, op, default=None):
+def factory_dtype(dtype: Any, out: Optional[Tensor], op: str, default: Any = None) -> D.dtype:
     """The dtype a factory (arange, linspace, full, ...) makes: dtype when given, else out's
     when out= is given, else default (the default dtype when None).  A dtype that disagrees
     with out's raises, as PyTorch's factories do."""
