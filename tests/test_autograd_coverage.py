@@ -141,7 +141,9 @@ OPS = {
     **gap("tested outside the tables (test_linalg_decomp: gradcheck)", """lu_unpack
         triangular_solve cholesky_inverse linalg.tensorinv linalg.tensorsolve linalg.diagonal
         linalg.vander lu_solve"""),
-    **gap("derivative not implemented (records a node that raises)", "lu linalg.eig linalg.eigvals"),
+    **gap("derivative not implemented (records a node that raises)", "lu"),
+    **gap("tested outside the tables (test_linalg_eig: gradients against finite differences)",
+          "linalg.eig linalg.eigvals"),
     **gap("tested outside the tables (test_weight_norm: against torch)",
           "norm_except_dim _weight_norm"),
     **covered("pointwise", "angle sgn conj conj_physical resolve_conj resolve_neg"),
@@ -177,6 +179,16 @@ OPS = {
     **gap("tested outside the tables (test_sorting: the gradient picks the values)", "mode"),
     **gap("tested outside the tables (test_indexing: gradcheck through scatter_reduce)", "index_reduce"),
     **no_grad(INPLACE, "index_reduce_"),
+    **no_grad(QUERY, """const_data_ptr dense_dim sparse_dim dim_order is_set_to is_meta is_sparse
+        is_sparse_csr is_quantized is_nested is_mkldnn is_mps is_xla is_xpu is_ipu is_vulkan
+        is_maia is_mtia volatile"""),
+    **no_grad(INPLACE, "addr_ true_divide_ fill_diagonal_"),
+    **gap("tested outside the tables (test_tensor_methods_more: the view keeps its history)",
+          "as_subclass to_dense"),
+    **gap("tested outside the tables (test_tensor_methods_more: gradcheck through "
+          "householder_product)", "ormqr"),
+    **no_grad("Python callables over the elements, and rebinding memory: no derivative in "
+              "PyTorch either", "apply_ map_ map2_ set_"),
     **gap("the torch.* spellings of nn.functional ops (test_aten_spellings): their gradients are "
           "those ops' own", """adaptive_avg_pool1d adaptive_max_pool1d alpha_dropout avg_pool1d
         batch_norm bilinear binary_cross_entropy_with_logits celu channel_shuffle constant_pad_nd
@@ -245,6 +257,7 @@ OPS = {
         functional profiler memory_format contiguous_format channels_last channels_last_3d
         preserve_format
         vision hub distributed multiprocessing
+        layout strided sparse_coo sparse_csr sparse_csc sparse_bsr sparse_bsc jagged
         default_generator float16 float32 float64 bfloat16 uint8 int8 int16 int32 int64"""),
     **no_grad(PROTOCOL, """
         __init__ __new__ __repr__ __str__ __hash__ __format__ __reduce__ __reduce_ex__

@@ -14,6 +14,8 @@ from ._dtype import (dtype, bool, uint8, int8, int16, int32, int64, float16, bfl
 from ._device import device, set_default_device, get_default_device
 from ._memory_format import (memory_format, contiguous_format, channels_last, channels_last_3d,
                              preserve_format)
+from ._layout import (layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,  # noqa: F401
+                      sparse_bsc, jagged)
 from ._size import Size
 from ._tensor import Tensor
 from ._tensor_str import set_printoptions

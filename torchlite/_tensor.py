@@ -8,6 +8,7 @@ import weakref
 import numbers
 
 from . import _dtype as D
+from . import _layout
 from . import _memory_format as MF
 from ._device import CPU, device as _device_cls
 from ._size import Size
@@ -130,6 +131,66 @@ class Tensor:
 
     def data_ptr(self):
         return self._data.data_ptr()
+
+    def const_data_ptr(self):
+        return self._data.data_ptr()
+
+    # ---- layout, and the flags of the layouts and devices torchlite does not have ------------
+    # (PyTorch code reads them to pick a path; a torchlite tensor is dense, strided, on the CPU
+    # or a CUDA device)
+    @property
+    def layout(self):
+        return _layout.strided
+
+    is_sparse = is_sparse_csr = is_quantized = is_nested = is_meta = is_mkldnn = False
+    is_mps = is_xla = is_xpu = is_ipu = is_vulkan = is_maia = is_mtia = False
+
+    def dense_dim(self):
+        """The number of dense dims: all of them, for a strided tensor."""
+        return self._data.ndim
+
+    def sparse_dim(self):
+        return 0
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """A strided tensor is already dense: self (converted to dtype when given)."""
+        return self if dtype is None else self.to(dtype)
+
+    def dim_order(self, *, ambiguity_check=False):
+        """The dims from the outermost in memory to the innermost (largest stride first; ties
+        keep the dims' order), e.g. (0, 2, 3, 1) for a channels_last 4-d tensor."""
+        strides = self._data.strides
+        return tuple(sorted(range(len(strides)), key=lambda d: -strides[d]))
+
+    def is_set_to(self, tensor):
+        """Whether both tensors view the same memory with the same offset, sizes and strides."""
+        a, b = self._data, tensor._data
+        return (a.storage is b.storage and a.offset == b.offset and a.shape == b.shape
+                and a.strides == b.strides)
+
+    @property
+    def volatile(self):
+        import warnings
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
+                      stacklevel=2)
+        return False
+
+    def as_subclass(self, cls):
+        """self's data as an instance of cls (a Tensor subclass): it shares self's memory and
+        stays in self's autograd graph."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, got "
+                            f"{cls!r}")
+        r = self.view_as(self)
+        try:
+            r.__class__ = cls
+            return r
+        except TypeError:           # cls adds slots or a __dict__: a new instance of it
+            t = object.__new__(cls)
+            for k in Tensor.__slots__:
+                if k != "__weakref__" and hasattr(r, k):
+                    setattr(t, k, getattr(r, k))
+            return t
 
     def untyped_storage(self):
         return self._data.storage

@@ -169,6 +169,95 @@ def _filled(old, value):
     return r
 
 
+@_register("fill_diagonal_")
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Set the main diagonal (elements i, i, ..., i) to fill_value in place.  A 2-d matrix
+    may be any shape; with wrap=True a tall one's diagonal starts again every n + 1 rows
+    (NumPy's fill_diagonal).  More dims must all have one length."""
+    from .creation import arange, tensor
+    nd = self.ndim
+    if nd < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if nd > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if nd == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+        m, n = self.shape
+        pos = arange(0, m * n, n + 1, device=self.device)
+        index = (pos // n, pos % n)
+    else:
+        index = (arange(min(self.shape), device=self.device),) * nd
+    if not isinstance(fill_value, Tensor):
+        fill_value = tensor(_as_pyscalar(fill_value), dtype=self.dtype, device=self.device)
+    return self.index_put_(index, fill_value)
+
+
+# ---- Python callables over the elements (CPU only and slow, as PyTorch's) ---------------------
+def _set_from_python(self, values):
+    """Write the Python numbers `values` (row-major) into self, in place."""
+    from .creation import tensor
+    return self.copy_(tensor(values, dtype=self.dtype).reshape(tuple(self.shape)))
+
+
+def _python_values(t, op):
+    if t.device.type != "cpu":
+        raise TypeError(f"{op} is only implemented on CPU tensors")
+    return t.reshape(-1).tolist()
+
+
+@_register("apply_")
+def apply_(self, callable):
+    """Replace each element x by callable(x), a Python function of a Python number."""
+    return _set_from_python(self, [callable(v) for v in _python_values(self, "apply_")])
+
+
+@_register("map_")
+def map_(self, tensor, callable):
+    """self[i] = callable(self[i], tensor[i]), tensor broadcast to self's shape."""
+    other = _python_values(tensor.expand_as(self), "map_")
+    mine = _python_values(self, "map_")
+    return _set_from_python(self, [callable(a, b) for a, b in zip(mine, other)])
+
+
+@_register("map2_")
+def map2_(self, x, y, callable):
+    """self[i] = callable(self[i], x[i], y[i]), x and y broadcast to self's shape."""
+    xs, ys = (_python_values(t.expand_as(self), "map2_") for t in (x, y))
+    mine = _python_values(self, "map2_")
+    return _set_from_python(self, [callable(a, b, c) for a, b, c in zip(mine, xs, ys)])
+
+
+@_register("set_")
+def set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """Make self view source's memory: all of it as source views it, or (size, stride,
+    storage_offset given) that window of it; with no source, self becomes empty.  self keeps
+    no history (as PyTorch's set_, it is not differentiable)."""
+    if inplace_records(self):
+        raise RuntimeError("set_: a tensor that requires grad cannot be set to other memory "
+                           "in grad mode (use torchlite.no_grad())")
+    if source is None:
+        self._data = _A.empty((0,), self._data.dtype, device=self._data)
+    else:
+        tensor_arg(source, "set_", "source")
+        if source._data.dtype != self._data.dtype:
+            raise RuntimeError(f"Could not set tensor of type {source.dtype} to a tensor of type "
+                               f"{self.dtype}")
+        if size is None:
+            self._data = source._data
+        else:
+            self._data = source.as_strided(size, stride if stride is not None else
+                                           _contiguous_strides(size), storage_offset)._data
+    self._bump_version()
+    return self
+
+
+def _contiguous_strides(size):
+    strides, acc = [], 1
+    for n in reversed(tuple(size)):
+        strides.append(acc)
+        acc *= builtins.max(n, 1)
+    return tuple(reversed(strides))
+
+
 @_register("zero_")
 def zero_(self):
     return fill_(self, 0)

@@ -14,6 +14,7 @@ from .._size import check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from ._kit import factory_dtype, out_array, write_out
+from .. import _layout
 
 
 def _place(arr, device, requires_grad=False, dtype=None, pin_memory=False):
@@ -249,17 +250,20 @@ def _new_full(size, value, dtype, device, requires_grad, out=None, op="full", pi
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of zeros of the given shape (default dtype float32)."""
+    _layout.check(layout, "zeros")
     return _new_full(size, 0, dtype, device, requires_grad, out, "zeros", pin_memory)
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of ones of the given shape."""
+    _layout.check(layout, "ones")
     return _new_full(size, 1, dtype, device, requires_grad, out, "ones", pin_memory)
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, memory_format=None):
     """An uninitialised tensor of the given shape (laid out in memory_format when given)."""
+    _layout.check(layout, "empty")
     shape = _size_args(size, "empty")
     if out is not None:
         factory_dtype(dtype, out, "empty")
@@ -275,6 +279,7 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """A tensor filled with fill_value; the dtype follows the value (bool, int64, the default
     float or the default complex dtype)."""
+    _layout.check(layout, "full")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     fill_value = _as_pyscalar(fill_value)
@@ -308,22 +313,26 @@ def _like(input, fill_value, dtype, device, requires_grad, memory_format=None):
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     """An uninitialised tensor with input's shape, dtype and memory order."""
+    _layout.check(layout, "empty_like")
     return _like(input, None, dtype, device, requires_grad, memory_format)
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     """Zeros with input's shape, dtype and memory order."""
+    _layout.check(layout, "zeros_like")
     return _like(input, 0, dtype, device, requires_grad, memory_format)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     """Ones with input's shape, dtype and memory order."""
+    _layout.check(layout, "ones_like")
     return _like(input, 1, dtype, device, requires_grad, memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     """fill_value everywhere, with input's shape, dtype (not the value's) and memory order."""
+    _layout.check(layout, "full_like")
     return _like(input, fill_value, dtype, device, requires_grad, memory_format)
 
 
@@ -342,6 +351,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     """Values from start (inclusive) to end (exclusive) by step: int64 for integer
     arguments, the default float dtype otherwise.  With an integer dtype, fractional
     arguments are truncated toward zero first, as PyTorch does."""
+    _layout.check(layout, "arange")
     if end is None:
         start, end = 0, start
     start = _scalar_arg(start, "start", "arange")
@@ -391,6 +401,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
           requires_grad=False):
     """start, start + step, ... up to and including end: deprecated in PyTorch, which warns
     (arange excludes end); float by default."""
+    _layout.check(layout, "range")
     import warnings
     warnings.warn("torch.range is deprecated and will be removed in a future release because its "
                   "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
@@ -411,6 +422,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """`steps` evenly spaced values from start to end, both included."""
+    _layout.check(layout, "linspace")
     start = _scalar_arg(start, "start", "linspace")
     end = _scalar_arg(end, "end", "linspace")
     if not isinstance(steps, builtins.int) or isinstance(steps, builtins.bool):
@@ -430,6 +442,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False):
     """base ** linspace(start, end, steps)."""
+    _layout.check(layout, "logspace")
     dt = factory_dtype(dtype, out, "logspace")
     exps = linspace(start, end, steps, dtype=D.float64)
     arr = _ew.binary(_ew.BINARY["pow"], builtins.float(base), exps._data)
@@ -438,6 +451,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """A 2-d tensor with ones on the diagonal."""
+    _layout.check(layout, "eye")
     m = n if m is None else m
     for name, v in (("n", n), ("m", m)):
         if not isinstance(v, builtins.int) or isinstance(v, builtins.bool):
@@ -521,6 +535,7 @@ def _new_full_m(self, size, fill_value, *, dtype=None, device=None, requires_gra
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False,
                   requires_grad=False):
     """A 0-d tensor holding the number s (float32 by default, whatever the number's type)."""
+    _layout.check(layout, "scalar_tensor")
     return full((), s, dtype=dtype or D.get_default_dtype(), device=device,
                 requires_grad=requires_grad)
 
@@ -529,6 +544,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
                   pin_memory=False):
     """An uninitialised tensor of `size` with the given strides (its storage just large
     enough), as torch.empty_strided."""
+    _layout.check(layout, "empty_strided")
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
@@ -548,6 +564,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     """An uninitialised tensor of `size` whose dims lie in memory in the order physical_layout
     (outermost first), as torch.empty_permuted: empty_permuted((N, C, H, W), (0, 2, 3, 1)) is
     channels-last."""
+    _layout.check(layout, "empty_permuted")
     size, order = tuple(int(s) for s in size), tuple(int(d) for d in physical_layout)
     if sorted(order) != list(builtins.range(len(size))):
         raise RuntimeError(f"empty_permuted: physical_layout {list(order)} must be a permutation of the "
@@ -600,6 +617,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 
 def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
                        layout=None, pin_memory=False):
+    _layout.check(layout, "_new_empty_strided")
     return empty_strided(size, stride, dtype=dtype or self.dtype, device=device or self.device,
                          requires_grad=requires_grad)
 
@@ -656,6 +674,7 @@ def _cosines(*coeffs):
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                 pin_memory=False, requires_grad=False):
     """0.5 - 0.5 cos(2 pi k / (N - 1)), with N = window_length + 1 when periodic."""
+    _layout.check(layout, "hann_window")
     return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
                    _cosines(0.5, 0.5))
 
@@ -663,6 +682,7 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    layout=None, device=None, pin_memory=False, requires_grad=False):
     """alpha - beta cos(2 pi k / (N - 1))."""
+    _layout.check(layout, "hamming_window")
     return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
                    _cosines(alpha, beta))
 
@@ -670,6 +690,7 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     pin_memory=False, requires_grad=False):
     """0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))."""
+    _layout.check(layout, "blackman_window")
     return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
                    _cosines(0.42, 0.5, 0.08))
 
@@ -677,6 +698,7 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     pin_memory=False, requires_grad=False):
     """1 - |2k / (N - 1) - 1|: the triangle."""
+    _layout.check(layout, "bartlett_window")
     return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
                    lambda k, m: 1 - (2 * k / m - 1).abs())
 

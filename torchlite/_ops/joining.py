@@ -24,6 +24,7 @@ from . import shape_grad as _SG
 from .shape_grad import arange_array
 from .views import _shape_arg, clone, flip, reshape, transpose, unsqueeze
 from ._kit import int_arg, needs_grad, no_out_with_grad, out_array, tensor_arg
+from .. import _layout
 
 _TORCH_NAMES = _ew._TORCH_NAMES
 _MAX_DIMS = 16
@@ -553,11 +554,13 @@ def _tri_indices(row, col, offset, dtype, device, upper, op):
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) coordinates (rows, then columns) of the lower triangle of a row x col
     matrix, row by row: col - row <= offset."""
+    _layout.check(layout, "tril_indices")
     return _tri_indices(row, col, offset, dtype, device, False, "tril_indices")
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) coordinates of the upper triangle: col - row >= offset."""
+    _layout.check(layout, "triu_indices")
     return _tri_indices(row, col, offset, dtype, device, True, "triu_indices")
 
 

@@ -1239,4 +1239,12 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 
 
 _register("addr")(addr)
+
+
+@_register("addr_")
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    """In-place addr: self = beta * self + alpha * outer(vec1, vec2)."""
+    return self.copy_(addr(self, vec1, vec2, beta=beta, alpha=alpha))
+
+
 __all__ += ["addr"]

@@ -20,7 +20,7 @@ from . import linalg_decomp_grad as _G
 from ._kit import with_out, tensor_arg
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "svd", "qr", "cholesky", "cholesky_solve",
-           "matrix_power", "matrix_exp", "pinverse", "geqrf", "orgqr", "lu_unpack",
+           "matrix_power", "matrix_exp", "pinverse", "geqrf", "orgqr", "ormqr", "lu_unpack",
            "triangular_solve", "cholesky_inverse"]
 
 
@@ -876,6 +876,43 @@ def geqrf(input):
 orgqr = householder_product
 
 
+@_register("ormqr")
+@with_out("ormqr")
+def ormqr(input, tau, other, left=True, transpose=False):
+    """torch.ormqr: other multiplied by the full m x m orthogonal Q of geqrf's reflectors
+    (input's columns below the diagonal, tau): Q @ other (left), other @ Q (not left), with
+    Q^H in place of Q when transpose.  Q is householder_product of the reflectors completed
+    with zero columns and zero taus (identity reflectors), so it is differentiable."""
+    op = "ormqr"
+    tensor_arg(input, op, "input")
+    tensor_arg(tau, op, "tau")
+    tensor_arg(other, op, "other")
+    if input.ndim < 2 or other.ndim < 2:
+        raise RuntimeError(f"{op}: input and other must have at least 2 dimensions, got "
+                           f"{input.ndim} and {other.ndim}")
+    m, k = input.shape[-2], tau.shape[-1]
+    if k > min(m, input.shape[-1]):
+        raise RuntimeError(f"{op}: tau.shape[-1] must be less than or equal to "
+                           f"min(input.shape[-2], input.shape[-1]), got {k}")
+    if (other.shape[-2] if left else other.shape[-1]) != m:
+        raise RuntimeError(f"{op}: other of shape {tuple(other.shape)} cannot be multiplied by "
+                           f"Q of shape ({m}, {m}) from the {'left' if left else 'right'}")
+    from .creation import zeros
+    from .joining import cat
+    lead = tuple(input.shape[:-2])
+    A = input[..., :, :k]
+    if k < m:
+        A = cat([A, zeros(lead + (m, m - k), dtype=input.dtype, device=input.device)], -1)
+        tau = cat([tau, zeros(tuple(tau.shape[:-1]) + (m - k,), dtype=tau.dtype,
+                              device=tau.device)], -1)
+    Q = householder_product(A, tau)
+    if transpose:
+        Q = Q.mH
+    return Q @ other if left else other @ Q
+
+
+
+
 # ---- compositions: unpacking, the older solver names, tensor inverses ------------------------------
 _LuUnpack = _tuple_type("lu_unpack", ("P", "L", "U"))
 _TriangularSolve = _tuple_type("triangular_solve", ("solution", "cloned_coefficient"))
@@ -914,6 +951,18 @@ def lu_legacy(A, pivot=True, get_infos=False):
 def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None):
     """torch.lu_solve(b, LU_data, LU_pivots): linalg.lu_solve with the older argument order."""
     return lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+@_register("lu")
+def _lu_method(self, pivot=True, get_infos=False):
+    """Tensor.lu: torch.lu on self."""
+    return lu_legacy(self, pivot, get_infos)
+
+
+@_register("lu_solve")
+def _lu_solve_method(self, LU_data, LU_pivots):
+    """Tensor.lu_solve(LU_data, LU_pivots): solves A X = self from A's LU factorisation."""
+    return lu_solve_legacy(self, LU_data, LU_pivots)
 
 
 @_register("triangular_solve")

@@ -654,6 +654,11 @@ def true_divide(input, other, *, out=None):
     return div(input, other, out=out)
 
 
+@_register("true_divide_")
+def true_divide_(self, other):
+    return div_(self, other)
+
+
 _POW, _MUL = _B["pow"], _B["mul"]
 
 

@@ -38,6 +38,7 @@ from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from .creation import _on, _size_args, _place
 from ._kit import factory_dtype, out_array, tensor_arg
+from .. import _layout
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "rand", "randn", "randint", "randperm", "normal",
@@ -264,6 +265,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False):
     """Uniform samples on [0, 1) of the given shape (24 random bits for float32, 53 for
     float64)."""
+    _layout.check(layout, "rand")
     return _standard(_R.UNIFORM, "check_uniform_bounds", "rand", size, generator, out, dtype,
                      device, requires_grad)
 
@@ -271,6 +273,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False):
     """Standard normal samples of the given shape (Box-Muller)."""
+    _layout.check(layout, "randn")
     return _standard(_R.NORMAL, "normal_kernel_cpu", "randn", size, generator, out, dtype,
                      device, requires_grad)
 
@@ -284,6 +287,7 @@ def _like_args(input, dtype, device):
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None, generator=None):
     """rand() with input's shape (and dtype and device unless given)."""
+    _layout.check(layout, "rand_like")
     dt, dev = _like_args(input, dtype, device)
     return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad, generator=generator)
 
@@ -291,6 +295,7 @@ def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fals
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None, generator=None):
     """randn() with input's shape (and dtype and device unless given)."""
+    _layout.check(layout, "randn_like")
     dt, dev = _like_args(input, dtype, device)
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad, generator=generator)
 
@@ -300,6 +305,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     """Normal samples.  normal(mean, std, size) with numbers; normal(mean, std) where either
     is a tensor gives one sample per element of their broadcast shape, in mean's dtype (std's
     when mean is a number)."""
+    _layout.check(layout, "normal")
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         gen = _gen(generator, "normal", (mean if isinstance(mean, Tensor) else std).device)
         if size is not None:
@@ -403,6 +409,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
             layout=None, device=None, requires_grad=False, pin_memory=False):
     """Integers uniform on [low, high) (low defaults to 0): randint(high, size) or
     randint(low, high, size).  int64 unless dtype says otherwise; exactly unbiased."""
+    _layout.check(layout, "randint")
     args = list(args)
     if size is None:
         if not args:
@@ -436,6 +443,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
                  requires_grad=False, memory_format=None, generator=None):
     """randint() with input's shape (and dtype and device unless given):
     randint_like(input, high) or randint_like(input, low, high)."""
+    _layout.check(layout, "randint_like")
     if high is None:
         low, high = 0, low
     dt, dev = _like_args(input, dtype, device)
@@ -450,6 +458,7 @@ _RANDPERM_LIMIT = {"float16": ("Half", 2049), "bfloat16": ("BFloat16", 257),
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad=False, pin_memory=False):
     """A random permutation of 0 .. n-1 (int64 by default)."""
+    _layout.check(layout, "randperm")
     n = _integer(n, "n", "randperm")
     gen = _gen(generator, "randperm", device if out is None else out.device)
     dt = factory_dtype(dtype, out, "randperm", D.int64)

@@ -30,6 +30,7 @@ from ._kit import int_arg, tensor_arg, no_out_with_grad as _no_out_with_grad, wr
 from .pointwise import _inplace_via
 from .pointwise import digamma      # polygamma(0, .), torch.special.digamma: one digamma
 from ..autograd.grad_mode import no_grad as _no_grad
+from .. import _layout
 
 __all__ = ["polygamma", "mvlgamma", "i0", "i0_", "igamma", "igammac", "kaiser_window"]
 
@@ -368,6 +369,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
                   device=None, pin_memory=False, requires_grad=False):
     """The Kaiser window i0(beta sqrt(1 - (2k / (N - 1) - 1)^2)) / i0(beta), k = 0..N-1, with
     N = window_length + 1 when periodic (the last point then dropped)."""
+    _layout.check(layout, "kaiser_window")
     from .creation import _window
     window_length = int_arg(window_length, "window_length", "kaiser_window")
     beta = builtins.float(beta)

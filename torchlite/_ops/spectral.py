@@ -25,6 +25,7 @@ from .complex import parts_array, complex_array
 from . import _register
 from . import spectral_grad as _G
 from ._kit import with_out, tensor_arg
+from .. import _layout
 
 _NORMS = (None, "backward", "ortho", "forward")
 
@@ -312,6 +313,7 @@ def _freq_dtype(dtype):
 def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of an n-point DFT with sample spacing d:
     [0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (d * n)."""
+    _layout.check(layout, "fftfreq")
     from .creation import arange
     from .joining import cat
     dt = _freq_dtype(dtype)
@@ -322,6 +324,7 @@ def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fal
 
 def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of rfft's outputs: [0, 1, ..., n // 2] / (d * n)."""
+    _layout.check(layout, "rfftfreq")
     from .creation import arange
     k = arange(n // 2 + 1, dtype=_freq_dtype(dtype), device=device)
     return (k / (d * n)).requires_grad_(requires_grad)

@@ -8,6 +8,7 @@ points without its last).  The points are computed in float64 and rounded once t
 import math
 
 from .. import _dtype as D
+from .. import _layout
 from .._ops.creation import arange, empty, ones
 
 __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine",
@@ -21,7 +22,7 @@ def _checks(name, M, dtype, layout):
         raise TypeError(f"{name}(): argument 'M' must be int, not {type(M).__name__}")
     if M < 0:
         raise ValueError(f"{name} requires non-negative window length, got M={M}")
-    if layout is not None and getattr(layout, "__name__", str(layout)).split(".")[-1] != "strided":
+    if layout is not None and layout is not _layout.strided:
         raise ValueError(f"{name} is implemented for strided tensors only, got: {layout}")
     dtype = dtype or D.get_default_dtype()
     if dtype not in (D.float32, D.float64):

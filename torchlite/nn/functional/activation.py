@@ -11,6 +11,7 @@ import warnings
 
 from ... import _dtype as D
 from ..._dispatch import elementwise as _ew
+from ..._ops import _register
 from ..._ops import pointwise as _P
 from ..._ops import reduction as _R
 from ..._ops import pointwise_grad as _PG
@@ -502,3 +503,8 @@ COMPILE_DECOMPOSITIONS = {
     sigmoid: _P.sigmoid,
     tanh: _P.tanh,
 }
+
+
+# Tensor.hardshrink and Tensor.prelu, as PyTorch's Tensor has them
+_register("hardshrink")(hardshrink)
+_register("prelu")(prelu)
