@@ -32,7 +32,7 @@ LAYERS = [  # (layer, module-name pattern); the first match wins
     ("CudaBackend", r"torchlite\.cuda\._.*$"),
     ("CudaFace", r"torchlite\.cuda(\.amp)?$"),
     ("Dispatch", r"torchlite\._dispatch$"),
-    ("Meta", r"torchlite\.(_dtype|_device|_size|_switches|_memory_format|_autocast_state|return_types)$"),
+    ("Meta", r"torchlite\.(_dtype|_device|_size|_switches|_memory_format|_layout|_autocast_state|return_types)$"),
     ("Tensor", r"torchlite\.(_tensor|_tensor_str)$"),
     ("AutogradCore", r"torchlite\.autograd\.(graph|engine|function|grad_mode|anomaly)$"),
     ("AutogradTools", r"torchlite\.autograd(\..*)?$"),
