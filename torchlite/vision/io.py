@@ -59,7 +59,7 @@ def decode_image(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation=Fal
     arr = np.asarray(img, dtype=np.uint8)
     if arr.ndim == 2:
         arr = arr[:, :, None]
-    return from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
+    return from_numpy(np.array(arr.transpose(2, 0, 1), order="C"))   # a copy: PIL's memory is read-only
 
 
 def read_image(path, mode=ImageReadMode.UNCHANGED, apply_exif_orientation=False):

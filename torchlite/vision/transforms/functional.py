@@ -78,7 +78,7 @@ def _array_to_tensor(arr):
         arr = arr.astype(np.int32)
     if arr.ndim == 2:
         arr = arr[:, :, None]
-    return torchlite.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
+    return torchlite.from_numpy(np.array(arr.transpose(2, 0, 1), order="C"))   # PIL's memory is read-only
 
 
 def to_tensor(pic):
