@@ -110,8 +110,7 @@ OPS = {
         linalg.solve_triangular=linalg.solve_triangular_upper linalg.householder_product orgqr"""),
     **no_grad(NAMESPACE, "linalg.LinAlgError"),
     **no_grad(INT_OUT, "linalg.matrix_rank"),
-    **gap("derivative not implemented (records a node that raises)",
-          "linalg.lu linalg.lu_factor linalg.lu_factor_ex linalg.lu_solve"),
+    **covered("linalg_decomp", "linalg.lu linalg.lu_factor linalg.lu_factor_ex linalg.lu_solve"),
     **covered("shape", """
         view view_as reshape reshape_as flatten ravel unflatten permute transpose t T mT movedim
         expand expand_as broadcast_to broadcast_tensors squeeze unsqueeze atleast_3d narrow
@@ -140,8 +139,9 @@ OPS = {
     **gap("tested outside the tables (test_fft: gradcheck, gradgradcheck and torch)", "stft istft"),
     **gap("tested outside the tables (test_linalg_decomp: gradcheck)", """lu_unpack
         triangular_solve cholesky_inverse linalg.tensorinv linalg.tensorsolve linalg.diagonal
-        linalg.vander lu_solve"""),
-    **gap("derivative not implemented (records a node that raises)", "lu"),
+        linalg.vander"""),
+    **covered("linalg_decomp", "lu_solve"),
+    **covered("linalg_decomp", "lu"),
     **gap("tested outside the tables (test_linalg_eig: gradients against finite differences)",
           "linalg.eig linalg.eigvals"),
     **gap("tested outside the tables (test_weight_norm: against torch)",

@@ -122,6 +122,26 @@ CASES = {
     "linalg.householder_product": (lambda L, a, t: L.linalg.householder_product(a, t),
                                    [r(2, 5, 3), r(2, 3)], None, True),
     "orgqr": (lambda L, a, t: L.orgqr(a, t), [r(4, 3), r(2)], None, False),
+    # LU: the square, wide and tall cases of the factors' gradient, the packed form, and the
+    # solve from a factorisation (differentiable in LU and B, every left/adjoint)
+    "linalg.lu": (lambda L, a: tuple(L.linalg.lu(a))[1:], [wc(2, 3, 3)], "LinalgLuBackward0",
+                  True),
+    "linalg.lu_wide": (lambda L, a: tuple(L.linalg.lu(a))[1:], [r(2, 3, 5)], "LinalgLuBackward0",
+                       False),
+    "linalg.lu_tall": (lambda L, a: tuple(L.linalg.lu(a))[1:], [r(5, 3)], "LinalgLuBackward0",
+                       False),
+    "linalg.lu_factor": (lambda L, a: L.linalg.lu_factor(a).LU, [wc(2, 3, 3)],
+                         "LinalgLuFactorExBackward0", True),
+    "linalg.lu_factor_ex": (lambda L, a: L.linalg.lu_factor_ex(a).LU, [r(4, 2)],
+                            "LinalgLuFactorExBackward0", False),
+    "lu": (lambda L, a: L.lu(a)[0], [r(2, 5)], "LinalgLuFactorExBackward0", False),
+    "linalg.lu_solve": (lambda L, a, b: L.linalg.lu_solve(*L.linalg.lu_factor(a), b),
+                        [wc(2, 3, 3), r(3, 2)], None, True),
+    "linalg.lu_solve_adjoint_right": (
+        lambda L, a, b: L.linalg.lu_solve(*L.linalg.lu_factor(a), b, left=False, adjoint=True),
+        [wc(3, 3), r(2, 3)], None, False),
+    "lu_solve": (lambda L, a, b: L.lu_solve(b, *L.linalg.lu_factor(a)), [wc(3, 3), r(3, 2)],
+                 None, False),
 }
 
 
@@ -182,19 +202,23 @@ def test_grad_fn_name(name):
     op = {"LinalgEighBackward0": lambda a: tl.linalg.eigh(a)[0],
           "LinalgSvdBackward0": lambda a: tl.linalg.svd(a)[1],
           "LinalgCholeskyExBackward0": lambda a: tl.linalg.cholesky(a @ a.mT),
-          "LinalgQrBackward0": lambda a: tl.linalg.qr(a)[1]}.get(node)
+          "LinalgQrBackward0": lambda a: tl.linalg.qr(a)[1],
+          "LinalgLuBackward0": lambda a: tl.linalg.lu(a).U}.get(node)
     out = op(x[0]) if op is not None else fn(TL, *x)
     assert type(out.grad_fn).__name__ == node
 
 
-def test_not_implemented_lu_gradients():
-    a = tl.tensor(wc(3, 3)).requires_grad_()
+def test_lu_solve_is_differentiable_in_the_factors_themselves():
+    # the gradient reaches LU as a tensor of its own (PyTorch's LinalgLuSolveBackward0 takes
+    # it so); gradcheck over LU and B directly, not through lu_factor
+    a = tl.tensor(wc(3, 3))
     LU, piv = tl.linalg.lu_factor(a)
-    with pytest.raises(RuntimeError, match="derivative for 'linalg_lu_factor_ex' is not implemented"):
-        LU.sum().backward()
-    P, L, U = tl.linalg.lu(a)
-    with pytest.raises(RuntimeError, match="not implemented"):
-        U.sum().backward()
+    LU = LU.detach().requires_grad_()
+    b = tl.tensor(r(3, 2)).requires_grad_()
+    for left, adjoint in ((True, False), (True, True), (False, False), (False, True)):
+        bb = b if left else b.detach().mT.contiguous().requires_grad_()
+        assert gradcheck(lambda LU, B: tl.linalg.lu_solve(LU, piv, B, left=left, adjoint=adjoint),
+                         (LU, bb))
 
 
 def test_qr_mode_r_gradient_raises():

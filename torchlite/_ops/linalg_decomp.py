@@ -131,7 +131,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
         _raise_info(res[2], "linalg.lu_factor", lambda v: f"U[{v},{v}] is zero and using it on "
                     f"lu_solve would result in a division by zero.")
     if needs_grad(A):
-        record_not_differentiable("linalg_lu_factor_ex", (A,), res, "LinalgLuFactorExBackward0")
+        _G.record_lu_factor(A, _permutation(res[1], A.shape[-2], A.dtype), res)
     return _LuFactorEx(*res)
 
 
@@ -172,20 +172,26 @@ def _int64():
     return int64
 
 
+def _unpacked(LU, piv, A):
+    """(P, L, U) of lu_factor's packed result, outside the graph."""
+    with no_grad():
+        LU = LU.detach()
+        m, n = LU.shape[-2], LU.shape[-1]
+        k = min(m, n)
+        L = LU[..., :, :k].tril(-1) + _eye_like(LU, m)[:, :k]
+        U = LU[..., :k, :].triu()
+        return _permutation(piv, m, A.dtype), L, U
+
+
 @with_out("linalg_lu")
 def lu(A, *, pivot=True):
     """torch.linalg.lu: (P, L, U) with A = P L U, L unit lower-triangular (m x k), U upper
-    (k x n), k = min(m, n)."""
-    LU, piv, _ = lu_factor_ex(A, pivot=pivot)
+    (k x n), k = min(m, n).  Differentiable in L and U (P is piecewise constant)."""
     with no_grad():
-        m, n = A.shape[-2], A.shape[-1]
-        k = min(m, n)
-        L = LU[..., :, :k].tril(-1) + _eye_like(A, m)[:, :k]
-        U = LU[..., :k, :].triu()
-        P = _permutation(piv, m, A.dtype)
+        LU, piv, _ = lu_factor_ex(A, pivot=pivot)
+    P, L, U = _unpacked(LU, piv, A)
     if needs_grad(A):
-        # P is not differentiable (torch's rule): only L and U get the node
-        record_not_differentiable("linalg_lu", (A,), (None, L, U), "LinalgLuBackward0")
+        _G.record_lu(A, P, L, U)
     return _Lu(P, L, U)
 
 
@@ -210,11 +216,27 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     trans = adjoint if left else not adjoint
     LUb, Bb = _broadcast_batch(LU, rhs, op, f"{op}: batch shapes do not broadcast")
     pb = pivots.expand(tuple(LUb.shape[:-1]))
-    X = _wrap(_K.lu_solve(LUb._data, pb._data, Bb._data, trans))
-    X = X if left else X.mT
     if needs_grad(LU, B):
-        record_not_differentiable("linalg_lu_solve", (LU, pivots, B), X, "LinalgLuSolveBackward0")
-    return X
+        # differentiable in LU and B: the same solve as triangular solves of L = tril(LU, -1)
+        # + I and U = triu(LU), each of which has its own backward
+        X = _lu_solve_composed(LUb, pb, Bb, trans)
+    else:
+        X = _wrap(_K.lu_solve(LUb._data, pb._data, Bb._data, trans))
+    return X if left else X.mT
+
+
+def _lu_solve_composed(LU, piv, B, trans):
+    """A X = B (trans: A^T X = B) for A = P L U, as P and two triangular solves."""
+    n = LU.shape[-1]
+    P = _permutation(piv, n, LU.dtype)
+    L = LU.tril(-1) + _eye_like(LU, n)
+    U = LU.triu()
+    if not trans:                   # X = U^-1 L^-1 P^T B
+        Y = solve_triangular(L, P.mT @ B, upper=False, unitriangular=True)
+        return solve_triangular(U, Y, upper=True)
+    # A^T = U^T L^T P^T: X = P L^-T U^-T B
+    Y = solve_triangular(U.mT, B, upper=False)
+    return P @ solve_triangular(L.mT, Y, upper=True, unitriangular=True)
 
 
 # ---- solve / inv ----------------------------------------------------------------------------

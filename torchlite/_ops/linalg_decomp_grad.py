@@ -101,6 +101,81 @@ def record_solve_triangular(A, B, X, upper, left, unit):
     record(node, (A, B), X)
 
 
+# ---- LU ------------------------------------------------------------------------------------------
+def lu_grad(P, L, U, gL, gU):
+    """The gradient of A = P L U (L: m x k unit lower-triangular, U: k x n upper, k = min(m,
+    n)) from those of L and U (None: zero).  With C = L^-1 P^T dA U^-1 on the square part,
+    dL = L tril(C, -1) and dU = triu(C) U, so <gL, dL> + <gU, dU> = <M, C> for the M below;
+    the wide (m < n) and tall (m > n) cases carry the extra block of U or L through it.
+    Formulas derived here; checked by gradcheck (tests/test_autograd_linalg_decomp.py)."""
+    st = _ld().solve_triangular
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    gL = gL if gL is not None else L.new_zeros(L.shape)
+    gU = gU if gU is not None else U.new_zeros(U.shape)
+    if m >= n:                      # square or tall: L = [L1; L2], U is k x k
+        L1, gL1 = L[..., :k, :], gL[..., :k, :]
+        T = gU @ U.mT
+        if m > n:
+            T = T - L[..., k:, :].mT @ gL[..., k:, :]
+        M = (L1.mT @ gL1).tril(-1) + T.triu()
+        top = st(L1.mT, st(U.mT, M, upper=False, left=False), upper=True, unitriangular=True)
+        if m > n:                   # the rows below: gL2 U^-T
+            from .joining import cat
+            top = cat([top, st(U.mT, gL[..., k:, :], upper=False, left=False)], -2)
+        return P @ top
+    # wide: U = [U1 U2], U1 k x k
+    U1, gU1, U2, gU2 = U[..., :, :k], gU[..., :, :k], U[..., :, k:], gU[..., :, k:]
+    M = (L.mT @ gL - gU2 @ U2.mT).tril(-1) + (gU1 @ U1.mT).triu()
+    left = st(L.mT, st(U1.mT, M, upper=False, left=False), upper=True, unitriangular=True)
+    right = st(L.mT, gU2, upper=True, unitriangular=True)
+    from .joining import cat
+    return P @ cat([left, right], -1)
+
+
+class LinalgLuBackward0(Node):
+    """linalg.lu: outputs (P, L, U); P is piecewise constant."""
+
+    def backward(self, gP, gL, gU):
+        if gL is None and gU is None:
+            return (None,)
+        return (lu_grad(self.P, self.saved("L"), self.saved("U"), gL, gU),)
+
+
+def record_lu(A, P, L, U):
+    node = LinalgLuBackward0()
+    node._materialize = False
+    node.P = P
+    record(node, (A,), (None, L, U))
+    node.save_output(L=L, U=U)
+
+
+class LinalgLuFactorExBackward0(Node):
+    """linalg.lu_factor(_ex): outputs (LU, pivots, info); LU packs L below its diagonal and U
+    on and above it, so its gradient splits the same way.  L and U are taken from the saved
+    LU with Tensor ops, so a double backward sees them depend on A."""
+
+    def backward(self, gLU, *rest):
+        if gLU is None:
+            return (None,)
+        LU = self.saved("LU")
+        m, n = LU.shape[-2], LU.shape[-1]
+        k = min(m, n)
+        eye = LU.new_zeros((m, k))
+        eye.diagonal().fill_(1)
+        L = LU[..., :, :k].tril(-1) + eye
+        U = LU[..., :k, :].triu()
+        return (lu_grad(self.P, L, U, gLU[..., :, :k].tril(-1), gLU[..., :k, :].triu()),)
+
+
+def record_lu_factor(A, P, outputs):
+    node = LinalgLuFactorExBackward0()
+    node._materialize = False
+    node.P = P
+    record(node, (A,), outputs)       # first: the saved output needs its output number
+    node.save_output(LU=outputs[0])
+
+
 # ---- determinants ----------------------------------------------------------------------------
 class LinalgDetBackward0(Node):
     def backward(self, g):
