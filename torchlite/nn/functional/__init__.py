@@ -13,6 +13,7 @@ from .normalization import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .linear_cross_entropy import linear_cross_entropy  # noqa: F401
 from .ctc import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403

@@ -3,13 +3,15 @@ size_average/reduce pair folded into `reduction`), class weights registered as b
 PyTorch's reprs."""
 from .. import functional as F
 from ..functional.loss import legacy_reduction as _legacy_reduction
+from ..functional.linear_cross_entropy import LinearCrossEntropyOptions
 from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "CosineEmbeddingLoss",
            "MarginRankingLoss", "TripletMarginLoss", "SoftMarginLoss", "HingeEmbeddingLoss",
            "PoissonNLLLoss", "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
-           "MultiLabelSoftMarginLoss", "TripletMarginWithDistanceLoss"]
+           "MultiLabelSoftMarginLoss", "TripletMarginWithDistanceLoss", "LinearCrossEntropyLoss",
+           "LinearCrossEntropyOptions"]
 
 
 class _Loss(Module):
@@ -263,3 +265,36 @@ class TripletMarginWithDistanceLoss(_Loss):
                                                    distance_function=self.distance_function,
                                                    margin=self.margin, swap=self.swap,
                                                    reduction=self.reduction)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """cross_entropy of a Linear layer's logits: the layer (self.linear, with num_classes *
+    prod(out_features) outputs, stored flat as PyTorch stores it) and the loss in one module,
+    so that options=LinearCrossEntropyOptions(...) can compute it chunk by chunk."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        super().__init__(weight, None, None, reduction)
+        from .linear import Linear
+        self.in_features, self.num_classes = in_features, num_classes
+        self.out_features = tuple(out_features)
+        self.ignore_index, self.label_smoothing, self.options = ignore_index, label_smoothing, options
+        width = num_classes
+        for d in self.out_features:
+            width *= d
+        self.linear = Linear(in_features, width, bias=bias, device=device, dtype=dtype)
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        w = self.linear.weight.reshape(shape + (self.in_features,))
+        b = self.linear.bias.reshape(shape) if self.linear.bias is not None else None
+        return F.linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
