@@ -212,6 +212,8 @@ def same(a, b, rtol, atol, values=True):
 def resolve(path, root=None):
     """torchlite's function of PyTorch's dotted op name, or None."""
     obj = tl if root is None else root
+    if root is None and path.startswith("__"):     # op_db's dunder ops are Tensor's methods
+        obj = tl.Tensor
     for part in path.split("."):
         obj = getattr(obj, part, None)
         if obj is None:

@@ -223,3 +223,40 @@ def test_bad_arguments_raise():
         tl.feature_dropout(tl.ones(4), 0.5, True)
     with pytest.raises(TypeError):
         tl.dropout(tl.ones(2), 0.5)                 # ATen's train is required
+
+
+def test_native_norms_give_the_statistics():
+    x = tl.tensor(X4, dtype=tl.float64).requires_grad_()
+    a = X4.astype(np.float64)
+    out, mean, rstd = tl.native_layer_norm(x, (6, 6), None, None, 1e-5)
+    m = a.mean((2, 3), keepdims=True)
+    r = 1 / np.sqrt(a.var((2, 3), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(mean.numpy(), m, rtol=1e-12)
+    np.testing.assert_allclose(rstd.numpy(), r, rtol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), (a - m) * r, rtol=1e-10, atol=1e-12)
+    assert out.requires_grad and not mean.requires_grad and not rstd.requires_grad
+    out, mean, rstd = tl.native_group_norm(x, None, None, 2, 3, 36, 3, 1e-5)
+    g = a.reshape(2, 3, -1)
+    np.testing.assert_allclose(mean.detach().numpy(), g.mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(rstd.detach().numpy(), 1 / np.sqrt(g.var(-1) + 1e-5), rtol=1e-12)
+    assert mean.requires_grad           # PyTorch's group-norm statistics are differentiable
+    rm, rv = tl.zeros(3, dtype=tl.float64), tl.ones(3, dtype=tl.float64)
+    out, save_mean, invstd = tl.native_batch_norm(x, None, None, rm, rv, True, 0.1, 1e-5)
+    np.testing.assert_allclose(save_mean.numpy(), a.mean((0, 2, 3)), rtol=1e-12)
+    np.testing.assert_allclose(invstd.numpy(), 1 / np.sqrt(a.var((0, 2, 3)) + 1e-5), rtol=1e-12)
+    np.testing.assert_allclose(rm.numpy(), 0.1 * a.mean((0, 2, 3)), rtol=1e-12)
+    _, e1, e2 = tl.native_batch_norm(x, None, None, rm, rv, False, 0.1, 1e-5)
+    assert e1.shape == (0,) and e2.shape == (0,)
+    assert len(tl._native_batch_norm_legit(x, None, None, True, 0.1, 1e-5)) == 3
+    tl.manual_seed(0)
+    y, keep = tl.native_dropout(tl.ones(1000), 0.25, True)
+    assert keep.dtype is tl.bool
+    np.testing.assert_allclose(y.numpy(), keep.numpy() / 0.75, rtol=1e-6)
+    assert 0.7 < keep.float().mean().item() < 0.8
+    y, keep = tl.native_dropout(tl.ones(3), 0.25, False)
+    assert keep.all() and y.tolist() == [1.0, 1.0, 1.0]
+    if torch is not None:
+        t = torch.tensor(a)
+        for ours, theirs in zip(tl.native_layer_norm(x, (6, 6), None, None, 1e-5),
+                                torch.native_layer_norm(t, (6, 6), None, None, 1e-5)):
+            np.testing.assert_allclose(ours.detach().numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12)

@@ -81,7 +81,7 @@ COUNTS = "float counts PyTorch leaves out of the graph (no grad_fn at all)"
 OPS = {
     **covered("pointwise", """
         abs __abs__=abs acos acosh asin asinh atan atanh atan2 ceil clamp clamp_min clamp_max
-        copysign cos cosh div __truediv__=div __rtruediv__=rdiv_number erf erfc erfinv exp exp2
+        copysign cos cosh div __truediv__=div __rtruediv__=rdiv_number __div__=div __rdiv__=rdiv_number erf erfc erfinv exp exp2
         expm1 float_power floor fmax fmin fmod frac hypot lerp lgamma log log10 log1p log2 logit
         maximum minimum mul __mul__=mul __rmul__=mul_number nan_to_num neg __neg__=neg positive
         __pos__=positive pow __pow__=pow __rpow__=pow_number_base reciprocal relu remainder
@@ -90,7 +90,7 @@ OPS = {
         addcdiv addcmul logaddexp logaddexp2 sinc deg2rad rad2deg ldexp frexp
         abs_ add_ addcdiv_ addcmul_ atan2_ clamp_ div_ exp_ lerp_ logit_ maximum_ mul_ nan_to_num_
         neg_ pow_ reciprocal_ relu_ round_ sigmoid_ sin_ sqrt_ square_ sub_ tanh_
-        __iadd__=iadd __imul__=imul __itruediv__=itruediv
+        __iadd__=iadd __imul__=imul __itruediv__=itruediv __idiv__=itruediv
         sinc_ deg2rad_ ldexp_ clamp_min_ clamp_max_=clamp_max_tensor_ digamma"""),
     **covered("reduction", """
         sum nansum mean nanmean prod max min amax amin aminmax median nanmedian var std var_mean
@@ -198,7 +198,8 @@ OPS = {
         max_pool1d_with_indices max_pool2d max_pool3d native_channel_shuffle pairwise_distance pdist
         pixel_shuffle pixel_unshuffle poisson_nll_loss prelu rms_norm rrelu selu threshold
         triplet_margin_loss lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell grid_sampler grid_sampler_2d
-        grid_sampler_3d affine_grid_generator"""),
+        grid_sampler_3d affine_grid_generator native_layer_norm native_group_norm native_batch_norm
+        _native_batch_norm_legit native_dropout"""),
     **no_grad(INPLACE, "alpha_dropout_ celu_ dropout_ feature_alpha_dropout_ feature_dropout_ rrelu_ selu_ threshold_"),
     **gap("tested outside the tables (test_setitem_*, test_conversion_casts_gradient_back)", """
         __setitem__ float half bfloat16 type"""),

@@ -99,7 +99,9 @@ _LAZY_NAMES.update(dict.fromkeys((
     "native_channel_shuffle", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle",
     "poisson_nll_loss", "prelu", "rms_norm", "rrelu", "rrelu_", "selu", "selu_", "threshold", "threshold_",
     "triplet_margin_loss", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "grid_sampler",
-    "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator"), "nn.functional.aten"))
+    "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "native_layer_norm",
+    "native_group_norm", "native_batch_norm", "_native_batch_norm_legit", "native_dropout"),
+    "nn.functional.aten"))
 
 
 def __getattr__(name):

@@ -1154,6 +1154,8 @@ def _install_operators():
     T.__truediv__ = lambda s, o: _binary(_DIV_CODES[None], s, o, None, "div")
     T.__rtruediv__ = _rtruediv
     T.__itruediv__ = lambda s, o: _binary_(_DIV_CODES[None], s, o, "div_")
+    # Python 2's names, which PyTorch's Tensor still has
+    T.__div__, T.__rdiv__, T.__idiv__ = T.__truediv__, T.__rtruediv__, T.__itruediv__
     T.__floordiv__ = floor_divide
     T.__rfloordiv__ = _rev(floor_divide)
     T.__ifloordiv__ = globals()["floor_divide_"]

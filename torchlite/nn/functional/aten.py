@@ -192,6 +192,63 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
+# ---- the native_* forms: the normalised output with the statistics backward uses ----------------
+def _stats(x, dims, eps):
+    """Mean and 1 / sqrt(biased variance + eps) of x over dims (kept)."""
+    mean = x.mean(dims, keepdim=True)
+    var = x.var(dims, correction=0, keepdim=True)
+    return mean, (var + eps).rsqrt()
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """(layer_norm(input), mean, rstd), the statistics over the trailing normalized_shape dims
+    kept as size-1 dims; they are outside the graph, as PyTorch's are (torch.native_layer_norm)."""
+    out = F.layer_norm(input, normalized_shape, weight, bias, eps)
+    dims = tuple(range(input.ndim - len(tuple(normalized_shape)), input.ndim))
+    mean, rstd = _stats(input.detach(), dims, eps)
+    return out, mean, rstd
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """(group_norm(input), mean, rstd) with the (N, group) statistics; all three in the graph, as
+    PyTorch's (torch.native_group_norm)."""
+    out = F.group_norm(input, group, weight, bias, eps)
+    per_group = (C // group) * HxW if group else 0        # (a -1 in reshape fails when N is 0)
+    mean, rstd = _stats(input.reshape(N, group, per_group), (2,), eps)
+    return out, mean.reshape(N, group), rstd.reshape(N, group)
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """(batch_norm(input), save_mean, save_invstd): in training the batch's per-channel mean and
+    1 / sqrt(biased variance + eps) (outside the graph; the running statistics are updated as
+    batch_norm updates them), in evaluation empty tensors (torch.native_batch_norm)."""
+    out = F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if not training:
+        return out, input.new_empty((0,)), input.new_empty((0,))
+    dims = (0,) + tuple(range(2, input.ndim))
+    mean, invstd = _stats(input.detach(), dims, eps)
+    return out, mean.reshape(-1), invstd.reshape(-1)
+
+
+def _native_batch_norm_legit(input, weight, bias, *args):
+    """native_batch_norm's (input, weight, bias, running_mean, running_var, training, momentum,
+    eps) form and its no-statistics (input, weight, bias, training, momentum, eps) form."""
+    if len(args) == 3:
+        return native_batch_norm(input, weight, bias, None, None, *args)
+    return native_batch_norm(input, weight, bias, *args)
+
+
+def native_dropout(input, p, train):
+    """(dropout(input), mask): the kept elements scaled by 1 / (1 - p) and the bool mask of
+    them; without train, input itself and an all-True mask (torch.native_dropout)."""
+    if not train:
+        return input.clone(), input.new_ones(input.shape).bool()
+    if p >= 1:
+        return input * 0, input.new_zeros(input.shape).bool()
+    mask = input.new_empty(input.shape).bernoulli_(1 - p).bool()
+    return input * mask.to(input.dtype) * (1.0 / (1 - p)), mask
+
+
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
                   cudnn_enabled):
     """Instance normalisation with ATen's argument order (torch.instance_norm)."""
@@ -399,4 +456,5 @@ def affine_grid_generator(theta, size, align_corners):
     return F.affine_grid(theta, list(size), align_corners)
 
 
-NAMES = tuple(n for n in dir() if not n.startswith("_") and n not in ("F", "NAMES"))
+NAMES = tuple(n for n in dir() if (not n.startswith("_") or n == "_native_batch_norm_legit")
+              and n not in ("F", "NAMES"))
