@@ -73,7 +73,7 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
                  "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler",
                  "vision", "hub", "distributed", "multiprocessing", "fft", "functional", "profiler",
-                 "special", "signal")
+                 "special", "signal", "masked")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",
