@@ -89,6 +89,7 @@ CASES = {
     "cholesky": (lambda L, a: spd(L, a).cholesky(), [r(3, 3)], "LinalgCholeskyExBackward0", False),
     "linalg.qr": (lambda L, a: L.linalg.qr(a), [r(2, 4, 3)], "LinalgQrBackward0", True),
     "linalg.qr_square": (lambda L, a: L.linalg.qr(a), [r(3, 3)], "LinalgQrBackward0", False),
+    "linalg.qr_wide": (lambda L, a: L.linalg.qr(a), [r(2, 3, 5)], "LinalgQrBackward0", True),
     "qr": (lambda L, a: a.qr()[1], [r(4, 3)], "LinalgQrBackward0", False),
     "linalg.eigh": (lambda L, a: _eigh_gauge(L.linalg.eigh(sym(distinct(L, a)))), [r(2, 3, 3)],
                     "LinalgEighBackward0", True),

@@ -243,19 +243,29 @@ class LinalgQrBackward0(Node):
         if mode == "complete" and m > n:
             raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
                                "and nrows > ncols.")
-        if m < n:
-            raise RuntimeError("the derivative for 'linalg_qr' with more columns than rows is "
-                               "not implemented")
-        # A = Q R (m >= n): M = R gR^T - gQ^T Q, gA = (gQ + Q copyltu(M)) R^-T
         gQ = gQ if gQ is not None else Q.new_zeros(Q.shape)
-        M = -(gQ.mT @ Q)
-        if gR is not None:
-            M = M + R @ gR.mT
-        low = M.tril(-1)
-        M = low + low.mT + M.diagonal(dim1=-2, dim2=-1).diag_embed()
-        rhs = gQ + Q @ M
-        gA = _ld().solve_triangular(R.mT, rhs, upper=False, left=False)
-        return (gA,)
+        if m >= n:
+            return (_qr_grad(Q, R, gQ, gR),)
+        # wide: A = [X Y] with X = Q R1 (square) and Y = Q R2, so R2 = Q^T Y: Y's gradient is
+        # Q gR2, and R2's dependence on Q adds Y gR2^T to X's gQ
+        from .joining import cat
+        R1, R2 = R[..., :, :m], R[..., :, m:]
+        if gR is None:
+            return (cat([_qr_grad(Q, R1, gQ, None), Q.new_zeros(R2.shape)], -1),)
+        gR2 = gR[..., :, m:]
+        gX = _qr_grad(Q, R1, gQ + (Q @ R2) @ gR2.mT, gR[..., :, :m])
+        return (cat([gX, Q @ gR2], -1),)
+
+
+def _qr_grad(Q, R, gQ, gR):
+    """The gradient of A = Q R for m >= n (R square, n x n): M = R gR^T - gQ^T Q,
+    gA = (gQ + Q copyltu(M)) R^-T."""
+    M = -(gQ.mT @ Q)
+    if gR is not None:
+        M = M + R @ gR.mT
+    low = M.tril(-1)
+    M = low + low.mT + M.diagonal(dim1=-2, dim2=-1).diag_embed()
+    return _ld().solve_triangular(R.mT, gQ + Q @ M, upper=False, left=False)
 
 
 def record_qr(A, Q, R, mode):
