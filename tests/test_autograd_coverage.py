@@ -81,7 +81,8 @@ COUNTS = "float counts PyTorch leaves out of the graph (no grad_fn at all)"
 OPS = {
     **covered("pointwise", """
         abs __abs__=abs acos acosh asin asinh atan atanh atan2 ceil clamp clamp_min clamp_max
-        copysign cos cosh div __truediv__=div __rtruediv__=rdiv_number __div__=div __rdiv__=rdiv_number erf erfc erfinv exp exp2
+        copysign cos cosh div __truediv__=div __rtruediv__=rdiv_number __div__=div
+        __rdiv__=rdiv_number erf erfc erfinv exp exp2
         expm1 float_power floor fmax fmin fmod frac hypot lerp lgamma log log10 log1p log2 logit
         maximum minimum mul __mul__=mul __rmul__=mul_number nan_to_num neg __neg__=neg positive
         __pos__=positive pow __pow__=pow __rpow__=pow_number_base reciprocal relu remainder
