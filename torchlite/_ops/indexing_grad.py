@@ -362,26 +362,3 @@ def record_put(out, input, index, source, accumulate):
     node = new_node(PutBackward0, accumulate=accumulate, source_shape=_shape(source))
     node.save(index=index)
     record(node, (input, source), out)
-
-
-# ---- sort, topk, kthvalue: the values are picked from the input ------------------------------------
-class _PickedValuesBack(Node):
-    def backward(self, g, g_indices=None):
-        index = self.saved("indices")
-        if not self.keepdim:
-            g, index = g.unsqueeze(self.dim), index.unsqueeze(self.dim)
-        return (zeros_as(self.in_shape, g).scatter(self.dim, index, g),)
-
-
-SortBackward0 = node_type("SortBackward0", _PickedValuesBack)
-TopkBackward0 = node_type("TopkBackward0", _PickedValuesBack)
-KthvalueBackward0 = node_type("KthvalueBackward0", _PickedValuesBack)
-ModeBackward0 = node_type("ModeBackward0", _PickedValuesBack)
-
-
-def record_picked(cls, input, values, indices, dim, keepdim=True, outputs=None):
-    """values = input picked at `indices` along dim (keepdim=False: dim was squeezed away).
-    outputs: what the op returns (values alone for msort, else the pair)."""
-    node = new_node(cls, in_shape=_shape(input), dim=dim, keepdim=keepdim or input.ndim == 0)
-    node.save(indices=indices)
-    record(node, (input,), outputs if outputs is not None else (values, indices))

@@ -16,7 +16,7 @@ from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import record_not_differentiable
 from . import _register
-from . import indexing_grad as _IG
+from . import sorting_grad as _G
 from ._kit import int_arg, tensor_arg, no_out_with_grad, write_out, result
 
 _TORCH_NAMES = _ew._TORCH_NAMES
@@ -35,7 +35,7 @@ def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
     if out is None:
         v, i = _wrap(values), _wrap(indices)
         if input._requires_grad and _grad_state.enabled:
-            _IG.record_picked(node_cls, input, v, i, dim, keepdim)
+            _G.record_picked(node_cls, input, v, i, dim, keepdim)
         return rt(v, i)
     no_out_with_grad(op, input)
     return write_out(rt(values, indices), out, op)
@@ -49,7 +49,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     tensor_arg(input, "sort")
     d = _wrap_dim(dim, input.ndim)
     values, indices = _S.sort(input._data, d, builtins.bool(descending))
-    return _pair(_RT_sort, values, indices, out, "sort", input, _IG.SortBackward0, d)
+    return _pair(_RT_sort, values, indices, out, "sort", input, _G.SortBackward0, d)
 
 
 @_register("argsort")
@@ -70,7 +70,7 @@ def msort(input, *, out=None):
         return write_out(values, out, "msort")
     v = _wrap(values)
     if input._requires_grad and _grad_state.enabled:
-        _IG.record_picked(_IG.SortBackward0, input, v, _wrap(indices), 0, outputs=v)
+        _G.record_picked(_G.SortBackward0, input, v, _wrap(indices), 0, outputs=v)
     return v
 
 
@@ -82,7 +82,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     tensor_arg(input, "topk")
     d = _wrap_dim(dim, input.ndim)
     values, indices = _S.topk(input._data, int_arg(k, "k", "topk"), d, builtins.bool(largest))
-    return _pair(_RT_topk, values, indices, out, "topk", input, _IG.TopkBackward0, d)
+    return _pair(_RT_topk, values, indices, out, "topk", input, _G.TopkBackward0, d)
 
 
 @_register("kthvalue")
@@ -93,7 +93,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     values, indices = _S.kthvalue(input._data, int_arg(k, "k", "kthvalue"), d)
     if not keepdim and input.ndim > 0:
         values, indices = values.squeeze((d,)), indices.squeeze((d,))
-    return _pair(_RT_kthvalue, values, indices, out, "kthvalue", input, _IG.KthvalueBackward0, d,
+    return _pair(_RT_kthvalue, values, indices, out, "kthvalue", input, _G.KthvalueBackward0, d,
                  keepdim)
 
 
@@ -106,7 +106,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     d = _wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return _pair(_RT_mode, input.detach()._data, _A.full((), 0, D.int64.code), out, "mode", input,
-                     _IG.ModeBackward0, 0, True)
+                     _G.ModeBackward0, 0, True)
     n = input.shape[d]
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size "
@@ -127,7 +127,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     values, indices = v.gather(d, best)._data, ix.gather(d, best)._data
     if not keepdim:
         values, indices = values.squeeze((d,)), indices.squeeze((d,))
-    return _pair(_RT_mode, values, indices, out, "mode", input, _IG.ModeBackward0, d, keepdim)
+    return _pair(_RT_mode, values, indices, out, "mode", input, _G.ModeBackward0, d, keepdim)
 
 
 # ---- unique --------------------------------------------------------------------------------

@@ -1,0 +1,31 @@
+"""Backward nodes of the sorting family (sorting.py): sort, topk, kthvalue, mode and msort
+return values picked from the input along a dim, so each gradient scatters back to the picked
+positions; the nodes carry PyTorch's names."""
+from ..autograd.graph import Node, new_node, node_type, record
+from .shape_grad import zeros_as
+
+
+def _shape(t):
+    return t._data.shape
+
+
+class _PickedValuesBack(Node):
+    def backward(self, g, g_indices=None):
+        index = self.saved("indices")
+        if not self.keepdim:
+            g, index = g.unsqueeze(self.dim), index.unsqueeze(self.dim)
+        return (zeros_as(self.in_shape, g).scatter(self.dim, index, g),)
+
+
+SortBackward0 = node_type("SortBackward0", _PickedValuesBack)
+TopkBackward0 = node_type("TopkBackward0", _PickedValuesBack)
+KthvalueBackward0 = node_type("KthvalueBackward0", _PickedValuesBack)
+ModeBackward0 = node_type("ModeBackward0", _PickedValuesBack)
+
+
+def record_picked(cls, input, values, indices, dim, keepdim=True, outputs=None):
+    """values = input picked at `indices` along dim (keepdim=False: dim was squeezed away).
+    outputs: what the op returns (values alone for msort, else the pair)."""
+    node = new_node(cls, in_shape=_shape(input), dim=dim, keepdim=keepdim or input.ndim == 0)
+    node.save(indices=indices)
+    record(node, (input,), outputs if outputs is not None else (values, indices))
