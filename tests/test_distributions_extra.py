@@ -1,0 +1,120 @@
+"""Pareto, Weibull, InverseGamma, Kumaraswamy, FisherSnedecor and NegativeBinomial: log_prob,
+mean, variance and entropy against SciPy's (and the closed forms where SciPy lacks the
+distribution), samples against those moments, shapes through expand, gradients by finite
+differences, and PyTorch's where installed."""
+import numpy as np
+import pytest
+
+import torchlite as tl
+
+from helpers import torch_or_skip
+
+st = pytest.importorskip("scipy.stats")
+D = tl.distributions
+F64 = tl.float64
+
+
+def _t(v):
+    return tl.tensor(v, dtype=F64)
+
+
+# (ours, scipy's frozen distribution, points)
+CASES = {
+    "Pareto": (lambda: D.Pareto(_t([1.2, 0.5]), _t([2.5, 4.5])),
+               lambda: st.pareto([2.5, 4.5], scale=[1.2, 0.5]), [[1.5, 0.7], [3.0, 2.0]]),
+    "Weibull": (lambda: D.Weibull(_t([1.3, 2.0]), _t([1.7, 0.8])),
+                lambda: st.weibull_min([1.7, 0.8], scale=[1.3, 2.0]), [[0.4, 2.5], [1.9, 0.1]]),
+    "InverseGamma": (lambda: D.InverseGamma(_t([3.0, 5.5]), _t([2.0, 1.0])),
+                     lambda: st.invgamma([3.0, 5.5], scale=[2.0, 1.0]), [[0.5, 0.3], [2.0, 0.1]]),
+    "FisherSnedecor": (lambda: D.FisherSnedecor(_t([5.0, 12.0]), _t([9.0, 30.0])),
+                       lambda: st.f([5.0, 12.0], [9.0, 30.0]), [[0.5, 1.2], [2.0, 0.9]]),
+    "NegativeBinomial": (lambda: D.NegativeBinomial(_t([4.0, 1.5]), probs=_t([0.3, 0.8])),
+                         lambda: st.nbinom([4.0, 1.5], [0.7, 0.2]), [[0.0, 3.0], [7.0, 12.0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_against_scipy(name):
+    ours, theirs, points = CASES[name]
+    d, ref = ours(), theirs()
+    x = np.array(points)
+    logp = ref.logpmf(x) if name == "NegativeBinomial" else ref.logpdf(x)
+    np.testing.assert_allclose(d.log_prob(_t(x)).numpy(), logp, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(d.mean.numpy(), ref.mean(), rtol=1e-12)
+    np.testing.assert_allclose(d.variance.numpy(), ref.var(), rtol=1e-11)
+    if name not in ("FisherSnedecor", "NegativeBinomial"):     # PyTorch has no entropy there
+        np.testing.assert_allclose(d.entropy().numpy(), ref.entropy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(CASES) + ["Kumaraswamy"])
+def test_samples_match_the_moments(name):
+    tl.manual_seed(0)
+    d = CASES[name][0]() if name in CASES else D.Kumaraswamy(_t([2.0, 0.7]), _t([3.0, 1.5]))
+    s = d.sample((200_000,))
+    assert tuple(s.shape) == (200_000, 2)
+    se = (d.variance / 200_000).sqrt().numpy()
+    assert np.all(np.abs(s.mean(0).numpy() - d.mean.numpy()) < 6 * se), name
+    assert bool(d.support.check(s).all())
+    e = d.expand((3, 2))
+    assert tuple(e.sample().shape) == (3, 2) and tuple(e.mean.shape) == (3, 2)
+
+
+def test_kumaraswamy_closed_forms():
+    a, b = 2.0, 3.0
+    d = D.Kumaraswamy(_t(a), _t(b))
+    x = np.array([0.1, 0.5, 0.9])
+    np.testing.assert_allclose(d.log_prob(_t(x)).numpy(),
+                               np.log(a * b * x ** (a - 1) * (1 - x ** a) ** (b - 1)), rtol=1e-12)
+    # E[X^n] = b B(1 + n/a, b)
+    from scipy.special import beta as B
+    mean = b * B(1 + 1 / a, b)
+    np.testing.assert_allclose(d.mean.item(), mean, rtol=1e-12)
+    np.testing.assert_allclose(d.variance.item(), b * B(1 + 2 / a, b) - mean ** 2, rtol=1e-11)
+    grid = np.linspace(1e-6, 1 - 1e-6, 200001)
+    dens = a * b * grid ** (a - 1) * (1 - grid ** a) ** (b - 1)
+    h = -np.trapezoid(dens * np.log(dens), grid)
+    np.testing.assert_allclose(d.entropy().item(), h, rtol=1e-5)
+    np.testing.assert_allclose(d.mode.item(), ((a - 1) / (a * b - 1)) ** (1 / a), rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: D.Pareto(p, p + 1.5),
+    lambda p: D.Weibull(p, p + 0.5),
+    lambda p: D.InverseGamma(p + 1.0, p),
+    lambda p: D.Kumaraswamy(p + 0.5, p + 1.0),
+    lambda p: D.FisherSnedecor(p + 3.0, p + 5.0),
+])
+def test_log_prob_gradcheck_and_rsample_gradients(make):
+    p = tl.tensor([0.7, 1.3], dtype=F64, requires_grad=True)
+    d = make(p.detach())
+    x = d.sample((3,)).clamp(max=0.95 if isinstance(d, D.Kumaraswamy) else 1e9)
+    assert tl.autograd.gradcheck(lambda p: make(p).log_prob(x), (p,))
+    if make(p).has_rsample:
+        tl.manual_seed(1)
+        make(p).rsample((5,)).sum().backward()
+        assert p.grad is not None and np.all(np.isfinite(p.grad.numpy()))
+
+
+def test_negative_binomial_logits_and_zero_count():
+    d = D.NegativeBinomial(_t([0.0, 2.0]), logits=_t([0.3, -1.0]))
+    lp = d.log_prob(_t([0.0, 1.0])).numpy()
+    assert lp[0] == 0.0                                   # nothing to count: certain
+    np.testing.assert_allclose(lp[1], st.nbinom(2.0, 1 - 1 / (1 + np.exp(1.0))).logpmf(1),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="Either `probs` or `logits`"):
+        D.NegativeBinomial(2.0)
+
+
+def test_matches_torch():
+    torch = torch_or_skip()
+    x = torch.tensor([[1.5, 2.5], [3.0, 1.1]], dtype=torch.float64)
+    pairs = [(D.Pareto(_t([1.0, 0.5]), _t([2.0, 3.0])),
+              torch.distributions.Pareto(torch.tensor([1.0, 0.5]).double(), torch.tensor([2.0, 3.0]).double())),
+             (D.Weibull(_t([1.0, 0.5]), _t([2.0, 3.0])),
+              torch.distributions.Weibull(torch.tensor([1.0, 0.5]).double(), torch.tensor([2.0, 3.0]).double())),
+             (D.FisherSnedecor(_t([4.0, 6.0]), _t([7.0, 9.0])),
+              torch.distributions.FisherSnedecor(torch.tensor([4.0, 6.0]).double(), torch.tensor([7.0, 9.0]).double()))]
+    for ours, theirs in pairs:
+        np.testing.assert_allclose(ours.log_prob(_t(x.numpy())).numpy(), theirs.log_prob(x).numpy(),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(ours.mean.numpy(), theirs.mean.numpy(), rtol=1e-12)

@@ -1,0 +1,91 @@
+"""NegativeBinomial(total_count, probs or logits) (torch.distributions.NegativeBinomial): the
+number of successes (each with probability probs) before total_count failures; sampled as a
+Poisson with a Gamma(total_count, e^-logits)-distributed rate, as PyTorch does."""
+import torchlite as tl
+
+from . import constraints
+from .distribution import Distribution
+from .gamma import Gamma
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+
+__all__ = ["NegativeBinomial"]
+
+
+class NegativeBinomial(Distribution):
+    arg_constraints = {"total_count": constraints.greater_than_eq(0),
+                       "probs": constraints.half_open_interval(0.0, 1.0),
+                       "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            self.total_count, self.probs = broadcast_all(total_count, probs)
+            self.total_count = self.total_count.type_as(self.probs)
+        else:
+            self.total_count, self.logits = broadcast_all(total_count, logits)
+            self.total_count = self.total_count.type_as(self.logits)
+        self._param = self.probs if probs is not None else self.logits
+        super().__init__(self._param.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(NegativeBinomial, _instance)
+        batch_shape = tl.Size(batch_shape)
+        new.total_count = self.total_count.expand(batch_shape)
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(batch_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(batch_shape)
+            new._param = new.logits
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _new(self, *args, **kwargs):
+        return self._param.new(*args, **kwargs)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.shape
+
+    @property
+    def mean(self):
+        return self.total_count * self.logits.exp()
+
+    @property
+    def mode(self):
+        return ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0)
+
+    @property
+    def variance(self):
+        return self.mean / tl.sigmoid(-self.logits)
+
+    @lazy_property
+    def _gamma(self):
+        # not validated: total_count may be 0
+        return Gamma(self.total_count, (-self.logits).exp(), validate_args=False)
+
+    def sample(self, sample_shape=()):
+        with tl.no_grad():
+            return tl.poisson(self._gamma.sample(sample_shape))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        from ..nn.functional import logsigmoid
+        r, logits = self.total_count, self.logits
+        unnormalised = r * logsigmoid(-logits) + value * logsigmoid(logits)
+        normaliser = -(r + value).lgamma() + (1.0 + value).lgamma() + r.lgamma()
+        # a count of 0 successes with total_count 0 has probability 1 (lgamma(0) is inf there)
+        normaliser = tl.where(r + value == 0.0, 0.0, normaliser)
+        return unnormalised - normaliser
