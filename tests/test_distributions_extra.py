@@ -118,3 +118,54 @@ def test_matches_torch():
         np.testing.assert_allclose(ours.log_prob(_t(x.numpy())).numpy(), theirs.log_prob(x).numpy(),
                                    rtol=1e-12)
         np.testing.assert_allclose(ours.mean.numpy(), theirs.mean.numpy(), rtol=1e-12)
+
+
+def test_von_mises():
+    d = D.VonMises(_t([0.5, -1.0]), _t([2.0, 0.3]))
+    x = np.array([[0.1, 2.0], [-3.0, 0.4]])
+    np.testing.assert_allclose(d.log_prob(_t(x)).numpy(),
+                               st.vonmises([2.0, 0.3], loc=[0.5, -1.0]).logpdf(x), rtol=1e-12)
+    tl.manual_seed(0)
+    s = d.sample((200_000,)).numpy()
+    assert s.min() >= -np.pi and s.max() < np.pi
+    z = np.exp(1j * s).mean(0)                      # circular mean and variance of the draws
+    np.testing.assert_allclose(np.angle(z), [0.5, -1.0], atol=0.02)
+    np.testing.assert_allclose(1 - np.abs(z), d.variance.numpy(), atol=0.01)
+    from scipy.special import i0, i1
+    np.testing.assert_allclose(d.variance.numpy(), 1 - i1([2.0, 0.3]) / i0([2.0, 0.3]), rtol=1e-12)
+    assert tuple(d.expand((3, 2)).sample().shape) == (3, 2)
+    tiny = D.VonMises(_t(0.0), _t(1e-7)).sample((1000,))        # near-uniform: no hang
+    assert tiny.abs().max().item() < np.pi + 1e-12
+
+
+def test_generalized_pareto():
+    g = D.GeneralizedPareto(_t([0.0, 1.0, 0.5]), _t([1.0, 2.0, 1.5]), _t([0.3, -0.2, 0.0]))
+    ref = st.genpareto([0.3, -0.2, 0.0], loc=[0.0, 1.0, 0.5], scale=[1.0, 2.0, 1.5])
+    x = np.array([[0.5, 1.5, 0.7], [2.0, 3.0, 4.0]])
+    np.testing.assert_allclose(g.log_prob(_t(x)).numpy(), ref.logpdf(x), rtol=1e-12)
+    np.testing.assert_allclose(g.cdf(_t(x)).numpy(), ref.cdf(x), rtol=1e-12)
+    np.testing.assert_allclose(g.icdf(_t([0.1, 0.5, 0.9])).numpy(), ref.ppf([0.1, 0.5, 0.9]),
+                               rtol=1e-12)
+    np.testing.assert_allclose(g.mean.numpy(), ref.mean(), rtol=1e-12)
+    np.testing.assert_allclose(g.variance.numpy(), ref.var(), rtol=1e-12)
+    np.testing.assert_allclose(g.entropy().numpy(), ref.entropy(), rtol=1e-12)
+    p = tl.tensor([1.0, 2.0, 1.5], dtype=F64, requires_grad=True)
+    tl.manual_seed(2)
+    D.GeneralizedPareto(_t([0.0, 1.0, 0.5]), p, _t([0.3, -0.2, 0.0])).rsample((4,)).sum().backward()
+    assert np.all(np.isfinite(p.grad.numpy()))
+    assert bool(g.support.check(g.sample((1000,))).all())
+
+
+def test_logistic_normal():
+    ln = D.LogisticNormal(_t([0.1, -0.3]), _t([0.5, 1.0]))
+    v = ln.sample((5,))
+    assert tuple(v.shape) == (5, 3)
+    np.testing.assert_allclose(v.sum(-1).numpy(), 1.0, rtol=1e-12)
+    # its density over the first two coordinates integrates to 1 over the simplex
+    h = 1 / 600
+    g1, g2 = np.meshgrid(np.arange(h / 2, 1, h), np.arange(h / 2, 1, h), indexing="ij")
+    inside = g1 + g2 < 1 - h / 2
+    pts = np.stack([g1[inside], g2[inside], 1 - g1[inside] - g2[inside]], -1)
+    total = ln.log_prob(_t(pts)).exp().sum().item() * h * h
+    np.testing.assert_allclose(total, 1.0, atol=2e-3)
+    assert ln.loc.tolist() == [0.1, -0.3]

@@ -34,6 +34,7 @@ from .dirichlet import Dirichlet
 from .fishersnedecor import FisherSnedecor
 from .distribution import Distribution
 from .gamma import Chi2, Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .folded import HalfCauchy, HalfNormal
@@ -42,6 +43,7 @@ from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
@@ -57,6 +59,7 @@ from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F401,F403
 from .uniform import Uniform
+from .von_mises import VonMises
 from .weibull import Weibull
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
@@ -66,5 +69,5 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Di
            "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
            "Uniform", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "NegativeBinomial",
-           "Pareto", "Weibull", "biject_to", "constraints", "kl_divergence", "register_kl", "transform_to",
-           "transforms"] + transforms.__all__
+           "Pareto", "Weibull", "GeneralizedPareto", "LogisticNormal", "VonMises", "biject_to",
+           "constraints", "kl_divergence", "register_kl", "transform_to", "transforms"] + transforms.__all__
