@@ -169,3 +169,41 @@ def test_logistic_normal():
     total = ln.log_prob(_t(pts)).exp().sum().item() * h * h
     np.testing.assert_allclose(total, 1.0, atol=2e-3)
     assert ln.loc.tolist() == [0.1, -0.3]
+
+
+@pytest.mark.parametrize("lam", [0.05, 0.3, 0.4995, 0.5, 0.72, 0.97])
+def test_continuous_bernoulli_against_numerical_integrals(lam):
+    d = D.ContinuousBernoulli(_t([lam]))
+    x = np.linspace(0, 1, 200001)
+    dens = np.exp(d.log_prob(_t(x[:, None])).numpy()[:, 0])
+    integral = np.trapezoid                         # numpy >= 2
+    np.testing.assert_allclose(integral(dens, x), 1.0, rtol=1e-9)
+    mean = integral(x * dens, x)
+    np.testing.assert_allclose(d.mean.item(), mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(d.variance.item(), integral((x - mean) ** 2 * dens, x), rtol=1e-6)
+    np.testing.assert_allclose(d.entropy().item(), -integral(dens * np.log(dens), x), atol=1e-8)
+    # the Bregman form of the exponential-family base gives the same entropy
+    np.testing.assert_allclose(D.ExponentialFamily.entropy(d).item(), d.entropy().item(),
+                               atol=1e-10)
+    u = np.array([0.1, 0.5, 0.9])
+    q = d.icdf(_t(u[:, None])).numpy()[:, 0]
+    np.testing.assert_allclose(d.cdf(_t(q[:, None])).numpy()[:, 0], u, rtol=1e-9)
+
+
+def test_continuous_bernoulli_kl_sampling_and_logits():
+    p = D.ContinuousBernoulli(_t([0.3]))
+    q = D.ContinuousBernoulli(logits=_t([1.2]))
+    x = np.linspace(0, 1, 200001)
+    lp = p.log_prob(_t(x[:, None])).numpy()[:, 0]
+    lq = q.log_prob(_t(x[:, None])).numpy()[:, 0]
+    np.testing.assert_allclose(D.kl_divergence(p, q).item(),
+                               np.trapezoid(np.exp(lp) * (lp - lq), x), rtol=1e-7)
+    tl.manual_seed(3)
+    s = p.rsample((200_000,))
+    assert bool(((s >= 0) & (s <= 1)).all())
+    np.testing.assert_allclose(s.mean().item(), p.mean.item(), atol=4e-3)
+    with pytest.raises(NotImplementedError, match="different exponential families"):
+        from torchlite.distributions.kl import _kl_expfamily_expfamily
+        _kl_expfamily_expfamily(p, D.Beta(_t([1.0]), _t([1.0])))
+    with pytest.raises(ValueError, match="Either `probs` or `logits`"):
+        D.ContinuousBernoulli()

@@ -30,9 +30,11 @@ from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .fishersnedecor import FisherSnedecor
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import Chi2, Gamma
 from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
@@ -69,5 +71,6 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Di
            "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
            "Uniform", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "NegativeBinomial",
-           "Pareto", "Weibull", "GeneralizedPareto", "LogisticNormal", "VonMises", "biject_to",
+           "Pareto", "Weibull", "GeneralizedPareto", "LogisticNormal", "VonMises",
+           "ContinuousBernoulli", "ExponentialFamily", "biject_to",
            "constraints", "kl_divergence", "register_kl", "transform_to", "transforms"] + transforms.__all__

@@ -15,6 +15,7 @@ from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .dirichlet import Dirichlet
+from .exp_family import ExponentialFamily
 from .distribution import Distribution
 from .gamma import Gamma
 from .geometric import Geometric
@@ -575,3 +576,20 @@ def _kl_uniform_normal(p, q):
     t2 = common_term.pow(2) / 12
     t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
     return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """Between two members of one exponential family: the Bregman divergence of the
+    log-normaliser A, A(theta_q) - A(theta_p) - <theta_q - theta_p, grad A(theta_p)>."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    theta_p = [t.detach().requires_grad_() for t in p._natural_params]
+    theta_q = q._natural_params
+    a_p = p._log_normalizer(*theta_p)
+    grads = tl.autograd.grad(a_p.sum(), theta_p, create_graph=True)
+    result = q._log_normalizer(*theta_q) - a_p
+    for tp, tq, g in zip(theta_p, theta_q, grads):
+        result = result - _sum_rightmost((tq - tp) * g, len(q.event_shape))
+    return result
