@@ -207,3 +207,36 @@ def test_continuous_bernoulli_kl_sampling_and_logits():
         _kl_expfamily_expfamily(p, D.Beta(_t([1.0]), _t([1.0])))
     with pytest.raises(ValueError, match="Either `probs` or `logits`"):
         D.ContinuousBernoulli()
+
+
+@pytest.mark.parametrize("eta", [0.5, 1.0, 3.0])
+def test_lkj_cholesky_dim2_against_the_correlation_density(eta):
+    d = D.LKJCholesky(2, _t(eta))
+    # for dim 2, L = [[1, 0], [r, sqrt(1 - r^2)]] and the density over r is (1 - r^2)^(eta - 1)
+    # / (2^(2 eta - 1) B(eta, eta)); integrate in r = sin(t) to tame the ends when eta < 1
+    t = np.linspace(-np.pi / 2, np.pi / 2, 200001)[1:-1]
+    r = np.sin(t)
+    L = np.zeros((r.size, 2, 2))
+    L[:, 0, 0], L[:, 1, 0], L[:, 1, 1] = 1.0, r, np.sqrt(1 - r ** 2)
+    dens = np.exp(d.log_prob(_t(L)).numpy())
+    np.testing.assert_allclose(np.trapezoid(dens * np.cos(t), t), 1.0, rtol=1e-4)
+    tl.manual_seed(0)
+    s = d.sample((200_000,))
+    np.testing.assert_allclose(s[:, 1, 0].numpy().var(), 1 / (2 * eta + 1), rtol=0.02)
+
+
+def test_lkj_cholesky_samples_are_correlation_factors():
+    d = D.LKJCholesky(4, _t([0.7, 2.0]))
+    tl.manual_seed(1)
+    s = d.sample((50,))
+    assert tuple(s.shape) == (50, 2, 4, 4)
+    assert bool(D.constraints.corr_cholesky.check(s).all())
+    C = (s @ s.mT).numpy()
+    np.testing.assert_allclose(np.diagonal(C, axis1=-2, axis2=-1), 1.0, rtol=1e-12)
+    assert tuple(d.log_prob(s).shape) == (50, 2) and tuple(d.expand((3, 2)).sample().shape) == (3, 2, 4, 4)
+    with pytest.raises(ValueError, match="dim to be an integer greater than or equal to 2"):
+        D.LKJCholesky(1)
+    torch = pytest.importorskip("torch")
+    t = torch.distributions.LKJCholesky(4, torch.tensor([0.7, 2.0], dtype=torch.float64))
+    np.testing.assert_allclose(d.log_prob(s).numpy(), t.log_prob(torch.tensor(s.numpy())).numpy(),
+                               rtol=1e-12)

@@ -44,6 +44,7 @@ from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -72,5 +73,5 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Di
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
            "Uniform", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "NegativeBinomial",
            "Pareto", "Weibull", "GeneralizedPareto", "LogisticNormal", "VonMises",
-           "ContinuousBernoulli", "ExponentialFamily", "biject_to",
+           "ContinuousBernoulli", "ExponentialFamily", "LKJCholesky", "biject_to",
            "constraints", "kl_divergence", "register_kl", "transform_to", "transforms"] + transforms.__all__
