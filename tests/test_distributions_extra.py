@@ -240,3 +240,40 @@ def test_lkj_cholesky_samples_are_correlation_factors():
     t = torch.distributions.LKJCholesky(4, torch.tensor([0.7, 2.0], dtype=torch.float64))
     np.testing.assert_allclose(d.log_prob(s).numpy(), t.log_prob(torch.tensor(s.numpy())).numpy(),
                                rtol=1e-12)
+
+
+S3 = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 1.5]])
+
+
+@pytest.mark.parametrize("form", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_wishart_against_scipy(form):
+    matrix = {"covariance_matrix": S3, "precision_matrix": np.linalg.inv(S3),
+              "scale_tril": np.linalg.cholesky(S3)}[form]
+    d = D.Wishart(_t(5.5), **{form: _t(matrix)})
+    ref = st.wishart(df=5.5, scale=S3)
+    tl.manual_seed(0)
+    X = d.rsample((4,))
+    np.testing.assert_allclose(d.log_prob(X).numpy(), ref.logpdf(np.moveaxis(X.numpy(), 0, -1)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(d.mean.numpy(), ref.mean(), rtol=1e-12)
+    np.testing.assert_allclose(d.variance.numpy(), ref.var(), rtol=1e-12)
+    np.testing.assert_allclose(d.entropy().item(), ref.entropy(), rtol=1e-11)
+    np.testing.assert_allclose(d.mode.numpy(), (5.5 - 4) * S3, rtol=1e-12)
+
+
+def test_wishart_samples_batches_and_gradients():
+    d = D.Wishart(_t(5.5), covariance_matrix=_t(S3))
+    tl.manual_seed(1)
+    s = d.sample((100_000,)).numpy()
+    np.testing.assert_allclose(s.mean(0), 5.5 * S3, atol=0.05)
+    assert np.all(np.linalg.eigvalsh(s[:100]) > 0)
+    b = D.Wishart(_t([4.0, 6.0]), scale_tril=_t(np.linalg.cholesky(S3)))
+    assert tuple(b.sample((2,)).shape) == (2, 2, 3, 3) and tuple(b.expand((5, 2)).mean.shape) == (5, 2, 3, 3)
+    df = tl.tensor(5.0, dtype=F64, requires_grad=True)
+    D.Wishart(df, covariance_matrix=_t(S3)).rsample((3,)).sum().backward()
+    assert np.isfinite(df.grad.item())
+    X = d.sample((2,))
+    L = tl.tensor(np.linalg.cholesky(S3), requires_grad=True)
+    assert tl.autograd.gradcheck(lambda L: D.Wishart(_t(5.5), scale_tril=L.tril()).log_prob(X), (L,))
+    with pytest.raises(ValueError, match="Exactly one of"):
+        D.Wishart(_t(5.0))

@@ -63,6 +63,7 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F401,F403
 from .uniform import Uniform
 from .von_mises import VonMises
+from .wishart import Wishart
 from .weibull import Weibull
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
@@ -73,5 +74,6 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Di
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
            "Uniform", "FisherSnedecor", "InverseGamma", "Kumaraswamy", "NegativeBinomial",
            "Pareto", "Weibull", "GeneralizedPareto", "LogisticNormal", "VonMises",
-           "ContinuousBernoulli", "ExponentialFamily", "LKJCholesky", "biject_to",
+           "ContinuousBernoulli", "ExponentialFamily", "LKJCholesky", "Wishart",
+           "biject_to",
            "constraints", "kl_divergence", "register_kl", "transform_to", "transforms"] + transforms.__all__
