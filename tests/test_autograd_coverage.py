@@ -23,7 +23,7 @@ import torchlite as tl
 import test_autograd_indexing as _indexing
 import test_autograd_linalg as _linalg
 import test_autograd_linalg_decomp as _linalg_decomp
-import test_autograd_pointwise as _pointwise
+import test_autograd_elementwise as _elementwise
 import test_autograd_reduction as _reduction
 import test_autograd_shape as _shape
 
@@ -35,8 +35,8 @@ Gap = namedtuple("Gap", "note")
 def _case_names():
     """family -> names of the cases (and in-place cases) in that family's table."""
     return {
-        "pointwise": set(_pointwise.CASES) | {v[0] for v in _pointwise.CASES.values()}
-        | set(_pointwise.INPLACE),
+        "elementwise": set(_elementwise.CASES) | {v[0] for v in _elementwise.CASES.values()}
+        | set(_elementwise.INPLACE),
         "reduction": set(_reduction.CASES),
         "linalg": set(_linalg.CASES) | {n for n, *_ in _linalg.INPLACE},
         "linalg_decomp": set(_linalg_decomp.CASES),
@@ -79,7 +79,7 @@ COUNTS = "float counts PyTorch leaves out of the graph (no grad_fn at all)"
 
 # ---- THE table ------------------------------------------------------------------------------
 OPS = {
-    **covered("pointwise", """
+    **covered("elementwise", """
         abs __abs__=abs acos acosh asin asinh atan atanh atan2 ceil clamp clamp_min clamp_max
         copysign cos cosh div __truediv__=div __rtruediv__=rdiv_number __div__=div
         __rdiv__=rdiv_number erf erfc erfinv exp exp2
@@ -147,7 +147,7 @@ OPS = {
           "linalg.eig linalg.eigvals"),
     **gap("tested outside the tables (test_weight_norm: against torch)",
           "norm_except_dim _weight_norm"),
-    **covered("pointwise", "angle sgn conj conj_physical resolve_conj resolve_neg"),
+    **covered("elementwise", "angle sgn conj conj_physical resolve_conj resolve_neg"),
     **no_grad(INPLACE, "sgn_ conj_physical_"),
     **no_grad(BOOL_OUT, "isreal"),
     **no_grad(QUERY, "is_conj is_neg"),
@@ -169,7 +169,7 @@ OPS = {
     **gap("tested outside the tables (test_reduction: gradcheck)", "gradient"),
     **gap("compositions of qr and svd (differentiable through them; test_lowrank)", "svd_lowrank pca_lowrank"),
     **no_grad(NO_DERIVATIVE, "histogramdd"),
-    **covered("pointwise", "nextafter"),
+    **covered("elementwise", "nextafter"),
     **no_grad(INPLACE, "nextafter_"),
     **gap("tested outside the tables (test_special: gradcheck and gradgradcheck)",
           "i0 igamma igammac mvlgamma polygamma"),

@@ -19,7 +19,7 @@ YN = np.array([[1.5, 0.2, -0.3], [-0.8, 0.9, 0.6]])
 OPS = [
     ("exp", lambda L, x, y: x.exp()),                   # saves its result
     ("sin", lambda L, x, y: x.sin()),                   # saves its input
-    ("mul", lambda L, x, y: x * y),                     # both inputs (built inline: pointwise_grad)
+    ("mul", lambda L, x, y: x * y),                     # both inputs (built inline: elementwise_grad)
     ("div", lambda L, x, y: x / y),
     ("tanh", lambda L, x, y: x.tanh()),
     ("mm", lambda L, x, y: x @ y.t()),

@@ -1,5 +1,5 @@
 """Gradients through views made while nothing was recording (torchlite/_tensor.py _wrap_view,
-pointwise_grad.rebase_inplace).
+elementwise_grad.rebase_inplace).
 
 Every view knows its base, recorded or not, so an in-place write through a view of a tensor
 that requires no grad gives the base a CopySlices history, as in PyTorch.  CASES lists the

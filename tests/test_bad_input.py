@@ -73,7 +73,7 @@ def _strategies():
 
 def _calls(tl):
     """name -> function of (t, u, a, b, c): t, u random tensors, a, b, c junk."""
-    from torchlite._ops import pointwise as P
+    from torchlite._ops import elementwise as P
     calls = {
         # creation
         "zeros": lambda t, u, a, b, c: tl.zeros(a),

@@ -1,4 +1,4 @@
-"""Elementwise ops (torchlite/_ops/pointwise.py over _core/elementwise.pyx): values against
+"""Elementwise ops (torchlite/_ops/elementwise.py over _core/elementwise.pyx): values against
 NumPy in float64, result dtypes against PyTorch, Python scalars, in-place and out=, layouts,
 threads and every SIMD level."""
 import math
@@ -9,7 +9,7 @@ import pytest
 
 import torchlite as tl
 from torchlite._core import elementwise as _ew
-from torchlite._ops import pointwise as P
+from torchlite._ops import elementwise as P
 
 from helpers import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, NP_DTYPE, RTOL, assert_values,
                      available_isa_levels, check_op, default_dtype, isa_level, rounded_to,

@@ -173,7 +173,7 @@ def test_the_known_crossings_are_still_there():
     ("torchlite._tensor", "torchlite._ops.creation", "Tensor -> Ops"),
     ("torchlite._core.array", "torchlite._tensor", "Kernels -> Tensor"),
     ("torchlite.nn.modules.linear", "torchlite._dispatch", "NN -> Dispatch"),
-    ("torchlite._ops.pointwise", "torchlite.cuda._ops", "Ops -> CudaBackend"),
+    ("torchlite._ops.elementwise", "torchlite.cuda._ops", "Ops -> CudaBackend"),
 ])
 def test_the_rules_would_catch_a_crossing(importer, imported, expected):
     a, b = expected.split(" -> ")

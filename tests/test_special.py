@@ -178,7 +178,7 @@ def test_special_values_match_pytorch():
         xs = [x for x, _ in cases]
         mine = getattr(S, name)(tl.tensor(xs, dtype=tl.float64)).tolist()
         theirs = getattr(torch.special, name)(torch.tensor(xs, dtype=torch.float64)).tolist()
-        rtol = 1e-9 if name == "digamma" else 1e-12    # pointwise.py's digamma: 1e-12 at 1
+        rtol = 1e-9 if name == "digamma" else 1e-12    # elementwise.py's digamma: 1e-12 at 1
         for x, a, b in zip(xs, mine, theirs):
             assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=rtol), \
                 (name, x, a, b)
@@ -217,7 +217,7 @@ def test_hard_points_against_mpmath():
         got = S.ndtri(T([p])).item()
         w = mp.findroot(lambda x: mp.log(mp.erfc(-x / mp.sqrt(2)) / 2) - mp.log(p), got)
         assert got == pytest.approx(float(w), rel=4e-16)
-    # digamma (pointwise.py's composite formula, 1e-12 or so) next to a root on the negative
+    # digamma (elementwise.py's composite formula, 1e-12 or so) next to a root on the negative
     # axis: the error is relative to the terms' size
     for x in [-86.8049784293153, -2.5, -0.5]:
         assert S.digamma(T([x])).item() == pytest.approx(float(mp.digamma(x)), abs=1e-12)

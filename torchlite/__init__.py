@@ -19,13 +19,13 @@ from ._layout import (layout, strided, sparse_coo, sparse_csr, sparse_csc, spars
 from ._size import Size
 from ._tensor import Tensor
 from ._tensor_str import set_printoptions
-from ._ops import creation as _creation, pointwise as _pointwise, views as _views
+from ._ops import creation as _creation, elementwise as _elementwise, views as _views
 from ._ops import conversion as _conversion, indexing as _indexing
 from ._ops.creation import (tensor, as_tensor, asarray, from_numpy, zeros, ones, empty, full,
                             zeros_like, ones_like, empty_like, full_like, arange, linspace,
                             logspace, eye)
-from ._ops.pointwise import *  # noqa: F401,F403  (the elementwise ops, listed in its tables)
-from ._ops.pointwise import (add, sub, subtract, rsub, div, divide, true_divide, pow,
+from ._ops.elementwise import *  # noqa: F401,F403  (the elementwise ops, listed in its tables)
+from ._ops.elementwise import (add, sub, subtract, rsub, div, divide, true_divide, pow,
                              float_power, where, clamp, clip, clamp_min, clamp_max, nan_to_num,
                              logit, round, positive, isclose, allclose, equal, lerp, addcmul,
                              addcdiv, neg, negative)

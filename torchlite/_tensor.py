@@ -472,7 +472,7 @@ def _wrap(arr, requires_grad=False):
 def _wrap_view(arr, src):
     """A Tensor around arr, a view of src's memory: like _wrap, but it remembers its base
     (src, or src's own base), as every PyTorch view does, recorded or not, so an in-place
-    write through it can give the base a history (pointwise_grad.rebase_inplace)."""
+    write through it can give the base a history (elementwise_grad.rebase_inplace)."""
     t = object.__new__(Tensor)
     t._data = arr
     t._requires_grad = False

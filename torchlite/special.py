@@ -18,9 +18,9 @@ from ._ops.special import (  # noqa: F401
     shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
     shifted_chebyshev_polynomial_w, spherical_bessel_j0, xlog1py, zeta)
 from ._ops.special import mvlgamma as _mvlgamma
-from ._ops.pointwise import (erf, erfc, erfinv, exp2, expm1, log1p, logit, sinc,  # noqa: F401
+from ._ops.elementwise import (erf, erfc, erfinv, exp2, expm1, log1p, logit, sinc,  # noqa: F401
                              xlogy, round)
-from ._ops.pointwise import lgamma as gammaln, sigmoid as expit  # noqa: F401
+from ._ops.elementwise import lgamma as gammaln, sigmoid as expit  # noqa: F401
 from ._ops.reduction import logsumexp  # noqa: F401
 from ._ops.reduction import softmax as _softmax, log_softmax as _log_softmax
 

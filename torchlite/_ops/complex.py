@@ -4,7 +4,7 @@ view_as_complex, real, imag), building complex tensors (complex, polar) and isre
 A complex64/complex128 element is a (real, imag) pair of float32/float64 in memory, so every
 view here is a reinterpretation of the same bytes (array.reinterpret), as in PyTorch; writes
 through real/imag/view_as_real reach the complex tensor.  The elementwise math (conj, angle,
-sgn, abs, exp, ...) is in pointwise.py, on the complex loops of the array layer; backward
+sgn, abs, exp, ...) is in elementwise.py, on the complex loops of the array layer; backward
 formulas of these views are in complex_grad.py."""
 from .. import _dtype as D
 from .._dispatch import array as _A

@@ -23,7 +23,7 @@ from ..autograd.graph import inplace_records
 from . import _register
 from . import indexing_grad as _IG
 from . import shape_grad as _SG
-from .pointwise import where as _where
+from .elementwise import where as _where
 from ._kit import C_NAMES, needs_grad, no_out_with_grad as _no_out_with_grad, result, tensor_arg
 from ._kit import write_out
 from .._autocast_state import entry as _autocast, run as _autocast_run

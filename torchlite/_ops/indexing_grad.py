@@ -201,7 +201,7 @@ class ScatterReduceBackward0(Node):
         # a src element that is the only zero of its target: the product of the others
         others = x.scatter_reduce(d, index, src.masked_fill(single_zero, 1), "prod",
                                   include_self=self.include_self)
-        from .pointwise import where
+        from .elementwise import where
         gs = where(single_zero, (g * others).gather(d, index),
                    (g * result).gather(d, index) / src.masked_fill(src_zero, 1))
         return gx, gs

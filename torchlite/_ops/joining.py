@@ -745,7 +745,7 @@ def _diff_operand(t, input, d, what):
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim (input[i + 1] - input[i], logical xor for bool),
     after concatenating prepend and append along dim."""
-    from .pointwise import logical_xor, sub
+    from .elementwise import logical_xor, sub
     tensor_arg(input, "diff", "input")
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")

@@ -150,8 +150,8 @@ _OPNAME = {2: "addmm_impl_cpu_", 3: "baddbmm"}     # as PyTorch names them for b
 
 
 def _rebase(self, out_of_place):
-    """An in-place product on a tensor in a graph (see pointwise_grad.rebase_inplace)."""
-    from .pointwise_grad import check_inplace, rebase_inplace
+    """An in-place product on a tensor in a graph (see elementwise_grad.rebase_inplace)."""
+    from .elementwise_grad import check_inplace, rebase_inplace
     check_inplace(self, "")
     return rebase_inplace(self, out_of_place)
 

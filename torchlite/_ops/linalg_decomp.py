@@ -104,7 +104,7 @@ def _broadcast_shapes(a, b):
 
 
 def _where(c, x, y):
-    from .pointwise import where
+    from .elementwise import where
     return where(c, x, y)
 
 
@@ -632,7 +632,7 @@ def _tolerance(S, A, atol, rtol, op):
     rt = rtol.unsqueeze(-1) if isinstance(rtol, Tensor) else rtol
     at = atol.unsqueeze(-1) if isinstance(atol, Tensor) else atol
     thr = smax * rt
-    from .pointwise import maximum
+    from .elementwise import maximum
     if isinstance(at, Tensor):
         return maximum(thr, at.to(thr.dtype))
     return thr.clamp(min=builtins.float(at))

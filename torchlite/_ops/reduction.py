@@ -19,7 +19,7 @@ from .._dispatch import elementwise as _ew
 from .._dispatch import reduce as _R
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
-from .pointwise import maximum as _maximum, minimum as _minimum
+from .elementwise import maximum as _maximum, minimum as _minimum
 from ._kit import no_out_with_grad as _no_out_with_grad, result, write_out, tensor_arg
 from . import reduction_grad as _G
 from ..autograd.grad_mode import _state as _grad_state
@@ -520,7 +520,7 @@ def logcumsumexp(input, dim, *, out=None):
 
 def _scan_inplace(op, self, dim, dtype):
     if inplace_records(self):
-        from .pointwise_grad import check_inplace, rebase_inplace
+        from .elementwise_grad import check_inplace, rebase_inplace
         check_inplace(self, op + "_")
         return rebase_inplace(self, lambda old: _scan(op, old, dim, dtype, None))
     r = _scan_array(op, _cast_to(self._data, dtype), dim)
@@ -734,8 +734,8 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 # ---- order statistics, histograms and covariance (composed of the ops above and of sort,
 # gather, searchsorted and index_add, so their gradients come from those ops) ------------------
 def _pw():
-    from . import pointwise
-    return pointwise
+    from . import elementwise
+    return elementwise
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")

@@ -9,7 +9,7 @@ tensor with the gradient written into the same view, an op whose own backward is
 
 Every view remembers its base (`_base`, set by views.py/indexing.py/joining.py whether or not
 the view was recorded), so an in-place write through a view gives the base a CopySlices
-history (pointwise_grad.rebase_inplace), even when the base required no grad before."""
+history (elementwise_grad.rebase_inplace), even when the base required no grad before."""
 import builtins
 
 from .._dispatch import array as _A
@@ -463,7 +463,7 @@ def record_block_diag(tensors, out, blocks):
 def rebase(self, name, out_of_place, *operands):
     """Run an in-place op on a tensor that is part of a graph (or is written with a value that
     is): out_of_place(old) computes the result, which replaces self's value and history
-    (pointwise_grad.rebase_inplace; a leaf requiring grad is refused, as in PyTorch)."""
-    from .pointwise_grad import check_inplace, rebase_inplace
+    (elementwise_grad.rebase_inplace; a leaf requiring grad is refused, as in PyTorch)."""
+    from .elementwise_grad import check_inplace, rebase_inplace
     check_inplace(self, name, *operands)
     return rebase_inplace(self, out_of_place)

@@ -1,7 +1,7 @@
 """The special functions: the kernels behind torchlite.special (torch.special's names) and the
 top-level ops PyTorch builds on them: polygamma, mvlgamma, i0, igamma, igammac and
 kaiser_window, with their Tensor methods and in-place forms (and digamma_, the in-place form of
-pointwise.py's digamma, which is also polygamma(0, .) and torch.special.digamma).
+elementwise.py's digamma, which is also polygamma(0, .) and torch.special.digamma).
 
 Each special function is one kernel of torchlite/_core/special.pyx (the math in
 kernels/special_{gamma,bessel,math}.h), run through torchlite._dispatch (a CUDA tensor runs it
@@ -27,8 +27,8 @@ from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from . import special_grad as _G
 from ._kit import int_arg, tensor_arg, no_out_with_grad as _no_out_with_grad, write_out
-from .pointwise import _inplace_via
-from .pointwise import digamma      # polygamma(0, .), torch.special.digamma: one digamma
+from .elementwise import _inplace_via
+from .elementwise import digamma      # polygamma(0, .), torch.special.digamma: one digamma
 from ..autograd.grad_mode import no_grad as _no_grad
 from .. import _layout
 

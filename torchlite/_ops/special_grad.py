@@ -29,7 +29,7 @@ def _sp():
 
 
 def _where(cond, a, b):
-    from .pointwise import where
+    from .elementwise import where
     return where(cond, a, b)
 
 

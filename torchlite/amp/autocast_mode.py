@@ -315,7 +315,7 @@ def _call_plan(op):
 def _run(op, params):
     """A listed op called inside an autocast region: cast its floating inputs as its policy
     says for the device type of its tensors, then run it with autocast off below it."""
-    # an op made from a table shares its entry with its table's listed ops (pointwise's
+    # an op made from a table shares its entry with its table's listed ops (elementwise's
     # unary functions): unlisted, it runs as it is, with autocast off below it like any op
     policy_by_device = _POLICY_OF.get(op, {})
     args, kwargs = [], {}

@@ -14,7 +14,7 @@ class _State(threading.local):
     def __init__(self):
         self.enabled = True
         self.inference = False
-        self.alias_watch = None     # (tensor, saves): see pointwise_grad.rebase_inplace
+        self.alias_watch = None     # (tensor, saves): see elementwise_grad.rebase_inplace
 
 
 _state = _State()

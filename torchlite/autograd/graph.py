@@ -21,7 +21,7 @@ Formulas are written with Tensor ops, so they are differentiable again (create_g
 Views: every view op sets `out._base` (PyTorch's name; the input's own base for a view of a
 view), recorded or not; an output of a recorded op that shares memory with the op's first
 tensor input is marked a view of it here too.  An in-place write through a view rewrites the
-base's history (pointwise_grad.rebase_inplace: CopySlices), and a view whose memory changed
+base's history (elementwise_grad.rebase_inplace: CopySlices), and a view whose memory changed
 since its history was set gets a fresh history from its base when next used (edge).
 
 Also PyTorch's torch.autograd.graph API: saved_tensors_hooks / save_on_cpu /
@@ -589,7 +589,7 @@ def move_retain_grad(t, old_fn, old_nr, new_fn, new_nr):
 
 def _mark_views(inputs, outs):
     """Outputs that share memory with the first tensor input are views of it (of its base):
-    an in-place change through them must update the base's history (pointwise_grad)."""
+    an in-place change through them must update the base's history (elementwise_grad)."""
     src = None
     for t in inputs:
         if t is not None:

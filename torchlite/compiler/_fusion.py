@@ -8,7 +8,7 @@ group.  A group closes as soon as a node outside it reads one of its values, so 
 sit where its last member was and no cycle can form.  Groups of one op stay eager ops.
 
 Backward.  The region's nodes are copied into a graph of their own; walking them backwards,
-each op's gradient formula -- the same function eager autograd calls (pointwise_grad's
+each op's gradient formula -- the same function eager autograd calls (elementwise_grad's
 UNARY/BINARY tables and ternary nodes) -- is traced on proxies into that graph, so the
 backward is a graph of elementwise ops, lowered to one more program: it recomputes the
 forward values it needs tile by tile instead of saving them.  Gradients of broadcast inputs
@@ -363,7 +363,7 @@ def derive_backward(region):
     """(graph, grad_of): the backward graph of a region graph -- inputs: the region's inputs
     then one gradient per region output; output: the gradients of the inputs that can have
     one (grad_of[i] says which).  Raises NotLowerable when a formula does not trace."""
-    from .._ops import pointwise_grad as PG
+    from .._ops import elementwise_grad as PG
     bg = Graph()
     env = {}
     placeholders = [n for n in region.nodes if n.op == "placeholder"]

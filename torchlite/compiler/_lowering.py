@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .._core import elementwise as _ew
 from .._core.fused import Program
-from .._ops import pointwise as _P
+from .._ops import elementwise as _P
 
 BOOL, F32, F64 = 0, 8, 9
 _ITEMSIZE = {BOOL: 1, F32: 4, F64: 8}

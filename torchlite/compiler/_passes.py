@@ -86,7 +86,7 @@ class _InlineTracer(Tracer):
     torchlite's internal elementwise module included, so an activation's formula comes out as
     the elementwise ops its eager forward runs."""
 
-    patched_namespaces = _PATCHED_NAMESPACES + ("torchlite._ops.pointwise",
+    patched_namespaces = _PATCHED_NAMESPACES + ("torchlite._ops.elementwise",
                                                 "torchlite._ops.creation")
 
     def __init__(self, graph):

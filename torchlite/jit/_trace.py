@@ -261,7 +261,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
 
 def _check(func, traced, inputs, tol):
     from ..autograd.grad_mode import no_grad
-    from .._ops.pointwise import allclose
+    from .._ops.elementwise import allclose
     with no_grad():
         want, got = func(*inputs), traced(*inputs)
     flat_w, flat_g = [], []

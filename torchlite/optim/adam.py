@@ -1,5 +1,5 @@
 """Adam (PyTorch's torch.optim.Adam), with AMSGrad and decoupled weight decay options."""
-from .._ops.pointwise import maximum
+from .._ops.elementwise import maximum
 from .._ops import optim as _fused
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,

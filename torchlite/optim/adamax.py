@@ -1,6 +1,6 @@
 """Adamax: Adam with the infinity norm (PyTorch's torch.optim.Adamax)."""
 from .._ops.joining import cat
-from .._ops.pointwise import maximum
+from .._ops.elementwise import maximum
 from .._ops.reduction import amax
 from .optimizer import (Optimizer, _check_adam_options, _check_impl_flags, _to_scalar,
                         _view_as_real)

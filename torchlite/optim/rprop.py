@@ -1,6 +1,6 @@
 """Resilient backpropagation (PyTorch's torch.optim.Rprop)."""
 from .._ops.creation import full_like, ones_like, zeros_like
-from .._ops.pointwise import where
+from .._ops.elementwise import where
 from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _new_step_count, _to_scalar,
                         _view_as_real)
 

@@ -13,7 +13,7 @@ import math
 
 from .. import _dtype as D
 from .._ops.creation import tensor as _tensor
-from .._ops.pointwise import div as _div
+from .._ops.elementwise import div as _div
 from ..autograd.grad_mode import no_grad
 from ..nn.modules.module import Module
 from ..nn.modules.normalization import _BatchNorm

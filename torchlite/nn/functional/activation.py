@@ -12,9 +12,9 @@ import warnings
 from ... import _dtype as D
 from ..._dispatch import elementwise as _ew
 from ..._ops import _register
-from ..._ops import pointwise as _P
+from ..._ops import elementwise as _P
 from ..._ops import reduction as _R
-from ..._ops import pointwise_grad as _PG
+from ..._ops import elementwise_grad as _PG
 from ..._ops.random import rand_like as _rand_like
 from ..._ops.creation import empty_like as _empty_like, zeros_like as _zeros_like
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
@@ -53,7 +53,7 @@ def _fused(cls, input, forward, params):
 
 def _inplace(input, out_of_place, name):
     """input overwritten with out_of_place(input).  On a tensor of the graph the in-place
-    op goes through pointwise_grad.rebase_inplace (PyTorch's checks and CopySlices)."""
+    op goes through elementwise_grad.rebase_inplace (PyTorch's checks and CopySlices)."""
     if _inplace_records(input):
         _PG.check_inplace(input, name)
         return _PG.rebase_inplace(input, out_of_place)

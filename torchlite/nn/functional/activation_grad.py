@@ -4,7 +4,7 @@ Each activation that PyTorch computes as one op (elu, gelu, silu, softplus, hard
 op here too: its forward runs outside the graph and one Node, named as PyTorch names it
 (`EluBackward0`, `GeluBackward0`, ...), holds its input.  The formulas are written with Tensor
 ops, so they are differentiable again (create_graph=True gives second derivatives).  The nodes
-reuse pointwise_grad.UnaryBackward: `formula(g, x, y, params)` with the saved input x and/or
+reuse elementwise_grad.UnaryBackward: `formula(g, x, y, params)` with the saved input x and/or
 result y.
 
 Non-differentiable points follow PyTorch: hardtanh/hardsigmoid/threshold/shrink pass no gradient
@@ -12,8 +12,8 @@ at their bounds, leaky_relu/prelu take the negative slope at 0, elu-like ops tak
 branch at 0."""
 import math
 
-from ..._ops import pointwise as _P
-from ..._ops.pointwise_grad import UnaryBackward, _mask
+from ..._ops import elementwise as _P
+from ..._ops.elementwise_grad import UnaryBackward, _mask
 from ...autograd.graph import Node, pack, record, sum_to
 
 _SQRT_HALF = math.sqrt(0.5)

@@ -20,7 +20,7 @@ from ..._tensor import Tensor
 from ..._ops import creation as _C
 from ..._ops import joining as _J
 from ..._ops import linalg as _LA
-from ..._ops import pointwise as _P
+from ..._ops import elementwise as _P
 from ..._ops import reduction as _R
 from ..._dispatch import matmul as _mm
 from .dropout import dropout as _dropout

@@ -29,7 +29,7 @@ from ...autograd.grad_mode import no_grad
 from ...autograd.graph import Node, record, needs_grad
 from ..._ops.creation import arange, full, tensor as _tensor, zeros
 from ..._ops.joining import cat, stack
-from ..._ops.pointwise import where, maximum
+from ..._ops.elementwise import where, maximum
 from ..._ops._kit import tensor_arg
 
 __all__ = ["ctc_loss"]

@@ -14,7 +14,7 @@ import numbers
 from ... import _dtype as D
 from ..._tensor import _wrap
 from ..._dispatch import elementwise as _ew
-from ..._ops import pointwise as _P
+from ..._ops import elementwise as _P
 from ..._ops import reduction as _R
 from ..._ops.joining import cat as _cat
 from ..._ops.creation import zeros as _zeros

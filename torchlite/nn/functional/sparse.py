@@ -8,7 +8,7 @@ the gradient is itself differentiable); the padding row gets none.  Only dense g
 from ... import _dtype as D
 from ..._tensor import _wrap
 from ..._dispatch import elementwise as _ew
-from ..._ops import pointwise as _P
+from ..._ops import elementwise as _P
 from ..._ops.creation import zeros as _zeros, ones as _ones, arange as _arange
 from ..._ops.reduction import vector_norm as _vector_norm
 from ..._ops.sorting import searchsorted as _searchsorted, unique as _unique

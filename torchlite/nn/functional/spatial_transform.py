@@ -28,7 +28,7 @@ from ... import _dtype as D
 from ...autograd.grad_mode import no_grad
 from ..._ops.creation import linspace, ones, zeros
 from ..._ops.joining import stack
-from ..._ops.pointwise import where
+from ..._ops.elementwise import where
 
 __all__ = ["affine_grid", "grid_sample"]
 

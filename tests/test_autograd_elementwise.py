@@ -1,9 +1,9 @@
-"""Autograd of the elementwise ops (torchlite/_ops/pointwise_grad.py).
+"""Autograd of the elementwise ops (torchlite/_ops/elementwise_grad.py).
 
-One table, CASES, lists every differentiable op of pointwise.py with a gradcheck case on
+One table, CASES, lists every differentiable op of elementwise.py with a gradcheck case on
 float64 inputs in non-contiguous layouts (the first input is a transposed view, the second a
 strided one-dimensional view broadcast against it); test_table_covers_every_op fails when an
-op of pointwise.py is missing from it.  Each case runs gradcheck, gradgradcheck where the op
+op of elementwise.py is missing from it.  Each case runs gradcheck, gradgradcheck where the op
 is twice differentiable, and compares first and second derivatives with PyTorch's."""
 import math
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import torchlite as tl
-from torchlite._ops import pointwise as _pw
+from torchlite._ops import elementwise as _pw
 from torchlite.autograd import gradcheck, gradgradcheck
 
 _rng = np.random.default_rng(20261121)

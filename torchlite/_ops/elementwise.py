@@ -13,7 +13,7 @@ from .._dispatch import check_same_device as _check_same_device
 from .._dispatch import elementwise as _ew
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
-from . import pointwise_grad as _G
+from . import elementwise_grad as _G
 from ..autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ..autograd.graph import inplace_records as _inplace_records
 from ._kit import no_out_with_grad as _no_out_with_grad, out_array as _out_array, tensor_arg
@@ -847,7 +847,7 @@ def equal(input, other):
 
 # ---- composite elementwise ops ---------------------------------------------------------------
 # Each is a few kernel calls (made without recording); the gradient is one node named as
-# PyTorch's, with its formula in pointwise_grad.py.
+# PyTorch's, with its formula in elementwise_grad.py.
 def _float_operand(x, name):
     """x as a float tensor: integers and bool become the default float dtype (PyTorch's rule
     for ops that only compute in floating point)."""
@@ -1203,7 +1203,7 @@ _install_operators()
 
 def digamma(input, *, out=None):
     """d/dx lgamma(x) (psi), differentiable again (trigamma through autograd)."""
-    from .pointwise_grad import _digamma
+    from .elementwise_grad import _digamma
     tensor_arg(input, "digamma", "input")
     x = input if input.is_floating_point() else input.to(D.get_default_dtype())
     r = _digamma(x)

@@ -1,4 +1,4 @@
-"""Backward formulas of the elementwise ops in pointwise.py, and the recording hooks they use.
+"""Backward formulas of the elementwise ops in elementwise.py, and the recording hooks they use.
 
 Each formula is written with Tensor ops, so it is differentiable again (create_graph=True gives
 second derivatives).  A formula says which values it needs (the input `x`, the result `y`, the
@@ -15,7 +15,7 @@ from .. import _dtype as D
 from ..autograd.graph import Node, record, sum_to, pack, unpack, edge, refresh_view, _FREED, _NO_EDGE
 from ..autograd.graph import fresh_view_of_base, move_retain_grad, saved_hooks_in_use, hook_saved
 from ..autograd.graph import record_not_differentiable
-from ..autograd.graph import needs_grad  # noqa: F401  (pointwise.py's in-place ops use it as _G.needs_grad)
+from ..autograd.graph import needs_grad  # noqa: F401  (elementwise.py's in-place ops use it as _G.needs_grad)
 from ..autograd.grad_mode import no_grad, _state
 from ..autograd import anomaly as _anomaly
 
@@ -23,16 +23,16 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-_pointwise = None
+_elementwise = None
 
 
 def _pw():
-    """The pointwise module (it imports this one, so it is looked up on first use)."""
-    global _pointwise
-    if _pointwise is None:
-        from . import pointwise
-        _pointwise = pointwise
-    return _pointwise
+    """The elementwise module (it imports this one, so it is looked up on first use)."""
+    global _elementwise
+    if _elementwise is None:
+        from . import elementwise
+        _elementwise = elementwise
+    return _elementwise
 
 
 def _zeros(g):
