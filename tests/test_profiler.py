@@ -59,7 +59,9 @@ def test_table_and_trace(tmp_path):
     table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=2)
     lines = table.splitlines()
     assert "Self CPU %" in lines[1] and "# of Calls" in lines[1]
-    assert len([ln for ln in lines if ln.startswith(("matmul", "elementwise", "reduce", "array"))]) == 2
+    # the two rows are kernel calls of some array-layer family (which two depends on timing)
+    families = tuple(m + "." for m in _dispatch._MODULES)
+    assert len([ln for ln in lines if ln.startswith(families)]) == 2
     assert lines[-1].startswith("Self CPU time total:")
     with pytest.raises(AttributeError):
         prof.key_averages().table(sort_by="nonsense")

@@ -16,7 +16,7 @@ array whose device to use; ``array.empty_like(a, dtype)`` keeps a's memory order
 import importlib
 import sys
 
-_MODULES = ("array", "elementwise", "reduce", "matmul", "index", "sort", "shape_ops", "random",
+_MODULES = ("array", "elementwise", "reduce", "matmul", "index", "sorting", "shape_ops", "random",
             "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn", "fused",
             "fft", "special")
 
@@ -315,7 +315,7 @@ elementwise = _NAMESPACES["elementwise"]
 reduce = _NAMESPACES["reduce"]
 matmul = _NAMESPACES["matmul"]
 index = _NAMESPACES["index"]
-sort = _NAMESPACES["sort"]
+sorting = _NAMESPACES["sorting"]
 shape_ops = _NAMESPACES["shape_ops"]
 random = _NAMESPACES["random"]
 conv = _NAMESPACES["conv"]

@@ -1,7 +1,7 @@
 """Sorting and searching: sort, argsort, msort, topk, kthvalue, unique, unique_consecutive,
 searchsorted, bucketize, isin.
 
-The kernels are in torchlite/_core/sort.pyx (rows in parallel; per row a stable radix sort
+The kernels are in torchlite/_core/sorting.pyx (rows in parallel; per row a stable radix sort
 over order-preserving integer keys, a heap or quickselect for top-k).  Order is PyTorch's:
 NaN is larger than every number, -0.0 equals 0.0, and sorting is always stable, so
 `stable=False` gives the same (valid) answer as `stable=True`.  topk(sorted=False) also
@@ -11,7 +11,7 @@ import builtins
 from .. import _dtype as D
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
-from .._dispatch import sort as _S
+from .._dispatch import sorting as _S
 from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import record_not_differentiable
