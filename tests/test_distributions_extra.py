@@ -277,3 +277,25 @@ def test_wishart_samples_batches_and_gradients():
     assert tl.autograd.gradcheck(lambda L: D.Wishart(_t(5.5), scale_tril=L.tril()).log_prob(X), (L,))
     with pytest.raises(ValueError, match="Exactly one of"):
         D.Wishart(_t(5.0))
+
+
+def test_exponential_families_bregman_forms_match_the_closed_ones():
+    """Normal, Bernoulli, Exponential, Gamma, Beta, Dirichlet and Poisson are ExponentialFamily
+    members, as in PyTorch: the entropy and KL that the base computes from the natural
+    parameters and log-normaliser (through autograd) equal each one's closed forms."""
+    from torchlite.distributions.kl import _kl_expfamily_expfamily as bregman_kl
+    pairs = [(D.Normal(_t([0.3, -1.0]), _t([1.2, 0.5])), D.Normal(_t([0.0, 1.0]), _t([0.7, 2.0]))),
+             (D.Bernoulli(probs=_t([0.3, 0.8])), D.Bernoulli(probs=_t([0.6, 0.1]))),
+             (D.Exponential(_t([1.5, 0.3])), D.Exponential(_t([0.7, 2.0]))),
+             (D.Gamma(_t([2.0, 0.7]), _t([1.5, 3.0])), D.Gamma(_t([1.0, 2.5]), _t([0.5, 1.0]))),
+             (D.Beta(_t([2.0, 0.7]), _t([1.5, 3.0])), D.Beta(_t([1.0, 2.5]), _t([0.5, 1.0]))),
+             (D.Dirichlet(_t([[2.0, 0.7, 1.1]])), D.Dirichlet(_t([[1.0, 2.5, 0.4]]))),
+             (D.Poisson(_t([2.0, 0.7])), D.Poisson(_t([1.0, 2.5])))]
+    for p, q in pairs:
+        assert isinstance(p, D.ExponentialFamily)
+        if not isinstance(p, D.Poisson):             # h = 1/x! has no closed E[log h]
+            np.testing.assert_allclose(D.ExponentialFamily.entropy(p).detach().numpy(),
+                                       p.entropy().numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(bregman_kl(p, q).detach().numpy(),
+                                   D.kl_divergence(p, q).numpy(), rtol=1e-12, atol=1e-14)
+    assert not isinstance(D.Cauchy(0.0, 1.0), D.ExponentialFamily)

@@ -8,12 +8,13 @@ import torchlite as tl
 from . import constraints
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Beta"]
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     arg_constraints = {"concentration1": constraints.positive,
                        "concentration0": constraints.positive}
     support = constraints.unit_interval
@@ -67,3 +68,16 @@ class Beta(Distribution):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+    # the exponential-family form: theta = (a, b), t(x) = (log x, log(1 - x)), h = 1/(x(1-x))
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return x.lgamma() + y.lgamma() - (x + y).lgamma()
+
+    @property
+    def _mean_carrier_measure(self):
+        a, b = self.concentration1, self.concentration0
+        return -(a.digamma() + b.digamma() - 2 * (a + b).digamma())

@@ -5,7 +5,7 @@ import torchlite as tl
 
 from . import constraints
 from ._standard_gamma import standard_gamma
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 
 __all__ = ["Dirichlet"]
 
@@ -16,7 +16,7 @@ def _sample_dirichlet(concentration):
     return z / z.sum(-1, keepdim=True)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
@@ -64,3 +64,16 @@ class Dirichlet(Distribution):
         a0 = self.concentration.sum(-1)
         return (self.concentration.lgamma().sum(-1) - a0.lgamma() - (k - a0) * a0.digamma()
                 - ((self.concentration - 1.0) * self.concentration.digamma()).sum(-1))
+
+    # the exponential-family form: theta = alpha, t(x) = log x, h = 1 / prod(x)
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()
+
+    @property
+    def _mean_carrier_measure(self):
+        a = self.concentration
+        return -(a.digamma() - a.sum(-1, keepdim=True).digamma()).sum(-1)

@@ -8,13 +8,13 @@ import torchlite as tl
 from . import constraints
 from ._incomplete_gamma import gammainc
 from ._standard_gamma import standard_gamma
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Gamma", "Chi2"]
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -61,6 +61,17 @@ class Gamma(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         return gammainc(self.concentration, self.rate * value)
+
+    # the exponential-family form: theta = (alpha - 1, -beta), A = lgamma(x+1) + (x+1) log(-1/y)
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return (x + 1).lgamma() + (x + 1) * (-y.reciprocal()).log()
+
+    _mean_carrier_measure = 0
+
 
 
 class Chi2(Gamma):

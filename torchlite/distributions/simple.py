@@ -4,12 +4,13 @@ import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Exponential", "Laplace", "Poisson"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential(rate): density rate * exp(-rate x) on x >= 0."""
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
@@ -58,6 +59,17 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - self.rate.log()
+
+    # the exponential-family form: theta = -rate, A = -log(-theta)
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
+
+    _mean_carrier_measure = 0
+
 
 
 class Laplace(Distribution):
@@ -114,7 +126,7 @@ class Laplace(Distribution):
         return 1 + (2 * self.scale).log()
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Poisson(rate): P(k) = rate^k exp(-rate) / k!."""
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
@@ -147,3 +159,12 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value.to(self.rate.dtype))
         return tl.xlogy(value, rate) - rate - (value + 1).lgamma()
+
+    # the exponential-family form: theta = log(rate), A = e^theta (h = 1/x!: no closed
+    # E[log h], so no Bregman entropy; the same-family KL needs none)
+    @property
+    def _natural_params(self):
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()
