@@ -167,6 +167,8 @@ OPS = {
         set_num_interop_threads init_num_threads is_warn_always_enabled set_warn_always set_flush_denormal"""),
     **no_grad(QUERY, "typename is_storage"),
     **gap("tested outside the tables (test_reduction: gradcheck)", "gradient"),
+    **gap("tested outside the tables (test_segment_reduce: gradcheck of every reduction)",
+          "segment_reduce"),
     **gap("compositions of qr and svd (differentiable through them; test_lowrank)", "svd_lowrank pca_lowrank"),
     **no_grad(NO_DERIVATIVE, "histogramdd"),
     **covered("elementwise", "nextafter"),

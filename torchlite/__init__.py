@@ -36,6 +36,7 @@ from ._ops.views import (view_as, reshape, permute, transpose, swapaxes, swapdim
                          atleast_2d, atleast_3d)
 # each op family's module lists its public functions in __all__
 from ._ops.reduction import *  # noqa: F401,F403
+from ._ops.reduction import _segment_reduce  # noqa: F401  (op_db's and ATen's spelling)
 from ._ops.linalg import *  # noqa: F401,F403
 from ._ops.joining import *  # noqa: F401,F403
 from ._ops.sorting import *  # noqa: F401,F403

@@ -1262,3 +1262,79 @@ def _gradient_along(x, d, h, edge_order):
 
 
 __all__ += ["gradient"]
+
+
+# ---- segment_reduce: reductions over consecutive runs along one dim --------------------------------
+_SEGMENT_REDUCTIONS = {"sum": ("sum", 0.0), "prod": ("prod", 1.0), "mean": ("mean", math.nan),
+                       "max": ("amax", -math.inf), "min": ("amin", math.inf)}
+
+
+def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False,
+                   initial=None):
+    """torch.segment_reduce: data split along `axis` into consecutive segments of the given
+    lengths (or between consecutive offsets), each reduced with reduce ('sum', 'mean', 'max',
+    'min', 'prod').  lengths may carry leading batch dims matching data's; axis is then
+    lengths.ndim - 1.  An empty segment gives `initial`, or the reduction's value over nothing
+    (0, NaN, -inf, inf, 1); a given initial also joins every non-empty segment, as PyTorch's.
+    Differentiable (a scatter_reduce of the segment ids)."""
+    from .creation import arange, full
+    from .indexing import scatter_reduce
+    from .sorting import searchsorted
+    op = "segment_reduce"
+    tensor_arg(data, op, "data")
+    if reduce not in _SEGMENT_REDUCTIONS:
+        raise RuntimeError(f"{op}(): unsupported reduction {reduce!r}; expected one of "
+                           f"{', '.join(_SEGMENT_REDUCTIONS)}")
+    if indices is not None:
+        raise RuntimeError(f"{op}(): indices based reduction is not supported yet.")
+    if (lengths is None) == (offsets is None):
+        raise RuntimeError(f"{op}(): Either lengths or offsets must be defined, and not both.")
+    if offsets is not None:
+        tensor_arg(offsets, op, "offsets")
+        lengths = offsets[..., 1:] - offsets[..., :-1]
+    tensor_arg(lengths, op, "lengths")
+    if lengths.ndim < 1:
+        raise RuntimeError(f"{op}(): lengths must have at least one dimension")
+    axis = _wrap_dim(axis, data.ndim)
+    if axis != lengths.ndim - 1:
+        raise RuntimeError(f"{op}(): Expected axis to be the last dimension of lengths but got "
+                           f"{axis}.")
+    if tuple(data.shape[:axis]) != tuple(lengths.shape[:-1]):
+        raise RuntimeError(f"{op}(): Expected data and lengths to have the same leading dims, got "
+                           f"{tuple(data.shape)} and {tuple(lengths.shape)}")
+    lengths = lengths.to(D.int64)
+    if not unsafe:
+        if bool((lengths < 0).any()):
+            raise RuntimeError(f"{op}(): lengths contains negative value!")
+        if bool((lengths.sum(-1) != data.shape[axis]).any()):
+            raise RuntimeError(f"{op}(): Expected all rows of lengths along axis to sum to "
+                               f"data.size(lengths.dim()-1) when !unsafe.")
+    lead, n_seg, n = tuple(lengths.shape[:-1]), lengths.shape[-1], data.shape[axis]
+    rest = tuple(data.shape[axis + 1:])
+    b = math.prod(lead)
+    width = math.prod(rest)
+    x = data.reshape(b, n, width)
+    ends = lengths.reshape(b, n_seg).cumsum(-1)
+    # position t belongs to the segment whose cumulative end is the first one above t
+    ids = searchsorted(ends, arange(n, device=data.device).expand(b, n).contiguous(), right=True)
+    name, empty = _SEGMENT_REDUCTIONS[reduce]
+    # positions past the last segment (unsafe lengths that sum short of the axis) land in one
+    # more, dropped, segment
+    index = ids.unsqueeze(-1).expand(b, n, width)
+    shape = (b, n_seg + 1, width)
+    if reduce == "mean" and initial is not None:
+        # PyTorch's mean with an initial: (initial + the segment's sum) / its length, and the
+        # initial itself for an empty segment
+        total = scatter_reduce(full(shape, initial, dtype=data.dtype, device=data.device), 1,
+                               index, x, "sum")[:, :n_seg]
+        count = lengths.reshape(b, n_seg, 1).to(data.dtype)
+        out = _pw().where(count > 0, total / count.clamp(min=1), total)
+    else:
+        start = empty if initial is None else initial
+        out = scatter_reduce(full(shape, start, dtype=data.dtype, device=data.device), 1, index, x,
+                             name, include_self=initial is not None)[:, :n_seg]
+    return out.reshape(lead + (n_seg,) + rest)
+
+
+_segment_reduce = segment_reduce
+__all__ += ["segment_reduce"]
