@@ -182,6 +182,20 @@ OPS = {
     **gap("tested outside the tables (test_sorting: the gradient picks the values)", "mode"),
     **gap("tested outside the tables (test_indexing: gradcheck through scatter_reduce)", "index_reduce"),
     **no_grad(INPLACE, "index_reduce_"),
+    **no_grad(CONFIG, """set_autocast_enabled set_autocast_dtype is_autocast_cache_enabled
+        set_autocast_cache_enabled clear_autocast_cache is_autocast_cpu_enabled
+        set_autocast_cpu_enabled get_autocast_cpu_dtype set_autocast_cpu_dtype
+        get_autocast_gpu_dtype set_autocast_gpu_dtype autocast_increment_nesting
+        autocast_decrement_nesting set_default_tensor_type set_anomaly_enabled
+        is_anomaly_check_nan_enabled get_device_module compiled_with_cxx11_abi has_lapack
+        has_openmp has_spectral has_mkl"""),
+    **no_grad(NAMESPACE, "GradScaler OutOfMemoryError e pi inf nan newaxis"),
+    **no_grad(NO_DERIVATIVE, "binomial"),
+    **gap("control flow: the gradient is that of the branch or loop body that ran "
+          "(test_toplevel_compat)", "cond while_loop"),
+    **gap("ATen's deprecated and generic spellings of vector_norm / matrix_norm / the "
+          "convolutions (test_toplevel_compat)", "frobenius_norm nuclear_norm convolution"),
+    **no_grad("rescales rows in place outside the graph, as PyTorch's", "embedding_renorm_"),
     **no_grad(QUERY, """const_data_ptr dense_dim sparse_dim dim_order is_set_to is_meta is_sparse
         is_sparse_csr is_quantized is_nested is_mkldnn is_mps is_xla is_xpu is_ipu is_vulkan
         is_maia is_mtia volatile"""),

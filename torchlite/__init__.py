@@ -6,6 +6,8 @@
 The layers (see the README): torchlite/_core (Cython + OpenMP array layer) -> Tensor and
 its ops (torchlite/_tensor.py, torchlite/_ops/) -> nn, optim, utils.data.
 """
+import math as _math
+
 from .version import __version__
 from ._dtype import (dtype, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
                      float64, complex64, complex128, half, float, double, short, int, long,
@@ -66,7 +68,13 @@ from ._dlpack import *  # noqa: F401,F403  (from_dlpack, to_dlpack)
 from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, numel,
                       is_floating_point, is_nonzero, result_type, get_num_interop_threads,
                       set_num_interop_threads, init_num_threads, set_warn_always,
-                      is_warn_always_enabled, set_flush_denormal, typename, is_storage)
+                      is_warn_always_enabled, set_flush_denormal, typename, is_storage,
+                      has_openmp, has_lapack, has_mkl, has_spectral, compiled_with_cxx11_abi,
+                      get_device_module)
+from ._control_flow import cond, while_loop  # noqa: F401
+from .autograd.anomaly import is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: F401
+# math's constants, as torch.e / torch.pi / ... (and numpy's newaxis)
+e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 
 # What a program may never use is imported on first use (PEP 562), which keeps
 # `import torchlite` fast: `torchlite.nn`, `from torchlite import nn`, `import torchlite.nn` and
@@ -85,6 +93,12 @@ _LAZY_NAMES = {
     "set_deterministic_debug_mode": "_switches", "get_deterministic_debug_mode": "_switches",
     "autocast": "amp", "is_autocast_enabled": "amp.autocast_mode",
     "get_autocast_dtype": "amp.autocast_mode", "vmap": "func",
+    **dict.fromkeys(("set_autocast_enabled", "set_autocast_dtype", "is_autocast_cache_enabled",
+                     "set_autocast_cache_enabled", "clear_autocast_cache", "is_autocast_cpu_enabled",
+                     "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
+                     "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "autocast_increment_nesting",
+                     "autocast_decrement_nesting"), "amp.autocast_mode"),
+    "GradScaler": "amp", "OutOfMemoryError": "cuda", "binomial": "distributions.binomial",
     "norm_except_dim": "nn.utils.weight_norm", "_weight_norm": "nn.utils.weight_norm",
 }
 # torch.conv2d, torch.dropout, torch.batch_norm, ...: nn.functional's ops with ATen's signatures
@@ -101,7 +115,8 @@ _LAZY_NAMES.update(dict.fromkeys((
     "poisson_nll_loss", "prelu", "rms_norm", "rrelu", "rrelu_", "selu", "selu_", "threshold", "threshold_",
     "triplet_margin_loss", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "grid_sampler",
     "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "native_layer_norm",
-    "native_group_norm", "native_batch_norm", "_native_batch_norm_legit", "native_dropout"),
+    "native_group_norm", "native_batch_norm", "_native_batch_norm_legit", "native_dropout",
+    "convolution", "embedding_renorm_"),
     "nn.functional.aten"))
 
 

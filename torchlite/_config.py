@@ -166,3 +166,37 @@ def is_storage(obj):
     """Whether obj is a tensor storage (what Tensor.untyped_storage() returns)."""
     from ._core.array import Storage
     return isinstance(obj, Storage)
+
+
+# ---- what this build has, as torch.has_* reports it --------------------------------------------
+def _built_with_openmp():
+    try:
+        from ._build_info import BUILD
+        return bool(BUILD.get("openmp"))
+    except ImportError:
+        return False
+
+
+has_openmp = _built_with_openmp()
+has_lapack = True          # the decompositions (LU, QR, Cholesky, eigh, SVD, ...) are here
+has_mkl = False            # torchlite's GEMM and FFT are its own
+has_spectral = True        # torchlite.fft
+
+
+def compiled_with_cxx11_abi():
+    """True: the C++ modules are built with the platform's default (new) C++ ABI."""
+    return True
+
+
+def get_device_module(device=None):
+    """The module of a device type: torchlite.cuda for 'cuda', torchlite.cpu for 'cpu'
+    (None: the default device's)."""
+    import importlib
+    from ._device import device as _device_cls, get_default_device
+    if device is None:
+        device = get_default_device()
+    kind = device.type if isinstance(device, _device_cls) else str(device).split(":")[0]
+    if kind not in ("cpu", "cuda"):
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered as "
+                           f"'torchlite.{kind}'.")
+    return importlib.import_module(f"torchlite.{kind}")

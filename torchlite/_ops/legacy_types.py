@@ -72,4 +72,23 @@ CLASSES = {name: _LegacyTensorType(name, (), {"dtype": dt, "__new__": _construct
                                               "__doc__": f"Legacy constructor of {dt} tensors."})
            for name, dt in NAMES.items()}
 globals().update(CLASSES)
-__all__ = sorted(CLASSES)
+__all__ = sorted(CLASSES) + ["set_default_tensor_type"]
+
+
+def set_default_tensor_type(t):
+    """The deprecated torch.set_default_tensor_type: the default floating dtype from a legacy
+    type (a class or a name such as 'torch.DoubleTensor'); a 'torch.cuda.*' name also makes
+    CUDA the default device.  It warns, as PyTorch's does."""
+    import warnings
+    from .. import _device
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    dt = dtype_of_type_name(t)
+    if dt is None:
+        raise TypeError(f"invalid type: {t!r}")
+    if not dt.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type (got {t!r})")
+    D.set_default_dtype(dt)
+    if isinstance(t, str) and ".cuda." in t:
+        _device.set_default_device("cuda")

@@ -1338,3 +1338,27 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
 
 _segment_reduce = segment_reduce
 __all__ += ["segment_reduce"]
+
+
+# ---- ATen's deprecated norm spellings -----------------------------------------------------------
+def frobenius_norm(input, dim=(-2, -1), keepdim=False, *, out=None):
+    """torch.frobenius_norm (deprecated in PyTorch, which warns): vector_norm(input, 2, dim,
+    keepdim)."""
+    warnings.warn("torch.frobenius_norm is deprecated and it is just left for JIT compatibility. "
+                  "Please use `linalg.vector_norm(A, 2., dim, keepdim)` instead", UserWarning,
+                  stacklevel=2)
+    return vector_norm(input, 2.0, dim, keepdim, out=out)
+
+
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+    """torch.nuclear_norm (deprecated in PyTorch, which warns): matrix_norm(input, 'nuc',
+    dim) over dim, or the last two dims; nuclear_norm(input, keepdim) is also accepted."""
+    warnings.warn("torch.nuclear_norm is deprecated and it is just left for JIT compatibility. "
+                  "Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead", UserWarning,
+                  stacklevel=2)
+    if isinstance(dim, bool):                  # nuclear_norm(input, keepdim)
+        dim, keepdim = None, dim
+    return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, out=out)
+
+
+__all__ += ["frobenius_norm", "nuclear_norm"]

@@ -24,7 +24,10 @@ from .._tensor import Tensor
 
 __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "set_autocast_enabled",
            "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
-           "set_autocast_cache_enabled", "clear_autocast_cache", "custom_fwd", "custom_bwd"]
+           "set_autocast_cache_enabled", "clear_autocast_cache", "custom_fwd", "custom_bwd",
+           "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "get_autocast_cpu_dtype",
+           "set_autocast_cpu_dtype", "get_autocast_gpu_dtype", "set_autocast_gpu_dtype",
+           "autocast_increment_nesting", "autocast_decrement_nesting"]
 
 _DEVICE_TYPES = ("cpu", "cuda")
 _SUPPORTED = {"cpu": (D.bfloat16, D.float16), "cuda": (D.float16, D.bfloat16)}
@@ -53,7 +56,12 @@ def is_autocast_enabled(device_type="cuda"):
     return _state.enabled[_check_device_type(device_type)]
 
 
-def set_autocast_enabled(device_type, enabled):
+def set_autocast_enabled(device_type, enabled=None):
+    """set_autocast_enabled(device_type, enabled); the older one-argument form
+    set_autocast_enabled(enabled) means 'cuda' (deprecated in PyTorch)."""
+    if enabled is None and isinstance(device_type, bool):
+        _deprecated("set_autocast_enabled(enabled)", "set_autocast_enabled('cuda', enabled)")
+        device_type, enabled = "cuda", device_type
     if enabled:
         _install()
     _state.enabled[_check_device_type(device_type)] = bool(enabled)
@@ -342,3 +350,55 @@ def _run(op, params):
         return op(*args, **kwargs)
     finally:
         _refresh_active()
+
+
+# ---- the older per-device spellings PyTorch keeps at its top level (deprecated there) ---------
+def _deprecated(old, new):
+    warnings.warn(f"torch.{old}() is deprecated. Please use torch.{new} instead.",
+                  DeprecationWarning, stacklevel=3)
+
+
+def is_autocast_cpu_enabled():
+    _deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled):
+    _deprecated("set_autocast_cpu_enabled", "set_autocast_enabled('cpu', enabled)")
+    set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_cpu_dtype():
+    _deprecated("get_autocast_cpu_dtype", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def set_autocast_cpu_dtype(dtype):
+    _deprecated("set_autocast_cpu_dtype", "set_autocast_dtype('cpu', dtype)")
+    set_autocast_dtype("cpu", dtype)
+
+
+def get_autocast_gpu_dtype():
+    _deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')")
+    return get_autocast_dtype("cuda")
+
+
+def set_autocast_gpu_dtype(dtype):
+    _deprecated("set_autocast_gpu_dtype", "set_autocast_dtype('cuda', dtype)")
+    set_autocast_dtype("cuda", dtype)
+
+
+def autocast_increment_nesting():
+    """Open one more autocast level on this thread (what autocast.__enter__ does); returns the
+    new depth."""
+    _state.nesting += 1
+    return _state.nesting
+
+
+def autocast_decrement_nesting():
+    """Close one autocast level; the cast cache is cleared when the last one closes.  Returns
+    the new depth."""
+    _state.nesting = max(_state.nesting - 1, 0)
+    if _state.nesting == 0:
+        _state.cache.clear()
+    return _state.nesting

@@ -19,6 +19,12 @@ def is_anomaly_check_nan_enabled():
     return _check_nan
 
 
+def set_anomaly_enabled(enabled, check_nan=True):
+    """torch.set_anomaly_enabled: switch anomaly detection on or off for the process (the
+    function form of set_detect_anomaly)."""
+    _set(enabled, check_nan)
+
+
 def current_trace():
     """The user's stack at the op being recorded (torchlite's own frames left out)."""
     frames = [f for f in traceback.extract_stack()[:-1]

@@ -15,18 +15,18 @@ from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
-__all__ = ["Binomial"]
+__all__ = ["Binomial", "binomial"]
 
 _INVERSION_BELOW = 10.0    # n q under which inversion is cheaper than BTRS
 _MAX_ROUNDS = 200          # BTRS accepts >= 85% per round; inversion steps <= ~n q + 60
 
 
-def _inversion(n, q):
+def _inversion(n, q, generator=None):
     """Binomial(n, q) draws for flat float64 n, q with n q < 10."""
     s = q / (1 - q)
     a = (n + 1) * s
     r = (n * (-q).log1p()).exp()                    # P(0) = (1 - q)^n
-    u = tl.rand(n.shape[0], dtype=n.dtype)
+    u = tl.rand(n.shape[0], dtype=n.dtype, generator=generator)
     k = tl.zeros_like(n)
     out = tl.empty_like(n)
     index = tl.arange(n.shape[0])
@@ -43,7 +43,7 @@ def _inversion(n, q):
     return out
 
 
-def _btrs(n, q):
+def _btrs(n, q, generator=None):
     """Binomial(n, q) draws for flat float64 n, q with n q >= 10 and q <= 1/2."""
     spq = (n * q * (1 - q)).sqrt()
     b = 1.15 + 2.53 * spq
@@ -59,8 +59,8 @@ def _btrs(n, q):
     params = [n, a, b, c, v_r, alpha, lpq, m, h]
     for _ in range(_MAX_ROUNDS):
         n, a, b, c, v_r, alpha, lpq, m, h = params
-        u = tl.rand(n.shape[0], dtype=n.dtype) - 0.5
-        v = tl.rand(n.shape[0], dtype=n.dtype)
+        u = tl.rand(n.shape[0], dtype=n.dtype, generator=generator) - 0.5
+        v = tl.rand(n.shape[0], dtype=n.dtype, generator=generator)
         us = 0.5 - u.abs()
         k = ((2 * a / us + b) * u + c).floor()
         inside = (k >= 0) & (k <= n)
@@ -78,7 +78,7 @@ def _btrs(n, q):
     raise RuntimeError("binomial: the rejection sampler did not converge")
 
 
-def _sample_binomial(total_count, probs):
+def _sample_binomial(total_count, probs, generator=None):
     """Binomial draws elementwise (any shape, same shape for both), in probs' dtype."""
     n = total_count.reshape(-1).to(tl.float64)
     p = probs.reshape(-1).to(tl.float64)
@@ -91,9 +91,9 @@ def _sample_binomial(total_count, probs):
     small = valid & ~trivial & (n * q < _INVERSION_BELOW)
     large = valid & ~trivial & ~small
     if bool(small.any()):
-        out[small] = _inversion(n[small], q[small])
+        out[small] = _inversion(n[small], q[small], generator)
     if bool(large.any()):
-        out[large] = _btrs(n[large], q[large])
+        out[large] = _btrs(n[large], q[large], generator)
     out = tl.where(flip, n - out, out)
     return out.reshape(probs.shape).to(probs.dtype)
 
@@ -188,3 +188,16 @@ class Binomial(Distribution):
         values = tl.arange(1 + total_count, dtype=self._param.dtype, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+
+def binomial(count, prob, generator=None):
+    """torch.binomial: one Binomial(count, prob) draw per element (count and prob broadcast;
+    the result has prob's dtype), by the samplers above.  Like PyTorch's, it stays in the
+    graph of inputs that require grad, with a node whose backward raises."""
+    from ..autograd.graph import needs_grad, record_not_differentiable
+    c, p = tl.broadcast_tensors(count, prob)
+    with tl.no_grad():
+        out = _sample_binomial(c.contiguous(), p.contiguous(), generator)
+    if needs_grad(count, prob):
+        record_not_differentiable("binomial", (count, prob), out, name="NotImplemented")
+    return out

@@ -192,6 +192,28 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
+# ---- the generic convolution and embedding_renorm_ -----------------------------------------------
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """ATen's one convolution (torch.convolution): conv1d/2d/3d, or their transposes when
+    `transposed`, chosen by the weight's dims."""
+    nd = weight.ndim - 2
+    if nd not in (1, 2, 3):
+        raise RuntimeError(f"convolution: expected a 3-d, 4-d or 5-d weight, got {weight.ndim}-d")
+    if transposed:
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
+        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    fn = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
+    return fn(input, weight, bias, stride, padding, dilation, groups)
+
+
+def embedding_renorm_(weight, indices, max_norm, norm_type):
+    """Rescale in place the rows of weight at indices whose norm_type-norm exceeds max_norm
+    to that norm (torch.embedding_renorm_, what embedding(max_norm=...) does first)."""
+    from .sparse import _renorm_
+    _renorm_(weight, indices.reshape(-1).contiguous(), max_norm, norm_type)
+    return weight
+
+
 # ---- the native_* forms: the normalised output with the statistics backward uses ----------------
 def _stats(x, dims, eps):
     """Mean and 1 / sqrt(biased variance + eps) of x over dims (kept)."""
