@@ -16,7 +16,7 @@ array whose device to use; ``array.empty_like(a, dtype)`` keeps a's memory order
 import importlib
 import sys
 
-_MODULES = ("array", "elementwise", "reduce", "matmul", "index", "sorting", "shape_ops", "random",
+_MODULES = ("array", "elementwise", "reduce", "matmul", "indexing", "sorting", "shape_ops", "random",
             "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn", "fused",
             "fft", "special")
 
@@ -314,7 +314,7 @@ array = _NAMESPACES["array"]
 elementwise = _NAMESPACES["elementwise"]
 reduce = _NAMESPACES["reduce"]
 matmul = _NAMESPACES["matmul"]
-index = _NAMESPACES["index"]
+indexing = _NAMESPACES["indexing"]
 sorting = _NAMESPACES["sorting"]
 shape_ops = _NAMESPACES["shape_ops"]
 random = _NAMESPACES["random"]

@@ -3,7 +3,7 @@ reductions), index_select/index_add/index_copy/index_fill, index_put, masked_fil
 scatter, nonzero/argwhere, take, take_along_dim, put.
 
 Basic indexing (ints, slices with steps, None, Ellipsis) gives views computed in the array
-layer.  Everything else is one of two kernels in torchlite/_core/index.pyx: `advanced`
+layer.  Everything else is one of two kernels in torchlite/_core/indexing.pyx: `advanced`
 (NumPy/PyTorch advanced indexing by integer arrays and masks, which also serves
 index_select, index_add, take, put, masked_select...) and `along_dim` (gather/scatter).
 This module turns the Python-level index into the kernels' index groups and checks the
@@ -16,7 +16,7 @@ from .. import _dtype as D
 from .._dispatch import array as _A
 from .._dispatch import mixed_device_error
 from .._dispatch import elementwise as _ew
-from .._dispatch import index as _I
+from .._dispatch import indexing as _I
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records

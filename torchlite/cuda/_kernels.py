@@ -353,7 +353,7 @@ SOURCE_OPTIONS = {
     "softmax.cu": (),
     "random.cu": ("--fmad=false",),      # the CPU's rounding, step by step (tl_philox.cuh)
     "gemm.cu": (),
-    "index.cu": (),
+    "indexing.cu": (),
     "optim.cu": (),
     "loss.cu": (),
     "norm.cu": (),
@@ -395,7 +395,7 @@ def variants():
     pool = [max_pool_kernel(dt) for dt in MAX_POOL_DTYPES]
     rnn = [lstm_kernel(k, dt) for k in ("fwd", "bwd") for dt in (FLOAT32, FLOAT64)]
     return {"elementwise.cu": tuple(ew), "reduce.cu": tuple(red), "softmax.cu": tuple(sm),
-            "random.cu": tuple(rnd), "gemm.cu": tuple(gemm), "index.cu": tuple(index),
+            "random.cu": tuple(rnd), "gemm.cu": tuple(gemm), "indexing.cu": tuple(index),
             "optim.cu": tuple(optim), "loss.cu": tuple(loss), "norm.cu": tuple(norm),
             "conv.cu": tuple(conv), "pool.cu": tuple(pool), "rnn.cu": tuple(rnn)}
 

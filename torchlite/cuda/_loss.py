@@ -11,12 +11,12 @@ fallback, which raises the CPU's "Target 7 is out of bounds.".
 import struct
 
 from .._core import elementwise as _cpu_ew
-from .._core import index as _cpu_index
+from .._core import indexing as _cpu_index
 from .._core import loss as _cpu_loss
 from . import _array, _kernels as K, _launch
 from ._conv import composed, is_cuda, need, require
 from ._elementwise import binary, cast, ternary
-from ._index import _in_range, along_dim
+from ._indexing import _in_range, along_dim
 from ._reduce import reduce
 
 NE, DIV = _cpu_ew.BINARY["ne"], _cpu_ew.BINARY["div"]

@@ -23,13 +23,13 @@ last write wins, GPU writes to one element race).
 import struct
 
 from .._core import elementwise as _cpu_ew
-from .._core import index as _cpu_index
+from .._core import indexing as _cpu_index
 from .._core import array as _A
 from . import _array, _kernels as K, _launch
 from ._conv import (add_windows, composed, compute_dtype, contiguous, finish, flat, interior,
                     is_cuda, need, padded, pair, require, windows, zeros)
 from ._elementwise import binary, cast
-from ._index import along_dim, scatter_add_in_range
+from ._indexing import along_dim, scatter_add_in_range
 from ._reduce import reduce
 
 ADD, MUL, DIV = (_cpu_ew.BINARY[k] for k in ("add", "mul", "div"))

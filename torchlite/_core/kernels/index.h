@@ -1,4 +1,4 @@
-/* Inner loops of the index kernels (torchlite/_core/index.pyx).
+/* Inner loops of the index kernels (torchlite/_core/indexing.pyx).
  *
  * Every index op moves or combines one row of n elements between an "indexed" operand `a`
  * and a "dense" operand `d` (byte stride `ds`):

@@ -1,7 +1,7 @@
-"""Indexing along one dim on the GPU: torchlite._core.index's gather, scatter and scatter_add
+"""Indexing along one dim on the GPU: torchlite._core.indexing's gather, scatter and scatter_add
 (`along_dim`) and advanced indexing by one integer index array (`advanced` with one group:
 x[idx], index_select, embedding), launched as tl_gather / tl_scatter / tl_scatter_add of
-cuda_kernels/index.cu.
+cuda_kernels/indexing.cu.
 
 The iteration space is the index's (or the result's); the data operand's strides leave out
 the indexed dim, which the kernel walks by `dim_stride` elements per index value.  An index
@@ -11,7 +11,7 @@ index leaves the tensor unchanged, as on the CPU.  Masks, several index arrays a
 scatter reductions run on host copies.
 """
 from .. import _switches
-from .._core import index as _cpu_index
+from .._core import indexing as _cpu_index
 from . import _array, _kernels as K, _launch
 from ._elementwise import packed_indexer
 from ._registry import native
@@ -41,7 +41,7 @@ def _launch_index(name, data_out, data_in, index, shape, strides, dim_size, dim_
             _launch.ptr(word.address)]
     if alpha is not None:
         args.append(_launch.f64(alpha))
-    _launch.launch(_launch.kernel("index.cu", name, device), _launch.grid_for(n, device, _THREADS),
+    _launch.launch(_launch.kernel("indexing.cu", name, device), _launch.grid_for(n, device, _THREADS),
                    _THREADS, args)
     return not check or word.read() == 0
 
@@ -55,7 +55,7 @@ def _in_range(index, size, wrap_negative):
     return (lo >= (-size if wrap_negative else 0)) and hi < size
 
 
-@native("index", "along_dim", kernel=True)
+@native("indexing", "along_dim", kernel=True)
 def along_dim(op, a, dim, index, src=None, err=None):
     return _along_dim(op, a, dim, index, src, True)
 
@@ -121,7 +121,7 @@ def _masked(op, a, first, mask, value):
     return NotImplemented
 
 
-@native("index", "advanced", kernel=True)
+@native("indexing", "advanced", kernel=True)
 def advanced(op, a, groups, value=None, err=None):
     """x[idx] along one dim (a single integer index group): a gather into a new array;
     x[mask] and x[mask] = scalar for a single mask group."""
@@ -164,7 +164,7 @@ def _nonzero_linear(a):
     return found.slice(0, 0, nnz, 1)
 
 
-@native("index", "nonzero", kernel=True)
+@native("indexing", "nonzero", kernel=True)
 def nonzero(a):
     """(n, ndim) int64 coordinates of a's nonzero elements in row-major order: a cumulative
     count of the nonzero flags gives each one its row, a scatter writes the linear indices
