@@ -1,4 +1,4 @@
-/* Block-level combining for the reduction-shaped kernels (reduce.cu, softmax.cu): a thread
+/* Block-level combining for the reduction-shaped kernels (reduction.cu, softmax.cu): a thread
  * block reduces several independent sequences ("outputs") at once, in one of two layouts:
  *   x_is_reduce: threadIdx.x walks a sequence, the blockDim.y rows of threads are outputs;
  *   otherwise:   threadIdx.x picks the output (coalesced across outputs), threadIdx.y walks.

@@ -1,4 +1,4 @@
-/* The reduction ops of reduce.cu: accumulator type, identity, step (add one element),
+/* The reduction ops of reduction.cu: accumulator type, identity, step (add one element),
  * combine (a holds earlier elements than b) and store.  Host-and-device, so tests run them
  * on the host against the CPU's reductions. */
 #ifndef TL_REDUCE_CUH

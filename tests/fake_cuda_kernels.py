@@ -182,7 +182,7 @@ def _gemm(f, params, grid, threads):
 
 def _softmax(f, params, grid, block):
     """tl_softmax: the CPU's softmax over the [outer, R, inner] view of the arguments."""
-    from torchlite._core import reduce as _R
+    from torchlite._core import reduction as _R
     dtype = _CTYPE_CODE[re.match(r"tl_softmax<(.*)>$", f).group(1).strip()]
     px, py = (_arg(params, k, "Q") for k in range(2))
     outer, R, inner = (_arg(params, k, "q") for k in (2, 3, 4))

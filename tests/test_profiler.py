@@ -26,7 +26,7 @@ def test_kernel_calls_and_ranges_are_recorded():
     avg = {e.key: e for e in prof.key_averages()}
     assert avg["matmul.bmm[addmm_impl_cpu_]"].count == 3
     assert avg["elementwise.unary[relu]"].count == 3
-    assert avg["reduce.reduce[sum]"].count == 3
+    assert avg["reduction.reduce[sum]"].count == 3
     rng = avg["three products"]
     assert rng.count == 1
     inside = sum(e.cpu_time_total for e in prof.events() if e.name != "three products")

@@ -381,17 +381,17 @@ def test_every_isa_level(level):
 
 @pytest.mark.parametrize("level", available_isa_levels())
 def test_one_set_isa_level_sets_every_kernel_module(level):
-    from torchlite._core import elementwise, matmul, random, reduce
+    from torchlite._core import elementwise, matmul, random, reduction
     with isa_level(level) as got:
         assert got == level == _core.isa_level()
-        assert [m.isa_level() for m in (elementwise, reduce, matmul, random)] == [level] * 4
+        assert [m.isa_level() for m in (elementwise, reduction, matmul, random)] == [level] * 4
 
 
 def test_torchlite_isa_environment_sets_every_kernel_module():
     import subprocess
     import sys
-    code = ("import torchlite._core as c; from torchlite._core import elementwise, reduce, "
-            "matmul, random; print([m.isa_level() for m in (elementwise, reduce, matmul, random)],"
+    code = ("import torchlite._core as c; from torchlite._core import elementwise, reduction, "
+            "matmul, random; print([m.isa_level() for m in (elementwise, reduction, matmul, random)],"
             " c.isa_level())")
     env = dict(os.environ, TORCHLITE_ISA="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,

@@ -16,7 +16,7 @@ array whose device to use; ``array.empty_like(a, dtype)`` keeps a's memory order
 import importlib
 import sys
 
-_MODULES = ("array", "elementwise", "reduce", "matmul", "indexing", "sorting", "shape_ops", "random",
+_MODULES = ("array", "elementwise", "reduction", "matmul", "indexing", "sorting", "shape_ops", "random",
             "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn", "fused",
             "fft", "special")
 
@@ -312,7 +312,7 @@ _NAMESPACES["array"].empty_like = _empty_like
 
 array = _NAMESPACES["array"]
 elementwise = _NAMESPACES["elementwise"]
-reduce = _NAMESPACES["reduce"]
+reduction = _NAMESPACES["reduction"]
 matmul = _NAMESPACES["matmul"]
 indexing = _NAMESPACES["indexing"]
 sorting = _NAMESPACES["sorting"]

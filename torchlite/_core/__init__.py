@@ -18,7 +18,7 @@ import os
 
 # The modules with SIMD kernels compiled once per ISA level (kernels/isa.h); each installs one
 # level's kernels at import and has its own set_isa_level, the mechanism the functions below use.
-_KERNEL_MODULES = ("elementwise", "reduce", "matmul", "random", "norm", "conv", "linalg_decomp",
+_KERNEL_MODULES = ("elementwise", "reduction", "matmul", "random", "norm", "conv", "linalg_decomp",
                    "optim", "rnn", "fft")
 
 

@@ -1,6 +1,6 @@
 # The CPU array layer's data structure: Storage (an aligned, reference-counted buffer with
 # a caching allocator) and Array (a strided view over one).  View operations only build new
-# metadata; compute lives in elementwise.pyx, reduce.pyx, matmul.pyx, indexing.pyx, random.pyx.
+# metadata; compute lives in elementwise.pyx, reduction.pyx, matmul.pyx, indexing.pyx, random.pyx.
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, int8_t, int16_t, int32_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset, memcpy

@@ -5,7 +5,7 @@ var_mean/std_mean), logsumexp, norm, any/all, count_nonzero, median/nanmedian,
 cumsum/cumprod/cummax/cummin/logcumsumexp, softmax/log_softmax, and the linalg norms
 vector_norm, matrix_norm and linalg_norm (which torchlite.linalg exposes).
 
-Each op checks its arguments, then calls the array layer (torchlite/_core/reduce.pyx, whose
+Each op checks its arguments, then calls the array layer (torchlite/_core/reduction.pyx, whose
 kernels are in kernels/reduce*.h).  PyTorch's rules hold: bool and integer sums, products and
 cumulative sums give int64, float16/bfloat16 accumulate in float32, NaN propagates through
 max/min/sum, argmax returns the first index on ties and counts NaN as the largest value."""
@@ -16,7 +16,7 @@ import warnings
 from .. import _dtype as D
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
-from .._dispatch import reduce as _R
+from .._dispatch import reduction as _R
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
 from .elementwise import maximum as _maximum, minimum as _minimum

@@ -47,7 +47,7 @@ def _launch_index(name, data_out, data_in, index, shape, strides, dim_size, dim_
 
 
 def _in_range(index, size, wrap_negative):
-    from ._reduce import reduce
+    from ._reduction import reduce
     if index.numel == 0:
         return True
     lo = _array.to_host(reduce("amin", index, None, False)).item()
@@ -150,7 +150,7 @@ def _nonzero_linear(a):
     from .._core import elementwise as _cpu_ew
     from ._elementwise import binary, cast, fill_affine, ternary
     from ._ops import contiguous
-    from ._reduce import scan
+    from ._reduction import scan
     n, device = a.numel, a.device_index
     flags = binary(_cpu_ew.BINARY["ne"], contiguous(a).view((n,)), False if a.dtype == K.BOOL else 0)
     count = scan("cumsum", cast(flags, K.INT64), 0)

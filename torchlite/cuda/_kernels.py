@@ -349,7 +349,7 @@ def batch_norm_coefs_kernel(kind, dtype):
 # per-source NVRTC options beyond the common ones (_nvrtc.base_options)
 SOURCE_OPTIONS = {
     "elementwise.cu": (),
-    "reduce.cu": (),
+    "reduction.cu": (),
     "softmax.cu": (),
     "random.cu": ("--fmad=false",),      # the CPU's rounding, step by step (tl_philox.cuh)
     "gemm.cu": (),
@@ -394,7 +394,7 @@ def variants():
     conv = [col2im_kernel(dt) for dt in (FLOAT32, FLOAT64)]
     pool = [max_pool_kernel(dt) for dt in MAX_POOL_DTYPES]
     rnn = [lstm_kernel(k, dt) for k in ("fwd", "bwd") for dt in (FLOAT32, FLOAT64)]
-    return {"elementwise.cu": tuple(ew), "reduce.cu": tuple(red), "softmax.cu": tuple(sm),
+    return {"elementwise.cu": tuple(ew), "reduction.cu": tuple(red), "softmax.cu": tuple(sm),
             "random.cu": tuple(rnd), "gemm.cu": tuple(gemm), "indexing.cu": tuple(index),
             "optim.cu": tuple(optim), "loss.cu": tuple(loss), "norm.cu": tuple(norm),
             "conv.cu": tuple(conv), "pool.cu": tuple(pool), "rnn.cu": tuple(rnn)}

@@ -17,7 +17,7 @@ from . import _array, _kernels as K, _launch
 from ._conv import composed, is_cuda, need, require
 from ._elementwise import binary, cast, ternary
 from ._indexing import _in_range, along_dim
-from ._reduce import reduce
+from ._reduction import reduce
 
 NE, DIV = _cpu_ew.BINARY["ne"], _cpu_ew.BINARY["div"]
 WHERE = _cpu_ew.TERNARY["where"]

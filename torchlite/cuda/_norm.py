@@ -20,7 +20,7 @@ from .._core import elementwise as _cpu_ew
 from . import _array, _kernels as K, _launch
 from ._conv import composed, is_cuda, need, require
 from ._elementwise import binary, cast, ternary, unary
-from ._reduce import mean, reduce, var
+from ._reduction import mean, reduce, var
 
 ADD, SUB, MUL, DIV = (_cpu_ew.BINARY[k] for k in ("add", "sub", "mul", "div"))
 SQRT, RECIPROCAL, NEG = (_cpu_ew.UNARY[k] for k in ("sqrt", "reciprocal", "neg"))

@@ -164,4 +164,4 @@ def contiguous(a):
 
 
 # the kernel-backed functions register themselves in KERNEL
-from . import _conv, _elementwise, _fused, _indexing, _loss, _matmul, _norm, _optim, _pool, _random, _reduce, _rnn, _shape  # noqa: E402,F401,E501
+from . import _conv, _elementwise, _fused, _indexing, _loss, _matmul, _norm, _optim, _pool, _random, _reduction, _rnn, _shape  # noqa: E402,F401,E501

@@ -30,7 +30,7 @@ from ._conv import (add_windows, composed, compute_dtype, contiguous, finish, fl
                     is_cuda, need, padded, pair, require, windows, zeros)
 from ._elementwise import binary, cast
 from ._indexing import along_dim, scatter_add_in_range
-from ._reduce import reduce
+from ._reduction import reduce
 
 ADD, MUL, DIV = (_cpu_ew.BINARY[k] for k in ("add", "mul", "div"))
 _MAXABLE = K.FLOATS + (K.INT64, K.INT32, K.INT16, K.INT8, K.UINT8)

@@ -85,7 +85,7 @@ def fill_bernoulli_tensor(dst, gen, p, op="bernoulli_"):
         return NotImplemented
     from ._elementwise import cast
     from ._ops import contiguous
-    from ._reduce import reduce
+    from ._reduction import reduce
     probs = contiguous(cast(p, K.FLOAT64))
     if probs.numel and not (_array.to_host(reduce("amin", probs, None, False)).item() >= 0.0
                             and _array.to_host(reduce("amax", probs, None, False)).item() <= 1.0):

@@ -5,7 +5,7 @@ What is timed: every call through the array layer's one door (torchlite/_dispatc
 calls an observer around each kernel function while one is set: nothing is wrapped, and
 nothing costs, while no profile records) and every record_function range.  Kernel events
 are named by the array-layer function and, for the elementwise and reduction families, the
-op: 'elementwise.binary[mul]', 'reduce.reduce[sum]', 'matmul.bmm[addmm_impl_cpu_]'.  Times
+op: 'elementwise.binary[mul]', 'reduction.reduce[sum]', 'matmul.bmm[addmm_impl_cpu_]'.  Times
 are host (CPU) wall times; CUDA kernels run asynchronously, so with CUDA tensors an event
 measures the launch, not the kernel (no device timeline is recorded yet)."""
 import enum
@@ -79,7 +79,7 @@ def _event_name(qualname, args):
         names = _op_names().get(qualname)
         if names is not None and args[0] in names:
             return f"{qualname}[{names[args[0]]}]"
-    if qualname in ("reduce.reduce", "reduce.scan") and args and isinstance(args[0], str):
+    if qualname in ("reduction.reduce", "reduction.scan") and args and isinstance(args[0], str):
         return f"{qualname}[{args[0]}]"
     if qualname == "matmul.bmm" and len(args) > 5 and isinstance(args[5], str):
         return f"{qualname}[{args[5]}]"

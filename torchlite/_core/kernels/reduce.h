@@ -1,6 +1,6 @@
-/* Reduction, softmax, scan and median kernels: the tables reduce.pyx calls through.
+/* Reduction, softmax, scan and median kernels: the tables reduction.pyx calls through.
  *
- * Every reduction runs on one of two canonical layouts (reduce.pyx brings any input to one):
+ * Every reduction runs on one of two canonical layouts (reduction.pyx brings any input to one):
  *   rows  [A, R]     R contiguous: each of the A rows reduces to one value (SIMD lanes
  *                    across the row);
  *   cols  [A, R, B]  B contiguous: R rows of B columns are accumulated into a vector of B

@@ -13,7 +13,7 @@ from ... import _dtype as D
 from ..._tensor import Tensor, _wrap
 from ..._dispatch import elementwise as _ew
 from ..._dispatch import loss as _K
-from ..._dispatch import reduce as _Rk
+from ..._dispatch import reduction as _Rk
 from ..._ops import elementwise as _P
 from ..._ops import reduction as _R
 from ..._ops.views import broadcast_tensors as _broadcast_tensors

@@ -1,6 +1,6 @@
-"""Reductions on the GPU: torchlite._core.reduce's sum, nansum, prod, amax, amin, any, all,
+"""Reductions on the GPU: torchlite._core.reduction's sum, nansum, prod, amax, amin, any, all,
 mean, var/std (with the mean) and argmax/argmin/max/min with indices, launched as the one
-tl_reduce kernel of cuda_kernels/reduce.cu.
+tl_reduce kernel of cuda_kernels/reduction.cu.
 
 The host describes a reduction by two indexers: `out_ix` maps an output number to (the
 offset of its first input element, its offset in out0, in out1) and `red_ix` maps a reduced
@@ -16,7 +16,7 @@ import functools
 import struct
 
 from .._core import elementwise as _cpu_ew
-from .._core import reduce as _cpu_reduce
+from .._core import reduction as _cpu_reduce
 from . import _array, _kernels as K, _launch, _runtime
 from ._elementwise import coalesce, copy_ as _copy, packed_indexer
 from ._registry import native
@@ -111,7 +111,7 @@ def _run(kernel_name, a, dims, keepdim, out_dtypes, scalars=()):
         _runtime.memset(device, sem.address, b"\0\0\0\0", gx)
     args_struct = struct.pack("<qqqiiQQ", p.n_out, p.R, p.chunk, 1 if p.rows else 0, 0,
                               ws.address if ws else 0, sem.address if sem else 0)
-    k = _launch.kernel("reduce.cu", kernel_name, device)
+    k = _launch.kernel("reduction.cu", kernel_name, device)
     ptrs = [o.data_ptr() if o is not None else 0 for o in outs] + [0] * (2 - len(outs))
     _launch.launch(k, p.grid, p.block, [
         _launch.ptr(a.data_ptr()), _launch.ptr(ptrs[0]), _launch.ptr(ptrs[1]),
@@ -131,7 +131,7 @@ _REDUCE_OPS = {"sum": "Sum", "nansum": "NanSum", "prod": "Prod", "amax": "Max", 
                "any": "Any", "all": "All"}
 
 
-@native("reduce", "reduce", kernel=True)
+@native("reduction", "reduce", kernel=True)
 def reduce(op, a, dims, keepdim, name=None):
     kop = _REDUCE_OPS.get(op)
     name_expr = _kernel(kop, a.dtype) if kop else None
@@ -153,7 +153,7 @@ def reduce(op, a, dims, keepdim, name=None):
     return out
 
 
-@native("reduce", "mean", kernel=True)
+@native("reduction", "mean", kernel=True)
 def mean(a, dims, keepdim, ignore_nan=False):
     name_expr = None if ignore_nan else _kernel("Mean", a.dtype)
     if name_expr is None:
@@ -162,7 +162,7 @@ def mean(a, dims, keepdim, ignore_nan=False):
     return res if res is NotImplemented else res[0]
 
 
-@native("reduce", "var", kernel=True)
+@native("reduction", "var", kernel=True)
 def var(a, dims, correction, keepdim, take_sqrt, want_mean):
     name_expr = _kernel("VarStd", a.dtype)
     if name_expr is None:
@@ -174,7 +174,7 @@ def var(a, dims, correction, keepdim, take_sqrt, want_mean):
     return res[0], (res[1] if want_mean else None)
 
 
-@native("reduce", "argreduce", kernel=True)
+@native("reduction", "argreduce", kernel=True)
 def argreduce(is_min, a, dim, keepdim, want_values, name):
     if isinstance(dim, (tuple, list)):
         return NotImplemented
@@ -190,7 +190,7 @@ def argreduce(is_min, a, dim, keepdim, want_values, name):
 
 
 # ---- softmax --------------------------------------------------------------------------------
-@native("reduce", "softmax", kernel=True)
+@native("reduction", "softmax", kernel=True)
 def softmax(a, dim, log):
     """softmax / log_softmax along dim by tl_softmax (cuda_kernels/softmax.cu): the input made
     contiguous and seen as [outer, R, inner]; a warp per row when inner == 1, else threads
@@ -224,7 +224,7 @@ def softmax(a, dim, log):
 
 
 # ---- vector norms ------------------------------------------------------------------------------
-@native("reduce", "vector_norm", kernel=True)
+@native("reduction", "vector_norm", kernel=True)
 def vector_norm(a, ord, dims, keepdim, name="linalg.vector_norm"):
     """The 2-, 1- and inf-norms (clip_grad_norm_, normalize, ...): the elements in float64
     (as the CPU accumulates them), then abs/square, a reduction, sqrt, and the input's dtype.
@@ -243,7 +243,7 @@ def vector_norm(a, ord, dims, keepdim, name="linalg.vector_norm"):
     return cast(r, a.dtype)
 
 
-@native("reduce", "logsumexp", kernel=True)
+@native("reduction", "logsumexp", kernel=True)
 def logsumexp(a, dims, keepdim):
     """log(sum(exp(x))) as the CPU computes it: in float64, the max taken out first (0 where
     it is infinite), then the input's dtype."""
@@ -263,7 +263,7 @@ def logsumexp(a, dims, keepdim):
 
 
 # ---- cumulative sums ---------------------------------------------------------------------------
-@native("reduce", "scan", kernel=True)
+@native("reduction", "scan", kernel=True)
 def scan(op, a, dim):
     """cumsum along dim by log2(n) rounds of shifted adds (y[k:] += y[:-k], k = 1, 2, 4, ...),
     in float64 for floating inputs (then the input's dtype) and int64 for the others, as the
