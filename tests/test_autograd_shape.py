@@ -1,4 +1,5 @@
-"""Backward formulas of the view, conversion and joining ops (torchlite/_ops/shape_grad.py).
+"""Backward formulas of the view, conversion and joining ops (torchlite/_ops/views_grad.py,
+conversion_grad.py, joining_grad.py).
 
 CASES lists every differentiable op of these families once with its gradcheck case.  Each
 case runs gradcheck in float64 on several input layouts (contiguous, transposed, strided,

@@ -1,10 +1,13 @@
 """Matrix products (torchlite/_ops/linalg.py over the GEMM of torchlite/_core/matmul.pyx and
 kernels/gemm*.h), checked against NumPy in float64 and against PyTorch where installed."""
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import torchlite as tl
+from torchlite._ops import linalg as LA
 from torchlite._core import matmul as _mm
 
 CPU_LEVEL = _mm.set_isa_level(99)
@@ -663,3 +666,52 @@ def test_addr_matches_numpy():
     check(tl.addr(tl.tensor(nan), tl.tensor(u), tl.tensor(v), beta=0), np.outer(u, v), 1)
     with pytest.raises(RuntimeError, match="1-dimensional"):
         tl.addr(tl.tensor(a), tl.tensor(a), tl.tensor(v))
+
+
+# ---- matrix norms (composed of the p-norm reduction and the SVD) ----------------------------
+def test_matrix_norm_and_linalg_norm():
+    a = np.random.randn(2, 3, 4)
+    t = tl.tensor(a)
+    for ord, ref in (("fro", lambda m, k: np.linalg.norm(m, "fro", axis=(-2, -1), keepdims=k)),
+                     (1, lambda m, k: np.linalg.norm(m, 1, axis=(-2, -1), keepdims=k)),
+                     (-1, lambda m, k: np.linalg.norm(m, -1, axis=(-2, -1), keepdims=k)),
+                     (math.inf, lambda m, k: np.linalg.norm(m, np.inf, axis=(-2, -1), keepdims=k)),
+                     (-math.inf, lambda m, k: np.linalg.norm(m, -np.inf, axis=(-2, -1), keepdims=k))):
+        for keepdim in (False, True):
+            assert_values(LA.matrix_norm(t, ord, keepdim=keepdim), ref(a, keepdim), rtol=1e-12)
+        assert_values(LA.matrix_norm(t, ord, dim=(0, 2)),
+                      np.linalg.norm(a, ord if ord != "fro" else "fro", axis=(0, 2)), rtol=1e-12)
+        assert_values(LA.matrix_norm(t, ord, dim=(2, 0)),
+                      np.linalg.norm(a, ord if ord != "fro" else "fro", axis=(2, 0)), rtol=1e-12)
+    m = tl.tensor(a[0])
+    assert LA.linalg_norm(m).item() == pytest.approx(np.linalg.norm(a[0]))
+    assert LA.linalg_norm(m, 1).item() == pytest.approx(np.linalg.norm(a[0], 1))
+    assert LA.linalg_norm(m, math.inf).item() == pytest.approx(np.linalg.norm(a[0], np.inf))
+    assert_values(LA.linalg_norm(t, 3, dim=1), (np.abs(a) ** 3).sum(1) ** (1 / 3), rtol=1e-12)
+    assert_values(LA.linalg_norm(t, dim=(0, 2)), np.linalg.norm(a, axis=(0, 2)), rtol=1e-12)
+    assert LA.linalg_norm(t).item() == pytest.approx(np.sqrt((a ** 2).sum()))
+    assert LA.linalg_norm(tl.tensor(a[0, 0]), math.inf).item() == pytest.approx(np.abs(a[0, 0]).max())
+    for ord in ("nuc", 2, -2):
+        assert_values(LA.matrix_norm(t, ord), np.linalg.norm(a, ord, axis=(-2, -1)), rtol=1e-12)
+        assert LA.linalg_norm(m, ord).item() == pytest.approx(np.linalg.norm(a[0], ord))
+    assert_values(t.norm("nuc"), np.linalg.norm(a, "nuc", axis=(-2, -1)), rtol=1e-12)
+    assert t.norm("fro", dim=(1, 2)).shape == (2,)
+    assert_values(t.norm(p="fro", dim=1), np.sqrt((a ** 2).sum(1)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0), (2, 3, 0)])
+@pytest.mark.parametrize("ord", [1, math.inf])
+def test_max_matrix_norms_of_empty_matrices_are_zero(shape, ord):
+    """The max over no column (row) sums is 0, as in PyTorch; the min (ord -1, -inf) over none
+    raises as amin does."""
+    t = tl.zeros(shape, dtype=tl.float64, requires_grad=True)
+    r = LA.matrix_norm(t, ord)
+    assert r.shape == shape[:-2] and np.all(r.detach().numpy() == 0)
+    r.sum().backward()
+    assert t.grad.shape == shape
+    k = LA.matrix_norm(t, ord, keepdim=True)
+    assert k.shape == shape[:-2] + (1, 1)
+    empty_dim = 1 if ord == 1 else 0          # the dim the max runs over
+    if shape[len(shape) - 2 + empty_dim] == 0:
+        with pytest.raises(IndexError, match="amin"):
+            LA.matrix_norm(t, -ord)

@@ -616,54 +616,6 @@ def test_vector_norm():
     assert R.vector_norm(tl.zeros(0)).item() == 0.0
 
 
-def test_matrix_norm_and_linalg_norm():
-    a = np.random.randn(2, 3, 4)
-    t = tl.tensor(a)
-    for ord, ref in (("fro", lambda m, k: np.linalg.norm(m, "fro", axis=(-2, -1), keepdims=k)),
-                     (1, lambda m, k: np.linalg.norm(m, 1, axis=(-2, -1), keepdims=k)),
-                     (-1, lambda m, k: np.linalg.norm(m, -1, axis=(-2, -1), keepdims=k)),
-                     (math.inf, lambda m, k: np.linalg.norm(m, np.inf, axis=(-2, -1), keepdims=k)),
-                     (-math.inf, lambda m, k: np.linalg.norm(m, -np.inf, axis=(-2, -1), keepdims=k))):
-        for keepdim in (False, True):
-            assert_values(R.matrix_norm(t, ord, keepdim=keepdim), ref(a, keepdim), rtol=1e-12)
-        assert_values(R.matrix_norm(t, ord, dim=(0, 2)),
-                      np.linalg.norm(a, ord if ord != "fro" else "fro", axis=(0, 2)), rtol=1e-12)
-        assert_values(R.matrix_norm(t, ord, dim=(2, 0)),
-                      np.linalg.norm(a, ord if ord != "fro" else "fro", axis=(2, 0)), rtol=1e-12)
-    m = tl.tensor(a[0])
-    assert R.linalg_norm(m).item() == pytest.approx(np.linalg.norm(a[0]))
-    assert R.linalg_norm(m, 1).item() == pytest.approx(np.linalg.norm(a[0], 1))
-    assert R.linalg_norm(m, math.inf).item() == pytest.approx(np.linalg.norm(a[0], np.inf))
-    assert_values(R.linalg_norm(t, 3, dim=1), np_norm(a, 3, (1,), False), rtol=1e-12)
-    assert_values(R.linalg_norm(t, dim=(0, 2)), np.linalg.norm(a, axis=(0, 2)), rtol=1e-12)
-    assert R.linalg_norm(t).item() == pytest.approx(np.sqrt((a ** 2).sum()))
-    assert R.linalg_norm(tl.tensor(a[0, 0]), math.inf).item() == pytest.approx(np.abs(a[0, 0]).max())
-    for ord in ("nuc", 2, -2):
-        assert_values(R.matrix_norm(t, ord), np.linalg.norm(a, ord, axis=(-2, -1)), rtol=1e-12)
-        assert R.linalg_norm(m, ord).item() == pytest.approx(np.linalg.norm(a[0], ord))
-    assert_values(t.norm("nuc"), np.linalg.norm(a, "nuc", axis=(-2, -1)), rtol=1e-12)
-    assert t.norm("fro", dim=(1, 2)).shape == (2,)
-    assert_values(t.norm(p="fro", dim=1), np.sqrt((a ** 2).sum(1)), rtol=1e-12)
-
-
-@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0), (2, 3, 0)])
-@pytest.mark.parametrize("ord", [1, math.inf])
-def test_max_matrix_norms_of_empty_matrices_are_zero(shape, ord):
-    """The max over no column (row) sums is 0, as in PyTorch; the min (ord -1, -inf) over none
-    raises as amin does."""
-    t = tl.zeros(shape, dtype=tl.float64, requires_grad=True)
-    r = R.matrix_norm(t, ord)
-    assert r.shape == shape[:-2] and np.all(r.detach().numpy() == 0)
-    r.sum().backward()
-    assert t.grad.shape == shape
-    k = R.matrix_norm(t, ord, keepdim=True)
-    assert k.shape == shape[:-2] + (1, 1)
-    empty_dim = 1 if ord == 1 else 0          # the dim the max runs over
-    if shape[len(shape) - 2 + empty_dim] == 0:
-        with pytest.raises(IndexError, match="amin"):
-            R.matrix_norm(t, -ord)
-
-
 # ---------------------------------------------------------------------------------------
 # out=
 # ---------------------------------------------------------------------------------------
@@ -732,13 +684,13 @@ ERRORS = [
     (lambda t: R.vector_norm(t, dtype=tl.float16), RuntimeError, "without narrowing"),
     (lambda t: R.vector_norm(tl.zeros(0), math.inf), RuntimeError, "on an empty tensor"),
     (lambda t: R.vector_norm(tl.zeros(0, 3), -math.inf, dim=0), RuntimeError, "dimension 0"),
-    (lambda t: R.matrix_norm(t[0]), RuntimeError, "at least 2 dimensions"),
-    (lambda t: R.matrix_norm(t, 3), RuntimeError, "Order 3 not supported"),
-    (lambda t: R.matrix_norm(t, 1, dim=(0, 0)), RuntimeError, "dims must be different"),
-    (lambda t: R.matrix_norm(t, dim=(0, 1, 2)), RuntimeError, "2-tuple"),
-    (lambda t: R.matrix_norm(t.long()), RuntimeError, "Expected a floating point"),
-    (lambda t: R.linalg_norm(tl.zeros(2, 2, 2), 2), RuntimeError, "must be 1D or 2D"),
-    (lambda t: R.linalg_norm(t, dim=(0, 1, 2)), RuntimeError, "length 1 or 2"),
+    (lambda t: tl.linalg.matrix_norm(t[0]), RuntimeError, "at least 2 dimensions"),
+    (lambda t: tl.linalg.matrix_norm(t, 3), RuntimeError, "Order 3 not supported"),
+    (lambda t: tl.linalg.matrix_norm(t, 1, dim=(0, 0)), RuntimeError, "dims must be different"),
+    (lambda t: tl.linalg.matrix_norm(t, dim=(0, 1, 2)), RuntimeError, "2-tuple"),
+    (lambda t: tl.linalg.matrix_norm(t.long()), RuntimeError, "Expected a floating point"),
+    (lambda t: tl.linalg.norm(tl.zeros(2, 2, 2), 2), RuntimeError, "must be 1D or 2D"),
+    (lambda t: tl.linalg.norm(t, dim=(0, 1, 2)), RuntimeError, "length 1 or 2"),
     (lambda t: t.norm("fro", dim=(0, 1, 2)), RuntimeError, "2-tuple"),
     (lambda t: tl.sum([1, 2]), TypeError, "must be Tensor"),
     (lambda t: t.count_nonzero((1, -1)), RuntimeError, "appears multiple times"),

@@ -33,7 +33,7 @@ from ._ops.elementwise import (add, sub, subtract, rsub, div, divide, true_divid
                              addcdiv, neg, negative)
 from ._ops.views import (view_as, reshape, permute, transpose, swapaxes, swapdims, t, adjoint,
                          movedim, moveaxis, broadcast_to, broadcast_shapes, broadcast_tensors,
-                         squeeze, unsqueeze, flatten, ravel, unflatten, narrow, select, unbind,
+                         squeeze, unsqueeze, flatten, ravel, unflatten, narrow, select,
                          diagonal, as_strided, flip, fliplr, flipud, clone, atleast_1d,
                          atleast_2d, atleast_3d)
 # each op family's module lists its public functions in __all__
@@ -52,8 +52,8 @@ from ._ops.linalg_decomp import lu_legacy as lu, lu_solve_legacy as lu_solve  # 
 from ._ops.views import (view_copy, permute_copy, t_copy, transpose_copy,  # noqa: F401
                          squeeze_copy, unsqueeze_copy, unbind_copy, unfold_copy, expand_copy,
                          diagonal_copy, as_strided_copy, detach_copy, alias_copy, select_copy,
-                         slice_copy, split_copy, split_with_sizes_copy, view_as_real_copy,
-                         view_as_complex_copy, as_strided_scatter)
+                         slice_copy, split_copy, split_with_sizes_copy, as_strided_scatter)
+from ._ops.complex import view_as_real_copy, view_as_complex_copy  # noqa: F401
 from ._ops.creation import (scalar_tensor, empty_strided, fill, zero_, hann_window,  # noqa: F401
                             hamming_window, blackman_window, bartlett_window, empty_permuted,
                             frombuffer, range)

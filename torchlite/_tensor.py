@@ -386,7 +386,7 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) * gradient into every leaf's .grad (see autograd.backward).
         gradient may be omitted only for a one-element tensor."""
-        from .autograd import backward
+        from .autograd.engine import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):

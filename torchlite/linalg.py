@@ -1,11 +1,12 @@
 """torchlite.linalg: matrix products, norms, decompositions and solvers, as torch.linalg."""
-from ._ops.linalg import matmul, vecdot, multi_dot, linalg_cross as cross
-from ._ops.reduction import vector_norm, matrix_norm, linalg_norm as norm
+from ._ops.linalg import (matmul, vecdot, multi_dot, linalg_cross as cross, matrix_norm, cond,
+                          linalg_norm as norm)
+from ._ops.reduction import vector_norm
 from ._ops.linalg_decomp import (
     LinAlgError, linalg_cholesky as cholesky, cholesky_ex, lu_factor, lu_factor_ex, lu, lu_solve,
     solve, solve_ex, solve_triangular, inv, inv_ex, det, linalg_slogdet as slogdet,
     linalg_qr as qr, eigh, eigvalsh, eig, eigvals, linalg_svd as svd, svdvals, pinv, lstsq, matrix_rank,
-    matrix_power, matrix_exp, cond, householder_product, tensorinv, tensorsolve)
+    matrix_power, matrix_exp, householder_product, tensorinv, tensorsolve)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):

@@ -13,6 +13,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from . import _register
 from . import complex_grad as _CG
 from ._kit import tensor_arg
+from .views import copied_view
 
 
 def _view(t, arr, record):
@@ -135,3 +136,14 @@ def isreal(input):
 
 
 __all__ = ["view_as_real", "view_as_complex", "real", "imag", "complex", "polar", "isreal"]
+
+
+# ---- the _copy spellings of the complex views (torch.view_as_real_copy ...) ----------------------
+def view_as_real_copy(input, *, out=None):
+    """view_as_real(input) as a new tensor (torch.view_as_real_copy)."""
+    return copied_view(view_as_real(input), out, "view_as_real_copy", input)
+
+
+def view_as_complex_copy(input, *, out=None):
+    """view_as_complex(input) as a new tensor (torch.view_as_complex_copy)."""
+    return copied_view(view_as_complex(input), out, "view_as_complex_copy", input)

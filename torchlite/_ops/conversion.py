@@ -11,7 +11,8 @@ from .._tensor import Tensor, _wrap, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records
 from . import _register
-from . import shape_grad as _SG
+from . import conversion_grad as _CG
+from . import elementwise_grad as _EG
 from ._kit import tensor_arg
 
 
@@ -71,7 +72,7 @@ def to(self, *args, **kwargs):
     if copy:
         t = _wrap(_ew.clone(t._data, True))
     if t is not self and self._requires_grad and _grad_state.enabled:
-        _SG.record_to(self, t)
+        _CG.record_to(self, t)
     if fmt is not None and fmt is not MF.preserve_format:
         t = t.contiguous(memory_format=fmt)     # a copy only when the layout differs
     return t
@@ -131,7 +132,7 @@ def copy_(self, src, non_blocking=False):
     if src.device != self.device:
         src = src.to(self.device)
     if inplace_records(self, src):
-        return _SG.rebase(self, "copy_", lambda old: _copied(old, src), src)
+        return _EG.rebase(self, "copy_", lambda old: _copied(old, src), src)
     _ew.copy_(self._data, src._data)
     self._bump_version()
     return self
@@ -141,7 +142,7 @@ def _copied(old, src):
     """The out-of-place form of old.copy_(src): src broadcast and cast to old."""
     r = _wrap(_A.empty(old._data.shape, old._data.dtype, device=old._data))
     _ew.copy_(r._data, src._data)
-    _SG.record_copy(old, src, r)
+    _CG.record_copy(old, src, r)
     return r
 
 
@@ -153,7 +154,7 @@ def fill_(self, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
     if inplace_records(self, value):
-        return _SG.rebase(self, "fill_", lambda old: _filled(old, value))
+        return _EG.rebase(self, "fill_", lambda old: _filled(old, value))
     if isinstance(value, Tensor):
         value = value.item()
     _A.fill_(self._data, _as_pyscalar(value))
@@ -165,7 +166,7 @@ def _filled(old, value):
     """The out-of-place form of old.fill_(value)."""
     v = value.item() if isinstance(value, Tensor) else value
     r = _wrap(_A.full(old._data.shape, _as_pyscalar(v), old._data.dtype, device=old._data))
-    _SG.record_fill(old, value, r)
+    _CG.record_fill(old, value, r)
     return r
 
 
@@ -299,7 +300,7 @@ def pin_memory(self, device=None):
         return self
     t = _wrap(_dispatch.devices.pin(self._data))
     if self._requires_grad and _grad_state.enabled:
-        _SG.record_to(self, t)
+        _CG.record_to(self, t)
     return t
 
 

@@ -511,24 +511,30 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 
 
 @_register("new_zeros")
-def _new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+def _new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device, layout=layout,
+                 requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 @_register("new_ones")
-def _new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return ones(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+def _new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return ones(*size, dtype=dtype or self.dtype, device=device or self.device, layout=layout,
+                requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 @_register("new_empty")
-def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    return empty(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+def _new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return empty(*size, dtype=dtype or self.dtype, device=device or self.device, layout=layout,
+                 requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 @_register("new_full")
-def _new_full_m(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-                requires_grad=requires_grad)
+def _new_full_m(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+                pin_memory=False):
+    _layout.check(layout, "new_full")
+    out = full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+               requires_grad=requires_grad)
+    return out.pin_memory() if pin_memory else out
 
 
 # ---- more creation: scalar_tensor, empty_strided, fill, zero_ --------------------------------

@@ -718,8 +718,7 @@ def where(condition, input=None, other=None, *, out=None):
     """input where condition is True, else other (numbers are allowed for input/other).
     where(condition) alone is nonzero(condition, as_tuple=True)."""
     if input is None and other is None:
-        from .indexing import nonzero
-        return nonzero(condition, as_tuple=True)
+        return condition.nonzero(as_tuple=True)
     c = condition._data
     x = input._data if isinstance(input, Tensor) else _operand(input, "where")
     y = other._data if isinstance(other, Tensor) else _operand(other, "where")

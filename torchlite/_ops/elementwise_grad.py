@@ -845,3 +845,11 @@ class NextafterBackward0(Node):
 
 def record_nextafter(input, other, result):
     record(NextafterBackward0(), (input, other), result)
+
+
+def rebase(self, name, out_of_place, *operands):
+    """Run an in-place op on a tensor that is part of a graph (or is written with a value that
+    is): out_of_place(old) computes the result, which replaces self's value and history
+    (rebase_inplace; a leaf requiring grad is refused, as in PyTorch)."""
+    check_inplace(self, name, *operands)
+    return rebase_inplace(self, out_of_place)

@@ -22,7 +22,8 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records
 from . import _register
 from . import indexing_grad as _IG
-from . import shape_grad as _SG
+from . import elementwise_grad as _EG
+from . import views_grad as _VG
 from .elementwise import where as _where
 from ._kit import C_NAMES, needs_grad, no_out_with_grad as _no_out_with_grad, result, tensor_arg
 from ._kit import write_out
@@ -236,7 +237,7 @@ def getitem(self, idx):
     if type(idx) is _int and self._data.ndim > 0:       # the common x[i], kept short
         r = _wrap_view(self._data.select(0, idx), self)
         if self._requires_grad and _grad_state.enabled:
-            _SG.record_select(self, r, 0, idx)
+            _VG.record_select(self, r, 0, idx)
         return r
     items, used = _parse(self, idx)
     arr, groups = _apply(self, items, used)
@@ -300,7 +301,7 @@ def setitem(self, idx, value):
     through a view (y = x[0]; y[1:] = v) rewrites the base's history too (CopySlices)."""
     items, used = _parse(self, idx)
     if inplace_records(self, value):
-        _SG.rebase(self, "setitem", lambda old: index_put_items(old, items, used, value, False))
+        _EG.rebase(self, "setitem", lambda old: index_put_items(old, items, used, value, False))
     else:
         _write(self, items, used, value, False)
 
@@ -451,7 +452,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """self[i][index[i][j]] = src[i][j] (for dim=1), or = value; reduce='add'/'multiply'
     combines instead of overwriting."""
     if inplace_records(self, src):
-        return _SG.rebase(self, "scatter_", lambda old: scatter(old, dim, index, src, value=value,
+        return _EG.rebase(self, "scatter_", lambda old: scatter(old, dim, index, src, value=value,
                                                                   reduce=reduce))
     return _scatter(self, dim, index, src, value, reduce)
 
@@ -476,7 +477,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
 def scatter_add_(self, dim, index, src):
     """self[i][index[i][j]] += src[i][j] (for dim=1); repeated indices all add."""
     if inplace_records(self, src):
-        return _SG.rebase(self, "scatter_add_", lambda old: scatter_add(old, dim, index, src))
+        return _EG.rebase(self, "scatter_add_", lambda old: scatter_add(old, dim, index, src))
     return _scatter_add(self, dim, index, src)
 
 
@@ -518,7 +519,7 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """Reduce src into self at index along dim with 'sum', 'prod', 'mean', 'amax' or 'amin';
     include_self=False leaves self's old values out of the targets' reductions."""
     if inplace_records(self, src):
-        return _SG.rebase(self, "scatter_reduce_", lambda old: scatter_reduce(
+        return _EG.rebase(self, "scatter_reduce_", lambda old: scatter_reduce(
             old, dim, index, src, reduce, include_self=include_self))
     return _scatter_reduce(self, dim, index, src, reduce, include_self)
 
@@ -635,7 +636,7 @@ def index_select(input, dim, index, *, out=None):
 def index_add_(self, dim, index, source, *, alpha=1):
     """self.select(dim, index[i]) += alpha * source.select(dim, i); repeated indices add."""
     if inplace_records(self, source):
-        return _SG.rebase(self, "index_add_", lambda old: index_add(old, dim, index, source,
+        return _EG.rebase(self, "index_add_", lambda old: index_add(old, dim, index, source,
                                                                     alpha=alpha))
     return _index_add(self, dim, index, source, alpha)
 
@@ -717,7 +718,7 @@ def _index_for_reduce(self, dim, index, source, reduce, op):
 def index_copy_(self, dim, index, source):
     """self.select(dim, index[i]) = source.select(dim, i)."""
     if inplace_records(self, source):
-        return _SG.rebase(self, "index_copy_", lambda old: index_copy(old, dim, index, source))
+        return _EG.rebase(self, "index_copy_", lambda old: index_copy(old, dim, index, source))
     return _index_copy(self, dim, index, source)
 
 
@@ -764,7 +765,7 @@ def index_copy(input, dim, index, source, *, out=None):
 def index_fill_(self, dim, index, value):
     """self.select(dim, i) = value for every i in index."""
     if inplace_records(self, value):
-        return _SG.rebase(self, "index_fill_", lambda old: index_fill(old, dim, index, value))
+        return _EG.rebase(self, "index_fill_", lambda old: index_fill(old, dim, index, value))
     return _index_fill(self, dim, index, value)
 
 
@@ -816,7 +817,7 @@ def index_put_(self, indices, values, accumulate=False):
     covering several); accumulate=True adds instead, every repeated index counting."""
     items, used = _index_put_items(self, indices, values)
     if inplace_records(self, values):
-        return _SG.rebase(self, "index_put_", lambda old: index_put_items(old, items, used, values,
+        return _EG.rebase(self, "index_put_", lambda old: index_put_items(old, items, used, values,
                                                                           builtins.bool(accumulate)))
     _write(self, items, used, values, accumulate)
     return self
@@ -854,7 +855,7 @@ def masked_fill_(self, mask, value):
     if inplace_records(self, value):
         _check_bool_mask(mask, "masked_fill_")
         _mask_for(self, mask, "masked_fill_")
-        return _SG.rebase(self, "masked_fill_", lambda old: masked_fill(old, mask, value))
+        return _EG.rebase(self, "masked_fill_", lambda old: masked_fill(old, mask, value))
     return _masked_fill(self, mask, value)
 
 
@@ -927,7 +928,7 @@ def masked_scatter_(self, mask, source):
     if inplace_records(self, source):
         _check_bool_mask(mask, "masked_scatter_")
         _mask_for(self, mask, "masked_scatter_")
-        return _SG.rebase(self, "masked_scatter_", lambda old: masked_scatter(old, mask, source))
+        return _EG.rebase(self, "masked_scatter_", lambda old: masked_scatter(old, mask, source))
     return _masked_scatter(self, mask, source)
 
 
@@ -1009,7 +1010,7 @@ def put_(self, index, source, accumulate=False):
     """self (seen as 1-d, row-major) at the positions in index = source (or += with
     accumulate); works on non-contiguous self in place."""
     if inplace_records(self, source):
-        return _SG.rebase(self, "put_", lambda old: put(old, index, source, accumulate))
+        return _EG.rebase(self, "put_", lambda old: put(old, index, source, accumulate))
     return _put(self, index, source, accumulate)
 
 

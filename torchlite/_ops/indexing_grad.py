@@ -7,7 +7,7 @@ advanced indexing -> index_put(accumulate), masked_select -> masked_scatter) and
 way round, so second derivatives come from the same table.  Index tensors are saved with
 their version: changing one in place before backward is an error, as in PyTorch."""
 from ..autograd.graph import Node, new_node, node_type, record, record_not_differentiable, sum_to
-from .shape_grad import embed, needs_input_grad, zeros_as
+from .views_grad import embed, needs_input_grad, zeros_as
 
 
 def _needs(node, i):
@@ -51,7 +51,7 @@ def _basic_index_node(items):
             name = "SelectBackward0"
         elif i is None:
             name = "UnsqueezeBackward0"
-    from .shape_grad import _ViewEmbedBack
+    from .views_grad import _ViewEmbedBack
     return node_type(name, _ViewEmbedBack)
 
 
@@ -265,8 +265,7 @@ class _IndexFillBack(Node):
         gi = g.index_fill(self.dim, index, 0) if _needs(self, 0) else None
         gv = None
         if _needs(self, 1):     # a value tensor: every filled position, once
-            from .sorting import unique
-            gv = g.index_select(self.dim, unique(index.reshape(-1))).sum()
+            gv = g.index_select(self.dim, index.reshape(-1).unique()).sum()
         return gi, gv
 
 

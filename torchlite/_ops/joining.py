@@ -20,8 +20,10 @@ from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records
 from . import _register
-from . import shape_grad as _SG
-from .shape_grad import arange_array
+from . import elementwise_grad as _EG
+from . import joining_grad as _JG
+from . import views_grad as _VG
+from .views_grad import arange_array
 from .views import _shape_arg, clone, flip, reshape, transpose, unsqueeze
 from ._kit import int_arg, needs_grad, no_out_with_grad, out_array, tensor_arg
 from .. import _layout
@@ -119,7 +121,7 @@ def cat(tensors, dim=0, *, out=None):
         no_out_with_grad("cat", *ts)
         _SO.check_no_alias(out._data, arrays)
     return _finish(_SO.cat_into(_out_array(out, shape, code, "cat", arrays[0]), arrays, d), out, ts,
-                   lambda r: _SG.record_cat(ts, r, d))
+                   lambda r: _JG.record_cat(ts, r, d))
 
 
 concat = concatenate = cat
@@ -136,7 +138,7 @@ def stack(tensors, dim=0, *, out=None):
         no_out_with_grad("stack", *ts)
         _SO.check_no_alias(out._data, arrays)
     return _finish(_SO.stack_into(_out_array(out, shape, code, "stack", arrays[0]), arrays, d), out, ts,
-                   lambda r: _SG.record_stack(ts, r, d))
+                   lambda r: _JG.record_stack(ts, r, d))
 
 
 def _nonempty(tensors, op):
@@ -188,7 +190,7 @@ def _slices(input, d, bounds, node_cls):
     if input._requires_grad and _grad_state.enabled:
         size = a.shape[d]
         clamped = [slice(b, e).indices(size)[:2] for b, e in bounds]
-        _SG.record_split(input, outs, d, [(b, builtins.max(b, e)) for b, e in clamped], node_cls)
+        _JG.record_split(input, outs, d, [(b, builtins.max(b, e)) for b, e in clamped], node_cls)
     return outs
 
 
@@ -198,6 +200,17 @@ def _sizes_to_bounds(sizes):
         bounds.append((start, start + s))
         start += s
     return bounds
+
+
+@_register("unbind")
+def unbind(input, dim=0):
+    """The slices along dim, as a tuple of views (one backward node for all of them)."""
+    d = _wrap_dim(dim, input.ndim)
+    a = input._data
+    outs = tuple(_wrap_view(a.select(d, i), input) for i in builtins.range(a.shape[d]))
+    if input._requires_grad and _grad_state.enabled:
+        _JG.record_unbind(input, outs, d)
+    return outs
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -219,7 +232,7 @@ def split(tensor, split_size_or_sections, dim=0):
                            f"size of {size}")
     n = builtins.max(-(-size // step) if step else 1, 1)
     bounds = [(i * step, builtins.min((i + 1) * step, size)) for i in builtins.range(n)]
-    return _slices(tensor, d, bounds, _SG.SplitBackward0)
+    return _slices(tensor, d, bounds, _JG.SplitBackward0)
 
 
 def _split_with_sizes(tensor, sizes, d):
@@ -227,7 +240,7 @@ def _split_with_sizes(tensor, sizes, d):
     if builtins.any(s < 0 for s in sizes) or builtins.sum(sizes) != size:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
                            f"tensor's size at dimension {d}), but got split_sizes={sizes}")
-    return _slices(tensor, d, _sizes_to_bounds(sizes), _SG.SplitWithSizesBackward0)
+    return _slices(tensor, d, _sizes_to_bounds(sizes), _JG.SplitWithSizesBackward0)
 
 
 def unsafe_split(tensor, split_size_or_sections, dim=0):
@@ -258,7 +271,7 @@ def chunk(input, chunks, dim=0):
     d = _wrap_dim(dim, input.ndim)
     size = input._data.shape[d]
     if size == 0:
-        return _slices(input, d, [(0, 0)] * chunks, _SG.SplitBackward0)
+        return _slices(input, d, [(0, 0)] * chunks, _JG.SplitBackward0)
     return split(input, -(-size // chunks), d)
 
 
@@ -283,14 +296,14 @@ def tensor_split(input, indices_or_sections, dim=0):
     if isinstance(arg, (list, tuple)):
         idx = [int_arg(i, "indices", "tensor_split") for i in arg]
         return _slices(input, d, builtins.list(builtins.zip([0] + idx, idx + [None])),
-                       _SG.TensorSplitBackward0)
+                       _JG.TensorSplitBackward0)
     sections = int_arg(arg, "sections", "tensor_split")
     if sections <= 0:
         raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
     size = input._data.shape[d]
     q, r = divmod(size, sections)
     sizes = [q + 1 if i < r else q for i in builtins.range(sections)]
-    return _slices(input, d, _sizes_to_bounds(sizes), _SG.TensorSplitBackward0)
+    return _slices(input, d, _sizes_to_bounds(sizes), _JG.TensorSplitBackward0)
 
 
 def _dir_split(input, indices_or_sections, dim, min_dims, op):
@@ -367,7 +380,7 @@ def repeat(self, *sizes):
     big = tuple(big)
     r = _wrap(_copy_expanded(src.expand(big), big).view(final))
     if self._requires_grad and _grad_state.enabled:
-        _SG.record_repeat(self, r, src.shape, big, _SG.RepeatBackward0)
+        _JG.record_repeat(self, r, src.shape, big, _JG.RepeatBackward0)
     return r
 
 
@@ -415,7 +428,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     final = shape[:d] + (shape[d] * r,) + shape[d + 1:]
     res = _wrap(_copy_expanded(src.expand(big), big).view(final))
     if input._requires_grad and _grad_state.enabled:
-        _SG.record_repeat(input, res, src.shape, big, _SG.RepeatInterleaveBackward0)
+        _JG.record_repeat(input, res, src.shape, big, _JG.RepeatInterleaveBackward0)
     return res
 
 
@@ -430,9 +443,8 @@ def _repeat_by_counts(input, repeats, d, output_size):
         raise RuntimeError("allocated size does not match required size")
     if input._requires_grad and _grad_state.enabled:
         # slice i repeated counts[i] times is index_select at [0]*c0 + [1]*c1 + ...
-        from .indexing import index_select
         idx = _SO.repeat_blocks(arange_array(counts.shape[0], counts), 0, counts, total)
-        return index_select(input, d, _wrap(idx))
+        return input.index_select(d, _wrap(idx))
     return _wrap(_SO.repeat_blocks(_ew.contiguous(input._data), d, counts, total))
 
 
@@ -471,7 +483,7 @@ def roll(input, shifts, dims=None):
         _ew.copy_(dst, src)
     r = _wrap(res)
     if input._requires_grad and _grad_state.enabled:
-        _SG.record_roll(input, r, total)
+        _JG.record_roll(input, r, total)
     return r
 
 
@@ -497,7 +509,7 @@ def _triangle(input, diagonal, keep_upper, out, op):
     res = _out_array(out, tuple(input.shape), input._data.dtype, op, input._data)
     _ew.copy_(res, input._data)       # a no-op when out is input; copy_ handles overlaps
     _SO.zero_triangle(res, diagonal, keep_upper)
-    return _finish(res, out, (input,), lambda r: _SG.record_triangle(input, r, diagonal, keep_upper))
+    return _finish(res, out, (input,), lambda r: _JG.record_triangle(input, r, diagonal, keep_upper))
 
 
 @_register("tril")
@@ -516,7 +528,7 @@ def triu(input, diagonal=0, *, out=None):
 def _triangle_(self, diagonal, keep_upper, op):
     """In-place tril (op "tril") or triu ("triu")."""
     if inplace_records(self):
-        return _SG.rebase(self, op + "_", lambda old: _triangle(old, diagonal, keep_upper, None, op))
+        return _EG.rebase(self, op + "_", lambda old: _triangle(old, diagonal, keep_upper, None, op))
     _check_matrix(self, op)
     _check_no_internal_overlap(self, op + "_")
     _SO.zero_triangle(self._data, int_arg(diagonal, "diagonal", op + "_"), keep_upper)
@@ -577,12 +589,12 @@ def diag(input, diagonal=0, *, out=None):
         res = _out_array(out, (n, n), a.dtype, "diag", a)
         _A.fill_(res, 0)
         _ew.copy_(res.diagonal(diagonal, 0, 1), a)
-        return _finish(res, out, (input,), lambda r: _SG.record_diag_embed(input, r, diagonal, 0, 1))
+        return _finish(res, out, (input,), lambda r: _JG.record_diag_embed(input, r, diagonal, 0, 1))
     if input.ndim == 2:
         view = a.diagonal(diagonal, 0, 1)
         res = _out_array(out, view.shape, a.dtype, "diag", a)
         _ew.copy_(res, view)
-        return _finish(res, out, (input,), lambda r: _SG.record_diagonal(input, r, diagonal, 0, 1))
+        return _finish(res, out, (input,), lambda r: _VG.record_diagonal(input, r, diagonal, 0, 1))
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
@@ -602,7 +614,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
         shape.insert(d, n)
     res = _A.full(tuple(shape), 0, a.dtype, device=a)
     _ew.copy_(res.diagonal(offset, d1, d2), a)
-    return _finish(res, None, (input,), lambda r: _SG.record_diag_embed(input, r, offset, d1, d2))
+    return _finish(res, None, (input,), lambda r: _JG.record_diag_embed(input, r, offset, d1, d2))
 
 
 @_register("diagflat")
@@ -636,7 +648,7 @@ def block_diag(*tensors):
         blocks.append((r, c, h, w))
         r += h
         c += w
-    return _finish(res, None, tensors, lambda r: _SG.record_block_diag(tensors, r, blocks))
+    return _finish(res, None, tensors, lambda r: _JG.record_block_diag(tensors, r, blocks))
 
 
 # ---- grids ---------------------------------------------------------------------------------
@@ -820,7 +832,7 @@ def narrow_copy(input, dim, start, length):
 
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
-           "column_stack", "split", "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes",
+           "column_stack", "unbind", "split", "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes",
            "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "tile", "repeat_interleave",
            "roll", "tril", "triu", "tril_indices", "triu_indices", "diag", "diag_embed", "diagflat",
            "block_diag", "meshgrid", "cartesian_prod", "rot90", "diff", "combinations",

@@ -1,5 +1,7 @@
 """Matrix products: matmul and its special forms (mm, bmm, mv, dot), the fused add forms
-(addmm, addmv, addbmm, baddbmm), outer, inner, tensordot and einsum.
+(addmm, addmv, addbmm, baddbmm), outer, inner, tensordot and einsum; and the matrix norms
+(matrix_norm, linalg.norm, torch.norm) and linalg.cond, composed of the reductions and the
+SVD.
 
 Every product runs on one kernel, the batched GEMM of torchlite/_core/matmul.pyx, over views
 of the operands: a vector becomes a one-row or one-column matrix, batch dims broadcast with
@@ -8,6 +10,7 @@ checks its arguments and raises PyTorch's exception with PyTorch's message."""
 import builtins
 import functools
 import math
+import warnings
 
 from .._dispatch import array as _A
 from .._dispatch import check_same_device as _check_same_device
@@ -16,6 +19,10 @@ from .._dispatch import matmul as _mm
 from .._tensor import Tensor, _wrap, _wrap_dim
 from . import _register
 from . import linalg_grad as _G
+from . import linalg_decomp as _LD
+from . import reduction as _RD
+from .reduction import vector_norm
+from .._dispatch import reduction as _R
 from ._kit import needs_grad, no_out_with_grad as _no_out_with_grad, out_array, result, with_out
 from ._kit import tensor_arg, tensor_args
 from ..autograd.grad_mode import _state as _grad_state
@@ -1248,3 +1255,138 @@ def addr_(self, vec1, vec2, *, beta=1, alpha=1):
 
 
 __all__ += ["addr"]
+
+
+# ---- matrix norms and the condition number ---------------------------------------------------
+# torch.linalg's norms live here, above both of their kernels: the p-norm reduction
+# (reduction.p_norm: 'fro', and the column/row sums of ord 1/inf) and the SVD (linalg_decomp:
+# ord 2/-2 and 'nuc'), so neither of those families imports the other.
+_SVD_ORDS = ("nuc", 2, -2)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """torch.linalg.matrix_norm over the two dims: 'fro', 1/-1 (max/min column sum of |A|) and
+    inf/-inf (max/min row sum), 2/-2 (largest/smallest singular value) and 'nuc' (their sum)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(matrix_norm, locals())
+    name = "linalg.matrix_norm"
+    a = tensor_arg(A, name, "A")._data
+    if a.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    a = _RD._norm_input(name, A, dtype)
+    if isinstance(dim, builtins.int) or len(dim) != 2:
+        got = dim if isinstance(dim, builtins.int) else " ".join(str(d) for d in dim)
+        raise RuntimeError(f"{name}: dim must be a 2-tuple. Got {got}")
+    d0, d1 = _wrap_dim(dim[0], a.ndim), _wrap_dim(dim[1], a.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"{name}: dims must be different. Got ({d0}, {d1})")
+    if isinstance(ord, str):
+        if ord == "fro":
+            return _RD.p_norm(A, a, 2.0, (d0, d1), keepdim, out, name)
+        if ord != "nuc":
+            raise RuntimeError(f"{name}: Order {ord} not supported.")
+    if ord in _SVD_ORDS:
+        r = _svd_matrix_norm(A, ord, d0, d1, keepdim, dtype)
+        return r if out is None else result(r._data, out, name, casting="unsafe")
+    if ord not in (1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"{name}: Order {ord} not supported.")
+    # 1/-1: sum |A| down the columns (over d0), then max/min over d1; inf/-inf: the rows
+    first, second = (d0, d1) if abs(ord) == 1 else (d1, d0)
+    if ord > 0 and a.shape[second] == 0:
+        # the max over no sums: PyTorch gives 0 (a norm's least value), which is the sum of
+        # |A| over both dims of this empty A (in the graph, in A's reduced shape)
+        return vector_norm(A, 1.0, (d0, d1), keepdim, dtype=dtype, out=out)
+    if not keepdim and second > first:
+        second -= 1
+    if A._requires_grad and _RD._tracked(A, out, name):      # composed of recorded ops
+        sums = vector_norm(A, 1.0, first, keepdim, dtype=dtype)
+        return sums.amax(second, keepdim) if ord > 0 else sums.amin(second, keepdim)
+    s = _R.vector_norm(a, 1.0, first, keepdim, name)
+    r = _R.reduce("amax" if ord > 0 else "amin", s, second, keepdim, "amax" if ord > 0 else "amin")
+    return result(r, out, name, casting="unsafe")
+
+
+def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+    """torch.linalg.norm: a vector norm over one dim (or every element when ord and dim are
+    None), a matrix norm over two dims (or a 2-D input when only ord is given)."""
+    a = tensor_arg(A, "linalg.norm", "A")._data
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
+        if len(dims) not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
+                               f"Got {list(dims)}")
+    elif ord is not None and a.ndim not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
+                           f"1D or 2D. Got {a.ndim}D")
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype, out=out)
+    if (dim is not None and len(dims) == 2) or (dim is None and a.ndim == 2):
+        return matrix_norm(A, ord, dims if dim is not None else (-2, -1), keepdim, dtype=dtype,
+                           out=out)
+    if isinstance(ord, str):
+        return matrix_norm(A, ord, dims if dim is not None else (-2, -1), keepdim, dtype=dtype,
+                           out=out)
+    return vector_norm(A, ord, dim, keepdim, dtype=dtype, out=out)
+
+
+@_register("norm")
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """torch.norm: p='fro' (the 2-norm of the elements over dim), 'nuc', or a number p for
+    the vector p-norm (inf, -inf, 0 included)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(norm, locals())
+    if p is None:
+        p = 2
+    if isinstance(p, str):
+        if p == "fro":
+            if dim is not None and not isinstance(dim, builtins.int) and len(dim) > 2:
+                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                                   f"{' '.join(str(d) for d in dim)}")
+            return vector_norm(input, 2, dim, keepdim, dtype=dtype, out=out)
+        if p == "nuc":
+            return matrix_norm(input, p, (-2, -1) if dim is None else dim, keepdim, dtype=dtype,
+                               out=out)
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
+
+
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+    """torch.nuclear_norm (deprecated in PyTorch, which warns): matrix_norm(input, 'nuc',
+    dim) over dim, or the last two dims; nuclear_norm(input, keepdim) is also accepted."""
+    warnings.warn("torch.nuclear_norm is deprecated and it is just left for JIT compatibility. "
+                  "Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead", UserWarning,
+                  stacklevel=2)
+    if isinstance(dim, bool):                  # nuclear_norm(input, keepdim)
+        dim, keepdim = None, dim
+    return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, out=out)
+
+
+@with_out("linalg_cond")
+def cond(A, p=None):
+    """torch.linalg.cond: s_max / s_min for p None or 2 (-2: the reverse), else
+    norm(A, p) * norm(inv(A), p)."""
+    _LD._matrix(A, "linalg.cond")
+    if p is None or p == 2 or p == -2:
+        S = _LD.svdvals(A)
+        return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+    _LD._matrix(A, "linalg.cond", square=True)
+    return matrix_norm(A, p) * matrix_norm(_LD.inv(A), p)
+
+
+def _svd_matrix_norm(A, ord, d0, d1, keepdim, dtype):
+    """matrix_norm for ord 2 / -2 (largest / smallest singular value) and 'nuc' (their sum)
+    over dims (d0, d1), written with recorded ops (the SVD's gradient flows)."""
+    t = A if dtype is None else A.to(dtype)
+    t = t.movedim((d0, d1), (-2, -1))
+    S = _LD.svdvals(t)
+    if ord == 2 and S.shape[-1] == 0:       # the largest of no singular values: 0 (PyTorch)
+        r = S.sum(-1)
+    else:
+        r = S.amax(-1) if ord == 2 else S.amin(-1) if ord == -2 else S.sum(-1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = r.unsqueeze(d)
+    return r
+
+
+__all__ += ["norm", "nuclear_norm"]     # the rest are torch.linalg names (torchlite/linalg.py)

@@ -163,13 +163,8 @@ def _permutation(piv, m, dtype):
         for i, p in enumerate(row):
             perm[i], perm[p - 1] = perm[p - 1], perm[i]
         perms.append(perm)
-    index = tensor(perms, dtype=_int64(), device=piv.device).reshape(batch + (m,))
+    index = tensor(perms, dtype=D.int64, device=piv.device).reshape(batch + (m,))
     return _eye_like(piv, m).to(dtype)[index].mT.contiguous()
-
-
-def _int64():
-    from .. import int64
-    return int64
 
 
 def _unpacked(LU, piv, A):
@@ -622,10 +617,9 @@ def svd(input, some=True, compute_uv=True):
 def _tolerance(S, A, atol, rtol, op):
     """max(atol, rtol * largest singular value), torch's defaults: rtol = eps * max(m, n)
     when neither is given, 0 when only a positive atol is."""
-    from .. import finfo
     m, n = A.shape[-2], A.shape[-1]
     if rtol is None:
-        rtol = 0.0 if (atol is not None and not _is_zero(atol)) else finfo(A.dtype).eps * max(m, n)
+        rtol = 0.0 if (atol is not None and not _is_zero(atol)) else D.finfo(A.dtype).eps * max(m, n)
     if atol is None:
         atol = 0.0
     smax = S[..., :1] if S.shape[-1] else S.sum(-1, keepdim=True)
@@ -706,8 +700,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if Bm.ndim < 2 or Bm.shape[-2] != A.shape[-2]:
         raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2)")
     m, n = A.shape[-2], A.shape[-1]
-    from .. import finfo
-    rt = finfo(A.dtype).eps * max(m, n) if rcond is None or rcond < 0 else rcond
+    rt = D.finfo(A.dtype).eps * max(m, n) if rcond is None or rcond < 0 else rcond
     X = pinv(A, rtol=rt) @ Bm
     with no_grad():
         S = svdvals(A)
@@ -786,44 +779,10 @@ def matrix_exp(A):
     op = "linalg.matrix_exp"
     _matrix(A, op, square=True)
     with no_grad():
-        E = _expm(A.double() if A.dtype != _float64() else A).to(A.dtype)
+        E = _expm(A.double() if A.dtype != D.float64 else A).to(A.dtype)
     if needs_grad(A):
         _G.record_matrix_exp(A, E)
     return E
-
-
-def _float64():
-    from .. import float64
-    return float64
-
-
-@with_out("linalg_cond")
-def cond(A, p=None):
-    """torch.linalg.cond: s_max / s_min for p None or 2 (-2: the reverse), else
-    norm(A, p) * norm(inv(A), p)."""
-    _matrix(A, "linalg.cond")
-    if p is None or p == 2 or p == -2:
-        S = svdvals(A)
-        return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
-    from .reduction import matrix_norm
-    _matrix(A, "linalg.cond", square=True)
-    return matrix_norm(A, p) * matrix_norm(inv(A), p)
-
-
-def svd_matrix_norm(A, ord, d0, d1, keepdim, dtype):
-    """matrix_norm for ord 2 / -2 (largest / smallest singular value) and 'nuc' (their sum)
-    over dims (d0, d1), written with recorded ops (the SVD's gradient flows)."""
-    t = A if dtype is None else A.to(dtype)
-    t = t.movedim((d0, d1), (-2, -1))
-    S = svdvals(t)
-    if ord == 2 and S.shape[-1] == 0:       # the largest of no singular values: 0 (PyTorch)
-        r = S.sum(-1)
-    else:
-        r = S.amax(-1) if ord == 2 else S.amin(-1) if ord == -2 else S.sum(-1)
-    if keepdim:
-        for d in sorted((d0, d1)):
-            r = r.unsqueeze(d)
-    return r
 
 
 # ---- Householder reflectors -------------------------------------------------------------------

@@ -27,7 +27,7 @@ from ..autograd.graph import inplace_records, record_not_differentiable
 from .._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax",
-           "argmax", "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "any",
+           "argmax", "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "any",
            "all", "count_nonzero", "median", "nanmedian", "cumsum", "cumprod", "cummax", "cummin",
            "logcumsumexp", "softmax", "log_softmax"]
 
@@ -632,103 +632,16 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
                            dtype=None if dtype is None else D.to_dtype(dtype).to_real(), out=out)
     p = _ord_value(ord, "linalg_vector_norm")
     a = _norm_input("linalg.vector_norm", x, dtype)
-    r = _R.vector_norm(a, p, dim, keepdim)
-    if x._requires_grad and _tracked(x, out, "linalg.vector_norm"):
+    return p_norm(x, a, p, dim, keepdim, out, "linalg.vector_norm")
+
+
+def p_norm(x, a, p, dim, keepdim, out, name):
+    """The p-norm kernel over dim of x's (checked, cast) array a, its node, and out=: the core
+    of vector_norm, shared with linalg's matrix_norm ('fro', and 1/inf's column/row sums)."""
+    r = _R.vector_norm(a, p, dim, keepdim, name)
+    if x._requires_grad and _tracked(x, out, name):
         return _G.record_norm(x, _wrap(r), p, dim, keepdim)
-    return result(r, out, "linalg.vector_norm", casting="unsafe")
-
-
-_SVD_ORDS = ("nuc", 2, -2)
-
-
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
-    """torch.linalg.matrix_norm over the two dims: 'fro', 1/-1 (max/min column sum of |A|) and
-    inf/-inf (max/min row sum), 2/-2 (largest/smallest singular value) and 'nuc' (their sum)."""
-    if _autocast.regions and _autocast.here.active:
-        return _autocast_run(matrix_norm, locals())
-    name = "linalg.matrix_norm"
-    a = _arr(A, name)
-    if a.ndim < 2:
-        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
-    a = _norm_input(name, A, dtype)
-    if isinstance(dim, builtins.int) or len(dim) != 2:
-        got = dim if isinstance(dim, builtins.int) else " ".join(str(d) for d in dim)
-        raise RuntimeError(f"{name}: dim must be a 2-tuple. Got {got}")
-    d0, d1 = _wrap_dim(dim[0], a.ndim), _wrap_dim(dim[1], a.ndim)
-    if d0 == d1:
-        raise RuntimeError(f"{name}: dims must be different. Got ({d0}, {d1})")
-    if isinstance(ord, str):
-        if ord == "fro":
-            r = _R.vector_norm(a, 2.0, (d0, d1), keepdim, name)
-            if A._requires_grad and _tracked(A, out, name):
-                return _G.record_norm(A, _wrap(r), 2.0, (d0, d1), keepdim)
-            return result(r, out, name, casting="unsafe")
-        if ord != "nuc":
-            raise RuntimeError(f"{name}: Order {ord} not supported.")
-    if ord in _SVD_ORDS:
-        from .linalg_decomp import svd_matrix_norm
-        r = svd_matrix_norm(A, ord, d0, d1, keepdim, dtype)
-        return r if out is None else result(r._data, out, name, casting="unsafe")
-    if ord not in (1, -1, math.inf, -math.inf):
-        raise RuntimeError(f"{name}: Order {ord} not supported.")
-    # 1/-1: sum |A| down the columns (over d0), then max/min over d1; inf/-inf: the rows
-    first, second = (d0, d1) if abs(ord) == 1 else (d1, d0)
-    if ord > 0 and a.shape[second] == 0:
-        # the max over no sums: PyTorch gives 0 (a norm's least value), which is the sum of
-        # |A| over both dims of this empty A (in the graph, in A's reduced shape)
-        return vector_norm(A, 1.0, (d0, d1), keepdim, dtype=dtype, out=out)
-    if not keepdim and second > first:
-        second -= 1
-    if A._requires_grad and _tracked(A, out, name):      # composed of recorded ops
-        return (amax if ord > 0 else amin)(vector_norm(A, 1.0, first, keepdim, dtype=dtype),
-                                           second, keepdim)
-    s = _R.vector_norm(a, 1.0, first, keepdim, name)
-    r = _R.reduce("amax" if ord > 0 else "amin", s, second, keepdim, "amax" if ord > 0 else "amin")
     return result(r, out, name, casting="unsafe")
-
-
-def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
-    """torch.linalg.norm: a vector norm over one dim (or every element when ord and dim are
-    None), a matrix norm over two dims (or a 2-D input when only ord is given)."""
-    a = _arr(A, "linalg.norm")
-    if dim is not None:
-        dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
-        if len(dims) not in (1, 2):
-            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
-                               f"Got {list(dims)}")
-    elif ord is not None and a.ndim not in (1, 2):
-        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
-                           f"1D or 2D. Got {a.ndim}D")
-    if ord is None:
-        return vector_norm(A, 2, dim, keepdim, dtype=dtype, out=out)
-    if (dim is not None and len(dims) == 2) or (dim is None and a.ndim == 2):
-        return matrix_norm(A, ord, dims if dim is not None else (-2, -1), keepdim, dtype=dtype,
-                           out=out)
-    if isinstance(ord, str):
-        return matrix_norm(A, ord, dims if dim is not None else (-2, -1), keepdim, dtype=dtype,
-                           out=out)
-    return vector_norm(A, ord, dim, keepdim, dtype=dtype, out=out)
-
-
-@_register("norm")
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
-    """torch.norm: p='fro' (the 2-norm of the elements over dim), 'nuc', or a number p for
-    the vector p-norm (inf, -inf, 0 included)."""
-    if _autocast.regions and _autocast.here.active:
-        return _autocast_run(norm, locals())
-    if p is None:
-        p = 2
-    if isinstance(p, str):
-        if p == "fro":
-            if dim is not None and not isinstance(dim, builtins.int) and len(dim) > 2:
-                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
-                                   f"{' '.join(str(d) for d in dim)}")
-            return vector_norm(input, 2, dim, keepdim, dtype=dtype, out=out)
-        if p == "nuc":
-            return matrix_norm(input, p, (-2, -1) if dim is None else dim, keepdim, dtype=dtype,
-                               out=out)
-        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
-    return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
 
 
 # ---- order statistics, histograms and covariance (composed of the ops above and of sort,
@@ -1350,15 +1263,4 @@ def frobenius_norm(input, dim=(-2, -1), keepdim=False, *, out=None):
     return vector_norm(input, 2.0, dim, keepdim, out=out)
 
 
-def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
-    """torch.nuclear_norm (deprecated in PyTorch, which warns): matrix_norm(input, 'nuc',
-    dim) over dim, or the last two dims; nuclear_norm(input, keepdim) is also accepted."""
-    warnings.warn("torch.nuclear_norm is deprecated and it is just left for JIT compatibility. "
-                  "Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead", UserWarning,
-                  stacklevel=2)
-    if isinstance(dim, bool):                  # nuclear_norm(input, keepdim)
-        dim, keepdim = None, dim
-    return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, out=out)
-
-
-__all__ += ["frobenius_norm", "nuclear_norm"]
+__all__ += ["frobenius_norm"]

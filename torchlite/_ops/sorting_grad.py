@@ -2,7 +2,7 @@
 return values picked from the input along a dim, so each gradient scatters back to the picked
 positions; the nodes carry PyTorch's names."""
 from ..autograd.graph import Node, new_node, node_type, record
-from .shape_grad import zeros_as
+from .views_grad import zeros_as
 
 
 def _shape(t):

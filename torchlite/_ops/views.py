@@ -11,7 +11,7 @@ from .._size import MAX_NUMEL, check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
 from . import _register
-from . import shape_grad as _SG
+from . import views_grad as _VG
 from ._kit import no_out_with_grad, write_out
 
 
@@ -25,7 +25,7 @@ _MAX_DIMS = 16     # MAX_DIMS of torchlite/_core/array.pxd
 
 def _result_of(t, arr, record, *args):
     """The copy (flip, clone, contiguous) made by an op on t, as a tensor; when t requires
-    grad (grad mode on), record(t, result, *args) adds its backward node (shape_grad.py)."""
+    grad (grad mode on), record(t, result, *args) adds its backward node (views_grad.py)."""
     r = _wrap(arr)
     if t._requires_grad and _grad_state.enabled:
         record(t, r, *args)
@@ -57,7 +57,7 @@ def view(input, *shape):
                            f"Use .reshape(...) instead.")
     r = _wrap_view(arr, input)
     if input._requires_grad and _grad_state.enabled:
-        _SG.record_reshape(input, r, _SG.ViewBackward0)
+        _VG.record_reshape(input, r, _VG.ViewBackward0)
     return r
 
 
@@ -80,7 +80,7 @@ def _view_dtype(input, dt):
         raise RuntimeError("view(dtype): strides are not divisible by the new element size")
     arr = _A.reinterpret(a, dt.code, tuple(shape), tuple(strides), off // ratio_den)
     if dt.code == a.dtype:      # the same dtype is an alias; other dtypes are not differentiable
-        return _result_of(input, arr, _SG.record_reshape, _SG.AliasBackward0)
+        return _result_of(input, arr, _VG.record_reshape, _VG.AliasBackward0)
     return _wrap(arr)       # view(dtype) results have no _base in PyTorch
 
 
@@ -97,7 +97,7 @@ def reshape(input, *shape):
     copied = arr is None
     r = _wrap(_ew.contiguous(input._data).view(shp)) if copied else _wrap_view(arr, input)
     if input._requires_grad and _grad_state.enabled:
-        _SG.record_reshape(input, r, _SG.UnsafeViewBackward0 if copied else _SG.ViewBackward0)
+        _VG.record_reshape(input, r, _VG.UnsafeViewBackward0 if copied else _VG.ViewBackward0)
     return r
 
 
@@ -111,7 +111,7 @@ def permute(input, *dims):
     dims = _shape_arg(dims, "permute")
     r = _wrap_view(input._data.permute(dims), input)
     if input._requires_grad and _grad_state.enabled:
-        _SG.record_permute(input, r, dims)
+        _VG.record_permute(input, r, dims)
     return r
 
 
@@ -122,7 +122,7 @@ def transpose(input, dim0, dim1):
         return input
     r = _wrap_view(input._data.transpose(dim0, dim1), input)
     if input._requires_grad and _grad_state.enabled:
-        _SG.record_transpose(input, r, dim0, dim1)
+        _VG.record_transpose(input, r, dim0, dim1)
     return r
 
 
@@ -136,7 +136,7 @@ def t(input):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     if input.ndim < 2:
         return input
-    return _view_of(input, input._data.transpose(0, 1), _SG.record_t)
+    return _view_of(input, input._data.transpose(0, 1), _VG.record_t)
 
 
 def _T(self):
@@ -212,7 +212,7 @@ moveaxis = movedim
 def expand(input, *sizes):
     r = _wrap_view(input._data.expand(_shape_arg(sizes, "expand")), input)
     if input._requires_grad and _grad_state.enabled:
-        _SG.record_expand(input, r)
+        _VG.record_expand(input, r)
     return r
 
 
@@ -244,22 +244,22 @@ def squeeze(input, dim=None):
     if dim is None:
         r = _wrap_view(input._data.squeeze(None), input)
         if input._requires_grad and _grad_state.enabled:
-            _SG.record_reshape(input, r, _SG.SqueezeBackward0)
+            _VG.record_reshape(input, r, _VG.SqueezeBackward0)
         return r
     dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
     # dims are normalised here: array.pyx's _wrap_dim returns -1 for dim -1 of a 0-d array,
     # its error value, which Cython then reports as a SystemError
     nd = input._data.ndim
     arr = input._data.squeeze(tuple(_wrap_dim(d, nd, "squeeze") for d in dims))
-    cls = _SG.SqueezeBackward1 if isinstance(dim, builtins.int) else _SG.SqueezeBackward2
-    return _view_of(input, arr, _SG.record_reshape, cls)
+    cls = _VG.SqueezeBackward1 if isinstance(dim, builtins.int) else _VG.SqueezeBackward2
+    return _view_of(input, arr, _VG.record_reshape, cls)
 
 
 @_register("unsqueeze")
 def unsqueeze(input, dim):
     r = _wrap_view(input._data.unsqueeze(dim), input)
     if input._requires_grad and _grad_state.enabled:
-        _SG.record_reshape(input, r, _SG.UnsqueezeBackward0)
+        _VG.record_reshape(input, r, _VG.UnsqueezeBackward0)
     return r
 
 
@@ -319,7 +319,7 @@ def narrow(input, dim, start, length):
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     arr = input._data.slice(d, start, start + length, 1)
-    return _view_of(input, arr, _SG.record_narrow, d, start, length)
+    return _view_of(input, arr, _VG.record_narrow, d, start, length)
 
 
 @_register("select")
@@ -327,19 +327,8 @@ def select(input, dim, index):
     index = builtins.int(index)
     r = _wrap_view(input._data.select(dim, index), input)
     if input._requires_grad and _grad_state.enabled:
-        _SG.record_select(input, r, dim, index)
+        _VG.record_select(input, r, dim, index)
     return r
-
-
-@_register("unbind")
-def unbind(input, dim=0):
-    """The slices along dim, as a tuple of views (one backward node for all of them)."""
-    d = _wrap_dim(dim, input.ndim)
-    a = input._data
-    outs = tuple(_wrap_view(a.select(d, i), input) for i in builtins.range(a.shape[d]))
-    if input._requires_grad and _grad_state.enabled:
-        _SG.record_unbind(input, outs, d)
-    return outs
 
 
 @_register("diagonal")
@@ -349,7 +338,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     nd = input._data.ndim      # normalised here for 0-d inputs, as in squeeze
     d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
     arr = input._data.diagonal(offset, d1, d2)
-    return _view_of(input, arr, _SG.record_diagonal, offset, d1, d2)
+    return _view_of(input, arr, _VG.record_diagonal, offset, d1, d2)
 
 
 @_register("as_strided")
@@ -366,7 +355,7 @@ def as_strided(input, size, stride, storage_offset=None):
         if extent > MAX_NUMEL:
             raise RuntimeError(f"as_strided: sizes {size}, strides {stride} and storage offset "
                                f"{off} reach element {extent}, past the end of the storage")
-    return _view_of(input, input._data.as_strided(size, stride, off), _SG.record_as_strided)
+    return _view_of(input, input._data.as_strided(size, stride, off), _VG.record_as_strided)
 
 
 @_register("unfold")
@@ -377,7 +366,7 @@ def unfold(input, dimension, size, step):
                            f"input already has {input._data.ndim}")
     arr = input._data.unfold(dimension, size, step)
     d = _wrap_dim(dimension, builtins.max(input._data.ndim, 1))
-    return _view_of(input, arr, _SG.record_unfold, d, size, step)
+    return _view_of(input, arr, _VG.record_unfold, d, size, step)
 
 
 @_register("flip")
@@ -394,7 +383,7 @@ def flip(input, *args, dims=None):
     if len(set(ds)) != len(ds):
         raise RuntimeError(f"dims has duplicates, original flip dims size={len(dims)}, but unique "
                            f"flip dims size={len(set(ds))}")
-    return _result_of(input, _ew.flip(input._data, tuple(ds)), _SG.record_flip, tuple(ds))
+    return _result_of(input, _ew.flip(input._data, tuple(ds)), _VG.record_flip, tuple(ds))
 
 
 @_register("fliplr")
@@ -416,7 +405,7 @@ def _copy_in_format(input, fmt, op):
     a = input._data
     arr = _A.empty_strided(a.shape, MF.dim_order(fmt, a.ndim, op), a.dtype, device=a)
     _ew.copy_(arr, a)
-    return _result_of(input, arr, _SG.record_clone)
+    return _result_of(input, arr, _VG.record_clone)
 
 
 @_register("contiguous")
@@ -427,7 +416,7 @@ def contiguous(input, memory_format=None):
     if fmt is None or fmt is MF.contiguous_format:
         if input._data.is_contiguous():
             return input
-        return _result_of(input, _ew.contiguous(input._data), _SG.record_clone)
+        return _result_of(input, _ew.contiguous(input._data), _VG.record_clone)
     if fmt is MF.preserve_format:
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
     if input.is_contiguous(memory_format=fmt):
@@ -441,10 +430,10 @@ def clone(input, *, memory_format=None):
     laid out in `memory_format`."""
     fmt = MF.check(memory_format, "clone")
     if fmt is MF.contiguous_format:
-        return _result_of(input, _ew.clone(input._data, False), _SG.record_clone)
+        return _result_of(input, _ew.clone(input._data, False), _VG.record_clone)
     if fmt is MF.channels_last or fmt is MF.channels_last_3d:
         return _copy_in_format(input, fmt, "clone")
-    return _result_of(input, _ew.clone(input._data, True), _SG.record_clone)
+    return _result_of(input, _ew.clone(input._data, True), _VG.record_clone)
 
 
 def atleast_1d(*tensors):
@@ -612,19 +601,9 @@ def split_with_sizes_copy(input, split_sizes, dim=0):
     return _copy_of("split_with_sizes")(input, split_sizes, dim)
 
 
-def view_as_real_copy(input, *, out=None):
-    """view_as_real(input) as a new tensor (torch.view_as_real_copy)."""
-    from .complex import view_as_real
-    return _copied(view_as_real(input), out, "view_as_real_copy", input)
-
-
-def view_as_complex_copy(input, *, out=None):
-    """view_as_complex(input) as a new tensor (torch.view_as_complex_copy)."""
-    from .complex import view_as_complex
-    return _copied(view_as_complex(input), out, "view_as_complex_copy", input)
-
-
-def _copied(view, out, op, input):
+def copied_view(view, out, op, input):
+    """A view op's result as a new contiguous tensor, written into out= when given (the _copy
+    spellings of the views: view_copy, view_as_real_copy ...)."""
     r = _fresh(view)
     if out is None:
         return r

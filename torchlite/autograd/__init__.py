@@ -2,9 +2,9 @@
 
 Ops record a graph of Nodes as they run (graph.py) when grad mode is on and an input requires
 grad; backward() / grad() run it from the outputs to the leaves (engine.py)."""
-from . import anomaly, graph, functional
+from . import anomaly, graph
 from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
-from .engine import run_backward
+from .engine import run_backward, backward, _tensors, _root_grads, _filled_like
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled)
 from .function import Function, FunctionCtx, once_differentiable
@@ -16,74 +16,6 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "gradcheck", "gradgradcheck", "Variable"]
-
-
-def _tensors(x, name):
-    from .._tensor import Tensor
-    if isinstance(x, Tensor):
-        return (x,)
-    if isinstance(x, (tuple, list)) and all(isinstance(t, Tensor) for t in x):
-        return tuple(x)
-    raise TypeError(f"{name} must be a Tensor or a sequence of Tensors")
-
-
-def _filled_like(t, value):
-    """value everywhere, in t's shape, dtype, device and memory order (ones_like/zeros_like
-    made from the array layer: autograd's core imports no op)."""
-    from .._dispatch import array as _A
-    from .._tensor import _wrap
-    arr = _A.empty_like(t._data, t._data.dtype)
-    _A.fill_(arr, value)
-    return _wrap(arr)
-
-
-def _root_grads(outputs, grad_outputs, create_graph):
-    """One gradient per output: the given ones (checked against the outputs' shapes), or 1 for
-    a one-element output."""
-    from .._tensor import Tensor
-    if grad_outputs is None:
-        grad_outputs = [None] * len(outputs)
-    elif isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs]
-    elif not isinstance(grad_outputs, (tuple, list)):
-        raise TypeError(f"'{type(grad_outputs).__name__}' object is not iterable")
-    out = []
-    for i, (o, g) in enumerate(zip(outputs, grad_outputs)):
-        if g is not None and not isinstance(g, Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-        if not o._requires_grad:
-            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        if g is None:
-            if o.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if o.is_complex():
-                raise RuntimeError("grad can be implicitly created only for real scalar outputs")
-            g = _filled_like(o, 1)
-        elif g._data.shape != o._data.shape:
-            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} "
-                               f"and output[{i}] has a shape of {o.shape}.")
-        elif not create_graph:
-            g = g.detach()
-        out.append(g)
-    if len(out) < len(outputs):
-        raise RuntimeError(f"got {len(outputs)} tensors and {len(out)} gradients")
-    return out
-
-
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulate the gradients of `tensors` into the .grad of the leaves that need them
-    (only into `inputs`, leaves or not, when given).  The graph is freed unless retain_graph
-    (which defaults to create_graph)."""
-    if _autocast.regions and _autocast.here.active:
-        return _autocast_run(backward, locals())
-    roots = _tensors(tensors, "tensors")
-    if inputs is not None:
-        inputs = _tensors(inputs, "inputs")
-        if not inputs:
-            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    grads = _root_grads(roots, grad_tensors, create_graph)
-    retain = create_graph if retain_graph is None else retain_graph
-    run_backward(roots, grads, retain, create_graph, inputs=inputs, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -139,8 +71,9 @@ def _batched_grad(outs, ins, grad_outputs, retain_graph, create_graph, allow_unu
 
 
 def __getattr__(name):
-    # torch.autograd.profiler is reached as an attribute in scripts; load it on first use
-    if name == "profiler":
+    # torch.autograd.profiler and .functional are reached as attributes in scripts; each loads
+    # on first use (functional sits on the ops, which load after autograd's core)
+    if name in ("profiler", "functional"):
         import importlib
-        return importlib.import_module(f"{__name__}.profiler")
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'torchlite.autograd' has no attribute '{name}'")

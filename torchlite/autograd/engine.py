@@ -15,6 +15,7 @@ from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .._tensor import _wrap
 from .grad_mode import _state
+from .._autocast_state import entry as _autocast, run as _autocast_run
 
 
 _EW_ADD = _ew.BINARY["add"]
@@ -338,3 +339,71 @@ def _call(node, grads):
             if r is not None:
                 grads_in = tuple(r)
     return grads_in
+
+
+def _tensors(x, name):
+    from .._tensor import Tensor
+    if isinstance(x, Tensor):
+        return (x,)
+    if isinstance(x, (tuple, list)) and all(isinstance(t, Tensor) for t in x):
+        return tuple(x)
+    raise TypeError(f"{name} must be a Tensor or a sequence of Tensors")
+
+
+def _filled_like(t, value):
+    """value everywhere, in t's shape, dtype, device and memory order (ones_like/zeros_like
+    made from the array layer: autograd's core imports no op)."""
+    from .._dispatch import array as _A
+    from .._tensor import _wrap
+    arr = _A.empty_like(t._data, t._data.dtype)
+    _A.fill_(arr, value)
+    return _wrap(arr)
+
+
+def _root_grads(outputs, grad_outputs, create_graph):
+    """One gradient per output: the given ones (checked against the outputs' shapes), or 1 for
+    a one-element output."""
+    from .._tensor import Tensor
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    elif not isinstance(grad_outputs, (tuple, list)):
+        raise TypeError(f"'{type(grad_outputs).__name__}' object is not iterable")
+    out = []
+    for i, (o, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+        if not o._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if o.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if o.is_complex():
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs")
+            g = _filled_like(o, 1)
+        elif g._data.shape != o._data.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} "
+                               f"and output[{i}] has a shape of {o.shape}.")
+        elif not create_graph:
+            g = g.detach()
+        out.append(g)
+    if len(out) < len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(out)} gradients")
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of `tensors` into the .grad of the leaves that need them
+    (only into `inputs`, leaves or not, when given).  The graph is freed unless retain_graph
+    (which defaults to create_graph)."""
+    if _autocast.regions and _autocast.here.active:
+        return _autocast_run(backward, locals())
+    roots = _tensors(tensors, "tensors")
+    if inputs is not None:
+        inputs = _tensors(inputs, "inputs")
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    grads = _root_grads(roots, grad_tensors, create_graph)
+    retain = create_graph if retain_graph is None else retain_graph
+    run_backward(roots, grads, retain, create_graph, inputs=inputs, accumulate=True)

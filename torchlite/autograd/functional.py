@@ -20,9 +20,10 @@ through grad(..., is_grads_batched=True), which torchlite runs as a loop over th
 vectors: the same values as vectorize=False, without PyTorch's speed-up (there are no
 batching rules).  As in PyTorch, forward mode needs vectorize=True and supports neither
 strict nor create_graph."""
-import torchlite as _tl
-
-from .. import autograd as _autograd
+from . import grad as _autograd_grad
+from .._ops.creation import eye, ones_like, zeros, zeros_like
+from .._ops.joining import stack
+from .._tensor import Tensor
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp", "Linearization"]
@@ -34,7 +35,7 @@ def _as_tuple(x, arg_name, fn_name):
     is_tuple = isinstance(x, tuple)
     items = x if is_tuple else (x,)
     for i, el in enumerate(items):
-        if not isinstance(el, _tl.Tensor):
+        if not isinstance(el, Tensor):
             where = f"the value at index {i} has type" if is_tuple else f"the given {arg_name} has type"
             raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple "
                             f"of Tensors but {where} {type(el)}.")
@@ -64,7 +65,7 @@ def _grad_postprocess(results, create_graph):
     """Detach the results (tensors, or tuples of them) unless create_graph."""
     if create_graph:
         return results
-    return tuple(r.detach() if isinstance(r, _tl.Tensor) else _grad_postprocess(r, False)
+    return tuple(r.detach() if isinstance(r, Tensor) else _grad_postprocess(r, False)
                  for r in results)
 
 
@@ -129,7 +130,7 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
         if g is None:
             if strict:
                 raise RuntimeError(_INDEPENDENT[stage].format(i=i))
-            g = _tl.zeros_like(refs[i])
+            g = zeros_like(refs[i])
         elif strict and create_graph and not g.requires_grad:
             what = "hessian" if stage.startswith("double") else "jacobian"
             raise RuntimeError(f"The {what} of the user-provided function is independent of input "
@@ -147,7 +148,7 @@ def _grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=N
     live = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
     if not live:
         return (None,) * len(inputs)
-    return _autograd.grad(tuple(o for o, _ in live), inputs, tuple(g for _, g in live),
+    return _autograd_grad(tuple(o for o, _ in live), inputs, tuple(g for _, g in live),
                           retain_graph=retain_graph, create_graph=create_graph, allow_unused=True,
                           is_grads_batched=is_grads_batched)
 
@@ -167,7 +168,7 @@ class Linearization:
         self.inputs = tuple(inputs)
         # only outputs in the graph get a cotangent: the others' J v is None (no input reaches
         # them; an output may itself be None, as a gradient that no input reaches is)
-        self.cotangents = tuple(_tl.zeros_like(o, requires_grad=True)
+        self.cotangents = tuple(zeros_like(o, requires_grad=True)
                                 if o is not None and o.requires_grad else None for o in self.outputs)
         self.vjps = _grad(self.outputs, self.inputs, self.cotangents, create_graph=True,
                           retain_graph=True)
@@ -198,7 +199,7 @@ class Linearization:
             tangents = [None] * len(self.inputs)
             tangents[k] = _basis(x)
             columns.append(self.jvp(tangents, create_graph=create_graph, is_grads_batched=True))
-        return tuple(tuple(_tl.zeros(tuple(o.shape) + tuple(x.shape), dtype=o.dtype, device=o.device)
+        return tuple(tuple(zeros(tuple(o.shape) + tuple(x.shape), dtype=o.dtype, device=o.device)
                            if cols[j] is None else
                            cols[j].movedim(0, -1).reshape(tuple(o.shape) + tuple(x.shape))
                            for cols, x in zip(columns, self.inputs))
@@ -208,7 +209,7 @@ class Linearization:
 def _basis(t):
     """The standard basis of t's space: (numel, *t.shape), row k the one-hot vector e_k."""
     n = t.numel()
-    return _tl.eye(n, dtype=t.dtype, device=t.device).reshape((n,) + tuple(t.shape))
+    return eye(n, dtype=t.dtype, device=t.device).reshape((n,) + tuple(t.shape))
 
 
 # ---- the API ------------------------------------------------------------------------------------
@@ -255,7 +256,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             v = _prepare_v(v, inputs, inputs_are_tuple, create_graph, "jvp")
         else:
             _require_single_element(inputs, "the input to the user-provided function is")
-            v = (_tl.ones_like(inputs[0]),)
+            v = (ones_like(inputs[0]),)
         outputs = func(*inputs)
         outputs_are_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
         _check_requires_grad(outputs, "outputs", strict)
@@ -339,14 +340,14 @@ def _jacobian_rows(outputs, inputs, create_graph, strict):
                     if strict:
                         raise RuntimeError(f"Output {i} of the user-provided function is independent "
                                            f"of input {j}. This is not allowed in strict mode.")
-                    g = _tl.zeros_like(x)
+                    g = zeros_like(x)
                 elif strict and create_graph and not g.requires_grad:
                     raise RuntimeError(f"The jacobian of the user-provided function is independent "
                                        f"of input {j}. This is not allowed in strict mode when "
                                        f"create_graph=True.")
                 rows[j].append(g)
-        jac.append(tuple(_tl.stack(r).reshape(tuple(out.shape) + tuple(x.shape)) if r else
-                         _tl.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype, device=x.device)
+        jac.append(tuple(stack(r).reshape(tuple(out.shape) + tuple(x.shape)) if r else
+                         zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype, device=x.device)
                          for r, x in zip(rows, inputs)))
     return tuple(jac)
 
@@ -359,13 +360,13 @@ def _jacobian_rows_batched(outputs, inputs, create_graph):
     flat = tuple(o.reshape(-1) for o in outputs)
     grad_outputs, start = [], 0
     for o, n in zip(outputs, numels):
-        eye = _tl.eye(total, dtype=o.dtype, device=o.device)
-        grad_outputs.append(eye[:, start:start + n])
+        identity = eye(total, dtype=o.dtype, device=o.device)
+        grad_outputs.append(identity[:, start:start + n])
         start += n
     per_input = _grad(flat, inputs, tuple(grad_outputs), create_graph=create_graph,
                       is_grads_batched=True)
     per_input = [g if g is not None else
-                 _tl.zeros_like(x).expand((total,) + tuple(x.shape))
+                 zeros_like(x).expand((total,) + tuple(x.shape))
                  for g, x in zip(per_input, inputs)]
     by_input = [tuple(piece.reshape(tuple(o.shape) + tuple(x.shape))
                       for piece, o in zip(g.split(numels, dim=0), outputs))
@@ -387,7 +388,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         out = func(*xs)
         out_is_tuple, outs = _as_tuple(out, "outputs of the user-provided function", "hessian")
         _check_requires_grad(outs, "outputs", strict)
-        if out_is_tuple or not isinstance(out, _tl.Tensor):
+        if out_is_tuple or not isinstance(out, Tensor):
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.nelement() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a "
@@ -446,7 +447,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         inputs_are_tuple, inputs, v, outputs, outputs_are_tuple, gradient = \
             _scalar_function_gradient(func, inputs, v, create_graph, strict, "hvp")
         if v is None:
-            v = (_tl.ones_like(inputs[0]),)
+            v = (ones_like(inputs[0]),)
         lin = Linearization(gradient, inputs)
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         products = lin.jvp(v, create_graph=create_graph, retain_graph=create_graph)

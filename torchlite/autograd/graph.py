@@ -249,8 +249,8 @@ class save_on_cpu(saved_tensors_hooks):
         def pack_to_cpu(t):
             if not pin_memory:
                 return (t.device, t.cpu())
-            from .. import cuda, empty
-            packed = empty(t.size(), dtype=t.dtype, pin_memory=cuda.is_available())
+            from .._dispatch import cuda_available
+            packed = t.new_empty(t.size(), device="cpu", pin_memory=cuda_available())
             packed.copy_(t)
             return (t.device, packed)
 

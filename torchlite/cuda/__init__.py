@@ -201,9 +201,10 @@ def initial_seed():
 
 def get_rng_state(device="cuda"):
     """The generator state of a CUDA device as a uint8 tensor (seed, offset: 16 bytes)."""
-    import torchlite
+    from .._dtype import uint8
+    from .._ops.creation import tensor
     idx = _device_index(device)
-    return torchlite.tensor(list(_generator(idx).state_bytes()), dtype=torchlite.uint8)
+    return tensor(list(_generator(idx).state_bytes()), dtype=uint8)
 
 
 def set_rng_state(new_state, device="cuda"):

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 
 from ..._ops.creation import ones_like, zeros_like
 from ..._ops.random import rand, rand_like
-from ..._ops.reduction import norm
+from ..._ops.linalg import norm
 from ..._ops.sorting import kthvalue, topk
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad

@@ -1,11 +1,12 @@
-"""Backward formulas of the view ops (views.py), the conversions (conversion.py) and the
-joining/splitting ops (joining.py).
+"""Backward formulas of the view ops (views.py), and the helpers every shape-like formula uses
+(zeros_as, embed, scatter_positions; joining_grad, indexing_grad and sorting_grad build on them).
 
 Each op that sees an input requiring grad (grad mode on) calls one `record_*` function below,
-which keeps what the formula needs on a Node.  Every formula is written with Tensor ops, so
-it is itself recorded when create_graph=True (second derivatives).  The gradient of a view
-that picks part of its input (select, slice, diagonal, basic indexing) is `embed`: a zero
-tensor with the gradient written into the same view, an op whose own backward is the view.
+which keeps what the formula needs on a Node.  Every formula is written with Tensor methods, so
+it is itself recorded when create_graph=True (second derivatives) and this file imports no
+op module.  The gradient of a view that picks part of its input (select, slice, diagonal,
+basic indexing) is `embed`: a zero tensor with the gradient written into the same view, an op
+whose own backward is the view.
 
 Every view remembers its base (`_base`, set by views.py/indexing.py/joining.py whether or not
 the view was recorded), so an in-place write through a view gives the base a CopySlices
@@ -64,9 +65,8 @@ def embed(g, shape, view_fn, name):
 def scatter_positions(g, positions, length):
     """A 1-d tensor of `length` zeros with g's elements added at `positions` (an int64 array
     of g's shape; repeated positions add up): the gradient of overlapping strided views."""
-    from .indexing import index_put
     buf = zeros_as((length,), g)
-    return index_put(buf, (_wrap(positions).reshape(-1),), g.reshape(-1), accumulate=True)
+    return buf.index_put((_wrap(positions).reshape(-1),), g.reshape(-1), accumulate=True)
 
 
 # ---- views that keep the elements in order: the gradient is reshaped back ----------------------
@@ -232,9 +232,8 @@ class AsStridedBackward0(Node):
         pos_out = span.as_strided(out_geo[0], out_geo[1], out_geo[2] - lo)
         buf = scatter_positions(g, pos_out, length)
         if self.in_overlaps:
-            from .creation import ones
-            pos_in = _wrap(span.as_strided(in_geo[0], in_geo[1], in_geo[2] - lo))
-            count = scatter_positions(ones(in_geo[0], dtype=g.dtype, device=g.device), pos_in._data, length)
+            pos_in = span.as_strided(in_geo[0], in_geo[1], in_geo[2] - lo)
+            count = scatter_positions(g.new_ones(in_geo[0]), pos_in, length)
             buf = buf / count.clamp(min=1)
         return (buf.as_strided(in_geo[0], in_geo[1], buf.storage_offset() + in_geo[2] - lo),)
 
@@ -263,207 +262,3 @@ class CloneBackward0(Node):
 
 def record_clone(input, out):
     record(CloneBackward0(), (input,), out)
-
-
-class ToCopyBackward0(Node):
-    """dtype/device conversion: the gradient goes back to the input's dtype and device."""
-
-    def backward(self, g):
-        return (g.to(self.device, self.dtype),)
-
-
-def record_to(input, out):
-    record(new_node(ToCopyBackward0, dtype=input.dtype, device=input.device), (input,), out)
-
-
-class CopyBackwards(Node):
-    """self.copy_(src): self's old value is overwritten (no gradient); src was broadcast and
-    cast to self."""
-
-    def backward(self, g):
-        gs = sum_to(g, self.src_shape).to(self.src_dtype) if needs_input_grad(self, 1) else None
-        return (None, gs)
-
-
-def record_copy(old, src, out):
-    record(new_node(CopyBackwards, src_shape=src._data.shape, src_dtype=src.dtype), (old, src), out)
-
-
-class FillBackward0(Node):
-    """fill_: self's old value is overwritten, so its gradient is zeros (PyTorch's rule: zeros,
-    not None); a tensor value gets the sum of the gradient."""
-
-    def backward(self, g):
-        from .creation import zeros_like
-        return (zeros_like(g) if needs_input_grad(self, 0) else None,
-                g.sum().reshape(self.value_shape) if needs_input_grad(self, 1) else None)
-
-
-def record_fill(old, value, out):
-    from .._tensor import Tensor
-    is_tensor = isinstance(value, Tensor)
-    node = new_node(FillBackward0, value_shape=value._data.shape if is_tensor else ())
-    record(node, (old, value if is_tensor else None), out)
-
-
-# ---- multi-output views: unbind and the splits ---------------------------------------------------
-class UnbindBackward0(Node):
-    def backward(self, *grads):
-        from .joining import stack
-        return (stack(grads, self.dim),)
-
-
-def record_unbind(input, outs, dim):
-    record(new_node(UnbindBackward0, dim=dim), (input,), outs)
-
-
-class _SplitBack(Node):
-    """Pieces [start, stop) of the input along dim.  When they tile the dim in order the
-    gradient is their concatenation; otherwise (tensor_split at unordered indices) each piece
-    is embedded and the pieces add up."""
-
-    def backward(self, *grads):
-        from .joining import cat
-        d = self.dim
-        if self.tiles:
-            return (cat(grads, d),)
-        total = None
-        for g, (start, stop) in zip(grads, self.bounds):
-            part = embed(g, self.in_shape, lambda t, s=start, e=stop: t.narrow(d, s, e - s),
-                         "SliceBackward0")
-            total = part if total is None else total + part
-        return (total,)
-
-
-class SplitBackward0(_SplitBack):
-    pass
-
-
-class SplitWithSizesBackward0(_SplitBack):
-    pass
-
-
-class TensorSplitBackward0(_SplitBack):
-    pass
-
-
-def record_split(input, outs, dim, bounds, cls):
-    """bounds: the (start, stop) of each piece, already clamped to the dim."""
-    size = input._data.shape[dim]
-    tiles, pos = True, 0
-    for start, stop in bounds:
-        tiles = tiles and start == pos
-        pos = stop
-    tiles = tiles and pos == size
-    record(new_node(cls, dim=dim, bounds=bounds, tiles=tiles, in_shape=input._data.shape),
-           (input,), outs)
-
-
-# ---- joining -----------------------------------------------------------------------------------
-class CatBackward0(Node):
-    def backward(self, g):
-        grads, start = [], 0
-        for i, (size, shape, dtype) in enumerate(self.pieces):
-            if size is None:        # a skipped legacy (0,)-shaped input
-                grads.append(zeros_as(shape, g).to(dtype) if needs_input_grad(self, i) else None)
-                continue
-            grads.append(g.narrow(self.dim, start, size).to(dtype) if needs_input_grad(self, i) else None)
-            start += size
-        return tuple(grads)
-
-
-def record_cat(tensors, out, dim):
-    nd = out._data.ndim
-    pieces = [(None if (t._data.ndim == 1 and t._data.shape[0] == 0 and nd != 1)
-               else t._data.shape[dim], t._data.shape, t.dtype) for t in tensors]
-    record(new_node(CatBackward0, dim=dim, pieces=pieces), tuple(tensors), out)
-
-
-class StackBackward0(Node):
-    def backward(self, g):
-        return tuple(g.select(self.dim, i).to(dt) if needs_input_grad(self, i) else None
-                     for i, dt in enumerate(self.dtypes))
-
-
-def record_stack(tensors, out, dim):
-    record(new_node(StackBackward0, dim=dim, dtypes=[t.dtype for t in tensors]), tuple(tensors), out)
-
-
-class _RepeatBack(Node):
-    """The result was `src` (the input viewed with size-1 dims where the copies go) expanded
-    to `big` and copied: the copies' gradients add up (sum_to)."""
-
-    def backward(self, g):
-        return (sum_to(g.reshape(self.big), self.src_shape).reshape(self.in_shape),)
-
-
-class RepeatBackward0(_RepeatBack):
-    pass
-
-
-class RepeatInterleaveBackward0(_RepeatBack):
-    pass
-
-
-def record_repeat(input, out, src_shape, big, cls):
-    record(new_node(cls, src_shape=src_shape, big=big, in_shape=input._data.shape), (input,), out)
-
-
-class RollBackward0(Node):
-    def backward(self, g):
-        return (g.roll(self.back, self.dims),)
-
-
-def record_roll(input, out, shifts_by_dim):
-    dims = tuple(shifts_by_dim)
-    back = tuple(-s for s in shifts_by_dim.values())
-    record(new_node(RollBackward0, dims=dims, back=back), (input,), out)
-
-
-class TrilBackward0(Node):
-    def backward(self, g):
-        return (g.tril(self.k),)
-
-
-class TriuBackward0(Node):
-    def backward(self, g):
-        return (g.triu(self.k),)
-
-
-def record_triangle(input, out, k, upper):
-    record(new_node(TriuBackward0 if upper else TrilBackward0, k=k), (input,), out)
-
-
-class DiagEmbedBackward0(Node):
-    def backward(self, g):
-        return (g.diagonal(self.offset, self.dim1, self.dim2),)
-
-
-def record_diag_embed(input, out, offset, dim1, dim2):
-    record(new_node(DiagEmbedBackward0, offset=offset, dim1=dim1, dim2=dim2), (input,), out)
-
-
-class BlockDiagBackward0(Node):
-    def backward(self, g):
-        grads = []
-        for i, ((r, c, h, w), shape, dtype) in enumerate(self.blocks):
-            grads.append(g.narrow(0, r, h).narrow(1, c, w).reshape(shape).to(dtype)
-                         if needs_input_grad(self, i) else None)
-        return tuple(grads)
-
-
-def record_block_diag(tensors, out, blocks):
-    """blocks: (row, col, height, width) of each tensor's block in out."""
-    node = new_node(BlockDiagBackward0, blocks=[(b, t._data.shape, t.dtype)
-                                                for b, t in zip(blocks, tensors)])
-    record(node, tuple(tensors), out)
-
-
-# ---- in-place ops on tensors in a graph ----------------------------------------------------------
-def rebase(self, name, out_of_place, *operands):
-    """Run an in-place op on a tensor that is part of a graph (or is written with a value that
-    is): out_of_place(old) computes the result, which replaces self's value and history
-    (elementwise_grad.rebase_inplace; a leaf requiring grad is refused, as in PyTorch)."""
-    from .elementwise_grad import check_inplace, rebase_inplace
-    check_inplace(self, name, *operands)
-    return rebase_inplace(self, out_of_place)

@@ -1,0 +1,43 @@
+"""Backward formulas of the conversions (conversion.py): to (dtype/device), copy_ and fill_."""
+from ..autograd.graph import Node, new_node, record, sum_to
+from .views_grad import needs_input_grad, zeros_as
+
+
+class ToCopyBackward0(Node):
+    """dtype/device conversion: the gradient goes back to the input's dtype and device."""
+
+    def backward(self, g):
+        return (g.to(self.device, self.dtype),)
+
+
+def record_to(input, out):
+    record(new_node(ToCopyBackward0, dtype=input.dtype, device=input.device), (input,), out)
+
+
+class CopyBackwards(Node):
+    """self.copy_(src): self's old value is overwritten (no gradient); src was broadcast and
+    cast to self."""
+
+    def backward(self, g):
+        gs = sum_to(g, self.src_shape).to(self.src_dtype) if needs_input_grad(self, 1) else None
+        return (None, gs)
+
+
+def record_copy(old, src, out):
+    record(new_node(CopyBackwards, src_shape=src._data.shape, src_dtype=src.dtype), (old, src), out)
+
+
+class FillBackward0(Node):
+    """fill_: self's old value is overwritten, so its gradient is zeros (PyTorch's rule: zeros,
+    not None); a tensor value gets the sum of the gradient."""
+
+    def backward(self, g):
+        return (zeros_as(g._data.shape, g) if needs_input_grad(self, 0) else None,
+                g.sum().reshape(self.value_shape) if needs_input_grad(self, 1) else None)
+
+
+def record_fill(old, value, out):
+    from .._tensor import Tensor
+    is_tensor = isinstance(value, Tensor)
+    node = new_node(FillBackward0, value_shape=value._data.shape if is_tensor else ())
+    record(node, (old, value if is_tensor else None), out)
