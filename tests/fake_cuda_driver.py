@@ -4,7 +4,7 @@ With it, the CUDA array layer above the kernels (device arrays and their views, 
 allocator, copies, memsets, streams and events, the device dispatch, the host fallback,
 Tensor.to / module.to / load(map_location), mixed-device errors, out-of-memory handling)
 runs and is tested on machines without a GPU.  It launches no kernels: tests using it turn
-the backend's kernels off (torchlite.cuda._ops.kernels_enabled), so every op takes the
+the backend's kernels off (torchlite.cuda._state.kernels_enabled), so every op takes the
 host fallback.  It is test code only; the library never uses it.
 """
 import ctypes
@@ -256,10 +256,10 @@ class installed:
     def __enter__(self):
         import torchlite.cuda as cuda
         from torchlite import _dispatch
-        from torchlite.cuda import _driver, _ops, _runtime, _state
+        from torchlite.cuda import _driver, _runtime, _state
         self.saved = [
             (_driver, "driver_module", _driver.driver_module), (_driver, "_status", _driver._status),
-            (_ops, "kernels_enabled", _ops.kernels_enabled),
+            (_state, "kernels_enabled", _state.kernels_enabled),
             (_state, "initialized", _state.initialized), (_state, "devices", _state.devices),
             (_state, "allocator", _state.allocator), (_state, "generators", _state.generators),
             (_dispatch, "_seed_for_devices", _dispatch._seed_for_devices),
@@ -278,7 +278,7 @@ class installed:
         _driver.driver_module = lambda: fake
         _driver._status = _driver.Status(True, "ok", "", devices=fake.devices, nvrtc=(13, 0),
                                          driver=13000)
-        _ops.kernels_enabled = False
+        _state.kernels_enabled = False
         _state.initialized, _state.devices, _state.allocator = False, None, None
         _state.generators = {}
         _runtime._allocator = _runtime._host_allocator = None

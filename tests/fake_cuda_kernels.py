@@ -729,8 +729,8 @@ def install(fake, monkeypatch, compiled=False):
     Python emulation above, or (compiled) by the kernels' own code built for the CPU.  Call it
     inside fake_cuda_driver.installed(fake), which restores the kernels switch on leaving.
     Kernels are not compiled with NVRTC: _launch.kernel hands out the name expression."""
-    from torchlite.cuda import _ops
+    from torchlite.cuda import _state
     fake.cuLaunchKernel = launch_compiled if compiled else launch
     monkeypatch.setattr(_launch, "kernel", lambda source, name, device:
                         _launch.Kernel(name, name, device, 1024))
-    _ops.kernels_enabled = True
+    _state.kernels_enabled = True

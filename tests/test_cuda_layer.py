@@ -700,9 +700,9 @@ def test_cuda_seeds(cuda_device):
 # ---- the stand-in itself does not leak ------------------------------------------------------------------------
 def _cuda_state():
     from torchlite import _dispatch
-    from torchlite.cuda import _driver, _ops, _runtime, _state
+    from torchlite.cuda import _driver, _runtime, _state
     return {"driver_module": _driver.driver_module, "status": _driver._status,
-            "kernels": _ops.kernels_enabled, "initialized": _state.initialized,
+            "kernels": _state.kernels_enabled, "initialized": _state.initialized,
             "devices": _state.devices, "allocator": _state.allocator, "generators": _state.generators,
             "runtime_allocator": _runtime._allocator, "host_allocator": _runtime._host_allocator,
             "dispatch": _dispatch._enabled, "elementwise.binary": _dispatch.elementwise.binary,

@@ -249,6 +249,27 @@ def seed_for_new_generators():
     return _seed_for_devices
 
 
+def connect_backend():
+    """Called by torchlite.cuda as it is imported (before any backend module runs): the
+    backend's calls up to this layer, which it never imports, go through its registry."""
+    from .cuda._registry import UPCALLS
+    UPCALLS.device_memory_exists = enable_devices
+    UPCALLS.seed_for_new_generators = seed_for_new_generators
+
+
+def cuda_fallback_names():
+    """The array-layer functions without a CUDA version of their own: they run their CPU
+    kernel on host copies of a CUDA array (torchlite/cuda/_fallback.py)."""
+    from .cuda._registry import KERNEL, NATIVE
+    names = []
+    for ns_name in _MODULES:
+        for key, value in vars(_NAMESPACES[ns_name]._cpu).items():
+            if not key.startswith("_") and _is_kernel_function(value) \
+                    and (ns_name, key) not in NATIVE and (ns_name, key) not in KERNEL:
+                names.append(f"{ns_name}.{key}")
+    return sorted(names)
+
+
 def cuda_available():
     """Whether CUDA tensors can be made here (False, not an error, without a backend)."""
     try:

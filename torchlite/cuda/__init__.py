@@ -12,8 +12,13 @@ is missing: cuda-python, the NVIDIA driver, a device, NVRTC or the CUDA headers
 import os
 import threading
 
+from .. import _dispatch
 from . import _driver, _state
 from ._driver import CudaError, CudaUnavailableError, OutOfMemoryError
+
+# the backend below this module calls up to _dispatch through its registry; connect it before
+# any backend module runs
+_dispatch.connect_backend()
 
 __all__ = [
     "is_available", "device_count", "is_initialized", "init", "current_device", "set_device",

@@ -92,12 +92,12 @@ def flat(a, shape):
 
 
 def contiguous(a):
-    from ._ops import contiguous as contiguous_       # (_ops imports this module)
+    from ._copy import contiguous as contiguous_
     return contiguous_(a)
 
 
 def fill_(a, value):
-    from ._ops import fill_ as fill
+    from ._copy import fill_ as fill
     return fill(a, value)
 
 

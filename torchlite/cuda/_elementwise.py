@@ -207,7 +207,7 @@ def cast(a, dtype):
 
 def copy_(dst, src):
     """dst[...] = src on one device, broadcasting src and casting to dst's dtype, any strides
-    (torchlite/cuda/_ops.py sends the copies that are not plain byte copies here)."""
+    (torchlite/cuda/_copy.py sends the copies that are not plain byte copies here)."""
     if dst.has_internal_overlap() or src.ndim > dst.ndim or tuple(
             _cpu_ew.broadcast_result((dst._meta, src._meta), "copy_")) != dst.shape:
         return NotImplemented                    # the CPU raises its errors
@@ -219,9 +219,9 @@ def copy_(dst, src):
 
 
 def clone(a):
-    """A contiguous copy (torchlite/cuda/_ops.py's clone handles the dense cases by a byte copy)."""
-    from . import _ops
-    return _ops.clone(a, False)
+    """A contiguous copy (torchlite/cuda/_copy.py's clone handles the dense cases by a byte copy)."""
+    from . import _copy
+    return _copy.clone(a, False)
 
 
 @native("elementwise", "unary", kernel=True)

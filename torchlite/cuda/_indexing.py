@@ -100,7 +100,7 @@ def _masked(op, a, first, mask, value):
     for a bool/uint8 mask over dims [first, first + mask.ndim) of a."""
     from .._core import elementwise as _cpu_ew
     from ._elementwise import ternary
-    from ._ops import contiguous
+    from ._copy import contiguous
     k = mask.ndim
     if mask.dtype not in (K.BOOL, K.UINT8) or a.shape[first:first + k] != mask.shape or k == 0:
         return NotImplemented                         # the CPU's errors
@@ -149,7 +149,7 @@ def _nonzero_linear(a):
     """The row-major linear indices (int64, in order) of a's nonzero elements."""
     from .._core import elementwise as _cpu_ew
     from ._elementwise import binary, cast, fill_affine, ternary
-    from ._ops import contiguous
+    from ._copy import contiguous
     from ._reduction import scan
     n, device = a.numel, a.device_index
     flags = binary(_cpu_ew.BINARY["ne"], contiguous(a).view((n,)), False if a.dtype == K.BOOL else 0)

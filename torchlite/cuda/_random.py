@@ -35,7 +35,7 @@ def _generate(dst, gen, dist, out, **fields):
         _launch.launch(k, _launch.grid_for(threads, target.device_index, _THREADS, 1), _THREADS,
                        [_launch.struct(req), _launch.u64(threads)])
     if not direct:
-        from ._ops import copy_
+        from ._copy import copy_
         copy_(dst, target)
     return dst
 
@@ -84,7 +84,7 @@ def fill_bernoulli_tensor(dst, gen, p, op="bernoulli_"):
     if p.shape != dst.shape:
         return NotImplemented
     from ._elementwise import cast
-    from ._ops import contiguous
+    from ._copy import contiguous
     from ._reduction import reduce
     probs = contiguous(cast(p, K.FLOAT64))
     if probs.numel and not (_array.to_host(reduce("amin", probs, None, False)).item() >= 0.0

@@ -198,7 +198,7 @@ def softmax(a, dim, log):
     if a.dtype not in K.FLOATS or a.ndim == 0 or a.numel == 0:
         return NotImplemented                  # the CPU's errors and trivial cases
     (d,) = _cpu_reduce.reduced_dims(dim, a.ndim)
-    from ._ops import contiguous
+    from ._copy import contiguous
     x = contiguous(a)
     outer = inner = 1
     for s in a.shape[:d]:

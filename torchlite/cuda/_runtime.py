@@ -9,6 +9,7 @@ import threading
 
 from . import _driver, _state
 from ._allocator import CachingAllocator
+from ._registry import UPCALLS
 
 _tls = threading.local()
 _lock = threading.Lock()
@@ -113,13 +114,12 @@ def allocator():
     if _allocator is None:
         with _lock:
             if _allocator is None:
-                from .. import _dispatch
                 from ._array import CudaArray
                 _state.lazy_init("allocate CUDA memory")
                 _allocator = CachingAllocator(DeviceMemory())
                 _state.set_allocator(_allocator)
                 # device memory exists from now on: the array layer dispatches by device
-                _dispatch.enable_devices(CudaArray)
+                UPCALLS.device_memory_exists(CudaArray)
     return _allocator
 
 

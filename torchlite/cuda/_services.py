@@ -6,7 +6,7 @@ seeding, the device checks that creation and moving need, and the DLPack stream 
 Each function works on arrays and device numbers, never on Tensors: the Tensor layer wraps
 what comes back."""
 from . import _array, _driver, _host, _runtime, _state
-from ._registry import service
+from ._registry import UPCALLS, service
 
 
 @service("is_available")
@@ -78,10 +78,9 @@ def seed_all(seed):
 @service("view_capsule")
 def view_capsule(capsule, index):
     """A CUDA array over a DLPack capsule's memory on device `index` (consumes it)."""
-    from .. import _dispatch
     from .._core import dlpack as _dl
     _state.lazy_init("import a CUDA tensor through DLPack")
-    _dispatch.enable_devices(_array.CudaArray)
+    UPCALLS.device_memory_exists(_array.CudaArray)
     return _array.CudaArray(_dl.from_capsule(capsule, None, index), index)
 
 

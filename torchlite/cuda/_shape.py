@@ -5,7 +5,7 @@ from ._registry import native
 
 
 def _copy_all(out, pieces):
-    from ._ops import copy_
+    from ._copy import copy_
     for view, a in pieces:
         if copy_(view, a) is NotImplemented:
             return NotImplemented

@@ -8,6 +8,8 @@ import threading
 from . import _driver
 from ._driver import CudaUnavailableError
 
+# False: no kernel is launched, every op runs on host copies (the tests' host-memory driver)
+kernels_enabled = True
 tls = threading.local()            # .index: this thread's current device; .streams: {index: Stream}
 init_lock = threading.RLock()
 initialized = False
@@ -17,7 +19,8 @@ devices = None                     # _driver.Devices once initialised
 # obj.reset_peak(index) and obj.empty_cache() release what it caches.
 allocator = None
 # Each device has a Philox state (seed, offset) with the CPU generator's rules and format;
-# torchlite.manual_seed also seeds the generators made later (_dispatch remembers its seed).
+# torchlite.manual_seed also seeds the generators made later (_dispatch remembers its seed
+# and hands it over through _registry.UPCALLS).
 generators = {}
 generators_lock = threading.Lock()
 # Caches whose values belong to the driver that made them: device arrays, loaded kernels, a
@@ -117,13 +120,13 @@ def set_allocator(obj):
 
 def generator(idx):
     """Device idx's default generator (the one its random ops draw from)."""
-    from .. import _dispatch
     from .._core import random as _R
+    from ._registry import UPCALLS
     with generators_lock:
         g = generators.get(idx)
         if g is None:
             g = generators[idx] = _R.Philox()
-            seed = _dispatch.seed_for_new_generators()
+            seed = UPCALLS.seed_for_new_generators()
             if seed is not None:
                 g.manual_seed(seed)
         return g
