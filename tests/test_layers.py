@@ -179,3 +179,63 @@ def test_the_rules_would_catch_a_crossing(importer, imported, expected):
     a, b = expected.split(" -> ")
     assert (layer_of(importer), layer_of(imported)) == (a, b)
     assert (a, b) in NEVER
+
+
+def import_circles():
+    """The strongly connected components (more than one module) of the import graph: module-
+    and function-level imports alike, as all_imports reads them."""
+    graph = {}
+    for importer, imported, _ in all_imports():
+        if importer != imported:
+            graph.setdefault(importer, set()).add(imported)
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+    for root in list(graph):            # Tarjan's algorithm, iterative (no recursion limit)
+        if root in index:
+            continue
+        work = [(root, iter(graph.get(root, ())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph.get(nxt, ()))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    members = set()
+                    while True:
+                        m = stack.pop()
+                        on_stack.discard(m)
+                        members.add(m)
+                        if m == node:
+                            break
+                    if len(members) > 1:
+                        circles.append(sorted(members))
+    return circles
+
+
+def test_no_import_circle_is_larger_than_two_modules():
+    # two files may know each other (an op family's x.py and x_grad.py, a package and the
+    # module it loads); three or more in a circle is a layer knot
+    big = [c for c in import_circles() if len(c) > 2]
+    assert not big, "import circles of more than two modules:\n" + "\n".join(
+        f"  {len(c)}: {', '.join(c)}" for c in big)
+
+
+def test_import_circles_are_found():
+    # the check itself: a made-up three-module loop is one circle
+    import unittest.mock as mock
+    fake = [("torchlite.a", "torchlite.b", ""), ("torchlite.b", "torchlite.c", ""),
+            ("torchlite.c", "torchlite.a", ""), ("torchlite.c", "torchlite.d", "")]
+    with mock.patch(f"{__name__}.all_imports", return_value=fake):
+        assert import_circles() == [["torchlite.a", "torchlite.b", "torchlite.c"]]

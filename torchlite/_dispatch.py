@@ -253,7 +253,11 @@ def connect_backend():
     """Called by torchlite.cuda as it is imported (before any backend module runs): the
     backend's calls up to this layer, which it never imports, go through its registry."""
     from .cuda._registry import UPCALLS
-    UPCALLS.device_memory_exists = enable_devices
+
+    def device_memory_exists():
+        from .cuda._array import CudaArray
+        enable_devices(CudaArray)
+    UPCALLS.device_memory_exists = device_memory_exists
     UPCALLS.seed_for_new_generators = seed_for_new_generators
 
 

@@ -383,11 +383,8 @@ class Tensor:
     def output_nr(self):
         return getattr(self, "_output_nr", 0) if self.grad_fn is not None else 0
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate d(self)/d(leaf) * gradient into every leaf's .grad (see autograd.backward).
-        gradient may be omitted only for a one-element tensor."""
-        from .autograd.engine import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+    # backward() is attached by autograd/engine.py, which runs the graph (as the ops attach
+    # theirs): this module never imports the engine
 
     def register_hook(self, hook):
         """hook(grad) runs when this tensor's gradient is computed; it may return a replacement.

@@ -13,7 +13,7 @@ from . import anomaly
 from .graph import BackwardCall, edge, expandable_to, running, sum_to
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
-from .._tensor import _wrap
+from .._tensor import Tensor, _wrap
 from .grad_mode import _state
 from .._autocast_state import entry as _autocast, run as _autocast_run
 
@@ -26,7 +26,6 @@ def _hook_result(hook, grad, new):
     """A tensor hook may replace the gradient, but not change its dtype, device or shape
     (PyTorch's checks)."""
     name = getattr(hook, "__name__", repr(hook))
-    from .._tensor import Tensor
     if not isinstance(new, Tensor):
         raise TypeError(f"hook '{name}' returned a {type(new).__name__}, expected a Tensor or None")
     if new.dtype is not grad.dtype:
@@ -342,7 +341,6 @@ def _call(node, grads):
 
 
 def _tensors(x, name):
-    from .._tensor import Tensor
     if isinstance(x, Tensor):
         return (x,)
     if isinstance(x, (tuple, list)) and all(isinstance(t, Tensor) for t in x):
@@ -363,7 +361,6 @@ def _filled_like(t, value):
 def _root_grads(outputs, grad_outputs, create_graph):
     """One gradient per output: the given ones (checked against the outputs' shapes), or 1 for
     a one-element output."""
-    from .._tensor import Tensor
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
@@ -407,3 +404,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     grads = _root_grads(roots, grad_tensors, create_graph)
     retain = create_graph if retain_graph is None else retain_graph
     run_backward(roots, grads, retain, create_graph, inputs=inputs, accumulate=True)
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(self)/d(leaf) * gradient into every leaf's .grad (see autograd.backward).
+    gradient may be omitted only for a one-element tensor."""
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+_tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
+Tensor.backward = _tensor_backward

@@ -14,7 +14,7 @@ class _Upcalls:
     package torchlite.cuda is imported, which is before any backend module runs."""
 
     @staticmethod
-    def device_memory_exists(array_type):
+    def device_memory_exists():
         raise RuntimeError("torchlite.cuda's backend is not connected to torchlite._dispatch")
 
     @staticmethod

@@ -114,12 +114,11 @@ def allocator():
     if _allocator is None:
         with _lock:
             if _allocator is None:
-                from ._array import CudaArray
                 _state.lazy_init("allocate CUDA memory")
                 _allocator = CachingAllocator(DeviceMemory())
                 _state.set_allocator(_allocator)
                 # device memory exists from now on: the array layer dispatches by device
-                UPCALLS.device_memory_exists(CudaArray)
+                UPCALLS.device_memory_exists()
     return _allocator
 
 

@@ -80,7 +80,7 @@ def view_capsule(capsule, index):
     """A CUDA array over a DLPack capsule's memory on device `index` (consumes it)."""
     from .._core import dlpack as _dl
     _state.lazy_init("import a CUDA tensor through DLPack")
-    UPCALLS.device_memory_exists(_array.CudaArray)
+    UPCALLS.device_memory_exists()
     return _array.CudaArray(_dl.from_capsule(capsule, None, index), index)
 
 

@@ -128,7 +128,7 @@ class Tracer:
     # ---- the policy a subclass changes ----------------------------------------------------------
     def is_leaf_module(self, m, module_qualified_name):
         """torchlite.nn's own layers (not its containers) stay one call_module node."""
-        from ..nn import ModuleDict, ModuleList, Sequential
+        from ..nn.modules.container import ModuleDict, ModuleList, Sequential
         return (type(m).__module__ or "").startswith("torchlite.nn") and \
             not isinstance(m, (Sequential, ModuleList, ModuleDict))
 
@@ -152,7 +152,7 @@ class Tracer:
         buffers and other tensors become get_attr nodes (a tensor the module does not own is
         kept as a constant attribute of the traced module); containers are walked."""
         from .._tensor import Tensor
-        from ..nn import Module
+        from ..nn.modules.module import Module
 
         def convert(x):
             if isinstance(x, (Proxy, SymInt)):
@@ -213,7 +213,7 @@ class Tracer:
     # ---- the trace -----------------------------------------------------------------------------
     def trace(self, root, concrete_args=None):
         """The Graph of root's forward (a Module) or of root (a function)."""
-        from ..nn import Module
+        from ..nn.modules.module import Module
         if isinstance(root, Module):
             self.root = root
             fn = type(root).forward

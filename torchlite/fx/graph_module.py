@@ -33,7 +33,7 @@ def _copy_attr(src, dst, path):
 
 def _set(mod, name, value):
     from .._tensor import Tensor
-    from ..nn import Parameter
+    from ..nn.parameter import Parameter
     if isinstance(value, Tensor) and not isinstance(value, Parameter):
         mod.register_buffer(name, value)
     else:

@@ -26,7 +26,7 @@ class ScriptModule:
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """A module's forward captured as a graph (see the module docstring); a plain function is
     returned as it is (it runs in Python, as TorchScript would run it)."""
-    from ..nn import Module
+    from ..nn.modules.module import Module
     if not isinstance(obj, Module):
         if callable(obj):
             return obj

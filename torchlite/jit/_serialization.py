@@ -197,7 +197,7 @@ def _encode_module(mod, path, tensors):
 
 
 def _decode_module(desc, tensors):
-    from ..nn import Parameter
+    from ..nn.parameter import Parameter
     from ..nn.modules.module import Module
     if not isinstance(desc, dict) or "class" not in desc:
         raise _bad("a layer without a class")
@@ -246,7 +246,7 @@ def save(m, f, _extra_files=None):
     program that does not have the model's class."""
     from .. import serialization
     from ..fx.graph_module import GraphModule
-    from ..nn import Parameter
+    from ..nn.parameter import Parameter
     if not isinstance(m, GraphModule):
         raise TypeError(f"torchlite.jit.save expects the module torchlite.jit.trace or script "
                         f"returned (a GraphModule), got {type(m).__name__}")
@@ -285,7 +285,7 @@ def load(f, map_location=None, _extra_files=None):
     from .. import serialization
     from ..fx.graph import Graph
     from ..fx.graph_module import GraphModule
-    from ..nn import Parameter
+    from ..nn.parameter import Parameter
     try:
         blob = serialization.load(f, map_location=map_location, weights_only=True)
     except Exception as e:

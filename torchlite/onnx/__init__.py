@@ -16,25 +16,12 @@ import threading
 
 from . import errors
 from .errors import UnsupportedOperatorError
+from ._export import OperatorExportTypes, SUPPORTED_OPSETS, TrainingMode
 
 __all__ = ["export", "is_in_onnx_export", "OperatorExportTypes", "TrainingMode", "errors",
            "UnsupportedOperatorError", "SUPPORTED_OPSETS"]
 
-SUPPORTED_OPSETS = range(17, 22)
 _state = threading.local()
-
-
-class OperatorExportTypes(enum.Enum):
-    ONNX = 0
-    ONNX_ATEN = 1
-    ONNX_ATEN_FALLBACK = 2
-    ONNX_FALLTHROUGH = 3
-
-
-class TrainingMode(enum.IntEnum):
-    EVAL = 0
-    PRESERVE = 1
-    TRAINING = 2
 
 
 def is_in_onnx_export():

@@ -1,12 +1,26 @@
 """The driver of torchlite.onnx.export: trace, annotate shapes, convert node by node (the
 table in _symbolic.py), assemble, check, write."""
+import enum
+
 import numpy as np
 
+from ._symbolic import DTYPES
 from .errors import UnsupportedOperatorError
 
-DTYPES = {"float32": "FLOAT", "float64": "DOUBLE", "float16": "FLOAT16", "bfloat16": "BFLOAT16",
-          "int64": "INT64", "int32": "INT32", "int16": "INT16", "int8": "INT8", "uint8": "UINT8",
-          "bool": "BOOL"}
+SUPPORTED_OPSETS = range(17, 22)
+
+
+class OperatorExportTypes(enum.Enum):
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+class TrainingMode(enum.IntEnum):
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
 
 
 def _onnx():
@@ -126,7 +140,6 @@ def export_model(model, args, f, *, input_names, output_names, dynamic_axes, ops
     from .. import jit
     from ..autograd.grad_mode import no_grad
     from ..fx.passes.shape_prop import ShapeProp
-    from . import SUPPORTED_OPSETS, TrainingMode
     from ._symbolic import convert_node
     onnx, helper, _ = _onnx()
     opset = 17 if opset_version is None else int(opset_version)

@@ -17,6 +17,11 @@ import numpy as np
 from ..fx.node import Node, public_name
 from .errors import UnsupportedOperatorError
 
+# torchlite dtype names -> ONNX TensorProto element types
+DTYPES = {"float32": "FLOAT", "float64": "DOUBLE", "float16": "FLOAT16", "bfloat16": "BFLOAT16",
+          "int64": "INT64", "int32": "INT32", "int16": "INT16", "int8": "INT8", "uint8": "UINT8",
+          "bool": "BOOL"}
+
 
 # ---- helpers ------------------------------------------------------------------------------------
 def _dim(d, rank):
@@ -887,10 +892,9 @@ def _cast(onnx_type):
 
 def _to(ctx, node, args, kwargs):
     """Tensor.to: a cast to the node's dtype (a device or a copy is nothing in ONNX)."""
-    from . import _export
     dtype = ctx.dtype(node)
     return ctx.add("Cast", [_x(ctx, args[0])], name=node.name,
-                   to=getattr(ctx.onnx.TensorProto, _export.DTYPES[dtype]))
+                   to=getattr(ctx.onnx.TensorProto, DTYPES[dtype]))
 
 
 for _n, _conv in (("view", _view), ("reshape", _view), ("contiguous", _identity),

@@ -100,7 +100,7 @@ class _Run:
 def _parameters_of(function):
     """The parameters a Module (or a bound method of one) uses: they are passed to the
     recorded node too, so it is recorded even when no input requires grad."""
-    from ..nn import Module
+    from ..nn.modules.module import Module
     owner = function if isinstance(function, Module) else getattr(function, "__self__", None)
     return list(owner.parameters()) if isinstance(owner, Module) else []
 
@@ -134,7 +134,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """A Sequential (or a list of modules) run in `segments` pieces, each but the last
     checkpointed."""
-    from ..nn import Sequential
+    from ..nn.modules.container import Sequential
     fns = list(functions.children()) if isinstance(functions, Sequential) else list(functions)
     if segments < 1:
         raise ValueError("segments must be at least 1")

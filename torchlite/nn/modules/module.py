@@ -455,8 +455,10 @@ class Module:
     def compile(self, *args, **kwargs):
         """Compile this module's calls in place (torchlite.compile's arguments): later calls
         run the compiled graph; the module keeps its type, parameters and state_dict keys."""
-        from ...compiler import compile as _compile
-        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
+        # the public torchlite.compile, as PyTorch's Module.compile calls torch.compile: the
+        # compiler sits above nn (it captures modules), so nn reaches it through the package
+        import torchlite
+        self._compiled_call_impl = torchlite.compile(self._call_impl, *args, **kwargs)
 
     def _call_with_hooks(self, args, kwargs):
         """forward, with the forward pre-hooks, forward hooks and backward hooks around it."""

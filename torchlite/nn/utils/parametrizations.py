@@ -101,7 +101,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     dim defaults to 1 for transposed convolutions, 0 otherwise; state_dict keys
     parametrizations.weight.original and parametrizations.weight.0._u / ._v."""
     weight = getattr(module, name, None)
-    from ...nn import Parameter
+    from ..parameter import Parameter
     if not isinstance(weight, Parameter):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
     if dim is None:
@@ -212,7 +212,7 @@ def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization
     matrices), 'cayley', or 'householder' (the default otherwise); assigning an orthogonal
     matrix to module.<name> sets it exactly."""
     weight = getattr(module, name, None)
-    from ...nn import Parameter
+    from ..parameter import Parameter
     from ..._tensor import Tensor
     if not isinstance(weight, (Tensor, Parameter)):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
