@@ -486,7 +486,7 @@ def test_metadata_functions_move_no_data(dev):
     a = tl.ones(3, 4).cuda()._data
     dev.transfers.clear()
     assert _dispatch.elementwise.result_type(a, 2.5) == tl.float32.code
-    assert _dispatch.shape_ops.stack_plan([a, a], 0)[0] == (2, 3, 4)
+    assert _dispatch.joining.stack_plan([a, a], 0)[0] == (2, 3, 4)
     assert dev.transfers == [] and dev.launched == []
 
 

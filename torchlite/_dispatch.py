@@ -16,7 +16,7 @@ array whose device to use; ``array.empty_like(a, dtype)`` keeps a's memory order
 import importlib
 import sys
 
-_MODULES = ("array", "elementwise", "reduction", "matmul", "indexing", "sorting", "shape_ops", "random",
+_MODULES = ("array", "elementwise", "reduction", "matmul", "indexing", "sorting", "joining", "random",
             "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn", "fused",
             "fft", "special")
 
@@ -341,7 +341,7 @@ reduction = _NAMESPACES["reduction"]
 matmul = _NAMESPACES["matmul"]
 indexing = _NAMESPACES["indexing"]
 sorting = _NAMESPACES["sorting"]
-shape_ops = _NAMESPACES["shape_ops"]
+joining = _NAMESPACES["joining"]
 random = _NAMESPACES["random"]
 conv = _NAMESPACES["conv"]
 pool = _NAMESPACES["pool"]

@@ -5,7 +5,7 @@ cartesian_prod, rot90.
 Almost everything is the array layer's views plus one copy: cat and stack copy each input
 into a slice of the output (one pass, no temporaries), the splits return views, repeat and
 tile copy an expanded view, roll copies at most 2^k blocks for k rolled dims.  The kernels
-of torchlite/_core/shape_ops.pyx do what a view cannot express: zeroing a triangle, the
+of torchlite/_core/joining.pyx do what a view cannot express: zeroing a triangle, the
 coordinates of a triangle, and repeating slices a varying number of times."""
 import builtins
 import warnings
@@ -15,7 +15,7 @@ from .._device import factory_device
 from .._dispatch import array as _A
 from .._dispatch import mixed_device_error
 from .._dispatch import elementwise as _ew
-from .._dispatch import shape_ops as _SO
+from .._dispatch import joining as _JK
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records
@@ -116,11 +116,11 @@ def cat(tensors, dim=0, *, out=None):
     arrays = [t._data for t in ts]
     if len(ts) > 1:
         _check_same_device(ts, "cat")
-    shape, code, d = _SO.cat_plan(arrays, dim)
+    shape, code, d = _JK.cat_plan(arrays, dim)
     if out is not None and isinstance(out, Tensor):     # before out is resized
         no_out_with_grad("cat", *ts)
-        _SO.check_no_alias(out._data, arrays)
-    return _finish(_SO.cat_into(_out_array(out, shape, code, "cat", arrays[0]), arrays, d), out, ts,
+        _JK.check_no_alias(out._data, arrays)
+    return _finish(_JK.cat_into(_out_array(out, shape, code, "cat", arrays[0]), arrays, d), out, ts,
                    lambda r: _JG.record_cat(ts, r, d))
 
 
@@ -133,11 +133,11 @@ def stack(tensors, dim=0, *, out=None):
     arrays = [t._data for t in ts]
     if len(ts) > 1:
         _check_same_device(ts, "stack")
-    shape, code, d = _SO.stack_plan(arrays, dim)
+    shape, code, d = _JK.stack_plan(arrays, dim)
     if out is not None and isinstance(out, Tensor):
         no_out_with_grad("stack", *ts)
-        _SO.check_no_alias(out._data, arrays)
-    return _finish(_SO.stack_into(_out_array(out, shape, code, "stack", arrays[0]), arrays, d), out, ts,
+        _JK.check_no_alias(out._data, arrays)
+    return _finish(_JK.stack_into(_out_array(out, shape, code, "stack", arrays[0]), arrays, d), out, ts,
                    lambda r: _JG.record_stack(ts, r, d))
 
 
@@ -443,9 +443,9 @@ def _repeat_by_counts(input, repeats, d, output_size):
         raise RuntimeError("allocated size does not match required size")
     if input._requires_grad and _grad_state.enabled:
         # slice i repeated counts[i] times is index_select at [0]*c0 + [1]*c1 + ...
-        idx = _SO.repeat_blocks(arange_array(counts.shape[0], counts), 0, counts, total)
+        idx = _JK.repeat_blocks(arange_array(counts.shape[0], counts), 0, counts, total)
         return input.index_select(d, _wrap(idx))
-    return _wrap(_SO.repeat_blocks(_ew.contiguous(input._data), d, counts, total))
+    return _wrap(_JK.repeat_blocks(_ew.contiguous(input._data), d, counts, total))
 
 
 # ---- roll ----------------------------------------------------------------------------------
@@ -508,7 +508,7 @@ def _triangle(input, diagonal, keep_upper, out, op):
         no_out_with_grad(op, input)
     res = _out_array(out, tuple(input.shape), input._data.dtype, op, input._data)
     _ew.copy_(res, input._data)       # a no-op when out is input; copy_ handles overlaps
-    _SO.zero_triangle(res, diagonal, keep_upper)
+    _JK.zero_triangle(res, diagonal, keep_upper)
     return _finish(res, out, (input,), lambda r: _JG.record_triangle(input, r, diagonal, keep_upper))
 
 
@@ -531,7 +531,7 @@ def _triangle_(self, diagonal, keep_upper, op):
         return _EG.rebase(self, op + "_", lambda old: _triangle(old, diagonal, keep_upper, None, op))
     _check_matrix(self, op)
     _check_no_internal_overlap(self, op + "_")
-    _SO.zero_triangle(self._data, int_arg(diagonal, "diagonal", op + "_"), keep_upper)
+    _JK.zero_triangle(self._data, int_arg(diagonal, "diagonal", op + "_"), keep_upper)
     self._bump_version()
     return self
 
@@ -558,7 +558,7 @@ def _tri_indices(row, col, offset, dtype, device, upper, op):
     if row > 0 and col > 0 and row * col >= 2 ** 40:
         raise RuntimeError(f"{op}: a {row} x {col} matrix has too many elements to list its indices")
     offset = max(-row - 1, min(col + 1, offset))    # beyond these, the triangle no longer changes
-    idx = _SO.tri_indices(row, col, offset, upper)
+    idx = _JK.tri_indices(row, col, offset, upper)
     from .creation import _place
     return _place(_ew.cast(idx, dt.code), factory_device(device))
 

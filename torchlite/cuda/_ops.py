@@ -62,11 +62,11 @@ def _meta(x):
 
 for _module, _name in (("elementwise", "result_type"), ("elementwise", "check_no_partial_overlap"),
                        ("elementwise", "broadcast_result"), ("elementwise", "binary_dtypes"),
-                       ("elementwise", "ternary_dtype"), ("shape_ops", "cat_plan"),
-                       ("shape_ops", "stack_plan"), ("shape_ops", "check_no_alias"),
+                       ("elementwise", "ternary_dtype"), ("joining", "cat_plan"),
+                       ("joining", "stack_plan"), ("joining", "check_no_alias"),
                        ("matmul", "check_bmm")):
     _metadata_only(_module, _name)
 
 
 # the kernel-backed functions register themselves in KERNEL
-from . import _conv, _elementwise, _fused, _indexing, _loss, _matmul, _norm, _optim, _pool, _random, _reduction, _rnn, _shape  # noqa: E402,F401,E501
+from . import _conv, _elementwise, _fused, _indexing, _loss, _matmul, _norm, _optim, _pool, _random, _reduction, _rnn, _joining  # noqa: E402,F401,E501

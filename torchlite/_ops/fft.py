@@ -3,7 +3,7 @@
 
 Every transform is built from three one-dimensional primitives, each one array-layer kernel
 call (torchlite/_core/fft.pyx: mixed radix for sizes with small factors, Bluestein for the
-others) and one autograd node (spectral_grad.py):
+others) and one autograd node (fft_grad.py):
 
   c2c  complex -> complex, either sign            (fft, ifft, and every dim of fftn but one)
   r2c  real -> complex, the n//2+1 non-redundant outputs or all n   (rfft, and fft of a real
@@ -23,7 +23,7 @@ from .._tensor import _wrap, _wrap_dim
 from ..autograd.grad_mode import _state as _grad_state
 from .complex import parts_array, complex_array
 from . import _register
-from . import spectral_grad as _G
+from . import fft_grad as _G
 from ._kit import with_out, tensor_arg
 from .. import _layout
 

@@ -1,4 +1,4 @@
-"""Backward formulas of the FFT primitives in spectral.py.
+"""Backward formulas of the FFT primitives in fft.py.
 
 With PyTorch's convention (the gradient of a real loss with respect to z = x + iy is
 dL/dx + i dL/dy) the gradient of a complex-linear map A is A^H applied to the output's
@@ -27,14 +27,14 @@ def _fit(g, dim, length):
     return cat([g, zeros(shape, dtype=g.dtype, device=g.device)], dim)
 
 
-def _spectral():
-    from . import spectral
-    return spectral
+def _fft():
+    from . import fft
+    return fft
 
 
 class FftC2CBackward0(Node):
     def backward(self, g):
-        gi = _spectral().c2c(g, self.dim, self.n, not self.inverse, self.scale)
+        gi = _fft().c2c(g, self.dim, self.n, not self.inverse, self.scale)
         return (_fit(gi, self.dim, self.length),)
 
 
@@ -42,13 +42,13 @@ class FftR2CBackward0(Node):
     def backward(self, g):
         if self.onesided:
             g = _fit(g, self.dim, self.n)           # the outputs left out have no gradient
-        gi = _spectral().c2c(g, self.dim, self.n, True, self.scale).real
+        gi = _fft().c2c(g, self.dim, self.n, True, self.scale).real
         return (_fit(gi, self.dim, self.length),)
 
 
 class FftC2RBackward0(Node):
     def backward(self, g):
-        gi = _spectral().r2c(g, self.dim, self.n, True, self.scale)
+        gi = _fft().r2c(g, self.dim, self.n, True, self.scale)
         twins = self.n - self.n // 2 - 1          # coefficients 1 .. ceil(n/2) - 1
         if twins > 0:
             from .joining import cat

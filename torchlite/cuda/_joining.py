@@ -1,6 +1,6 @@
-"""Joining on the GPU: torchlite._core.shape_ops's cat_into and stack_into, as one copy per
+"""Joining on the GPU: torchlite._core.joining's cat_into and stack_into, as one copy per
 input into its slice of the output (the copy kernel casts and walks any strides)."""
-from .._core import shape_ops as _cpu_shape
+from .._core import joining as _cpu_joining
 from ._registry import native
 
 
@@ -12,9 +12,9 @@ def _copy_all(out, pieces):
     return out
 
 
-@native("shape_ops", "cat_into", kernel=True)
+@native("joining", "cat_into", kernel=True)
 def cat_into(out, arrays, d):
-    _cpu_shape.check_no_alias(out._meta, [a._meta for a in arrays])
+    _cpu_joining.check_no_alias(out._meta, [a._meta for a in arrays])
     pieces, start = [], 0
     for a in arrays:
         if a.ndim == 1 and a.shape[0] == 0 and out.ndim != 1:
@@ -24,13 +24,13 @@ def cat_into(out, arrays, d):
     return _copy_all(out, pieces)
 
 
-@native("shape_ops", "stack_into", kernel=True)
+@native("joining", "stack_into", kernel=True)
 def stack_into(out, arrays, d):
-    _cpu_shape.check_no_alias(out._meta, [a._meta for a in arrays])
+    _cpu_joining.check_no_alias(out._meta, [a._meta for a in arrays])
     return _copy_all(out, [(out.select(d, i), a) for i, a in enumerate(arrays)])
 
 
-@native("shape_ops", "zero_triangle", kernel=True)
+@native("joining", "zero_triangle", kernel=True)
 def zero_triangle(a, diagonal, keep_upper):
     """tril_/triu_ in place: a = where(keep, a, 0) with keep = (col - row <= diagonal), or
     >= for the upper triangle, built from two aranges."""
