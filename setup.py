@@ -171,6 +171,8 @@ def extensions():
     # the CUDA kernels' headers, for the C++ modules that share their math (optim.pyx
     # compiles cuda_kernels/tl_optim.cuh as plain C++)
     cuda_headers = sorted(glob.glob(os.path.join(CUDA_KERNELS, "*.cuh")))
+    # the one the C modules include too (random.pyx: the Philox math of both devices)
+    shared = [os.path.join(CUDA_KERNELS, "tl_random_math.cuh")]
     for pyx in sorted(glob.glob(os.path.join(CORE, "*.pyx"))):
         name = pyx[:-4].replace(os.sep, ".")
         with open(pyx) as f:
@@ -178,7 +180,7 @@ def extensions():
         # every kernel header is a dependency, so editing one rebuilds the extensions
         exts.append(Extension(name, [pyx], include_dirs=[CORE, os.path.join(CORE, "kernels"),
                                                           CUDA_KERNELS],
-                              depends=headers + (cuda_headers if cpp else [])))
+                              depends=headers + (cuda_headers if cpp else shared)))
     if not exts:
         raise SystemExit("torchlite: no torchlite/_core/*.pyx to build (is MANIFEST.in missing them?)")
     return cythonize(

@@ -1,6 +1,8 @@
-/* Philox4x32-10 and the transforms that turn its words into samples, ported from the CPU's
- * torchlite/_core/kernels/philox.h, random_math.h, vmath.h (tl_expf) and random_body.h so
- * that a seed gives the same numbers on both devices, whatever the launch shape.
+/* The random distributions on the GPU: each thread turns one Philox4x32-10 block into its
+ * samples, so that a seed gives the CPU's numbers whatever the launch shape.  The Philox
+ * block, the uniforms and the float32/float64 log and sin/cos are one source with the CPU
+ * (tl_random_math.cuh, included below); the per-distribution loops follow the CPU's
+ * torchlite/_core/kernels/random_body.h, and expf_cephes is vmath.h's tl_expf.
  *
  * Stream layout (the CPU's, kernels/random.h): a request for n elements starts at block
  * `base` and is cut into groups of 16 blocks.  Here one thread computes one block:
@@ -43,40 +45,26 @@ struct Req {
 };
 static_assert(sizeof(Req) == 96, "Req layout (pack_random_request)");
 
-const u32 M0 = 0xD2511F53u, M1 = 0xCD9E8D57u;   /* round multipliers */
-const u32 W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;   /* key schedule (Weyl sequence) */
+/* the arithmetic shared with the CPU, as C99 inside this namespace */
+#define TL_RND_FN TL_HD
+#define tl_rnd_u32 u32
+#define tl_rnd_i32 i32
+#define tl_rnd_u64 u64
+#define tl_rnd_i64 i64
+#define tl_rnd_f32_bits(f) f32_bits(f)
+#define tl_rnd_bits_f32(u) bits_f32(u)
+#define tl_rnd_f64_bits(d) f64_bits(d)
+#define tl_rnd_bits_f64(u) bits_f64(u)
+#include "tl_random_math.cuh"
 
 struct Words { u32 w[4]; };
 
-/* The block at counter (c0, c1, c2, c3) under key (k0, k1). */
-TL_HD Words philox4x32_10(u32 c0, u32 c1, u32 c2, u32 c3, u32 k0, u32 k1) {
-    for (int r = 0; r < 10; r++) {
-        const u32 hi0 = umulhi(M0, c0), lo0 = M0 * c0;
-        const u32 hi1 = umulhi(M1, c2), lo1 = M1 * c2;
-        const u32 y0 = hi1 ^ c1 ^ k0, y2 = hi0 ^ c3 ^ k1;
-        c1 = lo1;
-        c3 = lo0;
-        c0 = y0;
-        c2 = y2;
-        k0 += W0;
-        k1 += W1;
-    }
-    Words o;
-    o.w[0] = c0; o.w[1] = c1; o.w[2] = c2; o.w[3] = c3;
-    return o;
-}
-
 /* torchlite's counter layout: block number in words 0-1, draw number in word 2. */
 TL_HD Words block(const Req& q, u64 blk, u32 draw) {
-    return philox4x32_10((u32)blk, (u32)(blk >> 32), draw, 0u, q.key[0], q.key[1]);
+    Words o;
+    tl_philox_block(q.key, blk, draw, o.w);
+    return o;
 }
-
-/* ---- uniforms ----------------------------------------------------------------------------- */
-TL_HD float u01f(u32 w, int bits, float scale) { return (float)(i32)(w >> (32 - bits)) * scale; }
-TL_HD float u01f_open(u32 w) { return (float)(i32)((w >> 8) | 1u) * 5.9604644775390625e-08f; }
-TL_HD u64 u64_of(u32 lo, u32 hi) { return (u64)lo | ((u64)hi << 32); }
-TL_HD double u01d(u64 x) { return (double)(i64)(x >> 11) * 1.1102230246251565e-16; }
-TL_HD double u01d_open(u64 x) { return (double)(i64)((x >> 11) | 1u) * 1.1102230246251565e-16; }
 
 TL_HD u64 mul64hi(u64 a, u64 b, u64* lo) {
 #if defined(__CUDA_ARCH__)
@@ -87,101 +75,6 @@ TL_HD u64 mul64hi(u64 a, u64 b, u64* lo) {
     *lo = (u64)m;
     return (u64)(m >> 64);
 #endif
-}
-
-/* ---- float32 log on (0, 1] (Cephes' logf, the CPU's tl_rnd_logf) -------------------------- */
-TL_HD float logf01(float x) {
-    const u32 u = f32_bits(x);
-    const i32 e = (i32)(u >> 23) - 126;
-    const float m = bits_f32((u & 0x007fffffu) | 0x3f000000u);
-    const bool small = m < 0.707106781186547524f;
-    const float f = small ? m + m - 1.0f : m - 1.0f;
-    const float ef = (float)(small ? e - 1 : e);
-    const float z = f * f;
-    float p = 7.0376836292e-2f;
-    p = p * f + -1.1514610310e-1f;
-    p = p * f + 1.1676998740e-1f;
-    p = p * f + -1.2420140846e-1f;
-    p = p * f + 1.4249322787e-1f;
-    p = p * f + -1.6668057665e-1f;
-    p = p * f + 2.0000714765e-1f;
-    p = p * f + -2.4999993993e-1f;
-    p = p * f + 3.3333331174e-1f;
-    float y = p * f * z;
-    y += -2.12194440e-4f * ef;
-    y += -0.5f * z;
-    return (f + y) + 0.693359375f * ef;
-}
-
-/* (sin, cos) of the reduced angle rotated by qi quarter turns */
-template <class F> TL_HD void rotate_quarters(int qi, F sp, F cp, F* s, F* c) {
-    const F ss = (qi & 1) ? cp : sp;
-    const F cc = (qi & 1) ? sp : cp;
-    *s = (qi & 2) ? -ss : ss;
-    *c = ((qi + 1) & 2) ? -cc : cc;
-}
-
-/* sin and cos of 2 pi t, t in [0, 1] (the CPU's tl_rnd_sincos_turns) */
-TL_HD void sincos_turns(float t, float* s, float* c) {
-    const float y = t * 4.0f;
-    const float q = (y + 12582912.0f) - 12582912.0f;
-    const float a = (y - q) * 1.57079632679489662f;
-    const float z = a * a;
-    const float sp = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * a + a;
-    const float cp = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z
-                     - 0.5f * z + 1.0f;
-    rotate_quarters<float>((i32)q & 3, sp, cp, s, c);
-}
-
-/* float64 log on (0, 1]: log m = 2 atanh(s) by its series (the CPU's tl_rnd_log) */
-TL_HD double log01(double x) {
-    const u64 u = f64_bits(x);
-    const i64 e = (i64)(u >> 52) - 1022;
-    double m = bits_f64((u & 0x000fffffffffffffull) | 0x3fe0000000000000ull);
-    const bool small = m < 0.70710678118654752440;
-    m = small ? m + m : m;
-    const double ef = (double)(small ? e - 1 : e);
-    const double s = (m - 1.0) / (m + 1.0), z = s * s;
-    double p = 1.0 / 23;
-    p = p * z + 1.0 / 21;
-    p = p * z + 1.0 / 19;
-    p = p * z + 1.0 / 17;
-    p = p * z + 1.0 / 15;
-    p = p * z + 1.0 / 13;
-    p = p * z + 1.0 / 11;
-    p = p * z + 1.0 / 9;
-    p = p * z + 1.0 / 7;
-    p = p * z + 1.0 / 5;
-    p = p * z + 1.0 / 3;
-    return (2.0 * s + 2.0 * s * z * p) + ef * 0.693147180559945309417232;
-}
-
-/* sin and cos of 2 pi t in float64 (the CPU's tl_rnd_sincos_turns_d) */
-TL_HD void sincos_turns_d(double t, double* s, double* c) {
-    const double y = t * 4.0;
-    const double q = (y + 6755399441055744.0) - 6755399441055744.0;
-    const double a = (y - q) * 1.57079632679489661923;
-    const double z = a * a;
-    double ps = 1.0 / 355687428096000.0;
-    ps = ps * z + -1.0 / 1307674368000.0;
-    ps = ps * z + 1.0 / 6227020800.0;
-    ps = ps * z + -1.0 / 39916800.0;
-    ps = ps * z + 1.0 / 362880.0;
-    ps = ps * z + -1.0 / 5040.0;
-    ps = ps * z + 1.0 / 120.0;
-    ps = ps * z + -1.0 / 6.0;
-    double pc = 1.0 / 6402373705728000.0;
-    pc = pc * z + -1.0 / 20922789888000.0;
-    pc = pc * z + 1.0 / 87178291200.0;
-    pc = pc * z + -1.0 / 479001600.0;
-    pc = pc * z + 1.0 / 3628800.0;
-    pc = pc * z + -1.0 / 40320.0;
-    pc = pc * z + 1.0 / 720.0;
-    pc = pc * z + -1.0 / 24.0;
-    pc = pc * z + 0.5;
-    const double sp = ps * z * a + a;
-    const double cp = 1.0 - pc * z;
-    rotate_quarters<double>((int)((i64)q & 3), sp, cp, s, c);
 }
 
 /* float32 exp (the CPU's tl_expf, Cephes' minimax polynomial) */
@@ -220,7 +113,7 @@ struct UniformF32 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
         const float lo = (float)q.a, span = (float)q.b - (float)q.a;
-        for (int k = 0; k < 4; k++) put(q, elem1(t, k), u01f(w.w[k], q.bits, q.scale) * span + lo);
+        for (int k = 0; k < 4; k++) put(q, elem1(t, k), tl_u01f(w.w[k], q.bits, q.scale) * span + lo);
     }
 };
 
@@ -228,9 +121,9 @@ struct UniformF32 {
 TL_HD void std_normal_f32(const Req& q, u64 t, float z[4]) {
     const Words w = block(q, q.base + t, 0);
     for (int h = 0; h < 2; h++) {
-        const float r = sqrtf(-2.0f * logf01(u01f_open(w.w[2 * h])));
+        const float r = sqrtf(-2.0f * tl_rnd_logf(tl_u01f_open(w.w[2 * h])));
         float s, c;
-        sincos_turns(u01f(w.w[2 * h + 1], 24, 5.9604644775390625e-08f), &s, &c);
+        tl_rnd_sincos_turns(tl_u01f(w.w[2 * h + 1], 24, 5.9604644775390625e-08f), &s, &c);
         z[2 * h] = r * c;
         z[2 * h + 1] = r * s;
     }
@@ -258,7 +151,7 @@ struct ExponentialF32 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
         const float lambd = (float)q.a;
-        for (int k = 0; k < 4; k++) put(q, elem1(t, k), -logf01(u01f_open(w.w[k])) / lambd);
+        for (int k = 0; k < 4; k++) put(q, elem1(t, k), -tl_rnd_logf(tl_u01f_open(w.w[k])) / lambd);
     }
 };
 
@@ -269,27 +162,27 @@ struct CauchyF32 {
         const float median = (float)q.a, sigma = (float)q.b;
         for (int k = 0; k < 4; k++) {
             float s, c;
-            sincos_turns(u01f_open(w.w[k]) * 0.5f, &s, &c);
+            tl_rnd_sincos_turns(tl_u01f_open(w.w[k]) * 0.5f, &s, &c);
             put(q, elem1(t, k), median + sigma * (-c / s));
         }
     }
 };
 
-TL_HD u64 pair(const Words& w, int h) { return u64_of(w.w[2 * h], w.w[2 * h + 1]); }
+TL_HD u64 pair(const Words& w, int h) { return tl_u64_of(w.w[2 * h], w.w[2 * h + 1]); }
 
 struct UniformF64 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
         const double lo = q.a, span = q.b - q.a;
-        for (int h = 0; h < 2; h++) put(q, elem2(t, h), u01d(pair(w, h)) * span + lo);
+        for (int h = 0; h < 2; h++) put(q, elem2(t, h), tl_u01d(pair(w, h)) * span + lo);
     }
 };
 
 TL_HD void std_normal_f64(const Req& q, u64 t, double z[2]) {
     const Words w = block(q, q.base + t, 0);
-    const double r = sqrt(-2.0 * log01(u01d_open(pair(w, 0))));
+    const double r = sqrt(-2.0 * tl_rnd_log(tl_u01d_open(pair(w, 0))));
     double s, c;
-    sincos_turns_d(u01d(pair(w, 1)), &s, &c);
+    tl_rnd_sincos_turns_d(tl_u01d(pair(w, 1)), &s, &c);
     z[0] = r * c;
     z[1] = r * s;
 }
@@ -313,7 +206,7 @@ struct LogNormalF64 {
 struct ExponentialF64 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
-        for (int h = 0; h < 2; h++) put(q, elem2(t, h), -log01(u01d_open(pair(w, h))) / q.a);
+        for (int h = 0; h < 2; h++) put(q, elem2(t, h), -tl_rnd_log(tl_u01d_open(pair(w, h))) / q.a);
     }
 };
 
@@ -321,7 +214,7 @@ struct CauchyF64 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
         for (int h = 0; h < 2; h++) {
-            const double u = u01d_open(pair(w, h));
+            const double u = tl_u01d_open(pair(w, h));
             put(q, elem2(t, h), q.a + q.b * tan(3.14159265358979323846 * (u - 0.5)));
         }
     }
@@ -332,7 +225,7 @@ struct GeometricF64 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
         for (int h = 0; h < 2; h++) {
-            const double v = ceil(log(u01d_open(pair(w, h))) / q.b);
+            const double v = ceil(log(tl_u01d_open(pair(w, h))) / q.b);
             put(q, elem2(t, h), v < 1.0 ? 1.0 : v);
         }
     }

@@ -257,6 +257,7 @@ def test_struct_layouts_match_the_packers(nv, tmp_path):
                "static_assert(offsetof(tl::Params, err) == 32, \"err\");"]
     shutil.copy(os.path.join(K.kernel_dir(), "tl_common.cuh"), tmp_path)
     shutil.copy(os.path.join(K.kernel_dir(), "tl_philox.cuh"), tmp_path)
+    shutil.copy(os.path.join(K.kernel_dir(), "tl_random_math.cuh"), tmp_path)
     (tmp_path / "layout.cu").write_text(
         '#include "tl_common.cuh"\n#include "tl_philox.cuh"\n'
         "#define offsetof(T, f) __builtin_offsetof(T, f)\n" + "\n".join(checks) +
