@@ -46,7 +46,9 @@ from ._device import device as _Device
 from ._size import MAX_NUMEL, Size
 from ._tensor import Tensor, _wrap
 
-__all__ = ["save", "load", "save_safetensors", "load_safetensors"]
+__all__ = ["save", "load", "save_safetensors", "load_safetensors", "add_safe_globals",
+           "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
 DEFAULT_PROTOCOL = 2
 _ALIGNMENT = 64                  # storage records start at multiples of this in the file
@@ -447,6 +449,22 @@ def _set_attributes(obj, state):
     return obj
 
 
+def _restore_trusted_state(inst, state):
+    """BUILD on an instance of a class the user allowed: its own __setstate__, else what
+    pickle does (the __dict__ part, then the slots)."""
+    if hasattr(inst, "__setstate__"):
+        inst.__setstate__(state)
+        return
+    slots = None
+    if isinstance(state, tuple) and len(state) == 2:
+        state, slots = state
+    if state:
+        inst.__dict__.update(state)
+    if slots:
+        for k, v in slots.items():
+            setattr(inst, k, v)
+
+
 def _parameter_class():
     from .nn.parameter import Parameter
     return Parameter
@@ -594,6 +612,141 @@ def _callable_globals():
             if callable(v) and v is not Tensor and type(v) is not _StorageType}
 
 
+# ---- the user's allow-list (torch.serialization.add_safe_globals) ------------------------------
+# Classes and functions the user has vouched for: a weights_only load may then name them (GLOBAL),
+# call them (REDUCE), create instances with cls.__new__ (NEWOBJ) and restore an instance's state
+# (BUILD: __setstate__, else its __dict__ and slots), as PyTorch's weights_only unpickler does.
+# Process-wide, as in PyTorch; safe_globals(...) adds some for the length of a with block.
+_user_safe = []
+
+
+def _check_safe_entry(entry):
+    if isinstance(entry, tuple):
+        if len(entry) != 2:
+            raise ValueError(f"Expected tuple of length 2 (global, str of callable full path), "
+                             f"but got tuple of length: {len(entry)}")
+        if type(entry[1]) is not str:
+            raise TypeError(f"Expected second item in tuple to be str of callable full path, "
+                            f"but got: {type(entry[1])}")
+    elif not hasattr(entry, "__module__") or not hasattr(entry, "__qualname__"):
+        raise TypeError(f"add_safe_globals: {entry!r:.80} is not a class or function (give "
+                        f"(obj, 'module.name') for an object without a module and name)")
+
+
+def add_safe_globals(safe_globals):
+    """Mark classes and functions as safe for load(weights_only=True): a checkpoint may then
+    name, call and build them.  Entries are the objects themselves, found under
+    f"{obj.__module__}.{obj.__qualname__}", or (obj, "module.name") pairs for an object
+    pickled under another name.  Only add what you trust: load calls them with the file's
+    arguments."""
+    entries = list(safe_globals)
+    for e in entries:
+        _check_safe_entry(e)
+    for e in entries:
+        if e not in _user_safe:
+            _user_safe.append(e)
+
+
+def get_safe_globals():
+    """The entries add_safe_globals (and the safe_globals blocks now open) have added."""
+    return list(_user_safe)
+
+
+def clear_safe_globals():
+    """Forget every entry add_safe_globals added."""
+    _user_safe.clear()
+
+
+class safe_globals:
+    """with safe_globals([...]): add_safe_globals for the length of the block only."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = list(safe_globals)
+
+    def __enter__(self):
+        self._added = [e for e in self.safe_globals if e not in _user_safe]
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc):
+        for e in self._added:
+            if e in _user_safe:
+                _user_safe.remove(e)
+        return False
+
+
+def _user_allowed_globals():
+    """Full name -> object of the user's allow-list."""
+    out = {}
+    for e in _user_safe:
+        if isinstance(e, tuple):
+            out[e[1]] = e[0]
+        else:
+            out[f"{e.__module__}.{e.__qualname__}"] = e
+    return out
+
+
+def _user_allowed(obj):
+    return any(obj is v for v in _user_allowed_globals().values())
+
+
+def _canonical_global(module, name):
+    # torch's checkpoints are protocol 2: Python 2 names (__builtin__.set) map to Python 3's
+    module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+    return f"{_compat_pickle.IMPORT_MAPPING.get(module, module)}.{name}"
+
+
+def _globals_named_in(data):
+    """The full names a pickle's GLOBAL and STACK_GLOBAL opcodes give, read by disassembling
+    it (pickletools: nothing is built or run).  STACK_GLOBAL's two strings are followed through
+    the memo, as pickle protocol 4 writes them."""
+    import pickletools
+    found, strings, memo = set(), [], {}
+    for op, arg, _ in pickletools.genops(data):
+        if op.name == "GLOBAL":
+            module, _, name = arg.partition(" ")
+            found.add(_canonical_global(module, name))
+        elif op.name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"):
+            strings.append(arg)
+        elif op.name in ("BINGET", "LONG_BINGET", "GET"):
+            strings.append(memo.get(arg))
+        elif op.name in ("BINPUT", "LONG_BINPUT", "PUT", "MEMOIZE"):
+            key = len(memo) if op.name == "MEMOIZE" else arg
+            memo[key] = strings[-1] if strings else None
+        elif op.name == "STACK_GLOBAL":
+            if len(strings) >= 2 and all(type(x) is str for x in strings[-2:]):
+                found.add(_canonical_global(strings[-2], strings[-1]))
+        if op.name not in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "BINGET",
+                           "LONG_BINGET", "GET", "BINPUT", "LONG_BINPUT", "PUT", "MEMOIZE"):
+            strings.append(None)         # anything else between two strings breaks the pair
+    return found
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The names of the classes and functions a torch.save / torchlite.save checkpoint (zip
+    format) refers to that load(weights_only=True) would refuse: neither torchlite's
+    allow-list nor add_safe_globals has them.  The pickle is disassembled, not run, so
+    nothing is imported; an object the pickle builds at load time is not seen."""
+    with _Opened(f, False) as opened:
+        fh = opened.fh
+        start = fh.tell()
+        magic = fh.read(4)
+        fh.seek(start)
+        if magic != b"PK\x03\x04":
+            raise ValueError("Expected input to be a checkpoint returned by torch.save")
+        ckpt = _ZipCheckpoint(fh)
+        if ckpt.has("constants.pkl"):
+            raise ValueError("Expected input to be a checkpoint returned by torch.save but got "
+                             "a torchscript checkpoint")
+        if not ckpt.has("data.pkl"):
+            raise _damaged("no record data.pkl")
+        try:
+            names = _globals_named_in(ckpt.read("data.pkl"))
+        except ValueError as e:
+            raise pickle.UnpicklingError(f"corrupt pickle data: {e}") from e
+    allowed = set(_allowed_globals()) | set(_user_allowed_globals())
+    return sorted(names - allowed)
+
+
 _TORCH_DTYPE_PREFIXES = ("complex", "cfloat", "cdouble", "chalf", "uint", "int", "float",
                          "qint", "quint", "bits")
 
@@ -618,8 +771,10 @@ def _forbidden_global(full_name):
     return pickle.UnpicklingError(
         f"Weights only load failed: Unsupported global: GLOBAL {full_name} was not an "
         f"allowed global. torchlite.load(weights_only=True) only builds tensors, containers, "
-        f"numbers and strings; load with weights_only=False only if you trust the source of "
-        f"the file (that can run arbitrary code).")
+        f"numbers and strings, and what torchlite.serialization.add_safe_globals([...]) (or "
+        f"the safe_globals([...]) context manager) marks as trusted; load with "
+        f"weights_only=False only if you trust the source of the file (that can run "
+        f"arbitrary code).")
 
 
 def _names_module_class(module, name):
@@ -634,11 +789,10 @@ def _names_module_class(module, name):
 
 
 def _find_allowed_global(module, name):
-    # torch's checkpoints are protocol 2: Python 2 names (__builtin__.set) map to Python 3's
-    module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
-    module = _compat_pickle.IMPORT_MAPPING.get(module, module)
-    full = f"{module}.{name}"
+    full = _canonical_global(module, name)
     obj = _allowed_globals().get(full)
+    if obj is None:
+        obj = _user_allowed_globals().get(full)
     if obj is None:
         raise _forbidden_global(full)
     return obj
@@ -945,7 +1099,7 @@ class _WeightsUnpickler:
     def _reduce(self):
         args = self._stack.pop()
         func = self._stack[-1]
-        if self._callables.get(id(func)) is not func:
+        if self._callables.get(id(func)) is not func and not _user_allowed(func):
             raise pickle.UnpicklingError(f"Weights only load failed: trying to call "
                                          f"{type(func).__name__} object {func!r:.80}, "
                                          f"which is not an allowed function")
@@ -960,8 +1114,12 @@ class _WeightsUnpickler:
         if cls is _parameter_class():
             self._charge(*args)
             return cls(*args, **kwargs)
+        if isinstance(cls, type) and _user_allowed(cls):
+            self._charge(*args)
+            return cls.__new__(cls, *args, **kwargs)
         raise pickle.UnpicklingError(f"Weights only load failed: cannot create a new "
-                                     f"{cls!r:.80} object (only Parameter)")
+                                     f"{cls!r:.80} object (only Parameter and the classes "
+                                     f"add_safe_globals allows)")
 
     @_op(pickle.NEWOBJ)
     def _newobj(self):
@@ -980,12 +1138,16 @@ class _WeightsUnpickler:
     def _build(self):
         state = self._stack.pop()
         inst = self._stack[-1]
-        if type(inst) not in (OrderedDict, Counter, _parameter_class()):
-            raise pickle.UnpicklingError(f"Weights only load failed: can only restore the "
-                                         f"state of an OrderedDict or a Parameter, not a "
-                                         f"{type(inst).__name__}")
         self._charge(state)
-        _set_attributes(inst, state)
+        if type(inst) in (OrderedDict, Counter, _parameter_class()):
+            _set_attributes(inst, state)
+        elif _user_allowed(type(inst)):
+            _restore_trusted_state(inst, state)
+        else:
+            raise pickle.UnpicklingError(f"Weights only load failed: can only restore the "
+                                         f"state of an OrderedDict, a Parameter or a class "
+                                         f"add_safe_globals allows, not a "
+                                         f"{type(inst).__name__}")
 
     @_op(pickle.PERSID)
     def _persid(self):
