@@ -196,3 +196,53 @@ def test_hardshrink_and_prelu_methods():
     assert x.hardshrink(0.5).tolist() == [-1.0, 0.0, 0.0, 2.0]
     np.testing.assert_allclose(x.prelu(tl.tensor([0.1])).numpy(), [-0.1, -0.02, 0.3, 2.0],
                                rtol=1e-6)
+
+
+# ---- as_strided_ ------------------------------------------------------------------------------
+def test_as_strided_in_place_changes_the_geometry_not_the_storage():
+    x = tl.arange(10.0)
+    storage = x.untyped_storage().data_ptr()
+    r = x.as_strided_((2, 3), (3, 1), 1)
+    assert r is x and x.shape == (2, 3) and x.stride() == (3, 1) and x.storage_offset() == 1
+    assert x.untyped_storage().data_ptr() == storage
+    np.testing.assert_array_equal(x.numpy(), np.arange(1.0, 7.0).reshape(2, 3))
+    assert tl.as_strided_(x, (3,), (2,), 0).tolist() == [0.0, 2.0, 4.0]
+
+
+def test_as_strided_in_place_in_a_graph_matches_torch():
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(0).standard_normal(12)
+    ta = torch.tensor(a, requires_grad=True)
+    tb = ta * 2
+    tb.as_strided_((3, 2), (2, 3), 1)
+    (tb * tb).sum().backward()
+    la = tl.tensor(a, requires_grad=True)
+    lb = la * 2
+    lb.as_strided_((3, 2), (2, 3), 1)
+    assert type(lb.grad_fn).__name__ == "AsStridedBackward0"
+    (lb * lb).sum().backward()
+    np.testing.assert_allclose(lb.detach().numpy(), tb.detach().numpy())
+    np.testing.assert_allclose(la.grad.numpy(), ta.grad.numpy())
+
+
+def test_as_strided_in_place_refuses_a_leaf_that_requires_grad_and_bad_geometry():
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        tl.zeros(4, requires_grad=True).as_strided_((2,), (1,))
+    x = tl.zeros(4)
+    with pytest.raises(RuntimeError, match="out of bounds|require a storage"):
+        x.as_strided_((2, 3), (3, 1), 2)
+    assert x.shape == (4,)          # unchanged after the refusal
+
+
+# ---- rrelu's generator ------------------------------------------------------------------------
+def test_rrelu_takes_a_generator():
+    x = -tl.ones(1000)
+    a = tl.rrelu(x, 0.1, 0.3, True, tl.Generator().manual_seed(5))
+    b = tl.rrelu(x, 0.1, 0.3, True, tl.Generator().manual_seed(5))
+    c = tl.rrelu(x, 0.1, 0.3, True, tl.Generator().manual_seed(6))
+    assert tl.equal(a, b) and not tl.equal(a, c)
+    slopes = -a.numpy()
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3 and abs(slopes.mean() - 0.2) < 0.01
+    y = -tl.ones(4)
+    tl.rrelu_(y, 0.1, 0.3, True, tl.Generator().manual_seed(5))
+    assert tl.equal(y, a[:4])

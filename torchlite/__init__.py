@@ -52,7 +52,8 @@ from ._ops.linalg_decomp import lu_legacy as lu, lu_solve_legacy as lu_solve  # 
 from ._ops.views import (view_copy, permute_copy, t_copy, transpose_copy,  # noqa: F401
                          squeeze_copy, unsqueeze_copy, unbind_copy, unfold_copy, expand_copy,
                          diagonal_copy, as_strided_copy, detach_copy, alias_copy, select_copy,
-                         slice_copy, split_copy, split_with_sizes_copy, as_strided_scatter)
+                         slice_copy, split_copy, split_with_sizes_copy, as_strided_scatter,
+                         as_strided_)
 from ._ops.complex import view_as_real_copy, view_as_complex_copy  # noqa: F401
 from ._ops.creation import (scalar_tensor, empty_strided, fill, zero_, hann_window,  # noqa: F401
                             hamming_window, blackman_window, bartlett_window, empty_permuted,

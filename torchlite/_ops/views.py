@@ -358,6 +358,27 @@ def as_strided(input, size, stride, storage_offset=None):
     return _view_of(input, input._data.as_strided(size, stride, off), _VG.record_as_strided)
 
 
+@_register("as_strided_")
+def as_strided_(self, size, stride, storage_offset=None):
+    """In place: self becomes the as_strided(size, stride, storage_offset) view of its own
+    storage (the elements stay where they are; only the geometry changes).  In a graph, self's
+    history becomes that view's (AsStridedBackward0), as in PyTorch; a leaf that requires grad
+    is refused, as every in-place op on one is."""
+    tracked = self._requires_grad and _grad_state.enabled
+    if tracked and self.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    alias = _wrap(self._data, self._requires_grad)      # self as it is now, with its history
+    if tracked:
+        alias.grad_fn, alias._output_nr = self.grad_fn, self.output_nr
+    view = as_strided(alias, size, stride, storage_offset)   # checked, and recorded if tracked
+    self._data = view._data
+    if tracked:
+        self.grad_fn, self._output_nr = view.grad_fn, 0
+    self._bump_version()
+    return self
+
+
 @_register("unfold")
 def unfold(input, dimension, size, step):
     """All slices of length `size` along `dimension`, `step` apart, as a new last dim."""

@@ -164,20 +164,27 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     uniformly from [lower, upper]; in eval the slope is (lower + upper) / 2."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(rrelu, locals())
+    return rrelu_with_generator(input, lower, upper, training, inplace, None)
+
+
+def rrelu_with_generator(input, lower, upper, training, inplace, generator):
+    """rrelu whose training slopes come from `generator` (the default generator when None):
+    torch.rrelu's ATen form takes one."""
     tensor_arg(input, "rrelu", "input", pos=1)
     _need_float(input, "rrelu_with_noise_cpu")
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     cls = _G.RreluWithNoiseBackward1 if inplace else _G.RreluWithNoiseBackward0
-    return _maybe_inplace(input, inplace, lambda x: _rrelu(x, lower, upper, training, cls), "rrelu")
+    return _maybe_inplace(input, inplace, lambda x: _rrelu(x, lower, upper, training, cls, generator),
+                          "rrelu")
 
 
-def _rrelu(x, lower, upper, training, cls):
+def _rrelu(x, lower, upper, training, cls, generator):
     slope = (lower + upper) / 2.0
     if not training:
         return _fused(cls, x, lambda v: _leaky(v, slope), (None, slope))
     with _no_grad():
-        draw = _rand_like(x) * (upper - lower) + lower
+        draw = _rand_like(x, generator=generator) * (upper - lower) + lower
         noise = _P.where(x.detach() > 0, 1.0, draw)
     return _fused(cls, x, lambda v: v * noise, (noise, slope))
 

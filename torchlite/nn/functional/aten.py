@@ -10,6 +10,7 @@ when it is left out (measured on torch 2.13; nn.functional's default is 'mean').
 over the nn.functional op that does the work; `torchlite.<name>` finds them here on first
 use (torchlite/__init__.py)."""
 from .. import functional as F
+from .activation import rrelu_with_generator
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -314,19 +315,15 @@ def threshold_(input, threshold, value):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
-    """Randomized leaky ReLU; note ATen's default training=False (torch.rrelu)."""
-    if generator is not None:
-        raise NotImplementedError("rrelu: a generator argument is not supported; seed with "
-                                  "torchlite.manual_seed")
-    return F.rrelu(input, lower, upper, training)
+    """Randomized leaky ReLU; note ATen's default training=False (torch.rrelu); the slopes
+    come from `generator` when given."""
+    return rrelu_with_generator(input, lower, upper, training, False, generator)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
-    """In-place randomized leaky ReLU (torch.rrelu_)."""
-    if generator is not None:
-        raise NotImplementedError("rrelu_: a generator argument is not supported; seed with "
-                                  "torchlite.manual_seed")
-    return F.rrelu(input, lower, upper, training, inplace=True)
+    """In-place randomized leaky ReLU (torch.rrelu_); the slopes come from `generator` when
+    given."""
+    return rrelu_with_generator(input, lower, upper, training, True, generator)
 
 
 def hardshrink(input, lambd=0.5):
