@@ -408,6 +408,30 @@ def _in_float64(torch_fn, sample):
         return None
 
 
+def not_a_pytorch_function(op):
+    """Why op_db's entry exercises no PyTorch function a program can call, or None: its name
+    is neither a torch attribute nor a Tensor method (op_db's own test wrappers, such as
+    max_pool2d_with_indices_backward around torch.ops.aten's backward kernel, or the CUDA
+    jiterator), or it names an ATen operator overload (torch.ops.aten.*).  Such samples are
+    not in scope: torchlite implements PyTorch's public API, not ATen's operator registry."""
+    torch = _torch()
+    if op.name.startswith("torch.ops."):
+        return "an ATen operator overload (torch.ops.aten), not public API"
+    if op.name.startswith("__") or resolve(op.name, torch) is not None \
+            or ("." not in op.name and hasattr(torch.Tensor, op.name)):
+        return None
+    return "op_db's own test function, not a PyTorch function"
+
+
+def _torchlite_fn(op):
+    """torchlite's function of op_db's entry: by its dotted name, else (torch.cfloat and the
+    like are dtypes, so the op is the Tensor method) the Tensor method of that name."""
+    fn = resolve(op.name)
+    if fn is None and "." not in op.name and getattr(_torch().Tensor, op.name, None) is op.op:
+        fn = getattr(tl.Tensor, op.name, None)
+    return fn
+
+
 def _variants(op):
     """[(kind, torch function, torchlite function or None)]: the function, and the method
     where PyTorch has one.  A variant whose function wraps the op (builds a special input,
@@ -417,7 +441,7 @@ def _variants(op):
     out = []
     if not (op.op is not resolve(op.name, torch)
             and getattr(op.op, "__name__", "") == "<lambda>"):
-        out.append(("value", op.op, resolve(op.name)))
+        out.append(("value", op.op, _torchlite_fn(op)))
     method = op.method_variant
     if method is not None and getattr(method, "__name__", "<lambda>") != "<lambda>":
         mname = method.__name__
@@ -433,6 +457,9 @@ def run_op(op, dtypes=DTYPES, grads=True, max_samples=None):
     and the method, and float64 gradients through the function."""
     torch = _torch()
     name = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+    why = not_a_pytorch_function(op)
+    if why is not None:
+        return [(f"{name}|*|*|*", f"skipped: {why}")]
     variants = _variants(op)
     if not variants:
         return [(f"{name}|*|*|*", "skipped: a wrapper around the function, no method")]
@@ -467,7 +494,7 @@ def run_error_inputs(op):
     """[(key, outcome)] for op's error_inputs: 'pass' when torchlite raises the exception type
     PyTorch's metadata names (or a subclass), else 'no error' or 'wrong type: ...'."""
     name = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
-    fn = resolve(op.name)
+    fn = _torchlite_fn(op)
     if fn is None or op.error_inputs_func is None:
         return []
     try:

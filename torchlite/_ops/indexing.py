@@ -1114,3 +1114,77 @@ def unravel_index(indices, shape):
 
 
 __all__ += ["unravel_index"]
+
+
+# ---- ATen's masked indexing (torch._unsafe_masked_index, _unsafe_masked_index_put_accumulate) --
+def _clamped_indices(x, mask, indices, op):
+    """indices (None: the whole dim) clamped into x's dims: where mask is False an index may be
+    out of range, and is never used for its value."""
+    tensor_arg(mask, op, "mask")
+    if mask.dtype is not D.bool:
+        raise RuntimeError(f"{op}: mask must be a bool tensor, got {mask.dtype}")
+    out = []
+    for i, index in enumerate(indices):
+        if index is None:
+            out.append(slice(None))
+            continue
+        tensor_arg(index, op, f"indices[{i}]")
+        if index.dtype not in (D.int64, D.int32):
+            raise RuntimeError(f"{op}: indices must be int64 or int32 tensors, got {index.dtype}")
+        out.append(index.clamp(0, x.shape[i] - 1))
+    return tuple(out)
+
+
+def _unsafe_masked_index(input, mask, indices, fill):
+    """input[indices] where mask is True, fill elsewhere; indices may be out of range where
+    mask is False (they are clamped, and their values replaced)."""
+    tensor_arg(input, "_unsafe_masked_index", "input")
+    idx = _clamped_indices(input, mask, indices, "_unsafe_masked_index")
+    if input.numel() == 0:
+        # the result's shape, from indexing a stand-in whose indexed dims have one element
+        probe = input.new_empty([1 if isinstance(i, Tensor) else n
+                                 for i, n in zip(idx + (slice(None),) * input.ndim, input.shape)])
+        shape = probe[tuple(i.clamp(0, 0) if isinstance(i, Tensor) else i for i in idx)].shape
+        return input.new_full(shape, fill)
+    return input[idx].masked_fill(mask.logical_not(), fill)
+
+
+def _unsafe_masked_index_put_accumulate(input, mask, indices, values):
+    """A copy of input with values added at indices where mask is True (index_put with
+    accumulate; the masked-off values add nothing, wherever their clamped index lands)."""
+    tensor_arg(input, "_unsafe_masked_index_put_accumulate", "input")
+    idx = _clamped_indices(input, mask, indices, "_unsafe_masked_index_put_accumulate")
+    if input.numel() == 0:
+        return input.clone()
+    values = values.masked_fill(mask.logical_not(), 0)
+    tdims = [k for k, i in enumerate(idx) if isinstance(i, Tensor)]
+    if len(tdims) == input.ndim:
+        return input.index_put(idx, values, accumulate=True)
+    # a whole dim (None) among the indices: index_put takes tensors only, so the tensor-indexed
+    # dims go first, the whole dims become broadcast aranges after them, and values are laid
+    # out to match (PyTorch puts the indices' broadcast shape B where the first tensor-indexed
+    # dim was when those dims are adjacent, else in front)
+    from .creation import arange
+    from .views import broadcast_shapes
+    wdims = [k for k in range(input.ndim) if k not in tdims]
+    B = tuple(broadcast_shapes(*[idx[k].shape for k in tdims]))
+    adjacent = tdims == list(range(tdims[0], tdims[-1] + 1))
+    lead = [k for k in wdims if k < tdims[0]] if adjacent else []
+    res_shape = [input.shape[k] for k in lead] + list(B) + [input.shape[k] for k in wdims
+                                                            if k not in lead]
+    vals = values.expand(res_shape)
+    if lead:
+        vals = vals.movedim(list(range(len(lead))), list(range(len(B), len(B) + len(lead))))
+    order = tdims + wdims
+    xp = input.permute(order)
+    ones = (1,) * len(wdims)
+    full = [idx[k].broadcast_to(B).reshape(B + ones) for k in tdims]
+    for j, k in enumerate(wdims):
+        shape = (1,) * len(B) + (1,) * j + (input.shape[k],) + (1,) * (len(wdims) - j - 1)
+        full.append(arange(input.shape[k], device=input.device).reshape(shape))
+    out = xp.index_put(tuple(full), vals, accumulate=True)
+    inverse = [order.index(k) for k in range(input.ndim)]
+    return out.permute(inverse).contiguous()
+
+
+__all__ += ["_unsafe_masked_index", "_unsafe_masked_index_put_accumulate"]

@@ -837,3 +837,44 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_sta
            "roll", "tril", "triu", "tril_indices", "triu_indices", "diag", "diag_embed", "diagflat",
            "block_diag", "meshgrid", "cartesian_prod", "rot90", "diff", "combinations",
            "split_with_sizes", "narrow_copy"]
+
+
+def _chunk_cat(tensors, dim, num_chunks):
+    """torch._chunk_cat: each tensor's dim cut into num_chunks equal chunks (the last ones
+    zero-padded), each tensor viewed as (*leading, num_chunks, chunk * trailing), and those
+    concatenated along the new last dim: shape (*leading, num_chunks, sum of the pieces).
+    The tensors share the dims before dim (FSDP's gradient packing)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("_chunk_cat expects a non-empty input tensor list")
+    for i, t in enumerate(tensors):
+        tensor_arg(t, "_chunk_cat", f"tensors[{i}]")
+    num_chunks = int_arg(num_chunks, "num_chunks", "_chunk_cat")
+    if num_chunks < 1:
+        raise RuntimeError("_chunk_cat expects positive num_chunks")
+    dim = int_arg(dim, "dim", "_chunk_cat")
+    if dim < 0 and len({t.ndim for t in tensors}) > 1:
+        raise RuntimeError("_chunk_cat expects non-negative dim when input tensors have "
+                           "different ndims")
+    if any(dim >= t.ndim for t in tensors):
+        raise RuntimeError("_chunk_cat expects dim < ndim for all input tensors")
+    if any(t.numel() == 0 for t in tensors):
+        raise RuntimeError("_chunk_cat expects non-empty tensor")
+    d = _wrap_dim(dim, tensors[0].ndim)
+    lead = tuple(tensors[0].shape[:d])
+    pieces = []
+    for t in tensors:
+        if tuple(t.shape[:d]) != lead:
+            raise RuntimeError(f"_chunk_cat expects same sizes of 0,...,dim-1 dimensions for all "
+                               f"tensors, got {tuple(tensors[0].shape)} and {tuple(t.shape)}")
+        size = t.shape[d]
+        chunk = -(-size // num_chunks)
+        if chunk * num_chunks != size:
+            pad = list(t.shape)
+            pad[d] = chunk * num_chunks - size
+            t = cat([t, t.new_zeros(pad)], d)
+        pieces.append(t.reshape(lead + (num_chunks, -1)))
+    return cat(pieces, d + 1)
+
+
+__all__ += ["_chunk_cat"]

@@ -477,3 +477,10 @@ def affine_grid_generator(theta, size, align_corners):
 
 NAMES = tuple(n for n in dir() if (not n.startswith("_") or n == "_native_batch_norm_legit")
               and n not in ("F", "NAMES"))
+
+
+def _softmax_backward_data(grad_output, output, dim, input_dtype):
+    """softmax's backward from its output y (torch._softmax_backward_data): y * (g - sum(g * y)),
+    summed along dim, in input_dtype."""
+    g = grad_output * output
+    return (g - output * g.sum(dim, keepdim=True)).to(input_dtype)
