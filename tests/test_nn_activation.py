@@ -488,3 +488,41 @@ def test_gumbel_softmax():
 def _seeded(x, hard):
     tl.manual_seed(3)          # the same noise at every evaluation
     return F.gumbel_softmax(x, tau=0.5, hard=hard)
+
+
+# ---- gradients at the bounds and at NaN: PyTorch's comparisons, branch for branch -------------
+_XS = [float("nan"), -1.0, 2.0, 3.0, -3.0, 0.0, 6.0]
+_AT_BOUNDS = {   # PyTorch's backward formulas: a NaN input fails every "at or past the bound" test
+    "relu": [1, 0, 1, 1, 0, 0, 1],
+    "relu6": [1, 0, 1, 1, 0, 0, 0],
+    "hardtanh": [1, 0, 0, 0, 0, 1, 0],
+    "hardswish": [1, 1 / 6, 7 / 6, 1, 0, 0.5, 1],
+    "threshold": [1, 0, 1, 1, 0, 0, 1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_AT_BOUNDS))
+def test_gradients_at_the_bounds_and_at_nan_follow_pytorch(name):
+    x = tl.tensor(_XS, dtype=tl.float64, requires_grad=True)
+    f = (lambda v: F.threshold(v, 0.5, 0.0)) if name == "threshold" else getattr(F, name)
+    f(x).backward(tl.ones(len(_XS), dtype=tl.float64))
+    np.testing.assert_allclose(x.grad.numpy(), _AT_BOUNDS[name], rtol=1e-15)
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(_XS, dtype=torch.float64, requires_grad=True)
+    tf = (lambda v: torch.nn.functional.threshold(v, 0.5, 0.0)) if name == "threshold" \
+        else getattr(torch.nn.functional, name)
+    tf(tx).backward(torch.ones(len(_XS), dtype=torch.float64))
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-15)
+
+
+def test_lp_pool3d_matches_its_formula_and_lppool3d():
+    rng = np.random.default_rng(0)
+    a = np.abs(rng.standard_normal((2, 3, 4, 6, 5)))
+    x = tl.tensor(a, requires_grad=True)
+    out = F.lp_pool3d(x, 2.0, (2, 3, 2), stride=(2, 3, 2))
+    w = a[..., :4, :6, :4].reshape(2, 3, 2, 2, 2, 3, 2, 2)
+    ref = np.sqrt((w ** 2).sum(axis=(3, 5, 7)))
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-12)
+    np.testing.assert_allclose(tl.nn.LPPool3d(2, (2, 3, 2))(x).detach().numpy(), ref, rtol=1e-12)
+    out.sum().backward()
+    assert x.grad.shape == x.shape and np.isfinite(x.grad.numpy()).all()

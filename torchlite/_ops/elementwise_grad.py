@@ -131,7 +131,7 @@ UNARY = {
     "round_decimals": (lambda g, x, y, p: _zeros(g), "", "RoundBackward1"),
     "trunc": (lambda g, x, y, p: _zeros(g), "", "TruncBackward0"),
     "frac": (lambda g, x, y, p: g, "", "FracBackward0"),
-    "relu": (lambda g, x, y, p: _mask(y > 0, g), "y", "ReluBackward0"),
+    "relu": (lambda g, x, y, p: _mask(~(y <= 0), g), "y", "ReluBackward0"),   # NaN passes g
     "clamp": (_clamp_grad, "x", "ClampBackward1"),
     "nan_to_num": (lambda g, x, y, p: _mask(x.isfinite(), g), "x", "NanToNumBackward0"),
 }

@@ -44,7 +44,8 @@ def record_pointwise(cls, x, result, params=()):
 # ---- formulas (g: the output's gradient, x: the input, p: the op's parameters) ------------------
 def _hardtanh_grad(g, x, y, p):
     lo, hi = p
-    return _mask((x > lo) & (x < hi), g)
+    # PyTorch's test is "at or past a bound": a NaN input passes the gradient on
+    return _mask(~((x <= lo) | (x >= hi)), g)
 
 
 def _leaky_relu_grad(g, x, y, p):
@@ -95,7 +96,8 @@ def _hardsigmoid_grad(g, x, y, p):
 
 
 def _hardswish_grad(g, x, y, p):
-    return _mask(x > -3.0, _P.where(x < 3.0, g * (x / 3.0 + 0.5), g))
+    # PyTorch's branches: x <= -3 gives 0, -3 < x < 3 the slope x/3 + 1/2, the rest (NaN too) g
+    return _mask(~(x <= -3.0), _P.where(x < 3.0, g * (x / 3.0 + 0.5), g))
 
 
 def _logsigmoid_grad(g, x, y, p):
@@ -103,7 +105,7 @@ def _logsigmoid_grad(g, x, y, p):
 
 
 def _threshold_grad(g, x, y, p):
-    return _mask(x > p[0], g)
+    return _mask(~(x <= p[0]), g)            # a NaN input passes the gradient on, as PyTorch
 
 
 def _shrink_grad(g, x, y, p):

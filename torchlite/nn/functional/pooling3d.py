@@ -28,7 +28,7 @@ from .pooling import _ints, _out_size, _unpool_size
 from ..._ops._kit import tensor_arg
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d",
-           "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "max_unpool3d"]
+           "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "max_unpool3d", "lp_pool3d"]
 
 _SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
                  "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
@@ -323,3 +323,13 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     n, c = x.shape[:2]
     y = _G.max_unpool(x, idx, (n, c, size[0], size[1] * size[2]), 2).view(n, c, *size)
     return y.squeeze(0) if unbatched else y
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over volumes: (sum over each window of x^p)^(1/p), PyTorch's
+    formula step for step (so a window whose sum of powers is negative or NaN gives what
+    PyTorch gives, gradients included)."""
+    kd, kh, kw = _triple(kernel_size, "kernel_size", "lp_pool3d",
+                         "must either be a single int, or a tuple of three ints")
+    out = avg_pool3d(input.pow(norm_type), (kd, kh, kw), stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(kd * kh * kw).pow(1.0 / norm_type)

@@ -1,11 +1,11 @@
 """3-d pooling layers (PyTorch's torch.nn): MaxPool3d, AvgPool3d, AdaptiveAvgPool3d,
-AdaptiveMaxPool3d, MaxUnpool3d; the 3-d forms of pooling.py's layers (same arguments,
+AdaptiveMaxPool3d, MaxUnpool3d, LPPool3d; the 3-d forms of pooling.py's layers (same arguments,
 defaults and reprs)."""
 from .. import functional as F
-from .pooling import _MaxPoolNd, _AvgPoolNd, _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _MaxUnpoolNd
+from .pooling import _MaxPoolNd, _AvgPoolNd, _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _MaxUnpoolNd, _LPPoolNd
 from .utils import ntuple
 
-__all__ = ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool3d"]
+__all__ = ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool3d"]
 
 
 class MaxPool3d(_MaxPoolNd):
@@ -69,3 +69,11 @@ class MaxUnpool3d(_MaxUnpoolNd):
     def forward(self, input, indices, output_size=None):
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
                               output_size)
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over volumes."""
+
+    def forward(self, input):
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride,
+                           self.ceil_mode)
