@@ -204,6 +204,10 @@ OPS = {
           "as_subclass to_dense"),
     **gap("tested outside the tables (test_tensor_methods_more: gradcheck through "
           "householder_product)", "ormqr"),
+    **gap("tested outside the tables (test_tensor_methods_more: the in-place view's gradient "
+          "equals torch's)", "as_strided_"),
+    **gap("softmax's backward as a function (test_aten_private_ops: equals the autograd "
+          "gradient of softmax)", "_softmax_backward_data"),
     **no_grad("Python callables over the elements, and rebinding memory: no derivative in "
               "PyTorch either", "apply_ map_ map2_ set_"),
     **gap("the torch.* spellings of nn.functional ops (test_aten_spellings): their gradients are "

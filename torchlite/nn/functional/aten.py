@@ -10,7 +10,7 @@ when it is left out (measured on torch 2.13; nn.functional's default is 'mean').
 over the nn.functional op that does the work; `torchlite.<name>` finds them here on first
 use (torchlite/__init__.py)."""
 from .. import functional as F
-from .activation import rrelu_with_generator
+from .activation import rrelu_with_generator as _rrelu_with_generator
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -317,13 +317,13 @@ def threshold_(input, threshold, value):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     """Randomized leaky ReLU; note ATen's default training=False (torch.rrelu); the slopes
     come from `generator` when given."""
-    return rrelu_with_generator(input, lower, upper, training, False, generator)
+    return _rrelu_with_generator(input, lower, upper, training, False, generator)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     """In-place randomized leaky ReLU (torch.rrelu_); the slopes come from `generator` when
     given."""
-    return rrelu_with_generator(input, lower, upper, training, True, generator)
+    return _rrelu_with_generator(input, lower, upper, training, True, generator)
 
 
 def hardshrink(input, lambd=0.5):
@@ -475,12 +475,14 @@ def affine_grid_generator(theta, size, align_corners):
     return F.affine_grid(theta, list(size), align_corners)
 
 
-NAMES = tuple(n for n in dir() if (not n.startswith("_") or n == "_native_batch_norm_legit")
-              and n not in ("F", "NAMES"))
-
-
 def _softmax_backward_data(grad_output, output, dim, input_dtype):
     """softmax's backward from its output y (torch._softmax_backward_data): y * (g - sum(g * y)),
     summed along dim, in input_dtype."""
     g = grad_output * output
     return (g - output * g.sum(dim, keepdim=True)).to(input_dtype)
+
+
+NAMES = tuple(n for n in dir() if (not n.startswith("_")
+                                   or n in ("_native_batch_norm_legit", "_softmax_backward_data"))
+              and n not in ("F", "NAMES"))
+
