@@ -188,6 +188,25 @@ def test_exp_is_within_one_ulp_over_its_range():
         assert np.isinf(got[~np.isfinite(exact32)]).all(), level
 
 
+def test_log1p_is_within_two_ulp_over_its_range():
+    """tl_log1pf_fast (vmath.h): Goldberg's identity on tl_logf, in float: within 2 ulp from
+    just above -1 to float32's largest values, tiny arguments exact, the C library's specials."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-1, 0, 200_000), -np.exp(rng.uniform(-28, 0, 200_000)),
+                        np.exp(rng.uniform(-69, 88, 400_000)), rng.uniform(-1e-3, 1e-3, 100_000),
+                        [-0.9999999, 1e-30, -1e-38, 2.0 ** -24, 3e38]]).astype(np.float32)
+    x = x[x > -1]
+    exact = np.log1p(x.astype(np.float64))
+    ulp = np.spacing(np.abs(exact.astype(np.float32))).astype(np.float64)
+    for level in available_isa_levels():
+        with isa_level(level):
+            got = tl.from_numpy(x).log1p().numpy().astype(np.float64)
+            special = tl.tensor([-1.0, -2.0, INF, NAN, -0.0]).log1p().numpy()
+        assert (np.abs(got - exact) / ulp).max() <= 2.0, level
+        assert special[0] == -INF and np.isnan(special[1]) and special[2] == INF
+        assert np.isnan(special[3]) and special[4] == 0 and np.signbit(special[4])
+
+
 def test_erf_is_within_three_ulp_over_its_range():
     """tl_erff (vmath.h): two fitted polynomials, exact signs, +-1 in the tails, NaN kept."""
     x = np.concatenate([np.linspace(-5, 5, 400_001), [1e-30, -1e-38, 0.9999999, 1.0, 3.92, 3.96]])
