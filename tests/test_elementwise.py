@@ -207,6 +207,24 @@ def test_log1p_is_within_two_ulp_over_its_range():
         assert np.isnan(special[3]) and special[4] == 0 and np.signbit(special[4])
 
 
+def test_expm1_is_within_two_ulp_over_its_range():
+    """tl_expm1f_fast (vmath.h): fdlibm's reduction in float, within 2 ulp from the -1 plateau
+    to the overflow; signed zero, tiny arguments, the saturations and NaN as the C library."""
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.uniform(-1, 1, 300_000), rng.uniform(-20, 88.7, 300_000),
+                        np.exp(rng.uniform(-80, 4.4, 200_000)) * rng.choice([-1, 1], 200_000),
+                        [16.99196, 88.72, 0.3466, -0.3466, 1e-30, -1e-38]]).astype(np.float32)
+    exact = np.expm1(x.astype(np.float64))
+    ulp = np.spacing(np.abs(exact.astype(np.float32))).astype(np.float64)
+    for level in available_isa_levels():
+        with isa_level(level):
+            got = tl.from_numpy(x).expm1().numpy().astype(np.float64)
+            special = tl.tensor([-0.0, INF, -INF, NAN, 88.8, -100.0]).expm1().numpy()
+        assert (np.abs(got - exact) / ulp).max() <= 2.0, level
+        assert special[0] == 0 and np.signbit(special[0]) and special[1] == INF
+        assert special[2] == -1 and np.isnan(special[3]) and special[4] == INF and special[5] == -1
+
+
 def test_erf_is_within_three_ulp_over_its_range():
     """tl_erff (vmath.h): two fitted polynomials, exact signs, +-1 in the tails, NaN kept."""
     x = np.concatenate([np.linspace(-5, 5, 400_001), [1e-30, -1e-38, 0.9999999, 1.0, 3.92, 3.96]])
