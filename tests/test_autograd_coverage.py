@@ -171,6 +171,7 @@ OPS = {
           "segment_reduce"),
     **gap("compositions of qr and svd (differentiable through them; test_lowrank)", "svd_lowrank pca_lowrank"),
     **no_grad(NO_DERIVATIVE, "histogramdd"),
+    **no_grad(NO_DERIVATIVE, "linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve"),
     **covered("elementwise", "nextafter"),
     **no_grad(INPLACE, "nextafter_"),
     **gap("tested outside the tables (test_special: gradcheck and gradgradcheck)",

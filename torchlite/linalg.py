@@ -3,7 +3,8 @@ from ._ops.linalg import (matmul, vecdot, multi_dot, linalg_cross as cross, matr
                           linalg_norm as norm)
 from ._ops.reduction import vector_norm
 from ._ops.linalg_decomp import (
-    LinAlgError, linalg_cholesky as cholesky, cholesky_ex, lu_factor, lu_factor_ex, lu, lu_solve,
+    LinAlgError, ldl_factor, ldl_factor_ex, ldl_solve, linalg_cholesky as cholesky, cholesky_ex,
+    lu_factor, lu_factor_ex, lu, lu_solve,
     solve, solve_ex, solve_triangular, inv, inv_ex, det, linalg_slogdet as slogdet,
     linalg_qr as qr, eigh, eigvalsh, eig, eigvals, linalg_svd as svd, svdvals, pinv, lstsq, matrix_rank,
     matrix_power, matrix_exp, householder_product, tensorinv, tensorsolve)
@@ -33,4 +34,4 @@ __all__ = ["matmul", "vecdot", "multi_dot", "vector_norm", "matrix_norm", "norm"
            "lu_solve", "solve", "solve_ex", "solve_triangular", "inv", "inv_ex", "det", "slogdet",
            "qr", "eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals", "pinv", "lstsq", "matrix_rank",
            "matrix_power", "matrix_exp", "cond", "cross", "householder_product", "tensorinv",
-           "tensorsolve", "diagonal", "vander"]
+           "tensorsolve", "diagonal", "vander", "ldl_factor", "ldl_factor_ex", "ldl_solve"]

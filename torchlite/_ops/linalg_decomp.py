@@ -1002,3 +1002,209 @@ def tensorsolve(A, B, dims=None):
                            f"== prod(self.shape[:other.ndim]), but got {cols} != {rows}")
     X = solve(A.reshape(rows, cols), B.reshape(rows)).reshape(x_shape)
     return X
+
+
+# ---- LDL^T (Bunch-Kaufman): linalg.ldl_factor(_ex), ldl_solve ----------------------------------
+# LAPACK's sytf2/sytrs for the lower triangle, in NumPy on each matrix of the batch: A = P L D
+# L^T P^T with D of 1x1 and 2x2 blocks, in LAPACK's compact form (LD: L below the diagonal,
+# D on it and, for a 2x2 block, at (k+1, k); pivots 1-based, negative for the two rows of a
+# 2x2 block), so PyTorch's LD and pivots read the same here.  Neither op is differentiable, as
+# in PyTorch.
+_LDL_ALPHA = (1.0 + math.sqrt(17.0)) / 8.0       # Bunch-Kaufman's growth bound
+
+
+_LdlFactor = _tuple_type("linalg_ldl_factor", ("LD", "pivots"))
+_LdlFactorEx = _tuple_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
+
+
+def _sytf2_lower(a):
+    """Factor the symmetric matrix whose lower triangle a holds, in place; (pivots, info)."""
+    import numpy as np
+    n = a.shape[0]
+    ipiv = np.zeros(n, np.int32)
+    info = 0
+    k = 0
+    while k < n:
+        kstep = 1
+        absakk = abs(a[k, k])
+        if k < n - 1:
+            imax = k + 1 + int(np.argmax(np.abs(a[k + 1:, k])))
+            colmax = abs(a[imax, k])
+        else:
+            imax, colmax = k, 0.0
+        if max(absakk, colmax) == 0.0 or absakk != absakk:      # a zero (or NaN) pivot column
+            info = info or k + 1
+            kp = k
+        else:
+            if absakk >= _LDL_ALPHA * colmax:
+                kp = k                                           # 1x1, no interchange
+            else:
+                jmax = k + int(np.argmax(np.abs(a[imax, k:imax])))
+                rowmax = abs(a[imax, jmax])
+                if imax < n - 1:
+                    rowmax = max(rowmax, float(np.abs(a[imax + 1:, imax]).max()))
+                if absakk >= _LDL_ALPHA * colmax * (colmax / rowmax):
+                    kp = k
+                elif abs(a[imax, imax]) >= _LDL_ALPHA * rowmax:
+                    kp = imax                                    # 1x1, rows k and imax swapped
+                else:
+                    kp, kstep = imax, 2                          # 2x2 block of rows k, imax
+            kk = k + kstep - 1
+            if kp != kk:                    # swap rows and columns kk and kp of the trailing part
+                if kp < n - 1:
+                    a[kp + 1:, [kk, kp]] = a[kp + 1:, [kp, kk]]
+                seg = a[kk + 1:kp, kk].copy()
+                a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
+                a[kp, kk + 1:kp] = seg
+                a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
+                if kstep == 2:
+                    a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
+            if kstep == 1:
+                if k < n - 1:
+                    d11 = 1.0 / a[k, k]
+                    x = a[k + 1:, k].copy()
+                    a[k + 1:, k + 1:] -= np.outer(x, x * d11)
+                    a[k + 1:, k] = x * d11
+            elif k < n - 2:
+                d21 = a[k + 1, k]
+                d11 = a[k + 1, k + 1] / d21
+                d22 = a[k, k] / d21
+                d21 = (1.0 / (d11 * d22 - 1.0)) / d21
+                ck, ck1 = a[k + 2:, k].copy(), a[k + 2:, k + 1].copy()
+                wk = d21 * (d11 * ck - ck1)
+                wkp1 = d21 * (d22 * ck1 - ck)
+                a[k + 2:, k + 2:] -= np.outer(ck, wk) + np.outer(ck1, wkp1)
+                a[k + 2:, k], a[k + 2:, k + 1] = wk, wkp1
+        if kstep == 1:
+            ipiv[k] = kp + 1
+        else:
+            ipiv[k] = ipiv[k + 1] = -(kp + 1)
+        k += kstep
+    return ipiv, info
+
+
+def _sytrs_lower(a, ipiv, b):
+    """Solve A X = B (b, in place) from _sytf2_lower's a and pivots."""
+    n = a.shape[0]
+    k = 0
+    while k < n:                                      # L D Y = P^T B, forward
+        if ipiv[k] > 0:
+            kp = ipiv[k] - 1
+            if kp != k:
+                b[[k, kp]] = b[[kp, k]]
+            if k < n - 1:
+                b[k + 1:] -= a[k + 1:, k:k + 1] * b[k:k + 1]
+            b[k] /= a[k, k]
+            k += 1
+        else:
+            kp = -ipiv[k] - 1
+            if kp != k + 1:
+                b[[k + 1, kp]] = b[[kp, k + 1]]
+            if k < n - 2:
+                b[k + 2:] -= a[k + 2:, k:k + 1] * b[k:k + 1]
+                b[k + 2:] -= a[k + 2:, k + 1:k + 2] * b[k + 1:k + 2]
+            akm1k = a[k + 1, k]
+            akm1, ak = a[k, k] / akm1k, a[k + 1, k + 1] / akm1k
+            denom = akm1 * ak - 1.0
+            bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
+            b[k], b[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+            k += 2
+    k = n - 1
+    while k >= 0:                                     # L^T P^T X = Y, backward
+        if ipiv[k] > 0:
+            if k < n - 1:
+                b[k] -= a[k + 1:, k] @ b[k + 1:]
+            kp = ipiv[k] - 1
+            if kp != k:
+                b[[k, kp]] = b[[kp, k]]
+            k -= 1
+        else:
+            if k < n - 1:
+                b[k] -= a[k + 1:, k] @ b[k + 1:]
+                b[k - 1] -= a[k + 1:, k - 1] @ b[k + 1:]
+            kp = -ipiv[k] - 1
+            if kp != k:
+                b[[k, kp]] = b[[kp, k]]
+            k -= 2
+    return b
+
+
+def _real_matrix(A, op):
+    _matrix(A, op, square=True)
+    if A.is_complex():
+        raise RuntimeError(f"{op}: complex inputs are not supported yet (torchlite factors "
+                           f"real symmetric matrices)")
+
+
+@with_out("linalg_ldl_factor_ex")
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    """torch.linalg.ldl_factor_ex: (LD, pivots, info) of the symmetric matrix whose lower
+    triangle A holds (Bunch-Kaufman pivoting, LAPACK's compact form); info > 0 names the
+    first exactly-zero block of D (the factorization is still complete).  hermitian only
+    matters for complex inputs, which torchlite does not factor yet."""
+    import numpy as np
+    op = "linalg.ldl_factor_ex"
+    _real_matrix(A, op)
+    x = A.detach().cpu().numpy()
+    batch, n = x.shape[:-2], x.shape[-1]
+    count = int(np.prod(batch, dtype=np.int64))
+    flat = np.tril(x.reshape((count, n, n))).copy()
+    piv = np.empty((flat.shape[0], n), np.int32)
+    info = np.zeros(flat.shape[0], np.int32)
+    for b in range(flat.shape[0]):
+        piv[b], info[b] = _sytf2_lower(flat[b])
+    from .creation import tensor
+    LD = tensor(np.tril(flat).reshape(x.shape), dtype=A.dtype, device=A.device)
+    pivots = tensor(piv.reshape(batch + (n,)), dtype=D.int32, device=A.device)
+    infos = tensor(info.reshape(batch), dtype=D.int32, device=A.device)
+    if check_errors and info.any():
+        _raise_info(infos, "linalg.ldl_factor", lambda v: (
+            f"The factorization could not be completed because the input is not invertible: "
+            f"the block of D at ({v}, {v}) is exactly zero."))
+    if needs_grad(A):
+        record_not_differentiable("linalg.ldl_factor_ex", (A,), (LD,))
+    return _LdlFactorEx(LD, pivots, infos)
+
+
+@with_out("linalg_ldl_factor")
+def ldl_factor(A, *, hermitian=False):
+    """torch.linalg.ldl_factor: ldl_factor_ex's (LD, pivots), raising LinAlgError when D has
+    an exactly-zero block (a singular A)."""
+    LD, pivots, _ = ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
+    return _LdlFactor(LD, pivots)
+
+
+@with_out("linalg_ldl_solve")
+def ldl_solve(LD, pivots, B, *, hermitian=False):
+    """torch.linalg.ldl_solve: X with A X = B from ldl_factor's (LD, pivots); the batch dims
+    of LD (and pivots) and B broadcast."""
+    import numpy as np
+    op = "torch.linalg.ldl_solve"
+    _real_matrix(LD, op)
+    tensor_arg(pivots, op, "pivots")
+    tensor_arg(B, op, "B")
+    n = LD.shape[-1]
+    if pivots.dtype is not D.int32:
+        raise RuntimeError(f"{op}: Expected pivots to be integers. Got {pivots.dtype}")
+    if tuple(pivots.shape) != tuple(LD.shape[:-1]):
+        raise RuntimeError(f"{op}: Expected LD.shape[:-1] and pivots.shape to be the same, but "
+                           f"got pivots with shape {tuple(pivots.shape)} instead")
+    if B.ndim < 2 or B.shape[-2] != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({n}x{n} and {'x'.join(map(str, B.shape[-2:]))})")
+    _same_dtype(LD, B, op)
+    batch = tuple(_broadcast_shapes(LD.shape[:-2], B.shape[:-2]))
+    count = int(np.prod(batch, dtype=np.int64))
+    a = np.broadcast_to(LD.detach().cpu().numpy(), batch + (n, n)).reshape((count, n, n))
+    p = np.broadcast_to(pivots.cpu().numpy(), batch + (n,)).reshape((count, n))
+    if ((p == 0) | (np.abs(p) > n)).any():
+        raise RuntimeError(f"{op}: pivots must be LAPACK's, in [-{n}, -1] or [1, {n}]")
+    k = B.shape[-1]
+    b = np.broadcast_to(B.detach().cpu().numpy(), batch + (n, k)).reshape((count, n, k)).copy()
+    for i in range(b.shape[0]):
+        _sytrs_lower(a[i], p[i], b[i])
+    from .creation import tensor
+    X = tensor(b.reshape(batch + (n, k)), dtype=B.dtype, device=B.device)
+    if needs_grad(LD, B):
+        record_not_differentiable("linalg.ldl_solve", (LD, B), (X,))
+    return X
