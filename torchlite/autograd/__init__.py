@@ -5,6 +5,7 @@ grad; backward() / grad() run it from the outputs to the leaves (engine.py)."""
 from . import anomaly, graph
 from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .engine import run_backward, backward, _tensors, _root_grads, _filled_like
+from .graph import GradientEdge, get_gradient_edge  # noqa: F401
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled)
 from .function import Function, FunctionCtx, once_differentiable
@@ -30,8 +31,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
-    outs = _tensors(outputs, "outputs")
-    ins = _tensors(inputs, "inputs")
+    outs = _tensors(outputs, "outputs", edges=True)
+    ins = _tensors(inputs, "inputs", edges=True)
     if allow_unused is None:
         allow_unused = materialize_grads
     if is_grads_batched:
@@ -39,13 +40,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                              materialize_grads)
     grads = _root_grads(outs, grad_outputs, create_graph)
     for t in ins:
-        if not t._requires_grad:
+        if type(t) is not GradientEdge and not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     retain = create_graph if retain_graph is None else retain_graph
     result = run_backward(outs, grads, retain, create_graph, inputs=ins, accumulate=False)
     final = []
     for i, (t, g) in enumerate(zip(ins, result)):
         if g is None:
+            if materialize_grads and type(t) is GradientEdge:
+                raise RuntimeError("materialize_grads: no zeros can be made for an unused "
+                                   "GradientEdge input (its shape is unknown)")
             if materialize_grads:
                 g = _filled_like(t, 0)
             elif not allow_unused:

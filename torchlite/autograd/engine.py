@@ -10,7 +10,7 @@ them runs, and the gradients reaching them are captured."""
 import operator
 
 from . import anomaly
-from .graph import BackwardCall, edge, expandable_to, running, sum_to
+from .graph import BackwardCall, GradientEdge, edge_of, expandable_to, running, sum_to
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .._tensor import Tensor, _wrap
@@ -172,7 +172,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     Without `inputs`: accumulate into every leaf's .grad.  With `inputs`: only the graph
     leading to them runs; return the gradients reaching them, and (accumulate=True, as
     backward(inputs=...)) add them into their .grad, leaves and non-leaves alike."""
-    root_edges = [edge(r) for r in roots]
+    root_edges = [edge_of(r) for r in roots]
     deps = _dependencies([n for n, _ in root_edges])
     buffers = {}
     for (node, nr), g in zip(root_edges, grad_roots):
@@ -186,7 +186,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     if inputs is not None:
         captures = {}
         for i, t in enumerate(inputs):
-            captures.setdefault(edge(t), []).append(i)
+            captures.setdefault(edge_of(t), []).append(i)
         needed = _needed([n for n, _ in root_edges], {n for n, _ in captures})
     captured = [None] * (len(inputs) if inputs is not None else 0)
 
@@ -340,12 +340,15 @@ def _call(node, grads):
     return grads_in
 
 
-def _tensors(x, name):
-    if isinstance(x, Tensor):
+def _tensors(x, name, edges=False):
+    """x as a tuple of tensors (and, with edges, of GradientEdges: autograd.grad takes both)."""
+    kinds = (Tensor, GradientEdge) if edges else (Tensor,)
+    if isinstance(x, kinds):
         return (x,)
-    if isinstance(x, (tuple, list)) and all(isinstance(t, Tensor) for t in x):
+    if isinstance(x, (tuple, list)) and all(isinstance(t, kinds) for t in x):
         return tuple(x)
-    raise TypeError(f"{name} must be a Tensor or a sequence of Tensors")
+    raise TypeError(f"{name} must be a Tensor or a sequence of Tensors"
+                    + (" or GradientEdges" if edges else ""))
 
 
 def _filled_like(t, value):
@@ -371,6 +374,11 @@ def _root_grads(outputs, grad_outputs, create_graph):
     for i, (o, g) in enumerate(zip(outputs, grad_outputs)):
         if g is not None and not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+        if type(o) is GradientEdge:          # no tensor to check against: the gradient as given
+            if g is None:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            out.append(g if create_graph else g.detach())
+            continue
         if not o._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:

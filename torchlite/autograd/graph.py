@@ -27,6 +27,7 @@ since its history was set gets a fresh history from its base when next used (edg
 Also PyTorch's torch.autograd.graph API: saved_tensors_hooks / save_on_cpu /
 disable_saved_tensors_hooks (in pack and unpack, below), register_multi_grad_hook (which asks
 the engine's current BackwardCall which nodes it reaches), increment_version."""
+import collections
 import contextlib
 import threading
 import weakref
@@ -547,6 +548,30 @@ def edge(t):
             return refresh_view(t)
         return (fn, getattr(t, "_output_nr", 0))
     return (grad_accumulator(t), 0)
+
+
+# torch.autograd.graph.GradientEdge: a place in the graph a gradient flows into (a node and which
+# of its outputs), usable where autograd.grad takes tensors
+GradientEdge = collections.namedtuple("GradientEdge", ("node", "output_nr", "ownership_token"),
+                                      defaults=(None,))
+GradientEdge.__doc__ = ("GradientEdge(node, output_nr): the gradient flowing into output "
+                        "output_nr of node; autograd.grad takes it for an input or an output.")
+
+
+def get_gradient_edge(tensor):
+    """The GradientEdge a tensor's gradient flows into: its grad_fn and output slot, or the
+    AccumulateGrad node of a leaf.  autograd.grad(outputs, edge) is then the gradient with
+    respect to that tensor as it was, even after the tensor object is modified or gone."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    node, nr = edge(tensor)
+    return GradientEdge(node, nr)
+
+
+def edge_of(x):
+    """edge() for a tensor, or the (node, output_nr) of a GradientEdge."""
+    return (x.node, x.output_nr) if type(x) is GradientEdge else edge(x)
 
 
 def fresh_view_of_base(t):
