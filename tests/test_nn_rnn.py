@@ -321,3 +321,71 @@ def test_fused_lstm_step_equals_the_tensor_ops(monkeypatch, dtype):
     for got in results.values():
         for a, b in zip(got, want):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol)
+
+
+# ---- PackedSequence input -------------------------------------------------------------------------
+from torchlite.nn.utils.rnn import pack_padded_sequence, pack_sequence, pad_packed_sequence  # noqa: E402
+
+
+def _packed_reference(layer, seqs, h0s=None):
+    """Each sequence alone through the same layer (batch of one, unpadded): the oracle for what
+    packing must give."""
+    outs, hs = [], []
+    for i, s in enumerate(seqs):
+        hx = None
+        if h0s is not None:
+            hx = tuple(h[:, i:i + 1] for h in h0s) if isinstance(h0s, tuple) else h0s[:, i:i + 1]
+        o, h = layer(s.unsqueeze(1), hx)
+        outs.append(o[:, 0])
+        hs.append(h)
+    return outs, hs
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("enforce_sorted", [False, True])
+def test_packed_input_equals_each_sequence_alone(mode, bidirectional, enforce_sorted):
+    tl.manual_seed(0)
+    layer = getattr(nn, mode)(3, 4, num_layers=2, bidirectional=bidirectional).double()
+    lengths = [5, 3, 2] if enforce_sorted else [2, 5, 3]
+    seqs = [tl.randn(n, 3, dtype=tl.float64) for n in lengths]
+    dirs = 2 if bidirectional else 1
+    h0 = tl.randn(2 * dirs, 3, 4, dtype=tl.float64)
+    hx = (h0, tl.randn(2 * dirs, 3, 4, dtype=tl.float64)) if mode == "LSTM" else h0
+    packed = pack_sequence(seqs, enforce_sorted=enforce_sorted)
+    out, h_n = layer(packed, hx)
+    padded, got_lengths = pad_packed_sequence(out)
+    assert got_lengths.tolist() == lengths
+    ref_out, ref_h = _packed_reference(layer, seqs, hx)
+    for i, n in enumerate(lengths):
+        np.testing.assert_allclose(padded[:n, i].detach().numpy(), ref_out[i].detach().numpy(),
+                                   rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(padded[n:, i].detach().numpy(), 0)
+        for got, want in zip(h_n if mode == "LSTM" else (h_n,),
+                             ref_h[i] if mode == "LSTM" else (ref_h[i],)):
+            np.testing.assert_allclose(got[:, i].detach().numpy(), want[:, 0].detach().numpy(),
+                                       rtol=1e-12, atol=1e-14)
+
+
+def test_packed_input_gradients_match_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 6, 2))
+    lengths = [4, 6, 1]
+    tm = torch.nn.LSTM(2, 3, batch_first=True, bidirectional=True, proj_size=2).double()
+    lm = nn.LSTM(2, 3, batch_first=True, bidirectional=True, proj_size=2).double()
+    lm.load_state_dict({k: tl.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    tx, lx = torch.tensor(x, requires_grad=True), tl.tensor(x, requires_grad=True)
+    to, (th, tc) = tm(torch.nn.utils.rnn.pack_padded_sequence(tx, lengths, batch_first=True,
+                                                              enforce_sorted=False))
+    lo, (lh, lc) = lm(pack_padded_sequence(lx, lengths, batch_first=True, enforce_sorted=False))
+    tpad = torch.nn.utils.rnn.pad_packed_sequence(to, batch_first=True)[0]
+    lpad = pad_packed_sequence(lo, batch_first=True)[0]
+    np.testing.assert_allclose(lpad.detach().numpy(), tpad.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(lc.detach().numpy(), tc.detach().numpy(), atol=1e-12)
+    ((tpad ** 2).sum() + th.sum() + tc.sum()).backward()
+    ((lpad ** 2).sum() + lh.sum() + lc.sum()).backward()
+    np.testing.assert_allclose(lx.grad.numpy(), tx.grad.numpy(), atol=1e-12)
+    for (name, p) in lm.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), dict(tm.named_parameters())[name].grad.numpy(),
+                                   atol=1e-12, err_msg=name)

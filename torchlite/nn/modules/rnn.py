@@ -244,6 +244,9 @@ class RNNBase(Module):
             raise RuntimeError(f"Expected hidden{which} size {shape}, got {list(h.shape)}")
 
     def forward(self, input, hx=None):
+        from ..utils.rnn import PackedSequence
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx, PackedSequence)
         self._check_input(input)
         batched = input.dim() == 3
         x = input if batched else input.unsqueeze(1)
@@ -273,6 +276,47 @@ class RNNBase(Module):
         if not batched:
             out, h_n = out.squeeze(1), h_n.squeeze(1)
             c_n = c_n.squeeze(1) if is_lstm else None
+        return out, ((h_n, c_n) if is_lstm else h_n)
+
+    def _forward_packed(self, packed, hx, packed_type):
+        """A PackedSequence in, one out (PyTorch's): at step t only the first batch_sizes[t]
+        sequences of the length-sorted batch run, so each sequence's final state is its own
+        last step's (the first step's, going backwards); h_n and c_n come back in the
+        caller's batch order."""
+        data, sorted_idx, unsorted_idx = packed.data, packed.sorted_indices, packed.unsorted_indices
+        self._check_input(data)
+        if data.dim() != 2:
+            raise ValueError(f"{self._name()}: a PackedSequence's data must be 2-D, got "
+                             f"{data.dim()}-D")
+        sizes = [int(b) for b in packed.batch_sizes.tolist()]
+        batch = sizes[0] if sizes else 0
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        is_lstm = self.mode == "LSTM"
+        if hx is not None and sorted_idx is not None:       # the caller's order -> sorted
+            hx = (tuple(t.index_select(1, sorted_idx) for t in hx) if is_lstm
+                  else hx.index_select(1, sorted_idx))
+        h0, c0 = self._initial_state(hx, True, batch, real_hidden, data)
+        steps, hs, cs = list(data.split(sizes)), [], []
+        w = self.all_weights
+        for layer in range(self.num_layers):
+            if layer > 0 and self.dropout > 0 and self.training:
+                steps = list(F.dropout(_tl.cat(steps), self.dropout, True).split(sizes))
+            results = []
+            for d in range(self._directions):
+                k = layer * self._directions + d
+                ys, h, c = self._run_direction_packed(steps, sizes, h0[k],
+                                                      None if c0 is None else c0[k], w[k], d == 1)
+                results.append(ys)
+                hs.append(h)
+                cs.append(c)
+            steps = results[0] if len(results) == 1 else [_tl.cat(pair, 1) for pair in zip(*results)]
+        h_n = _tl.stack(hs)
+        c_n = _tl.stack(cs) if is_lstm else None
+        if unsorted_idx is not None:
+            h_n = h_n.index_select(1, unsorted_idx)
+            c_n = c_n.index_select(1, unsorted_idx) if is_lstm else None
+        out = packed_type(_tl.cat(steps) if steps else data.new_empty((0, real_hidden * self._directions)),
+                          packed.batch_sizes, sorted_idx, unsorted_idx)
         return out, ((h_n, c_n) if is_lstm else h_n)
 
     def _initial_state(self, hx, batched, batch, real_hidden, x):
@@ -347,6 +391,39 @@ class RNNBase(Module):
                     h = _rnn_step(gates, relu)
             outs[t] = h
         return _tl.stack(outs), h, c
+
+    def _run_direction_packed(self, xs, sizes, h, c, weights, reverse):
+        """One layer in one direction over a packed input (xs[t]: the batch_sizes[t] rows of
+        step t): ([outputs of each step], h, c), the states of the sequences that have ended
+        (or, going backwards, not begun) carried through unchanged."""
+        if self.bias:
+            w_ih, w_hh, b_ih, b_hh = weights[:4]
+        else:
+            (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
+        w_hr_t = weights[-1].t() if self.proj_size > 0 else None
+        gru, relu, lstm = self.mode == "GRU", self.mode == "RNN_RELU", self.mode == "LSTM"
+        in_bias = b_ih if gru or b_ih is None else b_ih + b_hh
+        xw = F.linear(_tl.cat(xs), w_ih, in_bias).split(sizes)
+        w_hh_t = w_hh.t()
+        outs = [None] * len(sizes)
+        for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
+            b = sizes[t]
+            hp = h[:b]
+            if gru:
+                gh = hp.mm(w_hh_t) if b_hh is None else _tl.addmm(b_hh, hp, w_hh_t)
+                hn = _gru_step(xw[t], gh, hp)
+            else:
+                gates = _tl.addmm(xw[t], hp, w_hh_t)
+                if lstm:
+                    hn, cn = _lstm_step(gates, c[:b])
+                    if w_hr_t is not None:
+                        hn = hn.mm(w_hr_t)
+                    c = cn if b == c.shape[0] else _tl.cat([cn, c[b:]])
+                else:
+                    hn = _rnn_step(gates, relu)
+            outs[t] = hn
+            h = hn if b == h.shape[0] else _tl.cat([hn, h[b:]])
+        return outs, h, c
 
 
 class RNN(RNNBase):
