@@ -221,7 +221,7 @@ OPS = {
         pixel_shuffle pixel_unshuffle poisson_nll_loss prelu rms_norm rrelu selu threshold
         triplet_margin_loss lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell grid_sampler grid_sampler_2d
         grid_sampler_3d affine_grid_generator native_layer_norm native_group_norm native_batch_norm
-        _native_batch_norm_legit native_dropout"""),
+        _native_batch_norm_legit native_dropout lstm gru rnn_tanh rnn_relu"""),
     **no_grad(INPLACE, "alpha_dropout_ celu_ dropout_ feature_alpha_dropout_ feature_dropout_ rrelu_ selu_ threshold_"),
     **gap("tested outside the tables (test_setitem_*, test_conversion_casts_gradient_back)", """
         __setitem__ float half bfloat16 type"""),

@@ -267,7 +267,7 @@ def test_lstm_output_modified_in_place_before_backward_raises():
 
 def test_lstm_fused_layer_matches_the_step_by_step_graph():
     """The one-op LSTM layer and the step-by-step graph give the same values and gradients."""
-    from torchlite.nn.modules.rnn import _LSTMLayer, _lstm_layer_composite
+    from torchlite.nn.functional.recurrent import _LSTMLayer, _lstm_layer_composite
     tl.manual_seed(3)
     args = [tl.randn(5, 2, 3, dtype=tl.float64), tl.randn(2, 4, dtype=tl.float64),
             tl.randn(2, 4, dtype=tl.float64), tl.randn(16, 3, dtype=tl.float64),
@@ -389,3 +389,59 @@ def test_packed_input_gradients_match_pytorch():
     for (name, p) in lm.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), dict(tm.named_parameters())[name].grad.numpy(),
                                    atol=1e-12, err_msg=name)
+
+
+# ---- torch.lstm / gru / rnn_tanh / rnn_relu: the whole layers with ATen's signatures -----------------
+def test_rnn_tanh_function_matches_a_numpy_recurrence():
+    rng = np.random.default_rng(2)
+    x, h0 = rng.standard_normal((4, 2, 3)), rng.standard_normal((1, 2, 5))
+    w_ih, w_hh = rng.standard_normal((5, 3)), rng.standard_normal((5, 5))
+    b_ih, b_hh = rng.standard_normal(5), rng.standard_normal(5)
+    out, h_n = tl.rnn_tanh(tl.tensor(x), tl.tensor(h0), [tl.tensor(w) for w in (w_ih, w_hh, b_ih, b_hh)],
+                           True, 1, 0.0, False, False, False)
+    h, ref = h0[0], []
+    for t in range(4):
+        h = np.tanh(x[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh)
+        ref.append(h)
+    np.testing.assert_allclose(out.numpy(), np.stack(ref), rtol=1e-12)
+    np.testing.assert_allclose(h_n.numpy()[0], h, rtol=1e-12)
+    relu_out, _ = tl.rnn_relu(tl.tensor(x), tl.tensor(h0), [tl.tensor(w) for w in (w_ih, w_hh)],
+                              False, 1, 0.0, False, False, False)
+    h = h0[0]
+    for t in range(4):
+        h = np.maximum(x[t] @ w_ih.T + h @ w_hh.T, 0)
+    np.testing.assert_allclose(relu_out.numpy()[-1], h, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, mode", [("lstm", "LSTM"), ("gru", "GRU"), ("rnn_tanh", "RNN")])
+@pytest.mark.parametrize("packed", [False, True])
+def test_whole_layer_functions_match_pytorch(name, mode, packed):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    m = getattr(torch.nn, mode)(3, 4, num_layers=2, bidirectional=True, batch_first=True).double()
+    params = [p.detach() for p in m._flat_weights]
+    x = torch.tensor(rng.standard_normal((2, 5, 3)))
+    h = [torch.tensor(rng.standard_normal((4, 2, 4))) for _ in range(2)]
+    hx = h if mode == "LSTM" else h[0]
+    lhx = [tl.tensor(t.numpy()) for t in h] if mode == "LSTM" else tl.tensor(h[0].numpy())
+    lparams = [tl.tensor(p.numpy()) for p in params]
+    if packed:
+        pk = torch.nn.utils.rnn.pack_padded_sequence(x, [5, 3], batch_first=True)
+        want = getattr(torch, name)(pk.data, pk.batch_sizes, hx, params, True, 2, 0.0, False, True)
+        got = getattr(tl, name)(tl.tensor(pk.data.numpy()), tl.tensor(pk.batch_sizes.numpy()), lhx,
+                                lparams, True, 2, 0.0, False, True)
+    else:
+        want = getattr(torch, name)(x, hx, params, True, 2, 0.0, False, True, True)
+        got = getattr(tl, name)(tl.tensor(x.numpy()), lhx, lparams, True, 2, 0.0, False, True, True)
+    assert len(got) == len(want)
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-12)
+
+
+def test_whole_layer_function_errors():
+    with pytest.raises(RuntimeError, match="expected 4 per layer"):
+        tl.gru(tl.zeros(2, 1, 3), tl.zeros(1, 1, 4), [tl.zeros(12, 3)] * 3, True, 1, 0.0, False, False,
+               False)
+    with pytest.raises(TypeError, match="missing required argument 'batch_first'"):
+        tl.gru(tl.zeros(2, 1, 3), tl.zeros(1, 1, 4), [tl.zeros(12, 3), tl.zeros(12, 4)], False, 1,
+               0.0, False, False)

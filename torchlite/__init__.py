@@ -117,7 +117,8 @@ _LAZY_NAMES.update(dict.fromkeys((
     "triplet_margin_loss", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "grid_sampler",
     "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "native_layer_norm",
     "native_group_norm", "native_batch_norm", "_native_batch_norm_legit", "native_dropout",
-    "convolution", "embedding_renorm_", "_softmax_backward_data"),
+    "convolution", "embedding_renorm_", "_softmax_backward_data", "lstm", "gru", "rnn_tanh",
+    "rnn_relu"),
     "nn.functional.aten"))
 
 

@@ -435,6 +435,86 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return rnn_step(_cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh), True)
 
 
+# ---- whole recurrent layers (torch.lstm, gru, rnn_tanh, rnn_relu: what nn.LSTM & co. call) ---------
+def _layer_weights(params, has_biases, num_layers, bidirectional, mode, op):
+    """params (PyTorch's flat list: per layer and direction w_ih, w_hh, then b_ih, b_hh when
+    has_biases, then w_hr for a projected LSTM) grouped per layer and direction; and whether
+    the LSTM has projections."""
+    params = list(params)
+    dirs = 2 if bidirectional else 1
+    groups = num_layers * dirs
+    per = len(params) // groups if groups else 0
+    base = 4 if has_biases else 2
+    proj = mode == "LSTM" and per == base + 1
+    if groups <= 0 or per * groups != len(params) or per not in (base, base + proj):
+        raise RuntimeError(f"{op}: got {len(params)} parameters for {num_layers} layer(s) in "
+                           f"{dirs} direction(s) (expected {base} per layer and direction"
+                           f"{', or ' + str(base + 1) + ' with projections' if mode == 'LSTM' else ''})")
+    return [params[k * per:(k + 1) * per] for k in range(groups)], proj
+
+
+def _whole_layer(mode, op, args, kwargs):
+    """Both of ATen's forms: (input, hx, params, has_biases, num_layers, dropout, train,
+    bidirectional, batch_first) and the packed (data, batch_sizes, hx, params, has_biases,
+    num_layers, dropout, train, bidirectional), told apart by where hx is."""
+    from .recurrent import run_layers
+    from ..._tensor import Tensor
+    args = list(args)
+    lstm = mode == "LSTM"
+    packed = isinstance(args[1], Tensor) if lstm else (len(args) > 2 and isinstance(args[2], Tensor))
+    names = (["data", "batch_sizes"] if packed else ["input"]) + \
+        ["hx", "params", "has_biases", "num_layers", "dropout", "train", "bidirectional"] + \
+        ([] if packed else ["batch_first"])
+    for name in names[len(args):]:
+        if name not in kwargs:
+            raise TypeError(f"{op}() missing required argument '{name}'")
+        args.append(kwargs.pop(name))
+    if kwargs:
+        raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
+    a = dict(zip(names, args))
+    x = a["data"] if packed else a["input"]
+    hx = a["hx"]
+    h0, c0 = (hx[0], hx[1]) if lstm else (hx, None)
+    weights, proj = _layer_weights(a["params"], bool(a["has_biases"]), int(a["num_layers"]),
+                                   bool(a["bidirectional"]), mode, op)
+    common = (weights, int(a["num_layers"]), float(a["dropout"]), bool(a["train"]),
+              bool(a["bidirectional"]), bool(a["has_biases"]), proj)
+    if packed:
+        sizes = [int(b) for b in a["batch_sizes"].tolist()]
+        out, h_n, c_n = run_layers(mode, x, h0, c0, *common, sizes=sizes)
+    else:
+        if x.dim() != 3:
+            raise RuntimeError(f"{op}: input must have 3 dimensions, got {x.dim()}")
+        first = bool(a["batch_first"])
+        out, h_n, c_n = run_layers(mode, x.transpose(0, 1) if first else x, h0, c0, *common)
+        out = out.transpose(0, 1) if first else out
+    return (out, h_n, c_n) if lstm else (out, h_n)
+
+
+def lstm(*args, **kwargs):
+    """A whole (multi-layer, optionally bidirectional) LSTM (torch.lstm, what nn.LSTM runs):
+    lstm(input, (h0, c0), params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first) or, packed, lstm(data, batch_sizes, (h0, c0), params, ...): (output, h_n,
+    c_n).  params: per layer and direction w_ih, w_hh, (b_ih, b_hh), (w_hr)."""
+    return _whole_layer("LSTM", "lstm", args, kwargs)
+
+
+def gru(*args, **kwargs):
+    """A whole GRU (torch.gru): gru(input, h0, params, has_biases, num_layers, dropout, train,
+    bidirectional, batch_first) or gru(data, batch_sizes, h0, params, ...): (output, h_n)."""
+    return _whole_layer("GRU", "gru", args, kwargs)
+
+
+def rnn_tanh(*args, **kwargs):
+    """A whole Elman RNN with tanh (torch.rnn_tanh), gru's signatures: (output, h_n)."""
+    return _whole_layer("RNN_TANH", "rnn_tanh", args, kwargs)
+
+
+def rnn_relu(*args, **kwargs):
+    """A whole Elman RNN with relu (torch.rnn_relu), gru's signatures: (output, h_n)."""
+    return _whole_layer("RNN_RELU", "rnn_relu", args, kwargs)
+
+
 # ---- grid sampling ------------------------------------------------------------------------------------
 _INTERPOLATION = {0: "bilinear", 1: "nearest", 2: "bicubic"}
 _PADDING = {0: "zeros", 1: "border", 2: "reflection"}

@@ -1,23 +1,23 @@
 """Recurrent layers: RNN, LSTM, GRU and their single-step cells, with PyTorch's parameters,
 shapes and gate orders (LSTM: input, forget, cell, output; GRU: reset, update, new).
 
-A layer runs one direction at a time: the input's contribution to every gate, for every time
-step, is one matrix product up front; the loop over time then does one addmm with the hidden
-state and the gate arithmetic.  All of it is Tensor ops, so autograd (and double backward)
-comes for free."""
+The modules hold the parameters and check the arguments; the arithmetic is in
+nn/functional/recurrent.py, shared with torch.lstm/gru/rnn_tanh/rnn_relu: a layer runs one
+direction at a time, the input's contribution to every gate for every step one matrix product
+up front, then one addmm with the hidden state and the gate arithmetic per step (an LSTM layer
+without projection as one autograd op with fused step kernels)."""
 import math
 import numbers
 import warnings
 
 import torchlite as _tl
-from ..._ops import rnn as _fused
-from ...autograd import Function
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
 from ..functional.recurrent import rnn_step as _rnn_step, lstm_step as _lstm_step, gru_step as _gru_step
+from ..functional.recurrent import run_layers
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -30,104 +30,6 @@ def _uniform_all_(module):
     stdv = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
     for w in module.parameters():
         init.uniform_(w, -stdv, stdv)
-
-
-class _LSTMLayer(Function):
-    """One LSTM layer in one direction as a single autograd op (no projection).
-
-    The forward loop records nothing; backward runs the recurrence backwards with the saved
-    gate activations and then forms the weight gradients in one product each over all time
-    steps (dW_hh = dG^T H_prev, dW_ih = dG^T X), where the step-by-step graph makes one small
-    product per step and sums them.  Under create_graph the backward is recomputed through
-    the step-by-step graph instead, so higher-order gradients stay exact."""
-
-    @staticmethod
-    def forward(ctx, x, h0, c0, w_ih, w_hh, bias, reverse):
-        steps = x.shape[0]
-        xw = F.linear(x.reshape(-1, x.shape[2]), w_ih, bias).view(steps, x.shape[1], -1)
-        hsz = h0.shape[1]
-        acts = _tl.empty_like(xw)                   # i, f, g, o after their nonlinearities
-        cs = _tl.empty(steps, *c0.shape, dtype=x.dtype, device=x.device)
-        hs = _tl.empty(steps, *h0.shape, dtype=x.dtype, device=x.device)
-        w_hh_t = w_hh.t()
-        h, c = h0, c0
-        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-            a = acts[t]
-            _tl.addmm(xw[t], h, w_hh_t, out=a)
-            if _fused.lstm_step_forward(a, c, cs[t], hs[t]):     # one kernel for the rest
-                h, c = hs[t], cs[t]
-                continue
-            a[:, :2 * hsz].sigmoid_()
-            a[:, 2 * hsz:3 * hsz].tanh_()
-            a[:, 3 * hsz:].sigmoid_()
-            i, f, g, o = a.chunk(4, 1)
-            c = _tl.addcmul(f * c, i, g, out=cs[t])
-            h = _tl.mul(o, c.tanh(), out=hs[t])
-        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, bias, hs)   # hs is the output: a later
-        ctx.acts, ctx.cs, ctx.reverse = acts, cs, reverse           # in-place change is caught
-        return hs, h.clone(), c.clone()
-
-    @staticmethod
-    def backward(ctx, d_out, d_h, d_c):
-        x, h0, c0, w_ih, w_hh, bias, hs = ctx.saved_tensors
-        if _tl.is_grad_enabled():       # create_graph: differentiate the step-by-step graph
-            return _lstm_layer_grads_by_graph(ctx, (x, h0, c0, w_ih, w_hh, bias),
-                                              (d_out, d_h, d_c))
-        acts, cs, reverse = ctx.acts, ctx.cs, ctx.reverse
-        steps, hsz = x.shape[0], h0.shape[1]
-        order = list(range(steps - 1, -1, -1) if reverse else range(steps))
-        d_gates = _tl.empty_like(acts)
-        dh, dc = d_h.contiguous().clone(), d_c.contiguous().clone()
-        for k in range(steps - 1, -1, -1):          # the forward's steps, last first
-            t = order[k]
-            c_prev = c0 if k == 0 else cs[order[k - 1]]
-            dh += d_out[t]
-            dg = d_gates[t]
-            if _fused.lstm_step_backward(acts[t], c_prev, cs[t], dh, dc, dg):
-                dh = dg.mm(w_hh)
-                continue
-            i, f, g, o = acts[t].chunk(4, 1)
-            tc = cs[t].tanh()
-            dc.addcmul_(dh * o, 1 - tc * tc)
-            di, df, dgg, do = dg.chunk(4, 1)
-            _tl.mul(dc * g, i * (1 - i), out=di)
-            _tl.mul(dc * c_prev, f * (1 - f), out=df)
-            _tl.mul(dc * i, 1 - g * g, out=dgg)
-            _tl.mul(dh * tc, o * (1 - o), out=do)
-            dc.mul_(f)
-            dh = dg.mm(w_hh)
-        flat = d_gates.view(steps * x.shape[1], -1)
-        h_prev = _tl.empty_like(hs)                 # h_{t-1} for every step, in time order
-        for k, t in enumerate(order):
-            h_prev[t] = h0 if k == 0 else hs[order[k - 1]]
-        need = ctx.needs_input_grad
-        dx = flat.mm(w_ih).view(x.shape) if need[0] else None
-        dw_ih = flat.t().mm(x.reshape(-1, x.shape[2])) if need[3] else None
-        dw_hh = flat.t().mm(h_prev.view(-1, hsz)) if need[4] else None
-        db = flat.sum(0) if bias is not None and need[5] else None
-        return dx, dh, dc, dw_ih, dw_hh, db, None
-
-
-def _lstm_layer_composite(x, h, c, w_ih, w_hh, bias, reverse):
-    """The same layer as a step-by-step graph of Tensor ops (differentiable to any order)."""
-    steps = x.shape[0]
-    xw = F.linear(x.reshape(-1, x.shape[2]), w_ih, bias).view(steps, x.shape[1], -1).unbind(0)
-    w_hh_t = w_hh.t()
-    outs = [None] * steps
-    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-        h, c = _lstm_step(_tl.addmm(xw[t], h, w_hh_t), c)
-        outs[t] = h
-    return _tl.stack(outs), h, c
-
-
-def _lstm_layer_grads_by_graph(ctx, inputs, grads):
-    """_LSTMLayer's gradients under create_graph: rebuild the step-by-step graph from the
-    inputs and differentiate it (with a graph, so the result is differentiable again)."""
-    need = ctx.needs_input_grad
-    wanted = [t for t, n in zip(inputs, need) if n and t is not None]
-    outs = _lstm_layer_composite(*inputs, ctx.reverse)
-    got = iter(_tl.autograd.grad(outs, wanted, grads, create_graph=True, allow_unused=True))
-    return tuple(next(got) if n and t is not None else None for t, n in zip(inputs, need)) + (None,)
 
 
 class RNNBase(Module):
@@ -256,21 +158,9 @@ class RNNBase(Module):
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         is_lstm = self.mode == "LSTM"
         h0, c0 = self._initial_state(hx, batched, batch, real_hidden, x)
-        out, hs, cs = x, [], []
-        w = self.all_weights
-        for layer in range(self.num_layers):
-            if layer > 0 and self.dropout > 0 and self.training:
-                out = F.dropout(out, self.dropout, True)
-            results = []
-            for d in range(self._directions):
-                k = layer * self._directions + d
-                y, h, c = self._run_direction(out, h0[k], None if c0 is None else c0[k], w[k], d == 1)
-                results.append(y)
-                hs.append(h)
-                cs.append(c)
-            out = results[0] if len(results) == 1 else _tl.cat(results, 2)
-        h_n = _tl.stack(hs)
-        c_n = _tl.stack(cs) if is_lstm else None
+        out, h_n, c_n = run_layers(self.mode, x, h0, c0, self.all_weights, self.num_layers,
+                                   self.dropout, self.training, self.bidirectional, self.bias,
+                                   self.proj_size > 0)
         if self.batch_first and batched:
             out = out.transpose(0, 1)
         if not batched:
@@ -296,27 +186,13 @@ class RNNBase(Module):
             hx = (tuple(t.index_select(1, sorted_idx) for t in hx) if is_lstm
                   else hx.index_select(1, sorted_idx))
         h0, c0 = self._initial_state(hx, True, batch, real_hidden, data)
-        steps, hs, cs = list(data.split(sizes)), [], []
-        w = self.all_weights
-        for layer in range(self.num_layers):
-            if layer > 0 and self.dropout > 0 and self.training:
-                steps = list(F.dropout(_tl.cat(steps), self.dropout, True).split(sizes))
-            results = []
-            for d in range(self._directions):
-                k = layer * self._directions + d
-                ys, h, c = self._run_direction_packed(steps, sizes, h0[k],
-                                                      None if c0 is None else c0[k], w[k], d == 1)
-                results.append(ys)
-                hs.append(h)
-                cs.append(c)
-            steps = results[0] if len(results) == 1 else [_tl.cat(pair, 1) for pair in zip(*results)]
-        h_n = _tl.stack(hs)
-        c_n = _tl.stack(cs) if is_lstm else None
+        out, h_n, c_n = run_layers(self.mode, data, h0, c0, self.all_weights, self.num_layers,
+                                   self.dropout, self.training, self.bidirectional, self.bias,
+                                   self.proj_size > 0, sizes)
         if unsorted_idx is not None:
             h_n = h_n.index_select(1, unsorted_idx)
             c_n = c_n.index_select(1, unsorted_idx) if is_lstm else None
-        out = packed_type(_tl.cat(steps) if steps else data.new_empty((0, real_hidden * self._directions)),
-                          packed.batch_sizes, sorted_idx, unsorted_idx)
+        out = packed_type(out, packed.batch_sizes, sorted_idx, unsorted_idx)
         return out, ((h_n, c_n) if is_lstm else h_n)
 
     def _initial_state(self, hx, batched, batch, real_hidden, x):
@@ -355,76 +231,6 @@ class RNNBase(Module):
                                f"{hx.dim()}-D tensor")
         self._check_state(hx, h_shape, "")
         return hx, None
-
-    def _run_direction(self, x, h, c, weights, reverse):
-        """One layer in one direction over x (T, B, in): (outputs (T, B, H), h_T, c_T)."""
-        if self.bias:
-            w_ih, w_hh, b_ih, b_hh = weights[:4]
-        else:
-            (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
-        w_hr = weights[-1] if self.proj_size > 0 else None
-        steps, batch = x.shape[0], x.shape[1]
-        if self.mode == "LSTM" and w_hr is None:
-            bias = None if b_ih is None else b_ih + b_hh
-            return _LSTMLayer.apply(x, h, c, w_ih, w_hh, bias, reverse)
-        gru = self.mode == "GRU"
-        # the recurrent bias joins the input's (one add per layer) except in the GRU, whose
-        # reset gate multiplies W_hn h + b_hn
-        in_bias = b_ih if gru or b_ih is None else b_ih + b_hh
-        xw = F.linear(x.reshape(steps * batch, x.shape[2]), w_ih, in_bias).view(steps, batch, -1)
-        xw = xw.unbind(0)           # one node for every step's slice (its backward stacks)
-        w_hh_t = w_hh.t()
-        w_hr_t = None if w_hr is None else w_hr.t()
-        relu = self.mode == "RNN_RELU"
-        outs = [None] * steps
-        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-            if gru:
-                gh = h.mm(w_hh_t) if b_hh is None else _tl.addmm(b_hh, h, w_hh_t)
-                h = _gru_step(xw[t], gh, h)
-            else:
-                gates = _tl.addmm(xw[t], h, w_hh_t)
-                if self.mode == "LSTM":
-                    h, c = _lstm_step(gates, c)
-                    if w_hr_t is not None:
-                        h = h.mm(w_hr_t)
-                else:
-                    h = _rnn_step(gates, relu)
-            outs[t] = h
-        return _tl.stack(outs), h, c
-
-    def _run_direction_packed(self, xs, sizes, h, c, weights, reverse):
-        """One layer in one direction over a packed input (xs[t]: the batch_sizes[t] rows of
-        step t): ([outputs of each step], h, c), the states of the sequences that have ended
-        (or, going backwards, not begun) carried through unchanged."""
-        if self.bias:
-            w_ih, w_hh, b_ih, b_hh = weights[:4]
-        else:
-            (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
-        w_hr_t = weights[-1].t() if self.proj_size > 0 else None
-        gru, relu, lstm = self.mode == "GRU", self.mode == "RNN_RELU", self.mode == "LSTM"
-        in_bias = b_ih if gru or b_ih is None else b_ih + b_hh
-        xw = F.linear(_tl.cat(xs), w_ih, in_bias).split(sizes)
-        w_hh_t = w_hh.t()
-        outs = [None] * len(sizes)
-        for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
-            b = sizes[t]
-            hp = h[:b]
-            if gru:
-                gh = hp.mm(w_hh_t) if b_hh is None else _tl.addmm(b_hh, hp, w_hh_t)
-                hn = _gru_step(xw[t], gh, hp)
-            else:
-                gates = _tl.addmm(xw[t], hp, w_hh_t)
-                if lstm:
-                    hn, cn = _lstm_step(gates, c[:b])
-                    if w_hr_t is not None:
-                        hn = hn.mm(w_hr_t)
-                    c = cn if b == c.shape[0] else _tl.cat([cn, c[b:]])
-                else:
-                    hn = _rnn_step(gates, relu)
-            outs[t] = hn
-            h = hn if b == h.shape[0] else _tl.cat([hn, h[b:]])
-        return outs, h, c
-
 
 class RNN(RNNBase):
     """Elman RNN: h_t = tanh(W_ih x_t + b_ih + W_hh h_(t-1) + b_hh) (or relu)."""
