@@ -115,7 +115,9 @@ def test_ddp_matches_single_process_training():
     assert rc == 0, out
     for name in ("ddp mlp:", "ddp mlp float64:", "ddp mlp small buckets + gradient_as_bucket_view:",
                  "ddp cnn+batchnorm:", "ddp no_sync:", "ddp find_unused_parameters:",
-                 "ddp unused parameter without find_unused_parameters raises", "ddp overlap:"):
+                 "ddp unused parameter without find_unused_parameters raises", "ddp overlap:",
+                 "ddp allreduce_hook:", "ddp fp16_compress_hook:", "ddp bf16_compress_hook:",
+                 "ddp custom comm hook:", "ddp comm hook errors"):
         assert out.count(f"OK {name}") == 2, (name, out)
     assert "OK ddp all (rank 0)" in out and "OK ddp all (rank 1)" in out, out
 

@@ -81,7 +81,7 @@ e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 # `import torchlite` fast: `torchlite.nn`, `from torchlite import nn`, `import torchlite.nn` and
 # `torchlite.save` work as before.  tests/test_import_time.py keeps this list honest.
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
-                 "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler",
+                 "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler", "futures",
                  "vision", "hub", "distributed", "multiprocessing", "fft", "functional", "profiler",
                  "special", "signal", "masked")
 _LAZY_NAMES = {

@@ -67,9 +67,11 @@ def make(factory, dtype=torch.float32):
     return local, reference
 
 
-def mlp_equivalence(name, dtype=torch.float32, rtol=1e-4, atol=1e-5, **ddp_kwargs):
+def mlp_equivalence(name, dtype=torch.float32, rtol=1e-4, atol=1e-5, hook=None, **ddp_kwargs):
     local, ref = make(mlp, dtype)
     model = DDP(local, **ddp_kwargs)
+    if hook is not None:
+        model.register_comm_hook(None, hook)
     close(f"{name} broadcast at construction", params(local), params(ref), 0, 0)
     x, y = batch((8,), dtype=dtype)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -93,6 +95,36 @@ mlp_equivalence("ddp mlp")
 mlp_equivalence("ddp mlp float64", dtype=torch.float64, rtol=1e-10, atol=1e-12)
 mlp_equivalence("ddp mlp small buckets + gradient_as_bucket_view", bucket_cap_mb=0.0005,
                 gradient_as_bucket_view=True)
+
+
+# ---- communication hooks -------------------------------------------------------------------------
+from torchlite.distributed.algorithms.ddp_comm_hooks import default_hooks  # noqa: E402
+
+mlp_equivalence("ddp allreduce_hook", hook=default_hooks.allreduce_hook, bucket_cap_mb=0.0005)
+mlp_equivalence("ddp fp16_compress_hook", rtol=1e-3, atol=1e-4, hook=default_hooks.fp16_compress_hook)
+mlp_equivalence("ddp bf16_compress_hook", rtol=1e-2, atol=1e-3, hook=default_hooks.bf16_compress_hook)
+seen = []
+
+
+def summing_hook(state, bucket):
+    """A user's hook on the GradBucket API: sum over the ranks, then average in the callback."""
+    seen.append((bucket.index(), bucket.is_last(), len(bucket.parameters()), len(bucket.gradients())))
+    assert sum(g.numel() for g in bucket.gradients()) == bucket.buffer().numel()
+    work = dist.all_reduce(bucket.buffer(), async_op=True)
+    return work.get_future().then(lambda fut: fut.value()[0] / N)
+
+
+mlp_equivalence("ddp custom comm hook", hook=summing_hook, bucket_cap_mb=0.0005)
+assert seen and any(last for _, last, _, _ in seen) and all(p == g for _, _, p, g in seen), seen
+try:
+    m = DDP(mlp())
+    m.register_comm_hook(None, lambda state, bucket: bucket.buffer())
+    m(shard(batch((8,))[0])).sum().backward()
+except RuntimeError as e:
+    assert "must return a torchlite.futures.Future" in str(e), e
+else:
+    raise AssertionError("a hook returning a tensor was accepted")
+print("OK ddp comm hook errors: a hook must return a Future", flush=True)
 
 
 # ---- CNN with BatchNorm ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ._collectives import (ReduceOp, all_reduce, broadcast, reduce, all_gather, 
                            all_to_all, send, recv, isend, irecv, barrier, broadcast_object_list,
                            all_gather_object, gather_object, scatter_object_list)
 from ._work import Work
+from ._grad_bucket import GradBucket
 
 __all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_group",
            "destroy_process_group", "is_initialized", "is_available", "is_mpi_available",
@@ -30,4 +31,12 @@ __all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_grou
            "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single", "all_to_all", "send",
            "recv", "isend", "irecv", "barrier", "broadcast_object_list", "all_gather_object",
-           "gather_object", "scatter_object_list", "Work"]
+           "gather_object", "scatter_object_list", "Work", "GradBucket"]
+
+
+def __getattr__(name):
+    # torch.distributed.algorithms (the DDP communication hooks) loads on first use
+    if name == "algorithms":
+        import importlib
+        return importlib.import_module(f"{__name__}.algorithms")
+    raise AttributeError(f"module 'torchlite.distributed' has no attribute '{name}'")

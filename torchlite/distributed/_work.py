@@ -119,6 +119,20 @@ class Work:
         """The output tensors of the operation (wait() first)."""
         return list(self._result)
 
+    def get_future(self):
+        """A torchlite.futures.Future of the operation's output tensors (a list, as PyTorch's):
+        waiting on it waits for the operation, which is how it makes progress."""
+        from ..futures import Future
+
+        def drive(fut):
+            self.wait()
+            fut.set_result(self.result())
+        if self._done and self._error is None:
+            fut = Future()
+            fut.set_result(self.result())
+            return fut
+        return Future(_drive=drive)
+
     def __repr__(self):
         return f"Work(completed={self._done})"
 

@@ -119,6 +119,8 @@ class DistributedDataParallel(Module):
         self._reset_iteration(False)
         object.__setattr__(self, "_ready_order", [])
         object.__setattr__(self, "_buckets_rebuilt", False)
+        object.__setattr__(self, "_comm_hook", None)
+        object.__setattr__(self, "_comm_state", None)
         ref = weakref.ref(self)
         object.__setattr__(self, "_hook_handles", [
             p.register_post_accumulate_grad_hook(_make_hook(ref, i)) for i, p in enumerate(params)])
@@ -251,6 +253,34 @@ class DistributedDataParallel(Module):
                     self._mark_ready(i, used=False)
         return out
 
+    def register_comm_hook(self, state, hook):
+        """Reduce each bucket with hook(state, bucket) instead of DDP's all-reduce-and-average:
+        bucket is a torchlite.distributed.GradBucket, and the hook returns a
+        torchlite.futures.Future of the reduced flat tensor (or a one-element list of it),
+        which becomes the bucket's gradients.  The hook does its own averaging.  PyTorch's
+        hooks are in torchlite.distributed.algorithms.ddp_comm_hooks.default_hooks; at most
+        one hook, registered before the first backward."""
+        if not callable(hook):
+            raise TypeError(f"register_comm_hook: hook must be callable, got {type(hook).__name__}")
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
+                               "called once.")
+        if self._started or self._buckets_rebuilt or self._ready_order:
+            raise RuntimeError("register_comm_hook must be called before the first backward")
+        object.__setattr__(self, "_comm_hook", hook)
+        object.__setattr__(self, "_comm_state", state)
+
+    def _run_comm_hook(self, b, last):
+        from ...distributed import GradBucket
+        from ...futures import Future
+        bucket = GradBucket(b.index, b.flat, [self._view(i) for i in b.params],
+                            [self._params[i] for i in b.params], last)
+        fut = self._comm_hook(self._comm_state, bucket)
+        if not isinstance(fut, Future):
+            raise RuntimeError(f"DistributedDataParallel: the communication hook must return a "
+                               f"torchlite.futures.Future, got {type(fut).__name__}")
+        return fut
+
     @contextlib.contextmanager
     def no_sync(self):
         """Inside this context the backward passes only accumulate gradients locally (no
@@ -291,7 +321,8 @@ class DistributedDataParallel(Module):
         b.pending -= 1
         if b.pending == 0:
             self._launch_ready_buckets()
-        elif self._next_bucket and self._buckets[self._next_bucket - 1].work is not None:
+        elif self._next_bucket and self._comm_hook is None \
+                and self._buckets[self._next_bucket - 1].work is not None:
             self._buckets[self._next_bucket - 1].work.is_completed()   # let MPI make progress
 
     def _launch_ready_buckets(self):
@@ -299,7 +330,9 @@ class DistributedDataParallel(Module):
         buckets = self._buckets
         while self._next_bucket < len(buckets) and buckets[self._next_bucket].pending == 0:
             b = buckets[self._next_bucket]
-            if self._pg.size() == 1:
+            if self._comm_hook is not None:
+                b.work = self._run_comm_hook(b, self._next_bucket == len(buckets) - 1)
+            elif self._pg.size() == 1:
                 b.work = None                 # the average over one rank is the gradient itself
             elif self._next_bucket == len(buckets) - 1:
                 # the last bucket: nothing is left to overlap with, and MPI's blocking
@@ -324,7 +357,9 @@ class DistributedDataParallel(Module):
             used = used.tolist()
         for b in self._buckets:
             if b.work is not None:
-                b.work.wait()
+                result = b.work.wait()
+                if self._comm_hook is not None:
+                    self._take_hook_result(b, result)
                 b.work = None
         with torchlite.no_grad():
             for i, p in enumerate(self._params):
@@ -340,6 +375,18 @@ class DistributedDataParallel(Module):
                     p.grad.copy_(view)
         self._started = False
         self._sync = False
+
+    def _take_hook_result(self, b, result):
+        import torchlite
+        if isinstance(result, (list, tuple)) and len(result) == 1:
+            result = result[0]
+        if not isinstance(result, torchlite.Tensor) or result.numel() != b.flat.numel():
+            raise RuntimeError(f"DistributedDataParallel: the communication hook's future must "
+                               f"hold a tensor of the bucket's {b.flat.numel()} elements, got "
+                               f"{type(result).__name__}")
+        if result.data_ptr() != b.flat.data_ptr():
+            with torchlite.no_grad():
+                b.flat.copy_(result.reshape(-1))
 
     def __getstate__(self):
         raise TypeError("DistributedDataParallel cannot be pickled; save self.module (or its "

@@ -1,0 +1,2 @@
+"""torch.distributed.algorithms: the communication hooks of DistributedDataParallel."""
+from . import ddp_comm_hooks  # noqa: F401
