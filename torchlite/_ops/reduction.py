@@ -346,6 +346,8 @@ def _var_args(name, input, dim, unbiased, keepdim, correction):
 
 def _var_std(name, take_sqrt, want_mean, input, dim, unbiased, keepdim, correction, out):
     a, dim, correction = _var_args(name, input, dim, unbiased, keepdim, correction)
+    if a.dtype >= 10:
+        return _complex_var_std(name, take_sqrt, want_mean, input, a, dim, keepdim, correction, out)
     v, m = _R.var(a, dim, correction, keepdim, take_sqrt, want_mean)
     if input._requires_grad and _tracked(input, out, name):
         res = (_wrap(v), _wrap(m)) if want_mean else _wrap(v)
@@ -355,6 +357,31 @@ def _var_std(name, take_sqrt, want_mean, input, dim, unbiased, keepdim, correcti
             return write_out((v, m), out, name, casting="unsafe")
         return _wrap(v), _wrap(m)
     return result(v, out, name, casting="unsafe")
+
+
+def _complex_var_std(name, take_sqrt, want_mean, input, a, dim, keepdim, correction, out):
+    """var of a complex tensor as PyTorch defines it: the mean squared modulus of the
+    deviations, sum(|z - mean|^2) / max(0, N - correction), a real tensor (var(real) +
+    var(imag)); composed of recorded ops, so it is differentiable."""
+    dims = None if _all_dims(dim) else dim
+    if out is not None and input._requires_grad and _grad_state.enabled:
+        _no_out_with_grad(name, input)
+    m = input.mean() if dims is None else input.mean(dims, keepdim=True)
+    d = input - m
+    sq = d.real * d.real + d.imag * d.imag
+    total = sq.sum() if dims is None else sq.sum(dims, keepdim=keepdim)
+    v = total / builtins.max(0.0, _reduced_numel(a, dim) - correction)
+    if take_sqrt:
+        v = v.sqrt()
+    if keepdim and dims is None:
+        v = v.reshape((1,) * input.ndim)
+    if want_mean:
+        mean = m if (keepdim or dims is None) else input.mean(dims)
+        if keepdim and dims is None:
+            mean = mean.reshape((1,) * input.ndim)
+        return write_out((v._data, mean._data), out, name, casting="unsafe") if out is not None \
+            else (v, mean)
+    return v if out is None else result(v._data, out, name, casting="unsafe")
 
 
 @_register("var")
@@ -401,6 +428,13 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
                         "NoneType")
     if not _is_float(a):
         a = _ew.cast(a, _ew.get_default_float())
+    if a.dtype >= 10:           # complex: the largest real part taken out, recorded ops
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        m = input.real.detach().amax(tuple(dims), keepdim=True)
+        m = m.masked_fill(~m.isfinite(), 0.0)
+        r = (input - m).exp().sum(tuple(dims), keepdim=True).log() + m
+        r = r if keepdim else r.squeeze(tuple(_wrap_dim(d, input.ndim) for d in dims))
+        return r if out is None else result(r._data, out, "logsumexp", casting="unsafe")
     r = _R.logsumexp(a, dim, keepdim)
     if input._requires_grad and _tracked(input, out, "logsumexp"):
         return _G.record_logsumexp(input, _wrap(r), dim, keepdim)
@@ -485,12 +519,31 @@ def _scan(op, input, dim, dtype, out):
     a = _cast_to(_arr(input, op), dtype)
     if dim is None:
         raise TypeError(f"{op}(): argument 'dim' (position 1) must be int, not NoneType")
+    if a.dtype >= 10 and op == "cumprod":
+        r = _complex_cumprod(input if dtype is None else input.to(dtype), dim)
+        return r if out is None else result(r._data, out, op, casting="unsafe")
     r = _scan_array(op, a, dim)
     if dtype is not None:
         r = _cast_to(r, dtype)
     if input._requires_grad and _tracked(input, out, op):
         return _G.record_scan(op, input, _wrap(r), dim)
     return result(r, out, op, casting="unsafe")
+
+
+def _complex_cumprod(x, dim):
+    """cumprod of a complex tensor by Hillis and Steele's scan: log2(n) rounds, each multiplying
+    every element by the running product `shift` places before it (the same factors as the
+    sequential product, associated differently); recorded ops, so differentiable."""
+    if x.ndim == 0:
+        return x.clone()
+    d = _wrap_dim(dim, x.ndim)
+    n = x.shape[d]
+    r, shift = x, 1
+    from .joining import cat
+    while shift < n:
+        r = cat([r.narrow(d, 0, shift), r.narrow(d, shift, n - shift) * r.narrow(d, 0, n - shift)], d)
+        shift *= 2
+    return r if r is not x else x.clone()
 
 
 @_register("cumsum")
