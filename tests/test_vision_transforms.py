@@ -814,3 +814,45 @@ def test_review_cases_float_arrays_and_16_bit_padding():
     assert gray.mode == "L"
     padded = TF.pad(Image.new("I;16", (4, 4)), 2, padding_mode="edge")
     assert padded.size == (8, 8)
+
+
+# ---- ElasticTransform / elastic_transform ----------------------------------------------------------
+def test_elastic_transform_moves_pixels_by_the_displacement():
+    img = torch.rand(3, 12, 16)
+    assert torch.equal(F.elastic_transform(img, torch.zeros(1, 12, 16, 2)), img)      # no move
+    d = torch.zeros(1, 12, 16, 2)
+    d[..., 0] = 2 * 3 / 16                  # 3 pixels right (2 spans the image)
+    d[..., 1] = -2 * 1 / 12                 # 1 pixel up
+    out = F.elastic_transform(img, d, fill=[0.5])
+    np.testing.assert_allclose(out[:, 1:, :-3].numpy(), img[:, :-1, 3:].numpy(), atol=1e-6)
+    np.testing.assert_allclose(out[:, :, -3:].numpy(), 0.5, atol=1e-6)      # from outside: fill
+    np.testing.assert_allclose(out[:, 0, :].numpy(), 0.5, atol=1e-6)
+    near = F.elastic_transform(img, d, interpolation=F.InterpolationMode.NEAREST)
+    np.testing.assert_array_equal(near[:, 1:, :-3].numpy(), img[:, :-1, 3:].numpy())
+    u8 = (img * 255).to(torch.uint8)
+    assert F.elastic_transform(u8, d).dtype is torch.uint8
+    with pytest.raises(ValueError, match="displacement shape"):
+        F.elastic_transform(img, torch.zeros(1, 12, 15, 2))
+    with pytest.raises(TypeError, match="displacement should be a Tensor"):
+        F.elastic_transform(img, np.zeros((1, 12, 16, 2)))
+
+
+def test_elastic_transform_class_draws_from_torchlites_generator():
+    from PIL import Image
+    img = torch.rand(1, 32, 32)
+    t = T.ElasticTransform(alpha=30.0, sigma=4.0)
+    torch.manual_seed(3)
+    a = t(img)
+    torch.manual_seed(3)
+    b = t(img)
+    assert torch.equal(a, b) and not torch.equal(a, img) and a.shape == img.shape
+    torch.manual_seed(0)
+    d = T.ElasticTransform.get_params([30.0, 30.0], [4.0, 4.0], [32, 48])
+    assert d.shape == (1, 32, 48, 2)
+    assert d[..., 0].abs().max().item() <= 30.0 / 32 and d[..., 1].abs().max().item() <= 30.0 / 48
+    pil = Image.fromarray((np.random.default_rng(0).random((32, 32, 3)) * 255).astype(np.uint8))
+    out = T.ElasticTransform(alpha=20.0, sigma=3.0)(pil)
+    assert isinstance(out, Image.Image) and out.size == (32, 32) and out.mode == "RGB"
+    with pytest.raises(ValueError, match="length should be 1 or 2"):
+        T.ElasticTransform(alpha=[1.0, 2.0, 3.0])
+    assert T.ElasticTransform is __import__("torchlite.vision.transforms.v2", fromlist=["x"]).ElasticTransform

@@ -227,6 +227,18 @@ def perspective(img, coeffs, interpolation="bilinear", fill=None):
     return _grid_sample(img, sx, sy, interpolation, fill)
 
 
+def elastic_transform(img, displacement, interpolation="bilinear", fill=None):
+    """Each output pixel samples the input where `displacement` ((1, H, W, 2): x then y, in
+    grid_sample's normalized units: 2 spans the image) moves it, as torchvision's."""
+    assert_image(img)
+    if interpolation not in ("nearest", "bilinear"):
+        raise ValueError("This interpolation mode is unsupported with Tensor input")
+    _, h, w = get_dimensions(img)
+    d = displacement.detach().cpu().double().numpy()[0]
+    gx, gy = np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64))
+    return _grid_sample(img, gx + d[..., 0] * (w / 2), gy + d[..., 1] * (h / 2), interpolation, fill)
+
+
 def gaussian_blur(img, kernel_size, sigma):
     """Gaussian blur with reflect padding: the kernel is separable, so it is two depthwise
     convolutions, by a column of ky taps and by a row of kx taps."""

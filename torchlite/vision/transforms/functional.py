@@ -18,7 +18,7 @@ __all__ = ["InterpolationMode", "get_dimensions", "get_image_size", "get_image_n
            "resized_crop", "hflip", "vflip", "pad", "five_crop", "ten_crop", "rotate", "affine", "perspective",
            "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma",
            "adjust_sharpness", "rgb_to_grayscale", "to_grayscale", "gaussian_blur", "erase", "invert", "posterize",
-           "solarize", "autocontrast", "equalize"]
+           "solarize", "autocontrast", "equalize", "elastic_transform"]
 
 
 class InterpolationMode(Enum):
@@ -344,6 +344,23 @@ def _tensor_fill(fill, img):
 def _warp_mode(interpolation, img):
     mode = _interpolation(interpolation)
     return mode.value if _is_tensor(img) else _PIL_FILTER[mode.value]
+
+
+def elastic_transform(img, displacement, interpolation=InterpolationMode.BILINEAR, fill=None):
+    """Move every pixel's sampling point by `displacement`, a (1, H, W, 2) tensor of x and y
+    offsets in grid_sample's normalized units (2 spans the image), as torchvision's; a PIL
+    image goes through a tensor and comes back in its mode."""
+    if not isinstance(displacement, Tensor):
+        raise TypeError("Argument displacement should be a Tensor")
+    tensor_in = _is_tensor(img)
+    t = img if tensor_in else pil_to_tensor(img)
+    shape = (1,) + tuple(t.shape[-2:]) + (2,)
+    if tuple(displacement.shape) != shape:
+        raise ValueError(f"Argument displacement shape should be {list(shape)}, but given "
+                         f"{list(displacement.shape)}")
+    mode = _interpolation(interpolation).value
+    out = _FT.elastic_transform(t, displacement, mode, _tensor_fill(fill, t))
+    return out if tensor_in else to_pil_image(out, mode=img.mode)
 
 
 def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=None):

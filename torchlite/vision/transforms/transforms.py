@@ -20,7 +20,8 @@ __all__ = ["Compose", "ToTensor", "PILToTensor", "ToPILImage", "ConvertImageDtyp
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomPerspective", "RandomResizedCrop", "FiveCrop",
            "TenCrop", "LinearTransformation", "ColorJitter", "RandomRotation", "RandomAffine", "Grayscale",
            "RandomGrayscale", "RandomErasing", "GaussianBlur", "RandomInvert", "RandomPosterize", "RandomSolarize",
-           "RandomAdjustSharpness", "RandomAutocontrast", "RandomEqualize", "InterpolationMode"]
+           "RandomAdjustSharpness", "RandomAutocontrast", "RandomEqualize", "ElasticTransform",
+           "InterpolationMode"]
 
 
 # ---- draws from torchlite's global generator -------------------------------------------------
@@ -661,6 +662,58 @@ class GaussianBlur(_Transform):
         """The blurred image."""
         sigma = self.get_params(self.sigma[0], self.sigma[1])
         return F.gaussian_blur(img, list(self.kernel_size), [sigma, sigma])
+
+
+class ElasticTransform(_Transform):
+    """Elastic deformation (Simard et al. 2003), as torchvision's: per pixel, uniform noise in
+    [-1, 1] for each axis, blurred by a Gaussian of sigma (kernel 8 sigma + 1, made odd) and
+    scaled by alpha, moves where the pixel is sampled from.  alpha, sigma: a number or one
+    per axis (x, y)."""
+    _fields = ("alpha", "sigma", "interpolation", "fill")
+
+    def __init__(self, alpha=50.0, sigma=5.0, interpolation=None, fill=0):
+        super().__init__()
+        self.alpha = self._pair_param(alpha, "alpha")
+        self.sigma = self._pair_param(sigma, "sigma")
+        self.interpolation = F.InterpolationMode.BILINEAR if interpolation is None \
+            else F._interpolation(interpolation)
+        if isinstance(fill, (int, float)):
+            fill = [float(fill)]
+        elif isinstance(fill, (list, tuple)):
+            fill = [float(f) for f in fill]
+        else:
+            raise TypeError(f"fill should be int or float or a list or tuple of them. Got {type(fill)}")
+        self.fill = fill
+
+    @staticmethod
+    def _pair_param(v, name):
+        if not isinstance(v, (int, float, list, tuple)):
+            raise TypeError(f"{name} should be float or a sequence of floats. Got {type(v)}")
+        v = [float(v)] if isinstance(v, (int, float)) else [float(x) for x in v]
+        if len(v) not in (1, 2):
+            raise ValueError(f"If {name} is a sequence its length should be 1 or 2. Got {len(v)}")
+        return v * 2 if len(v) == 1 else v
+
+    @staticmethod
+    def get_params(alpha, sigma, size):
+        """A (1, H, W, 2) displacement for an image of size [H, W]: torchvision's recipe (dx
+        scaled by alpha / H and dy by alpha / W, its quirk kept), drawn from torchlite's
+        generator."""
+        fields = []
+        for k in range(2):
+            d = torchlite.rand([1, 1] + list(size)) * 2 - 1
+            if sigma[k] > 0.0:
+                ks = int(8 * sigma[k] + 1)
+                ks += ks % 2 == 0
+                d = F.gaussian_blur(d, [ks, ks], [sigma[k], sigma[k]])
+            fields.append(d * alpha[k] / size[k])
+        return torchlite.cat(fields, 1).permute(0, 2, 3, 1)
+
+    def forward(self, img):
+        """The deformed image."""
+        _, height, width = F.get_dimensions(img)
+        displacement = self.get_params(self.alpha, self.sigma, [height, width])
+        return F.elastic_transform(img, displacement, self.interpolation, self.fill)
 
 
 class RandomErasing(_Transform):
