@@ -856,3 +856,38 @@ def test_elastic_transform_class_draws_from_torchlites_generator():
     with pytest.raises(ValueError, match="length should be 1 or 2"):
         T.ElasticTransform(alpha=[1.0, 2.0, 3.0])
     assert T.ElasticTransform is __import__("torchlite.vision.transforms.v2", fromlist=["x"]).ElasticTransform
+
+
+# ---- AugMix ----------------------------------------------------------------------------------------
+def test_augmix_mixes_the_chains_with_weights_that_sum_to_one(monkeypatch):
+    from torchlite.vision.transforms import autoaugment
+    # every operation replaced by inversion: each chain gives 255 - x or x (even depth), so an
+    # image's output is a x + (1 - a)(255 - x) for one a in [0, 1] per image
+    monkeypatch.setattr(autoaugment, "_apply_op", lambda img, *a: 255.0 - img)
+    torch.manual_seed(1)
+    x = torch.randint(0, 256, (4, 3, 8, 8)).to(torch.float32)
+    out = autoaugment.AugMix(chain_depth=1)(x)
+    xs, ys = x.numpy().reshape(4, -1), out.numpy().reshape(4, -1)
+    a = (ys - (255 - xs)) / np.where(2 * xs == 255, 1, 2 * xs - 255)
+    for i in range(4):
+        ok = 2 * xs[i] != 255
+        assert np.allclose(a[i][ok], a[i][ok][0], atol=1e-4) and 0 <= a[i][ok][0] <= 1
+    assert len({round(float(a[i][0]), 4) for i in range(4)}) > 1        # weights per image
+
+
+def test_augmix_on_uint8_tensors_and_pil_images():
+    from PIL import Image
+    img = (torch.rand(3, 32, 32) * 255).to(torch.uint8)
+    torch.manual_seed(7)
+    a = T.AugMix()(img)
+    torch.manual_seed(7)
+    b = T.AugMix()(img)
+    assert a.dtype is torch.uint8 and a.shape == img.shape and torch.equal(a, b)
+    assert T.AugMix(severity=10, mixture_width=2, chain_depth=3, all_ops=False)(
+        (torch.rand(2, 3, 16, 16) * 255).to(torch.uint8)).shape == (2, 3, 16, 16)
+    pil = Image.fromarray((np.random.default_rng(0).random((16, 16, 3)) * 255).astype(np.uint8))
+    out = T.AugMix()(pil)
+    assert isinstance(out, Image.Image) and out.mode == "RGB" and out.size == (16, 16)
+    with pytest.raises(ValueError, match="severity must be between"):
+        T.AugMix(severity=11)
+    assert v2.AugMix is T.AugMix

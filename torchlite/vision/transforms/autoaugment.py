@@ -1,7 +1,8 @@
 """Automatic augmentation policies: AutoAugment (Cubuk et al. 2019, the learned ImageNet, CIFAR10
-and SVHN policies), RandAugment (Cubuk et al. 2020) and TrivialAugmentWide (Mueller & Hutter
-2021).  They work on PIL images and on uint8 tensor images (..., C, H, W) -- posterize and
-equalize are defined on 8-bit data only -- and draw from torchlite's global generator."""
+and SVHN policies), RandAugment (Cubuk et al. 2020), TrivialAugmentWide (Mueller & Hutter
+2021) and AugMix (Hendrycks et al. 2020).  They work on PIL images and on uint8 tensor images
+(..., C, H, W) -- posterize and equalize are defined on 8-bit data only -- and draw from
+torchlite's global generator."""
 import math
 from enum import Enum
 
@@ -11,7 +12,7 @@ from . import functional as F
 from .functional import InterpolationMode, _interpolation
 from .transforms import _Transform
 
-__all__ = ["AutoAugmentPolicy", "AutoAugment", "RandAugment", "TrivialAugmentWide"]
+__all__ = ["AutoAugmentPolicy", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix"]
 
 
 class AutoAugmentPolicy(Enum):
@@ -223,3 +224,83 @@ class TrivialAugmentWide(_Augment):
         _, height, width = F.get_dimensions(img)
         space = {"Identity": (None, False), **_space(self.num_magnitude_bins, (height, width), wide=True)}
         return self._random_op(img, space, fill)
+
+
+def _augmix_space(num_bins, image_size, all_ops):
+    """AugMix's operations and magnitudes: torchvision's ranges (translations up to a third of
+    the image; the colour ones only with all_ops)."""
+    space = {
+        "ShearX": (_linspace(0.0, 0.3, num_bins), True),
+        "ShearY": (_linspace(0.0, 0.3, num_bins), True),
+        "TranslateX": (_linspace(0.0, image_size[1] / 3.0, num_bins), True),
+        "TranslateY": (_linspace(0.0, image_size[0] / 3.0, num_bins), True),
+        "Rotate": (_linspace(0.0, 30.0, num_bins), True),
+        "Posterize": ([4 - int(round(i / ((num_bins - 1) / 4))) for i in range(num_bins)], False),
+        "Solarize": (_linspace(255.0, 0.0, num_bins), False),
+        "AutoContrast": (None, False),
+        "Equalize": (None, False),
+    }
+    if all_ops:
+        for name in ("Brightness", "Color", "Contrast", "Sharpness"):
+            space[name] = (_linspace(0.0, 0.9, num_bins), True)
+    return space
+
+
+class AugMix(_Augment):
+    """AugMix: mixture_width chains of chain_depth random operations (1 to 3 when -1) at
+    magnitude bins below severity, their results mixed with Dirichlet(alpha) weights and the
+    mix blended with the original by a Beta(alpha, alpha) weight.  PIL images and uint8 or
+    float tensor images (..., C, H, W), each image of a batch with its own weights."""
+    _fields = ("severity", "mixture_width", "chain_depth", "alpha", "all_ops", "interpolation",
+               "fill")
+    _PARAMETER_MAX = 10
+
+    def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
+                 interpolation=InterpolationMode.BILINEAR, fill=None):
+        super().__init__(interpolation, fill)
+        if not 1 <= severity <= self._PARAMETER_MAX:
+            raise ValueError(f"The severity must be between [1, {self._PARAMETER_MAX}]. Got "
+                             f"{severity} instead.")
+        self.severity = severity
+        self.mixture_width = mixture_width
+        self.chain_depth = chain_depth
+        self.alpha = alpha
+        self.all_ops = all_ops
+
+    def _dirichlet(self, concentration, rows):
+        from ...distributions import Dirichlet
+        return Dirichlet(torchlite.tensor([float(c) for c in concentration])).sample((rows,))
+
+    def forward(self, orig_img):
+        """The augmented image (a PIL image stays one)."""
+        fill = self._fill(orig_img)
+        pil = not isinstance(orig_img, Tensor)
+        img = F.pil_to_tensor(orig_img) if pil else orig_img
+        _, height, width = F.get_dimensions(img)
+        space = _augmix_space(self._PARAMETER_MAX, (height, width), self.all_ops)
+        names = list(space)
+        dims = list(img.shape)
+        batch = img.reshape([1] * max(4 - img.ndim, 0) + dims)
+        n = batch.shape[0]
+        bshape = [n] + [1] * (batch.ndim - 1)
+        m = self._dirichlet([self.alpha, self.alpha], n)
+        weights = self._dirichlet([self.alpha] * self.mixture_width, n) * m[:, 1].reshape(n, 1)
+        mix = m[:, 0].reshape(bshape) * batch
+        for i in range(self.mixture_width):
+            aug = batch
+            depth = self.chain_depth if self.chain_depth > 0 \
+                else int(torchlite.randint(1, 4, (1,)).item())
+            for _ in range(depth):
+                name = names[int(torchlite.randint(len(names), (1,)).item())]
+                magnitudes, signed = space[name]
+                magnitude = 0.0 if magnitudes is None else \
+                    float(magnitudes[int(torchlite.randint(self.severity, (1,)).item())])
+                if signed and torchlite.randint(2, (1,)).item():
+                    magnitude = -magnitude
+                aug = _apply_op(aug, name, magnitude, self.interpolation, fill)
+            mix = mix + weights[:, i].reshape(bshape) * aug
+        out = mix.reshape(dims)
+        if img.dtype is torchlite.uint8:
+            out = out.round().clamp(0, 255)
+        out = out.to(img.dtype)
+        return F.to_pil_image(out, mode=orig_img.mode) if pil else out
