@@ -18,10 +18,10 @@ import json
 import re
 import sys
 
-import numpy as np
 
 import torchlite as tl
 from opinfo_harness import Unsupported, same, to_numpy, to_torchlite
+from opinfo_harness import _grads as _backward, _tensors_requiring_grad as _inputs_requiring_grad
 
 DTYPES = ("float32", "float64")
 TOL = {"float32": (1e-4, 1e-5), "float64": (1e-7, 1e-9)}
@@ -103,47 +103,6 @@ def _state_for(tmod):
             raise Unsupported(f"state entry {k} of type {type(v).__name__}")
         state[k] = to_torchlite(v.detach(), requires_grad_from=False)
     return state
-
-
-def _float_outputs(x, out):
-    torch = _torch()
-    if isinstance(x, (torch.Tensor, tl.Tensor)):
-        if x.is_floating_point() and x.requires_grad:
-            out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for e in x:
-            _float_outputs(e, out)
-    return out
-
-
-def _backward(lib, result, inputs, seed):
-    """Gradients of sum(out_k * c_k) with respect to `inputs` (zeros where unused), or None
-    when nothing differentiable came out."""
-    outs = _float_outputs(result, [])
-    if not outs or not inputs:
-        return None
-    rng = np.random.default_rng(seed)
-    total = None
-    for o in outs:
-        c = lib.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype)
-        term = (o * c).sum()
-        total = term if total is None else total + term
-    grads = lib.autograd.grad(total, inputs, allow_unused=True)
-    return tuple(lib.zeros_like(i) if g is None else g for i, g in zip(inputs, grads))
-
-
-def _inputs_requiring_grad(x, out):
-    torch = _torch()
-    if isinstance(x, (torch.Tensor, tl.Tensor)):
-        if x.requires_grad:
-            out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for e in x:
-            _inputs_requiring_grad(e, out)
-    elif isinstance(x, dict):
-        for e in x.values():
-            _inputs_requiring_grad(e, out)
-    return out
 
 
 def run_input(info, minput, dtype, training):
