@@ -8,7 +8,16 @@
 # loop the eager op runs (elementwise.loop_of: SIMD at the CPU's ISA level), so a fused op
 # computes exactly what the eager op computes, from one copy of its math.
 #
-# Two tilings:
+# Row instructions (kinds ROW and SOFTMAX) work on whole rows of the output's last dimension:
+# a row sum or mean written back over its row (so the elementwise instructions after it
+# read it like any register: a keepdim reduction broadcast back), or a softmax/log_softmax of
+# each row, each calling the eager reduction's row kernel (reduction.pxd).  A program with
+# row instructions runs on whole-row tiles (below).
+#
+# Three tilings:
+# - whole-row tiles: for programs with row instructions, a tile is as many whole rows of the
+#   flat output as fit in TILE elements (at least one, at most MAX_ROW elements long); inputs
+#   as for flat tiles;
 # - row tiles: when the innermost (coalesced) dimension is long, a tile is a piece of one
 #   row; every input is then a pointer and a stride (0 for a broadcast operand), no copies;
 # - flat tiles: when rows are short (a bias over a narrow last dim), a tile is a run of the
@@ -20,6 +29,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 from torchlite._core.array cimport Array, MAX_DIMS, new_array, tl_itemsize, TL_ERR_ZERODIV
 from torchlite._core.elementwise cimport tl_loop, loop_of
+from torchlite._core.reduction cimport row_reduce_fn, row_softmax_fn, row_sum, row_softmax
 from torchlite._core.parallel cimport num_chunks
 
 cdef enum:
@@ -27,6 +37,14 @@ cdef enum:
     ROW_MIN = 256            # rows at least this long are cut into row tiles
     MAX_IN = 64
     GRAIN = 32768            # elements per thread below which a program runs serially
+    MAX_ROW = 65536          # the longest row a program with row instructions takes
+
+# instruction kinds beyond elementwise.loop_of's (0 unary, 1 binary, 2 ternary, 3 cast)
+cdef enum:
+    K_ROW = 4                # op: ROW_SUM or ROW_MEAN of the source's rows
+    K_SOFTMAX = 5            # op: 0 softmax, 1 log_softmax of the source's rows
+    ROW_SUM = 0
+    ROW_MEAN = 1
 
 # slot kinds, as Program.slots gives them
 cdef enum:
@@ -37,7 +55,11 @@ cdef enum:
 
 
 cdef struct Instr:
-    tl_loop fn
+    tl_loop fn               # an elementwise instruction's loop (NULL for a row instruction)
+    int row_kind             # 0, or K_ROW / K_SOFTMAX
+    int row_op
+    row_reduce_fn rfn
+    row_softmax_fn sfn
     int nops                 # operands, the destination included
     int slot[4]              # destination, then sources
     int isz[4]               # the operands' element sizes (a scratch slot's stride)
@@ -49,6 +71,7 @@ cdef class Program:
     Built once per fused kernel by torchlite.compiler; run() executes it on arrays."""
     cdef Instr* ins
     cdef int n_ins, n_in, n_const, n_scratch, n_out
+    cdef bint has_rows
     cdef int* in_dtype
     cdef int* out_dtype
     cdef int* slot_kind
@@ -94,13 +117,32 @@ cdef class Program:
             self.out_dtype[i] = _check_dtype(out_dtypes[i])
         for i, (dt, v) in enumerate(consts):
             _store_const(&self.const_bits[i], _check_dtype(dt), v)
+        self.has_rows = False
         for i, (kind, op, dtype, operands, params) in enumerate(instrs):
             I = &self.ins[i]
-            I.fn = loop_of(kind, op, dtype)
-            if I.fn == NULL:
-                raise ValueError(f"fused program {name}: no loop for kind {kind} op {op} "
-                                 f"dtype {dtype}")
             I.nops = len(operands)
+            I.row_kind = 0
+            I.fn = NULL
+            I.rfn = NULL
+            I.sfn = NULL
+            if kind == K_ROW or kind == K_SOFTMAX:
+                if I.nops != 2 or not (0 <= op <= 1) \
+                        or any(o[2] != dtype for o in operands):
+                    raise ValueError(f"fused program {name}: row instruction {i} needs one "
+                                     f"source and a destination of its dtype, and a known op")
+                I.row_kind, I.row_op = kind, op
+                if kind == K_ROW:
+                    I.rfn = row_sum(_check_dtype(dtype))
+                else:
+                    I.sfn = row_softmax(_check_dtype(dtype))
+                if I.rfn == NULL and I.sfn == NULL:
+                    raise ValueError(f"fused program {name}: no row kernel for dtype {dtype}")
+                self.has_rows = True
+            else:
+                I.fn = loop_of(kind, op, dtype)
+                if I.fn == NULL:
+                    raise ValueError(f"fused program {name}: no loop for kind {kind} op {op} "
+                                     f"dtype {dtype}")
             if I.nops < 2 or I.nops > 4:
                 raise ValueError(f"fused program {name}: instruction {i} has {I.nops} operands")
             for k, (skind, sidx, sdt) in enumerate(operands):
@@ -117,7 +159,9 @@ cdef class Program:
 
     def run(self, tuple inputs, shape):
         """The outputs (new contiguous arrays of `shape`) of the program on `inputs` (Arrays
-        broadcastable to `shape`, of the program's input dtypes)."""
+        broadcastable to `shape`, of the program's input dtypes).  Row instructions work on
+        the rows of `shape`'s last dimension; longer rows than MAX_ROW raise
+        NotImplementedError (the caller runs the ops one by one)."""
         cdef int nd = len(shape), i, d, k, nops = self.n_in + self.n_out
         cdef int64_t shp[MAX_DIMS]
         cdef Array a
@@ -129,11 +173,18 @@ cdef class Program:
             shp[d] = shape[d]
             if shp[d] < 0:
                 raise ValueError(f"fused program {self.name}: negative size in {tuple(shape)}")
+        cdef int64_t row = 0
+        if self.has_rows:
+            row = shp[nd - 1] if nd > 0 else 1
+            if row > MAX_ROW:
+                raise NotImplementedError(f"fused program {self.name}: rows of {row} elements "
+                                          f"(at most {MAX_ROW})")
         outs = [new_array(nd, shp, self.out_dtype[i]) for i in range(self.n_out)]
         # byte strides of every operand over the output's dims (outputs are contiguous)
         cdef Tiling t
         memset(&t, 0, sizeof(Tiling))
         t.nops = nops
+        t.row = row
         for i in range(self.n_in):
             a = <Array>inputs[i]
             if a.dtype != self.in_dtype[i]:
@@ -215,6 +266,8 @@ cdef struct Tiling:
     int nops                         # inputs then outputs
     int nd                           # coalesced dims, innermost first
     int64_t numel
+    int64_t row                      # the row length of row instructions (0: none)
+    int64_t tile                     # elements per tile (whole rows when row > 0)
     int64_t shape[MAX_DIMS]
     int64_t st[MAX_IN + 16][MAX_DIMS]   # byte strides (before coalescing: outermost first)
     int64_t cst[MAX_IN + 16][MAX_DIMS]  # after coalescing: innermost first
@@ -267,13 +320,17 @@ cdef void _coalesce(Tiling* t, int nd, const int64_t* shp) noexcept:
 
 
 cdef int _run(Program p, Tiling* t) noexcept nogil:
-    cdef bint rows = t.shape[0] >= ROW_MIN or t.nd == 1
+    cdef bint rows = t.row == 0 and (t.shape[0] >= ROW_MIN or t.nd == 1)
+    t.tile = TILE
+    if t.row > 0:                   # whole rows: flat tiles of as many rows as fit
+        t.tile = (TILE // t.row if t.row < TILE else 1) * t.row
     cdef int64_t per_row = (t.shape[0] + TILE - 1) // TILE if rows else 0
-    cdef int64_t n_items = (t.numel // t.shape[0]) * per_row if rows else (t.numel + TILE - 1) // TILE
+    cdef int64_t n_items = (t.numel // t.shape[0]) * per_row if rows else (t.numel + t.tile - 1) // t.tile
     # a program does n_ins passes' worth of work per element: threads start that much sooner
     cdef int nt = num_chunks(t.numel * p.n_ins, GRAIN), tid, err = 0
     cdef int64_t it
-    cdef int64_t scratch_bytes = <int64_t>(p.n_scratch + p.n_in) * TILE * 8
+    # per thread: the scratch registers, the gathered inputs, one partial per row of a tile
+    cdef int64_t scratch_bytes = <int64_t>(p.n_scratch + p.n_in) * t.tile * 8 + t.tile * 8
     if nt > n_items:
         nt = <int>n_items
     if nt < 1:
@@ -342,6 +399,7 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
     cdef Instr* I
     if first_scratch + p.n_scratch > MAX_IN + 16 + 64:
         return -1
+    cdef double* part = <double*>(scratch + <int64_t>(p.n_scratch + p.n_in) * t.tile * 8)
     if rows:
         row = it // per_row
         j0 = (it % per_row) * TILE
@@ -352,10 +410,10 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
             ptr[o] = t.base[o] + _offset(t, o, row, 1) + j0 * t.cst[o][0]
             stride[o] = t.cst[o][0]
     else:
-        f0 = it * TILE
+        f0 = it * t.tile
         n = t.numel - f0
-        if n > TILE:
-            n = TILE
+        if n > t.tile:
+            n = t.tile
         for o in range(t.nops):
             if t.flat[o]:
                 ptr[o] = t.base[o] + f0 * t.isz[o]
@@ -364,14 +422,14 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
                 ptr[o] = t.base[o]
                 stride[o] = 0
             else:                   # an input only: outputs are contiguous, hence flat
-                ptr[o] = scratch + <int64_t>(p.n_scratch + o) * TILE * 8
+                ptr[o] = scratch + <int64_t>(p.n_scratch + o) * t.tile * 8
                 stride[o] = t.isz[o]
                 _gather(t, o, f0, n, ptr[o])
     for k in range(p.n_const):
         ptr[first_const + k] = <char*>&p.const_bits[k]
         stride[first_const + k] = 0
     for k in range(p.n_scratch):
-        ptr[first_scratch + k] = scratch + <int64_t>k * TILE * 8
+        ptr[first_scratch + k] = scratch + <int64_t>k * t.tile * 8
         stride[first_scratch + k] = -1          # the value's own element size
     for i in range(p.n_ins):
         I = &p.ins[i]
@@ -379,8 +437,44 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
             sl = I.slot[k]
             d[k] = ptr[sl]
             s[k] = stride[sl] if stride[sl] >= 0 else I.isz[k]
-        err |= I.fn(d, s, n, I.p)
+        if I.row_kind:
+            _row_instruction(I, d, s, n, t.row, part)
+        else:
+            err |= I.fn(d, s, n, I.p)
     return err
+
+
+cdef void _row_instruction(Instr* I, char** d, int64_t* s, int64_t n, int64_t L,
+                           double* part) noexcept nogil:
+    """A row instruction over the n // L whole rows of a tile: d[0] (contiguous) gets each
+    row's sum or mean on every element of the row, or the row's softmax.  The rows are
+    all read before any is written, so d[0] may be d[1]."""
+    cdef int64_t nr = n // L, r, j
+    cdef char* src = d[1]
+    cdef bint f32 = I.isz[0] == 4
+    cdef double v
+    cdef float* yf = <float*>d[0]
+    cdef double* yd = <double*>d[0]
+    if s[1] == 0:                   # a broadcast operand: its value on every element first
+        v = (<float*>src)[0] if f32 else (<double*>src)[0]
+        for j in range(n):
+            if f32:
+                yf[j] = <float>v
+            else:
+                yd[j] = v
+        src = d[0]
+    if I.row_kind == K_SOFTMAX:
+        I.sfn(src, d[0], nr, L, I.row_op)
+        return
+    I.rfn(src, nr, L * I.isz[0], L, NULL, 0.0, part)
+    for r in range(nr):
+        v = part[r] / L if I.row_op == ROW_MEAN else part[r]
+        if f32:
+            for j in range(r * L, r * L + L):
+                yf[j] = <float>v
+        else:
+            for j in range(r * L, r * L + L):
+                yd[j] = v
 
 
 cdef inline bint _all_zero(Tiling* t, int o) noexcept nogil:

@@ -1147,3 +1147,16 @@ def median(Array a, object dim, bint keepdim, bint ignore_nan, str name):
                 raise MemoryError(f"{name}: out of memory for the selection scratch")
     vals = cast_array(vals, rdt)
     return vals, idx
+
+
+# ---- the row kernels the fused program interpreter calls (declared in reduction.pxd) ---------
+cdef row_reduce_fn row_sum(int dtype) noexcept nogil:
+    if dtype != TL_FLOAT32 and dtype != TL_FLOAT64:
+        return NULL
+    return <row_reduce_fn>tl_red_rows[TL_RK_SUM][_slot(dtype)]
+
+
+cdef row_softmax_fn row_softmax(int dtype) noexcept nogil:
+    if dtype != TL_FLOAT32 and dtype != TL_FLOAT64:
+        return NULL
+    return <row_softmax_fn>tl_sm_rows[_slot(dtype)]

@@ -7,6 +7,14 @@ its elementwise inputs when it has the same shape, device and dtype family, else
 group.  A group closes as soon as a node outside it reads one of its values, so the kernel can
 sit where its last member was and no cycle can form.  Groups of one op stay eager ops.
 
+Row ops (softmax/log_softmax over the last dimension, keepdim sum/mean of it) join the group
+of their input when it has the input's shape; after one, a node of the row shape (the last
+dimension 1: a reduced value and what is computed from it) joins too, computed on full rows
+(each element of a row holds its row's value), so `x * rsqrt(mean(x*x, -1) + eps)` is one
+kernel.  A row-shaped value read outside the kernel is returned as a view of column 0; its
+gradient comes back spread over the row (each element g / L), as the program's gradients of
+row values are per element, summed by the row op's backward.
+
 Backward.  The region's nodes are copied into a graph of their own; walking them backwards,
 each op's gradient formula -- the same function eager autograd calls (elementwise_grad's
 UNARY/BINARY tables and ternary nodes) -- is traced on proxies into that graph, so the
@@ -32,15 +40,38 @@ MAX_OUTPUTS = 12
 
 
 class _Group:
-    __slots__ = ("nodes", "closed", "shape", "device", "dtype", "inputs")
+    __slots__ = ("nodes", "closed", "shape", "device", "dtype", "inputs", "rows")
 
-    def __init__(self, n):
+    def __init__(self, n, shape):
         v = n.meta["val"]
         self.nodes = [n]
         self.closed = False
-        self.shape, self.device = v[0], v[2]
+        self.shape, self.device = shape, v[2]
         self.dtype = _family(n)
         self.inputs = set()
+        self.rows = _is_row_op(n)
+
+    def takes(self, shape, row_op):
+        """Whether a node working on `shape` fits this group: the group's shape, or, in a
+        group with row ops, the row shape (not for a row op: it needs whole rows)."""
+        return shape == self.shape or (self.rows and not row_op and _row_shape_of(self.shape) == shape)
+
+
+def _is_row_op(n):
+    e = L.classify(n, dtype_of, n.meta["val"][1])
+    return e is not None and e.kind in (L.ROW, L.SOFTMAX)
+
+
+def _row_shape_of(shape):
+    return tuple(shape[:-1]) + (1,) if len(shape) else None
+
+
+def _work_shape(n):
+    """The shape a node's instruction runs over: a row op's input's, else its own."""
+    if _is_row_op(n):
+        x = n.args[0] if n.args else n.kwargs.get("input")
+        return x.meta["val"][0]
+    return n.meta["val"][0]
 
 
 def _family(n):
@@ -79,26 +110,30 @@ def partition(graph):
             continue
         v = n.meta["val"]
         fam = _family(n)
+        shape, row_op = _work_shape(n), _is_row_op(n)
         # every open group it reads, of its shape, device and dtype, merges with it: an open
         # group has no reader outside itself, so merging open groups cannot make a cycle
         joined = []
         for a in n.all_input_nodes:
             g = group_of.get(a)
-            if g is not None and g not in joined and not g.closed and g.shape == v[0] \
+            if g is not None and g not in joined and not g.closed and g.takes(shape, row_op) \
                     and g.device == v[2] and (g.dtype == fam or fam is None or g.dtype is None):
                 joined.append(g)
         for a in n.all_input_nodes:          # the other groups it reads are closed now
             g = group_of.get(a)
             if g is not None and g not in joined:
                 g.closed = True
+        # the group whose shape is the widest (a row-shaped group joins a full one)
+        joined.sort(key=lambda g: g.shape != shape)
         target = joined[0] if joined else None
         for g in joined[1:]:
-            if len(target.inputs | g.inputs) > MAX_INPUTS or \
+            if len(target.inputs | g.inputs) > MAX_INPUTS or g.shape != target.shape or \
                     (g.dtype is not None and target.dtype is not None and g.dtype != target.dtype):
                 g.closed = True
                 continue
             target.nodes.extend(g.nodes)
             target.inputs |= g.inputs
+            target.rows = target.rows or g.rows
             target.dtype = target.dtype if target.dtype is not None else g.dtype
             for m in g.nodes:
                 group_of[m] = target
@@ -109,10 +144,11 @@ def partition(graph):
                 target.closed = True
                 target = None
         if target is None:
-            target = _Group(n)
+            target = _Group(n, shape)
             groups.append(target)
         else:
             target.nodes.append(n)
+            target.rows = target.rows or row_op
             if target.dtype is None:
                 target.dtype = fam
         target.inputs |= {a for a in n.all_input_nodes if group_of.get(a) is not target}
@@ -139,7 +175,8 @@ def fuse(graph, name_prefix="fused", dynamic=False):
             continue
         region = _region_graph(g.nodes, inputs, outputs)
         try:
-            kernel = FusedKernel(f"{name_prefix}_{k}", region, inputs, outputs, g.shape, dynamic)
+            kernel = FusedKernel(f"{name_prefix}_{k}", region, inputs, outputs, g.shape, dynamic,
+                                 [o.meta["val"][0] != g.shape for o in outputs])
         except L.NotLowerable:
             continue
         last = g.nodes[-1]
@@ -179,10 +216,12 @@ class FusedKernel:
     """A fused elementwise region: called with its input tensors, returns its outputs (a
     tuple).  When an input requires grad (and grad mode is on), the outputs get one autograd
     node whose backward runs the region's backward program.  A dynamic kernel (dynamic=True)
-    takes the shape from its inputs on each call."""
+    takes the shape from its inputs on each call.  out_rows[i]: output i has the row shape
+    (the last dimension 1), a view of column 0 of what the program writes."""
 
-    def __init__(self, name, region, inputs, outputs, shape, dynamic=False):
+    def __init__(self, name, region, inputs, outputs, shape, dynamic=False, out_rows=None):
         self.__name__ = name
+        self.out_rows = list(out_rows) if out_rows is not None else [False] * len(outputs)
         self.region = region
         self.shape = tuple(shape)
         self.dynamic = dynamic
@@ -193,10 +232,10 @@ class FusedKernel:
         self.in_shapes = [v[0] for v in self.in_vals]
         self._backward = None           # built on the first call that records a node
         self._python = None
-        # which inputs each output depends on: a dynamic call checks that each output really
-        # has the shape the program writes (elementwise ops commute with broadcasting, so only
-        # the outputs' shapes can differ)
-        self._deps = _output_inputs(region)
+        # which inputs each output and each row op's operand depend on: a dynamic call checks
+        # that they really have the shape the program works on (elementwise ops commute with
+        # broadcasting, so only these shapes can differ; a row op must see whole rows)
+        self._deps = _shape_dependencies(region)
 
     def __repr__(self):
         return f"<FusedKernel {self.__name__}: {self.program.num_instructions} ops>"
@@ -211,7 +250,7 @@ class FusedKernel:
         result = _run(self.program, self.spec, arrays, shape)
         if result is None:                   # no CUDA kernel for it: its ops, one by one
             return self._eager(*inputs)
-        outs = tuple(_wrap(a) for a in result)
+        outs = tuple(_wrap(_column_0(a) if row else a) for a, row in zip(result, self.out_rows))
         if _grad_state.enabled and any(t._requires_grad for t in inputs):
             bw = self._backward
             if bw is None:
@@ -256,6 +295,13 @@ def _run(program, spec, arrays, shape):
         return None
 
 
+def _column_0(a):
+    """Column 0 of the last dimension of a (a view): a row value the program wrote on every
+    element of its row."""
+    shape = tuple(a.shape)
+    return a.as_strided(shape[:-1] + (1,), tuple(a.strides))
+
+
 def _python_of(graph, name):
     """The function the graph's Python code defines (called with a dummy `self`)."""
     code = graph.python_code("self")
@@ -264,8 +310,9 @@ def _python_of(graph, name):
     return scope["forward"]
 
 
-def _output_inputs(region):
-    """For each output of a region graph, the indices of the inputs it depends on."""
+def _shape_dependencies(region):
+    """For each output of a region graph, then each row op's operand, the indices of the
+    inputs it depends on."""
     placeholders = [n for n in region.nodes if n.op == "placeholder"]
     index = {p: i for i, p in enumerate(placeholders)}
     deps = {}
@@ -275,7 +322,10 @@ def _output_inputs(region):
         elif n.op != "output":
             deps[n] = set().union(*[deps[a] for a in n.all_input_nodes]) if n.all_input_nodes else set()
     out = next(n for n in region.nodes if n.op == "output").args[0]
-    return [sorted(deps[o]) if isinstance(o, Node) else [] for o in out]
+    checks = [o for o in out if isinstance(o, Node)]
+    checks += [n.args[0] if n.args else n.kwargs["input"] for n in region.nodes
+               if n.op not in ("placeholder", "output") and _is_row_op(n)]
+    return [sorted(deps[o]) for o in checks]
 
 
 class _Backward:
@@ -333,10 +383,12 @@ class _KernelNode(AutogradNode):
         k = self.kernel
         shape = self.shape
         full = []
-        for g, dt in zip(grads, k.out_dtypes):
+        for g, dt, row in zip(grads, k.out_dtypes, k.out_rows):
             if g is None:
                 from .._ops.creation import zeros
                 g = zeros(shape, dtype=_dtype(dt), device=inputs[0].device if inputs else None)
+            elif row:       # a row value's gradient, spread over its row (see the docstring)
+                g = g.expand(shape) / shape[-1]
             full.append(g if tuple(g.shape) == shape else g.expand(shape))
         grads_in = k._backward.run(inputs, full, shape, self.in_shapes)
         return tuple(g if e[0] is not None else None
@@ -426,6 +478,9 @@ def derive_backward(region):
             if wants[1]:
                 add(ops[1], tracer.call(lambda g_, a_, b_, y_: fb(g_, a_, b_, y_, fake),
                                         (g, xs[0], xs[1], env[n]), {}))
+        elif e.kind in (L.ROW, L.SOFTMAX):
+            if wants[0]:
+                add(ops[0], tracer.call(_ROW_GRADS[e.name], (g, env[n]), {}))
         else:
             cls = {"where": PG.WhereBackward0, "lerp": PG.LerpBackward0,
                    "addcmul": PG.AddcmulBackward0, "addcdiv": PG.AddcdivBackward0}[e.name]
@@ -451,6 +506,20 @@ def derive_backward(region):
     dead_code(bg)
     common_subexpressions(bg)
     return bg, grad_of
+
+
+def _row_sum(t):
+    return t.sum(-1, keepdim=True)
+
+
+# the gradients of the row ops, (g, y) -> the operand's gradient, as row ops and elementwise
+# ops the backward program runs (g and y hold full rows; a row value's g is per element)
+_ROW_GRADS = {
+    "sum": lambda g, y: _row_sum(g),
+    "mean": lambda g, y: g.mean(-1, keepdim=True),
+    "softmax": lambda g, y: y * (g - _row_sum(g * y)),
+    "log_softmax": lambda g, y: g - y.exp() * _row_sum(g),
+}
 
 
 def _differentiable(n):

@@ -9,6 +9,11 @@ the same kernel op.  Only float32/float64 ops (and bool masks feeding them) are 
 are what a model's elementwise chains are made of, and their loops all exist at every ISA
 level.
 
+Row ops -- `softmax`/`log_softmax` over the last dimension, and `sum`/`mean` over it with
+`keepdim=True` -- are read as the interpreter's row instructions (kinds ROW and SOFTMAX): a
+program holding one works on whole rows, and a row sum or mean is kept as a full register
+(the value repeated along its row), which is what the elementwise ops after it read.
+
 `build_program(graph)` lowers a region graph (placeholders, elementwise nodes, one output
 tuple) to a Program: inputs, constants, scratch registers assigned by liveness, and one
 instruction per node, each calling the eager op's loop."""
@@ -27,6 +32,8 @@ _ITEMSIZE = {BOOL: 1, F32: 4, F64: 8}
 MAX_PROGRAM_INPUTS, MAX_PROGRAM_OUTPUTS, MAX_PROGRAM_SLOTS = 64, 16, 144
 FLOATS = (F32, F64)
 UNARY, BINARY, TERNARY, CAST = 0, 1, 2, 3
+ROW, SOFTMAX = 4, 5         # row instructions over the last dimension (fused.pyx K_ROW, K_SOFTMAX)
+_ROW_CODES = {"sum": 0, "mean": 1, "softmax": 0, "log_softmax": 1}
 
 _UNARY_NAMES = {}          # public name or alias -> kernel op
 for _name, _op, _doc, _aliases in _P._UNARY_OPS:
@@ -83,6 +90,8 @@ class Ew:
 
     @property
     def code(self):
+        if self.kind in (ROW, SOFTMAX):
+            return _ROW_CODES[self.name]
         table = (_ew.UNARY, _ew.BINARY, _ew.TERNARY)[self.kind]
         return table[self.name]
 
@@ -107,9 +116,14 @@ def _canonical(node):
         name = _FUNCTIONS.get(fn) if _hashable(fn) else None
         if name is not None:
             return name, node.args, node.kwargs
+        row = _row_functions().get(fn) if _hashable(fn) else None
+        if row is not None:
+            return row, node.args, node.kwargs
         return None
     if node.op == "call_method":
         name = node.target
+        if name in _ROW_CODES:
+            return "row:" + name, node.args, node.kwargs
         if name in _IDENTITY_METHODS and len(node.args) == 1 and not node.kwargs:
             return "identity", node.args, {}
         if name in _UNARY_NAMES or name in _BINARY_NAMES or name in _TERNARY_NAMES \
@@ -120,6 +134,24 @@ def _canonical(node):
                 return "where", (node.args[1], node.args[0], node.args[2]), {}
             return name, node.args, node.kwargs
     return None
+
+
+_ROW_FUNCTIONS = {}
+
+
+def _row_functions():
+    """The functions that are row ops, by identity -> "row:<op>" ("nn:" for nn.functional's
+    softmax/log_softmax, whose third positional parameter is _stacklevel)."""
+    if not _ROW_FUNCTIONS:
+        from .._ops import reduction as R
+        from .. import special
+        from ..nn import functional as F
+        for name in _ROW_CODES:
+            _ROW_FUNCTIONS[getattr(R, name)] = "row:" + name
+        for name in ("softmax", "log_softmax"):
+            _ROW_FUNCTIONS[getattr(special, name)] = "row:" + name
+            _ROW_FUNCTIONS[getattr(F, name)] = "nn:" + name
+    return _ROW_FUNCTIONS
 
 
 def _zeros_like():
@@ -148,7 +180,7 @@ def classify(node, dtype_of, out_dtype=None):
     e = _read(node, name, args, kwargs, dtype_of)
     if e is None or (out_dtype is not None and out_dtype != e.out):
         return None
-    if e.kind in ("identity", "zeros"):
+    if e.kind in ("identity", "zeros", ROW, SOFTMAX):
         return e
     if not _ew.has_loop(e.kind, e.code, e.compute):
         return None
@@ -178,6 +210,8 @@ def _read(node, name, args, kwargs, dtype_of):
         e = Ew(UNARY, name, [args[0]], (), dt, dt)
         e.kind = "identity" if name == "identity" else "zeros"
         return e
+    if name.startswith(("row:", "nn:")):
+        return _read_row(name, args, kwargs, dtype_of)
     if name in _CLAMPS:
         return _read_clamp(name, args, kwargs, dtype_of)
     if name == "rsub":
@@ -213,6 +247,38 @@ def _unary(op, x, dtype_of):
     if dt not in FLOATS or op in ("bitwise_not",):
         return None
     return Ew(UNARY, op, [x], (), dt, BOOL if op in _BOOL_OUT else dt)
+
+
+def _read_row(name, args, kwargs, dtype_of):
+    """A row op over the last dimension: sum/mean(x, -1, keepdim=True) or softmax/log_softmax
+    (x, -1) with no dtype; None for any other form (it stays the eager op)."""
+    form, op = name.split(":")
+    args, kwargs = list(args), dict(kwargs)
+    if form == "nn" and len(args) > 2:          # F.softmax(x, dim, _stacklevel, dtype)
+        args = args[:2] + args[3:]
+    kwargs.pop("_stacklevel", None)
+    names = ("input", "dim", "keepdim") if op in ("sum", "mean") else ("input", "dim", "dtype")
+    if len(args) > len(names) or any(k in kwargs for k in names[:len(args)]):
+        return None
+    bound = dict(zip(names, args), **kwargs)
+    if set(bound) - set(names) - {"dtype"} or bound.get("dtype") is not None:
+        return None
+    x, dim = bound.get("input"), bound.get("dim")
+    if op in ("sum", "mean"):
+        if bound.get("keepdim") is not True:
+            return None
+        if isinstance(dim, (tuple, list)) and len(dim) == 1:
+            dim = dim[0]
+    if x is None or _number(x) or type(dim) is not builtins.int:
+        return None
+    dts = _operand_dtypes([x], dtype_of)
+    if not dts or dts[0] not in FLOATS:
+        return None
+    v = x.meta.get("val")
+    ndim = len(v[0]) if v is not None else None
+    if ndim == 0 or not (dim == -1 or (ndim is not None and dim == ndim - 1)):
+        return None
+    return Ew(ROW if op in ("sum", "mean") else SOFTMAX, op, [x], (), dts[0], dts[0])
 
 
 def _read_clamp(name, args, kwargs, dtype_of):

@@ -129,7 +129,10 @@ def describe(graph, nodes):
         first = next(a for a in e.operands if isinstance(a, Node))
         _, _, device, _ = first.meta["val"]
         rg = any(a.meta["val"][3] for a in e.operands if isinstance(a, Node))
-        n.meta["val"] = (tuple(broadcast_shapes(*shapes)), e.out, device, rg and e.out != L.BOOL)
+        shape = tuple(broadcast_shapes(*shapes))
+        if e.kind == L.ROW:                 # a keepdim reduction of the last dimension
+            shape = shape[:-1] + (1,)
+        n.meta["val"] = (shape, e.out, device, rg and e.out != L.BOOL)
     return True
 
 
