@@ -26,7 +26,7 @@
 from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from torchlite._core.array cimport Array, MAX_DIMS, new_array, tl_itemsize, TL_ERR_ZERODIV
 from torchlite._core.elementwise cimport tl_loop, loop_of
 from torchlite._core.reduction cimport row_reduce_fn, row_softmax_fn, row_sum, row_softmax
@@ -274,6 +274,8 @@ cdef struct Tiling:
     char* base[MAX_IN + 16]
     int isz[MAX_IN + 16]
     bint flat[MAX_IN + 16]           # laid out exactly as the (contiguous) output
+    bint per_row[MAX_IN + 16]        # whole-row tiles: reads only by the place in the row (a
+                                     # weight or bias row), so every tile gathers the same
 
 
 cdef void _coalesce(Tiling* t, int nd, const int64_t* shp) noexcept:
@@ -321,16 +323,24 @@ cdef void _coalesce(Tiling* t, int nd, const int64_t* shp) noexcept:
 
 cdef int _run(Program p, Tiling* t) noexcept nogil:
     cdef bint rows = t.row == 0 and (t.shape[0] >= ROW_MIN or t.nd == 1)
+    cdef int o, c
     t.tile = TILE
     if t.row > 0:                   # whole rows: flat tiles of as many rows as fit
         t.tile = (TILE // t.row if t.row < TILE else 1) * t.row
+    for o in range(t.nops):
+        t.per_row[o] = t.row > 0 and t.shape[0] == t.row and not t.flat[o]
+        for c in range(1, t.nd):
+            if t.cst[o][c] != 0:
+                t.per_row[o] = False
     cdef int64_t per_row = (t.shape[0] + TILE - 1) // TILE if rows else 0
     cdef int64_t n_items = (t.numel // t.shape[0]) * per_row if rows else (t.numel + t.tile - 1) // t.tile
     # a program does n_ins passes' worth of work per element: threads start that much sooner
     cdef int nt = num_chunks(t.numel * p.n_ins, GRAIN), tid, err = 0
     cdef int64_t it
-    # per thread: the scratch registers, the gathered inputs, one partial per row of a tile
-    cdef int64_t scratch_bytes = <int64_t>(p.n_scratch + p.n_in) * t.tile * 8 + t.tile * 8
+    # per thread: the scratch registers, the gathered inputs, one partial per row of a tile,
+    # and for each input the elements a per-row input has gathered so far
+    cdef int64_t scratch_bytes = <int64_t>(p.n_scratch + p.n_in) * t.tile * 8 + t.tile * 8 \
+        + p.n_in * 8
     if nt > n_items:
         nt = <int>n_items
     if nt < 1:
@@ -342,6 +352,7 @@ cdef int _run(Program p, Tiling* t) noexcept nogil:
         return -1
     for tid in range(nt):
         errs[tid] = 0
+        memset(scratch + tid * scratch_bytes + scratch_bytes - p.n_in * 8, 0, p.n_in * 8)
     if nt == 1:
         for it in range(n_items):
             errs[0] |= _tile(p, t, it, rows, per_row, scratch)
@@ -378,9 +389,18 @@ cdef int _gather(Tiling* t, int o, int64_t f0, int64_t n, char* dst) noexcept no
         m = t.shape[0] - j
         if m > n - done:
             m = n - done
-        for k in range(m):
-            for b in range(sz):
-                dst[(done + k) * sz + b] = src[k * s0 + b]
+        if s0 == sz:                # a contiguous run (a bias row, a mask row): one copy
+            memcpy(dst + done * sz, src, m * sz)
+        elif sz == 4:
+            for k in range(m):
+                (<int*>dst)[done + k] = (<int*>(src + k * s0))[0]
+        elif sz == 8:
+            for k in range(m):
+                (<double*>dst)[done + k] = (<double*>(src + k * s0))[0]
+        else:
+            for k in range(m):
+                for b in range(sz):
+                    dst[(done + k) * sz + b] = src[k * s0 + b]
         done += m
         j = 0
         row += 1
@@ -400,6 +420,7 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
     if first_scratch + p.n_scratch > MAX_IN + 16 + 64:
         return -1
     cdef double* part = <double*>(scratch + <int64_t>(p.n_scratch + p.n_in) * t.tile * 8)
+    cdef int64_t* gathered = <int64_t*>(part + t.tile)
     if rows:
         row = it // per_row
         j0 = (it % per_row) * TILE
@@ -424,7 +445,9 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
             else:                   # an input only: outputs are contiguous, hence flat
                 ptr[o] = scratch + <int64_t>(p.n_scratch + o) * t.tile * 8
                 stride[o] = t.isz[o]
-                _gather(t, o, f0, n, ptr[o])
+                if not t.per_row[o] or gathered[o] < n:
+                    _gather(t, o, f0, n, ptr[o])
+                    gathered[o] = n
     for k in range(p.n_const):
         ptr[first_const + k] = <char*>&p.const_bits[k]
         stride[first_const + k] = 0

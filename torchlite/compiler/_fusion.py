@@ -230,7 +230,11 @@ class FusedKernel:
         self.spec = L.lower(name, region, in_dtypes)
         self.program, self.out_dtypes = self.spec.program(), list(self.spec.out_dtypes)
         self.in_shapes = [v[0] for v in self.in_vals]
-        self._backward = None           # built on the first call that records a node
+        # the backward programs, one per pattern of inputs requiring grad (built on the first
+        # call that records a node with it: no work for gradients nobody wants); _backward is
+        # the last one used
+        self._backwards = {}
+        self._backward = None
         self._python = None
         # which inputs each output and each row op's operand depend on: a dynamic call checks
         # that they really have the shape the program works on (elementwise ops commute with
@@ -247,17 +251,29 @@ class FusedKernel:
             if shape is None:                # broadcasting the region does not hold for these
                 return self._eager(*inputs)   # sizes: its ops, one by one (eager's errors too)
         arrays = tuple(t._data for t in inputs)
-        result = _run(self.program, self.spec, arrays, shape)
+        bw = None
+        if _grad_state.enabled and any(t._requires_grad for t in inputs):
+            wants = tuple(t._requires_grad for t in inputs)
+            bw = self._backwards.get(wants)
+            if bw is None:
+                bw = self._backwards[wants] = _Backward(self, wants)
+            self._backward = bw
+        if bw is not None and bw.forward_program is not None:    # the values it saves too
+            result = _run(bw.forward_program, bw.forward_spec, arrays, shape)
+        else:
+            result = _run(self.program, self.spec, arrays, shape)
         if result is None:                   # no CUDA kernel for it: its ops, one by one
             return self._eager(*inputs)
-        outs = tuple(_wrap(_column_0(a) if row else a) for a, row in zip(result, self.out_rows))
-        if _grad_state.enabled and any(t._requires_grad for t in inputs):
-            bw = self._backward
-            if bw is None:
-                bw = self._backward = _Backward(self)
+        n_out = len(self.out_rows)
+        outs = tuple(_wrap(_column_0(a) if row else a)
+                     for a, row in zip(result[:n_out], self.out_rows))
+        if bw is not None:
             node = bw.node_class()
             node.kernel = self
+            node.plan = bw
             node._saved = {f"in{i}": pack(t, False) for i, t in enumerate(inputs)}
+            node._saved.update((f"s{j}", pack(_wrap(a), False))
+                               for j, a in enumerate(result[n_out:]))
             node.n_inputs = len(inputs)
             node.shape = shape
             node.in_shapes = [tuple(t._data.shape) for t in inputs]
@@ -295,6 +311,19 @@ def _run(program, spec, arrays, shape):
         return None
 
 
+def _with_outputs(region, extra):
+    """A copy of a region graph that also returns the values of the nodes `extra`."""
+    g = Graph()
+    env = {}
+    for n in region.nodes:
+        if n.op == "output":
+            g.output(tuple(env[o] for o in n.args[0]) + tuple(env[e] for e in extra))
+        else:
+            env[n] = g.node_copy(n, lambda a: env[a])
+            env[n].meta["val"] = n.meta.get("val")
+    return g
+
+
 def _column_0(a):
     """Column 0 of the last dimension of a (a view): a row value the program wrote on every
     element of its row."""
@@ -330,26 +359,47 @@ def _shape_dependencies(region):
 
 class _Backward:
     """The backward of a kernel: a graph of elementwise ops taking the region's inputs and
-    the outputs' gradients, returning one gradient per input that can have one; run as one
-    fused program (or, when some formula has no fusable form, as its Python code)."""
+    the outputs' gradients, returning one gradient per input that can have one and is wanted
+    (wants[i]: input i requires grad); run as one fused program (or, when some formula has no
+    fusable form, as its Python code).
 
-    def __init__(self, kernel):
+    The program recomputes the forward values it needs, but for the softmax/log_softmax
+    results (a recomputed softmax costs more than reading one back): forward_program is then
+    the kernel's program with those values as extra outputs, which the node saves.  The Python
+    form (create_graph=True) recomputes everything, so the second derivative sees them as
+    functions of the inputs."""
+
+    def __init__(self, kernel, wants=None):
         self.kernel = kernel
-        self.graph, self.grad_of = derive_backward(kernel.region)
+        name = kernel.__name__
+        self.graph, self.grad_of = derive_backward(kernel.region, wants)
         in_dtypes = [v[1] for v in kernel.in_vals] + list(kernel.out_dtypes)
+        self.forward_program = self.forward_spec = None
+        saved = [n for n in kernel.region.nodes if n.op not in ("placeholder", "output")
+                 and L.classify(n, dtype_of) is not None
+                 and L.classify(n, dtype_of).kind == L.SOFTMAX]
         try:
-            self.spec = L.lower(kernel.__name__ + "_backward", self.graph, in_dtypes)
+            graph = self.graph
+            if saved:
+                graph, _ = derive_backward(kernel.region, wants, saved)
+                in_dtypes += [n.meta["val"][1] for n in saved]
+                self.forward_spec = L.lower(name, _with_outputs(kernel.region, saved),
+                                            [v[1] for v in kernel.in_vals])
+                self.forward_program = self.forward_spec.program()
+            self.spec = L.lower(name + "_backward", graph, in_dtypes)
             self.program = self.spec.program()
         except L.NotLowerable:      # a formula with no fused form, or too many gradients
-            self.program = self.spec = None
-        self.python = _python_of(self.graph, kernel.__name__ + "_backward")
+            self.program = self.spec = self.forward_program = self.forward_spec = None
+        self.python = _python_of(self.graph, name + "_backward")
         self.node_class = type("CompiledFunctionBackward", (_KernelNode,), {})
 
-    def run(self, inputs, grads, shape, in_shapes):
-        """One gradient per kernel input (None where none flows)."""
+    def run(self, inputs, grads, shape, in_shapes, saved=()):
+        """One gradient per kernel input (None where none flows); saved: what the forward
+        program saved."""
         result = None
         if self.program is not None and not _grad_state.enabled:
-            arrays = tuple(t._data for t in inputs) + tuple(g._data for g in grads)
+            arrays = tuple(t._data for t in inputs) + tuple(g._data for g in grads) \
+                + tuple(t._data for t in saved)
             result = _run(self.program, self.spec, arrays, shape)
         if result is not None:
             outs = [_wrap(a) for a in result]
@@ -372,7 +422,7 @@ class _Backward:
 class _KernelNode(AutogradNode):
     """The autograd node of a FusedKernel call (PyTorch names it CompiledFunctionBackward)."""
 
-    kernel = None
+    kernel = plan = None
     n_inputs = 0
     shape = in_shapes = ()
 
@@ -390,7 +440,8 @@ class _KernelNode(AutogradNode):
             elif row:       # a row value's gradient, spread over its row (see the docstring)
                 g = g.expand(shape) / shape[-1]
             full.append(g if tuple(g.shape) == shape else g.expand(shape))
-        grads_in = k._backward.run(inputs, full, shape, self.in_shapes)
+        saved = [unpack(self, k, v) for k, v in self._saved.items() if k.startswith("s")]
+        grads_in = self.plan.run(inputs, full, shape, self.in_shapes, saved)
         return tuple(g if e[0] is not None else None
                      for g, e in zip(grads_in, self.next_functions))
 
@@ -411,10 +462,12 @@ class _Fake:
         self.numbers = {}
 
 
-def derive_backward(region):
-    """(graph, grad_of): the backward graph of a region graph -- inputs: the region's inputs
-    then one gradient per region output; output: the gradients of the inputs that can have
-    one (grad_of[i] says which).  Raises NotLowerable when a formula does not trace."""
+def derive_backward(region, needed=None, saved=()):
+    """(graph, grad_of): the backward graph of a region graph -- inputs: the region's inputs,
+    one gradient per region output, then the values of the region's nodes `saved` (read
+    instead of recomputed); output: the gradients of the inputs that can have one and are
+    needed (needed[i], all when None; grad_of[i] says which).  Raises NotLowerable when a
+    formula does not trace."""
     from .._ops import elementwise_grad as PG
     bg = Graph()
     env = {}
@@ -429,10 +482,14 @@ def derive_backward(region):
         gp = bg.placeholder(f"grad{i}")
         gp.meta["val"] = o.meta.get("val")
         gouts.append(gp)
+    for j, n in enumerate(saved):
+        env[n] = bg.placeholder(f"saved{j}")
+        env[n].meta["val"] = n.meta.get("val")
     body = [n for n in region.nodes if n.op not in ("placeholder", "output")]
     for n in body:
-        env[n] = bg.node_copy(n, lambda a: env[a])
-        env[n].meta["val"] = n.meta.get("val")
+        if n not in env:
+            env[n] = bg.node_copy(n, lambda a: env[a])
+            env[n].meta["val"] = n.meta.get("val")
     tracer = _InlineTracer(bg)
     grad = {}
 
@@ -495,9 +552,9 @@ def derive_backward(region):
                     add(x, gx)
     grad_of = []
     results = []
-    for p in placeholders:
+    for i, p in enumerate(placeholders):
         g = grad.get(p)
-        if g is not None and _differentiable(p):
+        if g is not None and _differentiable(p) and (needed is None or needed[i]):
             grad_of.append(True)
             results.append(g)
         else:
