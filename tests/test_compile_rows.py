@@ -16,7 +16,7 @@ from torchlite._tensor import _wrap
 
 F32, F64 = 8, 9
 ROW, SOFTMAX = 4, 5
-SUB = ew.BINARY["sub"]
+SUB, MUL, ADD = ew.BINARY["sub"], ew.BINARY["mul"], ew.BINARY["add"]
 
 
 @pytest.fixture(autouse=True)
@@ -48,18 +48,22 @@ def np_softmax(x, log=False):
 
 # ---- the interpreter -------------------------------------------------------------------------------
 def _program(dt):
-    """out0 = softmax(x - mean(x)), out1 = sum(x) (a row value on every element of its row),
-    out2 = log_softmax(x) written over its own source register."""
-    return Program("rows", [dt], [], 2, [dt, dt, dt], [
-        (ROW, 1, dt, ((2, 0, dt), (0, 0, dt)), ()),
-        (1, SUB, dt, ((2, 1, dt), (0, 0, dt), (2, 0, dt)), ()),
+    """out0 = softmax(x - mean(x)); out1 = 2 * sum(x) + 1, computed on the compact sums (one
+    per row) and spread along the rows; out2 = log_softmax(x), run again in place on its own
+    register (a no-op shift)."""
+    return Program("rows", [dt], [(dt, 2.0), (dt, 1.0)], 2, [dt, dt, dt], [
+        (ROW, 1, dt, ((2, 0, dt), (0, 0, dt)), ()),                 # r0 = mean (compact)
+        (ROW, 2, dt, ((2, 0, dt), (2, 0, dt)), ()),                 # r0 = spread r0, in place
+        (1, SUB, dt, ((2, 1, dt), (0, 0, dt), (2, 0, dt)), ()),     # r1 = x - mean
         (SOFTMAX, 0, dt, ((3, 0, dt), (2, 1, dt)), ()),
-        (ROW, 0, dt, ((3, 1, dt), (0, 0, dt)), ()),
-        (1, SUB, dt, ((2, 0, dt), (0, 0, dt), (2, 1, dt)), ()),   # x - (x - mean) = mean
+        (ROW, 0, dt, ((2, 0, dt), (0, 0, dt)), ()),                 # r0 = sum (compact)
+        (1, MUL, dt, ((2, 0, dt), (2, 0, dt), (1, 0, dt)), ()),     # compact: r0 = 2 r0
+        (1, ADD, dt, ((2, 1, dt), (2, 0, dt), (1, 1, dt)), ()),     # compact: r1 = r0 + 1
+        (ROW, 2, dt, ((3, 1, dt), (2, 1, dt)), ()),                 # out1 = spread r1
         (SOFTMAX, 1, dt, ((2, 0, dt), (0, 0, dt)), ()),
-        (SOFTMAX, 1, dt, ((2, 0, dt), (2, 0, dt)), ()),            # in place: a no-op shift
+        (SOFTMAX, 1, dt, ((2, 0, dt), (2, 0, dt)), ()),             # in place: a no-op shift
         (3, dt, dt, ((3, 2, dt), (2, 0, dt)), ()),
-    ])
+    ], [5, 6])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -72,8 +76,9 @@ def test_row_instructions_against_numpy(dtype, L):
     tol = 2e-6 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(out[0], np_softmax(x - x.mean(-1, keepdims=True)), rtol=tol * 10,
                                atol=tol)
-    np.testing.assert_allclose(out[1], np.broadcast_to(x.sum(-1, keepdims=True, dtype=np.float64),
-                                                       x.shape), rtol=tol * 10, atol=tol * 10)
+    sums = 2 * x.sum(-1, keepdims=True, dtype=np.float64) + 1
+    np.testing.assert_allclose(out[1], np.broadcast_to(sums, x.shape), rtol=tol * 10,
+                               atol=tol * 10)
     np.testing.assert_allclose(out[2], np_softmax(x, log=True), rtol=tol * 10, atol=tol * 10)
 
 
@@ -89,7 +94,8 @@ def test_row_instructions_read_any_layout_and_broadcast_inputs():
     got = _wrap(p.run((x._data, tl.from_numpy(w)._data), (7, 40))[0]).numpy()
     np.testing.assert_allclose(got, np_softmax(base.T * w), rtol=1e-6, atol=1e-7)
     # a fully broadcast operand (one value): every row is uniform
-    q = Program("rows", [F32], [], 0, [F32], [(ROW, 0, F32, ((3, 0, F32), (0, 0, F32)), ())])
+    q = Program("rows", [F32], [], 1, [F32], [(ROW, 0, F32, ((2, 0, F32), (0, 0, F32)), ()),
+                                              (ROW, 2, F32, ((3, 0, F32), (2, 0, F32)), ())])
     got = _wrap(q.run((tl.tensor(2.5)._data,), (3, 6))[0]).numpy()
     np.testing.assert_array_equal(got, np.full((3, 6), 15.0, np.float32))
 
@@ -98,7 +104,7 @@ def test_rows_longer_than_the_limit_are_refused_and_bad_row_instructions_rejecte
     p = Program("rows", [F32], [], 0, [F32], [(SOFTMAX, 0, F32, ((3, 0, F32), (0, 0, F32)), ())])
     with pytest.raises(NotImplementedError, match="rows of 70000"):
         p.run((tl.zeros(2, 70000)._data,), (2, 70000))
-    for ins in [(ROW, 2, F32, ((3, 0, F32), (0, 0, F32)), ()),        # no such op
+    for ins in [(ROW, 3, F32, ((3, 0, F32), (0, 0, F32)), ()),        # no such op
                 (ROW, 0, F32, ((3, 0, F64), (0, 0, F32)), ()),        # dtypes differ
                 (SOFTMAX, 0, 5, ((3, 0, 5), (0, 0, 5)), ()),          # int64 rows
                 (ROW, 0, F32, ((3, 0, F32), (0, 0, F32), (0, 0, F32)), ())]:
@@ -208,7 +214,9 @@ def test_other_reductions_stay_eager_ops():
     x = tl.randn(4, 5)
     c = tl.compile(other)
     np.testing.assert_allclose(c(x).numpy(), other(x).numpy(), rtol=1e-6, atol=1e-6)
-    assert all(ins[1] == 1 for k in row_kernels(c) for ins in k.spec.instrs if ins[0] == ROW)
+    row_ops = {(ins[0], ins[1]) for k in row_kernels(c) for ins in k.spec.instrs
+               if ins[0] in (ROW, SOFTMAX)}
+    assert row_ops == {(ROW, 1), (ROW, 2)}          # the mean and its spread, nothing else
 
 
 def test_long_rows_run_the_ops_one_by_one():
@@ -249,3 +257,31 @@ def test_a_row_value_used_outside_keeps_its_shape_and_gradient():
     s, e = c(x)
     assert s.shape == (3, 4, 1) and e.shape == (3, 4, 10)
     assert tl.autograd.gradcheck(lambda x: sum(t.sum() * k for k, t in enumerate(c(x), 1)), (x,))
+
+
+def test_values_of_whole_rows_run_one_element_per_row():
+    """rsqrt(mean(x^2) + eps) is computed once per row (compact instructions), then spread."""
+    c = tl.compile(rms_norm)
+    c(tl.randn(4, 32), tl.randn(32))
+    (k,) = row_kernels(c)
+    compact = [k.spec.instrs[i] for i in k.spec.compact]
+    assert [ins[:2] for ins in compact] == [(1, ew.BINARY["add"]), (0, ew.UNARY["rsqrt"])]
+    spreads = [ins for ins in k.spec.instrs if ins[:2] == (ROW, 2)]
+    assert len(spreads) == 1
+
+
+def test_a_row_value_returned_twice_and_used_inside():
+    def f(x):
+        m = x.mean(-1, keepdim=True) * 3
+        return m, x - m, m
+    x = tl.randn(5, 6, requires_grad=True)
+    c = tl.compile(f)
+    got, want = c(x), f(x)
+    assert row_kernels(c)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
+    seeds = [tl.randn(*w.shape) for w in want]
+    np.testing.assert_allclose(tl.autograd.grad(got, [x], seeds)[0].numpy(),
+                               tl.autograd.grad(want, [x], seeds)[0].numpy(), rtol=1e-5,
+                               atol=1e-6)

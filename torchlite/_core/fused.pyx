@@ -9,10 +9,11 @@
 # computes exactly what the eager op computes, from one copy of its math.
 #
 # Row instructions (kinds ROW and SOFTMAX) work on whole rows of the output's last dimension:
-# a row sum or mean written back over its row (so the elementwise instructions after it
-# read it like any register: a keepdim reduction broadcast back), or a softmax/log_softmax of
-# each row, each calling the eager reduction's row kernel (reduction.pxd).  A program with
-# row instructions runs on whole-row tiles (below).
+# a row sum or mean (a compact value: one element per row of the tile, at the start of its
+# register), the spread of a compact value along its rows, or a softmax/log_softmax of each
+# row; the reductions call the eager reduction's row kernels (reduction.pxd).  Elementwise
+# instructions marked compact run over the compact values, one element per row.  A program
+# with row instructions runs on whole-row tiles (below).
 #
 # Three tilings:
 # - whole-row tiles: for programs with row instructions, a tile is as many whole rows of the
@@ -41,10 +42,11 @@ cdef enum:
 
 # instruction kinds beyond elementwise.loop_of's (0 unary, 1 binary, 2 ternary, 3 cast)
 cdef enum:
-    K_ROW = 4                # op: ROW_SUM or ROW_MEAN of the source's rows
+    K_ROW = 4                # op: ROW_SUM, ROW_MEAN or ROW_SPREAD
     K_SOFTMAX = 5            # op: 0 softmax, 1 log_softmax of the source's rows
-    ROW_SUM = 0
+    ROW_SUM = 0              # the sum of each row of the source -> a compact value
     ROW_MEAN = 1
+    ROW_SPREAD = 2           # a compact source -> its value on every element of its row
 
 # slot kinds, as Program.slots gives them
 cdef enum:
@@ -58,6 +60,7 @@ cdef struct Instr:
     tl_loop fn               # an elementwise instruction's loop (NULL for a row instruction)
     int row_kind             # 0, or K_ROW / K_SOFTMAX
     int row_op
+    bint compact             # an elementwise instruction over compact values
     row_reduce_fn rfn
     row_softmax_fn sfn
     int nops                 # operands, the destination included
@@ -89,11 +92,12 @@ cdef class Program:
         free(self.slot_kind); free(self.slot_index); free(self.const_bits)
 
     def __init__(self, str name, list in_dtypes, list consts, int n_scratch, list out_dtypes,
-                 list instrs):
+                 list instrs, list compact=None):
         """in_dtypes: the inputs' dtype codes; consts: (dtype, value) pairs; n_scratch: scratch
         registers; out_dtypes: the outputs' dtype codes; instrs: (kind, op, dtype, operands,
         params) where operands is a tuple of (slot kind, index, dtype) with the destination
-        first, kind/op/dtype as elementwise.loop_of takes them."""
+        first, kind/op/dtype as elementwise.loop_of takes them (or a row instruction's);
+        compact: the indices of the elementwise instructions over compact values."""
         cdef int i, k, n_slots
         cdef Instr* I
         self.name = name
@@ -122,11 +126,12 @@ cdef class Program:
             I = &self.ins[i]
             I.nops = len(operands)
             I.row_kind = 0
+            I.compact = compact is not None and i in compact
             I.fn = NULL
             I.rfn = NULL
             I.sfn = NULL
             if kind == K_ROW or kind == K_SOFTMAX:
-                if I.nops != 2 or not (0 <= op <= 1) \
+                if I.nops != 2 or not (0 <= op <= (2 if kind == K_ROW else 1)) or I.compact \
                         or any(o[2] != dtype for o in operands):
                     raise ValueError(f"fused program {name}: row instruction {i} needs one "
                                      f"source and a destination of its dtype, and a known op")
@@ -463,21 +468,32 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
         if I.row_kind:
             _row_instruction(I, d, s, n, t.row, part)
         else:
-            err |= I.fn(d, s, n, I.p)
+            err |= I.fn(d, s, n // t.row if I.compact else n, I.p)
     return err
 
 
 cdef void _row_instruction(Instr* I, char** d, int64_t* s, int64_t n, int64_t L,
                            double* part) noexcept nogil:
     """A row instruction over the n // L whole rows of a tile: d[0] (contiguous) gets each
-    row's sum or mean on every element of the row, or the row's softmax.  The rows are
-    all read before any is written, so d[0] may be d[1]."""
+    row's sum or mean (compact), a compact value spread along its rows, or each row's
+    softmax.  Each reads what it needs before it writes over it, so d[0] may be d[1]."""
     cdef int64_t nr = n // L, r, j
     cdef char* src = d[1]
     cdef bint f32 = I.isz[0] == 4
     cdef double v
     cdef float* yf = <float*>d[0]
     cdef double* yd = <double*>d[0]
+    if I.row_kind == K_ROW and I.row_op == ROW_SPREAD:
+        r = nr - 1
+        while r >= 0:               # the last row first: row r is read before rows >= r are written
+            v = (<float*>src)[r if s[1] else 0] if f32 else (<double*>src)[r if s[1] else 0]
+            for j in range(r * L, r * L + L):
+                if f32:
+                    yf[j] = <float>v
+                else:
+                    yd[j] = v
+            r -= 1
+        return
     if s[1] == 0:                   # a broadcast operand: its value on every element first
         v = (<float*>src)[0] if f32 else (<double*>src)[0]
         for j in range(n):
@@ -493,11 +509,9 @@ cdef void _row_instruction(Instr* I, char** d, int64_t* s, int64_t n, int64_t L,
     for r in range(nr):
         v = part[r] / L if I.row_op == ROW_MEAN else part[r]
         if f32:
-            for j in range(r * L, r * L + L):
-                yf[j] = <float>v
+            yf[r] = <float>v
         else:
-            for j in range(r * L, r * L + L):
-                yd[j] = v
+            yd[r] = v
 
 
 cdef inline bint _all_zero(Tiling* t, int o) noexcept nogil:

@@ -11,8 +11,10 @@ level.
 
 Row ops -- `softmax`/`log_softmax` over the last dimension, and `sum`/`mean` over it with
 `keepdim=True` -- are read as the interpreter's row instructions (kinds ROW and SOFTMAX): a
-program holding one works on whole rows, and a row sum or mean is kept as a full register
-(the value repeated along its row), which is what the elementwise ops after it read.
+program holding one works on whole rows.  A row sum or mean is a compact value (one per row);
+so is every elementwise result computed from compact values alone (`rsqrt(mean + eps)`), run
+over one element per row.  Where an instruction on full rows reads a compact value, a spread
+instruction first writes it along its rows.
 
 `build_program(graph)` lowers a region graph (placeholders, elementwise nodes, one output
 tuple) to a Program: inputs, constants, scratch registers assigned by liveness, and one
@@ -34,6 +36,7 @@ FLOATS = (F32, F64)
 UNARY, BINARY, TERNARY, CAST = 0, 1, 2, 3
 ROW, SOFTMAX = 4, 5         # row instructions over the last dimension (fused.pyx K_ROW, K_SOFTMAX)
 _ROW_CODES = {"sum": 0, "mean": 1, "softmax": 0, "log_softmax": 1}
+ROW_SPREAD = 2              # the ROW op writing a compact value along its rows
 
 _UNARY_NAMES = {}          # public name or alias -> kernel op
 for _name, _op, _doc, _aliases in _P._UNARY_OPS:
@@ -383,11 +386,12 @@ class ProgramSpec:
     n_scratch: int
     out_dtypes: tuple
     instrs: tuple
+    compact: tuple = ()         # the instructions that run over one element per row
 
     def program(self):
         """The CPU interpreter's Program (torchlite/_core/fused.pyx) of this spec."""
         return Program(self.name, list(self.in_dtypes), list(self.consts), self.n_scratch,
-                       list(self.out_dtypes), list(self.instrs))
+                       list(self.out_dtypes), list(self.instrs), list(self.compact))
 
 
 def build_program(name, graph, input_dtypes):
@@ -438,32 +442,57 @@ def lower(name, graph, input_dtypes):
             consts.append((dt, builtins.bool(v) if dt == BOOL else builtins.float(v)))
         return (1, const_index[key], dt)
 
+    # the steps: (value, kind, code, compute dtype, out dtype, operands, params, whether it is
+    # an elementwise instruction over compact values)
+    compact = set()
+    spread = {}             # compact value -> the value of its spread along the rows
+    out_spread = {}         # output index -> the spread written there (a compact output)
+    steps = []
+    for n, e in ops:
+        srcs = [root(x) for x in e.operands]
+        nodes = [r for r in srcs if not _number(r)]
+        if e.kind == ROW or (e.kind != SOFTMAX and nodes and all(r in compact for r in nodes)):
+            compact.add(n)
+        if e.kind == ROW or n not in compact:       # reads full rows: spread compact operands
+            for j, r in enumerate(srcs):
+                if not _number(r) and r in compact:
+                    if r not in spread:
+                        spread[r] = sp = _Spread(r)
+                        dtype[sp] = dtype[r]
+                        steps.append((sp, ROW, ROW_SPREAD, dtype[r], dtype[r], [r], (), False))
+                    srcs[j] = spread[r]
+        steps.append((n, e.kind, e.code, e.compute, e.out, srcs, e.params,
+                      n in compact and e.kind != ROW))
+        if n in compact:        # a compact output: spread into its output at once
+            for k, v in enumerate(out_values):
+                if v is n:
+                    sp = _Spread(n)
+                    dtype[sp] = dtype[n]
+                    out_spread[k] = sp
+                    steps.append((sp, ROW, ROW_SPREAD, dtype[n], dtype[n], [n], (), False))
+
     last_use = {}
-    for i, (n, e) in enumerate(ops):
-        for x in e.operands:
-            r = root(x)
+    for i, step in enumerate(steps):
+        for r in step[5]:
             if not _number(r):
                 last_use[r] = i
-    out_slot = {}
+    out_slot = {sp: (3, k) for k, sp in out_spread.items()}
     for k, v in enumerate(out_values):
-        if not _number(v) and v not in out_slot and v not in slot:
+        if not _number(v) and v not in out_slot and v not in slot and v not in compact:
             out_slot[v] = (3, k)
-    free, n_scratch, instrs = [], 0, []
-    for i, (n, e) in enumerate(ops):
-        srcs = []
-        for x in e.operands:
-            r = root(x)
-            srcs.append(const(e.compute, r) if _number(r) else slot[r] + (dtype[r],))
+    free, n_scratch, instrs, compact_instrs = [], 0, [], []
+    for i, (n, kind, code, compute, out, operands, params, is_compact) in enumerate(steps):
+        srcs = [const(compute, r) if _number(r) else slot[r] + (dtype[r],) for r in operands]
         # the scratch registers whose last reader this is may take the result when its
         # elements are as wide (a loop reads element i before writing element i; a wider
-        # result would overwrite elements not read yet)
+        # result would overwrite elements not read yet; a spread reads row r before it
+        # writes rows r and up)
         now = []
-        for x in e.operands:
-            r = root(x)
+        for r in operands:
             if not _number(r) and last_use.get(r) == i and slot[r][0] == 2 \
                     and slot[r] not in free and slot[r] not in now:
                 now.append(slot[r])
-                if _ITEMSIZE[dtype[r]] == _ITEMSIZE[e.out]:
+                if _ITEMSIZE[dtype[r]] == _ITEMSIZE[out]:
                     free.append(slot[r])
         if n in out_slot:
             dst = out_slot[n]
@@ -476,14 +505,16 @@ def lower(name, graph, input_dtypes):
         slot[n] = dst
         if n not in last_use and n not in out_slot and dst[0] == 2:
             free.append(dst)
-        instrs.append((e.kind, e.code, e.compute, (dst + (e.out,),) + tuple(srcs), e.params))
+        if is_compact:
+            compact_instrs.append(len(instrs))
+        instrs.append((kind, code, compute, (dst + (out,),) + tuple(srcs), params))
     for k, v in enumerate(out_values):           # outputs no instruction wrote: copied
         dt = out_dtypes[k]
         if dt is None:
             raise NotLowerable("a number as an output")
         if _number(v):
             src = const(dt, v)
-        elif out_slot.get(v) != (3, k):
+        elif out_slot.get(v) != (3, k) and k not in out_spread:
             src = slot[v] + (dtype[v],)
         else:
             continue
@@ -493,4 +524,13 @@ def lower(name, graph, input_dtypes):
         raise NotLowerable(f"{len(input_dtypes)} inputs, {len(out_dtypes)} outputs, {len(consts)} "
                            f"constants and {n_scratch} registers: more than a program holds")
     return ProgramSpec(name, tuple(input_dtypes), tuple(consts), n_scratch, tuple(out_dtypes),
-                       tuple(instrs))
+                       tuple(instrs), tuple(compact_instrs))
+
+
+class _Spread:
+    """The spread of a compact value along its rows (a value of the lowering, not a node)."""
+
+    __slots__ = ("of",)
+
+    def __init__(self, of):
+        self.of = of
