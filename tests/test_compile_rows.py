@@ -285,3 +285,37 @@ def test_a_row_value_returned_twice_and_used_inside():
     np.testing.assert_allclose(tl.autograd.grad(got, [x], seeds)[0].numpy(),
                                tl.autograd.grad(want, [x], seeds)[0].numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_rms_norm_is_decomposed_into_one_kernel_with_its_neighbours():
+    import torchlite.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.RMSNorm(24, eps=1e-6)
+
+        def forward(self, x, y):
+            return F.silu(self.norm(x + y)) * 2
+    tl.manual_seed(0)
+    block = Block()
+    norm = block.norm
+    with tl.no_grad():
+        norm.weight.mul_(tl.rand(24) + 0.5)
+    x, y = tl.randn(3, 5, 24, requires_grad=True), tl.randn(3, 5, 24, requires_grad=True)
+    c = tl.compile(block)
+    got, want = c(x, y), block(x, y)
+    (k,) = row_kernels(c)                      # the add, the norm and the silu: one kernel
+    assert len(kernels_of(c)) == 1 and k.program.num_instructions >= 8
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    seed = tl.randn(3, 5, 24)
+    for a, b in zip(tl.autograd.grad(got, [x, y, norm.weight], seed),
+                    tl.autograd.grad(want, [x, y, norm.weight], seed)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+    # eps=None (the dtype's epsilon) and several normalized dims stay the eager function
+    for args in (((24,), None), ((5, 24), 1e-6)):
+        c2 = tl.compile(lambda x: F.rms_norm(x, args[0], None, args[1]) + 1)
+        np.testing.assert_allclose(c2(x).detach().numpy(),
+                                   (F.rms_norm(x, args[0], None, args[1]) + 1).detach().numpy(),
+                                   rtol=1e-6, atol=1e-6)
+        assert not row_kernels(c2)

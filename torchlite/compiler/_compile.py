@@ -234,7 +234,7 @@ class Compiled:
         if self.backend == "inductor":
             _passes.fold_constants(graph)
             if self.options.get("fusion", True):
-                _passes.inline_activations(graph)
+                _passes.inline_decompositions(graph)
             _passes.common_subexpressions(graph)
             _passes.dead_code(graph)
             if self.options.get("fusion", True):

@@ -13,7 +13,7 @@ from ..fx.node import Node, map_aggregate
 from ..fx.proxy import Proxy
 from . import _lowering as L
 
-__all__ = ["dead_code", "inline_activations", "common_subexpressions", "fold_constants",
+__all__ = ["dead_code", "inline_decompositions", "common_subexpressions", "fold_constants",
            "inline_constants"]
 
 
@@ -141,14 +141,16 @@ def dtype_of(a):
     return v[1] if v is not None else None
 
 
-def inline_activations(graph):
-    """Replace each call of a fused activation (gelu, silu, ...) on a float CPU tensor by the
-    elementwise ops of its formula, when all of them fuse."""
-    from ..nn.functional.activation import COMPILE_DECOMPOSITIONS
+def inline_decompositions(graph):
+    """Replace each call of a fused activation (gelu, silu, ...) or of rms_norm over the last
+    dimension on a float CPU tensor by the elementwise and row ops of its formula, when all
+    of them fuse."""
+    from ..nn.functional.activation import COMPILE_DECOMPOSITIONS as ACTIVATIONS
+    from ..nn.functional.normalization import COMPILE_DECOMPOSITIONS as NORMS
+    table = {**ACTIVATIONS, **NORMS}
     count = 0
     for n in list(graph.nodes):
-        if n.op != "call_function" or not _hashable(n.target) \
-                or n.target not in COMPILE_DECOMPOSITIONS:
+        if n.op != "call_function" or not _hashable(n.target) or n.target not in table:
             continue
         x = n.args[0] if n.args else n.kwargs.get("input")
         if not isinstance(x, Node) or "val" not in x.meta or "val" not in n.meta:
@@ -159,7 +161,7 @@ def inline_activations(graph):
         before = set(graph.nodes)
         with graph.inserting_before(n):
             try:
-                result = _InlineTracer(graph).call(COMPILE_DECOMPOSITIONS[n.target], n.args,
+                result = _InlineTracer(graph).call(table[n.target], n.args,
                                                    n.kwargs)
             except Exception:       # a formula that does not trace stays one op
                 result = None

@@ -339,3 +339,28 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         window = window + padded.narrow(1, i, C)
     div = (window * (alpha / size) + k) ** beta
     return input / div
+
+
+# ---- for torchlite.compile ---------------------------------------------------------------------
+def _norm_shape_is_last_dim(normalized_shape):
+    shape = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) \
+        else (normalized_shape,)
+    return len(shape) == 1
+
+
+def _rms_norm_rows(input, normalized_shape, weight=None, eps=None):
+    if not _norm_shape_is_last_dim(normalized_shape) or eps is None:
+        return None
+    y = input * ((input * input).mean(-1, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
+
+
+# rms_norm over the last dimension as the row op (a keepdim mean) and the elementwise ops
+# that torchlite.compile fuses with their neighbours (its eager form is these ops, one pass
+# each); None: this call stays whole (several normalized dims, eps=None).  layer_norm is not
+# here: its eager kernel (one pass per row for the statistics, one for the output, and a
+# backward that sums the weight's and bias's gradients in the same pass) is faster than the
+# fused program at the sizes measured (benchmarks/RESULTS.md, issue 12).
+COMPILE_DECOMPOSITIONS = {
+    rms_norm: _rms_norm_rows,
+}
