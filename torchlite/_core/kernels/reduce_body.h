@@ -43,9 +43,10 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
 }
 
 /* best = max (FAST = TL_C_FMAX, COMB = TL_C_MAX) or min of MAP(x[0..n)) with NaN
- * propagating.  The lanes use the plain max (one instruction) and detect NaN and inf on the
- * side (z += v * 0 is one FMA, and turns NaN on either); only a row holding one of them is
- * scanned again with the exact NaN-sticky combine. */
+ * propagating.  The lanes use the plain max (one instruction, exact for infinities too) and
+ * count NaNs on the side (a compare and a masked add); only a row holding one is scanned
+ * again with the exact NaN-sticky combine.  (Rows with infinities are common: a causal
+ * attention mask fills half of every row with -inf.) */
 #define TL_ROW_BEST(T, NL, INIT, MAP, FAST, COMB, x, n, best)                              \
     {                                                                                        \
         int64_t i_ = 0;                                                                      \
@@ -56,11 +57,11 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
             for (int j = 0; j < NL; j++) { acc_[j] = INIT; z_[j] = 0; }                      \
             for (; i_ + NL <= (n); i_ += NL)                                                 \
                 for (int j = 0; j < NL; j++) {                                               \
-                    const T v = MAP((x)[i_ + j], 0); acc_[j] = FAST(acc_[j], v); z_[j] += v * 0; } \
+                    const T v = MAP((x)[i_ + j], 0); acc_[j] = FAST(acc_[j], v); z_[j] += v != v; } \
             TL_TREE(acc_, NL, FAST)                                                          \
             TL_TREE(z_, NL, TL_C_ADD)                                                        \
             best = acc_[0];                                                                  \
-            special_ = z_[0] != z_[0];                                                       \
+            special_ = z_[0] != 0;                                                           \
         }                                                                                    \
         for (; i_ < (n); i_++) best = COMB(best, MAP((x)[i_], 0));                           \
         if (special_) {                                                                      \
