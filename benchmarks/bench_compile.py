@@ -8,6 +8,9 @@ same run (issue 12's targets, not tests):
   both next to torch.compile's speed-up over eager torch (the goal: a larger speed-up);
 - compile time: a cold compile of the Transformer LM under 3 s; a recompile after a guard
   failure (a new batch size) under 1 s.
+Then, with no target, the row fusion (softmax and keepdim means fused with the elementwise
+ops around them), forward + backward: a causal attention's scale + mask + softmax, nn.RMSNorm,
+and a LayerNorm written out as means (as model code often has it).
 
     python benchmarks/bench_compile.py [--repeat 5] [--no-torch]
 
@@ -89,6 +92,23 @@ class TlBlock(nn.Module):
 
     def forward(self, x):
         return self.ln(x + self.fc2(F.gelu(self.fc1(x))))
+
+
+def attention_scores(a, mask, F_):
+    return F_.softmax(a * 0.125 + mask, dim=-1)
+
+
+def layer_norm_by_hand(x, w, b):
+    mu = x.mean(-1, keepdim=True)
+    d = x - mu
+    return d * ((d * d).mean(-1, keepdim=True) + 1e-5).rsqrt() * w + b
+
+
+def fwd_bwd(fn, *args):
+    def step():
+        y = fn(*args)
+        y.backward(y.detach() * 0 + 1)
+    return step
 
 
 def train_step(model, opt, x, y, loss_fn):
@@ -210,6 +230,21 @@ def main():
     t = rounds(fns, a.repeat, 3)
     rows.append(("Transformer LM (examples/transformer_lm.py), training step", t, 1.15, why))
 
+    # 4. the row fusion, forward + backward (no target)
+    row_rows = []
+    for name, make_tl, make_t in _row_cases(torch):
+        fns = {"tl": fwd_bwd(*make_tl(False)), "tlc": fwd_bwd(*make_tl(True))}
+        fns["tlc"]()
+        why = None
+        if torch is not None:
+            fns["t"] = fwd_bwd(*make_t(None))
+            fn_c, *args = make_t(None)
+            tc, why = try_torch_compile(torch, fn_c, *args)
+            fns["tc"] = fwd_bwd(tc, *args) if tc is not None else None
+            if fns["tc"] is not None:
+                fns["tc"]()
+        row_rows.append((name, rounds(fns, a.repeat, 3), None, why))
+
     print("| case | eager torchlite | compiled torchlite | speed-up (target) | eager torch | "
           "torch.compile | torch speed-up |")
     print("|---|---:|---:|---|---:|---:|---:|")
@@ -225,11 +260,66 @@ def main():
               f"| {name} | {t['tl'] * 1e3:.2f} ms | {t['tlc'] * 1e3:.2f} ms | {su:.2f}x "
               f"(>= {target}x: {met}) | - | {why or '-'} | - |")
     print()
+    print("Row fusion, forward + backward (no target):\n")
+    print("| case | eager torchlite | compiled torchlite | speed-up | eager torch | "
+          "torch.compile | torch speed-up |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, t, _, why in row_rows:
+        te, tc = t.get("t"), t.get("tc")
+        print(f"| {name} | {t['tl'] * 1e3:.2f} ms | {t['tlc'] * 1e3:.2f} ms | "
+              f"{t['tl'] / t['tlc']:.2f}x | {f'{te * 1e3:.2f} ms' if te else '-'} | "
+              f"{f'{tc * 1e3:.2f} ms' if tc else (why or '-')} | "
+              f"{f'{te / tc:.2f}x' if te and tc else '-'} |")
+    print()
     print(f"| compile time | seconds | target |\n|---|---:|---|\n"
           f"| cold compile + first training step, Transformer LM | {cold:.2f} s | < 3 s: "
           f"{'met' if cold < 3 else 'NOT met'} |\n"
           f"| recompile after a guard failure (new batch size), Transformer LM | "
           f"{recompile:.2f} s | < 1 s: {'met' if recompile < 1 else 'NOT met'} |")
+
+
+def _row_cases(torch):
+    """(name, make_tl(compiled) -> (fn, *args), make_t(_) -> (fn, *args)) of the row cases."""
+    cases = []
+    for shape in ((32, 4, 64, 64), (16, 8, 128, 128)):
+        g = tl.Generator().manual_seed(0)
+        a0 = tl.randn(*shape, generator=g)
+        m0 = tl.triu(tl.full(shape[-2:], float("-inf")), 1)
+
+        def make_tl(compiled, a0=a0, m0=m0):
+            a = a0.detach().requires_grad_()
+            fn = (lambda a, m: attention_scores(a, m, F))
+            return (tl.compile(fn) if compiled else fn), a, m0
+
+        def make_t(_, a0=a0, m0=m0):
+            a = torch.from_numpy(a0.numpy()).requires_grad_()
+            return (lambda a, m: attention_scores(a, m, torch.nn.functional)), a, \
+                torch.from_numpy(m0.numpy())
+        cases.append((f"softmax(a * 0.125 + causal mask), a {'x'.join(map(str, shape))}",
+                      make_tl, make_t))
+    for shape in ((2048, 512), (8192, 1024)):
+        g = tl.Generator().manual_seed(1)
+        x0 = tl.randn(*shape, generator=g)
+
+        def make_tl(compiled, x0=x0, n=shape[-1]):
+            m = nn.RMSNorm(n, eps=1e-6)
+            return (tl.compile(m) if compiled else m), x0.detach().requires_grad_()
+
+        def make_t(_, x0=x0, n=shape[-1]):
+            return torch.nn.RMSNorm(n, eps=1e-6), torch.from_numpy(x0.numpy()).requires_grad_()
+        cases.append((f"nn.RMSNorm, x {'x'.join(map(str, shape))}", make_tl, make_t))
+
+        def make_tl_ln(compiled, x0=x0, n=shape[-1]):
+            w, b = tl.ones(n, requires_grad=True), tl.zeros(n, requires_grad=True)
+            fn = tl.compile(layer_norm_by_hand) if compiled else layer_norm_by_hand
+            return fn, x0.detach().requires_grad_(), w, b
+
+        def make_t_ln(_, x0=x0, n=shape[-1]):
+            w, b = torch.ones(n, requires_grad=True), torch.zeros(n, requires_grad=True)
+            return layer_norm_by_hand, torch.from_numpy(x0.numpy()).requires_grad_(), w, b
+        cases.append((f"LayerNorm written as means, x {'x'.join(map(str, shape))}",
+                      make_tl_ln, make_t_ln))
+    return cases
 
 
 if __name__ == "__main__":
