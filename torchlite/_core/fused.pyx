@@ -25,12 +25,13 @@
 #   flat output; inputs laid out as the output are read in place, the others are gathered
 #   into scratch first.
 from cython.parallel cimport prange, threadid
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from torchlite._core.array cimport Array, MAX_DIMS, new_array, tl_itemsize, TL_ERR_ZERODIV
 from torchlite._core.elementwise cimport tl_loop, loop_of
 from torchlite._core.reduction cimport row_reduce_fn, row_softmax_fn, row_sum, row_softmax
+from torchlite._core.random cimport bernoulli_range
 from torchlite._core.parallel cimport num_chunks
 
 cdef enum:
@@ -44,6 +45,8 @@ cdef enum:
 cdef enum:
     K_ROW = 4                # op: ROW_SUM, ROW_MEAN or ROW_SPREAD
     K_SOFTMAX = 5            # op: 0 softmax, 1 log_softmax of the source's rows
+    K_RANDOM = 6             # op 0: Bernoulli(p[0]) at each element's flat index of the
+                             # request whose seed and first block are the two int64 sources
     ROW_SUM = 0              # the sum of each row of the source -> a compact value
     ROW_MEAN = 1
     ROW_SPREAD = 2           # a compact source -> its value on every element of its row
@@ -58,7 +61,7 @@ cdef enum:
 
 cdef struct Instr:
     tl_loop fn               # an elementwise instruction's loop (NULL for a row instruction)
-    int row_kind             # 0, or K_ROW / K_SOFTMAX
+    int row_kind             # 0, or K_ROW / K_SOFTMAX / K_RANDOM
     int row_op
     bint compact             # an elementwise instruction over compact values
     row_reduce_fn rfn
@@ -143,6 +146,14 @@ cdef class Program:
                 if I.rfn == NULL and I.sfn == NULL:
                     raise ValueError(f"fused program {name}: no row kernel for dtype {dtype}")
                 self.has_rows = True
+            elif kind == K_RANDOM:
+                if I.nops != 3 or op != 0 or dtype not in (8, 9) or operands[0][2] != dtype \
+                        or operands[1][2] != 5 or operands[2][2] != 5 or I.compact \
+                        or not params or not 0.0 <= params[0] <= 1.0:
+                    raise ValueError(f"fused program {name}: random instruction {i} needs a "
+                                     f"float destination, int64 seed and block sources and a "
+                                     f"probability")
+                I.row_kind, I.row_op = kind, op
             else:
                 I.fn = loop_of(kind, op, dtype)
                 if I.fn == NULL:
@@ -429,6 +440,7 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
     if rows:
         row = it // per_row
         j0 = (it % per_row) * TILE
+        f0 = row * t.shape[0] + j0      # the output is contiguous: its flat index
         n = t.shape[0] - j0
         if n > TILE:
             n = TILE
@@ -465,7 +477,10 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
             sl = I.slot[k]
             d[k] = ptr[sl]
             s[k] = stride[sl] if stride[sl] >= 0 else I.isz[k]
-        if I.row_kind:
+        if I.row_kind == K_RANDOM:
+            bernoulli_range((<uint64_t*>d[1])[0], (<uint64_t*>d[2])[0], I.p[0], f0, n,
+                            8 if I.isz[0] == 4 else 9, d[0])
+        elif I.row_kind:
             _row_instruction(I, d, s, n, t.row, part)
         else:
             err |= I.fn(d, s, n // t.row if I.compact else n, I.p)

@@ -8,6 +8,7 @@
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t, uint32_t
 from libc.math cimport log1p, INFINITY
+from libc.string cimport memcpy
 from torchlite._core.array cimport (Array, new_array, tl_itemsize, TL_BOOL, TL_INT64,
                                     TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64)
 from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into, check_writable
@@ -390,3 +391,39 @@ def poisson(Array rates, Philox gen):
     out = new_array(rates.nd, rates.shp, rates.dtype)
     copy_into(out, res)
     return out
+
+
+# ---- draws at a given place of a stream (fused kernels; declared in random.pxd) ---------------
+cdef void bernoulli_range(uint64_t seed, uint64_t base, double p, int64_t first, int64_t n,
+                          int dtype, char* out) noexcept nogil:
+    cdef tl_rnd_req q
+    cdef int ot = TL_RND_F64 if dtype == TL_FLOAT64 else TL_RND_F32
+    cdef int isz = 8 if dtype == TL_FLOAT64 else 4
+    cdef int64_t G = 4 * TL_PHILOX_LANES, g, lo, hi
+    cdef double tmp[4 * TL_PHILOX_LANES]
+    q.key[0] = <uint32_t>seed
+    q.key[1] = <uint32_t>(seed >> 32)
+    q.base = base
+    q.thresh = <uint64_t>(p * 4294967296.0 + 0.5)       # as fill_bernoulli
+    if n <= 0:
+        return
+    for g in range(first // G, (first + n - 1) // G + 1):
+        lo = first if first > g * G else g * G
+        hi = first + n if first + n < g * G + G else g * G + G
+        if lo == g * G and hi == g * G + G:
+            tl_rnd_table[TL_RND_BERNOULLI][ot](&q, g, out + (lo - first) * isz)
+        else:
+            tl_rnd_table[TL_RND_BERNOULLI][ot](&q, g, tmp)
+            memcpy(out + (lo - first) * isz, <char*>tmp + (lo - g * G) * isz, (hi - lo) * isz)
+
+
+def fill_bernoulli_at(Array dst, seed, base, double p):
+    """dst (contiguous float32/float64) = the Bernoulli(p) request of dst's size that starts at
+    block `base` of stream `seed`: what fill_bernoulli draws when the generator stands there."""
+    if (dst.dtype != TL_FLOAT32 and dst.dtype != TL_FLOAT64) or not dst.contiguous():
+        raise ValueError("fill_bernoulli_at: a contiguous float32/float64 array")
+    cdef uint64_t s = <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF)
+    cdef uint64_t b = <uint64_t>(int(base) & 0xFFFFFFFFFFFFFFFF)
+    with nogil:
+        bernoulli_range(s, b, p, 0, dst.n, dst.dtype, dst.ptr())
+    return dst

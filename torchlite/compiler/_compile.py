@@ -235,6 +235,8 @@ class Compiled:
             _passes.fold_constants(graph)
             if self.options.get("fusion", True):
                 _passes.inline_decompositions(graph)
+                if not dynamic:         # the mask's size is fixed when it is reserved
+                    _passes.split_dropout(graph)
             _passes.common_subexpressions(graph)
             _passes.dead_code(graph)
             if self.options.get("fusion", True):

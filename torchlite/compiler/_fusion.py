@@ -32,6 +32,7 @@ from ..fx.graph import Graph
 from ..fx.node import Node
 from . import _lowering as L
 from ._passes import _InlineTracer, _impure, dtype_of, dead_code, common_subexpressions
+from ._random import philox_reserve
 
 __all__ = ["fuse", "FusedKernel"]
 
@@ -97,8 +98,9 @@ def partition(graph):
     groups = []
     for n in graph.nodes:
         # an effect (an in-place op, a random draw, a layer) closes every group: a kernel
-        # placed after it would read memory it changed
-        if _impure(n):
+        # placed after it would read memory it changed (a dropout's reservation of generator
+        # blocks changes no memory a kernel reads: the mask is drawn inside the kernel)
+        if _impure(n) and n.target is not philox_reserve:
             for g in groups:
                 g.closed = True
         # reading a group's value from outside it closes that group
@@ -507,7 +509,7 @@ def derive_backward(region, needed=None, saved=()):
         if g is None:
             continue
         e = L.classify(n, _region_dtype(region))
-        if e is None or e.out == L.BOOL:
+        if e is None or e.out == L.BOOL or e.kind == L.RANDOM:     # a mask: no gradient
             continue
         ops = e.operands
         if e.kind == "identity":

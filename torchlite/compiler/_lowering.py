@@ -37,6 +37,8 @@ UNARY, BINARY, TERNARY, CAST = 0, 1, 2, 3
 ROW, SOFTMAX = 4, 5         # row instructions over the last dimension (fused.pyx K_ROW, K_SOFTMAX)
 _ROW_CODES = {"sum": 0, "mean": 1, "softmax": 0, "log_softmax": 1}
 ROW_SPREAD = 2              # the ROW op writing a compact value along its rows
+RANDOM = 6                  # a random draw at the element's place in a stream (fused.pyx K_RANDOM)
+I64 = 5
 
 _UNARY_NAMES = {}          # public name or alias -> kernel op
 for _name, _op, _doc, _aliases in _P._UNARY_OPS:
@@ -95,6 +97,8 @@ class Ew:
     def code(self):
         if self.kind in (ROW, SOFTMAX):
             return _ROW_CODES[self.name]
+        if self.kind == RANDOM:
+            return 0                            # the one random op: Bernoulli
         table = (_ew.UNARY, _ew.BINARY, _ew.TERNARY)[self.kind]
         return table[self.name]
 
@@ -122,6 +126,8 @@ def _canonical(node):
         row = _row_functions().get(fn) if _hashable(fn) else None
         if row is not None:
             return row, node.args, node.kwargs
+        if fn is _bernoulli_at():
+            return "random:bernoulli", node.args, node.kwargs
         return None
     if node.op == "call_method":
         name = node.target
@@ -140,6 +146,11 @@ def _canonical(node):
 
 
 _ROW_FUNCTIONS = {}
+
+
+def _bernoulli_at():
+    from ._random import bernoulli_at
+    return bernoulli_at
 
 
 def _row_functions():
@@ -183,7 +194,7 @@ def classify(node, dtype_of, out_dtype=None):
     e = _read(node, name, args, kwargs, dtype_of)
     if e is None or (out_dtype is not None and out_dtype != e.out):
         return None
-    if e.kind in ("identity", "zeros", ROW, SOFTMAX):
+    if e.kind in ("identity", "zeros", ROW, SOFTMAX, RANDOM):
         return e
     if not _ew.has_loop(e.kind, e.code, e.compute):
         return None
@@ -215,6 +226,8 @@ def _read(node, name, args, kwargs, dtype_of):
         return e
     if name.startswith(("row:", "nn:")):
         return _read_row(name, args, kwargs, dtype_of)
+    if name == "random:bernoulli":
+        return _read_bernoulli(node, args, kwargs, dtype_of)
     if name in _CLAMPS:
         return _read_clamp(name, args, kwargs, dtype_of)
     if name == "rsub":
@@ -282,6 +295,21 @@ def _read_row(name, args, kwargs, dtype_of):
     if ndim == 0 or not (dim == -1 or (ndim is not None and dim == ndim - 1)):
         return None
     return Ew(ROW if op in ("sum", "mean") else SOFTMAX, op, [x], (), dts[0], dts[0])
+
+
+def _read_bernoulli(node, args, kwargs, dtype_of):
+    """bernoulli_at(seed, base, p, shape, dtype) (compiler/_random.py): a mask of the node's
+    shape drawn from the stream (seed, base), two int64 scalars."""
+    if len(args) != 5 or kwargs:
+        return None
+    seed, base, p, shape, dtype = args
+    if _number(seed) or _number(base) or _operand_dtypes([seed, base], dtype_of) != [I64, I64] \
+            or type(p) is not builtins.float or getattr(dtype, "code", None) not in FLOATS:
+        return None
+    v = node.meta.get("val")
+    if v is not None and tuple(v[0]) != tuple(shape):
+        return None
+    return Ew(RANDOM, "bernoulli", [seed, base], (p,), dtype.code, dtype.code)
 
 
 def _read_clamp(name, args, kwargs, dtype_of):

@@ -13,8 +13,8 @@ from ..fx.node import Node, map_aggregate
 from ..fx.proxy import Proxy
 from . import _lowering as L
 
-__all__ = ["dead_code", "inline_decompositions", "common_subexpressions", "fold_constants",
-           "inline_constants"]
+__all__ = ["dead_code", "inline_decompositions", "split_dropout", "common_subexpressions",
+           "fold_constants", "inline_constants"]
 
 
 def _impure(n):
@@ -61,7 +61,8 @@ _RANDOM = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout", "rand", "randn", "randint", "rand_like", "randn_like",
            "randint_like", "bernoulli", "multinomial", "normal", "randperm", "rrelu",
            "gumbel_softmax", "uniform_", "normal_", "bernoulli_", "exponential_", "poisson",
-           "batch_norm", "instance_norm"}       # the norms update running statistics
+           "batch_norm", "instance_norm",       # the norms update running statistics
+           "philox_reserve"}
 
 
 def _is_random(n):
@@ -174,6 +175,56 @@ def inline_decompositions(graph):
         else:
             for m in reversed(new):
                 graph.erase_node(m)
+    return count
+
+
+def split_dropout(graph):
+    """Split each F.dropout call on a float CPU tensor of static shape (training, 0 < p < 1,
+    not in place) into the generator's reservation, the mask drawn as an elementwise random
+    node, and the multiply (compiler/_random.py), so the mask is drawn inside a fused kernel
+    and the multiply fuses with its neighbours.  Returns the number split."""
+    import inspect
+    from ..nn.functional import dropout as F_dropout
+    from ._random import philox_reserve, bernoulli_at
+    count = 0
+    for n in list(graph.nodes):
+        if n.op != "call_function" or n.target is not F_dropout:
+            continue
+        try:
+            b = inspect.signature(F_dropout).bind(*n.args, **n.kwargs)
+        except TypeError:
+            continue
+        b.apply_defaults()
+        x, p, training, inplace = (b.arguments[k] for k in ("input", "p", "training", "inplace"))
+        if not isinstance(x, Node) or "val" not in x.meta or inplace is not False \
+                or training is not True or type(p) not in (builtins.float, builtins.int) \
+                or not 0 < p < 1:
+            continue
+        shape, dt, device, _ = x.meta["val"]
+        if dt not in L.FLOATS or device != "cpu" \
+                or not all(type(d) is builtins.int for d in shape):
+            continue
+        from .. import _dtype
+        dtype = _dtype.float64 if dt == L.F64 else _dtype.float32
+        numel = 1
+        for d in shape:
+            numel *= d
+        keep = 1 - p
+        with graph.inserting_before(n):
+            sb = graph.call_function(philox_reserve, (numel,))
+            seed = graph.call_function(operator.getitem, (sb, 0))
+            base = graph.call_function(operator.getitem, (sb, 1))
+            mask = graph.call_function(bernoulli_at, (seed, base, keep, tuple(shape), dtype))
+            noise = graph.call_function(operator.truediv, (mask, keep))
+            out = graph.call_function(operator.mul, (x, noise))
+        for m in (seed, base):
+            m.meta["val"] = ((), 5, "cpu", False)
+        for m in (mask, noise):
+            m.meta["val"] = (tuple(shape), dt, "cpu", False)
+        out.meta["val"] = n.meta["val"]
+        n.replace_all_uses_with(out)
+        graph.erase_node(n)
+        count += 1
     return count
 
 
