@@ -319,3 +319,32 @@ def test_rms_norm_is_decomposed_into_one_kernel_with_its_neighbours():
                                    (F.rms_norm(x, args[0], None, args[1]) + 1).detach().numpy(),
                                    rtol=1e-6, atol=1e-6)
         assert not row_kernels(c2)
+
+
+def test_var_and_std_of_the_last_dimension_fuse_as_means():
+    def ln(x, w, b):
+        mu = x.mean(-1, keepdim=True)
+        v = x.var(-1, keepdim=True, unbiased=False)
+        return (x - mu) / (v + 1e-5).sqrt() * w + b, x.std(-1, keepdim=True), \
+            tl.var(x * 2, dim=[-1], keepdim=True, correction=2)
+    x = tl.randn(5, 7, 9, dtype=tl.float64, requires_grad=True)
+    w, b = tl.randn(9, dtype=tl.float64), tl.randn(9, dtype=tl.float64)
+    c = tl.compile(ln)
+    got, want = c(x, w, b), ln(x, w, b)
+    assert len(row_kernels(c)) == len(kernels_of(c)) == 2      # the norm and std; the var of 2x
+    for a, e in zip(got, want):
+        np.testing.assert_allclose(a.detach().numpy(), e.detach().numpy(), rtol=1e-12,
+                                   atol=1e-13)
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(got[1].detach().numpy(), xs.std(-1, ddof=1, keepdims=True),
+                               rtol=1e-12)
+    assert tl.autograd.gradcheck(lambda x: c(x, w, b), (x,))
+    # var over another dimension, without keepdim, or of a row too short for its correction
+    # stays the eager op
+    def other(x):
+        return x.var(0, keepdim=True) + x.var(-1).unsqueeze(-1) + \
+            x[..., :1].var(-1, keepdim=True, correction=1)
+    c = tl.compile(other)
+    with pytest.warns(UserWarning, match="degrees of freedom"):       # eager's own warning
+        got, want = c(x), other(x)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), equal_nan=True)

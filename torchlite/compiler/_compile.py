@@ -235,7 +235,8 @@ class Compiled:
             _passes.fold_constants(graph)
             if self.options.get("fusion", True):
                 _passes.inline_decompositions(graph)
-                if not dynamic:         # the mask's size is fixed when it is reserved
+                if not dynamic:         # a row length or a mask's size fixed in the graph
+                    _passes.decompose_moments(graph)
                     _passes.split_dropout(graph)
             _passes.common_subexpressions(graph)
             _passes.dead_code(graph)

@@ -13,7 +13,7 @@ from ..fx.node import Node, map_aggregate
 from ..fx.proxy import Proxy
 from . import _lowering as L
 
-__all__ = ["dead_code", "inline_decompositions", "split_dropout", "common_subexpressions",
+__all__ = ["dead_code", "inline_decompositions", "decompose_moments", "split_dropout", "common_subexpressions",
            "fold_constants", "inline_constants"]
 
 
@@ -176,6 +176,68 @@ def inline_decompositions(graph):
             for m in reversed(new):
                 graph.erase_node(m)
     return count
+
+
+def decompose_moments(graph):
+    """Replace var/std over the last dimension with keepdim=True (a float CPU tensor, the row
+    length known) by means and elementwise ops -- mean, deviations, the mean of their squares
+    scaled by L / (L - correction), sqrt for std -- so they fuse as row ops with their
+    neighbours (a LayerNorm written with x.var(-1, keepdim=True, unbiased=False))."""
+    import inspect
+    from .._ops import reduction as R
+    names = {"var": R.var, "std": R.std}
+    count = 0
+    for n in list(graph.nodes):
+        if n.op == "call_method" and n.target in names:
+            fn = names[n.target]
+        elif n.op == "call_function" and _hashable(n.target) and n.target in names.values():
+            fn = n.target
+        else:
+            continue
+        try:
+            b = inspect.signature(fn).bind(*n.args, **n.kwargs)
+        except TypeError:
+            continue
+        b.apply_defaults()
+        a = b.arguments
+        x, dim = a["input"], a["dim"]
+        if not isinstance(x, Node) or "val" not in x.meta or "val" not in n.meta \
+                or a["keepdim"] is not True or a["out"] is not None:
+            continue
+        shape, dt, device, _ = x.meta["val"]
+        if isinstance(dim, (tuple, list)) and len(dim) == 1:
+            dim = dim[0]
+        if dt not in L.FLOATS or device != "cpu" or not shape or type(dim) is not builtins.int \
+                or dim not in (-1, len(shape) - 1) or type(shape[-1]) is not builtins.int:
+            continue
+        c = a["correction"] if a["correction"] is not None else \
+            (0 if a["unbiased"] is False else 1)
+        length = shape[-1]
+        if type(c) not in (builtins.int, builtins.float) or length - c <= 0:
+            continue
+        factor = length / (length - c)
+        sqrt = fn is R.std
+        before = set(graph.nodes)
+        with graph.inserting_before(n):
+            result = _InlineTracer(graph).call(_moment_rows, (x, factor, sqrt), {})
+        new = [m for m in graph.nodes if m not in before]
+        if isinstance(result, Node) and describe(graph, new) \
+                and result.meta["val"][:3] == n.meta["val"][:3]:
+            n.replace_all_uses_with(result)
+            graph.erase_node(n)
+            count += 1
+        else:
+            for m in reversed(new):
+                graph.erase_node(m)
+    return count
+
+
+def _moment_rows(x, factor, sqrt):
+    d = x - x.mean(-1, keepdim=True)
+    v = (d * d).mean(-1, keepdim=True)
+    if factor != 1:
+        v = v * factor
+    return v.sqrt() if sqrt else v
 
 
 def split_dropout(graph):
