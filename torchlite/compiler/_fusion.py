@@ -9,11 +9,12 @@ sit where its last member was and no cycle can form.  Groups of one op stay eage
 
 Row ops (softmax/log_softmax over the last dimension, keepdim sum/mean of it) join the group
 of their input when it has the input's shape; after one, a node of the row shape (the last
-dimension 1: a reduced value and what is computed from it) joins too, computed on full rows
-(each element of a row holds its row's value), so `x * rsqrt(mean(x*x, -1) + eps)` is one
-kernel.  A row-shaped value read outside the kernel is returned as a view of column 0; its
-gradient comes back spread over the row (each element g / L), as the program's gradients of
-row values are per element, summed by the row op's backward.
+dimension 1: a reduced value and what is computed from it) joins too, so
+`x * rsqrt(mean(x*x, -1) + eps)` is one kernel (the program computes row values once per row:
+_lowering's compact values).  A row-shaped value read outside the kernel is returned as a
+view of column 0 of the output it is spread into; its gradient comes back spread over the
+row (each element g / L): the backward program's gradients of row values are per element,
+summed by the row op's backward.
 
 Backward.  The region's nodes are copied into a graph of their own; walking them backwards,
 each op's gradient formula -- the same function eager autograd calls (elementwise_grad's
