@@ -122,6 +122,21 @@ def test_ddp_matches_single_process_training():
     assert "OK ddp all (rank 0)" in out and "OK ddp all (rank 1)" in out, out
 
 
+def test_ddp_join_trains_on_uneven_inputs():
+    """DistributedDataParallel.join and the generic Join context (ranks with 3, 5 batches):
+    the expected model on every rank, both divisions, hooks, unused parameters, buffers,
+    throw_on_early_termination, a custom Joinable; register_builtin_comm_hook."""
+    _need_mpi()
+    rc, out, _ = _mpirun("join.py", 2)
+    assert rc == 0, out
+    for name in ("join divide_by_initial_world_size=True:", "join divide_by_initial_world_size=False:",
+                 "join with a comm hook, unused parameters and buffers",
+                 "join throw_on_early_termination", "join generic Join with a custom Joinable",
+                 "ddp register_builtin_comm_hook"):
+        assert out.count(f"OK {name}") == 2, (name, out)
+    assert "OK join all (rank 0)" in out and "OK join all (rank 1)" in out, out
+
+
 def test_sync_batchnorm_uses_the_whole_batch():
     _need_mpi()
     rc, out, _ = _mpirun("sync_batchnorm.py", 2)

@@ -21,7 +21,7 @@ from ._collectives import (ReduceOp, all_reduce, broadcast, reduce, all_gather, 
                            all_to_all, send, recv, isend, irecv, barrier, broadcast_object_list,
                            all_gather_object, gather_object, scatter_object_list)
 from ._work import Work
-from ._grad_bucket import GradBucket
+from ._grad_bucket import GradBucket, BuiltinCommHookType
 
 __all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_group",
            "destroy_process_group", "is_initialized", "is_available", "is_mpi_available",
@@ -31,7 +31,7 @@ __all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_grou
            "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single", "all_to_all", "send",
            "recv", "isend", "irecv", "barrier", "broadcast_object_list", "all_gather_object",
-           "gather_object", "scatter_object_list", "Work", "GradBucket"]
+           "gather_object", "scatter_object_list", "Work", "GradBucket", "BuiltinCommHookType"]
 
 
 def __getattr__(name):

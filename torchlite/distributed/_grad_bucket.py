@@ -1,6 +1,15 @@
-"""torch.distributed.GradBucket: what DistributedDataParallel hands a communication hook."""
+"""torch.distributed.GradBucket (what DistributedDataParallel hands a communication hook) and
+BuiltinCommHookType (the hooks DistributedDataParallel.register_builtin_comm_hook names)."""
+import enum
 
-__all__ = ["GradBucket"]
+__all__ = ["GradBucket", "BuiltinCommHookType"]
+
+
+class BuiltinCommHookType(enum.Enum):
+    """PyTorch's built-in DDP communication hooks: ALLREDUCE (the average, as without a hook)
+    and FP16_COMPRESS (communicated in float16)."""
+    ALLREDUCE = 1
+    FP16_COMPRESS = 2
 
 
 class GradBucket:

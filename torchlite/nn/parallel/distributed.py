@@ -25,11 +25,20 @@ How (the design in docs/distributed.md):
 * find_unused_parameters=True: after forward, the autograd graph of the outputs is walked;
   the parameters it does not reach are marked ready at once (their current gradient, or
   zeros).  A parameter that got no gradient on any rank keeps its .grad (None stays None).
+* Uneven inputs: DDP is a Joinable (torchlite.distributed.algorithms.join).  Inside
+  `with model.join():` each forward first notifies the join context, then all ranks agree
+  whether this iteration averages gradients (an all-reduce: a rank in no_sync() counts 0) and
+  broadcast the buffers from the highest rank still running; a rank that has run out repeats
+  those collectives and the bucket all-reduces with zero gradients (_JoinHook.main_hook), so
+  the average divides by the initial world size (or, with divide_by_initial_world_size=False,
+  by the ranks still running); at the end the model of a last joiner is broadcast to all.
+  The buckets are not re-formed while a join context is open (both sides keep the same ones).
 """
 import contextlib
 import weakref
 
 from ..modules.module import Module
+from ...distributed.algorithms.join import Join, JoinHook, Joinable, _JoinConfig
 
 __all__ = ["DistributedDataParallel"]
 
@@ -51,7 +60,7 @@ class _Bucket:
         self.work = None
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """Wrap `module` for data-parallel training: forward runs the module on this rank's
     inputs, and backward leaves on every parameter the gradient averaged over the ranks.
 
@@ -121,6 +130,9 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_buckets_rebuilt", False)
         object.__setattr__(self, "_comm_hook", None)
         object.__setattr__(self, "_comm_state", None)
+        object.__setattr__(self, "_join_config", _JoinConfig())
+        object.__setattr__(self, "_divide_by_initial_world_size", True)
+        object.__setattr__(self, "_grad_divisor", None)
         ref = weakref.ref(self)
         object.__setattr__(self, "_hook_handles", [
             p.register_post_accumulate_grad_hook(_make_hook(ref, i)) for i, p in enumerate(params)])
@@ -230,17 +242,27 @@ class DistributedDataParallel(Module):
                 "forward does not use every parameter, and make sure every output takes part in "
                 f"the loss.  Parameters without a gradient on rank {self._pg.ranks[self._pg.rank()]}: "
                 f"{', '.join(missing)}")
-        if self.broadcast_buffers and self.require_forward_param_sync and self._pg.size() > 1:
+        sync = autograd.is_grad_enabled() and self.require_backward_grad_sync
+        joining = self._join_config.enable
+        divisor = None
+        if joining:
+            running = Join.notify_join_context(self)
+            sync = self._agree_on_sync(sync)
+            self._broadcast_buffers_from_running(True)
+            if running is not None and not self._divide_by_initial_world_size:
+                divisor = int(running.result()[0].item())
+        elif self.broadcast_buffers and self.require_forward_param_sync and self._pg.size() > 1:
             buffers = list(self.module.buffers())
             if buffers:
                 _broadcast_coalesced(buffers, self._pg)
+        object.__setattr__(self, "_grad_divisor", divisor)
         for b in self._buckets:       # a forward without backward may leave a bucket in flight
             if b.work is not None:
                 b.work.wait()
-        if not self._buckets_rebuilt and len(self._ready_order) == len(self._params):
+        if not self._buckets_rebuilt and not joining \
+                and len(self._ready_order) == len(self._params):
             self._rebuild_buckets()
             self._buckets_rebuilt = True
-        sync = autograd.is_grad_enabled() and self.require_backward_grad_sync
         self.require_forward_param_sync = sync
         if self._pg.size() == 1:
             sync = False              # one rank: its gradients are already the average
@@ -269,6 +291,19 @@ class DistributedDataParallel(Module):
             raise RuntimeError("register_comm_hook must be called before the first backward")
         object.__setattr__(self, "_comm_hook", hook)
         object.__setattr__(self, "_comm_state", state)
+
+    def register_builtin_comm_hook(self, comm_hook_type):
+        """Register one of PyTorch's built-in hooks by its
+        torchlite.distributed.BuiltinCommHookType: ALLREDUCE or FP16_COMPRESS (the default
+        hooks allreduce_hook and fp16_compress_hook over this model's process group)."""
+        from ...distributed import BuiltinCommHookType
+        from ...distributed.algorithms.ddp_comm_hooks import default_hooks
+        hooks = {BuiltinCommHookType.ALLREDUCE: default_hooks.allreduce_hook,
+                 BuiltinCommHookType.FP16_COMPRESS: default_hooks.fp16_compress_hook}
+        if comm_hook_type not in hooks:
+            raise TypeError(f"register_builtin_comm_hook: expected a "
+                            f"torchlite.distributed.BuiltinCommHookType, got {comm_hook_type!r}")
+        self.register_comm_hook(self.process_group, hooks[comm_hook_type])
 
     def _run_comm_hook(self, b, last):
         from ...distributed import GradBucket
@@ -326,41 +361,58 @@ class DistributedDataParallel(Module):
             self._buckets[self._next_bucket - 1].work.is_completed()   # let MPI make progress
 
     def _launch_ready_buckets(self):
-        from ... import distributed as dist
         buckets = self._buckets
         while self._next_bucket < len(buckets) and buckets[self._next_bucket].pending == 0:
-            b = buckets[self._next_bucket]
-            if self._comm_hook is not None:
-                b.work = self._run_comm_hook(b, self._next_bucket == len(buckets) - 1)
-            elif self._pg.size() == 1:
-                b.work = None                 # the average over one rank is the gradient itself
-            elif self._next_bucket == len(buckets) - 1:
-                # the last bucket: nothing is left to overlap with, and MPI's blocking
-                # all-reduce is faster than its non-blocking one for large buffers
-                dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self.process_group)
-                b.work = None
-            else:
-                b.work = dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self.process_group,
-                                         async_op=True)
+            self._reduce_bucket(buckets[self._next_bucket])
             self._next_bucket += 1
         if self._next_bucket == len(buckets):
             self._finalize()
 
-    def _finalize(self):
-        """Every bucket is in flight: wait for them and write the averages into .grad."""
+    def _reduce_bucket(self, b):
+        """Start bucket b's reduction (its flat buffer): the communication hook, or an
+        all-reduce that averages (a sum, when the join context divides by the ranks still
+        running).  Every rank reduces the buckets in the same order and the same way."""
+        from ... import distributed as dist
+        last = b.index == len(self._buckets) - 1
+        op = dist.ReduceOp.AVG if self._grad_divisor is None else dist.ReduceOp.SUM
+        if self._comm_hook is not None:
+            b.work = self._run_comm_hook(b, last)
+        elif self._pg.size() == 1:
+            b.work = None                 # the average over one rank is the gradient itself
+        elif last:
+            # the last bucket: nothing is left to overlap with, and MPI's blocking all-reduce
+            # is faster than its non-blocking one for large buffers
+            dist.all_reduce(b.flat, op=op, group=self.process_group)
+            b.work = None
+        else:
+            b.work = dist.all_reduce(b.flat, op=op, group=self.process_group, async_op=True)
+
+    def _agree_on_used(self, used):
+        """Which parameters some rank used this iteration (an all-reduce of flags)."""
         import torchlite
         from ... import distributed as dist
-        used = None
-        if self.find_unused_parameters:
-            used = torchlite.tensor([1 if u else 0 for u in self._used], dtype=torchlite.int32)
-            dist.all_reduce(used, op=dist.ReduceOp.MAX, group=self.process_group)
-            used = used.tolist()
+        flags = torchlite.tensor([1 if u else 0 for u in used], dtype=torchlite.int32)
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.process_group)
+        return flags.tolist()
+
+    def _wait_buckets(self):
+        """Wait for every bucket's reduction; a hook's result becomes the bucket's buffer."""
         for b in self._buckets:
             if b.work is not None:
                 result = b.work.wait()
                 if self._comm_hook is not None:
                     self._take_hook_result(b, result)
                 b.work = None
+
+    def _finalize(self):
+        """Every bucket is in flight: wait for them and write the averages into .grad."""
+        import torchlite
+        used = self._agree_on_used(self._used) if self.find_unused_parameters else None
+        self._wait_buckets()
+        if self._grad_divisor is not None and self._comm_hook is None and self._pg.size() > 1:
+            with torchlite.no_grad():
+                for b in self._buckets:
+                    b.flat.div_(self._grad_divisor)
         with torchlite.no_grad():
             for i, p in enumerate(self._params):
                 if used is not None and not used[i]:
@@ -391,6 +443,99 @@ class DistributedDataParallel(Module):
     def __getstate__(self):
         raise TypeError("DistributedDataParallel cannot be pickled; save self.module (or its "
                         "state_dict) instead")
+
+    # ---- uneven inputs (a Joinable) -------------------------------------------------------------
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """A context manager for training on uneven inputs (ranks with different numbers of
+        batches): `with model.join(): for batch in my_batches: ...`.  A rank that runs out
+        keeps answering the others' collectives with zero gradients until all have run out;
+        then the model of a last rank to finish is copied to every rank.  Gradients are
+        averaged over the initial world size, or, with divide_by_initial_world_size=False,
+        over the ranks still running (a communication hook does its own averaging).
+        throw_on_early_termination=True: every rank raises RuntimeError as soon as one runs
+        out.  enable=False: no checks (inputs known to be even)."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        """DDP's JoinHook (kwargs: divide_by_initial_world_size)."""
+        unknown = set(kwargs) - {"divide_by_initial_world_size"}
+        if unknown:
+            raise ValueError(f"DistributedDataParallel.join_hook: unexpected keyword arguments "
+                             f"{sorted(unknown)}")
+        object.__setattr__(self, "_divide_by_initial_world_size",
+                           bool(kwargs.get("divide_by_initial_world_size", True)))
+        return _JoinHook(self)
+
+    @property
+    def join_device(self):
+        import torchlite
+        return torchlite.device("cpu")
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _agree_on_sync(self, mine):
+        """Whether this iteration averages gradients: yes when some rank wants it (a joined
+        rank says no)."""
+        from ...distributed.algorithms.join import _flag_all_reduce
+        return _flag_all_reduce(1 if mine else 0, self.process_group, "cpu").item() > 0
+
+    def _highest_rank(self, mine):
+        """The highest group rank for which `mine` is true on that rank (-1: none)."""
+        import torchlite
+        from ... import distributed as dist
+        t = torchlite.tensor([self._pg.rank() if mine else -1], dtype=torchlite.int64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.process_group)
+        return int(t.item())
+
+    def _broadcast_buffers_from_running(self, running):
+        """Under join: the buffers from the highest rank still running."""
+        if not self.broadcast_buffers or self._pg.size() == 1:
+            return
+        src = self._highest_rank(running)
+        buffers = list(self.module.buffers())
+        if buffers and src >= 0:
+            _broadcast_coalesced(buffers, self._pg, src_group_rank=src)
+
+    def _shadow_iteration(self):
+        """A joined rank's part of one iteration of the ranks still running."""
+        import torchlite
+        sync = self._agree_on_sync(False)
+        self._broadcast_buffers_from_running(False)
+        if not sync or self._pg.size() == 1:
+            return
+        object.__setattr__(self, "_grad_divisor",
+                           None if self._divide_by_initial_world_size else 1)
+        with torchlite.no_grad():
+            for b in self._buckets:
+                b.flat.zero_()
+        for b in self._buckets:
+            self._reduce_bucket(b)
+        if self.find_unused_parameters:
+            self._agree_on_used([False] * len(self._params))
+        self._wait_buckets()
+
+    def _sync_final_model(self, is_last_joiner):
+        """After every rank has joined: the parameters and buffers of the highest last
+        joiner, to every rank."""
+        src = self._highest_rank(is_last_joiner)
+        tensors = list(self.module.parameters()) + list(self.module.buffers())
+        _broadcast_coalesced(tensors, self._pg, src_group_rank=max(src, 0))
+
+
+class _JoinHook(JoinHook):
+    """DDP's part for a rank that has run out of inputs."""
+
+    def __init__(self, ddp):
+        self.ddp = ddp
+
+    def main_hook(self):
+        self.ddp._shadow_iteration()
+
+    def post_hook(self, is_last_joiner):
+        self.ddp._sync_final_model(is_last_joiner)
 
 
 def _make_hook(ref, i):
