@@ -109,17 +109,19 @@ def test_setup_checks_backends_timeouts_and_debug_mode():
         assert line in out, (line, out)
 
 
-def test_ddp_matches_single_process_training():
+@pytest.mark.parametrize("n", [2, 4])
+def test_ddp_matches_single_process_training(n):
     _need_mpi()
-    rc, out, _ = _mpirun("ddp.py", 2)
+    rc, out, _ = _mpirun("ddp.py", n)
     assert rc == 0, out
     for name in ("ddp mlp:", "ddp mlp float64:", "ddp mlp small buckets + gradient_as_bucket_view:",
                  "ddp cnn+batchnorm:", "ddp no_sync:", "ddp find_unused_parameters:",
                  "ddp unused parameter without find_unused_parameters raises", "ddp overlap:",
                  "ddp allreduce_hook:", "ddp fp16_compress_hook:", "ddp bf16_compress_hook:",
                  "ddp custom comm hook:", "ddp comm hook errors"):
-        assert out.count(f"OK {name}") == 2, (name, out)
-    assert "OK ddp all (rank 0)" in out and "OK ddp all (rank 1)" in out, out
+        assert out.count(f"OK {name}") == n, (name, out)
+    for r in range(n):
+        assert f"OK ddp all (rank {r})" in out, out
 
 
 def test_ddp_join_trains_on_uneven_inputs():
@@ -127,14 +129,17 @@ def test_ddp_join_trains_on_uneven_inputs():
     the expected model on every rank, both divisions, hooks, unused parameters, buffers,
     throw_on_early_termination, a custom Joinable; register_builtin_comm_hook."""
     _need_mpi()
-    rc, out, _ = _mpirun("join.py", 2)
-    assert rc == 0, out
-    for name in ("join divide_by_initial_world_size=True:", "join divide_by_initial_world_size=False:",
-                 "join with a comm hook, unused parameters and buffers",
-                 "join throw_on_early_termination", "join generic Join with a custom Joinable",
-                 "ddp register_builtin_comm_hook"):
-        assert out.count(f"OK {name}") == 2, (name, out)
-    assert "OK join all (rank 0)" in out and "OK join all (rank 1)" in out, out
+    for n in (2, 3):
+        rc, out, _ = _mpirun("join.py", n)
+        assert rc == 0, out
+        for name in ("join divide_by_initial_world_size=True:",
+                     "join divide_by_initial_world_size=False:",
+                     "join with a comm hook, unused parameters and buffers",
+                     "join throw_on_early_termination", "join generic Join with a custom Joinable",
+                     "ddp register_builtin_comm_hook"):
+            assert out.count(f"OK {name}") == n, (name, out)
+        for r in range(n):
+            assert f"OK join all (rank {r})" in out, out
 
 
 def test_sync_batchnorm_uses_the_whole_batch():
