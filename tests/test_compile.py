@@ -16,21 +16,12 @@ import torchlite.nn as nn
 import torchlite.nn.functional as F
 from torchlite._core import elementwise as ew
 from torchlite._core import fused
+from compile_helpers import fresh_compiler, kernels_of  # noqa: F401
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    dynamo.reset()
-    yield
-    dynamo.reset()
-
-
-def kernels_of(compiled):
-    c = compiled._compiled if hasattr(compiled, "_compiled") else compiled
-    return [k for e in c.cache.values() for k in getattr(e, "kernels", [])]
 
 
 # ---- the model table ---------------------------------------------------------------------------

@@ -6,28 +6,16 @@ import numpy as np
 import pytest
 
 import torchlite as tl
-import torchlite._dynamo as dynamo
 import torchlite.nn as nn
 import torchlite.nn.functional as F
 from torchlite._core import elementwise as ew
 from torchlite._core import random as R
 from torchlite._core.fused import Program
 from torchlite._tensor import _wrap
+from compile_helpers import fresh_compiler, kernels_of  # noqa: F401
 
 RANDOM = 6
 F32, F64, I64 = 8, 9, 5
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    dynamo.reset()
-    yield
-    dynamo.reset()
-
-
-def kernels_of(compiled):
-    c = compiled._compiled if hasattr(compiled, "_compiled") else compiled
-    return [k for e in c.cache.values() for k in getattr(e, "kernels", [])]
 
 
 def random_kernels(compiled):

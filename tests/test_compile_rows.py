@@ -7,29 +7,16 @@ import numpy as np
 import pytest
 
 import torchlite as tl
-import torchlite._dynamo as dynamo
 import torchlite.nn.functional as F
 import torchlite.special as special
 from torchlite._core import elementwise as ew
 from torchlite._core.fused import Program
 from torchlite._tensor import _wrap
+from compile_helpers import fresh_compiler, kernels_of  # noqa: F401
 
 F32, F64 = 8, 9
 ROW, SOFTMAX = 4, 5
 SUB, MUL, ADD = ew.BINARY["sub"], ew.BINARY["mul"], ew.BINARY["add"]
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    dynamo.reset()
-    yield
-    dynamo.reset()
-
-
-def kernels_of(compiled):
-    c = compiled._compiled if hasattr(compiled, "_compiled") else compiled
-    return [k for e in list(c.cache.values()) + list(c.dynamic_cache.values())
-            for k in getattr(e, "kernels", [])]
 
 
 def row_kernels(compiled):

@@ -11,6 +11,7 @@ import torchlite as torch
 import torchlite.distributed as dist
 from torchlite import nn
 from torchlite.nn.parallel import DistributedDataParallel as DDP
+from rank_checks import same_on_every_rank
 
 dist.init_process_group()
 RANK, N = dist.get_rank(), dist.get_world_size()
@@ -46,15 +47,6 @@ def close(name, a, b, rtol, atol):
     for i, (x, y) in enumerate(zip(a, b)):
         if not np.allclose(x, y, rtol=rtol, atol=atol):
             raise AssertionError(f"{name}: tensor {i} differs by {np.abs(x - y).max():.3g} on rank {RANK}")
-
-
-def same_on_every_rank(name, arrays):
-    everyone = [None] * N
-    dist.all_gather_object(everyone, arrays)
-    for r in range(1, N):
-        for x, y in zip(everyone[0], everyone[r]):
-            if not np.array_equal(x, y):
-                raise AssertionError(f"{name}: rank {r} differs from rank 0")
 
 
 def make(factory, dtype=torch.float32):

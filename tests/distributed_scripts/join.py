@@ -16,6 +16,7 @@ from torchlite import nn
 from torchlite.distributed.algorithms import Join, Joinable, JoinHook
 from torchlite.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torchlite.nn.parallel import DistributedDataParallel as DDP
+from rank_checks import same_on_every_rank
 
 dist.init_process_group()
 RANK, N = dist.get_rank(), dist.get_world_size()
@@ -58,15 +59,6 @@ def expected(divide_by_initial_world_size):
             for t, p in zip(total, model.parameters()):
                 p -= LR * t / div
     return [p.detach().numpy().copy() for p in model.parameters()]
-
-
-def same_on_every_rank(name, arrays):
-    everyone = [None] * N
-    dist.all_gather_object(everyone, arrays)
-    for r in range(1, N):
-        for x, y in zip(everyone[0], everyone[r]):
-            if not np.array_equal(x, y):
-                raise AssertionError(f"{name}: rank {r} differs from rank 0")
 
 
 def train_uneven(model, **join_kwargs):

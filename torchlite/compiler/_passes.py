@@ -159,23 +159,41 @@ def inline_decompositions(graph):
         shape, dt, device, _ = x.meta["val"]
         if dt not in L.FLOATS or device != "cpu":
             continue
-        before = set(graph.nodes)
-        with graph.inserting_before(n):
-            try:
-                result = _InlineTracer(graph).call(table[n.target], n.args,
-                                                   n.kwargs)
-            except Exception:       # a formula that does not trace stays one op
-                result = None
-        new = [m for m in graph.nodes if m not in before]
-        if isinstance(result, Node) and new and describe(graph, new) \
-                and result.meta["val"][:3] == n.meta["val"][:3]:
-            n.replace_all_uses_with(result)
-            graph.erase_node(n)
-            count += 1
-        else:
-            for m in reversed(new):
-                graph.erase_node(m)
+        count += _replace_by_trace(graph, n, table[n.target], n.args, n.kwargs)
     return count
+
+
+def _call_arguments(fn, n):
+    """The arguments of call node n bound to fn's parameters, defaults filled in (a dict
+    by parameter name), or None when they do not bind."""
+    import inspect
+    try:
+        b = inspect.signature(fn).bind(*n.args, **n.kwargs)
+    except TypeError:
+        return None
+    b.apply_defaults()
+    return b.arguments
+
+
+def _replace_by_trace(graph, n, fn, args, kwargs):
+    """Trace fn(*args, **kwargs) into the graph before node n and, when every node it made is
+    an elementwise or row op and the result has n's shape, dtype and device, put the result
+    in n's place (1); else take the new nodes out again (0)."""
+    before = set(graph.nodes)
+    with graph.inserting_before(n):
+        try:
+            result = _InlineTracer(graph).call(fn, args, kwargs)
+        except Exception:           # a formula that does not trace stays one op
+            result = None
+    new = [m for m in graph.nodes if m not in before]
+    if isinstance(result, Node) and new and describe(graph, new) \
+            and result.meta["val"][:3] == n.meta["val"][:3]:
+        n.replace_all_uses_with(result)
+        graph.erase_node(n)
+        return 1
+    for m in reversed(new):
+        graph.erase_node(m)
+    return 0
 
 
 def decompose_moments(graph):
@@ -183,7 +201,6 @@ def decompose_moments(graph):
     length known) by means and elementwise ops -- mean, deviations, the mean of their squares
     scaled by L / (L - correction), sqrt for std -- so they fuse as row ops with their
     neighbours (a LayerNorm written with x.var(-1, keepdim=True, unbiased=False))."""
-    import inspect
     from .._ops import reduction as R
     names = {"var": R.var, "std": R.std}
     count = 0
@@ -194,12 +211,9 @@ def decompose_moments(graph):
             fn = n.target
         else:
             continue
-        try:
-            b = inspect.signature(fn).bind(*n.args, **n.kwargs)
-        except TypeError:
+        a = _call_arguments(fn, n)
+        if a is None:
             continue
-        b.apply_defaults()
-        a = b.arguments
         x, dim = a["input"], a["dim"]
         if not isinstance(x, Node) or "val" not in x.meta or "val" not in n.meta \
                 or a["keepdim"] is not True or a["out"] is not None:
@@ -215,20 +229,8 @@ def decompose_moments(graph):
         length = shape[-1]
         if type(c) not in (builtins.int, builtins.float) or length - c <= 0:
             continue
-        factor = length / (length - c)
-        sqrt = fn is R.std
-        before = set(graph.nodes)
-        with graph.inserting_before(n):
-            result = _InlineTracer(graph).call(_moment_rows, (x, factor, sqrt), {})
-        new = [m for m in graph.nodes if m not in before]
-        if isinstance(result, Node) and describe(graph, new) \
-                and result.meta["val"][:3] == n.meta["val"][:3]:
-            n.replace_all_uses_with(result)
-            graph.erase_node(n)
-            count += 1
-        else:
-            for m in reversed(new):
-                graph.erase_node(m)
+        count += _replace_by_trace(graph, n, _moment_rows,
+                                   (x, length / (length - c), fn is R.std), {})
     return count
 
 
@@ -245,19 +247,16 @@ def split_dropout(graph):
     not in place) into the generator's reservation, the mask drawn as an elementwise random
     node, and the multiply (compiler/_random.py), so the mask is drawn inside a fused kernel
     and the multiply fuses with its neighbours.  Returns the number split."""
-    import inspect
     from ..nn.functional import dropout as F_dropout
     from ._random import philox_reserve, bernoulli_at
     count = 0
     for n in list(graph.nodes):
         if n.op != "call_function" or n.target is not F_dropout:
             continue
-        try:
-            b = inspect.signature(F_dropout).bind(*n.args, **n.kwargs)
-        except TypeError:
+        a = _call_arguments(F_dropout, n)
+        if a is None:
             continue
-        b.apply_defaults()
-        x, p, training, inplace = (b.arguments[k] for k in ("input", "p", "training", "inplace"))
+        x, p, training, inplace = (a[k] for k in ("input", "p", "training", "inplace"))
         if not isinstance(x, Node) or "val" not in x.meta or inplace is not False \
                 or training is not True or type(p) not in (builtins.float, builtins.int) \
                 or not 0 < p < 1:
