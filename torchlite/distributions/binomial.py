@@ -13,7 +13,7 @@ import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import BinaryLogitsProbs
 
 __all__ = ["Binomial", "binomial"]
 
@@ -103,40 +103,21 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(BinaryLogitsProbs, Distribution):
     arg_constraints = {"total_count": constraints.nonnegative_integer,
                        "probs": constraints.unit_interval, "logits": constraints.real}
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.shape, validate_args=validate_args)
+        super().__init__(self._set_probs_or_logits(probs, logits, total_count),
+                         validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expand_tensors(Binomial, batch_shape, _instance, "total_count", "probs",
-                                   "logits")
-        new._param = vars(new).get("logits", vars(new).get("probs"))
-        return new
+        return self._expand_param(Binomial, batch_shape, _instance, "total_count")
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):

@@ -4,24 +4,17 @@ import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import BinaryLogitsProbs, broadcast_all
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(BinaryLogitsProbs, Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        param = self.probs if probs is not None else self.logits
-        super().__init__(param.shape, validate_args=validate_args)
+        super().__init__(self._set_probs_or_logits(probs, logits), validate_args=validate_args)
         if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
             raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape "
                              f"{tuple(self.probs.shape)}) of distribution {self!r} to be "
@@ -30,14 +23,6 @@ class Geometric(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_tensors(Geometric, batch_shape, _instance, "probs", "logits")
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self):

@@ -5,7 +5,7 @@ import numbers
 import torchlite as tl
 
 __all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property",
-           "tril_matrix_to_vec", "vec_to_tril_matrix", "euler_constant"]
+           "tril_matrix_to_vec", "vec_to_tril_matrix", "euler_constant", "BinaryLogitsProbs"]
 
 euler_constant = 0.57721566490153286060  # the Euler-Mascheroni constant
 
@@ -62,6 +62,42 @@ class lazy_property:
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+class BinaryLogitsProbs:
+    """The logits and probs of a distribution given by either, for one binary event each
+    (Bernoulli, Binomial, Geometric, ...): the one not given is computed on first use.
+    _set_probs_or_logits stores the one given (as self._param too), _expand_param expands a
+    copy."""
+
+    def _set_probs_or_logits(self, probs, logits, total_count=None):
+        """Store probs or logits (exactly one given; broadcast with total_count, which then
+        takes their dtype); returns the parameter's shape."""
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        if total_count is None:
+            (param,) = broadcast_all(value)
+        else:
+            count, param = broadcast_all(total_count, value)
+            self.total_count = count.type_as(param)
+        setattr(self, name, param)
+        self._param = param
+        return param.shape
+
+    def _expand_param(self, cls, batch_shape, _instance, *names):
+        """expand(): the tensors `names` (and probs/logits) expanded into a new instance."""
+        new = self._expand_tensors(cls, batch_shape, _instance, *names, "probs", "logits")
+        new._param = vars(new).get("logits", vars(new).get("probs"))
+        return new
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
 
 
 def _tril_mask(n, diag, device):
