@@ -537,6 +537,12 @@ ERRORS = [
     (lambda: LA.solve(tl.eye(3), tl.ones(3, dtype=tl.float64)), RuntimeError,
      "Expected A and B to have the same dtype"),
     (lambda: LA.inv("x"), TypeError, "must be Tensor"),
+    # not yet for complex matrices: said as such (it used to read "Expected a floating point
+    # or complex tensor ... Got ComplexFloat")
+    (lambda: LA.svd(tl.eye(3, dtype=tl.complex64)), NotImplementedError,
+     "linalg.svd: complex matrices (ComplexFloat) are not supported yet"),
+    (lambda: LA.cholesky(tl.eye(3, dtype=tl.complex128)), NotImplementedError,
+     "linalg.cholesky: complex matrices (ComplexDouble) are not supported yet"),
 ]
 
 

@@ -63,6 +63,10 @@ def _matrix(A, op, square=False):
     code = A._data.dtype
     if code in (6, 7):
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_K._NAMES[code]}")
+    if code in (10, 11):            # PyTorch takes these; these decompositions are real only
+        raise NotImplementedError(f"{op}: complex matrices ({_K._NAMES[code]}) are not "
+                                  f"supported yet (linalg.eig, eigvals, inv and solve take "
+                                  f"them)")
     if code not in (8, 9):
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{_K._NAMES[code]}")
