@@ -69,6 +69,7 @@ BOOL_OUT = "comparison / bool output"
 INT_OUT = "integer output"
 INPLACE = "in-place variant covered by its out-of-place op"
 NO_DERIVATIVE = "no derivative in PyTorch either (records a node that raises)"
+REMOVED = "removed from PyTorch in 1.9: raises, naming the replacement"
 QUERY = "dtype/device/metadata query"
 GRAD_API = "autograd API / grad mode"
 CONFIG = "configuration or RNG state"
@@ -154,6 +155,7 @@ OPS = {
     **no_grad(CONFIG, "get_default_complex_dtype set_default_device get_default_device"),
     **no_grad(CREATION, """FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor
         ShortTensor CharTensor ByteTensor BoolTensor ComplexFloatTensor ComplexDoubleTensor"""),
+    **no_grad(REMOVED, "eig lstsq matrix_rank solve symeig"),
     **no_grad(NAMESPACE, "complex64 complex128 cfloat cdouble"),
     **no_grad(CREATION, """scalar_tensor empty_strided new_empty_strided hann_window
         hamming_window blackman_window bartlett_window"""),
@@ -372,7 +374,7 @@ def test_gaps_have_no_case_yet():
 # categories whose float results must require grad (creation and random sampling are compared
 # with PyTorch only: rand_like(x) is a fresh leaf, normal(x) records a node)
 _MUST_RECORD = (Covered, Gap)
-_SKIP_REASONS = {QUERY, GRAD_API, CONFIG, EXPORT, NAMESPACE, PROTOCOL}
+_SKIP_REASONS = {QUERY, GRAD_API, CONFIG, EXPORT, NAMESPACE, PROTOCOL, REMOVED}
 
 # calls that need arguments the generic forms below do not guess
 _SPECIAL = {

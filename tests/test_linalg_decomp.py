@@ -543,6 +543,12 @@ ERRORS = [
      "linalg.svd: complex matrices (ComplexFloat) are not supported yet"),
     (lambda: LA.cholesky(tl.eye(3, dtype=tl.complex128)), NotImplementedError,
      "linalg.cholesky: complex matrices (ComplexDouble) are not supported yet"),
+    # removed from PyTorch in 1.9: they raise (as PyTorch's do) naming the replacement
+    (lambda: tl.eig(tl.eye(2)), RuntimeError, "now removed. Use torch.linalg.eig"),
+    (lambda: tl.symeig(tl.eye(2), eigenvectors=True), RuntimeError, "torch.linalg.eigh"),
+    (lambda: tl.lstsq(tl.eye(2), tl.eye(2)), RuntimeError, "torch.linalg.lstsq(A, B)"),
+    (lambda: tl.solve(tl.eye(2), tl.eye(2)), RuntimeError, "torch.linalg.solve(A, B)"),
+    (lambda: tl.matrix_rank(tl.eye(2)), RuntimeError, "torch.linalg.matrix_rank"),
 ]
 
 

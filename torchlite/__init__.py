@@ -45,6 +45,7 @@ from ._ops.sorting import *  # noqa: F401,F403
 from ._ops.complex import *  # noqa: F401,F403
 from ._ops.fft import stft, istft  # noqa: F401
 from ._ops.legacy_types import *  # noqa: F401,F403  (FloatTensor, LongTensor, ...)
+from ._ops.removed import *  # noqa: F401,F403  (eig, lstsq, solve, ...: removed, they say so)
 from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
 from ._ops.linalg_decomp import *  # noqa: F401,F403
