@@ -18,6 +18,7 @@ from ..autograd.graph import record_not_differentiable
 from ..autograd.graph import needs_grad  # noqa: F401  (elementwise.py's in-place ops use it as _G.needs_grad)
 from ..autograd.grad_mode import no_grad, _state
 from ..autograd import anomaly as _anomaly
+from ..autograd import graph as _graph
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -233,6 +234,8 @@ def record_unary(code, x, result, params=(), name=""):
     result._output_nr = 0
     if _anomaly._enabled:
         node._trace = _anomaly.current_trace()
+    if _graph.forward_ad is not None:
+        _graph.forward_ad.propagate(node, (x,), result)
 
 
 _U_NAMES = {v: k for k, v in _ew.UNARY.items()}
@@ -471,6 +474,8 @@ def record_binary(code, name, a, b, result, alpha=1.0):
     result._output_nr = 0
     if _anomaly._enabled:
         node._trace = _anomaly.current_trace()
+    if _graph.forward_ad is not None:
+        _graph.forward_ad.propagate(node, (a, b), result)
 
 
 def _save_needed(saved, needs, a, b, res, a_t, b_t):
@@ -648,6 +653,8 @@ def rebase_inplace(self, out_of_place):
         old = _wrap(self._data, self._requires_grad)
         if self.grad_fn is not None:
             old.grad_fn, old._output_nr = self.grad_fn, self.output_nr
+    if _graph.forward_ad is not None:       # the op reads self's tangent through the alias
+        _graph.forward_ad.take_tangent(old, self)
     watch = (old, [])                       # Node.save() notes where `old` gets saved
     prev, _state.alias_watch = _state.alias_watch, watch
     try:
@@ -669,6 +676,9 @@ def rebase_inplace(self, out_of_place):
     for key in result_keys:
         node._saved[key] = (None, self._data, self._data.storage.version, 0)
     if copy_slices is not None:
+        if _graph.forward_ad is not None:       # the base's tangent, and the view's
+            _graph.forward_ad.propagate(copy_slices, (base, r), base)
+            _graph.forward_ad.take_tangent(self, r)
         base_fn, base_nr = base.grad_fn, getattr(base, "_output_nr", 0)
         joins = not base._requires_grad
         base._requires_grad = True
@@ -684,6 +694,8 @@ def rebase_inplace(self, out_of_place):
     self._requires_grad = r._requires_grad
     self.grad_fn = node
     self._output_nr = new_nr
+    if _graph.forward_ad is not None:
+        _graph.forward_ad.take_tangent(self, r)
     if joins:
         _join_views(self)
     return self

@@ -75,9 +75,9 @@ def _batched_grad(outs, ins, grad_outputs, retain_graph, create_graph, allow_unu
 
 
 def __getattr__(name):
-    # torch.autograd.profiler and .functional are reached as attributes in scripts; each loads
-    # on first use (functional sits on the ops, which load after autograd's core)
-    if name in ("profiler", "functional"):
+    # torch.autograd.profiler, .functional and .forward_ad are reached as attributes in
+    # scripts; each loads on first use (they sit on the ops, which load after autograd's core)
+    if name in ("profiler", "functional", "forward_ad"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'torchlite.autograd' has no attribute '{name}'")

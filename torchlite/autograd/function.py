@@ -43,7 +43,10 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        """The tensors given to save_for_backward, checked for in-place changes."""
+        """The tensors given to save_for_backward, checked for in-place changes (in jvp, the
+        ones given to save_for_forward)."""
+        if getattr(self, "_in_jvp", False):
+            return tuple(getattr(self, "_saved_for_forward", ()))
         if self._saved is not None or self._released:
             return tuple(self.saved(f"saved_tensors[{i}]") for i in range(self._n_saved))
         return tuple(self._to_save)         # forward is running, or apply() recorded no graph

@@ -657,7 +657,15 @@ def record(node, inputs, outputs):
         _mark_views(inputs, (outputs,))
     if _anomaly._enabled:
         node._trace = _anomaly.current_trace()
+    if forward_ad is not None:              # a forward AD level is open
+        forward_ad.propagate(node, inputs, outputs)
     return outputs
+
+
+# the torchlite.autograd.forward_ad module while a forward AD level is open, else None: every
+# place that links a node to its outputs (record, and the elementwise and loss recorders that
+# do it inline) hands the node to forward_ad.propagate, which gives the outputs tangents
+forward_ad = None
 
 
 def sum_to(grad, shape):

@@ -19,6 +19,7 @@ from ..._ops import reduction as _R
 from ...autograd.graph import Node, node_type, pack, unpack, record, _FREED, edge
 from ...autograd.grad_mode import _state as _grad_state
 from ...autograd import anomaly as _anomaly
+from ...autograd import graph as _graph
 
 NONE, MEAN, SUM = _K.REDUCTION_NONE, _K.REDUCTION_MEAN, _K.REDUCTION_SUM
 _ONE = {D.float32.code: _A.full((), 1.0, D.float32.code), D.float64.code: _A.full((), 1.0, D.float64.code)}
@@ -102,6 +103,8 @@ def record_nll(softmax, spatial, x, target, out, lp3, t2, w, ignore, red, total)
     out._output_nr = 0
     if _anomaly._enabled:
         node._trace = _anomaly.current_trace()
+    if _graph.forward_ad is not None:
+        _graph.forward_ad.propagate(node, (x,), out)
     return out
 
 

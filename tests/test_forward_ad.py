@@ -1,0 +1,176 @@
+"""torchlite.autograd.forward_ad (torch.autograd.forward_ad): dual tensors and the tangents
+ops give their results.  Oracles: float64 central differences along the tangent, and PyTorch's
+own forward AD where installed."""
+import numpy as np
+import pytest
+
+import torchlite as tl
+import torchlite.autograd.forward_ad as fwAD
+import torchlite.nn.functional as F
+
+F64 = tl.float64
+
+
+def jvp(f, xs, ts):
+    with fwAD.dual_level():
+        out = f(*[fwAD.make_dual(x, t) for x, t in zip(xs, ts)])
+        primal, tangent = fwAD.unpack_dual(out)
+    return primal, tangent
+
+
+def central_difference(f, xs, ts, eps=1e-6):
+    plus = f(*[x + eps * t for x, t in zip(xs, ts)])
+    minus = f(*[x - eps * t for x, t in zip(xs, ts)])
+    return (plus - minus) / (2 * eps)
+
+
+def _inplace(x):
+    y = x * 1.0
+    y.mul_(3).add_(1)
+    return y.sin_()
+
+
+def _through_views(x):
+    y = x * 1.0
+    y[1:3].mul_(2)
+    y[:, 0].add_(y[:, 1])
+    return y.t().reshape(-1)[2:9]
+
+
+def _multi_output(x):
+    values, _ = x.max(1)
+    a, b = x.split([2, 3], 1)
+    return values.sum() + (a * 2).sum() + b.prod()
+
+
+G = tl.Generator().manual_seed(0)
+X = tl.randn(4, 5, dtype=F64, generator=G)
+W = tl.randn(5, 3, dtype=F64, generator=G)
+IMG = tl.randn(2, 3, 6, 6, dtype=F64, generator=G)
+K = tl.randn(4, 3, 3, 3, dtype=F64, generator=G)
+CASES = {
+    "elementwise": (lambda x: x.sin() * x.exp() / (x * x + 1) - 2, (X,)),
+    "broadcast": (lambda x, b: x * b + b.tanh(), (X, W[:, 0])),
+    "matmul": (lambda x, w: x @ w, (X, W)),
+    "reductions": (lambda x: x.sum(0) * x.mean() + x.amax(1).sum() + x.norm(), (X,)),
+    "softmax": (lambda x: F.log_softmax(x, -1) + F.softmax(x, 0), (X,)),
+    "indexing": (lambda x: x[tl.tensor([0, 2, 2])] * x[1:, ::2].sum(), (X,)),
+    "joining": (lambda x: tl.cat([x, x * 2]).sum(1) + tl.stack([x, x.exp()]).mean(0).sum(), (X,)),
+    "conv2d": (lambda a, k: F.conv2d(a, k, padding=1).relu(), (IMG, K)),
+    "norms": (lambda a: F.layer_norm(a, (6,)) + F.batch_norm(a, None, None, training=True), (IMG,)),
+    "activations": (lambda a: F.gelu(a) + F.silu(a) * F.softplus(a), (IMG,)),
+    "in place": (_inplace, (X,)),
+    "in place through views": (_through_views, (X,)),
+    "several outputs": (_multi_output, (X,)),
+    "cross_entropy": (lambda z: F.cross_entropy(z, tl.tensor([0, 1, 2, 1])), (X,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tangents_against_central_differences(name):
+    f, xs = CASES[name]
+    g = tl.Generator().manual_seed(1)
+    ts = [tl.randn(*x.shape, dtype=F64, generator=g) for x in xs]
+    primal, tangent = jvp(f, xs, ts)
+    np.testing.assert_allclose(primal.detach().numpy(), f(*xs).detach().numpy(), rtol=1e-12,
+                               atol=1e-12)
+    assert tangent is not None
+    fd = central_difference(f, xs, ts).numpy()
+    np.testing.assert_allclose(tangent.numpy(), fd, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["elementwise", "matmul", "softmax", "conv2d", "norms", "in place"])
+def test_tangents_against_torch(name):
+    torch = pytest.importorskip("torch")
+    import torch.autograd.forward_ad as tfw
+    f, xs = CASES[name]
+    g = tl.Generator().manual_seed(2)
+    ts = [tl.randn(*x.shape, dtype=F64, generator=g) for x in xs]
+    _, got = jvp(f, xs, ts)
+    tf = {"elementwise": lambda x: x.sin() * x.exp() / (x * x + 1) - 2,
+          "matmul": lambda x, w: x @ w,
+          "softmax": lambda x: torch.nn.functional.log_softmax(x, -1)
+          + torch.nn.functional.softmax(x, 0),
+          "conv2d": lambda a, k: torch.nn.functional.conv2d(a, k, padding=1).relu(),
+          "norms": lambda a: torch.nn.functional.layer_norm(a, (6,))
+          + torch.nn.functional.batch_norm(a, None, None, training=True),
+          "in place": lambda x: (x * 1.0).mul_(3).add_(1).sin_()}[name]
+    with tfw.dual_level():
+        out = tf(*[tfw.make_dual(torch.from_numpy(x.numpy()), torch.from_numpy(t.numpy()))
+                   for x, t in zip(xs, ts)])
+        want = tfw.unpack_dual(out).tangent.numpy()
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_module_with_a_dual_input_and_plain_parameters():
+    tl.manual_seed(0)
+    net = tl.nn.Sequential(tl.nn.Linear(5, 8), tl.nn.Tanh(), tl.nn.Linear(8, 2)).double()
+    t = tl.randn(4, 5, dtype=F64)
+    _, tangent = jvp(net, (X,), (t,))
+    np.testing.assert_allclose(tangent.detach().numpy(), central_difference(net, (X,), (t,))
+                               .detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+class _Cube(tl.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * g
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * t
+
+
+class _CubeNoJvp(_Cube):
+    jvp = None
+
+
+@pytest.mark.parametrize("fn", [_Cube, _CubeNoJvp])
+def test_custom_functions_use_their_jvp_or_their_backward(fn):
+    t = tl.randn(4, 5, dtype=F64)
+    _, tangent = jvp(lambda x: fn.apply(x) * 2, (X,), (t,))
+    np.testing.assert_allclose(tangent.numpy(), (6 * X * X * t).numpy(), rtol=1e-12)
+
+
+def test_levels_duals_and_their_rules():
+    x, t = tl.randn(3, dtype=F64), tl.ones(3, dtype=F64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, t)
+        y = d * 2
+        assert fwAD.unpack_dual(y).tangent is not None
+        assert fwAD.unpack_dual(x).tangent is None          # the primal itself has none
+        assert fwAD.unpack_dual(fwAD.unpack_dual(y).primal).tangent is None
+        with tl.no_grad():                                  # no tangents where nothing records
+            assert fwAD.unpack_dual(d * 3).tangent is None
+        with pytest.raises(RuntimeError, match="Nested forward mode AD"):
+            fwAD.enter_dual_level()
+        with pytest.raises(ValueError, match="shape, dtype and device"):
+            fwAD.make_dual(x, tl.ones(4, dtype=F64))
+        with pytest.raises(ValueError, match="complex"):
+            fwAD.make_dual(tl.ones(2, dtype=tl.complex128), tl.ones(2, dtype=tl.complex128))
+        with pytest.raises(TypeError, match="must be Tensor"):
+            fwAD.make_dual(x, [1.0, 2.0, 3.0])
+    assert fwAD.unpack_dual(y).tangent is None              # the level dropped them
+    with pytest.raises(RuntimeError, match="enter a forward AD level"):
+        fwAD.make_dual(x, t)
+
+    @fwAD.dual_level()
+    def decorated():
+        return fwAD.unpack_dual(fwAD.make_dual(x, t).exp()).tangent
+    np.testing.assert_allclose(decorated().numpy(), x.exp().numpy(), rtol=1e-12)
+
+
+def test_a_dual_is_differentiable_backwards_in_its_primal():
+    x = tl.randn(3, dtype=F64, requires_grad=True)
+    with fwAD.dual_level():
+        y = (fwAD.make_dual(x, tl.ones(3, dtype=F64)) ** 2).sum()
+    (g,) = tl.autograd.grad(y, [x])
+    np.testing.assert_allclose(g.numpy(), 2 * x.detach().numpy(), rtol=1e-12)

@@ -1,0 +1,302 @@
+"""Forward-mode AD: PyTorch's torch.autograd.forward_ad.
+
+    with forward_ad.dual_level():
+        x = forward_ad.make_dual(primal, tangent)      # x carries the direction `tangent`
+        y = f(x)
+        value, jvp = forward_ad.unpack_dual(y)          # jvp = J_f(primal) @ tangent
+
+How tangents travel.  Every differentiable op already records an autograd node when an input
+requires grad; a dual tensor is made to require grad (make_dual records a MakeDualBackward0
+node, as PyTorch does), so every op on it records one.  While a dual level is open,
+graph.record hands each new node to propagate() here, which computes the outputs' tangents
+J t from the inputs' tangents t and stores them beside the outputs:
+- unary and binary elementwise nodes (real dtypes) use the formula tables of
+  _ops/elementwise_grad.py: their Jacobians are diagonal, so the backward formula applied
+  to the tangent (instead of the output gradient, before any sum back to a broadcast shape)
+  is the forward one;
+- a custom autograd.Function with a jvp(ctx, *tangents) staticmethod uses it;
+- every other node takes the linearity of its backward: B(g) = J^T g, so
+  J t = d<B(g), t>/dg -- one differentiable backward of the node on a zero gradient that
+  requires grad, and one backward of that (the node's formulas are differentiable, which
+  double backward relies on too).  Exact, at about three times the op's cost.
+Tangents are plain tensors (not differentiable themselves).
+
+Where this differs from PyTorch (said in the README): a dual tensor and the results computed
+from it report requires_grad=True (they carry the backward graph the tangents travel on);
+tangents travel only where grad mode is on (under no_grad, results have no tangent); complex
+dual tensors are refused; one level at a time, as PyTorch."""
+import collections
+import contextlib
+import sys
+import weakref
+
+from . import graph as _graph
+from .grad_mode import enable_grad
+
+__all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual",
+           "unpack_dual", "dual_level"]
+
+UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+
+_current_level = -1
+_tangents = {}              # id(tensor) -> (weakref to it, its tangent) at the current level
+
+
+def enter_dual_level():
+    """Open a forward AD level (only one at a time) and make it the current one; returns it."""
+    global _current_level
+    if _current_level >= 0:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    _current_level = 0
+    _graph.forward_ad = sys.modules[__name__]
+    return _current_level
+
+
+def exit_dual_level(*, level=None):
+    """Close the current level: every tangent made in it is dropped."""
+    global _current_level
+    if level is None:
+        level = _current_level
+    if level != _current_level or level < 0:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
+                           "was created. This is not supported.")
+    _tangents.clear()
+    _graph.forward_ad = None
+    _current_level = -1
+
+
+class dual_level(contextlib.ContextDecorator):
+    """The context (or decorator) inside which dual tensors exist: enter_dual_level on entry,
+    exit_dual_level on exit."""
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+        return False
+
+
+def _level_of(level, op):
+    if level is None:
+        level = _current_level
+    if level < 0:
+        raise RuntimeError(f"{op}: to create or unpack dual tensors, enter a forward AD level "
+                           f"first (with forward_ad.dual_level())")
+    if level != _current_level:
+        raise RuntimeError(f"{op}: level {level} is not the current forward AD level "
+                           f"({_current_level})")
+    return level
+
+
+def tangent_of(t):
+    """The tangent of tensor t at the current level, or None (computed now if the op that
+    made t left it pending)."""
+    entry = _tangents.get(id(t))
+    if entry is None or entry[0]() is not t:
+        return None
+    value = entry[1]
+    if type(value) is _Pending:
+        value.resolve()
+        entry = _tangents.get(id(t))
+        value = entry[1] if entry is not None and entry[0]() is t else None
+    return value
+
+
+def _set_tangent(t, tangent):
+    key = id(t)
+    _tangents[key] = (weakref.ref(t, lambda r, key=key: _forget(key, r)), tangent)
+
+
+def _forget(key, ref):
+    entry = _tangents.get(key)
+    if entry is not None and entry[0] is ref:
+        del _tangents[key]
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A dual tensor: tensor's values (an alias of them) carrying `tangent`, the direction
+    forward AD differentiates along (same shape, dtype and device as tensor; real floating
+    point).  Differentiable in reverse mode as an alias of tensor."""
+    from .._tensor import Tensor
+    _level_of(level, "make_dual")
+    for name, t in (("tensor", tensor), ("tangent", tangent)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"make_dual(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    if not tensor.dtype.is_floating_point or not tangent.dtype.is_floating_point:
+        raise ValueError(f"make_dual: expected real floating point tensor and tangent, got "
+                         f"{tensor.dtype} and {tangent.dtype} (complex forward AD is not "
+                         f"supported)")
+    if tuple(tensor.shape) != tuple(tangent.shape) or tensor.dtype != tangent.dtype \
+            or tensor.device != tangent.device:
+        raise ValueError(f"make_dual: expected the tangent to have the primal's shape, dtype "
+                         f"and device, but got {tuple(tangent.shape)} {tangent.dtype} "
+                         f"{tangent.device} for a primal of {tuple(tensor.shape)} "
+                         f"{tensor.dtype} {tensor.device}")
+    from .._tensor import _wrap
+    dual = _wrap(tensor._data)                  # an alias of the primal's values
+    with enable_grad():
+        _graph.record(_graph.new_node(MakeDualBackward0), (tensor,), dual)
+    _set_tangent(dual, tangent.detach())
+    return dual
+
+
+def unpack_dual(tensor, *, level=None):
+    """(primal, tangent): tensor's values without the tangent (a view, differentiable in
+    reverse mode) and its tangent at the level (None when it has none)."""
+    if level is None and _current_level < 0:
+        return UnpackedDualTensor(tensor, None)
+    _level_of(level, "unpack_dual")
+    tangent = tangent_of(tensor)
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    with _suspended():                      # the primal: a view without the tangent
+        primal = tensor.view_as(tensor) if tensor.requires_grad else tensor.detach()
+    return UnpackedDualTensor(primal, tangent)
+
+
+class MakeDualBackward0(_graph.Node):
+    """make_dual's node: the dual is an alias of the primal, a gradient passes through."""
+
+    def backward(self, g):
+        return (g,)
+
+
+# ---- propagation ------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _suspended():
+    """No tangent propagation inside (the JVP computations' own ops)."""
+    active = _graph.forward_ad
+    _graph.forward_ad = None
+    try:
+        yield
+    finally:
+        _graph.forward_ad = active
+
+
+def propagate(node, inputs, outputs):
+    """graph.record's hook while a level is open: the float outputs of `node` get tangents
+    from the tangents `inputs` have now.  They are computed when first read (by the next op,
+    or unpack_dual), once the op has finished saving what its backward needs."""
+    from .._tensor import Tensor
+    tangents = [tangent_of(t) if isinstance(t, Tensor) else None for t in inputs]
+    if all(t is None for t in tangents):
+        return
+    outs = list(outputs) if type(outputs) in (tuple, list) else [outputs]
+    pending = _Pending(node, tuple(inputs), tangents, outs)
+    for o in outs:
+        if o is not None and o.dtype.is_floating_point:
+            _set_tangent(o, pending)
+
+
+def take_tangent(dst, src):
+    """An in-place op gave dst src's values (and history): dst takes src's tangent (or loses
+    its own when src has none)."""
+    t = tangent_of(src)
+    if t is not None:
+        _set_tangent(dst, t)
+    elif id(dst) in _tangents:
+        del _tangents[id(dst)]
+
+
+class _Pending:
+    """The tangents of one node's outputs, not computed yet."""
+
+    __slots__ = ("node", "inputs", "tangents", "outs", "meta")
+
+    def __init__(self, node, inputs, tangents, outs):
+        self.node, self.inputs, self.tangents = node, inputs, tangents
+        self.outs = [weakref.ref(o) if o is not None else None for o in outs]
+        # (shape, dtype, device) of each output
+        self.meta = [(tuple(o.shape), o.dtype, o.device) if o is not None else None
+                     for o in outs]
+
+    def resolve(self):
+        with _suspended():
+            result = _jvp(self.node, self.inputs, self.meta, self.tangents)
+        result = [None if t is None else t.detach() for t in result]
+        for ref, t in zip(self.outs, result):
+            o = ref() if ref is not None else None
+            if o is not None and o.dtype.is_floating_point:
+                entry = _tangents.get(id(o))
+                if entry is not None and entry[1] is self:
+                    _set_tangent(o, t)
+
+
+def _jvp(node, inputs, meta, tangents):
+    """The tangents of a node's outputs (meta: each output's (shape, dtype, device), None for
+    a non-tensor) from its inputs' tangents."""
+    from .._ops import elementwise_grad as EG
+    from .function import BackwardFunction
+    real = all(m is None or not m[1].is_complex for m in meta)
+    if isinstance(node, MakeDualBackward0):
+        return list(tangents)
+    cls = getattr(node, "_forward_cls", None)
+    if isinstance(node, BackwardFunction) and getattr(cls, "jvp", None) is not None:
+        return _function_jvp(node, cls, inputs, tangents)
+    if real and isinstance(node, EG.UnaryBackward) and len(meta) == 1:
+        return [node.backward(tangents[0])[0]]      # a diagonal Jacobian: B(t) = J t
+    if real and isinstance(node, EG.BinaryBackward) and len(meta) == 1:
+        return [_binary(node, meta[0][0], tangents)]
+    return _by_double_backward(node, meta, tangents)
+
+
+def _function_jvp(node, cls, inputs, tangents):
+    """A custom Function's jvp(ctx, *tangents) -> the outputs' tangents; a tensor input
+    without a tangent gets zeros, and ctx.saved_tensors are what forward gave
+    ctx.save_for_forward (PyTorch's rules)."""
+    from .._ops.creation import zeros_like
+    from .._tensor import Tensor
+    ins = [t if t is not None else (zeros_like(i) if isinstance(i, Tensor) else None)
+           for t, i in zip(tangents, inputs)]
+    node._in_jvp = True
+    try:
+        result = cls.jvp(node, *ins)
+    finally:
+        node._in_jvp = False
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def _binary(node, shape, tangents):
+    """J_a t_a + J_b t_b, each formula applied to its tangent broadcast to the output's shape
+    (the backward's formulas, before their sum back to an input's shape)."""
+    saved = node._saved or {}
+    a, b = node.a, node.b
+    if "self" in saved:
+        a = _graph.unpack(node, "self", saved["self"])
+    if "other" in saved:
+        b = _graph.unpack(node, "other", saved["other"])
+    y = _graph.unpack(node, "result", saved["result"]) if "result" in saved else None
+    total = None
+    for formula, t in ((node.grad_a, tangents[0]), (node.grad_b, tangents[1])):
+        if t is None:
+            continue
+        term = formula(t.expand(shape) if tuple(t.shape) != shape else t, a, b, y, node)
+        total = term if total is None else total + term
+    return total
+
+
+def _by_double_backward(node, meta, tangents):
+    """J t = d<B(g), t>/dg, B the node's backward (linear in g)."""
+    from .._ops.creation import zeros
+    from . import grad as _grad
+    with enable_grad():
+        gs = [zeros(m[0], dtype=m[1], device=m[2]) if m is not None else None for m in meta]
+        for g, m in zip(gs, meta):
+            if g is not None and m[1].is_floating_point:
+                g.requires_grad_()
+        grads = node.backward(*gs)
+        if type(grads) not in (tuple, list):
+            grads = (grads,)
+        s = None
+        for v, t in zip(grads, tangents):
+            if v is None or t is None:
+                continue
+            term = (v * t).sum()
+            s = term if s is None else s + term
+        wanted = [g for g in gs if g is not None and g.requires_grad]
+        if s is None or not s.requires_grad or not wanted:
+            return [None] * len(meta)
+        jts = iter(_grad(s, wanted, allow_unused=True, materialize_grads=True))
+    return [next(jts) if g is not None and g.requires_grad else None for g in gs]
