@@ -2,7 +2,9 @@
 the fused kernels a compiled callable holds."""
 import pytest
 
+import torchlite as tl
 import torchlite._dynamo as dynamo
+import torchlite.nn.functional as F
 
 
 @pytest.fixture(autouse=True)
@@ -19,3 +21,44 @@ def kernels_of(compiled):
     c = compiled._compiled if hasattr(compiled, "_compiled") else compiled
     entries = list(c.cache.values()) + list(getattr(c, "dynamic_cache", {}).values())
     return [k for e in entries for k in getattr(e, "kernels", [])]
+
+
+# ---- random graphs (the hypothesis tests of test_compile.py and test_compile_rows.py) ------
+UNARY = ["neg", "abs", "exp", "tanh", "sigmoid", "sin", "cos", "relu", "square", "erf", "atan",
+         "softsign"]
+BINARY = ["add", "sub", "mul", "maximum", "minimum", "where_gt", "hypot", "atan2"]
+
+
+def apply_unary(name, a):
+    """Unary op `name` of UNARY on a."""
+    if name == "softsign":
+        return a / (a.abs() + 1)
+    if name == "relu":
+        return F.relu(a)
+    return getattr(a, name)()
+
+
+def apply_binary(name, a, b):
+    """Binary op `name` of BINARY on a and b."""
+    if name == "add":
+        return a + b
+    if name == "sub":
+        return a - b
+    if name == "mul":
+        return a * b
+    if name == "where_gt":
+        return tl.where(a > b, a, b * 0.5)
+    return getattr(tl, name)(a, b)
+
+
+def random_input(layout, shape, g, dtype):
+    """An input of `shape` in a layout: full, broadcast from its trailing dims, 0-dim, or
+    a transposed view."""
+    if layout == "bcast" and len(shape) > 1:
+        return tl.randn(*shape[1:], generator=g, dtype=dtype)
+    if layout == "scalar":
+        return tl.randn((), generator=g, dtype=dtype)
+    if layout == "t" and len(shape) >= 2:
+        return tl.randn(*reversed(shape), generator=g, dtype=dtype).permute(
+            *reversed(range(len(shape))))
+    return tl.randn(*shape, generator=g, dtype=dtype)

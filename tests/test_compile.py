@@ -17,6 +17,8 @@ import torchlite.nn.functional as F
 from torchlite._core import elementwise as ew
 from torchlite._core import fused
 from compile_helpers import fresh_compiler, kernels_of  # noqa: F401
+from compile_helpers import UNARY as _UNARY, BINARY as _BINARY, apply_unary as _apply_unary
+from compile_helpers import apply_binary as _apply_binary, random_input as _input
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -236,31 +238,6 @@ def test_noncontiguous_and_broadcast_inputs():
 hyp = pytest.importorskip("hypothesis")
 st = hyp.strategies
 
-_UNARY = ["neg", "abs", "exp", "tanh", "sigmoid", "sin", "cos", "relu", "square", "erf",
-          "atan", "softsign"]
-_BINARY = ["add", "sub", "mul", "maximum", "minimum", "where_gt", "hypot", "atan2"]
-
-
-def _apply_unary(name, a):
-    if name == "softsign":
-        return a / (a.abs() + 1)
-    if name == "relu":
-        return F.relu(a)
-    return getattr(a, name)()
-
-
-def _apply_binary(name, a, b):
-    if name == "add":
-        return a + b
-    if name == "sub":
-        return a - b
-    if name == "mul":
-        return a * b
-    if name == "where_gt":
-        return tl.where(a > b, a, b * 0.5)
-    return getattr(tl, name)(a, b)
-
-
 @st.composite
 def _programs(draw):
     n_inputs = draw(st.integers(1, 4))
@@ -287,17 +264,6 @@ def _program_fn(n_inputs, steps):
                 vals.append(_apply_binary(s[1], vals[s[2] % len(vals)], vals[s[3] % len(vals)]))
         return vals[-1] * 1.5 + vals[-2 if len(vals) > 1 else -1]
     return f
-
-
-def _input(layout, shape, g, dtype):
-    if layout == "bcast" and len(shape) > 1:
-        return tl.randn(*shape[1:], generator=g, dtype=dtype)
-    if layout == "scalar":
-        return tl.randn((), generator=g, dtype=dtype)
-    if layout == "t" and len(shape) >= 2:
-        return tl.randn(*reversed(shape), generator=g, dtype=dtype).permute(
-            *reversed(range(len(shape))))
-    return tl.randn(*shape, generator=g, dtype=dtype)
 
 
 @hyp.settings(max_examples=60, deadline=None, derandomize=True)

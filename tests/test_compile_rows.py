@@ -13,6 +13,7 @@ from torchlite._core import elementwise as ew
 from torchlite._core.fused import Program
 from torchlite._tensor import _wrap
 from compile_helpers import fresh_compiler, kernels_of  # noqa: F401
+from compile_helpers import UNARY, BINARY, apply_unary, apply_binary, random_input
 
 F32, F64 = 8, 9
 ROW, SOFTMAX = 4, 5
@@ -335,3 +336,74 @@ def test_var_and_std_of_the_last_dimension_fuse_as_means():
     with pytest.warns(UserWarning, match="degrees of freedom"):       # eager's own warning
         got, want = c(x), other(x)
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), equal_nan=True)
+
+
+# ---- random graphs with row ops (hypothesis) ---------------------------------------------------
+hyp = pytest.importorskip("hypothesis")
+st = hyp.strategies
+_ROW = ["softmax", "log_softmax", "sum", "mean"]
+
+
+def _apply_row(name, a):
+    if name in ("softmax", "log_softmax"):
+        return getattr(F, name)(a, dim=-1)
+    return getattr(a, name)(-1, keepdim=True)
+
+
+@st.composite
+def _row_programs(draw):
+    n_inputs = draw(st.integers(1, 3))
+    steps = []
+    for _ in range(draw(st.integers(2, 10))):
+        kind = draw(st.sampled_from("uubr"))
+        if kind == "u":
+            steps.append(("u", draw(st.sampled_from(UNARY)), draw(st.integers(0, 50))))
+        elif kind == "b":
+            steps.append(("b", draw(st.sampled_from(BINARY)), draw(st.integers(0, 50)),
+                          draw(st.integers(0, 50))))
+        else:
+            steps.append(("r", draw(st.sampled_from(_ROW)), draw(st.integers(0, 50))))
+    shape = draw(st.sampled_from([(6,), (3, 5), (2, 3, 4), (4, 1), (33, 70), (2, 700)]))
+    layouts = [draw(st.sampled_from(["full", "bcast", "scalar", "t"])) for _ in range(n_inputs)]
+    return n_inputs, steps, shape, layouts
+
+
+def _row_program_fn(steps):
+    def f(*xs):
+        vals = list(xs)
+        for s in steps:
+            if s[0] == "u":
+                vals.append(apply_unary(s[1], vals[s[2] % len(vals)]))
+            elif s[0] == "b":
+                vals.append(apply_binary(s[1], vals[s[2] % len(vals)], vals[s[3] % len(vals)]))
+            else:
+                x = vals[s[2] % len(vals)]
+                vals.append(_apply_row(s[1], x) if x.ndim else x * 2)
+        return vals[-1] * 1.5 + vals[-2 if len(vals) > 1 else -1]
+    return f
+
+
+@hyp.settings(max_examples=60, deadline=None, derandomize=True)
+@hyp.given(_row_programs(), st.sampled_from([tl.float32, tl.float64]))
+def test_random_graphs_with_row_ops(program, dtype):
+    """Compiled equals eager, values and gradients, for random chains of elementwise and row
+    ops over inputs of any layout (broadcast, 0-dim, transposed)."""
+    n_inputs, steps, shape, layouts = program
+    f = _row_program_fn(steps)
+    g = tl.Generator().manual_seed(len(steps))
+    xs = [random_input(layouts[i], shape, g, dtype) for i in range(n_inputs)]
+    if all(x.ndim == 0 for x in xs):
+        xs[0] = tl.randn(*shape, generator=g, dtype=dtype)
+    want = f(*xs)
+    got = tl.compile(f)(*xs)
+    tol = 2e-5 if dtype is tl.float32 else 1e-11
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol)
+    a = [x.clone().requires_grad_() for x in xs]
+    e = [x.clone().requires_grad_() for x in xs]
+    tl.compile(f)(*a).sum().backward()
+    f(*e).sum().backward()
+    for ta, te in zip(a, e):
+        assert (ta.grad is None) == (te.grad is None)
+        if te.grad is not None:
+            np.testing.assert_allclose(ta.grad.numpy(), te.grad.numpy(), rtol=tol * 20,
+                                       atol=tol * 20)
