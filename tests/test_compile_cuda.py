@@ -38,6 +38,10 @@ def f64_prog(x, y):
     return ((x * y + 1.5) / (y.abs() + 2.0)).sqrt() - tl.maximum(x, y) * 0.75
 
 
+def dropout_prog(x, r):
+    return r + F.dropout(F.gelu(x * 2.0), 0.3)
+
+
 def _kernels_of(compiled):
     return [k for e in compiled.cache.values() for k in getattr(e, "kernels", [])]
 
@@ -67,6 +71,8 @@ def _program_specs():
     out["chain"], out["chain_backward"] = fw, bw
     out["where"] = _specs(where_prog, x, y)[0]
     out["f64"] = _specs(f64_prog, x.double(), y.double())[0]
+    out["dropout"] = _specs(dropout_prog, x, y)[0]
+    assert any(i[0] == _cuda.RANDOM for i in out["dropout"].instrs)
     assert out["f64"].in_dtypes == (L.F64, L.F64)
     assert out["where"].in_dtypes == (L.F32, L.F32)
     assert sum(i[0] == L.TERNARY for i in out["where"].instrs) == 2
@@ -216,7 +222,10 @@ def _cpu_run(spec, arrays, shape):
 def _inputs(spec, shape, layout, rng):
     arrays = []
     for k, dt in enumerate(spec.in_dtypes):
-        if dt == L.BOOL:
+        if dt == _cuda.I64:         # a random instruction's seed, then its first block
+            a = np.array(0x1234_5678_9ABC if k == 0 or spec.in_dtypes[k - 1] != dt
+                         else 4000 + k, np.int64)
+        elif dt == L.BOOL:
             a = rng.random(shape) < 0.5
         elif layout == "broadcast" and k % 2 == 1:
             a = rng.standard_normal(shape[-1]).astype(_NP[dt])        # a row, broadcast
@@ -302,6 +311,31 @@ def test_compile_on_a_real_gpu(monkeypatch):
     launched, launch = [], _launch.launch
     monkeypatch.setattr(_launch, "launch", lambda k, *a, **kw: (launched.append(k.name), launch(k, *a, **kw))[1])
     _compiled_chain_matches_cpu(launched, rtol=1e-5)
+
+
+def test_compiled_dropout_on_cuda_tensors_draws_eager_masks(fused_on_host):
+    """Dropout fused on CUDA: the generated kernel draws the device generator's words (the
+    CPU's layout), so the compiled model's output equals the eager CUDA model's with the same
+    seed, and the generator ends where eager leaves it."""
+    g = np.random.default_rng(4)
+    x, r = (tl.from_numpy(g.standard_normal((6, 70)).astype(np.float32)).to("cuda")
+            for _ in range(2))
+    c = tl.compile(dropout_prog)
+    tl.manual_seed(11)
+    got = c(x, r)                       # the first call: its capture run puts the RNG back
+    after = tl.rand(3, device="cuda")
+    assert any(n for n in fused_on_host), "the fused kernel was not launched"
+    tl.manual_seed(11)
+    want = dropout_prog(x, r)
+    np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=1e-6, atol=1e-6)
+    assert ((got.cpu().numpy() == r.cpu().numpy()) == (want.cpu().numpy() == r.cpu().numpy())).all()
+    np.testing.assert_array_equal(after.cpu().numpy(), _rand_after_eager(x, r))
+
+
+def _rand_after_eager(x, r):
+    tl.manual_seed(11)
+    dropout_prog(x, r)
+    return tl.rand(3, device="cuda").cpu().numpy()
 
 
 def _compiled_chain_matches_cpu(fused_on_host, rtol):

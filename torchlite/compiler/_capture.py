@@ -393,9 +393,12 @@ def _describe(t):
 
 @contextlib.contextmanager
 def _untouched(modules):
-    """Put back the RNG state and every buffer of `modules` after the block."""
+    """Put back the RNG state (the CPU's and the CUDA devices') and every buffer of `modules`
+    after the block."""
+    from .. import _dispatch
     from .._ops.random import get_rng_state, set_rng_state
     rng = get_rng_state()
+    device_rng = _dispatch.devices.generator_states() if _dispatch.backend_loaded() else None
     saved = []
     for m in modules:
         for name, b in m._buffers.items():
@@ -405,6 +408,8 @@ def _untouched(modules):
         yield
     finally:
         set_rng_state(rng)
+        if device_rng is not None:
+            _dispatch.devices.set_generator_states(device_rng)
         from ..autograd.grad_mode import no_grad
         with no_grad():
             for m, name, b, copy in saved:

@@ -243,7 +243,7 @@ def _moment_rows(x, factor, sqrt):
 
 
 def split_dropout(graph):
-    """Split each F.dropout call on a float CPU tensor of static shape (training, 0 < p < 1,
+    """Split each F.dropout call on a float CPU or CUDA tensor of static shape (training, 0 < p < 1,
     not in place) into the generator's reservation, the mask drawn as an elementwise random
     node, and the multiply (compiler/_random.py), so the mask is drawn inside a fused kernel
     and the multiply fuses with its neighbours.  Returns the number split."""
@@ -262,7 +262,7 @@ def split_dropout(graph):
                 or not 0 < p < 1:
             continue
         shape, dt, device, _ = x.meta["val"]
-        if dt not in L.FLOATS or device != "cpu" \
+        if dt not in L.FLOATS or not (device == "cpu" or device.startswith("cuda")) \
                 or not all(type(d) is builtins.int for d in shape):
             continue
         from .. import _dtype
@@ -272,16 +272,16 @@ def split_dropout(graph):
             numel *= d
         keep = 1 - p
         with graph.inserting_before(n):
-            sb = graph.call_function(philox_reserve, (numel,))
+            sb = graph.call_function(philox_reserve, (numel, device))
             seed = graph.call_function(operator.getitem, (sb, 0))
             base = graph.call_function(operator.getitem, (sb, 1))
             mask = graph.call_function(bernoulli_at, (seed, base, keep, tuple(shape), dtype))
             noise = graph.call_function(operator.truediv, (mask, keep))
             out = graph.call_function(operator.mul, (x, noise))
         for m in (seed, base):
-            m.meta["val"] = ((), 5, "cpu", False)
+            m.meta["val"] = ((), 5, device, False)
         for m in (mask, noise):
-            m.meta["val"] = (tuple(shape), dt, "cpu", False)
+            m.meta["val"] = (tuple(shape), dt, device, False)
         out.meta["val"] = n.meta["val"]
         n.replace_all_uses_with(out)
         graph.erase_node(n)

@@ -69,6 +69,26 @@ def generator(dev):
     return _state.generator(_state.device_index(dev))
 
 
+@service("generator_states")
+def generator_states():
+    """{device index: state bytes} of the device generators made so far (torchlite.compile
+    puts them back after its capture run)."""
+    with _state.generators_lock:
+        return {idx: g.state_bytes() for idx, g in _state.generators.items()}
+
+
+@service("set_generator_states")
+def set_generator_states(states):
+    """Put back states from generator_states; a generator made since is dropped (the next use
+    makes it again, from the same seed, as if it had never drawn)."""
+    with _state.generators_lock:
+        for idx in list(_state.generators):
+            if idx in states:
+                _state.generators[idx].set_state_bytes(states[idx])
+            else:
+                del _state.generators[idx]
+
+
 @service("seed_all")
 def seed_all(seed):
     """Seed every device's generator (those made later too), without touching CUDA."""
