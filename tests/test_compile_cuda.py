@@ -42,6 +42,18 @@ def dropout_prog(x, r):
     return r + F.dropout(F.gelu(x * 2.0), 0.3)
 
 
+def softmax_prog(a, m):
+    return F.softmax(a * 0.125 + m, dim=-1) * 2.0
+
+
+def rms_prog(x, w):
+    return x * tl.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def log_softmax_prog(x, t):
+    return (F.log_softmax(x, -1) * t).sum(-1, keepdim=True) + x.mean(-1, keepdim=True) * x
+
+
 def _kernels_of(compiled):
     return [k for e in compiled.cache.values() for k in getattr(e, "kernels", [])]
 
@@ -72,6 +84,11 @@ def _program_specs():
     out["where"] = _specs(where_prog, x, y)[0]
     out["f64"] = _specs(f64_prog, x.double(), y.double())[0]
     out["dropout"] = _specs(dropout_prog, x, y)[0]
+    out["softmax"], out["softmax_backward"] = _specs(softmax_prog, x, w, grad=True)[:2]
+    out["rms"], out["rms_backward"] = _specs(rms_prog, x, w, grad=True)[:2]
+    out["log_softmax"] = _specs(log_softmax_prog, x.double(), y.double())[0]
+    for k in ("softmax", "softmax_backward", "rms", "rms_backward", "log_softmax"):
+        assert any(i[0] in (_cuda.ROW, _cuda.SOFTMAX) for i in out[k].instrs), k
     assert any(i[0] == _cuda.RANDOM for i in out["dropout"].instrs)
     assert out["f64"].in_dtypes == (L.F64, L.F64)
     assert out["where"].in_dtypes == (L.F32, L.F32)
@@ -204,8 +221,12 @@ def _emulate(spec, arrays, shape):
     n = int(np.prod(shape))
     args = [ctypes.c_uint64(a.ctypes.data) for a in ops]
     args += [ctypes.c_int64(n), ctypes.create_string_buffer(ix, len(ix))]
+    threads = 32
+    if any(i[0] in (_cuda.ROW, _cuda.SOFTMAX) for i in spec.instrs):
+        args.append(ctypes.c_int64(shape[-1]))        # a row program: its row length
+        threads = 64                                  # two warps combine a row's sums
     params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
-    fn(3, 1, 1, 32, 1, 1, params)             # a grid-stride loop of 96 threads
+    fn(3, 1, 1, threads, 1, 1, params)        # a grid-stride loop (over rows: 3 at a time)
     return outs, struct_of(ix)
 
 
@@ -247,10 +268,14 @@ def test_emulated_kernel_matches_cpu_program(which, layout):
     got, path = _emulate(spec, arrays, shape)
     assert path == ("fast" if layout == "contiguous" else "strided")
     want = _cpu_run(spec, arrays, shape)
+    # row sums add in another order than the CPU's lanes (the block's threads, in double)
+    rows = any(i[0] in (_cuda.ROW, _cuda.SOFTMAX) for i in spec.instrs)
     for g, w, dt in zip(got, want, spec.out_dtypes):
         assert g.shape == w.shape and g.dtype == w.dtype
-        if dt == L.F64 or dt == L.BOOL:
+        if (dt == L.F64 and not rows) or dt == L.BOOL:
             np.testing.assert_array_equal(g, w)
+        elif dt == L.F64:
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
         else:
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
 
@@ -336,6 +361,29 @@ def _rand_after_eager(x, r):
     tl.manual_seed(11)
     dropout_prog(x, r)
     return tl.rand(3, device="cuda").cpu().numpy()
+
+
+def test_compiled_row_programs_on_cuda_tensors(fused_on_host):
+    """Softmax and RMSNorm programs compiled on CUDA tensors run their generated row kernels,
+    forward and backward, and match eager CPU."""
+    g = np.random.default_rng(5)
+    a, m = g.standard_normal((5, 40)).astype(np.float32), g.standard_normal(40).astype(np.float32)
+    for prog in (softmax_prog, rms_prog):
+        fused_on_host.clear()
+        cpu = [tl.from_numpy(a), tl.from_numpy(m)]
+        cuda = [t.to("cuda").requires_grad_() for t in cpu]
+        cpu = [t.clone().requires_grad_() for t in cpu]
+        got = tl.compile(prog)(*cuda)
+        want = prog(*cpu)
+        assert fused_on_host, "the row kernel was not launched"
+        np.testing.assert_allclose(got.detach().cpu().numpy(), want.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+        fused_on_host.clear()
+        got.sum().backward()
+        want.sum().backward()
+        assert any("backward" in n for n in fused_on_host)
+        for tc, te in zip(cuda, cpu):
+            np.testing.assert_allclose(tc.grad.cpu().numpy(), te.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def _compiled_chain_matches_cpu(fused_on_host, rtol):
