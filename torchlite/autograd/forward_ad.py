@@ -184,6 +184,10 @@ def propagate(node, inputs, outputs):
     if all(t is None for t in tangents):
         return
     outs = list(outputs) if type(outputs) in (tuple, list) else [outputs]
+    if any(o is not None and o.dtype.is_complex for o in outs):
+        raise RuntimeError(f"forward AD: {node.name()} makes a complex tensor from a dual one; "
+                           f"complex tangents are not supported yet (torch.func.jvp works "
+                           f"through complex intermediates)")
     pending = _Pending(node, tuple(inputs), tangents, outs)
     for o in outs:
         if o is not None and o.dtype.is_floating_point:
