@@ -228,3 +228,18 @@ def test_import_does_not_start_mpi():
             "print('fine')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
     assert out.returncode == 0 and "fine" in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_powerSGD_hooks_match_the_numpy_formula_and_train(n):
+    """powerSGD_hook and batched_powerSGD_hook: one bucket against the formula recomputed in
+    NumPy (warm start, error feedback, uncompressed small tensors), full rank equal to plain
+    DDP, low rank training to the same parameters on every rank."""
+    _need_mpi()
+    rc, out, _ = _mpirun("powersgd.py", n)
+    assert rc == 0, out
+    for name in ("powerSGD formula:", "powerSGD full rank:", "batched powerSGD formula",
+                 "powerSGD state checks", "ddp powerSGD:"):
+        assert out.count(f"OK {name}") == n, (name, out)
+    for r in range(n):
+        assert f"OK powerSGD all (rank {r})" in out, out
