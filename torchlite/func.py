@@ -6,15 +6,32 @@ How they differ from PyTorch's: there are no transform levels, so
 - grad/vjp/jacrev differentiate by reverse-mode autograd on the inputs (copies that require
   grad, or the inputs themselves inside an outer transform, which is how grad(grad(f)) and
   hessian compose);
-- jvp, linearize and jacfwd have no forward-mode AD to run on: they use the double-vjp trick
+- jvp, linearize and jacfwd use the double-vjp trick
   of autograd.functional.Linearization (J v as the derivative of the vjp J^T u with respect
   to u, exact): one backward with create_graph, then one backward per tangent (per input
   element for jacfwd).  linearize keeps that graph, so its jvp_fn runs one backward per call
   and never re-runs the function;
-- vmap runs the function once per batch element and stacks the results: the same values and
-  gradients as PyTorch's batching rules, at the speed of a Python loop."""
+- vmap runs the function once on the whole batch: inside, it sees batched tensors
+  (torchlite/_vmap) whose operations run by batching rules on the physical tensor, batch
+  dimension first -- elementwise ops, reductions and every dim argument, views and indexing,
+  matmul and its family, F.linear, convolution (a batched weight folded into groups),
+  pooling, normalisation, the losses, cat/stack, gather/scatter, in-place methods.  An
+  operation without a rule runs once per element on real slices (the same values, at loop
+  speed), as do jacrev/jacfwd/jvp and a vjp_fn inside vmap.  grad inside vmap is one
+  backward over the batch: an unbatched differentiated input is expanded over the batch, so
+  each element gets the gradient of its own output (per-sample gradients).
+  Differences: a nested vmap runs its own map as a loop (the outer one stays batched);
+  random ops follow `randomness` ('error' raises, 'different' draws per element, 'same'
+  once); out_dims=None is not supported.  The batched tensors reach torchlite's functions
+  through their module attributes (torchlite.x, F.x, ...), which vmap wraps while it runs: a
+  function imported by name before (`from torchlite.nn.functional import relu`) and called
+  on a batched tensor raises TypeError -- call it as F.relu.  The recurrent modules run once
+  per element."""
+import functools
+
 import torchlite as _tl
 
+from . import _vmap
 from .autograd import grad as _autograd_grad
 from .autograd.functional import Linearization
 from .autograd.grad_mode import enable_grad
@@ -52,6 +69,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
     """A function returning (the gradient of func's scalar output with respect to the
     arguments argnums, func's output) — and the aux output too with has_aux."""
     def wrapper(*args, **kwargs):
+        if _vmap.current() is not None:
+            return _batched_grad_and_value(func, argnums, has_aux, args, kwargs)
         args, nums, nested = _prepare(args, argnums)
         with enable_grad():
             out = func(*args, **kwargs)
@@ -79,6 +98,72 @@ def grad_and_value(func, argnums=0, has_aux=False):
     return wrapper
 
 
+def _prepare_batched(args, argnums):
+    """_prepare inside vmap: the differentiated inputs as batched leaves that require grad --
+    a batched input's physical tensor, an unbatched one expanded over the batch (so that
+    every element gets its own gradient).  Returns (args, nums, physical leaves, nested)."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -len(args) <= n < len(args):
+            raise RuntimeError(f"Got argnums={argnums} but only {len(args)} positional inputs")
+    nums = tuple(n % len(args) for n in nums)
+    size = _vmap.current().size
+    args, phys, nested = list(args), [], False
+    for n in nums:
+        leaves, spec = tree_flatten(args[n])
+        out = []
+        for t in leaves:
+            v = t.value if type(t) is _vmap.Batched else t
+            if not isinstance(v, _tl.Tensor) or not v.is_floating_point():
+                raise RuntimeError("grad: the differentiated inputs must be floating-point "
+                                   "tensors")
+            if type(t) is not _vmap.Batched:
+                v = v.unsqueeze(0).expand(size, *v.shape)
+            if v.requires_grad:          # inside an outer transform: keep its graph
+                nested = True
+            else:
+                v = v.detach().requires_grad_()
+            phys.append(v)
+            out.append(_vmap.Batched(v))
+        args[n] = tree_unflatten(out, spec)
+    return args, nums, phys, nested
+
+
+def _batched_grad_and_value(func, argnums, has_aux, args, kwargs):
+    """grad_and_value inside vmap: one backward over the whole batch, each element's scalar
+    seeded with 1 -- the elements' graphs are disjoint, so each input element gets the
+    gradient of its own output."""
+    args, nums, phys, nested = _prepare_batched(args, argnums)
+    with enable_grad():
+        out = func(*args, **kwargs)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError("grad_and_value(f)(*args): output of function f should "
+                                   "be a tuple: (output, aux) if has_aux is True")
+            out, aux = out
+        if not isinstance(out, (_tl.Tensor, _vmap.Batched)) or out.numel() != 1:
+            raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
+                               "scalar Tensor")
+        size = _vmap.current().size
+        value = out.value if type(out) is _vmap.Batched else \
+            out.unsqueeze(0).expand(size, *out.shape)
+        if value.requires_grad:
+            gs = _autograd_grad(value, phys, _tl.ones_like(value), create_graph=nested,
+                                allow_unused=True)
+        else:
+            gs = [None] * len(phys)
+    gs = [_vmap.Batched(g if g is not None else _tl.zeros_like(x)) for g, x in zip(gs, phys)]
+    it = iter(gs)
+    grads = []
+    for n in nums:
+        leaves, spec = tree_flatten(args[n])
+        grads.append(tree_unflatten([next(it) for _ in leaves], spec))
+    grads = grads[0] if isinstance(argnums, int) else tuple(grads)
+    value = _vmap.Batched(value if nested else value.detach())
+    return (grads, (value, aux)) if has_aux else (grads, value)
+
+
 def grad(func, argnums=0, has_aux=False):
     """A function returning the gradient of func's scalar output with respect to the
     arguments argnums (with the aux output, when has_aux)."""
@@ -102,6 +187,8 @@ def vjp(func, *primals, has_aux=False):
     out_leaves, out_spec = tree_flatten(out)
 
     def vjp_fn(cotangents):
+        if _vmap.has_batched((cotangents,), None):      # vmap(vjp_fn): one per element
+            return _vmap.loop(vjp_fn, (cotangents,), {})
         cts, ct_spec = tree_flatten(cotangents)
         if ct_spec != out_spec:
             raise RuntimeError("vjp_fn: the cotangents must have the structure of the output")
@@ -124,6 +211,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     arguments argnums: shape output.shape + input.shape, one reverse pass per output
     element."""
     def wrapper(*args):
+        if _vmap.has_batched(args, None):                # inside vmap: one per element
+            return _vmap.loop(wrapper, args, {})
         args_, nums, nested = _prepare(args, argnums)
         with enable_grad():
             out = func(*args_)
@@ -190,6 +279,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """(func(*primals), J tangents): the Jacobian-vector product of func at primals (a tuple,
     the arguments), tangents having primals' structure; with has_aux, func returns (output,
     aux) and aux comes third.  Exact, by the double-vjp trick (see the module docstring)."""
+    if _vmap.has_batched((primals, tangents), None):    # inside vmap: one per element
+        return _vmap.loop(lambda p, t: jvp(func, p, t, strict=strict, has_aux=has_aux),
+                          (primals, tangents), {})
     if not isinstance(primals, tuple):
         raise RuntimeError(f"{_JVP}: Expected primals to be a tuple. E.g. it should be valid to "
                            f"call f(*primals).")
@@ -250,6 +342,8 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     and the outputs many).  Output leaves map to output.shape + input.shape tensors (a tuple
     of them for a tuple argnums), in func's output structure."""
     def wrapper(*args):
+        if _vmap.has_batched(args, None):                # inside vmap: one per element
+            return _vmap.loop(wrapper, args, {})
         args_, nums, nested = _prepare(args, argnums)
         with enable_grad():
             out = func(*args_)
@@ -270,38 +364,23 @@ def hessian(func, argnums=0):
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    """func mapped over a batch dimension of its inputs (in_dims: one per argument, or one
-    for all; None leaves an argument unbatched): the results stacked along out_dims.  Runs
-    func once per batch element (see the module docstring)."""
+    """func mapped over a batch dimension of its inputs (in_dims: one per argument, a
+    structure matching an argument's, or one for all; None leaves an argument unbatched): the
+    results stacked along out_dims.  func runs once on the whole batch, each operation by its
+    batching rule (torchlite/_vmap/rules.py); an operation without one runs once per element
+    (see the module docstring).  randomness: 'error' (a random op raises), 'different' (each
+    element its own draw) or 'same' (one draw for all); chunk_size: at most that many
+    elements at a time."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
+                         f"{chunk_size})")
+
+    @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
-        if len(dims) != len(args):
-            raise ValueError(f"vmap: in_dims is not compatible with the structure of inputs: "
-                             f"{len(dims)} in_dims for {len(args)} arguments")
-        sizes = set()
-        for a, d in zip(args, dims):
-            if d is not None:
-                for leaf in tree_flatten(a)[0]:
-                    if isinstance(leaf, _tl.Tensor):
-                        sizes.add(leaf.shape[d])
-        if not sizes:
-            raise ValueError("vmap: at least one input must be batched (in_dims not None)")
-        if len(sizes) != 1:
-            raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
-                             f"dimension, got sizes {sorted(sizes)}")
-        n = sizes.pop()
-        results = []
-        for i in range(n):
-            sliced = [a if d is None else tree_map(
-                lambda t: t.select(d, i) if isinstance(t, _tl.Tensor) else t, a)
-                for a, d in zip(args, dims)]
-            results.append(func(*sliced, **kwargs))
-        leaves0, spec = tree_flatten(results[0])
-        per_leaf = list(zip(*[tree_flatten(r)[0] for r in results]))
-        odims = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(leaves0)
-        stacked = [_tl.stack([_tl.as_tensor(v) for v in vals], d)
-                   for vals, d in zip(per_leaf, odims)]
-        return tree_unflatten(stacked, spec)
+        return _vmap.run(func, args, kwargs, in_dims, out_dims, randomness, chunk_size)
     return wrapper
 
 

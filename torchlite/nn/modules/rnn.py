@@ -35,6 +35,10 @@ def _uniform_all_(module):
 class RNNBase(Module):
     """The multi-layer, optionally bidirectional recurrent layer behind RNN, LSTM and GRU."""
 
+    # inside torchlite.func.vmap, a call runs once per batch element (the recurrent kernels
+    # take real tensors; there is no batching rule for them)
+    _vmap_per_element = True
+
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()

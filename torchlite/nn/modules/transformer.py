@@ -54,6 +54,9 @@ def _get_clones(module, n):
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
+_F_RELU, _F_GELU = F.relu, F.gelu
+
+
 def _get_activation_fn(activation):
     if activation == "relu":
         return F.relu
@@ -80,7 +83,11 @@ def _feed_forward_layers(d_model, dim_feedforward, dropout, bias, kw):
 def _feed_forward(layer, x):
     """linear2(dropout(activation(linear1(x)))): a layer's feed-forward block before its
     residual dropout."""
-    return layer.linear2(layer.dropout(layer.activation(layer.linear1(x))))
+    act = layer.activation
+    # F.relu/F.gelu are looked up when called, not as stored at construction, so that a
+    # wrapper torchlite.func.vmap puts on them is seen
+    act = getattr(F, act.__name__) if act in (_F_RELU, _F_GELU) else act
+    return layer.linear2(layer.dropout(act(layer.linear1(x))))
 
 
 def _attention_output(attn, x, memory, attn_mask, key_padding_mask, is_causal):
