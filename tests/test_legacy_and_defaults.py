@@ -85,3 +85,44 @@ def test_functional_module():
         LUt, pivt = torch.functional.lu(torch.tensor(A))
         np.testing.assert_allclose(LU.numpy(), LUt.numpy())
         assert piv.tolist() == pivt.tolist()
+
+
+def test_version_attributes_scripts_print():
+    import re
+    import torchlite.version as v
+    assert v.__version__ == tl.__version__
+    assert v.debug is False and v.hip is None
+    assert v.cuda is None or re.fullmatch(r"\d+\.\d+", v.cuda), v.cuda
+    assert v.git_version == "unknown" or re.fullmatch(r"[0-9a-f]{40}", v.git_version)
+    with pytest.raises(AttributeError):
+        v.no_such_thing
+
+
+def test_swap_tensors_exchanges_contents_and_keeps_identities():
+    import weakref
+    import numpy as np
+    lin = tl.nn.Linear(2, 2)
+    held = lin.weight
+    opt = tl.optim.SGD(lin.parameters(), lr=0.5)
+    new = tl.nn.Parameter(tl.ones(2, 2))
+    new.tag = "new"
+    old_values = held.detach().numpy().copy()
+    tl.utils.swap_tensors(lin.weight, new)
+    assert lin.weight is held and held.tag == "new" and not hasattr(new, "tag")
+    np.testing.assert_array_equal(held.detach().numpy(), np.ones((2, 2)))
+    np.testing.assert_array_equal(new.detach().numpy(), old_values)
+    lin(tl.ones(1, 2)).sum().backward()
+    opt.step()                                      # the optimizer updates the swapped-in data
+    np.testing.assert_allclose(held.detach().numpy(), np.ones((2, 2)) - 0.5, rtol=1e-6)
+    x = tl.ones(2, requires_grad=True)
+    y = tl.zeros(3) * 2
+    tl.utils.swap_tensors(x, y)
+    assert tuple(x.shape) == (3,) and not x.requires_grad and y.requires_grad and y.is_leaf
+    r = weakref.ref(x)
+    with pytest.raises(RuntimeError, match="weakref"):
+        tl.utils.swap_tensors(x, y)
+    del r
+    with pytest.raises(RuntimeError, match="nn.Parameter"):
+        tl.utils.swap_tensors(tl.nn.Parameter(tl.ones(2)), tl.zeros(2))
+    with pytest.raises(TypeError):
+        tl.utils.swap_tensors(tl.ones(2), [1, 2])
