@@ -65,6 +65,21 @@ def _prepare(args, argnums):
     return args, nums, nested
 
 
+def _scalar_output(func, args, kwargs, has_aux, types):
+    """func's (output, aux), the output checked to be one element of one of `types`."""
+    out = func(*args, **kwargs)
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise RuntimeError("grad_and_value(f)(*args): output of function f should "
+                               "be a tuple: (output, aux) if has_aux is True")
+        out, aux = out
+    if not isinstance(out, types) or out.numel() != 1:
+        raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
+                           "scalar Tensor")
+    return out, aux
+
+
 def grad_and_value(func, argnums=0, has_aux=False):
     """A function returning (the gradient of func's scalar output with respect to the
     arguments argnums, func's output) — and the aux output too with has_aux."""
@@ -73,16 +88,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             return _batched_grad_and_value(func, argnums, has_aux, args, kwargs)
         args, nums, nested = _prepare(args, argnums)
         with enable_grad():
-            out = func(*args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should "
-                                       "be a tuple: (output, aux) if has_aux is True")
-                out, aux = out
-            if not isinstance(out, _tl.Tensor) or out.numel() != 1:
-                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
-                                   "scalar Tensor")
+            out, aux = _scalar_output(func, args, kwargs, has_aux, _tl.Tensor)
             flat, specs = [], []
             for n in nums:
                 leaves, spec = tree_flatten(args[n])
@@ -135,16 +141,7 @@ def _batched_grad_and_value(func, argnums, has_aux, args, kwargs):
     gradient of its own output."""
     args, nums, phys, nested = _prepare_batched(args, argnums)
     with enable_grad():
-        out = func(*args, **kwargs)
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError("grad_and_value(f)(*args): output of function f should "
-                                   "be a tuple: (output, aux) if has_aux is True")
-            out, aux = out
-        if not isinstance(out, (_tl.Tensor, _vmap.Batched)) or out.numel() != 1:
-            raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
-                               "scalar Tensor")
+        out, aux = _scalar_output(func, args, kwargs, has_aux, (_tl.Tensor, _vmap.Batched))
         size = _vmap.current().size
         value = out.value if type(out) is _vmap.Batched else \
             out.unsqueeze(0).expand(size, *out.shape)

@@ -76,6 +76,15 @@ def _wrap(out):
     return out
 
 
+def _bind(sig, args, kwargs):
+    """The arguments bound to sig, or None where they do not bind (the loop then calls the
+    function, which raises its own error)."""
+    try:
+        return sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+
+
 def _pdim(d, rank):
     """Logical dim d of a rank-`rank` tensor as a physical dim."""
     if not isinstance(d, int) or isinstance(d, bool):
@@ -153,9 +162,8 @@ class _DimRule:
         self.tensor_params = tensor_params
 
     def __call__(self, *args, **kwargs):
-        try:
-            ba = self.sig.bind(*args, **kwargs)
-        except TypeError:
+        ba = _bind(self.sig, args, kwargs)
+        if ba is None:
             return NotImplemented                       # the loop raises fn's own error
         x = ba.arguments[self.first]
         if type(x) is not Batched:
@@ -273,9 +281,8 @@ def _batch_norm(fn):
     sig = inspect.signature(fn)
 
     def rule(*args, **kwargs):
-        try:
-            ba = sig.bind(*args, **kwargs)
-        except TypeError:
+        ba = _bind(sig, args, kwargs)
+        if ba is None:
             return NotImplemented
         if ba.arguments.get("training", False):   # statistics over N, per batch element
             return NotImplemented
@@ -466,9 +473,8 @@ def _pointwise_loss(fn):
     elementwise = _elementwise(fn)
 
     def rule(*args, **kwargs):
-        try:
-            ba = sig.bind(*args, **kwargs)
-        except TypeError:
+        ba = _bind(sig, args, kwargs)
+        if ba is None:
             return NotImplemented
         if ba.arguments.get("size_average") is not None or ba.arguments.get("reduce") is not None:
             return NotImplemented
@@ -483,9 +489,8 @@ def _class_loss(fn):
     sig = inspect.signature(fn)
 
     def rule(*args, **kwargs):
-        try:
-            ba = sig.bind(*args, **kwargs)
-        except TypeError:
+        ba = _bind(sig, args, kwargs)
+        if ba is None:
             return NotImplemented
         a = ba.arguments
         x, target, weight = a["input"], a["target"], a.get("weight")

@@ -124,6 +124,18 @@ def _all_reduce_sum(t, state):
     _C.all_reduce(t, group=state.process_group)
 
 
+def _all_reduce_together(tensors, state):
+    """The tensors summed over the ranks in one all-reduce of their concatenation."""
+    import torchlite
+    flat = torchlite.cat([t.reshape(-1) for t in tensors])
+    _all_reduce_sum(flat, state)
+    out, off = [], 0
+    for t in tensors:
+        out.append(flat[off:off + t.numel()].view(tuple(t.shape)))
+        off += t.numel()
+    return out
+
+
 def _with_error_feedback(state, bucket, buffer):
     """The gradient plus last iteration's loss (error feedback), and a copy of it."""
     import torchlite
@@ -152,12 +164,11 @@ def powerSGD_hook(state, bucket):
     power iteration, warm-started), the rest all-reduced as is, all averaged over the ranks;
     error feedback keeps what the compression lost for the next iteration."""
     import torchlite
-    buffer = bucket.buffer()
-    if state.iter < state.start_powerSGD_iter:
+    if state.iter < state.start_powerSGD_iter:      # the first iterations: plain averages
         state.maybe_increase_iter(bucket)
         return allreduce_hook(state.process_group, bucket)
+    buffer, idx = bucket.buffer(), bucket.index()
     world = _backend.get_world_size(state.process_group)
-    idx = bucket.index()
     dtype = buffer.dtype if buffer.dtype.is_floating_point else float32
     before = _with_error_feedback(state, bucket, buffer)
     plain, matrices = [], []
@@ -185,21 +196,10 @@ def powerSGD_hook(state, bucket):
                 for q in qs:
                     _orthogonalize(q, state.orthogonalization_epsilon)
             mats = [g.reshape(n, m).to(dtype) for g, n, m, _ in matrices]
-            ps = [mat @ q for mat, q in zip(mats, qs)]
-            flat_p = torchlite.cat([p.reshape(-1) for p in ps])
-            _all_reduce_sum(flat_p, state)
-            off = 0
-            for i, p in enumerate(ps):
-                ps[i] = flat_p[off:off + p.numel()].view(tuple(p.shape)).clone()
-                off += p.numel()
-                _orthogonalize(ps[i], state.orthogonalization_epsilon)
-            qs = [mat.t() @ p for mat, p in zip(mats, ps)]
-            flat_q = torchlite.cat([q.reshape(-1) for q in qs])
-            _all_reduce_sum(flat_q, state)
-            off = 0
-            for i, q in enumerate(qs):
-                qs[i] = flat_q[off:off + q.numel()].view(tuple(q.shape)).clone()
-                off += q.numel()
+            ps = _all_reduce_together([mat @ q for mat, q in zip(mats, qs)], state)
+            for p in ps:
+                _orthogonalize(p, state.orthogonalization_epsilon)
+            qs = _all_reduce_together([mat.t() @ p for mat, p in zip(mats, ps)], state)
             for (g, n, m, _), p, q in zip(matrices, ps, qs):
                 g.copy_((p @ q.t()).div_(world).view(tuple(g.shape)).to(g.dtype))
             if state.warm_start:
@@ -216,12 +216,11 @@ def batched_powerSGD_hook(state, bucket):
     """PowerSGD on the whole bucket at once: the flat buffer, padded, as one square matrix
     (side ceil(sqrt(numel))) compressed to rank r -- faster, coarser than powerSGD_hook."""
     import torchlite
-    buffer = bucket.buffer()
-    if state.iter < state.start_powerSGD_iter:
+    if state.iter < state.start_powerSGD_iter:      # the first iterations: plain averages
         state.maybe_increase_iter(bucket)
         return allreduce_hook(state.process_group, bucket)
+    buffer, idx = bucket.buffer(), bucket.index()
     world = _backend.get_world_size(state.process_group)
-    idx = bucket.index()
     total = buffer.numel()
     side = math.ceil(math.sqrt(total))
     r = min(side, state.matrix_approximation_rank)
