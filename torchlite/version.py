@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 debug = False
 hip = None
 
-__all__ = ["__version__", "cuda", "git_version", "debug", "hip"]
+__all__ = ["__version__", "cuda", "git_version", "debug", "hip"]  # noqa: F822 (lazy, below)
 
 
 def _cuda():
