@@ -347,3 +347,50 @@ def test_modules_under_vmap_match_the_loop(name):
     }
     m, inp, call = cases[name]
     check_vmap(lambda a: call(m, a), inp, ruled=False, atol=1e-5)
+
+
+REVIEW_CASES = {   # wrong answers and crashes a review found, each against the loop
+    "addmm alpha beta, unbatched operands": (lambda i: tl.addmm(i, A_, B_, beta=0.5, alpha=2), X),
+    "addbmm alpha": (lambda i: tl.addbmm(i, r(2, 3, 4), r(2, 4, 5), alpha=0.5), X),
+    "msort": (lambda a: tl.msort(a), X),
+    "aminmax all": (lambda a: tuple(tl.aminmax(a)), X),
+    "sum of an empty dim list": (lambda a: a.sum([]) + a.mean([]), X),
+    "renorm": (lambda a: a.renorm(2, 0, 1.0), X),
+    "channel_shuffle": (lambda a: F.channel_shuffle(a[:, :4].T.reshape(2, 2, 3, 1), 2), X),
+    "index_fill_": (lambda a: a.clone().index_fill_(0, tl.tensor([1]), -1.0), X),
+    "t_ and unsqueeze_": (lambda a: a.clone().t_().unsqueeze_(0), X),
+    "var with the unbiased flag": (lambda a: a.var(False) + tl.std(a, True), X),
+    "unbatched tensor's method, batched argument": (lambda a: V.mul(a) + V.add(a).matmul(a.T).sum(), X),
+    "masked_fill with a batched 0-d value": (lambda a: a.masked_fill(a > 0, a.sum()), X),
+    "squeeze and gather of a 0-d element": (lambda a: a.squeeze(0) + tl.gather(a, 0, tl.tensor(0)), V),
+    "unbatched indexed by batched": (lambda i: V[i], tl.tensor([4, 0, 2])),
+    "type() string": (lambda a: a * (a.type() == "torchlite.FloatTensor"), X),
+}
+A_, B_ = r(3, 4, seed=7), r(4, 5, seed=8)
+
+
+@pytest.mark.parametrize("name", list(REVIEW_CASES))
+def test_review_cases_match_the_loop(name):
+    f, x = REVIEW_CASES[name]
+    check_vmap(f, x, ruled=False, atol=1e-5)
+
+
+def test_review_randomness_and_out_dims_none():
+    x = tl.ones(4, 50)
+    tl.manual_seed(3)
+    same = func.vmap(lambda a: F.dropout(a, 0.5), randomness="same", chunk_size=2)(x)
+    assert all(tl.equal(same[0], same[i]) for i in range(4))
+    tl.manual_seed(3)
+    alpha = func.vmap(lambda a: F.alpha_dropout(a, 0.5, True), randomness="same")(x)
+    tl.manual_seed(3)
+    np.testing.assert_allclose(alpha[2].numpy(), F.alpha_dropout(x[0], 0.5, True).numpy(),
+                               rtol=1e-6)
+    feat = func.vmap(lambda a: F.feature_alpha_dropout(a.reshape(5, 10, 1), 0.5, True),
+                     randomness="different")(x)
+    assert tuple(feat.shape) == (4, 5, 10, 1)
+    y = r(3)
+    a, b = func.vmap(lambda u, v: (u * 2, v), in_dims=(0, None), out_dims=(0, None))(X, y)
+    assert b is y and tuple(a.shape) == tuple(X.shape)
+    a, k = func.vmap(lambda u: (u, 3), out_dims=(0, None))(X)
+    assert k == 3
+    assert not func.vmap(lambda u: tl.tensor(u.is_sparse))(X).any()

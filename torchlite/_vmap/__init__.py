@@ -73,15 +73,31 @@ def _out_dims(out_leaves, out, out_dims):
     return [out_dims] * len(out_leaves)
 
 
+class _Unbatched:
+    """An output that does not depend on the batch, kept as it is for out_dims=None."""
+    __slots__ = ("value", "size")
+
+    def __init__(self, value, size):
+        self.value, self.size = value, size
+
+    def expanded(self):
+        if not isinstance(self.value, _tl.Tensor):
+            raise ValueError(f"vmap: the function must only return Tensors, got type "
+                             f"{type(self.value)}. Did you mean to set out_dims= to None for "
+                             f"output?")
+        return self.value.unsqueeze(0).expand(self.size, *self.value.shape)
+
+
 def _physical_outputs(func, out, size):
-    """The output's leaves with the batch first (an unbatched tensor expanded), and its spec."""
+    """The output's leaves with the batch first (an unbatched output kept as _Unbatched), and
+    its spec."""
     leaves, spec = tree_flatten(out)
     phys = []
     for leaf in leaves:
         if type(leaf) is Batched:
             phys.append(leaf.value)
-        elif isinstance(leaf, _tl.Tensor):
-            phys.append(leaf.unsqueeze(0).expand(size, *leaf.shape))
+        elif isinstance(leaf, _tl.Tensor) or leaf is None or isinstance(leaf, (int, float, bool)):
+            phys.append(_Unbatched(leaf, size))
         else:
             raise ValueError(f"vmap({getattr(func, '__name__', 'f')}, ...): `"
                              f"{getattr(func, '__name__', 'f')}` must only return Tensors, got "
@@ -111,7 +127,10 @@ def run(func, args, kwargs, in_dims, out_dims, randomness, chunk_size):
     else:
         step = size if chunk_size is None else chunk_size
         pieces, first, out_spec = [], None, None
+        rng = _tl.random.get_rng_state() if randomness == "same" and step < size else None
         for start in range(0, size, step):
+            if rng is not None:                  # 'same': every chunk draws alike
+                _tl.random.set_rng_state(rng)
             stop = min(size, start + step)
             batched = [leaf if d is None else
                        Batched(leaf.movedim(d, 0)[start:stop] if step < size else
@@ -127,12 +146,19 @@ def run(func, args, kwargs, in_dims, out_dims, randomness, chunk_size):
             pieces.append(phys)
             first = out if first is None else first
         stacked = pieces[0] if len(pieces) == 1 else \
-            [_tl.cat(list(parts)) for parts in zip(*pieces)]
+            [parts[0] if all(type(p) is _Unbatched for p in parts) else
+             _tl.cat([p.expanded() if type(p) is _Unbatched else p for p in parts])
+             for parts in zip(*pieces)]
     odims = _out_dims(stacked, tree_unflatten(stacked, out_spec), out_dims)
     result = []
     for value, d in zip(stacked, odims):
         if d is None:
-            raise ValueError("vmap: out_dims=None is only for outputs that are not batched; "
-                             "this one is")
+            if type(value) is not _Unbatched:
+                raise ValueError("vmap: out_dims=None is only for outputs that do not depend "
+                                 "on the batch; this one does")
+            result.append(value.value)
+            continue
+        if type(value) is _Unbatched:
+            value = value.expanded()
         result.append(value.movedim(0, d) if d != 0 else value)
     return tree_unflatten(result, out_spec)

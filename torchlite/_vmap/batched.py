@@ -15,6 +15,7 @@ to `call_function` (and let every other call through), and Tensor's binary opera
 Batched right operand to its reflected operator -- the same patch-for-the-duration door as
 torchlite.fx's tracer.  Methods and operators of a Batched itself go through `call_method`."""
 import functools
+import inspect
 import sys
 import threading
 
@@ -181,6 +182,8 @@ class Batched:
     def __getattr__(self, name):
         if name.startswith("__") or not hasattr(Tensor, name):
             raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        if not callable(inspect.getattr_static(Tensor, name)):
+            return getattr(self.value.select(0, 0), name)    # a flag or size of one element
         return lambda *args, **kwargs: call_method(name, self, args, kwargs)
 
     def __getitem__(self, key):
@@ -330,6 +333,10 @@ def call_function(fn, args, kwargs):
     return loop(fn, args, kwargs)
 
 
+_INPLACE_VIEWS = frozenset({"t", "transpose", "swapaxes", "swapdims", "unsqueeze", "squeeze",
+                            "as_strided", "resize", "resize_as"})
+
+
 def call_method(name, self, args, kwargs):
     """self.name(*args, **kwargs), self a Batched."""
     from . import rules
@@ -342,6 +349,9 @@ def call_method(name, self, args, kwargs):
     if fn is not None:
         return call_function(fn, (self,) + args, kwargs)
     if name.endswith("_") and not name.endswith("__"):
+        if name[:-1] in _INPLACE_VIEWS:      # t_, unsqueeze_: self becomes the view
+            self.value = call_method(name[:-1], self, args, kwargs).value
+            return self
         if name in rules.RANDOM_METHODS:
             if _random_mode(name) == "same":
                 return _same_randomness_loop(
@@ -405,6 +415,28 @@ def _module_call(original):
     return call
 
 
+def _tensor_method(original, name):
+    """A Tensor method, sending a call with a Batched argument to the batched function of the
+    same name (or the loop)."""
+    def method(self, *args, **kwargs):
+        if has_batched(args, kwargs):
+            from . import rules
+            fn = rules.BY_NAME.get(name)
+            if fn is not None:
+                return call_function(fn, (self,) + args, kwargs)
+            return loop(lambda *a, **k: original(*a, **k), (self,) + args, kwargs)
+        return original(self, *args, **kwargs)
+    return method
+
+
+# Tensor methods that take a second tensor, opened for a Batched argument (every other
+# method of an unbatched tensor given a Batched raises TypeError)
+_TENSOR_METHODS = """add sub mul div true_divide floor_divide remainder fmod pow matmul mm bmm mv
+dot outer maximum minimum fmax fmin atan2 hypot copysign logaddexp where masked_fill eq ne lt
+le gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor lerp addcmul
+addcdiv expand_as type_as view_as reshape_as gather index_select __getitem__""".split()
+
+
 def _is_function(v):
     return callable(v) and not isinstance(v, type) and type(v).__name__ in (
         "function", "builtin_function_or_method", "cython_function_or_method")
@@ -435,6 +467,10 @@ def _make_plan(dicts):
         original = Tensor.__dict__.get(dunder)
         if original is not None:
             wrappers[dunder], originals[dunder] = _tensor_operator(original, dunder), original
+    for name in _TENSOR_METHODS:
+        original = Tensor.__dict__.get(name)
+        if original is not None and name not in wrappers:
+            wrappers[name], originals[name] = _tensor_method(original, name), original
     plan.append((Tensor, wrappers, originals))
     return plan
 

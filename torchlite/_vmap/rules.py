@@ -113,7 +113,7 @@ def _tensors_in(values):
 # ---- elementwise ----------------------------------------------------------------------------------
 def _elementwise(fn):
     def rule(*args, **kwargs):
-        rank = 0
+        rank, batched = 0, False
         for a in itertools.chain(args, kwargs.values()):
             t = type(a)
             if t is list or t is tuple:
@@ -121,6 +121,9 @@ def _elementwise(fn):
                     return NotImplemented
             else:
                 rank = max(rank, _rank(a))
+                batched = batched or t is Batched
+        if not batched:                      # a rule composing others on unbatched values
+            return fn(*args, **kwargs)
         return _wrap(fn(*[_align(a, rank) for a in args],
                         **{k: _align(v, rank) for k, v in kwargs.items()}))
     return rule
@@ -138,8 +141,8 @@ polygamma positive pow rad2deg reciprocal relu remainder round rsqrt sigmoid sig
 sinc sinh sqrt square sub subtract tan tanh true_divide trunc fix where xlogy zeros_like
 ones_like empty_like full_like real imag relu6 selu celu gelu silu mish hardtanh hardswish
 hardsigmoid leaky_relu softplus softsign tanhshrink softshrink hardshrink threshold logsigmoid
-elu erfcx log_ndtr ndtr ndtri entr expit xlog1py sinc i0e i1 i1e alpha_dropout dropout
-feature_alpha_dropout""".split()
+elu erfcx log_ndtr ndtr ndtri entr expit xlog1py sinc i0e i1 i1e alpha_dropout
+dropout""".split()
 # the Tensor-method-only conversions: the same values, another dtype, device or storage
 _PASSTHROUGH = """clone detach contiguous float double half bfloat16 int long short char byte
 bool to type type_as cpu cuda requires_grad_ detach_ cfloat cdouble""".split()
@@ -180,7 +183,9 @@ class _DimRule:
             d = ba.arguments.get(p, self.sig.parameters[p].default)
             if d is inspect.Parameter.empty:
                 continue
-            if d is None or (d == () and self.none == "all"):
+            if isinstance(d, bool):             # var(x, True): the legacy unbiased flag
+                return NotImplemented
+            if d is None or (self.none == "all" and isinstance(d, (tuple, list)) and not d):
                 if self.none is None:
                     continue
                 if rank == 0:
@@ -206,7 +211,7 @@ class _DimRule:
 DIMS = {  # name: (dim params, what None means)
     "sum": (("dim",), "all"), "mean": (("dim",), "all"), "nansum": (("dim",), "all"),
     "nanmean": (("dim",), "all"), "amax": (("dim",), "all"), "amin": (("dim",), "all"),
-    "aminmax": (("dim",), None), "logsumexp": (("dim",), None),
+    "aminmax": (("dim",), "flat"), "logsumexp": (("dim",), None),
     "var": (("dim",), "all"), "std": (("dim",), "all"), "var_mean": (("dim",), "all"),
     "std_mean": (("dim",), "all"), "count_nonzero": (("dim",), "all"),
     "prod": (("dim",), "flat"), "argmax": (("dim",), "flat"), "argmin": (("dim",), "flat"),
@@ -216,7 +221,7 @@ DIMS = {  # name: (dim params, what None means)
     "cummin": (("dim",), None), "logcumsumexp": (("dim",), None),
     "softmax": (("dim",), "softmax"), "log_softmax": (("dim",), "softmax"),
     "softmin": (("dim",), "softmax"), "glu": (("dim",), None), "normalize": (("dim",), None),
-    "sort": (("dim",), None), "argsort": (("dim",), None), "msort": ((), None),
+    "sort": (("dim",), None), "argsort": (("dim",), None),
     "topk": (("dim",), None), "kthvalue": (("dim",), None), "unbind": (("dim",), None),
     "split": (("dim",), None), "chunk": (("dim",), None), "tensor_split": (("dim",), None),
     "narrow": (("dim",), None), "select": (("dim",), None), "index_select": (("dim",), None),
@@ -224,7 +229,7 @@ DIMS = {  # name: (dim params, what None means)
     "swapaxes": (("axis0", "axis1"), None), "swapdims": (("dim0", "dim1"), None),
     "movedim": (("source", "destination"), None), "moveaxis": (("source", "destination"), None),
     "diagonal": (("dim1", "dim2"), None), "diff": (("dim",), None),
-    "unflatten": (("dim",), None), "renorm": (("dim",), None),
+    "unflatten": (("dim",), None),
     "cumulative_trapezoid": (("dim",), None), "trapezoid": (("dim",), None),
 }
 
@@ -240,7 +245,7 @@ def _trailing(fn):
 
 
 TRAILING = """tril triu inverse det logdet slogdet matrix_exp cholesky pinverse matrix_power
-layer_norm rms_norm embedding one_hot pixel_shuffle pixel_unshuffle channel_shuffle
+layer_norm rms_norm embedding pixel_shuffle pixel_unshuffle
 inv inv_ex det slogdet cholesky cholesky_ex qr svd svdvals eigh eigvalsh eig eigvals
 matrix_rank pinv matrix_exp lu_factor lu cond""".split()
 
@@ -272,8 +277,27 @@ LEADING_N = {"conv1d": 2, "conv2d": 3, "conv3d": 4, "conv_transpose1d": 2,
              "adaptive_max_pool1d": 2, "adaptive_max_pool2d": 3, "adaptive_max_pool3d": 4,
              "lp_pool1d": 2, "lp_pool2d": 3, "max_pool1d_with_indices": 2,
              "max_pool2d_with_indices": 3, "fold": 2, "unfold": 3, "dropout1d": 2,
-             "dropout2d": 3, "dropout3d": 4, "interpolate": None, "upsample": None,
+             "dropout2d": None, "dropout3d": 4, "channel_shuffle": None, "interpolate": None, "upsample": None,
              "group_norm": None, "instance_norm": None, "local_response_norm": None}
+
+
+def _one_hot(fn):
+    """num_classes=-1 (the largest value + 1) depends on each element's values: the loop."""
+    trailing = _trailing(fn)
+
+    def rule(x, num_classes=-1):
+        return NotImplemented if num_classes == -1 else trailing(x, num_classes)
+    return rule
+
+
+def _masked_fill(fn):
+    elementwise = _elementwise(fn)
+
+    def rule(x, mask, value):
+        if type(value) is Batched:          # a per-element 0-d value: where(mask, value, x)
+            return FUNCTIONS[_O["where"]](mask, value, x)
+        return elementwise(x, mask, value)
+    return rule
 
 
 def _batch_norm(fn):
@@ -543,7 +567,7 @@ def _stack(tensors, dim=0, *, out=None):
 
 
 def _gather(x, dim, index, *, sparse_grad=False, out=None):
-    if out is not None:
+    if out is not None or _rank(x) == 0:
         return NotImplemented
     return Batched(_O["gather"](_expand(x), _pdim(dim, _rank(x)), _expand(index)))
 
@@ -613,6 +637,8 @@ def _squeeze(x, dim=None):
     if type(x) is not Batched:
         return NotImplemented
     shape = x.shape
+    if x.ndim == 0:
+        return NotImplemented
     if dim is None:
         dims = tuple(i + 1 for i, s in enumerate(shape) if s == 1)
         return Batched(x.value.squeeze(dims) if dims else x.value)
@@ -737,7 +763,7 @@ def _setitem(x, key, value):
 
 # ---- in place -----------------------------------------------------------------------------------------
 _INPLACE_EXTRA = {"copy_", "fill_", "zero_", "masked_fill_", "clamp_", "clamp_min_",
-                  "clamp_max_", "index_fill_", "lerp_", "addcmul_", "addcdiv_"}
+                  "clamp_max_", "lerp_", "addcmul_", "addcdiv_"}
 
 
 def inplace(name, x, args, kwargs):
@@ -869,6 +895,8 @@ def build():
     for name, spatial in (("conv1d", 1), ("conv2d", 2), ("conv3d", 3)):
         register(name, lambda f, s=spatial: _conv_batched_weight(f, s))
     register("batch_norm", _batch_norm)
+    register("one_hot", _one_hot)
+    register("masked_fill", _masked_fill)
     register("pad", _pad)
     register("matmul", lambda f: lambda a, b, *, out=None: _matmul(a, b) if out is None
              else NotImplemented)
@@ -914,7 +942,7 @@ def build():
     register("broadcast_to", lambda f: _broadcast_to)
     for name in _RANDOM_FUNCTIONS:
         for f in _lookup(name, mods):
-            if "dropout" in name and name not in ("dropout1d", "dropout2d", "dropout3d"):
+            if name == "dropout":             # a multiplicative mask: one for the batch
                 RANDOM[f] = _Random(f, _dropout_same(f))
             elif name.endswith("_like"):
                 RANDOM[f] = _Random(f, _like_same(f))
@@ -956,4 +984,4 @@ def _passthrough(name, x, args, kwargs):
     out = getattr(x.value, name)(*args, **kwargs)
     if out is x.value:
         return x
-    return Batched(out)
+    return Batched(out) if isinstance(out, Tensor) else out     # x.type() is a string
