@@ -22,7 +22,7 @@ How they differ from PyTorch's: there are no transform levels, so
   each element gets the gradient of its own output (per-sample gradients).
   Differences: a nested vmap runs its own map as a loop (the outer one stays batched);
   random ops follow `randomness` ('error' raises, 'different' draws per element, 'same'
-  once); out_dims=None is not supported.  The batched tensors reach torchlite's functions
+  once).  The batched tensors reach torchlite's functions
   through their module attributes (torchlite.x, F.x, ...), which vmap wraps while it runs: a
   function imported by name before (`from torchlite.nn.functional import relu`) and called
   on a batched tensor raises TypeError -- call it as F.relu.  The recurrent modules run once
