@@ -715,3 +715,45 @@ def test_max_matrix_norms_of_empty_matrices_are_zero(shape, ord):
     if shape[len(shape) - 2 + empty_dim] == 0:
         with pytest.raises(IndexError, match="amin"):
             LA.matrix_norm(t, -ord)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("mnk", [(32, 1024, 256), (7, 77, 300), (64, 130, 513), (5, 2, 3),
+                                 (1, 40, 9), (9, 1, 30)])
+def test_prepacked_right_operand_gives_the_same_bits(isa, threads, dtype, mnk):
+    """bmm(..., packed=pack_b(b)): b's panels packed once (for an RNN's steps) give exactly
+    the unpacked product -- every block of k and n, both layouts of b, the thread split --
+    and a PackedB that no longer matches (another b shape, another ISA level) is ignored."""
+    m, n, k = mnk
+    a, b = rand((m, k), dtype), rand((k, n), dtype)
+    A = tl.tensor(a)._data
+    for B in (tl.tensor(b)._data, layout(b, "T")._data):
+        pk = _mm.pack_b(B)
+        assert pk is not None and pk.matches(B)
+        got = _mm.bmm(A, B, None, 1, 0, "mm", pk)
+        plain = _mm.bmm(A, B, None, 1, 0, "mm")
+        np.testing.assert_array_equal(LA._wrap(got).numpy(), LA._wrap(plain).numpy())
+        check(LA._wrap(got), ref(a, b), k)
+        c = rand((m, n), dtype)
+        acc = tl.tensor(c)._data
+        _mm.bmm(A, B, acc, 1, 1, "addmm", pk)
+        check(LA._wrap(acc), ref(a, b) + c.astype(np.float64), k)
+    other = _mm.pack_b(tl.tensor(rand((k, n + 1), dtype))._data)
+    assert not other.matches(B)
+    np.testing.assert_array_equal(LA._wrap(_mm.bmm(A, B, None, 1, 0, "mm", other)).numpy(),
+                                  LA._wrap(_mm.bmm(A, B, None, 1, 0, "mm")).numpy())
+    if isa != CPU_LEVEL or CPU_LEVEL == 0:
+        return
+    _mm.set_isa_level(0)                          # panels packed for another kernel
+    try:
+        assert not pk.matches(B)
+        np.testing.assert_array_equal(LA._wrap(_mm.bmm(A, B, None, 1, 0, "mm", pk)).numpy(),
+                                      LA._wrap(_mm.bmm(A, B, None, 1, 0, "mm")).numpy())
+    finally:
+        _mm.set_isa_level(isa)
+
+
+def test_pack_b_has_no_packed_form_for_other_dtypes():
+    assert _mm.pack_b(tl.ones(3, 4, dtype=tl.int32)._data) is None
+    assert _mm.pack_b(tl.ones(0, 4)._data) is None
+    assert _mm.pack_b(tl.ones(2, 3, 4)._data) is None

@@ -199,6 +199,7 @@ cdef inline void _gemm(const tl_gemm_kernel* kern, int64_t m, int64_t n, int64_t
     p.a = <const char*>a; p.rsa = rsa; p.csa = csa
     p.b = <const char*>b; p.rsb = rsb; p.csb = csb
     p.c = <char*>c; p.rsc = rsc; p.csc = 1
+    p.pb = NULL; p.pb_n = 0; p.pb_j0 = 0
     p.alpha = 1.0; p.beta = beta; p.ialpha = 0; p.ibeta = 0
     tl_gemm_one(kern, &p, nthreads)
 

@@ -14,6 +14,8 @@ cdef extern from "kernels/gemm.h" nogil:
         int64_t rsc, csc
         double alpha, beta
         int64_t ialpha, ibeta
+        const char* pb
+        int64_t pb_n, pb_j0
     ctypedef struct tl_gemm_kernel:
         int nr                  # columns of the micro-tile
     const tl_gemm_kernel* tl_gemm_f32
@@ -23,4 +25,7 @@ cdef extern from "kernels/gemm.h" nogil:
     int tl_gemm_run(int dtype, const tl_gemm_problem* p, int64_t batch, const int64_t* offa,
                     const int64_t* offb, const int64_t* offc, int nthreads)
     int tl_gemm_install(int level)
+    int64_t tl_gemm_packed_b_size(int dtype, int64_t k, int64_t n, int64_t* pb_n)
+    int tl_gemm_pack_b(int dtype, char* dst, const char* b, int64_t rsb, int64_t csb, int64_t k,
+                       int64_t n)
     int tl_cpu_isa_level()

@@ -11,7 +11,8 @@ from torchlite._core.parallel cimport max_threads
 from torchlite._core import array as _A
 from torchlite._core import elementwise as _ew
 
-from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_run, tl_gemm_install, tl_cpu_isa_level)
+from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_run, tl_gemm_install, tl_cpu_isa_level,
+                                   tl_gemm_packed_b_size, tl_gemm_pack_b)
 
 # dtype names as PyTorch's messages spell them: ScalarType names and C++ type names
 TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
@@ -107,8 +108,46 @@ cdef int _scale(Array out, object beta) except -1:
     return 0
 
 
-cdef int _run(Array a, Array b, Array out, object alpha, object beta) except -1:
-    """The kernel call: out is m x n per batch entry (m, n, k >= 1), disjoint from a and b."""
+cdef class PackedB:
+    """A right operand b (k x n, float32/float64) packed once into the panels the GEMM reads
+    (kernels/gemm.h, tl_gemm_pack_b), for many products a @ b with the same b -- a recurrent
+    layer's weights at every time step -- instead of repacking b in each.  Tied to b's shape
+    and dtype and to the kernels installed when it was made; bmm(..., packed=) uses it only
+    while all three still match, and reads b itself otherwise."""
+    cdef readonly Array panels
+    cdef readonly int64_t k, n, pb_n
+    cdef readonly int dtype, isa
+
+    def matches(self, Array b):
+        return (b.nd == 2 and b.shp[0] == self.k and b.shp[1] == self.n and
+                b.dtype == self.dtype and self.isa == _isa)
+
+
+def pack_b(Array b):
+    """b (k x n) packed for repeated products (a PackedB), or None where there is no packed
+    form (a dtype other than float32/float64, an empty b, panels the allocator did not align
+    to 64 bytes)."""
+    cdef int64_t pb_n = 0, size
+    cdef PackedB pk
+    if b.nd != 2 or (b.dtype != TL_FLOAT32 and b.dtype != TL_FLOAT64) or b.shp[0] == 0 \
+            or b.shp[1] == 0:
+        return None
+    size = tl_gemm_packed_b_size(b.dtype, b.shp[0], b.shp[1], &pb_n)
+    pk = PackedB.__new__(PackedB)
+    pk.panels = new_array(1, &size, b.dtype)
+    if (<size_t>pk.panels.ptr()) % 64:      # the micro-kernels load the panels aligned
+        return None
+    pk.k = b.shp[0]; pk.n = b.shp[1]; pk.pb_n = pb_n; pk.dtype = b.dtype; pk.isa = _isa
+    with nogil:
+        tl_gemm_pack_b(b.dtype, pk.panels.ptr(), b.ptr(), b.strd[0], b.strd[1], b.shp[0],
+                       b.shp[1])
+    return pk
+
+
+cdef int _run(Array a, Array b, Array out, object alpha, object beta,
+              PackedB packed=None) except -1:
+    """The kernel call: out is m x n per batch entry (m, n, k >= 1), disjoint from a and b;
+    packed: b's panels (one 2-D product only)."""
     cdef int nd = a.nd, i, err
     cdef int64_t nbatch = 1
     cdef int64_t zero = 0
@@ -120,6 +159,9 @@ cdef int _run(Array a, Array b, Array out, object alpha, object beta) except -1:
     p.a = a.ptr(); p.rsa = a.strd[nd - 2]; p.csa = a.strd[nd - 1]
     p.b = b.ptr(); p.rsb = b.strd[nd - 2]; p.csb = b.strd[nd - 1]
     p.c = out.ptr(); p.rsc = out.strd[nd - 2]; p.csc = out.strd[nd - 1]
+    p.pb = NULL; p.pb_n = 0; p.pb_j0 = 0
+    if packed is not None and nd == 2:
+        p.pb = packed.panels.ptr(); p.pb_n = packed.pb_n
     if _is_float(a.dtype):
         p.alpha = float(alpha); p.beta = float(beta); p.ialpha = 0; p.ibeta = 0
     else:
@@ -163,11 +205,12 @@ cdef void _batch_offsets(Array a, Array b, Array out, int64_t nbatch, int64_t* o
             d -= 1
 
 
-def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm"):
+def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm", PackedB packed=None):
     """out = alpha * (a @ b) + beta * out for a of shape (*B, m, k) and b of shape (*B, k, n)
     with the same batch shape B (broadcast by the caller) and the same dtype.  With beta != 0
     out must be given: it holds the addend.  Any strides work, stride 0 included; out may
     alias a or b.  float16/bfloat16 are computed in float32 and rounded once; integers wrap.
+    packed: pack_b(b) for a 2-D product, read instead of b while it matches b.
     Returns out, a new C-contiguous array when None was given."""
     cdef int nd = a.nd, i
     cdef int64_t shp[MAX_DIMS]
@@ -199,5 +242,6 @@ def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm"):
         _run(a, b, tmp, alpha, beta)
         copy_into(out, tmp)
     else:
-        _run(a, b, out, alpha, beta)
+        _run(a, b, out, alpha, beta,
+             packed if packed is not None and nd == 2 and packed.matches(b) else None)
     return out

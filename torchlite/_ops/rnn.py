@@ -3,9 +3,13 @@
 step), True when the kernel ran, False where it does not take these tensors (a dtype other
 than float32/float64, or a non-contiguous state) and the caller runs the Tensor ops."""
 from .. import _dtype as D
+from .._dispatch import elementwise as _ew
+from .._dispatch import matmul as _MM
 from .._dispatch import rnn as _R
+from .._tensor import _wrap
 
-__all__ = ["lstm_step_forward", "lstm_step_backward"]
+__all__ = ["lstm_step_forward", "lstm_step_backward", "pack_right", "addmm_packed",
+           "mm_packed"]
 
 
 def _fusable(*tensors):
@@ -20,6 +24,39 @@ def lstm_step_forward(gates, c_prev, c_out, h_out):
         return False
     _R.lstm_step_forward(gates._data, c_prev._data, c_out._data, h_out._data)
     return True
+
+
+def pack_right(w):
+    """w (k x n), the right operand of every time step's product, packed once into the GEMM's
+    panels (torchlite/_core/matmul.pyx, PackedB): each step then skips repacking it (a
+    quarter of a (32 x 256) @ (256 x 1024) step's time).  None where there is no packed form
+    (not a CPU float32/float64 matrix): the steps use addmm/mm as before."""
+    if w.device.type != "cpu" or w.dim() != 2 or w.dtype not in (D.float32, D.float64):
+        return None
+    return _MM.pack_b(w._data)
+
+
+def _packable(a, w, packed, *others):
+    return packed is not None and a.device.type == "cpu" and a.dtype is w.dtype and all(
+        t.dtype is w.dtype and t.device.type == "cpu" for t in others)
+
+
+def addmm_packed(addend, a, w, packed, out):
+    """out = addend + a @ w, w read from packed (pack_right(w)); no autograd.  False where it
+    does not apply (the caller runs addmm)."""
+    if not _packable(a, w, packed, addend, out) or out.dim() != 2:
+        return False
+    if addend is not out:
+        _ew.copy_(out._data, addend._data)
+    _MM.bmm(a._data, w._data, out._data, 1, 1, "addmm", packed)
+    return True
+
+
+def mm_packed(a, w, packed):
+    """a @ w with w read from packed, or None where it does not apply (the caller runs mm)."""
+    if not _packable(a, w, packed) or a.dim() != 2:
+        return None
+    return _wrap(_MM.bmm(a._data, w._data, None, 1, 0, "mm", packed))
 
 
 def lstm_step_backward(gates, c_prev, c, dh, dc, d_gates):

@@ -26,6 +26,10 @@ typedef struct {
     char *c; int64_t rsc, csc;            /* C is m x n */
     double alpha, beta;                   /* floating scalars (beta == 0: C is not read) */
     int64_t ialpha, ibeta;                /* the same for integer dtypes */
+    /* B already packed by tl_gemm_pack_b (NULL: packed block by block as the product runs;
+     * b is read either way by the matrix-vector path): its column count rounded up to whole
+     * panels, and the first column of this (sub-)problem within it. */
+    const char *pb; int64_t pb_n, pb_j0;
 } tl_gemm_problem;
 
 /* y = alpha * A x + beta * y, A is m x k (the one-column and one-row cases of GEMM). */
@@ -39,12 +43,15 @@ typedef struct {
 
 typedef void (*tl_gemm_serial_fn)(const tl_gemm_problem *p);
 typedef void (*tl_gemv_fn)(const tl_gemv_problem *g, int nthreads);
+typedef void (*tl_pack_b_fn)(char *dst, const char *b, int64_t rsb, int64_t csb, int64_t k,
+                             int64_t n);
 
 typedef struct {
     int itemsize;
     int mr, nr, mc, kc, nc;               /* micro-tile and cache blocks */
     tl_gemm_serial_fn gemm;               /* the whole product on one thread */
     tl_gemv_fn gemv;
+    tl_pack_b_fn pack_b;                  /* B (k x n) into the panels gemm reads, whole */
 } tl_gemm_kernel;
 
 enum {
@@ -186,6 +193,7 @@ static tl_gemm_problem tl_gemm_sub(const tl_gemm_problem *p, int isz, int64_t i0
     s.a = p->a + i0 * p->rsa * isz;
     s.b = p->b + j0 * p->csb * isz;
     s.c = p->c + (i0 * p->rsc + j0 * p->csc) * isz;
+    s.pb_j0 = p->pb_j0 + j0;
     return s;
 }
 
@@ -306,6 +314,31 @@ static void tl_gemm_batch_int(tl_igemm_row_fn row, const tl_gemm_problem *p, int
         }
         free(acc);
     }
+}
+
+/* ---- B packed once, for many products with the same right operand ------------------------
+ * (a recurrent layer's weights, multiplied at every time step).  The layout is the one the
+ * blocked driver packs block by block: for each KC-deep block of rows of B, panels of NR
+ * columns, each k-major; pb_n columns (n rounded up to whole panels) per block.  It belongs
+ * to the kernel installed now (its NR and KC). */
+static const tl_gemm_kernel *tl_gemm_kernel_for(int dtype) {
+    return dtype == TL_FLOAT32 ? tl_gemm_f32 : dtype == TL_FLOAT64 ? tl_gemm_f64 : NULL;
+}
+
+/* Elements of the packed B of a k x n float32/float64 matrix (0: no packed form). */
+static int64_t tl_gemm_packed_b_size(int dtype, int64_t k, int64_t n, int64_t *pb_n) {
+    const tl_gemm_kernel *kern = tl_gemm_kernel_for(dtype);
+    if (!kern) return 0;
+    *pb_n = tl_ceil_div(n, kern->nr) * kern->nr;
+    return k * *pb_n;
+}
+
+static int tl_gemm_pack_b(int dtype, char *dst, const char *b, int64_t rsb, int64_t csb,
+                          int64_t k, int64_t n) {
+    const tl_gemm_kernel *kern = tl_gemm_kernel_for(dtype);
+    if (!kern) return -2;
+    kern->pack_b(dst, b, rsb, csb, k, n);
+    return 0;
 }
 
 /* ---- entry point ---------------------------------------------------------------------- */

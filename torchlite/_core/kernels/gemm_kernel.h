@@ -83,6 +83,19 @@ static void TL_GK(pack_block)(T *restrict dst, const T *restrict src, int R, int
     }
 }
 
+/* All of B (k x n) packed as gemm_serial reads it (see tl_gemm_pack_b in gemm.h): per KC
+ * block of k, every column in NR-wide panels. */
+static void TL_GK(pack_b)(char *dst_, const char *b_, int64_t rsb, int64_t csb, int64_t k,
+                          int64_t n) {
+    T *dst = (T *)dst_;
+    const T *B = (const T *)b_;
+    const int64_t npad = (n + NR - 1) / NR * NR;
+    for (int64_t pc = 0; pc < k; pc += KC) {
+        const int64_t kc = k - pc < KC ? k - pc : KC;
+        TL_GK(pack_block)(dst + pc * npad, B + pc * rsb, NR, n, kc, csb, rsb);
+    }
+}
+
 /* Write an edge tile (mr < MR rows or nr < NR columns, or C with a column stride):
  * C[0:mr, 0:nr] = tile + beta * C, where tile already holds alpha * A B (row stride NR). */
 static void TL_GK(store_edge)(const T *restrict tile, T *restrict c, int64_t rsc, int64_t csc,
@@ -190,6 +203,7 @@ static void TL_GK(gemm_serial)(const tl_gemm_problem *pr) {
     T *bufA = (T *)tl_gemm_scratch((size_t)(asize + ncap * kcap) * sizeof(T));
     if (!bufA) { tl_gemm_oom = 1; return; }
     T *bufB = bufA + asize;
+    const T *PB = (const T *)pr->pb;          /* B packed beforehand, or NULL */
     for (int64_t ic = 0; ic < m; ic += MC) {
         const int64_t mc = m - ic < MC ? m - ic : MC;
         for (int64_t pc = 0; pc < k; pc += KC) {
@@ -198,12 +212,16 @@ static void TL_GK(gemm_serial)(const tl_gemm_problem *pr) {
             TL_GK(pack_block)(bufA, A + ic * pr->rsa + pc * pr->csa, MR, mc, kc, pr->rsa, pr->csa);
             for (int64_t jc = 0; jc < n; jc += NC) {
                 const int64_t nc = n - jc < NC ? n - jc : NC;
-                TL_GK(pack_block)(bufB, B + pc * pr->rsb + jc * pr->csb, NR, nc, kc, pr->csb, pr->rsb);
+                const T *bB = bufB;
+                if (PB)
+                    bB = PB + pc * pr->pb_n + (pr->pb_j0 + jc) * kc;
+                else
+                    TL_GK(pack_block)(bufB, B + pc * pr->rsb + jc * pr->csb, NR, nc, kc, pr->csb, pr->rsb);
                 for (int64_t ir = 0; ir < mc; ir += MR) {
                     const int mr = (int)(mc - ir < MR ? mc - ir : MR);
                     for (int64_t jr = 0; jr < nc; jr += NR) {
                         const int nr = (int)(nc - jr < NR ? nc - jr : NR);
-                        TL_GK(ukr)(kc, bufA + ir * kc, bufB + jr * kc,
+                        TL_GK(ukr)(kc, bufA + ir * kc, bB + jr * kc,
                                    C + (ic + ir) * pr->rsc + (jc + jr) * pr->csc,
                                    pr->rsc, pr->csc, alpha, beta, mr, nr);
                     }
@@ -310,7 +328,8 @@ static void TL_GK(gemv)(const tl_gemv_problem *g, int nthreads) {
     }
 }
 
-static const tl_gemm_kernel TL_GK(kernel) = {(int)sizeof(T), MR, NR, MC, KC, NC, TL_GK(gemm_serial), TL_GK(gemv)};
+static const tl_gemm_kernel TL_GK(kernel) = {(int)sizeof(T), MR, NR, MC, KC, NC, TL_GK(gemm_serial),
+                                              TL_GK(gemv), TL_GK(pack_b)};
 
 #undef NR
 #undef T

@@ -52,14 +52,18 @@ class _LSTMLayer(Function):
         steps = x.shape[0]
         xw = _linear(x.reshape(-1, x.shape[2]), w_ih, bias).view(steps, x.shape[1], -1)
         hsz = h0.shape[1]
-        acts = _empty_like(xw)                   # i, f, g, o after their nonlinearities
+        # each step adds h W_hh^T to its slice of xw in place, then activates it there:
+        # acts holds i, f, g, o after their nonlinearities
+        acts = xw
         cs = _empty(steps, *c0.shape, dtype=x.dtype, device=x.device)
         hs = _empty(steps, *h0.shape, dtype=x.dtype, device=x.device)
         w_hh_t = w_hh.t()
+        packed = _fused.pack_right(w_hh_t)       # W_hh packed once for all the steps
         h, c = h0, c0
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
             a = acts[t]
-            _addmm(xw[t], h, w_hh_t, out=a)
+            if not _fused.addmm_packed(a, h, w_hh_t, packed, a):
+                _addmm(a, h, w_hh_t, out=a)
             if _fused.lstm_step_forward(a, c, cs[t], hs[t]):     # one kernel for the rest
                 h, c = hs[t], cs[t]
                 continue
@@ -84,13 +88,14 @@ class _LSTMLayer(Function):
         order = list(range(steps - 1, -1, -1) if reverse else range(steps))
         d_gates = _empty_like(acts)
         dh, dc = d_h.contiguous().clone(), d_c.contiguous().clone()
+        packed = _fused.pack_right(w_hh)
         for k in range(steps - 1, -1, -1):          # the forward's steps, last first
             t = order[k]
             c_prev = c0 if k == 0 else cs[order[k - 1]]
             dh += d_out[t]
             dg = d_gates[t]
             if _fused.lstm_step_backward(acts[t], c_prev, cs[t], dh, dc, dg):
-                dh = dg.mm(w_hh)
+                dh = _times(dg, w_hh, packed)
                 continue
             i, f, g, o = acts[t].chunk(4, 1)
             tc = cs[t].tanh()
@@ -101,17 +106,23 @@ class _LSTMLayer(Function):
             _mul(dc * i, 1 - g * g, out=dgg)
             _mul(dh * tc, o * (1 - o), out=do)
             dc.mul_(f)
-            dh = dg.mm(w_hh)
+            dh = _times(dg, w_hh, packed)
         flat = d_gates.view(steps * x.shape[1], -1)
-        h_prev = _empty_like(hs)                 # h_{t-1} for every step, in time order
-        for k, t in enumerate(order):
-            h_prev[t] = h0 if k == 0 else hs[order[k - 1]]
+        # h_{t-1} for every step, in time order (one copy, not one per step)
+        first = h0.unsqueeze(0)
+        h_prev = _cat([hs[1:], first]) if reverse else _cat([first, hs[:-1]])
         need = ctx.needs_input_grad
         dx = flat.mm(w_ih).view(x.shape) if need[0] else None
         dw_ih = flat.t().mm(x.reshape(-1, x.shape[2])) if need[3] else None
         dw_hh = flat.t().mm(h_prev.view(-1, hsz)) if need[4] else None
         db = flat.sum(0) if bias is not None and need[5] else None
         return dx, dh, dc, dw_ih, dw_hh, db, None
+
+
+def _times(a, w, packed):
+    """a @ w, reading w's packed panels where it can."""
+    r = _fused.mm_packed(a, w, packed)
+    return a.mm(w) if r is None else r
 
 
 def _lstm_layer_composite(x, h, c, w_ih, w_hh, bias, reverse):
