@@ -567,3 +567,50 @@ def test_output_gradient_layouts():
         gx, gw = _np_grads(x, w, g.numpy(), 1, 1)
         np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-10, atol=1e-10, err_msg=name)
         np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-10, atol=1e-10, err_msg=name)
+
+
+def _np_conv_and_grads(x, w, g, s, p, d):
+    """conv2d and the gradients of sum(conv2d * g) by direct loops over output positions and
+    taps (float64; stride s, padding p, dilation d as (h, w) pairs, groups 1)."""
+    n, c, hh, ww = x.shape
+    o, _, kh, kw = w.shape
+    oh = (hh + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
+    ow = (ww + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
+    y = np.zeros((n, o, oh, ow))
+    gx, gw = np.zeros_like(x), np.zeros_like(w)
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(kh):
+                for b in range(kw):
+                    hi, wi = i * s[0] - p[0] + a * d[0], j * s[1] - p[1] + b * d[1]
+                    if 0 <= hi < hh and 0 <= wi < ww:
+                        y[:, :, i, j] += x[:, :, hi, wi] @ w[:, :, a, b].T
+                        gx[:, :, hi, wi] += g[:, :, i, j] @ w[:, :, a, b]
+                        gw[:, :, a, b] += g[:, :, i, j].T @ x[:, :, hi, wi]
+    return y, gx, gw
+
+
+@pytest.mark.parametrize("hw,k,s,p,d", [
+    ((1, 1), (3, 3), (1, 1), (1, 1), (1, 1)),     # ResNet's last stage: only the centre tap
+    ((2, 2), (3, 3), (2, 2), (1, 1), (1, 1)),     # 2x2 -> 1x1, stride 2: taps 1..2
+    ((1, 6), (3, 3), (1, 1), (1, 1), (1, 1)),     # one dim cut, the other not
+    ((3, 3), (5, 5), (1, 1), (2, 2), (1, 1)),     # nothing to cut
+    ((2, 2), (3, 3), (1, 1), (2, 2), (2, 2)),     # dilated: taps 1..2 of 3
+    ((1, 1), (5, 3), (1, 1), (3, 1), (1, 1)),     # padding past the used taps: cut moves it
+    ((2, 3), (3, 3), (3, 1), (2, 1), (1, 1)),
+])
+def test_taps_that_never_touch_the_input_are_cut_exactly(hw, k, s, p, d):
+    """conv2d on images so small that some kernel taps only ever meet padding (the kernels
+    then run a cut-down kernel, conv.pyx _used_taps): forward and both gradients against
+    direct loops in NumPy float64."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 4) + hw)
+    w = rng.standard_normal((5, 4) + k)
+    xt, wt = tl.tensor(x).requires_grad_(), tl.tensor(w).requires_grad_()
+    y = F.conv2d(xt, wt, stride=s, padding=p, dilation=d)
+    g = rng.standard_normal(tuple(y.shape))
+    y.backward(tl.tensor(g))
+    ry, rgx, rgw = _np_conv_and_grads(x, w, g, s, p, d)
+    np.testing.assert_allclose(y.detach().numpy(), ry, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(xt.grad.numpy(), rgx, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(wt.grad.numpy(), rgw, rtol=1e-12, atol=1e-12)

@@ -460,3 +460,35 @@ def test_hypothesis_norms_over_shapes_and_layouts():
         assert_values(F.group_norm(x, groups), gn, rtol=1e-9, atol=1e-9)
 
     run()
+
+
+@pytest.mark.parametrize("plane", [(), (1, 1), (2, 2), (7,), (8,), (3, 5)])
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64])
+def test_batch_norm_small_and_large_planes_forward_and_backward_match_numpy(plane, dtype):
+    """Planes under 8 elements take the row-wise passes (norm.pyx SMALL_PLANE), larger ones the
+    per-run kernels: both against NumPy in float64, the statistics and all three gradients."""
+    rng = np.random.default_rng(5)
+    shape = (6, 5) + plane
+    a = rng.standard_normal(shape) * 3 + 2
+    gy = rng.standard_normal(shape)
+    w, b = rng.random(5) + 0.5, rng.standard_normal(5)
+    axes = (0,) + tuple(range(2, len(shape)))
+    cshape = (1, 5) + (1,) * len(plane)
+    mean, var = a.mean(axes, keepdims=True), a.var(axes, keepdims=True)
+    xhat = (a - mean) / np.sqrt(var + 1e-5)
+    m = a.size / 5
+    dxhat = gy * w.reshape(cshape)
+    dx = (dxhat - dxhat.mean(axes, keepdims=True) - xhat * (dxhat * xhat).mean(axes, keepdims=True)) \
+        / np.sqrt(var + 1e-5)
+    x = tl.tensor(a).to(dtype).requires_grad_()
+    wt, bt = tl.tensor(w).to(dtype).requires_grad_(), tl.tensor(b).to(dtype).requires_grad_()
+    rm, rv = tl.zeros(5, dtype=dtype), tl.ones(5, dtype=dtype)
+    y = F.batch_norm(x, rm, rv, wt, bt, True, momentum=0.5)
+    y.backward(tl.tensor(gy).to(dtype))
+    tol = 1e-10 if dtype is tl.float64 else 2e-5
+    assert_values(y.detach(), xhat * w.reshape(cshape) + b.reshape(cshape), rtol=tol, atol=tol)
+    assert_values(x.grad, dx, rtol=tol * 10, atol=tol * 10)
+    assert_values(wt.grad, (gy * xhat).sum(axes), rtol=tol * 10, atol=tol * 10)
+    assert_values(bt.grad, gy.sum(axes), rtol=tol, atol=tol * 10)
+    assert_values(rm, 0.5 * mean.reshape(5), rtol=tol, atol=tol)
+    assert_values(rv, 0.5 + 0.5 * var.reshape(5) * m / (m - 1), rtol=tol, atol=tol)

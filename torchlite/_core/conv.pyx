@@ -67,6 +67,7 @@ cdef double PAR_MACS = 1 << 18
 # Elements of the per-block partial weight gradients the weight-grad pass may allocate.
 cdef int64_t WGRAD_PARTIAL_ELEMS = 1 << 22
 cdef int64_t WGRAD_MAX_BLOCKS = 16
+cdef int64_t WGRAD_MIN_K = 256      # products a weight-grad block sums at least
 cdef int64_t SUM_CHUNK = 4096       # elements per parallel chunk of the partial sums
 cdef int64_t SLACK = 16             # spare elements after each im2col scratch buffer
 cdef int64_t CHUNK_COLS = 768       # columns one GEMM of the forward / input grad aims at
@@ -338,6 +339,14 @@ cdef void _weight_grad_images(const Geom* g, int64_t n0, int64_t n1, const real*
     cdef real* tmp
     cdef real* d
     cdef double beta
+    if _is_pointwise(g) and g.L == 1 and n1 > n0:
+        # one-pixel planes: all the images' products in one GEMM, k = images
+        for grp in range(g.G):
+            xg = x + n0 * g.xs[0] + grp * g.Cg * g.xs[1]
+            gyg = gy + n0 * ys[0] + grp * g.Og * ys[1]
+            _gemm(kern, g.Og, g.CKK, n1 - n0, gyg, ys[1], ys[0], xg, g.xs[0], g.xs[1],
+                  dw + grp * g.Og * ldw, ldw, 0.0, nthreads)
+        return
     if _is_pointwise(g):
         for n in range(n0, n1):
             beta = 0.0 if n == n0 else 1.0
@@ -404,7 +413,9 @@ cdef int64_t _images_per_gemm(const Geom* g) noexcept nogil:
     buffer, and a divisor of N, so the chunks split evenly over threads.  Depends on the
     shapes only, never the threads."""
     cdef int64_t nb
-    if _is_pointwise(g) or g.L >= CHUNK_COLS:
+    # (a pointwise convolution reads its planes directly, one image per GEMM, unless they
+    # are small: 1x1 planes would make each image's product a matrix-vector one)
+    if g.L >= CHUNK_COLS or (_is_pointwise(g) and g.L >= 64):
         return 1
     nb = (CHUNK_COLS + g.L - 1) // g.L
     if nb > g.N:
@@ -556,9 +567,104 @@ cdef int _set_strides(Geom* g, Array x) except -1:
     return 0
 
 
+# ---------------------------------------------------------------------------------------
+# Kernel taps that never touch the input
+# ---------------------------------------------------------------------------------------
+# On small images a padded kernel has taps that fall in the padding for every output
+# position: a 3x3 kernel with padding 1 on a 1x1 image only ever uses its centre (ResNet's
+# last stage on 32x32 inputs), on a 2x2 image with stride 2 only 2x2 of its 9 taps.  The
+# im2col rows of such taps are all zero, and the GEMMs would spend 9x (2.25x) the work on
+# them.  The convolution is the same as one with the kernel cut down to the taps in use and
+# the padding moved with it, so the three entry points below run that one instead (the
+# weight gradient of a tap never used is zero).
+
+cdef object _used_taps(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d):
+    """(first, stop, padding) of the taps along one dim that touch the input for some output
+    position, with the padding that keeps every window in place; None when all do, or when
+    cutting would change the output size (or the arguments are not a valid convolution:
+    the full path raises)."""
+    cdef int64_t out, t, lo, o, first = -1, last = -1, newp
+    if s < 1 or d < 1 or p < 0 or k < 1 or size < 1:
+        return None
+    out = _out_size(size, k, s, p, d)
+    if out < 1:
+        return None
+    for t in range(k):
+        lo = t * d - p                      # the input row of tap t at output 0
+        o = 0 if lo >= 0 else (-lo + s - 1) // s
+        if o < out and lo + o * s < size:
+            if first < 0:
+                first = t
+            last = t
+    if first < 0 or (first == 0 and last == k - 1):
+        return None
+    newp = p - first * d
+    if newp < 0 or _out_size(size, last - first + 1, s, newp, d) != out:
+        return None
+    return (first, last + 1, newp)
+
+
+cdef object _cut(int64_t H, int64_t W, int64_t KH, int64_t KW, stride, padding, dilation):
+    """((kh0, kh1), (kw0, kw1), new padding) when taps can be cut, else None."""
+    try:
+        st, pd, dl = _pair(stride, "stride", ""), _pair(padding, "padding", ""), \
+            _pair(dilation, "dilation", "")
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    rows = _used_taps(H, KH, st[0], pd[0], dl[0])
+    cols = _used_taps(W, KW, st[1], pd[1], dl[1])
+    if rows is None and cols is None:
+        return None
+    rows = rows or (0, KH, pd[0])
+    cols = cols or (0, KW, pd[1])
+    return (rows[0], rows[1]), (cols[0], cols[1]), (rows[2], cols[2])
+
+
+cdef Array _cut_weight(Array w, tuple r, tuple c):
+    return w.slice(2, r[0], r[1], 1).slice(3, c[0], c[1], 1)
+
+
 def conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int64_t groups):
     """y = conv2d(x, w) + bias: x (N, C, H, W) of any strides, w (O, C/groups, KH, KW),
     bias (O,) or None.  Returns a new C-contiguous (N, O, OH, OW) array of x's dtype."""
+    if x.nd == 4 and w.nd == 4:
+        cut = _cut(x.shp[2], x.shp[3], w.shp[2], w.shp[3], stride, padding, dilation)
+        if cut is not None:
+            w, padding = _cut_weight(w, cut[0], cut[1]), cut[2]
+    return _conv2d_forward(x, w, bias, stride, padding, dilation, groups)
+
+
+def conv2d_input_grad(Array gy, Array w, int64_t H, int64_t W, stride, padding, dilation,
+                      int64_t groups):
+    """The gradient of conv2d with respect to its (N, C, H, W) input, given the output's
+    gradient gy (N, O, OH, OW) and the weight w (O, C/groups, KH, KW): the transposed
+    convolution of gy.  H and W pick the input size among those with this output size."""
+    if w.nd == 4:
+        cut = _cut(H, W, w.shp[2], w.shp[3], stride, padding, dilation)
+        if cut is not None:
+            w, padding = _cut_weight(w, cut[0], cut[1]), cut[2]
+    return _conv2d_input_grad(gy, w, H, W, stride, padding, dilation, groups)
+
+
+def conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, padding, dilation,
+                       int64_t groups):
+    """The gradient of conv2d with respect to its weight (O, C/groups, KH, KW), given the
+    input x (N, C, H, W) and the output's gradient gy (N, O, OH, OW)."""
+    cdef Array part, dw
+    if x.nd == 4:
+        cut = _cut(x.shp[2], x.shp[3], KH, KW, stride, padding, dilation)
+        if cut is not None:
+            r, c = cut[0], cut[1]
+            part = _conv2d_weight_grad(x, gy, r[1] - r[0], c[1] - c[0], stride, cut[2],
+                                       dilation, groups)
+            from torchlite._core import array as _A
+            dw = _A.full((part.shp[0], part.shp[1], KH, KW), 0, part.dtype)
+            copy_into(_cut_weight(dw, r, c), part)
+            return dw
+    return _conv2d_weight_grad(x, gy, KH, KW, stride, padding, dilation, groups)
+
+
+def _conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int64_t groups):
     cdef str op = "conv2d"
     cdef Geom g
     cdef Array xc, wc, bc = None, y
@@ -619,11 +725,8 @@ cdef int _fill_bias(Array y, Array b) except -1:
     return 0
 
 
-def conv2d_input_grad(Array gy, Array w, int64_t H, int64_t W, stride, padding, dilation,
-                      int64_t groups):
-    """The gradient of conv2d with respect to its (N, C, H, W) input, given the output's
-    gradient gy (N, O, OH, OW) and the weight w (O, C/groups, KH, KW): the transposed
-    convolution of gy.  H and W pick the input size among those with this output size."""
+def _conv2d_input_grad(Array gy, Array w, int64_t H, int64_t W, stride, padding, dilation,
+                       int64_t groups):
     cdef str op = "conv2d_input_grad"
     cdef Geom g
     cdef int64_t ys[3]
@@ -680,10 +783,8 @@ cdef int64_t _padded_rows(const Geom* g, int cdt) noexcept:
     return (g.CKK + nr - 1) // nr * nr
 
 
-def conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, padding, dilation,
-                       int64_t groups):
-    """The gradient of conv2d with respect to its weight (O, C/groups, KH, KW), given the
-    input x (N, C, H, W) and the output's gradient gy (N, O, OH, OW)."""
+def _conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, padding, dilation,
+                        int64_t groups):
     cdef str op = "conv2d_weight_grad"
     cdef Geom g
     cdef int64_t ys[3]
@@ -718,7 +819,9 @@ def conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, paddin
     ldw = _padded_rows(&g, cdt)
     # a fixed number of blocks (never the thread count): the sums do not depend on threads
     nblk = WGRAD_PARTIAL_ELEMS // (g.O * ldw)
-    nblk = min(nblk, WGRAD_MAX_BLOCKS, g.N)
+    # and never so many that a block sums fewer than WGRAD_MIN_K products (64 images of a
+    # 1x1 plane in 16 blocks made GEMMs 4 deep, slower than one GEMM 64 deep)
+    nblk = min(nblk, WGRAD_MAX_BLOCKS, g.N, g.N * g.L // WGRAD_MIN_K)
     if nblk < 1:
         nblk = 1
     nt = _threads(&g)

@@ -463,6 +463,76 @@ cdef void _bn_channel_stats(const real* x, int64_t N, int64_t C, int64_t S, int6
     var[c] = ss / (N * S)
 
 
+# Planes of fewer than SMALL_PLANE elements (BatchNorm1d on [N, C], a CNN's last 1x1 or 2x2
+# stages): a call of the vector kernels per run of S elements costs more than the run, so
+# these passes go over whole rows of C*S elements instead, the per-channel sums kept in
+# double per position.  One thread: such tensors are small, and the sums over n stay in a
+# fixed order.
+cdef int64_t SMALL_PLANE = 8
+
+
+cdef int _bn_small_stats(const real* x, int64_t N, int64_t C, int64_t S, double* mean,
+                         double* var) except -1 nogil:
+    cdef int64_t M = C * S, n, j, c, t
+    cdef double* acc = <double*>malloc(M * sizeof(double))
+    cdef double sm, d
+    if acc == NULL:
+        with gil:
+            raise MemoryError()
+    for j in range(M):
+        acc[j] = 0.0
+    for n in range(N):
+        for j in range(M):
+            acc[j] += x[n * M + j]
+    for c in range(C):
+        sm = 0.0
+        for t in range(S):
+            sm += acc[c * S + t]
+        mean[c] = sm / (N * S)
+    for j in range(M):
+        acc[j] = 0.0
+    for n in range(N):                   # two passes: the deviations from the mean
+        for c in range(C):
+            for t in range(S):
+                d = x[n * M + c * S + t] - mean[c]
+                acc[c * S + t] += d * d
+    for c in range(C):
+        sm = 0.0
+        for t in range(S):
+            sm += acc[c * S + t]
+        var[c] = sm / (N * S)
+    free(acc)
+    return 0
+
+
+cdef int _bn_small_sums(const real* g, const real* x, int64_t N, int64_t C, int64_t S,
+                        const double* mean, double* sum_g, double* sum_gxc) except -1 nogil:
+    cdef int64_t M = C * S, n, c, t, i
+    cdef double* acc = <double*>malloc(2 * M * sizeof(double))
+    cdef double a, b
+    if acc == NULL:
+        with gil:
+            raise MemoryError()
+    for i in range(2 * M):
+        acc[i] = 0.0
+    for n in range(N):
+        for c in range(C):
+            for t in range(S):
+                i = c * S + t
+                acc[i] += g[n * M + i]
+                acc[M + i] += g[n * M + i] * (x[n * M + i] - mean[c])
+    for c in range(C):
+        a = 0.0
+        b = 0.0
+        for t in range(S):
+            a += acc[c * S + t]
+            b += acc[M + c * S + t]
+        sum_g[c] = a
+        sum_gxc[c] = b
+    free(acc)
+    return 0
+
+
 def batch_norm_stats(Array x):
     """(mean, biased var) per channel of contiguous x [N, C, S], as float64 arrays [C]."""
     cdef int dt = _float_dtype(x)
@@ -473,6 +543,13 @@ def batch_norm_stats(Array x):
     cdef double* mp = <double*>mean.ptr()
     cdef double* vp = <double*>var.ptr()
     cdef int th = min(num_chunks(N * C * S, GRAIN), C)
+    if S < SMALL_PLANE:
+        with nogil:
+            if dt == TL_FLOAT32:
+                _bn_small_stats(<const float*>x.ptr(), N, C, S, mp, vp)
+            else:
+                _bn_small_stats(<const double*>x.ptr(), N, C, S, mp, vp)
+        return mean, var
     with nogil:
         if dt == TL_FLOAT32:
             if th > 1:
@@ -519,6 +596,14 @@ def batch_norm_grad_sums(Array g, Array x, Array mean):
     cdef double* a = <double*>sum_g.ptr()
     cdef double* b = <double*>sum_gxc.ptr()
     cdef int th = min(num_chunks(N * C * S, GRAIN), C)
+    if S < SMALL_PLANE:
+        with nogil:
+            if dt == TL_FLOAT32:
+                _bn_small_sums(<const float*>g.ptr(), <const float*>x.ptr(), N, C, S, mp, a, b)
+            else:
+                _bn_small_sums(<const double*>g.ptr(), <const double*>x.ptr(), N, C, S, mp, a,
+                               b)
+        return sum_g, sum_gxc
     with nogil:
         if dt == TL_FLOAT32:
             if th > 1:
@@ -544,8 +629,15 @@ def batch_norm_grad_sums(Array g, Array x, Array mean):
 cdef void _bn_affine(const real* x, real* y, int64_t N, int64_t C, int64_t S, const real* a,
                      const real* b) noexcept nogil:
     """y = x * a[c] + b[c] over [N, C, S]; runs of S in parallel."""
-    cdef int64_t r
+    cdef int64_t r, c, t, base
     cdef int th = num_chunks(N * C * S, GRAIN)
+    if S < SMALL_PLANE:
+        for r in range(N):
+            base = r * C * S
+            for c in range(C):
+                for t in range(S):
+                    y[base + c * S + t] = x[base + c * S + t] * a[c] + b[c]
+        return
     if th > 1:
         for r in prange(N * C, num_threads=th, schedule="static"):
             _affine_run(x + r * S, y + r * S, a[r % C], b[r % C], S)
@@ -564,8 +656,15 @@ cdef inline void _affine_run(const real* x, real* y, real a, real b, int64_t S) 
 cdef void _bn_dx(const real* g, const real* x, real* dx, int64_t N, int64_t C, int64_t S,
                  const real* ka, const real* km, const real* kb, const real* kc) noexcept nogil:
     """dx = g * ka[c] + (x - km[c]) * kb[c] + kc[c] over [N, C, S]; runs of S in parallel."""
-    cdef int64_t r
+    cdef int64_t r, c, t, i
     cdef int th = num_chunks(N * C * S, GRAIN)
+    if S < SMALL_PLANE:
+        for r in range(N):
+            for c in range(C):
+                for t in range(S):
+                    i = (r * C + c) * S + t
+                    dx[i] = g[i] * ka[c] + (x[i] - km[c]) * kb[c] + kc[c]
+        return
     if th > 1:
         for r in prange(N * C, num_threads=th, schedule="static"):
             _bn_dx_run(g + r * S, x + r * S, dx + r * S, ka[r % C], km[r % C], kb[r % C],
