@@ -180,6 +180,15 @@ class Batched:
 
     # ---- every other method -------------------------------------------------------------------
     def __getattr__(self, name):
+        if name.startswith("_") and not name.startswith("__") and hasattr(Tensor, name):
+            # a torchlite function reading a tensor's internals: it was reached through a
+            # reference taken before vmap opened its door, so it runs unbatched -- refuse
+            # rather than hand it one element's data
+            raise AttributeError(
+                f"vmap: a torchlite function was given a batched tensor without going through "
+                f"vmap (it read '{name}'): it was called through a name bound before vmap "
+                f"started, such as `from torchlite import clone`; call it through its module "
+                f"(torchlite.clone, torchlite.nn.functional.relu) inside vmapped code")
         if name.startswith("__") or not hasattr(Tensor, name):
             raise AttributeError(f"'Tensor' object has no attribute '{name}'")
         if not callable(inspect.getattr_static(Tensor, name)):

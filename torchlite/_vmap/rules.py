@@ -492,9 +492,26 @@ def _reduce_per_element(per, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _full(args):
+    """The tensor arguments (Tensor or Batched) expanded to the physical shape [B, *the
+    broadcast of their logical shapes] -- for functions that insist on equal shapes (the
+    binary cross-entropies), where plain alignment would leave an unbatched target short."""
+    shapes = [tuple(a.shape) for a in args.values() if isinstance(a, (Tensor, Batched))]
+    shape = tuple(_O["broadcast_shapes"](*shapes))
+    b = _size()
+    out = {}
+    for k, a in args.items():
+        if type(a) is Batched:
+            out[k] = _align(a, len(shape)).expand(b, *shape)
+        elif isinstance(a, Tensor):
+            out[k] = a.expand(b, *shape)
+        else:
+            out[k] = a
+    return out
+
+
 def _pointwise_loss(fn):
     sig = inspect.signature(fn)
-    elementwise = _elementwise(fn)
 
     def rule(*args, **kwargs):
         ba = _bind(sig, args, kwargs)
@@ -504,7 +521,8 @@ def _pointwise_loss(fn):
             return NotImplemented
         reduction = ba.arguments.get("reduction", sig.parameters["reduction"].default)
         ba.arguments["reduction"] = "none"
-        return _reduce_per_element(elementwise(*ba.args, **ba.kwargs), reduction)
+        ba.arguments.update(_full(dict(ba.arguments)))
+        return _reduce_per_element(Batched(fn(*ba.args, **ba.kwargs)), reduction)
     return rule
 
 
@@ -616,6 +634,17 @@ def _roll(x, shifts, dims=None):
     if dims is None:
         return Batched(_O["roll"](v.reshape(v.shape[0], -1), shifts, 1).reshape(v.shape))
     return Batched(_O["roll"](v, shifts, _pdims(dims, x.ndim)))
+
+
+def _as_strided(x, size, stride, storage_offset=None):
+    """as_strided of each element as if it were its own tensor: sizes, strides and the
+    offset count from the element's first value (the batch stride steps between elements)."""
+    if type(x) is not Batched:
+        return NotImplemented
+    v = x.value
+    base = v.storage_offset() + (0 if storage_offset is None else storage_offset)
+    return Batched(v.as_strided((v.shape[0],) + tuple(size), (v.stride(0),) + tuple(stride),
+                                base))
 
 
 def _flip(x, *args, dims=None):
@@ -878,6 +907,7 @@ def build():
             except (TypeError, ValueError):     # no Python signature to bind: the loop
                 pass
     for name in ("matmul", "add", "mul", "linear", "einsum", "cat", "stack", "gather", "where",
+                 "broadcast_shapes", "polygamma", "as_strided",
                  "roll", "diagonal", "diag_embed", "ones_like", "scatter", "scatter_add",
                  "scatter_reduce"):
         f = getattr(torchlite, name, None) or getattr(F, name)
@@ -934,6 +964,9 @@ def build():
     register("roll", lambda f: _roll)
     register("flatten", lambda f: _flatten)
     register("flip", lambda f: _flip)
+    register("as_strided", lambda f: _as_strided)
+    register("as_strided_copy", lambda f: lambda *a, **k: (
+        lambda r: r if r is NotImplemented else Batched(r.value.clone()))(_as_strided(*a, **k)))
     register("squeeze", lambda f: _squeeze)
     register("unsqueeze", lambda f: _unsqueeze_rule)
     register("diag", lambda f: _diag)
@@ -969,6 +1002,11 @@ def build():
         "repeat": _repeat_method,
         "permute": _permute_method,
         "t": _t_method,
+        # x.where(condition, y) is where(condition, x, y); x.polygamma(n) is polygamma(n, x)
+        "where": lambda x, condition, y: FUNCTIONS[_O["where"]](condition, x, y),
+        "polygamma": lambda x, n: FUNCTIONS[_O["polygamma"]](n, x),
+        "as_strided": lambda x, size, stride, storage_offset=None: _as_strided(
+            x, size, stride, storage_offset),
         "__getitem__": _getitem,
         "__setitem__": _setitem,
     })
@@ -980,6 +1018,9 @@ def build():
 
 
 def _passthrough(name, x, args, kwargs):
+    # memory_format is a layout of the 4-d (5-d) logical tensor, which the physical tensor
+    # has one more dim than: the values do not depend on it
+    kwargs = {k: v for k, v in kwargs.items() if k != "memory_format"}
     args = [a.value if type(a) is Batched else a for a in args]
     out = getattr(x.value, name)(*args, **kwargs)
     if out is x.value:
