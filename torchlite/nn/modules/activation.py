@@ -28,10 +28,11 @@ class _Inplace(Module):
 
 
 class _Stateless(Module):
-    """An activation without settings."""
+    """An activation without settings: `_fn` names its function in nn.functional, looked up
+    at each call (so that a wrapper put on F, such as torchlite.func.vmap's, is seen)."""
 
     def forward(self, input):
-        return self._fn(input)
+        return getattr(F, self._fn)(input)
 
 
 class ReLU(_Inplace):
@@ -245,27 +246,27 @@ class Threshold(Module):
 
 class Sigmoid(_Stateless):
     """1 / (1 + exp(-x))."""
-    _fn = staticmethod(F.sigmoid)
+    _fn = "sigmoid"
 
 
 class Tanh(_Stateless):
     """Hyperbolic tangent."""
-    _fn = staticmethod(F.tanh)
+    _fn = "tanh"
 
 
 class Softsign(_Stateless):
     """x / (1 + |x|)."""
-    _fn = staticmethod(F.softsign)
+    _fn = "softsign"
 
 
 class LogSigmoid(_Stateless):
     """log(sigmoid(x))."""
-    _fn = staticmethod(F.logsigmoid)
+    _fn = "logsigmoid"
 
 
 class Tanhshrink(_Stateless):
     """x - tanh(x)."""
-    _fn = staticmethod(F.tanhshrink)
+    _fn = "tanhshrink"
 
 
 class _SoftmaxLike(Module):

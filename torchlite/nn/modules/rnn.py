@@ -274,6 +274,8 @@ class GRU(RNNBase):
 class RNNCellBase(Module):
     """One time step: parameters weight_ih, weight_hh (and bias_ih, bias_hh)."""
 
+    _vmap_per_element = True     # (see RNNBase)
+
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size = input_size
