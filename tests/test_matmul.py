@@ -740,6 +740,11 @@ def test_prepacked_right_operand_gives_the_same_bits(isa, threads, dtype, mnk):
         check(LA._wrap(acc), ref(a, b) + c.astype(np.float64), k)
     other = _mm.pack_b(tl.tensor(rand((k, n + 1), dtype))._data)
     assert not other.matches(B)
+    same_shape = tl.tensor(rand((k, n), dtype))._data      # another matrix of b's shape
+    assert not pk.matches(same_shape)
+    np.testing.assert_array_equal(
+        LA._wrap(_mm.bmm(A, same_shape, None, 1, 0, "mm", pk)).numpy(),
+        LA._wrap(_mm.bmm(A, same_shape, None, 1, 0, "mm")).numpy())
     np.testing.assert_array_equal(LA._wrap(_mm.bmm(A, B, None, 1, 0, "mm", other)).numpy(),
                                   LA._wrap(_mm.bmm(A, B, None, 1, 0, "mm")).numpy())
     if isa != CPU_LEVEL or CPU_LEVEL == 0:

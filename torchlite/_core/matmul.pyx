@@ -111,16 +111,19 @@ cdef int _scale(Array out, object beta) except -1:
 cdef class PackedB:
     """A right operand b (k x n, float32/float64) packed once into the panels the GEMM reads
     (kernels/gemm.h, tl_gemm_pack_b), for many products a @ b with the same b -- a recurrent
-    layer's weights at every time step -- instead of repacking b in each.  Tied to b's shape
-    and dtype and to the kernels installed when it was made; bmm(..., packed=) uses it only
-    while all three still match, and reads b itself otherwise."""
+    layer's weights at every time step -- instead of repacking b in each.  Tied to b (its
+    address, shape, strides and dtype) and to the kernels installed when it was made;
+    bmm(..., packed=) uses it only while all of these still match, and reads b itself
+    otherwise.  It is a snapshot: after b's values change in place, pack it again."""
     cdef readonly Array panels
-    cdef readonly int64_t k, n, pb_n
+    cdef readonly int64_t k, n, pb_n, rs, cs
+    cdef readonly size_t src
     cdef readonly int dtype, isa
 
     def matches(self, Array b):
         return (b.nd == 2 and b.shp[0] == self.k and b.shp[1] == self.n and
-                b.dtype == self.dtype and self.isa == _isa)
+                b.dtype == self.dtype and self.isa == _isa and <size_t>b.ptr() == self.src
+                and b.strd[0] == self.rs and b.strd[1] == self.cs)
 
 
 def pack_b(Array b):
@@ -138,6 +141,7 @@ def pack_b(Array b):
     if (<size_t>pk.panels.ptr()) % 64:      # the micro-kernels load the panels aligned
         return None
     pk.k = b.shp[0]; pk.n = b.shp[1]; pk.pb_n = pb_n; pk.dtype = b.dtype; pk.isa = _isa
+    pk.src = <size_t>b.ptr(); pk.rs = b.strd[0]; pk.cs = b.strd[1]
     with nogil:
         tl_gemm_pack_b(b.dtype, pk.panels.ptr(), b.ptr(), b.strd[0], b.strd[1], b.shp[0],
                        b.shp[1])
