@@ -288,8 +288,9 @@ def test_lstm_fused_layer_matches_the_step_by_step_graph():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_fused_lstm_step_equals_the_tensor_ops(monkeypatch, dtype):
-    """The fused step kernels (torchlite/_core/rnn.pyx), at every SIMD level, give the
-    Tensor-op version's outputs and gradients (to rounding), and do run."""
+    """The whole-recurrence kernels (torchlite/_core/rnn.pyx, one call per layer and
+    direction) at every SIMD level, and the per-step kernels called from Python, give the
+    Tensor-op version's outputs and gradients (to rounding), and each does run."""
     from helpers import available_isa_levels, isa_level
     from torchlite._ops import rnn as fused
     dt = getattr(tl, dtype)
@@ -305,18 +306,24 @@ def test_fused_lstm_step_equals_the_tensor_ops(monkeypatch, dtype):
         (out * g).sum().backward()
         return [out.detach(), h.detach(), c.detach(), xx.grad] + \
             [p.grad.clone() for p in lstm.parameters()]
-    calls = []
-    real = fused.lstm_step_forward
-    monkeypatch.setattr(fused, "lstm_step_forward",
-                        lambda *a: calls.append(1) or real(*a))
+    def spy(name, log):
+        real = getattr(fused, name)
+        monkeypatch.setattr(fused, name, lambda *a: log.append(1) or real(*a))
+    whole, steps = [], []
+    spy("lstm_forward_steps", whole)
+    spy("lstm_step_forward", steps)
     results = {}
     for level in available_isa_levels():
         with isa_level(level):
-            results[level] = run()
-    assert calls
-    monkeypatch.setattr(fused, "lstm_step_forward", lambda *a: False)
-    monkeypatch.setattr(fused, "lstm_step_backward", lambda *a: False)
-    want = run()
+            results[level] = run()           # the whole recurrence in one kernel call
+    assert whole and not steps
+    for name in ("lstm_forward_steps", "lstm_backward_steps"):
+        monkeypatch.setattr(fused, name, lambda *a: False)
+    results["per step"] = run()              # a kernel call per step from Python
+    assert steps
+    for name in ("lstm_step_forward", "lstm_step_backward"):
+        monkeypatch.setattr(fused, name, lambda *a: False)
+    want = run()                             # the Tensor ops
     tol = 1e-5 if dtype == "float32" else 1e-12
     for got in results.values():
         for a, b in zip(got, want):

@@ -8,8 +8,8 @@ from .._dispatch import matmul as _MM
 from .._dispatch import rnn as _R
 from .._tensor import _wrap
 
-__all__ = ["lstm_step_forward", "lstm_step_backward", "pack_right", "addmm_packed",
-           "mm_packed"]
+__all__ = ["lstm_step_forward", "lstm_step_backward", "lstm_forward_steps",
+           "lstm_backward_steps", "pack_right", "addmm_packed", "mm_packed"]
 
 
 def _fusable(*tensors):
@@ -23,6 +23,35 @@ def lstm_step_forward(gates, c_prev, c_out, h_out):
     if not _fusable(gates, c_prev, c_out, h_out):
         return False
     _R.lstm_step_forward(gates._data, c_prev._data, c_out._data, h_out._data)
+    return True
+
+
+def _on_cpu(*tensors):
+    return all(t.device.type == "cpu" for t in tensors)
+
+
+def lstm_forward_steps(acts, h0, c0, hs, cs, w_hh_t, reverse):
+    """Every step of a layer's direction in one kernel call (torchlite/_core/rnn.pyx): acts
+    (T, B, 4H) holding the input products on entry, activated on return; hs, cs (T, B, H)
+    written.  False where it does not apply (another dtype or device, a non-contiguous
+    buffer): the caller steps in Python."""
+    if not (_fusable(acts, hs, cs) and _on_cpu(acts, h0, c0, w_hh_t)
+            and h0.dtype is acts.dtype and c0.dtype is acts.dtype and w_hh_t.dtype is acts.dtype):
+        return False
+    _R.lstm_forward_steps(acts._data, h0.contiguous()._data, c0.contiguous()._data, hs._data,
+                          cs._data, w_hh_t._data, reverse)
+    return True
+
+
+def lstm_backward_steps(acts, c0, cs, d_out, dh, dc, d_gates, w_hh, reverse):
+    """The forward's steps backwards in one kernel call: d_gates written, dh and dc
+    (contiguous) turned into the gradients of h0 and c0.  False where it does not apply."""
+    if not (_fusable(acts, cs, dh, dc, d_gates) and _on_cpu(acts, c0, d_out, w_hh)
+            and d_out.dtype is acts.dtype and c0.dtype is acts.dtype and w_hh.dtype is acts.dtype):
+        return False
+    _R.lstm_backward_steps(acts._data, c0.contiguous()._data, cs._data,
+                           d_out.contiguous()._data, dh._data, dc._data, d_gates._data,
+                           w_hh._data, reverse)
     return True
 
 

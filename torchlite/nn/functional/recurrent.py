@@ -51,28 +51,17 @@ class _LSTMLayer(Function):
     def forward(ctx, x, h0, c0, w_ih, w_hh, bias, reverse):
         steps = x.shape[0]
         xw = _linear(x.reshape(-1, x.shape[2]), w_ih, bias).view(steps, x.shape[1], -1)
-        hsz = h0.shape[1]
         # each step adds h W_hh^T to its slice of xw in place, then activates it there:
         # acts holds i, f, g, o after their nonlinearities
         acts = xw
         cs = _empty(steps, *c0.shape, dtype=x.dtype, device=x.device)
         hs = _empty(steps, *h0.shape, dtype=x.dtype, device=x.device)
         w_hh_t = w_hh.t()
-        packed = _fused.pack_right(w_hh_t)       # W_hh packed once for all the steps
-        h, c = h0, c0
-        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-            a = acts[t]
-            if not _fused.addmm_packed(a, h, w_hh_t, packed, a):
-                _addmm(a, h, w_hh_t, out=a)
-            if _fused.lstm_step_forward(a, c, cs[t], hs[t]):     # one kernel for the rest
-                h, c = hs[t], cs[t]
-                continue
-            a[:, :2 * hsz].sigmoid_()
-            a[:, 2 * hsz:3 * hsz].tanh_()
-            a[:, 3 * hsz:].sigmoid_()
-            i, f, g, o = a.chunk(4, 1)
-            c = _addcmul(f * c, i, g, out=cs[t])
-            h = _mul(o, c.tanh(), out=hs[t])
+        if _fused.lstm_forward_steps(acts, h0, c0, hs, cs, w_hh_t, reverse):  # one call
+            last = 0 if reverse else steps - 1
+            h, c = hs[last], cs[last]
+        else:
+            h, c = _lstm_steps_in_python(acts, h0, c0, hs, cs, w_hh_t, reverse)
         ctx.save_for_backward(x, h0, c0, w_ih, w_hh, bias, hs)   # hs is the output: a later
         ctx.acts, ctx.cs, ctx.reverse = acts, cs, reverse           # in-place change is caught
         return hs, h.clone(), c.clone()
@@ -84,10 +73,12 @@ class _LSTMLayer(Function):
             return _lstm_layer_grads_by_graph(ctx, (x, h0, c0, w_ih, w_hh, bias),
                                               (d_out, d_h, d_c))
         acts, cs, reverse = ctx.acts, ctx.cs, ctx.reverse
-        steps, hsz = x.shape[0], h0.shape[1]
+        steps = x.shape[0]
         order = list(range(steps - 1, -1, -1) if reverse else range(steps))
         d_gates = _empty_like(acts)
         dh, dc = d_h.contiguous().clone(), d_c.contiguous().clone()
+        if _fused.lstm_backward_steps(acts, c0, cs, d_out, dh, dc, d_gates, w_hh, reverse):
+            return _lstm_weight_grads(ctx, x, h0, w_ih, w_hh, bias, hs, d_gates, dh, dc)
         packed = _fused.pack_right(w_hh)
         for k in range(steps - 1, -1, -1):          # the forward's steps, last first
             t = order[k]
@@ -107,16 +98,46 @@ class _LSTMLayer(Function):
             _mul(dh * tc, o * (1 - o), out=do)
             dc.mul_(f)
             dh = _times(dg, w_hh, packed)
-        flat = d_gates.view(steps * x.shape[1], -1)
-        # h_{t-1} for every step, in time order (one copy, not one per step)
-        first = h0.unsqueeze(0)
-        h_prev = _cat([hs[1:], first]) if reverse else _cat([first, hs[:-1]])
-        need = ctx.needs_input_grad
-        dx = flat.mm(w_ih).view(x.shape) if need[0] else None
-        dw_ih = flat.t().mm(x.reshape(-1, x.shape[2])) if need[3] else None
-        dw_hh = flat.t().mm(h_prev.view(-1, hsz)) if need[4] else None
-        db = flat.sum(0) if bias is not None and need[5] else None
-        return dx, dh, dc, dw_ih, dw_hh, db, None
+        return _lstm_weight_grads(ctx, x, h0, w_ih, w_hh, bias, hs, d_gates, dh, dc)
+
+
+def _lstm_weight_grads(ctx, x, h0, w_ih, w_hh, bias, hs, d_gates, dh, dc):
+    """_LSTMLayer's gradients once the recurrence has run backwards: one product each over
+    all time steps for the input and the weights."""
+    steps, hsz = x.shape[0], h0.shape[1]
+    flat = d_gates.view(steps * x.shape[1], -1)
+    # h_{t-1} for every step, in time order (one copy, not one per step)
+    first = h0.unsqueeze(0)
+    h_prev = _cat([hs[1:], first]) if ctx.reverse else _cat([first, hs[:-1]])
+    need = ctx.needs_input_grad
+    dx = flat.mm(w_ih).view(x.shape) if need[0] else None
+    dw_ih = flat.t().mm(x.reshape(-1, x.shape[2])) if need[3] else None
+    dw_hh = flat.t().mm(h_prev.view(-1, hsz)) if need[4] else None
+    db = flat.sum(0) if bias is not None and need[5] else None
+    return dx, dh, dc, dw_ih, dw_hh, db, None
+
+
+def _lstm_steps_in_python(acts, h0, c0, hs, cs, w_hh_t, reverse):
+    """The recurrence step by step from Python (where the one-call kernel does not apply:
+    another device or dtype): each step's product, then the fused step kernel or its Tensor
+    ops.  Returns the last (h, c)."""
+    steps, hsz = acts.shape[0], h0.shape[1]
+    packed = _fused.pack_right(w_hh_t)       # W_hh packed once for all the steps
+    h, c = h0, c0
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        a = acts[t]
+        if not _fused.addmm_packed(a, h, w_hh_t, packed, a):
+            _addmm(a, h, w_hh_t, out=a)
+        if _fused.lstm_step_forward(a, c, cs[t], hs[t]):     # one kernel for the rest
+            h, c = hs[t], cs[t]
+            continue
+        a[:, :2 * hsz].sigmoid_()
+        a[:, 2 * hsz:3 * hsz].tanh_()
+        a[:, 3 * hsz:].sigmoid_()
+        i, f, g, o = a.chunk(4, 1)
+        c = _addcmul(f * c, i, g, out=cs[t])
+        h = _mul(o, c.tanh(), out=hs[t])
+    return h, c
 
 
 def _times(a, w, packed):
