@@ -230,10 +230,11 @@ OPS = {
     **no_grad(INPLACE, """
         acos_ acosh_ asin_ asinh_ atan_ atanh_ ceil_ cos_ cosh_ copysign_ erf_ erfc_ erfinv_
         exp2_ expm1_ floor_ fmax_ fmin_ fmod_ frac_ hypot_ lgamma_ log_ log10_ log1p_ log2_
-        rad2deg_ float_power_ renorm_
+        rad2deg_ float_power_ renorm_ __imod__ __ipow__ __isub__
         minimum_ remainder_ rsqrt_ sign_ sinh_ tan_ trunc_ xlogy_ cumsum_ cumprod_ tril_ triu_
         zero_ unsqueeze_ squeeze_ t_ transpose_ swapaxes_ swapdims_"""),
-    **no_grad(NO_DERIVATIVE, """floor_divide floor_divide_ __rfloordiv__ unique unique_consecutive
+    **no_grad(NO_DERIVATIVE, """floor_divide floor_divide_ __floordiv__ __rfloordiv__
+        __ifloordiv__ unique unique_consecutive
         heaviside heaviside_ histogram geqrf"""),
     **no_grad(COUNTS, "histc"),
     **no_grad(BOOL_OUT, """
@@ -246,6 +247,7 @@ OPS = {
         bitwise_right_shift bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_not_
         bitwise_left_shift_ bitwise_right_shift_ __and__ __or__ __xor__ __invert__ __lshift__
         __rshift__ __rand__ __ror__ __rxor__ __rlshift__ __rrshift__ __ilshift__ __irshift__
+        __iand__ __ior__ __ixor__
         int long short byte char gcd lcm gcd_ lcm_ bincount"""),
     **no_grad(CREATION, """
         arange empty eye full linspace logspace ones zeros tensor as_tensor asarray from_numpy

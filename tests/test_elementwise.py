@@ -1614,3 +1614,51 @@ def test_nextafter_matches_numpy_bit_for_bit():
     b = tl.zeros(1, dtype=tl.float64, requires_grad=True)
     tl.nextafter(a, b).sum().backward()                      # PyTorch's: 1 for input, 0 for other
     assert a.grad.tolist() == [1.0, 1.0, 1.0] and (b.grad is None or b.grad.tolist() == [0.0])
+
+
+def test_operators_hand_foreign_operands_to_python_like_pytorch():
+    """Tensor's operators return NotImplemented for an operand that is neither a Tensor nor a
+    number, so Python asks the other operand (its reflected operator), and take NumPy arrays
+    as tensors; the functions keep raising TypeError."""
+    class Other:
+        def __radd__(self, o):
+            return "radd"
+
+        def __rsub__(self, o):
+            return "rsub"
+
+        def __rmul__(self, o):
+            return "rmul"
+
+        def __rtruediv__(self, o):
+            return "rtruediv"
+
+        def __rpow__(self, o):
+            return "rpow"
+
+        def __rfloordiv__(self, o):
+            return "rfloordiv"
+
+        def __gt__(self, o):
+            return "gt"
+    t = tl.ones(3)
+    assert (t + Other(), t - Other(), t * Other(), t / Other(), t ** Other(), t // Other(),
+            t < Other()) == ("radd", "rsub", "rmul", "rtruediv", "rpow", "rfloordiv", "gt")
+    s = t.clone()
+    s += Other()                 # in place falls back to s = s + other
+    assert s == "radd"
+    a = np.arange(3.0)
+    for got, want in ((t + a, np.ones(3) + a), (a + t, a + np.ones(3)), (t * a, a),
+                      (a - t, a - 1), (t / (a + 1), 1 / (a + 1))):
+        assert isinstance(got, tl.Tensor) and got.dtype == tl.float64
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(TypeError, match="unsupported operand"):
+        t + "x"
+    with pytest.raises(TypeError, match="expected Tensor or Number"):
+        tl.add(t, "x")
+    try:
+        import torch
+    except ImportError:
+        return
+    assert torch.ones(3) + Other() == "radd"
+    assert (torch.ones(3) + a).dtype == torch.float64

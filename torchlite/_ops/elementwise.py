@@ -25,6 +25,18 @@ _B = _ew.BINARY
 _T = _ew.TERNARY
 
 
+class _Foreign(TypeError):
+    """An operand that is neither a Tensor nor a number: the functions raise it (a
+    TypeError), the operators turn it into NotImplemented so that Python asks the other
+    operand (its __radd__, ...), as PyTorch's operators do."""
+
+
+# a TypeError as far as anyone can see (tracebacks print "TypeError: ..."); the class only
+# tells the operators apart from the functions' other argument errors
+_Foreign.__name__ = _Foreign.__qualname__ = "TypeError"
+_Foreign.__module__ = "builtins"
+
+
 def _operand(x, op):
     """The array of a Tensor, or a Python number for a number."""
     if isinstance(x, Tensor):
@@ -32,7 +44,7 @@ def _operand(x, op):
     v = _as_pyscalar(x)
     if isinstance(v, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
         return v
-    raise TypeError(f"{op}(): expected Tensor or Number as argument, but got {type(x).__name__}")
+    raise _Foreign(f"{op}(): expected Tensor or Number as argument, but got {type(x).__name__}")
 
 
 def _check_devices(op, *xs):
@@ -1136,25 +1148,84 @@ def _rtruediv(self, other):
     """other / self (on autocast's CUDA float32 list, as number / tensor is in PyTorch)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(_rtruediv, locals())
-    return _binary(_DIV_CODES[None], other, self, None, "div")
+    try:
+        return _binary(_DIV_CODES[None], other, self, None, "div")
+    except _Foreign:
+        return _foreign(_rtruediv, self, other)
+
+
+def _ndarray_operand(x):
+    """A NumPy array as a tensor (PyTorch's operators take them: t + array is a tensor), or
+    None for anything else."""
+    t = type(x)
+    if t.__name__ == "ndarray" and t.__module__ == "numpy":
+        from .creation import as_tensor
+        return as_tensor(x)
+    return None
+
+
+def _foreign(op, self, other):
+    """op(self, other) for an operand that is not a Tensor or number: with it as a tensor
+    when it is a NumPy array, else NotImplemented."""
+    t = _ndarray_operand(other)
+    return NotImplemented if t is None else op(self, t)
+
+
+def _foreign_aware(op):
+    """The operator op (self, other), returning NotImplemented for a foreign operand."""
+    def dunder(self, other):
+        try:
+            return op(self, other)
+        except _Foreign:
+            return _foreign(op, self, other)
+    dunder.__name__ = getattr(op, "__name__", "dunder")
+    return dunder
+
+
+def _add_op(s, o):
+    try:
+        return _binary(_ADD, s, o, None, "add")
+    except _Foreign:
+        return _foreign(_add_op, s, o)
+
+
+def _mul_op(s, o):
+    try:
+        return _binary(_MUL, s, o, None, "mul")
+    except _Foreign:
+        return _foreign(_mul_op, s, o)
+
+
+def _sub_op(s, o):
+    try:
+        _no_bool_sub(s, o)
+        return _binary(_SUB, s, o, None, "sub")
+    except _Foreign:
+        return _foreign(_sub_op, s, o)
+
+
+def _truediv_op(s, o):
+    try:
+        return _binary(_DIV_CODES[None], s, o, None, "div")
+    except _Foreign:
+        return _foreign(_truediv_op, s, o)
 
 
 def _install_operators():
     T = Tensor
-    T.__add__ = lambda s, o: _binary(_ADD, s, o, None, "add")
-    T.__radd__ = T.__add__
+    # the common operators inline (one call each); the others through _foreign_aware below
+    T.__add__ = _add_op
+    T.__radd__ = _add_op
     T.__iadd__ = lambda s, o: _binary_(_ADD, s, o, "add_")
-    T.__sub__ = sub
+    T.__sub__ = _sub_op
     T.__rsub__ = lambda s, o: sub(o, s)
     T.__isub__ = sub_
-    T.__mul__ = lambda s, o: _binary(_MUL, s, o, None, "mul")
-    T.__rmul__ = T.__mul__
+    T.__mul__ = _mul_op
+    T.__rmul__ = _mul_op
     T.__imul__ = lambda s, o: _binary_(_MUL, s, o, "mul_")
-    T.__truediv__ = lambda s, o: _binary(_DIV_CODES[None], s, o, None, "div")
+    T.__truediv__ = _truediv_op
     T.__rtruediv__ = _rtruediv
     T.__itruediv__ = lambda s, o: _binary_(_DIV_CODES[None], s, o, "div_")
-    # Python 2's names, which PyTorch's Tensor still has
-    T.__div__, T.__rdiv__, T.__idiv__ = T.__truediv__, T.__rtruediv__, T.__itruediv__
     T.__floordiv__ = floor_divide
     T.__rfloordiv__ = _rev(floor_divide)
     T.__ifloordiv__ = globals()["floor_divide_"]
@@ -1190,6 +1261,16 @@ def _install_operators():
     T.__gt__ = gt
     T.__ge__ = ge
     T.__hash__ = lambda s: id(s)
+    # (__rtruediv__, on autocast's lists, handles a foreign operand itself)
+    for name in ("__iadd__", "__rsub__", "__isub__", "__imul__", "__itruediv__",
+                 "__floordiv__", "__rfloordiv__", "__ifloordiv__", "__mod__", "__rmod__",
+                 "__imod__", "__pow__", "__rpow__", "__ipow__", "__and__", "__rand__", "__iand__",
+                 "__or__", "__ror__", "__ior__", "__xor__", "__rxor__", "__ixor__", "__lshift__",
+                 "__rlshift__", "__ilshift__", "__rshift__", "__rrshift__", "__irshift__",
+                 "__lt__", "__le__", "__gt__", "__ge__"):
+        setattr(T, name, _foreign_aware(getattr(T, name)))
+    # Python 2's names, which PyTorch's Tensor still has
+    T.__div__, T.__rdiv__, T.__idiv__ = T.__truediv__, T.__rtruediv__, T.__itruediv__
 
 
 def _is_num(o):

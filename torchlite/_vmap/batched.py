@@ -11,9 +11,10 @@ slices and stacks the results (the fallback: the same values, at loop speed).
 torchlite has no dispatcher key to hang this on, so for the duration of the outermost vmap
 the public functions of torchlite, torchlite.nn.functional, torchlite.linalg, torchlite.special
 and torchlite.fft are replaced by wrappers that send a call with a Batched among its arguments
-to `call_function` (and let every other call through), and Tensor's binary operators hand a
-Batched right operand to its reflected operator -- the same patch-for-the-duration door as
-torchlite.fx's tracer.  Methods and operators of a Batched itself go through `call_method`."""
+to `call_function` (and let every other call through), and so are the Tensor methods that take
+a second tensor -- the same patch-for-the-duration door as torchlite.fx's tracer.  Tensor's
+operators need no patch: they return NotImplemented for a Batched operand, and Python asks
+the Batched's reflected operator.  Methods and operators of a Batched itself go through `call_method`."""
 import functools
 import inspect
 import sys
@@ -223,8 +224,6 @@ _BINARY = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": 
            "__rshift__": "bitwise_right_shift"}
 _COMPARE = {"__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt",
             "__ge__": "ge"}
-_COMPARE_REFLECTED = {"__eq__": "__eq__", "__ne__": "__ne__", "__lt__": "__gt__",
-                      "__le__": "__ge__", "__gt__": "__lt__", "__ge__": "__le__"}
 for _dunder, _fn in _BINARY.items():
     setattr(Batched, _dunder, _operator(_fn))
     setattr(Batched, "__r" + _dunder[2:], _operator(_fn, "__r" + _dunder[2:]))
@@ -401,20 +400,6 @@ def _aware(fn):
     return w
 
 
-def _tensor_operator(original, dunder):
-    """Tensor's operator, handing a Batched right operand to the Batched's reflected one."""
-    if dunder in _COMPARE_REFLECTED:
-        reflected = _COMPARE_REFLECTED[dunder]
-    else:
-        reflected = "__r" + dunder[2:] if not dunder.startswith("__r") else "__" + dunder[3:]
-
-    def op(self, other):
-        if type(other) is Batched:
-            return getattr(Batched, reflected)(other, self)
-        return original(self, other)
-    return op
-
-
 def _module_call(original):
     """Module.__call__, running a module that says so (_vmap_per_element) once per element."""
     def call(mod, *args, **kwargs):
@@ -471,11 +456,9 @@ def _make_plan(dicts):
     from ..nn.modules.module import Module
     call = Module.__dict__["__call__"]
     plan.append((Module, {"__call__": _module_call(call)}, {"__call__": call}))
+    # (Tensor's operators need nothing: they return NotImplemented for a Batched operand, so
+    # Python hands `tensor + batched` to Batched.__radd__)
     wrappers, originals = {}, {}
-    for dunder in list(_BINARY) + list(_COMPARE):
-        original = Tensor.__dict__.get(dunder)
-        if original is not None:
-            wrappers[dunder], originals[dunder] = _tensor_operator(original, dunder), original
     for name in _TENSOR_METHODS:
         original = Tensor.__dict__.get(name)
         if original is not None and name not in wrappers:
