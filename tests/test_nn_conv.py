@@ -224,6 +224,85 @@ def test_every_simd_level(level):
     assert got_level <= level
 
 
+# Geometries for the forward GEMM that packs its im2col operand straight from the images
+# (conv_im2col_body.h tl_im2col_pack): output rows narrower and wider than a vector, panels of
+# the GEMM that straddle output rows and images (small planes take several images per GEMM),
+# stride and dilation (strided runs), taps that only meet padding, more rows than one
+# k-block of the GEMM (CKK = 360 > 256), groups, and a channels_last input (strided rows).
+_PACKED_GEOMETRIES = [
+    # (N, C, O, H, W, k, stride, padding, dilation, groups, channels_last)
+    (3, 5, 6, 7, 9, 3, 1, 1, 1, 1, False),
+    (2, 3, 4, 6, 17, 3, 1, 1, 1, 1, False),
+    (2, 3, 5, 12, 12, 3, 2, 2, 2, 1, False),
+    (4, 8, 16, 16, 16, 3, 1, 1, 1, 1, False),
+    (5, 4, 8, 8, 8, 3, 1, 1, 1, 1, False),
+    (2, 40, 8, 8, 10, 3, 1, 1, 1, 1, False),
+    (2, 3, 4, 5, 5, 5, 1, 2, 1, 1, False),
+    (3, 6, 8, 9, 11, 3, 1, 1, 1, 2, False),
+    (2, 4, 6, 10, 10, 3, 1, 1, 1, 1, True),
+]
+
+
+@pytest.mark.parametrize("level", [0, 3, 4])
+def test_forward_packs_im2col_inside_the_gemm(level):
+    """The forward's GEMM packs the im2col matrix block by block straight from the images:
+    values against NumPy at every ISA level, and at the installed level bit for bit the
+    product of the weight with the materialised im2col matrix (the GEMM sums in the same
+    order whichever way B reaches it)."""
+    old = _conv_kernels.isa_level()
+    _conv_kernels.set_isa_level(level)
+    try:
+        for (n, c, o, h, wd, k, s, p, d, grp, cl) in _PACKED_GEOMETRIES:
+            x, w = r(n, c, h, wd), r(o, c // grp, k, k) * 0.2
+            for dt, tol in ((tl.float32, 1e-4), (tl.float64, 1e-10)):
+                xt = tl.tensor(x, dtype=dt)
+                if cl:
+                    xt = xt.contiguous(memory_format=tl.channels_last)
+                got = F.conv2d(xt, tl.tensor(w, dtype=dt), None, s, p, d, grp)
+                np.testing.assert_allclose(got.numpy(), np_conv(x, w, None, s, p, d, grp),
+                                           rtol=tol, atol=tol, err_msg=str((n, c, o, h, wd)))
+    finally:
+        _conv_kernels.set_isa_level(old)
+    for (n, c, o, h, wd, k, s, p, d, grp, cl) in _PACKED_GEOMETRIES:
+        if grp != 1:
+            continue
+        xt = tl.tensor(r(n, c, h, wd), dtype=tl.float32)
+        wt = tl.tensor(r(o, c, k, k), dtype=tl.float32)
+        col = tl.nn.functional.unfold(xt, k, d, p, s)              # (N, C*k*k, L)
+        ref = tl.matmul(wt.reshape(o, -1), col)
+        got = F.conv2d(xt, wt, None, s, p, d)
+        assert np.array_equal(got.reshape(n, o, -1).numpy(), ref.numpy()), (n, c, o, h, wd)
+
+
+# Stride-1 geometries whose input gradient runs as the forward convolution of the output
+# gradient with the flipped, transposed weight (conv.pyx _input_grad_as_forward: channels not
+# widening, rows up to 16): padding from none to the whole dilated kernel, dilation, groups,
+# unequal padding and kernel sizes per dimension.
+_AS_FORWARD_GEOMETRIES = [
+    # (N, C, O, H, W, (kh, kw), padding, dilation, groups)
+    (3, 8, 8, 8, 8, (3, 3), 1, 1, 1),
+    (2, 6, 4, 9, 7, (3, 3), 0, 1, 1),
+    (2, 6, 4, 9, 11, (3, 3), 2, 1, 1),
+    (2, 4, 4, 10, 10, (3, 3), (2, 1), 2, 1),
+    (2, 8, 4, 7, 12, (3, 5), (1, 2), 1, 2),
+    (1, 5, 3, 6, 16, (2, 3), (1, 0), 1, 1),
+]
+
+
+@pytest.mark.parametrize("geom", _AS_FORWARD_GEOMETRIES)
+def test_input_grad_as_forward_convolution(geom):
+    n, c, o, h, wd, k, p, d, grp = geom
+    x, w = r(n, c, h, wd), r(o, c // grp, *k) * 0.3
+    for dt, tol in ((tl.float32, 1e-4), (tl.float64, 1e-10)):
+        xt = tl.tensor(x, dtype=dt, requires_grad=True)
+        y = F.conv2d(xt, tl.tensor(w, dtype=dt), None, 1, p, d, grp)
+        g = r(*y.shape)
+        y.backward(tl.tensor(g, dtype=dt))
+        expect = np_conv_transpose(g, w, None, 1, p, 0, grp, d)
+        assert expect.shape == x.shape
+        np.testing.assert_allclose(xt.grad.numpy(), expect, rtol=tol, atol=tol, err_msg=str(geom))
+
+
 def _np_grads(x, w, g, s, p):
     """Gradients of sum(conv2d(x, w) * g) by the adjoint relations: x through the transposed
     convolution (output_padding recovers x's size), w by correlating x with g."""
@@ -241,7 +320,8 @@ def _np_grads(x, w, g, s, p):
 
 
 # ---- threads: the same bits at 1 and 2 threads ------------------------------------------------------
-@pytest.mark.parametrize("shape", [(8, 16, 12, 12, 32, 3, 1), (2, 32, 20, 20, 16, 3, 2), (16, 8, 6, 6, 8, 1, 1)])
+@pytest.mark.parametrize("shape", [(8, 16, 12, 12, 32, 3, 1), (2, 32, 20, 20, 16, 3, 2), (16, 8, 6, 6, 8, 1, 1),
+                                   (8, 32, 8, 8, 16, 3, 1)])
 def test_results_independent_of_thread_count(shape):
     n, c, h, wd, o, k, s = shape
     x, w, b = r(n, c, h, wd).astype(np.float32), r(o, c, k, k).astype(np.float32), r(o).astype(np.float32)

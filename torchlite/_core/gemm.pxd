@@ -16,6 +16,9 @@ cdef extern from "kernels/gemm.h" nogil:
         int64_t ialpha, ibeta
         const char* pb
         int64_t pb_n, pb_j0
+        void (*pack_b_fn)(const void* ctx, void* dst, int nr, int64_t r0, int64_t kc,
+                          int64_t j0, int64_t nc)
+        const void* pack_b_ctx
     ctypedef struct tl_gemm_kernel:
         int nr                  # columns of the micro-tile
     const tl_gemm_kernel* tl_gemm_f32

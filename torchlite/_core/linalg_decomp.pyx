@@ -89,6 +89,7 @@ cdef void _gemm_s(int64_t m, int64_t n, int64_t k, double alpha, const double* a
     p.b = <const char*>b; p.rsb = rsb; p.csb = csb
     p.c = <char*>c; p.rsc = rsc; p.csc = csc
     p.pb = NULL; p.pb_n = 0; p.pb_j0 = 0
+    p.pack_b_fn = NULL; p.pack_b_ctx = NULL
     p.alpha = alpha; p.beta = beta; p.ialpha = 0; p.ibeta = 0
     tl_gemm_run(TL_FLOAT64, &p, 1, &zero, &zero, &zero, nt)
 

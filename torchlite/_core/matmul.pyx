@@ -164,6 +164,7 @@ cdef int _run(Array a, Array b, Array out, object alpha, object beta,
     p.b = b.ptr(); p.rsb = b.strd[nd - 2]; p.csb = b.strd[nd - 1]
     p.c = out.ptr(); p.rsc = out.strd[nd - 2]; p.csc = out.strd[nd - 1]
     p.pb = NULL; p.pb_n = 0; p.pb_j0 = 0
+    p.pack_b_fn = NULL; p.pack_b_ctx = NULL
     if packed is not None and nd == 2:
         p.pb = packed.panels.ptr(); p.pb_n = packed.pb_n
     if _is_float(a.dtype):

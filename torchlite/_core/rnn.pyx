@@ -217,6 +217,7 @@ cdef inline void _product(const tl_gemm_kernel* kern, int64_t m, int64_t n, int6
     p.c = c; p.rsc = n; p.csc = 1
     p.alpha = 1.0; p.beta = beta; p.ialpha = 0; p.ibeta = 0
     p.pb = pb; p.pb_n = pb_n; p.pb_j0 = 0
+    p.pack_b_fn = NULL; p.pack_b_ctx = NULL
     tl_gemm_one(kern, &p, nthreads)
 
 

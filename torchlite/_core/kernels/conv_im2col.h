@@ -68,6 +68,18 @@ static inline void tl_conv_tap_table(const tl_conv_geom *g, int64_t sH, int64_t 
         }
 }
 
+/* What the GEMM's B-packing callback reads (tl_im2col_pack_*): the geometry and the first
+ * image's channel block of this group; the other images follow at g->xs[0].  The callback
+ * takes panels of at most TL_CONV_PACK_MAX_NR columns (the callers check the kernel's). */
+typedef struct {
+    const tl_conv_geom *g;
+    const void *x;
+} tl_conv_pack_ctx;
+#define TL_CONV_PACK_MAX_NR 64
+#define TL_CONV_PACK_ROWS 256     /* rows of a block worked out at once */
+typedef void (*tl_im2col_pack_fn)(const void *ctx, void *dst, int nr, int64_t r0, int64_t kc,
+                                  int64_t j0, int64_t nc);
+
 typedef void (*tl_im2col_f32_fn)(const tl_conv_geom *g, const float *x, float *col, int64_t ldc,
                                  int64_t slack);
 typedef void (*tl_im2col_f64_fn)(const tl_conv_geom *g, const double *x, double *col, int64_t ldc,
@@ -102,6 +114,8 @@ static tl_im2col_f32_fn tl_im2col_f32 = tl_im2col_f32_base;
 static tl_im2col_f64_fn tl_im2col_f64 = tl_im2col_f64_base;
 static tl_col2im_f32_fn tl_col2im_f32 = tl_col2im_f32_base;
 static tl_col2im_f64_fn tl_col2im_f64 = tl_col2im_f64_base;
+static tl_im2col_pack_fn tl_im2col_pack_f32 = tl_im2col_pack_f32_base;
+static tl_im2col_pack_fn tl_im2col_pack_f64 = tl_im2col_pack_f64_base;
 
 /* Install the copies of ISA `level` (0, 3 or 4; clamped to what was compiled). */
 static int tl_conv_install(int level) {
@@ -109,17 +123,20 @@ static int tl_conv_install(int level) {
     if (level >= 4) {
         tl_im2col_f32 = tl_im2col_f32_v4; tl_im2col_f64 = tl_im2col_f64_v4;
         tl_col2im_f32 = tl_col2im_f32_v4; tl_col2im_f64 = tl_col2im_f64_v4;
+        tl_im2col_pack_f32 = tl_im2col_pack_f32_v4; tl_im2col_pack_f64 = tl_im2col_pack_f64_v4;
         return 4;
     }
     if (level >= 3) {
         tl_im2col_f32 = tl_im2col_f32_v3; tl_im2col_f64 = tl_im2col_f64_v3;
         tl_col2im_f32 = tl_col2im_f32_v3; tl_col2im_f64 = tl_col2im_f64_v3;
+        tl_im2col_pack_f32 = tl_im2col_pack_f32_v3; tl_im2col_pack_f64 = tl_im2col_pack_f64_v3;
         return 3;
     }
 #endif
     (void)level;
     tl_im2col_f32 = tl_im2col_f32_base; tl_im2col_f64 = tl_im2col_f64_base;
     tl_col2im_f32 = tl_col2im_f32_base; tl_col2im_f64 = tl_col2im_f64_base;
+        tl_im2col_pack_f32 = tl_im2col_pack_f32_base; tl_im2col_pack_f64 = tl_im2col_pack_f64_base;
     return 0;
 }
 #endif

@@ -23,6 +23,7 @@
 #if TL_CONV_DTYPE == 32
 #define VL 16
 #define VT __m512
+#define MASK_T __mmask16
 #define MASK(a, b) ((__mmask16)(((1u << (b)) - 1u) & ~((1u << (a)) - 1u)))
 #define LOADZ(m, p) _mm512_maskz_loadu_ps(m, p)
 #define STOREM(p, m, v) _mm512_mask_storeu_ps(p, m, v)
@@ -32,6 +33,7 @@
 #else
 #define VL 8
 #define VT __m512d
+#define MASK_T __mmask8
 #define MASK(a, b) ((__mmask8)(((1u << (b)) - 1u) & ~((1u << (a)) - 1u)))
 #define LOADZ(m, p) _mm512_maskz_loadu_pd(m, p)
 #define STOREM(p, m, v) _mm512_mask_storeu_pd(p, m, v)
@@ -43,6 +45,7 @@
 #if TL_CONV_DTYPE == 32
 #define VL 8
 #define VT __m256
+#define MASK_T __m256i
 #define MASK(a, b) _mm256_and_si256(                                                        \
     _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(b)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), \
     _mm256_cmpgt_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)(a) - 1)))
@@ -54,6 +57,7 @@
 #else
 #define VL 4
 #define VT __m256d
+#define MASK_T __m256i
 #define MASK(a, b) _mm256_and_si256(                                                        \
     _mm256_cmpgt_epi64(_mm256_set1_epi64x(b), _mm256_setr_epi64x(0, 1, 2, 3)),              \
     _mm256_cmpgt_epi64(_mm256_setr_epi64x(0, 1, 2, 3), _mm256_set1_epi64x((a) - 1)))
@@ -187,6 +191,123 @@ static void CK(tl_im2col)(const tl_conv_geom *g, const T *x, T *col, int64_t ldc
             }
 }
 
+/* B of the forward's GEMM packed straight from the images, never materialised: the im2col
+ * matrices of consecutive images side by side (column j: image j / L, output position
+ * j % L), rows [r0, r0+kc) and columns [j0, j0+nc) written as the GEMM's packing would
+ * write them (gemm_kernel.h): panels of nr columns, each k-major, dst[(q / nr) * nr * kc +
+ * p * nr + q % nr], the columns of the last panel past nc zero.  A panel's columns fall into
+ * runs of one output row (segments, worked out once per panel); each row of the panel copies
+ * every run from its input row like im2col does, so a run of a stride-1 row is one masked
+ * vector load.  A run is stored with a whole vector when that stays inside the block: the
+ * excess lands on columns written after it (later in this row, or rows later in order). */
+static void CK(tl_im2col_pack)(const void *vctx, void *vdst, int nr, int64_t r0, int64_t kc,
+                               int64_t j0, int64_t nc) {
+    const tl_conv_pack_ctx *ctx = (const tl_conv_pack_ctx *)vctx;
+    const tl_conv_geom *g = ctx->g;
+    const T *x = (const T *)ctx->x;
+    T *dst = (T *)vdst;
+    const int64_t L = g->L, OW = g->OW, KW = g->KW, KK = g->KH * g->KW;
+    const int64_t sC = g->xs[1], sH = g->xs[2], sW = g->xs[3], step = g->sw * sW;
+    const uint64_t H = (uint64_t)g->H;
+    T *const end = dst + (nc + nr - 1) / nr * nr * kc;
+    (void)end;   /* (the portable copy never stores past a run) */
+    /* per row of the block (a kernel tap of a channel): where it reads relative to a run's
+     * start, its input-row offset, and the output columns whose input column is inside */
+    int64_t roff[TL_CONV_PACK_ROWS], rdih[TL_CONV_PACK_ROWS], rlo[TL_CONV_PACK_ROWS];
+    int64_t rhi[TL_CONV_PACK_ROWS];
+    /* per run of the panel: its first column, length, input row (before the tap's offset),
+     * first output column, and where it reads from (before the row's offset) */
+    int64_t sq[TL_CONV_PACK_MAX_NR], sn[TL_CONV_PACK_MAX_NR], sih[TL_CONV_PACK_MAX_NR];
+    int64_t sow[TL_CONV_PACK_MAX_NR];
+    const T *ssrc[TL_CONV_PACK_MAX_NR];
+    for (int64_t pb = 0; pb < kc; pb += TL_CONV_PACK_ROWS) {
+        const int64_t rows = kc - pb < TL_CONV_PACK_ROWS ? kc - pb : TL_CONV_PACK_ROWS;
+        int64_t c = (r0 + pb) / KK, t = (r0 + pb) - c * KK;
+        int64_t ki = t / KW, kj = t - ki * KW;
+        for (int64_t p = 0; p < rows; p++) {
+            const int64_t off = kj * g->dw - g->pw;
+            rdih[p] = ki * g->dh;
+            roff[p] = c * sC + rdih[p] * sH + off * sW;
+            tl_conv_valid_cols(g, off, &rlo[p], &rhi[p]);
+            if (++kj == KW) {
+                kj = 0;
+                if (++ki == g->KH) { ki = 0; c++; }
+            }
+        }
+        for (int64_t jp = 0; jp < nc; jp += nr) {
+            const int64_t w = nc - jp < nr ? nc - jp : nr;
+            int ns = 0;
+            for (int64_t j = j0 + jp, q = 0; q < w; ns++) {
+                const int64_t i = j / L, l = j - i * L, oh = l / OW, ow = l - oh * OW;
+                const int64_t n = OW - ow < w - q ? OW - ow : w - q;
+                sq[ns] = q; sn[ns] = n; sih[ns] = oh * g->sh - g->ph; sow[ns] = ow;
+                ssrc[ns] = x + i * g->xs[0] + sih[ns] * sH + ow * g->sw * sW;
+                j += n; q += n;
+            }
+            T *row = dst + jp * kc + pb * nr;
+#if TL_CONV_LEVEL >= 3
+            if (step == 1 && OW <= VL && row + rows * nr + VL <= end) {
+                /* every run is at most one vector: one masked load (lanes in the padding,
+                 * or the whole run when its input row is, read as zero and never fault)
+                 * and one store each, without branches */
+                if (nr % OW == 0 && (j0 + jp) % OW == 0) {
+                    /* every run a whole output row: its lanes are the row's valid columns */
+                    for (int64_t p = 0; p < rows; p++, row += nr) {
+                        const int64_t dih = rdih[p], off = roff[p];
+                        const MASK_T m = MASK(rlo[p], rhi[p] > rlo[p] ? rhi[p] : rlo[p]);
+                        const MASK_T none = MASK(0, 0);
+                        for (int s = 0; s < ns; s++)
+                            STOREU(row + s * OW, LOADZ((uint64_t)(sih[s] + dih) < H ? m : none,
+                                                       ssrc[s] + off));
+                    }
+                    continue;
+                }
+                for (int64_t p = 0; p < rows; p++, row += nr) {
+                    const int64_t lo = rlo[p], hi = rhi[p], dih = rdih[p], off = roff[p];
+                    for (int s = 0; s < ns; s++) {
+                        int64_t a = lo - sow[s], b = hi - sow[s];
+                        a = a < 0 ? 0 : a;
+                        b = b > sn[s] ? sn[s] : b;
+                        b = b < a || (uint64_t)(sih[s] + dih) >= H ? a : b;
+                        STOREU(row + sq[s], LOADZ(MASK(a, b), ssrc[s] + off));
+                    }
+                    for (int64_t q = w; q < nr; q++) row[q] = 0;
+                }
+                continue;
+            }
+#endif
+            for (int64_t p = 0; p < rows; p++, row += nr) {
+                for (int s = 0; s < ns; s++) {
+                    const int64_t n = sn[s];
+                    T *d = row + sq[s];
+                    if ((uint64_t)(sih[s] + rdih[p]) >= H) {
+                        CK(zero)(d, n);
+                        continue;
+                    }
+                    int64_t a = rlo[p] - sow[s], b = rhi[p] - sow[s];
+                    a = a < 0 ? 0 : (a > n ? n : a);
+                    b = b < a ? a : (b > n ? n : b);
+                    const T *src = ssrc[s] + roff[p];
+                    if (step != 1) {
+                        for (int64_t e = 0; e < a; e++) d[e] = 0;
+                        for (int64_t e = a; e < b; e++) d[e] = src[e * step];
+                        for (int64_t e = b; e < n; e++) d[e] = 0;
+                        continue;
+                    }
+#if TL_CONV_LEVEL >= 3
+                    if (n <= VL && d + VL <= end) {
+                        STOREU(d, LOADZ(MASK(a, b), src));
+                        continue;
+                    }
+#endif
+                    CK(copy_row)(d, src, a, b, n);
+                }
+                CK(zero)(row + w, nr - w);
+            }
+        }
+    }
+}
+
 /* The rows of col are ldc >= L elements apart; dx is the Cg x H x W block this call owns
  * (nothing else writes it meanwhile). */
 /* The adjoint of im2col_small, adding in the same order as the general path: channel, tap,
@@ -247,6 +368,7 @@ static void CK(tl_col2im)(const tl_conv_geom *g, const T *col, int64_t ldc, T *d
 #if TL_CONV_LEVEL >= 3
 #undef VL
 #undef VT
+#undef MASK_T
 #undef MASK
 #undef LOADZ
 #undef STOREM

@@ -30,6 +30,15 @@ typedef struct {
      * b is read either way by the matrix-vector path): its column count rounded up to whole
      * panels, and the first column of this (sub-)problem within it. */
     const char *pb; int64_t pb_n, pb_j0;
+    /* Or B packed block by block by a caller's function (NULL: from b): it writes rows
+     * [r0, r0+kc) and columns [j0, j0+nc) of the whole B (j0 counts from the problem's first
+     * column before any split over threads: pb_j0 + the block's) into dst in the layout
+     * described at tl_gemm_pack_b, in panels of nr columns, the columns past nc zero.  For
+     * operands that are never materialised: a convolution's im2col matrix, packed straight
+     * from the image.  Only for m, n >= 2 (the matrix-vector path reads b). */
+    void (*pack_b_fn)(const void *ctx, void *dst, int nr, int64_t r0, int64_t kc, int64_t j0,
+                      int64_t nc);
+    const void *pack_b_ctx;
 } tl_gemm_problem;
 
 /* y = alpha * A x + beta * y, A is m x k (the one-column and one-row cases of GEMM). */

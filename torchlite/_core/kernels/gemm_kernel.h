@@ -215,6 +215,8 @@ static void TL_GK(gemm_serial)(const tl_gemm_problem *pr) {
                 const T *bB = bufB;
                 if (PB)
                     bB = PB + pc * pr->pb_n + (pr->pb_j0 + jc) * kc;
+                else if (pr->pack_b_fn)
+                    pr->pack_b_fn(pr->pack_b_ctx, bufB, NR, pc, kc, pr->pb_j0 + jc, nc);
                 else
                     TL_GK(pack_block)(bufB, B + pc * pr->rsb + jc * pr->csb, NR, nc, kc, pr->csb, pr->rsb);
                 for (int64_t ir = 0; ir < mc; ir += MR) {
