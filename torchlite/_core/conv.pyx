@@ -5,8 +5,12 @@
 #   input grad     dx[n] = col2im(W^T @ g[n])                  (= the transposed convolution)
 #   weight grad    dW = sum_n g[n] @ im2col(x[n])^T
 # One-dimensional convolutions are two-dimensional ones of height 1 (the caller reshapes).
-# For small images the forward and input-grad GEMMs take a few images side by side (one
-# wider GEMM instead of several narrow ones); a 1x1 stride-1 convolution needs no im2col.
+# The forward's im2col matrix is never materialised: the GEMM packs it block by block
+# straight from the images (its pack_b_fn callback, tl_im2col_pack); the input gradient of a
+# stride-1 layer that does not widen is the forward of the output gradient with the flipped,
+# transposed weight (_input_grad_as_forward).  For small images the forward and input-grad
+# GEMMs take a few images side by side (one wider GEMM instead of several narrow ones); a
+# 1x1 stride-1 convolution needs no im2col.
 #
 # Threads: chunks of images are split over threads when there are enough of them (each
 # chunk's GEMM runs serially on its thread, with its own buffers; a static split:
