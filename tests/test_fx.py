@@ -222,6 +222,54 @@ def test_custom_leaves_parameters_and_constants():
     _same(gm2(x), m(x))
 
 
+def test_graph_modules_pickle_and_deep_copy():
+    """pickle (and so torchlite.save(..., weights_only=False) and DataLoader workers) and
+    copy.deepcopy (AveragedModel, EMA copies) of a GraphModule: the same graph, code, class
+    name, outputs and gradients; a deep copy owns its parameters; node meta survives; a
+    traced constant and a wrapped function come along."""
+    import copy
+    import pickle
+
+    class WithConst(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+            self.table = tl.tensor([2.0, 3.0, 4.0])       # a plain tensor: a traced constant
+
+        def forward(self, x):
+            a, b = self.block(x)
+            return scaled_relu(a + self.table, 2.0), b
+
+    gm = fx.symbolic_trace(WithConst())
+    assert any(n.target is scaled_relu for n in gm.graph.nodes)
+    ShapeProp(gm).propagate(tl.randn(5, 4))
+    x = tl.randn(5, 4)
+    for other in (pickle.loads(pickle.dumps(gm)), copy.deepcopy(gm)):
+        assert type(other).__name__ == type(gm).__name__ and type(other) is not type(gm)
+        assert other.code == gm.code
+        assert [(n.name, n.op, n.target) for n in other.graph.nodes] == \
+            [(n.name, n.op, n.target) for n in gm.graph.nodes]
+        assert other.graph.owning_module is other
+        assert tuple(next(n for n in other.graph.nodes if n.name == "block_fc1")
+                     .meta["tensor_meta"].shape) == (5, 8)
+        for a, b in zip(other(x), gm(x)):
+            _same(a, b)
+        p_other = dict(other.named_parameters())
+        for name, p in gm.named_parameters():
+            assert p_other[name] is not p
+            _same(p_other[name], p)
+        other(x)[0].sum().backward()
+        assert all(p.grad is not None for p in other.parameters())
+        assert all(p.grad is None for p in gm.parameters())
+    # a GraphModule inside another module, saved whole
+    import io
+    buf = io.BytesIO()
+    tl.save(nn.Sequential(gm), buf)
+    buf.seek(0)
+    back = tl.load(buf, weights_only=False)
+    _same(back[0](x)[1], gm(x)[1])
+
+
 def test_tracing_leaves_torchlite_as_it_was():
     before = (tl.relu, F.relu, nn.Module.__call__, nn.Module.__getattr__)
     fx.symbolic_trace(Block())

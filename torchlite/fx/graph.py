@@ -13,7 +13,7 @@ import math
 import operator
 import re
 
-from .node import Node, _target_name, map_arg, public_name
+from .node import Node, _target_name, map_aggregate, map_arg, public_name
 
 __all__ = ["Graph", "PythonCode"]
 
@@ -25,6 +25,36 @@ _INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.true
 _PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
 # names the generated code needs for itself: no node is called these
 _RESERVED = {"self", "torchlite", "operator", "device", "inf", "nan"} | set(dir(builtins))
+
+
+class _NodeRef:
+    """A node named in a pickled graph's arguments (Graph.__reduce__)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __reduce__(self):
+        return (_NodeRef, (self.name,))
+
+
+def _rebuild_graph(nodes, constants, tracer_cls):
+    """The Graph that Graph.__reduce__ flattened: its nodes in order, with their names,
+    arguments, types and meta."""
+    g = Graph(tracer_cls=tracer_cls)
+    made = {}
+
+    def resolve(x):
+        return made[x.name] if isinstance(x, _NodeRef) else x
+    for name, op, target, args, kwargs, type_expr, meta in nodes:
+        n = g.create_node(op, target, map_aggregate(args, resolve), map_aggregate(kwargs, resolve),
+                          name, type_expr)
+        if n.name != name:
+            raise RuntimeError(f"unpickling a Graph: node {name!r} came back as {n.name!r}")
+        n.meta = meta
+        made[name] = n
+    g._constants = dict(constants)
+    return g
 
 
 class PythonCode:
@@ -76,6 +106,17 @@ class Graph:
         self.owning_module = owning_module
         self._tracer_cls = tracer_cls
         self._constants = {}        # get_attr path -> a tensor a tracer met that no module owns
+
+    # ---- pickling and deep copies ------------------------------------------------------------
+    def __reduce__(self):
+        """The nodes as a flat list, their argument nodes named (_NodeRef): pickling the
+        linked nodes themselves would recurse once per node.  The owning module is not part of
+        the graph's state (GraphModule sets it when it takes the graph back)."""
+        def ref(n):
+            return _NodeRef(n.name)
+        nodes = [(n.name, n.op, n.target, map_arg(n.args, ref), map_arg(n.kwargs, ref), n.type,
+                  n.meta) for n in self.nodes]
+        return (_rebuild_graph, (nodes, self._constants, self._tracer_cls))
 
     # ---- the node list -----------------------------------------------------------------------
     @property

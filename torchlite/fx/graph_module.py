@@ -118,8 +118,21 @@ class GraphModule(Module):
             else super().__repr__()
 
     def __reduce__(self):
-        raise TypeError("a GraphModule cannot be pickled yet; save its state_dict, or trace "
-                        "it again where it is loaded")
+        """Pickled (and deep-copied) as its class name, its module state and its graph
+        (Graph.__reduce__); unpickling generates forward from the graph again.  A graph's
+        call_function targets are pickled by reference, so they must be importable (a lambda
+        is not), as in PyTorch."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
+        return (_rebuild_graph_module, (type(self).__name__, state, self._graph))
+
+
+def _rebuild_graph_module(class_name, state, graph):
+    """The GraphModule GraphModule.__reduce__ took apart."""
+    gm = GraphModule.__new__(GraphModule)         # its own class, as every GraphModule
+    type(gm).__name__ = type(gm).__qualname__ = class_name
+    gm.__dict__.update(state)
+    gm.graph = graph                              # owning module, and forward generated
+    return gm
 
 
 class _DictRoot:
