@@ -216,3 +216,50 @@ def test_autograd_variable_is_the_old_spelling_of_a_tensor():
     assert any("volatile was removed" in str(w.message) for w in caught)
     with pytest.raises(TypeError, match="has to be a tensor"):
         Variable([1.0, 2.0])
+
+
+# ---- nn.utils.skip_init ----------------------------------------------------------------------
+def test_skip_init_builds_the_module_without_initialising_it():
+    """skip_init builds the module with the shapes, dtype and device asked for and runs none of
+    the initialisers: the global generator is exactly where it was (every layer's default
+    initialisation draws from it), the parameters are not their initialised values, and
+    initialising afterwards (reset_parameters) gives the usual module."""
+    from torchlite.nn.utils import skip_init
+    for cls, args, kw in [(nn.Linear, (5, 3), {}), (nn.Conv2d, (2, 4, 3), {"bias": False}),
+                          (nn.Embedding, (7, 3), {}), (nn.LSTM, (4, 6), {}),
+                          (nn.BatchNorm1d, (3,), {}), (nn.Linear, (4, 2), {"dtype": tl.float64})]:
+        tl.manual_seed(3)
+        ref = cls(*args, **kw)
+        tl.manual_seed(3)
+        m = skip_init(cls, *args, **kw)
+        assert type(m) is cls
+        for (name, p), (_, q) in zip(m.named_parameters(), ref.named_parameters()):
+            assert p.shape == q.shape and p.dtype == q.dtype and p.device == q.device, name
+            assert isinstance(p, nn.Parameter)
+        # nothing drew from the generator: the next number is the first one after the seed
+        tl.manual_seed(3)
+        first = tl.rand(3)
+        tl.manual_seed(3)
+        skip_init(cls, *args, **kw)
+        np.testing.assert_array_equal(tl.rand(3).numpy(), first.numpy())
+        tl.manual_seed(3)
+        m.reset_parameters()
+        for (name, p), (_, q) in zip(m.named_parameters(), ref.named_parameters()):
+            np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=name)
+    # the initialisers work again afterwards
+    w = tl.empty(3, 3)
+    nn.init.ones_(w)
+    assert w.tolist() == [[1.0] * 3] * 3
+
+
+def test_skip_init_errors_as_pytorch():
+    from torchlite.nn.utils import skip_init
+
+    class NoDevice(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.lin = nn.Linear(n, n)
+    with pytest.raises(RuntimeError, match="Module must support a 'device' arg"):
+        skip_init(NoDevice, 3)
+    with pytest.raises(RuntimeError, match="Expected a Module"):
+        skip_init(int, 3)

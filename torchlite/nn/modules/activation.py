@@ -1,8 +1,8 @@
 """Activation layers: thin Modules over nn.functional's activations, with PyTorch's constructor
 arguments, attributes and reprs.  (MultiheadAttention lives elsewhere.)"""
 from ..._ops.creation import empty as _empty
-from ...autograd.grad_mode import no_grad as _no_grad
 from .. import functional as F
+from .. import init as _init
 from ..parameter import Parameter
 from .module import Module
 
@@ -118,8 +118,7 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        with _no_grad():
-            self.weight.fill_(self.init)
+        _init.constant_(self.weight, self.init)
 
     def forward(self, input):
         return F.prelu(input, self.weight)

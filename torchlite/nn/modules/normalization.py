@@ -8,6 +8,7 @@ from ... import _dtype as D
 from ..._ops.creation import empty as _empty, zeros as _zeros, ones as _ones, tensor as _tensor
 from ...autograd.grad_mode import no_grad as _no_grad
 from .. import functional as F
+from .. import init as _init
 from ..parameter import Parameter
 from .module import Module
 
@@ -30,11 +31,10 @@ def _affine_params(module, shape, affine, bias, device, dtype):
 
 def _ones_zeros_(weight, bias):
     """PyTorch's initialisation of a norm's affine parameters: weight 1, bias 0."""
-    with _no_grad():
-        if weight is not None:
-            weight.fill_(1)
-        if bias is not None:
-            bias.zero_()
+    if weight is not None:
+        _init.ones_(weight)
+    if bias is not None:
+        _init.zeros_(bias)
 
 
 class _NormBase(Module):

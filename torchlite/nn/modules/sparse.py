@@ -3,6 +3,7 @@ or maxima of bags of them)."""
 from ..._ops.creation import empty as _empty
 from ...autograd.grad_mode import no_grad as _no_grad
 from .. import functional as F
+from .. import init as _init
 from ..parameter import Parameter
 from .module import Module
 
@@ -67,8 +68,7 @@ class Embedding(Module):
         self.sparse = sparse
 
     def reset_parameters(self):
-        with _no_grad():
-            self.weight.normal_()
+        _init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 
     def _fill_padding_idx_with_zero(self):
