@@ -276,7 +276,7 @@ def test_forward_packs_im2col_inside_the_gemm(level):
 
 # Stride-1 geometries whose input gradient runs as the forward convolution of the output
 # gradient with the flipped, transposed weight (conv.pyx _input_grad_as_forward: channels not
-# widening, rows up to 16): padding from none to the whole dilated kernel, dilation, groups,
+# widening or at least 64 of them, rows up to 16): padding from none to the whole dilated kernel, dilation, groups,
 # unequal padding and kernel sizes per dimension.
 _AS_FORWARD_GEOMETRIES = [
     # (N, C, O, H, W, (kh, kw), padding, dilation, groups)
@@ -286,6 +286,7 @@ _AS_FORWARD_GEOMETRIES = [
     (2, 4, 4, 10, 10, (3, 3), (2, 1), 2, 1),
     (2, 8, 4, 7, 12, (3, 5), (1, 2), 1, 2),
     (1, 5, 3, 6, 16, (2, 3), (1, 0), 1, 1),
+    (1, 64, 96, 5, 6, (3, 3), 1, 1, 1),          # widening, with 64 input channels
 ]
 
 

@@ -858,12 +858,14 @@ cdef bint _input_grad_as_forward(const Geom* g) noexcept:
     dilated kernel: dx = conv2d(gy, flip(W)^T, padding d(K-1) - p, dilation d)).  That path
     packs the output gradient's im2col (Og*KH*KW rows) inside the GEMM, where the col2im
     path writes and re-reads Cg*KH*KW rows and runs its GEMM only Og deep, so it is taken
-    when the layer does not widen (Cg >= Og) and the output rows are at most AS_FORWARD_OW
-    wide (the packing copies each row of a run with one vector load; on wider rows the
-    col2im path measured faster: 64 channels at 32x32, 11.4 against 14.7 ms).  Both give
-    the same result for any thread count."""
+    when the layer does not widen (Cg >= Og) or its GEMM has rows enough to share each
+    packed block (Cg >= 64: 64 -> 128 channels at 8x8 measured 1.54 against 1.79 ms,
+    128 -> 256 5.7 against 6.3 ms, 32 -> 64 at 16x16 3.0 against 1.7 ms the other way), and
+    the output rows are at most AS_FORWARD_OW wide (the packing copies each row of a run
+    with one vector load; on wider rows the col2im path measured faster: 64 channels at
+    32x32, 11.4 against 14.7 ms).  Both give the same result for any thread count."""
     return (g.sh == 1 and g.sw == 1 and g.ph <= g.dh * (g.KH - 1) and g.pw <= g.dw * (g.KW - 1)
-            and not _is_pointwise(g) and g.Og >= 1 and g.Cg >= g.Og and g.OW <= AS_FORWARD_OW
+            and not _is_pointwise(g) and g.Og >= 1 and (g.Cg >= g.Og or g.Cg >= 64) and g.OW <= AS_FORWARD_OW
             and not tl_conv_small(g))
 
 
