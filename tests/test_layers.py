@@ -6,7 +6,7 @@ Layers, from the ground up:
 
     Kernels (_core)        CudaBackend (cuda/_*.py)
          \\                    /
-          Dispatch (_dispatch.py): the only door to CudaBackend
+          Dispatch (_dispatch.py): the only door to CudaBackend (and MetaBackend, _meta.py)
                     |
     Meta (_dtype, _device, _size, _switches, return_types)
                     |
@@ -32,6 +32,7 @@ LAYERS = [  # (layer, module-name pattern); the first match wins
     ("CudaBackend", r"torchlite\.cuda\._.*$"),
     ("CudaFace", r"torchlite\.cuda(\.amp)?$"),
     ("Dispatch", r"torchlite\._dispatch$"),
+    ("MetaBackend", r"torchlite\._meta$"),
     ("Meta", r"torchlite\.(_dtype|_device|_size|_switches|_memory_format|_layout|_autocast_state|return_types)$"),
     ("Tensor", r"torchlite\.(_tensor|_tensor_str)$"),
     ("AutogradCore", r"torchlite\.autograd\.(graph|engine|function|grad_mode|anomaly)$"),
@@ -54,6 +55,10 @@ NEVER = {
        for other, _ in LAYERS if other not in ("Kernels", "Meta")},
     **{(layer, "CudaBackend"): "only _dispatch opens the door to the CUDA backend"
        for layer, _ in LAYERS if layer not in ("CudaBackend", "Dispatch", "CudaFace")},
+    **{(layer, "MetaBackend"): "only _dispatch opens the door to the meta device's arrays"
+       for layer, _ in LAYERS if layer not in ("MetaBackend", "Dispatch")},
+    **{("MetaBackend", other): "the meta device works on the CPU's array metadata only"
+       for other, _ in LAYERS if other not in ("MetaBackend", "Kernels")},
     ("CudaBackend", "CudaFace"): "the backend stays below the public torchlite.cuda",
     ("CudaBackend", "Tensor"): "the backend works on arrays",
     ("CudaBackend", "Ops"): "the backend works on arrays",

@@ -1,4 +1,5 @@
-"""torchlite.device: where a tensor's memory lives ('cpu' or 'cuda:N')."""
+"""torchlite.device: where a tensor's memory lives ('cpu' or 'cuda:N'), or 'meta' for tensors
+with a shape and no data."""
 
 
 class device:
@@ -18,8 +19,9 @@ class device:
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
             index = int(idx)
-        if type not in ("cpu", "cuda"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        if type not in ("cpu", "cuda", "meta"):
+            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device "
+                               f"string: {type}")
         if index is not None and index < 0:
             raise RuntimeError(f"Device index must not be negative, got {index}")
         self.type = type

@@ -25,6 +25,7 @@ CROSS_DEVICE = {("elementwise", "copy_")}
 
 _enabled = False
 _cuda_array_type = None
+_meta_array_type = None      # torchlite/_meta.py's MetaArray, once a meta array exists
 
 
 class _Namespace:
@@ -120,16 +121,17 @@ def check_same_device(op, *arrays):
 
 def _dispatcher(ns, name, cpu_fn):
     op = (ns, name)
-    call_cuda = sys.modules["torchlite.cuda._ops"].call
     scan = _cpu_array_module.scan_devices
 
     def dispatch(*args, **kwargs):
-        idx = scan(args, kwargs, _cuda_array_type)      # the fast check, in Cython
+        idx = scan(args, kwargs, _cuda_array_type, _meta_array_type)   # the fast check, in Cython
         if idx == -1:
             return cpu_fn(*args, **kwargs)
+        if idx == -3:
+            return _call_meta(op, cpu_fn, args, kwargs)
         if idx < 0:                                      # mixed: an error, or a transfer
             idx = device_index_of(args, kwargs, op)
-        return call_cuda(op, cpu_fn, idx, args, kwargs)
+        return sys.modules["torchlite.cuda._ops"].call(op, cpu_fn, idx, args, kwargs)
     dispatch.__name__ = name
     dispatch.__qualname__ = f"{ns}.{name}"
     dispatch.__doc__ = cpu_fn.__doc__
@@ -140,17 +142,47 @@ def _dispatcher(ns, name, cpu_fn):
 def enable_devices(cuda_array_type):
     """Swap every namespace's functions for dispatching wrappers (called by the CUDA backend
     when it creates its first array)."""
-    global _enabled, _cuda_array_type
-    if _enabled:
+    global _cuda_array_type
+    if _cuda_array_type is not None:
         return
     importlib.import_module("torchlite.cuda._ops")
+    _cuda_array_type = cuda_array_type
+    _install_dispatchers()
+
+
+def enable_meta(meta_array_type):
+    """The same for the meta device (torchlite/_meta.py, at its first array)."""
+    global _meta_array_type
+    if _meta_array_type is None:
+        _meta_array_type = meta_array_type
+        _install_dispatchers()
+
+
+def _install_dispatchers():
+    global _enabled
+    if _enabled:
+        return
     observer = _observer
     set_kernel_observer(None)          # the observed wrappers go around the dispatching ones
-    _cuda_array_type = cuda_array_type
     for ns in _NAMESPACES.values():
         ns._enable()
     _enabled = True
     set_kernel_observer(observer)
+
+
+def _call_meta(op, cpu_fn, args, kwargs):
+    """An array-layer call with a meta array among its arguments: on the meta device when
+    every other array is a meta one or a CPU array with no dims (a CPU scalar tensor), else
+    PyTorch's RuntimeError."""
+    meta_t = _meta_array_type
+    for x in (args if not kwargs else args + tuple(kwargs.values())):
+        for e in (x if type(x) in (list, tuple) else (x,)):
+            te = type(e)
+            if (te is _CpuArray and e.ndim) or (te is _cuda_array_type and te is not None):
+                raise RuntimeError(f"Tensor on device {e.device} is not on the expected device "
+                                   f"meta! (in {op[0]}.{op[1]})")
+    del meta_t
+    return sys.modules["torchlite._meta"].call(op, cpu_fn, args, kwargs)
 
 
 # ---- observing kernel calls (the profiler) -----------------------------------------------------
@@ -189,13 +221,28 @@ def _observed(qualname, fn, observer):
 
 
 def disable_devices():
-    """Put the CPU functions back (the tests, after a stand-in driver's CUDA arrays are gone)."""
-    global _enabled, _cuda_array_type
+    """Put the CPU functions back (the tests, after a stand-in driver's CUDA arrays are gone);
+    the wrappers stay while the meta device is in use."""
+    global _cuda_array_type
+    _cuda_array_type = None
+    if _meta_array_type is None:
+        _remove_dispatchers()
+
+
+def disable_meta():
+    """The same for the meta device (the tests, once their meta arrays are gone)."""
+    global _meta_array_type
+    _meta_array_type = None
+    if _cuda_array_type is None:
+        _remove_dispatchers()
+
+
+def _remove_dispatchers():
+    global _enabled
     observer = _observer
     set_kernel_observer(None)
     for ns in _NAMESPACES.values():
         ns._disable()
-    _cuda_array_type = None
     _enabled = False
     set_kernel_observer(observer)
 
@@ -301,10 +348,23 @@ def _device_index(device):
     return devices.device_index(d)
 
 
+def is_meta(device):
+    """Whether a creation's `device` (see _device_index) is the meta device."""
+    if device is None or type(device) is _CpuArray:
+        return False
+    if isinstance(device, str):
+        return device == "meta" or device.startswith("meta:")
+    if _meta_array_type is not None and type(device) is _meta_array_type:
+        return True
+    return getattr(device, "type", None) == "meta"
+
+
 def _creation(name):
     cpu_fn = getattr(importlib.import_module("torchlite._core.array"), name)
 
     def create(*args, device=None):
+        if is_meta(device):
+            return _meta_create(name, args)
         idx = _device_index(device)
         if idx is None:
             return cpu_fn(*args)
@@ -313,6 +373,30 @@ def _creation(name):
     create.__name__ = name
     create.__doc__ = f"{cpu_fn.__doc__ or name}\n\nOn `device` (None: the CPU)."
     return create
+
+
+def _meta_backend():
+    """torchlite/_meta.py, with the dispatching wrappers installed (a meta array is about to
+    exist)."""
+    from . import _meta
+    enable_meta(_meta.MetaArray)
+    return _meta
+
+
+def meta_like(a):
+    """A new meta array with the shape and dtype of array `a` (a tensor moved to 'meta')."""
+    return _meta_backend().like(a)
+
+
+def _meta_create(name, args):
+    """array.empty / full / empty_strided on the meta device (a fill has nothing to write)."""
+    _meta = _meta_backend()
+    if name == "empty":
+        return _meta.empty(args[0], args[1])
+    if name == "full":
+        return _meta.empty(args[0], args[2])
+    shape, order, dtype = args
+    return _meta.empty(shape, dtype, order)
 
 
 def _empty_like(a, dtype, device=None):

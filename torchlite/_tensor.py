@@ -72,7 +72,13 @@ class Tensor:
 
     @property
     def is_cuda(self):
-        return self._data.device != "cpu"
+        d = self._data.device
+        return d != "cpu" and d != "meta"
+
+    @property
+    def is_meta(self):
+        """Whether this tensor is on the meta device (a shape and dtype, no data)."""
+        return self._data.device == "meta"
 
     @property
     def is_cpu(self):
@@ -142,7 +148,7 @@ class Tensor:
     def layout(self):
         return _layout.strided
 
-    is_sparse = is_sparse_csr = is_quantized = is_nested = is_meta = is_mkldnn = False
+    is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = False
     is_mps = is_xla = is_xpu = is_ipu = is_vulkan = is_maia = is_mtia = False
 
     def dense_dim(self):

@@ -174,6 +174,15 @@ def _join_suffixes(text, suffixes, indent):
 def tensor_repr(t, prefix="tensor("):
     """PyTorch's repr text for tensor t."""
     dt = t.dtype
+    if t.is_meta:                       # no data: PyTorch prints the size instead
+        suffixes = ["device='meta'", f"size={tuple(t.shape)}"]
+        if dt is not D.get_default_dtype():
+            suffixes.append(f"dtype={dt}")
+        if t.grad_fn is not None:
+            suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
+        elif t.requires_grad:
+            suffixes.append("requires_grad=True")
+        return prefix + "..., " + ", ".join(suffixes) + ")"
     src = t.detach()
     if src.device.type != "cpu":
         src = src.cpu()

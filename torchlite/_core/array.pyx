@@ -964,23 +964,30 @@ cdef inline int _note_device(object x, object cuda_t, int* found, bint* cpu_dims
     return 0
 
 
-def scan_devices(tuple args, dict kwargs, object cuda_t):
+def scan_devices(tuple args, dict kwargs, object cuda_t, object meta_t=None):
     """Where the arrays among an array-layer call's arguments live (torchlite/_dispatch.py's
-    fast check, lists and tuples of arrays looked into): -1 when none is a `cuda_t` array; the
-    device index when they all are on that device and no CPU array with dims joins them; -2
-    when that is not so (the caller then sorts out which error or transfer applies)."""
+    fast check, lists and tuples of arrays looked into): -3 when one is a `meta_t` array (the
+    caller checks the rest); -1 when none is a `cuda_t` array; the device index when they all
+    are on that device and no CPU array with dims joins them; -2 when that is not so (the
+    caller then sorts out which error or transfer applies)."""
     cdef int found = -1
     cdef bint cpu_dims = False
     cdef object x, e
     for x in args:
         if type(x) is list or type(x) is tuple:
             for e in x:
+                if type(e) is meta_t:
+                    return -3
                 if _note_device(e, cuda_t, &found, &cpu_dims) == -2:
                     return -2
+        elif type(x) is meta_t:
+            return -3
         elif _note_device(x, cuda_t, &found, &cpu_dims) == -2:
             return -2
     if kwargs:
         for x in kwargs.values():
+            if type(x) is meta_t:
+                return -3
             if _note_device(x, cuda_t, &found, &cpu_dims) == -2:
                 return -2
     if found >= 0 and cpu_dims:

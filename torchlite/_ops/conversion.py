@@ -41,8 +41,14 @@ def _parse_to(args, kwargs):
 
 
 def _moved(arr, device, non_blocking):
-    """arr's elements on `device` (a torchlite.device; a CUDA device is involved), through
-    the backend's device services."""
+    """arr's elements on `device` (a torchlite.device; a CUDA or the meta device is
+    involved), through the backend's device services."""
+    if device.type == "meta":
+        return _dispatch.meta_like(arr)         # a shape and a dtype, no data
+    if arr.device == "meta":
+        raise NotImplementedError(
+            "Cannot copy out of meta tensor; no data! Please use torch.nn.Module.to_empty() "
+            "instead when moving module from meta to a different device.")
     if device.type == "cpu":
         return _dispatch.devices.to_host(arr, non_blocking)
     index = _dispatch.devices.checked_index(device, f"move a tensor to {device}")

@@ -21,7 +21,9 @@ def _place(arr, device, requires_grad=False, dtype=None, pin_memory=False):
     """Finish a new array: move it to `device` (None: leave it where it is), or into pinned
     host memory, set requires_grad."""
     dev = to_device(device)
-    if dev.type != "cpu":
+    if dev.type == "meta":
+        arr = _dispatch.meta_like(arr)
+    elif dev.type != "cpu":
         index = _dispatch.devices.checked_index(dev, f"create a tensor on {dev}")
         arr = _dispatch.devices.to_device(arr, index)
     t = _wrap(arr)
@@ -51,6 +53,8 @@ def _on(device):
     dev = to_device(device)
     if dev.type == "cpu":
         return None
+    if dev.type == "meta":
+        return "meta"
     return f"cuda:{_dispatch.devices.checked_index(dev, f'create a tensor on {dev}')}"
 
 

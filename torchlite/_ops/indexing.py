@@ -47,7 +47,8 @@ def _checked_scalar(v, code):
     if isinstance(v, Tensor):
         if v.ndim != 0:
             raise RuntimeError(f"expected a 0-dimensional value tensor, got {v.ndim} dimension(s)")
-        v = v.item()
+        # (a meta value has none: what it fills a meta tensor with is never read)
+        v = 0 if v.is_meta else v.item()
     v = _as_pyscalar(v)
     if not isinstance(v, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
         raise TypeError(f"value must be a number, not {type(v).__name__}")
@@ -569,7 +570,8 @@ def take_along_dim(input, indices, dim=None, *, out=None):
                            f"dimensions, but got {input.ndim} dimensions for input, and {indices.ndim} "
                            f"dimensions for indices")
     d = _wrap_dim(dim, builtins.max(input.ndim, 1))
-    if input.ndim and input.shape[d] and indices.numel() and builtins.bool((indices < 0).any()):
+    if input.ndim and input.shape[d] and indices.numel() and not indices.is_meta \
+            and builtins.bool((indices < 0).any()):
         # as in PyTorch, indices count from the end along dim (-1 is the last); further out
         # of range still raises, in gather
         indices = _where(indices < 0, indices + input.shape[d], indices)

@@ -85,7 +85,10 @@ def _same_dtype(A, B, op):
 
 def _raise_info(info, op, message):
     """Raise LinAlgError for the first nonzero info (message(info) words it), prefixed with
-    the batch element as torch does for batched inputs."""
+    the batch element as torch does for batched inputs.  A meta tensor has no values to
+    check (PyTorch's meta kernels do not check them either)."""
+    if info.is_meta:
+        return
     flat = info.reshape(-1).tolist()
     for b, v in enumerate(flat):
         if v != 0:

@@ -318,7 +318,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if weight is not None:
         weight = weight.expand(_broadcast_shapes(tuple(target.shape), tuple(weight.shape)))
     x, t = input.detach(), target.detach()
-    if input.numel() and bool((~((x >= 0) & (x <= 1))).any()):
+    if input.numel() and not x.is_meta and bool((~((x >= 0) & (x <= 1))).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     with _no_grad():
         loss = -(t * x.log().clamp(min=-100.0) + (1 - t) * (-x).log1p().clamp(min=-100.0))
