@@ -253,3 +253,19 @@ def test_op_db_samples_give_torchs_meta_shapes_and_dtypes():
     assert not wrong, wrong
     assert not failed - MAY_FAIL, sorted(failed - MAY_FAIL)
     assert not MAY_FAIL - failed, f"these pass now: {sorted(MAY_FAIL - failed)}"
+
+
+def test_the_cpu_path_is_plain_again_once_no_meta_array_is_left():
+    """Meta arrays make the array layer's functions dispatching wrappers; when the last one
+    is gone the plain CPU functions are back (a model built on meta and moved to the CPU
+    trains without the wrappers' cost)."""
+    import gc
+    from torchlite._core import elementwise as core_ew
+    gc.collect()
+    with tl.device("meta"):
+        m = nn.Linear(3, 4)
+    assert _dispatch.elementwise.binary is not core_ew.binary
+    m.to_empty(device="cpu")
+    gc.collect()
+    assert _dispatch.elementwise.binary is core_ew.binary
+    assert m(tl.ones(2, 3)).shape == (2, 4)

@@ -380,6 +380,7 @@ def _meta_backend():
     exist)."""
     from . import _meta
     enable_meta(_meta.MetaArray)
+    _meta.on_last_gone = disable_meta
     return _meta
 
 

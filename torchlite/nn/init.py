@@ -1,10 +1,7 @@
 """Weight initialisation (torch.nn.init): fill a tensor in place from a distribution, outside
 autograd (every function works under no_grad and returns its tensor)."""
-import contextlib
-import functools
 import math
 import numbers
-import threading
 import warnings
 
 from ..autograd.grad_mode import no_grad
@@ -268,39 +265,6 @@ def _default_weight_and_bias_(weight, bias):
         fan_in, _ = _calculate_fan_in_and_fan_out(weight)
         bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
         uniform_(bias, -bound, bound)
-
-
-# ---- skipping initialisation (nn.utils.skip_init) ------------------------------------------------
-_skipping = threading.local()
-
-
-@contextlib.contextmanager
-def _skipped():
-    """Inside, on this thread, every initialiser below leaves its tensor as it is (the
-    modules' reset_parameters all go through them), so a module built here keeps the
-    uninitialised memory of its torchlite.empty parameters."""
-    before = getattr(_skipping, "on", False)
-    _skipping.on = True
-    try:
-        yield
-    finally:
-        _skipping.on = before
-
-
-def _skippable(fn):
-    @functools.wraps(fn)
-    def initialiser(tensor, *args, **kwargs):
-        if getattr(_skipping, "on", False):
-            tensor_arg(tensor, fn.__name__, "tensor")
-            return tensor
-        return fn(tensor, *args, **kwargs)
-    return initialiser
-
-
-for _name in ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
-              "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-              "kaiming_normal_", "orthogonal_", "sparse_"):
-    globals()[_name] = _skippable(globals()[_name])
 
 
 # ---- the old names without the trailing underscore (deprecated in PyTorch, still accepted) -------
