@@ -708,7 +708,8 @@ def _index_for_reduce(self, dim, index, source, reduce, op):
     if n != src_size:
         raise RuntimeError(f"{op}(): Number of indices ({n}) should be equal to source.size(dim): "
                            f"({src_size}), for dim: {d}")
-    if n and builtins.bool(((index < 0) | (index >= (self.shape[d] if self.ndim else 1))).any()):
+    if n and not index.is_meta \
+            and builtins.bool(((index < 0) | (index >= (self.shape[d] if self.ndim else 1))).any()):
         raise IndexError("index out of range in self")
     shape = [1] * builtins.max(source.ndim, 1)
     shape[d] = n

@@ -555,7 +555,7 @@ def eigvalsh(A, UPLO="L"):
 # ---- general eigenproblem ----------------------------------------------------------------------
 def _eig(A, vectors, op):
     tensor_arg(A, op, "A")
-    if A.ndim >= 2 and A.numel() and not bool(A.detach().isfinite().all()):
+    if A.ndim >= 2 and A.numel() and not A.is_meta and not bool(A.detach().isfinite().all()):
         raise RuntimeError(f"torch.{op}: input tensor should not contain infs or NaNs.")
     grad = needs_grad(A)
     w, V = _K.eig(A._data, vectors or grad)            # the backward needs the vectors
@@ -763,7 +763,8 @@ _THETA13 = 5.371920351148152
 def _expm(A):
     """exp(A) by scaling and squaring with the [13/13] Pade approximant (one scale for the
     whole batch: the largest any matrix needs)."""
-    norm1 = A.abs().sum(-2).amax(-1).amax().item() if A.numel() else 0.0
+    # (a meta matrix has no norm: any scale gives the result's shape)
+    norm1 = A.abs().sum(-2).amax(-1).amax().item() if A.numel() and not A.is_meta else 0.0
     s = max(0, math.ceil(math.log2(norm1 / _THETA13))) if norm1 > _THETA13 else 0
     X = A / (2.0 ** s)
     b = _PADE13

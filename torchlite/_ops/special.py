@@ -225,7 +225,7 @@ def _check_degree(kernel, n):
     """Laguerre's and Legendre's recurrences take n steps per element: a degree above
     _MAX_RECURRENCE_DEGREE raises here instead of running for seconds per element."""
     if isinstance(n, Tensor):
-        if n.numel() == 0 or n.is_complex():
+        if n.numel() == 0 or n.is_complex() or n.is_meta:
             return
         with _no_grad():
             top = n.detach().max().item()

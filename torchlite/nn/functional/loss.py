@@ -676,7 +676,7 @@ def _class_targets(input, target, name):
     if t.numel() != x.shape[0]:
         raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got "
                            f"{list(target.shape)}")
-    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= x.shape[1]):
+    if t.numel() and not t.is_meta and (int(t.min()) < 0 or int(t.max()) >= x.shape[1]):
         raise RuntimeError("target out of range")
     return x, t
 
@@ -735,7 +735,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     N, C = x.shape
     # the listed classes: entries before the first -1 of each row
     listed = (t != -1).long().cumprod(1).bool()
-    if bool(((t < -1) | (t >= C)).logical_and(listed).any()):
+    if not t.is_meta and bool(((t < -1) | (t >= C)).logical_and(listed).any()):
         raise RuntimeError("argument #2 'target' is out of range")
     safe = _P.where(listed, t, 0)
     is_target = _zeros(tuple(x.shape), dtype=D.int64, device=x.device).scatter_add(1, safe, listed.long()) > 0
