@@ -270,3 +270,55 @@ def test_the_cpu_path_is_plain_again_once_no_meta_array_is_left():
     gc.collect()
     assert _dispatch.elementwise.binary is core_ew.binary
     assert m(tl.ones(2, 3)).shape == (2, 4)
+
+
+def test_review_findings_stay_fixed():
+    """What a review against PyTorch's meta device found (each was a wrong answer, a leak or
+    a needless cost): boolean-mask reads raise (their size is the mask's count) while mask
+    writes work; a CPU scalar tensor joining a meta op keeps its value; the wrappers leave
+    with the last meta array without a garbage collection; .to('meta') keeps the strides; an
+    op on a view of a huge meta tensor touches only the view's span; factories and randperm
+    on meta compute nothing and draw nothing; meta tensors pickle and deep-copy as meta."""
+    import copy
+    import gc
+    import pickle
+    from torchlite._core import elementwise as core_ew
+    x = tl.empty(4, 3, device="meta")
+    for read in (lambda: x[tl.empty(4, dtype=tl.bool, device="meta")], lambda: x[x > 0],
+                 lambda: x[tl.ones(4, dtype=tl.bool)], lambda: tl.masked_select(x, x > 0)):
+        with pytest.raises(NotImplementedError):
+            read()
+    v = tl.empty(4, device="meta")
+    v[tl.empty(4, dtype=tl.bool, device="meta")] = tl.empty(5, device="meta")
+    assert v.masked_scatter(v > 0, tl.empty(4, device="meta")).shape == (4,)
+    c = tl.tensor(5.0)
+    c.mul_(tl.empty((), device="meta"))
+    assert c.item() == 5.0
+    x = v = None
+    gc.collect()
+    gc.disable()
+    try:
+        a = tl.empty(3, 3, device="meta")
+        b = (a + 1) @ a
+        del a, b
+        assert _dispatch.elementwise.binary is core_ew.binary
+    finally:
+        gc.enable()
+    assert tl.ones(3, 4).t().to("meta").stride() == (1, 4)
+    assert tl.ones(2, 3, 4, 5).contiguous(memory_format=tl.channels_last).to("meta").stride() \
+        == (60, 1, 15, 3)
+    w = tl.empty(10**6, 10**6, device="meta")
+    assert (w[7] * 2).shape == (10**6,) and (w[5, 3:9] + 1).shape == (6,)
+    tl.manual_seed(1)
+    first = tl.rand(2)
+    tl.manual_seed(1)
+    assert tl.arange(10**12, device="meta").shape == (10**12,)
+    assert tl.linspace(0, 1, 10**11, device="meta").shape == (10**11,)
+    assert tl.eye(10**6, device="meta").shape == (10**6, 10**6)
+    assert tl.randperm(10**10, device="meta").dtype == tl.int64
+    np.testing.assert_array_equal(tl.rand(2).numpy(), first.numpy())
+    t = tl.empty(3, 4, device="meta").t().requires_grad_()
+    for u in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t)):
+        assert u.is_meta and u.shape == (4, 3) and u.stride() == (1, 4) and u.requires_grad
+    bn = copy.deepcopy(nn.BatchNorm1d(4, device="meta"))
+    assert bn.running_mean.is_meta and isinstance(bn.weight, nn.Parameter) and bn.weight.is_meta

@@ -379,14 +379,21 @@ def _meta_backend():
     """torchlite/_meta.py, with the dispatching wrappers installed (a meta array is about to
     exist)."""
     from . import _meta
-    enable_meta(_meta.MetaArray)
+    _meta.on_first_alive = _enable_meta_arrays
     _meta.on_last_gone = disable_meta
+    enable_meta(_meta.MetaArray)
     return _meta
 
 
+def _enable_meta_arrays():
+    enable_meta(sys.modules["torchlite._meta"].MetaArray)
+
+
 def meta_like(a):
-    """A new meta array with the shape and dtype of array `a` (a tensor moved to 'meta')."""
-    return _meta_backend().like(a)
+    """A new meta array with the shape, dtype and memory order of array `a` (a tensor moved
+    to 'meta'; see _empty_like)."""
+    _meta_backend()
+    return _empty_like(a, a.dtype, device="meta")
 
 
 def _meta_create(name, args):

@@ -221,7 +221,8 @@ class Tensor:
         self._data = other._data
 
     def get_device(self):
-        return -1 if self._data.device == "cpu" else (self.device.index or 0)
+        d = self._data.device
+        return -1 if d == "cpu" or d == "meta" else (self.device.index or 0)
 
     # -- Python protocol -------------------------------------------------------------------
     def __len__(self):

@@ -182,7 +182,7 @@ def tensor_repr(t, prefix="tensor("):
             suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
         elif t.requires_grad:
             suffixes.append("requires_grad=True")
-        return prefix + "..., " + ", ".join(suffixes) + ")"
+        return _join_suffixes(prefix + "...", suffixes, len(prefix))
     src = t.detach()
     if src.device.type != "cpu":
         src = src.cpu()

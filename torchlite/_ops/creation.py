@@ -34,6 +34,17 @@ def _place(arr, device, requires_grad=False, dtype=None, pin_memory=False):
     return t
 
 
+def _on_meta(shape, dt, device, requires_grad, out):
+    """A factory's result when it goes to the meta device (no values to compute, nothing
+    drawn from a generator), else None."""
+    if out is not None or not _dispatch.is_meta(factory_device(device)):
+        return None
+    t = _wrap(_dispatch.array.empty(tuple(shape), dt.code, device="meta"))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def _made(arr, device, requires_grad, out, op):
     """A factory's result: the array as a new tensor on `device`, or (out= given; the array
     was made in out's dtype) copied into out, which keeps its device."""
@@ -220,6 +231,9 @@ def _tensor_reduce_ex(self, proto):
     """Tensor.__reduce_ex__: pickled as a NumPy copy of its values and requires_grad (the
     names _from_pickle/_from_bf16_bits of this module are written into pickles: keep them)."""
     import numpy as np
+    if self.is_meta:                             # no values: its shape, strides and dtype
+        return (_from_meta_pickle, (tuple(self.shape), tuple(self.stride()), self.dtype.code,
+                                    self.requires_grad))
     if self._data.dtype == D.bfloat16.code:      # no NumPy dtype: carry its bits
         bits = np.asarray(self.view(D.int16)._data).copy()
         return (_from_bf16_bits, (bits, self.requires_grad))
@@ -231,6 +245,12 @@ Tensor.__reduce_ex__ = _tensor_reduce_ex
 
 def _from_pickle(array, requires_grad):
     t = _wrap(_ew.clone(_A.from_numpy(array), False))
+    t.requires_grad = requires_grad
+    return t
+
+
+def _from_meta_pickle(shape, strides, dtype_code, requires_grad):
+    t = empty_strided(shape, strides, dtype=D.DTYPES[dtype_code], device="meta")
     t.requires_grad = requires_grad
     return t
 
@@ -372,12 +392,26 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     dt = factory_dtype(dtype, out, "arange", D.int64 if all_int else None)
     if dt is D.bool:
         raise RuntimeError("\"arange\" not implemented for 'Bool'")
+    meta = _on_meta((_arange_length(start, end, step, dt),), dt, device, requires_grad, out)
+    if meta is not None:
+        return meta
     if dt.is_floating_point:
-        arr = _A.fill_affine(_A.empty((_range_length(math.ceil((end - start) / step)),), dt.code),
+        arr = _A.fill_affine(_A.empty((_arange_length(start, end, step, dt),), dt.code),
                              start, step)
     else:
         arr = _arange_int(start, end, step, dt)
     return _made(arr, device, requires_grad, out, "arange")
+
+
+def _arange_length(start, end, step, dt):
+    """arange's number of values: for int64, from the arguments truncated toward zero (as
+    PyTorch computes it), else from the arguments as given."""
+    if dt is D.int64:
+        istart, iend, istep = builtins.int(start), builtins.int(end), builtins.int(step)
+        if istep == 0:
+            raise RuntimeError("arange: step must be nonzero")
+        return _range_length(-((istart - iend) // istep))      # ceil((iend - istart) / istep)
+    return _range_length(math.ceil((end - start) / step))
 
 
 def _range_length(n):
@@ -390,14 +424,9 @@ def _arange_int(start, end, step, dt):
     """PyTorch's integer arange: values trunc(start) + i * trunc(step), computed in int64 and
     cast (wrapping) to dt.  int64 also takes its length from the truncated arguments; the
     smaller types take it from the original ones."""
-    istart, iend, istep = builtins.int(start), builtins.int(end), builtins.int(step)
-    if dt is D.int64:
-        if istep == 0:
-            raise RuntimeError("arange: step must be nonzero")
-        n = -((istart - iend) // istep)          # ceil((iend - istart) / istep), exactly
-    else:
-        n = math.ceil((end - start) / step)
-    arr = _A.fill_affine(_A.empty((_range_length(n),), D.int64.code), istart, istep)
+    istart, istep = builtins.int(start), builtins.int(step)
+    arr = _A.fill_affine(_A.empty((_arange_length(start, end, step, dt),), D.int64.code),
+                         istart, istep)
     return arr if dt is D.int64 else _ew.cast(arr, dt.code)
 
 
@@ -435,6 +464,9 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     check_numel((steps,), "linspace")
     dt = factory_dtype(dtype, out, "linspace")
+    meta = _on_meta((steps,), dt, device, requires_grad, out)
+    if meta is not None:
+        return meta
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     work = D.float64 if dt.is_floating_point else D.float64
     arr = _A.fill_affine(_A.empty((steps,), work.code), builtins.float(start), step, True, builtins.float(end))
@@ -448,6 +480,10 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     """base ** linspace(start, end, steps)."""
     _layout.check(layout, "logspace")
     dt = factory_dtype(dtype, out, "logspace")
+    if isinstance(steps, builtins.int) and steps >= 0:
+        meta = _on_meta((steps,), dt, device, requires_grad, out)
+        if meta is not None:
+            return meta
     exps = linspace(start, end, steps, dtype=D.float64)
     arr = _ew.binary(_ew.BINARY["pow"], builtins.float(base), exps._data)
     return _made(_ew.cast(arr, dt.code), device, requires_grad, out, "logspace")
@@ -464,6 +500,9 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
         raise RuntimeError(f"eye: n and m must be non-negative, got {n} and {m}")
     check_numel((n, m), "eye")
     dt = factory_dtype(dtype, out, "eye")
+    meta = _on_meta((n, m), dt, device, requires_grad, out)
+    if meta is not None:
+        return meta
     arr = _A.full((n, m), 0, dt.code)
     _A.fill_(arr.diagonal(0, 0, 1), 1)
     return _made(arr, device, requires_grad, out, "eye")

@@ -943,6 +943,8 @@ def _masked_scatter(self, mask, source):
                            f"{_TORCH_NAMES[self._data.dtype]} and {_TORCH_NAMES[source._data.dtype]}")
     _check_writable(self, "masked_scatter_")
     m = _mask_for(self, mask, "masked_scatter_")
+    if self.is_meta:                # nothing to write, and no mask values to count
+        return self
     count = _I.count_nonzero(m)
     if source.numel() < count:
         raise RuntimeError("Number of elements of source < number of ones in mask")

@@ -36,7 +36,7 @@ from .._dispatch import random as _R
 from .._device import to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
-from .creation import _on, _size_args, _place
+from .creation import _on, _on_meta, _size_args, _place
 from ._kit import factory_dtype, out_array, tensor_arg
 from .. import _layout
 
@@ -473,6 +473,9 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     elif n - 1 > D.iinfo(dt).max:
         raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
 
+    meta = _on_meta((n,), dt, device, requires_grad, out)
+    if meta is not None:
+        return meta
     if out is None and dt is D.int64:
         return _place(_R.randperm(n, gen), factory_device(device), requires_grad)
     return _new((n,), dt, device, requires_grad, out, "randperm",

@@ -872,6 +872,9 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
     x = input.detach()
+    if x.is_meta:                   # no values to count: the counts' shape and dtype
+        r = x.new_zeros((bins,))
+        return r if out is None else write_out(r, out, "histc", casting="unsafe")
     if lo == hi and x.numel():
         lo, hi = builtins.float(x.min()), builtins.float(x.max())
     if lo == hi:
