@@ -159,16 +159,13 @@ def test_transformer_and_losses_on_meta():
 
 
 # ops whose PyTorch meta kernel gives a result where torchlite's meta tensors raise:
-# - the LU family: the pivots one kernel returns reach the next (lu_solve, lu_unpack) as a
-#   zero stand-in, which its pivot check refuses (matrix_exp solves through them too);
+# - the LU and LDL factorizations: Python code around them reads the pivots or info;
 # - values used as sizes or numbers in Python (segment lengths, a tensor start/end of
 #   linspace, nonzero_static's fill, max_unpool3d's index scatter through nonzero);
 # - one sample needs a storage larger than its view's own (as_strided's partial views)
 MAY_FAIL = {
-    "linalg.inv", "linalg.inv_ex", "linalg.ldl_factor", "linalg.ldl_factor_ex",
-    "linalg.ldl_solve", "linalg.lu", "linalg.lu_factor", "linalg.lu_solve", "linalg.solve",
-    "linalg.solve_ex", "linalg.tensorinv", "linalg.tensorsolve", "lu_solve", "lu_unpack",
-    "matrix_exp",
+    "linalg.ldl_factor", "linalg.ldl_factor_ex", "linalg.ldl_solve", "linalg.lu",
+    "linalg.lu_factor", "lu_unpack",
     "_segment_reduce.lengths", "_segment_reduce.offsets", "linspace.tensor_overload",
     "logspace.tensor_overload", "nonzero_static", "nn.functional.max_unpool3d",
     "nn.functional.max_unpool3d.grad",
@@ -322,3 +319,18 @@ def test_review_findings_stay_fixed():
         assert u.is_meta and u.shape == (4, 3) and u.stride() == (1, 4) and u.requires_grad
     bn = copy.deepcopy(nn.BatchNorm1d(4, device="meta"))
     assert bn.running_mean.is_meta and isinstance(bn.weight, nn.Parameter) and bn.weight.is_meta
+
+
+def test_kernels_that_refuse_zeros_run_on_ones():
+    """Stand-ins are zeros; a kernel that refuses them (an integer division, LU pivots in
+    [1, n]) runs once more on ones, while an error of shapes still raises."""
+    a = tl.empty(3, dtype=tl.int64, device="meta")
+    assert (a // a).shape == (3,) and (a % a).dtype == tl.int64
+    x = tl.empty(3, 3, device="meta", requires_grad=True)
+    assert tl.linalg.inv(x).shape == (3, 3) and tl.linalg.solve(x, tl.empty(3, 2, device="meta")).shape == (3, 2)
+    tl.linalg.det(x).backward()
+    assert x.grad.is_meta and x.grad.shape == (3, 3)
+    with pytest.raises(RuntimeError):
+        tl.empty(3, 4, device="meta") + tl.empty(5, device="meta")
+    with pytest.raises(RuntimeError):
+        tl.linalg.solve(tl.empty(3, 3, device="meta"), tl.empty(4, 2, device="meta"))

@@ -11,7 +11,8 @@ sends every array-layer call with a meta array here (`call`):
 - a function whose result's size depends on the values (nonzero, unique, ...) raises
   NotImplementedError, as PyTorch's meta kernels do;
 - every other function runs its CPU kernel on stand-ins: each meta storage becomes a zero
-  buffer of its size (allocated lazily by the OS, so reading it costs no memory), and the
+  buffer of the bytes the call's views reach (allocated lazily by the OS, so reading it
+  costs no memory; ones instead when the kernel refuses zeros, as a divisor), and the
   arrays the kernel returns come back as meta arrays of the same shapes, strides and dtypes
   (a view of an argument as the same view of the meta storage).  So shapes, dtypes, broadcasting,
   type promotion and argument errors are the CPU's by construction; the price is that such an
@@ -179,7 +180,7 @@ class _StandIn:
     page); `lo` is the storage byte the buffer starts at."""
     __slots__ = ("buf", "host", "lo", "base")
 
-    def __init__(self, views):
+    def __init__(self, views, ones=False):
         import numpy as np
         spans = [_span(v) for v in views]
         self.lo = min(a for a, _ in spans) // 16 * 16        # a multiple of every itemsize
@@ -187,6 +188,9 @@ class _StandIn:
         self.base = views[0]
         self.buf = np.zeros(max(hi - self.lo, 1), dtype=np.uint8)
         self.host = _A.external(self.buf.ctypes.data, hi - self.lo, self.buf, 1)   # uint8
+        if ones:                        # each view reads ones in its own dtype
+            for v in views:
+                _A.fill_(self.view(v), 1)
 
     def view(self, a):
         return _A.reinterpret(self.host, a.dtype, a.shape, a.strides,
@@ -250,10 +254,23 @@ def _up(r, standins):
 
 
 def _run_on_standins(cpu_fn, args, kwargs):
+    """cpu_fn on zero stand-ins; if the kernel refuses zeros (an integer division by zero,
+    LU pivots that must be in [1, n]), once more on stand-ins of ones, and the first error if
+    that fails too (an error of shapes or dtypes does not depend on the values)."""
     found = {}
     for x in (args if not kwargs else args + tuple(kwargs.values())):
         _metas(x, found)
-    standins = {key: _StandIn(views) for key, views in found.items()}
+    try:
+        return _run_once(cpu_fn, args, kwargs, found, False)
+    except (ZeroDivisionError, RuntimeError, ValueError, IndexError) as first:
+        try:
+            return _run_once(cpu_fn, args, kwargs, found, True)
+        except Exception:
+            raise first from None
+
+
+def _run_once(cpu_fn, args, kwargs, found, ones):
+    standins = {key: _StandIn(views, ones) for key, views in found.items()}
     hargs = tuple(_down(a, standins) for a in args)
     hkwargs = {k: _down(v, standins) for k, v in kwargs.items()} if kwargs else {}
     return _up(cpu_fn(*hargs, **hkwargs), standins)
