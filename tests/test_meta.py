@@ -330,6 +330,10 @@ def test_kernels_that_refuse_zeros_run_on_ones():
     assert tl.linalg.inv(x).shape == (3, 3) and tl.linalg.solve(x, tl.empty(3, 2, device="meta")).shape == (3, 2)
     tl.linalg.det(x).backward()
     assert x.grad.is_meta and x.grad.shape == (3, 3)
+    for f in (lambda t: t.prod(), lambda t: t.prod(1).sum(), lambda t: t.cumprod(0).sum()):
+        x.grad = None
+        f(x).backward()                 # (their backward looks for zeros on the CPU)
+        assert x.grad.is_meta and x.grad.shape == (3, 3)
     with pytest.raises(RuntimeError):
         tl.empty(3, 4, device="meta") + tl.empty(5, device="meta")
     with pytest.raises(RuntimeError):

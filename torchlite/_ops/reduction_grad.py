@@ -163,7 +163,7 @@ class ProdBackward0(_Reduction):
         if not self.shape:                         # the product of one element is itself
             return _cast(g, self.in_dtype)
         gk = self.restore(g)
-        if not bool((x == 0).any()):
+        if x.is_meta or not bool((x == 0).any()):       # (meta: no zeros to look for)
             return _cast(gk * self.restore(result) / x, self.in_dtype)
         if self.dim is None:
             others = _product_of_others(x.reshape(-1), 0).reshape(self.shape)
@@ -394,7 +394,7 @@ class CumprodBackward0(_Scan):
             return _cast(g, self.in_dtype)
         d = self.dims[0]
         zero = x == 0
-        if not bool(zero.any()):
+        if x.is_meta or not bool(zero.any()):           # (meta: no zeros to look for)
             grad = _reverse_cumsum(g * result, d) / x
         elif _grad_state.enabled:
             grad = _cumprod_grad_exact(x, g, d)
