@@ -334,6 +334,10 @@ def test_kernels_that_refuse_zeros_run_on_ones():
         x.grad = None
         f(x).backward()                 # (their backward looks for zeros on the CPU)
         assert x.grad.is_meta and x.grad.shape == (3, 3)
+    idx = tl.empty(2, 3, dtype=tl.int64, device="meta")
+    assert F.one_hot(idx, 5).shape == (2, 3, 5) and F.one_hot(idx, 5).is_meta
+    with pytest.raises(RuntimeError, match="cannot be called on meta tensors"):
+        F.one_hot(idx)                  # the number of classes is a value, as in PyTorch
     with pytest.raises(RuntimeError):
         tl.empty(3, 4, device="meta") + tl.empty(5, device="meta")
     with pytest.raises(RuntimeError):

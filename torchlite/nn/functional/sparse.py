@@ -116,6 +116,8 @@ def one_hot(tensor, num_classes=-1):
         if num_classes == -1:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         return _zeros(shape + (num_classes,), dtype=D.int64, device=tensor.device)
+    if tensor.is_meta and num_classes != -1:    # (-1 reads the values: raises, as PyTorch)
+        return _zeros(shape + (num_classes,), dtype=D.int64, device=tensor.device)
     if int(tensor.min()) < 0:
         raise RuntimeError("Class values must be non-negative.")
     top = int(tensor.max())
