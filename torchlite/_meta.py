@@ -3,9 +3,10 @@
 
 A MetaArray keeps its metadata in a CPU `Array` over address 0 (`_core.array.external`, never
 read), as the CUDA backend's arrays keep theirs over device memory, so every view is the
-CPU's own code run on metadata.  Like the CUDA backend, this module is reached only through
-torchlite/_dispatch.py (creation: `meta_like` and `array.empty(..., device='meta')`), which
-sends every array-layer call with a meta array here (`call`):
+CPU's own code run on metadata (the base class, `_core/metadata_array.py`).  Like the CUDA
+backend, this module is reached only through torchlite/_dispatch.py (creation: `meta_like`
+and `array.empty(..., device='meta')`), which sends every array-layer call with a meta array
+here (`call`):
 - the fills (constant and random) do nothing: there is nothing to fill, and as in PyTorch a
   random fill on the meta device does not advance the CPU generator;
 - a function whose result's size depends on the values (nonzero, unique, ...) raises
@@ -23,6 +24,7 @@ import threading
 from ._core import array as _A
 from ._core import elementwise as _ew
 from ._core import indexing as _ix
+from ._core.metadata_array import MetadataArray
 
 DEVICE = "meta"
 
@@ -38,8 +40,8 @@ on_first_alive = None
 on_last_gone = None
 
 
-class MetaArray:
-    __slots__ = ("_meta", "__weakref__")
+class MetaArray(MetadataArray):
+    __slots__ = ("__weakref__",)
 
     def __init__(self, meta):
         self._meta = meta
@@ -57,36 +59,13 @@ class MetaArray:
         except Exception:               # interpreter shutdown: nothing left to restore
             pass
 
-    shape = property(lambda self: self._meta.shape)
-    strides = property(lambda self: self._meta.strides)
-    offset = property(lambda self: self._meta.offset)
-    ndim = property(lambda self: self._meta.ndim)
-    numel = property(lambda self: self._meta.numel)
-    itemsize = property(lambda self: self._meta.itemsize)
-    dtype = property(lambda self: self._meta.dtype)
-    storage = property(lambda self: self._meta.storage)
-    device = DEVICE
+    def _wrap(self, meta):
+        return MetaArray(meta)
 
-    def is_contiguous(self):
-        return self._meta.is_contiguous()
+    device = DEVICE
 
     def data_ptr(self):
         return 0
-
-    def storage_nbytes(self):
-        return self._meta.storage_nbytes()
-
-    def has_internal_overlap(self):
-        return self._meta.has_internal_overlap()
-
-    def is_non_overlapping_and_dense(self):
-        return self._meta.is_non_overlapping_and_dense()
-
-    def same_storage(self, other):
-        return isinstance(other, MetaArray) and self._meta.storage is other._meta.storage
-
-    def alias_with_own_version(self):
-        return MetaArray(self._meta.alias_with_own_version())
 
     def item(self):
         raise RuntimeError("Tensor.item() cannot be called on meta tensors")
@@ -96,22 +75,6 @@ class MetaArray:
 
     def __repr__(self):
         return f"<MetaArray shape={self.shape} dtype={self.dtype}>"
-
-
-def _view_method(name):
-    meta_method = getattr(_A.Array, name)
-
-    def method(self, *args):
-        meta = meta_method(self._meta, *args)       # None: view() of strides that do not allow it
-        return None if meta is None else MetaArray(meta)
-    method.__name__ = name
-    method.__doc__ = f"The view `{name}` of the CPU array (torchlite/_core/array.pyx), on metadata."
-    return method
-
-
-for _name in ("as_strided", "view", "permute", "transpose", "expand", "slice", "select",
-              "squeeze", "unsqueeze", "diagonal", "unfold"):
-    setattr(MetaArray, _name, _view_method(_name))
 
 
 # ---- creation ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The CUDA array: the array layer's interface (torchlite/_core/__init__.py) over device memory.
 
 A CudaArray keeps its shape, strides, offset and dtype in a CPU `Array` over the device
-address (`_core.array.external`), so every view op is the CPU's code, run on metadata only.
+address (`_core.array.external`), so every view op is the CPU's code, run on metadata only
+(the base class, `_core/metadata_array.py`).
 That inner array never reaches a CPU kernel: this class is not a CPU `Array`, so the Cython
 kernels reject it, and torchlite/_dispatch.py routes calls with CUDA arrays to the CUDA
 backend.  The device memory is a caching-allocator Block, owned by the inner storage, so it is
@@ -13,26 +14,20 @@ import ctypes
 
 from .._core import array as _A
 from .._core import elementwise as _ew
+from .._core.metadata_array import MetadataArray
 from . import _runtime
 from ._kernels import ITEMSIZE
 
 
-class CudaArray:
-    __slots__ = ("_meta", "device_index", "__weakref__")
+class CudaArray(MetadataArray):
+    __slots__ = ("device_index", "__weakref__")
 
     def __init__(self, meta, device_index):
         self._meta = meta
         self.device_index = device_index
 
-    # ---- metadata (the inner array's) ------------------------------------------------------
-    shape = property(lambda self: self._meta.shape)
-    strides = property(lambda self: self._meta.strides)
-    offset = property(lambda self: self._meta.offset)
-    ndim = property(lambda self: self._meta.ndim)
-    numel = property(lambda self: self._meta.numel)
-    itemsize = property(lambda self: self._meta.itemsize)
-    dtype = property(lambda self: self._meta.dtype)
-    storage = property(lambda self: self._meta.storage)
+    def _wrap(self, meta):
+        return CudaArray(meta, self.device_index)
 
     @property
     def device(self):
@@ -43,27 +38,9 @@ class CudaArray:
         """The allocator Block holding the memory."""
         return self._meta.storage.owner
 
-    def is_contiguous(self):
-        return self._meta.is_contiguous()
-
     def data_ptr(self):
         """The device address of the first element."""
         return self._meta.data_ptr()
-
-    def storage_nbytes(self):
-        return self._meta.storage_nbytes()
-
-    def has_internal_overlap(self):
-        return self._meta.has_internal_overlap()
-
-    def is_non_overlapping_and_dense(self):
-        return self._meta.is_non_overlapping_and_dense()
-
-    def same_storage(self, other):
-        return isinstance(other, CudaArray) and self._meta.storage is other._meta.storage
-
-    def alias_with_own_version(self):
-        return CudaArray(self._meta.alias_with_own_version(), self.device_index)
 
     def record_stream(self, stream_handle, owner=None):
         block = self.block
@@ -81,22 +58,6 @@ class CudaArray:
 
     def __repr__(self):
         return f"<CudaArray shape={self.shape} dtype={self.dtype} device={self.device}>"
-
-
-def _view_method(name):
-    meta_method = getattr(_A.Array, name)
-
-    def method(self, *args):
-        meta = meta_method(self._meta, *args)       # None: view() of strides that do not allow it
-        return None if meta is None else CudaArray(meta, self.device_index)
-    method.__name__ = name
-    method.__doc__ = f"The view `{name}` of the CPU array (torchlite/_core/array.pyx), over device memory."
-    return method
-
-
-for _name in ("as_strided", "view", "permute", "transpose", "expand", "slice", "select",
-              "squeeze", "unsqueeze", "diagonal", "unfold"):
-    setattr(CudaArray, _name, _view_method(_name))
 
 
 def reinterpret(a, dtype, shape, strides, offset):
