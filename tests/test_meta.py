@@ -342,3 +342,22 @@ def test_kernels_that_refuse_zeros_run_on_ones():
         tl.empty(3, 4, device="meta") + tl.empty(5, device="meta")
     with pytest.raises(RuntimeError):
         tl.linalg.solve(tl.empty(3, 3, device="meta"), tl.empty(4, 2, device="meta"))
+
+
+def test_random_functions_and_initialisers_on_meta_draw_nothing():
+    """multinomial, poisson and normal with tensor arguments give PyTorch's meta shapes and
+    dtypes without touching the generator; every nn.init initialiser (orthogonal_ and
+    sparse_ too, which would run a QR or pick positions) leaves a meta tensor as it is."""
+    tl.manual_seed(0)
+    first = tl.rand(2)
+    tl.manual_seed(0)
+    p = tl.empty(3, 5, device="meta")
+    assert tl.multinomial(p, 4).shape == (3, 4) and tl.multinomial(p, 4).dtype == tl.int64
+    assert tl.multinomial(tl.empty(5, device="meta"), 7, replacement=True).shape == (7,)
+    assert tl.poisson(tl.empty(2, 3, dtype=tl.float64, device="meta")).dtype == tl.float64
+    assert tl.normal(tl.empty(3, device="meta"), tl.empty(3, device="meta")).shape == (3,)
+    w = tl.empty(6, 4, device="meta")
+    for init in (nn.init.orthogonal_, lambda t: nn.init.sparse_(t, 0.5), nn.init.xavier_normal_,
+                 nn.init.trunc_normal_, nn.init.eye_, lambda t: nn.init.constant_(t, 2.0)):
+        assert init(w) is w and w.is_meta
+    np.testing.assert_array_equal(tl.rand(2).numpy(), first.numpy())

@@ -347,7 +347,7 @@ def _zero_grad_record(name, inputs, result):
 def _normal_tensors(mean, std, gen, out):
     """mean + std * z, z standard normal of the broadcast shape, in one addcmul pass."""
     if isinstance(std, Tensor):
-        if not _R.all_in_range(std._data, 0.0, _INF):
+        if not std.is_meta and not _R.all_in_range(std._data, 0.0, _INF):
             raise RuntimeError("normal expects all elements of std >= 0.0")
         std_op = std._data
     else:
@@ -526,7 +526,12 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if ncat > 2 ** 24:
         raise RuntimeError("number of categories cannot exceed 2^24")
-    res = _R.multinomial(input._data, builtins.int(num_samples), builtins.bool(replacement), gen)
+    if input.is_meta:               # the indices' shape, nothing drawn
+        res = _A.empty(tuple(input.shape[:-1]) + (builtins.int(num_samples),),
+                       D.int64.code, device="meta")
+    else:
+        res = _R.multinomial(input._data, builtins.int(num_samples), builtins.bool(replacement),
+                             gen)
     if out is not None:
         if isinstance(out, Tensor) and out.dtype is not D.int64:
             raise RuntimeError(f"multinomial expects Long tensor out, got: "
@@ -541,7 +546,11 @@ def poisson(input, generator=None):
     tensor_arg(input, "poisson", "input")
     gen = _gen(generator, "poisson", input.device)
     _need_float(input.dtype, "poisson_cpu")
-    return _zero_grad_record("PoissonBackward0", (input,), _wrap(_R.poisson(input._data, gen)))
+    if input.is_meta:               # the samples' shape, nothing drawn
+        res = _A.empty_like(input._data, input._data.dtype)
+    else:
+        res = _R.poisson(input._data, gen)
+    return _zero_grad_record("PoissonBackward0", (input,), _wrap(res))
 
 
 # ---- in-place fills (Tensor methods) -------------------------------------------------------

@@ -1,5 +1,6 @@
 """Weight initialisation (torch.nn.init): fill a tensor in place from a distribution, outside
 autograd (every function works under no_grad and returns its tensor)."""
+import functools
 import math
 import numbers
 import warnings
@@ -265,6 +266,24 @@ def _default_weight_and_bias_(weight, bias):
         fan_in, _ = _calculate_fan_in_and_fan_out(weight)
         bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
         uniform_(bias, -bound, bound)
+
+
+# ---- meta tensors: nothing to fill ------------------------------------------------------------
+def _leaves_meta_alone(fn):
+    """fn, returning a tensor on the meta device as it is (no values to write; orthogonal_
+    and sparse_ would otherwise run a QR or pick positions)."""
+    @functools.wraps(fn)
+    def initialiser(tensor, *args, **kwargs):
+        if getattr(tensor, "is_meta", False):
+            return tensor
+        return fn(tensor, *args, **kwargs)
+    return initialiser
+
+
+for _name in ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+              "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+              "kaiming_normal_", "orthogonal_", "sparse_"):
+    globals()[_name] = _leaves_meta_alone(globals()[_name])
 
 
 # ---- the old names without the trailing underscore (deprecated in PyTorch, still accepted) -------
