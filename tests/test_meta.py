@@ -76,6 +76,9 @@ def test_devices_do_not_mix():
         tl.ones(2, 3) * x
     assert (x + tl.tensor(1.0)).is_meta           # a CPU scalar tensor may join, as in PyTorch
     assert (x + 1).is_meta
+    w = tl.empty(2, 3, device="meta", requires_grad=True)
+    with pytest.raises(RuntimeError, match="expected device meta but got cpu"):
+        (w * 2).backward(tl.ones(2, 3))
 
 
 def _model():

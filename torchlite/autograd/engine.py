@@ -390,6 +390,9 @@ def _root_grads(outputs, grad_outputs, create_graph):
         elif g._data.shape != o._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} "
                                f"and output[{i}] has a shape of {o.shape}.")
+        elif g._data.device != o._data.device:
+            raise RuntimeError(f"invalid gradient at index {i} - expected device {o.device} but "
+                               f"got {g.device}")
         elif not create_graph:
             g = g.detach()
         out.append(g)
