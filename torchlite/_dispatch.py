@@ -174,14 +174,12 @@ def _call_meta(op, cpu_fn, args, kwargs):
     """An array-layer call with a meta array among its arguments: on the meta device when
     every other array is a meta one or a CPU array with no dims (a CPU scalar tensor), else
     PyTorch's RuntimeError."""
-    meta_t = _meta_array_type
     for x in (args if not kwargs else args + tuple(kwargs.values())):
         for e in (x if type(x) in (list, tuple) else (x,)):
             te = type(e)
-            if (te is _CpuArray and e.ndim) or (te is _cuda_array_type and te is not None):
+            if (te is _CpuArray and e.ndim) or te is _cuda_array_type:
                 raise RuntimeError(f"Tensor on device {e.device} is not on the expected device "
                                    f"meta! (in {op[0]}.{op[1]})")
-    del meta_t
     return sys.modules["torchlite._meta"].call(op, cpu_fn, args, kwargs)
 
 
