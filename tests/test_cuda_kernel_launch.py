@@ -680,3 +680,46 @@ def test_stand_in_driver_objects_stay_with_it(monkeypatch):
         gc.collect()
         assert not set(second.calls) & {"cuEventDestroy", "cuEventCreate", "cuMemFree"}, second.calls
         assert first.calls.count("cuEventDestroy") >= 2
+
+
+# ---- the C launch path (torchlite/_core/launch.pyx) ------------------------------------------
+def test_c_launch_hands_the_driver_what_it_reads():
+    """The real driver is called through a C function pointer: here a ctypes function of
+    cuLaunchKernel's signature, which reads the launch back as the driver would (the handle,
+    dims, shared bytes, stream, and each parameter's bytes through the void* array)."""
+    import ctypes
+    import struct as st
+    from torchlite._core import launch as C
+    seen = {}
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7,
+                             ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+
+    def entry(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        sizes = (8, 8, 4, 4, 8, 4, 8, 24)
+        seen.update(f=f, dims=(gx, gy, gz, bx, by, bz), shared=shared, stream=stream, extra=extra,
+                    args=[ctypes.string_at(params[i], n) for i, n in enumerate(sizes)])
+        return 7 if f == 0xBAD else 0
+    fn = proto(entry)
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    blob = st.pack("<3q", 1, -2, 3)
+    args = [C.ptr(0xDEAD0000BEEF), C.i64(-5), C.i32(-3), C.f32(0.5), C.f64(-2.25), C.u32(2**32 - 1),
+            C.u64(2**64 - 1), C.struct(blob)]
+    assert C.launch(address, 0x1234, (3, 2), 128, 96, 0x77, args) == 0
+    assert seen["f"] == 0x1234 and seen["dims"] == (3, 2, 1, 128, 1, 1)
+    assert seen["shared"] == 96 and seen["stream"] == 0x77 and seen["extra"] is None
+    assert seen["args"] == [st.pack("<Q", 0xDEAD0000BEEF), st.pack("<q", -5), st.pack("<i", -3),
+                            st.pack("<f", 0.5), st.pack("<d", -2.25), st.pack("<I", 2**32 - 1),
+                            st.pack("<Q", 2**64 - 1), blob]
+    assert C.launch(address, 0xBAD, 1, (32, 4, 2), 0, 0, args[:1]) == 7       # the driver's code
+    assert seen["dims"] == (1, 1, 1, 32, 4, 2)
+    # bad input raises before the driver is called
+    with pytest.raises(OverflowError):
+        C.i32(2**31)
+    with pytest.raises(OverflowError):
+        C.launch(address, 1, -1, 1, 0, 0, [])
+    with pytest.raises(ValueError, match="1 to 3 dims"):
+        C.launch(address, 1, (1, 1, 1, 1), 1, 0, 0, [])
+    with pytest.raises(TypeError):
+        C.launch(address, 1, 1, 1, 0, 0, [ctypes.c_int(1)])
+    with pytest.raises(ValueError, match="at most 64"):
+        C.launch(address, 1, 1, 1, 0, 0, [C.i32(0)] * 65)

@@ -12,6 +12,7 @@ without ever raising, which of these holds (TOOLCHAIN.md 2.6 measured each case)
   driver-error    any other cuInit / cuDeviceGetCount failure;
   ok              CUDA is usable.
 """
+import ctypes
 import os
 import threading
 from dataclasses import dataclass
@@ -167,6 +168,44 @@ def call_on(d, name, *args):
     if not values:
         return None
     return values[0] if len(values) == 1 else values
+
+
+def _is_cuda_python(d):
+    return getattr(d, "__name__", None) == "cuda.bindings.driver"
+
+
+_c_entry = None
+
+
+def launch_entry():
+    """What torchlite._core.launch calls to launch a kernel: for cuda-python's driver, the C
+    address of libcuda's cuLaunchKernel (loaded once; cuda-python loaded the same library, so
+    contexts, modules and streams are shared); for another driver module (the tests'
+    stand-in), its cuLaunchKernel as a Python callable."""
+    global _c_entry
+    d = driver_module()
+    if not _is_cuda_python(d):
+        return d.cuLaunchKernel
+    if _c_entry is None:
+        lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+        _c_entry = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+    return _c_entry
+
+
+def function_handle(fn):
+    """The kernel handle torchlite._core.launch passes: cuda-python's CUfunction as the int
+    C takes; another driver's own object (the stand-in's kernel names) as it is."""
+    return int(fn) if _is_cuda_python(driver_module()) else fn
+
+
+def error(err, what):
+    """The exception for driver result code `err` (an int or a CUresult) of `what`."""
+    d = driver_module()
+    try:
+        err = d.CUresult(int(err))
+    except Exception:
+        pass
+    return _error(d, err, what)
 
 
 def _error(d, err, what):

@@ -8,7 +8,9 @@ lookup, argument packing and cuLaunchKernel.
 
 Arguments are passed as the driver's array of pointers to each argument's bytes, every one
 typed explicitly (`ptr`, `i64`, `i32`, `u32`, `f64`, `f32`, or raw struct bytes), so a
-Python int never lands in a parameter of the wrong width.  Launch failures name the kernel.
+Python int never lands in a parameter of the wrong width; the array is built and the driver's
+cuLaunchKernel called in C (torchlite/_core/launch.pyx), so a launch costs a few microseconds
+of host time.  Launch failures name the kernel.
 With TORCHLITE_CUDA_LAUNCH_BLOCKING=1 every launch is followed by a synchronisation, so an
 error inside a kernel (an illegal address) is reported with that kernel's name too.
 """
@@ -16,6 +18,7 @@ import ctypes
 import os
 import threading
 
+from .._core import launch as _c
 from . import _driver, _runtime, _state
 
 _BLOCKING = os.environ.get("TORCHLITE_CUDA_LAUNCH_BLOCKING", "") not in ("", "0")
@@ -29,7 +32,10 @@ class Kernel:
     __slots__ = ("name", "function", "device", "max_threads")
 
     def __init__(self, name, function, device, max_threads):
-        self.name, self.function, self.device, self.max_threads = name, function, device, max_threads
+        # function: the driver's handle as an int (what the C launch passes); the tests'
+        # stand-in kernels are other objects, handed back to the stand-in's launch as they are
+        self.name, self.device, self.max_threads = name, device, max_threads
+        self.function = _driver.function_handle(function)
 
     def __repr__(self):
         return f"<Kernel {self.name} on cuda:{self.device}>"
@@ -99,62 +105,34 @@ def _load(prog, name, device):
 
 
 # ---- typed arguments ------------------------------------------------------------------------
-def ptr(address):
-    return ctypes.c_uint64(address)
+# Each is a torchlite._core.launch.Arg: the parameter's bytes, packed in C at launch.
+ptr, i64, i32, u32, u64, f64, f32 = _c.ptr, _c.i64, _c.i32, _c.u32, _c.u64, _c.f64, _c.f32
+struct = _c.struct        # a by-value struct argument from its packed bytes (_kernels.pack_*)
 
 
 def ptr_of(a):
     """The first element's device address of array `a`, or a null pointer for None."""
-    return ctypes.c_uint64(a.data_ptr() if a is not None else 0)
-
-
-def i64(v):
-    return ctypes.c_int64(v)
-
-
-def i32(v):
-    return ctypes.c_int32(v)
-
-
-def u32(v):
-    return ctypes.c_uint32(v)
-
-
-def u64(v):
-    return ctypes.c_uint64(v)
-
-
-def f64(v):
-    return ctypes.c_double(v)
-
-
-def f32(v):
-    return ctypes.c_float(v)
-
-
-def struct(data):
-    """A by-value struct argument from its packed bytes (_kernels.pack_*)."""
-    return ctypes.create_string_buffer(bytes(data), len(data))
+    return _c.ptr(a.data_ptr() if a is not None else 0)
 
 
 def launch(k, grid, block, args, shared=0):
     """Launch Kernel k on its device's current stream.  grid and block are ints or (x, y, z)
-    tuples; args are ctypes objects (see ptr, i64, struct, ...)."""
-    gx, gy, gz = (grid, 1, 1) if isinstance(grid, int) else tuple(grid) + (1,) * (3 - len(grid))
-    bx, by, bz = (block, 1, 1) if isinstance(block, int) else tuple(block) + (1,) * (3 - len(block))
-    params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+    tuples; args are the typed arguments above (ptr, i64, struct, ...).  The arguments are
+    packed and the driver called in C (torchlite/_core/launch.pyx)."""
     _runtime.activate(k.device)
     stream = _runtime.current_stream(k.device)
-    d = _driver.driver_module()
-    err = d.cuLaunchKernel(k.function, gx, gy, gz, bx, by, bz, shared, stream,
-                           ctypes.addressof(params), 0)[0]
-    if int(err) != 0:
-        raise _driver._error(d, err, f"launching CUDA kernel {k.name} with grid ({gx}, {gy}, {gz}) "
-                                     f"and block ({bx}, {by}, {bz})")
+    err = _c.launch(_driver.launch_entry(), k.function, grid, block, shared, stream, args)
+    if err != 0:
+        raise _driver.error(err, f"launching CUDA kernel {k.name} with grid {_dims(grid)} "
+                                 f"and block {_dims(block)}")
     if _BLOCKING:
-        err = d.cuStreamSynchronize(stream)[0]
+        err = _driver.driver_module().cuStreamSynchronize(stream)[0]
         if int(err) != 0:
-            raise _driver._error(d, err, f"CUDA kernel {k.name} (TORCHLITE_CUDA_LAUNCH_BLOCKING=1)")
+            raise _driver.error(err, f"CUDA kernel {k.name} (TORCHLITE_CUDA_LAUNCH_BLOCKING=1)")
+
+
+def _dims(d):
+    return (d, 1, 1) if isinstance(d, int) else tuple(d) + (1,) * (3 - len(d))
 
 
 _sm_counts = _state.driver_cache()
