@@ -129,154 +129,204 @@ tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl:
 }
 
 /* ---- float16 / bfloat16 on tensor cores (sm_80 and later) --------------------------------
- * The same product and arguments for float16/bfloat16 operands, multiplied by the warp-level
- * matrix instruction mma.sync.m16n8k16 (float32 accumulation).  A block of 8 warps computes a
- * 128 x 128 tile of C, each warp a 64 x 32 part of it: 4 x 4 instructions per 16 of K.  K
- * advances 16 at a time through two shared-memory buffers (32 kept 255 registers busy and
- * spilled), both tiles stored K-contiguous (A as [m][k], B as [n][k]) with rows padded to 24
- * elements, so that every fragment a lane reads is one aligned 32-bit word and the 32 lanes
- * of a read hit 32 different banks.  Not yet run on a GPU: off unless
- * TORCHLITE_CUDA_TENSOR_CORES=1 (torchlite/cuda/_matmul.py).  The
- * fragment layouts are the PTX ISA's for m16n8k16 (groupID = lane / 4, t = lane % 4):
+ * The same product and arguments for float16/bfloat16 operands whose contiguous dims allow
+ * 16-byte copies (torchlite/cuda/_matmul.py checks: each operand's contiguous dim has stride 1
+ * and an extent that is a multiple of 8, its other strides are multiples of 8, its address
+ * 16-byte aligned), multiplied by the warp-level matrix instruction mma.sync.m16n8k16 with
+ * float32 accumulation.
+ *
+ * A block of WARPS_M x WARPS_N warps computes a BM x BN tile of C, each warp a
+ * (BM / WARPS_M) x (BN / WARPS_N) part of it.  K advances 32 at a time through STAGES
+ * shared-memory buffers filled by cp.async (16 bytes a copy, straight from global memory, no
+ * registers), so the copies of the next STAGES - 1 tiles are in flight while one is
+ * multiplied.  Each operand's tile keeps its global layout: A_K says A is k-contiguous (the
+ * tile is [m][k]) rather than m-contiguous ([k][m]); B_K that B is k-contiguous ([n][k])
+ * rather than n-contiguous ([k][n]).  ldmatrix reads the fragments, with .trans for the
+ * layouts whose rows run along m or n.  Every shared row is padded by 8 elements (16 bytes):
+ * the 8 row addresses of an ldmatrix then fall in 8 different 16-byte bank groups.
+ * Fragment layouts (PTX ISA, m16n8k16, groupID g = lane / 4, t = lane % 4):
  *   A: a0a1 (row g, cols 2t, 2t+1), a2a3 (row g+8), a4a5 (row g, cols +8), a6a7 (row g+8, +8)
  *   B: b0b1 (rows 2t, 2t+1, col g), b2b3 (rows +8)
  *   C: c0c1 (row g, cols 2t, 2t+1), c2c3 (row g+8)
- * Global loads are the SIMT kernel's (along whichever dim is contiguous, zero past the edges).
- * Name expressions: tl_gemm_tc<__half>, tl_gemm_tc<__nv_bfloat16>. */
+ * Copies past an edge (rows or columns beyond M, N or K) fill zeros (cp.async's source size
+ * 0), so partial tiles need no other care.  Shared memory is dynamic (over 48 KB: the launch
+ * raises the kernel's limit, torchlite/cuda/_launch.allow_shared).
+ * Name expressions: tl_gemm_tc<T, BM, BN, WARPS_M, WARPS_N, STAGES, A_K, B_K>
+ * (_kernels.gemm_tc_kernel). */
 #if defined(__CUDACC__)
 namespace tl {
-TL_DEV void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2], f16) {
+TL_DEV void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1, f16) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-TL_DEV void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2], bf16) {
+TL_DEV void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1, bf16) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-/* two consecutive 16-bit elements of a shared tile as one word (the low half first) */
-template <class T> TL_DEV u32 pair_at(const T* p) { return *reinterpret_cast<const u32*>(p); }
+TL_DEV u32 shared_address(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+/* 16 bytes from global to shared memory, asynchronously; zeros where !valid */
+TL_DEV void cp_async16(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(shared_address(dst)), "l"(src), "r"(valid ? 16 : 0));
+}
+TL_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> TL_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+/* four 8 x 8 matrices of 16-bit elements; lane l gives the address of row l % 8 of matrix
+ * l / 8 and gets, of matrix j in r[j], (row l / 4, cols 2 (l % 4) and +1); .trans gets
+ * (rows 2 (l % 4) and +1, col l / 4) */
+template <bool TRANS> TL_DEV void ldmatrix_x4(u32 (&r)[4], const void* p) {
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(shared_address(p)));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(shared_address(p)));
+}
+TL_DEV u32 bits_of(f16 x) { return __half_as_ushort(x); }
+TL_DEV u32 bits_of(bf16 x) { return __bfloat16_as_ushort(x); }
 }  // namespace tl
 
-template <class T>
-__global__ void __launch_bounds__(256)
+template <class T, int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int A_K, int B_K>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
 tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl::GemmArgs g) {
     using tl::i64;
     using tl::u32;
-    constexpr int BM = 128, BN = 128, BK = 16, LD = BK + 8, NT = 256;
-    constexpr int LA = BM * BK / NT, LB = BK * BN / NT;        /* 8 loads of each per thread */
-    __shared__ __align__(16) T As[2][BM][LD];
-    __shared__ __align__(16) T Bs[2][BN][LD];
+    constexpr int BK = 32, NT = WARPS_M * WARPS_N * 32;
+    constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;      /* a warp's part of the tile */
+    constexpr int MI = WTM / 16, NI = WTN / 8;                 /* its mma tiles */
+    static_assert(MI * 16 == WTM && NI * 8 == WTN && NI % 2 == 0, "warp tile not a multiple of 16 x 16");
+    /* the tiles as stored: rows x columns (columns contiguous), rows padded by 8 */
+    constexpr int A_ROWS = A_K ? BM : BK, A_COLS = A_K ? BK : BM, A_LD = A_COLS + 8;
+    constexpr int B_ROWS = B_K ? BN : BK, B_COLS = B_K ? BK : BN, B_LD = B_COLS + 8;
+    constexpr int A_STAGE = A_ROWS * A_LD, B_STAGE = B_ROWS * B_LD;
+    constexpr int A_COPIES = BM * BK / 8 / NT, B_COPIES = BN * BK / 8 / NT;
+    static_assert(A_COPIES * NT * 8 == BM * BK && B_COPIES * NT * 8 == BN * BK,
+                  "tile copies not divisible among threads");
+    extern __shared__ __align__(16) unsigned char tl_gemm_smem[];
+    T* As = reinterpret_cast<T*>(tl_gemm_smem);
+    T* Bs = As + STAGES * A_STAGE;
 
     const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int gq = lane >> 2, tq = lane & 3;                   /* groupID, thread in group */
-    const int wm = (warp / 4) * 64, wn = (warp % 4) * 32;      /* the warp's part of the tile */
+    const int gq = lane >> 2, tq = lane & 3;
+    const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
     const i64 m0 = (i64)blockIdx.y * BM, n0 = (i64)blockIdx.x * BN;
-    const bool a_kfast = g.sa_k == 1 && g.sa_m != 1, b_nfast = g.sb_n == 1 || g.sb_k != 1;
     const float alpha = (float)g.alpha, beta = (float)g.beta;
-
-    /* the (row, col) of a thread's j-th load in the A (BM x BK) and B (BK x BN) tiles, from
-     * e = tid + j * NT (written out: index arrays would take 64 registers) */
-    const int a_m0 = a_kfast ? tid / BK : tid % BM, a_ms = a_kfast ? NT / BK : 0;
-    const int a_k0 = a_kfast ? tid % BK : tid / BM, a_ks = a_kfast ? 0 : NT / BM;
-    const int b_k0 = b_nfast ? tid / BN : tid % BK, b_ks = b_nfast ? NT / BN : 0;
-    const int b_n0 = b_nfast ? tid % BN : tid / BK, b_ns = b_nfast ? 0 : NT / BK;
-#define TL_AM(j) (a_m0 + (j) * a_ms)
-#define TL_AK(j) (a_k0 + (j) * a_ks)
-#define TL_BK(j) (b_k0 + (j) * b_ks)
-#define TL_BN(j) (b_n0 + (j) * b_ns)
+    const int KT = (int)((g.K + BK - 1) / BK);
+    /* C's elements in pairs (one 32-bit store for columns 2t, 2t+1) where its layout allows */
+    const bool pairs = g.sc_n == 1 && g.N % 2 == 0 && g.sc_m % 2 == 0 && g.sc_b % 2 == 0
+                       && ((unsigned long long)C & 3) == 0;
 
     for (i64 b = blockIdx.z; b < g.batch; b += gridDim.z) {
-        const T* Ab = A + b * g.sa_b + m0 * g.sa_m;
-        const T* Bb = B + b * g.sb_b + n0 * g.sb_n;
-        const i64 mlim = g.M - m0, nlim = g.N - n0;
-        /* each thread's loads: a base address and one step between consecutive j */
-        const T* pa = Ab + a_m0 * g.sa_m + a_k0 * g.sa_k;
-        const T* pb = Bb + b_k0 * g.sb_k + b_n0 * g.sb_n;
-        const i64 a_step = a_ms * g.sa_m + a_ks * g.sa_k, b_step = b_ks * g.sb_k + b_ns * g.sb_n;
-        T ra[LA], rb[LB];
-        const T zero = tl::cvt<T>::from(0.0f);
-        auto fetch = [&](i64 k0) {
-            const int klim = (int)(g.K - k0 < BK ? g.K - k0 : BK);
-            const T* qa = pa + k0 * g.sa_k;
-            const T* qb = pb + k0 * g.sb_k;
+        const T* Ab = A + b * g.sa_b;
+        const T* Bb = B + b * g.sb_b;
+        auto load_stage = [&](int stage, i64 k0) {
+            T* as = As + stage * A_STAGE;
+            T* bs = Bs + stage * B_STAGE;
 #pragma unroll
-            for (int j = 0; j < LA; j++)
-                ra[j] = (TL_AM(j) < mlim && TL_AK(j) < klim) ? qa[j * a_step] : zero;
+            for (int j = 0; j < A_COPIES; j++) {
+                const int c = tid + j * NT, r = c / (A_COLS / 8), col = (c % (A_COLS / 8)) * 8;
+                const i64 gm = m0 + (A_K ? r : col), gk = k0 + (A_K ? col : r);
+                const bool ok = gm < g.M && gk < g.K;
+                tl::cp_async16(as + r * A_LD + col, ok ? Ab + gm * g.sa_m + gk * g.sa_k : Ab, ok);
+            }
 #pragma unroll
-            for (int j = 0; j < LB; j++)
-                rb[j] = (TL_BK(j) < klim && TL_BN(j) < nlim) ? qb[j * b_step] : zero;
-        };
-        auto stash = [&](int buf) {
-#pragma unroll
-            for (int j = 0; j < LA; j++) As[buf][TL_AM(j)][TL_AK(j)] = ra[j];
-#pragma unroll
-            for (int j = 0; j < LB; j++) Bs[buf][TL_BN(j)][TL_BK(j)] = rb[j];
+            for (int j = 0; j < B_COPIES; j++) {
+                const int c = tid + j * NT, r = c / (B_COLS / 8), col = (c % (B_COLS / 8)) * 8;
+                const i64 gn = n0 + (B_K ? r : col), gk = k0 + (B_K ? col : r);
+                const bool ok = gn < g.N && gk < g.K;
+                tl::cp_async16(bs + r * B_LD + col, ok ? Bb + gk * g.sb_k + gn * g.sb_n : Bb, ok);
+            }
         };
 
-        float acc[4][4][4];
+        float acc[MI][NI][4];
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < MI; i++)
 #pragma unroll
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < NI; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
-        fetch(0);
-        stash(0);
-        __syncthreads();
-        int cur = 0;
-        for (i64 k0 = 0; k0 < g.K; k0 += BK) {
-            const bool more = k0 + BK < g.K;
-            if (more) fetch(k0 + BK);              /* in flight while this tile is multiplied */
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; s++) {
+            if (s < KT) load_stage(s, (i64)s * BK);
+            tl::cp_async_commit();
+        }
+        for (int kt = 0; kt < KT; kt++) {
+            tl::cp_async_wait<STAGES - 2>();        /* tile kt has landed (this thread's part) */
+            __syncthreads();                        /* ... everyone's; and tile kt - 1 is done */
+            const int next = kt + STAGES - 1;       /* refill the buffer tile kt - 1 used */
+            if (next < KT) load_stage(next % STAGES, (i64)next * BK);
+            tl::cp_async_commit();
+            const T* as = As + (kt % STAGES) * A_STAGE;
+            const T* bs = Bs + (kt % STAGES) * B_STAGE;
 #pragma unroll
             for (int kk = 0; kk < BK; kk += 16) {
-                u32 af[4][4], bfr[4][2];
+                u32 af[MI][4], bfr[NI][2];
 #pragma unroll
-                for (int mi = 0; mi < 4; mi++) {
-                    const T* r = &As[cur][wm + mi * 16 + gq][kk + 2 * tq];
-                    af[mi][0] = tl::pair_at(r);
-                    af[mi][1] = tl::pair_at(r + 8 * LD);
-                    af[mi][2] = tl::pair_at(r + 8);
-                    af[mi][3] = tl::pair_at(r + 8 * LD + 8);
+                for (int mi = 0; mi < MI; mi++) {
+                    const int mrow = wm + mi * 16;
+                    if (A_K)      /* [m][k]: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), ... */
+                        tl::ldmatrix_x4<false>(af[mi], as + (mrow + lane % 16) * A_LD + kk + (lane / 16) * 8);
+                    else          /* [k][m], transposed: the same four matrices */
+                        tl::ldmatrix_x4<true>(af[mi], as + (kk + lane % 8 + (lane / 16) * 8) * A_LD
+                                                          + mrow + ((lane / 8) % 2) * 8);
                 }
 #pragma unroll
-                for (int ni = 0; ni < 4; ni++) {
-                    const T* r = &Bs[cur][wn + ni * 8 + gq][kk + 2 * tq];
-                    bfr[ni][0] = tl::pair_at(r);
-                    bfr[ni][1] = tl::pair_at(r + 8);
+                for (int ni = 0; ni < NI; ni += 2) {
+                    const int ncol = wn + ni * 8;
+                    u32 r[4];
+                    if (B_K)      /* [n][k]: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), ... */
+                        tl::ldmatrix_x4<false>(r, bs + (ncol + lane % 8 + (lane / 16) * 8) * B_LD
+                                                      + kk + ((lane / 8) % 2) * 8);
+                    else          /* [k][n], transposed: the same four matrices */
+                        tl::ldmatrix_x4<true>(r, bs + (kk + lane % 8 + ((lane / 8) % 2) * 8) * B_LD
+                                                     + ncol + (lane / 16) * 8);
+                    bfr[ni][0] = r[0];
+                    bfr[ni][1] = r[1];
+                    bfr[ni + 1][0] = r[2];
+                    bfr[ni + 1][1] = r[3];
                 }
 #pragma unroll
-                for (int mi = 0; mi < 4; mi++)
+                for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-                    for (int ni = 0; ni < 4; ni++) tl::mma_16816(acc[mi][ni], af[mi], bfr[ni], T());
+                    for (int ni = 0; ni < NI; ni++)
+                        tl::mma_16816(acc[mi][ni], af[mi], bfr[ni][0], bfr[ni][1], T());
             }
-            if (more) stash(cur ^ 1);
-            __syncthreads();
-            cur ^= 1;
         }
+        tl::cp_async_wait<0>();
+        __syncthreads();                            /* the buffers are free for the next batch */
 
         T* Cb = C + b * g.sc_b;
 #pragma unroll
-        for (int mi = 0; mi < 4; mi++)
+        for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-            for (int ni = 0; ni < 4; ni++)
+            for (int ni = 0; ni < NI; ni++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {      /* unrolled: acc stays in registers */
-                    const i64 gm = m0 + wm + mi * 16 + gq + (e >> 1) * 8;
-                    const i64 gn = n0 + wn + ni * 8 + 2 * tq + (e & 1);
+                for (int h = 0; h < 2; h++) {       /* rows g and g + 8 */
+                    const i64 gm = m0 + wm + mi * 16 + gq + h * 8;
+                    const i64 gn = n0 + wn + ni * 8 + 2 * tq;
                     if (gm >= g.M || gn >= g.N) continue;
                     T* c = Cb + gm * g.sc_m + gn * g.sc_n;
-                    const float v = alpha * acc[mi][ni][e];
-                    *c = tl::cvt<T>::from(beta == 0.0f ? v : v + beta * tl::load(*c));
+                    float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
+                    if (pairs) {                    /* gn is even and N too: gn + 1 < N */
+                        if (beta != 0.0f) {
+                            v0 += beta * tl::load(c[0]);
+                            v1 += beta * tl::load(c[1]);
+                        }
+                        *reinterpret_cast<u32*>(c) = tl::bits_of(tl::cvt<T>::from(v0))
+                                                     | (tl::bits_of(tl::cvt<T>::from(v1)) << 16);
+                    } else {
+                        *c = tl::cvt<T>::from(beta == 0.0f ? v0 : v0 + beta * tl::load(*c));
+                        if (gn + 1 < g.N) {
+                            T* c1 = c + g.sc_n;
+                            *c1 = tl::cvt<T>::from(beta == 0.0f ? v1 : v1 + beta * tl::load(*c1));
+                        }
+                    }
                 }
     }
-#undef TL_AM
-#undef TL_AK
-#undef TL_BK
-#undef TL_BN
 }
 #endif

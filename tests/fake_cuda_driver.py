@@ -51,9 +51,18 @@ class FakeDriver(types.SimpleNamespace):
             CU_EVENT_DEFAULT=0, CU_EVENT_BLOCKING_SYNC=1, CU_EVENT_DISABLE_TIMING=2,
             CU_EVENT_INTERPROCESS=4)
         self.CUstream_flags = types.SimpleNamespace(CU_STREAM_DEFAULT=0, CU_STREAM_NON_BLOCKING=1)
+        self.CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK=0,
+                                                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
+        self.function_attributes = {}     # (kernel, attribute) -> value set by cuFuncSetAttribute
 
     def _log(self, name):
         self.calls.append(name)
+
+    def cuFuncSetAttribute(self, function, attribute, value):
+        if attribute == 8 and value > ATTRIBUTES["MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"]:
+            return (1,)                    # CUDA_ERROR_INVALID_VALUE
+        self.function_attributes[(function, attribute)] = value
+        return (0,)
 
     # ---- devices and contexts ------------------------------------------------------------
     def cuInit(self, flags):

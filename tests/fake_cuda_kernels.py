@@ -156,22 +156,34 @@ def _reduce(f, params, gx, gy, bx, by):
     return (0,)
 
 
-def _gemm(f, params, grid, threads):
+def _gemm(f, params, grid, threads, shared):
     """tl_gemm / tl_gemm_tc: C = alpha A @ B + beta C over the decoded strides, by the CPU's
-    bmm."""
+    bmm.  For tl_gemm_tc, the preconditions of its 16-byte copies are checked too (the
+    contiguous dim of each operand as the layout flags say, strides multiples of 8 elements,
+    16-byte aligned addresses) and the dynamic shared memory it needs."""
     from torchlite._core import matmul as _mm
     kind, targs = re.match(r"tl_gemm(_tc)?<(.*)>$", f).groups()
     targs = [t.strip() for t in targs.split(",")]
     dtype = _CTYPE_CODE[targs[0]]
-    if kind:                                   # tensor cores: 128 x 128 tiles, 8 warps
-        bm = bn = 128
-        assert threads == 256
-    else:
-        bm, bn, bk, tm, tn = (int(t) for t in targs[1:])
-        assert threads == (bm // tm) * (bn // tn)
     pa, pb, pc = (_arg(params, k, "Q") for k in range(3))
     g = struct.unpack("<13q2d", _arg_bytes(params, 3, 120))
     M, N, Kd, batch = g[:4]
+    if kind:
+        bm, bn, wm, wn, stages, a_k, b_k = (int(t) for t in targs[1:])
+        assert threads == wm * wn * 32
+        assert shared == K.gemm_tc_shared_bytes((bm, bn, wm, wn, stages), a_k, b_k)
+        sa_b, sa_m, sa_k = g[4:7]
+        sb_b, sb_k, sb_n = g[7:10]
+        assert pa % 16 == 0 and pb % 16 == 0, "tl_gemm_tc: operands not 16-byte aligned"
+        a_ok = (sa_k == 1 and Kd % 8 == 0 and sa_m % 8 == 0) if a_k else \
+            (sa_m == 1 and M % 8 == 0 and sa_k % 8 == 0)
+        b_ok = (sb_k == 1 and Kd % 8 == 0 and sb_n % 8 == 0) if b_k else \
+            (sb_n == 1 and N % 8 == 0 and sb_k % 8 == 0)
+        assert a_ok and b_ok and sa_b % 8 == 0 and sb_b % 8 == 0, \
+            f"tl_gemm_tc: layout flags {a_k, b_k} do not fit strides {g[4:10]}, M, N, K = {M, N, Kd}"
+    else:
+        bm, bn, bk, tm, tn = (int(t) for t in targs[1:])
+        assert threads == (bm // tm) * (bn // tn)
     assert grid[0] * bn >= N and grid[1] * bm >= M and 1 <= grid[2] <= batch
     a = _view(pa, dtype, [batch, M, Kd], list(g[4:7]))
     b = _view(pb, dtype, [batch, Kd, N], list(g[7:10]))
@@ -573,7 +585,7 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
     if f.startswith("tl_reduce<"):
         return _reduce(f, params, gx, gy, bx, by)
     if f.startswith(("tl_gemm<", "tl_gemm_tc<")):
-        return _gemm(f, params, (gx, gy, gz), bx * by * bz)
+        return _gemm(f, params, (gx, gy, gz), bx * by * bz, shared)
     family, targs = _parse(f)
     nops = _NOPS[family]
     ptrs = [_arg(params, k, "Q") for k in range(nops)]

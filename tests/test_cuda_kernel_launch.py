@@ -290,27 +290,71 @@ def test_matmul_launch_matches_cpu(dev, name):
     assert any(k.startswith("tl_gemm<") for k in dev.launched), "the fallback ran"
 
 
+def _tc_products(dtype, m, k, n, g):
+    """{name: (product of CPU or CUDA tensors, expected kernel prefix)}: the four operand
+    layouts of tl_gemm_tc (A k- or m-contiguous, B k- or n-contiguous), a broadcast batch
+    wide enough for the large tile, beta != 0, an output with a non-unit column stride, and
+    operands it cannot copy 16 bytes at a time (misaligned, K odd), which take tl_gemm."""
+    a, b = tl.randn(m, k, generator=g).to(dtype), tl.randn(k, n, generator=g).to(dtype)
+    at, bt = a.mT.contiguous(), b.mT.contiguous()            # (k, m) and (n, k) in memory
+    big = tl.randn(m * k + 1, generator=g).to(dtype)
+
+    def strided_out(x, y):
+        out = tl.empty(y.shape[1], x.shape[0], dtype=dtype, device=x.device).mT
+        return tl.matmul(x, y, out=out)
+    tc = "tl_gemm_tc<"
+    return {
+        "A k, B n": (lambda d: d(a) @ d(b), tc, (1, 0)),
+        "A k, B k": (lambda d: d(a) @ d(bt).mT, tc, (1, 1)),
+        "A m, B n": (lambda d: d(at).mT @ d(b), tc, (0, 0)),
+        "A m, B k": (lambda d: d(at).mT @ d(bt).mT, tc, (0, 1)),
+        "batch of 140": (lambda d: d(a).expand(140, m, k) @ d(b), tc, (1, 0)),
+        "beta": (lambda d: tl.addmm(tl.ones(m, n, dtype=dtype, device=d(a).device), d(a), d(b),
+                                    beta=0.5, alpha=2.0), tc, (1, 0)),
+        "strided out": (lambda d: strided_out(d(a), d(b)), tc, (1, 0)),
+        "misaligned": (lambda d: d(big)[1:].view(m, k) @ d(b), "tl_gemm<", None),
+    }
+
+
 @pytest.mark.parametrize("dtype", [tl.float16, tl.bfloat16])
-@pytest.mark.parametrize("shape", [(70, 33, 150), (128, 64, 256), (3, 200, 5)])
-def test_tensor_core_matmul_matches_cpu(dev, monkeypatch, dtype, shape):
-    """tl_gemm_tc (TORCHLITE_CUDA_TENSOR_CORES=1): float16/bfloat16 products on tensor cores,
-    against the CPU's float32-accumulated product rounded once, over ragged edges, a K that
-    is not a multiple of 32, transposed and batched operands and beta != 0."""
-    from torchlite.cuda import _matmul
-    monkeypatch.setattr(_matmul, "TENSOR_CORES", True)
+@pytest.mark.parametrize("shape", [(40, 24, 72), (136, 200, 80), (8, 8, 8)])
+def test_tensor_core_matmul_matches_cpu(dev, dtype, shape):
+    """tl_gemm_tc: float16/bfloat16 products on tensor cores, against the CPU's
+    float32-accumulated product rounded once, over ragged edges (M, N, K not multiples of the
+    tiles; K not a multiple of 32), every operand layout, broadcast batches, beta != 0."""
     m, k, n = shape
     g = tl.Generator().manual_seed(9)
-    a, b = tl.randn(m, k, generator=g).to(dtype), tl.randn(k, n, generator=g).to(dtype)
-    cases = [lambda a, b: a @ b, lambda a, b: (b.mT @ a.mT).mT,
-             lambda a, b: a.expand(2, *a.shape) @ b,
-             lambda a, b: tl.addmm(tl.ones(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device), a, b,
-                                   beta=0.5, alpha=2.0)]
-    for fn in cases:
-        want, got = fn(a, b), fn(a.cuda(), b.cuda())
+    for name, (fn, kernel, layout) in _tc_products(dtype, m, k, n, g).items():
+        dev.launched.clear()
+        want, got = fn(lambda t: t), fn(lambda t: t.cuda())
         # one rounding to the output type apart, relative to the sums' size (sqrt(k) terms)
         tol = (2 ** -8 if dtype == tl.bfloat16 else 2 ** -10) * 2 * max(1.0, k ** 0.5)
         _close(want.float(), got.float(), rtol=tol, atol=tol)
-    assert any(x.startswith("tl_gemm_tc<") for x in dev.launched), "the tensor-core kernel did not run"
+        ran = [x for x in dev.launched if x.startswith("tl_gemm")]
+        assert ran and all(x.startswith(kernel) for x in ran), (name, ran)
+        if layout is not None:       # ...the template's last two arguments: A_K, B_K
+            assert all(x.replace(" ", "").endswith(f",{layout[0]},{layout[1]}>") for x in ran), (name, ran)
+    if k % 2:
+        return
+    dev.launched.clear()
+    a, b = tl.randn(m, k + 1, generator=g).to(dtype), tl.randn(k + 1, n, generator=g).to(dtype)
+    _close((a @ b).float(), (a.cuda() @ b.cuda()).float(), rtol=0.05, atol=0.05)
+    assert all(x.startswith("tl_gemm<") for x in dev.launched if x.startswith("tl_gemm")), "K odd"
+
+
+def test_tensor_core_tiles_and_shared_memory():
+    """The large tile is chosen when it gives a wave of blocks, and tl_gemm_tc's dynamic
+    shared memory (over 48 KB for the large tile) stays within what compute capability 8.x
+    devices allow a block (99 KB on sm_86/sm_89)."""
+    from torchlite.cuda import _matmul
+    large, small = K.TC_CONFIGS
+    assert _matmul._tc_config(4096, 4096, 1, 132) == large
+    assert _matmul._tc_config(64, 512, 1, 132) == small
+    for cfg in K.TC_CONFIGS:
+        for a_k in (True, False):
+            for b_k in (True, False):
+                assert K.gemm_tc_shared_bytes(cfg, a_k, b_k) <= 99 << 10
+    assert K.gemm_tc_shared_bytes(large, True, True) > 48 << 10
 
 
 def test_matmul_with_out_aliasing_an_operand(dev):

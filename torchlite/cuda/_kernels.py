@@ -263,13 +263,27 @@ GEMM_CONFIGS = {
 
 
 TENSOR_CORE_DTYPES = (FLOAT16, BFLOAT16)      # tl_gemm_tc: mma.sync, sm_80 and later
+# tl_gemm_tc's tiles (BM, BN, WARPS_M, WARPS_N, STAGES): a large one for products of many
+# tiles, a small one (more blocks) for the rest; K advances 32 a stage
+TC_CONFIGS = ((128, 256, 2, 4, 3), (64, 64, 2, 2, 4))
+TC_BK = 32
 
 
-def gemm_tc_kernel(dtype):
-    """The tensor-core GEMM (128 x 128 tiles, 256 threads) for float16/bfloat16."""
+def gemm_tc_shared_bytes(config, a_k, b_k):
+    """Dynamic shared memory of tl_gemm_tc: STAGES buffers of both tiles, rows padded by 8."""
+    bm, bn, _, _, stages = config
+    a = (bm * (TC_BK + 8)) if a_k else (TC_BK * (bm + 8))
+    b = (bn * (TC_BK + 8)) if b_k else (TC_BK * (bn + 8))
+    return stages * (a + b) * 2
+
+
+def gemm_tc_kernel(dtype, config, a_k, b_k):
+    """The tensor-core GEMM for float16/bfloat16: tile `config` (TC_CONFIGS), A k-contiguous
+    (a_k) or m-contiguous, B k-contiguous (b_k) or n-contiguous."""
     if dtype not in TENSOR_CORE_DTYPES:
         raise KeyError(f"no tensor-core GEMM for dtype code {dtype}")
-    return f"tl_gemm_tc<{CTYPE[dtype]}>"
+    bm, bn, wm, wn, stages = config
+    return f"tl_gemm_tc<{CTYPE[dtype]}, {bm}, {bn}, {wm}, {wn}, {stages}, {int(a_k)}, {int(b_k)}>"
 
 
 def gemm_kernel(dtype, config):
@@ -383,7 +397,8 @@ def variants():
     sm = [softmax_kernel(dt, bw) for dt in FLOATS for bw in (False, True)]
     rnd = [random_kernel(d, o) for d in RANDOM for o in RANDOM[d]]
     gemm = [gemm_kernel(dt, c) for dt in GEMM_CONFIGS for c in GEMM_CONFIGS[dt]]
-    gemm += [gemm_tc_kernel(dt) for dt in TENSOR_CORE_DTYPES]
+    gemm += [gemm_tc_kernel(dt, c, ak, bk) for dt in TENSOR_CORE_DTYPES for c in TC_CONFIGS
+             for ak in (True, False) for bk in (True, False)]
     index = sorted({gather_kernel(dt) for dt in ALL}) + sorted({scatter_kernel(dt) for dt in ALL})
     index += [scatter_add_kernel(dt) for dt in SCATTER_ADD_DTYPES]
     optim = [optimizer_kernel(name, dt) for name in ("sgd", "adam") for dt in FLOATS]

@@ -29,13 +29,14 @@ _arch = _state.driver_cache()
 
 
 class Kernel:
-    __slots__ = ("name", "function", "device", "max_threads")
+    __slots__ = ("name", "function", "handle", "device", "max_threads", "shared_limit")
 
     def __init__(self, name, function, device, max_threads):
-        # function: the driver's handle as an int (what the C launch passes); the tests'
-        # stand-in kernels are other objects, handed back to the stand-in's launch as they are
-        self.name, self.device, self.max_threads = name, device, max_threads
-        self.function = _driver.function_handle(function)
+        # function: the driver's object; handle: what the C launch passes (an int for the
+        # real driver; the tests' stand-in kernels are handed back to the stand-in as they are)
+        self.name, self.function, self.device, self.max_threads = name, function, device, max_threads
+        self.handle = _driver.function_handle(function)
+        self.shared_limit = 48 << 10       # dynamic shared memory a launch may ask for
 
     def __repr__(self):
         return f"<Kernel {self.name} on cuda:{self.device}>"
@@ -121,7 +122,7 @@ def launch(k, grid, block, args, shared=0):
     packed and the driver called in C (torchlite/_core/launch.pyx)."""
     _runtime.activate(k.device)
     stream = _runtime.current_stream(k.device)
-    err = _c.launch(_driver.launch_entry(), k.function, grid, block, shared, stream, args)
+    err = _c.launch(_driver.launch_entry(), k.handle, grid, block, shared, stream, args)
     if err != 0:
         raise _driver.error(err, f"launching CUDA kernel {k.name} with grid {_dims(grid)} "
                                  f"and block {_dims(block)}")
@@ -129,6 +130,16 @@ def launch(k, grid, block, args, shared=0):
         err = _driver.driver_module().cuStreamSynchronize(stream)[0]
         if int(err) != 0:
             raise _driver.error(err, f"CUDA kernel {k.name} (TORCHLITE_CUDA_LAUNCH_BLOCKING=1)")
+
+
+def allow_shared(k, nbytes):
+    """Let kernel k's launches ask for `nbytes` of dynamic shared memory: over 48 KB the
+    driver must be told first (the device's opt-in limit is 99 KB or more on compute
+    capability 8.0 and later)."""
+    if nbytes > k.shared_limit:
+        attr = _driver.driver_module().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _driver.call("cuFuncSetAttribute", k.function, attr, nbytes)
+        k.shared_limit = nbytes
 
 
 def _dims(d):

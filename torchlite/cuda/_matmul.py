@@ -1,17 +1,25 @@
 """Matrix products on the GPU: torchlite._core.matmul.bmm (every matmul, mm, bmm, addmm,
-linear and einsum contraction reaches it) launched as tl_gemm of cuda_kernels/gemm.cu.
+linear and einsum contraction reaches it) launched as a GEMM of cuda_kernels/gemm.cu.
 
-The kernel takes each operand by (batch, row, column) strides, so transposed operands and
+The kernels take each operand by (batch, row, column) strides, so transposed operands and
 broadcast batches need no copies.  Several batch dims are merged when their strides allow
-(for all three operands), else the outer ones are looped over here.  The tile is 128 x 128
-(128 x 64 for float64) for big products and 64 x 64 for small ones, 256 threads either way.
+(for all three operands), else the outer ones are looped over here.
+
+float16/bfloat16 products whose operands allow 16-byte copies (each operand's contiguous dim
+of stride 1 and a multiple of 8 elements long, its other strides multiples of 8, its address
+16-byte aligned) run on tensor cores (tl_gemm_tc: mma.sync, cp.async, float32 accumulation;
+compute capability 8.0 and later), in a large tile when the product has a wave of them for
+the device's multiprocessors, else a small one.  Other products, and every float32/float64
+one, run tl_gemm (SIMT, register-blocked; 128 x 128 tiles, 128 x 64 for float64, or 64 x 64
+for small products).  TORCHLITE_CUDA_TENSOR_CORES=0 keeps float16/bfloat16 off tensor cores.
 Integer products go to the host fallback.
 
-float16/bfloat16 products can run on tensor cores instead (tl_gemm_tc: mma.sync, float32
-accumulation, devices of compute capability 8.0 and later).  That kernel has not yet run on a
-GPU, so it is off unless TORCHLITE_CUDA_TENSOR_CORES=1 (benchmarks/RESULTS-gpu.md will say
-when it has been checked there and becomes the default).
+What a launch needs besides the operands' addresses (the kernel, its grid, the packed
+arguments) depends only on shapes, strides, dtype and scalars, so it is planned once per such
+key (_plan, cached): a training loop repeats its products, and the host time per product is
+then a dict lookup and the launch.
 """
+import functools
 import itertools
 import os
 import struct
@@ -24,11 +32,7 @@ from ._registry import native
 _MAX_GRID_Z = 65535
 
 
-TENSOR_CORES = os.environ.get("TORCHLITE_CUDA_TENSOR_CORES", "") not in ("", "0")
-
-
-def _tensor_cores(dtype, device):
-    return TENSOR_CORES and dtype in K.TENSOR_CORE_DTYPES and _launch.capability(device) >= (8, 0)
+TENSOR_CORES = os.environ.get("TORCHLITE_CUDA_TENSOR_CORES", "1") not in ("", "0")
 
 
 def _config(dtype, m, n):
@@ -36,6 +40,62 @@ def _config(dtype, m, n):
     bm, bn = large[0], large[1]
     return large if m >= bm and n >= bn and ((m + bm - 1) // bm) * ((n + bn - 1) // bn) >= 64 \
         else small
+
+
+def _tc_config(m, n, batch, sms):
+    """tl_gemm_tc's tile for an m x n product over `batch` matrices: the large tile when it
+    gives at least a wave of blocks, else the small one."""
+    large, small = K.TC_CONFIGS
+    tiles = ((m + large[0] - 1) // large[0]) * ((n + large[1] - 1) // large[1]) * batch
+    return large if tiles >= sms else small
+
+
+def _tc_layout(rows, cols, s_rows, s_cols, s_batch):
+    """For a rows x cols operand with these strides (size-1 dims' strides already zeroed):
+    True when its cols are contiguous, False when its rows are, None when tl_gemm_tc's 16-byte
+    copies cannot read it."""
+    if any(s % 8 for s in s_batch):
+        return None
+    if s_cols == 1 and cols % 8 == 0 and s_rows % 8 == 0:
+        return True
+    if s_rows == 1 and rows % 8 == 0 and s_cols % 8 == 0:
+        return False
+    return None
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, alpha, beta, aligned):
+    """(kernel name, threads, dynamic shared bytes, launches): each launch is (element
+    offsets of A, B and C, grid, packed GemmArgs)."""
+    sa, sb = tuple(0 if d == 1 else s for d, s in zip((m, k), sa)), \
+        tuple(0 if d == 1 else s for d, s in zip((k, n), sb))
+    inner = bshape[-1] if bshape else 1
+    inner_st = [st[-1] if bshape else 0 for st in bstrides]
+    outer_dims = bshape[:-1]
+    shared, layout = 0, None
+    if TENSOR_CORES and aligned and dtype in K.TENSOR_CORE_DTYPES and _launch.capability(device) >= (8, 0):
+        outer_st = [tuple(st[:-1]) for st in bstrides]
+        a_k = _tc_layout(m, k, sa[0], sa[1], (inner_st[0],) + outer_st[0])
+        b_k = _tc_layout(n, k, sb[1], sb[0], (inner_st[1],) + outer_st[1])
+        if a_k is not None and b_k is not None:
+            layout = (a_k, b_k)
+    if layout is not None:
+        cfg = _tc_config(m, n, inner, _launch.sm_count(device))
+        name = K.gemm_tc_kernel(dtype, cfg, *layout)
+        threads = cfg[2] * cfg[3] * 32
+        shared = K.gemm_tc_shared_bytes(cfg, *layout)
+    else:
+        cfg = _config(dtype, m, n)
+        name = K.gemm_kernel(dtype, cfg)
+        threads = (cfg[0] // cfg[3]) * (cfg[1] // cfg[4])
+    args = _launch.struct(struct.pack("<13q2d", m, n, k, inner,
+                                      inner_st[0], sa[0], sa[1],
+                                      inner_st[1], sb[0], sb[1],
+                                      inner_st[2], sc[0], sc[1], alpha, beta))
+    grid = ((n + cfg[1] - 1) // cfg[1], (m + cfg[0] - 1) // cfg[0], min(inner, _MAX_GRID_Z))
+    launches = tuple((tuple(sum(i * st[d] for d, i in enumerate(idx)) for st in bstrides), grid, args)
+                     for idx in itertools.product(*(range(s) for s in outer_dims)))
+    return name, threads, shared, launches
 
 
 @native("matmul", "bmm", kernel=True)
@@ -59,31 +119,23 @@ def bmm(a, b, out=None, alpha=1, beta=0, op="bmm"):
         return out
     if k == 0:
         return NotImplemented            # out = beta * out: the CPU's rule for empty products
-    bshape, bstrides = coalesce(list(batch_shape),
-                                [list(x.strides[:nd - 2]) for x in (a, b, target)])
-    if _tensor_cores(a.dtype, a.device_index):
-        cfg, name = (128, 128), K.gemm_tc_kernel(a.dtype)
-        threads = 256
+    pa, pb, pc = a.data_ptr(), b.data_ptr(), target.data_ptr()
+    if nd > 2:
+        bshape, bstrides = coalesce(list(batch_shape), [list(x.strides[:nd - 2]) for x in (a, b, target)])
+        bshape, bstrides = tuple(bshape), tuple(tuple(st) for st in bstrides)
     else:
-        cfg = _config(a.dtype, m, n)
-        name = K.gemm_kernel(a.dtype, cfg)
-        threads = (cfg[0] // cfg[3]) * (cfg[1] // cfg[4])
-    kern = _launch.kernel("gemm.cu", name, a.device_index)
-    inner = bshape[-1] if bshape else 1
-    sa = [x.strides[nd - 2:] for x in (a, b, target)]
-    outer_dims = bshape[:-1]
+        bshape, bstrides = (), ((), (), ())
+    dev = a.device_index
+    name, threads, shared, launches = _plan(
+        a.dtype, dev, m, k, n, bshape, bstrides, a.strides[nd - 2:], b.strides[nd - 2:],
+        target.strides[nd - 2:], float(alpha), float(beta), (pa | pb) % 16 == 0)
+    kern = _launch.kernel("gemm.cu", name, dev)
+    if shared:
+        _launch.allow_shared(kern, shared)
     isz = a.itemsize
-    for idx in itertools.product(*(range(s) for s in outer_dims)):
-        offs = [sum(i * st[d] for d, i in enumerate(idx)) for st in bstrides]
-        inner_st = [st[-1] if bshape else 0 for st in bstrides]
-        args = struct.pack("<13q2d", m, n, k, inner,
-                           inner_st[0], sa[0][0], sa[0][1],
-                           inner_st[1], sa[1][0], sa[1][1],
-                           inner_st[2], sa[2][0], sa[2][1], float(alpha), float(beta))
-        grid = ((n + cfg[1] - 1) // cfg[1], (m + cfg[0] - 1) // cfg[0], min(inner, _MAX_GRID_Z))
-        _launch.launch(kern, grid, threads, [
-            _launch.ptr(a.data_ptr() + offs[0] * isz), _launch.ptr(b.data_ptr() + offs[1] * isz),
-            _launch.ptr(target.data_ptr() + offs[2] * isz), _launch.struct(args)])
+    for offs, grid, args in launches:
+        _launch.launch(kern, grid, threads, [_launch.ptr(pa + offs[0] * isz), _launch.ptr(pb + offs[1] * isz),
+                                             _launch.ptr(pc + offs[2] * isz), args], shared)
     if target is not out:
         _copy(out, target)
     return out
