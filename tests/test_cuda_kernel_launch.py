@@ -726,14 +726,14 @@ def test_stand_in_driver_objects_stay_with_it(monkeypatch):
         assert first.calls.count("cuEventDestroy") >= 2
 
 
-# ---- the C launch path (torchlite/_core/launch.pyx) ------------------------------------------
+# ---- the driver calls made in C (torchlite/_core/driver_calls.pyx) ----------------------------
 def test_c_launch_hands_the_driver_what_it_reads():
     """The real driver is called through a C function pointer: here a ctypes function of
     cuLaunchKernel's signature, which reads the launch back as the driver would (the handle,
     dims, shared bytes, stream, and each parameter's bytes through the void* array)."""
     import ctypes
     import struct as st
-    from torchlite._core import launch as C
+    from torchlite._core import driver_calls as C
     seen = {}
     proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7,
                              ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
@@ -767,3 +767,32 @@ def test_c_launch_hands_the_driver_what_it_reads():
         C.launch(address, 1, 1, 1, 0, 0, [ctypes.c_int(1)])
     with pytest.raises(ValueError, match="at most 64"):
         C.launch(address, 1, 1, 1, 0, 0, [C.i32(0)] * 65)
+
+
+def test_c_copies_memsets_and_synchronisation_call_the_driver_as_declared():
+    """Copies, memsets and stream synchronisation through C function pointers (here ctypes
+    functions of the driver's signatures), with each argument at its declared width."""
+    import ctypes
+    from torchlite._core import driver_calls as C
+    seen = []
+    u64, vp, sz = ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t
+
+    def entry(proto, code=0):
+        fn = proto(lambda *a: (seen.append(a), code)[1])
+        entry.keep.append(fn)
+        return ctypes.cast(fn, ctypes.c_void_p).value
+    entry.keep = []
+    copy = entry(ctypes.CFUNCTYPE(ctypes.c_int, u64, u64, sz, vp))
+    assert C.copy(copy, 2**63 + 5, 16, 2**40, 0x99) == 0
+    assert seen[-1] == (2**63 + 5, 16, 2**40, 0x99)
+    for width, ctype in ((1, ctypes.c_ubyte), (2, ctypes.c_ushort), (4, ctypes.c_uint)):
+        fn = entry(ctypes.CFUNCTYPE(ctypes.c_int, u64, ctype, sz, vp))
+        value = (1 << (8 * width)) - 2
+        assert C.memset(fn, width, 0x1000, value, 7, 0) == 0
+        assert seen[-1] == (0x1000, value, 7, None)
+        with pytest.raises(ValueError, match="cannot hold"):
+            C.memset(fn, width, 0x1000, 1 << (8 * width), 7, 0) if width < 4 else C.memset(fn, 3, 0, 0, 1, 0)
+    sync = entry(ctypes.CFUNCTYPE(ctypes.c_int, vp), code=700)
+    assert C.synchronize(sync, 0x42) == 700 and seen[-1] == (0x42,)
+    # the stand-in driver's Python functions take the same arguments and return (code,)
+    assert C.copy(lambda *a: (seen.append(a), (0,))[1], 1, 2, 3, 4) == 0 and seen[-1] == (1, 2, 3, 4)

@@ -12,7 +12,6 @@ without ever raising, which of these holds (TOOLCHAIN.md 2.6 measured each case)
   driver-error    any other cuInit / cuDeviceGetCount failure;
   ok              CUDA is usable.
 """
-import ctypes
 import os
 import threading
 from dataclasses import dataclass
@@ -174,26 +173,33 @@ def _is_cuda_python(d):
     return getattr(d, "__name__", None) == "cuda.bindings.driver"
 
 
-_c_entry = None
+_c_entries = {}
 
 
-def launch_entry():
-    """What torchlite._core.launch calls to launch a kernel: for cuda-python's driver, the C
-    address of libcuda's cuLaunchKernel (loaded once; cuda-python loaded the same library, so
-    contexts, modules and streams are shared); for another driver module (the tests'
-    stand-in), its cuLaunchKernel as a Python callable."""
-    global _c_entry
+def c_entry(name):
+    """What torchlite._core.driver_calls calls for driver function `name` (a hot call: a
+    launch, an asynchronous copy or memset, a stream synchronisation): for cuda-python's
+    driver, the function's C address from cuGetProcAddress (the form of the CUDA 12.0 API,
+    so the 64-bit "_v2" copies; cuda-python loaded the same library, so contexts, modules and
+    streams are shared); for another driver module (the tests' stand-in), its function of that
+    name as a Python callable."""
     d = driver_module()
     if not _is_cuda_python(d):
-        return d.cuLaunchKernel
-    if _c_entry is None:
-        lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
-        _c_entry = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
-    return _c_entry
+        return getattr(d, name)
+    address = _c_entries.get(name)
+    if address is None:
+        version = min(int(call_on(d, "cuDriverGetVersion")), 12000)
+        flags = d.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+        err, pfn = d.cuGetProcAddress(name.encode(), version, flags)[:2]
+        if int(err) != 0 or not int(pfn):
+            raise CudaError(f"the CUDA driver has no {name} for CUDA {version // 1000}."
+                            f"{version % 1000 // 10} (cuGetProcAddress: {_err_name(err)})")
+        address = _c_entries[name] = int(pfn)
+    return address
 
 
 def function_handle(fn):
-    """The kernel handle torchlite._core.launch passes: cuda-python's CUfunction as the int
+    """The kernel handle torchlite._core.driver_calls.launch passes: cuda-python's CUfunction as the int
     C takes; another driver's own object (the stand-in's kernel names) as it is."""
     return int(fn) if _is_cuda_python(driver_module()) else fn
 

@@ -9,7 +9,7 @@ lookup, argument packing and cuLaunchKernel.
 Arguments are passed as the driver's array of pointers to each argument's bytes, every one
 typed explicitly (`ptr`, `i64`, `i32`, `u32`, `f64`, `f32`, or raw struct bytes), so a
 Python int never lands in a parameter of the wrong width; the array is built and the driver's
-cuLaunchKernel called in C (torchlite/_core/launch.pyx), so a launch costs a few microseconds
+cuLaunchKernel called in C (torchlite/_core/driver_calls.pyx), so a launch costs a few microseconds
 of host time.  Launch failures name the kernel.
 With TORCHLITE_CUDA_LAUNCH_BLOCKING=1 every launch is followed by a synchronisation, so an
 error inside a kernel (an illegal address) is reported with that kernel's name too.
@@ -18,7 +18,7 @@ import ctypes
 import os
 import threading
 
-from .._core import launch as _c
+from .._core import driver_calls as _c
 from . import _driver, _runtime, _state
 
 _BLOCKING = os.environ.get("TORCHLITE_CUDA_LAUNCH_BLOCKING", "") not in ("", "0")
@@ -106,7 +106,7 @@ def _load(prog, name, device):
 
 
 # ---- typed arguments ------------------------------------------------------------------------
-# Each is a torchlite._core.launch.Arg: the parameter's bytes, packed in C at launch.
+# Each is a torchlite._core.driver_calls.Arg: the parameter's bytes, packed in C at launch.
 ptr, i64, i32, u32, u64, f64, f32 = _c.ptr, _c.i64, _c.i32, _c.u32, _c.u64, _c.f64, _c.f32
 struct = _c.struct        # a by-value struct argument from its packed bytes (_kernels.pack_*)
 
@@ -119,16 +119,16 @@ def ptr_of(a):
 def launch(k, grid, block, args, shared=0):
     """Launch Kernel k on its device's current stream.  grid and block are ints or (x, y, z)
     tuples; args are the typed arguments above (ptr, i64, struct, ...).  The arguments are
-    packed and the driver called in C (torchlite/_core/launch.pyx)."""
+    packed and the driver called in C (torchlite/_core/driver_calls.pyx)."""
     _runtime.activate(k.device)
     stream = _runtime.current_stream(k.device)
-    err = _c.launch(_driver.launch_entry(), k.handle, grid, block, shared, stream, args)
+    err = _c.launch(_driver.c_entry("cuLaunchKernel"), k.handle, grid, block, shared, stream, args)
     if err != 0:
         raise _driver.error(err, f"launching CUDA kernel {k.name} with grid {_dims(grid)} "
                                  f"and block {_dims(block)}")
     if _BLOCKING:
-        err = _driver.driver_module().cuStreamSynchronize(stream)[0]
-        if int(err) != 0:
+        err = _c.synchronize(_driver.c_entry("cuStreamSynchronize"), stream)
+        if err != 0:
             raise _driver.error(err, f"CUDA kernel {k.name} (TORCHLITE_CUDA_LAUNCH_BLOCKING=1)")
 
 

@@ -7,6 +7,7 @@ tests stand in a host-memory driver for the parts above the kernels.
 """
 import threading
 
+from .._core import driver_calls as _c
 from . import _driver, _state
 from ._allocator import CachingAllocator
 from ._registry import UPCALLS
@@ -149,22 +150,28 @@ def malloc_host(nbytes):
     return host_allocator().malloc(HOST, nbytes, 0)
 
 
-# ---- memset and copies ----------------------------------------------------------------------
+# ---- memset and copies (called in C: torchlite/_core/driver_calls.pyx) ----------------------
+def _checked(err, name):
+    if err != 0:
+        raise _driver.error(err, name)
+
+
+def _memset(width, address, value, count, stream):
+    name = f"cuMemsetD{8 * width}Async"
+    _checked(_c.memset(_driver.c_entry(name), width, address, value, count, stream), name)
+
+
 def memset(device, address, pattern, count):
     """Write `count` copies of `pattern` (1, 2, 4 or 8 bytes) from device `address`."""
     activate(device)
     stream = current_stream(device)
     size = len(pattern)
-    if size == 1:
-        _driver.call("cuMemsetD8Async", address, pattern[0], count, stream)
-    elif size == 2:
-        _driver.call("cuMemsetD16Async", address, int.from_bytes(pattern, "little"), count, stream)
-    elif size == 4:
-        _driver.call("cuMemsetD32Async", address, int.from_bytes(pattern, "little"), count, stream)
+    if size in (1, 2, 4):
+        _memset(size, address, int.from_bytes(pattern, "little"), count, stream)
     elif size == 8:
         lo, hi = int.from_bytes(pattern[:4], "little"), int.from_bytes(pattern[4:], "little")
         if lo == hi:
-            _driver.call("cuMemsetD32Async", address, lo, 2 * count, stream)
+            _memset(4, address, lo, 2 * count, stream)
         else:        # two strided 4-byte fills: rows of one word, 8 bytes apart
             _driver.call("cuMemsetD2D32Async", address, 8, lo, 1, count, stream)
             _driver.call("cuMemsetD2D32Async", address + 4, 8, hi, 1, count, stream)
@@ -181,12 +188,20 @@ def _hold(device, stream, obj):
     _keep_alive.append((_Event(stream), obj))
 
 
+def _copy(name, dst, src, nbytes, stream):
+    _checked(_c.copy(_driver.c_entry(name), dst, src, nbytes, stream), name)
+
+
+def _sync(stream):
+    _checked(_c.synchronize(_driver.c_entry("cuStreamSynchronize"), stream), "cuStreamSynchronize")
+
+
 def copy_h2d(device, dst, src, nbytes, keep_alive=None, blocking=True):
     activate(device)
     stream = current_stream(device)
-    _driver.call("cuMemcpyHtoDAsync", dst, src, nbytes, stream)
+    _copy("cuMemcpyHtoDAsync", dst, src, nbytes, stream)
     if blocking:
-        _driver.call("cuStreamSynchronize", stream)
+        _sync(stream)
     elif keep_alive is not None:
         _hold(device, stream, keep_alive)
 
@@ -194,19 +209,19 @@ def copy_h2d(device, dst, src, nbytes, keep_alive=None, blocking=True):
 def copy_d2h(device, dst, src, nbytes, blocking=True):
     activate(device)
     stream = current_stream(device)
-    _driver.call("cuMemcpyDtoHAsync", dst, src, nbytes, stream)
+    _copy("cuMemcpyDtoHAsync", dst, src, nbytes, stream)
     if blocking:
-        _driver.call("cuStreamSynchronize", stream)
+        _sync(stream)
 
 
 def copy_d2d(device, dst, src, nbytes):
     activate(device)
-    _driver.call("cuMemcpyDtoDAsync", dst, src, nbytes, current_stream(device))
+    _copy("cuMemcpyDtoDAsync", dst, src, nbytes, current_stream(device))
 
 
 def synchronize(device):
     activate(device)
-    _driver.call("cuStreamSynchronize", current_stream(device))
+    _sync(current_stream(device))
 
 
 def order_after_current(device, stream):

@@ -1,16 +1,17 @@
-# A GPU kernel's arguments packed in C and the driver's cuLaunchKernel called by its C address.
+# The GPU driver's calls of every op called by their C address: kernel launches (a kernel's
+# arguments packed in C), asynchronous copies and memsets, stream synchronisation.
 #
-# torchlite/cuda/_launch.py launches every CUDA kernel through here.  Doing it in Python
-# (ctypes objects per argument, a ctypes array of their addresses, cuda-python's wrapper of
-# cuLaunchKernel) cost tens of microseconds of host time per launch, and a training step of
-# small layers is nothing but launches (issue 15's step target).  Here each argument is an
+# torchlite/cuda/_launch.py and _runtime.py make these calls through here.  Making them in
+# Python (ctypes objects per argument, a ctypes array of their addresses, cuda-python's
+# wrappers) cost tens of microseconds of host time per call, and a training step of small
+# layers is nothing but such calls (issue 15's step target).  Here each kernel argument is an
 # Arg (8 bytes in place, or a by-value struct's bytes), the void* array the driver reads lives
-# on the C stack, and the driver's entry point is called directly.
+# on the C stack, and the driver's entry points are called directly.
 #
-# Nothing here knows about devices or drivers: `entry` is either the C address of a function
-# with cuLaunchKernel's signature (the real driver's, found by torchlite/cuda/_driver.py) or a
-# Python callable taking the same arguments with the array's address (the tests' stand-in
-# driver, which reads the arguments back from that array as a GPU would).
+# Nothing here knows about devices or drivers: each `entry` is either the C address of a
+# function with the driver call's signature (the real driver's, found by
+# torchlite/cuda/_driver.c_entry) or a Python callable taking the same arguments (the tests'
+# stand-in driver, which reads a launch's arguments back from the array as a GPU would).
 
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
@@ -18,6 +19,13 @@ from libc.string cimport memcpy
 ctypedef int (*launch_fn)(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned shared, void* stream,
                           void** params, void** extra) noexcept nogil
+
+# cuMemcpyDtoDAsync / HtoDAsync / DtoHAsync (their 64-bit "_v2" forms): dst, src, bytes, stream
+ctypedef int (*copy_fn)(uint64_t dst, uint64_t src, size_t nbytes, void* stream) noexcept nogil
+ctypedef int (*memset8_fn)(uint64_t dst, unsigned char value, size_t count, void* stream) noexcept nogil
+ctypedef int (*memset16_fn)(uint64_t dst, unsigned short value, size_t count, void* stream) noexcept nogil
+ctypedef int (*memset32_fn)(uint64_t dst, unsigned int value, size_t count, void* stream) noexcept nogil
+ctypedef int (*sync_fn)(void* stream) noexcept nogil
 
 cdef enum:
     MAX_ARGS = 64          # no kernel of cuda_kernels/ takes a tenth of that
@@ -137,3 +145,49 @@ def launch(entry, function, grid, block, unsigned shared, uintptr_t stream, args
         err = int(entry(function, g[0], g[1], g[2], b[0], b[1], b[2], shared, stream,
                         <uintptr_t>&params[0], 0)[0])
     return err
+
+
+def copy(entry, uint64_t dst, uint64_t src, size_t nbytes, uintptr_t stream):
+    """An asynchronous copy of `nbytes` from `src` to `dst` on `stream` through `entry`
+    (cuMemcpy{DtoD,HtoD,DtoH}Async's C address, or a Python callable).  Returns the result
+    code."""
+    cdef copy_fn fn
+    cdef int err
+    if isinstance(entry, int):
+        fn = <copy_fn><uintptr_t>entry
+        with nogil:
+            err = fn(dst, src, nbytes, <void*>stream)
+        return err
+    return int(entry(dst, src, nbytes, stream)[0])
+
+
+def memset(entry, int width, uint64_t dst, uint32_t value, size_t count, uintptr_t stream):
+    """`count` words of `width` bytes (1, 2 or 4) set to `value` from `dst` on `stream`
+    through `entry` (cuMemsetD{8,16,32}Async's C address, or a Python callable)."""
+    cdef int err
+    if width not in (1, 2, 4) or (width < 4 and value >> (8 * width)):
+        raise ValueError(f"memset: a {width}-byte word cannot hold {value}")
+    if not isinstance(entry, int):
+        return int(entry(dst, value, count, stream)[0])
+    cdef uintptr_t f = entry
+    with nogil:
+        if width == 1:
+            err = (<memset8_fn>f)(dst, <unsigned char>value, count, <void*>stream)
+        elif width == 2:
+            err = (<memset16_fn>f)(dst, <unsigned short>value, count, <void*>stream)
+        else:
+            err = (<memset32_fn>f)(dst, value, count, <void*>stream)
+    return err
+
+
+def synchronize(entry, uintptr_t stream):
+    """Wait for `stream`'s work through `entry` (cuStreamSynchronize's C address, or a
+    Python callable).  The GIL is released while waiting."""
+    cdef sync_fn fn
+    cdef int err
+    if isinstance(entry, int):
+        fn = <sync_fn><uintptr_t>entry
+        with nogil:
+            err = fn(<void*>stream)
+        return err
+    return int(entry(stream)[0])
