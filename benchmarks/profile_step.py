@@ -70,7 +70,39 @@ def profile(name, make_model, x_shape, device, steps, top):
     for k in launches:
         kinds[k.split("<")[0]] = kinds.get(k.split("<")[0], 0) + 1
     print("   launches by kernel:", ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda t: -t[1])))
+    if device.startswith("cuda"):
+        _kernel_times(step, steps)
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
+def _kernel_times(step, steps):
+    """The device time of each kernel of a step: CUDA events recorded around every launch
+    (on the launch's stream), summed by kernel over `steps` steps.  Beside the wall time it
+    says whether a step is bound by the host (kernels idle between launches) or the GPU."""
+    import torchlite as tl
+    from torchlite.cuda import _launch
+    marks = []
+    real = _launch.launch
+
+    def timed_launch(k, *a, **kw):
+        e0, e1 = tl.cuda.Event(enable_timing=True), tl.cuda.Event(enable_timing=True)
+        e0.record()
+        real(k, *a, **kw)
+        e1.record()
+        marks.append((k.name.split("<")[0], e0, e1))
+    _launch.launch = timed_launch
+    try:
+        for _ in range(steps):
+            step()
+        tl.cuda.synchronize()
+    finally:
+        _launch.launch = real
+    per = {}
+    for name, e0, e1 in marks:
+        per[name] = per.get(name, 0.0) + e0.elapsed_time(e1) / steps
+    total = sum(per.values())
+    print(f"   device time of the kernels: {total:.3f} ms/step; by kernel (ms/step): "
+          + ", ".join(f"{k} {v:.3f}" for k, v in sorted(per.items(), key=lambda t: -t[1])))
 
 
 def main():

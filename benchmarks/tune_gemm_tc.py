@@ -4,7 +4,7 @@ float16 and bfloat16 product of 4096 x 4096 matrices, timed with CUDA events (me
 several samples) and checked against torch's result.  For choosing _kernels.TC_CONFIGS on a
 GPU session (issue 15's target: at least 0.5x cuBLAS):
 
-    python benchmarks/tune_gemm_tc.py [--size 4096] [--configs "128,256,2,4,3;128,128,2,2,4"]
+    python benchmarks/tune_gemm_tc.py [--size 4096] [--configs "128,256,64,2,4,3;128,128,32,2,2,4"]
 """
 import argparse
 import statistics
@@ -29,8 +29,9 @@ def timed(sync, event, fn, reps=10, samples=5):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=4096)
-    ap.add_argument("--configs", default="128,256,2,4,3;128,256,2,4,4;128,128,2,2,4;"
-                                         "128,128,2,4,4;256,128,4,2,3;64,64,2,2,4")
+    ap.add_argument("--configs", default="128,256,64,2,4,3;128,256,32,2,4,3;128,256,32,2,4,4;"
+                                         "128,128,64,2,2,4;128,128,32,2,2,4;256,128,64,4,2,3;"
+                                         "128,128,64,2,2,3;64,64,32,2,2,4")
     a = ap.parse_args()
     import numpy as np
     import torch
@@ -42,7 +43,7 @@ def main():
     flops = 2.0 * n ** 3
     rng = np.random.default_rng(0)
     x32, y32 = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
-    print("| dtype | layout | config (BM, BN, WARPS_M, WARPS_N, STAGES) | TFLOP/s | torch TFLOP/s | "
+    print("| dtype | layout | config (BM, BN, BK, WARPS_M, WARPS_N, STAGES) | TFLOP/s | torch TFLOP/s | "
           "ratio | rel. error vs torch |")
     print("|---|---|---|---:|---:|---:|---:|")
     for dname in ("float16", "bfloat16"):
@@ -60,7 +61,7 @@ def main():
         refs = {"A k, B n (a @ b)": ref, "A k, B k (a @ b.T)": ref,
                 "A m, B n (a.T @ b)": (tx.mT @ ty).float()}
         for cfg in configs:
-            _matmul._tc_config = lambda m, n_, batch, sms, cfg=cfg: cfg
+            _matmul._tc_config = lambda *args, cfg=cfg: cfg
             _matmul._plan.cache_clear()
             for lname, fn in layouts.items():
                 if lname != "A k, B n (a @ b)" and cfg != configs[0]:

@@ -136,7 +136,7 @@ tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl:
  * float32 accumulation.
  *
  * A block of WARPS_M x WARPS_N warps computes a BM x BN tile of C, each warp a
- * (BM / WARPS_M) x (BN / WARPS_N) part of it.  K advances 32 at a time through STAGES
+ * (BM / WARPS_M) x (BN / WARPS_N) part of it.  K advances BK at a time through STAGES
  * shared-memory buffers filled by cp.async (16 bytes a copy, straight from global memory, no
  * registers), so the copies of the next STAGES - 1 tiles are in flight while one is
  * multiplied.  Each operand's tile keeps its global layout: A_K says A is k-contiguous (the
@@ -151,18 +151,18 @@ tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl:
  * Copies past an edge (rows or columns beyond M, N or K) fill zeros (cp.async's source size
  * 0), so partial tiles need no other care.  Shared memory is dynamic (over 48 KB: the launch
  * raises the kernel's limit, torchlite/cuda/_launch.allow_shared).
- * Name expressions: tl_gemm_tc<T, BM, BN, WARPS_M, WARPS_N, STAGES, A_K, B_K>
+ * Name expressions: tl_gemm_tc<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, A_K, B_K>
  * (_kernels.gemm_tc_kernel). */
 #if defined(__CUDACC__)
 namespace tl {
 TL_DEV void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1, f16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 TL_DEV void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1, bf16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -190,22 +190,26 @@ TL_DEV u32 bits_of(f16 x) { return __half_as_ushort(x); }
 TL_DEV u32 bits_of(bf16 x) { return __bfloat16_as_ushort(x); }
 }  // namespace tl
 
-template <class T, int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int A_K, int B_K>
+template <class T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int A_K, int B_K>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
 tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl::GemmArgs g) {
     using tl::i64;
     using tl::u32;
-    constexpr int BK = 32, NT = WARPS_M * WARPS_N * 32;
+    constexpr int NT = WARPS_M * WARPS_N * 32;
     constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;      /* a warp's part of the tile */
     constexpr int MI = WTM / 16, NI = WTN / 8;                 /* its mma tiles */
     static_assert(MI * 16 == WTM && NI * 8 == WTN && NI % 2 == 0, "warp tile not a multiple of 16 x 16");
+    static_assert(BK % 16 == 0, "BK must be a multiple of 16");
     /* the tiles as stored: rows x columns (columns contiguous), rows padded by 8 */
     constexpr int A_ROWS = A_K ? BM : BK, A_COLS = A_K ? BK : BM, A_LD = A_COLS + 8;
     constexpr int B_ROWS = B_K ? BN : BK, B_COLS = B_K ? BK : BN, B_LD = B_COLS + 8;
     constexpr int A_STAGE = A_ROWS * A_LD, B_STAGE = B_ROWS * B_LD;
-    constexpr int A_COPIES = BM * BK / 8 / NT, B_COPIES = BN * BK / 8 / NT;
-    static_assert(A_COPIES * NT * 8 == BM * BK && B_COPIES * NT * 8 == BN * BK,
-                  "tile copies not divisible among threads");
+    /* a thread's 16-byte copies into a tile: one column of 8 elements, rows r0, r0 + RS, ... */
+    constexpr int A_CPR = A_COLS / 8, B_CPR = B_COLS / 8;      /* copies per row */
+    constexpr int A_RS = NT / A_CPR, B_RS = NT / B_CPR;
+    constexpr int A_COPIES = A_ROWS / A_RS, B_COPIES = B_ROWS / B_RS;
+    static_assert(A_RS * A_CPR == NT && B_RS * B_CPR == NT && A_COPIES * A_RS == A_ROWS
+                  && B_COPIES * B_RS == B_ROWS, "tile copies not divisible among threads");
     extern __shared__ __align__(16) unsigned char tl_gemm_smem[];
     T* As = reinterpret_cast<T*>(tl_gemm_smem);
     T* Bs = As + STAGES * A_STAGE;
@@ -219,26 +223,34 @@ tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, 
     /* C's elements in pairs (one 32-bit store for columns 2t, 2t+1) where its layout allows */
     const bool pairs = g.sc_n == 1 && g.N % 2 == 0 && g.sc_m % 2 == 0 && g.sc_b % 2 == 0
                        && ((unsigned long long)C & 3) == 0;
+    /* this thread's copies: row r0 (+ j RS), column c0 of each tile, the same every stage */
+    const int a_r0 = tid / A_CPR, a_c0 = (tid % A_CPR) * 8, b_r0 = tid / B_CPR, b_c0 = (tid % B_CPR) * 8;
+    T* const a_dst = As + a_r0 * A_LD + a_c0;
+    T* const b_dst = Bs + b_r0 * B_LD + b_c0;
+    /* rows of A run along m (A_K) or k; of B along n (B_K) or k.  The fixed coordinate (the
+     * column's) and the first row's, in the product's terms: */
+    const i64 a_m = m0 + (A_K ? a_r0 : a_c0), a_k = A_K ? a_c0 : a_r0;
+    const i64 b_n = n0 + (B_K ? b_r0 : b_c0), b_k = B_K ? b_c0 : b_r0;
+    const i64 a_row_step = (i64)A_RS * (A_K ? g.sa_m : g.sa_k), b_row_step = (i64)B_RS * (B_K ? g.sb_n : g.sb_k);
 
     for (i64 b = blockIdx.z; b < g.batch; b += gridDim.z) {
-        const T* Ab = A + b * g.sa_b;
-        const T* Bb = B + b * g.sb_b;
+        /* the first copy's source at k0 = 0 (clamped in range: never read when not valid) */
+        const T* a_src = A + b * g.sa_b + (a_m < g.M ? a_m : 0) * g.sa_m + a_k * g.sa_k;
+        const T* b_src = B + b * g.sb_b + (b_n < g.N ? b_n : 0) * g.sb_n + b_k * g.sb_k;
         auto load_stage = [&](int stage, i64 k0) {
-            T* as = As + stage * A_STAGE;
-            T* bs = Bs + stage * B_STAGE;
+            const T* pa = a_src + k0 * g.sa_k;
+            const T* pb = b_src + k0 * g.sb_k;
 #pragma unroll
             for (int j = 0; j < A_COPIES; j++) {
-                const int c = tid + j * NT, r = c / (A_COLS / 8), col = (c % (A_COLS / 8)) * 8;
-                const i64 gm = m0 + (A_K ? r : col), gk = k0 + (A_K ? col : r);
-                const bool ok = gm < g.M && gk < g.K;
-                tl::cp_async16(as + r * A_LD + col, ok ? Ab + gm * g.sa_m + gk * g.sa_k : Ab, ok);
+                const bool ok = A_K ? (a_m + j * A_RS < g.M && k0 + a_k < g.K)
+                                    : (a_m < g.M && k0 + a_k + j * A_RS < g.K);
+                tl::cp_async16(a_dst + stage * A_STAGE + j * A_RS * A_LD, ok ? pa + j * a_row_step : A, ok);
             }
 #pragma unroll
             for (int j = 0; j < B_COPIES; j++) {
-                const int c = tid + j * NT, r = c / (B_COLS / 8), col = (c % (B_COLS / 8)) * 8;
-                const i64 gn = n0 + (B_K ? r : col), gk = k0 + (B_K ? col : r);
-                const bool ok = gn < g.N && gk < g.K;
-                tl::cp_async16(bs + r * B_LD + col, ok ? Bb + gk * g.sb_k + gn * g.sb_n : Bb, ok);
+                const bool ok = B_K ? (b_n + j * B_RS < g.N && k0 + b_k < g.K)
+                                    : (b_n < g.N && k0 + b_k + j * B_RS < g.K);
+                tl::cp_async16(b_dst + stage * B_STAGE + j * B_RS * B_LD, ok ? pb + j * b_row_step : B, ok);
             }
         };
 
@@ -265,7 +277,7 @@ tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, 
             const T* bs = Bs + (kt % STAGES) * B_STAGE;
 #pragma unroll
             for (int kk = 0; kk < BK; kk += 16) {
-                u32 af[MI][4], bfr[NI][2];
+                u32 af[MI][4];
 #pragma unroll
                 for (int mi = 0; mi < MI; mi++) {
                     const int mrow = wm + mi * 16;
@@ -275,6 +287,7 @@ tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, 
                         tl::ldmatrix_x4<true>(af[mi], as + (kk + lane % 8 + (lane / 16) * 8) * A_LD
                                                           + mrow + ((lane / 8) % 2) * 8);
                 }
+                /* B two n-tiles at a time, each pair's products issued while the next loads */
 #pragma unroll
                 for (int ni = 0; ni < NI; ni += 2) {
                     const int ncol = wn + ni * 8;
@@ -285,16 +298,12 @@ tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, 
                     else          /* [k][n], transposed: the same four matrices */
                         tl::ldmatrix_x4<true>(r, bs + (kk + lane % 8 + ((lane / 8) % 2) * 8) * B_LD
                                                      + ncol + (lane / 16) * 8);
-                    bfr[ni][0] = r[0];
-                    bfr[ni][1] = r[1];
-                    bfr[ni + 1][0] = r[2];
-                    bfr[ni + 1][1] = r[3];
+#pragma unroll
+                    for (int mi = 0; mi < MI; mi++) {
+                        tl::mma_16816(acc[mi][ni], af[mi], r[0], r[1], T());
+                        tl::mma_16816(acc[mi][ni + 1], af[mi], r[2], r[3], T());
+                    }
                 }
-#pragma unroll
-                for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-                    for (int ni = 0; ni < NI; ni++)
-                        tl::mma_16816(acc[mi][ni], af[mi], bfr[ni][0], bfr[ni][1], T());
             }
         }
         tl::cp_async_wait<0>();

@@ -169,9 +169,9 @@ def _gemm(f, params, grid, threads, shared):
     g = struct.unpack("<13q2d", _arg_bytes(params, 3, 120))
     M, N, Kd, batch = g[:4]
     if kind:
-        bm, bn, wm, wn, stages, a_k, b_k = (int(t) for t in targs[1:])
+        bm, bn, bk, wm, wn, stages, a_k, b_k = (int(t) for t in targs[1:])
         assert threads == wm * wn * 32
-        assert shared == K.gemm_tc_shared_bytes((bm, bn, wm, wn, stages), a_k, b_k)
+        assert shared == K.gemm_tc_shared_bytes((bm, bn, bk, wm, wn, stages), a_k, b_k)
         sa_b, sa_m, sa_k = g[4:7]
         sb_b, sb_k, sb_n = g[7:10]
         assert pa % 16 == 0 and pb % 16 == 0, "tl_gemm_tc: operands not 16-byte aligned"

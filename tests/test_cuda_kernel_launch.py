@@ -343,18 +343,18 @@ def test_tensor_core_matmul_matches_cpu(dev, dtype, shape):
 
 
 def test_tensor_core_tiles_and_shared_memory():
-    """The large tile is chosen when it gives a wave of blocks, and tl_gemm_tc's dynamic
-    shared memory (over 48 KB for the large tile) stays within what compute capability 8.x
-    devices allow a block (99 KB on sm_86/sm_89)."""
+    """The large tile is chosen when it gives a wave of blocks: the first of K.TC_LARGE whose
+    dynamic shared memory the device allows a block (227 KB on sm_90, 163 KB on sm_80, 99 KB
+    on sm_86/sm_89); the last large tile and the small one fit everywhere."""
     from torchlite.cuda import _matmul
-    large, small = K.TC_CONFIGS
-    assert _matmul._tc_config(4096, 4096, 1, 132) == large
-    assert _matmul._tc_config(64, 512, 1, 132) == small
-    for cfg in K.TC_CONFIGS:
-        for a_k in (True, False):
-            for b_k in (True, False):
-                assert K.gemm_tc_shared_bytes(cfg, a_k, b_k) <= 99 << 10
-    assert K.gemm_tc_shared_bytes(large, True, True) > 48 << 10
+    for layout in itertools.product((True, False), repeat=2):
+        assert _matmul._tc_config(4096, 4096, 1, 132, 227 << 10, layout) == K.TC_LARGE[0]
+        assert _matmul._tc_config(4096, 4096, 1, 132, 99 << 10, layout) == K.TC_LARGE[-1]
+        assert _matmul._tc_config(64, 512, 1, 132, 227 << 10, layout) == K.TC_SMALL
+        assert _matmul._tc_config(64, 512, 140, 132, 227 << 10, layout) == K.TC_LARGE[0]
+        for cfg in (K.TC_LARGE[-1], K.TC_SMALL):
+            assert K.gemm_tc_shared_bytes(cfg, *layout) <= 99 << 10
+        assert K.gemm_tc_shared_bytes(K.TC_LARGE[0], *layout) <= 163 << 10
 
 
 def test_matmul_with_out_aliasing_an_operand(dev):

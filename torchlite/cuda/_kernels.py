@@ -263,17 +263,19 @@ GEMM_CONFIGS = {
 
 
 TENSOR_CORE_DTYPES = (FLOAT16, BFLOAT16)      # tl_gemm_tc: mma.sync, sm_80 and later
-# tl_gemm_tc's tiles (BM, BN, WARPS_M, WARPS_N, STAGES): a large one for products of many
-# tiles, a small one (more blocks) for the rest; K advances 32 a stage
-TC_CONFIGS = ((128, 256, 2, 4, 3), (64, 64, 2, 2, 4))
-TC_BK = 32
+# tl_gemm_tc's tiles (BM, BN, BK, WARPS_M, WARPS_N, STAGES): large ones for products of many
+# tiles, in order of preference (the first whose shared memory the device allows a block),
+# and a small one (more blocks) for the rest
+TC_LARGE = ((128, 256, 64, 2, 4, 3), (128, 256, 32, 2, 4, 3))
+TC_SMALL = (64, 64, 32, 2, 2, 4)
+TC_CONFIGS = TC_LARGE + (TC_SMALL,)
 
 
 def gemm_tc_shared_bytes(config, a_k, b_k):
     """Dynamic shared memory of tl_gemm_tc: STAGES buffers of both tiles, rows padded by 8."""
-    bm, bn, _, _, stages = config
-    a = (bm * (TC_BK + 8)) if a_k else (TC_BK * (bm + 8))
-    b = (bn * (TC_BK + 8)) if b_k else (TC_BK * (bn + 8))
+    bm, bn, bk, _, _, stages = config
+    a = (bm * (bk + 8)) if a_k else (bk * (bm + 8))
+    b = (bn * (bk + 8)) if b_k else (bk * (bn + 8))
     return stages * (a + b) * 2
 
 
@@ -282,8 +284,9 @@ def gemm_tc_kernel(dtype, config, a_k, b_k):
     (a_k) or m-contiguous, B k-contiguous (b_k) or n-contiguous."""
     if dtype not in TENSOR_CORE_DTYPES:
         raise KeyError(f"no tensor-core GEMM for dtype code {dtype}")
-    bm, bn, wm, wn, stages = config
-    return f"tl_gemm_tc<{CTYPE[dtype]}, {bm}, {bn}, {wm}, {wn}, {stages}, {int(a_k)}, {int(b_k)}>"
+    bm, bn, bk, wm, wn, stages = config
+    return (f"tl_gemm_tc<{CTYPE[dtype]}, {bm}, {bn}, {bk}, {wm}, {wn}, {stages}, "
+            f"{int(a_k)}, {int(b_k)}>")
 
 
 def gemm_kernel(dtype, config):

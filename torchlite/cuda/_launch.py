@@ -157,6 +157,17 @@ def sm_count(device):
     return sms
 
 
+_shared_limits = _state.driver_cache()
+
+
+def shared_limit(device):
+    """The most shared memory a block may ask for on `device` (the opt-in limit)."""
+    v = _shared_limits.get(device)
+    if v is None:
+        v = _shared_limits[device] = _state.devices.attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+    return v
+
+
 def grid_for(n, device, threads=256, per_thread=4):
     """Blocks for a grid-stride loop over n elements: enough for `per_thread` elements per
     thread, at most 32 blocks per multiprocessor (the loop covers the rest)."""

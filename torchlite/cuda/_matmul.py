@@ -42,12 +42,17 @@ def _config(dtype, m, n):
         else small
 
 
-def _tc_config(m, n, batch, sms):
-    """tl_gemm_tc's tile for an m x n product over `batch` matrices: the large tile when it
-    gives at least a wave of blocks, else the small one."""
-    large, small = K.TC_CONFIGS
-    tiles = ((m + large[0] - 1) // large[0]) * ((n + large[1] - 1) // large[1]) * batch
-    return large if tiles >= sms else small
+def _tc_config(m, n, batch, sms, shared_limit, layout):
+    """tl_gemm_tc's tile for an m x n product over `batch` matrices: the first large tile whose
+    shared memory fits `shared_limit` when it gives at least a wave of blocks (`sms`), else the
+    small one."""
+    for cfg in K.TC_LARGE:
+        if K.gemm_tc_shared_bytes(cfg, *layout) <= shared_limit:
+            tiles = ((m + cfg[0] - 1) // cfg[0]) * ((n + cfg[1] - 1) // cfg[1]) * batch
+            if tiles >= sms:
+                return cfg
+            break
+    return K.TC_SMALL
 
 
 def _tc_layout(rows, cols, s_rows, s_cols, s_batch):
@@ -80,9 +85,9 @@ def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, alpha, beta, ali
         if a_k is not None and b_k is not None:
             layout = (a_k, b_k)
     if layout is not None:
-        cfg = _tc_config(m, n, inner, _launch.sm_count(device))
+        cfg = _tc_config(m, n, inner, _launch.sm_count(device), _launch.shared_limit(device), layout)
         name = K.gemm_tc_kernel(dtype, cfg, *layout)
-        threads = cfg[2] * cfg[3] * 32
+        threads = cfg[3] * cfg[4] * 32
         shared = K.gemm_tc_shared_bytes(cfg, *layout)
     else:
         cfg = _config(dtype, m, n)
