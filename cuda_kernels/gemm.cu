@@ -128,6 +128,28 @@ tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl:
     }
 }
 
+/* ---- split K -------------------------------------------------------------------------------
+ * A product of few output tiles over a long K (a convolution's weight gradient: a 16 x 9
+ * matrix summed over every pixel of the batch) would run as a handful of blocks, each
+ * walking all of K.  It runs instead as S products over consecutive pieces of K, in parallel
+ * (tl_gemm over a batch of pieces, into a float32/float64 workspace W[s][m][n]), and this
+ * kernel sums the pieces: C = alpha * sum_s W[s] + beta * C (beta == 0 never reads C), in
+ * the order s = 0, 1, ..., so the result does not depend on the launch (deterministic).
+ * Name expressions: tl_gemm_splitk_sum<float>, tl_gemm_splitk_sum<double>. */
+template <class T>
+__global__ void tl_gemm_splitk_sum(const T* __restrict__ W, T* __restrict__ C, tl::GemmArgs g,
+                                   tl::i64 pieces) {
+    using tl::i64;
+    const i64 mn = g.M * g.N;
+    for (i64 i = tl::global_thread(); i < mn; i += tl::global_threads()) {
+        T acc = 0;
+        for (i64 s = 0; s < pieces; s++) acc += W[s * mn + i];
+        T* c = C + (i / g.N) * g.sc_m + (i % g.N) * g.sc_n;
+        const T v = (T)g.alpha * acc;
+        *c = g.beta == 0.0 ? v : v + (T)g.beta * *c;
+    }
+}
+
 /* ---- float16 / bfloat16 on tensor cores (sm_80 and later) --------------------------------
  * The same product and arguments for float16/bfloat16 operands whose contiguous dims allow
  * 16-byte copies (torchlite/cuda/_matmul.py checks: each operand's contiguous dim has stride 1

@@ -14,7 +14,14 @@
  *   0 elsewhere (with respect to lp); rows of ignored targets are 0.  Both roundings are the
  *   CPU's.
  *
- * Name expressions: tl_nll_forward<float, tl::i64>, tl_nll_backward<double, tl::u8>. */
+ * tl_nll_reduce: the whole forward of reduction 'sum' or 'mean' in one block, for the common
+ *   small case (a training batch): the losses and weights summed in float64 (each thread its
+ *   strided share, then a tree in shared memory: a fixed order, so the same result every run),
+ *   out[0] = the sum (divided by the total weight for 'mean') rounded to T, and *res = {total
+ *   weight, range flags}, which the host reads back in one copy.
+ *
+ * Name expressions: tl_nll_forward<float, tl::i64>, tl_nll_backward<double, tl::u8>,
+ * tl_nll_reduce<float, tl::i64>. */
 #include "tl_common.cuh"
 #include "tl_ops.cuh"
 
@@ -80,5 +87,49 @@ __global__ void tl_nll_backward(const T* __restrict__ lp, const TT* __restrict__
         if (softmax) d = (T)(f * (double)tl::m_exp(lp[n * g.lp_n + c * g.lp_c + s * g.lp_s]));
         if (c == t) d = (T)((double)d - f);
         dx[i] = d;
+    }
+}
+
+namespace tl {
+struct NllResult {          /* what tl_nll_reduce hands back to the host (16 bytes) */
+    double total;
+    int err, pad_;
+};
+}  // namespace tl
+
+template <class T, class TT>
+__global__ void __launch_bounds__(256)
+tl_nll_reduce(const T* __restrict__ lp, const TT* __restrict__ target, const T* __restrict__ weight,
+              T* __restrict__ out, tl::NllResult* __restrict__ res, tl::NllGeometry g, int mean) {
+    __shared__ double ls[256], ws[256];
+    __shared__ int err;
+    const int tid = (int)threadIdx.x;
+    if (tid == 0) err = 0;
+    __syncthreads();
+    double l = 0.0, w = 0.0;
+    for (i64 i = tid; i < g.N * g.S; i += 256) {
+        const i64 n = i / g.S, s = i - n * g.S;
+        const i64 t = tl::nll_target(target, g, n, s, &err);
+        if (t < 0) continue;
+        const double wt = weight ? (double)weight[t * g.w_s] : 1.0;
+        l += -wt * (double)lp[n * g.lp_n + t * g.lp_c + s * g.lp_s];
+        w += wt;
+    }
+    ls[tid] = l;
+    ws[tid] = w;
+    __syncthreads();
+    for (int half = 128; half > 0; half /= 2) {
+        if (tid < half) {
+            ls[tid] += ls[tid + half];
+            ws[tid] += ws[tid + half];
+        }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        const double total = ws[0];
+        out[0] = tl::cvt<T>::from(mean ? ls[0] / total : ls[0]);   /* 0 / 0: NaN, as the CPU */
+        res->total = total;
+        res->err = err;
+        res->pad_ = 0;
     }
 }

@@ -192,6 +192,22 @@ def _gemm(f, params, grid, threads, shared):
     return (0,)
 
 
+def _gemm_splitk_sum(f, params):
+    """tl_gemm_splitk_sum: C = alpha * (the sum of the pieces W[s]) + beta * C, as the CPU's
+    bmm of a row of ones by each row's pieces."""
+    from torchlite._core import matmul as _mm
+    dtype = _CTYPE_CODE[re.match(r"tl_gemm_splitk_sum<(.*)>$", f).group(1).strip()]
+    pw, pc = _arg(params, 0, "Q"), _arg(params, 1, "Q")
+    g = struct.unpack("<13q2d", _arg_bytes(params, 2, 120))
+    pieces = _arg(params, 3, "q")
+    M, N = g[:2]
+    w = _view(pw, dtype, [M, pieces, N], [N, M * N, 1])
+    c = _view(pc, dtype, [M, 1, N], [g[11], 0, g[12]])
+    ones = _A.full((M, 1, pieces), 1.0, dtype)
+    _mm.bmm(ones, w, out=c, alpha=g[13], beta=g[14])
+    return (0,)
+
+
 def _softmax(f, params, grid, block):
     """tl_softmax: the CPU's softmax over the [outer, R, inner] view of the arguments."""
     from torchlite._core import reduction as _R
@@ -321,6 +337,27 @@ def _lstm(f, params):
     return (0,)
 
 
+def _sgd_multi(f, params, gx, gy):
+    """tl_sgd_multi: each of the gy parameters of the packed list stepped as tl_sgd would (the
+    per-parameter emulation below, on an argument array rebuilt for it)."""
+    from torchlite.cuda import _kernels as KK
+    ctype = re.match(r"tl_sgd_multi<(.+)>$", f).group(1).strip()
+    mx = KK.MULTI_MAX
+    t = struct.unpack(f"<{mx}Q{mx}Q{mx}Q{mx}q{mx}i", _arg_bytes(params, 0, 36 * mx))
+    head = _arg_bytes(params, 1, 48)
+    lr, wd, mom, damp, nesterov, maximize, _, pad = struct.unpack("<4d4i", head)
+    assert gy <= mx and gx >= 1
+    for j in range(gy):
+        n = t[3 * mx + j]
+        assert n > 0 and gx * 256 * 4 >= n or gx >= 32 * 132, "grid too small for parameter j"
+        one = [ctypes.c_uint64(t[j]), ctypes.c_uint64(t[mx + j]), ctypes.c_uint64(t[2 * mx + j]),
+               ctypes.c_int64(n), ctypes.create_string_buffer(
+                   struct.pack("<4d4i", lr, wd, mom, damp, nesterov, maximize, t[4 * mx + j], pad), 48)]
+        ptrs = (ctypes.c_void_p * len(one))(*[ctypes.addressof(x) for x in one])
+        _optim(f"tl_sgd<{ctype}>", ctypes.addressof(ptrs))
+    return (0,)
+
+
 def _optim(f, params):
     """tl_sgd / tl_adam: the per-element formulas of optim.cu in NumPy, in the kernel's
     compute type (float32 for float32 parameters)."""
@@ -398,7 +435,7 @@ def _nll(f, params):
     """tl_nll_forward / tl_nll_backward, element by element in Python (float64, the CPU's
     roundings)."""
     import math
-    kind, ctype, ttype = re.match(r"tl_nll_(forward|backward)<(.+), (.+)>$", f).groups()
+    kind, ctype, ttype = re.match(r"tl_nll_(forward|backward|reduce)<(.+), (.+)>$", f).groups()
     dtype, tdtype = _CTYPE_CODE[ctype.strip()], _CTYPE_CODE[ttype.strip()]
     fmt, tfmt = "<" + _PYFMT[dtype], "<" + _PYFMT[tdtype]
     isz, tsz = K.ITEMSIZE[dtype], K.ITEMSIZE[tdtype]
@@ -408,8 +445,11 @@ def _nll(f, params):
 
     def rnd(v):                            # rounding to the element type
         return struct.unpack(fmt, struct.pack(fmt, v))[0]
-    ptr = [_arg(params, k, "Q") for k in range(5 if kind == "forward" else 4)]
-    if kind == "forward":
+    ptr = [_arg(params, k, "Q") for k in range(4 if kind == "backward" else 5)]
+    if kind == "reduce":                       # the error flag goes to the result record
+        p_lp, p_t, p_w, p_out, p_res = ptr
+        geo_at, mean = 5, _arg(params, 6, "i")
+    elif kind == "forward":
         p_lp, p_t, p_w, p_loss, p_wsum = ptr
         geo_at, err_at = 5, 6
     else:
@@ -420,7 +460,12 @@ def _nll(f, params):
         scale = _arg(params, 7, "d")
         softmax = _arg(params, 8, "i")
     N, C, S, lpn, lpc, lps, tn, ts, ws, ignore = struct.unpack("<10q", _arg_bytes(params, geo_at, 80))
-    p_err = _arg(params, err_at, "Q")
+    if kind == "reduce":
+        ctypes.memmove(p_res, bytes(16), 16)
+        p_err = p_res + 8
+    else:
+        p_err = _arg(params, err_at, "Q")
+    total_loss = total_w = 0.0
 
     def target(n, s):
         t = read(p_t, n * tn + s * ts, tfmt, tsz)
@@ -434,8 +479,11 @@ def _nll(f, params):
         for s in range(S):
             t = target(n, s)
             w = (read(p_w, t * ws) if p_w else 1.0) if t >= 0 else 0.0
-            if kind == "forward":
+            if kind != "backward":
                 loss = -w * read(p_lp, n * lpn + t * lpc + s * lps) if t >= 0 else 0.0
+                if kind == "reduce":
+                    total_loss, total_w = total_loss + loss, total_w + w
+                    continue
                 ctypes.memmove(p_loss + 8 * (n * S + s), struct.pack("<d", loss), 8)
                 ctypes.memmove(p_wsum + 8 * (n * S + s), struct.pack("<d", w), 8)
                 continue
@@ -449,6 +497,10 @@ def _nll(f, params):
                     if c == t:
                         d = rnd(d - f_)
                 ctypes.memmove(p_dx + ((n * C + c) * S + s) * isz, struct.pack(fmt, d), isz)
+    if kind == "reduce":
+        v = total_loss / total_w if mean and total_w else (math.nan if mean else total_loss)
+        ctypes.memmove(p_out, struct.pack(fmt, v), isz)
+        ctypes.memmove(p_res, struct.pack("<d", total_w), 8)
     return (0,)
 
 
@@ -572,6 +624,8 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         return _nll(f, params)
     if f.startswith(("tl_arange", "tl_linspace")):
         return _affine(f, params)
+    if f.startswith("tl_sgd_multi<"):
+        return _sgd_multi(f, params, gx, gy)
     if f.startswith(("tl_sgd<", "tl_adam<")):
         return _optim(f, params)
     if f.startswith("tl_lstm_"):
@@ -584,6 +638,8 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         return _softmax(f, params, gx, (bx, by))
     if f.startswith("tl_reduce<"):
         return _reduce(f, params, gx, gy, bx, by)
+    if f.startswith("tl_gemm_splitk_sum<"):
+        return _gemm_splitk_sum(f, params)
     if f.startswith(("tl_gemm<", "tl_gemm_tc<")):
         return _gemm(f, params, (gx, gy, gz), bx * by * bz, shared)
     family, targs = _parse(f)

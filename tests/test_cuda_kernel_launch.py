@@ -357,6 +357,36 @@ def test_tensor_core_tiles_and_shared_memory():
         assert K.gemm_tc_shared_bytes(K.TC_LARGE[0], *layout) <= 163 << 10
 
 
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64])
+def test_split_k_products_match_cpu(dev, dtype):
+    """Few output tiles over a long K (a convolution's weight gradient) run as pieces of K in
+    parallel, summed by tl_gemm_splitk_sum: with a K the pieces divide and one they do not,
+    a transposed operand, beta != 0 into a strided output, and a whole convolution's weight
+    gradient."""
+    g = tl.Generator().manual_seed(3)
+    for m, k, n in ((16, 4096, 9), (20, 2500, 33)):
+        a, b = tl.randn(m, k, generator=g, dtype=dtype), tl.randn(n, k, generator=g, dtype=dtype).mT
+        c = tl.randn(n, m, generator=g, dtype=dtype).mT
+        dev.launched.clear()
+        want = tl.addmm(c, a, b, beta=0.5, alpha=2.0)
+        cc = c.cuda()
+        got = tl.addmm(cc, a.cuda(), b.cuda(), beta=0.5, alpha=2.0)
+        # sums of k products of O(1) terms in another order: ~sqrt(k) rounding steps apart
+        tol = (1e-6 if dtype == tl.float32 else 1e-14) * k ** 0.5 * 4
+        _close(want, got, rtol=tol, atol=tol)
+        assert any(x.startswith("tl_gemm_splitk_sum<") for x in dev.launched), dev.launched
+    x = tl.randn(8, 1, 28, 28, generator=g, dtype=dtype, requires_grad=True)
+    conv = tl.nn.Conv2d(1, 16, 3, padding=1).to(dtype)
+    conv(x).square().sum().backward()
+    want = conv.weight.grad.clone()
+    conv.zero_grad()
+    conv.cuda()
+    dev.launched.clear()
+    conv(x.detach().cuda()).square().sum().backward()
+    _close(want, conv.weight.grad, rtol=1e-4, atol=1e-3 if dtype == tl.float32 else 1e-9)
+    assert any(x.startswith("tl_gemm_splitk_sum<") for x in dev.launched)
+
+
 def test_matmul_with_out_aliasing_an_operand(dev):
     a = tl.randn(8, 8)
     ac = a.cuda()
@@ -489,8 +519,38 @@ def test_fused_optimizer_step_follows_the_cpu_trajectory(dev, name):
         return w.detach()
 
     _close(run("cpu"), run("cuda"), rtol=1e-5)
-    kernel = "tl_sgd<float>" if name.startswith("sgd") else "tl_adam<float>"
+    kernel = "tl_sgd_multi<float>" if name.startswith("sgd") else "tl_adam<float>"
     assert dev.launched.count(kernel) == 5
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_sgd_of_many_parameters_in_one_launch_follows_the_cpu(dev, momentum):
+    """tl_sgd_multi: 60 parameters of two dtypes and many sizes (one of them empty), one of
+    them joining after the first step (its momentum buffer's first step beside the others'
+    later ones): the CPU's trajectory, in one launch per dtype and 48 parameters."""
+    g = tl.Generator().manual_seed(4)
+    shapes = [(i % 7 + 1, 3 * i + 1) for i in range(58)] + [(0, 3), (1000,)]
+    dtypes = [tl.float32 if i % 10 else tl.float64 for i in range(len(shapes))]
+    init = [tl.randn(*s, generator=g, dtype=dt) for s, dt in zip(shapes, dtypes)]
+    grads = [[tl.randn(*s, generator=g, dtype=dt) for s, dt in zip(shapes, dtypes)] for _ in range(3)]
+
+    def run(device):
+        ps = [t.clone().to(device).requires_grad_() for t in init]
+        opt = tl.optim.SGD(ps[:-1], lr=0.1, momentum=momentum, nesterov=momentum > 0, weight_decay=0.01)
+        for step in range(3):
+            if step == 1:
+                opt.add_param_group({"params": [ps[-1]]})
+            for p, gr in zip(ps, grads[step]):
+                p.grad = gr.to(device)
+            dev.launched.clear()
+            opt.step()
+        return ps
+    for want, got in zip(run("cpu"), run("cuda")):
+        _close(want.detach(), got.detach(), rtol=1e-6 if want.dtype == tl.float32 else 1e-12)
+    # the last step: group 0 (59 parameters: 53 float32, one of them empty, and 6 float64:
+    # 48 + 4 float32 in two launches) and group 1
+    assert sorted(dev.launched) == sorted(["tl_sgd_multi<double>", "tl_sgd_multi<float>",
+                                           "tl_sgd_multi<float>", "tl_sgd_multi<float>"]), dev.launched
 
 
 def _native_matches_cpu(monkeypatch, fn, x):
@@ -653,7 +713,14 @@ def test_mask_indexing_launches_match_cpu(dev, name, monkeypatch):
     _native_matches_cpu(monkeypatch, MASKS[name], x)
 
 
-def test_fused_nll_kernels_and_their_range_check(dev):
+@pytest.mark.parametrize("one_block", [True, False], ids=["one-block", "per-target"])
+def test_fused_nll_kernels_and_their_range_check(dev, monkeypatch, one_block):
+    """cross_entropy's kernels against the CPU: a reduced loss of few targets by
+    tl_nll_reduce alone (one block, one copy back), or with per-target losses summed after
+    (tl_nll_forward: 'none', and reductions over more targets than one block takes)."""
+    from torchlite.cuda import _loss
+    if not one_block:
+        monkeypatch.setattr(_loss, "_ONE_BLOCK", 1)
     g = tl.Generator().manual_seed(37)
     x = tl.randn(6, 5, generator=g, requires_grad=True)
     t = tl.tensor([0, 4, 2, -100, 1, 3])
@@ -670,8 +737,13 @@ def test_fused_nll_kernels_and_their_range_check(dev):
         _close(gx, gc, rtol=1e-6)
     assert "tl_nll_forward<float, tl::i64>" in dev.launched
     assert "tl_nll_backward<float, tl::i64>" in dev.launched
+    assert ("tl_nll_reduce<float, tl::i64>" in dev.launched) == one_block
     with pytest.raises(IndexError, match="Target 9 is out of bounds"):
         tl.nn.functional.cross_entropy(xc, tl.tensor([0, 9, 0, 0, 0, 0]).cuda())
+    with pytest.raises(IndexError, match="Target -3 is out of bounds"):
+        tl.nn.functional.cross_entropy(xc, tl.tensor([0, 1, -3, 0, 0, 0]).cuda(), reduction="sum")
+    t_all = tl.full((6,), -100, dtype=tl.int64)
+    assert np.isnan(tl.nn.functional.cross_entropy(xc, t_all.cuda()).item())
 
 
 POOLS = {

@@ -693,8 +693,8 @@ def test_non_contiguous_params_and_grads(threads):
 
 # ---- the fused steps (torchlite/_ops/optim.py: one kernel pass per parameter) ------------
 FUSED_CASES = [
-    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1), "sgd_step"),
-    ("SGD", dict(lr=0.1, momentum=0.5, dampening=0.3, maximize=True), "sgd_step"),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1), "sgd_steps"),
+    ("SGD", dict(lr=0.1, momentum=0.5, dampening=0.3, maximize=True), "sgd_steps"),
     ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1), "adam_step"),
     ("AdamW", dict(lr=0.01, weight_decay=0.2, maximize=True), "adam_step"),
 ]

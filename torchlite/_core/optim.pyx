@@ -217,6 +217,26 @@ def sgd_step(Array param, Array grad, buf, *, double lr, double weight_decay, do
     return True
 
 
+def sgd_steps(list params, list grads, list bufs, list first_steps, *, double lr,
+              double weight_decay, double momentum, double dampening, bint nesterov,
+              bint maximize):
+    """sgd_step of every parameter i (bufs[i] None when momentum is 0; first_steps[i] whether
+    its buffer is new), or of none: False, changing nothing, unless all qualify.  The CUDA
+    backend's version updates up to 48 parameters of a dtype in one launch."""
+    cdef Py_ssize_t i, n = len(params)
+    if len(grads) != n or len(bufs) != n or len(first_steps) != n:
+        raise ValueError("sgd_steps: params, grads, bufs and first_steps differ in length")
+    for i in range(n):
+        if not isinstance(params[i], Array) or not _qualifies(params[i], (grads[i], bufs[i])) \
+                or (momentum != 0 and bufs[i] is None):
+            return False
+    for i in range(n):
+        sgd_step(params[i], grads[i], bufs[i], lr=lr, weight_decay=weight_decay,
+                 momentum=momentum, dampening=dampening, nesterov=nesterov, maximize=maximize,
+                 first_step=first_steps[i])
+    return True
+
+
 def adam_step(Array param, Array grad, Array exp_avg, Array exp_avg_sq, max_exp_avg_sq, *,
               double beta1, double beta2, double lr, double weight_decay, double eps,
               double step_size, double bias_correction2_sqrt, bint amsgrad, bint maximize,

@@ -47,6 +47,13 @@ def _mask(cond, g):
     return _pw().where(cond, g, 0.0)
 
 
+def _zero_where(cond, g):
+    """0 where cond holds, g elsewhere (differentiable in g): _mask(~cond, g) without the
+    pass that negates cond.  A NaN compares false, so a NaN input passes g on (PyTorch's
+    rule for relu and the threshold family)."""
+    return _pw().where(cond, 0.0, g)
+
+
 # ---- unary: name -> (formula(g, x, y, params) -> grad_x, what it needs, node class name) -------
 def _logit_grad(g, x, y, p):
     d = g / (x * (1 - x))
@@ -132,7 +139,7 @@ UNARY = {
     "round_decimals": (lambda g, x, y, p: _zeros(g), "", "RoundBackward1"),
     "trunc": (lambda g, x, y, p: _zeros(g), "", "TruncBackward0"),
     "frac": (lambda g, x, y, p: g, "", "FracBackward0"),
-    "relu": (lambda g, x, y, p: _mask(~(y <= 0), g), "y", "ReluBackward0"),   # NaN passes g
+    "relu": (lambda g, x, y, p: _zero_where(y <= 0, g), "y", "ReluBackward0"),   # NaN passes g
     "clamp": (_clamp_grad, "x", "ClampBackward1"),
     "nan_to_num": (lambda g, x, y, p: _mask(x.isfinite(), g), "x", "NanToNumBackward0"),
 }

@@ -7,7 +7,7 @@ optim.pyx), or a step that autograd must record (grad mode on and a tensor requi
 from .. import _dispatch
 from ..autograd.grad_mode import _state as _grad_state
 
-__all__ = ["sgd_step", "adam_step"]
+__all__ = ["sgd_step", "sgd_steps", "adam_step"]
 
 
 def _fused(kernel, param, grad, state, options):
@@ -32,6 +32,23 @@ def sgd_step(param, grad, momentum_buffer, *, lr, weight_decay, momentum, dampen
                   dict(lr=lr, weight_decay=weight_decay, momentum=momentum,
                        dampening=dampening, nesterov=nesterov, maximize=maximize,
                        first_step=first_step))
+
+
+def sgd_steps(params, grads, buffers, first_steps, *, lr, weight_decay, momentum, dampening,
+              nesterov, maximize):
+    """sgd_step of every parameter at once (on CUDA one launch for up to 48 of a dtype), or
+    of none: False, changing nothing, unless every one qualifies for the fused kernel."""
+    if _grad_state.enabled and any(t.requires_grad for t in params + grads):
+        return False
+    if not _dispatch.optim.sgd_steps(
+            [p._data for p in params], [g._data for g in grads],
+            [None if b is None else b._data for b in buffers], list(first_steps), lr=lr,
+            weight_decay=weight_decay, momentum=momentum, dampening=dampening,
+            nesterov=nesterov, maximize=maximize):
+        return False
+    for t in params + [b for b in buffers if b is not None]:
+        t._bump_version()
+    return True
 
 
 def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, beta1, beta2, lr,

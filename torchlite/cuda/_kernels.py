@@ -265,8 +265,10 @@ GEMM_CONFIGS = {
 TENSOR_CORE_DTYPES = (FLOAT16, BFLOAT16)      # tl_gemm_tc: mma.sync, sm_80 and later
 # tl_gemm_tc's tiles (BM, BN, BK, WARPS_M, WARPS_N, STAGES): large ones for products of many
 # tiles, in order of preference (the first whose shared memory the device allows a block),
-# and a small one (more blocks) for the rest
-TC_LARGE = ((128, 256, 64, 2, 4, 3), (128, 256, 32, 2, 4, 3))
+# and a small one (more blocks) for the rest.  128 x 128 with 4 warps of 64 x 64 and 4 stages
+# of 32 was the fastest on an H200 for a @ b (benchmarks/RESULTS-gpu.md, run 7), and two
+# such blocks fit a multiprocessor
+TC_LARGE = ((128, 128, 32, 2, 2, 4),)
 TC_SMALL = (64, 64, 32, 2, 2, 4)
 TC_CONFIGS = TC_LARGE + (TC_SMALL,)
 
@@ -294,6 +296,16 @@ def gemm_kernel(dtype, config):
     return f"tl_gemm<{CTYPE[dtype]}, {bm}, {bn}, {bk}, {tm}, {tn}>"
 
 
+SPLIT_K_DTYPES = (FLOAT32, FLOAT64)      # their GEMM writes the compute type: exact partials
+
+
+def gemm_splitk_sum_kernel(dtype):
+    """The sum of a split-K GEMM's partial products (float32/float64)."""
+    if dtype not in SPLIT_K_DTYPES:
+        raise KeyError(f"no split-K sum for dtype code {dtype}")
+    return f"tl_gemm_splitk_sum<{CTYPE[dtype]}>"
+
+
 SCATTER_ADD_DTYPES = (FLOAT16, BFLOAT16, FLOAT32, FLOAT64, INT32, INT64)   # atomicAdd exists
 
 
@@ -312,9 +324,12 @@ def scatter_add_kernel(dtype):
     return f"tl_scatter_add<{CTYPE[dtype]}>"
 
 
+MULTI_MAX = 48              # parameters per tl_sgd_multi launch (optim.cu's TL_MULTI_MAX)
+
+
 def optimizer_kernel(name, dtype):
-    """tl_sgd / tl_adam over parameters of a floating dtype."""
-    if name not in ("sgd", "adam") or dtype not in FLOATS:
+    """tl_sgd / tl_adam / tl_sgd_multi over parameters of a floating dtype."""
+    if name not in ("sgd", "adam", "sgd_multi") or dtype not in FLOATS:
         raise KeyError(f"no fused CUDA {name} on dtype code {dtype}")
     return f"tl_{name}<{CTYPE[dtype]}>"
 
@@ -331,8 +346,8 @@ def lstm_kernel(kind, dtype):
 
 
 def nll_kernel(kind, dtype, target_dtype):
-    """tl_nll_forward / tl_nll_backward (kind 'forward' or 'backward') for float32/float64
-    log-probabilities and int64/uint8 targets."""
+    """tl_nll_forward / tl_nll_backward / tl_nll_reduce (kind 'forward', 'backward' or
+    'reduce') for float32/float64 log-probabilities and int64/uint8 targets."""
     if dtype not in NLL_DTYPES or target_dtype not in NLL_TARGETS:
         raise KeyError(f"no CUDA nll kernel for dtype codes {dtype}, {target_dtype}")
     return f"tl_nll_{kind}<{CTYPE[dtype]}, {CTYPE[target_dtype]}>"
@@ -402,10 +417,11 @@ def variants():
     gemm = [gemm_kernel(dt, c) for dt in GEMM_CONFIGS for c in GEMM_CONFIGS[dt]]
     gemm += [gemm_tc_kernel(dt, c, ak, bk) for dt in TENSOR_CORE_DTYPES for c in TC_CONFIGS
              for ak in (True, False) for bk in (True, False)]
+    gemm += [gemm_splitk_sum_kernel(dt) for dt in SPLIT_K_DTYPES]
     index = sorted({gather_kernel(dt) for dt in ALL}) + sorted({scatter_kernel(dt) for dt in ALL})
     index += [scatter_add_kernel(dt) for dt in SCATTER_ADD_DTYPES]
-    optim = [optimizer_kernel(name, dt) for name in ("sgd", "adam") for dt in FLOATS]
-    loss = [nll_kernel(k, dt, tt) for k in ("forward", "backward") for dt in NLL_DTYPES
+    optim = [optimizer_kernel(name, dt) for name in ("sgd", "adam", "sgd_multi") for dt in FLOATS]
+    loss = [nll_kernel(k, dt, tt) for k in ("forward", "backward", "reduce") for dt in NLL_DTYPES
             for tt in NLL_TARGETS]
     norm = [batch_norm_coefs_kernel(k, dt) for k in ("forward", "backward")
             for dt in (FLOAT32, FLOAT64)]

@@ -8,12 +8,13 @@ strides, targets [N, S] (int64 or uint8), class weights [C] or None.  A target o
 [0, C) other than ignore_index sets the kernels' range flag; the call then goes to the host
 fallback, which raises the CPU's "Target 7 is out of bounds.".
 """
+import ctypes
 import struct
 
 from .._core import elementwise as _cpu_ew
 from .._core import indexing as _cpu_index
 from .._core import loss as _cpu_loss
-from . import _array, _kernels as K, _launch
+from . import _array, _kernels as K, _launch, _runtime
 from ._conv import composed, is_cuda, need, require
 from ._elementwise import binary, cast, ternary
 from ._indexing import _in_range, along_dim
@@ -81,16 +82,40 @@ def _launch_nll(kind, lp, target, n, args, check=True):
     return not check or word.read() == 0
 
 
+_ONE_BLOCK = 1 << 16       # targets up to which tl_nll_reduce sums a loss in one block
+
+
+def _nll_reduced(lp, target, weight, ignore_index, mean):
+    """(the 0-d loss, the total weight) of reduction 'sum' or 'mean' by tl_nll_reduce: one
+    launch, and one copy back of the total weight with the range flag."""
+    device = lp.device_index
+    out = _array.empty((), lp.dtype, device)
+    res = _array.empty((2,), K.FLOAT64, device)          # tl::NllResult: 16 bytes
+    k = _launch.kernel("loss.cu", K.nll_kernel("reduce", lp.dtype, target.dtype), device)
+    _launch.launch(k, 1, _THREADS, [
+        _launch.ptr_of(lp), _launch.ptr_of(target), _launch.ptr_of(weight), _launch.ptr_of(out),
+        _launch.ptr_of(res), _launch.struct(_geometry(lp, target, weight, ignore_index)),
+        _launch.i32(int(mean))])
+    raw = ctypes.create_string_buffer(16)
+    _runtime.copy_d2h(device, ctypes.addressof(raw), res.data_ptr(), 16)
+    total, err = struct.unpack("<di4x", raw.raw)
+    require(err == 0)           # a target out of range: the host fallback raises the CPU's error
+    return out, total
+
+
 @composed("loss", "nll_forward")
 def nll_forward(lp, target, weight, ignore_index, reduction):
     """(losses [N, S] for reduction 'none', else a 0-d sum or mean; the total weight of the
-    targets that are not ignored, a Python float), by tl_nll_forward and float64 sums.  The
-    total weight comes back to the host (the CPU function returns it as a Python float): the
-    one synchronisation, which also reads the kernel's range flag."""
+    targets that are not ignored, a Python float), by tl_nll_forward and float64 sums, or
+    for a reduced loss of up to _ONE_BLOCK targets by tl_nll_reduce alone.  The total weight
+    comes back to the host (the CPU function returns it as a Python float): the one
+    synchronisation, which also reads the kernel's range flag."""
     _check_lp(lp, target, weight)
     require(reduction in (_cpu_loss.REDUCTION_NONE, _cpu_loss.REDUCTION_MEAN,
                           _cpu_loss.REDUCTION_SUM))
     N, C, S = lp.shape
+    if reduction != _cpu_loss.REDUCTION_NONE and N * S <= _ONE_BLOCK:
+        return _nll_reduced(lp, target, weight, ignore_index, reduction == _cpu_loss.REDUCTION_MEAN)
     losses = _array.empty((N, S), K.FLOAT64, lp.device_index)
     wsum = _array.empty((N, S), K.FLOAT64, lp.device_index)
     require(_launch_nll("forward", lp, target, N * S, [

@@ -14,10 +14,14 @@ one, run tl_gemm (SIMT, register-blocked; 128 x 128 tiles, 128 x 64 for float64,
 for small products).  TORCHLITE_CUDA_TENSOR_CORES=0 keeps float16/bfloat16 off tensor cores.
 Integer products go to the host fallback.
 
-What a launch needs besides the operands' addresses (the kernel, its grid, the packed
-arguments) depends only on shapes, strides, dtype and scalars, so it is planned once per such
-key (_plan, cached): a training loop repeats its products, and the host time per product is
-then a dict lookup and the launch.
+A float32/float64 product of few output tiles over a long K (a convolution's weight gradient)
+is split along K into pieces multiplied in parallel into a workspace, then summed in order
+(tl_gemm_splitk_sum: deterministic).
+
+What the launches need besides the operands' addresses (kernels, grids, packed arguments)
+depends only on shapes, strides, dtype and scalars, so it is planned once per such key
+(_plan, cached): a training loop repeats its products, and the host time per product is then
+a dict lookup and the launches.
 """
 import functools
 import itertools
@@ -68,10 +72,28 @@ def _tc_layout(rows, cols, s_rows, s_cols, s_batch):
     return None
 
 
+def _split_k(dtype, m, n, k, batch, tiles, sms):
+    """Pieces of K to run a product as (1: none): for float32/float64 products (whose partial
+    products are exact in their own type) of few output tiles over a long K, enough pieces of
+    at least 256 for about a wave of blocks."""
+    if dtype not in K.SPLIT_K_DTYPES or batch != 1 or tiles * 4 > sms or k < 2048:
+        return 1
+    pieces = max(1, min(sms // tiles, k // 256))
+    chunk = (k + pieces - 1) // pieces
+    return (k + chunk - 1) // chunk           # every piece non-empty
+
+
+def _gemm_args(m, n, k, batch, sa, sb, sc, alpha, beta):
+    """tl::GemmArgs, packed: sizes, then (batch, row, column) strides of A, B, C, scalars."""
+    return _launch.struct(struct.pack("<13q2d", m, n, k, batch, *sa, *sb, *sc, alpha, beta))
+
+
 @functools.lru_cache(maxsize=512)
 def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, alpha, beta, aligned):
-    """(kernel name, threads, dynamic shared bytes, launches): each launch is (element
-    offsets of A, B and C, grid, packed GemmArgs)."""
+    """(workspace elements, launches) of the product: each launch is (kernel name, threads,
+    dynamic shared bytes, grid, element offsets of A, B and C, whether C is the workspace,
+    packed GemmArgs); a launch whose A offset is None sums the workspace into C
+    (tl_gemm_splitk_sum, its piece count last)."""
     sa, sb = tuple(0 if d == 1 else s for d, s in zip((m, k), sa)), \
         tuple(0 if d == 1 else s for d, s in zip((k, n), sb))
     inner = bshape[-1] if bshape else 1
@@ -93,14 +115,32 @@ def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, alpha, beta, ali
         cfg = _config(dtype, m, n)
         name = K.gemm_kernel(dtype, cfg)
         threads = (cfg[0] // cfg[3]) * (cfg[1] // cfg[4])
-    args = _launch.struct(struct.pack("<13q2d", m, n, k, inner,
-                                      inner_st[0], sa[0], sa[1],
-                                      inner_st[1], sb[0], sb[1],
-                                      inner_st[2], sc[0], sc[1], alpha, beta))
-    grid = ((n + cfg[1] - 1) // cfg[1], (m + cfg[0] - 1) // cfg[0], min(inner, _MAX_GRID_Z))
-    launches = tuple((tuple(sum(i * st[d] for d, i in enumerate(idx)) for st in bstrides), grid, args)
+    tiles_n, tiles_m = (n + cfg[1] - 1) // cfg[1], (m + cfg[0] - 1) // cfg[0]
+    pieces = 1 if layout is not None or outer_dims else \
+        _split_k(dtype, m, n, k, inner, tiles_m * tiles_n, _launch.sm_count(device))
+    if pieces > 1:
+        # pieces of `chunk` (the last one shorter) into W[s][m][n], then their sum into C
+        chunk = (k + pieces - 1) // pieces
+        last = k - (pieces - 1) * chunk
+        whole = pieces if last == chunk else pieces - 1
+        launches = [(name, threads, 0, (tiles_n, tiles_m, min(whole, _MAX_GRID_Z)), (0, 0, 0), True,
+                     _gemm_args(m, n, chunk, whole, (chunk * sa[1],) + sa, (chunk * sb[0],) + sb,
+                                (m * n, n, 1), 1.0, 0.0))]
+        if whole < pieces:
+            launches.append((name, threads, 0, (tiles_n, tiles_m, 1),
+                             (whole * chunk * sa[1], whole * chunk * sb[0], whole * m * n), True,
+                             _gemm_args(m, n, last, 1, (0,) + sa, (0,) + sb, (0, n, 1), 1.0, 0.0)))
+        launches.append((K.gemm_splitk_sum_kernel(dtype), 256, 0, _launch.grid_for(m * n, device, 256),
+                         None, False, _gemm_args(m, n, k, 1, (0,) + sa, (0,) + sb,
+                                                 (inner_st[2],) + tuple(sc), alpha, beta), pieces))
+        return pieces * m * n, tuple(launches)
+    args = _gemm_args(m, n, k, inner, (inner_st[0],) + sa, (inner_st[1],) + sb,
+                      (inner_st[2],) + tuple(sc), alpha, beta)
+    grid = (tiles_n, tiles_m, min(inner, _MAX_GRID_Z))
+    launches = tuple((name, threads, shared, grid,
+                      tuple(sum(i * st[d] for d, i in enumerate(idx)) for st in bstrides), False, args)
                      for idx in itertools.product(*(range(s) for s in outer_dims)))
-    return name, threads, shared, launches
+    return 0, launches
 
 
 @native("matmul", "bmm", kernel=True)
@@ -131,16 +171,23 @@ def bmm(a, b, out=None, alpha=1, beta=0, op="bmm"):
     else:
         bshape, bstrides = (), ((), (), ())
     dev = a.device_index
-    name, threads, shared, launches = _plan(
+    work_size, launches = _plan(
         a.dtype, dev, m, k, n, bshape, bstrides, a.strides[nd - 2:], b.strides[nd - 2:],
         target.strides[nd - 2:], float(alpha), float(beta), (pa | pb) % 16 == 0)
-    kern = _launch.kernel("gemm.cu", name, dev)
-    if shared:
-        _launch.allow_shared(kern, shared)
+    work = _array.empty((work_size,), a.dtype, dev) if work_size else None
     isz = a.itemsize
-    for offs, grid, args in launches:
-        _launch.launch(kern, grid, threads, [_launch.ptr(pa + offs[0] * isz), _launch.ptr(pb + offs[1] * isz),
-                                             _launch.ptr(pc + offs[2] * isz), args], shared)
+    ptr = _launch.ptr
+    for name, threads, shared, grid, offs, into_work, args, *pieces in launches:
+        kern = _launch.kernel("gemm.cu", name, dev)
+        if shared:
+            _launch.allow_shared(kern, shared)
+        if offs is None:                     # the split-K sum: workspace into C
+            _launch.launch(kern, grid, threads, [ptr(work.data_ptr()), ptr(pc), args,
+                                                 _launch.i64(pieces[0])])
+            continue
+        c = work.data_ptr() if into_work else pc
+        _launch.launch(kern, grid, threads, [ptr(pa + offs[0] * isz), ptr(pb + offs[1] * isz),
+                                             ptr(c + offs[2] * isz), args], shared)
     if target is not out:
         _copy(out, target)
     return out

@@ -40,6 +40,42 @@ def sgd_step(param, grad, buf, *, lr, weight_decay, momentum, dampening, nestero
     return True
 
 
+@native("optim", "sgd_steps", kernel=True)
+def sgd_steps(params, grads, bufs, first_steps, *, lr, weight_decay, momentum, dampening,
+              nesterov, maximize):
+    """sgd_step of every parameter, or of none (False) unless all qualify: by tl_sgd_multi,
+    one launch per dtype for up to K.MULTI_MAX parameters (blockIdx.y the parameter)."""
+    if not params or len(grads) != len(params) or len(bufs) != len(params) \
+            or len(first_steps) != len(params):
+        return False
+    device = params[0].device_index if isinstance(params[0], CudaArray) else None
+    for p, g, b in zip(params, grads, bufs):
+        if not _eligible(p, g, b) or p.device_index != device or (momentum != 0 and b is None):
+            return False
+    head = struct.pack("<4d4i", lr, weight_decay, momentum, dampening, int(nesterov),
+                       int(maximize), 0, 0)
+    by_dtype = {}
+    for i, p in enumerate(params):
+        if p.numel:
+            by_dtype.setdefault(p.dtype, []).append(i)
+    for dtype, idx in by_dtype.items():
+        k = _launch.kernel("optim.cu", K.optimizer_kernel("sgd_multi", dtype), device)
+        for c in range(0, len(idx), K.MULTI_MAX):
+            chunk = idx[c:c + K.MULTI_MAX]
+            pad = [0] * (K.MULTI_MAX - len(chunk))
+            tensors = struct.pack(
+                f"<{K.MULTI_MAX}Q{K.MULTI_MAX}Q{K.MULTI_MAX}Q{K.MULTI_MAX}q{K.MULTI_MAX}i",
+                *[params[i].data_ptr() for i in chunk], *pad,
+                *[grads[i].data_ptr() for i in chunk], *pad,
+                *[bufs[i].data_ptr() if momentum != 0 else 0 for i in chunk], *pad,
+                *[params[i].numel for i in chunk], *pad,
+                *[int(first_steps[i]) for i in chunk], *pad)
+            longest = max(params[i].numel for i in chunk)
+            _launch.launch(k, (_launch.grid_for(longest, device, _THREADS), len(chunk)), _THREADS,
+                           [_launch.struct(tensors), _launch.struct(head)])
+    return True
+
+
 @native("optim", "adam_step", kernel=True)
 def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, beta1, beta2, lr,
               weight_decay, eps, step_size, bias_correction2_sqrt, amsgrad, maximize, decoupled):

@@ -56,6 +56,10 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
     differentiates with respect to it too."""
     lr_tensor = lr if isinstance(lr, Tensor) and lr.requires_grad else None
     lr = _to_scalar(lr)
+    if lr_tensor is None and _fused_sgd_all(
+            params, d_p_list, momentum_buffer_list, lr=lr, weight_decay=weight_decay,
+            momentum=momentum, dampening=dampening, nesterov=nesterov, maximize=maximize):
+        return
     neg_lr = -lr
     keep = 1 - dampening
     for i, param in enumerate(params):
@@ -79,6 +83,28 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
             param.addcmul_(grad, lr_tensor, value=-1)
         else:
             param.add_(grad, alpha=neg_lr)
+
+
+def _fused_sgd_all(params, grads, buffers, momentum, **kw):
+    """Every parameter's step by the fused kernel in one call (on CUDA one launch for many
+    parameters) when all qualify; False, changing nothing, otherwise.  New momentum buffers
+    are made first (the kernel's first step writes them) and kept only if it ran."""
+    if not params:
+        return True
+    bufs, first = [None] * len(params), [False] * len(params)
+    if momentum != 0:
+        if buffers is None:
+            return False
+        for i, b in enumerate(buffers):
+            if b is None:
+                bufs[i], first[i] = params[i].new_empty(params[i].shape), True
+            else:
+                bufs[i] = b
+    if not _fused.sgd_steps(list(params), list(grads), bufs, first, momentum=momentum, **kw):
+        return False
+    if momentum != 0:
+        buffers[:] = bufs
+    return True
 
 
 def _fused_sgd(param, grad, buffers, i, momentum, **kw):

@@ -13,7 +13,7 @@ branch at 0."""
 import math
 
 from ..._ops import elementwise as _P
-from ..._ops.elementwise_grad import UnaryBackward, _mask
+from ..._ops.elementwise_grad import UnaryBackward, _mask, _zero_where
 from ...autograd.graph import Node, pack, record, sum_to
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -45,7 +45,7 @@ def record_pointwise(cls, x, result, params=()):
 def _hardtanh_grad(g, x, y, p):
     lo, hi = p
     # PyTorch's test is "at or past a bound": a NaN input passes the gradient on
-    return _mask(~((x <= lo) | (x >= hi)), g)
+    return _zero_where((x <= lo) | (x >= hi), g)
 
 
 def _leaky_relu_grad(g, x, y, p):
@@ -97,7 +97,7 @@ def _hardsigmoid_grad(g, x, y, p):
 
 def _hardswish_grad(g, x, y, p):
     # PyTorch's branches: x <= -3 gives 0, -3 < x < 3 the slope x/3 + 1/2, the rest (NaN too) g
-    return _mask(~(x <= -3.0), _P.where(x < 3.0, g * (x / 3.0 + 0.5), g))
+    return _zero_where(x <= -3.0, _P.where(x < 3.0, g * (x / 3.0 + 0.5), g))
 
 
 def _logsigmoid_grad(g, x, y, p):
@@ -105,13 +105,13 @@ def _logsigmoid_grad(g, x, y, p):
 
 
 def _threshold_grad(g, x, y, p):
-    return _mask(~(x <= p[0]), g)            # a NaN input passes the gradient on, as PyTorch
+    return _zero_where(x <= p[0], g)         # a NaN input passes the gradient on, as PyTorch
 
 
 def _shrink_grad(g, x, y, p):
     # PyTorch: no gradient inside [-lambd, lambd] (NaN inputs pass the gradient on)
     lambd = p[0]
-    return _mask(~((x >= -lambd) & (x <= lambd)), g)
+    return _zero_where((x >= -lambd) & (x <= lambd), g)
 
 
 def _rrelu_grad(g, x, y, p):
@@ -155,7 +155,7 @@ class PreluKernelBackward0(Node):
         if self.next_functions[0][0] is not None:
             gx = _P.where(pos, g, g * wb)
         if self.next_functions[1][0] is not None:
-            gw = sum_to(_mask(~pos, g * x), self.wshape).reshape(w.shape)
+            gw = sum_to(_zero_where(pos, g * x), self.wshape).reshape(w.shape)
         return gx, gw
 
 
