@@ -29,9 +29,9 @@ def timed(sync, event, fn, reps=10, samples=5):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=4096)
-    ap.add_argument("--configs", default="128,256,64,2,4,3;128,256,32,2,4,3;128,256,32,2,4,4;"
-                                         "128,128,64,2,2,4;128,128,32,2,2,4;256,128,64,4,2,3;"
-                                         "128,128,64,2,2,3;64,64,32,2,2,4")
+    ap.add_argument("--configs", default="128,128,32,2,2,4;128,128,32,2,2,3;128,128,32,2,2,5;"
+                                         "128,128,64,2,2,3;128,256,32,2,4,4;256,128,32,4,2,4;"
+                                         "128,256,64,2,4,3")
     a = ap.parse_args()
     import numpy as np
     import torch
