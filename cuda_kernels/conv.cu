@@ -1,9 +1,13 @@
-/* col2im: the adjoint of taking a convolution's windows, as a gather (one thread per output
+/* im2col: a convolution's windows copied out, zero-padded, in one pass (one thread per column
+ * element): cols[n, c, kh, kw, oh, ow] (contiguous) = x[n, c, oh sh - ph + kh dh,
+ * ow sw - pw + kw dw] (x by strides), 0 where that falls in the padding.
+ *
+ * col2im: the adjoint of taking a convolution's windows, as a gather (one thread per output
  * element, no atomics, deterministic): out[n, c, h, w] = the sum of cols[n, c, kh, kw, oh, ow]
  * over the window positions (kh, kw) that cover (h, w), in the order kh, then kw (the order
  * of the CPU's and of a loop of strided adds).  cols and out are contiguous.
  *
- * Name expressions: tl_col2im<float>, tl_col2im<double>. */
+ * Name expressions: tl_im2col<float>, tl_col2im<double>. */
 #include "tl_common.cuh"
 
 using tl::i64;
@@ -15,7 +19,30 @@ struct Col2imArgs {
     i64 sh, sw, ph, pw, dh, dw;  /* stride, padding, dilation */
 };
 static_assert(sizeof(Col2imArgs) == 104, "Col2imArgs layout (torchlite/cuda/_conv.py)");
+struct Im2colArgs {
+    i64 N, C, H, W;            /* the input's sizes */
+    i64 KH, KW, OH, OW;        /* window and column-grid sizes */
+    i64 sh, sw, ph, pw, dh, dw;  /* stride, padding, dilation */
+    i64 xn, xc, xh, xw;        /* the input's element strides */
+};
+static_assert(sizeof(Im2colArgs) == 144, "Im2colArgs layout (torchlite/cuda/_conv.py)");
 }  // namespace tl
+
+template <class T>
+__global__ void tl_im2col(const T* __restrict__ x, T* __restrict__ cols, tl::Im2colArgs a) {
+    const i64 n = a.N * a.C * a.KH * a.KW * a.OH * a.OW;
+    for (i64 i = tl::global_thread(); i < n; i += tl::global_threads()) {
+        i64 r = i;
+        const i64 ow = r % a.OW; r /= a.OW;
+        const i64 oh = r % a.OH; r /= a.OH;
+        const i64 kw = r % a.KW; r /= a.KW;
+        const i64 kh = r % a.KH; r /= a.KH;
+        const i64 c = r % a.C, img = r / a.C;
+        const i64 h = oh * a.sh - a.ph + kh * a.dh, w = ow * a.sw - a.pw + kw * a.dw;
+        cols[i] = (h >= 0 && h < a.H && w >= 0 && w < a.W)
+                  ? x[img * a.xn + c * a.xc + h * a.xh + w * a.xw] : T(0);
+    }
+}
 
 template <class T>
 __global__ void tl_col2im(const T* __restrict__ cols, T* __restrict__ out, tl::Col2imArgs a) {

@@ -552,6 +552,27 @@ def _bn_coefs(f, params):
     return (0,)
 
 
+def _im2col(f, params):
+    """tl_im2col: the input's zero-padded windows, in NumPy."""
+    import numpy as np
+    dtype = _CTYPE_CODE[re.match(r"tl_im2col<(.+)>$", f).group(1).strip()]
+    p_x, p_cols = (_arg(params, k, "Q") for k in range(2))
+    N, C, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, xn, xc, xh, xw = \
+        struct.unpack("<18q", _arg_bytes(params, 2, 144))
+    assert min(xn, xc, xh, xw) >= 0
+    span = (N - 1) * xn + (C - 1) * xc + (H - 1) * xh + (W - 1) * xw + 1
+    isz = K.ITEMSIZE[dtype]
+    x = np.lib.stride_tricks.as_strided(_np(p_x, dtype, span), (N, C, H, W),
+                                        tuple(st * isz for st in (xn, xc, xh, xw)))
+    xp = np.zeros((N, C, H + 2 * ph + sh * OH + dh * KH, W + 2 * pw + sw * OW + dw * KW), x.dtype)
+    xp[:, :, ph:ph + H, pw:pw + W] = x
+    cols = _np(p_cols, dtype, N * C * KH * KW * OH * OW).reshape(N, C, KH, KW, OH, OW)
+    for kh in range(KH):
+        for kw in range(KW):
+            cols[:, :, kh, kw] = xp[:, :, kh * dh:kh * dh + sh * OH:sh, kw * dw:kw * dw + sw * OW:sw]
+    return (0,)
+
+
 def _col2im(f, params):
     """tl_col2im: each output element the sum of its window entries, in Python."""
     dtype = _CTYPE_CODE[re.match(r"tl_col2im<(.+)>$", f).group(1).strip()]
@@ -618,6 +639,8 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         return _max_pool(f, params)
     if f.startswith("tl_col2im<"):
         return _col2im(f, params)
+    if f.startswith("tl_im2col<"):
+        return _im2col(f, params)
     if f.startswith("tl_bn_"):
         return _bn_coefs(f, params)
     if f.startswith("tl_nll_"):

@@ -387,6 +387,39 @@ def test_split_k_products_match_cpu(dev, dtype):
     assert any(x.startswith("tl_gemm_splitk_sum<") for x in dev.launched)
 
 
+@pytest.mark.parametrize("per_image", [True, False], ids=["per-image", "folded"])
+def test_conv_im2col_and_weight_gradient_match_cpu(dev, monkeypatch, per_image):
+    """Convolutions through tl_im2col (zero padding, stride, dilation, groups, an input with
+    permuted strides) and both weight-gradient forms: a GEMM per image summed over the images
+    (tl_gemm_splitk_sum), or the images folded into one product's inner dim."""
+    from torchlite.cuda import _conv
+    if not per_image:
+        monkeypatch.setattr(_conv, "PER_IMAGE", 0)
+    g = tl.Generator().manual_seed(8)
+    F = tl.nn.functional
+    cases = [dict(stride=1, padding=1), dict(stride=2, padding=(2, 1), dilation=(1, 2)),
+             dict(stride=1, padding=0, groups=2)]
+    for dtype in (tl.float32, tl.float64):
+        x0 = tl.randn(3, 7, 4, 6, generator=g, dtype=dtype).permute(0, 3, 1, 2)   # (3, 6, 7, 4)
+        for kw in cases:
+            w0 = tl.randn(4, 6 // kw.get("groups", 1), 3, 2, generator=g, dtype=dtype)
+            gy = None
+            res = []
+            for dev_name in ("cpu", "cuda"):
+                x = x0.detach().to(dev_name).requires_grad_()
+                w = w0.detach().to(dev_name).requires_grad_()
+                y = F.conv2d(x, w, **kw)
+                if gy is None:
+                    gy = tl.randn(*y.shape, generator=g, dtype=dtype)
+                y.backward(gy.to(dev_name))
+                res.append((y.detach(), x.grad, w.grad))
+            tol = 1e-5 if dtype == tl.float32 else 1e-12
+            for want, got in zip(*res):
+                _close(want, got, rtol=tol, atol=tol)
+    assert "tl_im2col<float>" in dev.launched and "tl_im2col<double>" in dev.launched
+    assert ("tl_gemm_splitk_sum<double>" in dev.launched) == per_image
+
+
 def test_matmul_with_out_aliasing_an_operand(dev):
     a = tl.randn(8, 8)
     ac = a.cuda()

@@ -24,7 +24,7 @@ from .._core import elementwise as _cpu_ew
 from . import _array, _kernels as K, _launch
 from ._array import CudaArray
 from ._elementwise import binary, cast, copy_
-from ._matmul import bmm
+from ._matmul import bmm, sum_pieces
 from ._registry import native
 
 ADD = _cpu_ew.BINARY["add"]
@@ -198,6 +198,23 @@ class Geometry:
         xp = padded(x, ph, pw, 0, dtype)
         return windows(xp, self.OH, self.OW, self.KH, self.KW, self.stride, self.dilation)
 
+    def im2col(self, x, dtype):
+        """The windows of x (n images) zero-padded, cast to dtype and copied into a new
+        contiguous [n, C, KH, KW, OH, OW] array: by the tl_im2col kernel in one pass for
+        float32/float64 inputs, else as a copy of the window view of a padded copy."""
+        if x.dtype != dtype or dtype not in (K.FLOAT32, K.FLOAT64):
+            return need(contiguous(self.windows(x, dtype)))
+        (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
+        n = x.shape[0]
+        cols = _array.empty((n, self.C, self.KH, self.KW, self.OH, self.OW), dtype, x.device_index)
+        args = struct.pack("<18q", n, self.C, self.H, self.W, self.KH, self.KW, self.OH, self.OW,
+                           sh, sw, ph, pw, dh, dw, *x.strides)
+        device = x.device_index
+        k = _launch.kernel("conv.cu", K.im2col_kernel(dtype), device)
+        _launch.launch(k, _launch.grid_for(cols.numel, device, 256), 256,
+                       [_launch.ptr(x.data_ptr()), _launch.ptr(cols.data_ptr()), _launch.struct(args)])
+        return cols
+
     def col2im(self, cols, out):
         """out (n, C, H, W), contiguous, = the sum of cols [n, C, KH, KW, OH, OW] over the
         windows, by the tl_col2im gather kernel (cuda_kernels/conv.cu)."""
@@ -249,7 +266,7 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, groups):
     y = _array.empty((g.N, g.O, g.OH, g.OW), cdt, x.device_index)
     for n0, n1 in g.batches():
         n = n1 - n0
-        cols = flat(g.windows(_images(x, n0, n1), cdt), (n, g.G, g.CKK, g.L))
+        cols = g.im2col(_images(x, n0, n1), cdt).view((n, g.G, g.CKK, g.L))
         need(bmm(wm.expand((n, g.G, g.Og, g.CKK)), cols,
                  out=_images(y, n0, n1).view((n, g.G, g.Og, g.L))))
     if bias is not None:
@@ -285,23 +302,36 @@ def conv2d_input_grad(gy, w, H, W, stride, padding, dilation, groups):
 
 @composed("conv", "conv2d_weight_grad")
 def conv2d_weight_grad(x, gy, KH, KW, stride, padding, dilation, groups):
-    """dW[g] = gy[g] @ cols[g]^T with the images folded into the product's inner dim: the
-    columns copied as [G, CKK, n, L] and gy as [G, Og, n, L], then one GEMM per group (each
-    batch of images after the first adds into dW)."""
+    """dW[g] = the sum over images of gy[n, g] @ cols[n, g]^T.  Small enough (PER_IMAGE), one
+    GEMM per image into a workspace (gy and the im2col columns used as they are), summed
+    over the images in order (tl_gemm_splitk_sum); else with the images folded into the
+    product's inner dim: the columns copied as [G, CKK, n, L] and gy as [G, Og, n, L], then
+    one GEMM per group (each batch of images after the first adds into dW)."""
     _conv_operands(x, gy)
     g = Geometry(*x.shape, gy.shape[1], KH, KW, stride, padding, dilation, groups)
     require(gy.shape[0] == g.N and gy.shape[2:] == (g.OH, g.OW))
     cdt = compute_dtype(x.dtype)
     gyg = need(cast(gy, cdt)).view((g.N, g.G, g.Og, g.OH, g.OW))
     dw = _array.empty((g.O, g.Cg, g.KH, g.KW), cdt, x.device_index)
+    per_image = g.N * g.O * g.CKK <= PER_IMAGE and gyg.is_contiguous()
     for n0, n1 in g.batches():
         n = n1 - n0
+        if per_image:
+            cols = g.im2col(_images(x, n0, n1), cdt).view((n, g.G, g.CKK, g.L))
+            work = _array.empty((n, g.G, g.Og, g.CKK), cdt, x.device_index)
+            gm = _images(gyg, n0, n1).view((n, g.G, g.Og, g.L))
+            need(bmm(gm, cols.transpose(2, 3), out=work))
+            sum_pieces(work, n, dw.view((g.O, g.CKK)), beta=0 if n0 == 0 else 1)
+            continue
         win = g.windows(_images(x, n0, n1), cdt).view((n, g.G, g.Cg, g.KH, g.KW, g.OH, g.OW))
         cols = flat(win.permute((1, 2, 3, 4, 0, 5, 6)), (g.G, g.CKK, n * g.L))
         gm = flat(_images(gyg, n0, n1).permute((1, 2, 0, 3, 4)), (g.G, g.Og, n * g.L))
         need(bmm(gm, cols.transpose(1, 2), out=dw.view((g.G, g.Og, g.CKK)),
                  beta=0 if n0 == 0 else 1))
     return finish(dw, x.dtype)
+
+
+PER_IMAGE = 1 << 22     # workspace elements (images x weights) up to which dW is summed per image
 
 
 @composed("conv", "im2col")

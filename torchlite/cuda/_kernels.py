@@ -370,6 +370,13 @@ def col2im_kernel(dtype):
     return f"tl_col2im<{CTYPE[dtype]}>"
 
 
+def im2col_kernel(dtype):
+    """tl_im2col for float32/float64 inputs."""
+    if dtype not in (FLOAT32, FLOAT64):
+        raise KeyError(f"no CUDA im2col for dtype code {dtype}")
+    return f"tl_im2col<{CTYPE[dtype]}>"
+
+
 def batch_norm_coefs_kernel(kind, dtype):
     """tl_bn_forward_coefs / tl_bn_backward_coefs (kind 'forward' or 'backward')."""
     if dtype not in (FLOAT32, FLOAT64):
@@ -425,7 +432,7 @@ def variants():
             for tt in NLL_TARGETS]
     norm = [batch_norm_coefs_kernel(k, dt) for k in ("forward", "backward")
             for dt in (FLOAT32, FLOAT64)]
-    conv = [col2im_kernel(dt) for dt in (FLOAT32, FLOAT64)]
+    conv = [k(dt) for k in (col2im_kernel, im2col_kernel) for dt in (FLOAT32, FLOAT64)]
     pool = [max_pool_kernel(dt) for dt in MAX_POOL_DTYPES]
     rnn = [lstm_kernel(k, dt) for k in ("fwd", "bwd") for dt in (FLOAT32, FLOAT64)]
     return {"elementwise.cu": tuple(ew), "reduction.cu": tuple(red), "softmax.cu": tuple(sm),

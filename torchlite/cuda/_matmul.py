@@ -88,6 +88,22 @@ def _gemm_args(m, n, k, batch, sa, sb, sc, alpha, beta):
     return _launch.struct(struct.pack("<13q2d", m, n, k, batch, *sa, *sb, *sc, alpha, beta))
 
 
+def _sum_args(m, n, sc, alpha, beta):
+    """tl_gemm_splitk_sum's GemmArgs: the m x n output's strides and the scalars."""
+    return _gemm_args(m, n, 0, 1, (0, 0, 0), (0, 0, 0), (0,) + tuple(sc), alpha, beta)
+
+
+def sum_pieces(work, pieces, out, alpha=1.0, beta=0.0):
+    """out (m x n, float32/float64, any strides) = alpha * the sum of the contiguous
+    [pieces, m, n] partial products in `work`, in order, + beta * out (tl_gemm_splitk_sum)."""
+    m, n = out.shape
+    device = out.device_index
+    k = _launch.kernel("gemm.cu", K.gemm_splitk_sum_kernel(out.dtype), device)
+    _launch.launch(k, _launch.grid_for(m * n, device, 256), 256, [
+        _launch.ptr(work.data_ptr()), _launch.ptr(out.data_ptr()),
+        _sum_args(m, n, out.strides, float(alpha), float(beta)), _launch.i64(pieces)])
+
+
 @functools.lru_cache(maxsize=512)
 def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, alpha, beta, aligned):
     """(workspace elements, launches) of the product: each launch is (kernel name, threads,
@@ -131,8 +147,7 @@ def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, alpha, beta, ali
                              (whole * chunk * sa[1], whole * chunk * sb[0], whole * m * n), True,
                              _gemm_args(m, n, last, 1, (0,) + sa, (0,) + sb, (0, n, 1), 1.0, 0.0)))
         launches.append((K.gemm_splitk_sum_kernel(dtype), 256, 0, _launch.grid_for(m * n, device, 256),
-                         None, False, _gemm_args(m, n, k, 1, (0,) + sa, (0,) + sb,
-                                                 (inner_st[2],) + tuple(sc), alpha, beta), pieces))
+                         None, False, _sum_args(m, n, sc, alpha, beta), pieces))
         return pieces * m * n, tuple(launches)
     args = _gemm_args(m, n, k, inner, (inner_st[0],) + sa, (inner_st[1],) + sb,
                       (inner_st[2],) + tuple(sc), alpha, beta)
