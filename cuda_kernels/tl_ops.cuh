@@ -373,6 +373,7 @@ TL_FBINARY(Copysign, m_copysign(x, y))
 TL_FBINARY(Fmax, m_fmax(x, y))
 TL_FBINARY(Fmin, m_fmin(x, y))
 TL_FBINARY(Xlogy, y != y ? y : (x == 0 ? C(0) : x * m_log(y)))
+TL_FBINARY(ThresholdBackward, y <= (C)p.s[0] ? C(0) : x)   /* relu's gradient x at input y */
 #undef TL_FBINARY
 
 #define TL_PREDICATE(NAME, EXPR) \

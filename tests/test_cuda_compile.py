@@ -752,7 +752,9 @@ def _inputs(dt, op, n_random=64):
 
 
 OP_SCALARS = {"CLAMP": (-2.5, 3.5, 0.0), "LOGIT": (0.01, 0.0, 0.0), "NAN_TO_NUM": (0.5, 1e10, -1e10),
-              "ROUND_DECIMALS": (2.0, 0.0, 0.0), "ADD_ALPHA": (3.0, 0.0, 0.0)}
+              "ROUND_DECIMALS": (2.0, 0.0, 0.0), "ADD_ALPHA": (3.0, 0.0, 0.0),
+              "THRESHOLD_BACKWARD": (0.5, 0.0, 0.0)}
+_BINARY_WITH_SCALAR = ("ADD_ALPHA", "THRESHOLD_BACKWARD")      # the CPU's alpha is s[0]
 
 
 def _run_host_op(ops_host, idx, a, b, out_dtype, scalars):
@@ -791,7 +793,7 @@ def test_op_functors_match_the_cpu_kernels(ops_host):
         if kind == "unary":
             want = np.asarray(E.unary(E.UNARY[op.lower()], A.from_numpy(a), None, *s))
         else:
-            alpha = s[0] if op == "ADD_ALPHA" else 1.0
+            alpha = s[0] if op in _BINARY_WITH_SCALAR else 1.0
             want = np.asarray(E.binary(E.BINARY[op.lower()], A.from_numpy(a), A.from_numpy(b), None, alpha))
         got, err = _run_host_op(ops_host, idx, a, b, want.dtype, s)
         assert err == 0, (op, dt)

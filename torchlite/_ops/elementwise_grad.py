@@ -47,6 +47,18 @@ def _mask(cond, g):
     return _pw().where(cond, g, 0.0)
 
 
+def threshold_grad(g, x, threshold):
+    """g where x > threshold, 0 elsewhere (a NaN x passes g on): the gradient of relu and
+    threshold in one pass, by the binary op threshold_backward (PyTorch's kernel of that
+    name), itself differentiable in g.  Traced (torchlite.compile derives backward graphs
+    from these formulas, where g and x are fx proxies), the same values as public ops: there
+    the fused kernel makes it one pass anyway."""
+    pw = _pw()
+    if not (isinstance(g, Tensor) and isinstance(x, Tensor)):
+        return _zero_where(x <= threshold, g)
+    return pw._binary(pw._B["threshold_backward"], g, x, None, "threshold_backward", float(threshold))
+
+
 def _zero_where(cond, g):
     """0 where cond holds, g elsewhere (differentiable in g): _mask(~cond, g) without the
     pass that negates cond.  A NaN compares false, so a NaN input passes g on (PyTorch's
@@ -139,7 +151,7 @@ UNARY = {
     "round_decimals": (lambda g, x, y, p: _zeros(g), "", "RoundBackward1"),
     "trunc": (lambda g, x, y, p: _zeros(g), "", "TruncBackward0"),
     "frac": (lambda g, x, y, p: g, "", "FracBackward0"),
-    "relu": (lambda g, x, y, p: _zero_where(y <= 0, g), "y", "ReluBackward0"),   # NaN passes g
+    "relu": (lambda g, x, y, p: threshold_grad(g, y, 0.0), "y", "ReluBackward0"),   # NaN passes g
     "clamp": (_clamp_grad, "x", "ClampBackward1"),
     "nan_to_num": (lambda g, x, y, p: _mask(x.isfinite(), g), "x", "NanToNumBackward0"),
 }
@@ -334,6 +346,8 @@ BINARY = {
     "fmax": _fmax_fmin_grads(True),
     "fmin": _fmax_fmin_grads(False),
     "xlogy": (_xlogy_grad_a, "ab", lambda g, a, b, y, n: g * a / b, "ab"),
+    "threshold_backward": (lambda g, a, b, y, n: threshold_grad(g, b, n.alpha), "b",
+                           lambda g, a, b, y, n: _zeros(g), ""),
 }
 
 # the node's name, as PyTorch names it: by the op called (add/sub share a kernel op), and by
@@ -343,7 +357,8 @@ _BINARY_NAMES = {"add": "AddBackward0", "sub": "SubBackward0", "mul": "MulBackwa
                  "pow": "PowBackward1", "atan2": "Atan2Backward0", "hypot": "HypotBackward0",
                  "copysign": "CopysignBackward0", "maximum": "MaximumBackward0",
                  "minimum": "MinimumBackward0", "fmax": "FmaxBackward0", "fmin": "FminBackward0",
-                 "xlogy": "XlogyBackward0", "rsub": "RsubBackward0"}
+                 "xlogy": "XlogyBackward0", "rsub": "RsubBackward0",
+                 "threshold_backward": "ThresholdBackwardBackward0"}
 _NUMBER_OTHER_NAMES = {"remainder": "RemainderBackward0", "fmod": "FmodBackward0",
                        "pow": "PowBackward0", "xlogy": "XlogyBackward2"}
 _NUMBER_SELF_NAMES = {"pow": "PowBackward2", "xlogy": "XlogyBackward1", "sub": "RsubBackward1",

@@ -230,6 +230,8 @@ FBOP(FMAX, fmaxf(x, y), fmax(x, y))
 FBOP(FMIN, fminf(x, y), fmin(x, y))
 FBOP(ADD_ALPHA, x + (float)P[0] * y, x + P[0] * y)
 FBOP(XLOGY, y != y ? y : (x == 0 ? 0.0f : x * logf(y)), y != y ? y : (x == 0 ? 0.0 : x * log(y)))
+/* the gradient x of relu / threshold at input y: 0 where y <= P[0] (a NaN y passes x on) */
+FBOP(THRESHOLD_BACKWARD, y <= (float)P[0] ? 0.0f : x, y <= P[0] ? 0.0 : x)
 FBOPB(EQ, x == y)
 FBOPB(NE, x != y)
 FBOPB(LT, x < y)

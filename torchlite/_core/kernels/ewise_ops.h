@@ -15,7 +15,8 @@
     X(ADD) X(SUB) X(MUL) X(DIV) X(DIV_TRUNC) X(DIV_FLOOR) X(REMAINDER) X(FMOD) X(POW) \
     X(ATAN2) X(HYPOT) X(COPYSIGN) X(MAXIMUM) X(MINIMUM) X(FMAX) X(FMIN) \
     X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(LOGICAL_AND) X(LOGICAL_OR) X(LOGICAL_XOR) \
-    X(BITWISE_AND) X(BITWISE_OR) X(BITWISE_XOR) X(SHL) X(SHR) X(ADD_ALPHA) X(XLOGY)
+    X(BITWISE_AND) X(BITWISE_OR) X(BITWISE_XOR) X(SHL) X(SHR) X(ADD_ALPHA) X(XLOGY) \
+    X(THRESHOLD_BACKWARD)
 
 /* the ops that have float32/float64 loops (all but the bitwise ones) */
 #define TL_UNARY_OPS_FLOAT(X) \
@@ -29,7 +30,7 @@
     X(ADD) X(SUB) X(MUL) X(DIV) X(DIV_TRUNC) X(DIV_FLOOR) X(REMAINDER) X(FMOD) X(POW) \
     X(ATAN2) X(HYPOT) X(COPYSIGN) X(MAXIMUM) X(MINIMUM) X(FMAX) X(FMIN) \
     X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(LOGICAL_AND) X(LOGICAL_OR) X(LOGICAL_XOR) \
-    X(ADD_ALPHA) X(XLOGY)
+    X(ADD_ALPHA) X(XLOGY) X(THRESHOLD_BACKWARD)
 
 /* the ops that have complex64/complex128 loops (abs and angle return the real type; conj,
  * angle and sgn exist for the complex types above all) */

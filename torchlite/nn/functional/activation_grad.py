@@ -13,7 +13,7 @@ branch at 0."""
 import math
 
 from ..._ops import elementwise as _P
-from ..._ops.elementwise_grad import UnaryBackward, _mask, _zero_where
+from ..._ops.elementwise_grad import UnaryBackward, _mask, _zero_where, threshold_grad
 from ...autograd.graph import Node, pack, record, sum_to
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -105,7 +105,7 @@ def _logsigmoid_grad(g, x, y, p):
 
 
 def _threshold_grad(g, x, y, p):
-    return _zero_where(x <= p[0], g)         # a NaN input passes the gradient on, as PyTorch
+    return threshold_grad(g, x, p[0])        # a NaN input passes the gradient on, as PyTorch
 
 
 def _shrink_grad(g, x, y, p):
