@@ -1,6 +1,9 @@
-/* Tiled, register-blocked GEMM: C[b] = alpha * A[b] @ B[b] + beta * C[b] for b < batch,
+/* Tiled, register-blocked GEMM: C[b] = alpha * A[b] @ B[b] + beta * D[b] for b < batch,
  * with every operand given by strides (elements), so transposed and batched forms (and
- * broadcast batches, stride 0) need no copies.  beta == 0 never reads C (NaN-safe).
+ * broadcast batches, stride 0) need no copies.  D, the addend, is C itself or another array
+ * (a bias broadcast by stride 0: Linear's and a convolution's bias with no copy into C);
+ * each element of D is read before the same thread writes that element of C, so D may be C.
+ * beta == 0 never reads D (NaN-safe).
  *
  * A block computes a BM x BN tile of C with (BM/TM) x (BN/TN) threads, each holding TM x TN
  * accumulators in registers (TM rows; TN columns in two runs of TN/2, half a tile apart).  K advances BK at a time through two shared-memory
@@ -20,13 +23,14 @@ struct GemmArgs {
     i64 sa_b, sa_m, sa_k;      /* A[b][m][k] at A + b sa_b + m sa_m + k sa_k */
     i64 sb_b, sb_k, sb_n;      /* B[b][k][n] */
     i64 sc_b, sc_m, sc_n;      /* C[b][m][n] */
+    i64 sd_b, sd_m, sd_n;      /* D[b][m][n], the addend */
     double alpha, beta;
 };
 }  // namespace tl
 
 template <class T, int BM, int BN, int BK, int TM, int TN>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))
-tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl::GemmArgs g) {
+tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* C, const T* D, tl::GemmArgs g) {
     typedef typename tl::compute<T>::type Acc;
     using tl::i64;
     constexpr int NT = (BM / TM) * (BN / TN);      /* threads */
@@ -114,15 +118,16 @@ tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl:
         }
 
         T* Cb = C + b * g.sc_b;
+        const T* Db = D + b * g.sd_b;
         for (int i = 0; i < TM; i++) {
             const i64 gm = m0 + ty * TM + i;
             if (gm >= g.M) break;
             for (int j = 0; j < TN; j++) {
                 const i64 gn = n0 + (j / HN) * (BN / 2) + tx * HN + j % HN;
                 if (gn >= g.N) continue;
-                T* c = Cb + gm * g.sc_m + gn * g.sc_n;
                 const Acc v = alpha * acc[i][j];
-                *c = tl::cvt<T>::from(beta == Acc(0) ? v : v + beta * tl::load(*c));
+                Cb[gm * g.sc_m + gn * g.sc_n] = tl::cvt<T>::from(
+                    beta == Acc(0) ? v : v + beta * tl::load(Db[gm * g.sd_m + gn * g.sd_n]));
             }
         }
     }
@@ -133,20 +138,20 @@ tl_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl:
  * matrix summed over every pixel of the batch) would run as a handful of blocks, each
  * walking all of K.  It runs instead as S products over consecutive pieces of K, in parallel
  * (tl_gemm over a batch of pieces, into a float32/float64 workspace W[s][m][n]), and this
- * kernel sums the pieces: C = alpha * sum_s W[s] + beta * C (beta == 0 never reads C), in
+ * kernel sums the pieces: C = alpha * sum_s W[s] + beta * D (beta == 0 never reads D), in
  * the order s = 0, 1, ..., so the result does not depend on the launch (deterministic).
  * Name expressions: tl_gemm_splitk_sum<float>, tl_gemm_splitk_sum<double>. */
 template <class T>
-__global__ void tl_gemm_splitk_sum(const T* __restrict__ W, T* __restrict__ C, tl::GemmArgs g,
+__global__ void tl_gemm_splitk_sum(const T* __restrict__ W, T* C, const T* D, tl::GemmArgs g,
                                    tl::i64 pieces) {
     using tl::i64;
     const i64 mn = g.M * g.N;
     for (i64 i = tl::global_thread(); i < mn; i += tl::global_threads()) {
         T acc = 0;
         for (i64 s = 0; s < pieces; s++) acc += W[s * mn + i];
-        T* c = C + (i / g.N) * g.sc_m + (i % g.N) * g.sc_n;
+        const i64 m = i / g.N, n = i % g.N;
         const T v = (T)g.alpha * acc;
-        *c = g.beta == 0.0 ? v : v + (T)g.beta * *c;
+        C[m * g.sc_m + n * g.sc_n] = g.beta == 0.0 ? v : v + (T)g.beta * D[m * g.sd_m + n * g.sd_n];
     }
 }
 
@@ -214,7 +219,7 @@ TL_DEV u32 bits_of(bf16 x) { return __bfloat16_as_ushort(x); }
 
 template <class T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int A_K, int B_K>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
-tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, tl::GemmArgs g) {
+tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* C, const T* D, tl::GemmArgs g) {
     using tl::i64;
     using tl::u32;
     constexpr int NT = WARPS_M * WARPS_N * 32;
@@ -332,6 +337,7 @@ tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, 
         __syncthreads();                            /* the buffers are free for the next batch */
 
         T* Cb = C + b * g.sc_b;
+        const T* Db = D + b * g.sd_b;
 #pragma unroll
         for (int mi = 0; mi < MI; mi++)
 #pragma unroll
@@ -342,20 +348,19 @@ tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, 
                     const i64 gn = n0 + wn + ni * 8 + 2 * tq;
                     if (gm >= g.M || gn >= g.N) continue;
                     T* c = Cb + gm * g.sc_m + gn * g.sc_n;
+                    const T* d = Db + gm * g.sd_m + gn * g.sd_n;
+                    const bool two = gn + 1 < g.N;
                     float v0 = alpha * acc[mi][ni][2 * h], v1 = alpha * acc[mi][ni][2 * h + 1];
+                    if (beta != 0.0f) {
+                        v0 += beta * tl::load(d[0]);
+                        if (two) v1 += beta * tl::load(d[g.sd_n]);
+                    }
                     if (pairs) {                    /* gn is even and N too: gn + 1 < N */
-                        if (beta != 0.0f) {
-                            v0 += beta * tl::load(c[0]);
-                            v1 += beta * tl::load(c[1]);
-                        }
                         *reinterpret_cast<u32*>(c) = tl::bits_of(tl::cvt<T>::from(v0))
                                                      | (tl::bits_of(tl::cvt<T>::from(v1)) << 16);
                     } else {
-                        *c = tl::cvt<T>::from(beta == 0.0f ? v0 : v0 + beta * tl::load(*c));
-                        if (gn + 1 < g.N) {
-                            T* c1 = c + g.sc_n;
-                            *c1 = tl::cvt<T>::from(beta == 0.0f ? v1 : v1 + beta * tl::load(*c1));
-                        }
+                        c[0] = tl::cvt<T>::from(v0);
+                        if (two) c[g.sc_n] = tl::cvt<T>::from(v1);
                     }
                 }
     }

@@ -165,8 +165,8 @@ def _gemm(f, params, grid, threads, shared):
     kind, targs = re.match(r"tl_gemm(_tc)?<(.*)>$", f).groups()
     targs = [t.strip() for t in targs.split(",")]
     dtype = _CTYPE_CODE[targs[0]]
-    pa, pb, pc = (_arg(params, k, "Q") for k in range(3))
-    g = struct.unpack("<13q2d", _arg_bytes(params, 3, 120))
+    pa, pb, pc, pd = (_arg(params, k, "Q") for k in range(4))
+    g = struct.unpack("<16q2d", _arg_bytes(params, 4, 144))
     M, N, Kd, batch = g[:4]
     if kind:
         bm, bn, bk, wm, wn, stages, a_k, b_k = (int(t) for t in targs[1:])
@@ -188,23 +188,28 @@ def _gemm(f, params, grid, threads, shared):
     a = _view(pa, dtype, [batch, M, Kd], list(g[4:7]))
     b = _view(pb, dtype, [batch, Kd, N], list(g[7:10]))
     c = _view(pc, dtype, [batch, M, N], list(g[10:13]))
-    _mm.bmm(a, b, out=c, alpha=g[13], beta=g[14])
+    alpha, beta = g[16], g[17]
+    if beta != 0 and (pd, g[13:16]) != (pc, g[10:13]):      # the addend D apart from C
+        _ew.copy_(c, _view(pd, dtype, [batch, M, N], list(g[13:16])))
+    _mm.bmm(a, b, out=c, alpha=alpha, beta=beta)
     return (0,)
 
 
 def _gemm_splitk_sum(f, params):
-    """tl_gemm_splitk_sum: C = alpha * (the sum of the pieces W[s]) + beta * C, as the CPU's
-    bmm of a row of ones by each row's pieces."""
+    """tl_gemm_splitk_sum: C = alpha * (the sum of the pieces W[s]) + beta * D, as the CPU's
+    bmm of a row of ones by each row's pieces (D copied into C first where it lies apart)."""
     from torchlite._core import matmul as _mm
     dtype = _CTYPE_CODE[re.match(r"tl_gemm_splitk_sum<(.*)>$", f).group(1).strip()]
-    pw, pc = _arg(params, 0, "Q"), _arg(params, 1, "Q")
-    g = struct.unpack("<13q2d", _arg_bytes(params, 2, 120))
-    pieces = _arg(params, 3, "q")
+    pw, pc, pd = (_arg(params, k, "Q") for k in range(3))
+    g = struct.unpack("<16q2d", _arg_bytes(params, 3, 144))
+    pieces = _arg(params, 4, "q")
     M, N = g[:2]
     w = _view(pw, dtype, [M, pieces, N], [N, M * N, 1])
     c = _view(pc, dtype, [M, 1, N], [g[11], 0, g[12]])
+    if g[17] != 0 and (pd, g[14], g[15]) != (pc, g[11], g[12]):
+        _ew.copy_(c, _view(pd, dtype, [M, 1, N], [g[14], 0, g[15]]))
     ones = _A.full((M, 1, pieces), 1.0, dtype)
-    _mm.bmm(ones, w, out=c, alpha=g[13], beta=g[14])
+    _mm.bmm(ones, w, out=c, alpha=g[16], beta=g[17])
     return (0,)
 
 

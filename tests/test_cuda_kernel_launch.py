@@ -403,21 +403,73 @@ def test_conv_im2col_and_weight_gradient_match_cpu(dev, monkeypatch, per_image):
         x0 = tl.randn(3, 7, 4, 6, generator=g, dtype=dtype).permute(0, 3, 1, 2)   # (3, 6, 7, 4)
         for kw in cases:
             w0 = tl.randn(4, 6 // kw.get("groups", 1), 3, 2, generator=g, dtype=dtype)
+            b0 = tl.randn(4, generator=g, dtype=dtype)        # the GEMM's addend, in place
             gy = None
             res = []
             for dev_name in ("cpu", "cuda"):
                 x = x0.detach().to(dev_name).requires_grad_()
                 w = w0.detach().to(dev_name).requires_grad_()
-                y = F.conv2d(x, w, **kw)
+                bias = b0.detach().to(dev_name).requires_grad_()
+                y = F.conv2d(x, w, bias, **kw)
                 if gy is None:
                     gy = tl.randn(*y.shape, generator=g, dtype=dtype)
                 y.backward(gy.to(dev_name))
-                res.append((y.detach(), x.grad, w.grad))
+                res.append((y.detach(), x.grad, w.grad, bias.grad))
             tol = 1e-5 if dtype == tl.float32 else 1e-12
             for want, got in zip(*res):
                 _close(want, got, rtol=tol, atol=tol)
     assert "tl_im2col<float>" in dev.launched and "tl_im2col<double>" in dev.launched
     assert ("tl_gemm_splitk_sum<double>" in dev.launched) == per_image
+
+
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float16])
+def test_addmm_reads_its_addend_in_place(dev, dtype):
+    """beta * input + alpha * a @ b with input read by the GEMM where it lies (a broadcast
+    row: Linear's bias; a column; a full matrix; a batch-broadcast baddbmm input), with no
+    copy into the output; in place (addmm_), into an out= that aliases an operand, through
+    the split-K path (float32: few tiles over a long K) and the tensor-core kernel (float16)."""
+    g = tl.Generator().manual_seed(12)
+    k = 4096 if dtype == tl.float32 else 40
+    a, b = tl.randn(24, k, generator=g).to(dtype), tl.randn(k, 16, generator=g).to(dtype)
+    tol = (1e-5 if dtype == tl.float32 else 2e-3) * max(1.0, k ** 0.5)
+    for c in (tl.randn(16, generator=g), tl.randn(24, 1, generator=g), tl.randn(24, 16, generator=g)):
+        c = c.to(dtype)
+        dev.launched.clear()
+        want = tl.addmm(c, a, b, beta=0.5, alpha=-2.0)
+        got = tl.addmm(c.cuda(), a.cuda(), b.cuda(), beta=0.5, alpha=-2.0)
+        copies = [x for x in dev.launched if x.startswith(("tl_unary", "tl_binary"))]
+        assert not copies, f"the addend was copied: {dev.launched}"
+        assert any(x.startswith("tl_gemm") for x in dev.launched)
+        _close(want.float(), got.float(), rtol=tol, atol=tol)
+    lin = tl.nn.Linear(k, 16).to(dtype)
+    x = a
+    with tl.no_grad():
+        _close(lin(x).float(), lin.cuda()(x.cuda()).float(), rtol=tol, atol=tol)
+    # in place: the addend is the output
+    c = tl.randn(24, 16, generator=g).to(dtype)
+    cc = c.cuda()
+    c.addmm_(a, b, beta=2.0)
+    cc.addmm_(a.cuda(), b.cuda(), beta=2.0)
+    _close(c.float(), cc.float(), rtol=tol, atol=tol)
+    # out= aliasing an operand: computed aside, the addend still read where it lies
+    sq, bias = tl.randn(16, 16, generator=g).to(dtype), tl.randn(16, generator=g).to(dtype)
+    sqc = sq.cuda()
+    want = tl.addmm(bias, sq, sq, beta=1.5)
+    tl.addmm(bias.cuda(), sqc, sqc, beta=1.5, out=sqc)
+    _close(want.float(), sqc.float(), rtol=1e-2, atol=1e-2)
+    # a batch-broadcast input of baddbmm
+    ba, bb = tl.randn(3, 5, 8, generator=g).to(dtype), tl.randn(3, 8, 6, generator=g).to(dtype)
+    inp = tl.randn(5, 6, generator=g).to(dtype)
+    _close(tl.baddbmm(inp, ba, bb, beta=0.25).float(),
+           tl.baddbmm(inp.cuda(), ba.cuda(), bb.cuda(), beta=0.25).float(), rtol=1e-2, atol=1e-2)
+    # beta == 0 ignores the input, NaN included
+    nan = tl.full((16,), float("nan"), dtype=dtype)
+    _close(tl.addmm(nan, a, b, beta=0).float(), tl.addmm(nan.cuda(), a.cuda(), b.cuda(), beta=0).float(),
+           rtol=tol, atol=tol)
+    if dtype == tl.float32:
+        assert "tl_gemm_splitk_sum<float>" in dev.launched
+    else:
+        assert any(x.startswith("tl_gemm_tc<") for x in dev.launched)
 
 
 def test_matmul_with_out_aliasing_an_operand(dev):

@@ -93,6 +93,13 @@ def check_bmm(Array a, Array b, Array out, str op="bmm"):
         _check_out(out, a, b, op)
 
 
+def check_addend(Array out, Array addend, str op="bmm"):
+    """bmm's addend must have out's shape and dtype (a broadcast view, stride 0, is fine)."""
+    if addend.shape != out.shape or addend.dtype != out.dtype:
+        raise ValueError(f"{op}: the addend {list(addend.shape)} must have the result's shape "
+                         f"{list(out.shape)} and dtype")
+
+
 cdef inline bint _is_float(int dt) noexcept:
     return dt == TL_FLOAT16 or dt == TL_BFLOAT16 or dt == TL_FLOAT32 or dt == TL_FLOAT64
 
@@ -210,12 +217,15 @@ cdef void _batch_offsets(Array a, Array b, Array out, int64_t nbatch, int64_t* o
             d -= 1
 
 
-def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm", PackedB packed=None):
+def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm", PackedB packed=None,
+        Array addend=None):
     """out = alpha * (a @ b) + beta * out for a of shape (*B, m, k) and b of shape (*B, k, n)
     with the same batch shape B (broadcast by the caller) and the same dtype.  With beta != 0
-    out must be given: it holds the addend.  Any strides work, stride 0 included; out may
-    alias a or b.  float16/bfloat16 are computed in float32 and rounded once; integers wrap.
-    packed: pack_b(b) for a 2-D product, read instead of b while it matches b.
+    out must be given: it holds the addend, unless `addend` (out's shape and dtype, a
+    broadcast view or another array; the CUDA kernels read it in place: a bias with no copy)
+    gives it: out = alpha * (a @ b) + beta * addend.  Any strides work, stride 0 included;
+    out may alias a or b.  float16/bfloat16 are computed in float32 and rounded once; integers
+    wrap.  packed: pack_b(b) for a 2-D product, read instead of b while it matches b.
     Returns out, a new C-contiguous array when None was given."""
     cdef int nd = a.nd, i
     cdef int64_t shp[MAX_DIMS]
@@ -231,6 +241,15 @@ def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm", PackedB
         out = new_array(nd, shp, a.dtype)
     else:
         _check_out(out, a, b, op)
+    if addend is not None and beta != 0:
+        check_addend(out, addend, op)
+        if not (addend.storage is out.storage and addend.offset == out.offset
+                and addend.strides == out.strides):
+            if out.storage is a.storage or out.storage is b.storage:
+                raise ValueError(f"{op}: an addend with out aliasing an operand")
+            if addend.storage is out.storage:
+                addend = _ew.clone(addend, False)    # it overlaps out in another layout
+            copy_into(out, addend)
     for i in range(nd - 2):
         nbatch *= a.shp[i]
     if nbatch == 0 or out.shp[nd - 2] == 0 or out.shp[nd - 1] == 0:

@@ -57,11 +57,17 @@ def _reshape(a, shape):
 from ..autograd.graph import inplace_records  # noqa: E402
 
 
-def _gemm(a, b, dst=None, alpha=1, beta=0, op="bmm"):
-    """dst = alpha * a @ b + beta * dst over (*B, m, k) x (*B, k, n) arrays."""
+def _gemm(a, b, dst=None, alpha=1, beta=0, op="bmm", addend=None):
+    """dst = alpha * a @ b + beta * dst over (*B, m, k) x (*B, k, n) arrays; with `addend`
+    (dst's shape: a broadcast view is fine), + beta * addend instead of beta * dst, read
+    where it lies (the CUDA kernels take it with no copy into dst)."""
     if a.dtype >= 10:
+        if addend is not None and beta != 0 and not _same_view(dst, addend):
+            _ew.copy_(dst, addend)
         return _complex_gemm(a, b, dst, alpha, beta, op)
-    return _mm.bmm(a, b, dst, alpha, beta, op)
+    if addend is None or beta == 0:
+        return _mm.bmm(a, b, dst, alpha, beta, op)
+    return _mm.bmm(a, b, dst, alpha, beta, op, addend=addend)
 
 
 def _complex_gemm(a, b, dst, alpha, beta, op):
@@ -144,9 +150,7 @@ def _addmm_into(input_arr, a, b, alpha, beta, dst):
     addend = _expand(input_arr, shape)        # PyTorch checks the shape even when beta == 0
     direct = dst is not None and not (dst.same_storage(a) or dst.same_storage(b))
     res = dst if direct else _A.empty(shape, a.dtype, device=a)
-    if beta != 0 and not _same_view(res, addend):
-        _ew.copy_(res, addend)
-    _gemm(a, b, res, alpha, beta, _OPNAME[a.ndim])
+    _gemm(a, b, res, alpha, beta, _OPNAME[a.ndim], addend=addend)
     if dst is not None and not direct:
         _ew.copy_(dst, res)
         return dst

@@ -255,8 +255,8 @@ def _weight_matrix(w, g, dtype):
 # ---- the natives -----------------------------------------------------------------------------
 @composed("conv", "conv2d_forward")
 def conv2d_forward(x, w, bias, stride, padding, dilation, groups):
-    """y = conv2d(x, w) + bias, by im2col (the window view copied as [N, G, CKK, L], or used
-    as it is when it flattens: 1x1 kernels) and one batched GEMM."""
+    """y = conv2d(x, w) + bias, by im2col (tl_im2col, or the window view copied) and one
+    batched GEMM whose addend is the bias."""
     _conv_operands(x, w)
     g = Geometry(*x.shape, w.shape[0], w.shape[2], w.shape[3], stride, padding, dilation, groups)
     require(w.shape[1] == g.Cg)
@@ -264,12 +264,18 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, groups):
     cdt = compute_dtype(x.dtype)
     wm = _weight_matrix(w, g, cdt).unsqueeze(0)
     y = _array.empty((g.N, g.O, g.OH, g.OW), cdt, x.device_index)
+    # a bias of the compute dtype is the GEMM's addend, read in place (stride 0 over images
+    # and pixels): no pass of its own
+    fused_bias = bias is not None and bias.dtype == cdt
     for n0, n1 in g.batches():
         n = n1 - n0
         cols = g.im2col(_images(x, n0, n1), cdt).view((n, g.G, g.CKK, g.L))
-        need(bmm(wm.expand((n, g.G, g.Og, g.CKK)), cols,
-                 out=_images(y, n0, n1).view((n, g.G, g.Og, g.L))))
-    if bias is not None:
+        yn = _images(y, n0, n1).view((n, g.G, g.Og, g.L))
+        addend = bias.as_strided((n, g.G, g.Og, g.L), (0, g.Og * bias.strides[0], bias.strides[0], 0),
+                                 bias.offset) if fused_bias else None
+        need(bmm(wm.expand((n, g.G, g.Og, g.CKK)), cols, out=yn, beta=1 if fused_bias else 0,
+                 addend=addend))
+    if bias is not None and not fused_bias:
         view = bias.as_strided((1, g.O, 1, 1), (0, bias.strides[0], 0, 0), bias.offset)
         need(binary(ADD, y, view, out=y))
     return finish(y, x.dtype)

@@ -30,7 +30,7 @@ import struct
 
 from .._core import matmul as _cpu_mm
 from . import _array, _kernels as K, _launch
-from ._elementwise import coalesce, copy_ as _copy
+from ._elementwise import clone as _clone, coalesce, copy_ as _copy
 from ._registry import native
 
 _MAX_GRID_Z = 65535
@@ -83,14 +83,15 @@ def _split_k(dtype, m, n, k, batch, tiles, sms):
     return (k + chunk - 1) // chunk           # every piece non-empty
 
 
-def _gemm_args(m, n, k, batch, sa, sb, sc, alpha, beta):
-    """tl::GemmArgs, packed: sizes, then (batch, row, column) strides of A, B, C, scalars."""
-    return _launch.struct(struct.pack("<13q2d", m, n, k, batch, *sa, *sb, *sc, alpha, beta))
+def _gemm_args(m, n, k, batch, sa, sb, sc, sd, alpha, beta):
+    """tl::GemmArgs, packed: sizes, then (batch, row, column) strides of A, B, C and the
+    addend D, then the scalars."""
+    return _launch.struct(struct.pack("<16q2d", m, n, k, batch, *sa, *sb, *sc, *sd, alpha, beta))
 
 
-def _sum_args(m, n, sc, alpha, beta):
-    """tl_gemm_splitk_sum's GemmArgs: the m x n output's strides and the scalars."""
-    return _gemm_args(m, n, 0, 1, (0, 0, 0), (0, 0, 0), (0,) + tuple(sc), alpha, beta)
+def _sum_args(m, n, sc, sd, alpha, beta):
+    """tl_gemm_splitk_sum's GemmArgs: the m x n output's and addend's strides, the scalars."""
+    return _gemm_args(m, n, 0, 1, (0, 0, 0), (0, 0, 0), (0,) + tuple(sc), (0,) + tuple(sd), alpha, beta)
 
 
 def sum_pieces(work, pieces, out, alpha=1.0, beta=0.0):
@@ -100,16 +101,16 @@ def sum_pieces(work, pieces, out, alpha=1.0, beta=0.0):
     device = out.device_index
     k = _launch.kernel("gemm.cu", K.gemm_splitk_sum_kernel(out.dtype), device)
     _launch.launch(k, _launch.grid_for(m * n, device, 256), 256, [
-        _launch.ptr(work.data_ptr()), _launch.ptr(out.data_ptr()),
-        _sum_args(m, n, out.strides, float(alpha), float(beta)), _launch.i64(pieces)])
+        _launch.ptr(work.data_ptr()), _launch.ptr(out.data_ptr()), _launch.ptr(out.data_ptr()),
+        _sum_args(m, n, out.strides, out.strides, float(alpha), float(beta)), _launch.i64(pieces)])
 
 
 @functools.lru_cache(maxsize=512)
-def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, alpha, beta, aligned):
+def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, sd, alpha, beta, aligned):
     """(workspace elements, launches) of the product: each launch is (kernel name, threads,
-    dynamic shared bytes, grid, element offsets of A, B and C, whether C is the workspace,
-    packed GemmArgs); a launch whose A offset is None sums the workspace into C
-    (tl_gemm_splitk_sum, its piece count last)."""
+    dynamic shared bytes, grid, element offsets of A, B, C and D, whether C is the workspace,
+    packed GemmArgs); a launch whose offsets are None sums the workspace into C
+    (tl_gemm_splitk_sum, its piece count last).  bstrides: the batch strides of A, B, C, D."""
     sa, sb = tuple(0 if d == 1 else s for d, s in zip((m, k), sa)), \
         tuple(0 if d == 1 else s for d, s in zip((k, n), sb))
     inner = bshape[-1] if bshape else 1
@@ -139,18 +140,20 @@ def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, alpha, beta, ali
         chunk = (k + pieces - 1) // pieces
         last = k - (pieces - 1) * chunk
         whole = pieces if last == chunk else pieces - 1
-        launches = [(name, threads, 0, (tiles_n, tiles_m, min(whole, _MAX_GRID_Z)), (0, 0, 0), True,
+        work_st = (m * n, n, 1)
+        launches = [(name, threads, 0, (tiles_n, tiles_m, min(whole, _MAX_GRID_Z)), (0, 0, 0, 0), True,
                      _gemm_args(m, n, chunk, whole, (chunk * sa[1],) + sa, (chunk * sb[0],) + sb,
-                                (m * n, n, 1), 1.0, 0.0))]
+                                work_st, work_st, 1.0, 0.0))]
         if whole < pieces:
+            at = whole * m * n
             launches.append((name, threads, 0, (tiles_n, tiles_m, 1),
-                             (whole * chunk * sa[1], whole * chunk * sb[0], whole * m * n), True,
-                             _gemm_args(m, n, last, 1, (0,) + sa, (0,) + sb, (0, n, 1), 1.0, 0.0)))
+                             (whole * chunk * sa[1], whole * chunk * sb[0], at, at), True,
+                             _gemm_args(m, n, last, 1, (0,) + sa, (0,) + sb, work_st, work_st, 1.0, 0.0)))
         launches.append((K.gemm_splitk_sum_kernel(dtype), 256, 0, _launch.grid_for(m * n, device, 256),
-                         None, False, _sum_args(m, n, sc, alpha, beta), pieces))
+                         None, False, _sum_args(m, n, sc, sd, alpha, beta), pieces))
         return pieces * m * n, tuple(launches)
     args = _gemm_args(m, n, k, inner, (inner_st[0],) + sa, (inner_st[1],) + sb,
-                      (inner_st[2],) + tuple(sc), alpha, beta)
+                      (inner_st[2],) + tuple(sc), (inner_st[3],) + tuple(sd), alpha, beta)
     grid = (tiles_n, tiles_m, min(inner, _MAX_GRID_Z))
     launches = tuple((name, threads, shared, grid,
                       tuple(sum(i * st[d] for d, i in enumerate(idx)) for st in bstrides), False, args)
@@ -159,7 +162,7 @@ def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, alpha, beta, ali
 
 
 @native("matmul", "bmm", kernel=True)
-def bmm(a, b, out=None, alpha=1, beta=0, op="bmm"):
+def bmm(a, b, out=None, alpha=1, beta=0, op="bmm", addend=None):
     _cpu_mm.check_bmm(a._meta, b._meta, None if out is None else out._meta, op)
     if a.dtype not in K.GEMM_CONFIGS:
         return NotImplemented
@@ -169,26 +172,31 @@ def bmm(a, b, out=None, alpha=1, beta=0, op="bmm"):
         if beta != 0:
             raise ValueError(f"{op}: beta != 0 needs the addend in out")
         out = _array.empty(a.shape[:nd - 1] + (n,), a.dtype, a.device_index)
+    if addend is not None:
+        _cpu_mm.check_addend(out._meta, addend._meta, op)
+    # the addend: out itself (beta * out), unless given; read by the kernel where it lies
+    d = out if addend is None or beta == 0 else addend
     target = out
     if out.same_storage(a) or out.same_storage(b):       # out aliases an operand: compute aside
         target = _array.empty(out.shape, out.dtype, out.device_index)
-        if beta != 0:
-            _copy(target, out)
+    if d is not out and d.same_storage(target) and not _same_view(d, target):
+        d = _clone(d)                    # the addend overlaps C in another layout: read a copy
     batch_shape = a.shape[:nd - 2]
     if 0 in batch_shape or m == 0 or n == 0:
         return out
     if k == 0:
         return NotImplemented            # out = beta * out: the CPU's rule for empty products
-    pa, pb, pc = a.data_ptr(), b.data_ptr(), target.data_ptr()
+    pa, pb, pc, pd = a.data_ptr(), b.data_ptr(), target.data_ptr(), d.data_ptr()
     if nd > 2:
-        bshape, bstrides = coalesce(list(batch_shape), [list(x.strides[:nd - 2]) for x in (a, b, target)])
+        bshape, bstrides = coalesce(list(batch_shape),
+                                    [list(x.strides[:nd - 2]) for x in (a, b, target, d)])
         bshape, bstrides = tuple(bshape), tuple(tuple(st) for st in bstrides)
     else:
-        bshape, bstrides = (), ((), (), ())
+        bshape, bstrides = (), ((), (), (), ())
     dev = a.device_index
     work_size, launches = _plan(
         a.dtype, dev, m, k, n, bshape, bstrides, a.strides[nd - 2:], b.strides[nd - 2:],
-        target.strides[nd - 2:], float(alpha), float(beta), (pa | pb) % 16 == 0)
+        target.strides[nd - 2:], d.strides[nd - 2:], float(alpha), float(beta), (pa | pb) % 16 == 0)
     work = _array.empty((work_size,), a.dtype, dev) if work_size else None
     isz = a.itemsize
     ptr = _launch.ptr
@@ -197,12 +205,19 @@ def bmm(a, b, out=None, alpha=1, beta=0, op="bmm"):
         if shared:
             _launch.allow_shared(kern, shared)
         if offs is None:                     # the split-K sum: workspace into C
-            _launch.launch(kern, grid, threads, [ptr(work.data_ptr()), ptr(pc), args,
+            _launch.launch(kern, grid, threads, [ptr(work.data_ptr()), ptr(pc), ptr(pd), args,
                                                  _launch.i64(pieces[0])])
             continue
-        c = work.data_ptr() if into_work else pc
+        if into_work:
+            c = dd = work.data_ptr()
+        else:
+            c, dd = pc, pd
         _launch.launch(kern, grid, threads, [ptr(pa + offs[0] * isz), ptr(pb + offs[1] * isz),
-                                             ptr(c + offs[2] * isz), args], shared)
+                                             ptr(c + offs[2] * isz), ptr(dd + offs[3] * isz), args], shared)
     if target is not out:
         _copy(out, target)
     return out
+
+
+def _same_view(x, y):
+    return x.offset == y.offset and x.shape == y.shape and x.strides == y.strides
