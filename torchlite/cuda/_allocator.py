@@ -100,7 +100,8 @@ class CachingAllocator:
             else:
                 address = self._alloc_new(device, size, nbytes, st)
             st.allocated += size
-            st.max_allocated = max(st.max_allocated, st.allocated)
+            if st.allocated > st.max_allocated:
+                st.max_allocated = st.allocated
             return Block(self, address, size, device, stream)
 
     def _alloc_new(self, device, size, nbytes, st):

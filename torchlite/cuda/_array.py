@@ -68,6 +68,11 @@ def reinterpret(a, dtype, shape, strides, offset):
 # ---- creation ------------------------------------------------------------------------------
 def _checked_shape(shape, op="empty"):
     shape = tuple(shape)
+    for d in shape:                   # the common case first: Python ints, none negative
+        if type(d) is not int or d < 0:
+            break
+    else:
+        return shape
     for i, d in enumerate(shape):
         try:
             d = d.__index__()

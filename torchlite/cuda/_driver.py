@@ -145,9 +145,16 @@ def probe():
 
 
 # ---- checked driver calls ----------------------------------------------------------------------
+_cuda_python_driver = None
+
+
 def driver_module():
-    from cuda.bindings import driver
-    return driver
+    """cuda-python's driver module (imported once; the tests replace this function)."""
+    global _cuda_python_driver
+    if _cuda_python_driver is None:
+        from cuda.bindings import driver
+        _cuda_python_driver = driver
+    return _cuda_python_driver
 
 
 def call(name, *args):
@@ -184,17 +191,29 @@ def c_entry(name):
     streams are shared); for another driver module (the tests' stand-in), its function of that
     name as a Python callable."""
     d = driver_module()
+    address = _c_entries.get(name)
+    if address is not None and d is _c_entries_module:
+        return address
     if not _is_cuda_python(d):
         return getattr(d, name)
-    address = _c_entries.get(name)
-    if address is None:
-        version = min(int(call_on(d, "cuDriverGetVersion")), 12000)
-        flags = d.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
-        err, pfn = d.cuGetProcAddress(name.encode(), version, flags)[:2]
-        if int(err) != 0 or not int(pfn):
-            raise CudaError(f"the CUDA driver has no {name} for CUDA {version // 1000}."
-                            f"{version % 1000 // 10} (cuGetProcAddress: {_err_name(err)})")
-        address = _c_entries[name] = int(pfn)
+    return _resolve(d, name)
+
+
+_c_entries_module = None     # the driver module _c_entries holds the addresses of
+
+
+def _resolve(d, name):
+    global _c_entries_module
+    if _c_entries_module is not d:
+        _c_entries.clear()
+        _c_entries_module = d
+    version = min(int(call_on(d, "cuDriverGetVersion")), 12000)
+    flags = d.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+    err, pfn = d.cuGetProcAddress(name.encode(), version, flags)[:2]
+    if int(err) != 0 or not int(pfn):
+        raise CudaError(f"the CUDA driver has no {name} for CUDA {version // 1000}."
+                        f"{version % 1000 // 10} (cuGetProcAddress: {_err_name(err)})")
+    address = _c_entries[name] = int(pfn)
     return address
 
 
