@@ -62,8 +62,14 @@ def _cell(layer, weights, x, hx):
 
 
 # name -> (positional arguments in ATen's order, the same call through nn.functional)
+TBC = _rand(7, 2, 3, seed=7)                     # (time, batch, channels)
+TBC_W, TBC_B = _rand(3, 3, 4, seed=8), _rand(4, seed=9)
+
 CASES = {
     "conv1d": ((X3, W3, None, 2, 1), lambda: F.conv1d(tl.tensor(X3), tl.tensor(W3), None, 2, 1)),
+    "conv_tbc": ((TBC, TBC_W, TBC_B, 1), lambda: F.conv1d(
+        tl.tensor(TBC).permute(1, 2, 0), tl.tensor(TBC_W).permute(2, 1, 0), tl.tensor(TBC_B),
+        padding=1).permute(2, 0, 1)),
     "conv2d": ((X4, W4, C3[:1].repeat(4), 1, 1, 1, 1),
                lambda: F.conv2d(tl.tensor(X4), tl.tensor(W4), tl.tensor(C3[:1].repeat(4)), 1, 1)),
     "conv3d": ((X5, W5), lambda: F.conv3d(tl.tensor(X5), tl.tensor(W5))),
@@ -189,6 +195,21 @@ def test_aten_spelling_matches_pytorch(name):
         np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
         return
     _close(got, want.numpy(), name)
+
+
+def test_conv_tbc_checks_and_gradients():
+    """conv_tbc: PyTorch's messages for bad shapes, a contiguous (time, batch, out) result, and
+    gradients against float64 finite differences."""
+    x, w, b = tl.tensor(TBC), tl.tensor(TBC_W), tl.tensor(TBC_B)
+    for args, msg in (((x[0], w, b), "Input must have 3 dims"), ((x, w[0], b), "Weight tensor must have 3"),
+                      ((x, w, b[None]), "Bias must be 1-D"), ((x, w[:, :2], b), "Input dim 2"),
+                      ((x, w, tl.zeros(5)), "Bias size must equal")):
+        with pytest.raises(RuntimeError, match=msg):
+            tl.conv_tbc(*args)
+    y = tl.conv_tbc(x, w, b, 2)
+    assert y.shape == (9, 2, 4) and y.is_contiguous()
+    xd, wd, bd = (t.double().requires_grad_() for t in (x, w, b))
+    assert tl.autograd.gradcheck(lambda *a: tl.conv_tbc(*a, 1), (xd, wd, bd))
 
 
 def test_dropout_spellings_train_and_in_place():

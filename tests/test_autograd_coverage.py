@@ -164,10 +164,12 @@ OPS = {
           "select_copy slice_copy split_copy split_with_sizes_copy view_as_real_copy view_as_complex_copy "
           "as_strided_scatter"),
     **no_grad(INPLACE, "arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ fix_ negative_"),
-    **no_grad(CREATION, "empty_permuted frombuffer range"),
+    **no_grad(CREATION, "empty_permuted frombuffer from_file range"),
     **no_grad(CONFIG, """get_deterministic_debug_mode set_deterministic_debug_mode get_num_interop_threads
         set_num_interop_threads init_num_threads is_warn_always_enabled set_warn_always set_flush_denormal"""),
-    **no_grad(QUERY, "typename is_storage"),
+    **no_grad(QUERY, "typename is_storage is_distributed"),
+    **no_grad("Python numbers in and out (torch.compile-friendly helpers)",
+              "sym_float sym_int sym_ite sym_max sym_min sym_not sym_sqrt sym_sum"),
     **gap("tested outside the tables (test_reduction: gradcheck)", "gradient"),
     **gap("tested outside the tables (test_segment_reduce: gradcheck of every reduction)",
           "segment_reduce"),
@@ -216,7 +218,7 @@ OPS = {
     **gap("the torch.* spellings of nn.functional ops (test_aten_spellings): their gradients are "
           "those ops' own", """adaptive_avg_pool1d adaptive_max_pool1d alpha_dropout avg_pool1d
         batch_norm bilinear binary_cross_entropy_with_logits celu channel_shuffle constant_pad_nd
-        conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d cosine_embedding_loss
+        conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d cosine_embedding_loss
         cosine_similarity ctc_loss dropout embedding feature_alpha_dropout feature_dropout group_norm
         hardshrink hinge_embedding_loss instance_norm kl_div layer_norm margin_ranking_loss max_pool1d
         max_pool1d_with_indices max_pool2d max_pool3d native_channel_shuffle pairwise_distance pdist

@@ -1,7 +1,8 @@
 """PyTorch's top-level spellings of Tensor methods (torch.detach(x), torch.fill_(x, v), ...),
-the *_copy forms of views, as_strided_scatter, empty_permuted, frombuffer, the deprecated range,
-and the process-wide settings (interop threads, warn-always, deterministic debug mode,
-flush-denormal, typename, is_storage); against NumPy and, where installed, PyTorch."""
+the *_copy forms of views, as_strided_scatter, empty_permuted, frombuffer, from_file, the
+deprecated range, the process-wide settings (interop threads, warn-always, deterministic debug
+mode, flush-denormal, typename, is_storage, is_distributed) and the sym_* helpers; against
+NumPy and, where installed, PyTorch."""
 import array
 import warnings
 
@@ -140,3 +141,66 @@ def test_against_pytorch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_allclose(tl.range(0.5, 2, 0.3).numpy(), torch.range(0.5, 2, 0.3).numpy())
+
+
+# ---- from_file, is_distributed, the sym_* helpers ---------------------------------------------
+def test_from_file_maps_the_file_shared_or_private(tmp_path):
+    path = tmp_path / "data.bin"
+    t = tl.from_file(str(path), shared=True, size=4, dtype=tl.float32)   # created, zero-filled
+    assert t.tolist() == [0, 0, 0, 0] and path.stat().st_size == 16
+    t[1] = 5.0
+    del t
+    assert np.fromfile(path, np.float32).tolist() == [0, 5, 0, 0]         # shared: written through
+    u = tl.from_file(path, size=4, dtype=tl.float32)                        # private: copy on write
+    u[0] = 9.0
+    assert u.tolist() == [9, 5, 0, 0] and np.fromfile(path, np.float32)[0] == 0
+    assert tl.from_file(path, size=3).dtype == tl.get_default_dtype()
+    assert tl.from_file(path, size=0).shape == (0,)
+    b = tl.from_file(path, size=8, dtype=tl.bfloat16)
+    assert b.dtype == tl.bfloat16 and b[3].item() == 5.0                  # 5.0f's high half
+    assert tl.from_file(path, True, 2, dtype=tl.float64).shape == (2,)
+    with pytest.raises(RuntimeError, match="smaller than the required mapping size <32>"):
+        tl.from_file(path, shared=False, size=8, dtype=tl.float32)
+    with pytest.raises(RuntimeError, match="unable to open file"):
+        tl.from_file(tmp_path / "missing.bin", size=1)
+    with pytest.raises(RuntimeError, match="non-negative"):
+        tl.from_file(path, size=-1)
+    try:
+        import torch
+    except ImportError:
+        return
+    for shared, n, dt in ((False, 4, "float32"), (False, 8, "int16"), (True, 2, "float64")):
+        want = torch.from_file(str(path), shared, n, dtype=getattr(torch, dt)).numpy()
+        np.testing.assert_array_equal(tl.from_file(str(path), shared, n, dtype=getattr(tl, dt)).numpy(), want)
+
+
+def test_is_distributed():
+    assert tl.is_distributed(tl.zeros(2)) is False
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        tl.is_distributed(3)
+
+
+def test_sym_helpers_follow_pytorchs_rules():
+    assert tl.sym_max(2, 3) == 3 and type(tl.sym_max(2, 3)) is int
+    assert tl.sym_max(1, 1.0) == 1.0 and type(tl.sym_max(1, 1.0)) is float
+    assert tl.sym_min(2, 3.5) == 2.0 and type(tl.sym_min(2, 3.5)) is float
+    assert tl.sym_max(np.int64(3), 2) == 3
+    assert tl.sym_int(-3.7) == -3 and tl.sym_int(True) == 1 and tl.sym_float(3) == 3.0
+    assert tl.sym_not(0) is True and tl.sym_sqrt(4) == 2.0
+    assert tl.sym_sum([1, 2, 3]) == 6 and tl.sym_sum(1, 2.5) == 3.5 and tl.sym_sum([]) == 0
+    assert tl.sym_ite(True, 1, 2) == 1 and tl.sym_ite(False, 1, 2) == 2
+    with pytest.raises(AssertionError):
+        tl.sym_max("a", 1)
+    with pytest.raises(AssertionError):
+        tl.sym_ite(1, 2, 3)                 # the condition must be a bool
+    with pytest.raises(AssertionError):
+        tl.sym_ite(True, 2, 3.0)            # the two values must share a type
+    try:
+        import torch
+    except ImportError:
+        return
+    for name, args in (("sym_max", (2, 3.5)), ("sym_min", (4, 1)), ("sym_int", (-2.5,)),
+                       ("sym_float", (7,)), ("sym_not", (1,)), ("sym_sqrt", (2,)), ("sym_sum", ([1, 2.5],)),
+                       ("sym_ite", (False, "a", "b"))):
+        want, got = getattr(torch, name)(*args), getattr(tl, name)(*args)
+        assert got == want and type(got) is type(want), name

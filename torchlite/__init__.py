@@ -58,7 +58,7 @@ from ._ops.views import (view_copy, permute_copy, t_copy, transpose_copy,  # noq
 from ._ops.complex import view_as_real_copy, view_as_complex_copy  # noqa: F401
 from ._ops.creation import (scalar_tensor, empty_strided, fill, zero_, hann_window,  # noqa: F401
                             hamming_window, blackman_window, bartlett_window, empty_permuted,
-                            frombuffer, range)
+                            frombuffer, from_file, range)
 from ._ops.method_forms import *  # noqa: F401,F403  (torch.detach(x), torch.fill_(x, v), ...)
 from ._ops.lowrank import svd_lowrank, pca_lowrank  # noqa: F401
 # the top-level ops on the special-function kernels (i0, polygamma, mvlgamma, igamma, ...)
@@ -72,8 +72,9 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
                       set_num_interop_threads, init_num_threads, set_warn_always,
                       is_warn_always_enabled, set_flush_denormal, typename, is_storage,
                       has_openmp, has_lapack, has_mkl, has_spectral, compiled_with_cxx11_abi,
-                      get_device_module)
+                      get_device_module, is_distributed)
 from ._control_flow import cond, while_loop  # noqa: F401
+from ._symbolic import *  # noqa: F401,F403  (sym_max, sym_int, ...: torch.compile-friendly helpers)
 from .autograd.anomaly import is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: F401
 # math's constants, as torch.e / torch.pi / ... (and numpy's newaxis)
 e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
@@ -108,7 +109,7 @@ _LAZY_NAMES = {
 _LAZY_NAMES.update(dict.fromkeys((
     "adaptive_avg_pool1d", "adaptive_max_pool1d", "alpha_dropout", "alpha_dropout_", "avg_pool1d",
     "batch_norm", "bilinear", "binary_cross_entropy_with_logits", "celu", "celu_", "channel_shuffle",
-    "constant_pad_nd", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "constant_pad_nd", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
     "conv_transpose3d", "cosine_embedding_loss", "cosine_similarity", "ctc_loss", "dropout", "dropout_",
     "embedding", "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
     "group_norm", "hardshrink", "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm",

@@ -38,6 +38,15 @@ def numel(input):
     return input.numel()
 
 
+def is_distributed(input):
+    """False: torchlite has no distributed tensor type (torch.is_distributed)."""
+    from ._tensor import Tensor
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_distributed(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return False
+
+
 def is_floating_point(input):
     return input.is_floating_point()
 

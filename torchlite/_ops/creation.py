@@ -3,6 +3,7 @@ linspace, logspace, eye and the *_like forms."""
 import builtins
 import math
 import numbers
+import os
 
 from .. import _dtype as D
 from .. import _memory_format as MF
@@ -659,6 +660,48 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     raw = np.frombuffer(view.cast("B") if view.format != "B" else view, dtype=np.uint8, count=count * item,
                         offset=offset)
     t = _wrap(_A.from_numpy(raw)).view(dtype)      # (warned above if read-only)
+    if requires_grad:
+        t.requires_grad_()
+    return t
+
+
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None,
+              pin_memory=False, requires_grad=False):
+    """A 1-d tensor of `size` elements of `dtype` (the default dtype) from the bytes at the
+    start of file `filename` (torch.from_file): with shared=True the tensor's memory is the file
+    itself, mapped (writes reach the file; the file is created, or grown, to the size needed);
+    else a private copy-on-write mapping (writes stay in the tensor; the file must hold the
+    bytes).  Its storage keeps the mapping open."""
+    import numpy as np
+    _layout.check(layout, "from_file")
+    dtype = dtype if dtype is not None else D.get_default_dtype()
+    size = int(size)
+    if size < 0:
+        raise RuntimeError(f"from_file: size must be non-negative, got {size}")
+    nbytes = size * dtype.itemsize
+    path = os.fspath(filename)
+    if shared:
+        with open(path, "ab") as f:              # created when missing; never shrunk
+            if f.seek(0, os.SEEK_END) < nbytes:
+                f.truncate(nbytes)
+    else:
+        try:
+            have = os.path.getsize(path)
+        except OSError as e:
+            raise RuntimeError(f"unable to open file <{path}> in read-only mode: {e.strerror} "
+                               f"({e.errno})") from None
+        if have < nbytes:
+            raise RuntimeError(f"file <{path}> size <{have}> is smaller than the required "
+                               f"mapping size <{nbytes}>")
+    if nbytes == 0:
+        raw = np.zeros(0, np.uint8)
+    else:
+        raw = np.memmap(path, dtype=np.uint8, mode="r+" if shared else "c", shape=(nbytes,))
+    t = _wrap(_A.from_numpy(raw)).view(dtype)
+    if device is not None or pin_memory:
+        t = t.to(device if device is not None else "cpu")
+        if pin_memory:
+            t = t.pin_memory()
     if requires_grad:
         t.requires_grad_()
     return t

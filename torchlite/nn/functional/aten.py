@@ -31,6 +31,24 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return F.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
+def conv_tbc(input, weight, bias, pad=0):
+    """1-d convolution of a (time, batch, channels) input, fairseq's layout (torch.conv_tbc):
+    weight (kernel width, in channels, out channels), bias (out channels), `pad` zeros at
+    each end of time; the output, contiguous, is (time, batch, out channels)."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    y = F.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return y.permute(2, 0, 1).contiguous()
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d convolution (torch.conv2d)."""
     return F.conv2d(input, weight, bias, stride, padding, dilation, groups)

@@ -1,0 +1,74 @@
+"""PyTorch's "SymInt-aware" helpers (torch.sym_max, sym_int, ...), which code written to stay
+traceable by torch.compile calls instead of the builtins.  torchlite has no symbolic integers
+(its graph capture specialises on sizes), so each is the builtin it stands for, with
+PyTorch's type rules: sym_max/sym_min take ints and floats only and give a float when either
+is one; sym_ite wants a bool and two values of one type; a violated rule raises
+AssertionError, as PyTorch's does."""
+import builtins
+import math
+
+import numpy as _np
+
+__all__ = ["sym_float", "sym_int", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum",
+           "sym_ite"]
+
+_NUMBERS = (builtins.int, builtins.float, _np.integer, _np.floating)
+_FLOATS = (builtins.float, _np.floating)
+
+
+def sym_float(a):
+    """float(a)."""
+    return builtins.float(a)
+
+
+def sym_int(a):
+    """int(a): floats truncate toward zero."""
+    return builtins.int(a)
+
+
+def _numbers(a, b, what):
+    for x in (a, b):
+        if not isinstance(x, _NUMBERS):
+            raise AssertionError(f"{what}: expected an int or a float, got {type(x).__name__}")
+    return isinstance(a, _FLOATS) or isinstance(b, _FLOATS)
+
+
+def sym_max(a, b):
+    """max(a, b) of two ints or floats, a float when either is one (max(1, 1.0) is 1.0)."""
+    either_float = _numbers(a, b, "sym_max")
+    m = builtins.max(a, b)
+    return builtins.float(m) if either_float else m
+
+
+def sym_min(a, b):
+    """min(a, b) of two ints or floats, a float when either is one."""
+    either_float = _numbers(a, b, "sym_min")
+    m = builtins.min(a, b)
+    return builtins.float(m) if either_float else m
+
+
+def sym_not(a):
+    """not a."""
+    return not a
+
+
+def sym_sqrt(a):
+    """math.sqrt(a)."""
+    return math.sqrt(a)
+
+
+def sym_sum(*args):
+    """The sum of the numbers given as arguments or as one list or tuple (0 for none)."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = args[0]
+    return builtins.sum(args)
+
+
+def sym_ite(b, t, f):
+    """t if b else f: b a bool, t and f of one type."""
+    if not isinstance(b, builtins.bool):
+        raise AssertionError(f"sym_ite: expected a bool condition, got {type(b).__name__}")
+    if type(t) is not type(f):
+        raise AssertionError(f"sym_ite: the two values differ in type: {type(t).__name__} vs "
+                             f"{type(f).__name__}")
+    return t if b else f
