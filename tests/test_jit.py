@@ -272,3 +272,23 @@ def test_save_says_what_it_cannot_save():
     lin.callback = lambda t: t                         # not data
     with pytest.raises(RuntimeError, match="attribute 'callback' of the layer at '0'"):
         jit.save(jit.trace(nn.Sequential(lin), tl.ones(1, 2)), "unused.pt")
+
+
+def test_fork_and_wait_run_eagerly_as_pytorchs():
+    """torch.jit.fork / torch.fork in eager mode: the function runs at once, its exception
+    comes out of fork, the Future is complete and wait gives the result."""
+    calls = []
+
+    def f(x, scale=1):
+        calls.append(x)
+        return x * scale
+    fut = jit.fork(f, tl.ones(2), scale=3)
+    assert calls and fut.done()
+    assert jit.wait(fut).tolist() == [3.0, 3.0]
+    assert tl.wait(tl.fork(f, 2)) == 2
+    assert tl.fork is jit.fork and tl.wait is jit.wait
+
+    def bad():
+        raise ValueError("boom")
+    with pytest.raises(ValueError, match="boom"):
+        jit.fork(bad)

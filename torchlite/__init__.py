@@ -95,7 +95,7 @@ _LAZY_NAMES = {
     "is_deterministic_algorithms_warn_only_enabled": "_switches", "compile": "compiler",
     "set_deterministic_debug_mode": "_switches", "get_deterministic_debug_mode": "_switches",
     "autocast": "amp", "is_autocast_enabled": "amp.autocast_mode",
-    "get_autocast_dtype": "amp.autocast_mode", "vmap": "func",
+    "get_autocast_dtype": "amp.autocast_mode", "vmap": "func", "fork": "jit", "wait": "jit",
     **dict.fromkeys(("set_autocast_enabled", "set_autocast_dtype", "is_autocast_cache_enabled",
                      "set_autocast_cache_enabled", "clear_autocast_cache", "is_autocast_cpu_enabled",
                      "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",

@@ -10,12 +10,16 @@
   its graph as JSON and its weights) that loads without the model's class, running no code
   from the file (torchlite/jit/_serialization.py).
 - freeze (eval-mode modules; returned as they are), ignore / unused / export (markers,
-  returning the function), annotate, is_scripting (always False), is_tracing."""
+  returning the function), annotate, is_scripting (always False), is_tracing.
+- fork(func, *args, **kwargs) / wait(future): as PyTorch's in eager mode, func runs at once
+  (an exception it raises comes out of fork) and fork returns a completed
+  torchlite.futures.Future of its result; wait gives the result."""
 from ._serialization import load, save
 from ._trace import TracedModule, TracingCheckError, is_tracing, trace
 
 __all__ = ["trace", "script", "save", "load", "freeze", "ignore", "unused", "export", "annotate",
-           "is_scripting", "is_tracing", "TracedModule", "TracingCheckError", "ScriptModule"]
+           "is_scripting", "is_tracing", "TracedModule", "TracingCheckError", "ScriptModule",
+           "fork", "wait"]
 
 
 class ScriptModule:
@@ -84,3 +88,17 @@ def annotate(the_type, the_value):
 def is_scripting():
     """False: torchlite never runs code as TorchScript."""
     return False
+
+
+def fork(func, *args, **kwargs):
+    """A Future of func(*args, **kwargs), run now (PyTorch's eager fork: only TorchScript runs
+    forked code in parallel, and torchlite runs no TorchScript)."""
+    from ..futures import Future
+    fut = Future()
+    fut.set_result(func(*args, **kwargs))
+    return fut
+
+
+def wait(future):
+    """The result of a Future from fork (waiting for it when it is not complete)."""
+    return future.wait()
