@@ -6,14 +6,13 @@ is one; sym_ite wants a bool and two values of one type; a violated rule raises
 AssertionError, as PyTorch's does."""
 import builtins
 import math
-
-import numpy as _np
+import numbers
 
 __all__ = ["sym_float", "sym_int", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum",
            "sym_ite"]
 
-_NUMBERS = (builtins.int, builtins.float, _np.integer, _np.floating)
-_FLOATS = (builtins.float, _np.floating)
+# Python's and NumPy's ints and floats (NumPy registers its scalar types with `numbers`)
+_NUMBERS = numbers.Real
 
 
 def sym_float(a):
@@ -30,7 +29,7 @@ def _numbers(a, b, what):
     for x in (a, b):
         if not isinstance(x, _NUMBERS):
             raise AssertionError(f"{what}: expected an int or a float, got {type(x).__name__}")
-    return isinstance(a, _FLOATS) or isinstance(b, _FLOATS)
+    return not (isinstance(a, numbers.Integral) and isinstance(b, numbers.Integral))
 
 
 def sym_max(a, b):
