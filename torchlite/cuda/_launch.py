@@ -146,26 +146,25 @@ def _dims(d):
     return (d, 1, 1) if isinstance(d, int) else tuple(d) + (1,) * (3 - len(d))
 
 
-_sm_counts = _state.driver_cache()
+_attributes = _state.driver_cache()
+
+
+def _attribute(device, name):
+    """A device attribute (CU_DEVICE_ATTRIBUTE_<name>), asked of the driver once."""
+    v = _attributes.get((device, name))
+    if v is None:
+        v = _attributes[(device, name)] = _state.devices.attribute(device, name)
+    return v
 
 
 def sm_count(device):
     """The device's number of multiprocessors."""
-    sms = _sm_counts.get(device)
-    if sms is None:
-        sms = _sm_counts[device] = _state.devices.attribute(device, "MULTIPROCESSOR_COUNT")
-    return sms
-
-
-_shared_limits = _state.driver_cache()
+    return _attribute(device, "MULTIPROCESSOR_COUNT")
 
 
 def shared_limit(device):
     """The most shared memory a block may ask for on `device` (the opt-in limit)."""
-    v = _shared_limits.get(device)
-    if v is None:
-        v = _shared_limits[device] = _state.devices.attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
-    return v
+    return _attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
 
 
 def grid_for(n, device, threads=256, per_thread=4):
