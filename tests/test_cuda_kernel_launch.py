@@ -953,3 +953,36 @@ def test_c_copies_memsets_and_synchronisation_call_the_driver_as_declared():
     assert C.synchronize(sync, 0x42) == 700 and seen[-1] == (0x42,)
     # the stand-in driver's Python functions take the same arguments and return (code,)
     assert C.copy(lambda *a: (seen.append(a), (0,))[1], 1, 2, 3, 4) == 0 and seen[-1] == (1, 2, 3, 4)
+
+
+def test_driver_entry_points_come_from_cuGetProcAddress_once(monkeypatch):
+    """_driver.c_entry with a driver module that presents itself as cuda-python's: the C
+    address comes from cuGetProcAddress (asked for the CUDA 12.0 form, or the driver's own
+    when older), once per name; a missing entry raises CudaError naming it; another module
+    (the tests' stand-in) gets its Python function back."""
+    from torchlite.cuda import _driver
+    asked = []
+
+    def get_proc(name, version, flags):
+        asked.append((name, version))
+        return (0, 0 if name == b"cuMissing" else 0x1000 + len(asked), 0)
+    real_like = types.SimpleNamespace(
+        __name__="cuda.bindings.driver", cuDriverGetVersion=lambda: (0, 12080),
+        cuGetProcAddress=get_proc, cuGetErrorString=lambda err: (0, b""),
+        CUdriverProcAddress_flags=types.SimpleNamespace(CU_GET_PROC_ADDRESS_DEFAULT=0))
+    monkeypatch.setattr(_driver, "_c_entries", {})
+    monkeypatch.setattr(_driver, "_c_entries_module", None)
+    monkeypatch.setattr(_driver, "driver_module", lambda: real_like)
+    first = _driver.c_entry("cuLaunchKernel")
+    assert _driver.c_entry("cuLaunchKernel") == first and asked == [(b"cuLaunchKernel", 12000)]
+    _driver.c_entry("cuMemcpyDtoDAsync")
+    assert len(asked) == 2
+    with pytest.raises(_driver.CudaError, match="no cuMissing"):
+        _driver.c_entry("cuMissing")
+    real_like.cuDriverGetVersion = lambda: (0, 11080)
+    monkeypatch.setattr(_driver, "_c_entries", {})
+    _driver.c_entry("cuMemsetD8Async")
+    assert asked[-1] == (b"cuMemsetD8Async", 11080)
+    stand_in = types.SimpleNamespace(cuLaunchKernel=lambda *a: (0,))
+    monkeypatch.setattr(_driver, "driver_module", lambda: stand_in)
+    assert _driver.c_entry("cuLaunchKernel") is stand_in.cuLaunchKernel
