@@ -364,3 +364,42 @@ def test_random_functions_and_initialisers_on_meta_draw_nothing():
                  nn.init.trunc_normal_, nn.init.eye_, lambda t: nn.init.constant_(t, 2.0)):
         assert init(w) is w and w.is_meta
     np.testing.assert_array_equal(tl.rand(2).numpy(), first.numpy())
+
+
+def test_save_and_load_meta_tensors_as_pytorch(tmp_path):
+    """torch.save of a meta tensor writes no storage (torch._utils._rebuild_meta_tensor_no_storage
+    with dtype, size, stride, requires_grad) and loads back onto the meta device: strides,
+    requires_grad, Parameters and a state dict built on meta, beside CPU tensors; in both
+    directions with PyTorch where installed.  Hostile arguments raise."""
+    import io
+    from torchlite import serialization as S
+    obj = {"w": tl.empty(3, 4, device="meta").t(), "g": tl.empty(5, device="meta", requires_grad=True),
+           "p": tl.nn.Parameter(tl.empty(2, dtype=tl.float16, device="meta")), "c": tl.ones(2),
+           "sd": tl.nn.Linear(3, 4, device="meta").state_dict()}
+    path = tmp_path / "meta.pt"
+    tl.save(obj, path)
+    for weights_only in (True, False):
+        r = tl.load(path, weights_only=weights_only)
+        assert r["w"].device.type == "meta" and r["w"].shape == (4, 3) and r["w"].stride() == (1, 4)
+        assert r["g"].requires_grad and r["g"].is_leaf
+        assert type(r["p"]) is tl.nn.Parameter and r["p"].dtype == tl.float16 and r["p"].is_meta
+        assert r["c"].tolist() == [1.0, 1.0]
+        assert {k: (v.is_meta, tuple(v.shape)) for k, v in r["sd"].items()} == \
+            {"weight": (True, (4, 3)), "bias": (True, (4,))}
+    for bad in ((tl.float32, (2, 3), (1,), False), (tl.float32, (-1,), (1,), False),
+                ("float32", (2,), (1,), False), (tl.float32, (2,), (1,), 1)):
+        with pytest.raises(RuntimeError, match="invalid tensor"):
+            S._rebuild_meta_tensor_no_storage(*bad)
+    try:
+        import torch
+    except ImportError:
+        return
+    t = torch.load(path, weights_only=True)
+    assert t["w"].device.type == "meta" and t["w"].stride() == (1, 4) and t["g"].requires_grad
+    buf = io.BytesIO()
+    torch.save({"m": torch.empty(2, 3, device="meta", dtype=torch.bfloat16),
+                "pm": torch.nn.Parameter(torch.empty(4, device="meta"))}, buf)
+    buf.seek(0)
+    r = tl.load(buf)
+    assert r["m"].is_meta and r["m"].dtype == tl.bfloat16 and r["m"].shape == (2, 3)
+    assert type(r["pm"]) is tl.nn.Parameter and r["pm"].is_meta

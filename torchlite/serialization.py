@@ -15,7 +15,10 @@ A tensor pickles as torch.save pickles it: ``torch._utils._rebuild_tensor_v2(sto
 size, stride, requires_grad, OrderedDict())`` where ``storage`` is the persistent id
 ``('storage', torch.FloatStorage, key, 'cpu', numel)``; the whole storage is saved once, so
 views keep their strides and offset and tensors sharing a storage still share it after
-loading.  The torch names are written into the pickle as text: torchlite never imports torch.
+loading.  A tensor on the meta device has no storage: it pickles as
+``torch._utils._rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad)`` and loads
+back onto the meta device, as PyTorch does.  The torch names are written into the pickle as
+text: torchlite never imports torch.
 
 Loading never runs code from the file.  With weights_only=True (the default) the pickle is
 interpreted by a small restricted VM (_WeightsUnpickler) that builds only plain data and the
@@ -88,6 +91,7 @@ class _Global:
 
 _REBUILD_TENSOR_V2 = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
+_REBUILD_META = _Global("torch._utils", "_rebuild_meta_tensor_no_storage")
 _REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
 _TORCH_SIZE = _Global("torch", "Size")
 _TORCH_DEVICE = _Global("torch", "device")
@@ -162,6 +166,9 @@ class _CheckpointPickler(pickle._Pickler):
                         (t.detach(), t.requires_grad, OrderedDict(), state))
             return (_REBUILD_PARAMETER, (t.detach(), t.requires_grad, OrderedDict()))
         arr = t._data
+        if arr.device == "meta":             # no storage to save: shape, strides and dtype
+            return (_REBUILD_META, (D.DTYPES[arr.dtype], tuple(arr.shape), tuple(arr.strides),
+                                    t.requires_grad))
         storage = self._storage_of(arr, D.DTYPES[arr.dtype])
         return (_REBUILD_TENSOR_V2, (storage, arr.offset, tuple(arr.shape), tuple(arr.strides),
                                      t.requires_grad, OrderedDict()))
@@ -421,6 +428,20 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
     return _tensor_from(storage, dtype, storage_offset, size, stride, requires_grad)
 
 
+def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad):
+    """A tensor on the meta device (no storage, nothing to read) of these sizes and strides."""
+    from ._ops.creation import empty_strided
+    if type(dtype) is not D.dtype:
+        raise _bad(f"expected a dtype, got {type(dtype).__name__}")
+    size, stride = _int_tuple(size, "size"), _int_tuple(stride, "stride")
+    if len(size) != len(stride) or any(d < 0 for d in size) or any(st < 0 for st in stride):
+        raise _bad(f"meta tensor of size {size} and stride {stride}")
+    if type(requires_grad) is not bool:
+        raise _bad(f"requires_grad must be a bool, got {type(requires_grad).__name__}")
+    t = empty_strided(size, stride, dtype=dtype, device="meta")
+    return t.requires_grad_() if requires_grad else t
+
+
 def _set_attributes(obj, state):
     """Restore the attributes a pickle's state holds (dict, or (dict, slots) as pickle's
     BUILD takes) on an OrderedDict or a Parameter, through its __dict__ only: a name can
@@ -484,7 +505,8 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
 
 
 _TENSOR_REBUILDERS = (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3,
-                      _rebuild_parameter, _rebuild_parameter_with_state)
+                      _rebuild_parameter, _rebuild_parameter_with_state,
+                      _rebuild_meta_tensor_no_storage)
 
 
 def _rebuild_from_type_v2(func, new_type, args, state):
@@ -582,6 +604,7 @@ def _allowed_globals():
             "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
             "torch._utils._rebuild_tensor_v3": _rebuild_tensor_v3,
             "torch._utils._rebuild_parameter": _rebuild_parameter,
+            "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
             "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
             "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
             "torch.nn.parameter.Parameter": _parameter_class(),
