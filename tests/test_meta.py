@@ -403,3 +403,28 @@ def test_save_and_load_meta_tensors_as_pytorch(tmp_path):
     r = tl.load(buf)
     assert r["m"].is_meta and r["m"].dtype == tl.bfloat16 and r["m"].shape == (2, 3)
     assert type(r["pm"]) is tl.nn.Parameter and r["pm"].is_meta
+
+
+def test_embedding_bag_with_offsets_on_meta():
+    """embedding_bag with offsets on meta gives the bags' shape without reading the offsets
+    (no values: PyTorch's value checks skip meta tensors), forward and backward."""
+    w = tl.empty(10, 3, device="meta", requires_grad=True)
+    idx = tl.empty(6, dtype=tl.int64, device="meta")
+    off = tl.empty(4, dtype=tl.int64, device="meta")
+    cases = [dict(mode="sum"), dict(mode="mean"), dict(mode="max"), dict(include_last_offset=True),
+             dict(padding_idx=2), dict(mode="sum", per_sample_weights=tl.empty(6, device="meta"))]
+    for kw in cases:
+        y = F.embedding_bag(idx, w, off, **kw)
+        assert y.is_meta and y.requires_grad
+        assert tuple(y.shape) == ((3, 3) if kw.get("include_last_offset") else (4, 3)), kw
+    y.sum().backward()
+    assert w.grad.is_meta and w.grad.shape == (10, 3)
+    try:
+        import torch
+    except ImportError:
+        return
+    tw, ti = torch.empty(10, 3, device="meta"), torch.empty(6, dtype=torch.int64, device="meta")
+    to = torch.empty(4, dtype=torch.int64, device="meta")
+    for kw in cases[:5]:
+        want = torch.nn.functional.embedding_bag(ti, tw, to, **kw)
+        assert tuple(F.embedding_bag(idx, w, off, **kw).shape) == tuple(want.shape), kw

@@ -168,7 +168,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on the Pytorch "
                                   f"GitHub.")
-    if offsets.numel() and int(offsets[0]) != 0:
+    if offsets.numel() and not offsets.is_meta and int(offsets[0]) != 0:     # (meta: no values)
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
                            f"to start from position 0. However, got {int(offsets[0])}")
     return _bags(input, weight, offsets.to(D.int64), max_norm, norm_type, scale_grad_by_freq,
@@ -183,11 +183,12 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
     rows = embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
     if psw is not None:
         rows = rows * psw.unsqueeze(1)
-    keep = bag_of < n_bags                  # include_last_offset: entries past the last bag drop
-    if padding_idx is not None:
-        keep = keep & (input != _padding_index(padding_idx, weight.shape[0]))
-    kept = keep.nonzero().reshape(-1)
-    rows, bag_of = rows.index_select(0, kept), bag_of.index_select(0, kept)
+    if not input.is_meta:     # on meta (no values) every entry counts: the shapes are the same
+        keep = bag_of < n_bags              # include_last_offset: entries past the last bag drop
+        if padding_idx is not None:
+            keep = keep & (input != _padding_index(padding_idx, weight.shape[0]))
+        kept = keep.nonzero().reshape(-1)
+        rows, bag_of = rows.index_select(0, kept), bag_of.index_select(0, kept)
     zeros = _zeros(n_bags, dim, dtype=weight.dtype, device=weight.device)
     if mode == "max":
         index = bag_of.unsqueeze(1).expand(-1, dim)
