@@ -106,25 +106,28 @@ def sum_pieces(work, pieces, out, alpha=1.0, beta=0.0):
 
 
 @functools.lru_cache(maxsize=512)
-def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, sd, alpha, beta, aligned):
+def _plan(dtype, gpu, m, k, n, bshape, bstrides, sa, sb, sc, sd, alpha, beta, aligned):
     """(workspace elements, launches) of the product: each launch is (kernel name, threads,
     dynamic shared bytes, grid, element offsets of A, B, C and D, whether C is the workspace,
     packed GemmArgs); a launch whose offsets are None sums the workspace into C
-    (tl_gemm_splitk_sum, its piece count last).  bstrides: the batch strides of A, B, C, D."""
+    (tl_gemm_splitk_sum, its piece count last).  bstrides: the batch strides of A, B, C, D;
+    gpu: (compute capability, multiprocessors, shared memory a block may have, device), what
+    the choices depend on, so a cached plan never outlives the device it was made for."""
+    capability, sms, shared_limit, device = gpu
     sa, sb = tuple(0 if d == 1 else s for d, s in zip((m, k), sa)), \
         tuple(0 if d == 1 else s for d, s in zip((k, n), sb))
     inner = bshape[-1] if bshape else 1
     inner_st = [st[-1] if bshape else 0 for st in bstrides]
     outer_dims = bshape[:-1]
     shared, layout = 0, None
-    if TENSOR_CORES and aligned and dtype in K.TENSOR_CORE_DTYPES and _launch.capability(device) >= (8, 0):
+    if TENSOR_CORES and aligned and dtype in K.TENSOR_CORE_DTYPES and capability >= (8, 0):
         outer_st = [tuple(st[:-1]) for st in bstrides]
         a_k = _tc_layout(m, k, sa[0], sa[1], (inner_st[0],) + outer_st[0])
         b_k = _tc_layout(n, k, sb[1], sb[0], (inner_st[1],) + outer_st[1])
         if a_k is not None and b_k is not None:
             layout = (a_k, b_k)
     if layout is not None:
-        cfg = _tc_config(m, n, inner, _launch.sm_count(device), _launch.shared_limit(device), layout)
+        cfg = _tc_config(m, n, inner, sms, shared_limit, layout)
         name = K.gemm_tc_kernel(dtype, cfg, *layout)
         threads = cfg[3] * cfg[4] * 32
         shared = K.gemm_tc_shared_bytes(cfg, *layout)
@@ -134,7 +137,7 @@ def _plan(dtype, device, m, k, n, bshape, bstrides, sa, sb, sc, sd, alpha, beta,
         threads = (cfg[0] // cfg[3]) * (cfg[1] // cfg[4])
     tiles_n, tiles_m = (n + cfg[1] - 1) // cfg[1], (m + cfg[0] - 1) // cfg[0]
     pieces = 1 if layout is not None or outer_dims else \
-        _split_k(dtype, m, n, k, inner, tiles_m * tiles_n, _launch.sm_count(device))
+        _split_k(dtype, m, n, k, inner, tiles_m * tiles_n, sms)
     if pieces > 1:
         # pieces of `chunk` (the last one shorter) into W[s][m][n], then their sum into C
         chunk = (k + pieces - 1) // pieces
@@ -194,8 +197,9 @@ def bmm(a, b, out=None, alpha=1, beta=0, op="bmm", addend=None):
     else:
         bshape, bstrides = (), ((), (), (), ())
     dev = a.device_index
+    gpu = (_launch.capability(dev), _launch.sm_count(dev), _launch.shared_limit(dev), dev)
     work_size, launches = _plan(
-        a.dtype, dev, m, k, n, bshape, bstrides, a.strides[nd - 2:], b.strides[nd - 2:],
+        a.dtype, gpu, m, k, n, bshape, bstrides, a.strides[nd - 2:], b.strides[nd - 2:],
         target.strides[nd - 2:], d.strides[nd - 2:], float(alpha), float(beta), (pa | pb) % 16 == 0)
     work = _array.empty((work_size,), a.dtype, dev) if work_size else None
     isz = a.itemsize
