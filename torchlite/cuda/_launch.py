@@ -167,6 +167,18 @@ def shared_limit(device):
     return _attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
 
 
+_gemm_facts = _state.driver_cache()
+
+
+def gemm_facts(device):
+    """(compute capability, multiprocessors, shared-memory limit, device): what a GEMM's
+    launch plan depends on (torchlite/cuda/_matmul.py), one lookup per product."""
+    f = _gemm_facts.get(device)
+    if f is None:
+        f = _gemm_facts[device] = (capability(device), sm_count(device), shared_limit(device), device)
+    return f
+
+
 def grid_for(n, device, threads=256, per_thread=4):
     """Blocks for a grid-stride loop over n elements: enough for `per_thread` elements per
     thread, at most 32 blocks per multiprocessor (the loop covers the rest)."""

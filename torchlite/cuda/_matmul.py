@@ -197,9 +197,8 @@ def bmm(a, b, out=None, alpha=1, beta=0, op="bmm", addend=None):
     else:
         bshape, bstrides = (), ((), (), (), ())
     dev = a.device_index
-    gpu = (_launch.capability(dev), _launch.sm_count(dev), _launch.shared_limit(dev), dev)
     work_size, launches = _plan(
-        a.dtype, gpu, m, k, n, bshape, bstrides, a.strides[nd - 2:], b.strides[nd - 2:],
+        a.dtype, _launch.gemm_facts(dev), m, k, n, bshape, bstrides, a.strides[nd - 2:], b.strides[nd - 2:],
         target.strides[nd - 2:], d.strides[nd - 2:], float(alpha), float(beta), (pa | pb) % 16 == 0)
     work = _array.empty((work_size,), a.dtype, dev) if work_size else None
     isz = a.itemsize
