@@ -37,6 +37,8 @@ typedef int i32;
 typedef unsigned int u32;
 typedef long long i64;
 typedef unsigned long long u64;
+/* 16 bytes moved as one (complex128's copies, fills, where, gather and scatter) */
+struct alignas(16) u128 { u64 lo, hi; };
 
 /* Kernel error flags, or-ed into an int the host reads back (Params::err and the like). */
 enum { ERR_ZERODIV = 1, ERR_INDEX = 4 };
@@ -117,6 +119,32 @@ template <> struct acc<f16> { typedef double type; };
 template <> struct acc<bf16> { typedef double type; };
 #endif
 
+/* ---- complex64 / complex128 ------------------------------------------------------------- */
+/* (re, im) pairs, NumPy's and PyTorch's layout, aligned to their size (one access per
+ * element).  Their math is the CPU's own source, tl_complex.cuh (its tl_c64_* / tl_c128_*
+ * functions, defined here inside namespace tl); tl_ops.cuh gives them operators. */
+template <class R> struct alignas(2 * sizeof(R)) cplx {
+    R re, im;
+    cplx() = default;
+    TL_HD constexpr cplx(R r, R i = R(0)) : re(r), im(i) {}
+};
+typedef cplx<float> c64;
+typedef cplx<double> c128;
+template <class T> struct is_complex { static const bool value = false; };
+template <> struct is_complex<c64> { static const bool value = true; };
+template <> struct is_complex<c128> { static const bool value = true; };
+/* the real type of a complex type, or the type itself */
+template <class T> struct real_of { typedef T type; };
+template <> struct real_of<c64> { typedef float type; };
+template <> struct real_of<c128> { typedef double type; };
+
+#define TL_CPLX_FN TL_HD
+#define TL_CPLX_INFINITY bits_f32(0x7f800000u)
+#define TL_CPLX_NAN bits_f32(0x7fc00000u)
+#include "tl_complex.cuh"
+TL_DEF_COMPLEX(c64, c64, float, f)
+TL_DEF_COMPLEX(c128, c128, double, )
+
 /* ---- conversions (the CPU's cast rules) ------------------------------------------------ */
 /* Reading: an element as its compute type. */
 template <class T> TL_HD typename compute<T>::type load(T x) { return x; }
@@ -127,10 +155,15 @@ template <> TL_HD float load<bf16>(bf16 x) { return __bfloat162float(x); }
 
 /* Converting a value of a compute type (or any element type) to element type To:
  *   to bool: x != 0;  to an integer type: through int64 (the CPU's (T)(int64_t)x);
- *   to float16/bfloat16: through float32, rounding to nearest even;  else a C cast. */
+ *   to float16/bfloat16: through float32, rounding to nearest even;  else a C cast.
+ *   A complex value becomes a real one by its real part (to bool: either part nonzero), a
+ *   real one a complex one with imaginary part 0 (the CPU's ewise_body.h). */
 template <class To> struct cvt {
     template <class From> TL_HD static To from(From x) {
-        if constexpr (same<To, bool>::value) {
+        if constexpr (is_complex<From>::value) {
+            if constexpr (same<To, bool>::value) return x.re != 0 || x.im != 0;
+            else return cvt<To>::from(x.re);
+        } else if constexpr (same<To, bool>::value) {
             return x != From(0);
         } else if constexpr (is_int<To>::value) {
             return (To)(i64)x;
@@ -139,12 +172,24 @@ template <class To> struct cvt {
         }
     }
 };
+template <class R> struct cvt<cplx<R> > {
+    template <class From> TL_HD static cplx<R> from(From x) {
+        if constexpr (is_complex<From>::value) return cplx<R>((R)x.re, (R)x.im);
+        else return cplx<R>((R)x, R(0));
+    }
+};
 #if TL_HAS_HALF
 template <> struct cvt<f16> {
-    template <class From> TL_HD static f16 from(From x) { return __float2half_rn((float)x); }
+    template <class From> TL_HD static f16 from(From x) {
+        if constexpr (is_complex<From>::value) return __float2half_rn((float)x.re);
+        else return __float2half_rn((float)x);
+    }
 };
 template <> struct cvt<bf16> {
-    template <class From> TL_HD static bf16 from(From x) { return __float2bfloat16_rn((float)x); }
+    template <class From> TL_HD static bf16 from(From x) {
+        if constexpr (is_complex<From>::value) return __float2bfloat16_rn((float)x.re);
+        else return __float2bfloat16_rn((float)x);
+    }
 };
 #endif
 

@@ -63,6 +63,40 @@ TL_MATH1(m_erfinv, erfinvf, erfinv)      /* CUDA's; the host's libm has none */
 #undef TL_MATH1
 #undef TL_MATH2
 
+/* complex64/complex128: operators and the same m_ names, by tl_complex.cuh's functions (the
+ * CPU's formulas: ewise_body.h's complex loops call the same ones) */
+#define TL_COMPLEX_MATH(S, T, R, LOG2E, LOG10E) \
+    TL_HD T operator+(T a, T b) { return tl_##S##_add(a, b); } \
+    TL_HD T operator-(T a, T b) { return tl_##S##_sub(a, b); } \
+    TL_HD T operator*(T a, T b) { return tl_##S##_mul(a, b); } \
+    TL_HD T operator/(T a, T b) { return tl_##S##_div(a, b); } \
+    TL_HD T operator-(T a) { return tl_##S##_neg(a); } \
+    TL_HD bool operator==(T a, T b) { return tl_##S##_eq(a, b); } \
+    TL_HD bool operator!=(T a, T b) { return !tl_##S##_eq(a, b); } \
+    TL_HD T m_scale(T a, R s) { return tl_##S##_scale(a, s); } \
+    TL_HD R m_fabs(T a) { return tl_##S##_abs(a); } \
+    TL_HD R m_arg(T a) { return tl_##S##_arg(a); } \
+    TL_HD T m_conj(T a) { return tl_##S##_conj(a); } \
+    TL_HD T m_sgn(T a) { return tl_##S##_sgn(a); } \
+    TL_HD T m_exp(T a) { return tl_##S##_exp(a); } \
+    TL_HD T m_log(T a) { return tl_##S##_log(a); } \
+    TL_HD T m_log2(T a) { return tl_##S##_logb(a, LOG2E); } \
+    TL_HD T m_log10(T a) { return tl_##S##_logb(a, LOG10E); } \
+    TL_HD T m_sqrt(T a) { return tl_##S##_sqrt(a); } \
+    TL_HD T m_sin(T a) { return tl_##S##_sin(a); } \
+    TL_HD T m_cos(T a) { return tl_##S##_cos(a); } \
+    TL_HD T m_tan(T a) { return tl_##S##_tan(a); } \
+    TL_HD T m_sinh(T a) { return tl_##S##_sinh(a); } \
+    TL_HD T m_cosh(T a) { return tl_##S##_cosh(a); } \
+    TL_HD T m_tanh(T a) { return tl_##S##_tanh(a); } \
+    TL_HD T m_pow(T a, T b) { return tl_##S##_pow(a, b); } \
+    TL_HD bool m_isnan(T a) { return tl_##S##_isnan(a); } \
+    TL_HD bool m_isinf(T a) { return tl_##S##_isinf(a); } \
+    TL_HD bool m_isfinite(T a) { return tl_##S##_isfinite(a); }
+TL_COMPLEX_MATH(c64, c64, float, 1.4426950408889634f, 0.43429448190325176f)
+TL_COMPLEX_MATH(c128, c128, double, 1.4426950408889634, 0.43429448190325176)
+#undef TL_COMPLEX_MATH
+
 TL_HD float m_inf(float) { return bits_f32(0x7f800000u); }
 TL_HD double m_inf(double) { return bits_f64(0x7ff0000000000000ull); }
 TL_HD bool m_signbit(float x) { return (f32_bits(x) >> 31) != 0; }
@@ -153,6 +187,8 @@ template <class C> TL_HD C float_rem(C a, C b) {
 namespace op {
 
 #define TL_FLOAT_ONLY static_assert(is_float<C>::value, "op defined for floating types only")
+#define TL_FLOAT_OR_COMPLEX static_assert(is_float<C>::value || is_complex<C>::value, \
+                                          "op defined for floating and complex types only")
 #define TL_INT_ONLY static_assert(!is_float<C>::value, "op defined for integer and bool types only")
 
 /* ---- unary ----------------------------------------------------------------------------- */
@@ -161,12 +197,12 @@ struct Identity { template <class C> TL_HD C operator()(C x, const Params&) cons
 
 struct Neg {
     template <class C> TL_HD C operator()(C x, const Params&) const {
-        if constexpr (is_float<C>::value) return -x; else return wrap_neg(x);
+        if constexpr (is_float<C>::value || is_complex<C>::value) return -x; else return wrap_neg(x);
     }
 };
-struct Abs {
-    template <class C> TL_HD C operator()(C x, const Params&) const {
-        if constexpr (is_float<C>::value) return m_fabs(x);
+struct Abs {      /* |z| of a complex z is real */
+    template <class C> TL_HD auto operator()(C x, const Params&) const {
+        if constexpr (is_float<C>::value || is_complex<C>::value) return m_fabs(x);
         else if constexpr (same<C, bool>::value) return x;
         else return x < 0 ? wrap_neg(x) : x;
     }
@@ -177,10 +213,20 @@ struct Sign {
         else return (C)((x > 0) - (x < 0));         /* NaN gives 0, as the CPU */
     }
 };
-struct Sgn : Sign {};          /* sgn is sign on real types */
+struct Sgn {       /* z / |z| (0 at 0) on complex types, sign on real ones */
+    template <class C> TL_HD C operator()(C x, const Params& p) const {
+        if constexpr (is_complex<C>::value) return m_sgn(x); else return Sign()(x, p);
+    }
+};
+struct Conj {      /* complex types only (the CPU has no real conj loop either) */
+    template <class C> TL_HD C operator()(C x, const Params&) const {
+        static_assert(is_complex<C>::value, "conj is defined for complex types");
+        return m_conj(x);
+    }
+};
 struct Square {
     template <class C> TL_HD C operator()(C x, const Params&) const {
-        if constexpr (is_float<C>::value) return x * x;
+        if constexpr (is_float<C>::value || is_complex<C>::value) return x * x;
         else if constexpr (same<C, bool>::value) return x;
         else return (C)((u64)x * (u64)x);
     }
@@ -210,12 +256,14 @@ struct BitwiseNot {
 struct LogicalNot { template <class C> TL_HD bool operator()(C x, const Params&) const { return x == C(0); } };
 struct Isnan {
     template <class C> TL_HD bool operator()(C x, const Params&) const {
-        if constexpr (is_float<C>::value) return x != x; else return false;
+        if constexpr (is_complex<C>::value) return m_isnan(x);
+        else if constexpr (is_float<C>::value) return x != x; else return false;
     }
 };
 struct Isinf {
     template <class C> TL_HD bool operator()(C x, const Params&) const {
-        if constexpr (is_float<C>::value) return m_fabs(x) == m_inf(x); else return false;
+        if constexpr (is_complex<C>::value) return m_isinf(x);
+        else if constexpr (is_float<C>::value) return m_fabs(x) == m_inf(x); else return false;
     }
 };
 struct Isposinf {
@@ -230,7 +278,8 @@ struct Isneginf {
 };
 struct Isfinite {
     template <class C> TL_HD bool operator()(C x, const Params&) const {
-        if constexpr (is_float<C>::value) return m_fabs(x) < m_inf(x); else return true;
+        if constexpr (is_complex<C>::value) return m_isfinite(x);
+        else if constexpr (is_float<C>::value) return m_fabs(x) < m_inf(x); else return true;
     }
 };
 struct Signbit {
@@ -241,13 +290,22 @@ struct Signbit {
     }
 };
 
-/* float-only unary ops: F(Name, expression in x) */
+/* unary ops of the floating types: F(Name, expression in x).  Those in _kernels.py's
+ * UNARY_COMPLEX serve complex types too, through the complex m_ functions and operators
+ * (an op without them fails to compile for a complex type) */
 #define TL_FUNARY(NAME, EXPR) \
     struct NAME { template <class C> TL_HD C operator()(C x, const Params& p) const { \
-        TL_FLOAT_ONLY; (void)p; return EXPR; } };
+        TL_FLOAT_OR_COMPLEX; (void)p; return EXPR; } };
 TL_FUNARY(Reciprocal, C(1) / x)
-/* angle of a real: pi for negatives, NaN kept, else 0 (the CPU's ANGLE) */
-TL_FUNARY(Angle, x < C(0) ? C(3.14159265358979323846) : (x != x ? x : C(0)))
+/* angle: arg z of a complex z (real); of a real: pi for negatives, NaN kept, else 0 (the
+ * CPU's ANGLE) */
+struct Angle {
+    template <class C> TL_HD auto operator()(C x, const Params&) const {
+        TL_FLOAT_OR_COMPLEX;
+        if constexpr (is_complex<C>::value) return m_arg(x);
+        else return x < C(0) ? C(3.14159265358979323846) : (x != x ? x : C(0));
+    }
+};
 TL_FUNARY(Exp, m_exp(x))
 TL_FUNARY(Exp2, m_exp2(x))
 TL_FUNARY(Expm1, m_expm1(x))
@@ -300,7 +358,7 @@ struct Logit {
 /* ---- binary ---------------------------------------------------------------------------- */
 struct Add {
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
-        if constexpr (is_float<C>::value) return x + y;
+        if constexpr (is_float<C>::value || is_complex<C>::value) return x + y;
         else if constexpr (same<C, bool>::value) return x || y;
         else return (C)((u64)x + (u64)y);
     }
@@ -308,24 +366,26 @@ struct Add {
 struct Sub {
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
         static_assert(!same<C, bool>::value, "no bool subtraction");
-        if constexpr (is_float<C>::value) return x - y; else return (C)((u64)x - (u64)y);
+        if constexpr (is_float<C>::value || is_complex<C>::value) return x - y;
+        else return (C)((u64)x - (u64)y);
     }
 };
 struct Mul {
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
-        if constexpr (is_float<C>::value) return x * y;
+        if constexpr (is_float<C>::value || is_complex<C>::value) return x * y;
         else if constexpr (same<C, bool>::value) return x && y;
         else return (C)((u64)x * (u64)y);
     }
 };
-struct AddAlpha {   /* x + s[0] * y */
+struct AddAlpha {   /* x + s[0] * y (a real s[0]: complex y scaled part by part, as the CPU) */
     template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
-        if constexpr (is_float<C>::value) return x + (C)p.s[0] * y;
+        if constexpr (is_complex<C>::value) return x + m_scale(y, (typename real_of<C>::type)p.s[0]);
+        else if constexpr (is_float<C>::value) return x + (C)p.s[0] * y;
         else return (C)((u64)x + (u64)(i64)p.s[0] * (u64)y);
     }
 };
 struct Div {
-    template <class C> TL_HD C operator()(C x, C y, const Params&) const { TL_FLOAT_ONLY; return x / y; }
+    template <class C> TL_HD C operator()(C x, C y, const Params&) const { TL_FLOAT_OR_COMPLEX; return x / y; }
 };
 struct DivTrunc {
     template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
@@ -349,7 +409,8 @@ struct Fmod {
 };
 struct Pow {
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
-        if constexpr (is_float<C>::value) return m_pow(x, y); else return int_pow(x, y);
+        if constexpr (is_float<C>::value || is_complex<C>::value) return m_pow(x, y);
+        else return int_pow(x, y);
     }
 };
 struct Maximum {   /* NaN propagates */
@@ -404,25 +465,33 @@ TL_IBINARY(Shr, shift_right(x, y))
 struct Where {
     template <class C, class T> TL_HD T operator()(C c, T x, T y, const Params&) const { return c ? x : y; }
 };
-/* lerp(start c, end x, weight y), the CPU's two-sided formula */
+/* lerp(start c, end x, weight y), the CPU's two-sided formula (|y| for a complex weight) */
 struct Lerp {
     template <class C> TL_HD C operator()(C c, C x, C y, const Params&) const {
-        TL_FLOAT_ONLY;
-        return m_fabs(y) < C(0.5) ? c + y * (x - c) : x - (x - c) * (C(1) - y);
+        TL_FLOAT_OR_COMPLEX;
+        typedef typename real_of<C>::type R;
+        return m_fabs(y) < R(0.5) ? c + y * (x - c) : x - (x - c) * (C(1) - y);
     }
 };
-struct Addcmul {   /* c + s[0] * x * y */
+/* c + s[0] * x * y; complex: c + (x * y) scaled by the real s[0], as the CPU */
+struct Addcmul {
     template <class C> TL_HD C operator()(C c, C x, C y, const Params& p) const {
-        TL_FLOAT_ONLY; return c + (C)p.s[0] * x * y;
+        TL_FLOAT_OR_COMPLEX;
+        if constexpr (is_complex<C>::value) return c + m_scale(x * y, (typename real_of<C>::type)p.s[0]);
+        else return c + (C)p.s[0] * x * y;
     }
 };
-struct Addcdiv {   /* c + s[0] * x / y */
+/* c + s[0] * x / y; complex: c + (x / y) scaled by the real s[0], as the CPU */
+struct Addcdiv {
     template <class C> TL_HD C operator()(C c, C x, C y, const Params& p) const {
-        TL_FLOAT_ONLY; return c + (C)p.s[0] * x / y;
+        TL_FLOAT_OR_COMPLEX;
+        if constexpr (is_complex<C>::value) return c + m_scale(x / y, (typename real_of<C>::type)p.s[0]);
+        else return c + (C)p.s[0] * x / y;
     }
 };
 
 #undef TL_FLOAT_ONLY
+#undef TL_FLOAT_OR_COMPLEX
 #undef TL_INT_ONLY
 }  // namespace op
 }  // namespace tl

@@ -24,7 +24,8 @@ from torchlite.cuda import _kernels as K
 from torchlite.cuda import _launch
 
 _CTYPE_CODE = {v: k for k, v in K.CTYPE.items()}
-_CTYPE_CODE.update({"tl::u16": 6, "tl::u32": 4, "tl::u64": 5})   # bit-moving kernels: any same-size type
+_CTYPE_CODE.update({"tl::u16": 6, "tl::u32": 4, "tl::u64": 5,     # bit-moving kernels: any
+                    "tl::u128": 11})                              # same-size type
 _NOPS = {"tl_unary": 2, "tl_binary": 3, "tl_ternary": 4}
 
 

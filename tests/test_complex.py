@@ -507,7 +507,8 @@ def test_random_complex_samples():
 
 def test_complex_on_cuda(cuda_device):
     """Complex tensors on the CUDA backend (the stand-in driver everywhere, a GPU where there
-    is one): the ops without complex kernels run on host copies and give the CPU's values."""
+    is one): elementwise ops and products on kernels, the FFT on host copies, the CPU's values
+    either way (tests/test_cuda_kernel_launch.py checks each complex kernel)."""
     z = crandn(4, 3, dtype=np.complex64, seed=11)
     t = tl.from_numpy(z).to(cuda_device)
     assert t.device.type == "cuda" and t.dtype is tl.complex64

@@ -161,8 +161,7 @@ def test_a_warning_would_be_caught(nv, tmp_path):
 # =========================================================================================
 def test_catalogue_covers_every_cpu_elementwise_op():
     from torchlite._core import elementwise as E
-    # conj has complex loops only (conj of a real tensor is the tensor itself)
-    assert {n.upper() for n in E.UNARY} - {"CONJ"} == set(K.unary_ops())
+    assert {n.upper() for n in E.UNARY} == set(K.unary_ops())
     assert {n.upper() for n in E.BINARY} == set(K.binary_ops())
     assert {n.upper() for n in E.TERNARY} == {"WHERE"} | set(K.TERNARY_FLOAT)
 
@@ -255,9 +254,12 @@ def test_struct_layouts_match_the_packers(nv, tmp_path):
                "static_assert(offsetof(tl::rnd::Req, bits) == 40, \"bits\");",
                "static_assert(offsetof(tl::rnd::Req, out) == 88, \"out\");",
                "static_assert(offsetof(tl::Params, err) == 32, \"err\");"]
-    shutil.copy(os.path.join(K.kernel_dir(), "tl_common.cuh"), tmp_path)
-    shutil.copy(os.path.join(K.kernel_dir(), "tl_philox.cuh"), tmp_path)
-    shutil.copy(os.path.join(K.kernel_dir(), "tl_random_math.cuh"), tmp_path)
+    # complex elements as the CPU lays them out (types.h: two parts, real first), one access each
+    checks += [f"static_assert(sizeof(tl::{t}) == {n} && alignof(tl::{t}) == {n}, \"{t}\");"
+               for t, n in (("c64", 8), ("c128", 16), ("u128", 16))]
+    checks += ["static_assert(offsetof(tl::c128, im) == 8, \"im\");"]
+    for header in ("tl_common.cuh", "tl_complex.cuh", "tl_philox.cuh", "tl_random_math.cuh"):
+        shutil.copy(os.path.join(K.kernel_dir(), header), tmp_path)
     (tmp_path / "layout.cu").write_text(
         '#include "tl_common.cuh"\n#include "tl_philox.cuh"\n'
         "#define offsetof(T, f) __builtin_offsetof(T, f)\n" + "\n".join(checks) +

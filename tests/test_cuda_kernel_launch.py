@@ -49,10 +49,16 @@ def dev(request, monkeypatch):
 
 
 def _same(cpu, gpu):
-    """Equal: exactly for integers and bool, to a few ulps for floats (a GPU's exp, sin, ...
-    may differ from the CPU's in the last bit; the emulation is exact)."""
+    """Equal: exactly for integers and bool, to a few ulps for floats and complex numbers
+    (a GPU's exp, sin, ... may differ from the CPU's in the last bit, and a CPU build for
+    AVX2 fuses multiply-adds that the host build of the kernels rounds twice; the Python
+    emulation is exact)."""
     got = gpu.cpu()
     assert got.dtype == cpu.dtype and got.shape == cpu.shape
+    if cpu.is_complex():
+        rtol = 1e-13 if cpu.dtype == tl.complex128 else 3e-6
+        np.testing.assert_allclose(got.numpy(), cpu.numpy(), rtol=rtol, atol=rtol)
+        return
     if not cpu.is_floating_point():
         np.testing.assert_array_equal(got.numpy(), cpu.numpy())
         return
@@ -101,6 +107,78 @@ def test_elementwise_launch_matches_cpu(dev, name):
     x = tl.randn(5, 6, generator=tl.Generator().manual_seed(3))
     fn = CASES[name]
     _same(fn(x), fn(x.cuda()))
+
+
+def _complex_input(dtype):
+    """5 x 6 complex numbers, with a row of infinities, NaNs and zeros for the predicates."""
+    g = np.random.default_rng(5)
+    z = g.standard_normal((5, 6)) + 1j * g.standard_normal((5, 6))
+    z[4] = [complex("inf"), complex(0, float("-inf")), complex("nan"), 0, complex(3, float("nan")), -2]
+    return tl.tensor(z).to(dtype)
+
+
+_FINITE = slice(0, 4)          # the rows without special values (for the transcendental ops)
+COMPLEX_CASES = {
+    **{f"unary_{op}": (lambda op: lambda t: getattr(t[_FINITE], op)())(op)
+       for op in ("neg", "square", "reciprocal", "exp", "log", "log2", "log10", "sqrt", "rsqrt",
+                  "sin", "cos", "tan", "sinh", "cosh", "tanh", "sigmoid", "sgn", "conj_physical",
+                  "abs", "angle")},
+    **{f"predicate_{op}": (lambda op: lambda t: getattr(t, op)())(op)
+       for op in ("isnan", "isinf", "isfinite")},
+    "add_transposed": lambda t: t.mT + t.mT.flip(0),
+    "sub_alpha": lambda t: tl.sub(t, t.flip(1), alpha=2),
+    "mul_scalar": lambda t: t * (2 - 0.5j),
+    "div_broadcast": lambda t: t[_FINITE] / t[:1, :],
+    "pow_tensor": lambda t: t[_FINITE] ** (t[_FINITE] * 0.25),
+    "pow_int": lambda t: t ** 3,
+    "eq_ne": lambda t: tl.stack([t == t.flip(1), t != t]),
+    "real_operand": lambda t: t * t.real.float() + 1,
+    "where": lambda t: tl.where(t.real > 0, t, t.conj()),
+    "lerp": lambda t: tl.lerp(t, t.flip(0), t[_FINITE.start:1]),
+    "addcmul": lambda t: tl.addcmul(t, t, t.flip(1), value=0.5),
+    "addcdiv": lambda t: tl.addcdiv(t[_FINITE], t[_FINITE], t[_FINITE].flip(1), value=-2),
+    "cast_to_real": lambda t: tl.view_as_real(t).sum(-1).double() + t.real.to(tl.float16).float(),
+    "cast_from_real": lambda t: (t.real * 10).long().to(t.dtype) + t.real.double(),
+    "cast_complex": lambda t: t.to(tl.complex128 if t.dtype == tl.complex64 else tl.complex64),
+    "cast_to_bool": lambda t: (t * tl.tensor([0, 1, 1j, 0, 1, 0]).to(t.device)).bool(),
+    "fill": lambda t: tl.full((3, 4), 1 - 2j, dtype=t.dtype, device=t.device),
+    "fill_strided": lambda t: t.clone().mT.fill_(2.5 + 1j),
+    "gather": lambda t: t[tl.tensor([3, 0, 3]).to(t.device)],
+    "scatter": lambda t: t.clone().scatter_(0, tl.tensor([[2, 0, 1, 3, 4, 0]]).to(t.device), t[:1] * 2),
+    "gather_along_dim": lambda t: t.gather(1, tl.tensor([[5, 0], [1, 1], [2, 4], [0, 0], [3, 5]]).to(t.device)),
+    "contiguous_permuted": lambda t: t.unsqueeze(0).permute(2, 0, 1).contiguous(),
+}
+
+
+@pytest.mark.parametrize("dtype", [tl.complex64, tl.complex128])
+@pytest.mark.parametrize("name", sorted(COMPLEX_CASES))
+def test_complex_launch_matches_cpu(dev, name, dtype, monkeypatch):
+    """Every complex kernel of the catalogue (the CPU's complex ops, whose math is one source
+    with the CPU's: cuda_kernels/tl_complex.cuh) against the CPU; none runs on host copies."""
+    from torchlite.cuda import _fallback
+
+    def no_fallback(fn, *args, **kwargs):
+        raise AssertionError(f"{name}: {fn.__name__} ran on host copies")
+    x = _complex_input(dtype)
+    fn = COMPLEX_CASES[name]
+    expect = fn(x)
+    xd = x.cuda()
+    monkeypatch.setattr(_fallback, "run_on_host", no_fallback)
+    _same(expect, fn(xd))
+
+
+def test_complex_kernels_are_in_the_catalogue():
+    """Each complex op of the CPU's lists has its CUDA kernels, for both complex dtypes."""
+    from torchlite._core import elementwise as ew
+    names = set(K.variants()["elementwise.cu"])
+    for dt, ct, rt in ((K.COMPLEX64, "tl::c64", "float"), (K.COMPLEX128, "tl::c128", "double")):
+        for op in K.UNARY_COMPLEX:
+            out = "bool" if op in K.UNARY_TO_BOOL else (rt if op in K.UNARY_COMPLEX_TO_REAL else ct)
+            assert f"tl_unary<{K.functor(op)}, {ct}, {out}>" in names
+            assert op.lower() in ew.UNARY
+        for op in K.BINARY_COMPLEX:
+            assert K.binary_kernel(op, dt) in names
+        assert K.where_kernel(dt) in names and K.fill_kernel(dt) in names
 
 
 def test_launches_are_kernels_not_fallbacks(dev):

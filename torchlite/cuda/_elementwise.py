@@ -113,7 +113,7 @@ def _scalar_array(value, dtype, device):
     """A 0-dim device array holding a Python number, for kernels that take arrays only.  The
     recent ones are kept (read only, by the stream that filled them), as a loop reuses its
     constants."""
-    key = (type(value), value, value == 0 and math.copysign(1.0, value), dtype, device,
+    key = (type(value), value, _zero_signs(value), dtype, device,
            _runtime.current_stream(device))          # -0.0 is not 0.0 here
     a = _scalars.get(key)
     if a is None:
@@ -124,10 +124,17 @@ def _scalar_array(value, dtype, device):
     return a
 
 
+def _zero_signs(value):
+    """The signs of value's zero parts, which == does not tell apart."""
+    if isinstance(value, complex):
+        return tuple(v == 0 and math.copysign(1.0, v) for v in (value.real, value.imag))
+    return value == 0 and math.copysign(1.0, value)
+
+
 def _operand(x, dtype, device):
     if isinstance(x, CudaArray):
         return x if x.dtype == dtype else cast(x, dtype)
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         return _scalar_array(x, dtype, device)
     if x.ndim == 0:                            # a CPU scalar tensor joining CUDA operands
         return _operand(x.item(), dtype, device)
@@ -252,6 +259,8 @@ def binary(op, a, b, out=None, alpha=1.0):
     device = (a if isinstance(a, CudaArray) else b).device_index
     if out is not None:
         _cpu_ew.check_out(out._meta, shape, result, name_op.lower())
+    if isinstance(alpha, complex):
+        return NotImplemented                         # the kernels' alpha is real
     try:
         name = K.binary_kernel(name_op, compute)
     except KeyError:
@@ -276,6 +285,8 @@ def ternary(op, a, b, c, out=None, p0=1.0):
     device = next(x for x in (a, b, c) if isinstance(x, CudaArray)).device_index
     if out is not None:
         _cpu_ew.check_out(out._meta, shape, result, name_op.lower())
+    if isinstance(p0, complex):
+        return NotImplemented                         # the kernels' value is real
     try:
         name = K.ternary_kernel(name_op, result)
     except KeyError:

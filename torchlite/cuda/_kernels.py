@@ -93,14 +93,17 @@ def _read(path):
 # ---- dtypes -------------------------------------------------------------------------------
 # torchlite dtype code (torchlite/_core/kernels/types.h) -> the kernels' element type
 CTYPE = {0: "bool", 1: "tl::u8", 2: "tl::i8", 3: "tl::i16", 4: "tl::i32", 5: "tl::i64",
-         6: "__half", 7: "__nv_bfloat16", 8: "float", 9: "double"}
-BOOL, UINT8, INT8, INT16, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = range(10)
+         6: "__half", 7: "__nv_bfloat16", 8: "float", 9: "double", 10: "tl::c64", 11: "tl::c128"}
+(BOOL, UINT8, INT8, INT16, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, COMPLEX64,
+ COMPLEX128) = range(12)
 FLOATS = (FLOAT16, BFLOAT16, FLOAT32, FLOAT64)
 INTS = (UINT8, INT8, INT16, INT32, INT64)
-ALL = (BOOL,) + INTS + FLOATS
+ALL = (BOOL,) + INTS + FLOATS                 # the real dtypes
+COMPLEX = (COMPLEX64, COMPLEX128)
+REAL_OF = {COMPLEX64: FLOAT32, COMPLEX128: FLOAT64}
 ITEMSIZE = {BOOL: 1, UINT8: 1, INT8: 1, INT16: 2, INT32: 4, INT64: 8, FLOAT16: 2, BFLOAT16: 2,
-            FLOAT32: 4, FLOAT64: 8}
-BITS_TYPE = {1: "tl::u8", 2: "tl::u16", 4: "tl::u32", 8: "tl::u64"}   # by item size
+            FLOAT32: 4, FLOAT64: 8, COMPLEX64: 8, COMPLEX128: 16}
+BITS_TYPE = {1: "tl::u8", 2: "tl::u16", 4: "tl::u32", 8: "tl::u64", 16: "tl::u128"}   # by item size
 
 
 def functor(op):
@@ -131,23 +134,30 @@ BINARY_TO_BOOL = set("EQ NE LT LE GT GE LOGICAL_AND LOGICAL_OR LOGICAL_XOR".spli
 
 TERNARY_FLOAT = ("LERP", "ADDCMUL", "ADDCDIV")      # WHERE: by element size, any dtype
 
+# complex64/complex128 (the CPU's TL_*_OPS_COMPLEX, and the complex loops of ewise_body.h that
+# return a real or bool: abs, angle and the predicates)
+UNARY_COMPLEX = ("NEG SQUARE RECIPROCAL EXP LOG LOG2 LOG10 SQRT RSQRT SIN COS TAN SINH COSH "
+                 "TANH SIGMOID SGN CONJ ABS ANGLE ISNAN ISINF ISFINITE").split()
+UNARY_COMPLEX_TO_REAL = {"ABS", "ANGLE"}
+BINARY_COMPLEX = "ADD SUB MUL DIV POW ADD_ALPHA EQ NE".split()
+
 
 def _unary_dtypes(op):
     return ((FLOATS if op in UNARY_FLOAT else ()) + (INTS if op in UNARY_INT else ())
-            + ((BOOL,) if op in UNARY_BOOL else ()))
+            + ((BOOL,) if op in UNARY_BOOL else ()) + (COMPLEX if op in UNARY_COMPLEX else ()))
 
 
 def _binary_dtypes(op):
     return ((FLOATS if op in BINARY_FLOAT else ()) + (INTS if op in BINARY_INT else ())
-            + ((BOOL,) if op in BINARY_BOOL else ()))
+            + ((BOOL,) if op in BINARY_BOOL else ()) + (COMPLEX if op in BINARY_COMPLEX else ()))
 
 
 def unary_ops():
-    return sorted(set(UNARY_FLOAT) | set(UNARY_INT) | set(UNARY_BOOL))
+    return sorted(set(UNARY_FLOAT) | set(UNARY_INT) | set(UNARY_BOOL) | set(UNARY_COMPLEX))
 
 
 def binary_ops():
-    return sorted(set(BINARY_FLOAT) | set(BINARY_INT) | set(BINARY_BOOL))
+    return sorted(set(BINARY_FLOAT) | set(BINARY_INT) | set(BINARY_BOOL) | set(BINARY_COMPLEX))
 
 
 # ---- name expressions ---------------------------------------------------------------------
@@ -155,7 +165,12 @@ def unary_kernel(op, dtype):
     """The kernel of unary `op` on `dtype` (the output is bool for predicates)."""
     if dtype not in _unary_dtypes(op):
         raise KeyError(f"no CUDA kernel for unary {op} on dtype code {dtype}")
-    out = "bool" if op in UNARY_TO_BOOL else CTYPE[dtype]
+    if op in UNARY_TO_BOOL:
+        out = "bool"
+    elif dtype in COMPLEX and op in UNARY_COMPLEX_TO_REAL:
+        out = CTYPE[REAL_OF[dtype]]              # |z| and arg z are real
+    else:
+        out = CTYPE[dtype]
     return f"tl_unary<{functor(op)}, {CTYPE[dtype]}, {out}>"
 
 
@@ -173,7 +188,7 @@ def where_kernel(dtype):
 def ternary_kernel(op, dtype):
     if op == "WHERE":
         return where_kernel(dtype)
-    if op not in TERNARY_FLOAT or dtype not in FLOATS:
+    if op not in TERNARY_FLOAT or dtype not in FLOATS + COMPLEX:
         raise KeyError(f"no CUDA kernel for ternary {op} on dtype code {dtype}")
     t = CTYPE[dtype]
     return f"tl_ternary<{functor(op)}, {t}, {t}>"
@@ -200,8 +215,8 @@ def arange_kernel(dtype):
 
 
 def linspace_kernel(dtype):
-    if dtype == BOOL:
-        raise KeyError("no CUDA linspace for bool")
+    if dtype not in INTS + FLOATS:
+        raise KeyError(f"no CUDA linspace for dtype code {dtype}")
     return f"tl_linspace<{CTYPE[dtype]}>"
 
 
@@ -211,7 +226,7 @@ REDUCTIONS_FLOAT = ("Mean", "NanSum", "VarStd")                    # floating dt
 
 def reduce_kernel(op, dtype):
     """tl_reduce over `op` (Sum, Prod, Max, Min, Any, All, Mean, NanSum, VarStd)."""
-    if not (op in REDUCTIONS_ALL or (op in REDUCTIONS_FLOAT and dtype in FLOATS)):
+    if dtype not in ALL or not (op in REDUCTIONS_ALL or (op in REDUCTIONS_FLOAT and dtype in FLOATS)):
         raise KeyError(f"no CUDA reduction {op} on dtype code {dtype}")
     return f"tl_reduce<tl::red::{op}<{CTYPE[dtype]}> >"
 
@@ -410,11 +425,11 @@ def variants():
         ew += [unary_kernel(op, dt) for dt in _unary_dtypes(op)]
     for op in binary_ops():
         ew += [binary_kernel(op, dt) for dt in _binary_dtypes(op)]
-    ew += sorted({where_kernel(dt) for dt in ALL})
-    ew += [ternary_kernel(op, dt) for op in TERNARY_FLOAT for dt in FLOATS]
-    ew += [cast_kernel(s, d) for s in ALL for d in ALL if s != d]
-    ew += sorted({cast_kernel(dt, dt) for dt in ALL})
-    ew += sorted({fill_kernel(dt) for dt in ALL})
+    ew += sorted({where_kernel(dt) for dt in ALL + COMPLEX})
+    ew += [ternary_kernel(op, dt) for op in TERNARY_FLOAT for dt in FLOATS + COMPLEX]
+    ew += [cast_kernel(s, d) for s in ALL + COMPLEX for d in ALL + COMPLEX if s != d]
+    ew += sorted({cast_kernel(dt, dt) for dt in ALL + COMPLEX})
+    ew += sorted({fill_kernel(dt) for dt in ALL + COMPLEX})
     ew += [arange_kernel(dt) for dt in INTS + FLOATS]
     ew += [linspace_kernel(dt) for dt in INTS + FLOATS]
     red = [reduce_kernel(op, dt) for op in REDUCTIONS_ALL for dt in ALL]
@@ -425,7 +440,8 @@ def variants():
     gemm += [gemm_tc_kernel(dt, c, ak, bk) for dt in TENSOR_CORE_DTYPES for c in TC_CONFIGS
              for ak in (True, False) for bk in (True, False)]
     gemm += [gemm_splitk_sum_kernel(dt) for dt in SPLIT_K_DTYPES]
-    index = sorted({gather_kernel(dt) for dt in ALL}) + sorted({scatter_kernel(dt) for dt in ALL})
+    index = sorted({gather_kernel(dt) for dt in ALL + COMPLEX})
+    index += sorted({scatter_kernel(dt) for dt in ALL + COMPLEX})
     index += [scatter_add_kernel(dt) for dt in SCATTER_ADD_DTYPES]
     optim = [optimizer_kernel(name, dt) for name in ("sgd", "adam", "sgd_multi") for dt in FLOATS]
     loss = [nll_kernel(k, dt, tt) for k in ("forward", "backward", "reduce") for dt in NLL_DTYPES

@@ -162,19 +162,19 @@ def _memset(width, address, value, count, stream):
 
 
 def memset(device, address, pattern, count):
-    """Write `count` copies of `pattern` (1, 2, 4 or 8 bytes) from device `address`."""
+    """Write `count` copies of `pattern` (1, 2, 4, 8 or 16 bytes) from device `address`."""
     activate(device)
     stream = current_stream(device)
     size = len(pattern)
     if size in (1, 2, 4):
         _memset(size, address, int.from_bytes(pattern, "little"), count, stream)
-    elif size == 8:
-        lo, hi = int.from_bytes(pattern[:4], "little"), int.from_bytes(pattern[4:], "little")
-        if lo == hi:
-            _memset(4, address, lo, 2 * count, stream)
-        else:        # two strided 4-byte fills: rows of one word, 8 bytes apart
-            _driver.call("cuMemsetD2D32Async", address, 8, lo, 1, count, stream)
-            _driver.call("cuMemsetD2D32Async", address + 4, 8, hi, 1, count, stream)
+    elif size in (8, 16):
+        words = [int.from_bytes(pattern[k:k + 4], "little") for k in range(0, size, 4)]
+        if len(set(words)) == 1:
+            _memset(4, address, words[0], size // 4 * count, stream)
+        else:        # one strided 4-byte fill per word: rows of one word, `size` bytes apart
+            for k, w in enumerate(words):
+                _driver.call("cuMemsetD2D32Async", address + 4 * k, size, w, 1, count, stream)
     else:
         raise ValueError(f"memset: pattern of {size} bytes")
 
