@@ -100,9 +100,12 @@ def to_torchlite(x, requires_grad_from=True, memo=None):
 
 
 def _values(d):
-    try:
-        return tl.tensor(d.float().numpy()).to(tl.bfloat16) if str(d.dtype) == "torch.bfloat16" \
-            else tl.tensor(d.numpy())
+    try:       # NumPy has no bfloat16 or complex32: through float32 / complex64 (exact)
+        if str(d.dtype) == "torch.bfloat16":
+            return tl.tensor(d.float().numpy()).to(tl.bfloat16)
+        if str(d.dtype) == "torch.complex32":
+            return tl.tensor(d.cfloat().numpy()).to(tl.complex32)
+        return tl.tensor(d.numpy())
     except Exception as e:       # more dims than NumPy (or torchlite) holds, say
         raise Unsupported(f"tensor {tuple(d.shape)}: {e}") from None
 
@@ -144,12 +147,16 @@ def to_numpy(x):
         dt = str(d.dtype).replace("torch.", "")
         if d.dtype == torch.bfloat16:
             d = d.float()
+        elif d.dtype == torch.complex32:
+            d = d.cfloat()
         return ("tensor", dt, tuple(x.shape), d.resolve_conj().resolve_neg().numpy(force=True).copy())
     if isinstance(x, tl.Tensor):
         d = x.detach()
         dt = str(d.dtype).replace("torchlite.", "")
         if d.dtype == tl.bfloat16:
             d = d.float()
+        elif d.dtype == tl.complex32:
+            d = d.cfloat()
         return ("tensor", dt, tuple(x.shape), d.numpy().copy())
     if isinstance(x, (list, tuple)):
         return ("seq", tuple(to_numpy(e) for e in x))

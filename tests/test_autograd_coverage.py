@@ -156,7 +156,7 @@ OPS = {
     **no_grad(CREATION, """FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor
         ShortTensor CharTensor ByteTensor BoolTensor ComplexFloatTensor ComplexDoubleTensor"""),
     **no_grad(REMOVED, "eig lstsq matrix_rank solve symeig"),
-    **no_grad(NAMESPACE, "complex64 complex128 cfloat cdouble"),
+    **no_grad(NAMESPACE, "complex64 complex128 complex32 cfloat cdouble chalf"),
     **no_grad(CREATION, """scalar_tensor empty_strided new_empty_strided hann_window
         hamming_window blackman_window bartlett_window"""),
     **no_grad(INT_OUT, "unravel_index nonzero_static"),

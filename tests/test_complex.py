@@ -1,6 +1,6 @@
-"""Complex tensors (complex64/complex128): dtype rules, creation, printing, NumPy interop,
-elementwise math, views of the parts, reductions, products, indexing, autograd and
-serialization.  Oracles: NumPy for values, central differences in float64 for gradients,
+"""Complex tensors (complex64/complex128, and complex32 as a storage type): dtype rules,
+creation, printing, NumPy interop, elementwise math, views of the parts, reductions, products,
+indexing, autograd and serialization.  Oracles: NumPy for values, central differences in float64 for gradients,
 and PyTorch (where installed) for promotion, printing and the gradient convention."""
 import io
 import itertools
@@ -45,14 +45,12 @@ def test_dtype_objects():
 @needs_torch
 def test_promotion_matches_torch():
     names = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-             "float64", "complex64", "complex128"]
+             "float64", "complex64", "complex128", "complex32"]
     for a, b in itertools.product(names, repeat=2):
         if "complex" not in a + b:
             continue
         expect = torch.promote_types(getattr(torch, a), getattr(torch, b))
         got = tl.promote_types(getattr(tl, a), getattr(tl, b))
-        if expect is torch.complex32:          # torchlite has no complex32: complex64 instead
-            expect = torch.complex64
         assert got.name == str(expect).split(".")[1], (a, b)
         assert tl.can_cast(getattr(tl, a), getattr(tl, b)) == torch.can_cast(
             getattr(torch, a), getattr(torch, b)), (a, b)
@@ -493,6 +491,168 @@ def test_gradcheck_complex_outputs_and_mixed_inputs():
 
     assert tl.autograd.gradcheck(SquareWithoutConj.apply, (x,))
     assert not tl.autograd.gradcheck(SquareWithoutConj.apply, (z,), raise_exception=False)
+
+
+# ---- linear algebra through the real embedding ---------------------------------------------------
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 4, 4)])
+def test_complex_svdvals_and_matrix_norms_against_numpy(shape):
+    z = crandn(*shape, seed=6)
+    t = tl.tensor(z)
+    np.testing.assert_allclose(tl.linalg.svdvals(t).numpy(), np.linalg.svd(z, compute_uv=False),
+                               rtol=1e-12, atol=1e-12)
+    for ord in ("fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf):
+        got = tl.linalg.matrix_norm(t, ord)
+        assert got.dtype is tl.float64
+        np.testing.assert_allclose(got.numpy(), np.linalg.norm(z, ord, axis=(-2, -1)),
+                                   rtol=1e-12, err_msg=str(ord))
+    np.testing.assert_allclose(tl.linalg.norm(t, "nuc", dim=(-2, -1), keepdim=True).numpy(),
+                               np.linalg.norm(z, "nuc", axis=(-2, -1), keepdims=True), rtol=1e-12)
+    c64 = tl.tensor(z.astype(np.complex64))
+    assert tl.linalg.matrix_norm(c64, 2).dtype is tl.float32
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_complex_eigvalsh_reads_one_triangle(uplo):
+    z = crandn(2, 4, 4, seed=7)
+    h = z + np.conj(np.swapaxes(z, -1, -2))
+    only = np.tril(h) if uplo == "L" else np.triu(h)
+    only = only + 9j * np.eye(4)                  # the diagonal's imaginary parts are not read
+    got = tl.linalg.eigvalsh(tl.tensor(only), uplo)
+    np.testing.assert_allclose(got.numpy(), np.linalg.eigvalsh(h), rtol=1e-12, atol=1e-12)
+
+
+def test_complex_norm_gradients_against_finite_differences():
+    z = tl.tensor(crandn(3, 2, seed=8), requires_grad=True)
+    for fn in (lambda a: tl.linalg.matrix_norm(a, "nuc"), lambda a: tl.linalg.svdvals(a),
+               lambda a: tl.linalg.matrix_norm(a, 2), lambda a: tl.linalg.matrix_norm(a, "fro")):
+        assert tl.autograd.gradcheck(fn, (z,))
+
+
+@needs_torch
+def test_complex_linalg_gradients_match_torch():
+    rng = np.random.default_rng(9)
+    z = crandn(2, 4, 3, seed=9)
+    h = z[:, :3] + np.conj(np.swapaxes(z[:, :3], -1, -2))
+    w = rng.standard_normal(3)
+    cases = [(z, lambda L, x: L.linalg.matrix_norm(x, "nuc").sum()),
+             (z, lambda L, x: (L.linalg.svdvals(x) * L.tensor(w)).sum()),
+             (z, lambda L, x: L.linalg.matrix_norm(x, 1).sum()),
+             (h, lambda L, x: (L.linalg.eigvalsh(x) * L.tensor(w)).sum()),
+             (np.triu(h), lambda L, x: (L.linalg.eigvalsh(x, "U") * L.tensor(w)).sum())]
+    for value, fn in cases:
+        a, b = tl.tensor(value, requires_grad=True), torch.tensor(value, requires_grad=True)
+        fn(tl, a).backward()
+        fn(torch, b).backward()
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# ---- complex32 (chalf): a storage type, computed in complex64 -----------------------------------
+def _c32(z):
+    """NumPy's oracle of a complex32 value: each part rounded to float16 (as complex64)."""
+    z = np.asarray(z, np.complex64)
+    return (z.real.astype(np.float16).astype(np.float32)
+            + 1j * z.imag.astype(np.float16).astype(np.float32)).astype(np.complex64)
+
+
+def _c32_values(t):
+    assert t.dtype is tl.complex32
+    return t.to(tl.complex64).numpy()
+
+
+def test_complex32_dtype_and_promotion():
+    assert tl.chalf is tl.complex32 and tl.complex32.itemsize == 4 and tl.complex32.is_complex
+    assert tl.complex32.to_real() is tl.float16 and tl.float16.to_complex() is tl.complex32
+    assert tl.bfloat16.to_complex() is tl.complex64           # no bfloat16 complex (PyTorch)
+    expect = {tl.bool: tl.complex32, tl.uint8: tl.complex32, tl.int64: tl.complex32,
+              tl.float16: tl.complex32, tl.bfloat16: tl.complex64, tl.float32: tl.complex64,
+              tl.float64: tl.complex128, tl.complex64: tl.complex64,
+              tl.complex128: tl.complex128, tl.complex32: tl.complex32}
+    for d, r in expect.items():
+        assert tl.promote_types(tl.complex32, d) is r and tl.promote_types(d, tl.complex32) is r
+    h = tl.ones(2, dtype=tl.float16)
+    assert (h * 1j).dtype is tl.complex32 and tl.complex(h, h).dtype is tl.complex32
+    assert (tl.ones(2, dtype=tl.chalf) * 2.5).dtype is tl.complex32
+
+
+def test_complex32_conversions_against_numpy():
+    z = crandn(3, 4, dtype=np.complex64, seed=4) * 100
+    c = tl.from_numpy(z).chalf()
+    assert c.dtype is tl.complex32 and c.element_size() == 4 and c.is_complex()
+    np.testing.assert_array_equal(_c32_values(c), _c32(z))
+    np.testing.assert_array_equal(c.to(tl.float32).numpy(), _c32(z).real)      # the real part
+    np.testing.assert_array_equal(c.to(tl.float16).numpy(), z.real.astype(np.float16))
+    np.testing.assert_array_equal(c.to(tl.int32).numpy(), _c32(z).real.astype(np.int32))
+    np.testing.assert_array_equal(c.to(tl.complex128).numpy(), _c32(z).astype(np.complex128))
+    np.testing.assert_array_equal((c * 0).bool().numpy(), np.zeros((3, 4), bool))
+    for d in (tl.bool, tl.uint8, tl.int64, tl.float16, tl.bfloat16, tl.float32, tl.float64):
+        x = tl.arange(-3, 9).reshape(3, 4).to(d)
+        np.testing.assert_array_equal(_c32_values(x.to(tl.complex32)),
+                                      x.double().numpy().astype(np.complex64))
+    v = tl.tensor([1.5 + 2j, -0.5j], dtype=tl.complex32)
+    assert v.tolist() == [1.5 + 2j, -0.5j] and v[0].item() == 1.5 + 2j
+    assert tl.full((2,), 1 - 1j, dtype=tl.chalf).tolist() == [1 - 1j] * 2
+    assert tl.zeros(3, dtype=tl.chalf).tolist() == [0j] * 3
+    with pytest.raises(TypeError, match="ComplexHalf"):
+        v.numpy()                                        # NumPy has no complex32 (as PyTorch)
+
+
+def test_complex32_arithmetic_in_complex64_rounded():
+    """Each op computes in complex64 and rounds the parts to float16, as PyTorch's opmath."""
+    a, b = crandn(5, 3, dtype=np.complex64, seed=1), crandn(5, 3, dtype=np.complex64, seed=2)
+    x, y = tl.from_numpy(a).chalf(), tl.from_numpy(b).chalf()
+    a, b = _c32(a), _c32(b)
+    for got, expect in ((x + y, a + b), (x - y, a - b), (x * y, a * b), (-x, -a), (x / y, a / b),
+                        (x * (2 - 1j), a * np.complex64(2 - 1j)), (x.exp(), np.exp(a)),
+                        (x.conj(), a.conj()), (x.sqrt(), np.sqrt(a))):
+        np.testing.assert_allclose(_c32_values(got), _c32(expect), rtol=2e-3, atol=2e-3)
+    assert x.abs().dtype is tl.float16 and x.angle().dtype is tl.float16
+    np.testing.assert_allclose(x.abs().float().numpy(), np.abs(a), rtol=1e-3)
+    np.testing.assert_array_equal((x == y).numpy(), a == b)
+    np.testing.assert_array_equal((x == x).numpy(), np.ones((5, 3), bool))
+    np.testing.assert_array_equal(x.isnan().numpy(), np.zeros((5, 3), bool))
+    assert (x + tl.ones(3, dtype=tl.float16)).dtype is tl.complex32
+    assert (x + tl.ones(3)).dtype is tl.complex64 and (x + y.cfloat()).dtype is tl.complex64
+
+
+def test_complex32_views_joining_and_indexing():
+    z = crandn(4, 3, dtype=np.complex64, seed=3)
+    c = tl.from_numpy(z).chalf()
+    parts = tl.view_as_real(c)
+    assert parts.dtype is tl.float16 and parts.shape == (4, 3, 2)
+    np.testing.assert_array_equal(parts.float().numpy()[..., 0], _c32(z).real)
+    back = tl.view_as_complex(parts)
+    assert back.dtype is tl.complex32 and back._data.same_storage(c._data)
+    c.imag[0] = 7                                          # writes through the view
+    assert c[0, 1].item().imag == 7
+    np.testing.assert_array_equal(_c32_values(tl.cat([c, c])), np.concatenate([_c32_values(c)] * 2))
+    np.testing.assert_array_equal(_c32_values(tl.stack([c, c]))[1], _c32_values(c))
+    np.testing.assert_array_equal(_c32_values(c[tl.tensor([3, 0])]), _c32_values(c)[[3, 0]])
+    np.testing.assert_array_equal(_c32_values(c[1:, ::2].clone()), _c32_values(c)[1:, ::2])
+    w = tl.where(c.real > 0, c, tl.zeros((), dtype=tl.chalf))
+    np.testing.assert_array_equal(_c32_values(w), np.where(_c32_values(c).real > 0, _c32_values(c), 0))
+    f = c.clone().fill_(2 - 1j)
+    assert f.dtype is tl.complex32 and f.tolist()[0] == [2 - 1j] * 3
+    d = tl.from_dlpack(c)                                  # DLPack: complex of 32 bits
+    assert d.dtype is tl.complex32 and d.data_ptr() == c.data_ptr() and d.tolist() == c.tolist()
+
+
+@needs_torch
+def test_complex32_printing_and_checkpoints_match_torch(tmp_path):
+    import warnings
+    values = [[1.5 + 2j, -0.5j, 3], [1e-3 - 4j, 100.25 + 0j, -7j]]
+    c = tl.tensor(values).chalf()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # torch: "ComplexHalf support is experimental"
+        ct = torch.tensor(values).chalf()
+        assert repr(c).replace("torchlite.", "torch.") == repr(ct)
+        assert repr(c.abs()).replace("torchlite.", "torch.") == repr(ct.abs())
+        tl.save({"c": c, "view": c[1:, 1:]}, tmp_path / "tl.pt")
+        got = torch.load(tmp_path / "tl.pt")           # weights_only: as torch writes complex32
+        assert got["c"].dtype is torch.complex32 and got["c"].tolist() == ct.tolist()
+        assert got["view"].tolist() == ct[1:, 1:].tolist()
+        torch.save(ct, tmp_path / "torch.pt")
+    back = tl.load(tmp_path / "torch.pt")
+    assert back.dtype is tl.complex32 and back.tolist() == c.tolist()
 
 
 def test_random_complex_samples():

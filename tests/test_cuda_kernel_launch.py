@@ -167,6 +167,19 @@ def test_complex_launch_matches_cpu(dev, name, dtype, monkeypatch):
     _same(expect, fn(xd))
 
 
+def test_complex32_on_cuda_matches_cpu(dev):
+    """complex32 has no kernels of its own: it is moved by the 4-byte kernels (copies, fills,
+    where, gather) and computed on host copies, with the CPU's values."""
+    c = tl.from_numpy(_complex_input(tl.complex64)[:4].numpy()).chalf()
+    for fn in (lambda t: t * t + 1j, lambda t: t.abs(), lambda t: tl.cat([t, t.flip(0)]),
+               lambda t: tl.where(t.real > 0, t, t.conj()), lambda t: t.to(tl.complex64),
+               lambda t: t.to(tl.complex64).chalf(), lambda t: t[tl.tensor([2, 0]).to(t.device)],
+               lambda t: tl.full((2,), 1 - 1j, dtype=tl.chalf, device=t.device), lambda t: t.sum(0)):
+        expect, got = fn(c), fn(c.cuda())
+        assert got.device.type == "cuda" and got.dtype == expect.dtype
+        assert got.cpu().tolist() == expect.tolist()
+
+
 def test_complex_kernels_are_in_the_catalogue():
     """Each complex op of the CPU's lists has its CUDA kernels, for both complex dtypes."""
     from torchlite._core import elementwise as ew

@@ -10,8 +10,8 @@ import math as _math
 
 from .version import __version__
 from ._dtype import (dtype, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
-                     float64, complex64, complex128, half, float, double, short, int, long,
-                     cfloat, cdouble, get_default_dtype, get_default_complex_dtype,
+                     float64, complex64, complex128, complex32, half, float, double, short, int,
+                     long, cfloat, cdouble, chalf, get_default_dtype, get_default_complex_dtype,
                      set_default_dtype, promote_types, can_cast, finfo, iinfo)
 from ._device import device, set_default_device, get_default_device
 from ._memory_format import (memory_format, contiguous_format, channels_last, channels_last_3d,

@@ -29,8 +29,8 @@ class dtype:
         return DTYPES[_ew.real_of(self.code)]
 
     def to_complex(self):
-        """The complex dtype with this float dtype's parts (float64 -> complex128; float32,
-        float16 and bfloat16 -> complex64, as torchlite has no complex32)."""
+        """The complex dtype with this float dtype's parts (float64 -> complex128, float32 and
+        bfloat16 -> complex64, float16 -> complex32)."""
         if self.is_complex:
             return self
         if not self.is_floating_point:
@@ -50,17 +50,19 @@ float32 = dtype("float32", 8, 4, True, True)
 float64 = dtype("float64", 9, 8, True, True)
 complex64 = dtype("complex64", 10, 8, False, True, is_complex=True)
 complex128 = dtype("complex128", 11, 16, False, True, is_complex=True)
+# PyTorch's complex32 (chalf): two float16 parts, stored as such; ops compute in complex64
+complex32 = dtype("complex32", 12, 4, False, True, is_complex=True)
 
 # aliases, as in PyTorch
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
-cfloat, cdouble = complex64, complex128
+cfloat, cdouble, chalf = complex64, complex128, complex32
 
 DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-          complex64, complex128)
+          complex64, complex128, complex32)
 _BY_NAME = {d.name: d for d in DTYPES}
 _BY_NAME.update(half=half, float=float, double=double, short=short, int=int, long=long,
-                cfloat=cfloat, cdouble=cdouble)
+                cfloat=cfloat, cdouble=cdouble, chalf=chalf)
 
 
 def _dtype_from_name(name):

@@ -65,7 +65,7 @@ _STORAGE_CLASS_NAMES = {
     D.int16: "ShortStorage", D.int32: "IntStorage", D.int64: "LongStorage",
     D.float16: "HalfStorage", D.bfloat16: "BFloat16Storage", D.float32: "FloatStorage",
     D.float64: "DoubleStorage", D.complex64: "ComplexFloatStorage",
-    D.complex128: "ComplexDoubleStorage"}
+    D.complex128: "ComplexDoubleStorage"}     # complex32: none (an UntypedStorage, as torch)
 
 
 # =========================================================================================
@@ -90,6 +90,8 @@ class _Global:
 
 
 _REBUILD_TENSOR_V2 = _Global("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_TENSOR_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
+_UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_META = _Global("torch._utils", "_rebuild_meta_tensor_no_storage")
 _REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
@@ -97,6 +99,9 @@ _TORCH_SIZE = _Global("torch", "Size")
 _TORCH_DEVICE = _Global("torch", "device")
 _TORCH_DTYPES = {d: _Global("torch", d.name) for d in D.DTYPES}
 _TORCH_STORAGE_CLASSES = {d: _Global("torch", n) for d, n in _STORAGE_CLASS_NAMES.items()}
+# dtypes torch.save writes as an UntypedStorage of bytes and the dtype (_rebuild_tensor_v3):
+# those without a legacy typed-storage class that torch's weights_only loader accepts
+_UNTYPED_DTYPES = (D.complex32,)
 
 
 class _SavedStorage:
@@ -104,12 +109,13 @@ class _SavedStorage:
     ('cpu', 'cuda:0', ...) and an array over its bytes in host memory (which keeps the memory
     alive until the record is written; a copy for a storage on a device)."""
 
-    __slots__ = ("key", "dtype", "array", "numel", "location")
+    __slots__ = ("key", "dtype", "array", "numel", "location", "untyped")
 
-    def __init__(self, key, dtype, array):
+    def __init__(self, key, dtype, array, untyped=False):
         self.key = key
-        self.dtype = dtype
-        self.numel = array.storage_nbytes() // dtype.itemsize
+        self.untyped = untyped           # pickled as torch.storage.UntypedStorage (of bytes)
+        self.dtype = D.uint8 if untyped else dtype
+        self.numel = array.storage_nbytes() // self.dtype.itemsize
         self.location = array.device
         if self.location != "cpu":
             nbytes = array.storage_nbytes()
@@ -142,7 +148,8 @@ class _CheckpointPickler(pickle._Pickler):
 
     def persistent_id(self, obj):
         if type(obj) is _SavedStorage:
-            return ("storage", _TORCH_STORAGE_CLASSES[obj.dtype], obj.key, obj.location, obj.numel)
+            cls = _UNTYPED_STORAGE if obj.untyped else _TORCH_STORAGE_CLASSES[obj.dtype]
+            return ("storage", cls, obj.key, obj.location, obj.numel)
         return None
 
     def reducer_override(self, obj):
@@ -169,18 +176,24 @@ class _CheckpointPickler(pickle._Pickler):
         if arr.device == "meta":             # no storage to save: shape, strides and dtype
             return (_REBUILD_META, (D.DTYPES[arr.dtype], tuple(arr.shape), tuple(arr.strides),
                                     t.requires_grad))
-        storage = self._storage_of(arr, D.DTYPES[arr.dtype])
+        dtype = D.DTYPES[arr.dtype]
+        if dtype in _UNTYPED_DTYPES:
+            storage = self._storage_of(arr, dtype, untyped=True)
+            return (_REBUILD_TENSOR_V3, (storage, arr.offset, tuple(arr.shape), tuple(arr.strides),
+                                         t.requires_grad, OrderedDict(), dtype))
+        storage = self._storage_of(arr, dtype)
         return (_REBUILD_TENSOR_V2, (storage, arr.offset, tuple(arr.shape), tuple(arr.strides),
                                      t.requires_grad, OrderedDict()))
 
-    def _storage_of(self, arr, dtype):
+    def _storage_of(self, arr, dtype, untyped=False):
         st = arr.storage
         # two storage objects over the same memory (Tensor.data makes one) are one storage
         ident = (arr.device, st.data_ptr(), st.nbytes)
         saved = self.storages.get(ident)
         if saved is None:
-            saved = self.storages[ident] = _SavedStorage(str(len(self.storages)), dtype, arr)
-        elif saved.dtype is not dtype:
+            saved = self.storages[ident] = _SavedStorage(str(len(self.storages)), dtype, arr,
+                                                         untyped)
+        elif saved.untyped != untyped or (not untyped and saved.dtype is not dtype):
             raise RuntimeError("Cannot save multiple tensors or storages that view the same "
                                f"data as different types ({saved.dtype} and {dtype})")
         return saved

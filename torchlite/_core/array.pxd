@@ -10,10 +10,11 @@ cdef extern from "kernels/types.h":
     enum:
         TL_BOOL, TL_UINT8, TL_INT8, TL_INT16, TL_INT32, TL_INT64
         TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64, TL_COMPLEX64, TL_COMPLEX128
+        TL_COMPLEX32
         TL_NDTYPES
     enum:
         TL_OK, TL_ERR_ZERODIV, TL_ERR_NEGPOW, TL_ERR_INDEX
-    const int tl_itemsize[12]
+    const int tl_itemsize[13]
 
 
 cdef class Storage:

@@ -287,7 +287,7 @@ def broadcast_shapes(*shapes):
 # The Array
 # ---------------------------------------------------------------------------------------
 _NP_TYPESTR = ("|b1", "|u1", "|i1", "<i2", "<i4", "<i8", "<f2", None, "<f4", "<f8", "<c8",
-               "<c16")
+               "<c16", None)          # NumPy has no bfloat16 or complex32
 
 
 cdef class Array:
@@ -635,7 +635,8 @@ cdef class Array:
         cdef Py_ssize_t isz = tl_itemsize[self.dtype]
         ts = _NP_TYPESTR[self.dtype]
         if ts is None:
-            raise TypeError("Got unsupported ScalarType BFloat16")
+            raise TypeError("Got unsupported ScalarType "
+                            + ("BFloat16" if self.dtype == TL_BFLOAT16 else "ComplexHalf"))
         return {
             "version": 3,
             "shape": self.shape,
@@ -646,7 +647,11 @@ cdef class Array:
 
 
 _DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-                "float32", "float64", "complex64", "complex128")
+                "float32", "float64", "complex64", "complex128", "complex32")
+# PyTorch's ScalarType names by dtype code, as its error messages spell them (the one home of
+# this table: the other array-layer modules import it)
+TORCH_DTYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
+                     "Double", "ComplexFloat", "ComplexDouble", "ComplexHalf")
 _INT_LIMITS = {TL_UINT8: (0, 255), TL_INT8: (-128, 127), TL_INT16: (-32768, 32767),
                TL_INT32: (-2**31, 2**31 - 1), TL_INT64: (-2**63, 2**63 - 1)}
 
@@ -676,15 +681,20 @@ cdef object read_scalar(char* p, int dtype):
         return complex((<float*>p)[0], (<float*>p)[1])
     if dtype == TL_COMPLEX128:
         return complex((<double*>p)[0], (<double*>p)[1])
+    if dtype == TL_COMPLEX32:
+        return complex(tl_half_to_float((<uint16_t*>p)[0]), tl_half_to_float((<uint16_t*>p)[1]))
     raise TypeError(f"unknown dtype code {dtype}")
 
 
 cdef int write_scalar(char* p, int dtype, object v) except -1:
     """Store a Python number as dtype (float -> int truncates, as a cast does; a complex number
     stored as a real type keeps its real part, as a cast does)."""
-    if dtype == TL_COMPLEX64 or dtype == TL_COMPLEX128:
+    if dtype == TL_COMPLEX64 or dtype == TL_COMPLEX128 or dtype == TL_COMPLEX32:
         c = complex(v)
-        if dtype == TL_COMPLEX64:
+        if dtype == TL_COMPLEX32:
+            (<uint16_t*>p)[0] = tl_float_to_half(<float>c.real)
+            (<uint16_t*>p)[1] = tl_float_to_half(<float>c.imag)
+        elif dtype == TL_COMPLEX64:
             (<float*>p)[0] = c.real
             (<float*>p)[1] = c.imag
         else:

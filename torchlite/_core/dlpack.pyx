@@ -21,7 +21,7 @@ from libc.string cimport memcpy
 from torchlite._core.array cimport (Array, Storage, MAX_DIMS, new_array, tl_itemsize, TL_BOOL,
                                     TL_UINT8, TL_INT8, TL_INT16, TL_INT32, TL_INT64, TL_FLOAT16,
                                     TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64, TL_COMPLEX64,
-                                    TL_COMPLEX128, TL_NDTYPES)
+                                    TL_COMPLEX128, TL_COMPLEX32, TL_NDTYPES)
 from torchlite._core import elementwise as _ew
 
 cdef extern from "Python.h":
@@ -39,7 +39,8 @@ _DL_TABLE = {TL_BOOL: (kDLBool, 8), TL_UINT8: (kDLUInt, 8), TL_INT8: (kDLInt, 8)
              TL_INT16: (kDLInt, 16), TL_INT32: (kDLInt, 32), TL_INT64: (kDLInt, 64),
              TL_FLOAT16: (kDLFloat, 16), TL_BFLOAT16: (kDLBfloat, 16),
              TL_FLOAT32: (kDLFloat, 32), TL_FLOAT64: (kDLFloat, 64),
-             TL_COMPLEX64: (kDLComplex, 64), TL_COMPLEX128: (kDLComplex, 128)}
+             TL_COMPLEX64: (kDLComplex, 64), TL_COMPLEX128: (kDLComplex, 128),
+             TL_COMPLEX32: (kDLComplex, 32)}
 _FROM_DL = {v: k for k, v in _DL_TABLE.items()}
 for _code, (_dl, _bits) in _DL_TABLE.items():
     DL_CODE[_code] = _dl

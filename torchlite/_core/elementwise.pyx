@@ -8,7 +8,8 @@ from torchlite._core.array cimport (Array, Storage, MAX_DIMS, broadcast_into, ne
                                     make_view, parse_shape, shape_tuple, tl_itemsize,
                                     TL_BOOL, TL_UINT8, TL_INT8, TL_INT16, TL_INT32, TL_INT64,
                                     TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64,
-                                    TL_COMPLEX64, TL_COMPLEX128, TL_NDTYPES, TL_ERR_ZERODIV)
+                                    TL_COMPLEX64, TL_COMPLEX128, TL_COMPLEX32, TL_NDTYPES,
+                                    TL_ERR_ZERODIV)
 from torchlite._core.array import broadcast_shapes
 from torchlite._core.parallel cimport num_chunks
 
@@ -31,9 +32,8 @@ cdef extern from "kernels/ewise.h" nogil:
     int tl_compiled_isa_levels()
 
 DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-               "float32", "float64", "complex64", "complex128")
-_TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-                "Double", "ComplexFloat", "ComplexDouble")
+               "float32", "float64", "complex64", "complex128", "complex32")
+from torchlite._core.array import TORCH_DTYPE_NAMES as _TORCH_NAMES
 
 cdef int64_t GRAIN = 32768          # elements per thread below which a loop stays serial
 
@@ -179,18 +179,22 @@ cdef inline bint is_float(int d) noexcept nogil:
     return d >= TL_FLOAT16 and d <= TL_FLOAT64
 
 cdef inline bint is_complex(int d) noexcept nogil:
-    return d == TL_COMPLEX64 or d == TL_COMPLEX128
+    return d == TL_COMPLEX64 or d == TL_COMPLEX128 or d == TL_COMPLEX32
 
 cdef inline int to_complex(int d) noexcept nogil:
-    """The complex type whose parts have float type d (complex32 and a bfloat16 complex do not
-    exist here: both become complex64)."""
-    return TL_COMPLEX128 if d == TL_FLOAT64 else TL_COMPLEX64
+    """The complex type whose parts have float type d (float16: complex32; a bfloat16 complex
+    does not exist, in PyTorch either: it becomes complex64)."""
+    if d == TL_FLOAT64:
+        return TL_COMPLEX128
+    return TL_COMPLEX32 if d == TL_FLOAT16 else TL_COMPLEX64
 
 cdef inline int to_real(int d) noexcept nogil:
     if d == TL_COMPLEX64:
         return TL_FLOAT32
     if d == TL_COMPLEX128:
         return TL_FLOAT64
+    if d == TL_COMPLEX32:
+        return TL_FLOAT16
     return d
 
 def complex_of(int d):
@@ -212,12 +216,13 @@ cdef int promote_types(int a, int b) noexcept nogil:
     if b == TL_BOOL:
         return a
     if is_complex(a) or is_complex(b):
-        # complex wins; its part type is the promotion of the two part types
-        if is_complex(a) and is_complex(b):
-            return a if a > b else b
-        if is_complex(a):
-            return TL_COMPLEX128 if b == TL_FLOAT64 else a
-        return TL_COMPLEX128 if a == TL_FLOAT64 else b
+        # complex wins; its part type is the promotion of the two part types (an integer
+        # or bool operand leaves the complex type as it is)
+        if not is_complex(b) and not is_float(b):
+            return a
+        if not is_complex(a) and not is_float(a):
+            return b
+        return to_complex(promote_types(to_real(a), to_real(b)))
     if is_float(a) and is_float(b):
         if (a == TL_FLOAT16 and b == TL_BFLOAT16) or (a == TL_BFLOAT16 and b == TL_FLOAT16):
             return TL_FLOAT32
@@ -291,6 +296,10 @@ def can_cast(int frm, int to):
     return True
 
 cdef inline int _compute_dtype(int d) noexcept nogil:
+    """float16/bfloat16 compute in float32 and complex32 in complex64 (PyTorch's opmath), the
+    results rounded back."""
+    if d == TL_COMPLEX32:
+        return TL_COMPLEX64
     return TL_FLOAT32 if d == TL_FLOAT16 or d == TL_BFLOAT16 else d
 
 
@@ -832,7 +841,7 @@ def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double 
     if fn == NULL:
         raise _not_impl(name, a.dtype)
     if unary_real_result[op] and is_complex(cdt):
-        odt = to_real(cdt)
+        odt = to_real(rdt)
     for i in range(a.nd):
         shp[i] = a.shp[i]
     out = _check_out(out, a.nd, shp, odt, name)
@@ -840,8 +849,10 @@ def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double 
         a = cast_array(a, cdt)
     elif out is not None and _overlaps(out, a):
         a = _copy_new(a)
-    if kind == K_BOOLOUT or (unary_real_result[op] and is_complex(cdt)):
+    if kind == K_BOOLOUT:
         rdt = odt                     # the loop writes the result type itself
+    elif unary_real_result[op] and is_complex(cdt):
+        rdt = to_real(cdt)            # |z|, arg z: the compute type's parts
     else:
         rdt = cdt
     if out is not None and out.dtype == rdt:
@@ -894,7 +905,7 @@ def ternary(int op, a, b, c, Array out=None, double p0=1.0):
     rdt = ternary_dtype(op, a, b, c)
     if op == TERNARY["where"]:
         first = 1
-        cdt = rdt if rdt in (TL_FLOAT16, TL_BFLOAT16) else _compute_dtype(rdt)
+        cdt = rdt if rdt in (TL_FLOAT16, TL_BFLOAT16, TL_COMPLEX32) else _compute_dtype(rdt)
     else:
         cdt = _compute_dtype(rdt)
         first = 0

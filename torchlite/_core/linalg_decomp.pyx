@@ -96,8 +96,7 @@ cdef void _gemm_s(int64_t m, int64_t n, int64_t k, double alpha, const double* a
 # ---------------------------------------------------------------------------------------
 # Argument handling
 # ---------------------------------------------------------------------------------------
-_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double",
-          "ComplexFloat", "ComplexDouble")
+from torchlite._core.array import TORCH_DTYPE_NAMES as _NAMES
 
 
 cdef int _check_float(Array a, str op) except -1:

@@ -15,11 +15,10 @@ from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_run, tl_gemm_install
                                    tl_gemm_packed_b_size, tl_gemm_pack_b)
 
 # dtype names as PyTorch's messages spell them: ScalarType names and C++ type names
-TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double", "ComplexFloat", "ComplexDouble")
+from torchlite._core.array import TORCH_DTYPE_NAMES as TORCH_NAMES
 C_NAMES = ("bool", "unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
            "c10::BFloat16", "float", "double",
-           "c10::complex<float>", "c10::complex<double>")
+           "c10::complex<float>", "c10::complex<double>", "c10::complex<c10::Half>")
 cdef int _MUL = _ew.BINARY["mul"]
 
 # ---------------------------------------------------------------------------------------

@@ -59,8 +59,7 @@ cdef extern from "kernels/reduce.h" nogil:
     int tl_reduce_install(int level)
     void tl_scan_register()
 
-_TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-                "Double", "ComplexFloat", "ComplexDouble")
+from torchlite._core.array import TORCH_DTYPE_NAMES as _TORCH_NAMES
 
 cdef int64_t GRAIN = 32768        # elements per thread below which a reduction stays serial
 cdef int64_t CH_ROWS = 32768      # row elements per piece (rows layout)

@@ -38,8 +38,7 @@ cdef enum:
     JOB_TOPK = 1
     JOB_KTH = 2
 
-_TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-                "Double", "ComplexFloat", "ComplexDouble")
+from torchlite._core.array import TORCH_DTYPE_NAMES as _TORCH_NAMES
 
 
 cdef int _refuse_complex(Array a, str op) except -1:

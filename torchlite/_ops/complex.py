@@ -31,8 +31,8 @@ def parts_array(a):
 
 
 def complex_array(parts):
-    """The complex array over a contiguous (..., 2) float32/float64 array (checked by the
-    caller: view_as_complex's rules)."""
+    """The complex array over a contiguous (..., 2) float16/float32/float64 array (checked by
+    the caller: view_as_complex's rules)."""
     return _A.reinterpret(parts, D.DTYPES[parts.dtype].to_complex().code, tuple(parts.shape[:-1]),
                           tuple(s // 2 for s in parts.strides[:-1]), parts.offset // 2)
 
@@ -48,13 +48,13 @@ def view_as_real(input):
 
 @_register("view_as_complex")
 def view_as_complex(input):
-    """A complex view of a float32/float64 tensor whose last dim has size 2 and stride 1
-    (the inverse of view_as_real)."""
+    """A complex view of a float32/float64 (or float16: complex32) tensor whose last dim has
+    size 2 and stride 1 (the inverse of view_as_real)."""
     tensor_arg(input, "view_as_complex")
     a = input._data
-    if input.dtype not in (D.float32, D.float64):
-        raise RuntimeError(f"view_as_complex is only supported for float and double tensors, "
-                           f"but got a tensor of scalar type: {input.dtype}")
+    if input.dtype not in (D.float32, D.float64, D.float16):
+        raise RuntimeError(f"view_as_complex is only supported for half, float and double "
+                           f"tensors, but got a tensor of scalar type: {input.dtype}")
     if a.ndim == 0 or a.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     if a.strides[-1] != 1:
@@ -100,7 +100,8 @@ Tensor.imag = property(imag, _set_part(imag))
 
 
 def complex(real, imag, *, out=None):
-    """real + i imag from two float32/float64 tensors of one dtype (broadcast together)."""
+    """real + i imag from two float32/float64 (or float16: complex32) tensors of one dtype
+    (broadcast together)."""
     from .joining import stack
     from .views import broadcast_tensors
     for x, name in ((real, "real"), (imag, "imag")):
@@ -108,8 +109,8 @@ def complex(real, imag, *, out=None):
     if real.dtype is not imag.dtype:
         raise RuntimeError(f"Expected object of scalar type {real.dtype} but got scalar type "
                            f"{imag.dtype} for second argument")
-    if real.dtype not in (D.float32, D.float64):
-        raise RuntimeError(f"Expected both inputs to be Float or Double tensors but got "
+    if real.dtype not in (D.float32, D.float64, D.float16):
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{real.dtype} and {imag.dtype}")
     r = view_as_complex(stack(broadcast_tensors(real, imag), -1))
     if out is None:

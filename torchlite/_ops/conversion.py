@@ -95,7 +95,7 @@ def _to_dtype(dt):
 for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16),
                    ("bfloat16", D.bfloat16), ("long", D.int64), ("int", D.int32), ("short", D.int16),
                    ("char", D.int8), ("byte", D.uint8), ("bool", D.bool),
-                   ("cfloat", D.complex64), ("cdouble", D.complex128)):
+                   ("cfloat", D.complex64), ("cdouble", D.complex128), ("chalf", D.complex32)):
     setattr(Tensor, _name, _to_dtype(_dt))
 
 

@@ -16,6 +16,7 @@ NAMES = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "HalfTensor": D.fl
          "BoolTensor": D.bool, "ComplexFloatTensor": D.complex64,
          "ComplexDoubleTensor": D.complex128}
 _BY_DTYPE = {dt: name for name, dt in NAMES.items()}
+_BY_DTYPE[D.complex32] = "ComplexHalfTensor"      # a type name in PyTorch, but no class
 
 
 class _LegacyTensorType(type):

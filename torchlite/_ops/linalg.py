@@ -1284,8 +1284,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     d0, d1 = _wrap_dim(dim[0], a.ndim), _wrap_dim(dim[1], a.ndim)
     if d0 == d1:
         raise RuntimeError(f"{name}: dims must be different. Got ({d0}, {d1})")
+    complex_input = A.is_complex()
     if isinstance(ord, str):
         if ord == "fro":
+            if complex_input:                   # sqrt of the sum of |a|^2: the vector 2-norm
+                return vector_norm(A, 2.0, (d0, d1), keepdim, dtype=dtype, out=out)
             return _RD.p_norm(A, a, 2.0, (d0, d1), keepdim, out, name)
         if ord != "nuc":
             raise RuntimeError(f"{name}: Order {ord} not supported.")
@@ -1302,9 +1305,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         return vector_norm(A, 1.0, (d0, d1), keepdim, dtype=dtype, out=out)
     if not keepdim and second > first:
         second -= 1
-    if A._requires_grad and _RD._tracked(A, out, name):      # composed of recorded ops
+    if complex_input or (A._requires_grad and _RD._tracked(A, out, name)):
+        # composed of recorded ops (the array layer's 1-norm takes real arrays only)
         sums = vector_norm(A, 1.0, first, keepdim, dtype=dtype)
-        return sums.amax(second, keepdim) if ord > 0 else sums.amin(second, keepdim)
+        r = sums.amax(second, keepdim) if ord > 0 else sums.amin(second, keepdim)
+        return r if out is None else result(r._data, out, name, casting="unsafe")
     s = _R.vector_norm(a, 1.0, first, keepdim, name)
     r = _R.reduce("amax" if ord > 0 else "amin", s, second, keepdim, "amax" if ord > 0 else "amin")
     return result(r, out, name, casting="unsafe")

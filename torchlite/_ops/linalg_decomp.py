@@ -61,12 +61,12 @@ def _matrix(A, op, square=False):
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     code = A._data.dtype
-    if code in (6, 7):
+    if code in (6, 7, 12):
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_K._NAMES[code]}")
     if code in (10, 11):            # PyTorch takes these; these decompositions are real only
         raise NotImplementedError(f"{op}: complex matrices ({_K._NAMES[code]}) are not "
-                                  f"supported yet (linalg.eig, eigvals, inv and solve take "
-                                  f"them)")
+                                  f"supported yet (linalg.eig, eigvals, eigvalsh, svdvals, "
+                                  f"inv, solve and the matrix norms take them)")
     if code not in (8, 9):
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{_K._NAMES[code]}")
@@ -264,11 +264,17 @@ def _is_complex(*ts):
 
 
 def _real_embedding(A):
-    """The real (2n x 2n) matrix [[Re A, -Im A], [Im A, Re A]] of a complex A: it maps
-    [Re x; Im x] to [Re Ax; Im Ax], so complex solves and inverses run on the real kernels (and
-    differentiate through real/imag)."""
+    """The real (2m x 2n) matrix [[Re A, -Im A], [Im A, Re A]] of a complex A: it maps
+    [Re x; Im x] to [Re Ax; Im Ax], so complex solves, inverses, singular values and Hermitian
+    eigenvalues run on the real kernels (and differentiate through real/imag).  Its singular
+    values are A's, each twice (the embedding commutes with multiplication by i); for a
+    Hermitian A it is symmetric, with A's eigenvalues each twice."""
+    return _embed_parts(A.real, A.imag)
+
+
+def _embed_parts(re, im):
+    """_real_embedding of the complex matrix re + i im."""
     from .joining import cat
-    re, im = A.real, A.imag
     return cat([cat([re, -im], -1), cat([im, re], -1)], -2)
 
 
@@ -548,8 +554,30 @@ def eigh(A, UPLO="L"):
 @with_out("linalg_eigvalsh")
 def eigvalsh(A, UPLO="L"):
     """torch.linalg.eigvalsh: the eigenvalues of eigh (eigenvectors computed only when a
-    gradient needs them)."""
+    gradient needs them); of a complex Hermitian A, through the real embedding."""
+    if _is_complex(A) and A._data.dtype != D.complex32.code:
+        return _complex_eigvalsh(A, UPLO)
     return _eigh(A, UPLO, needs_grad(A))[0]
+
+
+def _complex_eigvalsh(A, UPLO):
+    """A's eigenvalues (ascending, real) as every other one of its real embedding's, which has
+    each twice.  The Hermitian matrix is the one the UPLO triangle describes (the other
+    triangle and the imaginary parts of the diagonal are not read, as in PyTorch); the
+    gradient, as PyTorch's, is the full V diag(g) V^H, not folded onto that triangle."""
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        _matrix(A.real, "linalg.eigvalsh", square=True)           # PyTorch's shape errors
+    tri = (lambda t: t.tril(-1)) if UPLO == "L" else (lambda t: t.triu(1))
+    re = A.real
+    re = tri(re) + tri(re).mT + re.diagonal(0, -2, -1).diag_embed()
+    im = tri(A.imag) - tri(A.imag).mT                               # no diagonal
+    # the Hermitian matrix's values, with A's gradient passed through unchanged
+    re = A.real + (re - A.real).detach()
+    im = A.imag + (im - A.imag).detach()
+    w = _eigh(_embed_parts(re, im), "L", needs_grad(A))[0]
+    return w[..., ::2]
 
 
 # ---- general eigenproblem ----------------------------------------------------------------------
@@ -601,7 +629,13 @@ def linalg_svd(A, full_matrices=True, *, driver=None):
 
 @with_out("linalg_svdvals")
 def svdvals(A, *, driver=None):
-    """torch.linalg.svdvals: the singular values, descending."""
+    """torch.linalg.svdvals: the singular values, descending; of a complex A, every other
+    one of its real embedding's, which has each twice (the gradient that reaches Re A and
+    Im A is PyTorch's, U diag(g) V^H, whichever pair of vectors the real SVD picks)."""
+    if _is_complex(A) and A._data.dtype != D.complex32.code:
+        if A.ndim < 2:
+            _matrix(A.real, "linalg.svdvals")                      # PyTorch's shape error
+        return _svd(_real_embedding(A), False, False, "linalg.svdvals")[1][..., ::2]
     return _svd(A, False, False, "linalg.svdvals")[1]
 
 

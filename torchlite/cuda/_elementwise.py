@@ -218,8 +218,11 @@ def copy_(dst, src):
     if dst.has_internal_overlap() or src.ndim > dst.ndim or tuple(
             _cpu_ew.broadcast_result((dst._meta, src._meta), "copy_")) != dst.shape:
         return NotImplemented                    # the CPU raises its errors
+    try:
+        name = K.cast_kernel(src.dtype, dst.dtype)
+    except KeyError:                             # complex32: no kernels (host copies)
+        return NotImplemented
     src = _safe_input(dst, src)
-    name = K.cast_kernel(src.dtype, dst.dtype)
     if _launch_ew("elementwise.cu", name, dst, [src]) is None:
         return NotImplemented
     return dst

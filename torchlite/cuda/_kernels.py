@@ -101,8 +101,9 @@ INTS = (UINT8, INT8, INT16, INT32, INT64)
 ALL = (BOOL,) + INTS + FLOATS                 # the real dtypes
 COMPLEX = (COMPLEX64, COMPLEX128)
 REAL_OF = {COMPLEX64: FLOAT32, COMPLEX128: FLOAT64}
+COMPLEX32 = 12               # no kernels of its own: moved by bits, computed on host copies
 ITEMSIZE = {BOOL: 1, UINT8: 1, INT8: 1, INT16: 2, INT32: 4, INT64: 8, FLOAT16: 2, BFLOAT16: 2,
-            FLOAT32: 4, FLOAT64: 8, COMPLEX64: 8, COMPLEX128: 16}
+            FLOAT32: 4, FLOAT64: 8, COMPLEX64: 8, COMPLEX128: 16, COMPLEX32: 4}
 BITS_TYPE = {1: "tl::u8", 2: "tl::u16", 4: "tl::u32", 8: "tl::u64", 16: "tl::u128"}   # by item size
 
 

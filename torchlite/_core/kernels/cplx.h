@@ -14,4 +14,9 @@
 TL_DEF_COMPLEX(c64, tl_c64, float, f)
 TL_DEF_COMPLEX(c128, tl_c128, double, )
 
+/* complex32: its parts rounded to float16 (its math is complex64's, then rounded) */
+TL_INLINE tl_c32 tl_c32_mk(float re, float im) {
+    tl_c32 z; z.re = tl_float_to_half(re); z.im = tl_float_to_half(im); return z; }
+TL_INLINE tl_c32 tl_c32_of_half(tl_half re) { tl_c32 z; z.re = re; z.im = 0; return z; }
+
 #endif

@@ -449,6 +449,32 @@ TL_CAST(c_c128_c64, tl_c128, tl_c64, tl_c64_mk((float)x.re, (float)x.im))
     TL_CAST(c_##SI##_i64, TI, int64_t, (int64_t)x.re)                                       \
     CAST_TO_FLOAT(SI, TI, CVT_RE)
 CAST_FROM_COMPLEX(c64, tl_c64) CAST_FROM_COMPLEX(c128, tl_c128)
+/* complex32 (two float16 parts): to and from every dtype through the float value of its parts;
+ * its arithmetic runs in complex64 (elementwise.pyx's compute dtype), so these casts and a
+ * where are all the loops it has */
+#define CVT_C32RE(x) tl_half_to_float((x).re)
+#define TL_C32(re_, im_) tl_c32_mk((float)(re_), (float)(im_))
+#define CAST_TO_C32(SI, TI, CVT_IN) TL_CAST(c_##SI##_c32, TI, tl_c32, TL_C32(CVT_IN(x), 0.0f))
+CAST_TO_C32(b, tl_bool, CVT_ID) CAST_TO_C32(u8, uint8_t, CVT_ID) CAST_TO_C32(i8, int8_t, CVT_ID)
+CAST_TO_C32(i16, int16_t, CVT_ID) CAST_TO_C32(i32, int32_t, CVT_ID) CAST_TO_C32(i64, int64_t, CVT_ID)
+CAST_TO_C32(bf16, tl_bf16, CVT_BF) CAST_TO_C32(f32, float, CVT_ID) CAST_TO_C32(f64, double, CVT_ID)
+TL_CAST(c_f16_c32, tl_half, tl_c32, tl_c32_of_half(x))
+TL_CAST(c_c64_c32, tl_c64, tl_c32, TL_C32(x.re, x.im))
+TL_CAST(c_c128_c32, tl_c128, tl_c32, TL_C32(x.re, x.im))
+TL_CAST(c_c32_c64, tl_c32, tl_c64, tl_c64_mk(tl_half_to_float(x.re), tl_half_to_float(x.im)))
+TL_CAST(c_c32_c128, tl_c32, tl_c128, tl_c128_mk(tl_half_to_float(x.re), tl_half_to_float(x.im)))
+TL_CAST(c_c32_c32, tl_c32, tl_c32, x)
+TL_CAST(c_c32_b, tl_c32, tl_bool, CVT_C32RE(x) != 0 || tl_half_to_float(x.im) != 0)
+TL_CAST(c_c32_u8, tl_c32, uint8_t, (uint8_t)(int64_t)CVT_C32RE(x))
+TL_CAST(c_c32_i8, tl_c32, int8_t, (int8_t)(int64_t)CVT_C32RE(x))
+TL_CAST(c_c32_i16, tl_c32, int16_t, (int16_t)(int64_t)CVT_C32RE(x))
+TL_CAST(c_c32_i32, tl_c32, int32_t, (int32_t)(int64_t)CVT_C32RE(x))
+TL_CAST(c_c32_i64, tl_c32, int64_t, (int64_t)CVT_C32RE(x))
+TL_CAST(c_c32_f16, tl_c32, tl_half, x.re)
+TL_CAST(c_c32_bf16, tl_c32, tl_bf16, tl_float_to_bf16(CVT_C32RE(x)))
+TL_CAST(c_c32_f32x, tl_c32, float, CVT_C32RE(x))
+TL_CAST(c_c32_f64x, tl_c32, double, (double)CVT_C32RE(x))
+TL_TERNARY(t_WHERE_c32, tl_bool, tl_c32, c ? x : y)
 #endif /* TL_BODY_FULL */
 
 /* ---- registration: write this copy's loops into the tables ------------------------- */
@@ -526,6 +552,14 @@ static void TL_SFX(tl_ewise_register)(tl_loop U[][TL_NDTYPES], tl_loop B[][TL_ND
     REG_CAST_TOF(c64, TL_COMPLEX64) REG_CAST_TOF(c128, TL_COMPLEX128)
     C[TL_COMPLEX64][TL_COMPLEX128] = TL_SFX(c_c64_c128); C[TL_COMPLEX128][TL_COMPLEX64] = TL_SFX(c_c128_c64);
     C[TL_COMPLEX64][TL_COMPLEX64] = TL_SFX(c_c64_c64); C[TL_COMPLEX128][TL_COMPLEX128] = TL_SFX(c_c128_c128);
+#define REG_CAST_TOC32(SI, CI) C[CI][TL_COMPLEX32] = TL_SFX(c_##SI##_c32);
+    REG_CAST_TOC32(b, TL_BOOL) REG_CAST_TOC32(u8, TL_UINT8) REG_CAST_TOC32(i8, TL_INT8)
+    REG_CAST_TOC32(i16, TL_INT16) REG_CAST_TOC32(i32, TL_INT32) REG_CAST_TOC32(i64, TL_INT64)
+    REG_CAST_TOC32(f16, TL_FLOAT16) REG_CAST_TOC32(bf16, TL_BFLOAT16) REG_CAST_TOC32(f32, TL_FLOAT32)
+    REG_CAST_TOC32(f64, TL_FLOAT64) REG_CAST_TOC32(c64, TL_COMPLEX64)
+    REG_CAST_TOC32(c128, TL_COMPLEX128) REG_CAST_TOC32(c32, TL_COMPLEX32)
+    REG_CAST_FROM(c32, TL_COMPLEX32) REG_CAST_TOF(c32, TL_COMPLEX32) REG_CAST_TOC(c32, TL_COMPLEX32)
+    T[TL_T_WHERE][TL_COMPLEX32] = TL_SFX(t_WHERE_c32);
     C[TL_FLOAT64][TL_FLOAT16] = TL_SFX(c_f64_f16); C[TL_FLOAT64][TL_BFLOAT16] = TL_SFX(c_f64_bf16);
     C[TL_FLOAT16][TL_FLOAT64] = TL_SFX(c_f16_f64); C[TL_BFLOAT16][TL_FLOAT64] = TL_SFX(c_bf16_f64);
     /* the float32/float64 casts registered above are faster than the generic ones */

@@ -9,7 +9,7 @@
 enum {
     TL_BOOL = 0, TL_UINT8 = 1, TL_INT8 = 2, TL_INT16 = 3, TL_INT32 = 4, TL_INT64 = 5,
     TL_FLOAT16 = 6, TL_BFLOAT16 = 7, TL_FLOAT32 = 8, TL_FLOAT64 = 9,
-    TL_COMPLEX64 = 10, TL_COMPLEX128 = 11, TL_NDTYPES = 12
+    TL_COMPLEX64 = 10, TL_COMPLEX128 = 11, TL_COMPLEX32 = 12, TL_NDTYPES = 13
 };
 
 /* Kernel error codes: a loop returns one and the Cython caller raises the Python error. */
@@ -21,6 +21,8 @@ typedef uint16_t tl_bf16;   /* bfloat16, stored as bits */
 /* complex numbers as (real, imag) pairs: NumPy's and PyTorch's layout.  Structs rather than
  * C99 _Complex, which MSVC (the Windows wheels) lacks; their math is in cplx.h. */
 typedef struct { float re, im; } tl_c64;
+/* complex32 (PyTorch's chalf): two float16 parts; a storage type, computed in complex64 */
+typedef struct { tl_half re, im; } tl_c32;
 typedef struct { double re, im; } tl_c128;
 
 #if defined(_MSC_VER)
@@ -66,6 +68,6 @@ TL_INLINE tl_bf16 tl_float_to_bf16(float f) {
     return (tl_bf16)(x >> 16);
 }
 
-static const int tl_itemsize[TL_NDTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
+static const int tl_itemsize[TL_NDTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16, 4};
 
 #endif
