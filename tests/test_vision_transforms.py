@@ -123,6 +123,17 @@ def test_normalize(arr):
         F.normalize(x[0], [0.5], [0.5])
     with pytest.raises(TypeError):
         F.normalize(arr, mean, std)
+    # the constants are converted once per value (a pipeline's every image): a new value, a
+    # dtype or a list changed in place gives new constants, and the kept ones are never written
+    mean[0] = 0.0
+    np.testing.assert_allclose(F.normalize(x, mean, std)[0].numpy(), x[0].numpy() / std[0], rtol=1e-6)
+    np.testing.assert_allclose(F.normalize(x.double(), mean, std).numpy(),
+                               (x.double().numpy() - np.array(mean)[:, None, None]) / np.array(std)[:, None, None])
+    for _ in range(2):
+        F.normalize(x.clone(), mean, std, inplace=True)
+    np.testing.assert_allclose(F.normalize(x, mean, std)[0].numpy(), x[0].numpy() / std[0], rtol=1e-6)
+    with pytest.raises(ValueError):                  # the zero check holds for a kept value too
+        F.normalize(x, mean, [1.0, 0.0, 1.0])
 
 
 def test_convert_image_dtype(arr):

@@ -170,17 +170,39 @@ def normalize(tensor, mean, std, inplace=False):
     if tensor.ndim < 3:
         raise ValueError("Expected tensor to be a tensor image of size (..., C, H, W). Got tensor.size() = "
                          f"{tuple(tensor.shape)}")
-    mean = torchlite.as_tensor(mean, dtype=tensor.dtype, device=tensor.device)
-    std = torchlite.as_tensor(std, dtype=tensor.dtype, device=tensor.device)
+    mean, std = _normalize_constants(mean, std, tensor.dtype, tensor.device)
+    if not inplace:
+        tensor = tensor.clone()
+    return tensor.sub_(mean).div_(std)
+
+
+def _normalize_constants(mean, std, dtype, device):
+    """mean and std as tensors of dtype on device, (C,) sequences shaped (C, 1, 1); checked.
+    A pipeline normalises every image with the same numbers, so constants given as tuples or
+    lists of numbers are converted once (the last few kept; the tensors are never written)."""
+    key = None
+    if isinstance(mean, (tuple, list)) and isinstance(std, (tuple, list)) \
+            and all(type(v) in (int, float) for v in (*mean, *std)):
+        key = (tuple(mean), tuple(std), dtype, str(device))
+        hit = _NORMALIZE_CACHE.get(key)
+        if hit is not None:
+            return hit
+    mean = torchlite.as_tensor(mean, dtype=dtype, device=device)
+    std = torchlite.as_tensor(std, dtype=dtype, device=device)
     if bool((std == 0).any()):
-        raise ValueError(f"std evaluated to zero after conversion to {tensor.dtype}, leading to division by zero.")
+        raise ValueError(f"std evaluated to zero after conversion to {dtype}, leading to division by zero.")
     if mean.ndim == 1:
         mean = mean.reshape(-1, 1, 1)
     if std.ndim == 1:
         std = std.reshape(-1, 1, 1)
-    if not inplace:
-        tensor = tensor.clone()
-    return tensor.sub_(mean).div_(std)
+    if key is not None:
+        if len(_NORMALIZE_CACHE) >= 16:
+            _NORMALIZE_CACHE.clear()
+        _NORMALIZE_CACHE[key] = (mean, std)
+    return mean, std
+
+
+_NORMALIZE_CACHE = {}
 
 
 # ---- geometry ----------------------------------------------------------------------------------
