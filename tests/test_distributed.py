@@ -202,6 +202,96 @@ def test_launcher_ctrl_c_leaves_no_process_behind():
     assert _leftovers(token) == []
 
 
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launcher(node_rank, port, *script_args, nnodes=2, nproc=2, timeout="60", token=None):
+    """A launcher of a --nnodes job (both 'nodes' on this machine) running nodes.py."""
+    cmd = [sys.executable, "-m", "torchlite.distributed.run", "--nnodes", str(nnodes), "--node-rank",
+           str(node_rank), "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1",
+           "--master-port", str(port), "--rdzv-timeout", timeout,
+           os.path.join(SCRIPTS, "fault.py" if token else "nodes.py"), *script_args]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            text=True, errors="replace", cwd=ROOT, env=_env(), start_new_session=True)
+
+
+def _finish(*procs, timeout=TIMEOUT):
+    outs = []
+    try:
+        for p in procs:
+            outs.append(p.communicate(timeout=timeout)[0])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.communicate()
+    return outs
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_launcher_on_two_nodes_runs_one_job_numbered_node_by_node(status):
+    """torchrun's multi-node form: the same command with --node-rank 0 and 1; node 1 checks in
+    with node 0 (started after it here, so it waits), node 0 starts all 2 x 2 ranks, and both
+    launchers exit with the job's status."""
+    _need_mpi()
+    port = _free_port()
+    node1 = _launcher(1, port, str(status))
+    time.sleep(0.5)
+    node0 = _launcher(0, port, str(status))
+    out0, out1 = _finish(node0, node1)
+    assert node0.returncode == status and node1.returncode == status, out0 + out1
+    lines = sorted(re.findall(r"node-check rank (\d)/(\d) RANK=(\d) WORLD_SIZE=(\d) GROUP_RANK=(\d) .*sum (\d+)",
+                              out0))
+    assert [(r, n, R, W, G) for r, n, R, W, G, _ in lines] == \
+        [(str(r), "4", str(r), "4", str(r // 2)) for r in range(4)], out0
+    assert all(total == "6" for *_, total in lines), out0       # a collective over both nodes
+    assert "checked in with node 0" in out1
+
+
+def test_launcher_nodes_that_do_not_fit_are_refused_and_a_missing_node_times_out():
+    _need_mpi()
+    port = _free_port()
+    node0 = _launcher(0, port, timeout="6")
+    time.sleep(0.5)
+    wrong = _launcher(1, port, nproc=3, timeout="6")           # another --nproc-per-node
+    stray = _launcher(2, port, nnodes=3, timeout="6")          # a node rank node 0 has not
+    out_wrong, out_stray, out0 = _finish(wrong, stray, node0)
+    assert wrong.returncode == 1 and "--nproc-per-node 3 differs from node 0's 2" in out_wrong
+    assert stray.returncode == 1 and "node rank 2 is not in 1..1" in out_stray
+    assert node0.returncode == 1 and "node(s) [1] did not check in" in out0
+    lone = _launcher(1, _free_port(), timeout="1")             # no node 0 at all
+    (out,) = _finish(lone)
+    assert lone.returncode == 1 and "could not reach node 0" in out
+
+
+def test_launcher_ctrl_c_on_another_node_ends_the_whole_job():
+    _need_mpi()
+    token = f"sleep-{uuid.uuid4().hex[:12]}"
+    port = _free_port()
+    node0 = _launcher(0, port, "sleep", token, nproc=1, token=token)
+    node1 = _launcher(1, port, "sleep", token, nproc=1, token=token)
+    try:
+        ready, lines = 0, []
+        deadline = time.monotonic() + TIMEOUT
+        while ready < 2 and time.monotonic() < deadline:
+            line = node0.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            ready += line.startswith("ready rank")
+        assert ready == 2, "".join(lines)
+        os.kill(node1.pid, signal.SIGINT)          # Ctrl-C at node 1's launcher
+        _finish(node0, node1, timeout=60)
+    finally:
+        _finish(node0, node1)
+    assert node0.returncode != 0 and node1.returncode != 0
+    assert _leftovers(token) == []
+
+
 def test_launcher_command_line():
     from torchlite.distributed import run
     args = run.parse_args(["--nproc-per-node", "3", "train.py", "--lr", "0.1"])
@@ -209,16 +299,24 @@ def test_launcher_command_line():
     assert args.training_script_args == ["--lr", "0.1"]
     assert run.parse_args(["--nproc_per_node=2", "--standalone", "t.py"]).nproc_per_node == 2
     assert run.parse_args(["--nproc-per-node", "cpu", "t.py"]).nproc_per_node == (os.cpu_count() or 1)
-    with pytest.raises(SystemExit):
-        run.parse_args(["--nnodes", "2", "--nproc-per-node", "2", "t.py"])
-    with pytest.raises(SystemExit):
-        run.parse_args(["--nproc-per-node", "0", "t.py"])
+    a = run.parse_args(["--nnodes", "2", "--node-rank", "1", "--nproc-per-node", "2", "t.py"])
+    assert (a.nnodes, a.node_rank) == (2, 1) and run.parse_args(["--nnodes", "3:3", "t.py"]).nnodes == 3
+    for bad in (["--nnodes", "1:4"], ["--nnodes", "2", "--node-rank", "2"], ["--nproc-per-node", "0"],
+                ["--nnodes", "0"], ["--rdzv-timeout", "0"]):
+        with pytest.raises(SystemExit):
+            run.parse_args(bad + ["t.py"])
     if _mpiexec() is None:
         pytest.skip("mpiexec is not installed")
     cmd = run.mpiexec_command(run.parse_args(["--nproc-per-node", "2", "-m", "pkg.train", "x"]))
     assert cmd[1:3] == ["-n", "2"] and "--oversubscribe" in cmd
     assert ("--allow-run-as-root" in cmd) == (os.geteuid() == 0)
     assert cmd[-3:] == ["-m", "pkg.train", "x"] and "torchlite.distributed._entry" in cmd
+    # node 0 after the rendezvous: every node's ranks, one --host entry each, in node order;
+    # the variables the ranks need forwarded to other machines
+    cmd = run.mpiexec_command(run.parse_args(["--nnodes", "2", "--nproc-per-node", "2", "t.py"]),
+                              hosts=["localhost", "10.0.0.7"])
+    assert cmd[1:3] == ["-n", "4"] and cmd[cmd.index("--host") + 1] == "localhost:2,10.0.0.7:2"
+    assert ["-x", "OMP_NUM_THREADS"] == cmd[cmd.index("-x"):cmd.index("-x") + 2]
 
 
 def test_import_does_not_start_mpi():

@@ -11,14 +11,21 @@ kernels would fight over the cores).  Signals (Ctrl-C, SIGTERM, SIGHUP) are pass
 mpiexec, which ends every rank, so nothing is left behind; a third Ctrl-C kills mpiexec
 outright.  The exit status is mpiexec's: non-zero when a rank failed.
 
-One machine only: --nnodes > 1 explains how to run across machines with mpiexec and a
-hostfile (docs/distributed.md)."""
+Several machines, as torchrun: the same command on each, with --nnodes M, --node-rank R and
+node 0's --master-addr/--master-port.  Node 0's launcher waits there for the others to check
+in (torchlite/distributed/_rendezvous.py), then starts every rank with one mpiexec (which
+reaches the other machines over ssh, so each needs passwordless ssh from node 0 and this
+Python and script at the same paths); the other launchers start nothing, wait, and exit with
+the job's status.  Ranks are numbered node by node (node R has ranks R*N .. R*N + N - 1)."""
 import argparse
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
+
+from . import _rendezvous
 
 __all__ = ["main", "parse_args", "mpiexec_command", "find_mpiexec"]
 
@@ -31,12 +38,15 @@ def parse_args(argv=None):
                     "(on MPI: mpiexec).")
     p.add_argument("--nproc-per-node", "--nproc_per_node", default="1",
                    help="processes to start: a number, or 'cpu'/'auto' for one per CPU core")
-    p.add_argument("--nnodes", default="1", help="machines (only 1 here: use mpiexec with a hostfile)")
-    p.add_argument("--node-rank", "--node_rank", type=int, default=0, help="accepted; unused on one machine")
+    p.add_argument("--nnodes", default="1", help="machines taking part (a number, or MIN:MAX with MIN == MAX)")
+    p.add_argument("--node-rank", "--node_rank", type=int, default=0,
+                   help="this machine's place among them, 0 .. nnodes - 1 (node 0 starts the job)")
     p.add_argument("--master-addr", "--master_addr", default="127.0.0.1",
-                   help="exported as MASTER_ADDR (MPI does the rendezvous)")
+                   help="node 0's address: where the other nodes' launchers check in (exported as MASTER_ADDR)")
     p.add_argument("--master-port", "--master_port", type=int, default=29500,
-                   help="exported as MASTER_PORT (MPI does the rendezvous)")
+                   help="the port node 0's launcher listens on (exported as MASTER_PORT)")
+    p.add_argument("--rdzv-timeout", "--rdzv_timeout", type=float, default=900.0,
+                   help="seconds to wait for every node to check in (torchrun's rendezvous timeout)")
     p.add_argument("--standalone", action="store_true", help="accepted (a single machine is the only mode)")
     p.add_argument("--mpiexec", default=None, help="the mpiexec to use (default: next to this Python, else PATH)")
     p.add_argument("--mpi-args", "--mpi_args", default="",
@@ -50,13 +60,18 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     args.nproc_per_node = _nproc(args.nproc_per_node, p)
     try:
-        nnodes = int(str(args.nnodes).split(":")[-1])
+        sizes = [int(v) for v in str(args.nnodes).split(":")]
     except ValueError:
-        p.error(f"--nnodes {args.nnodes!r}: expected a number")
-    if nnodes != 1:
-        p.error("--nnodes > 1 is not implemented by this launcher: run across machines with mpiexec and "
-                "a hostfile, e.g. `mpiexec --hostfile hosts -n 8 --map-by ppr:4:node python train.py` "
-                "(see docs/distributed.md)")
+        p.error(f"--nnodes {args.nnodes!r}: expected a number or MIN:MAX")
+    if len(sizes) > 2 or sizes[0] != sizes[-1]:
+        p.error(f"--nnodes {args.nnodes!r}: elastic ranges (MIN < MAX) are not supported; give one number")
+    args.nnodes = sizes[0]
+    if args.nnodes < 1:
+        p.error(f"--nnodes must be at least 1, got {args.nnodes}")
+    if not 0 <= args.node_rank < args.nnodes:
+        p.error(f"--node-rank {args.node_rank} is not in 0..{args.nnodes - 1}")
+    if args.rdzv_timeout <= 0:
+        p.error("--rdzv-timeout must be positive")
     return args
 
 
@@ -110,6 +125,10 @@ def mpiexec_prefix(nprocs, mpiexec=None):
     return cmd
 
 
+# variables job_environment sets that ranks on other machines need too (mpiexec -x)
+_FORWARDED = ("OMP_NUM_THREADS", "OMPI_MCA_coll_libnbc_iallreduce_algorithm")
+
+
 def job_environment(nprocs, env=None, announce=True):
     """The environment for nprocs ranks on this machine: each its share of the cores as
     OpenMP threads unless OMP_NUM_THREADS is set (N ranks each running all-core kernels fight
@@ -126,14 +145,23 @@ def job_environment(nprocs, env=None, announce=True):
     return env
 
 
-def mpiexec_command(args, mpiexec=None):
-    """The mpiexec command line the launcher runs for parsed `args`."""
+def mpiexec_command(args, mpiexec=None, hosts=None):
+    """The mpiexec command line the launcher runs for parsed `args`; `hosts`: one per node,
+    in node order (node 0's launcher, after the rendezvous), each running nproc_per_node
+    ranks."""
     import shlex
-    cmd = mpiexec_prefix(args.nproc_per_node, mpiexec or args.mpiexec)
+    n = args.nproc_per_node
+    cmd = mpiexec_prefix(n * (len(hosts) if hosts else 1), mpiexec or args.mpiexec)
+    if hosts:
+        cmd += ["--host", ",".join(f"{h}:{n}" for h in hosts)]
+        if any(h != "localhost" for h in hosts):
+            for name in _FORWARDED:
+                cmd += ["-x", name]
     cmd += shlex.split(args.mpi_args)
     entry = [] if args.no_python else [sys.executable, "-u", "-m", "torchlite.distributed._entry",
                                        "--master-addr", args.master_addr,
-                                       "--master-port", str(args.master_port)]
+                                       "--master-port", str(args.master_port),
+                                       "--nproc-per-node", str(n)]
     if args.module:
         entry.append("-m")
     return cmd + entry + [args.training_script] + list(args.training_script_args)
@@ -141,21 +169,93 @@ def mpiexec_command(args, mpiexec=None):
 
 def main(argv=None):
     """Run the job; returns mpiexec's exit status (128 + the signal's number when a signal
-    ended it)."""
+    ended it).  With --nnodes > 1: node 0 gathers the other nodes first and runs the job,
+    the others wait for it and return its status."""
     args = parse_args(argv)
-    cmd = mpiexec_command(args)
+    if args.nnodes > 1 and args.node_rank > 0:
+        return _run_agent(args)
+    server = hosts = None
+    if args.nnodes > 1:
+        try:
+            server = _rendezvous.Server(args.master_port, args.nnodes, args.nproc_per_node,
+                                        args.rdzv_timeout).open()
+            print(f"torchlite.distributed.run: node 0 waiting on port {args.master_port} for "
+                  f"{args.nnodes - 1} more node(s)", file=sys.stderr, flush=True)
+            hosts = server.gather()
+        except _rendezvous.RendezvousError as e:
+            if server is not None:
+                server.close()
+            print(f"torchlite.distributed.run: {e}", file=sys.stderr, flush=True)
+            return 1
+    cmd = mpiexec_command(args, hosts=hosts)
     env = job_environment(args.nproc_per_node)
     proc = subprocess.Popen(cmd, env=env)
+    if server is not None:
+        _watch_agents(server, proc)
+    rc = _wait_forwarding_signals(proc.wait, proc.send_signal, proc.kill)
+    if server is not None:
+        server.finish(rc)
+    return rc
+
+
+def _watch_agents(server, proc):
+    """End the job (SIGTERM to mpiexec) when another node's launcher asks (a signal reached
+    it) or goes away before the job has ended."""
+    def watch(sock):
+        lines = _rendezvous._Lines(sock)
+        while True:
+            try:
+                msg = lines.read()
+            except (OSError, _rendezvous.RendezvousError):
+                msg = None
+            if msg is None or "abort" in msg:
+                if proc.poll() is None:
+                    try:
+                        proc.terminate()
+                    except ProcessLookupError:
+                        pass
+                return
+    for sock in server.sockets():
+        threading.Thread(target=watch, args=(sock,), daemon=True).start()
+
+
+def _run_agent(args):
+    """A node other than node 0: check in, pass signals on to node 0 (which ends the job),
+    wait for the job's status."""
+    try:
+        agent = _rendezvous.join(args.master_addr, args.master_port, args.node_rank,
+                                 args.nproc_per_node, args.rdzv_timeout)
+    except _rendezvous.RendezvousError as e:
+        print(f"torchlite.distributed.run: {e}", file=sys.stderr, flush=True)
+        return 1
+    print(f"torchlite.distributed.run: node {args.node_rank} checked in with node 0 at "
+          f"{args.master_addr}:{args.master_port}; its launcher runs the job", file=sys.stderr, flush=True)
+    result = []
+    waiter = threading.Thread(target=lambda: result.append(agent.wait()), daemon=True)
+    waiter.start()
+
+    def wait():
+        while waiter.is_alive():
+            waiter.join(0.2)           # short joins: the signal handlers run in between
+        return result[0] if result else 1
+    return _wait_forwarding_signals(wait, lambda signum: agent.abort(signal.Signals(signum).name),
+                                    lambda: os._exit(130))
+
+
+def _wait_forwarding_signals(wait, forward_signal, kill):
+    """wait() (the job's status) with SIGINT/SIGTERM/SIGHUP/SIGQUIT passed on by
+    forward_signal (the third Ctrl-C calls kill); the status as a shell reports it (128 + N
+    for a signal)."""
     interrupts = [0]
 
     def forward(signum, frame):
         if signum == signal.SIGINT:
             interrupts[0] += 1
             if interrupts[0] >= 3:
-                proc.kill()
+                kill()
                 return
         try:
-            proc.send_signal(signum)
+            forward_signal(signum)
         except ProcessLookupError:
             pass
 
@@ -167,7 +267,7 @@ def main(argv=None):
     try:
         while True:
             try:
-                rc = proc.wait()
+                rc = wait()
                 break
             except KeyboardInterrupt:       # (with a handler installed this does not happen)
                 continue
