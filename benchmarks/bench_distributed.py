@@ -86,22 +86,17 @@ def worker_gloo(sizes, rank, world):
     tdist.destroy_process_group()
 
 
-def worker_ddp(steps, global_batch):
-    """Under mpiexec: training steps of an MLP (512-2048-2048-10, 5.3M parameters, 21 MB of
-    float32 gradients) under DistributedDataParallel, each rank on global_batch / ranks samples;
-    the same steps inside no_sync() (no communication) show how much of it is exposed."""
-    import torchlite as torch
-    import torchlite.distributed as dist
-    from torchlite import nn
-    from torchlite.nn.parallel import DistributedDataParallel as DDP
-    dist.init_process_group()
-    world = dist.get_world_size()
-    torch.manual_seed(0)
-    model = DDP(nn.Sequential(nn.Linear(512, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(),
-                              nn.Linear(2048, 10)))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(global_batch // world, 512), torch.randint(0, 10, (global_batch // world,))
-    loss_fn = nn.CrossEntropyLoss()
+def _mlp(nn):
+    """The benchmark's MLP (512-2048-2048-10: 5.3M parameters, 21 MB of float32 gradients),
+    the same layers in either library."""
+    return nn.Sequential(nn.Linear(512, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(),
+                         nn.Linear(2048, 10))
+
+
+def _ddp_rows(lib, model, opt, x, y, no_sync, barrier, gather, world, steps, grads_mb, all_reduce):
+    """Time a DDP step, the same step with no communication (no_sync) and an all-reduce of a
+    tensor the size of all gradients; the slowest rank's median of each."""
+    loss_fn = lib.nn.CrossEntropyLoss()
 
     def step():
         opt.zero_grad()
@@ -109,19 +104,73 @@ def worker_ddp(steps, global_batch):
         opt.step()
 
     def local_step():
-        with model.no_sync():
+        with no_sync():
             step()
+    flat = lib.ones(int(grads_mb * 1024 * 1024) // 4)
+    cases = [("DDP step", step), ("same step in no_sync() (no communication)", local_step)]
+    if world > 1:
+        cases.append((f"all_reduce of {grads_mb:.1f} MB (all the gradients)", lambda: all_reduce(flat)))
     rows = []
-    for name, fn in (("DDP step", step), ("same step in no_sync() (no communication)", local_step)):
-        times = _time(fn, dist.barrier, steps, warmup=2)
-        everyone = [None] * world
-        dist.all_gather_object(everyone, times)
-        slowest = [max(ts) for ts in zip(*everyone)]
+    for name, fn in cases:
+        times = _time(fn, barrier, steps, warmup=2)
+        slowest = [max(ts) for ts in zip(*gather(times))]
         rows.append({"impl": name, "ranks": world, "median_s": statistics.median(slowest),
                      "threads": os.environ.get("OMP_NUM_THREADS", "")})
+    return rows
+
+
+def worker_ddp(steps, batch):
+    """Under mpiexec: torchlite's DistributedDataParallel training steps of the MLP, each rank
+    on `batch` samples (weak scaling: 2 ranks train on twice the batch of 1)."""
+    import torchlite as torch
+    import torchlite.distributed as dist
+    from torchlite.nn.parallel import DistributedDataParallel as DDP
+    dist.init_process_group()
+    world = dist.get_world_size()
+    torch.manual_seed(0)
+    model = DDP(_mlp(torch.nn))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(batch, 512), torch.randint(0, 10, (batch,))
+    grads_mb = sum(p.numel() for p in model.parameters()) * 4 / 2 ** 20
+
+    def gather(times):
+        everyone = [None] * world
+        dist.all_gather_object(everyone, times)
+        return everyone
+    rows = _ddp_rows(torch, model, opt, x, y, model.no_sync, dist.barrier, gather, world, steps, grads_mb,
+                     dist.all_reduce)
+    for r in rows:
+        r["lib"] = "torchlite"
     if dist.get_rank() == 0:
         print("RESULT " + json.dumps(rows), flush=True)
     dist.destroy_process_group()
+
+
+def worker_torch_ddp(steps, batch, rank, world):
+    """One of `world` processes of PyTorch's DistributedDataParallel on Gloo, the same MLP and
+    per-rank batch."""
+    import torch
+    import torch.distributed as tdist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    tdist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    model = DDP(_mlp(torch.nn))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(batch, 512), torch.randint(0, 10, (batch,))
+    grads_mb = sum(p.numel() for p in model.parameters()) * 4 / 2 ** 20
+
+    def gather(times):
+        everyone = [None] * world
+        tdist.all_gather_object(everyone, times)
+        return everyone
+    rows = _ddp_rows(torch, model, opt, x, y, model.no_sync, tdist.barrier, gather, world, steps, grads_mb,
+                     tdist.all_reduce)
+    for r in rows:
+        r["lib"] = "torch (gloo)"
+    if rank == 0:
+        print("RESULT " + json.dumps(rows), flush=True)
+    tdist.destroy_process_group()
 
 
 def _results(out):
@@ -137,7 +186,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def drive(sizes, ranks, libnbc, ddp_steps):
+def drive(sizes, ranks, libnbc, ddp_steps, ddp_batch=64):
     """Start the MPI job, the Gloo job (where torch is installed) and the DDP jobs; print the
     table."""
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
@@ -169,12 +218,22 @@ def drive(sizes, ranks, libnbc, ddp_steps):
     ddp_rows = []
     if ddp_steps:
         cores = os.cpu_count() or 1
-        for n in sorted({1, ranks}):
-            denv = dict(env, OMP_NUM_THREADS=str(max(1, cores // n)))
+        # one process with all the cores, one with a rank's share of them, then the ranks
+        for n, threads in sorted({(1, cores), (1, max(1, cores // ranks)), (ranks, max(1, cores // ranks))},
+                                 key=lambda c: (c[0], -c[1])):
+            denv = dict(env, OMP_NUM_THREADS=str(threads))
+            step_args = ["--ddp-steps", str(ddp_steps), "--ddp-batch", str(ddp_batch)]
             out = subprocess.run(cmd[:2] + ["-n", str(n)] + cmd[4:] + [
-                sys.executable, me, "--worker", "ddp", "--ddp-steps", str(ddp_steps)],
+                sys.executable, me, "--worker", "ddp", *step_args],
                 capture_output=True, text=True, env=denv, timeout=600)
             ddp_rows += _results(out.stdout + out.stderr)
+            if have_torch:
+                genv = dict(denv, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+                procs = [subprocess.Popen([sys.executable, me, "--worker", "torch-ddp", "--rank", str(r),
+                                           "--world", str(n), *step_args], stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True, env=genv) for r in range(n)]
+                outs = [p.communicate(timeout=600)[0] for p in procs]
+                ddp_rows += _results(outs[0])
     print(f"all_reduce (float32 SUM), {ranks} ranks on one machine ({os.cpu_count()} cores), OMP_NUM_THREADS="
           f"{env['OMP_NUM_THREADS']}, OMPI_MCA_coll_libnbc_iallreduce_algorithm="
           f"{env.get('OMPI_MCA_coll_libnbc_iallreduce_algorithm', '(unset)')}; median of the slowest rank's "
@@ -186,10 +245,27 @@ def drive(sizes, ranks, libnbc, ddp_steps):
         bus = alg * 2 * (r["ranks"] - 1) / r["ranks"]
         print(f"{r['impl']:40s} {r['mb']:>5g}MB {r['median_s'] * 1e3:>8.3f}ms {alg:>7.2f}GB/s {bus:>7.2f}GB/s")
     if ddp_rows:
-        print("\nDDP training step, MLP 512-2048-2048-10 (5.3M parameters), global batch 256, SGD; "
-              "median of the slowest rank")
+        print(f"\nDDP training step, MLP 512-2048-2048-10 (5.3M parameters), {ddp_batch} samples per rank, "
+              f"SGD; median of the slowest rank")
         for r in ddp_rows:
-            print(f"  {r['ranks']} rank(s) x {r['threads']} thread(s)  {r['impl']:42s} {r['median_s'] * 1e3:8.1f}ms")
+            print(f"  {r['lib']:12s} {r['ranks']} rank(s) x {r['threads']} thread(s)  {r['impl']:46s} "
+                  f"{r['median_s'] * 1e3:8.1f}ms")
+        share = str(max(1, cores // ranks))
+        t = {(r["lib"], r["ranks"], r["threads"], r["impl"].split(" (")[0].split(" of ")[0]): r["median_s"]
+             for r in ddp_rows}
+        for lib in sorted({r["lib"] for r in ddp_rows}):
+            one, many = t.get((lib, 1, str(cores), "DDP step")), t.get((lib, ranks, share, "DDP step"))
+            if one and many:
+                print(f"  {lib}: scaling efficiency 1 -> {ranks} ranks on these {cores} cores (samples/s, "
+                      f"divided by {ranks}x the 1-process rate) {one / many:.2f}")
+        many, reduce = t.get(("torchlite", ranks, share, "DDP step")), t.get(("torchlite", ranks, share, "all_reduce"))
+        for threads, what in ((str(cores), "with all the cores"), (share, "with one rank's share of the cores")):
+            one = t.get(("torchlite", 1, threads, "DDP step"))
+            if one and many and reduce:
+                bound = 1.3 * (one + reduce)
+                print(f"  target: the {ranks}-rank step {many * 1e3:.1f} ms <= 1.3 x (the 1-process step {what} "
+                      f"{one * 1e3:.1f} ms + the all-reduce {reduce * 1e3:.1f} ms) = {bound * 1e3:.1f} ms: "
+                      f"{'met' if many <= bound else 'NOT met'}")
 
 
 def main():
@@ -197,8 +273,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes-mb", type=float, nargs="+", default=[1, 64])
     p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--worker", choices=["mpi", "gloo", "ddp"])
+    p.add_argument("--worker", choices=["mpi", "gloo", "ddp", "torch-ddp"])
     p.add_argument("--ddp-steps", type=int, default=10, help="DDP training steps to time (0: none)")
+    p.add_argument("--ddp-batch", type=int, default=64, help="samples per rank in the DDP steps")
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--libnbc", default="1",
@@ -208,11 +285,13 @@ def main():
     if args.worker == "mpi":
         worker_mpi(args.sizes_mb)
     elif args.worker == "ddp":
-        worker_ddp(args.ddp_steps, 256)
+        worker_ddp(args.ddp_steps, args.ddp_batch)
+    elif args.worker == "torch-ddp":
+        worker_torch_ddp(args.ddp_steps, args.ddp_batch, args.rank, args.world)
     elif args.worker == "gloo":
         worker_gloo(args.sizes_mb, args.rank, args.world)
     else:
-        drive(args.sizes_mb, args.ranks, args.libnbc or None, args.ddp_steps)
+        drive(args.sizes_mb, args.ranks, args.libnbc or None, args.ddp_steps, args.ddp_batch)
 
 
 if __name__ == "__main__":
