@@ -162,6 +162,31 @@ print(f"OK ddp cnn+batchnorm: {STEPS} steps equal the per-shard reference; rank 
       flush=True)
 
 
+# ---- the averaged gradients: handed over when this backward made them, copied into kept ones ----
+local, ref = make(mlp)
+model = DDP(local)
+x, y = batch((8,), rows=16 * N)
+for step in range(4):
+    set_to_none = step < 2
+    for p in local.parameters():
+        if set_to_none:
+            p.grad = None
+        else:
+            p.grad.zero_()
+    kept = [p.grad for p in local.parameters()]
+    loss_fn(model(shard(x)), shard(y)).backward()
+    for p in ref.parameters():
+        p.grad = None
+    loss_fn(ref(x), y).backward()
+    close(f"ddp gradients, step {step}", [p.grad for p in local.parameters()],
+          [p.grad for p in ref.parameters()], 1e-4, 1e-5)
+    if not set_to_none:          # gradients that existed before the step stay the same tensors
+        assert all(p.grad is k for p, k in zip(local.parameters(), kept)), "a kept .grad was replaced"
+    for p in local.parameters():
+        p.grad.add_(1.0)         # what a user does with .grad never reaches the next averages
+print("OK ddp gradients: new ones handed the bucket's buffer, kept ones written in place", flush=True)
+
+
 # ---- no_sync: gradient accumulation ----------------------------------------------------------
 local, ref = make(mlp)
 model = DDP(local)
