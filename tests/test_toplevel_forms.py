@@ -180,6 +180,18 @@ def test_is_distributed():
         tl.is_distributed(3)
 
 
+def test_sym_constraints_check_concrete_sizes():
+    assert tl.sym_constrain_range(5, min=0, max=10) is None
+    assert tl.sym_constrain_range_for_size(tl.tensor(3), max=3) is None     # a size tensor
+    with pytest.raises(RuntimeError, match=r"Invalid value range for 5 between \[6, 9223372036854775807\]"):
+        tl.sym_constrain_range(5, min=6)
+    with pytest.raises(RuntimeError, match=r"for -1 between \[0, "):
+        tl.sym_constrain_range_for_size(-1)
+    with pytest.raises(TypeError):
+        tl.sym_constrain_range(2.5)
+    assert tl.sym_fresh_size(7) == 7
+
+
 def test_sym_helpers_follow_pytorchs_rules():
     assert tl.sym_max(2, 3) == 3 and type(tl.sym_max(2, 3)) is int
     assert tl.sym_max(1, 1.0) == 1.0 and type(tl.sym_max(1, 1.0)) is float
@@ -204,3 +216,11 @@ def test_sym_helpers_follow_pytorchs_rules():
                        ("sym_ite", (False, "a", "b"))):
         want, got = getattr(torch, name)(*args), getattr(tl, name)(*args)
         assert got == want and type(got) is type(want), name
+    for name, args, kwargs in (("sym_constrain_range", (5,), dict(min=6)), ("sym_constrain_range", (5,), dict(max=4)),
+                               ("sym_constrain_range_for_size", (-1,), {}),
+                               ("sym_constrain_range_for_size", (1,), dict(min=2, max=3))):
+        with pytest.raises(RuntimeError) as want:
+            getattr(torch, name)(*args, **kwargs)
+        with pytest.raises(RuntimeError) as got:
+            getattr(tl, name)(*args, **kwargs)
+        assert str(got.value) == str(want.value), name

@@ -9,7 +9,9 @@ import math
 import numbers
 
 __all__ = ["sym_float", "sym_int", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum",
-           "sym_ite"]
+           "sym_ite", "sym_constrain_range", "sym_constrain_range_for_size", "sym_fresh_size"]
+
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
 # Python's and NumPy's ints and floats (NumPy registers its scalar types with `numbers`)
 _NUMBERS = numbers.Real
@@ -71,3 +73,37 @@ def sym_ite(b, t, f):
         raise AssertionError(f"sym_ite: the two values differ in type: {type(t).__name__} vs "
                              f"{type(f).__name__}")
     return t if b else f
+
+
+def _concrete(size, what):
+    """size as a Python int (an int, or a one-element integer tensor as .item() reads it)."""
+    if hasattr(size, "item") and not isinstance(size, numbers.Integral):
+        size = size.item()
+    if not isinstance(size, numbers.Integral) or isinstance(size, builtins.bool):
+        raise TypeError(f"{what}(): argument 'size' must be an int, got {type(size).__name__}")
+    return builtins.int(size)
+
+
+def _constrain(size, lo, hi, what):
+    size = _concrete(size, what)
+    if not lo <= size <= hi:
+        raise RuntimeError(f"Invalid value range for {size} between [{lo}, {hi}].")
+
+
+def sym_constrain_range(size, *, min=None, max=None):
+    """Assert min <= size <= max (either bound may be None): torch.export's range hint for a
+    data-dependent size; with concrete sizes, as here, a check that raises RuntimeError."""
+    _constrain(size, _INT64_MIN if min is None else min, _INT64_MAX if max is None else max,
+               "sym_constrain_range")
+
+
+def sym_constrain_range_for_size(size, *, min=None, max=None):
+    """sym_constrain_range for a value used as a size: min defaults to 0."""
+    _constrain(size, 0 if min is None else min, _INT64_MAX if max is None else max,
+               "sym_constrain_range_for_size")
+
+
+def sym_fresh_size(expr):
+    """A size expression as a new symbol (torch.compile); a concrete size is itself."""
+    return expr
+
