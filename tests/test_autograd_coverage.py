@@ -195,7 +195,7 @@ OPS = {
         get_autocast_gpu_dtype set_autocast_gpu_dtype autocast_increment_nesting
         autocast_decrement_nesting set_default_tensor_type set_anomaly_enabled
         is_anomaly_check_nan_enabled get_device_module compiled_with_cxx11_abi has_lapack
-        has_openmp has_spectral has_mkl"""),
+        has_openmp has_spectral has_mkl is_vulkan_available cudnn_is_acceptable"""),
     **no_grad(NAMESPACE, "GradScaler OutOfMemoryError e pi inf nan newaxis"),
     **no_grad(NO_DERIVATIVE, "binomial"),
     **gap("control flow: the gradient is that of the branch or loop body that ran "

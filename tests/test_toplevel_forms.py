@@ -180,6 +180,12 @@ def test_is_distributed():
         tl.is_distributed(3)
 
 
+def test_backend_queries_say_what_torchlite_lacks():
+    assert tl.is_vulkan_available() is False and tl.cudnn_is_acceptable(tl.ones(2)) is False
+    with pytest.raises(TypeError):
+        tl.cudnn_is_acceptable([1.0])
+
+
 def test_sym_constraints_check_concrete_sizes():
     assert tl.sym_constrain_range(5, min=0, max=10) is None
     assert tl.sym_constrain_range_for_size(tl.tensor(3), max=3) is None     # a size tensor

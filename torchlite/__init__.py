@@ -72,7 +72,7 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
                       set_num_interop_threads, init_num_threads, set_warn_always,
                       is_warn_always_enabled, set_flush_denormal, typename, is_storage,
                       has_openmp, has_lapack, has_mkl, has_spectral, compiled_with_cxx11_abi,
-                      get_device_module, is_distributed)
+                      get_device_module, is_distributed, is_vulkan_available, cudnn_is_acceptable)
 from ._control_flow import cond, while_loop  # noqa: F401
 from ._symbolic import *  # noqa: F401,F403  (sym_max, sym_int, ...: torch.compile-friendly helpers)
 from .autograd.anomaly import is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: F401

@@ -192,6 +192,18 @@ has_mkl = False            # torchlite's GEMM and FFT are its own
 has_spectral = True        # torchlite.fft
 
 
+def is_vulkan_available():
+    """False: torchlite has no Vulkan backend."""
+    return False
+
+
+def cudnn_is_acceptable(tensor):
+    """False: torchlite has no cuDNN (its CUDA backend runs kernels of its own)."""
+    from ._ops._kit import tensor_arg
+    tensor_arg(tensor, "cudnn_is_acceptable", "self")
+    return False
+
+
 def compiled_with_cxx11_abi():
     """True: the C++ modules are built with the platform's default (new) C++ ABI."""
     return True
