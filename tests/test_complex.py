@@ -521,6 +521,28 @@ def test_complex_eigvalsh_reads_one_triangle(uplo):
     np.testing.assert_allclose(got.numpy(), np.linalg.eigvalsh(h), rtol=1e-12, atol=1e-12)
 
 
+def test_complex_spectra_with_repeated_values_have_the_complex_gradient():
+    """The embedding has each value twice; both copies share the gradient, so a repeated value
+    of the complex matrix gets the gradient of its whole space (U V^H, the projector)."""
+    A = tl.eye(3, dtype=tl.complex128).requires_grad_()
+    tl.linalg.matrix_norm(A, "nuc").backward()                 # d sum(s) = U V^H = I
+    np.testing.assert_allclose(A.grad.numpy(), np.eye(3), atol=1e-12)
+    q, _ = np.linalg.qr(crandn(3, 3, seed=10))
+    H = tl.tensor(q @ np.diag([1.0, 1.0, 2.0]) @ q.conj().T, requires_grad=True)
+    tl.linalg.eigvalsh(H).sum().backward()                     # d trace = I
+    np.testing.assert_allclose(H.grad.numpy(), np.eye(3), atol=1e-10)
+    # one of the two equal eigenvalues alone has no unique gradient (PyTorch gives v v^H for
+    # whichever eigenvector LAPACK picked): here too, a Hermitian positive semidefinite
+    # matrix of trace 1 inside that eigenvalue's eigenspace
+    H.grad = None
+    (tl.linalg.eigvalsh(H) * tl.tensor([1.0, 0.0, 0.0], dtype=tl.float64)).sum().backward()
+    G, P = H.grad.numpy(), q[:, :2] @ q[:, :2].conj().T
+    np.testing.assert_allclose(G, G.conj().T, atol=1e-10)
+    np.testing.assert_allclose(np.trace(G), 1.0, atol=1e-10)
+    np.testing.assert_allclose(P @ G, G, atol=1e-10)
+    assert np.linalg.eigvalsh(G).min() > -1e-10
+
+
 def test_complex_norm_gradients_against_finite_differences():
     z = tl.tensor(crandn(3, 2, seed=8), requires_grad=True)
     for fn in (lambda a: tl.linalg.matrix_norm(a, "nuc"), lambda a: tl.linalg.svdvals(a),
@@ -632,6 +654,12 @@ def test_complex32_views_joining_and_indexing():
     np.testing.assert_array_equal(_c32_values(w), np.where(_c32_values(c).real > 0, _c32_values(c), 0))
     f = c.clone().fill_(2 - 1j)
     assert f.dtype is tl.complex32 and f.tolist()[0] == [2 - 1j] * 3
+    # where / masked_fill with Python numbers: the scalar is written as complex32 parts
+    np.testing.assert_array_equal(_c32_values(tl.where(c.real > 0, c, 1.5 - 2j)),
+                                  np.where(_c32_values(c).real > 0, _c32_values(c), np.complex64(1.5 - 2j)))
+    np.testing.assert_array_equal(_c32_values(c.masked_fill(c.real > 0, 2.5)),
+                                  np.where(_c32_values(c).real > 0, np.complex64(2.5), _c32_values(c)))
+    assert tl.where(tl.tensor([True, False]), tl.ones(2, dtype=tl.float16), 1j).tolist() == [1, 1j]
     d = tl.from_dlpack(c)                                  # DLPack: complex of 32 bits
     assert d.dtype is tl.complex32 and d.data_ptr() == c.data_ptr() and d.tolist() == c.tolist()
 

@@ -178,6 +178,13 @@ def test_complex32_on_cuda_matches_cpu(dev):
         expect, got = fn(c), fn(c.cuda())
         assert got.device.type == "cuda" and got.dtype == expect.dtype
         assert got.cpu().tolist() == expect.tolist()
+    # a kernel's result cast into a complex32 out=, and where over complex32 and float16
+    z = tl.from_numpy(_complex_input(tl.complex64)[:4].numpy())
+    out = tl.zeros(z.shape, dtype=tl.chalf).cuda()
+    tl.add(z.cuda(), z.cuda(), out=out)
+    assert out.cpu().tolist() == (z + z).chalf().tolist()
+    cond, h = c.real > 0, c.real.abs()
+    assert tl.where(cond.cuda(), c.cuda(), h.cuda()).cpu().tolist() == tl.where(cond, c, h).tolist()
 
 
 def test_complex_kernels_are_in_the_catalogue():

@@ -257,6 +257,20 @@ def test_launcher_nodes_that_do_not_fit_are_refused_and_a_missing_node_times_out
     port = _free_port()
     node0 = _launcher(0, port, timeout="6")
     time.sleep(0.5)
+    import json
+    import socket
+    for junk in (b"[" * 1100 + b"\n", json.dumps({"node_rank": True, "nproc": 2}).encode() + b"\n"):
+        deadline = time.monotonic() + 30          # hostile check-ins are refused, node 0 goes on
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    s.sendall(junk)
+                    reply = s.recv(4096)
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert b'"error"' in reply, reply
     wrong = _launcher(1, port, nproc=3, timeout="6")           # another --nproc-per-node
     stray = _launcher(2, port, nnodes=3, timeout="6")          # a node rank node 0 has not
     out_wrong, out_stray, out0 = _finish(wrong, stray, node0)

@@ -20,10 +20,10 @@ cdef extern from "kernels/types.h" nogil:
 cdef extern from "kernels/ewise.h" nogil:
     enum:
         TL_NUNARY, TL_NBINARY, TL_NTERNARY
-    tl_loop tl_unary_loops[TL_NUNARY][12]
-    tl_loop tl_binary_loops[TL_NBINARY][12]
-    tl_loop tl_ternary_loops[TL_NTERNARY][12]
-    tl_loop tl_cast_loops[12][12]
+    tl_loop tl_unary_loops[TL_NUNARY][TL_NDTYPES]
+    tl_loop tl_binary_loops[TL_NBINARY][TL_NDTYPES]
+    tl_loop tl_ternary_loops[TL_NTERNARY][TL_NDTYPES]
+    tl_loop tl_cast_loops[TL_NDTYPES][TL_NDTYPES]
     const char* tl_unary_names[]
     const char* tl_binary_names[]
     const char* tl_ternary_names[]
@@ -644,6 +644,9 @@ cdef int _write_kernel_scalar(char* p, int dtype, object v, str op) except -1:
     if dtype == TL_COMPLEX64:
         (<float*>p)[0] = v.real
         (<float*>p)[1] = v.imag
+    elif dtype == TL_COMPLEX32:          # where() moves complex32 as it is
+        (<uint16_t*>p)[0] = tl_float_to_half(<float>v.real)
+        (<uint16_t*>p)[1] = tl_float_to_half(<float>v.imag)
     elif dtype == TL_COMPLEX128:
         (<double*>p)[0] = v.real
         (<double*>p)[1] = v.imag

@@ -10,12 +10,13 @@ from libc.stdint cimport int64_t, int32_t, int16_t, int8_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 from torchlite._core.array cimport (Array, Storage, MAX_DIMS, new_array, new_storage, make_view,
                                     tl_itemsize, TL_BOOL, TL_UINT8, TL_INT8, TL_INT16, TL_INT32,
-                                    TL_INT64, TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64)
+                                    TL_INT64, TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64,
+                                    TL_NDTYPES)
 from torchlite._core.elementwise cimport cast_array, contiguous_array, promote_types
 from torchlite._core.parallel cimport num_chunks
 
 cdef extern from "kernels/sort.h" nogil:
-    const int tl_key_bits[12]
+    const int tl_key_bits[TL_NDTYPES]
     void tl_sort_row(const char* src, int64_t ss, int64_t n, int dtype, int descending,
                      char* vdst, int64_t vs, int64_t* idst, int64_t is_, void* scratch)
     void tl_topk_row(const char* src, int64_t ss, int64_t n, int64_t k, int dtype, int largest,

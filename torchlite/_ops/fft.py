@@ -18,7 +18,7 @@ import builtins
 import math
 
 from .. import _dtype as D
-from .._dispatch import fft as _F
+from .._dispatch import array as _A, fft as _F
 from .._tensor import _wrap, _wrap_dim
 from ..autograd.grad_mode import _state as _grad_state
 from .complex import parts_array, complex_array
@@ -102,7 +102,7 @@ def _as_complex(x, op):
 def _as_real(x, op):
     if x.is_complex():
         raise RuntimeError(f"{op} expects a real input tensor, but got "
-                           f"{'ComplexFloat' if x.dtype is D.complex64 else 'ComplexDouble'}")
+                           f"{_A.TORCH_DTYPE_NAMES[x.dtype.code]}")
     dt = _float_dtype(x, op)
     return x if x.dtype is dt else x.to(dt)
 

@@ -278,6 +278,14 @@ def _embed_parts(re, im):
     return cat([cat([re, -im], -1), cat([im, re], -1)], -2)
 
 
+def _pairs_once(w):
+    """The embedding's values (sorted, so each one's two copies are neighbours) once each: the
+    mean of each pair, so that the gradient reaching a value spreads over its whole
+    two-dimensional space of vectors, which is what makes it the complex matrix's gradient
+    (one copy's vectors alone span an arbitrary half of it when values repeat)."""
+    return (w[..., ::2] + w[..., 1::2]) * 0.5
+
+
 def _complex_solve(A, B, left, check, op):
     """_solve for complex A and B through the real embedding (twice the size, 8x the flops of
     a complex LU: no complex kernel yet)."""
@@ -561,8 +569,8 @@ def eigvalsh(A, UPLO="L"):
 
 
 def _complex_eigvalsh(A, UPLO):
-    """A's eigenvalues (ascending, real) as every other one of its real embedding's, which has
-    each twice.  The Hermitian matrix is the one the UPLO triangle describes (the other
+    """A's eigenvalues (ascending, real): its real embedding's, which has each twice, taken
+    once (_pairs_once).  The Hermitian matrix is the one the UPLO triangle describes (the other
     triangle and the imaginary parts of the diagonal are not read, as in PyTorch); the
     gradient, as PyTorch's, is the full V diag(g) V^H, not folded onto that triangle."""
     if UPLO not in ("L", "U"):
@@ -577,7 +585,7 @@ def _complex_eigvalsh(A, UPLO):
     re = A.real + (re - A.real).detach()
     im = A.imag + (im - A.imag).detach()
     w = _eigh(_embed_parts(re, im), "L", needs_grad(A))[0]
-    return w[..., ::2]
+    return _pairs_once(w)
 
 
 # ---- general eigenproblem ----------------------------------------------------------------------
@@ -629,13 +637,13 @@ def linalg_svd(A, full_matrices=True, *, driver=None):
 
 @with_out("linalg_svdvals")
 def svdvals(A, *, driver=None):
-    """torch.linalg.svdvals: the singular values, descending; of a complex A, every other
-    one of its real embedding's, which has each twice (the gradient that reaches Re A and
-    Im A is PyTorch's, U diag(g) V^H, whichever pair of vectors the real SVD picks)."""
+    """torch.linalg.svdvals: the singular values, descending; of a complex A, those of its
+    real embedding, which has each twice, taken once (_pairs_once: the gradient that reaches
+    Re A and Im A is PyTorch's, U diag(g) V^H)."""
     if _is_complex(A) and A._data.dtype != D.complex32.code:
         if A.ndim < 2:
             _matrix(A.real, "linalg.svdvals")                      # PyTorch's shape error
-        return _svd(_real_embedding(A), False, False, "linalg.svdvals")[1][..., ::2]
+        return _pairs_once(_svd(_real_embedding(A), False, False, "linalg.svdvals")[1])
     return _svd(A, False, False, "linalg.svdvals")[1]
 
 

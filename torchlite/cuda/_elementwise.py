@@ -132,8 +132,12 @@ def _zero_signs(value):
 
 
 def _operand(x, dtype, device):
+    """x as a device array of dtype, or None where no kernel can make it (complex32)."""
     if isinstance(x, CudaArray):
-        return x if x.dtype == dtype else cast(x, dtype)
+        if x.dtype == dtype:
+            return x
+        r = cast(x, dtype)
+        return None if r is NotImplemented else r
     if isinstance(x, (bool, int, float, complex)):
         return _scalar_array(x, dtype, device)
     if x.ndim == 0:                            # a CPU scalar tensor joining CUDA operands
@@ -176,10 +180,12 @@ def _safe_input(out, x):
 
 
 def _finish(result, out):
-    """Copy (and cast) into out= when the kernel wrote elsewhere."""
+    """Copy (and cast) into out= when the kernel wrote elsewhere; NotImplemented (the host
+    fallback runs the op) where no kernel casts to out's dtype (complex32)."""
     if out is None or result is out:
         return result if out is None else out
-    copy_(out, result)
+    if copy_(out, result) is NotImplemented:
+        return NotImplemented
     return out
 
 

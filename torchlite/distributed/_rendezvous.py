@@ -49,7 +49,7 @@ class _Lines:
         line, self.buf = self.buf.split(b"\n", 1)
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):       # not JSON, or nested past the parser's depth
             raise RendezvousError("rendezvous: a message that is not JSON") from None
         if not isinstance(obj, dict):
             raise RendezvousError("rendezvous: a message that is not a JSON object")
@@ -88,7 +88,7 @@ class Agent:
                 msg = None
             if msg is None:
                 return 1
-            if isinstance(msg.get("exit"), int):
+            if type(msg.get("exit")) is int:
                 return msg["exit"]
 
 
@@ -167,7 +167,11 @@ class Server:
                     pass
                 sock.close()
                 continue
-            _send(sock, {"ok": True})
+            try:
+                _send(sock, {"ok": True})
+            except OSError:                   # gone already: it may try again
+                sock.close()
+                continue
             host = "localhost" if _is_this_machine(address) else address
             self.agents[hello["node_rank"]] = (sock, host)
         self.listener.close()
@@ -177,11 +181,11 @@ class Server:
         if hello is None:
             return "no check-in message"
         r, n = hello.get("node_rank"), hello.get("nproc")
-        if not isinstance(r, int) or not 1 <= r < self.nnodes:
+        if type(r) is not int or not 1 <= r < self.nnodes:
             return f"node rank {r!r} is not in 1..{self.nnodes - 1}"
         if r in self.agents:
             return f"node rank {r} has already checked in"
-        if n != self.nproc:
+        if type(n) is not int or n != self.nproc:
             return f"--nproc-per-node {n!r} differs from node 0's {self.nproc}"
         return None
 

@@ -153,6 +153,10 @@ def mpiexec_command(args, mpiexec=None, hosts=None):
     n = args.nproc_per_node
     cmd = mpiexec_prefix(n * (len(hosts) if hosts else 1), mpiexec or args.mpiexec)
     if hosts:
+        if not _is_open_mpi(cmd[0]):
+            raise RuntimeError(f"--nnodes > 1 starts the job with Open MPI's mpiexec flags (--host, -x), "
+                               f"and {cmd[0]} is not Open MPI's: use `mpiexec -f hosts` with MPICH "
+                               f"(docs/distributed.md)")
         cmd += ["--host", ",".join(f"{h}:{n}" for h in hosts)]
         if any(h != "localhost" for h in hosts):
             for name in _FORWARDED:

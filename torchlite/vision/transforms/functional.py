@@ -183,7 +183,8 @@ def _normalize_constants(mean, std, dtype, device):
     key = None
     if isinstance(mean, (tuple, list)) and isinstance(std, (tuple, list)) \
             and all(type(v) in (int, float) for v in (*mean, *std)):
-        key = (tuple(mean), tuple(std), dtype, str(device))
+        key = (tuple((v, math.copysign(1.0, v)) for v in (*mean, *std)), len(mean), dtype,
+               str(device))                        # -0.0 is not 0.0 here
         hit = _NORMALIZE_CACHE.get(key)
         if hit is not None:
             return hit
