@@ -93,10 +93,18 @@ def _mlp(nn):
                          nn.Linear(2048, 10))
 
 
-def _ddp_rows(lib, model, opt, x, y, no_sync, barrier, gather, world, steps, grads_mb, all_reduce):
-    """Time a DDP step, the same step with no communication (no_sync) and an all-reduce of a
-    tensor the size of all gradients; the slowest rank's median of each."""
+def _ddp_job(lib, dist, DDP, label, steps, batch):
+    """One rank's DDP measurements in either library (lib: torchlite or torch, dist: its
+    initialised distributed package, DDP: its DistributedDataParallel): a DDP step of the MLP
+    on `batch` samples, the same step with no communication (no_sync), and an all-reduce of a
+    tensor the size of all the gradients; the slowest rank's median of each, printed by rank 0."""
+    world = dist.get_world_size()
+    lib.manual_seed(0)
+    model = DDP(_mlp(lib.nn))
+    opt = lib.optim.SGD(model.parameters(), lr=0.01)
+    x, y = lib.randn(batch, 512), lib.randint(0, 10, (batch,))
     loss_fn = lib.nn.CrossEntropyLoss()
+    grads_mb = sum(p.numel() for p in model.parameters()) * 4 / 2 ** 20
 
     def step():
         opt.zero_grad()
@@ -104,73 +112,43 @@ def _ddp_rows(lib, model, opt, x, y, no_sync, barrier, gather, world, steps, gra
         opt.step()
 
     def local_step():
-        with no_sync():
+        with model.no_sync():
             step()
     flat = lib.ones(int(grads_mb * 1024 * 1024) // 4)
     cases = [("DDP step", step), ("same step in no_sync() (no communication)", local_step)]
     if world > 1:
-        cases.append((f"all_reduce of {grads_mb:.1f} MB (all the gradients)", lambda: all_reduce(flat)))
+        cases.append((f"all_reduce of {grads_mb:.1f} MB (all the gradients)", lambda: dist.all_reduce(flat)))
     rows = []
     for name, fn in cases:
-        times = _time(fn, barrier, steps, warmup=2)
-        slowest = [max(ts) for ts in zip(*gather(times))]
-        rows.append({"impl": name, "ranks": world, "median_s": statistics.median(slowest),
-                     "threads": os.environ.get("OMP_NUM_THREADS", "")})
-    return rows
-
-
-def worker_ddp(steps, batch):
-    """Under mpiexec: torchlite's DistributedDataParallel training steps of the MLP, each rank
-    on `batch` samples (weak scaling: 2 ranks train on twice the batch of 1)."""
-    import torchlite as torch
-    import torchlite.distributed as dist
-    from torchlite.nn.parallel import DistributedDataParallel as DDP
-    dist.init_process_group()
-    world = dist.get_world_size()
-    torch.manual_seed(0)
-    model = DDP(_mlp(torch.nn))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(batch, 512), torch.randint(0, 10, (batch,))
-    grads_mb = sum(p.numel() for p in model.parameters()) * 4 / 2 ** 20
-
-    def gather(times):
+        times = _time(fn, dist.barrier, steps, warmup=2)
         everyone = [None] * world
         dist.all_gather_object(everyone, times)
-        return everyone
-    rows = _ddp_rows(torch, model, opt, x, y, model.no_sync, dist.barrier, gather, world, steps, grads_mb,
-                     dist.all_reduce)
-    for r in rows:
-        r["lib"] = "torchlite"
+        slowest = [max(ts) for ts in zip(*everyone)]
+        rows.append({"impl": name, "lib": label, "ranks": world, "median_s": statistics.median(slowest),
+                     "threads": os.environ.get("OMP_NUM_THREADS", "")})
     if dist.get_rank() == 0:
         print("RESULT " + json.dumps(rows), flush=True)
     dist.destroy_process_group()
 
 
+def worker_ddp(steps, batch):
+    """Under mpiexec: torchlite's DistributedDataParallel (weak scaling: 2 ranks train on twice
+    the batch of 1)."""
+    import torchlite
+    import torchlite.distributed as dist
+    from torchlite.nn.parallel import DistributedDataParallel
+    dist.init_process_group()
+    _ddp_job(torchlite, dist, DistributedDataParallel, "torchlite", steps, batch)
+
+
 def worker_torch_ddp(steps, batch, rank, world):
-    """One of `world` processes of PyTorch's DistributedDataParallel on Gloo, the same MLP and
-    per-rank batch."""
+    """One of `world` processes of PyTorch's DistributedDataParallel on Gloo."""
     import torch
     import torch.distributed as tdist
-    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.nn.parallel import DistributedDataParallel
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     tdist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.manual_seed(0)
-    model = DDP(_mlp(torch.nn))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(batch, 512), torch.randint(0, 10, (batch,))
-    grads_mb = sum(p.numel() for p in model.parameters()) * 4 / 2 ** 20
-
-    def gather(times):
-        everyone = [None] * world
-        tdist.all_gather_object(everyone, times)
-        return everyone
-    rows = _ddp_rows(torch, model, opt, x, y, model.no_sync, tdist.barrier, gather, world, steps, grads_mb,
-                     tdist.all_reduce)
-    for r in rows:
-        r["lib"] = "torch (gloo)"
-    if rank == 0:
-        print("RESULT " + json.dumps(rows), flush=True)
-    tdist.destroy_process_group()
+    _ddp_job(torch, tdist, DistributedDataParallel, "torch (gloo)", steps, batch)
 
 
 def _results(out):

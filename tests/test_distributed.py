@@ -175,6 +175,19 @@ def test_launcher_trains_the_example_on_two_ranks():
     assert float(accuracies[0]) > 85.0, out
 
 
+def _wait_for_ready_ranks(proc, n):
+    """Read proc's output until n ranks of fault.py's 'sleep' mode said they are ready."""
+    ready, lines = 0, []
+    deadline = time.monotonic() + TIMEOUT
+    while ready < n and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        ready += line.startswith("ready rank")
+    assert ready == n, "".join(lines)
+
+
 def test_launcher_ctrl_c_leaves_no_process_behind():
     _need_mpi()
     token = f"sleep-{uuid.uuid4().hex[:12]}"
@@ -183,15 +196,7 @@ def test_launcher_ctrl_c_leaves_no_process_behind():
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             text=True, cwd=ROOT, env=_env(), start_new_session=True)
     try:
-        ready, lines = 0, []
-        deadline = time.monotonic() + TIMEOUT
-        while ready < 2 and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            ready += line.startswith("ready rank")
-        assert ready == 2, "".join(lines)
+        _wait_for_ready_ranks(proc, 2)
         os.kill(proc.pid, signal.SIGINT)          # what Ctrl-C sends the launcher
         out, _ = proc.communicate(timeout=60)
     except BaseException:
@@ -289,15 +294,7 @@ def test_launcher_ctrl_c_on_another_node_ends_the_whole_job():
     node0 = _launcher(0, port, "sleep", token, nproc=1, token=token)
     node1 = _launcher(1, port, "sleep", token, nproc=1, token=token)
     try:
-        ready, lines = 0, []
-        deadline = time.monotonic() + TIMEOUT
-        while ready < 2 and time.monotonic() < deadline:
-            line = node0.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            ready += line.startswith("ready rank")
-        assert ready == 2, "".join(lines)
+        _wait_for_ready_ranks(node0, 2)
         os.kill(node1.pid, signal.SIGINT)          # Ctrl-C at node 1's launcher
         _finish(node0, node1, timeout=60)
     finally:
