@@ -646,10 +646,10 @@ cdef class Array:
         }
 
 
-_DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
                 "float32", "float64", "complex64", "complex128", "complex32")
-# PyTorch's ScalarType names by dtype code, as its error messages spell them (the one home of
-# this table: the other array-layer modules import it)
+# the dtype names by code, torchlite's and PyTorch's ScalarType names as its error messages
+# spell them (the one home of these tables: the other array-layer modules import them)
 TORCH_DTYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
                      "Double", "ComplexFloat", "ComplexDouble", "ComplexHalf")
 _INT_LIMITS = {TL_UINT8: (0, 255), TL_INT8: (-128, 127), TL_INT16: (-32768, 32767),
@@ -703,7 +703,7 @@ cdef int write_scalar(char* p, int dtype, object v) except -1:
         return 0
     if isinstance(v, complex):
         if v.imag != 0:
-            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]} without "
+            raise RuntimeError(f"value cannot be converted to type {DTYPE_NAMES[dtype]} without "
                                f"overflow: {v} has an imaginary part")
         v = v.real
     if dtype == TL_FLOAT32:
@@ -718,13 +718,13 @@ cdef int write_scalar(char* p, int dtype, object v) except -1:
         (<uint16_t*>p)[0] = tl_float_to_bf16(<float>v)
     else:
         if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]}_t without overflow")
+            raise RuntimeError(f"value cannot be converted to type {DTYPE_NAMES[dtype]}_t without overflow")
         iv = int(v)
         lo, hi = _INT_LIMITS[dtype]
         if dtype == TL_UINT8:
             lo = -hi                  # PyTorch lets -1 etc. wrap into an unsigned type
         if iv < lo or iv > hi:
-            raise RuntimeError(f"value cannot be converted to type {_DTYPE_NAMES[dtype]}_t without overflow")
+            raise RuntimeError(f"value cannot be converted to type {DTYPE_NAMES[dtype]}_t without overflow")
         iv = iv & 0xFFFFFFFFFFFFFFFF        # two's complement bits
         if dtype == TL_INT64:
             (<uint64_t*>p)[0] = <uint64_t>iv

@@ -31,9 +31,7 @@ cdef extern from "kernels/ewise.h" nogil:
     int tl_cpu_isa_level()
     int tl_compiled_isa_levels()
 
-DTYPE_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-               "float32", "float64", "complex64", "complex128", "complex32")
-from torchlite._core.array import TORCH_DTYPE_NAMES as _TORCH_NAMES
+from torchlite._core.array import DTYPE_NAMES, TORCH_DTYPE_NAMES as _TORCH_NAMES
 
 cdef int64_t GRAIN = 32768          # elements per thread below which a loop stays serial
 

@@ -55,19 +55,24 @@ _Lstsq = _tuple_type("linalg_lstsq", ("solution", "residuals", "rank", "singular
 
 
 # ---- argument checks ---------------------------------------------------------------------
+_LOW_PRECISION = (D.float16.code, D.bfloat16.code, D.complex32.code)
+_COMPLEX = (D.complex64.code, D.complex128.code)
+_REAL = (D.float32.code, D.float64.code)
+
+
 def _matrix(A, op, square=False):
     """Check A is a (batch of) floating matrices (square when asked), as torch words it."""
     tensor_arg(A, op, "A")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     code = A._data.dtype
-    if code in (6, 7, 12):
+    if code in _LOW_PRECISION:
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_K._NAMES[code]}")
-    if code in (10, 11):            # PyTorch takes these; these decompositions are real only
+    if code in _COMPLEX:            # PyTorch takes these; these decompositions are real only
         raise NotImplementedError(f"{op}: complex matrices ({_K._NAMES[code]}) are not "
                                   f"supported yet (linalg.eig, eigvals, eigvalsh, svdvals, "
                                   f"inv, solve and the matrix norms take them)")
-    if code not in (8, 9):
+    if code not in _REAL:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{_K._NAMES[code]}")
     if square and A.shape[-1] != A.shape[-2]:
