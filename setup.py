@@ -171,9 +171,10 @@ def extensions():
     # the CUDA kernels' headers, for the C++ modules that share their math (optim.pyx
     # compiles cuda_kernels/tl_optim.cuh as plain C++)
     cuda_headers = sorted(glob.glob(os.path.join(CUDA_KERNELS, "*.cuh")))
-    # the ones the C modules include too: the Philox math (random.pyx) and the complex math
-    # (the elementwise loops, eig) of both devices
-    shared = [os.path.join(CUDA_KERNELS, h) for h in ("tl_random_math.cuh", "tl_complex.cuh")]
+    # the ones the C modules include too: the Philox math (random.pyx), the complex math (the
+    # elementwise loops, eig) and the integer/floor-division math of both devices
+    shared = [os.path.join(CUDA_KERNELS, h) for h in ("tl_random_math.cuh", "tl_complex.cuh",
+                                                       "tl_scalar_math.cuh")]
     for pyx in sorted(glob.glob(os.path.join(CORE, "*.pyx"))):
         name = pyx[:-4].replace(os.sep, ".")
         with open(pyx) as f:

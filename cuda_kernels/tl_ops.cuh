@@ -105,84 +105,48 @@ TL_HD bool m_signbit(double x) { return (f64_bits(x) >> 63) != 0; }
 /* ---- integer helpers ------------------------------------------------------------------- */
 template <class T> TL_HD T wrap_neg(T x) { return (T)(0 - (u64)x); }
 
-template <class T> TL_HD T div_trunc(T x, T y, const Params& p) {
-    if (y == 0) { report(p, ERR_ZERODIV); return 0; }
-    if constexpr (is_signed_int<T>::value) { if (y == -1) return wrap_neg(x); }
-    return (T)(x / y);
-}
-template <class T> TL_HD T div_floor(T x, T y, const Params& p) {
-    if (y == 0) { report(p, ERR_ZERODIV); return 0; }
-    if constexpr (is_signed_int<T>::value) {
-        if (y == -1) return wrap_neg(x);
-        T q = (T)(x / y);
-        if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
-        return q;
-    } else {
-        return (T)(x / y);
-    }
-}
-template <class T> TL_HD T rem_floor(T x, T y, const Params& p) {
-    if (y == 0) { report(p, ERR_ZERODIV); return 0; }
-    if constexpr (is_signed_int<T>::value) {
-        if (y == -1) return 0;
-        T r = (T)(x % y);
-        if (r != 0 && ((r < 0) != (y < 0))) r = (T)(r + y);
-        return r;
-    } else {
-        return (T)(x % y);
-    }
-}
-template <class T> TL_HD T rem_trunc(T x, T y, const Params& p) {
-    if (y == 0) { report(p, ERR_ZERODIV); return 0; }
-    if constexpr (is_signed_int<T>::value) { if (y == -1) return 0; }
-    return (T)(x % y);
-}
-template <class T> TL_HD T int_pow(T b, T e) {
-    if constexpr (is_signed_int<T>::value) {
-        if (e < 0) {
-            if (b == 1) return 1;
-            if (b == -1) return (T)((e & 1) ? -1 : 1);
-            return 0;
-        }
-    }
-    u64 r = 1, bb = (u64)b, ee = (u64)e;
-    while (ee) {
-        if (ee & 1) r *= bb;
-        bb *= bb;
-        ee >>= 1;
-    }
-    return (T)r;
-}
-template <class T> TL_HD T shift_left(T x, T y) {
-    const i64 bits = 8 * (i64)sizeof(T);
-    return ((i64)y < 0 || (i64)y >= bits) ? (T)0 : (T)((u64)x << y);
-}
-template <class T> TL_HD T shift_right(T x, T y) {
-    const i64 bits = 8 * (i64)sizeof(T);
-    if ((i64)y < 0 || (i64)y >= bits) return (T)(x < 0 ? -1 : 0);
-    return (T)(x >> y);
-}
+/* Integer division, remainder, powers and shifts, and Python's float floor division and
+ * remainder: tl_scalar_math.cuh's functions, the CPU loops' own source (ewise_scalar.h),
+ * given one name per op here for the functors; a division by zero is reported in Params. */
+#define TL_SM_FN TL_HD
+#define TL_SM_U64 u64
+#define TL_SM_I64 i64
+#include "tl_scalar_math.cuh"
+TL_DEF_UINT_DIV(u8, u8)
+TL_DEF_SINT_DIV(i8, i8)
+TL_DEF_SINT_DIV(i16, i16)
+TL_DEF_SINT_DIV(i32, i32)
+TL_DEF_SINT_DIV(i64, i64)
+TL_DEF_SHIFT(u8, u8, 8)
+TL_DEF_SHIFT(i8, i8, 8)
+TL_DEF_SHIFT(i16, i16, 16)
+TL_DEF_SHIFT(i32, i32, 32)
+TL_DEF_SHIFT(i64, i64, 64)
+TL_DEF_FLOAT_DIV(f32, float, f)
+TL_DEF_FLOAT_DIV(f64, double, )
 
-/* Python's float floor division and remainder (CPython's algorithm, as the CPU). */
-template <class C> TL_HD C float_div_floor(C a, C b) {
-    if (b == 0) return a / b;
-    C mod = m_fmod(a, b);
-    C div = (a - mod) / b;
-    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-    C fl;
-    if (div != 0) {
-        fl = m_floor(div);
-        if (div - fl > (C)0.5) fl += 1;
-    } else {
-        fl = m_copysign((C)0, a / b);
-    }
-    return fl;
-}
-template <class C> TL_HD C float_rem(C a, C b) {
-    C mod = m_fmod(a, b);
-    if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
-    return mod;
-}
+#define TL_INT_HELPERS(S, T) \
+    TL_HD T div_trunc(T x, T y, const Params& p) { \
+        int e = 0; const T r = tl_divtrunc_##S(x, y, &e); if (e) report(p, e); return r; } \
+    TL_HD T div_floor(T x, T y, const Params& p) { \
+        int e = 0; const T r = tl_divfloor_##S(x, y, &e); if (e) report(p, e); return r; } \
+    TL_HD T rem_floor(T x, T y, const Params& p) { \
+        int e = 0; const T r = tl_rem_##S(x, y, &e); if (e) report(p, e); return r; } \
+    TL_HD T rem_trunc(T x, T y, const Params& p) { \
+        int e = 0; const T r = tl_fmod_##S(x, y, &e); if (e) report(p, e); return r; } \
+    TL_HD T int_pow(T b, T e) { return tl_ipow_##S(b, e); } \
+    TL_HD T shift_left(T x, T y) { return tl_shl_##S(x, y); } \
+    TL_HD T shift_right(T x, T y) { return tl_shr_##S(x, y); }
+TL_INT_HELPERS(u8, u8)
+TL_INT_HELPERS(i8, i8)
+TL_INT_HELPERS(i16, i16)
+TL_INT_HELPERS(i32, i32)
+TL_INT_HELPERS(i64, i64)
+#undef TL_INT_HELPERS
+TL_HD float float_div_floor(float a, float b) { return tl_divfloor_f32(a, b); }
+TL_HD double float_div_floor(double a, double b) { return tl_divfloor_f64(a, b); }
+TL_HD float float_rem(float a, float b) { return tl_rem_f32(a, b); }
+TL_HD double float_rem(double a, double b) { return tl_rem_f64(a, b); }
 
 namespace op {
 

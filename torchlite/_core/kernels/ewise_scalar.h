@@ -7,73 +7,25 @@
 #include "vmath.h"
 #include "cplx.h"
 
-/* Integer division and remainder with Python's floor semantics.  Division by zero sets
- * *err instead of trapping; INT_MIN / -1 wraps (as PyTorch does) instead of trapping. */
-#define TL_DEF_SINT_DIV(S, T)                                                              \
-TL_INLINE T tl_divfloor_##S(T x, T y, int *err) {                                          \
-    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; }                                       \
-    if (y == -1) return (T)(0 - (uint64_t)x);                                              \
-    T q = (T)(x / y); if ((x % y != 0) && ((x < 0) != (y < 0))) q--; return q; }          \
-TL_INLINE T tl_divtrunc_##S(T x, T y, int *err) {                                          \
-    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; }                                       \
-    if (y == -1) return (T)(0 - (uint64_t)x);                                              \
-    return (T)(x / y); }                                                                   \
-TL_INLINE T tl_rem_##S(T x, T y, int *err) {                                               \
-    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; }                                       \
-    if (y == -1) return 0;                                                                 \
-    T r = (T)(x % y); if (r != 0 && ((r < 0) != (y < 0))) r = (T)(r + y); return r; }     \
-TL_INLINE T tl_fmod_##S(T x, T y, int *err) {                                              \
-    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; }                                       \
-    if (y == -1) return 0;                                                                 \
-    return (T)(x % y); }                                                                   \
-TL_INLINE T tl_ipow_##S(T b, T e) {                                                        \
-    if (e < 0) { if (b == 1) return 1; if (b == -1) return (T)((e & 1) ? -1 : 1); return 0; } \
-    uint64_t r = 1, bb = (uint64_t)b; uint64_t ee = (uint64_t)e;                           \
-    while (ee) { if (ee & 1) r *= bb; bb *= bb; ee >>= 1; } return (T)r; }
-
-#define TL_DEF_UINT_DIV(S, T)                                                              \
-TL_INLINE T tl_divfloor_##S(T x, T y, int *err) {                                          \
-    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; } return (T)(x / y); }                  \
-TL_INLINE T tl_divtrunc_##S(T x, T y, int *err) { return tl_divfloor_##S(x, y, err); }     \
-TL_INLINE T tl_rem_##S(T x, T y, int *err) {                                               \
-    if (y == 0) { *err = TL_ERR_ZERODIV; return 0; } return (T)(x % y); }                  \
-TL_INLINE T tl_fmod_##S(T x, T y, int *err) { return tl_rem_##S(x, y, err); }              \
-TL_INLINE T tl_ipow_##S(T b, T e) {                                                        \
-    uint64_t r = 1, bb = (uint64_t)b; uint64_t ee = (uint64_t)e;                           \
-    while (ee) { if (ee & 1) r *= bb; bb *= bb; ee >>= 1; } return (T)r; }
-
+/* Integer division, remainder, powers and shifts, and Python's float floor division and
+ * remainder: one source with the CUDA functors (cuda_kernels/tl_scalar_math.cuh, included
+ * here as C99; setup.py puts cuda_kernels/ on the include path). */
+#define TL_SM_FN TL_INLINE
+#define TL_SM_U64 uint64_t
+#define TL_SM_I64 int64_t
+#include "tl_scalar_math.cuh"
 TL_DEF_UINT_DIV(u8, uint8_t)
 TL_DEF_SINT_DIV(i8, int8_t)
 TL_DEF_SINT_DIV(i16, int16_t)
 TL_DEF_SINT_DIV(i32, int32_t)
 TL_DEF_SINT_DIV(i64, int64_t)
-
-/* Shifts: a count outside [0, bits) gives 0 (left) or the sign fill (right), never UB. */
-#define TL_DEF_SHIFT(S, T, BITS)                                                           \
-TL_INLINE T tl_shl_##S(T x, T y) {                                                         \
-    return (y < 0 || (int64_t)y >= BITS) ? (T)0 : (T)((uint64_t)x << y); }                 \
-TL_INLINE T tl_shr_##S(T x, T y) {                                                         \
-    return (y < 0 || (int64_t)y >= BITS) ? (T)(x < 0 ? -1 : 0) : (T)(x >> y); }
 TL_DEF_SHIFT(u8, uint8_t, 8)
 TL_DEF_SHIFT(i8, int8_t, 8)
 TL_DEF_SHIFT(i16, int16_t, 16)
 TL_DEF_SHIFT(i32, int32_t, 32)
 TL_DEF_SHIFT(i64, int64_t, 64)
-
-/* Python's float floor division (the algorithm CPython uses), so results match `//`. */
-#define TL_DEF_FLOAT_DIV(S, T, FMOD, FLOOR, COPYSIGN)                                      \
-TL_INLINE T tl_divfloor_##S(T a, T b) {                                                    \
-    if (b == 0) return a / b;                                                              \
-    T mod = FMOD(a, b); T div = (a - mod) / b;                                             \
-    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;                                      \
-    T fl;                                                                                  \
-    if (div != 0) { fl = FLOOR(div); if (div - fl > (T)0.5) fl += 1; }                     \
-    else fl = COPYSIGN((T)0, a / b);                                                       \
-    return fl; }                                                                           \
-TL_INLINE T tl_rem_##S(T a, T b) {                                                         \
-    T mod = FMOD(a, b); if (mod != 0 && ((b < 0) != (mod < 0))) mod += b; return mod; }
-TL_DEF_FLOAT_DIV(f32, float, fmodf, floorf, copysignf)
-TL_DEF_FLOAT_DIV(f64, double, fmod, floor, copysign)
+TL_DEF_FLOAT_DIV(f32, float, f)
+TL_DEF_FLOAT_DIV(f64, double, )
 
 /* erfinv: a first estimate, then three Newton steps for full double accuracy.
  * The estimate is Giles' single-precision approximation, which is built for 1 - |y| down to
