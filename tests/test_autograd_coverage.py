@@ -139,6 +139,8 @@ OPS = {
           "finite differences)", """
         real imag view_as_real view_as_complex complex polar"""),
     **gap("tested outside the tables (test_fft: gradcheck, gradgradcheck and torch)", "stft istft"),
+    **gap("no gradient yet: its backward raises (PyTorch's own formula for B = None is not built; "
+          "test_lobpcg)", "lobpcg"),
     **gap("tested outside the tables (test_linalg_decomp: gradcheck)", """lu_unpack
         triangular_solve cholesky_inverse linalg.tensorinv linalg.tensorsolve linalg.diagonal
         linalg.vander"""),
