@@ -284,3 +284,37 @@ def test_module_register_backward_hook():
     m.register_full_backward_hook(lambda *args: None)
     with pytest.raises(RuntimeError, match="Cannot use both"):
         m.register_backward_hook(lambda *args: None)
+
+
+# ---- allow_mutation_on_saved_tensors ----------------------------------------------------------
+def test_allow_mutation_on_saved_tensors_keeps_the_forward_values():
+    from torchlite.autograd.graph import allow_mutation_on_saved_tensors
+    with allow_mutation_on_saved_tensors() as ctx:
+        assert type(ctx).__name__ == "_AllowMutationOnSavedContext"
+        a = tl.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        b = a.clone()
+        out = (b ** 2).sum()
+        b.sin_()                               # b was saved by pow: no version error here
+        out.backward()
+        np.testing.assert_allclose(a.grad.numpy(), 2 * a.detach().numpy())
+        x = tl.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 1
+        (g,) = tl.autograd.grad((y ** 3).sum(), x, create_graph=True)
+        y.mul_(0)
+        g.sum().backward()                     # the second derivative 6x, from the saved copy
+        np.testing.assert_allclose(x.grad.numpy(), [6.0, 12.0])
+    with pytest.raises(RuntimeError, match="cannot be nested"):
+        with allow_mutation_on_saved_tensors():
+            with allow_mutation_on_saved_tensors():
+                pass
+    with allow_mutation_on_saved_tensors():
+        a = tl.ones(2, requires_grad=True)
+        out = (a.clone() ** 2).sum()
+    with pytest.raises(AssertionError, match="outside of the 'allow_mutation_on_saved_tensors'"):
+        out.backward()
+    a = tl.ones(2, requires_grad=True)
+    b = a.clone()
+    out = (b ** 2).sum()
+    b.sin_()                                   # outside the context: PyTorch's version error
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()

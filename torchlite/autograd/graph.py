@@ -25,7 +25,7 @@ base's history (elementwise_grad.rebase_inplace: CopySlices), and a view whose m
 since its history was set gets a fresh history from its base when next used (edge).
 
 Also PyTorch's torch.autograd.graph API: saved_tensors_hooks / save_on_cpu /
-disable_saved_tensors_hooks (in pack and unpack, below), register_multi_grad_hook (which asks
+allow_mutation_on_saved_tensors / disable_saved_tensors_hooks (in pack and unpack, below), register_multi_grad_hook (which asks
 the engine's current BackwardCall which nodes it reaches), increment_version."""
 import collections
 import contextlib
@@ -260,6 +260,47 @@ class save_on_cpu(saved_tensors_hooks):
             return t.to(device, non_blocking=pin_memory)
 
         super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+class _AllowMutationOnSavedContext:
+    """The object allow_mutation_on_saved_tensors yields (PyTorch's name); `active` while the
+    context is open."""
+
+    def __init__(self):
+        self.active = True
+
+
+_mutation_context = threading.local()
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors():
+    """Inside, tensors saved for backward may be modified in place afterwards: each is kept
+    as a copy made when it is saved (PyTorch copies it when it is first modified: the same
+    results, for more memory), so backward sees the values the forward used instead of
+    raising the version error.  Backward of a graph recorded here must run inside the same
+    context (AssertionError otherwise, as in PyTorch); the contexts do not nest."""
+    if getattr(_mutation_context, "open", False):
+        raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+    ctx = _AllowMutationOnSavedContext()
+
+    def pack(t):
+        return ctx, t.clone()             # clone is recorded: higher-order gradients still flow
+
+    def unpack(packed):
+        owner, t = packed
+        if not owner.active:
+            raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
+                                 "context in which the graph was originally recorded.")
+        return t
+
+    _mutation_context.open = True
+    try:
+        with saved_tensors_hooks(pack, unpack):
+            yield ctx
+    finally:
+        ctx.active = False
+        _mutation_context.open = False
 
 
 @contextlib.contextmanager
