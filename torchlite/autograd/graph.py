@@ -25,8 +25,9 @@ base's history (elementwise_grad.rebase_inplace: CopySlices), and a view whose m
 since its history was set gets a fresh history from its base when next used (edge).
 
 Also PyTorch's torch.autograd.graph API: saved_tensors_hooks / save_on_cpu /
-allow_mutation_on_saved_tensors / disable_saved_tensors_hooks (in pack and unpack, below), register_multi_grad_hook (which asks
-the engine's current BackwardCall which nodes it reaches), increment_version."""
+allow_mutation_on_saved_tensors / disable_saved_tensors_hooks (in pack and unpack, below),
+register_multi_grad_hook (which asks the engine's current BackwardCall which nodes it reaches),
+increment_version."""
 import collections
 import contextlib
 import threading
