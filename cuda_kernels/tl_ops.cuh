@@ -109,21 +109,13 @@ template <class T> TL_HD T wrap_neg(T x) { return (T)(0 - (u64)x); }
  * remainder: tl_scalar_math.cuh's functions, the CPU loops' own source (ewise_scalar.h),
  * given one name per op here for the functors; a division by zero is reported in Params. */
 #define TL_SM_FN TL_HD
-#define TL_SM_U64 u64
+#define TL_SM_U8 u8
+#define TL_SM_I8 i8
+#define TL_SM_I16 i16
+#define TL_SM_I32 i32
 #define TL_SM_I64 i64
+#define TL_SM_U64 u64
 #include "tl_scalar_math.cuh"
-TL_DEF_UINT_DIV(u8, u8)
-TL_DEF_SINT_DIV(i8, i8)
-TL_DEF_SINT_DIV(i16, i16)
-TL_DEF_SINT_DIV(i32, i32)
-TL_DEF_SINT_DIV(i64, i64)
-TL_DEF_SHIFT(u8, u8, 8)
-TL_DEF_SHIFT(i8, i8, 8)
-TL_DEF_SHIFT(i16, i16, 16)
-TL_DEF_SHIFT(i32, i32, 32)
-TL_DEF_SHIFT(i64, i64, 64)
-TL_DEF_FLOAT_DIV(f32, float, f)
-TL_DEF_FLOAT_DIV(f64, double, )
 
 #define TL_INT_HELPERS(S, T) \
     TL_HD T div_trunc(T x, T y, const Params& p) { \

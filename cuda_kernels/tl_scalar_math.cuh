@@ -9,7 +9,9 @@
  * Written in the common subset of C99 and C++ (no overloads, references or templates); each
  * TL_DEF_* macro defines one type's functions, named tl_<op>_<S>.  The includer defines first:
  *   TL_SM_FN          the qualifiers of a function
- *   TL_SM_U64, TL_SM_I64     the 64-bit integer types
+ *   TL_SM_U8, TL_SM_I8, TL_SM_I16, TL_SM_I32, TL_SM_I64, TL_SM_U64     the integer types
+ * and gets every type's functions (the list at the end): tl_divfloor_i32, tl_shl_u8,
+ * tl_rem_f64, ...
  * A division by zero stores TL_SM_ZERODIV (1: the CPU's TL_ERR_ZERODIV, the kernels'
  * tl::ERR_ZERODIV) in *err and gives 0. */
 #ifndef TL_SCALAR_MATH_CUH
@@ -74,5 +76,18 @@ TL_SM_FN T tl_divfloor_##S(T a, T b) {                                          
     return fl; }                                                                            \
 TL_SM_FN T tl_rem_##S(T a, T b) {                                                           \
     T mod = fmod##F(a, b); if (mod != 0 && ((b < 0) != (mod < 0))) mod += b; return mod; }
+
+TL_DEF_UINT_DIV(u8, TL_SM_U8)
+TL_DEF_SINT_DIV(i8, TL_SM_I8)
+TL_DEF_SINT_DIV(i16, TL_SM_I16)
+TL_DEF_SINT_DIV(i32, TL_SM_I32)
+TL_DEF_SINT_DIV(i64, TL_SM_I64)
+TL_DEF_SHIFT(u8, TL_SM_U8, 8)
+TL_DEF_SHIFT(i8, TL_SM_I8, 8)
+TL_DEF_SHIFT(i16, TL_SM_I16, 16)
+TL_DEF_SHIFT(i32, TL_SM_I32, 32)
+TL_DEF_SHIFT(i64, TL_SM_I64, 64)
+TL_DEF_FLOAT_DIV(f32, float, f)
+TL_DEF_FLOAT_DIV(f64, double, )
 
 #endif

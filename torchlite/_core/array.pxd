@@ -16,6 +16,9 @@ cdef extern from "kernels/types.h":
         TL_OK, TL_ERR_ZERODIV, TL_ERR_NEGPOW, TL_ERR_INDEX
     const int tl_itemsize[13]
 
+# a Python number stored as element type dtype at p (the cast rules; complex parts included)
+cdef int write_scalar(char* p, int dtype, object v) except -1
+
 
 cdef class Storage:
     cdef char* data

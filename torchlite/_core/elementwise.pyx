@@ -5,7 +5,7 @@ from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t, uint16_t
 from libc.string cimport memcpy
 from torchlite._core.array cimport (Array, Storage, MAX_DIMS, broadcast_into, new_array, new_array_strided,
-                                    make_view, parse_shape, shape_tuple, tl_itemsize,
+                                    make_view, parse_shape, shape_tuple, tl_itemsize, write_scalar,
                                     TL_BOOL, TL_UINT8, TL_INT8, TL_INT16, TL_INT32, TL_INT64,
                                     TL_FLOAT16, TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64,
                                     TL_COMPLEX64, TL_COMPLEX128, TL_COMPLEX32, TL_NDTYPES,
@@ -639,15 +639,8 @@ cdef int _write_kernel_scalar(char* p, int dtype, object v, str op) except -1:
     if isinstance(v, complex) and not is_complex(dtype):
         raise TypeError(f"{op}: a complex number cannot be an operand of type "
                         f"{DTYPE_NAMES[dtype]}")
-    if dtype == TL_COMPLEX64:
-        (<float*>p)[0] = v.real
-        (<float*>p)[1] = v.imag
-    elif dtype == TL_COMPLEX32:          # where() moves complex32 as it is
-        (<uint16_t*>p)[0] = tl_float_to_half(<float>v.real)
-        (<uint16_t*>p)[1] = tl_float_to_half(<float>v.imag)
-    elif dtype == TL_COMPLEX128:
-        (<double*>p)[0] = v.real
-        (<double*>p)[1] = v.imag
+    if is_complex(dtype):                # complex32 too: where() moves it as it is
+        write_scalar(p, dtype, v)
     elif dtype == TL_FLOAT32:
         (<float*>p)[0] = v
     elif dtype == TL_FLOAT64:

@@ -11,21 +11,13 @@
  * remainder: one source with the CUDA functors (cuda_kernels/tl_scalar_math.cuh, included
  * here as C99; setup.py puts cuda_kernels/ on the include path). */
 #define TL_SM_FN TL_INLINE
-#define TL_SM_U64 uint64_t
+#define TL_SM_U8 uint8_t
+#define TL_SM_I8 int8_t
+#define TL_SM_I16 int16_t
+#define TL_SM_I32 int32_t
 #define TL_SM_I64 int64_t
+#define TL_SM_U64 uint64_t
 #include "tl_scalar_math.cuh"
-TL_DEF_UINT_DIV(u8, uint8_t)
-TL_DEF_SINT_DIV(i8, int8_t)
-TL_DEF_SINT_DIV(i16, int16_t)
-TL_DEF_SINT_DIV(i32, int32_t)
-TL_DEF_SINT_DIV(i64, int64_t)
-TL_DEF_SHIFT(u8, uint8_t, 8)
-TL_DEF_SHIFT(i8, int8_t, 8)
-TL_DEF_SHIFT(i16, int16_t, 16)
-TL_DEF_SHIFT(i32, int32_t, 32)
-TL_DEF_SHIFT(i64, int64_t, 64)
-TL_DEF_FLOAT_DIV(f32, float, f)
-TL_DEF_FLOAT_DIV(f64, double, )
 
 /* erfinv: a first estimate, then three Newton steps for full double accuracy.
  * The estimate is Giles' single-precision approximation, which is built for 1 - |y| down to
