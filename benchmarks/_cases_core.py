@@ -325,7 +325,30 @@ def _elementwise_cases():
         cases.append(Case(f"{op}_1M", "GB/s", 3 * M * F32, _randn2((M,), (M,)),
                           _ewise_build(op, 2), f"{op} of contiguous 1M float32 (in cache)",
                           None, tags=("elementwise",)))
+    # loops whose math is one source with the CUDA kernels (cuda_kernels/tl_scalar_math.cuh,
+    # tl_complex.cuh): Python's integer floor division, complex products
+    n4 = 4 * M
+    cases.append(Case("floor_divide_int64_4M", "GB/s", 3 * n4 * 8, _int_operands(n4),
+                      _ewise_build("floor_divide", 2), "a // b of contiguous 4M int64 (b != 0)",
+                      None, tags=("elementwise",)))
+    cases.append(Case("mul_complex64_4M", "GB/s", 3 * n4 * 8, _complex_operands(n4),
+                      _ewise_build("mul", 2), "a * b of contiguous 4M complex64", None,
+                      tags=("elementwise",)))
     return cases
+
+
+def _int_operands(n):
+    def make(rng):
+        b = rng.integers(1, 50, n) * rng.choice(np.array([-1, 1]), n)
+        return [rng.integers(-1000, 1000, n), b.astype(np.int64)]
+    return make
+
+
+def _complex_operands(n):
+    def make(rng):
+        return [(rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
+                for _ in range(2)]
+    return make
 
 
 # the float32 math functions of issue 17's speed list, on arguments inside each one's domain
