@@ -230,6 +230,10 @@ OPS = {
         triplet_margin_loss lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell grid_sampler grid_sampler_2d
         grid_sampler_3d affine_grid_generator native_layer_norm native_group_norm native_batch_norm
         _native_batch_norm_legit native_dropout lstm gru rnn_tanh rnn_relu"""),
+    **gap("the steps of synchronised batch norm (test_sync_batch_norm_steps: against NumPy; "
+          "batch_norm_elemt by gradcheck, the others have no backward, as in PyTorch)", """
+        batch_norm_stats batch_norm_gather_stats batch_norm_gather_stats_with_counts batch_norm_elemt
+        batch_norm_backward_reduce batch_norm_backward_elemt batch_norm_update_stats"""),
     **no_grad(INPLACE, "alpha_dropout_ celu_ dropout_ feature_alpha_dropout_ feature_dropout_ rrelu_ selu_ threshold_"),
     **gap("tested outside the tables (test_setitem_*, test_conversion_casts_gradient_back)", """
         __setitem__ float half bfloat16 type"""),

@@ -123,6 +123,11 @@ _LAZY_NAMES.update(dict.fromkeys((
     "convolution", "embedding_renorm_", "_softmax_backward_data", "lstm", "gru", "rnn_tanh",
     "rnn_relu"),
     "nn.functional.aten"))
+# the steps of nn.SyncBatchNorm as PyTorch's top-level functions
+_LAZY_NAMES.update(dict.fromkeys((
+    "batch_norm_stats", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",
+    "batch_norm_elemt", "batch_norm_backward_reduce", "batch_norm_backward_elemt",
+    "batch_norm_update_stats"), "nn.functional.sync_batch_norm"))
 
 
 def __getattr__(name):

@@ -17,3 +17,4 @@ from .linear_cross_entropy import linear_cross_entropy  # noqa: F401
 from .ctc import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
+from .aten import conv_tbc, native_channel_shuffle  # noqa: F401,E402

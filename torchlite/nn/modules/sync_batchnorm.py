@@ -2,15 +2,20 @@
 (torch.nn.SyncBatchNorm), over torchlite.distributed (MPI), and convert_sync_batchnorm, which
 DistributedDataParallel scripts call on their models.
 
-Forward: each rank's per-channel count, sum and sum of squares (in float64) are summed with one
-all_reduce; mean and variance follow, the running statistics update with the unbiased variance
-of the whole batch.  Backward: the per-channel sums of dy and dy * (x - mean) are summed with
-one all_reduce for the input's gradient; the weight's and bias's gradients stay per rank, as in
-PyTorch (DistributedDataParallel averages them with the other gradients).  Outside a process
-group of several ranks, or in eval mode, it is BatchNorm."""
+The steps are PyTorch's top-level functions (torchlite/nn/functional/sync_batch_norm.py).
+Forward: each rank's per-channel mean, invstd and count (batch_norm_stats) go to every rank with
+one all_gather; batch_norm_gather_stats_with_counts merges them and updates the running
+statistics with the unbiased variance of the whole batch; batch_norm_elemt normalises.
+Backward: the per-channel sums of dy and dy * (x - mean) (batch_norm_backward_reduce) are
+summed with one all_reduce for the input's gradient (batch_norm_backward_elemt); the weight's
+and bias's gradients stay per rank, as in PyTorch (DistributedDataParallel averages them with
+the other gradients).  Outside a process group of several ranks, or in eval mode, it is
+BatchNorm."""
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
+from ..._ops.joining import cat
+from ..functional import sync_batch_norm as _steps
 from .normalization import _BatchNorm
 
 __all__ = ["SyncBatchNorm"]
@@ -70,64 +75,43 @@ def _world_size(group):
     return dist.get_world_size(group)
 
 
-def _channel_sums(*tensors):
-    """Per-channel sums over every dim but 1 of each (N, C, *) tensor, in float64."""
-    dims = [d for d in range(tensors[0].dim()) if d != 1]
-    return [t.double().sum(dims) for t in tensors]
-
-
-def _all_reduce_rows(rows, group):
-    """The element-wise sums over the group of the 1-d float64 tensors `rows` (one call)."""
+def _all_gather_rows(row, group, world):
+    """[world, len(row)]: the 1-d tensor `row` of every rank of the group, in rank order."""
     from ... import distributed as dist
-    from ..._ops.joining import cat
-    packed = cat(rows)
-    dist.all_reduce(packed, group=group)
-    return packed.split([r.shape[0] for r in rows])
+    out = row.new_empty((world, row.shape[0]))
+    dist.all_gather_into_tensor(out, row.contiguous(), group=group)
+    return out
 
 
 class _SyncBatchNormFunction(Function):
     @staticmethod
     def forward(ctx, input, weight, bias, running_mean, running_var, eps, momentum, group):
         c = input.size(1)
-        count = input.numel() // c
-        local_count = input.new_full((c,), float(count)).double()
-        s, ss = _channel_sums(input, input * input)
-        total, s, ss = _all_reduce_rows([local_count, s, ss], group)
-        n = total[0].item()
-        mean = s / n
-        var = (ss / n - mean * mean).clamp(min=0)
-        if running_mean is not None:
-            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
-        if running_var is not None:
-            unbiased = var * (n / (n - 1)) if n > 1 else var
-            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype), alpha=momentum)
-        shape = [1, c] + [1] * (input.dim() - 2)
-        invstd = (var + eps).rsqrt()
-        xhat = (input.double() - mean.reshape(shape)) * invstd.reshape(shape)
-        y = xhat
-        if weight is not None:
-            y = y * weight.double().reshape(shape)
-        if bias is not None:
-            y = y + bias.double().reshape(shape)
-        ctx.save_for_backward(input, weight, mean, invstd)
-        ctx.n, ctx.group = n, group
-        return y.to(input.dtype)
+        mean, invstd = _steps.batch_norm_stats(input, eps)
+        count = mean.new_full((1,), float(input.numel() // c))
+        world = _world_size(group)
+        rows = _all_gather_rows(cat([mean, invstd, count]), group, world)
+        mean, invstd = _steps.batch_norm_gather_stats_with_counts(
+            input, rows[:, :c], rows[:, c:2 * c], running_mean, running_var, momentum, eps,
+            rows[:, 2 * c])
+        ctx.save_for_backward(input, weight, mean, invstd, rows[:, 2 * c])
+        ctx.group = group
+        return _steps.batch_norm_elemt(input, weight, bias, mean, invstd, eps)
 
     @staticmethod
     def backward(ctx, grad_out):
-        input, weight, mean, invstd = ctx.saved_tensors
-        c = input.size(1)
-        shape = [1, c] + [1] * (input.dim() - 2)
-        g = grad_out.double()
-        xmu = input.double() - mean.reshape(shape)
-        sum_dy, sum_dy_xmu = _channel_sums(g, g * xmu)             # this rank's
-        grad_weight = (sum_dy_xmu * invstd).to(weight.dtype) if weight is not None else None
-        grad_bias = sum_dy.to(weight.dtype) if weight is not None else None
+        from ... import distributed as dist
+        input, weight, mean, invstd, counts = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        grad_out = grad_out.contiguous()
+        sum_dy, sum_dy_xmu, grad_weight, grad_bias = _steps.batch_norm_backward_reduce(
+            grad_out, input, mean, invstd, weight, need_x, need_w and weight is not None,
+            need_b and weight is not None)
         grad_input = None
-        if ctx.needs_input_grad[0]:
-            sum_dy, sum_dy_xmu = _all_reduce_rows([sum_dy, sum_dy_xmu], ctx.group)
-            w = weight.double().reshape(shape) if weight is not None else 1.0
-            inv = invstd.reshape(shape)
-            grad_input = (w * inv * (g - (sum_dy / ctx.n).reshape(shape)
-                                     - xmu * (inv * inv) * (sum_dy_xmu / ctx.n).reshape(shape))).to(input.dtype)
+        if need_x:
+            c = input.size(1)
+            sums = cat([sum_dy, sum_dy_xmu])
+            dist.all_reduce(sums, group=ctx.group)
+            grad_input = _steps.batch_norm_backward_elemt(grad_out, input, mean, invstd, weight,
+                                                     sums[:c], sums[c:], counts)
         return grad_input, grad_weight, grad_bias, None, None, None, None, None
