@@ -229,7 +229,7 @@ OPS = {
         pixel_shuffle pixel_unshuffle poisson_nll_loss prelu rms_norm rrelu selu threshold
         triplet_margin_loss lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell grid_sampler grid_sampler_2d
         grid_sampler_3d affine_grid_generator native_layer_norm native_group_norm native_batch_norm
-        _native_batch_norm_legit native_dropout lstm gru rnn_tanh rnn_relu"""),
+        _native_batch_norm_legit native_dropout lstm gru rnn_tanh rnn_relu embedding_bag"""),
     **gap("the steps of synchronised batch norm (test_sync_batch_norm_steps: against NumPy; "
           "batch_norm_elemt by gradcheck, the others have no backward, as in PyTorch)", """
         batch_norm_stats batch_norm_gather_stats batch_norm_gather_stats_with_counts batch_norm_elemt

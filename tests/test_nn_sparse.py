@@ -157,6 +157,62 @@ def test_embedding_bag_per_sample_weights():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
+def _np_bags(idx, offsets, n_bags, pad=None):
+    """NumPy oracle of ATen's embedding_bag index outputs: offset2bag, bag_size and, per
+    feature, the weight row of each bag's first maximum."""
+    bag_of = np.searchsorted(offsets, np.arange(len(idx)), side="right") - 1
+    size = np.zeros(n_bags, dtype=np.int64)
+    best = np.zeros((n_bags, W.shape[1]), dtype=np.int64)
+    for b in range(n_bags):
+        members = [i for i in idx[bag_of == b] if i != pad]
+        size[b] = len(members)
+        if members:
+            best[b] = np.array(members)[W[members].argmax(0)]
+    return bag_of, size, best
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("offsets, ilo, pad", [([0, 2, 2, 5], False, None), ([0, 2, 5], True, None),
+                                               ([0, 1, 3], False, 2), ([0, 3], False, -1)])
+def test_aten_embedding_bag_returns_its_index_tensors(mode, offsets, ilo, pad):
+    """torch.embedding_bag (weight first, integer mode) returns (output, offset2bag, bag_size,
+    max_indices); checked against NumPy, and against PyTorch for the modes whose index tensors
+    PyTorch's CPU kernel fills (mean and max)."""
+    idx = np.array([0, 2, 5, 2, 1])
+    n_bags = len(offsets) - 1 if ilo else len(offsets)
+    out, offset2bag, bag_size, max_indices = tl.embedding_bag(
+        tl.tensor(W), tl.tensor(idx), tl.tensor(offsets), False, mode, False, None, ilo, pad)
+    f_out = F.embedding_bag(tl.tensor(idx), tl.tensor(W), tl.tensor(offsets), mode=["sum", "mean", "max"][mode],
+                            include_last_offset=ilo, padding_idx=pad)
+    assert_values(out, f_out.numpy())
+    bag_of, size, best = _np_bags(idx, np.array(offsets), n_bags, None if pad is None else pad % 6)
+    assert offset2bag.tolist() == bag_of.tolist()
+    assert bag_size.tolist() == size.tolist()
+    assert max_indices.tolist() == (best if mode == 2 else size).tolist()
+    torch = pytest.importorskip("torch")
+    ref = torch.embedding_bag(torch.tensor(W), torch.tensor(idx), torch.tensor(offsets), False, mode,
+                              False, None, ilo, pad)
+    np.testing.assert_allclose(out.numpy(), ref[0].numpy(), rtol=1e-12)
+    if mode != 0:           # (mode 0: PyTorch's CPU fast path leaves these empty or zero)
+        for a, b in zip((offset2bag, bag_size, max_indices), ref[1:]):
+            assert a.tolist() == b.tolist()
+
+
+def test_aten_embedding_bag_gradient_and_errors():
+    w = tl.tensor(W, requires_grad=True)
+    out = tl.embedding_bag(w, tl.tensor([1, 2, 3]), tl.tensor([0, 1]), False, 0)[0]
+    out.sum().backward()
+    expect = np.zeros_like(W)
+    expect[[1, 2, 3]] = 1
+    assert_values(w.grad, expect)
+    with pytest.raises(TypeError, match="offsets"):
+        tl.embedding_bag(w, tl.tensor([1]), None)
+    with pytest.raises(RuntimeError, match="mode"):
+        tl.embedding_bag(w, tl.tensor([1]), tl.tensor([0]), False, 3)
+    with pytest.raises(RuntimeError, match="per_sample_weights only supported with mode='sum'"):
+        tl.embedding_bag(w, tl.tensor([1]), tl.tensor([0]), False, 1, False, tl.ones(1))
+
+
 # ---- modules -------------------------------------------------------------------------------------
 MODULES = ["Embedding(10, 3)",
            "Embedding(10, 3, padding_idx=-2, max_norm=1.0, norm_type=1.0, scale_grad_by_freq=True, sparse=True)",

@@ -121,7 +121,7 @@ _LAZY_NAMES.update(dict.fromkeys((
     "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "native_layer_norm",
     "native_group_norm", "native_batch_norm", "_native_batch_norm_legit", "native_dropout",
     "convolution", "embedding_renorm_", "_softmax_backward_data", "lstm", "gru", "rnn_tanh",
-    "rnn_relu"),
+    "rnn_relu", "embedding_bag"),
     "nn.functional.aten"))
 # the steps of nn.SyncBatchNorm as PyTorch's top-level functions
 _LAZY_NAMES.update(dict.fromkeys((

@@ -580,7 +580,28 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
     return (g - output * g.sum(dim, keepdim=True)).to(input_dtype)
 
 
+_BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """embedding_bag in ATen's form (torch.embedding_bag): weight first, mode an integer
+    (0 sum, 1 mean, 2 max), offsets required; a negative padding_idx counts from the end.
+    Returns (output, offset2bag, bag_size, max_indices): the bag of each index, the indices
+    counted in each bag, and for mode 2 the weight row of each maximum (else bag_size).
+    (PyTorch's CPU kernel returns an empty offset2bag and zero bag sizes on its fast path for
+    mode 0; torchlite always fills them.)"""
+    from .sparse import embedding_bag_with_indices
+    if offsets is None:
+        raise TypeError("embedding_bag(): argument 'offsets' (position 3) must be Tensor, not NoneType")
+    if mode not in _BAG_MODES:
+        raise RuntimeError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got {mode!r}")
+    if sparse:
+        raise RuntimeError("embedding_bag: sparse gradients are not supported by torchlite; use sparse=False")
+    return embedding_bag_with_indices(weight, indices, offsets, scale_grad_by_freq, _BAG_MODES[mode],
+                                      per_sample_weights, include_last_offset, padding_idx)
+
+
 NAMES = tuple(n for n in dir() if (not n.startswith("_")
                                    or n in ("_native_batch_norm_legit", "_softmax_backward_data"))
               and n not in ("F", "NAMES"))
-

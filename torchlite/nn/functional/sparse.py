@@ -168,34 +168,90 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on the Pytorch "
                                   f"GitHub.")
+    _check_first_offset(offsets)
+    return _bags(input, weight, offsets.to(D.int64), max_norm, norm_type, scale_grad_by_freq,
+                 mode, per_sample_weights, include_last_offset, padding_idx)[0]
+
+
+def _check_first_offset(offsets):
     if offsets.numel() and not offsets.is_meta and int(offsets[0]) != 0:     # (meta: no values)
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
                            f"to start from position 0. However, got {int(offsets[0])}")
-    return _bags(input, weight, offsets.to(D.int64), max_norm, norm_type, scale_grad_by_freq,
-                 mode, per_sample_weights, include_last_offset, padding_idx)
+
+
+def embedding_bag_with_indices(weight, indices, offsets, scale_grad_by_freq, mode, per_sample_weights,
+                               include_last_offset, padding_idx):
+    """embedding_bag (1-d indices cut at offsets; mode 'sum', 'mean' or 'max') with the index
+    tensors ATen's form returns: (output, offset2bag, bag_size, max_indices).  offset2bag: the
+    bag of each index; bag_size: the indices counted in each bag (padding left out);
+    max_indices: for 'max', the weight row that gave each output element (0 in an empty bag),
+    else bag_size."""
+    _check_indices(indices, "embedding_bag")
+    tensor_arg(offsets, "embedding_bag", "offsets")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding_bag: weight has to be a 2-d tensor, got shape {list(weight.shape)}")
+    if offsets.ndim != 1:
+        raise RuntimeError(f"embedding_bag: offsets has to be a 1-d tensor, got shape {list(offsets.shape)}")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise RuntimeError("embedding_bag: per_sample_weights only supported with mode='sum'")
+        if per_sample_weights.numel() != indices.numel():
+            raise RuntimeError(f"embedding_bag: per_sample_weights ({list(per_sample_weights.shape)}) "
+                               f"must have one element per index ({list(indices.shape)})")
+        per_sample_weights = per_sample_weights.reshape(-1)
+    _check_first_offset(offsets)
+    return _bags(indices.reshape(-1), weight, offsets.to(D.int64), None, 2, scale_grad_by_freq,
+                 mode, per_sample_weights, include_last_offset, padding_idx, with_indices=True)
 
 
 def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, psw,
-          include_last_offset, padding_idx):
-    n_bags = offsets.numel() - 1 if include_last_offset else offsets.numel()
+          include_last_offset, padding_idx, with_indices=False):
+    """(output,) of embedding_bag over 1-d input, or with with_indices (output, offset2bag,
+    bag_size, max_indices) as embedding_bag_with_indices describes."""
+    n_bags = max(offsets.numel() - 1, 0) if include_last_offset else offsets.numel()
     dim = weight.shape[1]
     bag_of = _searchsorted(offsets, _arange(input.numel(), device=input.device), right=True) - 1
+    offset2bag = bag_of
     rows = embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
     if psw is not None:
         rows = rows * psw.unsqueeze(1)
+    kept_input = input
     if not input.is_meta:     # on meta (no values) every entry counts: the shapes are the same
         keep = bag_of < n_bags              # include_last_offset: entries past the last bag drop
         if padding_idx is not None:
             keep = keep & (input != _padding_index(padding_idx, weight.shape[0]))
         kept = keep.nonzero().reshape(-1)
         rows, bag_of = rows.index_select(0, kept), bag_of.index_select(0, kept)
+        kept_input = input.index_select(0, kept)
     zeros = _zeros(n_bags, dim, dtype=weight.dtype, device=weight.device)
     if mode == "max":
         index = bag_of.unsqueeze(1).expand(-1, dim)
-        return zeros.scatter_reduce(0, index, rows, "amax", include_self=False)
-    sums = zeros.index_add(0, bag_of, rows)
-    if mode == "sum":
-        return sums
-    counts = _zeros(n_bags, dtype=weight.dtype, device=weight.device).index_add(
-        0, bag_of, _ones(bag_of.numel(), dtype=weight.dtype, device=weight.device))
-    return sums / counts.clamp(min=1).unsqueeze(1)
+        out = zeros.scatter_reduce(0, index, rows, "amax", include_self=False)
+    else:
+        out = zeros.index_add(0, bag_of, rows)
+        if mode == "mean":
+            counts = _zeros(n_bags, dtype=weight.dtype, device=weight.device).index_add(
+                0, bag_of, _ones(bag_of.numel(), dtype=weight.dtype, device=weight.device))
+            out = out / counts.clamp(min=1).unsqueeze(1)
+    if not with_indices:
+        return (out,)
+    with _no_grad():
+        bag_size = _zeros(n_bags, dtype=D.int64, device=input.device).index_add(
+            0, bag_of, _ones(bag_of.numel(), dtype=D.int64, device=input.device))
+        max_indices = (_max_rows(out.detach(), rows.detach(), bag_of, kept_input, n_bags, dim)
+                       if mode == "max" else bag_size.clone())
+    return out, offset2bag, bag_size, max_indices
+
+
+def _max_rows(out, rows, bag_of, kept_input, n_bags, dim):
+    """[n_bags, dim]: the index (a weight row) of the first entry of each bag whose value is the
+    bag's maximum, per feature; 0 for an empty bag."""
+    k = rows.shape[0]
+    if k == 0 or kept_input.is_meta:
+        return _zeros(n_bags, dim, dtype=D.int64, device=out.device)
+    position = _arange(k, device=out.device).unsqueeze(1).expand(-1, dim)
+    hit = rows == out.index_select(0, bag_of)
+    first = _zeros(n_bags, dim, dtype=D.int64, device=out.device).fill_(k).scatter_reduce(
+        0, bag_of.unsqueeze(1).expand(-1, dim), _P.where(hit, position, k), "amin")
+    found = first < k
+    return _P.where(found, kept_input.to(D.int64)[first.clamp(max=k - 1)], 0)
