@@ -24,6 +24,7 @@ from .distance import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .lazy import *  # noqa: F401,F403
 from .sync_batchnorm import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
 
 # the layer classes and functions, not the family modules (nn.modules.utils must not pass for
 # nn.utils when torchlite.nn star-imports this package)

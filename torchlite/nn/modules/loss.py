@@ -1,6 +1,8 @@
 """Loss layers: Modules over nn.functional's losses, with PyTorch's constructors (the deprecated
 size_average/reduce pair folded into `reduction`), class weights registered as buffers, and
 PyTorch's reprs."""
+import warnings
+
 from .. import functional as F
 from ..functional.loss import legacy_reduction as _legacy_reduction
 from ..functional.linear_cross_entropy import LinearCrossEntropyOptions
@@ -11,7 +13,7 @@ __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss",
            "MarginRankingLoss", "TripletMarginLoss", "SoftMarginLoss", "HingeEmbeddingLoss",
            "PoissonNLLLoss", "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
            "MultiLabelSoftMarginLoss", "TripletMarginWithDistanceLoss", "LinearCrossEntropyLoss",
-           "LinearCrossEntropyOptions"]
+           "LinearCrossEntropyOptions", "NLLLoss2d"]
 
 
 class _Loss(Module):
@@ -92,6 +94,18 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """NLLLoss under its deprecated name (it was the 2-d form; NLLLoss takes any (N, C, d1, ...)
+    input): warns as PyTorch does."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in "
+                      "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss "
+                      "for more details.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class BCELoss(_WeightedLoss):

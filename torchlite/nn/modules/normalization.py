@@ -13,7 +13,7 @@ from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 def _affine_params(module, shape, affine, bias, device, dtype):
@@ -284,6 +284,43 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """The legacy (Lua Torch) cross-channel LRN over a 4-d input:
+    x * (k + alpha / size * sum of x^2 over a window of channels)^-beta.  The window of channel c
+    is PyTorch's: channels c - pre + 1 .. c + pre - 1 (pre = int((size - 1) / 2 + 1)), and
+    channel 0 never leaves it (PyTorch's running window adds channel 0 and never subtracts it),
+    so outputs equal PyTorch's.  The gradient is the true derivative of that forward; PyTorch's
+    hand-written backward for this module does not pass its own gradcheck."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def _window(self, channels, like):
+        """[C, C] 0/1 matrix: row c marks the channels whose squares channel c's scale sums."""
+        pre = int((self.size - 1) / 2 + 1)
+        rows = []
+        for c in range(channels):
+            lo = 0 if c <= pre else c - pre + 1
+            hi = min(channels - 1, c + pre - 1)
+            rows.append([1.0 if (lo <= j <= hi or j == 0) else 0.0 for j in range(channels)])
+        return _tensor(rows, dtype=like.dtype, device=like.device)
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        from ..._ops.linalg import tensordot
+        window = self._window(input.size(1), input)
+        sums = tensordot(window, input * input, dims=([1], [1])).permute(1, 0, 2, 3)
+        return input * (sums * (self.alpha / self.size) + self.k) ** -self.beta
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
