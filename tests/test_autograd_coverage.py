@@ -156,7 +156,10 @@ OPS = {
     **no_grad(QUERY, "is_conj is_neg"),
     **no_grad(CONFIG, "get_default_complex_dtype set_default_device get_default_device"),
     **no_grad(CREATION, """FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor
-        ShortTensor CharTensor ByteTensor BoolTensor ComplexFloatTensor ComplexDoubleTensor"""),
+        ShortTensor CharTensor ByteTensor BoolTensor ComplexFloatTensor ComplexDoubleTensor
+        UntypedStorage TypedStorage FloatStorage DoubleStorage HalfStorage BFloat16Storage LongStorage
+        IntStorage ShortStorage CharStorage ByteStorage BoolStorage ComplexFloatStorage
+        ComplexDoubleStorage"""),
     **no_grad(REMOVED, "eig lstsq matrix_rank solve symeig"),
     **no_grad(NAMESPACE, "complex64 complex128 complex32 cfloat cdouble chalf"),
     **no_grad(CREATION, """scalar_tensor empty_strided new_empty_strided hann_window
@@ -271,8 +274,9 @@ OPS = {
         broadcast_shapes can_cast promote_types result_type finfo iinfo get_default_dtype
         set_default_dtype dtype device is_floating_point is_complex is_signed is_contiguous
         is_cpu is_cuda is_tensor numel dim ndim size shape stride storage_offset element_size
-        itemsize nbytes data_ptr get_device untyped_storage __len__ __array_priority__
+        itemsize nbytes data_ptr get_device untyped_storage storage storage_type __len__ __array_priority__
         share_memory_ is_shared is_pinned pin_memory record_stream is_inference resize_ resize_as_"""),
+    **gap("the deprecated out-of-place resize: a reshape (test_storage)", "resize resize_as"),
     **no_grad(GRAD_API, """
         backward register_hook register_post_accumulate_grad_hook retain_grad retains_grad
         requires_grad requires_grad_ detach detach_ detach_copy data grad grad_fn is_leaf

@@ -45,6 +45,7 @@ from ._ops.sorting import *  # noqa: F401,F403
 from ._ops.complex import *  # noqa: F401,F403
 from ._ops.fft import stft, istft  # noqa: F401
 from ._ops.legacy_types import *  # noqa: F401,F403  (FloatTensor, LongTensor, ...)
+from ._ops.storage import *  # noqa: F401,F403  (UntypedStorage, TypedStorage, FloatStorage, ...)
 from ._ops.removed import *  # noqa: F401,F403  (eig, lstsq, solve, ...: removed, they say so)
 from ._ops.indexing import *  # noqa: F401,F403
 from ._ops.random import *  # noqa: F401,F403
@@ -86,7 +87,7 @@ e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
                  "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler", "futures",
                  "vision", "hub", "distributed", "multiprocessing", "fft", "functional", "profiler",
-                 "special", "signal", "masked")
+                 "special", "signal", "masked", "storage")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",

@@ -172,9 +172,9 @@ def typename(obj):
 
 
 def is_storage(obj):
-    """Whether obj is a tensor storage (what Tensor.untyped_storage() returns)."""
-    from ._core.array import Storage
-    return isinstance(obj, Storage)
+    """Whether obj is a storage (an UntypedStorage or a TypedStorage)."""
+    from ._ops.storage import is_storage as _is_storage
+    return _is_storage(obj)
 
 
 # ---- what this build has, as torch.has_* reports it --------------------------------------------

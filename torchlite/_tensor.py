@@ -198,9 +198,6 @@ class Tensor:
                     setattr(t, k, getattr(r, k))
             return t
 
-    def untyped_storage(self):
-        return self._data.storage
-
     def is_floating_point(self):
         return 6 <= self._data.dtype <= 9
 

@@ -243,6 +243,11 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
                            "in grad mode (use torchlite.no_grad())")
     if source is None:
         self._data = _A.empty((0,), self._data.dtype, device=self._data)
+    elif not isinstance(source, Tensor):
+        if not hasattr(source, "_array_for_set"):         # a storage (_ops/storage.py)
+            raise TypeError(f"set_(): source must be a Tensor or a storage, got "
+                            f"{builtins.type(source).__name__}")
+        self._data = source._array_for_set(self.dtype, storage_offset, size, stride)
     else:
         tensor_arg(source, "set_", "source")
         if source._data.dtype != self._data.dtype:

@@ -1,9 +1,12 @@
 """Creation functions: tensor, as_tensor, from_numpy, zeros, ones, full, empty, arange,
 linspace, logspace, eye and the *_like forms."""
+from __future__ import annotations
+
 import builtins
 import math
 import numbers
 import os
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .. import _memory_format as MF
@@ -16,6 +19,15 @@ from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from ._kit import factory_dtype, out_array, write_out
 from .. import _layout
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from .._device import device
+    from .._dtype import dtype
+    from .._layout import layout
+    from .._memory_format import memory_format
 
 
 def _place(arr, device, requires_grad=False, dtype=None, pin_memory=False):
@@ -180,16 +192,20 @@ def _from_data(data, dtype):
     return _A.from_flat(flat, shape, dt.code)
 
 
-def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(data: Any, *, dtype: dtype | None = None, device: str | device | int | None = None,
+           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (a number, nested lists/tuples, a NumPy array or
     another tensor).  The dtype is inferred as PyTorch does: bool, int64, or the default float;
     a tensor's copy stays on its device unless `device` is given."""
+    if not isinstance(data, Tensor) and hasattr(data, "_storage_elements"):    # a storage
+        data = data._storage_elements()
     if device is None and isinstance(data, Tensor):
         device = data.device
     return _place(_from_data(data, dtype), factory_device(device), requires_grad, pin_memory=pin_memory)
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data: Any, dtype: dtype | None = None,
+              device: str | device | int | None = None) -> Tensor:
     """Like tensor(), but shares memory with `data` when it is already a tensor or a NumPy
     array of the right dtype and device."""
     dt = D.to_dtype(dtype)
@@ -207,14 +223,15 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+def asarray(obj: Any, *, dtype: dtype | None = None, device: str | device | int | None = None,
+            copy: bool | None = None, requires_grad: bool = False) -> Tensor:
     t = tensor(obj, dtype=dtype, device=device) if copy else as_tensor(obj, dtype=dtype, device=device)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def from_numpy(ndarray):
+def from_numpy(ndarray: Any) -> Tensor:
     """A tensor sharing memory with a NumPy array (writes show through both ways)."""
     import numpy as np
     if not isinstance(ndarray, np.ndarray):     # a NumPy scalar's buffer is a temporary
@@ -273,20 +290,26 @@ def _new_full(size, value, dtype, device, requires_grad, out=None, op="full", pi
                   pin_memory=pin_memory)
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def zeros(*size: int | Sequence[int], out: Tensor | None = None, dtype: dtype | None = None,
+          layout: layout | None = None, device: str | device | int | None = None,
+          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros of the given shape (default dtype float32)."""
     _layout.check(layout, "zeros")
     return _new_full(size, 0, dtype, device, requires_grad, out, "zeros", pin_memory)
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def ones(*size: int | Sequence[int], out: Tensor | None = None, dtype: dtype | None = None,
+         layout: layout | None = None, device: str | device | int | None = None,
+         requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A tensor of ones of the given shape."""
     _layout.check(layout, "ones")
     return _new_full(size, 1, dtype, device, requires_grad, out, "ones", pin_memory)
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-          pin_memory=False, memory_format=None):
+def empty(*size: int | Sequence[int], out: Tensor | None = None, dtype: dtype | None = None,
+          layout: layout | None = None, device: str | device | int | None = None,
+          requires_grad: bool = False, pin_memory: bool = False,
+          memory_format: memory_format | None = None) -> Tensor:
     """An uninitialised tensor of the given shape (laid out in memory_format when given)."""
     _layout.check(layout, "empty")
     shape = _size_args(size, "empty")
@@ -301,7 +324,9 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
     return _place(arr, None, requires_grad, pin_memory=pin_memory)
 
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def full(size: int | Sequence[int], fill_value: bool | int | float | complex | Tensor, *,
+         out: Tensor | None = None, dtype: dtype | None = None, layout: layout | None = None,
+         device: str | device | int | None = None, requires_grad: bool = False) -> Tensor:
     """A tensor filled with fill_value; the dtype follows the value (bool, int64, the default
     float or the default complex dtype)."""
     _layout.check(layout, "full")
@@ -336,26 +361,34 @@ def _like(input, fill_value, dtype, device, requires_grad, memory_format=None):
     return _place(arr, None, requires_grad)
 
 
-def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(input: Tensor, *, dtype: dtype | None = None, layout: layout | None = None,
+               device: str | device | int | None = None, requires_grad: bool = False,
+               memory_format: memory_format | None = None) -> Tensor:
     """An uninitialised tensor with input's shape, dtype and memory order."""
     _layout.check(layout, "empty_like")
     return _like(input, None, dtype, device, requires_grad, memory_format)
 
 
-def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(input: Tensor, *, dtype: dtype | None = None, layout: layout | None = None,
+               device: str | device | int | None = None, requires_grad: bool = False,
+               memory_format: memory_format | None = None) -> Tensor:
     """Zeros with input's shape, dtype and memory order."""
     _layout.check(layout, "zeros_like")
     return _like(input, 0, dtype, device, requires_grad, memory_format)
 
 
-def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(input: Tensor, *, dtype: dtype | None = None, layout: layout | None = None,
+              device: str | device | int | None = None, requires_grad: bool = False,
+              memory_format: memory_format | None = None) -> Tensor:
     """Ones with input's shape, dtype and memory order."""
     _layout.check(layout, "ones_like")
     return _like(input, 1, dtype, device, requires_grad, memory_format)
 
 
-def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
-              memory_format=None):
+def full_like(input: Tensor, fill_value: bool | int | float | complex | Tensor, *,
+              dtype: dtype | None = None, layout: layout | None = None,
+              device: str | device | int | None = None, requires_grad: bool = False,
+              memory_format: memory_format | None = None) -> Tensor:
     """fill_value everywhere, with input's shape, dtype (not the value's) and memory order."""
     _layout.check(layout, "full_like")
     return _like(input, fill_value, dtype, device, requires_grad, memory_format)
@@ -371,8 +404,10 @@ def _scalar_arg(x, name, op):
     return x
 
 
-def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
-           requires_grad=False):
+def arange(start: int | float | Tensor = 0, end: int | float | Tensor | None = None,
+           step: int | float | Tensor = 1, *, out: Tensor | None = None, dtype: dtype | None = None,
+           layout: layout | None = None, device: str | device | int | None = None,
+           requires_grad: bool = False) -> Tensor:
     """Values from start (inclusive) to end (exclusive) by step: int64 for integer
     arguments, the default float dtype otherwise.  With an integer dtype, fractional
     arguments are truncated toward zero first, as PyTorch does."""
@@ -431,8 +466,9 @@ def _arange_int(start, end, step, dt):
     return arr if dt is D.int64 else _ew.cast(arr, dt.code)
 
 
-def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
-          requires_grad=False):
+def range(start: int | float = 0, end: int | float | None = None, step: int | float = 1, *,
+          out: Tensor | None = None, dtype: dtype | None = None, layout: layout | None = None,
+          device: str | device | int | None = None, requires_grad: bool = False) -> Tensor:
     """start, start + step, ... up to and including end: deprecated in PyTorch, which warns
     (arange excludes end); float by default."""
     _layout.check(layout, "range")
@@ -454,7 +490,9 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     return _made(_ew.cast(arr, dt.code), device, requires_grad, out, "range")
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def linspace(start: int | float | Tensor, end: int | float | Tensor, steps: int, *,
+             out: Tensor | None = None, dtype: dtype | None = None, layout: layout | None = None,
+             device: str | device | int | None = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from start to end, both included."""
     _layout.check(layout, "linspace")
     start = _scalar_arg(start, "start", "linspace")
@@ -476,8 +514,9 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _made(_ew.cast(arr, dt.code), device, requires_grad, out, "linspace")
 
 
-def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
-             requires_grad=False):
+def logspace(start: int | float | Tensor, end: int | float | Tensor, steps: int, base: float = 10.0,
+             *, out: Tensor | None = None, dtype: dtype | None = None, layout: layout | None = None,
+             device: str | device | int | None = None, requires_grad: bool = False) -> Tensor:
     """base ** linspace(start, end, steps)."""
     _layout.check(layout, "logspace")
     dt = factory_dtype(dtype, out, "logspace")
@@ -490,7 +529,9 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     return _made(_ew.cast(arr, dt.code), device, requires_grad, out, "logspace")
 
 
-def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def eye(n: int, m: int | None = None, *, out: Tensor | None = None, dtype: dtype | None = None,
+        layout: layout | None = None, device: str | device | int | None = None,
+        requires_grad: bool = False) -> Tensor:
     """A 2-d tensor with ones on the diagonal."""
     _layout.check(layout, "eye")
     m = n if m is None else m
@@ -582,16 +623,18 @@ def _new_full_m(self, size, fill_value, *, dtype=None, device=None, requires_gra
 
 
 # ---- more creation: scalar_tensor, empty_strided, fill, zero_ --------------------------------
-def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False,
-                  requires_grad=False):
+def scalar_tensor(s: bool | int | float | complex | Tensor, *, dtype: dtype | None = None,
+                  layout: layout | None = None, device: str | device | int | None = None,
+                  pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
     """A 0-d tensor holding the number s (float32 by default, whatever the number's type)."""
     _layout.check(layout, "scalar_tensor")
     return full((), s, dtype=dtype or D.get_default_dtype(), device=device,
                 requires_grad=requires_grad)
 
 
-def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
-                  pin_memory=False):
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: dtype | None = None,
+                  layout: layout | None = None, device: str | device | int | None = None,
+                  requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of `size` with the given strides (its storage just large
     enough), as torch.empty_strided."""
     _layout.check(layout, "empty_strided")
@@ -609,8 +652,10 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     return r
 
 
-def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
-                   pin_memory=False):
+def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *,
+                   dtype: dtype | None = None, layout: layout | None = None,
+                   device: str | device | int | None = None, requires_grad: bool = False,
+                   pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of `size` whose dims lie in memory in the order physical_layout
     (outermost first), as torch.empty_permuted: empty_permuted((N, C, H, W), (0, 2, 3, 1)) is
     channels-last."""
@@ -629,7 +674,8 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     return r
 
 
-def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+def frombuffer(buffer: Any, *, dtype: dtype, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> Tensor:
     """A 1-d tensor over an object exposing the buffer protocol (bytes-like), sharing its
     memory, as torch.frombuffer: `count` elements of `dtype` from byte `offset` (-1: all)."""
     import numpy as np
@@ -665,8 +711,10 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     return t
 
 
-def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None,
-              pin_memory=False, requires_grad=False):
+def from_file(filename: str | os.PathLike[str], shared: bool | None = None, size: int = 0, *,
+              dtype: dtype | None = None, layout: layout | None = None,
+              device: str | device | int | None = None, pin_memory: bool = False,
+              requires_grad: bool = False) -> Tensor:
     """A 1-d tensor of `size` elements of `dtype` (the default dtype) from the bytes at the
     start of file `filename` (torch.from_file): with shared=True the tensor's memory is the file
     itself, mapped (writes reach the file; the file is created, or grown, to the size needed);
@@ -717,7 +765,7 @@ def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_
 Tensor.new_empty_strided = _new_empty_strided
 
 
-def fill(input, value):
+def fill(input: Tensor, value: bool | int | float | complex | Tensor) -> Tensor:
     """A new tensor shaped like input, every element value (torch.fill); a tensor value
     gets the gradient (the sum of the result's), input none."""
     if isinstance(value, Tensor):
@@ -730,7 +778,7 @@ def fill(input, value):
     return full_like(input, value)
 
 
-def zero_(input):
+def zero_(input: Tensor) -> Tensor:
     """input set to zeros in place (torch.zero_)."""
     return input.zero_()
 
@@ -763,32 +811,37 @@ def _cosines(*coeffs):
     return weights
 
 
-def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                pin_memory=False, requires_grad=False):
+def hann_window(window_length: int, periodic: bool = True, *, dtype: dtype | None = None,
+                layout: layout | None = None, device: str | device | int | None = None,
+                pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
     """0.5 - 0.5 cos(2 pi k / (N - 1)), with N = window_length + 1 when periodic."""
     _layout.check(layout, "hann_window")
     return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
                    _cosines(0.5, 0.5))
 
 
-def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
-                   layout=None, device=None, pin_memory=False, requires_grad=False):
+def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
+                   beta: float = 0.46, *, dtype: dtype | None = None, layout: layout | None = None,
+                   device: str | device | int | None = None, pin_memory: bool = False,
+                   requires_grad: bool = False) -> Tensor:
     """alpha - beta cos(2 pi k / (N - 1))."""
     _layout.check(layout, "hamming_window")
     return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
                    _cosines(alpha, beta))
 
 
-def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                    pin_memory=False, requires_grad=False):
+def blackman_window(window_length: int, periodic: bool = True, *, dtype: dtype | None = None,
+                    layout: layout | None = None, device: str | device | int | None = None,
+                    pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
     """0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))."""
     _layout.check(layout, "blackman_window")
     return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
                    _cosines(0.42, 0.5, 0.08))
 
 
-def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                    pin_memory=False, requires_grad=False):
+def bartlett_window(window_length: int, periodic: bool = True, *, dtype: dtype | None = None,
+                    layout: layout | None = None, device: str | device | int | None = None,
+                    pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
     """1 - |2k / (N - 1) - 1|: the triangle."""
     _layout.check(layout, "bartlett_window")
     return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,

@@ -572,6 +572,36 @@ def resize_as_(self, the_template, *, memory_format=None):
     return resize_(self, tuple(the_template.shape))
 
 
+def _resize_shape(self, shape, op):
+    n = 1
+    for s_ in shape:
+        n *= s_
+    if n != self.numel():
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, shape))} ({n} elements in "
+                           f"total), but the given tensor has a size of "
+                           f"{'x'.join(map(str, self.shape))} ({self.numel()} elements). "
+                           f"autograd's {op} can only change the shape of a given tensor, while "
+                           f"preserving the number of elements. ")
+    return self.reshape(shape)
+
+
+@_register("resize")
+def resize(self, *sizes):
+    """The deprecated out-of-place resize: a reshape to `sizes`, which must keep the number of
+    elements (PyTorch's autograd Resize); warns as PyTorch does."""
+    import warnings
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _resize_shape(self, _shape_arg(sizes, "resize"), "resize")
+
+
+@_register("resize_as")
+def resize_as(self, tensor):
+    """The deprecated out-of-place resize_as: resize(tensor.shape); warns as PyTorch does."""
+    import warnings
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resize_shape(self, tuple(tensor.shape), "resize")
+
+
 # ---- the *_copy variants: the view's values in a new contiguous tensor (PyTorch's
 # functional forms of its views) ----------------------------------------------------------------
 def _copy_of(view_name):

@@ -1,0 +1,3 @@
+"""torchlite.storage: the storage classes under their module path, as torch.storage has them
+(torchlite/_ops/storage.py holds them)."""
+from ._ops.storage import TypedStorage, UntypedStorage  # noqa: F401
