@@ -7,8 +7,11 @@ into a slice of the output (one pass, no temporaries), the splits return views, 
 tile copy an expanded view, roll copies at most 2^k blocks for k rolled dims.  The kernels
 of torchlite/_core/joining.pyx do what a view cannot express: zeroing a triangle, the
 coordinates of a triangle, and repeating slices a varying number of times."""
+from __future__ import annotations
+
 import builtins
 import warnings
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._device import factory_device
@@ -27,6 +30,13 @@ from .views_grad import arange_array
 from .views import _shape_arg, clone, flip, reshape, transpose, unsqueeze
 from ._kit import int_arg, needs_grad, no_out_with_grad, out_array, tensor_arg
 from .. import _layout
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._device import device
+    from .._dtype import dtype
+    from .._layout import layout
 
 _TORCH_NAMES = _ew._TORCH_NAMES
 _MAX_DIMS = 16
@@ -109,7 +119,7 @@ def _atleast(t, nd):
 
 
 # ---- cat, stack and their variants ---------------------------------------------------------
-def cat(tensors, dim=0, *, out=None):
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Concatenate tensors along an existing dim.  Dtypes are promoted; 1-d tensors of shape
     (0,) are skipped (PyTorch's legacy rule); other dims must match."""
     ts = _tensor_list(tensors, "cat")
@@ -127,7 +137,7 @@ def cat(tensors, dim=0, *, out=None):
 concat = concatenate = cat
 
 
-def stack(tensors, dim=0, *, out=None):
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Join equal-shaped tensors along a new dim."""
     ts = _tensor_list(tensors, "stack")
     arrays = [t._data for t in ts]
@@ -148,13 +158,13 @@ def _nonempty(tensors, op):
     return ts
 
 
-def hstack(tensors, *, out=None):
+def hstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """cat along dim 1 (dim 0 for 1-d tensors); 0-d tensors count as 1-d."""
     ts = [_atleast(t, 1) for t in _nonempty(tensors, "hstack")]
     return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
 
 
-def vstack(tensors, *, out=None):
+def vstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """cat along dim 0 of the tensors seen as at least 2-d (a 1-d tensor is one row)."""
     ts = [_atleast(t, 2) for t in _nonempty(tensors, "vstack")]
     return cat(ts, 0, out=out)
@@ -163,7 +173,7 @@ def vstack(tensors, *, out=None):
 row_stack = vstack
 
 
-def dstack(tensors, *, out=None):
+def dstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """cat along dim 2 of the tensors seen as at least 3-d."""
     ts = []
     for t in _nonempty(tensors, "dstack"):
@@ -175,7 +185,7 @@ def dstack(tensors, *, out=None):
     return cat(ts, 2, out=out)
 
 
-def column_stack(tensors, *, out=None):
+def column_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """Stack 0-d and 1-d tensors as columns, and cat 2-d+ tensors along dim 1."""
     ts = [unsqueeze(_flat(t), 1) if t.ndim <= 1 else t for t in _nonempty(tensors, "column_stack")]
     return cat(ts, 1, out=out)
@@ -203,7 +213,7 @@ def _sizes_to_bounds(sizes):
 
 
 @_register("unbind")
-def unbind(input, dim=0):
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along dim, as a tuple of views (one backward node for all of them)."""
     d = _wrap_dim(dim, input.ndim)
     a = input._data
@@ -213,7 +223,8 @@ def unbind(input, dim=0):
     return outs
 
 
-def split(tensor, split_size_or_sections, dim=0):
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int],
+          dim: int = 0) -> tuple[Tensor, ...]:
     """Views of `tensor` in pieces along dim: of split_size each (the last may be smaller), or
     of the listed sizes."""
     if tensor.ndim == 0:
@@ -243,7 +254,8 @@ def _split_with_sizes(tensor, sizes, d):
     return _slices(tensor, d, _sizes_to_bounds(sizes), _JG.SplitWithSizesBackward0)
 
 
-def unsafe_split(tensor, split_size_or_sections, dim=0):
+def unsafe_split(tensor: Tensor, split_size_or_sections: int | Sequence[int],
+                 dim: int = 0) -> tuple[Tensor, ...]:
     """split (PyTorch's variant without autograd view tracking; the same views here)."""
     return split(tensor, split_size_or_sections, dim)
 
@@ -260,7 +272,7 @@ def _unsafe_split_method(self, split_size, dim=0):
 
 
 @_register("chunk")
-def chunk(input, chunks, dim=0):
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into `chunks` views of equal size (the last may be smaller; fewer chunks when the
     dim is too short to give each one element)."""
     chunks = int_arg(chunks, "chunks", "chunk")
@@ -276,7 +288,8 @@ def chunk(input, chunks, dim=0):
 
 
 @_register("tensor_split")
-def tensor_split(input, indices_or_sections, dim=0):
+def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor,
+                 dim: int = 0) -> tuple[Tensor, ...]:
     """Views split into `sections` nearly equal parts (the first size % sections one longer),
     or at the given indices (slicing rules: clamped, possibly empty)."""
     if input.ndim == 0:
@@ -322,19 +335,19 @@ def _dir_split(input, indices_or_sections, dim, min_dims, op):
 
 
 @_register("hsplit")
-def hsplit(input, indices_or_sections):
+def hsplit(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor) -> tuple[Tensor, ...]:
     """tensor_split along dim 1 (dim 0 for 1-d); an int must divide the dim evenly."""
     return _dir_split(input, indices_or_sections, 1 if input.ndim > 1 else 0, 1, "hsplit")
 
 
 @_register("vsplit")
-def vsplit(input, indices_or_sections):
+def vsplit(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor) -> tuple[Tensor, ...]:
     """tensor_split along dim 0 of a tensor with at least 2 dims."""
     return _dir_split(input, indices_or_sections, 0, 2, "vsplit")
 
 
 @_register("dsplit")
-def dsplit(input, indices_or_sections):
+def dsplit(input: Tensor, indices_or_sections: int | Sequence[int] | Tensor) -> tuple[Tensor, ...]:
     """tensor_split along dim 2 of a tensor with at least 3 dims."""
     return _dir_split(input, indices_or_sections, 2, 3, "dsplit")
 
@@ -385,7 +398,7 @@ def repeat(self, *sizes):
 
 
 @_register("tile")
-def tile(input, dims):
+def tile(input: Tensor, dims: int | Sequence[int]) -> Tensor:
     """repeat, with dims padded with leading 1s to the tensor's number of dims."""
     dims = (dims,) if isinstance(dims, builtins.int) else tuple(dims)
     if len(dims) < input.ndim:
@@ -394,7 +407,8 @@ def tile(input, dims):
 
 
 @_register("repeat_interleave")
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
     """Each element (slice along dim) repeated `repeats` times in place; repeats is an int or
     a tensor of one count per slice.  dim=None works on the flattened tensor.
     repeat_interleave(counts) alone gives arange(len(counts)) repeated by counts."""
@@ -450,7 +464,8 @@ def _repeat_by_counts(input, repeats, d, output_size):
 
 # ---- roll ----------------------------------------------------------------------------------
 @_register("roll")
-def roll(input, shifts, dims=None):
+def roll(input: Tensor, shifts: int | Sequence[int],
+         dims: int | Sequence[int] | None = None) -> Tensor:
     """Elements shifted cyclically along dims (the flattened tensor when dims is None)."""
     shifts = (shifts,) if not isinstance(shifts, (list, tuple)) else tuple(shifts)
     if dims is None:
@@ -513,14 +528,14 @@ def _triangle(input, diagonal, keep_upper, out, op):
 
 
 @_register("tril")
-def tril(input, diagonal=0, *, out=None):
+def tril(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """The lower triangle of each matrix (last two dims): elements with col - row <= diagonal
     kept, the rest zero."""
     return _triangle(input, diagonal, False, out, "tril")
 
 
 @_register("triu")
-def triu(input, diagonal=0, *, out=None):
+def triu(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """The upper triangle of each matrix: elements with col - row >= diagonal kept."""
     return _triangle(input, diagonal, True, out, "triu")
 
@@ -563,21 +578,23 @@ def _tri_indices(row, col, offset, dtype, device, upper, op):
     return _place(_ew.cast(idx, dt.code), factory_device(device))
 
 
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: dtype | None = None,
+                 device: str | device | int | None = None, layout: layout | None = None) -> Tensor:
     """The (2, N) coordinates (rows, then columns) of the lower triangle of a row x col
     matrix, row by row: col - row <= offset."""
     _layout.check(layout, "tril_indices")
     return _tri_indices(row, col, offset, dtype, device, False, "tril_indices")
 
 
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: dtype | None = None,
+                 device: str | device | int | None = None, layout: layout | None = None) -> Tensor:
     """The (2, N) coordinates of the upper triangle: col - row >= offset."""
     _layout.check(layout, "triu_indices")
     return _tri_indices(row, col, offset, dtype, device, True, "triu_indices")
 
 
 @_register("diag")
-def diag(input, diagonal=0, *, out=None):
+def diag(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """1-d input: a square matrix with input on the given diagonal.  2-d input: a copy of
     the given diagonal."""
     diagonal = int_arg(diagonal, "diagonal", "diag")
@@ -599,7 +616,7 @@ def diag(input, diagonal=0, *, out=None):
 
 
 @_register("diag_embed")
-def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """Batched diag: the last dim of input becomes the `offset` diagonal of the matrices in
     dims (dim1, dim2) of a result with one more dim; everything else is zero."""
     nd = input.ndim + 1
@@ -618,12 +635,12 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 
 @_register("diagflat")
-def diagflat(input, offset=0):
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """diag of the flattened input: a square matrix with it on the offset diagonal."""
     return diag(_flat(input), offset)
 
 
-def block_diag(*tensors):
+def block_diag(*tensors: Tensor) -> Tensor:
     """A block-diagonal matrix of the tensors (0-d and 1-d count as one row)."""
     mats = []
     for i, t in enumerate(tensors):
@@ -655,7 +672,8 @@ def block_diag(*tensors):
 _meshgrid_warned = [False]
 
 
-def meshgrid(*tensors, indexing=None):
+def meshgrid(*tensors: Tensor | Sequence[Tensor],
+             indexing: str | None = None) -> tuple[Tensor, ...]:
     """Coordinate grids: for N 0-d/1-d tensors, N views of shape (len0, len1, ...), the i-th
     varying along dim i ('ij'); 'xy' swaps the first two dims (Cartesian indexing)."""
     ts = _varargs(tensors)
@@ -692,7 +710,7 @@ def meshgrid(*tensors, indexing=None):
     return tuple(grids)
 
 
-def cartesian_prod(*tensors):
+def cartesian_prod(*tensors: Tensor) -> Tensor:
     """The Cartesian product of 1-d tensors: one row per combination (itertools.product
     order); a single tensor is returned as is."""
     ts = _varargs(tensors)
@@ -717,7 +735,7 @@ def cartesian_prod(*tensors):
 
 
 @_register("rot90")
-def rot90(input, k=1, dims=(0, 1)):
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """Rotate by 90 degrees k times in the plane of dims, from dims[0] towards dims[1]."""
     dims = builtins.list(dims)
     if len(dims) != 2:
@@ -754,7 +772,8 @@ def _diff_operand(t, input, d, what):
 
 
 @_register("diff")
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
     """The n-th forward difference along dim (input[i + 1] - input[i], logical xor for bool),
     after concatenating prepend and append along dim."""
     from .elementwise import logical_xor, sub
@@ -779,7 +798,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
-def combinations(input, r=2, with_replacement=False):
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """The r-element combinations of a 1-D tensor's elements, one per row (itertools'
     order; with_replacement allows repeats)."""
     import itertools
@@ -803,7 +822,7 @@ def combinations(input, r=2, with_replacement=False):
 
 
 @_register("split_with_sizes")
-def split_with_sizes(input, split_sizes, dim=0):
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Views of input along dim with the listed sizes (which must add up to its size)."""
     if input.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -812,19 +831,20 @@ def split_with_sizes(input, split_sizes, dim=0):
 
 
 @_register("unsafe_chunk")
-def unsafe_chunk(input, chunks, dim=0):
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """chunk (PyTorch's variant without autograd view tracking; the same views here)."""
     return chunk(input, chunks, dim)
 
 
 @_register("unsafe_split_with_sizes")
-def unsafe_split_with_sizes(input, split_sizes, dim=0):
+def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int],
+                            dim: int = 0) -> tuple[Tensor, ...]:
     """split_with_sizes (PyTorch's variant without view tracking; the same views here)."""
     return split_with_sizes(input, split_sizes, dim)
 
 
 @_register("narrow_copy")
-def narrow_copy(input, dim, start, length):
+def narrow_copy(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     """A contiguous copy of input.narrow(dim, start, length)."""
     view = input.narrow(dim, start, length)
     copy = view.contiguous()
@@ -839,7 +859,7 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_sta
            "split_with_sizes", "narrow_copy"]
 
 
-def _chunk_cat(tensors, dim, num_chunks):
+def _chunk_cat(tensors: Sequence[Tensor], dim: int, num_chunks: int) -> Tensor:
     """torch._chunk_cat: each tensor's dim cut into num_chunks equal chunks (the last ones
     zero-padded), each tensor viewed as (*leading, num_chunks, chunk * trailing), and those
     concatenated along the new last dim: shape (*leading, num_chunks, sum of the pieces).

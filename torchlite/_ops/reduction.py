@@ -9,9 +9,12 @@ Each op checks its arguments, then calls the array layer (torchlite/_core/reduct
 kernels are in kernels/reduce*.h).  PyTorch's rules hold: bool and integer sums, products and
 cumulative sums give int64, float16/bfloat16 accumulate in float32, NaN propagates through
 max/min/sum, argmax returns the first index on ties and counts NaN as the largest value."""
+from __future__ import annotations
+
 import builtins
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._dispatch import array as _A
@@ -25,6 +28,11 @@ from . import reduction_grad as _G
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records, record_not_differentiable
 from .._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._dtype import dtype
 
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax",
            "argmax", "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "any",
@@ -122,7 +130,8 @@ def _sum_like(op, input, dim, keepdim, dtype, out):
 
 
 @_register("sum")
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        dtype: dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Sum over dim (an int, a tuple, or None for every dim).  Bool and integer inputs sum as
     int64; dtype= casts the input first."""
     if _autocast.regions and _autocast.here.active:
@@ -131,13 +140,15 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 @_register("nansum")
-def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+           dtype: dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Sum over dim treating NaN as zero."""
     return _sum_like("nansum", input, dim, keepdim, dtype, out)
 
 
 @_register("prod")
-def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+         dtype: dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Product over one dim (or every element when dim is None); integers give int64."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(prod, locals())
@@ -199,7 +210,8 @@ def _float_input(input, dtype, name):
 
 
 @_register("mean")
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+         dtype: dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Mean over dim; floating inputs only (or dtype= a floating dtype)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(mean, locals())
@@ -211,7 +223,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 @_register("nanmean")
-def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+            dtype: dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Mean over dim of the elements that are not NaN (NaN when all are)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(nanmean, locals())
@@ -245,26 +258,30 @@ def _max_min(is_min, input, dim, keepdim, out):
 
 
 @_register("max")
-def max(input, dim=None, keepdim=False, *, out=None):
+def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False, *,
+        out: Tensor | tuple[Tensor, Tensor] | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """max(input): the largest element (0-d).  max(input, dim, keepdim=False): the named tuple
     (values, indices) along dim, the first index on ties.  max(input, other): maximum()."""
     return _max_min(False, input, dim, keepdim, out)
 
 
 @_register("min")
-def min(input, dim=None, keepdim=False, *, out=None):
+def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False, *,
+        out: Tensor | tuple[Tensor, Tensor] | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """min(input), min(input, dim, keepdim=False) -> (values, indices), min(input, other)."""
     return _max_min(True, input, dim, keepdim, out)
 
 
 @_register("amax")
-def amax(input, dim=(), keepdim=False, *, out=None):
+def amax(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *,
+         out: Tensor | None = None) -> Tensor:
     """The largest value over dim (every dim when empty); NaN propagates."""
     return _amax_amin(False, input, dim, keepdim, out)
 
 
 @_register("amin")
-def amin(input, dim=(), keepdim=False, *, out=None):
+def amin(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False, *,
+         out: Tensor | None = None) -> Tensor:
     """The smallest value over dim (every dim when empty); NaN propagates."""
     return _amax_amin(True, input, dim, keepdim, out)
 
@@ -279,7 +296,8 @@ def _amax_amin(is_min, input, dim, keepdim, out):
 
 
 @_register("aminmax")
-def aminmax(input, *, dim=None, keepdim=False, out=None):
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
+            out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """The named tuple (min, max) over one dim or every element."""
     a = _arr(input, "aminmax")
     if dim is None and a.numel == 0:
@@ -308,14 +326,16 @@ def _arg(is_min, input, dim, keepdim, out):
 
 
 @_register("argmax")
-def argmax(input, dim=None, keepdim=False, *, out=None):
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           out: Tensor | None = None) -> Tensor:
     """Index of the largest value over dim (of the flattened input when dim is None): the
     first one on ties, and NaN counts as the largest."""
     return _arg(False, input, dim, keepdim, out)
 
 
 @_register("argmin")
-def argmin(input, dim=None, keepdim=False, *, out=None):
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           out: Tensor | None = None) -> Tensor:
     """Index of the smallest value over dim (flattened when None); the first on ties."""
     return _arg(True, input, dim, keepdim, out)
 
@@ -385,7 +405,9 @@ def _complex_var_std(name, take_sqrt, want_mean, input, a, dim, keepdim, correct
 
 
 @_register("var")
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+def var(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None,
+        keepdim: bool = False, *, correction: int | float | None = None,
+        out: Tensor | None = None) -> Tensor:
     """Variance over dim: sum((x - mean)^2) / max(0, N - correction); correction=1 (Bessel)
     by default, unbiased=False means correction=0."""
     if _autocast.regions and _autocast.here.active:
@@ -394,21 +416,27 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 
 @_register("std")
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+def std(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None,
+        keepdim: bool = False, *, correction: int | float | None = None,
+        out: Tensor | None = None) -> Tensor:
     """Standard deviation over dim: sqrt(var(...))."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(std, locals())
     return _var_std("std", True, False, input, dim, unbiased, keepdim, correction, out)
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+def var_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None,
+             keepdim: bool = False, *, correction: int | float | None = None,
+             out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(var, mean) over dim, from one mean."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(var_mean, locals())
     return _var_std("var_mean", False, True, input, dim, unbiased, keepdim, correction, out)
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+def std_mean(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None,
+             keepdim: bool = False, *, correction: int | float | None = None,
+             out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(std, mean) over dim, from one mean."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(std_mean, locals())
@@ -417,7 +445,8 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, 
 
 # ---- logsumexp, any/all, count_nonzero -----------------------------------------------------
 @_register("logsumexp")
-def logsumexp(input, dim, keepdim=False, *, out=None):
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False, *,
+              out: Tensor | None = None) -> Tensor:
     """log(sum(exp(input))) over dim, computed stably (the max is taken out first); integer
     inputs give the default float dtype."""
     if _autocast.regions and _autocast.here.active:
@@ -456,19 +485,21 @@ def _any_all(op, input, dim, keepdim, out):
 
 
 @_register("any")
-def any(input, dim=None, keepdim=False, *, out=None):
+def any(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """True where any element over dim is nonzero (uint8 inputs give uint8)."""
     return _any_all("any", input, dim, keepdim, out)
 
 
 @_register("all")
-def all(input, dim=None, keepdim=False, *, out=None):
+def all(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
     """True where every element over dim is nonzero (uint8 inputs give uint8)."""
     return _any_all("all", input, dim, keepdim, out)
 
 
 @_register("count_nonzero")
-def count_nonzero(input, dim=None):
+def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """The number of nonzero elements over dim, as int64 (NaN counts as nonzero)."""
     return _wrap(_R.reduce("count_nonzero", _nonzero_of(_arr(input, "count_nonzero")), dim, False))
 
@@ -491,14 +522,16 @@ def _median(name, ignore_nan, input, dim, keepdim, out):
 
 
 @_register("median")
-def median(input, dim=None, keepdim=False, *, out=None):
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           out: Tensor | tuple[Tensor, Tensor] | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """median(input): the lower median of every element.  median(input, dim, keepdim=False):
     the named tuple (values, indices) along dim.  NaN propagates."""
     return _median("median", False, input, dim, keepdim, out)
 
 
 @_register("nanmedian")
-def nanmedian(input, dim=None, keepdim=False, *, out=None):
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+              out: Tensor | tuple[Tensor, Tensor] | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """median() ignoring NaN (NaN only where every element is NaN)."""
     return _median("nanmedian", True, input, dim, keepdim, out)
 
@@ -547,7 +580,8 @@ def _complex_cumprod(x, dim):
 
 
 @_register("cumsum")
-def cumsum(input, dim, *, dtype=None, out=None):
+def cumsum(input: Tensor, dim: int, *, dtype: dtype | None = None,
+           out: Tensor | None = None) -> Tensor:
     """Cumulative sum along dim (bool and integers give int64; float32 accumulates in
     float64)."""
     if _autocast.regions and _autocast.here.active:
@@ -556,7 +590,8 @@ def cumsum(input, dim, *, dtype=None, out=None):
 
 
 @_register("cumprod")
-def cumprod(input, dim, *, dtype=None, out=None):
+def cumprod(input: Tensor, dim: int, *, dtype: dtype | None = None,
+            out: Tensor | None = None) -> Tensor:
     """Cumulative product along dim (bool and integers give int64)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(cumprod, locals())
@@ -564,7 +599,7 @@ def cumprod(input, dim, *, dtype=None, out=None):
 
 
 @_register("logcumsumexp")
-def logcumsumexp(input, dim, *, out=None):
+def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
     """log(cumsum(exp(input))) along dim, computed stably; floating inputs only."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(logcumsumexp, locals())
@@ -605,14 +640,16 @@ def _cum_arg(is_min, input, dim, out):
 
 
 @_register("cummax")
-def cummax(input, dim, *, out=None):
+def cummax(input: Tensor, dim: int, *,
+           out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(values, indices) of the running maximum along dim (the later index on ties; NaN
     sticks once met), as PyTorch."""
     return _cum_arg(False, input, dim, out)
 
 
 @_register("cummin")
-def cummin(input, dim, *, out=None):
+def cummin(input: Tensor, dim: int, *,
+           out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(values, indices) of the running minimum along dim."""
     return _cum_arg(True, input, dim, out)
 
@@ -630,7 +667,7 @@ def _softmax(log, input, dim, dtype):
 
 
 @_register("softmax")
-def softmax(input, dim, dtype=None):
+def softmax(input: Tensor, dim: int, dtype: dtype | None = None) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along dim, fused per row; dtype= casts the input
     first.  float16/bfloat16 compute in float32."""
     if _autocast.regions and _autocast.here.active:
@@ -639,7 +676,7 @@ def softmax(input, dim, dtype=None):
 
 
 @_register("log_softmax")
-def log_softmax(input, dim, dtype=None):
+def log_softmax(input: Tensor, dim: int, dtype: dtype | None = None) -> Tensor:
     """x - max - log(sum(exp(x - max))) along dim."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(log_softmax, locals())
@@ -782,20 +819,22 @@ def _quantile_pick(s, rank, interpolation):
 
 
 @_register("quantile")
-def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+def quantile(input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """The q-th quantiles of input (over all elements, or along dim); q is a number or a 1-D
     tensor (its dim leads the result).  A row with a NaN gives NaN."""
     return _quantile("quantile", False, input, q, dim, keepdim, interpolation, out)
 
 
 @_register("nanquantile")
-def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+def nanquantile(input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: bool = False, *,
+                interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """quantile ignoring NaN (a row of only NaN gives NaN)."""
     return _quantile("nanquantile", True, input, q, dim, keepdim, interpolation, out)
 
 
 @_register("bincount")
-def bincount(input, weights=None, minlength=0):
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How many times each value 0..max(input) occurs in a 1-D non-negative integer tensor
     (the sum of `weights` at those positions when given); at least minlength bins."""
     from .creation import zeros
@@ -859,7 +898,8 @@ def _checked_bins(bins, op):
 
 
 @_register("histc")
-def histc(input, bins=100, min=0, max=0, *, out=None):
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
+          out: Tensor | None = None) -> Tensor:
     """Histogram of input's values in `bins` equal bins over [min, max] (the data's own range
     when both are 0); values outside are ignored.  Counts have input's dtype."""
     from .creation import linspace
@@ -888,7 +928,9 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 
 
 @_register("histogram")
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+def histogram(input: Tensor, bins: int | Tensor, *, range: Sequence[float] | None = None,
+              weight: Tensor | None = None, density: bool = False,
+              out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(hist, bin_edges): counts (or summed weights) of input in `bins` equal bins over range
     (the data's range by default), or in the bins between the edges of a 1-D tensor `bins`.
     density=True divides by the total and the bin widths."""
@@ -938,7 +980,9 @@ def _check_histogram_size(counts):
     check_numel((total,), "histogramdd")
 
 
-def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
+def histogramdd(input: Tensor, bins: int | Sequence[int] | Sequence[Tensor] = 10, *,
+                range: Sequence[float] | None = None, weight: Tensor | None = None,
+                density: bool = False) -> tuple[Tensor, list[Tensor]]:
     """(hist, bin_edges) of the points input (*, D): an integer or one per dim for equal bins
     over range (a flat list of D (min, max) pairs; the data's range by default), or one 1-d
     tensor of edges per dim.  density=True divides by the total and each bin's volume."""
@@ -1026,7 +1070,8 @@ def _observation_weights(fweights, aweights, n):
 
 
 @_register("cov")
-def cov(input, *, correction=1, fweights=None, aweights=None):
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
     """Covariance matrix of the variables in input's rows (observations in columns; a 1-D
     input is one variable).  fweights: integer repeat counts, aweights: float importance
     weights of the observations; correction: 1 for the unbiased estimate, 0 for the plain
@@ -1066,7 +1111,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
 
 
 @_register("corrcoef")
-def corrcoef(input):
+def corrcoef(input: Tensor) -> Tensor:
     """Pearson correlation coefficients of the variables in input's rows (cov normalised by
     the standard deviations, clipped to [-1, 1])."""
     c = cov(input)
@@ -1079,7 +1124,8 @@ def corrcoef(input):
 
 
 @_register("renorm")
-def renorm(input, p, dim, maxnorm, *, out=None):
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float, *,
+           out: Tensor | None = None) -> Tensor:
     """Each slice input.select(dim, i) whose p-norm exceeds maxnorm is scaled down to norm
     maxnorm (divided by norm + 1e-7, as PyTorch does)."""
     if _autocast.regions and _autocast.here.active:
@@ -1140,19 +1186,21 @@ def _trapezoid_parts(y, x, dx, dim, name):
     return (left + right) * dxs * 0.5, d
 
 
-def trapezoid(y, x=None, *, dx=None, dim=-1):
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None,
+              dim: int = -1) -> Tensor:
     """The integral of y along dim by the trapezoid rule, samples spaced by dx (default 1)
     or at the points x (1-d, or shaped like y)."""
     parts, d = _trapezoid_parts(y, x, dx, dim, "trapezoid")
     return parts.sum(d)
 
 
-def trapz(y, x=None, *, dx=None, dim=-1):
+def trapz(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     """The older name of trapezoid."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
-def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None,
+                         dim: int = -1) -> Tensor:
     """The running integrals of trapezoid along dim (one fewer than the samples)."""
     parts, d = _trapezoid_parts(y, x, dx, dim, "cumulative_trapezoid")
     return parts.cumsum(d)
@@ -1161,7 +1209,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 __all__ += ["trapezoid", "trapz", "cumulative_trapezoid"]
 
 
-def gradient(input, *, spacing=1, dim=None, edge_order=1):
+def gradient(input: Tensor, *, spacing: float | Tensor | Sequence[float | Tensor] | None = 1,
+             dim: int | Sequence[int] | None = None, edge_order: int = 1) -> tuple[Tensor, ...]:
     """Estimates of input's derivative along each dim in `dim` (all by default), one tensor per
     dim: central differences inside (second order, also between unevenly spaced coordinates)
     and one-sided differences of order edge_order (1 or 2) at the ends.  spacing: one number
@@ -1238,8 +1287,9 @@ _SEGMENT_REDUCTIONS = {"sum": ("sum", 0.0), "prod": ("prod", 1.0), "mean": ("mea
                        "max": ("amax", -math.inf), "min": ("amin", math.inf)}
 
 
-def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False,
-                   initial=None):
+def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None,
+                   indices: Tensor | None = None, offsets: Tensor | None = None, axis: int = 0,
+                   unsafe: bool = False, initial: float | None = None) -> Tensor:
     """torch.segment_reduce: data split along `axis` into consecutive segments of the given
     lengths (or between consecutive offsets), each reduced with reduce ('sum', 'mean', 'max',
     'min', 'prod').  lengths may carry leading batch dims matching data's; axis is then
@@ -1310,7 +1360,8 @@ __all__ += ["segment_reduce"]
 
 
 # ---- ATen's deprecated norm spellings -----------------------------------------------------------
-def frobenius_norm(input, dim=(-2, -1), keepdim=False, *, out=None):
+def frobenius_norm(input: Tensor, dim: int | Sequence[int] = (-2, -1), keepdim: bool = False, *,
+                   out: Tensor | None = None) -> Tensor:
     """torch.frobenius_norm (deprecated in PyTorch, which warns): vector_norm(input, 2, dim,
     keepdim)."""
     warnings.warn("torch.frobenius_norm is deprecated and it is just left for JIT compatibility. "

@@ -1,10 +1,18 @@
 """Adam (PyTorch's torch.optim.Adam), with AMSGrad and decoupled weight decay options."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .._ops.elementwise import maximum
 from .._ops import optim as _fused
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,
                         _refuse_tensor_for_foreach, _squeeze_hyperparameter,
                         _to_scalar, _update_moments_, _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = ["Adam", "adam"]
 
@@ -21,9 +29,13 @@ class Adam(Optimizer):
     _late_option_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False,
                                  differentiable=False, decoupled_weight_decay=False, fused=None)
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
-                 differentiable=False, fused=None, decoupled_weight_decay=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-3,
+                 betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
         _refuse_tensor_for_foreach(lr, "lr", foreach, capturable)
         _check_adam_options(lr, eps, betas, weight_decay)
         if not (all(isinstance(b, float) for b in betas[:2])
@@ -40,7 +52,7 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
         _check_impl_flags(differentiable, fused, foreach)
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         amsgrad = group["amsgrad"]
         buffers = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
@@ -54,9 +66,12 @@ class Adam(Optimizer):
              decoupled_weight_decay=group["decoupled_weight_decay"])
 
 
-def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None,
-         capturable=False, differentiable=False, fused=None, *, amsgrad, beta1, beta2, lr,
-         weight_decay, eps, maximize, decoupled_weight_decay=False):
+def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+         exp_avg_sqs: list[Tensor], max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor],
+         foreach: bool | None = None, capturable: bool = False, differentiable: bool = False,
+         fused: bool | None = None, *, amsgrad: bool, beta1: float | Tensor, beta2: float | Tensor,
+         lr: float | Tensor, weight_decay: float, eps: float, maximize: bool,
+         decoupled_weight_decay: bool = False) -> None:
     """The Adam update on lists of tensors (functional form of Adam.step); state_steps are
     the per-parameter step counters (0-d tensors, incremented here).  A recorded
     (differentiable) step keeps a Tensor lr a tensor, so it differentiates with respect to

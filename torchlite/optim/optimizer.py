@@ -11,17 +11,24 @@ PyTorch: the update functions then avoid in-place operations on values autograd 
 Complex parameters are updated as their real views (view_as_real), as PyTorch does.  Subclasses
 written in PyTorch's style (overriding `step` themselves) work too: every `step` defined on a
 subclass is wrapped so the step pre/post hooks run around it."""
+from __future__ import annotations
+
 import functools
 import warnings
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
+from typing import TYPE_CHECKING
 
 from .._tensor import Tensor
 from .._ops.creation import tensor as _scalar_tensor, zeros_like
 from .._ops.complex import view_as_real as _view_as_real_op
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import RemovableHandle
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -30,7 +37,7 @@ __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
 class _RequiredParameter:
     """Marks a default with no value: every param group must then give that option."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<required parameter>"
 
 
@@ -40,14 +47,16 @@ _global_step_pre_hooks = []
 _global_step_post_hooks = []
 
 
-def register_optimizer_step_pre_hook(hook):
+def register_optimizer_step_pre_hook(
+        hook: Callable[[Optimizer, tuple[Any, ...], dict[str, Any]], Any]) -> RemovableHandle:
     """Run hook(optimizer, args, kwargs) before every optimizer's step (it may return new
     (args, kwargs)).  Returns a handle whose remove() unregisters it."""
     _global_step_pre_hooks.append(hook)
     return RemovableHandle(_global_step_pre_hooks, hook)
 
 
-def register_optimizer_step_post_hook(hook):
+def register_optimizer_step_post_hook(
+        hook: Callable[[Optimizer, tuple[Any, ...], dict[str, Any]], Any]) -> RemovableHandle:
     """Run hook(optimizer, args, kwargs) after every optimizer's step."""
     _global_step_post_hooks.append(hook)
     return RemovableHandle(_global_step_post_hooks, hook)
@@ -196,13 +205,15 @@ class Optimizer:
     # lists its own; __setstate__ (unpickling, load_state_dict) fills them in
     _late_option_defaults = {}
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
         if step is not None and not getattr(step, "_hooked", False):
             cls.step = _run_step_with_hooks(step)
 
-    def __init__(self, params, defaults):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self._init_hook_lists()
         if isinstance(params, Tensor):
@@ -227,10 +238,10 @@ class Optimizer:
         self._load_state_dict_post_hooks = []
 
     # -- pickling ---------------------------------------------------------------------------
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if "_step_pre_hooks" not in self.__dict__:
             self._init_hook_lists()
@@ -249,7 +260,7 @@ class Optimizer:
             if step is not None and not isinstance(step, Tensor):
                 state["step"] = _scalar_tensor(float(step))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         text = self.__class__.__name__ + " ("
         for i, group in enumerate(self.param_groups):
             text += f"\nParameter Group {i}\n"
@@ -258,7 +269,7 @@ class Optimizer:
         return text + ")"
 
     # -- parameter groups -------------------------------------------------------------------
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters (a dict with "params" and optional options) to optimize,
         e.g. layers unfrozen during fine-tuning.  A parameter may belong to one group only."""
         if not isinstance(param_group, dict):
@@ -321,7 +332,7 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
 
     # -- gradients and steps ----------------------------------------------------------------
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors: to None (the default), or to zeros
         (detached from any graph) with set_to_none=False."""
         for group in self.param_groups:
@@ -338,7 +349,7 @@ class Optimizer:
                     g.requires_grad_(False)
                 g.zero_()
 
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
         """Perform one optimization step; closure (optional for most optimizers) re-evaluates
         the model and returns the loss, which step returns."""
         loss = None
@@ -354,7 +365,7 @@ class Optimizer:
             _grad_state.enabled = was_enabled
         return loss
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         """Apply one update to the parameters of `group` that have a gradient (subclasses)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement step()")
 
@@ -397,32 +408,40 @@ class Optimizer:
             hooks.append(hook)
         return RemovableHandle(hooks, hook)
 
-    def register_step_pre_hook(self, hook):
+    def register_step_pre_hook(self,
+                               hook: Callable[[Optimizer, tuple[Any, ...], dict[str, Any]], Any]) -> RemovableHandle:
         """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), run before step."""
         return self._add_hook(self._step_pre_hooks, hook)
 
-    def register_step_post_hook(self, hook):
+    def register_step_post_hook(self,
+                                hook: Callable[[Optimizer, tuple[Any, ...], dict[str, Any]], Any]) -> RemovableHandle:
         """hook(optimizer, args, kwargs) -> None, run after step."""
         return self._add_hook(self._step_post_hooks, hook)
 
-    def register_state_dict_pre_hook(self, hook, prepend=False):
+    def register_state_dict_pre_hook(self, hook: Callable[[Optimizer], None],
+                                     prepend: bool = False) -> RemovableHandle:
         """hook(optimizer), run before state_dict() builds its result."""
         return self._add_hook(self._state_dict_pre_hooks, hook, prepend)
 
-    def register_state_dict_post_hook(self, hook, prepend=False):
+    def register_state_dict_post_hook(self,
+                                      hook: Callable[[Optimizer, dict[str, Any]], dict[str, Any] | None],
+                                      prepend: bool = False) -> RemovableHandle:
         """hook(optimizer, state_dict) -> None or a replacement state dict."""
         return self._add_hook(self._state_dict_post_hooks, hook, prepend)
 
-    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+    def register_load_state_dict_pre_hook(self,
+                                          hook: Callable[[Optimizer, dict[str, Any]], dict[str, Any] | None],
+                                          prepend: bool = False) -> RemovableHandle:
         """hook(optimizer, state_dict) -> None or a replacement, run before loading."""
         return self._add_hook(self._load_state_dict_pre_hooks, hook, prepend)
 
-    def register_load_state_dict_post_hook(self, hook, prepend=False):
+    def register_load_state_dict_post_hook(self, hook: Callable[[Optimizer], None],
+                                           prepend: bool = False) -> RemovableHandle:
         """hook(optimizer), run after load_state_dict()."""
         return self._add_hook(self._load_state_dict_post_hooks, hook, prepend)
 
     # -- saving and loading -----------------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """{"state": {index: per-parameter state}, "param_groups": [group options with
         "params" as indices]}: parameters are numbered in group order, as in PyTorch.  The
         per-parameter state dicts and their tensors are the optimizer's own (not copies)."""
@@ -446,7 +465,7 @@ class Optimizer:
                 state_dict = result
         return state_dict
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load what state_dict() returned (from an optimizer with groups of the same sizes).
         Floating state tensors are cast to their parameter's dtype, except "step"."""
         state_dict = state_dict.copy()

@@ -1,7 +1,15 @@
 """Stochastic gradient descent, optionally with momentum (PyTorch's torch.optim.SGD)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .._ops import optim as _fused
 from .._tensor import Tensor
 from .optimizer import Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _to_scalar
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = ["SGD", "sgd"]
 
@@ -18,9 +26,12 @@ class SGD(Optimizer):
     _late_option_defaults = dict(nesterov=False, maximize=False, foreach=None,
                                  differentiable=False, fused=False)
 
-    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
-                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
-                 fused=None):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
         _check_lr(lr)
         _check_nonneg(momentum, "momentum value")
         _check_nonneg(weight_decay, "weight_decay value")
@@ -32,7 +43,7 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         momentum = group["momentum"]
         buffers = None
@@ -47,8 +58,11 @@ class SGD(Optimizer):
                 state[p]["momentum_buffer"] = buf
 
 
-def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None,
-        fused=None, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
+def sgd(params: list[Tensor], d_p_list: list[Tensor],
+        momentum_buffer_list: list[Tensor | None] | None, has_sparse_grad: bool = False,
+        foreach: bool | None = None, fused: bool | None = None, *, weight_decay: float,
+        momentum: float, lr: float | Tensor, dampening: float, nesterov: bool,
+        maximize: bool) -> None:
     """The SGD update on lists of parameters and gradients (functional form of SGD.step).
     momentum_buffer_list holds each parameter's buffer or None (created here on the first
     step, written back into the list); it may be None when momentum is 0.  A Tensor lr that

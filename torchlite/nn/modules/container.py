@@ -3,14 +3,21 @@
 Each keeps its items where Module keeps state (sub-modules in ``_modules``, parameters in
 ``_parameters``, under the string keys '0', '1', ... for the list forms), so parameters(),
 state_dict(), to() and repr see them with no extra code."""
+from __future__ import annotations
+
 import operator
 from collections import OrderedDict
 from collections import abc as container_abcs
 from itertools import chain, islice
+from typing import TYPE_CHECKING
 
 from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
+    from typing import Any, NoReturn
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -37,7 +44,7 @@ class Sequential(Module):
     """Modules applied one after the other: Sequential(m0, m1, ...) or
     Sequential(OrderedDict([(name, module), ...])).  forward(x) = ...m1(m0(x))."""
 
-    def __init__(self, *args):
+    def __init__(self, *args: Module | OrderedDict[str, Module]) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for key, module in args[0].items():
@@ -49,30 +56,30 @@ class Sequential(Module):
     def _key_at(self, idx):
         return next(islice(self._modules.keys(), _abs_index(idx, len(self)), None))
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int | slice) -> Module:
         if isinstance(idx, slice):
             return self.__class__(OrderedDict(list(self._modules.items())[idx]))
         return self._modules[self._key_at(idx)]
 
-    def __setitem__(self, idx, module):
+    def __setitem__(self, idx: int, module: Module) -> None:
         setattr(self, self._key_at(idx), module)
 
-    def __delitem__(self, idx):
+    def __delitem__(self, idx: int | slice) -> None:
         keys = list(self._modules.keys())[idx] if isinstance(idx, slice) else [self._key_at(idx)]
         for key in keys:
             delattr(self, key)
         _renumber(self)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._modules)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return _no_digits(super().__dir__())
 
-    def __add__(self, other):
+    def __add__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but "
                              f"{type(other)} is given.")
@@ -81,7 +88,7 @@ class Sequential(Module):
             ret.append(layer)
         return ret
 
-    def __iadd__(self, other):
+    def __iadd__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but "
                              f"{type(other)} is given.")
@@ -96,35 +103,35 @@ class Sequential(Module):
         if other <= 0:
             raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
 
-    def __mul__(self, other):
+    def __mul__(self, other: int) -> Sequential:
         self._check_factor(other)
         combined = Sequential()
         for i, module in enumerate(chain.from_iterable([list(self)] * other)):
             combined.add_module(str(i), module)
         return combined
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: int) -> Sequential:
         return self.__mul__(other)
 
-    def __imul__(self, other):
+    def __imul__(self, other: int) -> Sequential:
         self._check_factor(other)
         originals = list(self)
         for i, module in enumerate(originals * (other - 1)):
             self.add_module(str(len(originals) + i), module)
         return self
 
-    def pop(self, key):
+    def pop(self, key: int | slice) -> Module:
         """Remove and return the module at index key."""
         v = self[key]
         del self[key]
         return v
 
-    def append(self, module):
+    def append(self, module: Module) -> Sequential:
         """Add module at the end."""
         self.add_module(str(len(self)), module)
         return self
 
-    def insert(self, index, module):
+    def insert(self, index: int, module: Module) -> Sequential:
         """Insert module before position index (negative counts from the end)."""
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
@@ -138,13 +145,13 @@ class Sequential(Module):
         self._modules[str(index)] = module
         return self
 
-    def extend(self, sequential):
+    def extend(self, sequential: Iterable[Module]) -> Sequential:
         """Append every module of an iterable."""
         for layer in sequential:
             self.append(layer)
         return self
 
-    def forward(self, input):
+    def forward(self, input: Any) -> Any:
         for module in self._modules.values():
             input = module(input)
         return input
@@ -153,7 +160,7 @@ class Sequential(Module):
 class ModuleList(Module):
     """A list of modules, registered as sub-modules '0', '1', ..."""
 
-    def __init__(self, modules=None):
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
         super().__init__()
         if modules is not None:
             self += modules
@@ -161,15 +168,15 @@ class ModuleList(Module):
     def _key(self, idx):
         return str(_abs_index(idx, len(self)))
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int | slice) -> Module | ModuleList:
         if isinstance(idx, slice):
             return self.__class__(list(self._modules.values())[idx])
         return self._modules[self._key(idx)]
 
-    def __setitem__(self, idx, module):
+    def __setitem__(self, idx: int, module: Module) -> None:
         setattr(self, self._key(idx), module)
 
-    def __delitem__(self, idx):
+    def __delitem__(self, idx: int | slice) -> None:
         if isinstance(idx, slice):
             for k in range(len(self._modules))[idx]:
                 delattr(self, str(k))
@@ -177,22 +184,22 @@ class ModuleList(Module):
             delattr(self, self._key(idx))
         _renumber(self)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._modules)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
-    def __iadd__(self, modules):
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 
-    def __add__(self, other):
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
         combined = ModuleList()
         for i, module in enumerate(chain(self, other)):
             combined.add_module(str(i), module)
         return combined
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         # runs of equal reprs fold into one line: "(0-2): 3 x Linear(...)", as PyTorch prints
         reprs = [repr(m) for m in self]
         if not reprs:
@@ -208,27 +215,27 @@ class ModuleList(Module):
                  for start, end, r in blocks]
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return _no_digits(super().__dir__())
 
-    def insert(self, index, module):
+    def insert(self, index: int, module: Module) -> None:
         """Insert module before position index."""
         for i in range(len(self._modules), index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
 
-    def append(self, module):
+    def append(self, module: Module) -> ModuleList:
         """Add module at the end."""
         self.add_module(str(len(self)), module)
         return self
 
-    def pop(self, key):
+    def pop(self, key: int | slice) -> Module:
         """Remove and return the module at index key."""
         v = self[key]
         del self[key]
         return v
 
-    def extend(self, modules):
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
         """Append every module of an iterable."""
         if not isinstance(modules, container_abcs.Iterable):
             raise TypeError("ModuleList.extend should be called with an iterable, but got "
@@ -255,49 +262,50 @@ def _pairs(items, owner):
 class ModuleDict(Module):
     """An ordered dict of modules, registered as sub-modules under their keys."""
 
-    def __init__(self, modules=None):
+    def __init__(self,
+                 modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None) -> None:
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Module:
         return self._modules[key]
 
-    def __setitem__(self, key, module):
+    def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
 
-    def __delitem__(self, key):
+    def __delitem__(self, key: str) -> None:
         del self._modules[key]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._modules)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._modules)
 
-    def __contains__(self, key):
+    def __contains__(self, key: str) -> bool:
         return key in self._modules
 
-    def clear(self):
+    def clear(self) -> None:
         """Remove every item."""
         self._modules.clear()
 
-    def pop(self, key):
+    def pop(self, key: str) -> Module:
         """Remove key and return its module."""
         v = self[key]
         del self[key]
         return v
 
-    def keys(self):
+    def keys(self) -> Iterable[str]:
         return self._modules.keys()
 
-    def items(self):
+    def items(self) -> Iterable[tuple[str, Module]]:
         return self._modules.items()
 
-    def values(self):
+    def values(self) -> Iterable[Module]:
         return self._modules.values()
 
-    def update(self, modules):
+    def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
         """Add or overwrite entries from a mapping or an iterable of (key, module) pairs."""
         if not isinstance(modules, container_abcs.Iterable):
             raise TypeError("ModuleDict.update should be called with an iterable of key/value "
@@ -322,7 +330,7 @@ class ParameterList(Module):
     """A list of parameters (a Tensor given to it becomes a Parameter), registered as
     '0', '1', ...; other objects are kept as plain attributes."""
 
-    def __init__(self, values=None):
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
         super().__init__()
         self._size = 0
         if values is not None:
@@ -331,7 +339,7 @@ class ParameterList(Module):
     def _key(self, idx):
         return str(_abs_index(idx, len(self)))
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
             out = self.__class__()
             for i in range(*idx.indices(len(self))):
@@ -339,32 +347,32 @@ class ParameterList(Module):
             return out
         return getattr(self, self._key(idx))
 
-    def __setitem__(self, idx, param):
+    def __setitem__(self, idx: int, param: Any) -> None:
         key = self._key(idx)
         if isinstance(param, Tensor) and not isinstance(param, Parameter):
             param = Parameter(param)
         setattr(self, key, param)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._size
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter([self[i] for i in range(len(self))])
 
-    def __iadd__(self, parameters):
+    def __iadd__(self, parameters: Iterable[Any]) -> ParameterList:
         return self.extend(parameters)
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return _no_digits(super().__dir__())
 
-    def append(self, value):
+    def append(self, value: Any) -> ParameterList:
         """Add value (a Tensor becomes a Parameter) at the end."""
         new_idx = len(self)
         self._size += 1
         self[new_idx] = value
         return self
 
-    def extend(self, values):
+    def extend(self, values: Iterable[Any]) -> ParameterList:
         """Append every value of an iterable."""
         if not isinstance(values, container_abcs.Iterable) or isinstance(values, Tensor):
             raise TypeError("ParameterList.extend should be called with an iterable, but got "
@@ -373,10 +381,10 @@ class ParameterList(Module):
             self.append(value)
         return self
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "\n".join(_item_line(k, p, lambda t: t.dtype) for k, p in enumerate(self))
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise RuntimeError("ParameterList should not be called.")
 
 
@@ -384,7 +392,8 @@ class ParameterDict(Module):
     """An ordered dict of parameters (a Tensor given to it becomes a Parameter), registered
     under their keys."""
 
-    def __init__(self, parameters=None):
+    def __init__(self,
+                 parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None) -> None:
         super().__init__()
         self._keys = {}
         if parameters is not None:
@@ -398,71 +407,71 @@ class ParameterDict(Module):
                             f"you need non-string keys.")
         return key
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         return getattr(self, self._key_to_attr(key))
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: str, value: Any) -> None:
         self._keys[key] = None
         attr = self._key_to_attr(key)
         if isinstance(value, Tensor) and not isinstance(value, Parameter):
             value = Parameter(value)
         setattr(self, attr, value)
 
-    def __delitem__(self, key):
+    def __delitem__(self, key: str) -> None:
         del self._keys[key]
         delattr(self, self._key_to_attr(key))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._keys)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
 
-    def __reversed__(self):
+    def __reversed__(self) -> Iterator[str]:
         return reversed(self._keys)
 
-    def __contains__(self, key):
+    def __contains__(self, key: str) -> bool:
         return key in self._keys
 
-    def copy(self):
+    def copy(self) -> ParameterDict:
         """A new ParameterDict holding the same parameters."""
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
-    def setdefault(self, key, default=None):
+    def setdefault(self, key: str, default: Any | None = None) -> Any:
         if key not in self:
             self[key] = default
         return self[key]
 
-    def clear(self):
+    def clear(self) -> None:
         for k in list(self._keys):
             del self[k]
 
-    def pop(self, key):
+    def pop(self, key: str) -> Any:
         v = self[key]
         del self[key]
         return v
 
-    def popitem(self):
+    def popitem(self) -> tuple[str, Any]:
         """Remove and return the last inserted (key, parameter) pair."""
         k = next(reversed(self._keys))
         return k, self.pop(k)
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any | None = None) -> Any:
         return self[key] if key in self else default
 
-    def fromkeys(self, keys, default=None):
+    def fromkeys(self, keys: Iterable[str], default: Any | None = None) -> ParameterDict:
         return ParameterDict((k, default) for k in keys)
 
-    def keys(self):
+    def keys(self) -> Iterable[str]:
         return self._keys.keys()
 
-    def items(self):
+    def items(self) -> Iterable[tuple[str, Any]]:
         return ((k, self[k]) for k in self._keys)
 
-    def values(self):
+    def values(self) -> Iterable[Any]:
         return (self[k] for k in self._keys)
 
-    def update(self, parameters):
+    def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
         """Add or overwrite entries from a mapping (a plain dict in sorted key order, as
         PyTorch) or an iterable of (key, value) pairs."""
         if not isinstance(parameters, container_abcs.Iterable):
@@ -477,22 +486,22 @@ class ParameterDict(Module):
         for key, value in pairs:
             self[key] = value
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "\n".join(_item_line(k, p, lambda t: t.type()) for k, p in self.items())
 
-    def __call__(self, input):
+    def __call__(self, input: Any) -> NoReturn:
         raise RuntimeError("ParameterDict should not be called.")
 
-    def __or__(self, other):
+    def __or__(self, other: ParameterDict) -> ParameterDict:
         copy = self.copy()
         copy.update(other)
         return copy
 
-    def __ror__(self, other):
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
         copy = other.copy()
         copy.update(self)
         return copy
 
-    def __ior__(self, other):
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
         self.update(other)
         return self

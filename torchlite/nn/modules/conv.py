@@ -1,4 +1,7 @@
 """Convolution layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d (PyTorch's torch.nn)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ..._ops.creation import empty
 from ..parameter import Parameter
@@ -6,6 +9,14 @@ from .. import functional as F
 from .. import init
 from .module import Module
 from .utils import ntuple
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..._device import device
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
@@ -23,8 +34,11 @@ class _ConvNd(Module):
     __constants__ = ["stride", "padding", "dilation", "groups", "padding_mode", "output_padding",
                      "in_channels", "out_channels", "kernel_size"]
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
-                 transposed, output_padding, groups, bias, padding_mode, device=None, dtype=None):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: tuple[int, ...],
+                 stride: tuple[int, ...], padding: str | tuple[int, ...], dilation: tuple[int, ...],
+                 transposed: bool, output_padding: tuple[int, ...], groups: int, bias: bool,
+                 padding_mode: str, device: str | device | int | None = None,
+                 dtype: dtype | None = None) -> None:
         super().__init__()
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -71,11 +85,11 @@ class _ConvNd(Module):
             self.register_parameter("bias", None)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         """Draw the weight and bias again from their default distributions."""
         init._default_weight_and_bias_(self.weight, self.bias)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
         if self.padding != (0,) * len(self.padding):
             s += ", padding={padding}"
@@ -91,7 +105,7 @@ class _ConvNd(Module):
             s += ", padding_mode={padding_mode}"
         return s.format(**self.__dict__)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
         if not hasattr(self, "padding_mode"):
             self.padding_mode = "zeros"
@@ -101,22 +115,25 @@ class _Conv(_ConvNd):
     _nd = 2
     _fn = None
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+                 dilation: int | tuple[int, ...] = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: str | device | int | None = None,
+                 dtype: dtype | None = None) -> None:
         n = self._nd
         super().__init__(in_channels, out_channels, ntuple(kernel_size, n), ntuple(stride, n),
                          padding if isinstance(padding, str) else ntuple(padding, n),
                          ntuple(dilation, n), False, ntuple(0, n), groups, bias, padding_mode,
                          device=device, dtype=dtype)
 
-    def _conv_forward(self, input, weight, bias):
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
         fn = F.conv1d if self._nd == 1 else F.conv2d
         if self.padding_mode != "zeros":
             return fn(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
                       weight, bias, self.stride, ntuple(0, self._nd), self.dilation, self.groups)
         return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return self._conv_forward(input, self.weight, self.bias)
 
 
@@ -135,9 +152,11 @@ class Conv2d(_Conv):
 class _ConvTransposeNd(_ConvNd):
     _nd = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+                 output_padding: int | tuple[int, ...] = 0, groups: int = 1, bias: bool = True,
+                 dilation: int | tuple[int, ...] = 1, padding_mode: str = "zeros",
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         n = self._nd
@@ -145,8 +164,10 @@ class _ConvTransposeNd(_ConvNd):
                          ntuple(padding, n), ntuple(dilation, n), True, ntuple(output_padding, n),
                          groups, bias, padding_mode, device=device, dtype=dtype)
 
-    def _output_padding(self, input, output_size, stride, padding, kernel_size, num_spatial_dims,
-                        dilation=None):
+    def _output_padding(self, input: Tensor, output_size: Sequence[int] | None,
+                        stride: Sequence[int], padding: Sequence[int], kernel_size: Sequence[int],
+                        num_spatial_dims: int,
+                        dilation: Sequence[int] | None = None) -> Sequence[int]:
         """output_padding, or the one giving output_size (checked against the sizes this
         input can give)."""
         if output_size is None:
@@ -172,7 +193,7 @@ class _ConvTransposeNd(_ConvNd):
                                  f"from {mins} to {maxs} (for an input of {input.size()[2:]})")
         return [output_size[d] - mins[d] for d in range(num_spatial_dims)]
 
-    def forward(self, input, output_size=None):
+    def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
         if self.padding_mode != "zeros":
             raise ValueError(f"Only `zeros` padding mode is supported for {type(self).__name__}")
         output_padding = self._output_padding(input, output_size, self.stride, self.padding,

@@ -1,0 +1,103 @@
+"""Type hints on the public API (the architecture issue's "type hints on the public API and the
+kit").  For each module below, every public function (its __all__; creation.py, which has none:
+its public functions torchlite exports at the top level) and, in the nn and optim modules, every
+class of __all__ with its __init__, forward, step, other public methods and special methods
+defined in that module, annotates every parameter (but self, cls, *args and **kwargs) and its
+return.  The annotations must also evaluate (typing.get_type_hints, with torchlite's Tensor, dtype,
+device, Size, layout and memory_format and the typing names at hand), so a misspelled name fails
+here; and each module has `from __future__ import annotations`, so none is evaluated on import."""
+import __future__
+import collections.abc
+import importlib
+import inspect
+import typing
+
+import pytest
+
+import torchlite
+
+MODULES = {   # module: a few of the names it must cover (so the check is never vacuous)
+    "torchlite._ops.creation": ["tensor", "zeros", "arange", "linspace", "eye", "zeros_like"],
+    "torchlite._ops.reduction": ["sum", "mean", "max", "var_mean", "softmax"],
+    "torchlite._ops.joining": ["cat", "stack", "split", "meshgrid"],
+    "torchlite.nn.modules.linear": ["Linear.__init__", "Linear.forward", "Bilinear.forward"],
+    "torchlite.nn.modules.conv": ["Conv2d.__init__", "Conv2d.forward", "ConvTranspose2d.forward"],
+    "torchlite.nn.modules.container": ["Sequential.__init__", "ModuleList.append", "ParameterDict.update"],
+    "torchlite.nn.modules.activation": ["ReLU.__init__", "ReLU.forward", "Softmax.forward"],
+    "torchlite.optim.optimizer": ["Optimizer.step", "Optimizer.zero_grad", "Optimizer.state_dict",
+                                  "Optimizer.load_state_dict", "Optimizer.add_param_group"],
+    "torchlite.optim.sgd": ["SGD.__init__", "sgd"],
+    "torchlite.optim.adam": ["Adam.__init__", "adam"],
+    "torchlite.optim.adamw": ["AdamW.__init__", "adamw"],
+}
+
+
+def _namespace():
+    ns = {name: getattr(typing, name) for name in typing.__all__}
+    ns.update((name, getattr(collections.abc, name)) for name in collections.abc.__all__)
+    ns.update(Tensor=torchlite.Tensor, dtype=torchlite.dtype, device=torchlite.device,
+              Size=torchlite.Size, layout=torchlite.layout, memory_format=torchlite.memory_format)
+    return ns
+
+
+def _methods(cls, modname):
+    """{name: function} of cls's __init__, public and special methods defined in modname (the
+    one each name resolves to, along the MRO)."""
+    found = {}
+    for klass in cls.__mro__:
+        for name, attr in vars(klass).items():
+            if name in found or (name.startswith("_") and not
+                                 (name.startswith("__") and name.endswith("__"))):
+                continue
+            fn = getattr(attr, "__func__", attr)         # staticmethod, classmethod
+            if inspect.isfunction(fn):
+                found[name] = fn if fn.__module__ == modname else None
+    return {name: fn for name, fn in found.items() if fn is not None}
+
+
+def _api(modname):
+    """[(qualified name, function)] that the module must annotate."""
+    mod = importlib.import_module(modname)
+    names = getattr(mod, "__all__", None)
+    if names is None:
+        names = [n for n, v in vars(mod).items() if inspect.isfunction(v) and v.__module__ == modname
+                 and not n.startswith("_") and getattr(torchlite, n, None) is v]
+    out = []
+    for name in names:
+        obj = getattr(mod, name)
+        if inspect.isclass(obj):
+            out += [(f"{name}.{m}", fn) for m, fn in sorted(_methods(obj, modname).items())]
+        elif inspect.isfunction(obj):
+            out.append((name, obj))
+    return mod, out
+
+
+def _missing(fn):
+    sig = inspect.signature(fn)
+    bad = [p.name for p in sig.parameters.values()
+           if p.annotation is inspect.Parameter.empty and p.name not in ("self", "cls")
+           and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if sig.return_annotation is inspect.Signature.empty:
+        bad.append("return")
+    return bad
+
+
+@pytest.mark.parametrize("modname", list(MODULES))
+def test_public_api_is_annotated(modname):
+    mod, api = _api(modname)
+    assert getattr(mod, "annotations", None) is __future__.annotations, \
+        f"{modname}: add `from __future__ import annotations`"
+    covered = {name for name, _ in api}
+    assert set(MODULES[modname]) <= covered, sorted(set(MODULES[modname]) - covered)
+    ns = _namespace()
+    problems = []
+    for name, fn in api:
+        bad = _missing(fn)
+        if bad:
+            problems.append(f"{name}: no annotation on {', '.join(bad)}")
+            continue
+        try:
+            typing.get_type_hints(fn, localns=ns)
+        except Exception as e:                          # NameError, TypeError, SyntaxError
+            problems.append(f"{name}: annotations do not evaluate: {type(e).__name__}: {e}")
+    assert not problems, f"{modname}:\n  " + "\n  ".join(problems)
