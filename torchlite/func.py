@@ -205,8 +205,13 @@ def vjp(func, *primals, has_aux=False):
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     """A function returning the Jacobian of func (one tensor output) with respect to the
-    arguments argnums: shape output.shape + input.shape, one reverse pass per output
-    element."""
+    arguments argnums (tensors): shape output.shape + input.shape.
+
+    The rows come from one batched backward: vmap over the basis of output cotangents e_i of
+    grad(<func(x), e_i>), so func runs once on a batch of output-size copies (chunk_size of them
+    at a time, when given) and one backward gives every row.  Where that cannot run (func reads
+    values in Python, draws random numbers, or is itself a Jacobian transform, as in
+    hessian), or inside another transform, it takes one reverse pass per output element."""
     def wrapper(*args):
         if _vmap.has_batched(args, None):                # inside vmap: one per element
             return _vmap.loop(wrapper, args, {})
@@ -216,20 +221,56 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             aux = None
             if has_aux:
                 out, aux = out
-            inputs = [args_[n] for n in nums]
-            rows = [[] for _ in inputs]
-            flat_out = out.reshape(-1)
-            for i in range(flat_out.numel()):
-                gs = _autograd_grad(flat_out[i], inputs, retain_graph=True,
-                                    create_graph=nested, allow_unused=True)
-                for k, (g, x) in enumerate(zip(gs, inputs)):
-                    rows[k].append(g if g is not None else _tl.zeros_like(x))
-        jacs = tuple(_tl.stack(r).reshape(tuple(out.shape) + tuple(x.shape)) if r else
-                     _tl.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype)
-                     for r, x in zip(rows, inputs))
+        inputs = [args_[n] for n in nums]
+        jacs = None
+        if (not nested and _vmap.current() is None and out.numel() > 1
+                and not getattr(func, "_jacobian_transform", False)
+                and not out.is_complex() and all(isinstance(x, _tl.Tensor) for x in inputs)):
+            try:
+                jacs = _jacrev_batched(func, args, nums, has_aux, out, chunk_size)
+            except Exception:          # (a Python read of values, randomness, ...): by rows
+                jacs = None
+        if jacs is None:
+            jacs = _jacrev_by_rows(out, inputs, nested)
         jac = jacs[0] if isinstance(argnums, int) else jacs
         return (jac, aux) if has_aux else jac
+    wrapper._jacobian_transform = True
     return wrapper
+
+
+def _jacrev_batched(func, args, nums, has_aux, out, chunk_size):
+    """The Jacobians of out = func(*args) with respect to args[nums] by vmap over the output
+    basis of the gradient of <func(*args), e_i>: one batched forward and backward per chunk."""
+    out_shape, m = tuple(out.shape), out.numel()
+
+    def contracted(e, *a):
+        y = func(*a)
+        if has_aux:
+            y = y[0]
+        return (y * e).sum()
+
+    per_row = grad(contracted, argnums=tuple(n + 1 for n in nums))
+    in_dims = (0,) + (None,) * len(args)
+    basis = _tl.eye(m, dtype=out.dtype, device=out.device).reshape((m,) + out_shape)
+    step = m if not chunk_size else max(int(chunk_size), 1)
+    parts = [vmap(per_row, in_dims=in_dims)(basis[i:i + step], *args) for i in range(0, m, step)]
+    return tuple(_tl.cat([p[k] for p in parts]).reshape(out_shape + tuple(args[n].shape))
+                 for k, n in enumerate(nums))
+
+
+def _jacrev_by_rows(out, inputs, nested):
+    """The Jacobians of out with respect to inputs, one reverse pass per output element."""
+    with enable_grad():
+        rows = [[] for _ in inputs]
+        flat_out = out.reshape(-1)
+        for i in range(flat_out.numel()):
+            gs = _autograd_grad(flat_out[i], inputs, retain_graph=True, create_graph=nested,
+                                allow_unused=True)
+            for k, (g, x) in enumerate(zip(gs, inputs)):
+                rows[k].append(g if g is not None else _tl.zeros_like(x))
+    return tuple(_tl.stack(r).reshape(tuple(out.shape) + tuple(x.shape)) if r else
+                 _tl.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype)
+                 for r, x in zip(rows, inputs))
 
 
 _JVP = "jvp(f, primals, tangents)"
@@ -352,6 +393,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             jacs = Linearization(flat_out, inputs).jacobian(create_graph=nested)
         jac = tree_unflatten([j[0] if isinstance(argnums, int) else j for j in jacs], out_spec)
         return (jac, aux) if has_aux else jac
+    wrapper._jacobian_transform = True
     return wrapper
 
 
