@@ -254,8 +254,8 @@ def _jacrev_batched(func, args, nums, has_aux, out, chunk_size):
     basis = _tl.eye(m, dtype=out.dtype, device=out.device).reshape((m,) + out_shape)
     step = m if not chunk_size else max(int(chunk_size), 1)
     parts = [vmap(per_row, in_dims=in_dims)(basis[i:i + step], *args) for i in range(0, m, step)]
-    return tuple(_tl.cat([p[k] for p in parts]).reshape(out_shape + tuple(args[n].shape))
-                 for k, n in enumerate(nums))
+    return tuple((parts[0][k] if len(parts) == 1 else _tl.cat([p[k] for p in parts]))
+                 .reshape(out_shape + tuple(args[n].shape)) for k, n in enumerate(nums))
 
 
 def _jacrev_by_rows(out, inputs, nested):
