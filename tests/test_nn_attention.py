@@ -723,3 +723,27 @@ def test_mha_mismatched_mask_types_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m(x, x, x, key_padding_mask=tl.zeros(2, 3), attn_mask=tl.zeros(3, 3))
+
+
+def test_sdpa_kernel_limits_the_backends_as_pytorch_cpu():
+    """nn.attention.sdpa_kernel: MATH or FLASH_ATTENTION run on the CPU (PyTorch's CPU build
+    has those two); a choice of neither raises PyTorch's error; the choice ends with the
+    context."""
+    from torchlite.nn.attention import SDPBackend, sdpa_kernel
+    q = tl.randn(1, 2, 4, 8)
+    want = F.scaled_dot_product_attention(q, q, q)
+    for choice in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION,
+                   [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
+        with sdpa_kernel(choice):
+            assert tl.equal(F.scaled_dot_product_attention(q, q, q), want)
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        with pytest.raises(RuntimeError, match="No viable backend"):
+            F.scaled_dot_product_attention(q, q, q)
+    assert tl.equal(F.scaled_dot_product_attention(q, q, q), want)
+    with pytest.raises(AssertionError, match="SDPBackend"):
+        with sdpa_kernel("MATH"):
+            pass
+    assert str(SDPBackend.MATH) == "SDPBackend.MATH" and int(SDPBackend.CUDNN_ATTENTION) == 3
+    pytest.importorskip("torch")
+    from torch.nn.attention import SDPBackend as TorchBackend
+    assert {m.name: int(m) for m in SDPBackend} == {n: int(m) for n, m in TorchBackend.__members__.items()}

@@ -230,3 +230,17 @@ def test_sym_helpers_follow_pytorchs_rules():
         with pytest.raises(RuntimeError) as got:
             getattr(tl, name)(*args, **kwargs)
         assert str(got.value) == str(want.value), name
+
+
+def test_symbolic_number_types_and_future():
+    """torchlite has no symbolic numbers: SymInt/SymFloat/SymBool exist for isinstance checks,
+    nothing is one, and constructing one raises; torchlite.Future is torchlite.futures.Future."""
+    assert not isinstance(3, tl.SymInt) and not isinstance(1.5, tl.SymFloat)
+    assert not isinstance(tl.ones(2).shape[0], tl.SymInt)
+    for cls in (tl.SymInt, tl.SymFloat, tl.SymBool):
+        with pytest.raises(TypeError, match="no symbolic numbers"):
+            cls(1)
+    assert tl.Future is tl.futures.Future
+    fut = tl.Future()
+    fut.set_result(5)
+    assert fut.wait() == 5

@@ -9,7 +9,8 @@ import math
 import numbers
 
 __all__ = ["sym_float", "sym_int", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum",
-           "sym_ite", "sym_constrain_range", "sym_constrain_range_for_size", "sym_fresh_size"]
+           "sym_ite", "sym_constrain_range", "sym_constrain_range_for_size", "sym_fresh_size",
+           "SymInt", "SymFloat", "SymBool"]
 
 _INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
@@ -107,3 +108,24 @@ def sym_fresh_size(expr):
     """A size expression as a new symbol (torch.compile); a concrete size is itself."""
     return expr
 
+
+class _NoSymbolicValues:
+    """Base of the symbolic number types: torchlite's sizes and scalars are always concrete
+    Python numbers, so these types have no instances; they exist so that PyTorch code's
+    `isinstance(n, (int, torch.SymInt))` runs (and is False for them)."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(f"torchlite has no symbolic numbers: its sizes are concrete ints, so "
+                        f"{cls.__name__} cannot be constructed")
+
+
+class SymInt(_NoSymbolicValues):
+    """torch.SymInt, a symbolic int: never produced by torchlite (see _NoSymbolicValues)."""
+
+
+class SymFloat(_NoSymbolicValues):
+    """torch.SymFloat, a symbolic float: never produced by torchlite."""
+
+
+class SymBool(_NoSymbolicValues):
+    """torch.SymBool, a symbolic bool: never produced by torchlite."""

@@ -13,6 +13,7 @@ gives 0 in scaled_dot_product_attention, as PyTorch's does (its "safe softmax");
 need_weights=True path of multi_head_attention_forward uses a plain softmax there and gives NaN,
 as PyTorch's does."""
 import math
+import threading
 import warnings
 
 from ... import _dtype as D
@@ -29,6 +30,21 @@ from .vision import pad as _pad
 from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+# The backends torch.nn.attention.sdpa_kernel allows in this thread (None: all).  torchlite has
+# one implementation; PyTorch's CPU build runs the MATH and FLASH_ATTENTION backends, so on the
+# CPU one of those must be allowed (as there); on CUDA any choice runs torchlite's kernels.
+_sdpa_backends = threading.local()
+_CPU_BACKENDS = frozenset(("MATH", "FLASH_ATTENTION"))
+
+
+def _check_backend_allowed(query):
+    allowed = getattr(_sdpa_backends, "allowed", None)
+    if allowed is None or query.device.type != "cpu" or allowed & _CPU_BACKENDS:
+        return
+    raise RuntimeError(f"No viable backend for scaled_dot_product_attention was found: "
+                       f"sdpa_kernel allows {sorted(allowed)}, and on the CPU only MATH and "
+                       f"FLASH_ATTENTION run")
 
 _NEG_INF = float("-inf")
 _CNAME = _mm.C_NAMES            # "float", "double", "long int", ...: PyTorch's C++ type names
@@ -192,6 +208,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(scaled_dot_product_attention, locals())
     _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal)
+    _check_backend_allowed(query)
     if enable_gqa:
         key, value = _repeat_kv_heads(query, key, value)
     L, E = query.shape[-2], query.shape[-1]

@@ -1,0 +1,49 @@
+"""torchlite.nn.attention: PyTorch's torch.nn.attention controls for
+scaled_dot_product_attention -- the SDPBackend enum and the sdpa_kernel context manager that
+limits which backends it may use.
+
+torchlite has one attention implementation (nn.functional.scaled_dot_product_attention: one
+batched GEMM for the scores, softmax, one for the values).  On the CPU it stands for the
+backends PyTorch's CPU build has, MATH and FLASH_ATTENTION: a choice that allows neither raises
+PyTorch's "No viable backend" error there, as PyTorch does; on CUDA every choice runs it.  The
+choice is per thread and restored when the context exits.  Not here: flex_attention and the
+attention-bias classes (torch.nn.attention.bias)."""
+import contextlib
+import enum
+
+from ..functional import attention as _attention
+
+__all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS"]
+
+WARN_FOR_UNFUSED_KERNELS = False
+
+
+class SDPBackend(enum.IntEnum):
+    """The scaled_dot_product_attention backends, with PyTorch's values."""
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+    def __str__(self):
+        return f"SDPBackend.{self.name}"
+
+
+@contextlib.contextmanager
+def sdpa_kernel(backends, set_priority=False):
+    """Inside the context, scaled_dot_product_attention may use only `backends` (an SDPBackend
+    or a list of them; set_priority orders them in PyTorch, and is accepted here, where there
+    is one implementation)."""
+    items = list(backends) if isinstance(backends, (list, tuple, set, frozenset)) else [backends]
+    for b in items:
+        if not isinstance(b, SDPBackend):
+            raise AssertionError("Backend must be an instance of SDPBackend")
+    state = _attention._sdpa_backends
+    previous = getattr(state, "allowed", None)
+    state.allowed = frozenset(b.name for b in items)
+    try:
+        yield {}
+    finally:
+        state.allowed = previous

@@ -1,0 +1,77 @@
+"""torchlite.nn.grad: the gradients of a convolution with respect to its input and its weight
+as functions (PyTorch's torch.nn.grad: conv1d_input, conv1d_weight, conv2d_input, ...).
+
+Each runs the convolution's own backward (torchlite/nn/functional/conv_grad.py) on a stand-in
+for the other operand -- the input gradient does not depend on the input's values, nor the
+weight gradient on the weight's -- so they are the very gradients autograd gives, and
+differentiable with respect to grad_output and the operand given."""
+from . import functional as F
+from .._ops.creation import zeros
+from ..autograd import grad as _grad
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
+
+__all__ = ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "conv3d_input",
+           "conv3d_weight"]
+
+
+def _check_output(y, grad_output, op):
+    if tuple(y.shape) != tuple(grad_output.shape):
+        raise RuntimeError(f"{op}: grad_output has shape {list(grad_output.shape)}, but the "
+                           f"convolution with these sizes and arguments gives "
+                           f"{list(y.shape)}")
+
+
+def _input_grad(conv, op, input_size, weight, grad_output, stride, padding, dilation, groups):
+    x = zeros(tuple(input_size), dtype=grad_output.dtype, device=grad_output.device,
+              requires_grad=True)
+    keep = is_grad_enabled() and (weight.requires_grad or grad_output.requires_grad)
+    with enable_grad():
+        y = conv(x, weight, None, stride, padding, dilation, groups)
+        _check_output(y, grad_output, op)
+        return _grad(y, x, grad_output, create_graph=keep)[0]
+
+
+def _weight_grad(conv, op, input, weight_size, grad_output, stride, padding, dilation, groups):
+    w = zeros(tuple(weight_size), dtype=grad_output.dtype, device=grad_output.device,
+              requires_grad=True)
+    keep = is_grad_enabled() and (input.requires_grad or grad_output.requires_grad)
+    with enable_grad():
+        y = conv(input, w, None, stride, padding, dilation, groups)
+        _check_output(y, grad_output, op)
+        return _grad(y, w, grad_output, create_graph=keep)[0]
+
+
+def conv1d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+    """The gradient of conv1d with respect to an input of shape input_size."""
+    return _input_grad(F.conv1d, "conv1d_input", input_size, weight, grad_output, stride,
+                       padding, dilation, groups)
+
+
+def conv1d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
+    """The gradient of conv1d with respect to a weight of shape weight_size."""
+    return _weight_grad(F.conv1d, "conv1d_weight", input, weight_size, grad_output, stride,
+                        padding, dilation, groups)
+
+
+def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+    """The gradient of conv2d with respect to an input of shape input_size."""
+    return _input_grad(F.conv2d, "conv2d_input", input_size, weight, grad_output, stride,
+                       padding, dilation, groups)
+
+
+def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
+    """The gradient of conv2d with respect to a weight of shape weight_size."""
+    return _weight_grad(F.conv2d, "conv2d_weight", input, weight_size, grad_output, stride,
+                        padding, dilation, groups)
+
+
+def conv3d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+    """The gradient of conv3d with respect to an input of shape input_size."""
+    return _input_grad(F.conv3d, "conv3d_input", input_size, weight, grad_output, stride,
+                       padding, dilation, groups)
+
+
+def conv3d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
+    """The gradient of conv3d with respect to a weight of shape weight_size."""
+    return _weight_grad(F.conv3d, "conv3d_weight", input, weight_size, grad_output, stride,
+                        padding, dilation, groups)
