@@ -240,3 +240,24 @@ def test_affine_grid_matches_torch():
                 a = torch.nn.functional.affine_grid(torch.tensor(theta), shape, align_corners=align)
                 b = F.affine_grid(tl.tensor(theta), shape, align_corners=align)
             np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_nan_and_infinite_grid_coordinates(mode, padding_mode, align_corners):
+    """A NaN grid coordinate clips to the low border (pixel 0) under border and reflection
+    padding, an infinite one reflects to NaN and so to 0 too, as PyTorch's CPU kernel reads
+    them; with zeros padding a NaN stays NaN."""
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    nan, inf = np.nan, np.inf
+    grid = np.array([[[[nan, 0.2], [0.3, nan], [nan, nan], [inf, 0.1], [-inf, 0.5]]]])
+    got = F.grid_sample(tl.tensor(x), tl.tensor(grid), mode, padding_mode, align_corners).numpy()
+    if padding_mode == "border" and mode != "bicubic":
+        low = np.array([[[[-5.0, 0.2], [0.3, -5.0], [-5.0, -5.0]]]])      # clipped to pixel 0
+        want = F.grid_sample(tl.tensor(x), tl.tensor(low), mode, padding_mode, align_corners).numpy()
+        np.testing.assert_allclose(got[..., :3], want, rtol=1e-12)
+    torch = pytest.importorskip("torch")
+    ref = torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(grid), mode, padding_mode,
+                                          align_corners).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-9, equal_nan=True)

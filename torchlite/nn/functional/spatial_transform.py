@@ -109,9 +109,10 @@ def _unnormalize(coord, size, align_corners):
 
 def _clip(coord, size):
     """coord clipped to [0, size - 1], with PyTorch's derivative: 1 strictly inside, 0 on and
-    beyond the borders."""
+    beyond the borders.  A NaN coordinate (a NaN in the grid, or an infinite one reflected)
+    clips to 0, as in PyTorch's CPU kernel for 4-d input and its CUDA kernels."""
     inside = (coord > 0) & (coord < size - 1)
-    return where(inside, coord, coord.detach().clamp(0, size - 1))
+    return where(inside, coord, coord.detach().clamp(0, size - 1).nan_to_num(0.0))
 
 
 def _reflect(coord, twice_low, twice_high):
