@@ -102,6 +102,29 @@ def test_binomial():
     assert tl.binomial(tl.tensor([4.0, 4.0]), tl.tensor([0.0, 1.0])).tolist() == [0.0, 4.0]
 
 
+def test_binomial_edges_and_streams():
+    """Bad parameters give NaN (a count that is not a finite number >= 0, a probability outside
+    [0, 1]); huge counts stay exact in expectation; each element draws from its own block of
+    the stream, so a draw does not depend on the elements around it; float32 in, float32 out."""
+    nan, inf = float("nan"), float("inf")
+    got = tl.binomial(tl.tensor([4.0, 4.0, nan, -1.0, 3.0, inf, 5.0]),
+                      tl.tensor([0.0, 1.0, 0.5, 0.5, 1.5, 0.5, nan])).tolist()
+    assert got[:2] == [0.0, 4.0] and all(np.isnan(got[2:]))
+    big = tl.binomial(tl.full((20_000,), 1e12, dtype=tl.float64), tl.full((20_000,), 0.4, dtype=tl.float64))
+    z = (big.numpy() - 4e11) / np.sqrt(1e12 * 0.4 * 0.6)
+    assert abs(z.mean()) < 0.05 and abs(z.std() - 1) < 0.05
+    rare = tl.binomial(tl.full((20_000,), 1e15, dtype=tl.float64), tl.full((20_000,), 2e-15, dtype=tl.float64))
+    np.testing.assert_allclose(rare.numpy().mean(), 2.0, atol=0.05)
+    n, p = tl.full((10,), 30.0), tl.linspace(0.05, 0.95, 10)
+    a = tl.binomial(n, p, generator=tl.Generator().manual_seed(7))
+    b = tl.binomial(n[:4], p[:4], generator=tl.Generator().manual_seed(7))
+    assert a.dtype is tl.float32 and a[:4].tolist() == b.tolist()
+    w = tl.tensor([0.5], requires_grad=True)
+    out = tl.binomial(tl.tensor([3.0]), w)
+    with pytest.raises(RuntimeError):
+        out.sum().backward()
+
+
 def test_convolution_and_embedding_renorm():
     g = np.random.default_rng(1)
     x = tl.tensor(g.standard_normal((1, 2, 6, 6)))

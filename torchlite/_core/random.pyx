@@ -50,6 +50,8 @@ cdef extern from "kernels/random.h" nogil:
 cdef extern from "kernels/random_sample.h" nogil:
     void tl_rnd_poisson(const uint32_t key[2], uint64_t base, const double* rate, double* out,
                         int64_t e0, int64_t e1)
+    void tl_rnd_binomial(const uint32_t key[2], uint64_t base, const double* count,
+                         const double* prob, double* out, int64_t e0, int64_t e1)
     void tl_rnd_shuffle(int64_t* p, int64_t n)
     int tl_rnd_check_weights(const double* w, int64_t n, int64_t* positive)
     void tl_rnd_multinomial_replace(double* w, int64_t n, const double* u, int64_t k, int64_t* out)
@@ -391,6 +393,35 @@ def poisson(Array rates, Philox gen):
     out = new_array(rates.nd, rates.shp, rates.dtype)
     copy_into(out, res)
     return out
+
+
+def binomial(Array count, Array prob, Philox gen):
+    """Binomial(count, prob) samples, one per element of the same-shaped count and prob, as a
+    float64 array of that shape (NaN where count is not a finite count >= 0 or prob is
+    outside [0, 1]).  Element e draws from its own block of the stream (kernels/
+    random_sample.h tl_rnd_binomial)."""
+    if count.n != prob.n or count.nd != prob.nd or any(count.shp[i] != prob.shp[i]
+                                                       for i in range(count.nd)):
+        raise RuntimeError("binomial: count and prob must have the same shape")
+    cdef Array c = contiguous_array(cast_array(count, TL_FLOAT64))
+    cdef Array p = contiguous_array(cast_array(prob, TL_FLOAT64))
+    cdef Array res = new_array(prob.nd, prob.shp, TL_FLOAT64)
+    cdef uint32_t key[2]
+    cdef uint64_t base
+    cdef int64_t n = p.n, ch
+    cdef int nc
+    key[0] = <uint32_t>gen._seed
+    key[1] = <uint32_t>(gen._seed >> 32)
+    base = gen.reserve(<uint64_t>n)
+    nc = num_chunks(n, 2048)
+    with nogil:
+        if nc <= 1:
+            tl_rnd_binomial(key, base, <double*>c.ptr(), <double*>p.ptr(), <double*>res.ptr(), 0, n)
+        else:
+            for ch in prange(nc, num_threads=nc, schedule="static"):
+                tl_rnd_binomial(key, base, <double*>c.ptr(), <double*>p.ptr(),
+                                <double*>res.ptr(), n * ch // nc, n * (ch + 1) // nc)
+    return res
 
 
 # ---- draws at a given place of a stream (fused kernels; declared in random.pxd) ---------------

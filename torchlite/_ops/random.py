@@ -42,7 +42,7 @@ from .. import _layout
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "rand", "randn", "randint", "randperm", "normal",
-           "bernoulli", "multinomial", "poisson", "rand_like", "randn_like", "randint_like"]
+           "bernoulli", "multinomial", "poisson", "binomial", "rand_like", "randn_like", "randint_like"]
 
 
 # ---- generators ------------------------------------------------------------------------------
@@ -551,6 +551,32 @@ def poisson(input, generator=None):
     else:
         res = _R.poisson(input._data, gen)
     return _zero_grad_record("PoissonBackward0", (input,), _wrap(res))
+
+
+def binomial(count, prob, generator=None):
+    """torch.binomial: one Binomial(count, prob) draw per element (count and prob broadcast;
+    the result has prob's dtype), exact (inversion for count * min(p, 1 - p) < 10, Hormann's
+    BTRS above: kernels/random_sample.h), each element from its own block of the generator's
+    stream.  NaN where count is not a finite count >= 0 or prob is outside [0, 1].  Like
+    PyTorch's, it stays in the graph of inputs that require grad, with a node whose backward
+    raises."""
+    from .views import broadcast_tensors
+    from ..autograd.graph import needs_grad, record_not_differentiable
+    tensor_arg(count, "binomial", "count")
+    tensor_arg(prob, "binomial", "prob")
+    gen = _gen(generator, "binomial", prob.device)
+    _need_float(prob.dtype, "binomial_cpu")
+    c, p = broadcast_tensors(count.detach(), prob.detach())
+    if p.is_meta:
+        res = _A.empty(tuple(p.shape), p._data.dtype, device="meta")
+    else:
+        res = _R.binomial(c._data, p._data, gen)
+        if p._data.dtype != D.float64.code:
+            res = _ew.cast(res, p._data.dtype)
+    out = _wrap(res)
+    if needs_grad(count, prob):
+        record_not_differentiable("binomial", (count, prob), out, name="NotImplemented")
+    return out
 
 
 # ---- in-place fills (Tensor methods) -------------------------------------------------------

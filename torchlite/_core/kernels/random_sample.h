@@ -60,6 +60,68 @@ static void tl_rnd_poisson(const uint32_t key[2], uint64_t base, const double* r
     for (int64_t e = e0; e < e1; e++) out[e] = tl_rnd_poisson_one(key, base + (uint64_t)e, rate[e]);
 }
 
+/* ---- binomial ----------------------------------------------------------------------------- */
+/* By the smaller of p and 1 - p (q; the count is flipped back for p > 1/2).  n q < 10:
+ * inversion, walking up P(k) = P(k - 1) ((n + 1) / k - 1) q / (1 - q) until the uniform is
+ * used up (about n q + 1 steps).  n q >= 10: Hormann's BTRS ("The generation of binomial random
+ * variates", 1993): transformed rejection with a squeeze, accepted by the exact log-probability
+ * ratio, about 1.15 pairs of draws per value.  Both loops are bounded (a NaN where the bound
+ * is reached: it is never reached for finite parameters).  n must be a finite count >= 0 and
+ * p in [0, 1]; anything else gives NaN. */
+#define TL_BINOMIAL_INVERSION_BELOW 10.0
+#define TL_BINOMIAL_MAX_STEPS 4096
+
+static double tl_rnd_binomial_one(const uint32_t key[2], uint64_t block, double n, double p) {
+    if (!(n >= 0.0) || !(n <= 9007199254740992.0) || !(p >= 0.0) || !(p <= 1.0)) return NAN;
+    if (n == 0.0 || p == 0.0) return 0.0;
+    if (p == 1.0) return n;
+    int flip = p > 0.5;
+    double q = flip ? 1.0 - p : p;
+    tl_rnd_stream s = {key, block, 0u, {0u, 0u, 0u, 0u}};
+    double k = NAN;
+    if (n * q < TL_BINOMIAL_INVERSION_BELOW) {
+        double ratio = q / (1.0 - q), a = (n + 1.0) * ratio;
+        double r = exp(n * log1p(-q));                       /* P(0) = (1 - q)^n */
+        double u = tl_stream_u01(&s);
+        k = 0.0;
+        for (int step = 0; u > r && k < n; step++) {
+            if (step == TL_BINOMIAL_MAX_STEPS) return NAN;
+            u -= r;
+            k += 1.0;
+            r *= a / k - ratio;                              /* P(k) from P(k - 1) */
+        }
+    } else {
+        double spq = sqrt(n * q * (1.0 - q));
+        double b = 1.15 + 2.53 * spq;
+        double a = -0.0873 + 0.0248 * b + 0.01 * q;
+        double c = n * q + 0.5;
+        double v_r = 0.92 - 4.2 / b;
+        double alpha = (2.83 + 5.1 / b) * spq;
+        double lpq = log(q / (1.0 - q));
+        double m = floor((n + 1.0) * q);
+        double h = tl_log_factorial(m) + tl_log_factorial(n - m);
+        int step;
+        for (step = 0; step < TL_BINOMIAL_MAX_STEPS; step++) {
+            double u = tl_stream_u01(&s) - 0.5;
+            double v = tl_stream_u01(&s);
+            double us = 0.5 - fabs(u);
+            k = floor((2.0 * a / us + b) * u + c);
+            if (k < 0.0 || k > n) continue;
+            if (us >= 0.07 && v <= v_r) break;
+            if (log(v * alpha / (a / (us * us) + b))
+                    <= h - tl_log_factorial(k) - tl_log_factorial(n - k) + (k - m) * lpq) break;
+        }
+        if (step == TL_BINOMIAL_MAX_STEPS) return NAN;
+    }
+    return flip ? n - k : k;
+}
+
+static void tl_rnd_binomial(const uint32_t key[2], uint64_t base, const double* count,
+                            const double* prob, double* out, int64_t e0, int64_t e1) {
+    for (int64_t e = e0; e < e1; e++)
+        out[e] = tl_rnd_binomial_one(key, base + (uint64_t)e, count[e], prob[e]);
+}
+
 /* ---- randperm ----------------------------------------------------------------------------- */
 /* Inside-out Fisher-Yates.  On entry p[i] holds draw i, uniform on [0, i] (computed in
  * parallel beforehand); step i moves the element at the drawn slot to the end and puts i in
