@@ -1,0 +1,52 @@
+"""torchlite.accelerator (PyTorch's torch.accelerator): without a GPU the answers PyTorch's
+CPU build gives (not available, no current accelerator, no devices, PyTorch's error where a
+device is needed); on the host-memory stand-in driver (and on a real GPU where there is one)
+each function answers as torchlite.cuda's counterpart."""
+import warnings
+
+import pytest
+
+import torchlite as tl
+from torchlite import accelerator as A
+
+
+@pytest.mark.skipif(tl.cuda.is_available(), reason="a usable GPU is present")
+def test_without_an_accelerator():
+    assert A.is_available() is False and A.current_accelerator() is None and A.device_count() == 0
+    assert A.current_accelerator(check_available=True) is None
+    device = A.current_accelerator().type if A.is_available() else "cpu"     # the tutorials' idiom
+    assert tl.ones(2, device=device).device.type == "cpu"
+    for call in (A.current_device_index, A.synchronize, A.memory_allocated, A.current_stream,
+                 A.get_memory_info, A.get_device_capability, lambda: A.set_device_index(0)):
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available"):
+            call()
+    A.empty_cache()
+    with A.device_index(None):
+        pass
+    torch = pytest.importorskip("torch")
+    assert torch.accelerator.is_available() is False and torch.accelerator.current_accelerator() is None
+
+
+def test_on_a_cuda_device(cuda_device):
+    assert A.is_available() and A.current_accelerator() == tl.device("cuda")
+    assert A.device_count() == tl.cuda.device_count() >= 1
+    assert A.current_device_index() == tl.cuda.current_device()
+    with A.device_index(0):
+        assert A.current_device_index() == 0
+    x = tl.ones(1024, device=cuda_device)
+    A.synchronize()
+    assert A.memory_allocated() == tl.cuda.memory_allocated() >= x.numel() * 4
+    assert A.max_memory_allocated() >= A.memory_allocated()
+    assert A.memory_reserved() >= A.memory_allocated()
+    stream = A.current_stream()
+    A.set_stream(stream)
+    assert A.current_stream() == stream
+    free, total = A.get_memory_info()
+    assert 0 <= free <= total
+    assert tl.float32 in A.get_device_capability()["supported_dtypes"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert A.current_device_idx() == A.current_device_index()
+    assert caught and caught[0].category is FutureWarning
+    A.reset_peak_memory_stats()
+    A.empty_cache()

@@ -1,0 +1,158 @@
+"""torchlite.accelerator: PyTorch's device-generic accelerator API (torch.accelerator), which
+current tutorials use to pick a device:
+
+    device = torchlite.accelerator.current_accelerator().type \
+        if torchlite.accelerator.is_available() else "cpu"
+
+torchlite's one accelerator is CUDA, so each function here is torchlite.cuda's counterpart.
+Where no GPU is usable, is_available() is False, current_accelerator() is None and the
+functions that need a device raise PyTorch's "Cannot access accelerator device when none is
+available." (torchlite has no build without its CUDA backend, so current_accelerator() without
+check_available reports the accelerator only where one is usable.)"""
+import contextlib
+import warnings
+
+from ._device import device as _device
+
+__all__ = ["is_available", "current_accelerator", "device_count", "current_device_index",
+           "set_device_index", "device_index", "current_stream", "set_stream", "synchronize",
+           "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
+           "max_memory_reserved", "memory_stats", "reset_peak_memory_stats",
+           "reset_accumulated_memory_stats", "get_memory_info", "get_device_capability",
+           "current_device_idx", "set_device_idx"]
+
+
+def _cuda():
+    from . import cuda
+    return cuda
+
+
+def _usable():
+    """torchlite.cuda, or PyTorch's error when no GPU is usable."""
+    cuda = _cuda()
+    if not cuda.is_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    return cuda
+
+
+def is_available():
+    """Whether an accelerator (a CUDA GPU) is usable."""
+    return _cuda().is_available()
+
+
+def current_accelerator(check_available=False):
+    """The accelerator's device type as a device (device('cuda')), or None without one."""
+    return _device("cuda") if is_available() else None
+
+
+def device_count():
+    """How many accelerator devices there are (0 without one)."""
+    return _cuda().device_count() if is_available() else 0
+
+
+def current_device_index():
+    """The index of the current accelerator device."""
+    return _usable().current_device()
+
+
+def set_device_index(device):
+    """Make `device` (an index, 'cuda:N' or a device) the current accelerator device."""
+    _usable().set_device(device)
+
+
+@contextlib.contextmanager
+def device_index(device):
+    """Inside the context, `device` (an index, or None for no change) is the current device."""
+    if device is None:
+        yield
+        return
+    cuda = _usable()
+    previous = cuda.current_device()
+    cuda.set_device(device)
+    try:
+        yield
+    finally:
+        cuda.set_device(previous)
+
+
+def current_device_idx():
+    """Deprecated spelling of current_device_index."""
+    warnings.warn("torch.accelerator.current_device_idx is deprecated, use "
+                  "current_device_index instead", FutureWarning, stacklevel=2)
+    return current_device_index()
+
+
+def set_device_idx(device):
+    """Deprecated spelling of set_device_index."""
+    warnings.warn("torch.accelerator.set_device_idx is deprecated, use set_device_index instead",
+                  FutureWarning, stacklevel=2)
+    set_device_index(device)
+
+
+def current_stream(device=None):
+    """The current stream of `device` (default: the current device)."""
+    return _usable().current_stream(device)
+
+
+def set_stream(stream):
+    """Make `stream` the current stream of its device."""
+    _usable().set_stream(stream)
+
+
+def synchronize(device=None):
+    """Wait for every kernel queued on `device` (default: the current device)."""
+    _usable().synchronize(device)
+
+
+def empty_cache():
+    """Release the caching allocator's unused blocks (nothing to do without an accelerator)."""
+    if is_available():
+        _cuda().empty_cache()
+
+
+def memory_allocated(device_index=None):
+    """Bytes held by tensors on the device."""
+    return _usable().memory_allocated(device_index)
+
+
+def max_memory_allocated(device_index=None):
+    """The peak of memory_allocated since the start or the last reset."""
+    return _usable().max_memory_allocated(device_index)
+
+
+def memory_reserved(device_index=None):
+    """Bytes the caching allocator holds from the driver."""
+    return _usable().memory_reserved(device_index)
+
+
+def max_memory_reserved(device_index=None):
+    """The peak of memory_reserved since the start or the last reset."""
+    return _usable().max_memory_reserved(device_index)
+
+
+def memory_stats(device_index=None):
+    """The caching allocator's statistics (a dict)."""
+    return _usable().memory_stats(device_index)
+
+
+def reset_peak_memory_stats(device_index=None):
+    """Restart the peaks that max_memory_allocated/max_memory_reserved report."""
+    _usable().reset_peak_memory_stats(device_index)
+
+
+def reset_accumulated_memory_stats(device_index=None):
+    """Restart the accumulated counts of memory_stats; the allocator keeps peaks, not running
+    totals, so this restarts the peaks."""
+    _usable().reset_peak_memory_stats(device_index)
+
+
+def get_memory_info(device_index=None):
+    """(free, total) bytes of the device."""
+    return _usable().mem_get_info(device_index)
+
+
+def get_device_capability(device=None):
+    """The device's capabilities: {'supported_dtypes': the dtypes tensors on it can have}."""
+    _usable()
+    from . import _dtype as D
+    return {"supported_dtypes": {dt for dt in D.DTYPES if dt is not None}}
