@@ -477,3 +477,46 @@ def test_max_unpool_modules_match_torch():
         ty, ti = getattr(torch.nn.functional, pool)(torch.tensor(x), 2, return_indices=True)
         np.testing.assert_array_equal(getattr(nn, name)(2)(y, i).numpy(),
                                       getattr(torch.nn, name)(2)(ty, ti).numpy())
+
+
+def _np_int_avg_pool2d(x, k, s, p, count_include_pad, divisor):
+    """NumPy oracle: each window's integer sum over the zero-padded input, divided by the
+    divisor (divisor_override, else the window's size with or without the padding), truncated
+    toward zero."""
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    real = np.pad(np.ones((h, w), dtype=np.int64), p)
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    out = np.zeros((n, c, oh, ow), dtype=np.int64)
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * s:i * s + k, j * s:j * s + k]
+            d = divisor or (k * k if count_include_pad else real[i * s:i * s + k, j * s:j * s + k].sum())
+            out[:, :, i, j] = np.trunc(win.sum((2, 3)) / d).astype(np.int64)
+    return out
+
+
+@pytest.mark.parametrize("k,s,p", [(2, 2, 0), (3, 1, 1), (3, 2, 1)])
+@pytest.mark.parametrize("count_include_pad", [True, False])
+@pytest.mark.parametrize("divisor", [None, 3])
+def test_int64_average_pooling_truncates_like_pytorch(k, s, p, count_include_pad, divisor):
+    """avg_pool1d/2d/3d on int64 (the one integer dtype PyTorch pools): integer sums divided
+    and truncated toward zero, against a NumPy loop, and against PyTorch where installed;
+    other integer dtypes raise NotImplementedError as in PyTorch."""
+    x = np.random.default_rng(k + s + p).integers(-40, 40, (2, 3, 6, 7))
+    got = F.avg_pool2d(tl.tensor(x), k, s, p, False, count_include_pad, divisor)
+    assert got.dtype is tl.int64
+    np.testing.assert_array_equal(got.numpy(), _np_int_avg_pool2d(x, k, s, p, count_include_pad, divisor))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Int'"):
+        F.avg_pool2d(tl.tensor(x).int(), k, s, p)
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    for ours, theirs, xs in (
+            (F.avg_pool1d, tf.avg_pool1d, x[:, :, 0]),
+            (F.avg_pool3d, tf.avg_pool3d, x[:, :, None, :, :].repeat(3, 2))):
+        kw = dict(count_include_pad=count_include_pad)
+        if ours is F.avg_pool3d:
+            kw["divisor_override"] = divisor
+        for ceil_mode in (False, True):
+            np.testing.assert_array_equal(ours(tl.tensor(xs), k, s, p, ceil_mode, **kw).numpy(),
+                                          theirs(torch.tensor(xs), k, s, p, ceil_mode, **kw).numpy())

@@ -88,7 +88,21 @@ def _check_rank(x, nd, op, style):
 
 def _float_only(x, op):
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"\"{op}\" not implemented for '{_SCALAR_NAMES[x.dtype.name]}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_SCALAR_NAMES[x.dtype.name]}'")
+
+
+def integer_average(run, input, divisor_override):
+    """Average pooling of an int64 input as PyTorch computes it: each window's integer sum
+    divided by its divisor, truncated toward zero.  run(x, divisor_override) pools a float64
+    tensor with the caller's window arguments: the sums come from it with a divisor of 1
+    (exact while they stay below 2**53 in magnitude), and each window's divisor is the ratio
+    of two poolings of ones -- the elements counted, over the average the caller's arguments
+    give them (1 / divisor of them per counted element)."""
+    ones = input.new_ones(tuple(input.shape), dtype=D.float64)
+    counted = run(ones, 1)
+    divisor = (counted / run(ones, divisor_override)).round().nan_to_num(1.0).to(D.int64)
+    sums = run(input.to(D.float64), 1).to(D.int64)
+    return sums.div(divisor.clamp(min=1), rounding_mode="trunc")
 
 
 def _out_size(size, k, s, p, d, ceil_mode):
@@ -204,9 +218,14 @@ def _avg_pool(input, k, s, p, ceil_mode, count_include_pad, divisor, nd, op):
         if divisor == 0:
             raise RuntimeError("divisor must be not zero")
     oh, ow = _window_check(input, k, s, p, (1, 1), ceil_mode, nd)
+
+    def run(x, div):
+        params = _G.AvgParams(k, s, p, builtins.bool(count_include_pad), int(div or 0))
+        return _G.avg_pool(x, (oh, ow), params, nd)
+    if input.dtype is D.int64:
+        return integer_average(run, input, divisor)
     _float_only(input, op)
-    params = _G.AvgParams(k, s, p, builtins.bool(count_include_pad), int(divisor or 0))
-    return _G.avg_pool(input, (oh, ow), params, nd)
+    return run(input, divisor)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,

@@ -24,7 +24,7 @@ from ... import _dtype as D
 from ...autograd.grad_mode import no_grad
 from ...autograd.graph import Node, record, needs_grad
 from . import pooling_grad as _G
-from .pooling import _ints, _out_size, _unpool_size
+from .pooling import _ints, _out_size, _unpool_size, integer_average
 from ..._ops._kit import tensor_arg
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d",
@@ -194,9 +194,12 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
             raise RuntimeError("divisor must be not zero")
     od, oh, ow = _check_window(input, k, s, p, (1, 1, 1), ceil_mode, "avg_pool3d()",
                                check_input_size=True)
+    if input.dtype is D.int64:
+        return integer_average(lambda x, div: avg_pool3d(x, k, s, p, ceil_mode, count_include_pad, div),
+                               input, divisor_override)
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"avg_pool3d\" not implemented for "
-                           f"'{_SCALAR_NAMES[input.dtype.name]}'")
+        raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for "
+                                  f"'{_SCALAR_NAMES[input.dtype.name]}'")
     x, unbatched = _batched(input)
     n, c, d, h, w = x.shape
     cip = builtins.bool(count_include_pad)
