@@ -131,3 +131,31 @@ def test_profiling_cuda_tensors(fake_cuda):
     assert r.tolist() == [2.0] * 4
     assert any(e.key == "elementwise.binary[mul]" for e in prof.key_averages())
     assert (tl.ones(2, device="cuda") + 1).cpu().tolist() == [2.0, 2.0]   # dispatch still works
+
+
+def test_profile_memory_counts_allocations_and_frees():
+    """profile_memory: each event's net bytes (allocated minus freed while it ran), its self
+    share without its children's, summed by key_averages and shown and sorted in the table.
+    The oracle is the tensors' sizes: a 256 x 256 float32 result is 256 KiB (the allocator's
+    block size for it too)."""
+    x = tl.randn(256, 256)
+    size = 256 * 256 * 4
+    with profile(profile_memory=True) as prof:
+        with record_function("block"):
+            y = x @ x                   # + 1 result
+            z = (y + 1).relu()          # + the temporary, + z, - the temporary
+            del y                       # - y
+    events = {e.key: e for e in prof.key_averages()}
+    assert events["matmul.bmm[addmm_impl_cpu_]"].cpu_memory_usage == size
+    assert events["elementwise.binary[add]"].self_cpu_memory_usage == size
+    block = events["block"]
+    assert block.cpu_memory_usage == size                       # z is what is left
+    assert block.self_cpu_memory_usage == size - 3 * size       # its children allocated 3, it freed 2
+    table = prof.key_averages().table(sort_by="self_cpu_memory_usage")
+    assert "CPU Mem" in table and "Self CPU Mem" in table and "256.00 Kb" in table and "-512.00 Kb" in table
+    assert table.index("matmul.bmm") < table.index("block")       # sorted by self memory, descending
+    assert z.shape == (256, 256)
+    with profile() as plain:                                      # off: no columns, zeros
+        (x + 1).sum()
+    assert "CPU Mem" not in plain.key_averages().table()
+    assert all(e.cpu_memory_usage == 0 for e in plain.events())

@@ -84,6 +84,12 @@ def empty_cache():
     _pool_bytes = 0
 
 
+def live_bytes():
+    """Bytes in live storages allocated by torchlite (their allocation sizes): what the
+    profiler's memory columns difference around each event."""
+    return _live_bytes
+
+
 def memory_stats():
     """Bytes in live storages allocated by torchlite, and bytes cached for reuse."""
     return {"allocated": _live_bytes, "cached": _pool_bytes, "cache_limit": _pool_limit}

@@ -15,14 +15,30 @@ def format_time(us):
     return f"{us:.3f}us"
 
 
+def format_memory(nbytes):
+    """A byte count as PyTorch's tables print it: 512 b, 1.50 Kb, 2.00 Mb, 1.00 Gb."""
+    kb, mb, gb = 1024, 1024 ** 2, 1024 ** 3
+    if abs(nbytes) >= gb:
+        return f"{nbytes / gb:.2f} Gb"
+    if abs(nbytes) >= mb:
+        return f"{nbytes / mb:.2f} Mb"
+    if abs(nbytes) >= kb:
+        return f"{nbytes / kb:.2f} Kb"
+    return f"{nbytes} b"
+
+
 class FunctionEvent:
     """One timed call: an array-layer kernel call (named like 'elementwise.binary[mul]') or a
-    record_function range.  Times are in microseconds from the start of the profile."""
+    record_function range.  Times are in microseconds from the start of the profile; memory
+    (with profile_memory) in bytes allocated minus freed while it ran."""
 
     __slots__ = ("name", "start_us", "end_us", "self_cpu_time_total", "thread", "input_shapes",
-                 "depth")
+                 "depth", "cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage",
+                 "self_device_memory_usage")
 
-    def __init__(self, name, start_us, end_us, child_us, thread, input_shapes, depth):
+    def __init__(self, name, start_us, end_us, child_us, thread, input_shapes, depth,
+                 cpu_memory_usage=0, self_cpu_memory_usage=0, device_memory_usage=0,
+                 self_device_memory_usage=0):
         self.name = name
         self.start_us = start_us
         self.end_us = end_us
@@ -30,6 +46,13 @@ class FunctionEvent:
         self.thread = thread
         self.input_shapes = input_shapes
         self.depth = depth
+        self.cpu_memory_usage = cpu_memory_usage
+        self.self_cpu_memory_usage = self_cpu_memory_usage
+        self.device_memory_usage = device_memory_usage
+        self.self_device_memory_usage = self_device_memory_usage
+
+    cuda_memory_usage = property(lambda self: self.device_memory_usage)
+    self_cuda_memory_usage = property(lambda self: self.self_device_memory_usage)
 
     key = property(lambda self: self.name)
     count = property(lambda self: 1)
@@ -46,18 +69,28 @@ class FunctionEvent:
 class FunctionEventAvg:
     """The events of one key (name, or name and input shapes) summed: count and times."""
 
+    _MEMORY = ("cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage",
+               "self_device_memory_usage")
+
     def __init__(self, key, input_shapes=None):
         self.key = key
         self.input_shapes = input_shapes
         self.count = 0
         self.cpu_time_total = 0.0
         self.self_cpu_time_total = 0.0
+        for name in self._MEMORY:
+            setattr(self, name, 0)
 
     def add(self, event):
         self.count += event.count
         self.cpu_time_total += event.cpu_time_total
         self.self_cpu_time_total += event.self_cpu_time_total
+        for name in self._MEMORY:
+            setattr(self, name, getattr(self, name) + getattr(event, name))
         return self
+
+    cuda_memory_usage = property(lambda self: self.device_memory_usage)
+    self_cuda_memory_usage = property(lambda self: self.self_device_memory_usage)
 
     @property
     def cpu_time(self):
@@ -72,7 +105,9 @@ class FunctionEventAvg:
 
 
 _SORT_KEYS = {"cpu_time_total", "self_cpu_time_total", "cpu_time", "count", "cuda_time_total",
-              "self_cuda_time_total", "device_time_total", "self_device_time_total"}
+              "self_cuda_time_total", "device_time_total", "self_device_time_total",
+              "cpu_memory_usage", "self_cpu_memory_usage", "cuda_memory_usage",
+              "self_cuda_memory_usage", "device_memory_usage", "self_device_memory_usage"}
 
 
 class EventList(list):
@@ -115,6 +150,11 @@ class EventList(list):
         name_w = min(max_name_column_width, max([len(str(e.key)) for e in rows] + [4]) + 2)
         cols = [("Name", name_w), ("Self CPU %", 12), ("Self CPU", 12), ("CPU total %", 12),
                 ("CPU total", 12), ("CPU time avg", 12), ("# of Calls", 12)]
+        memory = [(title, attr) for title, attr in (
+            ("CPU Mem", "cpu_memory_usage"), ("Self CPU Mem", "self_cpu_memory_usage"),
+            ("CUDA Mem", "device_memory_usage"), ("Self CUDA Mem", "self_device_memory_usage"))
+            if any(getattr(e, attr, 0) for e in self)]
+        cols[-1:-1] = [(title, 12) for title, _ in memory]
         if shapes:
             cols.append(("Input Shapes", min(max_shapes_column_width, 40)))
         line = "  ".join("-" * w for _, w in cols)
@@ -130,7 +170,9 @@ class EventList(list):
                      f"{format_time(e.self_cpu_time_total):>12}",
                      f"{100.0 * e.cpu_time_total / total_self:>11.2f}%",
                      f"{format_time(e.cpu_time_total):>12}",
-                     f"{format_time(e.cpu_time):>12}", f"{e.count:>12}"]
+                     f"{format_time(e.cpu_time):>12}"]
+            cells += [f"{format_memory(getattr(e, attr)):>12}" for _, attr in memory]
+            cells.append(f"{e.count:>12}")
             if shapes:
                 cells.append(f"{str(e.input_shapes)[:cols[-1][1]]:>{cols[-1][1]}}")
             out.append("  ".join(cells))
