@@ -75,9 +75,13 @@ def _scalar_output(func, args, kwargs, has_aux, types):
                                "be a tuple: (output, aux) if has_aux is True")
         out, aux = out
     if not isinstance(out, types) or out.numel() != 1:
-        raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
-                           "scalar Tensor")
+        raise _NotScalarOutput("grad_and_value(f)(*args): Expected f(*args) to return a "
+                               "scalar Tensor")
     return out, aux
+
+
+class _NotScalarOutput(RuntimeError):
+    """grad's error for a function whose output is not one element (hessian tells it apart)."""
 
 
 def grad_and_value(func, argnums=0, has_aux=False):
@@ -204,14 +208,16 @@ def vjp(func, *primals, has_aux=False):
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
-    """A function returning the Jacobian of func (one tensor output) with respect to the
-    arguments argnums (tensors): shape output.shape + input.shape.
+    """A function returning the Jacobian of func with respect to the arguments argnums
+    (tensors): for each tensor of func's output (a tensor or a structure of them) a tensor of
+    shape output.shape + input.shape (a tuple of them for a tuple argnums), in the output's
+    structure.
 
     The rows come from one batched backward: vmap over the basis of output cotangents e_i of
     grad(<func(x), e_i>), so func runs once on a batch of output-size copies (chunk_size of them
     at a time, when given) and one backward gives every row.  Where that cannot run (func reads
-    values in Python, draws random numbers, or is itself a Jacobian transform, as in
-    hessian), or inside another transform, it takes one reverse pass per output element."""
+    values in Python, draws random numbers, or is itself a Jacobian transform), or inside
+    another transform, it takes one reverse pass per output element."""
     def wrapper(*args):
         if _vmap.has_batched(args, None):                # inside vmap: one per element
             return _vmap.loop(wrapper, args, {})
@@ -221,32 +227,43 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             aux = None
             if has_aux:
                 out, aux = out
+        leaves, spec = tree_flatten(out)
+        for leaf in leaves:
+            if not isinstance(leaf, _tl.Tensor):
+                raise RuntimeError(f"jacrev(f): expected f's outputs to be Tensors, got "
+                                   f"{type(leaf).__name__}")
         inputs = [args_[n] for n in nums]
-        jacs = None
-        if (not nested and _vmap.current() is None and out.numel() > 1
-                and not getattr(func, "_jacobian_transform", False)
-                and not out.is_complex() and all(isinstance(x, _tl.Tensor) for x in inputs)):
-            try:
-                jacs = _jacrev_batched(func, args, nums, has_aux, out, chunk_size)
-            except Exception:          # (a Python read of values, randomness, ...): by rows
-                jacs = None
-        if jacs is None:
-            jacs = _jacrev_by_rows(out, inputs, nested)
-        jac = jacs[0] if isinstance(argnums, int) else jacs
+        batched = (not nested and _vmap.current() is None
+                   and not getattr(func, "_jacobian_transform", False)
+                   and all(isinstance(x, _tl.Tensor) for x in inputs))
+        jacs = []
+        for j, leaf in enumerate(leaves):
+            jac = None
+            if batched and leaf.numel() > 1 and not leaf.is_complex():
+                try:
+                    jac = _jacrev_batched(func, args, nums, has_aux, j, leaf, chunk_size)
+                except Exception:      # (a Python read of values, randomness, ...): by rows
+                    jac = None
+            if jac is None:
+                jac = _jacrev_by_rows(leaf, inputs, nested)
+            jacs.append(jac[0] if isinstance(argnums, int) else jac)
+        jac = tree_unflatten(jacs, spec)
         return (jac, aux) if has_aux else jac
     wrapper._jacobian_transform = True
     return wrapper
 
 
-def _jacrev_batched(func, args, nums, has_aux, out, chunk_size):
-    """The Jacobians of out = func(*args) with respect to args[nums] by vmap over the output
-    basis of the gradient of <func(*args), e_i>: one batched forward and backward per chunk."""
+def _jacrev_batched(func, args, nums, has_aux, leaf_index, out, chunk_size):
+    """The Jacobians of out, output leaf `leaf_index` of func(*args), with respect to
+    args[nums] by vmap over the output basis of the gradient of <that leaf, e_i>: one batched
+    forward and backward per chunk."""
     out_shape, m = tuple(out.shape), out.numel()
 
     def contracted(e, *a):
         y = func(*a)
         if has_aux:
             y = y[0]
+        y = tree_flatten(y)[0][leaf_index]
         return (y * e).sum()
 
     per_row = grad(contracted, argnums=tuple(n + 1 for n in nums))
@@ -398,8 +415,28 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
 
 def hessian(func, argnums=0):
-    """The Hessian of func's scalar output: jacrev of jacrev."""
-    return jacrev(jacrev(func, argnums), argnums)
+    """The Hessian of func: the Jacobian (jacrev) of its Jacobian, shape output.shape +
+    input.shape + input.shape.  For a one-element output the inner Jacobian is grad, so the
+    outer one takes its rows from one batched backward (jacrev's vmap path) instead of one
+    reverse pass per row."""
+    first = _first_derivative(func, argnums)
+    return jacrev(first, argnums)
+
+
+def _first_derivative(func, argnums):
+    """jacrev(func, argnums) as a function, computed by grad when func's output is one element
+    (grad, unlike jacrev, runs batched inside vmap)."""
+    jac = jacrev(func, argnums)
+    gv = grad_and_value(func, argnums)
+
+    def first(*args):
+        try:
+            g, value = gv(*args)
+        except _NotScalarOutput:
+            return jac(*args)
+        lead = tuple(value.shape)
+        return g if not lead else tree_map(lambda t: t.reshape(lead + tuple(t.shape)), g)
+    return first
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
