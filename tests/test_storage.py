@@ -70,8 +70,7 @@ def test_constructors_and_casts():
     assert tl.tensor(tl.FloatStorage([1, 2])).tolist() == [1.0, 2.0]
     assert f.fill_(3).tolist() == [3.0, 3.0, 3.0]
     assert f.copy_(tl.FloatStorage([4, 5, 6])).tolist() == [4.0, 5.0, 6.0]
-    with pytest.raises(RuntimeError, match="multiple of"):
-        tl.TypedStorage(wrap_storage=tl.UntypedStorage(3), dtype=tl.float32)
+    assert tl.TypedStorage(wrap_storage=tl.UntypedStorage(7), dtype=tl.float32).size() == 1
     with pytest.raises(RuntimeError, match="non-negative"):
         tl.FloatStorage(-1)
     with pytest.raises(TypeError):
@@ -95,6 +94,30 @@ def test_set_on_a_storage():
         tl.tensor([], dtype=tl.float32).set_(f, 0, (5,), (1,))      # past the end
     with pytest.raises(TypeError, match="Tensor or a storage"):
         tl.tensor([]).set_([1.0])
+
+
+@pytest.mark.parametrize("args, match", [
+    ((-1, (2,)), "invalid storage offset -1"), ((-10 ** 8, (2,)), "invalid storage offset"),
+    ((0, (2,), (-1,)), "negative stride"), ((0, (2,), (-10 ** 8,)), "negative stride"),
+    ((0, (2, 2), (1,)), "unequal size length"), ((0, (2,), (1, 1)), "unequal size length"),
+    ((0, (-1,)), "negative dimension"), ((0, (5,)), "does not grow"),
+    ((0, (2,), (2 ** 62,)), "does not grow"), ((2 ** 62, (1,)), "does not grow")])
+def test_set_on_a_storage_checks_every_argument(args, match):
+    """Offsets, sizes and strides that would reach outside the storage raise (they reached
+    memory outside the buffer, or crashed, before)."""
+    s = tl.FloatStorage([1, 2, 3, 4])
+    with pytest.raises(RuntimeError, match=match):
+        tl.tensor([], dtype=tl.float32).set_(s, *args)
+
+
+def test_untyped_storage_slices_share_the_bytes():
+    x = tl.arange(4.0)
+    part = x.untyped_storage()[4:8]
+    assert part.nbytes() == 4 and part.data_ptr() == x.data_ptr() + 4
+    part[3] = 64                            # the top byte of 1.0f: 0x3f -> 0x40
+    assert x[1].item() == 4.0
+    with pytest.raises(RuntimeError, match="step 1"):
+        x.untyped_storage()[::2]
 
 
 def test_deprecated_resize_is_a_reshape_with_a_warning():

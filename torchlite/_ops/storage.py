@@ -134,11 +134,29 @@ class _StorageBase:
         whole = _whole(self._data._data, dtype)
         if size is None:
             if storage_offset:
-                raise RuntimeError("set_: a storage offset needs a size")
+                raise TypeError("set_(): a storage offset needs a size (and optionally a stride)")
             return whole
-        size = tuple(size)
-        stride = tuple(stride) if stride is not None else _contiguous_strides(size)
-        return _A.reinterpret(whole, dtype.code, size, stride, int(storage_offset))
+        size = tuple(_int_arg(n, "size") for n in size)
+        stride = (tuple(_int_arg(n, "stride") for n in stride) if stride is not None
+                  else _contiguous_strides(size))
+        offset = _int_arg(storage_offset, "storage_offset")
+        if len(size) != len(stride):
+            raise RuntimeError(f"unequal size length ({len(size)}) and stride length ({len(stride)})")
+        if offset < 0:
+            raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+        if any(n < 0 for n in size):
+            raise RuntimeError(f"set_: negative dimension in size {list(size)}")
+        if any(st < 0 for st in stride):
+            raise RuntimeError(f"set_: negative stride in {list(stride)}")
+        # the elements the view reaches, in Python ints (no overflow), against the storage
+        if all(size):
+            end = offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))
+            if end > whole.shape[0]:
+                raise RuntimeError(f"set_: size {list(size)}, stride {list(stride)} and storage "
+                                   f"offset {offset} reach {end} elements of {dtype}, but the "
+                                   f"storage holds {whole.shape[0]} (torchlite does not grow a "
+                                   f"storage)")
+        return _A.reinterpret(whole, dtype.code, size, stride, offset)
 
     def clone(self):
         return self._same_kind(self._data.clone())
@@ -204,6 +222,15 @@ class UntypedStorage(_StorageBase):
     def untyped(self):
         return self
 
+    def __getitem__(self, idx):
+        if isinstance(idx, builtins.slice):
+            if idx.step not in (None, 1):
+                raise RuntimeError("UntypedStorage: slices must have step 1")
+            part = UntypedStorage.__new__(UntypedStorage)
+            part._data = self._data[idx]              # a view: the same bytes
+            return part
+        return super().__getitem__(idx)
+
     def type(self, dtype=None, non_blocking=False):
         if dtype is None:
             return "torchlite.UntypedStorage"
@@ -236,9 +263,6 @@ class TypedStorage(_StorageBase):
             if not isinstance(wrap_storage, UntypedStorage):
                 raise TypeError(f"TypedStorage(): wrap_storage must be an UntypedStorage, got "
                                 f"{type(wrap_storage).__name__}")
-            if wrap_storage.nbytes() % self.dtype.itemsize:
-                raise RuntimeError(f"TypedStorage(): {wrap_storage.nbytes()} bytes is not a "
-                                   f"multiple of the {self.dtype} element size {self.dtype.itemsize}")
             self._set(wrap_storage._data._data, wrap_storage)
             return
         if len(args) > 1:
@@ -357,6 +381,15 @@ def _storage_type(self):
     if name not in _LEGACY_DTYPES:
         raise RuntimeError(f"storage_type: no legacy storage class for {self.dtype}")
     return globals()[name]
+
+
+def _int_arg(value, what):
+    if isinstance(value, builtins.bool) or not isinstance(value, builtins.int):
+        try:
+            value = value.__index__()
+        except AttributeError:
+            raise TypeError(f"set_(): {what} must be ints, got {type(value).__name__}") from None
+    return value
 
 
 def is_storage(obj):
