@@ -159,3 +159,27 @@ def test_bad_arguments_raise():
         tl.batch_norm_gather_stats_with_counts(x, m, i, None, None, 0.1, EPS, tl.ones(1))
     with pytest.raises(RuntimeError, match="one element per row"):
         tl.batch_norm_gather_stats_with_counts(x, m[None], i[None], None, None, 0.1, EPS, tl.ones(3))
+
+
+def test_a_process_with_no_elements_adds_nothing():
+    """A rank whose local batch is empty reports NaN statistics with a count of 0: the merge
+    leaves it out (the NaNs do not spread), as PyTorch's kernel skips it."""
+    x = _batch((4, 3))
+    m, i = tl.batch_norm_stats(tl.tensor(x), EPS)
+    em, ei = tl.batch_norm_stats(tl.zeros(0, 3, dtype=tl.float64), EPS)
+    assert np.isnan(em.numpy()).all()
+    mean, invstd = tl.batch_norm_gather_stats_with_counts(
+        tl.tensor(x), tl.stack([m, em]), tl.stack([i, ei]), None, None, 0.1, EPS,
+        tl.tensor([4.0, 0.0], dtype=tl.float64))
+    want_m, want_i = _np_stats(x)
+    np.testing.assert_allclose(mean.numpy(), want_m, rtol=1e-12)
+    np.testing.assert_allclose(invstd.numpy(), want_i, rtol=1e-12)
+
+
+def test_update_stats_keeps_the_input_dtype_and_refuses_empty_input():
+    x = _batch((4, 3, 5)).astype(np.float16)
+    mean, var = tl.batch_norm_update_stats(tl.tensor(x), None, None, 0.1)
+    assert mean.dtype is tl.float16 and var.dtype is tl.float16
+    np.testing.assert_allclose(var.numpy(), x.astype(np.float64).var((0, 2)), rtol=2e-3)
+    with pytest.raises(RuntimeError, match="at least one element"):
+        tl.batch_norm_update_stats(tl.zeros(0, 3, 2), None, None, 0.1)

@@ -78,6 +78,8 @@ def batch_norm_update_stats(input, running_mean, running_var, momentum):
     None) are updated in place with momentum, the variance unbiased, as batch_norm's training
     step updates them."""
     x3 = _as_ncs(input, "batch_norm_update_stats")
+    if x3.shape[0] * x3.shape[2] == 0:
+        raise RuntimeError("input tensor must have at least one element")
     mean, var = _NK.batch_norm_stats(x3)
     mean, var = _wrap(mean), _wrap(var)
     n = x3.shape[0] * x3.shape[2]
@@ -88,7 +90,7 @@ def batch_norm_update_stats(input, running_mean, running_var, momentum):
             only = running_mean if running_mean is not None else running_var
             value = mean if running_mean is not None else var * (n / (n - 1) if n > 1 else float("inf"))
             only.mul_(1 - momentum).add_(value.to(only.dtype), alpha=momentum)
-    dt = _stat_dtype(input)
+    dt = input.dtype               # (PyTorch's CPU kernel: the input's dtype, half included)
     return _no_backward("batch_norm_update_stats", (input,), (mean.to(dt), var.to(dt)))
 
 
@@ -108,21 +110,21 @@ def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, runni
         raise RuntimeError(f"{op}: counts should have one element per row of mean "
                            f"({mean.shape[0]}), got shape {list(counts.shape)}")
     with _no_grad():
-        m = mean.detach().double()
         c = counts.detach().double().reshape(-1, 1)
-        var_n = (invstd.detach().double() ** -2 - eps) * c
-        var_n = var_n.where(c > 0, 0.0)
+        present = c > 0                 # a process with no elements adds nothing (its NaNs)
+        m = mean.detach().double().where(present, 0.0)
+        var_n = ((invstd.detach().double() ** -2 - eps) * c).where(present, 0.0)
         total = c.sum(0)
-        gmean = (m * c).sum(0) / total
-        m2 = (var_n + c * (m - gmean) ** 2).sum(0)
-        var = m2 / total
+        gmean = (m * c).sum(0) / total.clamp(min=1)
+        m2 = (var_n + (c * (m - gmean) ** 2).where(present, 0.0)).sum(0)
+        var = m2 / total.clamp(min=1)
         n = float(total.max()) if total.numel() else 0.0
         if running_mean is not None:
             running_mean.mul_(1 - momentum).add_(gmean.to(running_mean.dtype), alpha=momentum)
         if running_var is not None:
             unbiased = m2 / (total - 1) if n > 1 else var * float("inf")
             running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype), alpha=momentum)
-    dt = mean.dtype
+    dt = D.float32 if _is_half(mean) else mean.dtype
     return _no_backward(op, (mean, invstd),
                         (gmean.to(dt), (var + eps).rsqrt().to(dt)))
 
