@@ -250,3 +250,34 @@ def test_from_pretrained():
     assert_values(bag(tl.tensor([[0, 1]])).detach(), W[[0]] + W[[1]])
     with pytest.raises(AssertionError, match="Shape of weight does not match"):
         nn.Embedding(3, 3, _weight=table)
+
+
+def test_max_bag_gradient_goes_to_the_first_maximal_row():
+    """Rows tied for a bag's maximum: the gradient goes to the first of them only (the row
+    max_indices names), as PyTorch's backward does, in both forms."""
+    w_np = np.arange(30.0).reshape(10, 3)
+    w_np[4] = w_np[7]
+    w = tl.tensor(w_np, requires_grad=True)
+    out = tl.embedding_bag(w, tl.tensor([4, 7]), tl.tensor([0]), False, 2)
+    out[0].sum().backward()
+    assert out[3].tolist() == [[4, 4, 4]]
+    expect = np.zeros_like(w_np)
+    expect[4] = 1
+    assert_values(w.grad, expect)
+    w2 = tl.tensor(w_np, requires_grad=True)
+    F.embedding_bag(tl.tensor([7, 4, 1]), w2, tl.tensor([0, 2]), mode="max").sum().backward()
+    expect = np.zeros_like(w_np)
+    expect[7] = expect[1] = 1
+    assert_values(w2.grad, expect)
+
+
+def test_bag_offsets_are_checked_and_may_be_empty():
+    w = tl.tensor(W)
+    with pytest.raises(RuntimeError, match="must not decrease"):
+        F.embedding_bag(tl.tensor([1, 2, 3]), w, tl.tensor([0, 3, 2]))
+    with pytest.raises(RuntimeError, match=r"offsets\[-1\] can not be greater than input's length 3"):
+        F.embedding_bag(tl.tensor([1, 2, 3]), w, tl.tensor([0, 5]))
+    none = tl.tensor([], dtype=tl.int64)
+    assert F.embedding_bag(tl.tensor([1, 2, 3]), w, none).shape == (0, 3)
+    out, offset2bag, bag_size, _ = tl.embedding_bag(w, tl.tensor([1, 2, 3]), none, False, 1)
+    assert out.shape == (0, 3) and offset2bag.tolist() == [-1, -1, -1] and bag_size.tolist() == []

@@ -168,15 +168,26 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on the Pytorch "
                                   f"GitHub.")
-    _check_first_offset(offsets)
+    _check_offsets(offsets, input.numel())
     return _bags(input, weight, offsets.to(D.int64), max_norm, norm_type, scale_grad_by_freq,
                  mode, per_sample_weights, include_last_offset, padding_idx)[0]
 
 
-def _check_first_offset(offsets):
-    if offsets.numel() and not offsets.is_meta and int(offsets[0]) != 0:     # (meta: no values)
+def _check_offsets(offsets, n):
+    """PyTorch's checks of the bag offsets over n indices: they start at 0, never decrease and
+    end at most at n (meta tensors have no values to check)."""
+    if not offsets.numel() or offsets.is_meta:
+        return
+    if int(offsets[0]) != 0:
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
                            f"to start from position 0. However, got {int(offsets[0])}")
+    last = int(offsets[-1])
+    if last > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {last}")
+    if offsets.numel() > 1 and bool((offsets[1:] < offsets[:-1]).any()):
+        raise RuntimeError(f"embedding_bag: offsets must not decrease, got "
+                           f"{offsets.tolist() if offsets.numel() <= 16 else 'a decrease'}")
 
 
 def embedding_bag_with_indices(weight, indices, offsets, scale_grad_by_freq, mode, per_sample_weights,
@@ -199,7 +210,7 @@ def embedding_bag_with_indices(weight, indices, offsets, scale_grad_by_freq, mod
             raise RuntimeError(f"embedding_bag: per_sample_weights ({list(per_sample_weights.shape)}) "
                                f"must have one element per index ({list(indices.shape)})")
         per_sample_weights = per_sample_weights.reshape(-1)
-    _check_first_offset(offsets)
+    _check_offsets(offsets, indices.numel())
     return _bags(indices.reshape(-1), weight, offsets.to(D.int64), None, 2, scale_grad_by_freq,
                  mode, per_sample_weights, include_last_offset, padding_idx, with_indices=True)
 
@@ -217,16 +228,20 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
         rows = rows * psw.unsqueeze(1)
     kept_input = input
     if not input.is_meta:     # on meta (no values) every entry counts: the shapes are the same
-        keep = bag_of < n_bags              # include_last_offset: entries past the last bag drop
+        keep = (bag_of >= 0) & (bag_of < n_bags)    # (entries before the first offset -- there
+        # are none but with no offsets at all -- and, with include_last_offset, past the last bag)
         if padding_idx is not None:
             keep = keep & (input != _padding_index(padding_idx, weight.shape[0]))
         kept = keep.nonzero().reshape(-1)
         rows, bag_of = rows.index_select(0, kept), bag_of.index_select(0, kept)
         kept_input = input.index_select(0, kept)
     zeros = _zeros(n_bags, dim, dtype=weight.dtype, device=weight.device)
+    first = None
     if mode == "max":
-        index = bag_of.unsqueeze(1).expand(-1, dim)
-        out = zeros.scatter_reduce(0, index, rows, "amax", include_self=False)
+        # each bag's maximum is the row of its first maximal entry, per feature, so the gradient
+        # goes to that one row (as PyTorch's, through max_indices), ties included
+        first, found = _first_max_positions(rows.detach(), bag_of, n_bags, dim)
+        out = zeros if rows.shape[0] == 0 else _P.where(found, rows.gather(0, first), 0.0)
     else:
         out = zeros.index_add(0, bag_of, rows)
         if mode == "mean":
@@ -238,20 +253,29 @@ def _bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
     with _no_grad():
         bag_size = _zeros(n_bags, dtype=D.int64, device=input.device).index_add(
             0, bag_of, _ones(bag_of.numel(), dtype=D.int64, device=input.device))
-        max_indices = (_max_rows(out.detach(), rows.detach(), bag_of, kept_input, n_bags, dim)
-                       if mode == "max" else bag_size.clone())
+        if mode == "max":
+            max_indices = (_zeros(n_bags, dim, dtype=D.int64, device=input.device)
+                           if rows.shape[0] == 0 or kept_input.is_meta else
+                           _P.where(found, kept_input.to(D.int64)[first], 0))
+        else:
+            max_indices = bag_size.clone()
     return out, offset2bag, bag_size, max_indices
 
 
-def _max_rows(out, rows, bag_of, kept_input, n_bags, dim):
-    """[n_bags, dim]: the index (a weight row) of the first entry of each bag whose value is the
-    bag's maximum, per feature; 0 for an empty bag."""
+def _first_max_positions(rows, bag_of, n_bags, dim):
+    """([n_bags, dim] int64, [n_bags, dim] bool): per bag and feature, the position among
+    `rows` of the bag's first entry holding its maximum (0 where the bag is empty), and
+    whether the bag has one."""
     k = rows.shape[0]
-    if k == 0 or kept_input.is_meta:
-        return _zeros(n_bags, dim, dtype=D.int64, device=out.device)
-    position = _arange(k, device=out.device).unsqueeze(1).expand(-1, dim)
-    hit = rows == out.index_select(0, bag_of)
-    first = _zeros(n_bags, dim, dtype=D.int64, device=out.device).fill_(k).scatter_reduce(
-        0, bag_of.unsqueeze(1).expand(-1, dim), _P.where(hit, position, k), "amin")
+    if k == 0 or rows.is_meta:
+        none = _zeros(n_bags, dim, dtype=D.int64, device=rows.device)
+        return none, none.bool() if k == 0 else none == 0
+    index = bag_of.unsqueeze(1).expand(-1, dim)
+    top = _zeros(n_bags, dim, dtype=rows.dtype, device=rows.device).scatter_reduce(
+        0, index, rows, "amax", include_self=False)
+    position = _arange(k, device=rows.device).unsqueeze(1).expand(-1, dim)
+    hit = rows == top.index_select(0, bag_of)
+    first = _zeros(n_bags, dim, dtype=D.int64, device=rows.device).fill_(k).scatter_reduce(
+        0, index, _P.where(hit, position, k), "amin")
     found = first < k
-    return _P.where(found, kept_input.to(D.int64)[first.clamp(max=k - 1)], 0)
+    return first.clamp(max=k - 1), found
