@@ -498,7 +498,7 @@ def _np_int_avg_pool2d(x, k, s, p, count_include_pad, divisor):
 
 @pytest.mark.parametrize("k,s,p", [(2, 2, 0), (3, 1, 1), (3, 2, 1)])
 @pytest.mark.parametrize("count_include_pad", [True, False])
-@pytest.mark.parametrize("divisor", [None, 3])
+@pytest.mark.parametrize("divisor", [None, 3, -2])
 def test_int64_average_pooling_truncates_like_pytorch(k, s, p, count_include_pad, divisor):
     """avg_pool1d/2d/3d on int64 (the one integer dtype PyTorch pools): integer sums divided
     and truncated toward zero, against a NumPy loop, and against PyTorch where installed;

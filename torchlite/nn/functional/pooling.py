@@ -102,7 +102,8 @@ def integer_average(run, input, divisor_override):
     counted = run(ones, 1)
     divisor = (counted / run(ones, divisor_override)).round().nan_to_num(1.0).to(D.int64)
     sums = run(input.to(D.float64), 1).to(D.int64)
-    return sums.div(divisor.clamp(min=1), rounding_mode="trunc")
+    # a window with no element of the input (divisor 0/0 above) sums to 0: any divisor will do
+    return sums.div(divisor.masked_fill(divisor == 0, 1), rounding_mode="trunc")
 
 
 def _out_size(size, k, s, p, d, ceil_mode):
