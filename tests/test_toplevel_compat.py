@@ -107,12 +107,19 @@ def test_binomial_edges_and_streams():
     [0, 1]); huge counts stay exact in expectation; each element draws from its own block of
     the stream, so a draw does not depend on the elements around it; float32 in, float32 out."""
     nan, inf = float("nan"), float("inf")
-    got = tl.binomial(tl.tensor([4.0, 4.0, nan, -1.0, 3.0, inf, 5.0]),
-                      tl.tensor([0.0, 1.0, 0.5, 0.5, 1.5, 0.5, nan])).tolist()
-    assert got[:2] == [0.0, 4.0] and all(np.isnan(got[2:]))
-    big = tl.binomial(tl.full((20_000,), 1e12, dtype=tl.float64), tl.full((20_000,), 0.4, dtype=tl.float64))
-    z = (big.numpy() - 4e11) / np.sqrt(1e12 * 0.4 * 0.6)
-    assert abs(z.mean()) < 0.05 and abs(z.std() - 1) < 0.05
+    got = tl.binomial(tl.tensor([4.0, 4.0, -1.0, 3.0, 3.0, inf, nan, nan, inf]),
+                      tl.tensor([0.0, 1.0, 0.5, 1.5, -0.5, 1.0, 0.0, 0.5, 0.5])).tolist()
+    assert got[:7] == [0.0, 4.0, 0.0, 3.0, 0.0, inf, 0.0] and all(np.isnan(got[7:]))   # PyTorch's rules
+    for n in (1e12, 1e15, 1e30):          # BTRS's bound stays accurate; beyond 2**53 the normal limit
+        big = tl.binomial(tl.full((20_000,), n, dtype=tl.float64), tl.full((20_000,), 0.4, dtype=tl.float64))
+        z = (big.numpy() - 0.4 * n) / np.sqrt(n * 0.4 * 0.6)
+        assert abs(z.mean()) < 0.05 and abs(z.std() - 1) < 0.05, n
+    with pytest.raises(ValueError, match="floating-point dtypes for count"):
+        tl.binomial(tl.tensor([3]), tl.tensor([0.5]))
+    with pytest.raises(NotImplementedError, match="Half"):
+        tl.binomial(tl.tensor([3.0]).half(), tl.tensor([0.5]).half())
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        tl.binomial(tl.tensor([3.0]), tl.tensor([0.5], dtype=tl.float64))
     rare = tl.binomial(tl.full((20_000,), 1e15, dtype=tl.float64), tl.full((20_000,), 2e-15, dtype=tl.float64))
     np.testing.assert_allclose(rare.numpy().mean(), 2.0, atol=0.05)
     n, p = tl.full((10,), 30.0), tl.linspace(0.05, 0.95, 10)

@@ -555,17 +555,26 @@ def poisson(input, generator=None):
 
 def binomial(count, prob, generator=None):
     """torch.binomial: one Binomial(count, prob) draw per element (count and prob broadcast;
-    the result has prob's dtype), exact (inversion for count * min(p, 1 - p) < 10, Hormann's
-    BTRS above: kernels/random_sample.h), each element from its own block of the generator's
-    stream.  NaN where count is not a finite count >= 0 or prob is outside [0, 1].  Like
-    PyTorch's, it stays in the graph of inputs that require grad, with a node whose backward
-    raises."""
+    float32 or float64, one dtype for both), exact (inversion for count * min(p, 1 - p) < 10,
+    Hormann's BTRS above: kernels/random_sample.h), each element from its own block of the
+    generator's stream.  PyTorch's edge rules: count <= 0 or prob <= 0 gives 0, prob >= 1 gives
+    count; a NaN prob or a NaN or infinite count gives NaN (PyTorch's loop does not end there).
+    Like PyTorch's, it stays in the graph of inputs that require grad, with a node whose
+    backward raises."""
     from .views import broadcast_tensors
     from ..autograd.graph import needs_grad, record_not_differentiable
     tensor_arg(count, "binomial", "count")
     tensor_arg(prob, "binomial", "prob")
     gen = _gen(generator, "binomial", prob.device)
-    _need_float(prob.dtype, "binomial_cpu")
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{_torch_name(t.dtype)}")
+    if prob.dtype not in (D.float32, D.float64):
+        raise NotImplementedError(f"\"binomial_cpu\" not implemented for '{_torch_name(prob.dtype)}'")
+    if count.dtype is not prob.dtype:
+        raise RuntimeError(f"Found dtype {_torch_name(prob.dtype)} but expected "
+                           f"{_torch_name(count.dtype)}")
     c, p = broadcast_tensors(count.detach(), prob.detach())
     if p.is_meta:
         res = _A.empty(tuple(p.shape), p._data.dtype, device="meta")

@@ -64,22 +64,42 @@ static void tl_rnd_poisson(const uint32_t key[2], uint64_t base, const double* r
 /* By the smaller of p and 1 - p (q; the count is flipped back for p > 1/2).  n q < 10:
  * inversion, walking up P(k) = P(k - 1) ((n + 1) / k - 1) q / (1 - q) until the uniform is
  * used up (about n q + 1 steps).  n q >= 10: Hormann's BTRS ("The generation of binomial random
- * variates", 1993): transformed rejection with a squeeze, accepted by the exact log-probability
- * ratio, about 1.15 pairs of draws per value.  Both loops are bounded (a NaN where the bound
- * is reached: it is never reached for finite parameters).  n must be a finite count >= 0 and
- * p in [0, 1]; anything else gives NaN. */
+ * variates", 1993): transformed rejection with a squeeze, about 1.15 pairs of draws per value,
+ * accepted by the log-probability ratio in Hormann's grouping -- Stirling's main terms as logs
+ * of ratios of nearby numbers plus the Stirling tails -- which stays accurate for counts of
+ * 1e15 and more, where differences of log-factorials of that size lose every digit.
+ * Counts beyond 2^53 (no longer whole numbers in a double) take the normal limit.
+ * PyTorch's edge rules: a count <= 0 or a probability <= 0 gives 0, a probability >= 1 the
+ * count; a NaN probability or a count that is NaN or infinite (with 0 < p < 1) gives NaN.  Both
+ * loops are bounded (NaN where the bound is reached: it is not, for finite parameters). */
 #define TL_BINOMIAL_INVERSION_BELOW 10.0
 #define TL_BINOMIAL_MAX_STEPS 4096
 
+/* log k! - ((k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2): Stirling's series' tail */
+static double tl_stirling_tail(double k) {
+    if (k < 10.0)
+        return tl_log_factorial(k) - ((k + 0.5) * log(k + 1.0) - (k + 1.0) + 0.91893853320467274178);
+    double x = k + 1.0, x2 = 1.0 / (x * x);
+    return (1.0 / 12.0 - x2 * (1.0 / 360.0 - x2 * (1.0 / 1260.0 - x2 / 1680.0))) / x;
+}
+
 static double tl_rnd_binomial_one(const uint32_t key[2], uint64_t block, double n, double p) {
-    if (!(n >= 0.0) || !(n <= 9007199254740992.0) || !(p >= 0.0) || !(p <= 1.0)) return NAN;
-    if (n == 0.0 || p == 0.0) return 0.0;
-    if (p == 1.0) return n;
+    if (n <= 0.0 || p <= 0.0) return 0.0;
+    if (p >= 1.0) return n;
+    if (!(n < INFINITY) || p != p) return NAN;                /* NaN or infinite count, NaN p */
     int flip = p > 0.5;
     double q = flip ? 1.0 - p : p;
     tl_rnd_stream s = {key, block, 0u, {0u, 0u, 0u, 0u}};
     double k = NAN;
-    if (n * q < TL_BINOMIAL_INVERSION_BELOW) {
+    if (n > 9007199254740992.0) {
+        /* beyond 2^53 counts are no longer whole numbers in a double: the normal limit, whose
+         * error (skewness ~ 1 / sqrt(n q)) is far below the spacing of the representable
+         * counts there */
+        double u1 = tl_stream_u01(&s), u2 = tl_stream_u01(&s);
+        double z = sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2);
+        k = floor(n * q + 0.5 + sqrt(n * q * (1.0 - q)) * z);
+        k = k < 0.0 ? 0.0 : (k > n ? n : k);
+    } else if (n * q < TL_BINOMIAL_INVERSION_BELOW) {
         double ratio = q / (1.0 - q), a = (n + 1.0) * ratio;
         double r = exp(n * log1p(-q));                       /* P(0) = (1 - q)^n */
         double u = tl_stream_u01(&s);
@@ -97,9 +117,11 @@ static double tl_rnd_binomial_one(const uint32_t key[2], uint64_t block, double 
         double c = n * q + 0.5;
         double v_r = 0.92 - 4.2 / b;
         double alpha = (2.83 + 5.1 / b) * spq;
-        double lpq = log(q / (1.0 - q));
+        double r = q / (1.0 - q);
         double m = floor((n + 1.0) * q);
-        double h = tl_log_factorial(m) + tl_log_factorial(n - m);
+        /* the parts of the bound that do not depend on k */
+        double fixed = (m + 0.5) * log((m + 1.0) / (r * (n - m + 1.0)))
+                       + tl_stirling_tail(m) + tl_stirling_tail(n - m);
         int step;
         for (step = 0; step < TL_BINOMIAL_MAX_STEPS; step++) {
             double u = tl_stream_u01(&s) - 0.5;
@@ -108,8 +130,11 @@ static double tl_rnd_binomial_one(const uint32_t key[2], uint64_t block, double 
             k = floor((2.0 * a / us + b) * u + c);
             if (k < 0.0 || k > n) continue;
             if (us >= 0.07 && v <= v_r) break;
-            if (log(v * alpha / (a / (us * us) + b))
-                    <= h - tl_log_factorial(k) - tl_log_factorial(n - k) + (k - m) * lpq) break;
+            /* log f(k) / f(m) bounds log(v alpha / (a / us^2 + b)), in Hormann's grouping */
+            double bound = fixed + (n + 1.0) * log1p((k - m) / (n - k + 1.0))
+                           + (k + 0.5) * log(r * (n - k + 1.0) / (k + 1.0))
+                           - tl_stirling_tail(k) - tl_stirling_tail(n - k);
+            if (log(v * alpha / (a / (us * us) + b)) <= bound) break;
         }
         if (step == TL_BINOMIAL_MAX_STEPS) return NAN;
     }
