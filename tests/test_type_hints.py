@@ -4,8 +4,9 @@ its public functions torchlite exports at the top level) and, in the nn and opti
 class of __all__ with its __init__, forward, step, other public methods and special methods
 defined in that module, annotates every parameter (but self, cls, *args and **kwargs) and its
 return.  The annotations must also evaluate (typing.get_type_hints, with torchlite's Tensor, dtype,
-device, Size, layout and memory_format and the typing names at hand), so a misspelled name fails
-here; and each module has `from __future__ import annotations`, so none is evaluated on import."""
+device, Size, layout, memory_format and nn.utils.rnn.PackedSequence and the typing names at hand),
+so a misspelled name fails here; and each module has `from __future__ import annotations`, so
+none is evaluated on import."""
 import __future__
 import collections.abc
 import importlib
@@ -29,6 +30,26 @@ MODULES = {   # module: a few of the names it must cover (so the check is never 
     "torchlite.optim.sgd": ["SGD.__init__", "sgd"],
     "torchlite.optim.adam": ["Adam.__init__", "adam"],
     "torchlite.optim.adamw": ["AdamW.__init__", "adamw"],
+    "torchlite._ops.linalg": ["matmul", "mm", "addmm", "einsum", "tensordot", "kron", "norm"],
+    "torchlite._ops.sorting": ["sort", "topk", "unique", "searchsorted", "isin"],
+    "torchlite._ops.indexing": ["gather", "scatter", "index_select", "masked_fill", "nonzero",
+                                "unravel_index"],
+    "torchlite.nn.modules.rnn": ["RNNBase.__init__", "RNNBase.forward", "LSTM.__init__",
+                                 "LSTMCell.forward", "GRUCell.__init__"],
+    "torchlite.nn.modules.transformer": ["Transformer.__init__", "Transformer.forward",
+                                         "Transformer.generate_square_subsequent_mask",
+                                         "TransformerEncoder.forward",
+                                         "TransformerDecoderLayer.forward"],
+    "torchlite.nn.modules.dropout": ["Dropout.__init__", "Dropout.forward", "Dropout2d.forward"],
+    "torchlite.nn.modules.flatten": ["Flatten.__init__", "Unflatten.__init__", "Unflatten.forward"],
+    "torchlite.nn.modules.padding": ["ConstantPad2d.__init__", "ZeroPad2d.__init__",
+                                     "ReflectionPad1d.forward", "CircularPad2d.forward"],
+    "torchlite.optim.rmsprop": ["RMSprop.__init__", "rmsprop"],
+    "torchlite.optim.adagrad": ["Adagrad.__init__", "adagrad"],
+    "torchlite.optim.lr_scheduler": ["LRScheduler.step", "LRScheduler.get_last_lr",
+                                     "LRScheduler.state_dict", "LambdaLR.load_state_dict",
+                                     "StepLR.__init__", "ReduceLROnPlateau.step",
+                                     "CyclicLR.state_dict", "SequentialLR.step"],
 }
 
 
@@ -36,7 +57,8 @@ def _namespace():
     ns = {name: getattr(typing, name) for name in typing.__all__}
     ns.update((name, getattr(collections.abc, name)) for name in collections.abc.__all__)
     ns.update(Tensor=torchlite.Tensor, dtype=torchlite.dtype, device=torchlite.device,
-              Size=torchlite.Size, layout=torchlite.layout, memory_format=torchlite.memory_format)
+              Size=torchlite.Size, layout=torchlite.layout, memory_format=torchlite.memory_format,
+              PackedSequence=torchlite.nn.utils.rnn.PackedSequence)
     return ns
 
 

@@ -8,9 +8,12 @@ layer.  Everything else is one of two kernels in torchlite/_core/indexing.pyx: `
 index_select, index_add, take, put, masked_select...) and `along_dim` (gather/scatter).
 This module turns the Python-level index into the kernels' index groups and checks the
 arguments with PyTorch's messages; the kernels bounds-check every index before they run."""
+from __future__ import annotations
+
 import builtins
 import numbers
 import warnings
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._dispatch import array as _A
@@ -28,6 +31,9 @@ from .elementwise import where as _where
 from ._kit import C_NAMES, needs_grad, no_out_with_grad as _no_out_with_grad, result, tensor_arg
 from ._kit import write_out
 from .._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _BOOL, _UINT8, _INT32, _INT64 = 0, 1, 4, 5
 _TORCH_NAMES = _ew._TORCH_NAMES          # "Float", "Long", ... as PyTorch's messages name dtypes
@@ -365,7 +371,8 @@ def _check_index_dtype(index, op, ints=(_INT32, _INT64)):
 
 
 @_register("gather")
-def gather(input, dim, index, *, sparse_grad=False, out=None):
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
+           out: Tensor | None = None) -> Tensor:
     """out[i][j][k] = input[i][index[i][j][k]][k] (for dim=1): values picked along `dim`."""
     tensor_arg(input, "gather", "input")
     tensor_arg(index, "gather", "index")
@@ -467,7 +474,10 @@ def _scatter(self, dim, index, src, value, reduce):
 
 
 @_register("scatter")
-def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
+def scatter(input: Tensor, dim: int, index: Tensor,
+            src: Tensor | bool | int | float | complex | None = None, *,
+            value: bool | int | float | complex | None = None, reduce: str | None = None,
+            out: Tensor | None = None) -> Tensor:
     """Out-of-place scatter_: a copy of input with src (or value) written at index."""
     res = _scatter(_plain_clone(input), dim, index, src, value, reduce)
     return _result(res._data, out, "scatter", (input, src), _IG.record_scatter, input, dim, index,
@@ -490,7 +500,8 @@ def _scatter_add(self, dim, index, src):
 
 
 @_register("scatter_add")
-def scatter_add(input, dim, index, src, *, out=None):
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor, *,
+                out: Tensor | None = None) -> Tensor:
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(scatter_add, locals())
     res = _scatter_add(_plain_clone(input), dim, index, src)
@@ -549,13 +560,15 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self):
 
 
 @_register("scatter_reduce")
-def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True, out: Tensor | None = None) -> Tensor:
     res = _scatter_reduce(_plain_clone(input), dim, index, src, reduce, include_self)
     return _result(res._data, out, "scatter_reduce", (input, src), _IG.record_scatter_reduce, input,
                    dim, index, src, reduce, include_self)
 
 
-def take_along_dim(input, indices, dim=None, *, out=None):
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
+                   out: Tensor | None = None) -> Tensor:
     """Values of input at indices along dim (broadcast in the other dims); with dim=None,
     indices into the flattened input."""
     tensor_arg(input, "take_along_dim", "input")
@@ -615,7 +628,7 @@ def _source_for(self, d, idx, source, op):
 
 
 @_register("index_select")
-def index_select(input, dim, index, *, out=None):
+def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The slices of input at positions `index` (a 1-d integer tensor) along dim."""
     tensor_arg(input, "index_select", "input")
     tensor_arg(index, "index_select", "index")
@@ -666,7 +679,8 @@ def _index_add(self, dim, index, source, alpha):
 
 
 @_register("index_add")
-def index_add(input, dim, index, source, *, alpha=1, out=None):
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
+              alpha: bool | int | float | complex = 1, out: Tensor | None = None) -> Tensor:
     res = _index_add(_plain_clone(input), dim, index, source, alpha)
     return _result(res._data, out, "index_add", (input, source), _IG.record_index_add, input, dim,
                    index, source, alpha, False)
@@ -681,7 +695,8 @@ def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
 
 
 @_register("index_reduce")
-def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True, out: Tensor | None = None) -> Tensor:
     """index_reduce_ on a copy of input."""
     return scatter_reduce(input, dim, _index_for_reduce(input, dim, index, source, reduce, "index_reduce"),
                           source, reduce, include_self=include_self, out=out)
@@ -758,7 +773,8 @@ def _index_copy(self, dim, index, source):
 
 
 @_register("index_copy")
-def index_copy(input, dim, index, source, *, out=None):
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
+               out: Tensor | None = None) -> Tensor:
     res = _index_copy(_plain_clone(input), dim, index, source)
     return _result(res._data, out, "index_copy", (input, source), _IG.record_index_add, input, dim,
                    index, source, 1, True)
@@ -791,7 +807,8 @@ def _index_fill(self, dim, index, value):
 
 
 @_register("index_fill")
-def index_fill(input, dim, index, value):
+def index_fill(input: Tensor, dim: int, index: Tensor,
+               value: bool | int | float | complex | Tensor) -> Tensor:
     res = _index_fill(_plain_clone(input), dim, index, value)
     return _result(res._data, None, "index_fill", (input, value), _IG.record_index_fill, input, dim,
                    index, value)
@@ -827,7 +844,8 @@ def index_put_(self, indices, values, accumulate=False):
 
 
 @_register("index_put")
-def index_put(input, indices, values, accumulate=False):
+def index_put(input: Tensor, indices: tuple[Tensor, ...] | list[Tensor], values: Tensor,
+              accumulate: bool = False) -> Tensor:
     """index_put_ on a copy of input."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(index_put, locals())
@@ -906,14 +924,15 @@ def _masked_out_of_place(inplace, op, input, mask, arg, record):
 
 
 @_register("masked_fill")
-def masked_fill(input, mask, value):
+def masked_fill(input: Tensor, mask: Tensor,
+                value: bool | int | float | complex | Tensor) -> Tensor:
     """A copy of input (broadcast with mask) with value where mask is True."""
     return _masked_out_of_place(_masked_fill, "masked_fill_", input, mask, value,
                                 _IG.record_masked_fill)
 
 
 @_register("masked_select")
-def masked_select(input, mask, *, out=None):
+def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The elements of input where mask (broadcast with it) is True, as a 1-d tensor."""
     tensor_arg(input, "masked_select", "input")
     tensor_arg(mask, "masked_select", "mask")
@@ -955,7 +974,7 @@ def _masked_scatter(self, mask, source):
 
 
 @_register("masked_scatter")
-def masked_scatter(input, mask, source):
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of input (broadcast with mask) with source's leading elements where mask is True."""
     return _masked_out_of_place(_masked_scatter, "masked_scatter_", input, mask, source,
                                 _IG.record_masked_scatter)
@@ -963,7 +982,8 @@ def masked_scatter(input, mask, source):
 
 # ---- nonzero, take, put ----------------------------------------------------------------------
 @_register("nonzero")
-def nonzero(input, *, out=None, as_tuple=False):
+def nonzero(input: Tensor, *, out: Tensor | None = None,
+            as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """Indices of the nonzero elements: an (n, ndim) int64 tensor in row-major order, or
     with as_tuple=True one 1-d tensor per dim."""
     tensor_arg(input, "nonzero", "input")
@@ -973,7 +993,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     return result(_I.nonzero(input._data), out, "nonzero")
 
 
-def nonzero_static(input, *, size, fill_value=-1):
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
     """nonzero(input) with exactly `size` rows: cut, or padded with fill_value (a shape known
     before the data, as compiled graphs need)."""
     tensor_arg(input, "nonzero_static", "input")
@@ -992,13 +1012,13 @@ _register("nonzero_static")(nonzero_static)
 
 
 @_register("argwhere")
-def argwhere(input):
+def argwhere(input: Tensor) -> Tensor:
     """nonzero(input) as an (n, ndim) tensor."""
     return nonzero(input)
 
 
 @_register("take")
-def take(input, index, *, out=None):
+def take(input: Tensor, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     """input treated as 1-d (row-major), at the positions in index; negative counts back."""
     tensor_arg(input, "take", "input")
     tensor_arg(index, "take", "index")
@@ -1041,7 +1061,7 @@ def _put(self, index, source, accumulate):
 
 
 @_register("put")
-def put(input, index, source, accumulate=False):
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """put_ on a copy of input."""
     res = _put(_plain_clone(input), index, source, accumulate)
     return _result(res._data, None, "put", (input, source), _IG.record_put, input, index, source,
@@ -1063,7 +1083,8 @@ def _embed(input, src, region_of, op):
     return out
 
 
-def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Tensor:
     """A copy of input whose slice start:end:step along dim holds src."""
     d = _wrap_dim(dim, builtins.max(input.ndim, 1))
     if step <= 0:
@@ -1072,12 +1093,13 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     return _embed(input, src, lambda t: t[index], "slice_scatter")
 
 
-def select_scatter(input, src, dim, index):
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """A copy of input whose slice input.select(dim, index) holds src."""
     return _embed(input, src, lambda t: t.select(dim, index), "select_scatter")
 
 
-def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
     """A copy of input whose diagonal (offset, dim1, dim2) holds src."""
     return _embed(input, src, lambda t: t.diagonal(offset, dim1, dim2), "diagonal_scatter")
 
@@ -1091,7 +1113,8 @@ __all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "gather", "sca
            "masked_select", "masked_scatter", "nonzero", "argwhere", "take", "put"]
 
 
-def unravel_index(indices, shape):
+def unravel_index(indices: Tensor | int | Sequence[int],
+                  shape: int | Sequence[int]) -> tuple[Tensor, ...]:
     """The coordinates in `shape` of flat indices (a tuple of int64 tensors, one per dim, as
     torch.unravel_index)."""
     from .creation import tensor
@@ -1140,7 +1163,8 @@ def _clamped_indices(x, mask, indices, op):
     return tuple(out)
 
 
-def _unsafe_masked_index(input, mask, indices, fill):
+def _unsafe_masked_index(input: Tensor, mask: Tensor, indices: Sequence[Tensor | None],
+                         fill: bool | int | float | complex) -> Tensor:
     """input[indices] where mask is True, fill elsewhere; indices may be out of range where
     mask is False (they are clamped, and their values replaced)."""
     tensor_arg(input, "_unsafe_masked_index", "input")
@@ -1154,7 +1178,9 @@ def _unsafe_masked_index(input, mask, indices, fill):
     return input[idx].masked_fill(mask.logical_not(), fill)
 
 
-def _unsafe_masked_index_put_accumulate(input, mask, indices, values):
+def _unsafe_masked_index_put_accumulate(input: Tensor, mask: Tensor,
+                                        indices: Sequence[Tensor | None],
+                                        values: Tensor) -> Tensor:
     """A copy of input with values added at indices where mask is True (index_put with
     accumulate; the masked-off values add nothing, wherever their clamped index lands)."""
     tensor_arg(input, "_unsafe_masked_index_put_accumulate", "input")

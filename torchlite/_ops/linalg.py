@@ -7,10 +7,13 @@ Every product runs on one kernel, the batched GEMM of torchlite/_core/matmul.pyx
 of the operands: a vector becomes a one-row or one-column matrix, batch dims broadcast with
 stride 0, and a transpose is only strides (the kernel packs any layout).  Each op first
 checks its arguments and raises PyTorch's exception with PyTorch's message."""
+from __future__ import annotations
+
 import builtins
 import functools
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 from .._dispatch import array as _A
 from .._dispatch import check_same_device as _check_same_device
@@ -27,6 +30,12 @@ from ._kit import needs_grad, no_out_with_grad as _no_out_with_grad, out_array, 
 from ._kit import tensor_arg, tensor_args
 from ..autograd.grad_mode import _state as _grad_state
 from .._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from .._dtype import dtype
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "addmm", "addmv", "addmv_", "addbmm",
            "baddbmm", "outer", "ger", "inner", "tensordot", "einsum", "chain_matmul", "trace"]
@@ -222,7 +231,7 @@ def _check_3d(a, b):
 
 # ---- the products -------------------------------------------------------------------------
 @_register("mm")
-def mm(input, mat2, *, out=None):
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product of two 2-D tensors."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(mm, locals())
@@ -244,7 +253,7 @@ def mm(input, mat2, *, out=None):
 
 
 @_register("bmm")
-def bmm(input, mat2, *, out=None):
+def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Batched matrix product: (b, n, m) @ (b, m, p) -> (b, n, p)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(bmm, locals())
@@ -263,7 +272,7 @@ def bmm(input, mat2, *, out=None):
 
 
 @_register("mv")
-def mv(input, vec, *, out=None):
+def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix-vector product: (n, m) @ (m,) -> (n,)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(mv, locals())
@@ -308,7 +317,7 @@ def _dot(input, other, out, op, argname):
 
 
 @_register("dot")
-def dot(input, tensor, *, out=None):
+def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product of two 1-D tensors of the same dtype."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(dot, locals())
@@ -316,7 +325,7 @@ def dot(input, tensor, *, out=None):
 
 
 @_register("vdot")
-def vdot(input, other, *, out=None):
+def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product of two 1-D tensors, conjugating the first (a no-op for real dtypes)."""
     if isinstance(input, Tensor) and input.is_complex():
         input = input.conj()
@@ -324,7 +333,7 @@ def vdot(input, other, *, out=None):
 
 
 @_register("trace")
-def trace(input):
+def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a 2-D tensor (integers sum to int64, as torch)."""
     tensor_arg(input, "trace", "input")
     if input.dim() != 2:
@@ -333,7 +342,7 @@ def trace(input):
 
 
 @_register("matmul")
-def matmul(input, other, *, out=None):
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product with NumPy's rules: 1-D operands are vectors, dims beyond the last two
     are batch dims and broadcast."""
     if _autocast.regions and _autocast.here.active:
@@ -422,7 +431,8 @@ def _addmm_inplace(self, a, b, shape, beta, alpha, op, tensors, out_of_place):
 
 
 @_register("addmm")
-def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float | Tensor = 1,
+          alpha: float | Tensor = 1, out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(addmm, locals())
@@ -459,7 +469,8 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
 
 
 @_register("addmv")
-def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float | Tensor = 1,
+          alpha: float | Tensor = 1, out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat @ vec)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(addmv, locals())
@@ -484,7 +495,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
 
 
 @_register("addmv_")
-def addmv_(self, mat, vec, *, beta=1, alpha=1):
+def addmv_(self: Tensor, mat: Tensor, vec: Tensor, *, beta: float | Tensor = 1,
+           alpha: float | Tensor = 1) -> Tensor:
     """In-place addmv."""
     m = _arr(mat, "addmv_", "mat", 1)
     v = _arr(vec, "addmv_", "vec", 2)
@@ -497,7 +509,8 @@ def addmv_(self, mat, vec, *, beta=1, alpha=1):
 
 
 @_register("baddbmm")
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float | Tensor = 1,
+            alpha: float | Tensor = 1, out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2) for 3-D batches."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(baddbmm, locals())
@@ -541,7 +554,8 @@ def _addbmm_operands(a, b):
 
 
 @_register("addbmm")
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float | Tensor = 1,
+           alpha: float | Tensor = 1, out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * sum_i batch1[i] @ batch2[i]."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(addbmm, locals())
@@ -562,7 +576,7 @@ def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
 
 
 @_register("outer", "ger")
-def outer(input, vec2, *, out=None):
+def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Outer product of two 1-D tensors (an elementwise product, so dtypes promote)."""
     a = _arr(input, "outer", "input", 1)
     b = _arr(vec2, "outer", "vec2", 2)
@@ -583,7 +597,7 @@ ger = outer
 
 
 @_register("inner")
-def inner(input, other, *, out=None):
+def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Sum of products over the last dims: shape input.shape[:-1] + other.shape[:-1]; a 0-d
     operand multiplies instead."""
     a = _arr(input, "inner", "input", 1)
@@ -630,7 +644,8 @@ def _dims_list(dims):
 
 
 @_register("tensordot")
-def tensordot(a, b, dims=2, out=None):
+def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[int | Sequence[int]] | Tensor = 2,
+              out: Tensor | None = None) -> Tensor:
     """Contract the last `dims` dims of a with the first `dims` of b, or the dims listed in
     dims = (dims_a, dims_b)."""
     if _autocast.regions and _autocast.here.active:
@@ -678,7 +693,7 @@ def tensordot(a, b, dims=2, out=None):
     return result(res, out, "tensordot")
 
 
-def chain_matmul(*matrices, out=None):
+def chain_matmul(*matrices: Tensor | Sequence[Tensor], out: Tensor | None = None) -> Tensor:
     """Product of 2-D tensors, in the cheapest order (deprecated in PyTorch for
     torch.linalg.multi_dot)."""
     if _autocast.regions and _autocast.here.active:
@@ -807,7 +822,7 @@ def vecdot(x, y, *, dim=-1, out=None):
 
 
 # ---- einsum --------------------------------------------------------------------------------
-def einsum(*args):
+def einsum(*args: Any) -> Tensor:
     """Einstein summation: einsum('ij,jk->ik', a, b), einsum('ij,jk', [a, b]), or the sublist
     form einsum(a, [0, 1], b, [1, 2], [0, 2]).  Supports '...', implicit output, repeated
     subscripts (diagonals), size-1 broadcasting and any number of operands, contracted
@@ -1090,7 +1105,7 @@ Tensor.__rmatmul__ = _rmatmul_op
 # gradients they inherit) --------------------------------------------------------------------
 @_register("kron")
 @with_out("kron", casting="unsafe")
-def kron(input, other):
+def kron(input: Tensor, other: Tensor) -> Tensor:
     """Kronecker product: block (i, j, ...) of the result is input[i, j, ...] * other (the
     operands are padded with leading size-1 dims to the same number of dims)."""
     tensor_args("kron", input=input, other=other)
@@ -1127,7 +1142,8 @@ def linalg_cross(input, other, *, dim=-1):
 
 
 @_register("cross")
-def cross(input, other, dim=None, *, out=None):
+def cross(input: Tensor, other: Tensor, dim: int | None = None, *,
+          out: Tensor | None = None) -> Tensor:
     """The cross product of 3-vectors along dim; without dim, along the first dim of size 3
     (deprecated in PyTorch, which warns)."""
     if _autocast.regions and _autocast.here.active:
@@ -1150,7 +1166,8 @@ _CDIST_MODES = {None: 0, "use_mm_for_euclid_dist_if_necessary": 0, "use_mm_for_e
                 "donot_use_mm_for_euclid_dist": 2}
 
 
-def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str | None = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M):
     (..., P, R), batch dims broadcast.  p=2 goes through a matrix product when P or R
     exceeds 25 (or always / never, by compute_mode), as PyTorch does; other p are computed
@@ -1195,7 +1212,7 @@ def _euclidean_dist(x1, x2):
 
 
 @_register("dist")
-def dist(input, other, p=2):
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of input - other (broadcast), as a 0-d tensor."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(dist, locals())
@@ -1208,7 +1225,7 @@ def dist(input, other, p=2):
     return vector_norm(diff, p)
 
 
-def vander(x, N=None, increasing=False):
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """The Vandermonde matrix of a 1-D tensor: column j is x ** (N - 1 - j) (x ** j when
     increasing); N defaults to len(x).  Integers and bool give int64 (a cumulative product)."""
     tensor_args("vander", x=x)
@@ -1237,7 +1254,8 @@ def _zeros_like(t):
 
 
 @with_out("addr")
-def addr(input, vec1, vec2, *, beta=1, alpha=1):
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: float | complex = 1,
+         alpha: float | complex = 1) -> Tensor:
     """beta * input + alpha * outer(vec1, vec2) (torch.addr)."""
     for name, v in (("vec1", vec1), ("vec2", vec2)):
         if not isinstance(v, Tensor) or v.ndim != 1:
@@ -1339,7 +1357,8 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 
 
 @_register("norm")
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] | None = None,
+         keepdim: bool = False, out: Tensor | None = None, dtype: dtype | None = None) -> Tensor:
     """torch.norm: p='fro' (the 2-norm of the elements over dim), 'nuc', or a number p for
     the vector p-norm (inf, -inf, 0 included)."""
     if _autocast.regions and _autocast.here.active:
@@ -1359,7 +1378,8 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
 
 
-def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+def nuclear_norm(input: Tensor, dim: Sequence[int] | bool | None = None, keepdim: bool = False, *,
+                 out: Tensor | None = None) -> Tensor:
     """torch.nuclear_norm (deprecated in PyTorch, which warns): matrix_norm(input, 'nuc',
     dim) over dim, or the last two dims; nuclear_norm(input, keepdim) is also accepted."""
     warnings.warn("torch.nuclear_norm is deprecated and it is just left for JIT compatibility. "

@@ -6,6 +6,8 @@ over order-preserving integer keys, a heap or quickselect for top-k).  Order is 
 NaN is larger than every number, -0.0 equals 0.0, and sorting is always stable, so
 `stable=False` gives the same (valid) answer as `stable=True`.  topk(sorted=False) also
 returns its values sorted, which is one of the orders PyTorch allows."""
+from __future__ import annotations
+
 import builtins
 
 from .. import _dtype as D
@@ -43,7 +45,8 @@ def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
 
 # ---- sort, argsort, msort ------------------------------------------------------------------
 @_register("sort")
-def sort(input, dim=-1, descending=False, stable=False, *, out=None):
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | None = False, *,
+         out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(values, indices) sorted along dim, ascending unless `descending`.  NaN sorts as the
     largest value; equal elements keep their order (the sort is always stable)."""
     tensor_arg(input, "sort")
@@ -53,7 +56,8 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
 
 
 @_register("argsort")
-def argsort(input, dim=-1, descending=False, stable=False):
+def argsort(input: Tensor, dim: int = -1, descending: bool = False,
+            stable: bool | None = False) -> Tensor:
     """The indices that sort input along dim (see sort)."""
     tensor_arg(input, "argsort")
     d = _wrap_dim(dim, input.ndim)
@@ -61,7 +65,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 
 @_register("msort")
-def msort(input, *, out=None):
+def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """input sorted along dim 0 (the values only)."""
     tensor_arg(input, "msort")
     values, indices = _S.sort(input._data, 0, False)
@@ -76,7 +80,8 @@ def msort(input, *, out=None):
 
 # ---- topk, kthvalue ------------------------------------------------------------------------
 @_register("topk")
-def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
+         out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(values, indices) of the k largest (or smallest) elements along dim, largest first
     (smallest first).  NaN counts as the largest value; ties go to the lower index."""
     tensor_arg(input, "topk")
@@ -86,7 +91,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 
 
 @_register("kthvalue")
-def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
+             out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(values, indices) of the k-th smallest element along dim (k counts from 1)."""
     tensor_arg(input, "kthvalue")
     d = _wrap_dim(dim, input.ndim)
@@ -98,7 +104,8 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 
 
 @_register("mode")
-def mode(input, dim=-1, keepdim=False, *, out=None):
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,
+         out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(values, indices): the most frequent value along dim and where it last occurs; of
     several equally frequent values the smallest, as PyTorch.  NaNs never equal each other, so
     each counts once."""
@@ -162,7 +169,8 @@ def _unique_impl(input, dim, consecutive, return_inverse, return_counts, op):
 
 
 @_register("unique")
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
+           return_counts: bool = False, dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
     """The distinct elements of input (flattened), sorted; or with `dim`, the distinct slices
     along dim in lexicographic order.  Optionally also the index of each input element's
     value in the result (inverse) and how often each value occurs (counts).  Elements compare
@@ -172,7 +180,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 @_register("unique_consecutive")
-def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None) -> Tensor | tuple[Tensor, ...]:
     """unique over runs of equal neighbours only: each run becomes one value, in order."""
     return _unique_impl(input, dim, True, return_inverse, return_counts, "unique_consecutive")
 
@@ -191,8 +200,9 @@ def _scalar_array(x, op, like):
     raise TypeError(f"{op}(): expected a Tensor or a number, got {type(x).__name__}")
 
 
-def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None,
-                 sorter=None):
+def searchsorted(sorted_sequence: Tensor, input: Tensor | bool | int | float, *,
+                 out_int32: bool = False, right: bool = False, side: str | None = None,
+                 out: Tensor | None = None, sorter: Tensor | None = None) -> Tensor:
     """For each value of input, the index where it would go in the innermost dim of
     sorted_sequence to keep it sorted: the first position with an element >= value (> value
     when right=True or side='right').  sorted_sequence is 1-d or has input's leading dims.
@@ -215,7 +225,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return result(res, out, "searchsorted")
 
 
-def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+def bucketize(input: Tensor | bool | int | float, boundaries: Tensor, *, out_int32: bool = False,
+              right: bool = False, out: Tensor | None = None) -> Tensor:
     """The bucket of each input value among 1-d sorted boundaries: i with
     boundaries[i-1] < x <= boundaries[i] (boundaries[i-1] <= x < boundaries[i] when right)."""
     tensor_arg(boundaries, "bucketize", "boundaries")
@@ -224,7 +235,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
 
 
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
+def isin(elements: Tensor | bool | int | float, test_elements: Tensor | bool | int | float, *,
+         assume_unique: bool = False, invert: bool = False) -> Tensor:
     """A bool tensor of elements' shape: whether each element equals (==) some element of
     test_elements (negated with invert).  Either argument may be a number."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):

@@ -1,7 +1,17 @@
 """Adagrad (PyTorch's torch.optim.Adagrad)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .._ops.creation import full_like
 from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg,
                         _new_step_count, _to_scalar, _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = ["Adagrad", "adagrad"]
 
@@ -17,8 +27,12 @@ class Adagrad(Optimizer):
 
     _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
 
-    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
-                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10,
+                 foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         _check_lr(lr)
         _check_nonneg(lr_decay, "lr_decay value")
         _check_nonneg(weight_decay, "weight_decay value")
@@ -34,17 +48,17 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 self._init_param_state(p, initial_accumulator_value)
 
-    def _init_param_state(self, p, initial_accumulator_value):
+    def _init_param_state(self, p: Tensor, initial_accumulator_value: float) -> None:
         state = self.state[p]
         state["step"] = _new_step_count()
         # a complex parameter is accumulated as its (real, imag) pairs: both parts start there
         value = initial_accumulator_value
         state["sum"] = full_like(p, complex(value, value) if p.is_complex() else value)
 
-    def share_memory(self):
+    def share_memory(self) -> None:
         """A no-op kept for PyTorch compatibility (state tensors live in this process)."""
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         state_of = self.state
         sums, steps = [], []
@@ -59,9 +73,11 @@ class Adagrad(Optimizer):
                 differentiable=group["differentiable"])
 
 
-def adagrad(params, grads, state_sums, state_steps, fused=None, *, has_sparse_grad=False,
-            foreach=None, differentiable=False, has_complex=False, lr, weight_decay, lr_decay,
-            eps, maximize):
+def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
+            state_steps: list[Tensor], fused: bool | None = None, *, has_sparse_grad: bool = False,
+            foreach: bool | None = None, differentiable: bool = False, has_complex: bool = False,
+            lr: float | Tensor, weight_decay: float, lr_decay: float, eps: float,
+            maximize: bool) -> None:
     """The Adagrad update on lists of tensors (functional form of Adagrad.step)."""
     lr = _to_scalar(lr)
     for param, grad, state_sum, step_t in zip(params, grads, state_sums, state_steps):

@@ -8,15 +8,22 @@ are PyTorch's: the same formulas evaluated in the same order.
 
 A scheduler's state_dict() is its __dict__ without the optimizer (attribute names follow
 PyTorch so saved dicts have the same layout)."""
+from __future__ import annotations
+
 import math
 import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
 from functools import partial
+from typing import TYPE_CHECKING
 
 from .._tensor import Tensor
 from .optimizer import Optimizer, _to_scalar
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any, SupportsFloat
 
 __all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
            "ExponentialLR", "SequentialLR", "CosineAnnealingLR", "ChainedScheduler",
@@ -85,7 +92,7 @@ class LRScheduler:
     _get_lr_called_within_step = False
     _is_initial = False
 
-    def __init__(self, optimizer, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
         self.optimizer = optimizer
         if last_epoch == -1:
@@ -111,18 +118,18 @@ class LRScheduler:
         with _Flag(self, "_is_initial"):
             self.step()
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """Everything but the optimizer."""
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
 
-    def get_last_lr(self):
+    def get_last_lr(self) -> list[float | Tensor]:
         """The lrs the last step() set."""
         return self._last_lr
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         raise NotImplementedError
 
     def _warn_if_called_outside_step(self):
@@ -130,7 +137,7 @@ class LRScheduler:
             warnings.warn("To get the last learning rate computed by the scheduler, please use "
                           "`get_last_lr()`.", UserWarning, stacklevel=3)
 
-    def step(self, epoch=None):
+    def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to `epoch`, deprecated) and set the groups' lrs."""
         if self._step_count == 1:
             self._warn_on_step_order()
@@ -197,13 +204,13 @@ class _LambdaStateMixin:
     """state_dict for schedulers holding user functions: plain functions and lambdas are not
     saved (None); callable objects save their __dict__."""
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
         state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
                                for fn in self.lr_lambdas]
         return state
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         lr_lambdas = state_dict.pop("lr_lambdas")
         self.__dict__.update(state_dict)
         state_dict["lr_lambdas"] = lr_lambdas      # leave the caller's dict as it was
@@ -224,12 +231,14 @@ def _lambdas_per_group(optimizer, lr_lambda):
 class LambdaLR(_LambdaStateMixin, LRScheduler):
     """lr = initial_lr * lr_lambda(epoch) (one function, or one per group)."""
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer,
+                 lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas_per_group(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         return [base_lr * fn(self.last_epoch)
                 for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
@@ -238,7 +247,9 @@ class LambdaLR(_LambdaStateMixin, LRScheduler):
 class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
     """lr = previous lr * lr_lambda(epoch), from the first step on."""
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer,
+                 lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas_per_group(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
@@ -246,7 +257,7 @@ class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         if self._is_initial:
             return self._current_lrs()
@@ -257,12 +268,13 @@ class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
 class StepLR(LRScheduler):
     """Multiply the lr by gamma every step_size epochs."""
 
-    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._current_lrs()
@@ -276,12 +288,13 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the lr by gamma at each milestone epoch (a repeated milestone counts twice)."""
 
-    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         if self.last_epoch not in self.milestones:
             return self._current_lrs()
@@ -295,14 +308,15 @@ class MultiStepLR(LRScheduler):
 class ConstantLR(LRScheduler):
     """lr = initial_lr * factor until epoch total_iters, then initial_lr."""
 
-    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
         if factor > 1.0 or factor < 0:
             raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
         self.factor = factor
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         if self.last_epoch == 0:
             return self._scaled_lrs(self.factor)
@@ -318,8 +332,8 @@ class ConstantLR(LRScheduler):
 class LinearLR(LRScheduler):
     """The lr factor goes linearly from start_factor to end_factor over total_iters epochs."""
 
-    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
-                 last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
+                 end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
         if start_factor > 1.0 or start_factor <= 0:
             raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
                              "less or equal to 1.")
@@ -330,7 +344,7 @@ class LinearLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         if self.last_epoch == 0:
             return self._scaled_lrs(self.start_factor)
@@ -351,11 +365,11 @@ class LinearLR(LRScheduler):
 class ExponentialLR(LRScheduler):
     """Multiply the lr by gamma every epoch."""
 
-    def __init__(self, optimizer, gamma, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         if self._is_initial:
             return self._current_lrs()
@@ -368,12 +382,13 @@ class ExponentialLR(LRScheduler):
 class PolynomialLR(LRScheduler):
     """lr = initial_lr * (1 - epoch / total_iters) ** power, then constant."""
 
-    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1) -> None:
         self.total_iters = total_iters
         self.power = power
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._current_lrs()
@@ -390,12 +405,13 @@ class CosineAnnealingLR(LRScheduler):
     """lr follows half a cosine from initial_lr down to eta_min over T_max epochs (and back
     up over the next T_max, and so on)."""
 
-    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         e, T, eta_min = self.last_epoch, self.T_max, self.eta_min
         groups = self.optimizer.param_groups
@@ -421,7 +437,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     T_i starts at T_0 and is multiplied by T_mult at each restart.  step(epoch) accepts
     fractional epochs."""
 
-    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
         if T_0 <= 0 or not isinstance(T_0, int):
             raise ValueError(f"Expected positive integer T_0, but got {T_0}")
         if T_mult < 1 or not isinstance(T_mult, int):
@@ -436,13 +453,13 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.T_cur = last_epoch
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         return [self.eta_min + (base_lr - self.eta_min)
                 * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for base_lr in self.base_lrs]
 
-    def step(self, epoch=None):
+    def step(self, epoch: float | None = None) -> None:
         """Advance one epoch, or go to `epoch` (may be fractional, e.g. epoch + i / iters)."""
         if epoch is None and self.last_epoch < 0:
             epoch = 0
@@ -493,12 +510,12 @@ def _check_sub_schedulers(owner, optimizer, schedulers):
 class _NestedStateMixin:
     """state_dict for schedulers made of schedulers: each sub-scheduler's own state_dict."""
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return state
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         saved = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)
         state_dict["_schedulers"] = saved          # leave the caller's dict as it was
@@ -510,7 +527,8 @@ class SequentialLR(_NestedStateMixin, LRScheduler):
     """Run schedulers one after the other, switching at the milestone epochs (each one
     starts from epoch 0 at its milestone)."""
 
-    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, schedulers: Sequence[LRScheduler],
+                 milestones: Sequence[int], last_epoch: int = -1) -> None:
         if len(schedulers) < 1:
             raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got "
                              "no scheduler.")
@@ -533,7 +551,7 @@ class SequentialLR(_NestedStateMixin, LRScheduler):
         first._initial_step()
         self._last_lr = first.get_last_lr()
 
-    def recursive_undo(self, sched=None):
+    def recursive_undo(self, sched: LRScheduler | None = None) -> None:
         """Step every (nested) sub-scheduler back one epoch."""
         sched = self if sched is None else sched
         if hasattr(sched, "_schedulers"):
@@ -542,7 +560,7 @@ class SequentialLR(_NestedStateMixin, LRScheduler):
         elif hasattr(sched, "last_epoch"):
             sched.last_epoch -= 1
 
-    def step(self):
+    def step(self) -> None:
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -556,7 +574,8 @@ class SequentialLR(_NestedStateMixin, LRScheduler):
 class ChainedScheduler(_NestedStateMixin, LRScheduler):
     """Step several schedulers together (their effects on the lr compose)."""
 
-    def __init__(self, schedulers, optimizer=None):
+    def __init__(self, schedulers: Sequence[LRScheduler],
+                 optimizer: Optimizer | None = None) -> None:
         if len(schedulers) < 1:
             raise ValueError(f"{type(self).__name__} expects at least one scheduler to be "
                              "chained, but got no scheduler.")
@@ -566,7 +585,7 @@ class ChainedScheduler(_NestedStateMixin, LRScheduler):
         self.optimizer = optimizer
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
-    def step(self):
+    def step(self) -> None:
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
@@ -576,8 +595,9 @@ class ReduceLROnPlateau(LRScheduler):
     """Multiply the lr by factor when the metric passed to step(metric) has not improved for
     more than `patience` epochs (then wait `cooldown` epochs before counting again)."""
 
-    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
-                 threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1,
+                 patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel",
+                 cooldown: int = 0, min_lr: float | Sequence[float] = 0, eps: float = 1e-8) -> None:
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         self.factor = factor
@@ -605,7 +625,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def step(self, metrics, epoch=None):
+    def step(self, metrics: SupportsFloat, epoch: int | None = None) -> None:
         """Record this epoch's metric (a number or a one-element tensor)."""
         current = float(metrics)
         if epoch is None:
@@ -645,7 +665,7 @@ class ReduceLROnPlateau(LRScheduler):
                 _set_group_value(group, "lr", new_lr)
 
     @property
-    def in_cooldown(self):
+    def in_cooldown(self) -> bool:
         return self.cooldown_counter > 0
 
     def _is_better(self, a, best):
@@ -667,7 +687,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold = threshold
         self.threshold_mode = threshold_mode
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold,
                              threshold_mode=self.threshold_mode)
@@ -702,9 +722,12 @@ class CyclicLR(LRScheduler):
     amplitude, or a custom scale_fn), step_size_up iterations up and step_size_down down;
     meant to be stepped every batch.  With cycle_momentum the momentum cycles inversely."""
 
-    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
-                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
-                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, base_lr: float | Sequence[float],
+                 max_lr: float | Sequence[float], step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_fn: Callable[[float], float] | None = None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum: float | Sequence[float] = 0.8,
+                 max_momentum: float | Sequence[float] = 0.9, last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
         self.optimizer = optimizer
         base_lrs = _per_group("base_lr", optimizer, base_lr)
@@ -743,7 +766,7 @@ class CyclicLR(LRScheduler):
             self._scale_fn_ref = partial(self._exp_range_scale_fn, self.gamma)
             self.scale_mode = "iterations"
 
-    def scale_fn(self, x):
+    def scale_fn(self, x: float) -> float:
         """The amplitude scale at cycle (or iteration) x."""
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
@@ -761,7 +784,7 @@ class CyclicLR(LRScheduler):
     def _exp_range_scale_fn(gamma, x):
         return gamma ** x
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle       # position in the cycle
@@ -778,7 +801,7 @@ class CyclicLR(LRScheduler):
                 _set_momentum(self, group, m_max - (m_max - m_base) * scale_factor * scale)
         return lrs
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         state.pop("_scale_fn_ref", None)
         fn = state.pop("_scale_fn_custom")
@@ -787,7 +810,7 @@ class CyclicLR(LRScheduler):
                                      not isinstance(fn, types.FunctionType) else None)
         return state
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         fn = state_dict.pop("_scale_fn_custom")
         super().load_state_dict(state_dict)
         if fn is not None:
@@ -800,10 +823,14 @@ class OneCycleLR(LRScheduler):
     total_steps, then anneals to initial_lr / final_div_factor (cosine or linear), with an
     optional third phase; momentum moves inversely.  Step it every batch."""
 
-    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
-                 pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
-                 max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
-                 last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float],
+                 total_steps: int | None = None, epochs: int | None = None,
+                 steps_per_epoch: int | None = None, pct_start: float = 0.3,
+                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
+                 base_momentum: float | Sequence[float] = 0.85,
+                 max_momentum: float | Sequence[float] = 0.95, div_factor: float = 25.0,
+                 final_div_factor: float = 1e4, three_phase: bool = False,
+                 last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
         self.optimizer = optimizer
         self.total_steps = self._total_steps(total_steps, epochs, steps_per_epoch)
@@ -871,7 +898,7 @@ class OneCycleLR(LRScheduler):
     def _annealing_linear(start, end, pct):
         return (end - start) * pct + start
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         self._warn_if_called_outside_step()
         step_num = self.last_epoch
         if step_num > self.total_steps:

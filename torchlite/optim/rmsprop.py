@@ -1,6 +1,16 @@
 """RMSprop (PyTorch's torch.optim.RMSprop), optionally centered and with momentum."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg,
                         _to_scalar, _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -17,9 +27,12 @@ class RMSprop(Optimizer):
     _late_option_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False,
                                  differentiable=False, capturable=False)
 
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-                 centered=False, capturable=False, foreach=None, maximize=False,
-                 differentiable=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False,
+                 capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
         _check_lr(lr)
         _check_nonneg(eps, "epsilon value")
         _check_nonneg(momentum, "momentum value")
@@ -31,7 +44,7 @@ class RMSprop(Optimizer):
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         momentum, centered = group["momentum"], group["centered"]
         buffers = (("square_avg",) + (("momentum_buffer",) if momentum > 0 else ())
@@ -45,9 +58,11 @@ class RMSprop(Optimizer):
                 differentiable=group["differentiable"])
 
 
-def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps,
-            foreach=None, maximize=False, differentiable=False, capturable=False, *, lr, alpha,
-            eps, weight_decay, momentum, centered):
+def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
+            grad_avgs: list[Tensor], momentum_buffer_list: list[Tensor], state_steps: list[Tensor],
+            foreach: bool | None = None, maximize: bool = False, differentiable: bool = False,
+            capturable: bool = False, *, lr: float | Tensor, alpha: float, eps: float,
+            weight_decay: float, momentum: float, centered: bool) -> None:
     """The RMSprop update on lists of tensors (functional form of RMSprop.step)."""
     lr = _to_scalar(lr)
     one_minus_alpha = 1 - alpha

@@ -1,7 +1,16 @@
 """Padding layers (PyTorch's torch.nn): constant, zero, reflection, replication, circular."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .utils import ntuple
 from .module import Module
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._tensor import Tensor
 
 __all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d",
            "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
@@ -13,15 +22,15 @@ class _ConstantPadNd(Module):
     __constants__ = ["padding", "value"]
     _n = 2
 
-    def __init__(self, padding, value):
+    def __init__(self, padding: int | Sequence[int], value: float) -> None:
         super().__init__()
         self.value = value
         self.padding = ntuple(padding, self._n)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.pad(input, self.padding, "constant", self.value)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"padding={self.padding}, value={self.value}"
 
 
@@ -46,30 +55,30 @@ class ConstantPad3d(_ConstantPadNd):
 class ZeroPad1d(ConstantPad1d):
     """Pad the last dim with zeros."""
 
-    def __init__(self, padding):
+    def __init__(self, padding: int | tuple[int, int]) -> None:
         super().__init__(padding, 0.0)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.padding}"
 
 
 class ZeroPad2d(ConstantPad2d):
     """Pad the last 2 dims with zeros."""
 
-    def __init__(self, padding):
+    def __init__(self, padding: int | tuple[int, int, int, int]) -> None:
         super().__init__(padding, 0.0)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.padding}"
 
 
 class ZeroPad3d(ConstantPad3d):
     """Pad the last 3 dims with zeros."""
 
-    def __init__(self, padding):
+    def __init__(self, padding: int | tuple[int, int, int, int, int, int]) -> None:
         super().__init__(padding, 0.0)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.padding}"
 
 
@@ -78,14 +87,14 @@ class _ModePadNd(Module):
     _n = 2
     _mode = "reflect"
 
-    def __init__(self, padding):
+    def __init__(self, padding: int | Sequence[int]) -> None:
         super().__init__()
         self.padding = ntuple(padding, self._n)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.pad(input, self.padding, self._mode)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.padding}"
 
 
@@ -128,7 +137,7 @@ class ReplicationPad3d(_ModePadNd):
 class _CircularPadNd(_ModePadNd):
     _mode = "circular"
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         k = self._n // 2
         if input.dim() not in (k + 1, k + 2):
             raise ValueError(f"expected {k + 1}D or {k + 2}D input (got {input.dim()}D input)")

@@ -6,9 +6,12 @@ nn/functional/recurrent.py, shared with torch.lstm/gru/rnn_tanh/rnn_relu: a laye
 direction at a time, the input's contribution to every gate for every step one matrix product
 up front, then one addmm with the hidden state and the gate arithmetic per step (an LSTM layer
 without projection as one autograd op with fused step kernels)."""
+from __future__ import annotations
+
 import math
 import numbers
 import warnings
+from typing import TYPE_CHECKING
 
 import torchlite as _tl
 from .. import functional as F
@@ -18,6 +21,12 @@ from .module import Module
 
 from ..functional.recurrent import rnn_step as _rnn_step, lstm_step as _lstm_step, gru_step as _gru_step
 from ..functional.recurrent import run_layers
+
+if TYPE_CHECKING:
+    from ..._device import device
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
+    from ..utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -39,8 +48,10 @@ class RNNBase(Module):
     # take real tensors; there is no batching rule for them)
     _vmap_per_element = True
 
-    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__()
         if mode not in _GATES:
             raise ValueError(f"Unrecognized RNN mode: {mode}")
@@ -99,19 +110,19 @@ class RNNBase(Module):
         return [getattr(self, n) for n in self._flat_weights_names]
 
     @property
-    def all_weights(self):
+    def all_weights(self) -> list[list[Parameter]]:
         """The parameters grouped per layer and direction, as PyTorch lists them."""
         per = len(self._flat_weights_names) // (self.num_layers * self._directions)
         w = self._flat_weights
         return [w[i:i + per] for i in range(0, len(w), per)]
 
-    def flatten_parameters(self):
+    def flatten_parameters(self) -> None:
         """A no-op kept for PyTorch compatibility (cuDNN's packed weights)."""
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         _uniform_all_(self)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         if self.proj_size != 0:
             s += f", proj_size={self.proj_size}"
@@ -149,7 +160,9 @@ class RNNBase(Module):
         if tuple(h.shape) != shape:
             raise RuntimeError(f"Expected hidden{which} size {shape}, got {list(h.shape)}")
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor | PackedSequence,
+                hx: Tensor | tuple[Tensor, Tensor] | None = None
+                ) -> tuple[Tensor | PackedSequence, Tensor | tuple[Tensor, Tensor]]:
         from ..utils.rnn import PackedSequence
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx, PackedSequence)
@@ -239,8 +252,10 @@ class RNNBase(Module):
 class RNN(RNNBase):
     """Elman RNN: h_t = tanh(W_ih x_t + b_ih + W_hh h_(t-1) + b_hh) (or relu)."""
 
-    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
-                 batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
         elif nonlinearity == "relu":
@@ -255,8 +270,10 @@ class RNN(RNNBase):
 class LSTM(RNNBase):
     """Long short-term memory; forward returns (output, (h_n, c_n))."""
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 proj_size: int = 0,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, proj_size, device=device, dtype=dtype)
 
@@ -264,8 +281,9 @@ class LSTM(RNNBase):
 class GRU(RNNBase):
     """Gated recurrent unit; forward returns (output, h_n)."""
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, device=device, dtype=dtype)
 
@@ -276,7 +294,8 @@ class RNNCellBase(Module):
 
     _vmap_per_element = True     # (see RNNBase)
 
-    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -292,10 +311,10 @@ class RNNCellBase(Module):
             self.register_parameter("bias_hh", None)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         _uniform_all_(self)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         if self.bias is not True:
             s += f", bias={self.bias}"
@@ -345,34 +364,38 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
-    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
-                 dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh",
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         self.nonlinearity = nonlinearity
         super().__init__(input_size, hidden_size, bias, 1, device=device, dtype=dtype)
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, (h,), batched = self._prepare(input, hx, 1)
         h = _rnn_step(self._gates(x, h), self.nonlinearity == "relu")
         return h if batched else h.squeeze(0)
 
 
 class LSTMCell(RNNCellBase):
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device=device, dtype=dtype)
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor,
+                hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
         x, (h, c), batched = self._prepare(input, hx, 2)
         h, c = _lstm_step(self._gates(x, h), c)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
 class GRUCell(RNNCellBase):
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device=device, dtype=dtype)
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, (h,), batched = self._prepare(input, hx, 1)
         gi = F.linear(x, self.weight_ih, self.bias_ih)
         gh = F.linear(h, self.weight_hh, self.bias_hh)

@@ -7,7 +7,10 @@ Every call runs the composed path (PyTorch's "slow path").  PyTorch's inference 
 to rounding, except that the encoder's nested-tensor path (src_key_padding_mask given) returns
 exact zeros (then the final norm of them) at padded positions, where this path returns what
 the layers compute there."""
+from __future__ import annotations
+
 import copy
+from typing import TYPE_CHECKING
 
 from ..._ops.creation import full as _full
 from ..._ops import reduction as _R
@@ -21,6 +24,14 @@ from .dropout import Dropout
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..._device import device
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
 
 __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
            "TransformerDecoderLayer"]
@@ -104,9 +115,11 @@ class TransformerEncoderLayer(Module):
 
     __constants__ = ["norm_first"]
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
-                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
-                 device=None, dtype=None):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: str | Callable[[Tensor], Tensor] = F.relu,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False, norm_first: bool = False,
+                 bias: bool = True, device: str | device | int | None = None,
+                 dtype: dtype | None = None) -> None:
         kw = {"device": device, "dtype": dtype}
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
@@ -127,12 +140,13 @@ class TransformerEncoderLayer(Module):
             self.activation_relu_or_gelu = 0
         self.activation = activation
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
         if not hasattr(self, "activation"):
             self.activation = F.relu
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+    def forward(self, src: Tensor, src_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
         """src (S, N, E), (N, S, E) with batch_first, or (S, E); src_mask (S, S) or
         (N*nhead, S, S); src_key_padding_mask (N, S) or (S,): bool (True = masked) or float."""
         src_key_padding_mask = _FA._canonical_mask(src_key_padding_mask, "src_key_padding_mask",
@@ -164,9 +178,11 @@ class TransformerDecoderLayer(Module):
 
     __constants__ = ["norm_first"]
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
-                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
-                 device=None, dtype=None):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: str | Callable[[Tensor], Tensor] = F.relu,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False, norm_first: bool = False,
+                 bias: bool = True, device: str | device | int | None = None,
+                 dtype: dtype | None = None) -> None:
         kw = {"device": device, "dtype": dtype}
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
@@ -182,12 +198,14 @@ class TransformerDecoderLayer(Module):
         self.dropout3 = Dropout(dropout)
         self.activation = _resolve_activation(activation)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("activation", F.relu)
         super().__setstate__(state)
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False) -> Tensor:
         """tgt (T, N, E), memory (S, N, E) ((N, *, E) with batch_first; unbatched without N);
         tgt_mask (T, T), memory_mask (T, S); padding masks (N, T) and (N, S)."""
         x = tgt
@@ -245,8 +263,9 @@ class TransformerEncoder(Module):
 
     __constants__ = ["norm"]
 
-    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
-                 mask_check=True):
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int,
+                 norm: Module | None = None, enable_nested_tensor: bool = True,
+                 mask_check: bool = True) -> None:
         super().__init__()
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
@@ -256,7 +275,9 @@ class TransformerEncoder(Module):
             encoder_layer)
         self.mask_check = mask_check
 
-    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+    def forward(self, src: Tensor, mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                is_causal: bool | None = None) -> Tensor:
         """src through every layer (and the final norm).  is_causal=None detects a square
         subsequent mask."""
         src_key_padding_mask = _FA._canonical_mask(src_key_padding_mask, "src_key_padding_mask",
@@ -279,14 +300,17 @@ class TransformerDecoder(Module):
 
     __constants__ = ["norm"]
 
-    def __init__(self, decoder_layer, num_layers, norm=None):
+    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int,
+                 norm: Module | None = None) -> None:
         super().__init__()
         self.layers = _get_clones(decoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None, tgt_is_causal: bool | None = None,
+                memory_is_causal: bool = False) -> Tensor:
         """tgt through every layer with memory (and the final norm).  tgt_is_causal=None
         detects a square subsequent tgt_mask."""
         seq_len = _get_seq_len(tgt, self.layers[0].self_attn.batch_first)
@@ -307,10 +331,13 @@ class Transformer(Module):
     (num_decoder_layers layers and a final LayerNorm); every weight matrix Xavier-uniform.
     forward(src, tgt) returns the decoder's output, shaped like tgt."""
 
-    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
-                 dim_feedforward=2048, dropout=0.1, activation=F.relu, custom_encoder=None,
-                 custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False,
-                 bias=True, device=None, dtype=None):
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: str | Callable[[Tensor], Tensor] = F.relu,
+                 custom_encoder: Any | None = None, custom_decoder: Any | None = None,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False, norm_first: bool = False,
+                 bias: bool = True, device: str | device | int | None = None,
+                 dtype: dtype | None = None) -> None:
         kw = {"device": device, "dtype": dtype}
         super().__init__()
         layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
@@ -332,10 +359,12 @@ class Transformer(Module):
         self.nhead = nhead
         self.batch_first = batch_first
 
-    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
-                src_key_padding_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
-                memory_is_causal=False):
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None,
+                tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None, src_is_causal: bool | None = None,
+                tgt_is_causal: bool | None = None, memory_is_causal: bool = False) -> Tensor:
         """src (S, N, E) and tgt (T, N, E) ((N, *, E) with batch_first, no N unbatched) ->
         (T, N, E).  Masks as in TransformerEncoder/TransformerDecoder."""
         is_batched = src.dim() == 3
@@ -352,7 +381,8 @@ class Transformer(Module):
                             tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
 
     @staticmethod
-    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+    def generate_square_subsequent_mask(sz: int, device: str | device | int | None = None,
+                                        dtype: dtype | None = None) -> Tensor:
         """(sz, sz) float mask with -inf above the diagonal and 0 elsewhere."""
         return _generate_square_subsequent_mask(sz, dtype=dtype, device=device)
 
