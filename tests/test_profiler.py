@@ -152,9 +152,12 @@ def test_profile_memory_counts_allocations_and_frees():
     assert block.cpu_memory_usage == size                       # z is what is left
     assert block.self_cpu_memory_usage == size - 3 * size       # its children allocated 3, it freed 2
     table = prof.key_averages().table(sort_by="self_cpu_memory_usage")
-    assert "CPU Mem" in table and "Self CPU Mem" in table and "256.00 Kb" in table and "-512.00 Kb" in table
+    assert "CPU Mem" in table and "Self CPU Mem" in table and "256.00 KB" in table and "-512.00 KB" in table
     assert table.index("matmul.bmm") < table.index("block")       # sorted by self memory, descending
     assert z.shape == (256, 256)
+    with profile(profile_memory=True) as quiet:                   # on: the columns even at 0
+        x.add_(1)
+    assert "Self CPU Mem" in quiet.key_averages().table() and "0 B" in quiet.key_averages().table()
     with profile() as plain:                                      # off: no columns, zeros
         (x + 1).sum()
     assert "CPU Mem" not in plain.key_averages().table()

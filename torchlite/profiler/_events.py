@@ -16,15 +16,15 @@ def format_time(us):
 
 
 def format_memory(nbytes):
-    """A byte count as PyTorch's tables print it: 512 b, 1.50 Kb, 2.00 Mb, 1.00 Gb."""
+    """A byte count as PyTorch's tables print it: 512 B, 1.50 KB, 2.00 MB, 1.00 GB."""
     kb, mb, gb = 1024, 1024 ** 2, 1024 ** 3
     if abs(nbytes) >= gb:
-        return f"{nbytes / gb:.2f} Gb"
+        return f"{nbytes / gb:.2f} GB"
     if abs(nbytes) >= mb:
-        return f"{nbytes / mb:.2f} Mb"
+        return f"{nbytes / mb:.2f} MB"
     if abs(nbytes) >= kb:
-        return f"{nbytes / kb:.2f} Kb"
-    return f"{nbytes} b"
+        return f"{nbytes / kb:.2f} KB"
+    return f"{nbytes} B"
 
 
 class FunctionEvent:
@@ -111,7 +111,11 @@ _SORT_KEYS = {"cpu_time_total", "self_cpu_time_total", "cpu_time", "count", "cud
 
 
 class EventList(list):
-    """A list of events (or of averages) with torch's table, key_averages and trace export."""
+    """A list of events (or of averages) with torch's table, key_averages and trace export.
+    profile_memory: the profile recorded memory (the table then shows the host memory columns
+    even where every value is 0, as PyTorch's)."""
+
+    profile_memory = False
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
         groups = OrderedDict()
@@ -121,7 +125,9 @@ class EventList(list):
             if k not in groups:
                 groups[k] = FunctionEventAvg(e.key, e.input_shapes if group_by_input_shape else None)
             groups[k].add(e)
-        return EventList(groups.values())
+        out = EventList(groups.values())
+        out.profile_memory = self.profile_memory
+        return out
 
     def total_average(self):
         total = FunctionEventAvg("Total")
@@ -153,7 +159,7 @@ class EventList(list):
         memory = [(title, attr) for title, attr in (
             ("CPU Mem", "cpu_memory_usage"), ("Self CPU Mem", "self_cpu_memory_usage"),
             ("CUDA Mem", "device_memory_usage"), ("Self CUDA Mem", "self_device_memory_usage"))
-            if any(getattr(e, attr, 0) for e in self)]
+            if (self.profile_memory and "CPU" in title) or any(getattr(e, attr, 0) for e in self)]
         cols[-1:-1] = [(title, 12) for title, _ in memory]
         if shapes:
             cols.append(("Input Shapes", min(max_shapes_column_width, 40)))

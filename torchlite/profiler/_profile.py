@@ -14,7 +14,8 @@ ran (cpu_memory_usage; self_cpu_memory_usage leaves out its children's), and of 
 allocator's when CUDA is profiled (device_memory_usage): allocations minus frees, in the
 allocator's block sizes (a multiple of 64 bytes, of 64 KiB from 64 KiB on).  The table shows
 them as PyTorch's does ("CPU Mem", "Self CPU Mem"); individual allocations are not recorded
-(no "[memory]" events in the trace)."""
+(no "[memory]" events in the trace), and the host count is the process's: what another thread
+allocates while an event runs counts in that event."""
 import enum
 import os
 import socket
@@ -238,6 +239,7 @@ class profile:
         _dispatch.set_kernel_observer(None)
         _active[0] = None
         self._events = EventList(sorted(self._recorder.events, key=lambda e: e.start_us))
+        self._events.profile_memory = self.profile_memory
         self._recorder = None
 
     def _recording(self, action):
