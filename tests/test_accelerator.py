@@ -17,10 +17,11 @@ def test_without_an_accelerator():
     device = A.current_accelerator().type if A.is_available() else "cpu"     # the tutorials' idiom
     assert tl.ones(2, device=device).device.type == "cpu"
     for call in (A.current_device_index, A.synchronize, A.memory_allocated, A.current_stream,
-                 A.get_memory_info, A.get_device_capability, lambda: A.set_device_index(0)):
+                 A.get_memory_info, A.get_device_capability, lambda: A.set_device_index(0),
+                 A.empty_cache):
         with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available"):
             call()
-    A.empty_cache()
+    A.empty_host_cache()                            # (nothing started: nothing to release)
     with A.device_index(None):
         pass
     torch = pytest.importorskip("torch")
@@ -41,6 +42,10 @@ def test_on_a_cuda_device(cuda_device):
     stream = A.current_stream()
     A.set_stream(stream)
     assert A.current_stream() == stream
+    with pytest.raises(TypeError, match="must be a Stream"):
+        A.set_stream(None)
+    tl.ones(4).pin_memory()
+    A.empty_host_cache()
     free, total = A.get_memory_info()
     assert 0 <= free <= total
     assert tl.float32 in A.get_device_capability()["supported_dtypes"]

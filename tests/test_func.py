@@ -304,3 +304,11 @@ def test_jacrev_of_output_structures_and_hessian_forms_against_torch():
                  [(h[i][j], ref[i][j]) for i in range(2) for j in range(2)])
         for a, b in pairs:
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_jacrev_argument_errors_as_torch_func():
+    x = tl.ones(3)
+    with pytest.raises(ValueError, match="chunk_size"):
+        F.jacrev(lambda v: v * 2, chunk_size=0)
+    with pytest.raises(RuntimeError, match="floating-point or complex"):
+        F.jacrev(lambda v: (v * 2).long())(x)

@@ -16,7 +16,7 @@ from ._device import device as _device
 
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index",
            "set_device_index", "device_index", "current_stream", "set_stream", "synchronize",
-           "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
+           "empty_cache", "empty_host_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
            "max_memory_reserved", "memory_stats", "reset_peak_memory_stats",
            "reset_accumulated_memory_stats", "get_memory_info", "get_device_capability",
            "current_device_idx", "set_device_idx"]
@@ -96,7 +96,11 @@ def current_stream(device=None):
 
 def set_stream(stream):
     """Make `stream` the current stream of its device."""
-    _usable().set_stream(stream)
+    cuda = _usable()
+    if not isinstance(stream, cuda.Stream):
+        raise TypeError(f"set_stream(): argument 'stream' must be a Stream, not "
+                        f"{type(stream).__name__}")
+    cuda.set_stream(stream)
 
 
 def synchronize(device=None):
@@ -105,9 +109,15 @@ def synchronize(device=None):
 
 
 def empty_cache():
-    """Release the caching allocator's unused blocks (nothing to do without an accelerator)."""
-    if is_available():
-        _cuda().empty_cache()
+    """Release the caching allocator's unused blocks."""
+    _usable().empty_cache()
+
+
+def empty_host_cache():
+    """Release the cached pinned host blocks (nothing to do before the backend has started)."""
+    cuda = _cuda()
+    if cuda.is_available() and cuda.is_initialized():
+        cuda._empty_host_cache()
 
 
 def memory_allocated(device_index=None):

@@ -217,7 +217,12 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     grad(<func(x), e_i>), so func runs once on a batch of output-size copies (chunk_size of them
     at a time, when given) and one backward gives every row.  Where that cannot run (func reads
     values in Python, draws random numbers, or is itself a Jacobian transform), or inside
-    another transform, it takes one reverse pass per output element."""
+    another transform, it takes one reverse pass per output element.  The batched rows call
+    func a second time (the first call gives the output's shape and aux): as with torch.func,
+    func should have no side effects."""
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
     def wrapper(*args):
         if _vmap.has_batched(args, None):                # inside vmap: one per element
             return _vmap.loop(wrapper, args, {})
@@ -232,6 +237,9 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             if not isinstance(leaf, _tl.Tensor):
                 raise RuntimeError(f"jacrev(f): expected f's outputs to be Tensors, got "
                                    f"{type(leaf).__name__}")
+            if not (leaf.is_floating_point() or leaf.is_complex()):
+                raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or "
+                                   f"complex Tensors, got Tensor with dtype {leaf.dtype}")
         inputs = [args_[n] for n in nums]
         batched = (not nested and _vmap.current() is None
                    and not getattr(func, "_jacobian_transform", False)

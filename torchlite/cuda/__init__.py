@@ -234,6 +234,14 @@ def empty_cache():
         _state.allocator.empty_cache()
 
 
+def _empty_host_cache():
+    """Release the pinned host allocator's cached, unused blocks (torchlite.accelerator's
+    empty_host_cache; a no-op before any pinned block was made)."""
+    from . import _runtime
+    if _runtime._host_allocator is not None:
+        _runtime._host_allocator.empty_cache()
+
+
 def memory_allocated(device=None):
     """Bytes of device memory held by tensors (0 without CUDA)."""
     return _stat(device, "allocated")
