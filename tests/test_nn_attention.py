@@ -740,6 +740,11 @@ def test_sdpa_kernel_limits_the_backends_as_pytorch_cpu():
         with pytest.raises(RuntimeError, match="No viable backend"):
             F.scaled_dot_product_attention(q, q, q)
     assert tl.equal(F.scaled_dot_product_attention(q, q, q), want)
+    mha, x = nn.MultiheadAttention(8, 2, batch_first=True), tl.randn(1, 4, 8)
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        mha(x, x, x)                                  # need_weights: PyTorch's math path runs
+        with pytest.raises(RuntimeError, match="No viable backend"):
+            mha(x, x, x, need_weights=False)          # through SDPA, as PyTorch's
     with pytest.raises(AssertionError, match="SDPBackend"):
         with sdpa_kernel("MATH"):
             pass

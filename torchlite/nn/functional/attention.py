@@ -468,7 +468,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         out, weights = _attention(q, k, v, attn_mask, None, scale, dropout_p)
     else:
         # as PyTorch's SDPA (is_causal only counts without a mask): a row that may attend
-        # to nothing gives 0
+        # to nothing gives 0; PyTorch goes through SDPA's backend choice here too
+        _check_backend_allowed(q)
         bias, dead = _sdpa_bias(attn_mask, is_causal and attn_mask is None, tgt_len, src_len,
                                 q.dtype, q.device)
         out, weights = _attention(q, k, v, bias, dead, scale, dropout_p)
