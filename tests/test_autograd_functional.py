@@ -265,3 +265,22 @@ def test_strict_errors_like_torch(torch):
         with pytest.raises(RuntimeError) as ours:
             case(AF, tl, a, b)
         assert str(ours.value) == str(theirs.value)
+
+
+def test_vectorized_jacobian_takes_one_batched_backward(monkeypatch):
+    """vectorize=True (reverse mode, no create_graph) goes through func.jacrev's batched rows,
+    not the loop over the basis; the same values as vectorize=False for two inputs and two
+    outputs."""
+    def no_loop(*a):
+        raise AssertionError("vectorize=True looped over the basis")
+    monkeypatch.setattr(AF, "_jacobian_rows_batched", no_loop)
+    w = tl.tensor(np.random.default_rng(0).standard_normal((4, 3)))
+
+    def two_to_two(u, v):
+        return (w @ u).tanh() * v.sum(), u.sin() * v[0]
+    u, v = tl.tensor([0.3, -0.2, 0.9], dtype=tl.float64), tl.tensor([1.5, -0.5], dtype=tl.float64)
+    fast = AF.jacobian(two_to_two, (u, v), vectorize=True)
+    slow = AF.jacobian(two_to_two, (u, v))
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(fast[i][j].numpy(), slow[i][j].numpy(), rtol=1e-12, atol=1e-14)

@@ -15,10 +15,11 @@ in the direction v, grad(g, u, v), is exactly J v (no finite differences).  It c
 backward with create_graph, then one backward per product, and needs the function's backward
 formulas to be differentiable, which torchlite's are (they are written with Tensor ops).
 
-vectorize=True computes the rows (reverse mode) or columns (forward mode) of a Jacobian
+vectorize=True computes the rows of a reverse-mode Jacobian by torchlite.func.jacrev (one
+batched backward over the output basis, through vmap's batching rules; with create_graph, or
+for complex outputs, a loop over the basis vectors), and the columns of a forward-mode one
 through grad(..., is_grads_batched=True), which torchlite runs as a loop over the basis
-vectors: the same values as vectorize=False, without PyTorch's speed-up (there are no
-batching rules).  As in PyTorch, forward mode needs vectorize=True and supports neither
+vectors: the same values as vectorize=False.  As in PyTorch, forward mode needs vectorize=True and supports neither
 strict nor create_graph."""
 from . import grad as _autograd_grad
 from .._ops.creation import eye, ones_like, zeros, zeros_like
@@ -320,7 +321,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
                                    "`vectorized=True` are not supported together. Please either set "
                                    "`strict=False` or `vectorize=False`.")
-            jac = _jacobian_rows_batched(outputs, inputs, create_graph)
+            jac = None if create_graph else _jacobian_by_vmap(func, inputs, outputs)
+            if jac is None:
+                jac = _jacobian_rows_batched(outputs, inputs, create_graph)
         else:
             jac = _jacobian_rows(outputs, inputs, create_graph, strict)
         jac = _grad_postprocess(jac, create_graph)
@@ -350,6 +353,18 @@ def _jacobian_rows(outputs, inputs, create_graph, strict):
                          zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype, device=x.device)
                          for r, x in zip(rows, inputs)))
     return tuple(jac)
+
+
+def _jacobian_by_vmap(func, inputs, outputs):
+    """vectorize=True without create_graph: torchlite.func.jacrev, whose rows come from one
+    batched backward (vmap over the output basis), as PyTorch's vectorize uses vmap; None for
+    complex outputs (the loop below takes them)."""
+    if any(o.is_complex() for o in outputs):
+        return None
+    from .. import func as _func          # the transforms sit above autograd: loaded on use
+    xs = tuple(x.detach() for x in inputs)
+    jac = _func.jacrev(func, argnums=tuple(range(len(xs))))(*xs)
+    return jac if isinstance(jac[0], tuple) else (jac,)
 
 
 def _jacobian_rows_batched(outputs, inputs, create_graph):
