@@ -394,3 +394,29 @@ def test_review_randomness_and_out_dims_none():
     a, k = func.vmap(lambda u: (u, 3), out_dims=(0, None))(X)
     assert k == 3
     assert not func.vmap(lambda u: tl.tensor(u.is_sparse))(X).any()
+
+
+IMG = r(3, 2, 4, 6, 6, seed=11)          # a batch of 3 (N=2, C=4, 6 x 6) inputs
+NEW_RULE_CASES = {
+    # torch.* spellings of nn.functional ops take F's rules (no per-element loop)
+    "conv2d": (lambda a: tl.conv2d(a, r(5, 4, 3, 3, seed=12), None, 1, 1), IMG),
+    "max_pool2d and avg_pool1d": (lambda a: tl.max_pool2d(a, 2).sum() + tl.avg_pool1d(a[0], 2).sum(), IMG),
+    "layer_norm and group_norm": (lambda a: tl.layer_norm(a, (6,)) + tl.group_norm(a, 2), IMG),
+    "pixel_shuffle and channel_shuffle": (lambda a: tl.pixel_shuffle(a, 2).sum() + tl.channel_shuffle(a, 2).sum(), IMG),
+    "selu, celu, threshold, hardshrink": (
+        lambda a: tl.selu(a) + tl.celu(a, 0.5) + tl.threshold(a, 0.1, -1.0) + tl.hardshrink(a, 0.3), X),
+    # and the new family members
+    "rsub, ldexp": (lambda a: tl.rsub(a, 2.0) + tl.ldexp(a, tl.tensor(2)), X),
+    "gcd, lcm": (lambda a: tl.gcd(a, tl.tensor(6)) + tl.lcm(a, tl.tensor(4)),
+                 tl.tensor(np.arange(1, 25).reshape(4, 6))),
+    "rot90": (lambda a: tl.rot90(a) + tl.rot90(a, 3, (1, 0)), r(4, 5, 5, seed=13)),
+    "repeat_interleave": (lambda a: tl.repeat_interleave(a, 2).sum() + a.repeat_interleave(3, dim=1).sum(), X),
+    "quantile": (lambda a: tl.quantile(a, 0.3) + tl.nanquantile(a, 0.7, dim=1).sum(), X),
+    "cholesky_inverse": (lambda a: tl.cholesky_inverse(tl.linalg.cholesky(a @ a.mT + tl.eye(3))), r(4, 3, 3, seed=14)),
+}
+
+
+@pytest.mark.parametrize("name", list(NEW_RULE_CASES))
+def test_new_rules_match_the_loop_without_it(name):
+    f, x = NEW_RULE_CASES[name]
+    check_vmap(f, x, ruled=True, atol=1e-5)

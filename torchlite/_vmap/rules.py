@@ -141,7 +141,8 @@ polygamma positive pow rad2deg reciprocal relu remainder round rsqrt sigmoid sig
 sinc sinh sqrt square sub subtract tan tanh true_divide trunc fix where xlogy zeros_like
 ones_like empty_like full_like real imag relu6 selu celu gelu silu mish hardtanh hardswish
 hardsigmoid leaky_relu softplus softsign tanhshrink softshrink hardshrink threshold logsigmoid
-elu erfcx log_ndtr ndtr ndtri entr expit xlog1py sinc i0e i1 i1e alpha_dropout
+elu erfcx log_ndtr ndtr ndtri entr expit xlog1py sinc i0e i1 i1e alpha_dropout rsub lcm gcd
+ldexp
 dropout""".split()
 # the Tensor-method-only conversions: the same values, another dtype, device or storage
 _PASSTHROUGH = """clone detach contiguous float double half bfloat16 int long short char byte
@@ -231,6 +232,9 @@ DIMS = {  # name: (dim params, what None means)
     "diagonal": (("dim1", "dim2"), None), "diff": (("dim",), None),
     "unflatten": (("dim",), None),
     "cumulative_trapezoid": (("dim",), None), "trapezoid": (("dim",), None),
+    "rot90": (("dims",), None),
+    "repeat_interleave": (("dim",), "flat"), "quantile": (("dim",), "flat"),
+    "nanquantile": (("dim",), "flat"),
 }
 
 
@@ -247,7 +251,16 @@ def _trailing(fn):
 TRAILING = """tril triu inverse det logdet slogdet matrix_exp cholesky pinverse matrix_power
 layer_norm rms_norm embedding pixel_shuffle pixel_unshuffle
 inv inv_ex det slogdet cholesky cholesky_ex qr svd svdvals eigh eigvalsh eig eigvals
-matrix_rank pinv matrix_exp lu_factor lu cond""".split()
+matrix_rank pinv matrix_exp lu_factor lu cond cholesky_inverse""".split()
+
+# torchlite's torch.* spellings of nn.functional ops (nn/functional/aten.py) whose arguments
+# are F's in F's order up to the first tensor, so F's rule serves them (the others -- embedding
+# with the weight first, batch_norm in ATen's order, the losses' integer reductions, dropout's
+# required train flag -- keep the loop)
+ATEN_SAME_RULE = """conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
+max_pool1d max_pool2d max_pool3d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d
+max_pool1d_with_indices channel_shuffle pixel_shuffle pixel_unshuffle layer_norm rms_norm
+group_norm instance_norm selu celu threshold hardshrink""".split()
 
 
 def _leading_n(fn, unbatched_rank):
@@ -924,6 +937,12 @@ def build():
         register(name, lambda f, r=rank: _leading_n(f, r))
     for name, spatial in (("conv1d", 1), ("conv2d", 2), ("conv3d", 3)):
         register(name, lambda f, s=spatial: _conv_batched_weight(f, s))
+    import importlib
+    aten = importlib.import_module("torchlite.nn.functional.aten")
+    for name in ATEN_SAME_RULE:
+        rule = FUNCTIONS.get(getattr(F, name, None))
+        if rule is not None:
+            FUNCTIONS[getattr(aten, name)] = _same_rule_for(getattr(aten, name), name)
     register("batch_norm", _batch_norm)
     register("one_hot", _one_hot)
     register("masked_fill", _masked_fill)
@@ -1015,6 +1034,15 @@ def build():
     for name in ("new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
         METHODS[name] = (lambda n: lambda x, *a, **k: getattr(x.value, n)(*a, **k))(name)
     _built = True
+
+
+def _same_rule_for(fn, name):
+    """The rule F's op `name` has, made for fn (its torch.* spelling)."""
+    if name in _ELEMENTWISE_NAMES:
+        return _elementwise(fn)
+    if name in TRAILING:
+        return _trailing(fn)
+    return _leading_n(fn, LEADING_N[name])
 
 
 def _passthrough(name, x, args, kwargs):
