@@ -50,9 +50,20 @@ def cases(lib):
     def jacrev_case():
         return f.jacrev(lambda w: F.linear(x[:8], w).tanh().sum(0))(params["w1"])
 
+    w_h = t(rng.standard_normal((64, 32)) * 0.2)
+    x_h = t(rng.standard_normal(32))
+
+    def hessian_case():             # a scalar of 32 inputs: the Jacobian of its gradient
+        return f.hessian(lambda v: (w_h @ v).tanh().pow(2).sum() + v.sin().sum())(x_h)
+
+    def jacobian_vectorized():      # torch.autograd.functional's vectorize=True
+        return lib.autograd.functional.jacobian(lambda v: (w_h @ v).tanh(), x_h, vectorize=True)
+
     return [("vmap(grad) per-sample MLP, batch 64", lambda: per_sample(params, x, y), 0.8),
             ("grad of the batch loss (one backward)", plain_step, None),
-            ("jacrev of tanh(linear), 128 outputs", jacrev_case, None)]
+            ("jacrev of tanh(linear), 128 outputs", jacrev_case, None),
+            ("hessian of a scalar of 32 inputs", hessian_case, None),
+            ("autograd.functional.jacobian vectorize", jacobian_vectorized, None)]
 
 
 def main():
