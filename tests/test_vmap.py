@@ -412,6 +412,9 @@ NEW_RULE_CASES = {
     "rot90": (lambda a: tl.rot90(a) + tl.rot90(a, 3, (1, 0)), r(4, 5, 5, seed=13)),
     "repeat_interleave": (lambda a: tl.repeat_interleave(a, 2).sum() + a.repeat_interleave(3, dim=1).sum(), X),
     "quantile": (lambda a: tl.quantile(a, 0.3) + tl.nanquantile(a, 0.7, dim=1).sum(), X),
+    "function forms of methods": (lambda a: tl.permute(a, (1, 0)).sum(0) + tl.t(a).sum(0)
+                                  + tl.clone(a).sum(1) + tl.detach(a).sum(1) + tl.ravel(a)[:3]
+                                  + tl.fliplr(a).sum(1) + tl.flipud(a).sum(1), X),
     "cholesky_inverse": (lambda a: tl.cholesky_inverse(tl.linalg.cholesky(a @ a.mT + tl.eye(3))), r(4, 3, 3, seed=14)),
 }
 

@@ -992,6 +992,16 @@ def build():
     register("trace", lambda f: _trace)
     register("reshape", lambda f: _reshape_fn)
     register("broadcast_to", lambda f: _broadcast_to)
+    # function forms of Tensor methods with rules (torch.permute(x, dims), torch.t(x), ...)
+    register("permute", lambda f: _batched_only(lambda x, dims: _permute_method(x, *dims)))
+    register("t", lambda f: _batched_only(_t_method))
+    register("clone", lambda f: _batched_only(
+        lambda x, *, memory_format=None: Batched(x.value.clone())))
+    register("detach", lambda f: _batched_only(lambda x: Batched(x.value.detach())))
+    register("ravel", lambda f: _batched_only(
+        lambda x: Batched(x.value.reshape(x.value.shape[0], -1))))
+    register("fliplr", lambda f: _batched_only(lambda x: _flip(x, 1) if x.ndim >= 2 else NotImplemented))
+    register("flipud", lambda f: _batched_only(lambda x: _flip(x, 0) if x.ndim >= 1 else NotImplemented))
     for name in _RANDOM_FUNCTIONS:
         for f in _lookup(name, mods):
             if name == "dropout":             # a multiplicative mask: one for the batch
@@ -1034,6 +1044,18 @@ def build():
     for name in ("new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
         METHODS[name] = (lambda n: lambda x, *a, **k: getattr(x.value, n)(*a, **k))(name)
     _built = True
+
+
+def _batched_only(rule):
+    """rule for a batched first argument (anything else: the loop, which raises fn's errors)."""
+    def checked(x, *args, **kwargs):
+        if type(x) is not Batched or has_batched(args, kwargs):
+            return NotImplemented
+        try:
+            return rule(x, *args, **kwargs)
+        except TypeError:                   # an argument form the rule does not take
+            return NotImplemented
+    return checked
 
 
 def _same_rule_for(fn, name):
