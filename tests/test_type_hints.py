@@ -50,6 +50,20 @@ MODULES = {   # module: a few of the names it must cover (so the check is never 
                                      "LRScheduler.state_dict", "LambdaLR.load_state_dict",
                                      "StepLR.__init__", "ReduceLROnPlateau.step",
                                      "CyclicLR.state_dict", "SequentialLR.step"],
+    "torchlite.nn.functional.activation": ["relu", "leaky_relu", "gelu", "softmax", "log_softmax",
+                                           "threshold", "gumbel_softmax"],
+    "torchlite.nn.functional.conv": ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"],
+    "torchlite.nn.functional.linear": ["linear", "bilinear"],
+    "torchlite.nn.functional.pooling": ["max_pool2d", "max_pool2d_with_indices", "avg_pool2d",
+                                        "adaptive_avg_pool2d", "max_unpool2d", "lp_pool2d"],
+    "torchlite.nn.functional.normalization": ["batch_norm", "layer_norm", "group_norm", "rms_norm",
+                                              "normalize"],
+    "torchlite.nn.functional.dropout": ["dropout", "dropout2d", "alpha_dropout"],
+    "torchlite.nn.functional.loss": ["cross_entropy", "nll_loss", "mse_loss",
+                                     "binary_cross_entropy_with_logits", "kl_div",
+                                     "triplet_margin_with_distance_loss"],
+    "torchlite.nn.functional.distance": ["pairwise_distance", "cosine_similarity", "pdist"],
+    "torchlite.nn.functional.vision": ["pad", "interpolate", "unfold", "fold", "pixel_shuffle"],
 }
 
 

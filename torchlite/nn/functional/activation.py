@@ -7,7 +7,10 @@ that PyTorch computes as one op is one op here: its forward runs on the array la
 graph and one node with PyTorch's name (activation_grad.py) holds its input, so a training
 step records one node per activation, not one per arithmetic step.  The few that PyTorch
 itself composes (softsign, tanhshrink, softmin, glu) are compositions of Tensor ops here too."""
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 from ... import _dtype as D
 from ..._dispatch import elementwise as _ew
@@ -22,6 +25,10 @@ from ...autograd.graph import inplace_records as _inplace_records
 from . import activation_grad as _G
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
 
 __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "rrelu_",
            "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "softplus",
@@ -69,13 +76,13 @@ def _maybe_inplace(input, inplace, op, name):
 
 
 # ---- relu family -------------------------------------------------------------------------------
-def relu(input, inplace=False):
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(input, 0) (the gradient at 0 is 0)."""
     tensor_arg(input, "relu", "input", pos=1)
     return _P.relu_(input) if inplace else _P.relu(input)
 
 
-def relu_(input):
+def relu_(input: Tensor) -> Tensor:
     """In-place relu."""
     return relu(input, True)
 
@@ -86,7 +93,8 @@ def _hardtanh(input, min_val, max_val, cls=_G.HardtanhBackward0):
     return _fused(cls, input, lambda x: _P.clamp(x, min_val, max_val), (min_val, max_val))
 
 
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
     """input clamped to [min_val, max_val]; no gradient at or beyond the bounds."""
     tensor_arg(input, "hardtanh", "input", pos=1)
     if min_val > max_val:
@@ -94,12 +102,12 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     return _maybe_inplace(input, inplace, lambda x: _hardtanh(x, min_val, max_val), "hardtanh")
 
 
-def hardtanh_(input, min_val=-1.0, max_val=1.0):
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     """In-place hardtanh."""
     return hardtanh(input, min_val, max_val, True)
 
 
-def relu6(input, inplace=False):
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(input, 0), 6): hardtanh(input, 0, 6)."""
     return hardtanh(input, 0.0, 6.0, inplace)
 
@@ -108,7 +116,7 @@ def _leaky(x, slope):
     return _P.where(x > 0, x, x * slope)
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """input where input > 0, else negative_slope * input."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(leaky_relu, locals())
@@ -120,7 +128,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
                                                            (slope,)), "leaky_relu")
 
 
-def leaky_relu_(input, negative_slope=0.01):
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """In-place leaky_relu."""
     return leaky_relu(input, negative_slope, True)
 
@@ -140,7 +148,7 @@ def _prelu_weight_shape(input, weight):
     return (1, n) + (1,) * (input.ndim - 2)
 
 
-def prelu(input, weight):
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """input where input > 0, else weight * input, with one learnt slope per channel (dim 1)
     or one shared slope."""
     if _autocast.regions and _autocast.here.active:
@@ -159,7 +167,8 @@ def prelu(input, weight):
     return out
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
     """Randomized leaky relu: in training each non-positive element is scaled by a slope drawn
     uniformly from [lower, upper]; in eval the slope is (lower + upper) / 2."""
     if _autocast.regions and _autocast.here.active:
@@ -189,7 +198,8 @@ def _rrelu(x, lower, upper, training, cls, generator):
     return _fused(cls, x, lambda v: v * noise, (noise, slope))
 
 
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
     """In-place rrelu."""
     return rrelu(input, lower, upper, training, True)
 
@@ -209,7 +219,7 @@ def _elu(input, alpha, scale, input_scale, inplace, name, cls):
                           name)
 
 
-def elu(input, alpha=1.0, inplace=False):
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """input where input > 0, else alpha * (exp(input) - 1)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(elu, locals())
@@ -217,12 +227,12 @@ def elu(input, alpha=1.0, inplace=False):
                 _G.EluBackward1 if inplace else _G.EluBackward0)
 
 
-def elu_(input, alpha=1.0):
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     """In-place elu."""
     return elu(input, alpha, True)
 
 
-def selu(input, inplace=False):
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """scale * elu(input, alpha) with the self-normalising constants (alpha ~ 1.6733,
     scale ~ 1.0507)."""
     if _autocast.regions and _autocast.here.active:
@@ -231,12 +241,12 @@ def selu(input, inplace=False):
                 _G.EluBackward1 if inplace else _G.EluBackward0)
 
 
-def selu_(input):
+def selu_(input: Tensor) -> Tensor:
     """In-place selu."""
     return selu(input, True)
 
 
-def celu(input, alpha=1.0, inplace=False):
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(celu, locals())
@@ -246,7 +256,7 @@ def celu(input, alpha=1.0, inplace=False):
                 _G.CeluBackward1 if inplace else _G.CeluBackward0)
 
 
-def celu_(input, alpha=1.0):
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     """In-place celu."""
     return celu(input, alpha, True)
 
@@ -258,7 +268,7 @@ def _gelu_forward(x, approximate):
     return x * ((x * _G._SQRT_HALF).erf() + 1) * 0.5
 
 
-def gelu(input, approximate="none"):
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x) (Phi: the standard normal CDF); approximate='tanh' uses
     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     if _autocast.regions and _autocast.here.active:
@@ -270,7 +280,7 @@ def gelu(input, approximate="none"):
     return _fused(_G.GeluBackward0, input, lambda x: _gelu_forward(x, approximate), (approximate,))
 
 
-def silu(input, inplace=False):
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (swish)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(silu, locals())
@@ -289,7 +299,7 @@ def _softplus_forward(x, beta, threshold):
     return _P.where(bx > threshold, x, bx.exp().log1p() / beta if beta != 1 else bx.exp().log1p())
 
 
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta; linear (x) where beta * x > threshold."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(softplus, locals())
@@ -299,7 +309,7 @@ def softplus(input, beta=1.0, threshold=20.0):
                   (beta, threshold))
 
 
-def mish(input, inplace=False):
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * tanh(softplus(x))."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(mish, locals())
@@ -313,7 +323,7 @@ def _mish_forward(x):
     return x * _softplus_forward(x, 1.0, 20.0).tanh()
 
 
-def logsigmoid(input):
+def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)), computed as min(x, 0) - log1p(exp(-|x|)) (no overflow)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(logsigmoid, locals())
@@ -323,7 +333,7 @@ def logsigmoid(input):
                   lambda x: x.clamp(max=0.0) - (-x.abs()).exp().log1p(), ())
 
 
-def softsign(input):
+def softsign(input: Tensor) -> Tensor:
     """x / (1 + |x|) (composed, as in PyTorch)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(softsign, locals())
@@ -331,7 +341,7 @@ def softsign(input):
     return input / (input.abs() + 1)
 
 
-def tanhshrink(input):
+def tanhshrink(input: Tensor) -> Tensor:
     """x - tanh(x) (composed, as in PyTorch)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(tanhshrink, locals())
@@ -339,18 +349,18 @@ def tanhshrink(input):
     return input - input.tanh()
 
 
-def sigmoid(input):
+def sigmoid(input: Tensor) -> Tensor:
     """1 / (1 + exp(-x))."""
     return _P.sigmoid(input)
 
 
-def tanh(input):
+def tanh(input: Tensor) -> Tensor:
     """Hyperbolic tangent."""
     return _P.tanh(input)
 
 
 # ---- piecewise-linear ones ---------------------------------------------------------------------
-def hardsigmoid(input, inplace=False):
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """relu6(x + 3) / 6."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(hardsigmoid, locals())
@@ -360,7 +370,7 @@ def hardsigmoid(input, inplace=False):
         _G.HardsigmoidBackward0, x, lambda v: (v / 6.0 + 0.5).clamp(0.0, 1.0), ()), "hardsigmoid")
 
 
-def hardswish(input, inplace=False):
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * relu6(x + 3) / 6."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(hardswish, locals())
@@ -370,7 +380,7 @@ def hardswish(input, inplace=False):
         _G.HardswishBackward0, x, lambda v: v * (v + 3.0).clamp(0.0, 6.0) / 6.0, ()), "hardswish")
 
 
-def threshold(input, threshold, value, inplace=False):
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """input where input > threshold, else value."""
     tensor_arg(input, "threshold", "input", pos=1)
     cls = _G.ThresholdBackward1 if inplace else _G.ThresholdBackward0
@@ -386,7 +396,7 @@ def _fill_value(x, value):
     return value if x.is_floating_point() else int(value)
 
 
-def threshold_(input, threshold, value):
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place threshold."""
     return globals()["threshold"](input, threshold, value, True)
 
@@ -398,7 +408,7 @@ def _check_lambd(input, lambd):
                            f"{_ew._TORCH_NAMES[input._data.dtype]}, but found {lambd:g}")
 
 
-def softshrink(input, lambd=0.5):
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd where x > lambd, x + lambd where x < -lambd, else 0."""
     tensor_arg(input, "softshrink", "input", pos=1)
     _need_float(input, "softshrink_check")
@@ -407,7 +417,7 @@ def softshrink(input, lambd=0.5):
         x > lambd, x - lambd, _P.where(x < -lambd, x + lambd, 0.0)), (lambd,))
 
 
-def hardshrink(input, lambd=0.5):
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0."""
     tensor_arg(input, "hardshrink", "input", pos=1)
     _need_float(input, "hardshrink_cpu")
@@ -424,7 +434,8 @@ def _implicit_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype: dtype | None = None) -> Tensor:
     """exp(x) / sum(exp(x)) along dim (dtype= casts the input first)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(softmax, locals())
@@ -434,7 +445,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _R.softmax(input, dim, dtype=dtype)
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype: dtype | None = None) -> Tensor:
     """log(softmax(x)) along dim, computed stably."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(log_softmax, locals())
@@ -444,7 +456,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _R.log_softmax(input, dim, dtype=dtype)
 
 
-def softmin(input, dim=None, _stacklevel=3, dtype=None):
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype: dtype | None = None) -> Tensor:
     """softmax(-x) along dim."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(softmin, locals())
@@ -454,7 +467,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return _R.softmax(-input, dim, dtype=dtype)
 
 
-def glu(input, dim=-1):
+def glu(input: Tensor, dim: int = -1) -> Tensor:
     """a * sigmoid(b), where a and b are the two halves of input along dim."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(glu, locals())
@@ -469,7 +482,8 @@ def glu(input, dim=-1):
     return a * b.sigmoid()
 
 
-def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
     """A sample from the Gumbel-softmax distribution: softmax((logits + g) / tau) with Gumbel
     noise g drawn from torchlite's generator.  hard=True returns the one-hot of the sample's
     argmax with the soft sample's gradient (straight-through)."""

@@ -4,13 +4,19 @@ Each is one op over the kernels of torchlite/_core/conv.pyx (im2col + GEMM per i
 `ConvolutionBackward0` node (conv_grad.py) whose gradients are convolutions again, so higher
 derivatives work.  This module checks the arguments in PyTorch's order and with its messages;
 an unbatched input (no batch dim) is convolved as a batch of one, as in PyTorch."""
+from __future__ import annotations
+
 import builtins
 import numbers
+from typing import TYPE_CHECKING
 
 from . import conv_grad as _G
 from ._utils import ntuple
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -142,7 +148,9 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, op):
     return out.squeeze(0) if unbatched else out
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+           stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """1-d convolution (cross-correlation) of input (N, C, L) or (C, L) with weight
     (O, C/groups, K); padding is an int, a 1-tuple, 'valid' or 'same'."""
     if _autocast.regions and _autocast.here.active:
@@ -150,7 +158,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+           stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """2-d convolution (cross-correlation) of input (N, C, H, W) or (C, H, W) with weight
     (O, C/groups, KH, KW); padding is an int, a pair, 'valid' or 'same'."""
     if _autocast.regions and _autocast.here.active:
@@ -198,8 +208,10 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
     return res.squeeze(0) if unbatched else res
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+                     output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """1-d transposed convolution of input (N, C_in, L) with weight (C_in, C_out/groups, K)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(conv_transpose1d, locals())
@@ -207,8 +219,10 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                              dilation, 1, "conv_transpose1d")
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+                     output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """2-d transposed convolution of input (N, C_in, H, W) with weight
     (C_in, C_out/groups, KH, KW): the gradient of conv2d with respect to its input."""
     if _autocast.regions and _autocast.here.active:

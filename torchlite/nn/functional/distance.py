@@ -1,13 +1,21 @@
 """Distances and similarities between vectors (torch.nn.functional's pairwise_distance,
 cosine_similarity, pdist), composed of Tensor ops so autograd handles them."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import torchlite as _tl
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
 
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
+
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
 
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
     """The p-norm of x1 - x2 + eps over the last dim (inputs broadcast)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(pairwise_distance, locals())
@@ -18,7 +26,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _tl.linalg.vector_norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
 
 
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1 * x2) / (|x1| |x2|) along dim, each norm clamped below at eps (inputs
     broadcast): each input is normalised first, as PyTorch does, which keeps precision."""
     if _autocast.regions and _autocast.here.active:
@@ -31,7 +39,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
-def pdist(input, p=2):
+def pdist(input: Tensor, p: float = 2) -> Tensor:
     """The p-norm distance between every pair of rows i < j of a 2-D input, in row-major
     order of the pairs (the condensed form, length N(N-1)/2)."""
     if _autocast.regions and _autocast.here.active:

@@ -6,12 +6,18 @@ torchlite's default generator, so torchlite.manual_seed makes it reproducible, d
 and input * noise.  The multiplication's node (MulBackward0) keeps the noise, so the gradient is
 grad * mask / (1 - p) with the mask saved, not drawn again.  p = 0, eval mode and empty inputs
 return the input itself; p = 1 multiplies by zero."""
+from __future__ import annotations
+
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 from ..._ops.creation import empty as _empty, zeros as _zeros
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout"]
@@ -52,7 +58,7 @@ def _dropout_impl(input, p, training, inplace, feature=False, alpha=False):
     return input.mul_(noise) if inplace else input * noise
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability p and scale the rest by 1 / (1 - p) (training only)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(dropout, locals())
@@ -80,7 +86,8 @@ def _warn_deprecated_rank(name, nd, spatial_dims):
                   f"{spatial_dims + 1}D or {spatial_dims + 2}D inputs).", stacklevel=3)
 
 
-def dropout1d(input, p=0.5, training=True, inplace=False):
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
     """Zero whole channels of (N, C, L) or (C, L) input with probability p."""
     _check_p(p)
     nd = input.dim()
@@ -92,7 +99,8 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _batched_feature_dropout(input, p, training, inplace, nd == 3)
 
 
-def dropout2d(input, p=0.5, training=True, inplace=False):
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
     """Zero whole channels of (N, C, H, W) input with probability p (a 3-D input is taken as
     (N, C, L), PyTorch's legacy rule, with its warning)."""
     _check_p(p)
@@ -109,7 +117,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return _dropout_impl(input, p, training, inplace, feature=True)
 
 
-def dropout3d(input, p=0.5, training=True, inplace=False):
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p."""
     _check_p(p)
     nd = input.dim()
@@ -118,14 +127,16 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _batched_feature_dropout(input, p, training, inplace, nd == 5)
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
     """Dropout that keeps SELU's self-normalising mean and variance: dropped units are set to
     SELU's negative saturation value, then the result is scaled and shifted back."""
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, alpha=True)
 
 
-def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
     """alpha_dropout of whole channels."""
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, feature=True, alpha=True)

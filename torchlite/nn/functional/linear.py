@@ -1,9 +1,16 @@
 """F.linear and F.bilinear, composed from the matrix products of torchlite/_ops/linalg.py
 (so autograd needs no extra code, and the graph is PyTorch's: AddmmBackward0 for a 2-D input
 with a bias, TBackward0 for the weight)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..._ops.linalg import addmm, matmul
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["linear", "bilinear"]
 
@@ -14,7 +21,7 @@ def _check_tensor(x, op, name, pos, optional=False):
     tensor_arg(x, op, name, pos=pos)
 
 
-def linear(input, weight, bias=None):
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = input @ weight.T + bias over the last dim of input: weight (out_features,
     in_features), bias (out_features,) or None."""
     if _autocast.regions and _autocast.here.active:
@@ -68,7 +75,7 @@ def _bilinear_checks(input1, input2, weight, bias):
                            f"expected {weight.shape[0]}")
 
 
-def bilinear(input1, input2, weight, bias=None):
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(bilinear, locals())

@@ -6,8 +6,11 @@ torchlite/_core/loss.pyx; its backward is (softmax - onehot) * weights / normali
 as is nll_loss; binary_cross_entropy(_with_logits) are single ops with their own backward
 (loss_grad.py).  The other losses are compositions of differentiable Tensor ops, as PyTorch
 composes most of them."""
+from __future__ import annotations
+
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 from ... import _dtype as D
 from ..._tensor import Tensor, _wrap
@@ -23,6 +26,9 @@ from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from . import loss_grad as _G
 from ..._ops._kit import tensor_args
 from ..._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -199,8 +205,9 @@ def _nll(input, target, weight, ignore_index, red, from_logits):
     return out
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             size_average: bool | None = None, ignore_index: int = -100, reduce: bool | None = None,
+             reduction: str = "mean") -> Tensor:
     """The negative log-likelihood loss of log-probabilities `input` ([N, C], [C] or
     [N, C, d1, ...]) for class indices `target`: -weight[t] * input[n, t], reduced
     ('mean' divides by the total weight of the targets that are not ignore_index)."""
@@ -212,8 +219,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _nll(input, target, weight, ignore_index, red, False)
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                  reduction="mean", label_smoothing=0.0):
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """Cross-entropy between the logits `input` ([N, C], [C] or [N, C, d1, ...]) and the target:
     class indices (int64 or uint8, shape of input without the class dim) or class
     probabilities (input's shape, floating).  weight rescales each class; label_smoothing mixes
@@ -303,8 +312,9 @@ def _cross_entropy_smoothed(input, target, weight, ignore_index, red, eps, n_cla
 
 
 # ---- binary cross-entropy ----------------------------------------------------------------------
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
-                         reduction="mean"):
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
     """-weight * (t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100 (PyTorch's rule,
     so x = 0 or 1 gives a finite loss).  input must lie in [0, 1]."""
     if _autocast.regions and _autocast.here.active:
@@ -331,8 +341,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return out
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
-                                     reduction="mean", pos_weight=None):
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average: bool | None = None, reduce: bool | None = None,
+                                     reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
     """binary_cross_entropy(sigmoid(input), target), computed stably from the logits:
     (1 - t) * x - (1 + (pos_weight - 1) * t) * logsigmoid(x), times weight."""
     if _autocast.regions and _autocast.here.active:
@@ -386,7 +398,9 @@ def _difference_loss(name, input, target, size_average, reduce, reduction, weigh
     return _weighted(loss, weight, input, reduction)
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = "mean",
+             weight: Tensor | None = None) -> Tensor:
     """(input - target)^2, reduced (weight: per-element weights; 'mean' then divides by their
     sum)."""
     if _autocast.regions and _autocast.here.active:
@@ -395,7 +409,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
                             _P.square)
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+            reduce: bool | None = None, reduction: str = "mean",
+            weight: Tensor | None = None) -> Tensor:
     """|input - target|, reduced (weight as in mse_loss)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(l1_loss, locals())
@@ -409,7 +425,9 @@ def _smooth_l1(diff, beta):
     return _P.where(ad < beta, diff * diff * (0.5 / beta), ad - 0.5 * beta)
 
 
-def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                   reduce: bool | None = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
     """Quadratic for |d| < beta, linear beyond (beta = 0 is l1_loss)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(smooth_l1_loss, locals())
@@ -424,7 +442,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(_smooth_l1(x - y, beta), reduction)
 
 
-def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta): delta * smooth_l1(beta=delta)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(huber_loss, locals())
@@ -444,7 +463,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 
 # ---- divergence and likelihood losses ----------------------------------------------------------
-def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
+           reduce: bool | None = None, reduction: str = "mean", log_target: bool = False) -> Tensor:
     """target * (log(target) - input) (input holds log-probabilities; log_target: target too).
     'batchmean' divides the sum by the batch size, the mathematical KL divergence."""
     if _autocast.regions and _autocast.here.active:
@@ -467,8 +487,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, reduction)
 
 
-def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
-                     reduce=None, reduction="mean"):
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """exp(input) - target * input (log_input), or input - target * log(input + eps); full adds
     Stirling's approximation of log(target!) where target > 1."""
     if _autocast.regions and _autocast.here.active:
@@ -487,7 +508,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
-def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     """0.5 * (log(var) + (input - target)^2 / var) (+ 0.5 log(2 pi) with full); var is clamped at
     eps without blocking its gradient, as in PyTorch.  var may be one dim short of input
     (homoscedastic) or differ from it in one broadcast dim."""
@@ -519,8 +541,9 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 
 # ---- margin and embedding losses ---------------------------------------------------------------
-def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
-                        reduction="mean"):
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
     """max(0, -target * (input1 - input2) + margin)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(margin_ranking_loss, locals())
@@ -534,8 +557,9 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
 
 
-def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
-                         reduction="mean"):
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
     """input where target == 1, max(0, margin - input) where target == -1 (PyTorch's formula:
     the two terms masked by target != -1 and target != 1)."""
     if _autocast.regions and _autocast.here.active:
@@ -548,7 +572,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(margin_term + self_term, reduction)
 
 
-def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """log(1 + exp(-target * input)) (computed as softplus, so it does not overflow)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(soft_margin_loss, locals())
@@ -562,8 +587,9 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 _COSINE_EPS = 1e-12
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
-                          reduction="mean"):
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                          size_average: bool | None = None, reduce: bool | None = None,
+                          reduction: str = "mean") -> Tensor:
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(cosine_embedding_loss, locals())
@@ -595,8 +621,10 @@ def _pairwise_distance(x1, x2, p, eps):
     return vector_norm(x1 - x2 + eps, p, dim)
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
-                        size_average=None, reduce=None, reduction="mean"):
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
+                        p: float = 2, eps: float = 1e-6, swap: bool = False,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
     """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the p-norm distance (swap:
     the negative distance is the smaller of d(a, n) and d(p, n))."""
     if _autocast.regions and _autocast.here.active:
@@ -610,8 +638,10 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _triplet_loss(anchor, positive, negative, distance, margin, swap, reduction)
 
 
-def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
-                                      margin=1.0, swap=False, reduction="mean"):
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+                                      margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
     """triplet_margin_loss with any distance_function(x1, x2) (default: the 2-norm pairwise
     distance)."""
     if _autocast.regions and _autocast.here.active:
@@ -644,8 +674,9 @@ def _triplet_loss(anchor, positive, negative, distance, margin, swap, reduction)
     return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction)
 
 
-def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
-                                reduction="mean"):
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
     """-(t * logsigmoid(x) + (1 - t) * logsigmoid(-x)), weighted, averaged over the classes
     (the last dim), then reduced over the samples."""
     if _autocast.regions and _autocast.here.active:
@@ -681,8 +712,9 @@ def _class_targets(input, target, name):
     return x, t
 
 
-def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
-                      reduce=None, reduction="mean"):
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average: bool | None = None,
+                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Multi-class hinge loss: sum over the classes j != y of max(0, margin - x[y] + x[j])^p
     (times weight[y]), divided by the class count."""
     if _autocast.regions and _autocast.here.active:
@@ -716,7 +748,8 @@ def _one_hot_mask(t, C):
     return t.unsqueeze(1) == _arange(C, device=t.device).unsqueeze(0)
 
 
-def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                           reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Multi-label hinge loss: target lists each sample's classes, ended by the first -1; the
     loss sums max(0, 1 - (x[j] - x[k])) over listed classes j and unlisted classes k, divided
     by the class count."""

@@ -8,8 +8,11 @@ the node keeps the input and the statistics.  The normalisation uses the biased 
 is updated with the unbiased one, as in PyTorch.  float16/bfloat16 inputs are normalised in
 float32 (PyTorch's accumulate type) and the result cast back.  instance_norm is batch_norm over
 a (1, N*C, ...) view, rms_norm and normalize are compositions, as in PyTorch."""
+from __future__ import annotations
+
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 from ... import _dtype as D
 from ..._tensor import _wrap
@@ -23,6 +26,11 @@ from ..._dispatch import norm as _NK
 from . import normalization_grad as _G
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._tensor import Tensor
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
            "local_response_norm", "normalize"]
@@ -81,8 +89,9 @@ def _verify_batch_size(size):
                          f"{size}")
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-05):
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-05) -> Tensor:
     """Normalise each channel (dim 1) over the batch and spatial dims, then scale by weight and
     shift by bias.  training: use the batch's statistics and update running_mean/running_var
     in place (momentum: the weight of the new value); else use the running statistics."""
@@ -178,7 +187,8 @@ def _check_normalized_shape(input, shape, weight, bias, sep=", "):
                                f"{list(shape)}")
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-05) -> Tensor:
     """Normalise over the trailing dims normalized_shape (per sample), then scale by weight and
     shift by bias (both of shape normalized_shape)."""
     if _autocast.regions and _autocast.here.active:
@@ -209,7 +219,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     return out
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-05) -> Tensor:
     """Normalise each of num_groups groups of channels (dim 1) per sample, then scale and shift
     per channel."""
     if _autocast.regions and _autocast.here.active:
@@ -252,8 +263,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     return out
 
 
-def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
-                  use_input_stats=True, momentum=0.1, eps=1e-05):
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-05) -> Tensor:
     """Normalise each channel of each sample over its spatial dims: batch_norm of the input
     viewed as one batch of N*C channels (running statistics, if given, are averaged over the
     batch)."""
@@ -281,7 +294,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return out.reshape(input.shape)
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):
+def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
     """input / sqrt(mean(input^2) + eps) over the trailing dims normalized_shape, times weight.
     eps=None uses the dtype's machine epsilon."""
     if _autocast.regions and _autocast.here.active:
@@ -299,7 +313,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return out * weight if weight is not None else out
 
 
-def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Tensor | None = None) -> Tensor:
     """input / max(||input||_p, eps) along dim."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(normalize, locals())
@@ -310,7 +325,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return _P.div(input, norm, out=out)
 
 
-def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
     """input / (k + alpha * mean of input^2 over `size` neighbouring channels) ** beta (the
     window is zero-padded: size // 2 channels before, (size - 1) // 2 after)."""
     if _autocast.regions and _autocast.here.active:

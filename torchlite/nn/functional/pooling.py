@@ -6,14 +6,20 @@ Each function checks its arguments with PyTorch's messages, computes the output 
 torchlite/_core/pool.pyx plus its backward node).  Max pooling picks the first maximum of each
 window in row-major order, and a NaN wins over any number (the last NaN of a window), as in
 PyTorch; the indices count positions within each input plane (H * W)."""
+from __future__ import annotations
+
 import builtins
 import numbers
+from typing import TYPE_CHECKING
 
 from ..._tensor import Tensor
 from ... import _dtype as D
 from . import pooling_grad as _G
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -180,28 +186,38 @@ def _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, o
     return _G.max_pool(input, (1, n), (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), 1)
 
 
-def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+def max_pool1d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
+                            stride: int | tuple[int, ...] | None = None,
+                            padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1,
+                            ceil_mode: bool = False,
+                            return_indices: bool = True) -> tuple[Tensor, Tensor]:
     """(values, indices) of 1-d max pooling over (N, C, L) or (C, L)."""
     return _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+def max_pool2d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
+                            stride: int | tuple[int, ...] | None = None,
+                            padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1,
+                            ceil_mode: bool = False,
+                            return_indices: bool = True) -> tuple[Tensor, Tensor]:
     """(values, indices) of 2-d max pooling over (N, C, H, W) or (C, H, W)."""
     return _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
+def max_pool1d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+               dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """1-d max pooling (stride defaults to kernel_size); with return_indices, also the
     position of each maximum within its input row."""
     out, idx = _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (out, idx) if return_indices else out
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
+def max_pool2d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+               dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """2-d max pooling (stride defaults to kernel_size); with return_indices, also the
     position of each maximum within its input plane (h * W + w)."""
     out, idx = _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode)
@@ -229,8 +245,9 @@ def _avg_pool(input, k, s, p, ceil_mode, count_include_pad, divisor, nd, op):
     return run(input, divisor)
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True):
+def avg_pool1d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
     """1-d average pooling over (N, C, L) or (C, L)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(avg_pool1d, locals())
@@ -244,8 +261,10 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                      1, op)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool2d(input: Tensor, kernel_size: int | tuple[int, ...],
+               stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
     """2-d average pooling over (N, C, H, W) or (C, H, W).  Each window's sum is divided by
     divisor_override if given, else by its size counting padding (count_include_pad) or not."""
     if _autocast.regions and _autocast.here.active:
@@ -259,7 +278,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return _avg_pool(input, k, s, p, ceil_mode, count_include_pad, divisor_override, 2, op)
 
 
-def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int | tuple[int, ...],
+              stride: int | tuple[int, ...] | None = None, ceil_mode: bool = False) -> Tensor:
     """Power-average pooling: (sum over each window of x^p)^(1/p)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(lp_pool1d, locals())
@@ -268,7 +288,8 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return (out.sign() * out.abs().relu()).mul(k[0]).pow(1.0 / norm_type)
 
 
-def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: int | tuple[int, ...],
+              stride: int | tuple[int, ...] | None = None, ceil_mode: bool = False) -> Tensor:
     """Power-average pooling: (sum over each window of x^p)^(1/p)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(lp_pool2d, locals())
@@ -311,7 +332,7 @@ def _adaptive_input(input, nd, op, output_size=None):
         _check_rank(input, nd, op.replace("1d", "2d"), "adaptive")
 
 
-def adaptive_avg_pool1d(input, output_size):
+def adaptive_avg_pool1d(input: Tensor, output_size: int | tuple[int, ...]) -> Tensor:
     """Average over output_size windows that cover each row (window i spans
     [floor(i*L/n), ceil((i+1)*L/n)))."""
     if _autocast.regions and _autocast.here.active:
@@ -323,7 +344,7 @@ def adaptive_avg_pool1d(input, output_size):
     return _G.adaptive_avg_pool(input, size, 1)
 
 
-def adaptive_avg_pool2d(input, output_size):
+def adaptive_avg_pool2d(input: Tensor, output_size: int | tuple[int | None, ...] | None) -> Tensor:
     """Average over an output_size grid of windows covering each plane."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(adaptive_avg_pool2d, locals())
@@ -334,27 +355,32 @@ def adaptive_avg_pool2d(input, output_size):
     return _G.adaptive_avg_pool(input, size, 2)
 
 
-def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: int | tuple[int, ...],
+                                     return_indices: bool = True) -> tuple[Tensor, Tensor]:
     op = "adaptive_max_pool1d"
     _adaptive_input(input, 1, op)
     size = _adaptive_size(input, output_size, 1, op)
     return _G.max_pool(input, size, None, None, None, None, 1, adaptive=True)
 
 
-def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool2d_with_indices(input: Tensor,
+                                     output_size: int | tuple[int | None, ...] | None,
+                                     return_indices: bool = True) -> tuple[Tensor, Tensor]:
     op = "adaptive_max_pool2d"
     _adaptive_input(input, 2, op, output_size)
     size = _adaptive_size(input, output_size, 2, op)
     return _G.max_pool(input, size, None, None, None, None, 2, adaptive=True)
 
 
-def adaptive_max_pool1d(input, output_size, return_indices=False):
+def adaptive_max_pool1d(input: Tensor, output_size: int | tuple[int, ...],
+                        return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Maximum over output_size windows covering each row (with their indices if asked)."""
     out, idx = adaptive_max_pool1d_with_indices(input, output_size)
     return (out, idx) if return_indices else out
 
 
-def adaptive_max_pool2d(input, output_size, return_indices=False):
+def adaptive_max_pool2d(input: Tensor, output_size: int | tuple[int | None, ...] | None,
+                        return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Maximum over an output_size grid of windows covering each plane (with indices)."""
     out, idx = adaptive_max_pool2d_with_indices(input, output_size)
     return (out, idx) if return_indices else out
@@ -414,11 +440,15 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, o
                            f"{plane})") from None
 
 
-def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
     """The partial inverse of max_pool1d: zeros, with input written at the indices."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
 
 
-def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
     """The partial inverse of max_pool2d: zeros, with input written at the indices."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")

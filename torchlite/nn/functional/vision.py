@@ -10,9 +10,12 @@ One op records the whole sequence; its gradient is the adjoint sequence (scatter
 reverse order), itself an op whose gradient is the forward again.  Constant padding copies
 into a filled array, and its gradient is constant padding by the negated amounts (a crop).
 unfold and fold are the im2col and col2im of the convolution kernels."""
+from __future__ import annotations
+
 import builtins
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 from ..._tensor import Tensor, _wrap
 from ..._dispatch import array as _A
@@ -24,6 +27,9 @@ from ...autograd.graph import Node, node_type, record, needs_grad
 from ._utils import ntuple
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold",
            "fold", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
@@ -237,7 +243,8 @@ def _nonconstant_pad(input, amounts, mode):
     return resample(input, passes, _node_class(f"{_NONCONST[mode]}Pad{k}DBackward0"))
 
 
-def pad(input, pad, mode="constant", value=None):
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
+        value: float | None = None) -> Tensor:
     """Pad the last len(pad)//2 dims of input: pad = (left, right) of the last dim, then of
     the one before, ...  Modes: 'constant' (value, default 0; negative amounts crop),
     'reflect', 'replicate', 'circular'."""
@@ -349,8 +356,10 @@ def _antialiased(input, sizes, scales, mode, align_corners):
     return mats[0] @ input @ mats[1].mT
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):
+def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
+                scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
     """Resize the spatial dims of input (N, C, *spatial) to `size`, or by `scale_factor`
     (output size floor(in * scale)).  Modes: 'nearest', 'nearest-exact', 'linear' (3-d),
     'bilinear' and 'bicubic' (4-d), 'trilinear' (5-d), with or without align_corners, and
@@ -443,17 +452,21 @@ def _cubic_pass(dim, n_in, n_out, align_corners, scale, dtype):
     return Pass(dim, n_in, taps[0], taps[1], w[0], w[1], more=(taps[2], taps[3], w[2], w[3]))
 
 
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+def upsample(input: Tensor, size: int | Sequence[int] | None = None,
+             scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Tensor:
     """Deprecated alias of interpolate."""
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
-def upsample_nearest(input, size=None, scale_factor=None):
+def upsample_nearest(input: Tensor, size: int | Sequence[int] | None = None,
+                     scale_factor: float | Sequence[float] | None = None) -> Tensor:
     """interpolate(..., mode='nearest')."""
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
-def upsample_bilinear(input, size=None, scale_factor=None):
+def upsample_bilinear(input: Tensor, size: int | Sequence[int] | None = None,
+                      scale_factor: float | Sequence[float] | None = None) -> Tensor:
     """interpolate(..., mode='bilinear', align_corners=True)."""
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
@@ -515,7 +528,8 @@ class Col2ImBackward0(Node):
         return (_im2col(g, *self.args),)
 
 
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+def unfold(input: Tensor, kernel_size: int | tuple[int, ...], dilation: int | tuple[int, ...] = 1,
+           padding: int | tuple[int, ...] = 0, stride: int | tuple[int, ...] = 1) -> Tensor:
     """Extract sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L), L = number of blocks
     (unbatched (C, H, W) -> (C*kh*kw, L))."""
     tensor_arg(input, "unfold", "input")
@@ -542,7 +556,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return out if batched else out.squeeze(0)
 
 
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+def fold(input: Tensor, output_size: int | tuple[int, ...], kernel_size: int | tuple[int, ...],
+         dilation: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+         stride: int | tuple[int, ...] = 1) -> Tensor:
     """Combine sliding blocks (N, C*kh*kw, L) into (N, C, H, W), summing overlaps (the
     adjoint of unfold); output_size is (H, W)."""
     tensor_arg(input, "fold", "input")
@@ -584,7 +600,7 @@ def _check_factor(v, name, op):
     return int(v)
 
 
-def pixel_shuffle(input, upscale_factor):
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
     r = _check_factor(upscale_factor, "upscale_factor", "pixel_shuffle")
     if input.dim() < 3:
@@ -602,7 +618,7 @@ def pixel_shuffle(input, upscale_factor):
     return x.reshape(lead + (c // (r * r), h * r, w * r))
 
 
-def pixel_unshuffle(input, downscale_factor):
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H*r, W*r) -> (*, C*r*r, H, W)."""
     r = _check_factor(downscale_factor, "downscale_factor", "pixel_unshuffle")
     if input.dim() < 3:
@@ -620,7 +636,7 @@ def pixel_unshuffle(input, downscale_factor):
     return x.reshape(lead + (c * r * r, h // r, w // r))
 
 
-def channel_shuffle(input, groups):
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """(N, C, *) -> (N, C, *) with the channels, seen as (groups, C/groups), transposed to
     (C/groups, groups): channel g * (C/groups) + k moves to k * groups + g."""
     tensor_arg(input, "channel_shuffle", "input", pos=1)
