@@ -261,3 +261,26 @@ def test_nan_and_infinite_grid_coordinates(mode, padding_mode, align_corners):
     ref = torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(grid), mode, padding_mode,
                                           align_corners).numpy()
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-9, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "nearest"])
+def test_nan_grid_point_sends_no_gradient_to_the_input(mode):
+    """Under zeros padding a NaN grid point makes its output NaN (0 for nearest, which reads
+    no pixel), but PyTorch's backward skips its taps: the input's gradient stays finite (the
+    other points' contributions)."""
+    x = tl.tensor(np.arange(32.0).reshape(1, 2, 4, 4), requires_grad=True)
+    grid = tl.tensor(np.array([[[[np.nan, 0.2], [0.1, 0.3]]]]))
+    y = F.grid_sample(x, grid, mode, "zeros", False)
+    first = y[..., 0].detach().numpy()
+    assert (first == 0).all() if mode == "nearest" else np.isnan(first).all()
+    assert np.isfinite(y[..., 1].detach().numpy()).all()
+    y[..., 1].sum().backward()
+    only_finite = x.grad.numpy().copy()
+    x.grad = None
+    y = F.grid_sample(x, grid, mode, "zeros", False)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), only_finite)     # the NaN point adds nothing
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(np.arange(32.0).reshape(1, 2, 4, 4), requires_grad=True)
+    torch.nn.functional.grid_sample(tx, torch.tensor(grid.numpy()), mode, "zeros", False).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)

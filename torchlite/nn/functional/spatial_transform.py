@@ -176,8 +176,16 @@ class _Reader:
 
 
 def _weight(w, valid):
-    """A weight (N, *out) as (N, 1, L), zero where the pixel is outside."""
-    return w.reshape(tuple(valid.shape)) * valid.to(w.dtype)
+    """A weight (N, *out) as (N, 1, L), zero where the pixel is outside -- selected, not
+    multiplied, so that a NaN weight (a NaN grid coordinate) sends no gradient to the input,
+    as PyTorch's backward skips such taps."""
+    return where(valid, w.reshape(tuple(valid.shape)), 0.0)
+
+
+def _outside_nan(w, valid):
+    """What PyTorch's forward adds for a tap outside the input: its weight times a zero value,
+    which is NaN for a NaN weight and 0 otherwise (outside the graph: no gradient)."""
+    return where(valid, 0.0, w.detach().reshape(tuple(valid.shape)) * 0.0)
 
 
 def _bilinear(reader, coords):
@@ -193,7 +201,7 @@ def _bilinear(reader, coords):
         for p in picks[1:]:
             w = w * p[1]
         values, valid = reader.read([p[0] for p in picks])
-        term = values * _weight(w, valid)
+        term = values * _weight(w, valid) + _outside_nan(w, valid)
         out = term if out is None else out + term
     return out
 
@@ -232,13 +240,11 @@ def _bicubic(reader, coords, padding_mode, align_corners):
         xs = [_padded(x0 + (i - 1), w, padding_mode, align_corners) for i in range(4)]
     out = None
     for j in range(4):
-        row = None
         for i in range(4):
             values, valid = reader.read([ys[j], xs[i]])
-            term = values * _weight(cx[i], valid)
-            row = term if row is None else row + term
-        term = row * cy[j].reshape(reader.n, 1, reader.count)
-        out = term if out is None else out + term
+            w = cx[i] * cy[j]
+            term = values * _weight(w, valid) + _outside_nan(w, valid)
+            out = term if out is None else out + term
     return out
 
 
