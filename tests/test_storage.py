@@ -73,9 +73,13 @@ def test_constructors_and_casts():
     assert tl.TypedStorage(wrap_storage=tl.UntypedStorage(7), dtype=tl.float32).size() == 1
     with pytest.raises(RuntimeError, match="non-negative"):
         tl.FloatStorage(-1)
-    with pytest.raises(TypeError):
-        import pickle
-        pickle.dumps(f)
+    import pickle
+    back = pickle.loads(pickle.dumps(f))
+    assert back.dtype is tl.float32 and back.tolist() == f.tolist() and back.data_ptr() != f.data_ptr()
+    raw = tl.arange(4.0).untyped_storage()
+    again = pickle.loads(pickle.dumps(raw))
+    assert type(again) is tl.UntypedStorage and again.tolist() == raw.tolist()
+    assert pickle.loads(pickle.dumps(tl.UntypedStorage(0))).nbytes() == 0
 
 
 def test_set_on_a_storage():

@@ -186,8 +186,11 @@ class _StorageBase:
         return f"{body}\n{head}{kind}device={self.device}) of size {len(self)}]".lstrip("\n")
 
     def __reduce__(self):
-        raise TypeError(f"cannot pickle a {type(self).__name__} on its own: save the tensor "
-                        f"(torchlite.save) instead")
+        # its bytes and how to read them (a copy: the unpickled storage has memory of its own);
+        # rebuilt on the CPU, as the bytes came through it
+        raw = bytes(self._data.cpu().contiguous().view(D.uint8).numpy().tobytes())
+        dtype = None if isinstance(self, UntypedStorage) else self.dtype.name
+        return (_rebuild_storage, (raw, dtype))
 
 
 _LIVE = weakref.WeakValueDictionary()     # id(the array layer's buffer) -> its UntypedStorage
@@ -381,6 +384,21 @@ def _storage_type(self):
     if name not in _LEGACY_DTYPES:
         raise RuntimeError(f"storage_type: no legacy storage class for {self.dtype}")
     return globals()[name]
+
+
+def _rebuild_storage(raw, dtype_name):
+    """A pickled storage back: an UntypedStorage of the bytes, or a TypedStorage of dtype."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise TypeError("a pickled storage holds bytes")
+    from .creation import frombuffer
+    untyped = UntypedStorage._over(frombuffer(bytearray(raw), dtype=D.uint8).clone()._data) \
+        if raw else UntypedStorage(0)
+    if dtype_name is None:
+        return untyped
+    dtype = getattr(D, str(dtype_name), None)
+    if not isinstance(dtype, D.dtype):
+        raise TypeError(f"a pickled storage names an unknown dtype {dtype_name!r}")
+    return TypedStorage(wrap_storage=untyped, dtype=dtype)
 
 
 def _int_arg(value, what):
