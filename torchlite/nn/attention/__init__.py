@@ -6,8 +6,9 @@ torchlite has one attention implementation (nn.functional.scaled_dot_product_att
 batched GEMM for the scores, softmax, one for the values).  On the CPU it stands for the
 backends PyTorch's CPU build has, MATH and FLASH_ATTENTION: a choice that allows neither raises
 PyTorch's "No viable backend" error there, as PyTorch does; on CUDA every choice runs it.  The
-choice is per thread and restored when the context exits.  Not here: flex_attention and the
-attention-bias classes (torch.nn.attention.bias)."""
+choice is per thread and restored when the context exits.  FlexAttention is the submodule
+torchlite.nn.attention.flex_attention (eager and dense).  Not here: the attention-bias classes
+(torch.nn.attention.bias)."""
 import contextlib
 import enum
 
