@@ -244,3 +244,14 @@ def test_symbolic_number_types_and_future():
     fut = tl.Future()
     fut.set_result(5)
     assert fut.wait() == 5
+
+
+def test_types_module_aliases():
+    """torchlite.types: the aliases PyTorch code annotates with resolve, and the isinstance
+    forms work."""
+    import typing
+    from torchlite import types as T
+    assert isinstance(3, T._Number) and isinstance(2.5, T._Number) and not isinstance("3", T._Number)
+    assert isinstance(tl.FloatStorage(2), T.Storage) and isinstance(tl.ones(1).untyped_storage(), T.Storage)
+    assert set(typing.get_args(T.Number)) == {int, float, bool}
+    assert tl.device in typing.get_args(T.Device) and T._dtype is tl.dtype and T.Tensor is tl.Tensor
