@@ -55,3 +55,30 @@ def test_on_a_cuda_device(cuda_device):
     assert caught and caught[0].category is FutureWarning
     A.reset_peak_memory_stats()
     A.empty_cache()
+
+
+@pytest.mark.skipif(tl.cuda.is_available(), reason="a usable GPU is present")
+def test_generic_stream_and_event_on_the_cpu():
+    """torchlite.Stream/Event without a GPU: PyTorch's CPU stream (always finished, waits
+    return at once) and its CPU event, which cannot be recorded."""
+    s = tl.Stream()
+    assert s.device == tl.device("cpu") and s.device_index == -1 and s.query()
+    s.synchronize()
+    s.wait_stream(tl.Stream(device="cpu"))
+    assert s == tl.Stream("cpu") and "device_type=cpu" in repr(s)
+    e = tl.Event()
+    with pytest.raises(RuntimeError, match="cpu backend doesn't support events"):
+        e.record()
+    with pytest.raises(RuntimeError, match="cpu backend doesn't support events"):
+        s.record_event()
+    torch = pytest.importorskip("torch")
+    assert torch.Stream().query() and torch.Stream().device_type == s.device_type
+
+
+def test_generic_stream_and_event_on_a_cuda_device(cuda_device):
+    s = tl.Stream(cuda_device)
+    assert isinstance(s, tl.cuda.Stream)
+    e = s.record_event()
+    assert isinstance(e, tl.cuda.Event) and isinstance(tl.Event(cuda_device), tl.cuda.Event)
+    s.synchronize()
+    assert s.query()

@@ -177,7 +177,7 @@ OPS = {
               """sym_float sym_int sym_ite sym_max sym_min sym_not sym_sqrt sym_sum sym_constrain_range
               sym_constrain_range_for_size sym_fresh_size"""),
     **no_grad("types, no tensors: the symbolic numbers torchlite never makes, the Future class",
-              "SymInt SymFloat SymBool Future"),
+              "SymInt SymFloat SymBool Future Stream Event"),
     **no_grad("a Future of a function's result (jit.fork/wait: tested in test_jit)", "fork wait"),
     **gap("tested outside the tables (test_reduction: gradcheck)", "gradient"),
     **gap("tested outside the tables (test_segment_reduce: gradcheck of every reduction)",
