@@ -48,8 +48,8 @@ cdef extern from "kernels/random.h" nogil:
                                  uint32_t w[4][TL_PHILOX_LANES])
 
 cdef extern from "kernels/random_sample.h" nogil:
-    void tl_rnd_poisson(const uint32_t key[2], uint64_t base, const double* rate, double* out,
-                        int64_t e0, int64_t e1)
+    void tl_rnd_poisson(const uint32_t key[2], uint64_t base, const double* rate,
+                        const double* unused, double* out, int64_t e0, int64_t e1)
     void tl_rnd_binomial(const uint32_t key[2], uint64_t base, const double* count,
                          const double* prob, double* out, int64_t e0, int64_t e1)
     void tl_rnd_shuffle(int64_t* p, int64_t n)
@@ -366,28 +366,43 @@ def multinomial(Array probs, int64_t k, bint replacement, Philox gen):
     return out
 
 
-def poisson(Array rates, Philox gen):
-    """Poisson samples with the given rates (>= 0), in rates' dtype."""
-    cdef Array lam = contiguous_array(cast_array(rates, TL_FLOAT64))
-    cdef Array res = new_array(rates.nd, rates.shp, TL_FLOAT64)
-    cdef Array out
+ctypedef void (*_per_element_sampler)(const uint32_t* key, uint64_t base, const double* a,
+                                      const double* b, double* out, int64_t e0,
+                                      int64_t e1) noexcept nogil
+
+
+cdef int _per_element(_per_element_sampler sample, Array a, Array b, Array res,
+                      Philox gen) except -1:
+    """Run a sampler whose element e draws from its own block of gen's stream (a, b: float64
+    contiguous parameter arrays of res's size; b may be None), in parallel chunks."""
     cdef uint32_t key[2]
     cdef uint64_t base
-    cdef int64_t n = lam.n, c
+    cdef int64_t n = res.n, c
     cdef int nc
-    if not _all_in(<double*>lam.ptr(), n, 0.0, INFINITY):
-        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    cdef const double* ap = <const double*>a.ptr()
+    cdef const double* bp = <const double*>b.ptr() if b is not None else NULL
+    cdef double* rp = <double*>res.ptr()
     key[0] = <uint32_t>gen._seed
     key[1] = <uint32_t>(gen._seed >> 32)
     base = gen.reserve(<uint64_t>n)
     nc = num_chunks(n, 2048)
     with nogil:
         if nc <= 1:
-            tl_rnd_poisson(key, base, <double*>lam.ptr(), <double*>res.ptr(), 0, n)
+            sample(key, base, ap, bp, rp, 0, n)
         else:
             for c in prange(nc, num_threads=nc, schedule="static"):
-                tl_rnd_poisson(key, base, <double*>lam.ptr(), <double*>res.ptr(),
-                               n * c // nc, n * (c + 1) // nc)
+                sample(key, base, ap, bp, rp, n * c // nc, n * (c + 1) // nc)
+    return 0
+
+
+def poisson(Array rates, Philox gen):
+    """Poisson samples with the given rates (>= 0), in rates' dtype."""
+    cdef Array lam = contiguous_array(cast_array(rates, TL_FLOAT64))
+    cdef Array res = new_array(rates.nd, rates.shp, TL_FLOAT64)
+    cdef Array out
+    if not _all_in(<double*>lam.ptr(), lam.n, 0.0, INFINITY):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    _per_element(tl_rnd_poisson, lam, None, res, gen)
     if rates.dtype == TL_FLOAT64:
         return res
     out = new_array(rates.nd, rates.shp, rates.dtype)
@@ -397,30 +412,16 @@ def poisson(Array rates, Philox gen):
 
 def binomial(Array count, Array prob, Philox gen):
     """Binomial(count, prob) samples, one per element of the same-shaped count and prob, as a
-    float64 array of that shape (NaN where count is not a finite count >= 0 or prob is
-    outside [0, 1]).  Element e draws from its own block of the stream (kernels/
-    random_sample.h tl_rnd_binomial)."""
+    float64 array of that shape (kernels/random_sample.h tl_rnd_binomial: PyTorch's edge
+    rules, NaN for a NaN probability or a NaN or infinite count).  Element e draws from its
+    own block of the stream."""
     if count.n != prob.n or count.nd != prob.nd or any(count.shp[i] != prob.shp[i]
                                                        for i in range(count.nd)):
         raise RuntimeError("binomial: count and prob must have the same shape")
     cdef Array c = contiguous_array(cast_array(count, TL_FLOAT64))
     cdef Array p = contiguous_array(cast_array(prob, TL_FLOAT64))
     cdef Array res = new_array(prob.nd, prob.shp, TL_FLOAT64)
-    cdef uint32_t key[2]
-    cdef uint64_t base
-    cdef int64_t n = p.n, ch
-    cdef int nc
-    key[0] = <uint32_t>gen._seed
-    key[1] = <uint32_t>(gen._seed >> 32)
-    base = gen.reserve(<uint64_t>n)
-    nc = num_chunks(n, 2048)
-    with nogil:
-        if nc <= 1:
-            tl_rnd_binomial(key, base, <double*>c.ptr(), <double*>p.ptr(), <double*>res.ptr(), 0, n)
-        else:
-            for ch in prange(nc, num_threads=nc, schedule="static"):
-                tl_rnd_binomial(key, base, <double*>c.ptr(), <double*>p.ptr(),
-                                <double*>res.ptr(), n * ch // nc, n * (ch + 1) // nc)
+    _per_element(tl_rnd_binomial, c, p, res, gen)
     return res
 
 

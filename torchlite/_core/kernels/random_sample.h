@@ -55,8 +55,11 @@ static double tl_rnd_poisson_one(const uint32_t key[2], uint64_t block, double r
     }
 }
 
-static void tl_rnd_poisson(const uint32_t key[2], uint64_t base, const double* rate, double* out,
-                           int64_t e0, int64_t e1) {
+/* (the second parameter array is unused: Poisson has one, and the per-element samplers share
+ * one signature, so random.pyx runs them all through one loop) */
+static void tl_rnd_poisson(const uint32_t key[2], uint64_t base, const double* rate,
+                           const double* unused, double* out, int64_t e0, int64_t e1) {
+    (void)unused;
     for (int64_t e = e0; e < e1; e++) out[e] = tl_rnd_poisson_one(key, base + (uint64_t)e, rate[e]);
 }
 
