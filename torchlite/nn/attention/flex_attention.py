@@ -38,26 +38,22 @@ def noop_mask(b, h, q_idx, kv_idx):
 
 def and_masks(*mask_mods):
     """A mask_mod allowing what every one of mask_mods allows."""
-    if not all(callable(m) for m in mask_mods):
-        raise RuntimeError(f"All inputs should be callable mask_mods: {mask_mods}")
-
-    def combined(b, h, q_idx, kv_idx):
-        result = _full((), True, dtype=D.bool, device=b.device)
-        for m in mask_mods:
-            result = result & m(b, h, q_idx, kv_idx)
-        return result
-    return combined
+    return _combined(mask_mods, True, lambda x, y: x & y)
 
 
 def or_masks(*mask_mods):
     """A mask_mod allowing what any one of mask_mods allows."""
+    return _combined(mask_mods, False, lambda x, y: x | y)
+
+
+def _combined(mask_mods, start, join):
     if not all(callable(m) for m in mask_mods):
         raise RuntimeError(f"All inputs should be callable mask_mods: {mask_mods}")
 
     def combined(b, h, q_idx, kv_idx):
-        result = _full((), False, dtype=D.bool, device=b.device)
+        result = _full((), start, dtype=D.bool, device=b.device)
         for m in mask_mods:
-            result = result | m(b, h, q_idx, kv_idx)
+            result = join(result, m(b, h, q_idx, kv_idx))
         return result
     return combined
 
