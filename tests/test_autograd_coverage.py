@@ -191,7 +191,7 @@ OPS = {
           "i0 igamma igammac mvlgamma polygamma"),
     **no_grad(INPLACE, "digamma_ i0_ igamma_ igammac_ mvlgamma_ polygamma_"),
     **no_grad(CREATION, "kaiser_window"),
-    **no_grad(NAMESPACE, "special signal masked futures accelerator types"),
+    **no_grad(NAMESPACE, "special signal masked futures accelerator types library ops"),
     **covered("shape", "unsafe_chunk=chunk unsafe_split_with_sizes=split_with_sizes"),
     **gap("tested outside the tables (test_sorting: the gradient picks the values)", "mode"),
     **gap("tested outside the tables (test_indexing: gradcheck through scatter_reduce)", "index_reduce"),

@@ -87,7 +87,7 @@ e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
                  "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler", "futures",
                  "vision", "hub", "distributed", "multiprocessing", "fft", "functional", "profiler",
-                 "special", "signal", "masked", "storage", "accelerator", "types")
+                 "special", "signal", "masked", "storage", "accelerator", "types", "library")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",
@@ -103,7 +103,7 @@ _LAZY_NAMES = {
                      "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
                      "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "autocast_increment_nesting",
                      "autocast_decrement_nesting"), "amp.autocast_mode"),
-    "GradScaler": "amp", "OutOfMemoryError": "cuda", "Future": "futures", "Stream": "_stream", "Event": "_stream",
+    "GradScaler": "amp", "OutOfMemoryError": "cuda", "Future": "futures", "Stream": "_stream", "Event": "_stream", "ops": "library",
     "norm_except_dim": "nn.utils.weight_norm", "_weight_norm": "nn.utils.weight_norm",
 }
 # torch.conv2d, torch.dropout, torch.batch_norm, ...: nn.functional's ops with ATen's signatures
