@@ -415,6 +415,11 @@ NEW_RULE_CASES = {
     "function forms of methods": (lambda a: tl.permute(a, (1, 0)).sum(0) + tl.t(a).sum(0)
                                   + tl.clone(a).sum(1) + tl.detach(a).sum(1) + tl.ravel(a)[:3]
                                   + tl.fliplr(a).sum(1) + tl.flipud(a).sum(1), X),
+    "take_along_dim": (lambda a: tl.take_along_dim(a, a.argsort(1), 1).sum(1)
+                       + tl.take_along_dim(a, tl.tensor([[0], [2], [1]]), 1).sum(1)
+                       + tl.take_along_dim(a, tl.tensor([3, 0]))[0], X),
+    "cross": (lambda a: tl.cross(a[:, :3], a[:, 1:4], dim=1).sum(1)
+              + tl.linalg.cross(a[:, :3], V[:3].expand(3, 3), dim=1).sum(1), X),
     "cholesky_inverse": (lambda a: tl.cholesky_inverse(tl.linalg.cholesky(a @ a.mT + tl.eye(3))), r(4, 3, 3, seed=14)),
 }
 

@@ -603,6 +603,29 @@ def _gather(x, dim, index, *, sparse_grad=False, out=None):
     return Batched(_O["gather"](_expand(x), _pdim(dim, _rank(x)), _expand(index)))
 
 
+def _take_along_dim(x, indices, dim=None, *, out=None):
+    """take_along_dim with the batch as one more leading dim of both operands (dim=None: each
+    element's flattened values)."""
+    if out is not None or not isinstance(indices, (Tensor, Batched)):
+        return NotImplemented
+    rank = max(_rank(x), _rank(indices))
+    xv, iv = _expand(x), _expand(indices)
+    if dim is None:
+        return Batched(_O["take_along_dim"](xv.reshape(xv.shape[0], -1),
+                                             iv.reshape(iv.shape[0], -1), 1))
+    if _rank(x) != _rank(indices) or rank == 0:
+        return NotImplemented                   # (the loop gives take_along_dim's own errors)
+    return Batched(_O["take_along_dim"](xv, iv, _pdim(dim, rank)))
+
+
+def _cross(x, other, dim=None, *, out=None):
+    """cross along a given logical dim, both operands with the batch leading (their other
+    dims broadcast as in the loop); dim=None (the first dim of size 3) keeps the loop."""
+    if dim is None or out is not None or _rank(x) != _rank(other) or _rank(x) == 0:
+        return NotImplemented
+    return Batched(_O["cross"](_expand(x), _expand(other), dim=_pdim(dim, _rank(x))))
+
+
 def _scatter_like(name):
     def rule(x, dim, index, src=None, *args, **kwargs):
         if type(x) is not Batched or kwargs.get("out") is not None:
@@ -920,6 +943,7 @@ def build():
             except (TypeError, ValueError):     # no Python signature to bind: the loop
                 pass
     for name in ("matmul", "add", "mul", "linear", "einsum", "cat", "stack", "gather", "where",
+                 "take_along_dim", "cross",
                  "broadcast_shapes", "polygamma", "as_strided",
                  "roll", "diagonal", "diag_embed", "ones_like", "scatter", "scatter_add",
                  "scatter_reduce"):
@@ -972,6 +996,8 @@ def build():
     register("concatenate", lambda f: _cat)
     register("stack", lambda f: _stack)
     register("gather", lambda f: _gather)
+    register("take_along_dim", lambda f: _take_along_dim)
+    register("cross", lambda f: _cross)
     for name in ("scatter", "scatter_add", "scatter_reduce"):
         register(name, lambda f, n=name: _scatter_like(n))
     register("where", lambda f: _where)
