@@ -1,12 +1,12 @@
 """Type hints on the public API (the architecture issue's "type hints on the public API and the
-kit").  For each module below, every public function (its __all__; creation.py, which has none:
-its public functions torchlite exports at the top level) and, in the nn and optim modules, every
-class of __all__ with its __init__, forward, step, other public methods and special methods
-defined in that module, annotates every parameter (but self, cls, *args and **kwargs) and its
-return.  The annotations must also evaluate (typing.get_type_hints, with torchlite's Tensor, dtype,
-device, Size, layout, memory_format and nn.utils.rnn.PackedSequence and the typing names at hand),
-so a misspelled name fails here; and each module has `from __future__ import annotations`, so
-none is evaluated on import."""
+kit").  For each module below, every public function (its __all__; creation.py and views.py,
+which have none: their public functions torchlite exports at the top level) and every class of
+__all__ (the nn and optim modules' classes, random's Generator) with its __init__, forward, step,
+other public methods and special methods defined in that module, annotates every parameter (but
+self, cls, *args and **kwargs) and its return.  The annotations must also evaluate
+(typing.get_type_hints, with torchlite's Tensor, dtype, device, Size, layout, memory_format and
+nn.utils.rnn.PackedSequence and the typing names at hand), so a misspelled name fails here; and
+each module has `from __future__ import annotations`, so none is evaluated on import."""
 import __future__
 import collections.abc
 import importlib
@@ -64,6 +64,33 @@ MODULES = {   # module: a few of the names it must cover (so the check is never 
                                      "triplet_margin_with_distance_loss"],
     "torchlite.nn.functional.distance": ["pairwise_distance", "cosine_similarity", "pdist"],
     "torchlite.nn.functional.vision": ["pad", "interpolate", "unfold", "fold", "pixel_shuffle"],
+    "torchlite.nn.modules.module": ["Module.__init__", "Module.__call__", "Module.forward",
+                                    "Module.parameters", "Module.named_modules", "Module.state_dict",
+                                    "Module.load_state_dict", "Module.to", "Module.register_buffer",
+                                    "Module.register_forward_hook", "Module.get_submodule"],
+    "torchlite.nn.modules.normalization": ["BatchNorm2d.__init__", "BatchNorm2d.forward",
+                                           "InstanceNorm1d.__init__", "LayerNorm.__init__",
+                                           "GroupNorm.forward", "RMSNorm.__init__"],
+    "torchlite.nn.modules.loss": ["MSELoss.__init__", "MSELoss.forward", "CrossEntropyLoss.__init__",
+                                  "TripletMarginLoss.forward", "GaussianNLLLoss.forward",
+                                  "LinearCrossEntropyLoss.__init__"],
+    "torchlite.nn.modules.pooling": ["MaxPool2d.__init__", "MaxPool2d.forward", "AvgPool2d.__init__",
+                                     "AdaptiveAvgPool2d.__init__", "MaxUnpool2d.forward",
+                                     "LPPool2d.__init__"],
+    "torchlite.nn.modules.sparse": ["Embedding.__init__", "Embedding.forward", "Embedding.from_pretrained",
+                                    "EmbeddingBag.forward"],
+    "torchlite.nn.modules.upsampling": ["Upsample.__init__", "Upsample.forward",
+                                        "UpsamplingBilinear2d.__init__"],
+    "torchlite.nn.modules.fold": ["Fold.__init__", "Fold.forward", "Unfold.__init__"],
+    "torchlite.nn.modules.shuffle": ["PixelShuffle.__init__", "PixelShuffle.forward",
+                                     "ChannelShuffle.forward"],
+    "torchlite.nn.modules.distance": ["PairwiseDistance.__init__", "CosineSimilarity.forward"],
+    "torchlite._ops.views": ["reshape", "permute", "transpose", "squeeze", "flatten", "narrow",
+                             "as_strided", "flip", "clone", "broadcast_shapes", "view_copy",
+                             "slice_copy"],
+    "torchlite._ops.random": ["Generator.__init__", "Generator.get_state", "manual_seed", "rand",
+                              "randn", "randint", "randperm", "normal", "bernoulli", "multinomial",
+                              "rand_like"],
 }
 
 

@@ -103,7 +103,8 @@ _LAZY_NAMES = {
                      "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
                      "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "autocast_increment_nesting",
                      "autocast_decrement_nesting"), "amp.autocast_mode"),
-    "GradScaler": "amp", "OutOfMemoryError": "cuda", "Future": "futures", "Stream": "_stream", "Event": "_stream", "ops": "library",
+    "GradScaler": "amp", "OutOfMemoryError": "cuda", "Future": "futures", "Stream": "_stream",
+    "Event": "_stream", "ops": "library",
     "norm_except_dim": "nn.utils.weight_norm", "_weight_norm": "nn.utils.weight_norm",
 }
 # torch.conv2d, torch.dropout, torch.batch_norm, ...: nn.functional's ops with ATen's signatures

@@ -22,11 +22,14 @@ and below 1), float64 53; normals use Box-Muller; integers on [low, high) use Le
 multiply-shift with rejection, which is exactly unbiased; randperm is an inside-out
 Fisher-Yates shuffle whose draws are computed in parallel from the counter stream.
 Elements of a tensor are filled in row-major order whatever its strides."""
+from __future__ import annotations
+
 import builtins
 import math
 import contextlib
 import numbers
 import warnings
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._device import factory_device
@@ -39,6 +42,15 @@ from . import _register
 from .creation import _on, _on_meta, _size_args, _place
 from ._kit import factory_dtype, out_array, tensor_arg
 from .. import _layout
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from typing import Any
+
+    from .._device import device
+    from .._dtype import dtype
+    from .._layout import layout
+    from .._memory_format import memory_format
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "rand", "randn", "randint", "randperm", "normal",
@@ -53,25 +65,25 @@ class Generator(_R.Philox):
     >>> torchlite.rand(2, generator=g)          # the same two numbers for every run
     """
 
-    def __init__(self, device="cpu"):
+    def __init__(self, device: str | device | int = "cpu") -> None:
         self._device = to_device(device)
 
     @property
     def device(self):
         return self._device
 
-    def get_state(self):
+    def get_state(self) -> Tensor:
         """The state as a uint8 tensor (16 bytes: seed and offset, little-endian)."""
         return _wrap(_A.from_flat(list(self.state_bytes()), (16,), D.uint8.code))
 
-    def set_state(self, new_state):
+    def set_state(self, new_state: Tensor) -> Generator:
         """Restore a state returned by get_state(); returns self."""
         if not isinstance(new_state, Tensor) or new_state.dtype is not D.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
         self.set_state_bytes(builtins.bytes(new_state.reshape(-1).tolist()))
         return self
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_restore_generator, (str(self._device), self.state_bytes()))
 
 
@@ -88,7 +100,7 @@ default_generator = Generator()
 default_generator.seed()        # as PyTorch: a fresh seed per process until manual_seed
 
 
-def manual_seed(seed):
+def manual_seed(seed: int) -> Generator:
     """Seed the default generator (returns it) and, as PyTorch does, every CUDA device's;
     the same seed gives the same numbers."""
     from .. import _dispatch
@@ -97,29 +109,29 @@ def manual_seed(seed):
     return g
 
 
-def seed():
+def seed() -> int:
     """Seed the default generator from the operating system's entropy; returns the seed."""
     return default_generator.seed()
 
 
-def initial_seed():
+def initial_seed() -> int:
     """The seed the default generator was last seeded with."""
     return default_generator.initial_seed()
 
 
-def get_rng_state():
+def get_rng_state() -> Tensor:
     """The default generator's state as a uint8 tensor."""
     return default_generator.get_state()
 
 
-def set_rng_state(new_state):
+def set_rng_state(new_state: Tensor) -> None:
     """Restore the default generator's state from get_rng_state()."""
     default_generator.set_state(new_state)
 
 
 @contextlib.contextmanager
-def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
-             device_type="cuda"):
+def fork_rng(devices: Iterable[Any] | None = None, enabled: bool = True, _caller: str = "fork_rng",
+             _devices_kw: str = "devices", device_type: str = "cuda") -> Iterator[None]:
     """Context manager: random draws inside it leave the default generator as it was."""
     if not enabled:
         yield
@@ -261,8 +273,10 @@ def _standard(dist, kernel, op, size, generator, out, dtype, device, requires_gr
                 lambda a: _R.fill(a, gen, dist, 0.0, 1.0, op))
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
-         requires_grad=False, pin_memory=False):
+def rand(*size: int | Sequence[int], generator: Generator | None = None, out: Tensor | None = None,
+         dtype: dtype | None = None, layout: layout | None = None,
+         device: str | device | int | None = None, requires_grad: bool = False,
+         pin_memory: bool = False) -> Tensor:
     """Uniform samples on [0, 1) of the given shape (24 random bits for float32, 53 for
     float64)."""
     _layout.check(layout, "rand")
@@ -270,8 +284,10 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
                      device, requires_grad)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
-          requires_grad=False, pin_memory=False):
+def randn(*size: int | Sequence[int], generator: Generator | None = None, out: Tensor | None = None,
+          dtype: dtype | None = None, layout: layout | None = None,
+          device: str | device | int | None = None, requires_grad: bool = False,
+          pin_memory: bool = False) -> Tensor:
     """Standard normal samples of the given shape (Box-Muller)."""
     _layout.check(layout, "randn")
     return _standard(_R.NORMAL, "normal_kernel_cpu", "randn", size, generator, out, dtype,
@@ -284,24 +300,30 @@ def _like_args(input, dtype, device):
     return D.to_dtype(dtype, input.dtype), (input.device if device is None else device)
 
 
-def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
-              memory_format=None, generator=None):
+def rand_like(input: Tensor, *, dtype: dtype | None = None, layout: layout | None = None,
+              device: str | device | int | None = None, requires_grad: bool = False,
+              memory_format: memory_format | None = None,
+              generator: Generator | None = None) -> Tensor:
     """rand() with input's shape (and dtype and device unless given)."""
     _layout.check(layout, "rand_like")
     dt, dev = _like_args(input, dtype, device)
     return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad, generator=generator)
 
 
-def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
-               memory_format=None, generator=None):
+def randn_like(input: Tensor, *, dtype: dtype | None = None, layout: layout | None = None,
+               device: str | device | int | None = None, requires_grad: bool = False,
+               memory_format: memory_format | None = None,
+               generator: Generator | None = None) -> Tensor:
     """randn() with input's shape (and dtype and device unless given)."""
     _layout.check(layout, "randn_like")
     dt, dev = _like_args(input, dtype, device)
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad, generator=generator)
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
-           device=None, requires_grad=False):
+def normal(mean: Tensor | float = 0.0, std: Tensor | float = 1.0, size: Sequence[int] | None = None,
+           *, generator: Generator | None = None, out: Tensor | None = None,
+           dtype: dtype | None = None, layout: layout | None = None,
+           device: str | device | int | None = None, requires_grad: bool = False) -> Tensor:
     """Normal samples.  normal(mean, std, size) with numbers; normal(mean, std) where either
     is a tensor gives one sample per element of their broadcast shape, in mean's dtype (std's
     when mean is a number)."""
@@ -405,8 +427,11 @@ def _default_top(dt):
     return D.iinfo(dt).max + 1
 
 
-def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None,
-            layout=None, device=None, requires_grad=False, pin_memory=False):
+def randint(*args: int | Sequence[int], size: Sequence[int] | None = None, low: int | None = None,
+            high: int | None = None, generator: Generator | None = None, out: Tensor | None = None,
+            dtype: dtype | None = None, layout: layout | None = None,
+            device: str | device | int | None = None, requires_grad: bool = False,
+            pin_memory: bool = False) -> Tensor:
     """Integers uniform on [low, high) (low defaults to 0): randint(high, size) or
     randint(low, high, size).  int64 unless dtype says otherwise; exactly unbiased."""
     _layout.check(layout, "randint")
@@ -439,8 +464,11 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
                 lambda a: _R.fill_int(a, gen, lo, span, "randint"))
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,
-                 requires_grad=False, memory_format=None, generator=None):
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,
+                 dtype: dtype | None = None, layout: layout | None = None,
+                 device: str | device | int | None = None, requires_grad: bool = False,
+                 memory_format: memory_format | None = None,
+                 generator: Generator | None = None) -> Tensor:
     """randint() with input's shape (and dtype and device unless given):
     randint_like(input, high) or randint_like(input, low, high)."""
     _layout.check(layout, "randint_like")
@@ -455,8 +483,10 @@ _RANDPERM_LIMIT = {"float16": ("Half", 2049), "bfloat16": ("BFloat16", 257),
                    "float32": ("Float", 2 ** 24 + 1), "float64": ("Double", 2 ** 53 + 1)}
 
 
-def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
-             requires_grad=False, pin_memory=False):
+def randperm(n: int, *, generator: Generator | None = None, out: Tensor | None = None,
+             dtype: dtype | None = None, layout: layout | None = None,
+             device: str | device | int | None = None, requires_grad: bool = False,
+             pin_memory: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1 (int64 by default)."""
     _layout.check(layout, "randperm")
     n = _integer(n, "n", "randperm")
@@ -488,7 +518,8 @@ def _check_p(p, op):
         raise RuntimeError(f"{op} expects p to be in [0, 1], but got p={_num(p)}")
 
 
-def bernoulli(input, p=None, *, generator=None, out=None):
+def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None,
+              out: Tensor | None = None) -> Tensor:
     """0/1 samples, 1 with probability input[...] (or with probability p for every element
     when p is given); same shape and dtype as input."""
     tensor_arg(input, "bernoulli", "input")
@@ -506,7 +537,8 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     return r if out is not None else _zero_grad_record("BernoulliBackward0", (input,), r)
 
 
-def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Generator | None = None, out: Tensor | None = None) -> Tensor:
     """num_samples category indices per row of the weights `input` (1-d or 2-d, non-negative,
     not necessarily normalised).  Without replacement a category appears at most once."""
     tensor_arg(input, "multinomial", "input")
@@ -541,7 +573,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     return _wrap(res)
 
 
-def poisson(input, generator=None):
+def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     """Poisson samples with rates input[...] (>= 0), in input's dtype."""
     tensor_arg(input, "poisson", "input")
     gen = _gen(generator, "poisson", input.device)
@@ -553,7 +585,7 @@ def poisson(input, generator=None):
     return _zero_grad_record("PoissonBackward0", (input,), _wrap(res))
 
 
-def binomial(count, prob, generator=None):
+def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) -> Tensor:
     """torch.binomial: one Binomial(count, prob) draw per element (count and prob broadcast;
     float32 or float64, one dtype for both), exact (inversion for count * min(p, 1 - p) < 10,
     Hormann's BTRS above: kernels/random_sample.h), each element from its own block of the
@@ -599,7 +631,8 @@ def _from_kw(value, kwargs, op):
 
 
 @_register("uniform_")
-def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
+def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Generator | None = None,
+             **kwargs: Any) -> Tensor:
     """Fill with uniform samples on [from, to)."""
     lo = _real(_from_kw(from_, kwargs, "uniform_"), "from", "uniform_")
     hi = _real(to, "to", "uniform_")
@@ -610,7 +643,8 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
 
 
 @_register("normal_")
-def normal_(self, mean=0.0, std=1.0, *, generator=None):
+def normal_(self, mean: float = 0.0, std: float = 1.0, *,
+            generator: Generator | None = None) -> Tensor:
     """Fill with normal samples N(mean, std^2)."""
     mean, std = _real(mean, "mean", "normal_"), _real(std, "std", "normal_")
     gen = _gen(generator, "normal_", self.device)
@@ -620,7 +654,8 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
 
 
 @_register("log_normal_")
-def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+def log_normal_(self, mean: float = 1.0, std: float = 2.0, *,
+                generator: Generator | None = None) -> Tensor:
     """Fill with exp(N(mean, std^2)) samples."""
     mean, std = _real(mean, "mean", "log_normal_"), _real(std, "std", "log_normal_")
     gen = _gen(generator, "log_normal_", self.device)
@@ -636,7 +671,7 @@ def _need_continuous(dt, name, tname):
 
 
 @_register("exponential_")
-def exponential_(self, lambd=1.0, *, generator=None):
+def exponential_(self, lambd: float = 1.0, *, generator: Generator | None = None) -> Tensor:
     """Fill with exponential samples of rate lambd (never 0, never inf)."""
     lambd = _real(lambd, "lambd", "exponential_")
     gen = _gen(generator, "exponential_", self.device)
@@ -646,7 +681,8 @@ def exponential_(self, lambd=1.0, *, generator=None):
 
 
 @_register("cauchy_")
-def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *,
+            generator: Generator | None = None) -> Tensor:
     """Fill with Cauchy samples median + sigma * tan(pi (u - 1/2))."""
     median, sigma = _real(median, "median", "cauchy_"), _real(sigma, "sigma", "cauchy_")
     gen = _gen(generator, "cauchy_", self.device)
@@ -656,7 +692,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 
 
 @_register("geometric_")
-def geometric_(self, p, *, generator=None):
+def geometric_(self, p: float, *, generator: Generator | None = None) -> Tensor:
     """Fill with the number of Bernoulli(p) trials up to the first success (>= 1)."""
     p = _real(p, "p", "geometric_")
     gen = _gen(generator, "geometric_", self.device)
@@ -666,7 +702,7 @@ def geometric_(self, p, *, generator=None):
 
 
 @_register("bernoulli_")
-def bernoulli_(self, p=0.5, *, generator=None):
+def bernoulli_(self, p: float | Tensor = 0.5, *, generator: Generator | None = None) -> Tensor:
     """Fill with 1 with probability p (a number, or a tensor broadcastable to self), else 0."""
     gen = _gen(generator, "bernoulli_", self.device)
     if isinstance(p, Tensor):
@@ -682,7 +718,8 @@ _UNSET = object()
 
 
 @_register("random_")
-def random_(self, from_=_UNSET, to=_UNSET, *, generator=None, **kwargs):
+def random_(self, from_: Any = _UNSET, to: Any = _UNSET, *, generator: Generator | None = None,
+            **kwargs: Any) -> Tensor:
     """Fill with integers uniform on [from, to): random_() covers [0, max] of the dtype
     (0 .. 2^mantissa for floating types), random_(to) is [0, to), random_(from, None) is
     [from, max]."""

@@ -1,7 +1,10 @@
 """Shape and view ops: each returns a tensor sharing storage with its input (metadata only,
 computed in torchlite/_core/array.pyx), except where PyTorch copies (reshape of an
 incompatible layout, flip, contiguous of a non-contiguous tensor)."""
+from __future__ import annotations
+
 import builtins
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .. import _memory_format as MF
@@ -13,6 +16,14 @@ from ..autograd.grad_mode import _state as _grad_state
 from . import _register
 from . import views_grad as _VG
 from ._kit import no_out_with_grad, write_out
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from .._dtype import dtype
+    from .._memory_format import memory_format
+    from .._size import Size
 
 
 def _shape_arg(shape, op):
@@ -43,7 +54,7 @@ def _view_of(t, arr, record, *args):
 
 
 @_register("view")
-def view(input, *shape):
+def view(input: Tensor, *shape: int | Sequence[int] | dtype) -> Tensor:
     """The same data with a new shape (one dim may be -1).  Raises if the strides do not allow
     it without a copy; reshape() copies instead.  view(dtype) reinterprets the bytes."""
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
@@ -85,12 +96,12 @@ def _view_dtype(input, dt):
 
 
 @_register("view_as")
-def view_as(input, other):
+def view_as(input: Tensor, other: Tensor) -> Tensor:
     return view(input, other.shape)
 
 
 @_register("reshape")
-def reshape(input, *shape):
+def reshape(input: Tensor, *shape: int | Sequence[int]) -> Tensor:
     """A view when the layout allows one, else a contiguous copy."""
     shp = _shape_arg(shape, "reshape")
     arr = input._data.view(shp)
@@ -102,12 +113,12 @@ def reshape(input, *shape):
 
 
 @_register("reshape_as")
-def reshape_as(input, other):
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
     return reshape(input, other.shape)
 
 
 @_register("permute")
-def permute(input, *dims):
+def permute(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
     dims = _shape_arg(dims, "permute")
     r = _wrap_view(input._data.permute(dims), input)
     if input._requires_grad and _grad_state.enabled:
@@ -116,7 +127,7 @@ def permute(input, *dims):
 
 
 @_register("transpose", "swapaxes", "swapdims")
-def transpose(input, dim0, dim1):
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     if input._data.ndim == 0:
         _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)      # only 0 and -1 name the dim of a 0-d tensor
         return input
@@ -130,7 +141,7 @@ swapaxes = swapdims = transpose
 
 
 @_register("t")
-def t(input):
+def t(input: Tensor) -> Tensor:
     """Transpose of a tensor with at most 2 dims."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
@@ -180,13 +191,13 @@ Tensor.mH = property(_mH)
 
 
 @_register("adjoint")
-def adjoint(input):
+def adjoint(input: Tensor) -> Tensor:
     """The conjugate transpose of the last two dims (a view for real tensors)."""
     return _mH(input)
 
 
 @_register("movedim", "moveaxis")
-def movedim(input, source, destination):
+def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     nd = input.ndim
     src = [source] if isinstance(source, builtins.int) else list(source)
     dst = [destination] if isinstance(destination, builtins.int) else list(destination)
@@ -209,7 +220,7 @@ moveaxis = movedim
 
 
 @_register("expand")
-def expand(input, *sizes):
+def expand(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     r = _wrap_view(input._data.expand(_shape_arg(sizes, "expand")), input)
     if input._requires_grad and _grad_state.enabled:
         _VG.record_expand(input, r)
@@ -217,29 +228,29 @@ def expand(input, *sizes):
 
 
 @_register("expand_as")
-def expand_as(input, other):
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
     return expand(input, other.shape)
 
 
-def broadcast_to(input, size):
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
     return expand(input, size)
 
 
 Tensor.broadcast_to = broadcast_to
 
 
-def broadcast_shapes(*shapes):
+def broadcast_shapes(*shapes: int | Sequence[int]) -> Size:
     from .._size import Size
     return Size(_A.broadcast_shapes(*[(s,) if isinstance(s, builtins.int) else tuple(s) for s in shapes]))
 
 
-def broadcast_tensors(*tensors):
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     shape = _A.broadcast_shapes(*[t.shape for t in tensors])
     return tuple(expand(t, shape) for t in tensors)
 
 
 @_register("squeeze")
-def squeeze(input, dim=None):
+def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove size-1 dims (all, or the given dim / tuple of dims)."""
     if dim is None:
         r = _wrap_view(input._data.squeeze(None), input)
@@ -256,7 +267,7 @@ def squeeze(input, dim=None):
 
 
 @_register("unsqueeze")
-def unsqueeze(input, dim):
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
     r = _wrap_view(input._data.unsqueeze(dim), input)
     if input._requires_grad and _grad_state.enabled:
         _VG.record_reshape(input, r, _VG.UnsqueezeBackward0)
@@ -264,7 +275,7 @@ def unsqueeze(input, dim):
 
 
 @_register("flatten")
-def flatten(input, start_dim=0, end_dim=-1):
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     nd = input.ndim
     if nd == 0:
         return reshape(input, (1,))
@@ -282,12 +293,12 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 @_register("ravel")
-def ravel(input):
+def ravel(input: Tensor) -> Tensor:
     return reshape(input, (-1,))
 
 
 @_register("unflatten")
-def unflatten(input, dim, sizes):
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     d = _wrap_dim(dim, input.ndim)
     shape = tuple(input.shape)
     return view(input, shape[:d] + tuple(sizes) + shape[d + 1:]) if input.is_contiguous() else \
@@ -295,7 +306,7 @@ def unflatten(input, dim, sizes):
 
 
 @_register("narrow")
-def narrow(input, dim, start, length):
+def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, input.ndim)
@@ -323,7 +334,7 @@ def narrow(input, dim, start, length):
 
 
 @_register("select")
-def select(input, dim, index):
+def select(input: Tensor, dim: int, index: int) -> Tensor:
     index = builtins.int(index)
     r = _wrap_view(input._data.select(dim, index), input)
     if input._requires_grad and _grad_state.enabled:
@@ -332,7 +343,7 @@ def select(input, dim, index):
 
 
 @_register("diagonal")
-def diagonal(input, offset=0, dim1=0, dim2=1):
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes as a view, `offset` above (> 0) or below the
     main one; it becomes the last dim."""
     nd = input._data.ndim      # normalised here for 0-d inputs, as in squeeze
@@ -342,7 +353,8 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 
 @_register("as_strided")
-def as_strided(input, size, stride, storage_offset=None):
+def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
+               storage_offset: int | None = None) -> Tensor:
     """A view with the given size, strides and storage offset (in elements) over input's
     storage; it must stay inside the storage."""
     size = _shape_arg((size,), "as_strided")
@@ -359,7 +371,8 @@ def as_strided(input, size, stride, storage_offset=None):
 
 
 @_register("as_strided_")
-def as_strided_(self, size, stride, storage_offset=None):
+def as_strided_(self, size: Sequence[int], stride: Sequence[int],
+                storage_offset: int | None = None) -> Tensor:
     """In place: self becomes the as_strided(size, stride, storage_offset) view of its own
     storage (the elements stay where they are; only the geometry changes).  In a graph, self's
     history becomes that view's (AsStridedBackward0), as in PyTorch; a leaf that requires grad
@@ -380,7 +393,7 @@ def as_strided_(self, size, stride, storage_offset=None):
 
 
 @_register("unfold")
-def unfold(input, dimension, size, step):
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """All slices of length `size` along `dimension`, `step` apart, as a new last dim."""
     if input._data.ndim >= _MAX_DIMS:     # array.pyx's unfold does not check this itself
         raise RuntimeError(f"unfold: torchlite supports at most {_MAX_DIMS} dimensions, and the "
@@ -391,7 +404,8 @@ def unfold(input, dimension, size, step):
 
 
 @_register("flip")
-def flip(input, *args, dims=None):
+def flip(input: Tensor, *args: int | Sequence[int],
+         dims: int | Sequence[int] | None = None) -> Tensor:
     """A copy with the order of elements reversed along dims: flip(x, (0, 1)), flip(x,
     dims=(0, 1)), or as a method also x.flip(0, 1)."""
     if dims is None:
@@ -408,14 +422,14 @@ def flip(input, *args, dims=None):
 
 
 @_register("fliplr")
-def fliplr(input):
+def fliplr(input: Tensor) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, (1,))
 
 
 @_register("flipud")
-def flipud(input):
+def flipud(input: Tensor) -> Tensor:
     if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(input, (0,))
@@ -430,7 +444,7 @@ def _copy_in_format(input, fmt, op):
 
 
 @_register("contiguous")
-def contiguous(input, memory_format=None):
+def contiguous(input: Tensor, memory_format: memory_format | None = None) -> Tensor:
     """input itself when its memory is dense in `memory_format`'s order (row-major by
     default, channels_last: NHWC), else a copy that is."""
     fmt = MF.check(memory_format, "contiguous")
@@ -446,7 +460,7 @@ def contiguous(input, memory_format=None):
 
 
 @_register("clone")
-def clone(input, *, memory_format=None):
+def clone(input: Tensor, *, memory_format: memory_format | None = None) -> Tensor:
     """A copy with its own memory: dense inputs keep their strides (preserve_format), or
     laid out in `memory_format`."""
     fmt = MF.check(memory_format, "clone")
@@ -457,17 +471,17 @@ def clone(input, *, memory_format=None):
     return _result_of(input, _ew.clone(input._data, True), _VG.record_clone)
 
 
-def atleast_1d(*tensors):
+def atleast_1d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
     r = [t if t.ndim >= 1 else reshape(t, (1,)) for t in _flat_args(tensors)]
     return r[0] if len(r) == 1 else tuple(r)
 
 
-def atleast_2d(*tensors):
+def atleast_2d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
     r = [t if t.ndim >= 2 else reshape(t, (1,) * (2 - t.ndim) + tuple(t.shape)) for t in _flat_args(tensors)]
     return r[0] if len(r) == 1 else tuple(r)
 
 
-def atleast_3d(*tensors):
+def atleast_3d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
     out = []
     for t in _flat_args(tensors):
         if t.ndim == 0:
@@ -500,27 +514,27 @@ def _view_inplace(self, view):
 
 
 @_register("unsqueeze_")
-def unsqueeze_(self, dim):
+def unsqueeze_(self, dim: int) -> Tensor:
     return _view_inplace(self, unsqueeze(self, dim))
 
 
 @_register("squeeze_")
-def squeeze_(self, dim=None):
+def squeeze_(self, dim: int | Sequence[int] | None = None) -> Tensor:
     return _view_inplace(self, squeeze(self, dim))
 
 
 @_register("t_")
-def t_(self):
+def t_(self) -> Tensor:
     return _view_inplace(self, t(self))
 
 
 @_register("transpose_", "swapaxes_", "swapdims_")
-def transpose_(self, dim0, dim1):
+def transpose_(self, dim0: int, dim1: int) -> Tensor:
     return _view_inplace(self, transpose(self, dim0, dim1))
 
 
 @_register("sum_to_size")
-def sum_to_size(self, *size):
+def sum_to_size(self, *size: int | Sequence[int]) -> Tensor:
     """self summed down to `size` (which must expand to self's shape): the reverse of
     expand, as a gradient of a broadcast op is reduced."""
     from ..autograd.graph import expandable_to, sum_to
@@ -533,7 +547,8 @@ def sum_to_size(self, *size):
 
 
 @_register("resize_")
-def resize_(self, *sizes, memory_format=None):
+def resize_(self, *sizes: int | Sequence[int],
+            memory_format: memory_format | None = None) -> Tensor:
     """Give self a new contiguous shape in place.  When self's memory holds enough elements
     (from its offset on) they are reused as they lie; otherwise self moves to new memory
     holding the old elements first (the rest uninitialised).  Other views of the old memory
@@ -567,7 +582,7 @@ def resize_(self, *sizes, memory_format=None):
 
 
 @_register("resize_as_")
-def resize_as_(self, the_template, *, memory_format=None):
+def resize_as_(self, the_template: Tensor, *, memory_format: memory_format | None = None) -> Tensor:
     """resize_(the_template.shape)."""
     return resize_(self, tuple(the_template.shape))
 
@@ -586,7 +601,7 @@ def _resize_shape(self, shape, op):
 
 
 @_register("resize")
-def resize(self, *sizes):
+def resize(self, *sizes: int | Sequence[int]) -> Tensor:
     """The deprecated out-of-place resize: a reshape to `sizes`, which must keep the number of
     elements (PyTorch's autograd Resize); warns as PyTorch does."""
     import warnings
@@ -595,7 +610,7 @@ def resize(self, *sizes):
 
 
 @_register("resize_as")
-def resize_as(self, tensor):
+def resize_as(self, tensor: Tensor) -> Tensor:
     """The deprecated out-of-place resize_as: resize(tensor.shape); warns as PyTorch does."""
     import warnings
     warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
@@ -605,7 +620,8 @@ def resize_as(self, tensor):
 # ---- the *_copy variants: the view's values in a new contiguous tensor (PyTorch's
 # functional forms of its views) ----------------------------------------------------------------
 def _copy_of(view_name):
-    def copy_variant(input, *args, out=None, **kwargs):
+    def copy_variant(input: Tensor, *args: Any, out: Tensor | None = None,
+                     **kwargs: Any) -> Tensor | tuple[Tensor, ...]:
         r = getattr(input, view_name)(*args, **kwargs)
         if isinstance(r, tuple):
             return tuple(_fresh(t) for t in r)
@@ -630,29 +646,31 @@ for _view in ("view", "permute", "t", "transpose", "squeeze", "unsqueeze", "unbi
     globals()[f"{_view}_copy"] = _copy_of(_view)
 
 
-def select_copy(input, dim, index, *, out=None):
+def select_copy(input: Tensor, dim: int, index: int, *, out: Tensor | None = None) -> Tensor:
     """input.select(dim, index) as a new tensor (torch.select_copy)."""
     return _copy_of("select")(input, dim, index, out=out)
 
 
-def slice_copy(input, dim=0, start=None, end=None, step=1, *, out=None):
+def slice_copy(input: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+               step: int = 1, *, out: Tensor | None = None) -> Tensor:
     """input[..., start:end:step, ...] along dim as a new tensor (torch.slice_copy)."""
     d = _wrap_dim(dim, builtins.max(input.ndim, 1))
     index = (slice(None),) * d + (slice(start, end, step),)
     return _copy_of("__getitem__")(input, index, out=out)
 
 
-def split_copy(input, split_size, dim=0):
+def split_copy(input: Tensor, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """input.split(split_size, dim), each part a new tensor (torch.split_copy)."""
     return _copy_of("split")(input, split_size, dim)
 
 
-def split_with_sizes_copy(input, split_sizes, dim=0):
+def split_with_sizes_copy(input: Tensor, split_sizes: Sequence[int],
+                          dim: int = 0) -> tuple[Tensor, ...]:
     """input.split_with_sizes(split_sizes, dim), each part a new tensor."""
     return _copy_of("split_with_sizes")(input, split_sizes, dim)
 
 
-def copied_view(view, out, op, input):
+def copied_view(view: Tensor, out: Tensor | None, op: str, input: Tensor) -> Tensor:
     """A view op's result as a new contiguous tensor, written into out= when given (the _copy
     spellings of the views: view_copy, view_as_real_copy ...)."""
     r = _fresh(view)
@@ -663,7 +681,8 @@ def copied_view(view, out, op, input):
 
 
 @_register("as_strided_scatter")
-def as_strided_scatter(input, src, size, stride, storage_offset=None):
+def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
+                       storage_offset: int | None = None) -> Tensor:
     """A copy of input whose as_strided(size, stride, storage_offset) view holds src
     (torch.as_strided_scatter); differentiable in both."""
     out = input.clone()
@@ -671,7 +690,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     return out
 
 
-def alias_copy(input, *, out=None):
+def alias_copy(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """A copy of input (PyTorch's torch.alias_copy)."""
     return _copy_of("view_as")(input, input, out=out)
 

@@ -1,6 +1,13 @@
 """Fold and Unfold (PyTorch's torch.nn): sliding blocks to and from images."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["Fold", "Unfold"]
 
@@ -10,7 +17,9 @@ class Fold(Module):
 
     __constants__ = ["output_size", "kernel_size", "dilation", "padding", "stride"]
 
-    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    def __init__(self, output_size: int | tuple[int, ...], kernel_size: int | tuple[int, ...],
+                 dilation: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+                 stride: int | tuple[int, ...] = 1) -> None:
         super().__init__()
         self.output_size = output_size
         self.kernel_size = kernel_size
@@ -18,11 +27,11 @@ class Fold(Module):
         self.padding = padding
         self.stride = stride
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
                       self.stride)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return ("output_size={output_size}, kernel_size={kernel_size}, dilation={dilation}, "
                 "padding={padding}, stride={stride}".format(**self.__dict__))
 
@@ -32,16 +41,17 @@ class Unfold(Module):
 
     __constants__ = ["kernel_size", "dilation", "padding", "stride"]
 
-    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+    def __init__(self, kernel_size: int | tuple[int, ...], dilation: int | tuple[int, ...] = 1,
+                 padding: int | tuple[int, ...] = 0, stride: int | tuple[int, ...] = 1) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.dilation = dilation
         self.padding = padding
         self.stride = stride
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return ("kernel_size={kernel_size}, dilation={dilation}, padding={padding}, "
                 "stride={stride}".format(**self.__dict__))

@@ -5,15 +5,25 @@ A Module keeps its state in three ordered dicts: ``_parameters`` (Parameters), `
 (sub-modules).  Assigning a Parameter or a Module as an attribute registers it there;
 ``__getattr__`` finds it again.  Everything that walks a model (parameters(), state_dict(),
 to(), train(), repr, ...) walks these dicts, recursively through ``_modules``."""
+from __future__ import annotations
+
 import functools
 import itertools
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter, Buffer, is_lazy
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    from ..._device import device
+    from ..._dtype import dtype
 
 # torch.nn exports only Module from here; the global hook functions stay reachable as
 # torchlite.nn.modules.module.register_module_*_hook, as in PyTorch
@@ -43,7 +53,7 @@ class RemovableHandle:
 
     next_id = 0
 
-    def __init__(self, hooks_dict, *, extra_dict=None):
+    def __init__(self, hooks_dict: Any, *, extra_dict: Any = None) -> None:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = RemovableHandle.next_id
         RemovableHandle.next_id += 1
@@ -53,26 +63,26 @@ class RemovableHandle:
             extra_dict = (extra_dict,)
         self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
 
-    def remove(self):
+    def remove(self) -> None:
         for ref in (self.hooks_dict_ref,) + self.extra_dict_ref:
             d = ref()
             if d is not None:
                 d.pop(self.id, None)
 
-    def __getstate__(self):
+    def __getstate__(self) -> tuple[Any, ...]:
         return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
         hooks, self.id, extras = state
         # a handle whose dict is gone gets a dead reference (remove() then does nothing)
         self.hooks_dict_ref = weakref.ref(hooks if hooks is not None else OrderedDict())
         self.extra_dict_ref = tuple(weakref.ref(d) for d in extras if d is not None)
         RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
 
-    def __enter__(self):
+    def __enter__(self) -> RemovableHandle:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.remove()
 
 
@@ -86,14 +96,15 @@ _global_backward_hooks = OrderedDict()
 _global_backward_pre_hooks = OrderedDict()
 
 
-def register_module_forward_pre_hook(hook):
+def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """hook(module, args) runs before every module's forward (before the module's own hooks)."""
     handle = RemovableHandle(_global_forward_pre_hooks)
     _global_forward_pre_hooks[handle.id] = hook
     return handle
 
 
-def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+def register_module_forward_hook(hook: Callable[..., Any], *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
     """hook(module, args, output) runs after every module's forward (before its own hooks)."""
     handle = RemovableHandle(_global_forward_hooks, extra_dict=[
         _global_forward_hooks_with_kwargs, _global_forward_hooks_always_called])
@@ -105,14 +116,14 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     return handle
 
 
-def register_module_full_backward_hook(hook):
+def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """hook(module, grad_input, grad_output) runs for every module's backward."""
     handle = RemovableHandle(_global_backward_hooks)
     _global_backward_hooks[handle.id] = hook
     return handle
 
 
-def register_module_full_backward_pre_hook(hook):
+def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """hook(module, grad_output) runs before every module's backward."""
     handle = RemovableHandle(_global_backward_pre_hooks)
     _global_backward_pre_hooks[handle.id] = hook
@@ -164,7 +175,7 @@ def _name_the_layer(module, err):
 _CONTAINERS = {"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"}
 
 
-def _forward_unimplemented(self, *input):
+def _forward_unimplemented(self, *input: Any) -> Any:
     """Module.forward until a subclass defines it."""
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
                               f'function')
@@ -190,7 +201,7 @@ class Module:
     call_super_init = False
     forward = _forward_unimplemented
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         if kwargs and not self.call_super_init:
             raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
                             f"'{next(iter(kwargs))}'")
@@ -232,7 +243,7 @@ class Module:
         if hasattr(self, name) and name not in store:
             raise KeyError(f"attribute '{name}' already exists")
 
-    def register_buffer(self, name, tensor, persistent=True):
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Add a buffer: state that is not a parameter (e.g. BatchNorm's running_mean).  A
         persistent buffer is part of state_dict(); a None buffer is skipped by to(), state_dict
         and friends."""
@@ -248,7 +259,7 @@ class Module:
         else:
             self._non_persistent_buffers_set.add(name)
 
-    def register_parameter(self, name, param):
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add a parameter (a Parameter, or None for an absent one such as a disabled bias)."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
@@ -264,7 +275,7 @@ class Module:
                                  f"method.")
         self._parameters[name] = param
 
-    def add_module(self, name, module):
+    def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module (or None), reachable as the attribute `name`."""
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
@@ -278,12 +289,12 @@ class Module:
             raise KeyError("module name can't be empty string \"\"")
         self._modules[name] = module
 
-    def register_module(self, name, module):
+    def register_module(self, name: str, module: Module | None) -> None:
         """Alias of add_module."""
         self.add_module(name, module)
 
     # ---- lookup by dotted name ------------------------------------------------------------------
-    def get_submodule(self, target):
+    def get_submodule(self, target: str) -> Module:
         """The sub-module at dotted path `target` ('' is self); AttributeError otherwise."""
         if target == "":
             return self
@@ -296,7 +307,7 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
-    def set_submodule(self, target, module, strict=False):
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
         """Replace (or, unless strict, add) the sub-module at dotted path `target`."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
@@ -320,26 +331,26 @@ class Module:
             raise AttributeError("`" + name + "` is not " + what)
         return value
 
-    def get_parameter(self, target):
+    def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path `target` (e.g. 'net.0.weight')."""
         return self._get_member(target, lambda m, n, v: isinstance(v, Parameter), "an nn.Parameter")
 
-    def get_buffer(self, target):
+    def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path `target`."""
         return self._get_member(target, lambda m, n, v: n in m._buffers, "a buffer")
 
-    def get_extra_state(self):
+    def get_extra_state(self) -> Any:
         """Override (with set_extra_state) to put extra state into state_dict()."""
         raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be "
                            "called.")
 
-    def set_extra_state(self, state):
+    def set_extra_state(self, state: Any) -> None:
         """Override (with get_extra_state) to restore extra state from load_state_dict()."""
         raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be "
                            "called.")
 
     # ---- attribute protocol ---------------------------------------------------------------------
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # only called when ordinary lookup fails: parameters, buffers and sub-modules
         d = self.__dict__
         if "_parameters" in d:
@@ -356,7 +367,7 @@ class Module:
                 return modules[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         d = self.__dict__
         params = d.get("_parameters")
         if isinstance(value, Parameter):
@@ -397,7 +408,7 @@ class Module:
             return
         object.__setattr__(self, name, value)
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -408,17 +419,17 @@ class Module:
         else:
             object.__delattr__(self, name)
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         keys = (dir(self.__class__) + list(self.__dict__) + list(self._parameters)
                 + list(self._modules) + list(self._buffers))
         return sorted(k for k in keys if not k[0].isdigit())
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("_compiled_call_impl", None)
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         # a module pickled by an older version may lack some of the hook dicts
         for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
@@ -435,7 +446,7 @@ class Module:
     # ---- calling -------------------------------------------------------------------------------
     _compiled_call_impl = None      # set by compile(): the compiled call
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._compiled_call_impl is not None:
             return self._compiled_call_impl(*args, **kwargs)
         return self._call_impl(*args, **kwargs)
@@ -452,7 +463,7 @@ class Module:
             _name_the_layer(self, e)
             raise
 
-    def compile(self, *args, **kwargs):
+    def compile(self, *args: Any, **kwargs: Any) -> None:
         """Compile this module's calls in place (torchlite.compile's arguments): later calls
         run the compiled graph; the module keeps its type, parameters and state_dict keys."""
         # the public torchlite.compile, as PyTorch's Module.compile calls torch.compile: the
@@ -546,7 +557,8 @@ class Module:
         return full, pre, (own if legacy else [])
 
     # ---- hook registration ---------------------------------------------------------------------
-    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
         """hook(module, args) -> None or new args runs before forward (with_kwargs:
         hook(module, args, kwargs) -> None or (new_args, new_kwargs))."""
         handle = RemovableHandle(self._forward_pre_hooks,
@@ -558,7 +570,9 @@ class Module:
             self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
         """hook(module, args, output) -> None or new output runs after forward (with_kwargs:
         hook(module, args, kwargs, output)); always_call: also when forward raises."""
         handle = RemovableHandle(self._forward_hooks, extra_dict=[
@@ -572,7 +586,7 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_backward_hook(self, hook):
+    def register_backward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """Deprecated, as in PyTorch (use register_full_backward_hook): hook(module,
         grad_input, grad_output) -> None or new grad_input runs on the backward of the node
         that made forward's (first) output tensor, so grad_input are the gradients of that
@@ -585,7 +599,8 @@ class Module:
         self._backward_hooks[handle.id] = hook
         return handle
 
-    def register_full_backward_hook(self, hook, prepend=False):
+    def register_full_backward_hook(self, hook: Callable[..., Any],
+                                    prepend: bool = False) -> RemovableHandle:
         """hook(module, grad_input, grad_output) -> None or new grad_input runs when the
         gradients with respect to the module's inputs have been computed."""
         if self._is_full_backward_hook is False:
@@ -598,7 +613,8 @@ class Module:
             self._backward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_full_backward_pre_hook(self, hook, prepend=False):
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any],
+                                        prepend: bool = False) -> RemovableHandle:
         """hook(module, grad_output) -> None or new grad_output runs before the module's
         input gradients are computed."""
         handle = RemovableHandle(self._backward_pre_hooks)
@@ -607,13 +623,13 @@ class Module:
             self._backward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_state_dict_pre_hook(self, hook):
+    def register_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """hook(module, prefix, keep_vars) runs before state_dict() saves this module."""
         handle = RemovableHandle(self._state_dict_pre_hooks)
         self._state_dict_pre_hooks[handle.id] = hook
         return handle
 
-    def register_state_dict_post_hook(self, hook):
+    def register_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """hook(module, state_dict, prefix, local_metadata) runs after state_dict() saved this
         module; it may change state_dict in place and must return None."""
         hook._from_public_api = True
@@ -626,7 +642,7 @@ class Module:
         self._state_dict_hooks[handle.id] = hook
         return handle
 
-    def register_load_state_dict_pre_hook(self, hook):
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
         unexpected_keys, error_msgs) runs before load_state_dict() loads this module."""
         return self._register_load_state_dict_pre_hook(hook, with_module=True)
@@ -637,7 +653,7 @@ class Module:
                                                        else hook)
         return handle
 
-    def register_load_state_dict_post_hook(self, hook):
+    def register_load_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """hook(module, incompatible_keys) runs after load_state_dict() loaded this module; it
         may edit incompatible_keys in place."""
         handle = RemovableHandle(self._load_state_dict_post_hooks)
@@ -657,32 +673,34 @@ class Module:
                     memo.add(v)
                 yield (module_prefix + "." + k if module_prefix else k), v
 
-    def parameters(self, recurse=True):
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         """The parameters of this module (and of its sub-modules when recurse), each once."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         """(dotted name, parameter) pairs, e.g. ('0.weight', ...)."""
         yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse,
                                        remove_duplicate)
 
-    def buffers(self, recurse=True):
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         """The buffers of this module (and of its sub-modules when recurse)."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
-    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         """(dotted name, buffer) pairs."""
         yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse,
                                        remove_duplicate)
 
-    def children(self):
+    def children(self) -> Iterator[Module]:
         """The immediate sub-modules, each once."""
         for _, m in self.named_children():
             yield m
 
-    def named_children(self):
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         """(name, immediate sub-module) pairs, each module once."""
         memo = set()
         for name, module in self._modules.items():
@@ -690,12 +708,13 @@ class Module:
                 memo.add(module)
                 yield name, module
 
-    def modules(self, remove_duplicate=True):
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
         """Every module of the tree, self first (depth first)."""
         for _, m in self.named_modules(remove_duplicate=remove_duplicate):
             yield m
 
-    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+    def named_modules(self, memo: set[Module] | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
         """(dotted name, module) for every module of the tree, self first as (prefix, self)."""
         if memo is None:
             memo = set()
@@ -711,7 +730,7 @@ class Module:
             yield from module.named_modules(memo, sub, remove_duplicate)
 
     # ---- modes and gradients --------------------------------------------------------------------
-    def train(self, mode=True):
+    def train(self, mode: bool = True) -> Module:
         """Set training mode (True) or evaluation mode (False) on the whole tree."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
@@ -720,17 +739,17 @@ class Module:
             module.train(mode)
         return self
 
-    def eval(self):
+    def eval(self) -> Module:
         """Evaluation mode: train(False)."""
         return self.train(False)
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
         """Set requires_grad of every parameter in place."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to None (default) or to zeros."""
         for p in self.parameters():
             g = p.grad
@@ -758,7 +777,8 @@ class Module:
         if type(self).get_extra_state is not Module.get_extra_state:
             destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
-    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *args: Any, destination: dict[str, Any] | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> dict[str, Any]:
         """An OrderedDict of every parameter and persistent buffer of the tree, by dotted name
         (detached from autograd unless keep_vars)."""
         if args:        # the deprecated positional form (destination, prefix, keep_vars)
@@ -855,7 +875,8 @@ class Module:
                               f'checkpoint are {value.size()}, an exception occurred : '
                               f'{ex.args}.')
 
-    def load_state_dict(self, state_dict, strict=True, assign=False):
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False) -> _IncompatibleKeys:
         """Copy parameters and buffers from state_dict into the tree.  strict: the keys must
         match state_dict()'s exactly (RuntimeError listing missing and unexpected keys).  A
         shape mismatch is always an error.  assign: keep the state dict's tensors themselves
@@ -931,14 +952,14 @@ class Module:
                     self._buffers[key] = fn(buf)
         return self
 
-    def apply(self, fn):
+    def apply(self, fn: Callable[[Module], None]) -> Module:
         """Call fn(module) on every sub-module (children first) and then on self."""
         for module in self.children():
             module.apply(fn)
         fn(self)
         return self
 
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> Module:
         """Move and/or cast parameters and buffers in place: to(device), to(dtype),
         to(device, dtype), to(tensor), keywords device=, dtype=, non_blocking=.  Only
         floating point tensors change dtype; the dtype must be a floating point one."""
@@ -957,44 +978,44 @@ class Module:
                         non_blocking=non_blocking, memory_format=layout)
         return self._apply(convert)
 
-    def cuda(self, device=None):
+    def cuda(self, device: str | device | int | None = None) -> Module:
         """Move every parameter and buffer to a CUDA device (RuntimeError without a CUDA
         backend)."""
         from ..._device import device as _device
         target = _device("cuda", device) if isinstance(device, int) or device is None else device
         return self._apply(lambda t: t.to(target))
 
-    def cpu(self):
+    def cpu(self) -> Module:
         """Move every parameter and buffer to the CPU."""
         return self._apply(lambda t: t.cpu())
 
-    def type(self, dst_type):
+    def type(self, dst_type: dtype | str) -> Module:
         """Cast every parameter and buffer to dst_type."""
         return self._apply(lambda t: t.type(dst_type))
 
-    def float(self):
+    def float(self) -> Module:
         """Cast floating point parameters and buffers to float32."""
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
-    def double(self):
+    def double(self) -> Module:
         """Cast floating point parameters and buffers to float64."""
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
-    def half(self):
+    def half(self) -> Module:
         """Cast floating point parameters and buffers to float16."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
-    def bfloat16(self):
+    def bfloat16(self) -> Module:
         """Cast floating point parameters and buffers to bfloat16."""
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
-    def to_empty(self, *, device=None, recurse=True):
+    def to_empty(self, *, device: str | device | int | None = None, recurse: bool = True) -> Module:
         """Replace every parameter and buffer by an uninitialised tensor of the same shape on
         `device`."""
         from ..._ops.creation import empty_like
         return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
-    def share_memory(self):
+    def share_memory(self) -> Module:
         """A no-op here: CPU tensors of torchlite live in ordinary process memory."""
         return self
 
@@ -1002,11 +1023,11 @@ class Module:
     def _get_name(self):
         return type(self).__name__
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         """The module's own settings for repr (override it; one line or several)."""
         return ""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         extra = self.extra_repr()
         extra_lines = extra.split("\n") if extra else []
         child_lines = ["(" + key + "): " + _addindent(repr(module), 2)

@@ -1,8 +1,11 @@
 """Normalisation layers: BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm
 and LocalResponseNorm, with PyTorch's constructors, parameters, buffers (running_mean,
 running_var, num_batches_tracked), input checks and reprs."""
+from __future__ import annotations
+
 import numbers
 import warnings
+from typing import TYPE_CHECKING
 
 from ... import _dtype as D
 from ..._ops.creation import empty as _empty, zeros as _zeros, ones as _ones, tensor as _tensor
@@ -11,6 +14,13 @@ from .. import functional as F
 from .. import init as _init
 from ..parameter import Parameter
 from .module import Module
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._device import device
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
            "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
@@ -42,8 +52,10 @@ class _NormBase(Module):
 
     _version = 2
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None, *, bias=True):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 device: str | device | int | None = None, dtype: dtype | None = None, *,
+                 bias: bool = True) -> None:
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -73,19 +85,19 @@ class _NormBase(Module):
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 
-    def reset_running_stats(self):
+    def reset_running_stats(self) -> None:
         if self.track_running_stats:
             with _no_grad():
                 self.running_mean.zero_()
                 self.running_var.fill_(1)
                 self.num_batches_tracked.zero_()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         self.reset_running_stats()
         if self.affine:
             _ones_zeros_(self.weight, self.bias)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, bias={self.bias is not None}, "
                 f"track_running_stats={self.track_running_stats}")
@@ -100,7 +112,7 @@ class _BatchNorm(_NormBase):
             want = " or ".join(f"{d}D" for d in self._dims)
             raise ValueError(f"expected {want} input (got {nd}D input)")
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         factor, bn_training, running_mean, running_var = self._step()
         return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training,
@@ -141,8 +153,10 @@ class BatchNorm3d(_BatchNorm):
 class _InstanceNorm(_NormBase):
     _no_batch_dim = 0
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
-                 track_running_stats=False, device=None, dtype=None, *, bias=True):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False,
+                 device: str | device | int | None = None, dtype: dtype | None = None, *,
+                 bias: bool = True) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
                          bias=bias)
 
@@ -157,7 +171,7 @@ class _InstanceNorm(_NormBase):
                                self.training or not self.track_running_stats,
                                self.momentum if self.momentum is not None else 0.0, self.eps)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         feature_dim = input.dim() - self._no_batch_dim
         if input.size(feature_dim) != self.num_features:
@@ -196,8 +210,9 @@ def _shape_of(normalized_shape):
 class LayerNorm(Module):
     """Layer norm over the trailing dims normalized_shape, with an elementwise affine."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
-                 dtype=None):
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__()
         self.normalized_shape = _shape_of(normalized_shape)
         self.eps = eps
@@ -205,14 +220,14 @@ class LayerNorm(Module):
         _affine_params(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if self.elementwise_affine:
             _ones_zeros_(self.weight, self.bias)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
@@ -220,8 +235,9 @@ class LayerNorm(Module):
 class GroupNorm(Module):
     """Group norm: num_channels split into num_groups groups normalised per sample."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *,
-                 bias=True):
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 device: str | device | int | None = None, dtype: dtype | None = None, *,
+                 bias: bool = True) -> None:
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
@@ -233,14 +249,14 @@ class GroupNorm(Module):
         _affine_params(self, num_channels, affine, bias, device, dtype)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if self.affine:
             _ones_zeros_(self.weight, self.bias)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
 
@@ -248,8 +264,9 @@ class GroupNorm(Module):
 class RMSNorm(Module):
     """Root-mean-square norm over the trailing dims normalized_shape, times a weight."""
 
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
-                 dtype=None):
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
+                 elementwise_affine: bool = True, device: str | device | int | None = None,
+                 dtype: dtype | None = None) -> None:
         super().__init__()
         self.normalized_shape = _shape_of(normalized_shape)
         self.eps = eps
@@ -260,14 +277,14 @@ class RMSNorm(Module):
             self.register_parameter("weight", None)
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if self.elementwise_affine:
             _ones_zeros_(self.weight, None)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
 
@@ -275,17 +292,17 @@ class RMSNorm(Module):
 class LocalResponseNorm(Module):
     """Normalisation across neighbouring channels."""
 
-    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
         self.size = size
         self.alpha = alpha
         self.beta = beta
         self.k = k
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
@@ -297,7 +314,7 @@ class CrossMapLRN2d(Module):
     so outputs equal PyTorch's.  The gradient is the true derivative of that forward; PyTorch's
     hand-written backward for this module does not pass its own gradcheck."""
 
-    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
         super().__init__()
         self.size = size
         self.alpha = alpha
@@ -314,7 +331,7 @@ class CrossMapLRN2d(Module):
             rows.append([1.0 if (lo <= j <= hi or j == 0) else 0.0 for j in range(channels)])
         return _tensor(rows, dtype=like.dtype, device=like.device)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         if input.dim() != 4:
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
         from ..._ops.linalg import tensordot
@@ -322,5 +339,5 @@ class CrossMapLRN2d(Module):
         sums = tensordot(window, input * input, dims=([1], [1])).permute(1, 0, 2, 3)
         return input * (sums * (self.alpha / self.size) + self.k) ** -self.beta
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,11 +1,20 @@
 """Embedding layers: Embedding (a lookup table of learnt vectors) and EmbeddingBag (sums, means
 or maxima of bags of them)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..._ops.creation import empty as _empty
 from ...autograd.grad_mode import no_grad as _no_grad
 from .. import functional as F
 from .. import init as _init
 from ..parameter import Parameter
 from .module import Module
+
+if TYPE_CHECKING:
+    from ..._device import device
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -54,9 +63,11 @@ class Embedding(Module):
     """A table of num_embeddings vectors of size embedding_dim, initialised from N(0, 1) (the
     padding_idx row zeroed); input holds indices into it."""
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
-                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
-                 _freeze=False, device=None, dtype=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False,
+                 _weight: Tensor | None = None, _freeze: bool = False,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -67,7 +78,7 @@ class Embedding(Module):
         _weight_param(self, num_embeddings, embedding_dim, _weight, _freeze, device, dtype)
         self.sparse = sparse
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         _init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 
@@ -76,11 +87,11 @@ class Embedding(Module):
             with _no_grad():
                 self.weight[self.padding_idx].fill_(0)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
@@ -90,8 +101,10 @@ class Embedding(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
-                        norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        padding_idx: int | None = None, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Embedding:
         """An Embedding whose table is `embeddings` (2-d; shared, not copied), frozen unless
         freeze=False."""
         rows, cols = _pretrained_table_shape(embeddings)
@@ -103,9 +116,11 @@ class Embedding(Module):
 class EmbeddingBag(Module):
     """Sums, means or maxima of bags of embeddings (see nn.functional.embedding_bag)."""
 
-    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
-                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
-                 include_last_offset=False, padding_idx=None, device=None, dtype=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight: Tensor | None = None,
+                 include_last_offset: bool = False, padding_idx: int | None = None,
+                 device: str | device | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -121,12 +136,13 @@ class EmbeddingBag(Module):
     reset_parameters = Embedding.reset_parameters
     _fill_padding_idx_with_zero = Embedding._fill_padding_idx_with_zero
 
-    def forward(self, input, offsets=None, per_sample_weights=None):
+    def forward(self, input: Tensor, offsets: Tensor | None = None,
+                per_sample_weights: Tensor | None = None) -> Tensor:
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
                                self.scale_grad_by_freq, self.mode, self.sparse, per_sample_weights,
                                self.include_last_offset, self.padding_idx)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         s += _lookup_options_repr(self)
         s += f", mode={self.mode!r}"
@@ -135,9 +151,11 @@ class EmbeddingBag(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
-                        scale_grad_by_freq=False, mode="mean", sparse=False,
-                        include_last_offset=False, padding_idx=None):
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        max_norm: float | None = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, mode: str = "mean",
+                        sparse: bool = False, include_last_offset: bool = False,
+                        padding_idx: int | None = None) -> EmbeddingBag:
         """An EmbeddingBag whose table is `embeddings`, frozen unless freeze=False."""
         rows, cols = _pretrained_table_shape(embeddings)
         bag = cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, max_norm=max_norm,
