@@ -1,12 +1,15 @@
 """Type hints on the public API (the architecture issue's "type hints on the public API and the
-kit").  For each module below, every public function (its __all__; creation.py and views.py,
-which have none: their public functions torchlite exports at the top level) and every class of
-__all__ (the nn and optim modules' classes, random's Generator) with its __init__, forward, step,
-other public methods and special methods defined in that module, annotates every parameter (but
-self, cls, *args and **kwargs) and its return.  The annotations must also evaluate
-(typing.get_type_hints, with torchlite's Tensor, dtype, device, Size, layout, memory_format and
-nn.utils.rnn.PackedSequence and the typing names at hand), so a misspelled name fails here; and
-each module has `from __future__ import annotations`, so none is evaluated on import."""
+kit").  For each module below, every public function (its __all__, less the functions it only
+re-exports, as dataloader's default_collate; creation.py and views.py, which have none: their
+public functions torchlite exports at the top level) and every class of __all__ (the nn and optim
+modules' classes, random's Generator, the data modules' datasets, samplers and DataLoader) with
+its __init__, forward, step, other public methods and special methods defined in that module,
+annotates every parameter (but self, cls, *args and **kwargs) and its return.  The annotations
+must also evaluate (typing.get_type_hints, with torchlite's Tensor, dtype, device, Size, layout,
+memory_format, Generator, nn.Module, optim.Optimizer, nn.utils.rnn.PackedSequence,
+utils.data.Dataset and utils.data.Sampler and the typing names at hand), so a misspelled name
+fails here; and each module has `from __future__ import annotations`, so none is evaluated on
+import."""
 import __future__
 import collections.abc
 import importlib
@@ -91,15 +94,45 @@ MODULES = {   # module: a few of the names it must cover (so the check is never 
     "torchlite._ops.random": ["Generator.__init__", "Generator.get_state", "manual_seed", "rand",
                               "randn", "randint", "randperm", "normal", "bernoulli", "multinomial",
                               "rand_like"],
+    "torchlite.optim.adadelta": ["Adadelta.__init__", "adadelta"],
+    "torchlite.optim.adamax": ["Adamax.__init__", "adamax"],
+    "torchlite.optim.nadam": ["NAdam.__init__", "nadam"],
+    "torchlite.optim.radam": ["RAdam.__init__", "radam"],
+    "torchlite.optim.asgd": ["ASGD.__init__", "asgd"],
+    "torchlite.optim.rprop": ["Rprop.__init__", "rprop"],
+    "torchlite.optim.lbfgs": ["LBFGS.__init__", "LBFGS.step"],
+    "torchlite.optim.sparse_adam": ["SparseAdam.__init__"],
+    "torchlite.optim.adafactor": ["Adafactor.__init__", "adafactor"],
+    "torchlite.optim.muon": ["Muon.__init__", "muon"],
+    "torchlite.optim.swa_utils": ["AveragedModel.__init__", "AveragedModel.forward",
+                                  "AveragedModel.update_parameters", "update_bn", "SWALR.__init__",
+                                  "SWALR.get_lr", "SWALR.state_dict", "get_ema_multi_avg_fn",
+                                  "get_swa_avg_fn"],
+    "torchlite.utils.data.dataloader": ["DataLoader.__init__", "DataLoader.__iter__",
+                                        "DataLoader.__len__",
+                                        "DataLoader.check_worker_number_rationality"],
+    "torchlite.utils.data.dataset": ["Dataset.__getitem__", "Dataset.__add__", "IterableDataset.__iter__",
+                                     "TensorDataset.__init__", "StackDataset.__getitems__",
+                                     "ConcatDataset.cumsum", "ChainDataset.__len__", "Subset.__init__",
+                                     "random_split"],
+    "torchlite.utils.data.sampler": ["Sampler.__iter__", "SequentialSampler.__init__",
+                                     "RandomSampler.__init__", "RandomSampler.__iter__",
+                                     "SubsetRandomSampler.__len__", "WeightedRandomSampler.__init__",
+                                     "BatchSampler.__init__", "BatchSampler.__iter__"],
+    "torchlite.utils.data.distributed": ["DistributedSampler.__init__", "DistributedSampler.__iter__",
+                                         "DistributedSampler.__len__", "DistributedSampler.set_epoch"],
 }
 
 
 def _namespace():
+    data = importlib.import_module("torchlite.utils.data")
     ns = {name: getattr(typing, name) for name in typing.__all__}
     ns.update((name, getattr(collections.abc, name)) for name in collections.abc.__all__)
     ns.update(Tensor=torchlite.Tensor, dtype=torchlite.dtype, device=torchlite.device,
               Size=torchlite.Size, layout=torchlite.layout, memory_format=torchlite.memory_format,
-              PackedSequence=torchlite.nn.utils.rnn.PackedSequence)
+              Generator=torchlite.Generator, Module=torchlite.nn.Module,
+              Optimizer=torchlite.optim.Optimizer, PackedSequence=torchlite.nn.utils.rnn.PackedSequence,
+              Dataset=data.Dataset, Sampler=data.Sampler)
     return ns
 
 
@@ -130,7 +163,7 @@ def _api(modname):
         obj = getattr(mod, name)
         if inspect.isclass(obj):
             out += [(f"{name}.{m}", fn) for m, fn in sorted(_methods(obj, modname).items())]
-        elif inspect.isfunction(obj):
+        elif inspect.isfunction(obj) and obj.__module__ == modname:   # not re-exported
             out.append((name, obj))
     return mod, out
 

@@ -1,6 +1,16 @@
 """Adadelta (PyTorch's torch.optim.Adadelta)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg, _to_scalar,
                         _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -17,8 +27,11 @@ class Adadelta(Optimizer):
     _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False,
                                  capturable=False)
 
-    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
-                 capturable=False, maximize=False, differentiable=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0, foreach: bool | None = None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False) -> None:
         _check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
@@ -29,7 +42,7 @@ class Adadelta(Optimizer):
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         steps, square_avgs, acc_deltas = self._collect_state(params, ("square_avg", "acc_delta"))
         adadelta(params, grads, square_avgs, acc_deltas, steps, lr=group["lr"], rho=group["rho"],
@@ -37,9 +50,11 @@ class Adadelta(Optimizer):
                  maximize=group["maximize"], differentiable=group["differentiable"])
 
 
-def adadelta(params, grads, square_avgs, acc_deltas, state_steps, capturable=False,
-             foreach=None, differentiable=False, has_complex=False, *, lr, rho, eps,
-             weight_decay, maximize):
+def adadelta(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
+             acc_deltas: list[Tensor], state_steps: list[Tensor], capturable: bool = False,
+             foreach: bool | None = None, differentiable: bool = False, has_complex: bool = False,
+             *, lr: float | Tensor, rho: float, eps: float, weight_decay: float,
+             maximize: bool) -> None:
     """The Adadelta update on lists of tensors (functional form of Adadelta.step)."""
     lr = _to_scalar(lr)
     one_minus_rho = 1 - rho

@@ -1,9 +1,17 @@
 """Adafactor (PyTorch's torch.optim.Adafactor, from PyTorch 2.5): Adam-like steps whose second
 moment of a matrix is kept factored, as one row and one column of running means."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .._ops.creation import tensor as _scalar_tensor, zeros, zeros_like
 from .._dtype import finfo
 from .._tensor import Tensor
 from .optimizer import Optimizer, _to_scalar
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = ["Adafactor", "adafactor"]
 
@@ -28,8 +36,12 @@ class Adafactor(Optimizer):
 
     _late_option_defaults = dict(foreach=None)
 
-    def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0,
-                 weight_decay=0.0, *, foreach=None, maximize=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-2, beta2_decay: float = -0.8,
+                 eps: tuple[float | None, float] = (None, 1e-3), d: float = 1.0,
+                 weight_decay: float = 0.0, *, foreach: bool | None = None,
+                 maximize: bool = False) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -48,7 +60,7 @@ class Adafactor(Optimizer):
                         weight_decay=weight_decay, foreach=foreach, maximize=maximize)
         super().__init__(params, defaults)
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         state_of = self.state
         row_vars, col_vars, variances, steps = [], [], [], []
@@ -76,9 +88,12 @@ class Adafactor(Optimizer):
                   maximize=group["maximize"])
 
 
-def adafactor(params, grads, row_vars, col_vars, variances, state_steps, grad_scale=None,
-              found_inf=None, foreach=None, has_complex=False, *, d, lr, beta2_decay,
-              weight_decay, eps1, eps2, maximize):
+def adafactor(params: list[Tensor], grads: list[Tensor], row_vars: list[Tensor | None],
+              col_vars: list[Tensor | None], variances: list[Tensor | None],
+              state_steps: list[Tensor], grad_scale: Tensor | None = None,
+              found_inf: Tensor | None = None, foreach: bool | None = None,
+              has_complex: bool = False, *, d: float, lr: float | Tensor, beta2_decay: float,
+              weight_decay: float, eps1: float | None, eps2: float, maximize: bool) -> None:
     """The Adafactor update on lists of tensors (functional form of Adafactor.step): a
     parameter with more than one dim has row_vars/col_vars entries (variances None), others
     a variances entry."""

@@ -1,9 +1,19 @@
 """Adamax: Adam with the infinity norm (PyTorch's torch.optim.Adamax)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .._ops.joining import cat
 from .._ops.elementwise import maximum
 from .._ops.reduction import amax
 from .optimizer import (Optimizer, _check_adam_options, _check_impl_flags, _to_scalar,
                         _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = ["Adamax", "adamax"]
 
@@ -20,15 +30,19 @@ class Adamax(Optimizer):
     _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False,
                                  capturable=False)
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
         _check_adam_options(lr, eps, betas, weight_decay)
         _check_impl_flags(differentiable, None, foreach)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         steps, exp_avgs, exp_infs = self._collect_state(params, ("exp_avg", "exp_inf"))
         beta1, beta2 = group["betas"]
@@ -37,9 +51,11 @@ class Adamax(Optimizer):
                maximize=group["maximize"], differentiable=group["differentiable"])
 
 
-def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximize=False,
-           differentiable=False, capturable=False, has_complex=False, *, eps, beta1, beta2,
-           lr, weight_decay):
+def adamax(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+           exp_infs: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None,
+           maximize: bool = False, differentiable: bool = False, capturable: bool = False,
+           has_complex: bool = False, *, eps: float, beta1: float, beta2: float,
+           lr: float | Tensor, weight_decay: float) -> None:
     """The Adamax update on lists of tensors (functional form of Adamax.step)."""
     lr = _to_scalar(lr)
     one_minus_beta1 = 1 - beta1

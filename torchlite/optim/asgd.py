@@ -1,8 +1,16 @@
 """Averaged stochastic gradient descent (PyTorch's torch.optim.ASGD)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .._ops.creation import ones_like, tensor as _scalar_tensor, zeros_like
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _check_nonneg,
                         _new_step_count, _to_scalar, _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = ["ASGD", "asgd"]
 
@@ -23,8 +31,12 @@ class ASGD(Optimizer):
     _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False,
                                  capturable=False)
 
-    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
-                 foreach=None, maximize=False, differentiable=False, capturable=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
+                 t0: float = 1e6, weight_decay: float = 0, foreach: bool | None = None,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
         _check_lr(lr)
         _check_nonneg(weight_decay, "weight_decay value")
         _check_impl_flags(differentiable, None, foreach)
@@ -41,7 +53,7 @@ class ASGD(Optimizer):
                 if isinstance(state, dict) and key in state and not isinstance(state[key], Tensor):
                     state[key] = _scalar_tensor(float(state[key]))
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         state_of = self.state
         axs, mus, etas, steps = [], [], [], []
@@ -61,9 +73,11 @@ class ASGD(Optimizer):
              maximize=group["maximize"], differentiable=group["differentiable"])
 
 
-def asgd(params, grads, axs, mus, etas, state_steps, foreach=None, maximize=False,
-         differentiable=False, capturable=False, has_complex=False, *, lambd, lr, t0, alpha,
-         weight_decay):
+def asgd(params: list[Tensor], grads: list[Tensor], axs: list[Tensor], mus: list[Tensor],
+         etas: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None,
+         maximize: bool = False, differentiable: bool = False, capturable: bool = False,
+         has_complex: bool = False, *, lambd: float, lr: float | Tensor, t0: float, alpha: float,
+         weight_decay: float) -> None:
     """The ASGD update on lists of tensors (functional form of ASGD.step); mus, etas and
     state_steps are 0-d float32 tensors, updated in place."""
     lr = _to_scalar(lr)

@@ -5,13 +5,20 @@ order).  The curvature scalars kept in the state (ro, al, H_diag) and the slopes
 tensors of the parameters' dtype, and so are step lengths computed from them, as in PyTorch:
 state dicts interchange, and the Wolfe tests round as PyTorch's do (float32 for float32
 parameters).  Losses are Python floats."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 from .._ops.creation import zeros
 from .._ops.joining import cat
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _call_with_grad, _check_lr, _squeeze_hyperparameter,
                         _to_scalar, _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 __all__ = ["LBFGS"]
 
@@ -127,8 +134,11 @@ class LBFGS(Optimizer):
     tolerance_change (1e-9), history_size (100), line_search_fn (None or 'strong_wolfe').
     """
 
-    def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
-                 tolerance_change=1e-9, history_size=100, line_search_fn=None):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1, max_iter: int = 20, max_eval: int | None = None,
+                 tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9,
+                 history_size: int = 100, line_search_fn: str | None = None) -> None:
         _check_lr(lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
@@ -175,7 +185,7 @@ class LBFGS(Optimizer):
         return loss, flat_grad
 
     # -- the step ----------------------------------------------------------------------------
-    def step(self, closure):
+    def step(self, closure: Callable[[], Tensor | float]) -> Tensor | float:
         """Run L-BFGS iterations on the closure's loss; returns the loss before them."""
         from ..autograd.grad_mode import _state as grad_state
         was_enabled = grad_state.enabled

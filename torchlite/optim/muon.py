@@ -1,10 +1,17 @@
 """Muon (PyTorch's torch.optim.Muon): momentum SGD for matrices whose update is orthogonalised
 by a Newton-Schulz iteration."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 from .._ops.linalg import addmm
 from .._tensor import Tensor
 from .optimizer import Optimizer, _to_scalar
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = ["Muon", "muon"]
 
@@ -31,9 +38,13 @@ class Muon(Optimizer):
     0.2 * sqrt(max(rows, cols)) for "match_rms_adamw" (Moonshot's, to reuse AdamW's lr).
     """
 
-    def __init__(self, params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
-                 ns_coefficients=(DEFAULT_A, DEFAULT_B, DEFAULT_C), eps=EPS,
-                 ns_steps=DEFAULT_NS_STEPS, adjust_lr_fn=None):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-3, weight_decay: float = 0.1, momentum: float = 0.95,
+                 nesterov: bool = True,
+                 ns_coefficients: tuple[float, float, float] = (DEFAULT_A, DEFAULT_B, DEFAULT_C),
+                 eps: float = EPS, ns_steps: int = DEFAULT_NS_STEPS,
+                 adjust_lr_fn: str | None = None) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -54,7 +65,7 @@ class Muon(Optimizer):
                     raise ValueError("Muon only supports 2D parameters whereas we found a "
                                      f"parameter with size: {p.size()}")
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         bufs = []
         for p, g in zip(params, grads):
@@ -105,8 +116,10 @@ def _adjust_lr(lr, adjust_lr_fn, param_shape):
     return lr * ratio
 
 
-def muon(params, grads, muon_momentum_bufs, *, foreach=None, lr, weight_decay, momentum,
-         nesterov, ns_coefficients, ns_steps, eps, adjust_lr_fn, has_complex=False):
+def muon(params: list[Tensor], grads: list[Tensor], muon_momentum_bufs: list[Tensor], *,
+         foreach: bool | None = None, lr: float | Tensor, weight_decay: float, momentum: float,
+         nesterov: bool, ns_coefficients: tuple[float, float, float], ns_steps: int, eps: float,
+         adjust_lr_fn: str | None, has_complex: bool = False) -> None:
     """The Muon update on lists of tensors (functional form of Muon.step)."""
     if foreach:
         raise RuntimeError("Foreach is not supported for Muon yet")

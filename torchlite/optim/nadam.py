@@ -1,6 +1,16 @@
 """NAdam: Adam with Nesterov momentum (PyTorch's torch.optim.NAdam)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,
                         _check_nonneg, _to_scalar, _update_moments_, _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = ["NAdam", "nadam"]
 
@@ -18,9 +28,13 @@ class NAdam(Optimizer):
     _late_option_defaults = dict(maximize=False, foreach=None, capturable=False,
                                  differentiable=False, decoupled_weight_decay=False)
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
-                 maximize=False, capturable=False, differentiable=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         _check_adam_options(lr, eps, betas, weight_decay)
         _check_nonneg(momentum_decay, "momentum_decay value")
         _check_impl_flags(differentiable, None, foreach)
@@ -30,7 +44,7 @@ class NAdam(Optimizer):
                         foreach=foreach, capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         steps, mu_products, exp_avgs, exp_avg_sqs = self._collect_state(
             params, ("exp_avg", "exp_avg_sq"), scalars=(("mu_product", 1.0),))
@@ -42,10 +56,12 @@ class NAdam(Optimizer):
               maximize=group["maximize"], differentiable=group["differentiable"])
 
 
-def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps,
-          decoupled_weight_decay=False, foreach=None, capturable=False, differentiable=False,
-          has_complex=False, maximize=False, *, beta1, beta2, lr, weight_decay, momentum_decay,
-          eps):
+def nadam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+          exp_avg_sqs: list[Tensor], mu_products: list[Tensor], state_steps: list[Tensor],
+          decoupled_weight_decay: bool = False, foreach: bool | None = None,
+          capturable: bool = False, differentiable: bool = False, has_complex: bool = False,
+          maximize: bool = False, *, beta1: float, beta2: float, lr: float | Tensor,
+          weight_decay: float, momentum_decay: float, eps: float) -> None:
     """The NAdam update on lists of tensors (functional form of NAdam.step).  mu_products
     are float32 0-d tensors, updated in place (their float32 rounding is part of the rule)."""
     lr = _to_scalar(lr)

@@ -1,6 +1,16 @@
 """RAdam: Adam with a rectified adaptive learning rate (PyTorch's torch.optim.RAdam)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .optimizer import (Optimizer, _apply_weight_decay, _check_adam_options, _check_impl_flags,
                         _to_scalar, _update_moments_, _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = ["RAdam", "radam"]
 
@@ -23,9 +33,12 @@ class RAdam(Optimizer):
     _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False,
                                  decoupled_weight_decay=False, capturable=False)
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
-                 capturable=False, differentiable=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, decoupled_weight_decay: bool = False,
+                 *, foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         _check_adam_options(lr, eps, betas, weight_decay)
         _check_impl_flags(differentiable, None, foreach)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
@@ -34,7 +47,7 @@ class RAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         steps, exp_avgs, exp_avg_sqs = self._collect_state(params, ("exp_avg", "exp_avg_sq"))
         beta1, beta2 = group["betas"]
@@ -44,9 +57,12 @@ class RAdam(Optimizer):
               maximize=group["maximize"], differentiable=group["differentiable"])
 
 
-def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_decay=False,
-          foreach=None, capturable=False, differentiable=False, has_complex=False,
-          maximize=False, *, beta1, beta2, lr, weight_decay, eps):
+def radam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+          exp_avg_sqs: list[Tensor], state_steps: list[Tensor],
+          decoupled_weight_decay: bool = False, foreach: bool | None = None,
+          capturable: bool = False, differentiable: bool = False, has_complex: bool = False,
+          maximize: bool = False, *, beta1: float, beta2: float, lr: float | Tensor,
+          weight_decay: float, eps: float) -> None:
     """The RAdam update on lists of tensors (functional form of RAdam.step)."""
     lr = _to_scalar(lr)
     rho_inf = 2 / (1 - beta2) - 1

@@ -1,8 +1,18 @@
 """Resilient backpropagation (PyTorch's torch.optim.Rprop)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .._ops.creation import full_like, ones_like, zeros_like
 from .._ops.elementwise import where
 from .optimizer import (Optimizer, _check_impl_flags, _check_lr, _new_step_count, _to_scalar,
                         _view_as_real)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = ["Rprop", "rprop"]
 
@@ -22,8 +32,12 @@ class Rprop(Optimizer):
     _late_option_defaults = dict(foreach=None, maximize=False, differentiable=False,
                                  capturable=False)
 
-    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
-                 capturable=False, foreach=None, maximize=False, differentiable=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
+                 step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
         _check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
@@ -32,7 +46,7 @@ class Rprop(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         params, grads = self._params_with_grad(group)
         state_of = self.state
         prevs, step_sizes, steps = [], [], []
@@ -53,9 +67,11 @@ class Rprop(Optimizer):
               maximize=group["maximize"], differentiable=group["differentiable"])
 
 
-def rprop(params, grads, prevs, step_sizes, state_steps, foreach=None, capturable=False,
-          maximize=False, differentiable=False, has_complex=False, *, step_size_min,
-          step_size_max, etaminus, etaplus):
+def rprop(params: list[Tensor], grads: list[Tensor], prevs: list[Tensor],
+          step_sizes: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None,
+          capturable: bool = False, maximize: bool = False, differentiable: bool = False,
+          has_complex: bool = False, *, step_size_min: float, step_size_max: float,
+          etaminus: float, etaplus: float) -> None:
     """The Rprop update on lists of tensors (functional form of Rprop.step)."""
     for param, grad, prev, step_size, step_t in zip(params, grads, prevs, step_sizes,
                                                     state_steps):

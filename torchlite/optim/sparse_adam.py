@@ -1,9 +1,17 @@
 """SparseAdam (PyTorch's torch.optim.SparseAdam): Adam that moves only the entries a sparse
 gradient holds ("lazy" Adam, for embedding tables)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .._ops.creation import zeros
 from .._ops.sorting import unique
 from .._tensor import Tensor
 from .optimizer import Optimizer, _to_scalar
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = ["SparseAdam"]
 
@@ -34,7 +42,10 @@ class SparseAdam(Optimizer):
     did not touch).
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
+    def __init__(self,
+                 params: Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]],
+                 lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, maximize: bool = False) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 < lr:
@@ -52,7 +63,7 @@ class SparseAdam(Optimizer):
             raise ValueError(f"Complex params at indices {complex_params}: SparseAdam does not "
                              "support complex parameters")
 
-    def _update_group(self, group):
+    def _update_group(self, group: dict[str, Any]) -> None:
         for p in group["params"]:
             if p.grad is not None:
                 # every torchlite gradient is dense (see the class docstring)
@@ -60,8 +71,9 @@ class SparseAdam(Optimizer):
                                    "consider Adam instead")
 
 
-def sparse_adam(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, eps, beta1, beta2, lr,
-                maximize):
+def sparse_adam(params: list[Tensor], grads: list[tuple[Tensor, Tensor]], exp_avgs: list[Tensor],
+                exp_avg_sqs: list[Tensor], state_steps: list[int], *, eps: float, beta1: float,
+                beta2: float, lr: float | Tensor, maximize: bool) -> None:
     """The SparseAdam update (functional form of SparseAdam.step, PyTorch's
     torch.optim._functional.sparse_adam).  Each gradient is a sparse COO tensor given as
     its (indices, values) pair: indices an integer tensor of shape (sparse dims, nnz), values

@@ -7,9 +7,12 @@ The averaging functions come in PyTorch's two forms: `avg_fn(averaged, current,
 num_averaged)` returns the new average of one tensor; `multi_avg_fn(averaged_list,
 current_list, num_averaged)` updates a list of tensors (one device and dtype) in place.
 AveragedModel without either uses the equal-weight (SWA) average."""
+from __future__ import annotations
+
 import copy
 import itertools
 import math
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._ops.creation import tensor as _tensor
@@ -18,6 +21,14 @@ from ..autograd.grad_mode import no_grad
 from ..nn.modules.module import Module
 from ..nn.modules.normalization import _BatchNorm
 from .lr_scheduler import LRScheduler, _per_group
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any, Literal
+
+    from .._device import device
+    from .._tensor import Tensor
+    from .optimizer import Optimizer
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
            "get_ema_avg_fn", "get_swa_avg_fn"]
@@ -34,12 +45,14 @@ def _swa_weight(num_averaged):
     return 1.0 / (float(num_averaged) + 1.0)
 
 
-def get_ema_multi_avg_fn(decay=0.999):
+def get_ema_multi_avg_fn(
+        decay: float = 0.999) -> Callable[[list[Tensor], list[Tensor], Tensor | int], None]:
     """The in-place exponential moving average over lists: ema = decay * ema + (1 - decay) *
     current."""
     _check_decay(decay)
 
-    def ema_update(ema_param_list, current_param_list, _):
+    def ema_update(ema_param_list: list[Tensor], current_param_list: list[Tensor],
+                   _: Tensor | int) -> None:
         with no_grad():
             if ema_param_list[0].is_floating_point() or ema_param_list[0].is_complex():
                 for p_ema, p_model in zip(ema_param_list, current_param_list):
@@ -50,9 +63,10 @@ def get_ema_multi_avg_fn(decay=0.999):
     return ema_update
 
 
-def get_swa_multi_avg_fn():
+def get_swa_multi_avg_fn() -> Callable[[list[Tensor], list[Tensor], Tensor | int], None]:
     """The in-place equal-weight average over lists: avg += (current - avg) / (n + 1)."""
-    def swa_update(averaged_param_list, current_param_list, num_averaged):
+    def swa_update(averaged_param_list: list[Tensor], current_param_list: list[Tensor],
+                   num_averaged: Tensor | int) -> None:
         with no_grad():
             if averaged_param_list[0].is_floating_point() or averaged_param_list[0].is_complex():
                 weight = _swa_weight(num_averaged)
@@ -64,19 +78,20 @@ def get_swa_multi_avg_fn():
     return swa_update
 
 
-def get_ema_avg_fn(decay=0.999):
+def get_ema_avg_fn(decay: float = 0.999) -> Callable[[Tensor, Tensor, Tensor | int], Tensor]:
     """The exponential moving average of one tensor: decay * ema + (1 - decay) * current."""
     _check_decay(decay)
 
-    def ema_update(ema_param, current_param, num_averaged):
+    def ema_update(ema_param: Tensor, current_param: Tensor, num_averaged: Tensor | int) -> Tensor:
         with no_grad():
             return decay * ema_param + (1 - decay) * current_param
     return ema_update
 
 
-def get_swa_avg_fn():
+def get_swa_avg_fn() -> Callable[[Tensor, Tensor, Tensor | int], Tensor]:
     """The equal-weight average of one tensor: avg + (current - avg) / (n + 1)."""
-    def swa_update(averaged_param, current_param, num_averaged):
+    def swa_update(averaged_param: Tensor, current_param: Tensor,
+                   num_averaged: Tensor | int) -> Tensor:
         with no_grad():
             return averaged_param + (current_param - averaged_param) / (num_averaged + 1)
     return swa_update
@@ -92,7 +107,11 @@ class AveragedModel(Module):
     device: where the copy lives.  The number of updates is the buffer n_averaged; state dict
     keys are 'n_averaged' and 'module.<the model's keys>', as in PyTorch."""
 
-    def __init__(self, model, device=None, avg_fn=None, multi_avg_fn=None, use_buffers=False):
+    def __init__(self, model: Module, device: device | str | int | None = None,
+                 avg_fn: Callable[[Tensor, Tensor, Tensor | int], Tensor] | None = None,
+                 multi_avg_fn: (Callable[[list[Tensor], list[Tensor], Tensor | int], None]
+                                | None) = None,
+                 use_buffers: bool = False) -> None:
         super().__init__()
         if avg_fn is not None and multi_avg_fn is not None:
             raise AssertionError("Only one of avg_fn and multi_avg_fn should be provided")
@@ -104,7 +123,7 @@ class AveragedModel(Module):
         self.multi_avg_fn = multi_avg_fn
         self.use_buffers = use_buffers
 
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.module(*args, **kwargs)
 
     def _tensors(self, model):
@@ -112,7 +131,7 @@ class AveragedModel(Module):
             return itertools.chain(model.parameters(), model.buffers())
         return model.parameters()
 
-    def update_parameters(self, model):
+    def update_parameters(self, model: Module) -> None:
         """Fold model's current parameters (and buffers, with use_buffers) into the
         average."""
         ours = [p.detach() for p in (self._tensors(self.module) if self.use_buffers
@@ -157,7 +176,8 @@ def _group_by_device_and_dtype(ours, theirs):
     return list(groups.values())
 
 
-def update_bn(loader, model, device=None):
+def update_bn(loader: Iterable[Any], model: Module,
+              device: device | str | int | None = None) -> None:
     """Recompute the running statistics of every BatchNorm of model with one pass over
     loader (its batches, or the first element of each batch that is a list or tuple), as
     the plain average over the batches (momentum None); model's training flag and the
@@ -190,8 +210,8 @@ class SWALR(LRScheduler):
     anneal_epochs steps ('cos' or 'linear' annealing), then stays at swa_lr.  swa_lr: one
     value, or one per param group."""
 
-    def __init__(self, optimizer, swa_lr, anneal_epochs=10, anneal_strategy="cos",
-                 last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, swa_lr: float | list[float], anneal_epochs: int = 10,
+                 anneal_strategy: Literal["cos", "linear"] = "cos", last_epoch: int = -1) -> None:
         swa_lrs = _per_group("swa_lr", optimizer, swa_lr)
         for lr, group in zip(swa_lrs, optimizer.param_groups):
             group["swa_lr"] = lr
@@ -223,7 +243,7 @@ class SWALR(LRScheduler):
         self._anneal_strategy = anneal_strategy
         self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
 
-    def get_lr(self):
+    def get_lr(self) -> list[float | Tensor]:
         # recursive, as PyTorch's: the starting lr is recovered from the current one, so the
         # schedule composes with other changes to the lr
         self._warn_if_called_outside_step()
@@ -239,11 +259,11 @@ class SWALR(LRScheduler):
         return [group["swa_lr"] * alpha + lr * (1 - alpha)
                 for group, lr in zip(self.optimizer.param_groups, prev_lrs)]
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """Everything but the optimizer and the annealing function (restored from its name)."""
         return {key: value for key, value in self.__dict__.items()
                 if key not in ("optimizer", "anneal_func")}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
         self._set_anneal_func(self._anneal_strategy)

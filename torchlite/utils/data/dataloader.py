@@ -7,6 +7,8 @@ fetches and collates in the calling process; `_MultiProcessingDataLoaderIter` ha
 outstanding, and returns results in task order (a reorder buffer by idx) unless
 in_order=False.  Worker processes, messages and shared memory: _pool.py, _worker.py,
 _transport.py."""
+from __future__ import annotations
+
 import itertools
 import math
 import multiprocessing
@@ -14,7 +16,7 @@ import os
 import sys
 import warnings
 import weakref
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..._dtype import int64
 from ..._ops.creation import empty
@@ -24,6 +26,13 @@ from ._pool import WorkerPool
 from ._worker import DATA, ERROR, RESUMED, STOP, _RESUME, get_worker_info
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+    from ..._ops.random import Generator
+    from .dataset import Dataset
 
 __all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert"]
 
@@ -92,11 +101,16 @@ class DataLoader(Generic[_T_co]):
 
     __initialized = False
 
-    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
-                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
-                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
-                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 in_order=True):
+    def __init__(self, dataset: Dataset[_T_co], batch_size: int | None = 1,
+                 shuffle: bool | None = None, sampler: Sampler | Iterable[Any] | None = None,
+                 batch_sampler: Sampler[list[Any]] | Iterable[list[Any]] | None = None,
+                 num_workers: int = 0, collate_fn: Callable[[list[Any]], Any] | None = None,
+                 pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn: Callable[[int], None] | None = None,
+                 multiprocessing_context: str | multiprocessing.context.BaseContext | None = None,
+                 generator: Generator | None = None, *, prefetch_factor: int | None = None,
+                 persistent_workers: bool = False, pin_memory_device: str = "",
+                 in_order: bool = True) -> None:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
@@ -176,11 +190,12 @@ class DataLoader(Generic[_T_co]):
 
     # -- configuration -------------------------------------------------------------------------
     @property
-    def multiprocessing_context(self):
+    def multiprocessing_context(self) -> multiprocessing.context.BaseContext | None:
         return self.__multiprocessing_context
 
     @multiprocessing_context.setter
-    def multiprocessing_context(self, multiprocessing_context):
+    def multiprocessing_context(
+            self, multiprocessing_context: str | multiprocessing.context.BaseContext | None) -> None:
         if multiprocessing_context is not None:
             if self.num_workers <= 0:
                 raise ValueError("multiprocessing_context can only be used with multi-process "
@@ -199,7 +214,7 @@ class DataLoader(Generic[_T_co]):
                                 f"multiprocessing_context={multiprocessing_context}")
         self.__multiprocessing_context = multiprocessing_context
 
-    def __setattr__(self, attr, val):
+    def __setattr__(self, attr: str, val: Any) -> None:
         if self.__initialized and attr in ("batch_size", "batch_sampler", "sampler", "drop_last",
                                            "dataset", "persistent_workers"):
             raise ValueError(f"{attr} attribute should not be set after "
@@ -222,7 +237,7 @@ class DataLoader(Generic[_T_co]):
         self.check_worker_number_rationality()
         return _MultiProcessingDataLoaderIter(self)
 
-    def __iter__(self):
+    def __iter__(self) -> _BaseDataLoaderIter:
         if self.persistent_workers and self.num_workers > 0:
             # a new pool also after the last one was shut down (a worker died, say)
             if self._iterator is None or self._iterator._shutdown:
@@ -232,7 +247,7 @@ class DataLoader(Generic[_T_co]):
             return self._iterator
         return self._get_iterator()
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self._dataset_kind == _DatasetKind.Iterable:
             # the only guess there is: the dataset's own length, in batches
             length = self._IterableDataset_len_called = len(self.dataset)
@@ -242,7 +257,7 @@ class DataLoader(Generic[_T_co]):
             return length
         return len(self._index_sampler)
 
-    def check_worker_number_rationality(self):
+    def check_worker_number_rationality(self) -> None:
         """Warn when more workers are requested than this process may use CPUs."""
         if not self.num_workers:
             return

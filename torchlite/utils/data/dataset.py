@@ -1,13 +1,22 @@
 """Datasets (torch.utils.data.dataset): the map-style `Dataset` (indexable, with a length),
 the `IterableDataset` (a stream), and the ways of combining them: `TensorDataset`,
 `StackDataset`, `ConcatDataset`, `ChainDataset`, `Subset` and `random_split`."""
+from __future__ import annotations
+
 import bisect
 import itertools
 import math
 import warnings
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..._ops.random import default_generator, randperm
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence, Sized
+    from typing import Any
+
+    from ..._ops.random import Generator
+    from ..._tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
@@ -22,10 +31,10 @@ class Dataset(Generic[_T_co]):
     `__getitems__(indices) -> list of samples`, which the DataLoader then calls once per
     batch instead of `__getitem__` once per sample.  `a + b` is `ConcatDataset([a, b])`."""
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> _T_co:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
-    def __add__(self, other):
+    def __add__(self, other: Dataset[_T_co]) -> ConcatDataset:
         return ConcatDataset([self, other])
 
 
@@ -36,10 +45,10 @@ class IterableDataset(Dataset[_T_co]):
     should not yield duplicates splits its work with `get_worker_info()` (in `__iter__` or in
     the loader's `worker_init_fn`).  `a + b` is `ChainDataset([a, b])`."""
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[_T_co]:
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
-    def __add__(self, other):
+    def __add__(self, other: Dataset[_T_co]) -> ChainDataset:
         return ChainDataset([self, other])
 
 
@@ -47,15 +56,15 @@ class TensorDataset(Dataset):
     """Samples are the rows (first-dimension slices) of tensors of the same length:
     `ds[i] == (t0[i], t1[i], ...)`."""
 
-    def __init__(self, *tensors):
+    def __init__(self, *tensors: Tensor) -> None:
         if any(tensors[0].size(0) != tensor.size(0) for tensor in tensors):
             raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> tuple[Tensor, ...]:
         return tuple(tensor[index] for tensor in self.tensors)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.tensors[0].size(0)
 
 
@@ -63,7 +72,7 @@ class StackDataset(Dataset):
     """Datasets of the same length zipped together: `StackDataset(a, b)[i] == (a[i], b[i])`,
     `StackDataset(x=a, y=b)[i] == {"x": a[i], "y": b[i]}`."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
         if args and kwargs:
             raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
                              "``kwargs``) like input/output, but both types are given.")
@@ -80,12 +89,12 @@ class StackDataset(Dataset):
             return list(self.datasets.items())
         return list(enumerate(self.datasets))
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> tuple[Any, ...] | dict[str, Any]:
         if isinstance(self.datasets, dict):
             return {k: dataset[index] for k, dataset in self.datasets.items()}
         return tuple(dataset[index] for dataset in self.datasets)
 
-    def __getitems__(self, indices):
+    def __getitems__(self, indices: list[Any]) -> list[tuple[Any, ...] | dict[str, Any]]:
         columns = []   # one list of len(indices) values per part
         for _, dataset in self._named_parts():
             if callable(getattr(dataset, "__getitems__", None)):
@@ -101,7 +110,7 @@ class StackDataset(Dataset):
             return [dict(zip(keys, row)) for row in zip(*columns)]
         return [tuple(row) for row in zip(*columns)]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
 
@@ -110,11 +119,11 @@ class ConcatDataset(Dataset):
     the first k+1 of them.  Negative indices count from the end."""
 
     @staticmethod
-    def cumsum(sequence):
+    def cumsum(sequence: Iterable[Sized]) -> list[int]:
         """The running totals of the lengths of `sequence`'s datasets."""
         return list(itertools.accumulate(len(d) for d in sequence))
 
-    def __init__(self, datasets):
+    def __init__(self, datasets: Iterable[Dataset]) -> None:
         super().__init__()
         self.datasets = list(datasets)
         if len(self.datasets) == 0:
@@ -124,10 +133,10 @@ class ConcatDataset(Dataset):
                 raise AssertionError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = self.cumsum(self.datasets)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.cumulative_sizes[-1]
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Any:
         if idx < 0:
             if -idx > len(self):
                 raise ValueError("absolute value of index should not exceed dataset length")
@@ -137,7 +146,7 @@ class ConcatDataset(Dataset):
         return self.datasets[dataset_idx][sample_idx]
 
     @property
-    def cummulative_sizes(self):
+    def cummulative_sizes(self) -> list[int]:
         warnings.warn("cummulative_sizes attribute is renamed to cumulative_sizes",
                       FutureWarning, stacklevel=2)
         return self.cumulative_sizes
@@ -151,16 +160,16 @@ def _check_iterable(dataset):
 class ChainDataset(IterableDataset):
     """Iterable datasets one after the other, chained lazily while iterating."""
 
-    def __init__(self, datasets):
+    def __init__(self, datasets: Iterable[Dataset]) -> None:
         super().__init__()
         self.datasets = datasets
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for d in self.datasets:
             _check_iterable(d)
             yield from d
 
-    def __len__(self):
+    def __len__(self) -> int:
         total = 0
         for d in self.datasets:
             _check_iterable(d)
@@ -171,7 +180,7 @@ class ChainDataset(IterableDataset):
 class Subset(Dataset):
     """The samples of `dataset` at `indices`: `Subset(ds, idx)[i] == ds[idx[i]]`."""
 
-    def __init__(self, dataset, indices):
+    def __init__(self, dataset: Dataset, indices: Sequence[int]) -> None:
         self.dataset = dataset
         self.indices = indices
         # a subclass that changes __getitem__ must change __getitems__ too, or the DataLoader
@@ -185,18 +194,18 @@ class Subset(Dataset):
                 "simple implementation:\n\ndef __getitems__(self, indices):\n    return "
                 "[self.__getitem__(idx) for idx in indices]")
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int | list[int]) -> Any:
         if isinstance(idx, list):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
 
-    def __getitems__(self, indices):
+    def __getitems__(self, indices: list[int]) -> list[Any]:
         outer = [self.indices[idx] for idx in indices]
         if callable(getattr(self.dataset, "__getitems__", None)):
             return self.dataset.__getitems__(outer)
         return [self.dataset[idx] for idx in outer]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.indices)
 
 
@@ -217,7 +226,8 @@ def _lengths_from_fractions(fractions, total):
     return lengths
 
 
-def random_split(dataset, lengths, generator=default_generator):
+def random_split(dataset: Dataset, lengths: Sequence[int | float],
+                 generator: Generator | None = default_generator) -> list[Subset]:
     """Randomly split `dataset` into non-overlapping `Subset`s of the given lengths, or of
     the given fractions of its length when `lengths` sums to 1 (see `_lengths_from_fractions`
     for where the rounding remainder goes).  The permutation comes from

@@ -1,9 +1,17 @@
 """DistributedSampler (torch.utils.data.distributed): each of `num_replicas` processes reads
 its own, equally long share of a dataset."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 from ..._ops.random import Generator, randperm
 from .sampler import Sampler
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from .dataset import Dataset
 
 __all__ = ["DistributedSampler"]
 
@@ -16,8 +24,8 @@ class DistributedSampler(Sampler):
     torchlite has no process groups, so `num_replicas` and `rank` must be given.  Call
     `set_epoch(epoch)` before each epoch to get a new order."""
 
-    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
-                 drop_last=False):
+    def __init__(self, dataset: Dataset, num_replicas: int | None = None, rank: int | None = None,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
             from ... import distributed as dist
             if not dist.is_initialized():
@@ -53,7 +61,7 @@ class DistributedSampler(Sampler):
         g = Generator().manual_seed(self.seed + self.epoch)
         return randperm(n, generator=g).tolist()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         indices = self._all_indices()
         if not self.drop_last:
             padding = self.total_size - len(indices)
@@ -72,10 +80,10 @@ class DistributedSampler(Sampler):
                                  f"num_samples ({self.num_samples})")
         return iter(mine)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Use `epoch` in the shuffling seed, so each epoch gets its own order (the same on
         every rank)."""
         self.epoch = epoch

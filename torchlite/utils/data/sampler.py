@@ -1,11 +1,18 @@
 """Samplers (torch.utils.data.sampler): iterables of dataset indices (or, for
 `BatchSampler`, of lists of indices) that decide the order in which a DataLoader reads."""
+from __future__ import annotations
+
 import itertools
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..._dtype import int64, float64
 from ..._ops.creation import as_tensor, empty
 from ..._ops.random import Generator, multinomial, randint, randperm
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence, Sized
+
+    from ..._tensor import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -25,20 +32,20 @@ class Sampler(Generic[_T_co]):
     """Base class of samplers: subclasses implement `__iter__` (the indices, or batches of
     indices) and usually `__len__`."""
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[_T_co]:
         raise NotImplementedError
 
 
 class SequentialSampler(Sampler):
     """0, 1, ..., len(data_source) - 1, in order."""
 
-    def __init__(self, data_source):
+    def __init__(self, data_source: Sized) -> None:
         self.data_source = data_source
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(len(self.data_source)))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.data_source)
 
 
@@ -54,7 +61,8 @@ class RandomSampler(Sampler):
     (`num_samples` beyond the length takes further permutations), or `num_samples` uniform
     draws with replacement."""
 
-    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+    def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
+                 generator: Generator | None = None) -> None:
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
@@ -67,10 +75,10 @@ class RandomSampler(Sampler):
                              f"num_samples={self.num_samples}")
 
     @property
-    def num_samples(self):
+    def num_samples(self) -> int:
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
         generator = self.generator if self.generator is not None else _fresh_generator()
         count = self.num_samples
@@ -85,22 +93,22 @@ class RandomSampler(Sampler):
                 yield from randperm(n, generator=generator).tolist()
             yield from randperm(n, generator=generator).tolist()[:count % n]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
 
 class SubsetRandomSampler(Sampler):
     """The given indices in a random order (a new one each pass)."""
 
-    def __init__(self, indices, generator=None):
+    def __init__(self, indices: Sequence[int], generator: Generator | None = None) -> None:
         self.indices = indices
         self.generator = generator
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         for i in randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.indices)
 
 
@@ -108,7 +116,8 @@ class WeightedRandomSampler(Sampler):
     """`num_samples` indices into `weights`, index i drawn with probability proportional to
     weights[i] (with or without replacement), via `torchlite.multinomial`."""
 
-    def __init__(self, weights, num_samples, replacement=True, generator=None):
+    def __init__(self, weights: Sequence[float] | Tensor, num_samples: int, replacement: bool = True,
+                 generator: Generator | None = None) -> None:
         if not _is_int(num_samples) or num_samples <= 0:
             raise ValueError("num_samples should be a positive integer value, but got "
                              f"num_samples={num_samples}")
@@ -124,12 +133,12 @@ class WeightedRandomSampler(Sampler):
         self.replacement = replacement
         self.generator = generator
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         drawn = multinomial(self.weights, self.num_samples, self.replacement,
                             generator=self.generator)
         yield from iter(drawn.tolist())
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
 
@@ -137,7 +146,8 @@ class BatchSampler(Sampler):
     """Groups the indices of `sampler` into lists of `batch_size` (the last one shorter,
     unless `drop_last`)."""
 
-    def __init__(self, sampler, batch_size, drop_last):
+    def __init__(self, sampler: Sampler[int] | Iterable[int], batch_size: int,
+                 drop_last: bool) -> None:
         if not _is_int(batch_size) or batch_size <= 0:
             raise ValueError("batch_size should be a positive integer value, but got "
                              f"batch_size={batch_size}")
@@ -147,7 +157,7 @@ class BatchSampler(Sampler):
         self.batch_size = batch_size
         self.drop_last = drop_last
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[int]]:
         indices = iter(self.sampler)
         if self.drop_last:
             # zip over batch_size references to one iterator: full batches only
@@ -159,7 +169,7 @@ class BatchSampler(Sampler):
             yield batch
             batch = list(itertools.islice(indices, self.batch_size))
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
