@@ -752,3 +752,41 @@ def test_sdpa_kernel_limits_the_backends_as_pytorch_cpu():
     pytest.importorskip("torch")
     from torch.nn.attention import SDPBackend as TorchBackend
     assert {m.name: int(m) for m in SDPBackend} == {n: int(m) for n, m in TorchBackend.__members__.items()}
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 4)])
+def test_causal_biases_for_unequal_lengths(shape):
+    """nn.attention.bias: upper-left is is_causal's mask, lower-right aligns the last query with
+    the last key (NumPy's tril with the offset S - L); either as attn_mask equals its
+    materialised mask, and PyTorch's where installed."""
+    import warnings
+    from torchlite.nn.attention import bias as B
+    L, S = shape
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        upper, lower = B.causal_upper_left(L, S), B.causal_lower_right(L, S)
+    assert bool(caught) == (L > S)            # lower-right with more queries warns, as PyTorch's
+    ones = np.ones((L, S), dtype=bool)
+    assert upper._materialize().numpy().tolist() == np.tril(ones).tolist()
+    assert lower._materialize().numpy().tolist() == np.tril(ones, S - L).tolist()
+    rng = np.random.default_rng(L * 10 + S)
+    qn, kn, vn = rng.standard_normal((1, 2, L, 4)), rng.standard_normal((1, 2, S, 4)), rng.standard_normal((1, 2, S, 4))
+    q, k, v = tl.tensor(qn), tl.tensor(kn), tl.tensor(vn)
+    for bias in (upper, lower):
+        got = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias._materialize())
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    if L == S:
+        np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=upper).numpy(),
+                                   F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy(), rtol=1e-12)
+    with pytest.raises(AssertionError, match="2D"):
+        B.causal_lower_right(2, 3, 4)
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention import bias as TB
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ("causal_upper_left", "causal_lower_right"):
+            ours = F.scaled_dot_product_attention(q, k, v, attn_mask=getattr(B, name)(L, S))
+            theirs = torch.nn.functional.scaled_dot_product_attention(
+                torch.tensor(qn), torch.tensor(kn), torch.tensor(vn), attn_mask=getattr(TB, name)(L, S))
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-14)

@@ -7,8 +7,8 @@ batched GEMM for the scores, softmax, one for the values).  On the CPU it stands
 backends PyTorch's CPU build has, MATH and FLASH_ATTENTION: a choice that allows neither raises
 PyTorch's "No viable backend" error there, as PyTorch does; on CUDA every choice runs it.  The
 choice is per thread and restored when the context exits.  FlexAttention is the submodule
-torchlite.nn.attention.flex_attention (eager and dense).  Not here: the attention-bias classes
-(torch.nn.attention.bias)."""
+torchlite.nn.attention.flex_attention (eager and dense); the causal biases for unequal query
+and key lengths are torchlite.nn.attention.bias."""
 import contextlib
 import enum
 

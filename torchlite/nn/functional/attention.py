@@ -207,6 +207,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     than query have them repeated.  Rows that may attend to nothing give 0."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(scaled_dot_product_attention, locals())
+    if hasattr(attn_mask, "_materialize"):        # nn.attention.bias's CausalBias: its mask
+        attn_mask = attn_mask._materialize(query.device)
     _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal)
     _check_backend_allowed(query)
     if enable_gqa:
