@@ -245,3 +245,63 @@ def test_mlp_training_step_matches_torch(threads):
             step(theirs, torch, torch.from_numpy(x)), rel=1e-5)
     for a, b in zip(ours.parameters(), theirs.parameters()):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _grouped_cases(rng):
+    a2, b3 = rng.standard_normal((10, 8)), rng.standard_normal((3, 8, 16))
+    a3, b2 = rng.standard_normal((2, 8, 16)), rng.standard_normal((16, 32))
+    a2k, b2k = rng.standard_normal((8, 16)), rng.standard_normal((16, 24))
+    return [("2d x 3d", a2, b3, [3, 7, 10]), ("2d x 3d, tail past the last offset", a2, b3, [3, 7, 8]),
+            ("3d x 2d", a3, b2, [16, 32]), ("2d x 2d", a2k, b2k, [8, 16]),
+            ("3d x 3d", rng.standard_normal((3, 4, 8)), b3, None)]
+
+
+def test_grouped_mm_against_numpy_and_pytorch():
+    """F.grouped_mm's four operand forms against per-group NumPy products (rows or columns past
+    the last offset are 0 here), its gradient by gradcheck, and PyTorch's CPU kernel where
+    installed (it wants mat_b column-major and leaves the tail unwritten)."""
+    rng = np.random.default_rng(0)
+    for name, a, b, offs in _grouped_cases(rng):
+        o = None if offs is None else tl.tensor(offs, dtype=tl.int32)
+        got = F.grouped_mm(tl.tensor(a), tl.tensor(b), offs=o).numpy()
+        starts = [0] + (offs or [])[:-1]
+        if offs is None:
+            want = a @ b
+        elif a.ndim == 2 and b.ndim == 3:
+            want = np.zeros((a.shape[0], b.shape[2]))
+            for g, (s, e) in enumerate(zip(starts, offs)):
+                want[s:e] = a[s:e] @ b[g]
+        elif a.ndim == 3:
+            want = np.zeros((a.shape[1], b.shape[1]))
+            for g, (s, e) in enumerate(zip(starts, offs)):
+                want[:, s:e] = a[g] @ b[:, s:e]
+        else:
+            want = np.stack([a[:, s:e] @ b[s:e] for s, e in zip(starts, offs)])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)
+    a = tl.tensor(rng.standard_normal((5, 3)), requires_grad=True)
+    b = tl.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    assert tl.autograd.gradcheck(lambda x, y: F.grouped_mm(x, y, offs=tl.tensor([2, 5], dtype=tl.int32)), (a, b))
+    with pytest.raises(RuntimeError, match="Bias not supported yet"):
+        F.grouped_mm(a, b, offs=tl.tensor([2, 5], dtype=tl.int32), bias=tl.zeros(4))
+    with pytest.raises(RuntimeError, match="Offsets have to be int32"):
+        F.grouped_mm(a, b, offs=tl.tensor([2, 5]))
+    with pytest.raises(RuntimeError, match="Have to provide offsets"):
+        F.grouped_mm(a, b)
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    if not hasattr(tf, "grouped_mm"):
+        pytest.skip("this PyTorch has no grouped_mm")
+    compared = []
+    for name, a_, b_, offs in _grouped_cases(np.random.default_rng(0)):
+        jagged = a_.shape[0] if a_.ndim == 2 and b_.ndim == 3 else b_.shape[1] if a_.ndim == 3 else a_.shape[1]
+        if offs is not None and offs[-1] < jagged:
+            continue                                  # (PyTorch leaves the tail unwritten)
+        compared.append(name)
+        ta = torch.tensor(a_, dtype=torch.float32)
+        tb = torch.tensor(b_, dtype=torch.float32).transpose(-2, -1).contiguous().transpose(-2, -1)
+        to = None if offs is None else torch.tensor(offs, dtype=torch.int32)
+        ours = F.grouped_mm(tl.tensor(a_, dtype=tl.float32), tl.tensor(b_, dtype=tl.float32),
+                            offs=None if offs is None else tl.tensor(offs, dtype=tl.int32))
+        np.testing.assert_allclose(ours.numpy(), tf.grouped_mm(ta, tb, offs=to).numpy(), rtol=1e-4,
+                                   atol=1e-4, err_msg=name)
+    assert len(compared) == 4

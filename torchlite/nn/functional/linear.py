@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ... import _dtype as D
 from ..._ops.linalg import addmm, matmul
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 if TYPE_CHECKING:
+    from ..._dtype import dtype
     from ..._tensor import Tensor
 
-__all__ = ["linear", "bilinear"]
+__all__ = ["linear", "bilinear", "grouped_mm"]
 
 
 def _check_tensor(x, op, name, pos, optional=False):
@@ -91,3 +93,64 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if bias is not None:
         y = y + bias
     return y.reshape(lead + (out_f,))
+
+
+def grouped_mm(mat_a: Tensor, mat_b: Tensor, *, offs: Tensor | None = None,
+               bias: Tensor | None = None, out_dtype: dtype | None = None) -> Tensor:
+    """The grouped matrix products of a mixture-of-experts layer (F.grouped_mm), by int32
+    group end offsets `offs` along the jagged dimension:
+
+    - 2-d (M, K) x 3-d (G, K, N): rows offs[g-1]..offs[g] of mat_a times mat_b[g] -> (M, N);
+    - 3-d (G, M, K) x 2-d (K, N): mat_a[g] times columns offs[g-1]..offs[g] of mat_b -> (M, N);
+    - 2-d (M, K) x 2-d (K, N): the K range of each group, one product per group -> (G, M, N);
+    - 3-d x 3-d: a batched product, offs None.
+
+    Rows (columns) past offs[-1] are 0 (PyTorch leaves them unwritten).  Differentiable
+    (PyTorch's CPU version is not); bias is refused, as PyTorch's ("Bias not supported
+    yet"); out_dtype casts the result."""
+    from ..._ops.joining import cat, stack
+    from ..._ops.creation import zeros
+    op = "grouped_mm"
+    for name, t in (("mat_a", mat_a), ("mat_b", mat_b)):
+        tensor_arg(t, op, name)
+        if t.dim() not in (2, 3):
+            raise RuntimeError(f"{op}: {name} must be 2-d or 3-d, got shape {list(t.shape)}")
+    if bias is not None:
+        raise RuntimeError("Bias not supported yet")
+    if (offs is None) != (mat_a.dim() == 3 and mat_b.dim() == 3):
+        raise RuntimeError("Have to provide offsets if there is a 2d matrix, or no offset if both "
+                           "matrices are 3d")
+    if mat_a.shape[-1] != mat_b.shape[-2]:
+        raise RuntimeError(f"{op}: contraction dims differ: mat_a {list(mat_a.shape)}, mat_b "
+                           f"{list(mat_b.shape)}")
+    if offs is None:
+        if mat_a.shape[0] != mat_b.shape[0]:
+            raise RuntimeError(f"{op}: mat_a and mat_b have {mat_a.shape[0]} and {mat_b.shape[0]} "
+                               f"groups")
+        out = matmul(mat_a, mat_b)
+        return out if out_dtype is None else out.to(out_dtype)
+    tensor_arg(offs, op, "offs")
+    if offs.dtype is not D.int32 or offs.dim() != 1:
+        raise RuntimeError("Offsets have to be int32")
+    ends = [int(e) for e in offs.tolist()]
+    jagged = (mat_a.shape[0] if mat_a.dim() == 2 and mat_b.dim() == 3 else
+              mat_b.shape[1] if mat_a.dim() == 3 else mat_a.shape[1])
+    groups = mat_b.shape[0] if mat_b.dim() == 3 else mat_a.shape[0] if mat_a.dim() == 3 else len(ends)
+    if len(ends) != groups:
+        raise RuntimeError(f"{op}: {len(ends)} offsets for {groups} groups")
+    if any(b < a for a, b in zip([0] + ends, ends)) or (ends and ends[-1] > jagged):
+        raise RuntimeError(f"{op}: offsets must increase and end at most at {jagged}, got {ends}")
+    starts = [0] + ends[:-1]
+    if mat_a.dim() == 2 and mat_b.dim() == 3:
+        pieces = [matmul(mat_a[s:e], mat_b[g]) for g, (s, e) in enumerate(zip(starts, ends))]
+        tail = jagged - (ends[-1] if ends else 0)
+        pieces.append(zeros(tail, mat_b.shape[2], dtype=mat_a.dtype, device=mat_a.device))
+        out = cat(pieces, 0)
+    elif mat_a.dim() == 3:
+        pieces = [matmul(mat_a[g], mat_b[:, s:e]) for g, (s, e) in enumerate(zip(starts, ends))]
+        tail = jagged - (ends[-1] if ends else 0)
+        pieces.append(zeros(mat_a.shape[1], tail, dtype=mat_a.dtype, device=mat_a.device))
+        out = cat(pieces, 1)
+    else:
+        out = stack([matmul(mat_a[:, s:e], mat_b[s:e]) for s, e in zip(starts, ends)])
+    return out if out_dtype is None else out.to(out_dtype)
