@@ -420,6 +420,11 @@ NEW_RULE_CASES = {
                        + tl.take_along_dim(a, tl.tensor([3, 0]))[0], X),
     "cross": (lambda a: tl.cross(a[:, :3], a[:, 1:4], dim=1).sum(1)
               + tl.linalg.cross(a[:, :3], V[:3].expand(3, 3), dim=1).sum(1), X),
+    "index_add, index_copy, index_fill": (
+        lambda a: tl.index_add(a, 1, tl.tensor([0, 2]), a[:, :2] * 2, alpha=0.5).sum(1)
+        + tl.index_copy(a, 0, tl.tensor([2, 0]), a[:2].flip(1)).sum(1)
+        + tl.index_fill(a, 1, tl.tensor([1, 4]), -1.0).sum(1)
+        + tl.index_add(tl.zeros(3, 5), 1, tl.tensor([3]), a[:, :1]).sum(1), X),
     "cholesky_inverse": (lambda a: tl.cholesky_inverse(tl.linalg.cholesky(a @ a.mT + tl.eye(3))), r(4, 3, 3, seed=14)),
 }
 

@@ -618,6 +618,23 @@ def _take_along_dim(x, indices, dim=None, *, out=None):
     return Batched(_O["take_along_dim"](xv, iv, _pdim(dim, rank)))
 
 
+def _index_op(name):
+    """index_add/index_copy (input, dim, index, source) and index_fill (input, dim, index,
+    value): the batch leads input and source; the index (and a fill value) stay unbatched --
+    a batched one keeps the loop."""
+    def rule(x, dim, index, source, *, out=None, **kwargs):
+        if out is not None or type(index) is Batched or _rank(x) == 0:
+            return NotImplemented
+        if name == "index_fill":
+            if type(x) is not Batched or type(source) is Batched:
+                return NotImplemented
+            return Batched(_O[name](x.value, _pdim(dim, _rank(x)), index, source))
+        if not isinstance(source, (Tensor, Batched)) or _rank(source) != _rank(x):
+            return NotImplemented
+        return Batched(_O[name](_expand(x), _pdim(dim, _rank(x)), index, _expand(source), **kwargs))
+    return rule
+
+
 def _cross(x, other, dim=None, *, out=None):
     """cross along a given logical dim, both operands with the batch leading (their other
     dims broadcast as in the loop); dim=None (the first dim of size 3) keeps the loop."""
@@ -943,7 +960,7 @@ def build():
             except (TypeError, ValueError):     # no Python signature to bind: the loop
                 pass
     for name in ("matmul", "add", "mul", "linear", "einsum", "cat", "stack", "gather", "where",
-                 "take_along_dim", "cross",
+                 "take_along_dim", "cross", "index_add", "index_copy", "index_fill",
                  "broadcast_shapes", "polygamma", "as_strided",
                  "roll", "diagonal", "diag_embed", "ones_like", "scatter", "scatter_add",
                  "scatter_reduce"):
@@ -998,6 +1015,8 @@ def build():
     register("gather", lambda f: _gather)
     register("take_along_dim", lambda f: _take_along_dim)
     register("cross", lambda f: _cross)
+    for name in ("index_add", "index_copy", "index_fill"):
+        register(name, lambda f, n=name: _index_op(n))
     for name in ("scatter", "scatter_add", "scatter_reduce"):
         register(name, lambda f, n=name: _scatter_like(n))
     register("where", lambda f: _where)
