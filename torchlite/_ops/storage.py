@@ -15,6 +15,7 @@ import weakref
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap
 from .._dispatch import array as _A
+from .legacy_types import NAMES as _LEGACY_TENSOR_NAMES
 
 
 def _whole(array, dtype):
@@ -328,11 +329,8 @@ _add_casts()
 
 
 # ---- the legacy names: FloatStorage(...) makes a float32 TypedStorage ---------------------------
-_LEGACY_DTYPES = {"FloatStorage": D.float32, "DoubleStorage": D.float64, "HalfStorage": D.float16,
-                  "BFloat16Storage": D.bfloat16, "LongStorage": D.int64, "IntStorage": D.int32,
-                  "ShortStorage": D.int16, "CharStorage": D.int8, "ByteStorage": D.uint8,
-                  "BoolStorage": D.bool, "ComplexFloatStorage": D.complex64,
-                  "ComplexDoubleStorage": D.complex128}
+# FloatStorage for FloatTensor, ...: legacy_types' table of the per-dtype names
+_LEGACY_DTYPES = {name.replace("Tensor", "Storage"): dt for name, dt in _LEGACY_TENSOR_NAMES.items()}
 _LEGACY_NAME = {dt: name for name, dt in _LEGACY_DTYPES.items()}
 _LEGACY_NAME[D.complex32] = "ComplexHalfStorage"
 

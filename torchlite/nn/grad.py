@@ -21,57 +21,51 @@ def _check_output(y, grad_output, op):
                            f"{list(y.shape)}")
 
 
-def _input_grad(conv, op, input_size, weight, grad_output, stride, padding, dilation, groups):
-    x = zeros(tuple(input_size), dtype=grad_output.dtype, device=grad_output.device,
-              requires_grad=True)
-    keep = is_grad_enabled() and (weight.requires_grad or grad_output.requires_grad)
+def _grad_of(conv, op, wrt_input, size, other, grad_output, stride, padding, dilation, groups):
+    """The gradient of `conv` with respect to its input (wrt_input) or its weight, of shape
+    `size`, the other operand given: a zero stand-in of `size` runs the convolution and its
+    backward.  Kept differentiable when grad mode is on and other or grad_output require grad."""
+    stand_in = zeros(tuple(size), dtype=grad_output.dtype, device=grad_output.device,
+                     requires_grad=True)
+    keep = is_grad_enabled() and (other.requires_grad or grad_output.requires_grad)
     with enable_grad():
-        y = conv(x, weight, None, stride, padding, dilation, groups)
+        y = (conv(stand_in, other, None, stride, padding, dilation, groups) if wrt_input else
+             conv(other, stand_in, None, stride, padding, dilation, groups))
         _check_output(y, grad_output, op)
-        return _grad(y, x, grad_output, create_graph=keep)[0]
-
-
-def _weight_grad(conv, op, input, weight_size, grad_output, stride, padding, dilation, groups):
-    w = zeros(tuple(weight_size), dtype=grad_output.dtype, device=grad_output.device,
-              requires_grad=True)
-    keep = is_grad_enabled() and (input.requires_grad or grad_output.requires_grad)
-    with enable_grad():
-        y = conv(input, w, None, stride, padding, dilation, groups)
-        _check_output(y, grad_output, op)
-        return _grad(y, w, grad_output, create_graph=keep)[0]
+        return _grad(y, stand_in, grad_output, create_graph=keep)[0]
 
 
 def conv1d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """The gradient of conv1d with respect to an input of shape input_size."""
-    return _input_grad(F.conv1d, "conv1d_input", input_size, weight, grad_output, stride,
-                       padding, dilation, groups)
+    return _grad_of(F.conv1d, "conv1d_input", True, input_size, weight, grad_output, stride,
+                    padding, dilation, groups)
 
 
 def conv1d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """The gradient of conv1d with respect to a weight of shape weight_size."""
-    return _weight_grad(F.conv1d, "conv1d_weight", input, weight_size, grad_output, stride,
-                        padding, dilation, groups)
+    return _grad_of(F.conv1d, "conv1d_weight", False, weight_size, input, grad_output, stride,
+                    padding, dilation, groups)
 
 
 def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """The gradient of conv2d with respect to an input of shape input_size."""
-    return _input_grad(F.conv2d, "conv2d_input", input_size, weight, grad_output, stride,
-                       padding, dilation, groups)
+    return _grad_of(F.conv2d, "conv2d_input", True, input_size, weight, grad_output, stride,
+                    padding, dilation, groups)
 
 
 def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """The gradient of conv2d with respect to a weight of shape weight_size."""
-    return _weight_grad(F.conv2d, "conv2d_weight", input, weight_size, grad_output, stride,
-                        padding, dilation, groups)
+    return _grad_of(F.conv2d, "conv2d_weight", False, weight_size, input, grad_output, stride,
+                    padding, dilation, groups)
 
 
 def conv3d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """The gradient of conv3d with respect to an input of shape input_size."""
-    return _input_grad(F.conv3d, "conv3d_input", input_size, weight, grad_output, stride,
-                       padding, dilation, groups)
+    return _grad_of(F.conv3d, "conv3d_input", True, input_size, weight, grad_output, stride,
+                    padding, dilation, groups)
 
 
 def conv3d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """The gradient of conv3d with respect to a weight of shape weight_size."""
-    return _weight_grad(F.conv3d, "conv3d_weight", input, weight_size, grad_output, stride,
-                        padding, dilation, groups)
+    return _grad_of(F.conv3d, "conv3d_weight", False, weight_size, input, grad_output, stride,
+                    padding, dilation, groups)

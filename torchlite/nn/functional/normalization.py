@@ -157,10 +157,12 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
 
 def _update_running(running_mean, running_var, mean, var, n, momentum):
     """running = (1 - momentum) * running + momentum * batch value, with the unbiased variance
-    (mean and var: the batch's, float64 [C])."""
-    var = var * (n / (n - 1) if n > 1 else math.inf)
-    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
-    running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+    (mean and var: the batch's, float64 [C]); either running statistic may be None."""
+    if running_mean is not None:
+        running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+    if running_var is not None:
+        var = var * (n / (n - 1) if n > 1 else math.inf)
+        running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
 
 
 # ---- layer norm and group norm -----------------------------------------------------------------

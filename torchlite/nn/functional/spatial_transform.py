@@ -182,10 +182,16 @@ def _weight(w, valid):
     return where(valid, w.reshape(tuple(valid.shape)), 0.0)
 
 
-def _outside_nan(w, valid):
-    """What PyTorch's forward adds for a tap outside the input: its weight times a zero value,
-    which is NaN for a NaN weight and 0 otherwise (outside the graph: no gradient)."""
-    return where(valid, 0.0, w.detach().reshape(tuple(valid.shape)) * 0.0)
+def _nonfinite_nan(coords, reader):
+    """(N, 1, L): NaN where a sample point's coordinate is NaN or infinite, else 0 (outside the
+    graph).  There every tap's weight is NaN and PyTorch's forward multiplies it into the
+    output (a tap outside the input by a zero value), so the output is NaN; _weight keeps
+    those taps out of the gradient, and this adds their NaN to the forward once."""
+    poison = None
+    for c in coords:
+        term = c.detach() * 0.0
+        poison = term if poison is None else poison + term
+    return poison.reshape(reader.n, 1, reader.count)
 
 
 def _bilinear(reader, coords):
@@ -201,9 +207,9 @@ def _bilinear(reader, coords):
         for p in picks[1:]:
             w = w * p[1]
         values, valid = reader.read([p[0] for p in picks])
-        term = values * _weight(w, valid) + _outside_nan(w, valid)
+        term = values * _weight(w, valid)
         out = term if out is None else out + term
-    return out
+    return out + _nonfinite_nan(coords, reader)
 
 
 def _nearest(reader, coords):
@@ -242,10 +248,9 @@ def _bicubic(reader, coords, padding_mode, align_corners):
     for j in range(4):
         for i in range(4):
             values, valid = reader.read([ys[j], xs[i]])
-            w = cx[i] * cy[j]
-            term = values * _weight(w, valid) + _outside_nan(w, valid)
+            term = values * _weight(cx[i] * cy[j], valid)
             out = term if out is None else out + term
-    return out
+    return out + _nonfinite_nan(coords, reader)
 
 
 def _check_sampler(input, grid, mode):

@@ -84,12 +84,7 @@ def batch_norm_update_stats(input, running_mean, running_var, momentum):
     mean, var = _wrap(mean), _wrap(var)
     n = x3.shape[0] * x3.shape[2]
     with _no_grad():
-        if running_mean is not None and running_var is not None:
-            _update_running(running_mean, running_var, mean, var, n, momentum)
-        elif running_mean is not None or running_var is not None:
-            only = running_mean if running_mean is not None else running_var
-            value = mean if running_mean is not None else var * (n / (n - 1) if n > 1 else float("inf"))
-            only.mul_(1 - momentum).add_(value.to(only.dtype), alpha=momentum)
+        _update_running(running_mean, running_var, mean, var, n, momentum)
     dt = input.dtype               # (PyTorch's CPU kernel: the input's dtype, half included)
     return _no_backward("batch_norm_update_stats", (input,), (mean.to(dt), var.to(dt)))
 
