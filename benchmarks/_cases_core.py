@@ -334,7 +334,37 @@ def _elementwise_cases():
     cases.append(Case("mul_complex64_4M", "GB/s", 3 * n4 * 8, _complex_operands(n4),
                       _ewise_build("mul", 2), "a * b of contiguous 4M complex64", None,
                       tags=("elementwise",)))
+    # the per-element samplers (kernels/random_sample.h): one draw per element, random
+    # parameters (values differ between libraries: not compared)
+    cases.append(Case("binomial_1M", "us/op", 1, _binomial_operands(M), _sampler_build("binomial"),
+                      "1M Binomial(50, p) draws, p uniform in (0, 1), float64", None, check=False,
+                      tags=("random",)))
+    cases.append(Case("poisson_1M", "us/op", 1, _poisson_operands(M),
+                      _sampler_build("poisson"), "1M Poisson(rate) draws, rate uniform in (0, 30), "
+                      "float64", None, check=False, tags=("random",)))
     return cases
+
+
+def _binomial_operands(n):
+    return lambda rng: [np.full(n, 50.0), rng.uniform(0.0, 1.0, n)]
+
+
+def _poisson_operands(n):
+    return lambda rng: [rng.uniform(0.0, 30.0, n)]
+
+
+def _sampler_build(name):
+    """torchlite.binomial/poisson, torch's, or NumPy's Generator method of the same name."""
+    def build(lib, xs):
+        if lib.name == "numpy":
+            gen = np.random.default_rng(0)
+            f = getattr(gen, name)
+            args = [xs[0].astype(np.int64), xs[1]] if name == "binomial" else xs   # (n: int)
+            return lambda: f(*args)
+        f = lib.fn(name)
+        args = [lib.array(x) for x in xs]
+        return lambda: f(*args)
+    return build
 
 
 def _int_operands(n):
