@@ -73,6 +73,20 @@ TL_CPLX_FN T tl_##S##_sigmoid(T a) {                                            
     return tl_##S##_recip(tl_##S##_add(tl_##S##_mk(1, 0), tl_##S##_exp(tl_##S##_neg(a)))); }    \
 TL_CPLX_FN T tl_##S##_logb(T a, R inv_ln_base) {                                                \
     return tl_##S##_scale(tl_##S##_log(a), inv_ln_base); }                                      \
+TL_CPLX_FN T tl_##S##_log2(T a) { return tl_##S##_logb(a, (R)1.4426950408889634); }            \
+TL_CPLX_FN T tl_##S##_log10(T a) { return tl_##S##_logb(a, (R)0.43429448190325176); }          \
+TL_CPLX_FN T tl_##S##_square(T a) { return tl_##S##_mul(a, a); }                                \
+TL_CPLX_FN T tl_##S##_add_alpha(T a, T b, R alpha) {     /* a real alpha scales b part by part */ \
+    return tl_##S##_add(a, tl_##S##_scale(b, alpha)); }                                          \
+TL_CPLX_FN T tl_##S##_lerp(T start, T end, T weight) {   /* the real lerp's two-sided form */  \
+    T d = tl_##S##_sub(end, start);                                                             \
+    return tl_##S##_abs(weight) < (R)0.5                                                        \
+        ? tl_##S##_add(start, tl_##S##_mul(weight, d))                                          \
+        : tl_##S##_sub(end, tl_##S##_mul(d, tl_##S##_sub(tl_##S##_mk(1, 0), weight))); }        \
+TL_CPLX_FN T tl_##S##_addcmul(T c, T a, T b, R value) {  /* c + (a b) scaled by the real value */ \
+    return tl_##S##_add(c, tl_##S##_scale(tl_##S##_mul(a, b), value)); }                      \
+TL_CPLX_FN T tl_##S##_addcdiv(T c, T a, T b, R value) {                                         \
+    return tl_##S##_add(c, tl_##S##_scale(tl_##S##_div(a, b), value)); }                      \
 TL_CPLX_FN T tl_##S##_sgn(T a) {               /* z / |z|, and 0 at 0 (torch.sgn) */           \
     R m = tl_##S##_abs(a);                                                                      \
     return m == 0 ? tl_##S##_mk(0, 0) : tl_##S##_mk(a.re / m, a.im / m); }                      \

@@ -1,5 +1,6 @@
 /* Elementwise op functors, one per op of the CPU's lists (torchlite/_core/kernels/
- * ewise_ops.h), with the CPU's semantics (ewise_body.h, ewise_scalar.h):
+ * ewise_ops.h).  A formula with a rule of its own is a function of tl_scalar_math.cuh or
+ * tl_complex.cuh that the CPU's loops (ewise_body.h) call too, so the semantics are one source:
  *   maximum/minimum propagate NaN (x != x ? x : ...), fmax/fmin drop it;
  *   integer add/sub/mul/neg/abs wrap (computed in uint64);
  *   integer division/remainder follow Python (floor), division by zero reports
@@ -65,7 +66,7 @@ TL_MATH1(m_erfinv, erfinvf, erfinv)      /* CUDA's; the host's libm has none */
 
 /* complex64/complex128: operators and the same m_ names, by tl_complex.cuh's functions (the
  * CPU's formulas: ewise_body.h's complex loops call the same ones) */
-#define TL_COMPLEX_MATH(S, T, R, LOG2E, LOG10E) \
+#define TL_COMPLEX_MATH(S, T, R) \
     TL_HD T operator+(T a, T b) { return tl_##S##_add(a, b); } \
     TL_HD T operator-(T a, T b) { return tl_##S##_sub(a, b); } \
     TL_HD T operator*(T a, T b) { return tl_##S##_mul(a, b); } \
@@ -80,8 +81,8 @@ TL_MATH1(m_erfinv, erfinvf, erfinv)      /* CUDA's; the host's libm has none */
     TL_HD T m_sgn(T a) { return tl_##S##_sgn(a); } \
     TL_HD T m_exp(T a) { return tl_##S##_exp(a); } \
     TL_HD T m_log(T a) { return tl_##S##_log(a); } \
-    TL_HD T m_log2(T a) { return tl_##S##_logb(a, LOG2E); } \
-    TL_HD T m_log10(T a) { return tl_##S##_logb(a, LOG10E); } \
+    TL_HD T m_log2(T a) { return tl_##S##_log2(a); } \
+    TL_HD T m_log10(T a) { return tl_##S##_log10(a); } \
     TL_HD T m_sqrt(T a) { return tl_##S##_sqrt(a); } \
     TL_HD T m_sin(T a) { return tl_##S##_sin(a); } \
     TL_HD T m_cos(T a) { return tl_##S##_cos(a); } \
@@ -92,9 +93,13 @@ TL_MATH1(m_erfinv, erfinvf, erfinv)      /* CUDA's; the host's libm has none */
     TL_HD T m_pow(T a, T b) { return tl_##S##_pow(a, b); } \
     TL_HD bool m_isnan(T a) { return tl_##S##_isnan(a); } \
     TL_HD bool m_isinf(T a) { return tl_##S##_isinf(a); } \
-    TL_HD bool m_isfinite(T a) { return tl_##S##_isfinite(a); }
-TL_COMPLEX_MATH(c64, c64, float, 1.4426950408889634f, 0.43429448190325176f)
-TL_COMPLEX_MATH(c128, c128, double, 1.4426950408889634, 0.43429448190325176)
+    TL_HD bool m_isfinite(T a) { return tl_##S##_isfinite(a); } \
+    TL_HD T tl_add_alpha(T a, T b, R alpha) { return tl_##S##_add_alpha(a, b, alpha); } \
+    TL_HD T tl_lerp(T c, T a, T w) { return tl_##S##_lerp(c, a, w); } \
+    TL_HD T tl_addcmul(T c, T a, T b, R value) { return tl_##S##_addcmul(c, a, b, value); } \
+    TL_HD T tl_addcdiv(T c, T a, T b, R value) { return tl_##S##_addcdiv(c, a, b, value); }
+TL_COMPLEX_MATH(c64, c64, float)
+TL_COMPLEX_MATH(c128, c128, double)
 #undef TL_COMPLEX_MATH
 
 TL_HD float m_inf(float) { return bits_f32(0x7f800000u); }
@@ -102,12 +107,8 @@ TL_HD double m_inf(double) { return bits_f64(0x7ff0000000000000ull); }
 TL_HD bool m_signbit(float x) { return (f32_bits(x) >> 31) != 0; }
 TL_HD bool m_signbit(double x) { return (f64_bits(x) >> 63) != 0; }
 
-/* ---- integer helpers ------------------------------------------------------------------- */
-template <class T> TL_HD T wrap_neg(T x) { return (T)(0 - (u64)x); }
-
-/* Integer division, remainder, powers and shifts, and Python's float floor division and
- * remainder: tl_scalar_math.cuh's functions, the CPU loops' own source (ewise_scalar.h),
- * given one name per op here for the functors; a division by zero is reported in Params. */
+/* The ops' formulas: tl_scalar_math.cuh's functions, the CPU loops' own source
+ * (ewise_scalar.h), one overloaded name per op (tl_maximum, tl_divfloor, ...) */
 #define TL_SM_FN TL_HD
 #define TL_SM_U8 u8
 #define TL_SM_I8 i8
@@ -115,30 +116,18 @@ template <class T> TL_HD T wrap_neg(T x) { return (T)(0 - (u64)x); }
 #define TL_SM_I32 i32
 #define TL_SM_I64 i64
 #define TL_SM_U64 u64
+#define TL_SM_INFINITY bits_f32(0x7f800000u)
 #include "tl_scalar_math.cuh"
 
-#define TL_INT_HELPERS(S, T) \
-    TL_HD T div_trunc(T x, T y, const Params& p) { \
-        int e = 0; const T r = tl_divtrunc_##S(x, y, &e); if (e) report(p, e); return r; } \
-    TL_HD T div_floor(T x, T y, const Params& p) { \
-        int e = 0; const T r = tl_divfloor_##S(x, y, &e); if (e) report(p, e); return r; } \
-    TL_HD T rem_floor(T x, T y, const Params& p) { \
-        int e = 0; const T r = tl_rem_##S(x, y, &e); if (e) report(p, e); return r; } \
-    TL_HD T rem_trunc(T x, T y, const Params& p) { \
-        int e = 0; const T r = tl_fmod_##S(x, y, &e); if (e) report(p, e); return r; } \
-    TL_HD T int_pow(T b, T e) { return tl_ipow_##S(b, e); } \
-    TL_HD T shift_left(T x, T y) { return tl_shl_##S(x, y); } \
-    TL_HD T shift_right(T x, T y) { return tl_shr_##S(x, y); }
-TL_INT_HELPERS(u8, u8)
-TL_INT_HELPERS(i8, i8)
-TL_INT_HELPERS(i16, i16)
-TL_INT_HELPERS(i32, i32)
-TL_INT_HELPERS(i64, i64)
-#undef TL_INT_HELPERS
-TL_HD float float_div_floor(float a, float b) { return tl_divfloor_f32(a, b); }
-TL_HD double float_div_floor(double a, double b) { return tl_divfloor_f64(a, b); }
-TL_HD float float_rem(float a, float b) { return tl_rem_f32(a, b); }
-TL_HD double float_rem(double a, double b) { return tl_rem_f64(a, b); }
+/* the integer divisions, with a division by zero reported in Params */
+#define TL_REPORTING(NAME, FN) \
+    template <class T> TL_HD T NAME(T x, T y, const Params& p) { \
+        int e = 0; const T r = FN(x, y, &e); if (e) report(p, e); return r; }
+TL_REPORTING(int_div_trunc, tl_divtrunc)
+TL_REPORTING(int_div_floor, tl_divfloor)
+TL_REPORTING(int_rem, tl_rem)
+TL_REPORTING(int_fmod, tl_fmod)
+#undef TL_REPORTING
 
 namespace op {
 
@@ -153,20 +142,19 @@ struct Identity { template <class C> TL_HD C operator()(C x, const Params&) cons
 
 struct Neg {
     template <class C> TL_HD C operator()(C x, const Params&) const {
-        if constexpr (is_float<C>::value || is_complex<C>::value) return -x; else return wrap_neg(x);
+        if constexpr (is_float<C>::value || is_complex<C>::value) return -x; else return tl_neg(x);
     }
 };
 struct Abs {      /* |z| of a complex z is real */
     template <class C> TL_HD auto operator()(C x, const Params&) const {
         if constexpr (is_float<C>::value || is_complex<C>::value) return m_fabs(x);
         else if constexpr (same<C, bool>::value) return x;
-        else return x < 0 ? wrap_neg(x) : x;
+        else return tl_abs(x);
     }
 };
 struct Sign {
     template <class C> TL_HD C operator()(C x, const Params&) const {
-        if constexpr (same<C, bool>::value) return x;
-        else return (C)((x > 0) - (x < 0));         /* NaN gives 0, as the CPU */
+        if constexpr (same<C, bool>::value) return x; else return tl_sign(x);
     }
 };
 struct Sgn {       /* z / |z| (0 at 0) on complex types, sign on real ones */
@@ -184,23 +172,18 @@ struct Square {
     template <class C> TL_HD C operator()(C x, const Params&) const {
         if constexpr (is_float<C>::value || is_complex<C>::value) return x * x;
         else if constexpr (same<C, bool>::value) return x;
-        else return (C)((u64)x * (u64)x);
+        else return tl_square(x);
     }
 };
-struct Relu {    /* NaN and -0.0 pass through unchanged */
+struct Relu {
     template <class C> TL_HD C operator()(C x, const Params&) const {
-        if constexpr (is_float<C>::value) return x < 0 ? (C)0 : x; else return x > 0 ? x : (C)0;
+        if constexpr (same<C, bool>::value) return x; else return tl_relu(x);
     }
 };
-struct Clamp {   /* s[0] = min, s[1] = max; NaN passes through */
+struct Clamp {   /* s[0] = min, s[1] = max */
     template <class C> TL_HD C operator()(C x, const Params& p) const {
-        if constexpr (is_float<C>::value) {
-            const C lo = (C)p.s[0], hi = (C)p.s[1];
-            const C t = x < lo ? lo : x;
-            return t > hi ? hi : t;
-        } else {
-            return (double)x < p.s[0] ? (C)p.s[0] : ((double)x > p.s[1] ? (C)p.s[1] : x);
-        }
+        if constexpr (is_float<C>::value) return tl_clamp(x, (C)p.s[0], (C)p.s[1]);
+        else return tl_clamp(x, p.s[0], p.s[1]);
     }
 };
 struct BitwiseNot {
@@ -253,13 +236,11 @@ struct Signbit {
     struct NAME { template <class C> TL_HD C operator()(C x, const Params& p) const { \
         TL_FLOAT_OR_COMPLEX; (void)p; return EXPR; } };
 TL_FUNARY(Reciprocal, C(1) / x)
-/* angle: arg z of a complex z (real); of a real: pi for negatives, NaN kept, else 0 (the
- * CPU's ANGLE) */
+/* angle: arg z of a complex z (real) */
 struct Angle {
     template <class C> TL_HD auto operator()(C x, const Params&) const {
         TL_FLOAT_OR_COMPLEX;
-        if constexpr (is_complex<C>::value) return m_arg(x);
-        else return x < C(0) ? C(3.14159265358979323846) : (x != x ? x : C(0));
+        if constexpr (is_complex<C>::value) return m_arg(x); else return tl_angle(x);
     }
 };
 TL_FUNARY(Exp, m_exp(x))
@@ -288,27 +269,26 @@ TL_FUNARY(Erfc, m_erfc(x))
 #if defined(__CUDACC__)
 TL_FUNARY(Erfinv, m_erfinv(x))
 #endif
-TL_FUNARY(Sigmoid, C(1) / (C(1) + m_exp(-x)))
+struct Sigmoid {
+    template <class C> TL_HD C operator()(C x, const Params&) const {
+        TL_FLOAT_OR_COMPLEX;
+        if constexpr (is_complex<C>::value) return C(1) / (C(1) + m_exp(-x)); else return tl_sigmoid(x);
+    }
+};
 TL_FUNARY(Floor, m_floor(x))
 TL_FUNARY(Ceil, m_ceil(x))
 TL_FUNARY(Round, m_rint(x))                 /* half to even */
 TL_FUNARY(Trunc, m_trunc(x))
-TL_FUNARY(Frac, x - m_trunc(x))
+TL_FUNARY(Frac, tl_frac(x))
 TL_FUNARY(Lgamma, m_lgamma(x))
 /* s[0] = nan, s[1] = posinf, s[2] = neginf replacements */
-TL_FUNARY(NanToNum, x != x ? (C)p.s[0] : (x == m_inf(x) ? (C)p.s[1] : (x == -m_inf(x) ? (C)p.s[2] : x)))
-/* computed in float64 whatever the type, as the CPU */
-TL_FUNARY(RoundDecimals, (C)(m_rint((double)x * m_pow(10.0, p.s[0])) / m_pow(10.0, p.s[0])))
+TL_FUNARY(NanToNum, tl_nan_to_num(x, (C)p.s[0], (C)p.s[1], (C)p.s[2]))
+TL_FUNARY(RoundDecimals, tl_round_decimals(x, p.s[0]))
 #undef TL_FUNARY
 
 /* logit with s[0] = eps (eps < 0: no clamping) */
 struct Logit {
-    template <class C> TL_HD C operator()(C x, const Params& p) const {
-        TL_FLOAT_ONLY;
-        const C eps = (C)p.s[0];
-        const C z = p.s[0] < 0 ? x : (x < eps ? eps : (x > C(1) - eps ? C(1) - eps : x));
-        return m_log(z / (C(1) - z));
-    }
+    template <class C> TL_HD C operator()(C x, const Params& p) const { TL_FLOAT_ONLY; return tl_logit(x, p.s[0]); }
 };
 
 /* ---- binary ---------------------------------------------------------------------------- */
@@ -316,28 +296,28 @@ struct Add {
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
         if constexpr (is_float<C>::value || is_complex<C>::value) return x + y;
         else if constexpr (same<C, bool>::value) return x || y;
-        else return (C)((u64)x + (u64)y);
+        else return tl_add(x, y);
     }
 };
 struct Sub {
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
         static_assert(!same<C, bool>::value, "no bool subtraction");
         if constexpr (is_float<C>::value || is_complex<C>::value) return x - y;
-        else return (C)((u64)x - (u64)y);
+        else return tl_sub(x, y);
     }
 };
 struct Mul {
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
         if constexpr (is_float<C>::value || is_complex<C>::value) return x * y;
         else if constexpr (same<C, bool>::value) return x && y;
-        else return (C)((u64)x * (u64)y);
+        else return tl_mul(x, y);
     }
 };
-struct AddAlpha {   /* x + s[0] * y (a real s[0]: complex y scaled part by part, as the CPU) */
+struct AddAlpha {   /* x + s[0] * y */
     template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
-        if constexpr (is_complex<C>::value) return x + m_scale(y, (typename real_of<C>::type)p.s[0]);
-        else if constexpr (is_float<C>::value) return x + (C)p.s[0] * y;
-        else return (C)((u64)x + (u64)(i64)p.s[0] * (u64)y);
+        if constexpr (is_complex<C>::value) return tl_add_alpha(x, y, (typename real_of<C>::type)p.s[0]);
+        else if constexpr (is_float<C>::value) return tl_add_alpha(x, y, (C)p.s[0]);
+        else return tl_add_alpha(x, y, (i64)p.s[0]);
     }
 };
 struct Div {
@@ -345,40 +325,38 @@ struct Div {
 };
 struct DivTrunc {
     template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
-        if constexpr (is_float<C>::value) return m_trunc(x / y); else return div_trunc(x, y, p);
+        if constexpr (is_float<C>::value) return tl_divtrunc(x, y); else return int_div_trunc(x, y, p);
     }
 };
 struct DivFloor {
     template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
-        if constexpr (is_float<C>::value) return float_div_floor(x, y); else return div_floor(x, y, p);
+        if constexpr (is_float<C>::value) return tl_divfloor(x, y); else return int_div_floor(x, y, p);
     }
 };
 struct Remainder {
     template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
-        if constexpr (is_float<C>::value) return float_rem(x, y); else return rem_floor(x, y, p);
+        if constexpr (is_float<C>::value) return tl_rem(x, y); else return int_rem(x, y, p);
     }
 };
 struct Fmod {
     template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
-        if constexpr (is_float<C>::value) return m_fmod(x, y); else return rem_trunc(x, y, p);
+        if constexpr (is_float<C>::value) return m_fmod(x, y); else return int_fmod(x, y, p);
     }
 };
 struct Pow {
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
         if constexpr (is_float<C>::value || is_complex<C>::value) return m_pow(x, y);
-        else return int_pow(x, y);
+        else return tl_ipow(x, y);
     }
 };
 struct Maximum {   /* NaN propagates */
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
-        if constexpr (is_float<C>::value) return x != x ? x : (x > y ? x : y);
-        else return x > y ? x : y;
+        if constexpr (same<C, bool>::value) return x || y; else return tl_maximum(x, y);
     }
 };
 struct Minimum {
     template <class C> TL_HD C operator()(C x, C y, const Params&) const {
-        if constexpr (is_float<C>::value) return x != x ? x : (x < y ? x : y);
-        else return x < y ? x : y;
+        if constexpr (same<C, bool>::value) return x && y; else return tl_minimum(x, y);
     }
 };
 #define TL_FBINARY(NAME, EXPR) \
@@ -389,8 +367,8 @@ TL_FBINARY(Hypot, m_hypot(x, y))
 TL_FBINARY(Copysign, m_copysign(x, y))
 TL_FBINARY(Fmax, m_fmax(x, y))
 TL_FBINARY(Fmin, m_fmin(x, y))
-TL_FBINARY(Xlogy, y != y ? y : (x == 0 ? C(0) : x * m_log(y)))
-TL_FBINARY(ThresholdBackward, y <= (C)p.s[0] ? C(0) : x)   /* relu's gradient x at input y */
+TL_FBINARY(Xlogy, tl_xlogy(x, y))
+TL_FBINARY(ThresholdBackward, tl_threshold_backward(x, y, (C)p.s[0]))   /* relu's gradient x at input y */
 #undef TL_FBINARY
 
 #define TL_PREDICATE(NAME, EXPR) \
@@ -412,8 +390,8 @@ TL_PREDICATE(LogicalXor, (x != C(0)) != (y != C(0)))
 TL_IBINARY(BitwiseAnd, (C)(x & y))
 TL_IBINARY(BitwiseOr, (C)(x | y))
 TL_IBINARY(BitwiseXor, (C)(x ^ y))
-TL_IBINARY(Shl, shift_left(x, y))
-TL_IBINARY(Shr, shift_right(x, y))
+TL_IBINARY(Shl, tl_shl(x, y))
+TL_IBINARY(Shr, tl_shr(x, y))
 #undef TL_IBINARY
 
 /* ---- ternary: operands (c, x, y) ------------------------------------------------------- */
@@ -421,28 +399,21 @@ TL_IBINARY(Shr, shift_right(x, y))
 struct Where {
     template <class C, class T> TL_HD T operator()(C c, T x, T y, const Params&) const { return c ? x : y; }
 };
-/* lerp(start c, end x, weight y), the CPU's two-sided formula (|y| for a complex weight) */
+/* lerp(start c, end x, weight y) */
 struct Lerp {
     template <class C> TL_HD C operator()(C c, C x, C y, const Params&) const {
-        TL_FLOAT_OR_COMPLEX;
-        typedef typename real_of<C>::type R;
-        return m_fabs(y) < R(0.5) ? c + y * (x - c) : x - (x - c) * (C(1) - y);
+        TL_FLOAT_OR_COMPLEX; return tl_lerp(c, x, y);
     }
 };
-/* c + s[0] * x * y; complex: c + (x * y) scaled by the real s[0], as the CPU */
+/* c + s[0] * x * y and c + s[0] * x / y (s[0] real) */
 struct Addcmul {
     template <class C> TL_HD C operator()(C c, C x, C y, const Params& p) const {
-        TL_FLOAT_OR_COMPLEX;
-        if constexpr (is_complex<C>::value) return c + m_scale(x * y, (typename real_of<C>::type)p.s[0]);
-        else return c + (C)p.s[0] * x * y;
+        TL_FLOAT_OR_COMPLEX; return tl_addcmul(c, x, y, (typename real_of<C>::type)p.s[0]);
     }
 };
-/* c + s[0] * x / y; complex: c + (x / y) scaled by the real s[0], as the CPU */
 struct Addcdiv {
     template <class C> TL_HD C operator()(C c, C x, C y, const Params& p) const {
-        TL_FLOAT_OR_COMPLEX;
-        if constexpr (is_complex<C>::value) return c + m_scale(x / y, (typename real_of<C>::type)p.s[0]);
-        else return c + (C)p.s[0] * x / y;
+        TL_FLOAT_OR_COMPLEX; return tl_addcdiv(c, x, y, (typename real_of<C>::type)p.s[0]);
     }
 };
 

@@ -7,9 +7,9 @@
 #include "vmath.h"
 #include "cplx.h"
 
-/* Integer division, remainder, powers and shifts, and Python's float floor division and
- * remainder: one source with the CUDA functors (cuda_kernels/tl_scalar_math.cuh, included
- * here as C99; setup.py puts cuda_kernels/ on the include path). */
+/* The ops' formulas (Python's integer and float division, wrapping, NaN rules, clamps, lerp,
+ * ...): one source with the CUDA functors (cuda_kernels/tl_scalar_math.cuh, included here as
+ * C99, which names them tl_<op>_<type>; setup.py puts cuda_kernels/ on the include path). */
 #define TL_SM_FN TL_INLINE
 #define TL_SM_U8 uint8_t
 #define TL_SM_I8 int8_t
@@ -17,6 +17,7 @@
 #define TL_SM_I32 int32_t
 #define TL_SM_I64 int64_t
 #define TL_SM_U64 uint64_t
+#define TL_SM_INFINITY INFINITY
 #include "tl_scalar_math.cuh"
 
 /* erfinv: a first estimate, then three Newton steps for full double accuracy.
@@ -63,8 +64,4 @@ TL_INLINE double tl_erfinv_f64(double y) {
 }
 TL_INLINE float tl_erfinv_f32(float y) { return (float)tl_erfinv_f64((double)y); }
 
-TL_INLINE double tl_round_decimals(double x, double d) {
-    double s = pow(10.0, d);
-    return nearbyint(x * s) / s;
-}
 #endif
