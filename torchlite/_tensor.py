@@ -3,15 +3,29 @@
 The Tensor holds no element logic of its own: each op lives in torchlite/_ops/<family>.py
 as a function, and is attached here as a method by that module (``_ops._register``).
 Nothing here knows which device the array is on, except through ``tensor.device``."""
+from __future__ import annotations
+
 import builtins
 import weakref
 import numbers
+from typing import TYPE_CHECKING
 
 from . import _dtype as D
 from . import _layout
 from . import _memory_format as MF
 from ._device import CPU, device as _device_cls
 from ._size import Size
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    from ._device import device
+    from ._dtype import dtype
+    from ._layout import layout
+    from ._memory_format import memory_format
+
+__all__ = ["Tensor"]
 
 
 def _is_number(x):
@@ -53,72 +67,72 @@ class Tensor:
 
     # -- metadata ------------------------------------------------------------------------
     @property
-    def shape(self):
+    def shape(self) -> Size:
         return Size(self._data.shape)
 
-    def size(self, dim=None):
+    def size(self, dim: int | None = None) -> Size | int:
         if dim is None:
             return Size(self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
-    def dtype(self):
+    def dtype(self) -> dtype:
         return D.DTYPES[self._data.dtype]
 
     @property
-    def device(self):
+    def device(self) -> device:
         d = self._data.device
         return CPU if d == "cpu" else _device_cls(d)
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> bool:
         d = self._data.device
         return d != "cpu" and d != "meta"
 
     @property
-    def is_meta(self):
+    def is_meta(self) -> bool:
         """Whether this tensor is on the meta device (a shape and dtype, no data)."""
         return self._data.device == "meta"
 
     @property
-    def is_cpu(self):
+    def is_cpu(self) -> bool:
         return self._data.device == "cpu"
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return self._data.ndim
 
-    def dim(self):
+    def dim(self) -> int:
         return self._data.ndim
 
     ndimension = dim
 
-    def numel(self):
+    def numel(self) -> int:
         return self._data.numel
 
     nelement = numel
 
-    def element_size(self):
+    def element_size(self) -> int:
         return self._data.itemsize
 
     @property
-    def itemsize(self):
+    def itemsize(self) -> int:
         return self._data.itemsize
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self._data.itemsize * self._data.numel
 
-    def stride(self, dim=None):
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
         st = self._data.strides
         if dim is None:
             return st
         return st[_wrap_dim(dim, self._data.ndim)]
 
-    def storage_offset(self):
+    def storage_offset(self) -> int:
         return self._data.offset
 
-    def is_contiguous(self, memory_format=None):
+    def is_contiguous(self, memory_format: memory_format | None = None) -> bool:
         """Whether the memory is dense in row-major order, or in `memory_format`'s order
         (channels_last: NHWC strides for a 4-d tensor; False for other ranks)."""
         # an empty tensor is contiguous whatever its strides (array.pyx's check misses this)
@@ -135,53 +149,53 @@ class Tensor:
             raise RuntimeError("is_contiguous: preserve_format is not a layout a tensor has")
         return MF.follows(self._data.shape, self._data.strides, order)
 
-    def data_ptr(self):
+    def data_ptr(self) -> int:
         return self._data.data_ptr()
 
-    def const_data_ptr(self):
+    def const_data_ptr(self) -> int:
         return self._data.data_ptr()
 
     # ---- layout, and the flags of the layouts and devices torchlite does not have ------------
     # (PyTorch code reads them to pick a path; a torchlite tensor is dense, strided, on the CPU
     # or a CUDA device)
     @property
-    def layout(self):
+    def layout(self) -> layout:
         return _layout.strided
 
     is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = False
     is_mps = is_xla = is_xpu = is_ipu = is_vulkan = is_maia = is_mtia = False
 
-    def dense_dim(self):
+    def dense_dim(self) -> int:
         """The number of dense dims: all of them, for a strided tensor."""
         return self._data.ndim
 
-    def sparse_dim(self):
+    def sparse_dim(self) -> int:
         return 0
 
-    def to_dense(self, dtype=None, *, masked_grad=None):
+    def to_dense(self, dtype: dtype | None = None, *, masked_grad: bool | None = None) -> Tensor:
         """A strided tensor is already dense: self (converted to dtype when given)."""
         return self if dtype is None else self.to(dtype)
 
-    def dim_order(self, *, ambiguity_check=False):
+    def dim_order(self, *, ambiguity_check: bool | list[memory_format] = False) -> tuple[int, ...]:
         """The dims from the outermost in memory to the innermost (largest stride first; ties
         keep the dims' order), e.g. (0, 2, 3, 1) for a channels_last 4-d tensor."""
         strides = self._data.strides
         return tuple(sorted(range(len(strides)), key=lambda d: -strides[d]))
 
-    def is_set_to(self, tensor):
+    def is_set_to(self, tensor: Tensor) -> bool:
         """Whether both tensors view the same memory with the same offset, sizes and strides."""
         a, b = self._data, tensor._data
         return (a.storage is b.storage and a.offset == b.offset and a.shape == b.shape
                 and a.strides == b.strides)
 
     @property
-    def volatile(self):
+    def volatile(self) -> bool:
         import warnings
         warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
                       stacklevel=2)
         return False
 
-    def as_subclass(self, cls):
+    def as_subclass(self, cls: type[Tensor]) -> Tensor:
         """self's data as an instance of cls (a Tensor subclass): it shares self's memory and
         stays in self's autograd graph."""
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
@@ -198,41 +212,41 @@ class Tensor:
                     setattr(t, k, getattr(r, k))
             return t
 
-    def is_floating_point(self):
+    def is_floating_point(self) -> bool:
         return 6 <= self._data.dtype <= 9
 
-    def is_complex(self):
+    def is_complex(self) -> bool:
         return self._data.dtype >= 10
 
-    def is_signed(self):
+    def is_signed(self) -> bool:
         return D.DTYPES[self._data.dtype].is_signed
 
     @property
-    def data(self):
+    def data(self) -> Tensor:
         """The same memory as a tensor outside the graph, with its own version counter (unlike
         detach(), in-place changes through it are not caught by autograd, as in PyTorch)."""
         return _wrap(self._data.alias_with_own_version())
 
     @data.setter
-    def data(self, other):
+    def data(self, other: Tensor) -> None:
         self._data = other._data
 
-    def get_device(self):
+    def get_device(self) -> int:
         d = self._data.device
         return -1 if d == "cpu" or d == "meta" else (self.device.index or 0)
 
     # -- Python protocol -------------------------------------------------------------------
-    def __len__(self):
+    def __len__(self) -> int:
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self)
 
     def _one_value(self):
@@ -241,35 +255,35 @@ class Tensor:
             raise ValueError("only one element tensors can be converted to Python scalars")
         return self._data.item()
 
-    def item(self):
+    def item(self) -> int | float | bool | complex:
         """The value of a one-element tensor as a Python number."""
         return self._data.item()
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         if self._data.numel != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous"
                                if self._data.numel > 1 else
                                "Boolean value of Tensor with no values is ambiguous")
         return builtins.bool(self._data.item())
 
-    def __float__(self):
+    def __float__(self) -> float:
         return builtins.float(self._one_value())
 
-    def __int__(self):
+    def __int__(self) -> int:
         return builtins.int(self._one_value())
 
-    def __index__(self):
+    def __index__(self) -> int:
         if self._data.dtype >= 6 or self._data.numel != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return builtins.int(self._data.item())
 
-    def __complex__(self):
+    def __complex__(self) -> complex:
         return complex(self._one_value())
 
-    def tolist(self):
+    def tolist(self) -> list[Any] | int | float | bool | complex:
         return self._data.tolist()
 
-    def numpy(self, *, force=False):
+    def numpy(self, *, force: bool = False) -> Any:
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -281,7 +295,7 @@ class Tensor:
         import numpy as np
         return np.asarray(self._data)
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         import numpy as np
         if self._data.device != "cpu":      # as numpy(): PyTorch never copies implicitly
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
@@ -291,22 +305,22 @@ class Tensor:
             a = a.astype(dtype, copy=False)
         return a
 
-    def __repr__(self, *, tensor_contents=None):
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
         from ._tensor_str import tensor_repr
         return tensor_repr(self)
 
-    def __format__(self, spec):
+    def __format__(self, spec: str) -> str:
         if self._data.ndim == 0:
             return format(self.item(), spec)     # '{}'.format(tensor(2.5)) == '2.5', as in torch
         return object.__format__(self, spec) if spec else repr(self)
 
     # -- autograd (torchlite/autograd: graph.py records, engine.py runs) ----------------------
     @property
-    def requires_grad(self):
+    def requires_grad(self) -> bool:
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, value):
+    def requires_grad(self, value: bool) -> None:
         value = builtins.bool(value)
         if self.grad_fn is not None:
             raise RuntimeError(_NON_LEAF_FLAG if value else _NON_LEAF_FLAG + _NON_LEAF_HINT)
@@ -315,7 +329,7 @@ class Tensor:
                                "gradients")
         self._requires_grad = value
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set requires_grad in place (a non-leaf already requires grad: True is a no-op)."""
         if self.grad_fn is not None and requires_grad:
             return self
@@ -323,7 +337,7 @@ class Tensor:
         return self
 
     @property
-    def grad(self):
+    def grad(self) -> Tensor | None:
         """The gradient accumulated into this tensor by backward() (None until then).  Only
         leaves and tensors that called retain_grad() get one; reading it on another tensor
         warns, as PyTorch does."""
@@ -334,7 +348,7 @@ class Tensor:
         return g
 
     @grad.setter
-    def grad(self, value):
+    def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
@@ -358,20 +372,20 @@ class Tensor:
         self._grad = value
 
     @grad.deleter
-    def grad(self):
+    def grad(self) -> None:
         self._grad = None
 
     @property
-    def is_leaf(self):
+    def is_leaf(self) -> bool:
         """True for tensors made by the user (or not requiring grad): no grad_fn."""
         return self.grad_fn is None
 
-    def detach(self):
+    def detach(self) -> Tensor:
         """The same data, cut from the graph (shares memory and the version counter; never
         requires grad)."""
         return _wrap(self._data)
 
-    def detach_(self):
+    def detach_(self) -> Tensor:
         """Cut this tensor from the graph in place: it becomes a leaf not requiring grad."""
         if getattr(self, "_base", None) is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
@@ -384,13 +398,13 @@ class Tensor:
         return getattr(self, "_base", None) is not None
 
     @property
-    def output_nr(self):
+    def output_nr(self) -> int:
         return getattr(self, "_output_nr", 0) if self.grad_fn is not None else 0
 
     # backward() is attached by autograd/engine.py, which runs the graph (as the ops attach
     # theirs): this module never imports the engine
 
-    def register_hook(self, hook):
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Any:
         """hook(grad) runs when this tensor's gradient is computed; it may return a replacement.
         Returns a handle whose remove() unregisters it."""
         from .autograd.graph import RemovableHandle
@@ -409,7 +423,7 @@ class Tensor:
         hooks.append(hook)
         return RemovableHandle(hooks, hook)
 
-    def register_post_accumulate_grad_hook(self, hook):
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
         """hook(tensor) runs on a leaf after its .grad has been accumulated."""
         from .autograd.graph import RemovableHandle
         if not self._requires_grad:
@@ -422,7 +436,7 @@ class Tensor:
         hooks.append(hook)
         return RemovableHandle(hooks, hook)
 
-    def retain_grad(self):
+    def retain_grad(self) -> None:
         """Populate .grad of this non-leaf tensor during backward (a no-op on leaves).  The
         gradient stored is the one after all of the tensor's hooks."""
         import weakref
@@ -438,7 +452,7 @@ class Tensor:
         self._retains_grad = True
 
     @property
-    def retains_grad(self):
+    def retains_grad(self) -> bool:
         return getattr(self, "_retains_grad", False) and self.grad_fn is not None
 
     @property

@@ -27,7 +27,10 @@ How they differ from PyTorch's: there are no transform levels, so
   function imported by name before (`from torchlite.nn.functional import relu`) and called
   on a batched tensor raises TypeError -- call it as F.relu.  The recurrent modules run once
   per element."""
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 import torchlite as _tl
 
@@ -36,6 +39,13 @@ from .autograd import grad as _autograd_grad
 from .autograd.functional import Linearization
 from .autograd.grad_mode import enable_grad
 from .utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Any
+
+    from ._tensor import Tensor
+    from .nn.modules.module import Module
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
            "vmap", "functional_call", "stack_module_state"]
@@ -84,7 +94,8 @@ class _NotScalarOutput(RuntimeError):
     """grad's error for a function whose output is not one element (hessian tells it apart)."""
 
 
-def grad_and_value(func, argnums=0, has_aux=False):
+def grad_and_value(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
+                   has_aux: bool = False) -> Callable[..., Any]:
     """A function returning (the gradient of func's scalar output with respect to the
     arguments argnums, func's output) — and the aux output too with has_aux."""
     def wrapper(*args, **kwargs):
@@ -165,7 +176,7 @@ def _batched_grad_and_value(func, argnums, has_aux, args, kwargs):
     return (grads, (value, aux)) if has_aux else (grads, value)
 
 
-def grad(func, argnums=0, has_aux=False):
+def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
     """A function returning the gradient of func's scalar output with respect to the
     arguments argnums (with the aux output, when has_aux)."""
     gv = grad_and_value(func, argnums, has_aux)
@@ -176,7 +187,7 @@ def grad(func, argnums=0, has_aux=False):
     return wrapper
 
 
-def vjp(func, *primals, has_aux=False):
+def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """(func(*primals), vjp_fn): vjp_fn(cotangents) gives the cotangents pulled back to each
     primal (a tuple)."""
     args, nums, nested = _prepare(primals, tuple(range(len(primals))))
@@ -207,7 +218,8 @@ def vjp(func, *primals, has_aux=False):
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
 
-def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+def jacrev(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, *, has_aux: bool = False,
+           chunk_size: int | None = None) -> Callable[..., Any]:
     """A function returning the Jacobian of func with respect to the arguments argnums
     (tensors): for each tensor of func's output (a tensor or a structure of them) a tensor of
     shape output.shape + input.shape (a tuple of them for a tuple argnums), in the output's
@@ -338,7 +350,8 @@ def _linearize(func, primals, has_aux, api):
     return flat_out, out_spec, lin, aux, nested
 
 
-def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+def jvp(func: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...], *, strict: bool = False,
+        has_aux: bool = False) -> tuple[Any, ...]:
     """(func(*primals), J tangents): the Jacobian-vector product of func at primals (a tuple,
     the arguments), tangents having primals' structure; with has_aux, func returns (output,
     aux) and aux comes third.  Exact, by the double-vjp trick (see the module docstring)."""
@@ -370,7 +383,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     return result + (aux,) if has_aux else result
 
 
-def linearize(func, *primals):
+def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """(func(*primals), jvp_fn): jvp_fn(*tangents) gives J tangents at primals, for any
     number of calls, from the graph kept by this one evaluation of func (tangents must match
     the primals in structure, shape, dtype and device)."""
@@ -399,7 +412,8 @@ def linearize(func, *primals):
     return tree_unflatten(outputs, out_spec), jvp_fn
 
 
-def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+           randomness: str = "error") -> Callable[..., Any]:
     """A function returning the Jacobian of func with respect to the arguments argnums, one
     column per input element (J e_k, by the double-vjp trick: cheap when the inputs are few
     and the outputs many).  Output leaves map to output.shape + input.shape tensors (a tuple
@@ -422,7 +436,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     return wrapper
 
 
-def hessian(func, argnums=0):
+def hessian(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """The Hessian of func: the Jacobian (jacrev) of its Jacobian, shape output.shape +
     input.shape + input.shape.  For a one-element output the inner Jacobian is grad, so the
     outer one takes its rows from one batched backward (jacrev's vmap path) instead of one
@@ -447,7 +461,8 @@ def _first_derivative(func, argnums):
     return first
 
 
-def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+def vmap(func: Callable[..., Any], in_dims: int | tuple[Any, ...] | None = 0, out_dims: int | tuple[int, ...] = 0,
+         randomness: str = "error", *, chunk_size: int | None = None) -> Callable[..., Any]:
     """func mapped over a batch dimension of its inputs (in_dims: one per argument, a
     structure matching an argument's, or one for all; None leaves an argument unbatched): the
     results stacked along out_dims.  func runs once on the whole batch, each operation by its
@@ -468,8 +483,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     return wrapper
 
 
-def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
-                    tie_weights=True, strict=False):
+def functional_call(module: Module,
+                    parameter_and_buffer_dicts: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]],
+                    args: Any = (), kwargs: dict[str, Any] | None = None, *, tie_weights: bool = True,
+                    strict: bool = False) -> Any:
     """module(*args, **kwargs) with its parameters and buffers replaced, for this call only,
     by the tensors of the dict(s) (keyed by state_dict name)."""
     dicts = parameter_and_buffer_dicts if isinstance(parameter_and_buffer_dicts, (tuple, list)) \
@@ -535,7 +552,7 @@ def _with_tied_names(module, merged):
     return out
 
 
-def stack_module_state(models):
+def stack_module_state(models: Iterable[Module]) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
     """({name: the models' parameters stacked}, {name: their buffers stacked}): the state of
     an ensemble for vmap over functional_call."""
     models = list(models)

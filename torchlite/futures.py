@@ -5,7 +5,14 @@ A Future completes when set_result/set_exception is called on it, or, for one ma
 pending operation, when something waits on it: wait() drives the operation to the end (MPI
 makes progress only inside its calls, so nothing completes behind the caller's back).
 then(callback) chains a Future that completes with callback(this future) once this one has."""
+from __future__ import annotations
+
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 __all__ = ["Future", "collect_all", "wait_all"]
 
@@ -14,7 +21,7 @@ class Future:
     """A value that will be there: done(), wait() (the value, or the error raised), value(),
     then(callback), add_done_callback(callback), set_result(value), set_exception(error)."""
 
-    def __init__(self, *, devices=None, _drive=None):
+    def __init__(self, *, devices: Any = None, _drive: Callable[[Future], Any] | None = None) -> None:
         self._lock = threading.Condition()
         self._done = False
         self._value = None
@@ -22,11 +29,11 @@ class Future:
         self._drive = _drive          # completes the future when called (a pending operation)
         self._callbacks = []
 
-    def done(self):
+    def done(self) -> bool:
         """Whether the value (or an error) is set."""
         return self._done
 
-    def _run_drive(self):
+    def _run_drive(self) -> None:
         drive, self._drive = self._drive, None
         if drive is not None:
             try:
@@ -35,7 +42,7 @@ class Future:
                 if not self._done:
                     self.set_exception(e)
 
-    def wait(self):
+    def wait(self) -> Any:
         """Block until done; the value, or the error the future was completed with, raised."""
         self._run_drive()
         with self._lock:
@@ -45,7 +52,7 @@ class Future:
             raise self._error
         return self._value
 
-    def value(self):
+    def value(self) -> Any:
         """The value of a done future (its error raised); a pending one raises RuntimeError."""
         if not self._done:
             raise RuntimeError("Future.value(): the future is not completed yet (call wait())")
@@ -53,7 +60,7 @@ class Future:
             raise self._error
         return self._value
 
-    def _complete(self, value, error):
+    def _complete(self, value: Any, error: BaseException | None) -> None:
         with self._lock:
             if self._done:
                 raise RuntimeError("Future can only be marked completed once")
@@ -63,17 +70,17 @@ class Future:
         for cb in callbacks:
             cb(self)
 
-    def set_result(self, result):
+    def set_result(self, result: Any) -> None:
         """Complete the future with `result`; its callbacks run now."""
         self._complete(result, None)
 
-    def set_exception(self, result):
+    def set_exception(self, result: BaseException) -> None:
         """Complete the future with an error, which wait()/value() raise."""
         if not isinstance(result, BaseException):
             raise TypeError(f"set_exception expects an exception, got {type(result).__name__}")
         self._complete(None, result)
 
-    def add_done_callback(self, callback):
+    def add_done_callback(self, callback: Callable[[Future], Any]) -> None:
         """callback(future) once done (at once if it is); its return value is ignored."""
         with self._lock:
             if not self._done:
@@ -81,7 +88,7 @@ class Future:
                 return
         callback(self)
 
-    def then(self, callback):
+    def then(self, callback: Callable[[Future], Any]) -> Future:
         """A new Future completed with callback(self) once this one is done (with the error
         when the callback raises); waiting on it waits on this one first."""
         child = Future(_drive=lambda _: self.wait())
@@ -96,12 +103,12 @@ class Future:
         self.add_done_callback(run)
         return child
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "done" if self._done else "pending"
         return f"Future({state})"
 
 
-def collect_all(futures):
+def collect_all(futures: Iterable[Future]) -> Future:
     """A Future completed with the list of `futures` once every one of them is done."""
     futures = list(futures)
 
@@ -115,6 +122,6 @@ def collect_all(futures):
     return Future(_drive=drive)
 
 
-def wait_all(futures):
+def wait_all(futures: Iterable[Future]) -> list[Any]:
     """Wait for every future and return their values (the first error raised)."""
     return [f.wait() for f in futures]

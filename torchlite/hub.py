@@ -12,6 +12,8 @@ it.  A repository's `hubconf.py` lists its entry points (callables) and `depende
 that must import).  Loading a hub repo runs its code, so a repository not trusted before asks
 first (trust_repo=None), as PyTorch does; checkpoints load through torchlite.load with
 weights_only=True, which never runs code from the file."""
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import http.client
@@ -26,6 +28,10 @@ import urllib.parse
 import urllib.request
 import warnings
 import zipfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, List     # List: this module's own `list` shadows the builtin
 
 __all__ = ["load", "list", "help", "load_state_dict_from_url", "download_url_to_file", "get_dir",
            "set_dir"]
@@ -38,7 +44,7 @@ _TRUSTED_OWNERS = ("pytorch", "facebookresearch", "facebookincubator", "fairinte
 
 
 # ---- the cache folder ------------------------------------------------------------------------------
-def get_dir():
+def get_dir() -> str:
     """The hub cache folder (see the module docstring for how it is chosen)."""
     if _hub_dir is not None:
         return _hub_dir
@@ -49,14 +55,15 @@ def get_dir():
     return os.path.join(os.path.expanduser(cache), "torchlite", "hub")
 
 
-def set_dir(d):
+def set_dir(d: str | os.PathLike[str]) -> None:
     """Use folder d for the hub cache from now on."""
     global _hub_dir
     _hub_dir = os.path.expanduser(os.fspath(d))
 
 
 # ---- downloading -----------------------------------------------------------------------------------
-def download_url_to_file(url, dst, hash_prefix=None, progress=True):
+def download_url_to_file(url: str, dst: str | os.PathLike[str], hash_prefix: str | None = None,
+                         progress: bool = True) -> None:
     """Download url to the file dst (written to a temporary file beside it, moved into place
     when complete).  hash_prefix: the start of the file's SHA-256, checked (RuntimeError on a
     mismatch).  Without a network (or with a bad URL) a RuntimeError names the URL and dst, so
@@ -133,8 +140,9 @@ class _progress:
         return False
 
 
-def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True,
-                             check_hash=False, file_name=None, weights_only=True):
+def load_state_dict_from_url(url: str, model_dir: str | None = None, map_location: Any = None,
+                             progress: bool = True, check_hash: bool = False,
+                             file_name: str | None = None, weights_only: bool = True) -> dict[str, Any]:
     """The state dict in the checkpoint at url, downloaded once into model_dir (default
     get_dir()/checkpoints).  check_hash: the file name's hash part (`name-<sha256 prefix>.ext`)
     must match the file's SHA-256.  Loaded with torchlite.load (weights_only=True: no code from
@@ -324,7 +332,8 @@ def _entry(module, model):
     return fn
 
 
-def list(github, force_reload=False, skip_validation=False, trust_repo=None, verbose=True):
+def list(github: str, force_reload: bool = False, skip_validation: bool = False, trust_repo: bool | str | None = None,
+         verbose: bool = True) -> List[str]:
     """The entry points (public callables) of a GitHub repository's hubconf.py."""
     folder = _repo_dir(github, "github", force_reload, trust_repo, "list", skip_validation, verbose)
     with _on_path(folder):
@@ -332,15 +341,17 @@ def list(github, force_reload=False, skip_validation=False, trust_repo=None, ver
     return [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
 
 
-def help(github, model, force_reload=False, skip_validation=False, trust_repo=None):
+def help(github: str, model: str, force_reload: bool = False, skip_validation: bool = False,
+         trust_repo: bool | str | None = None) -> str | None:
     """The docstring of an entry point of a GitHub repository's hubconf.py."""
     folder = _repo_dir(github, "github", force_reload, trust_repo, "help", skip_validation)
     with _on_path(folder):
         return _entry(_hubconf(folder), model).__doc__
 
 
-def load(repo_or_dir, model, *args, source="github", trust_repo=None, force_reload=False,
-         verbose=True, skip_validation=False, **kwargs):
+def load(repo_or_dir: str, model: str, *args: Any, source: str = "github", trust_repo: bool | str | None = None,
+         force_reload: bool = False, verbose: bool = True, skip_validation: bool = False,
+         **kwargs: Any) -> Any:
     """Call entry point `model` of the hubconf.py in a GitHub repository ("owner/repo[:ref]",
     downloaded into the cache once) or a local folder (source='local') with *args/**kwargs,
     and return what it returns (a model)."""

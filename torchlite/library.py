@@ -23,8 +23,15 @@ mutates_args names the arguments the function writes in place; their version cou
 as for any in-place op.  The schema is inferred from the type annotations (every parameter
 and the return need one, as PyTorch requires) and checked only that far: torchlite has no
 dispatcher of its own to hand it to."""
+from __future__ import annotations
+
 import inspect
 import typing
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 __all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "register_kernel",
            "infer_schema"]
@@ -57,7 +64,8 @@ def _type_name(annotation, where):
     raise ValueError(f"infer_schema(func): {where} has unsupported type {annotation}")
 
 
-def infer_schema(prototype_function, /, *, mutates_args, op_name=None):
+def infer_schema(prototype_function: Callable[..., Any], /, *, mutates_args: str | Iterable[str],
+                 op_name: str | None = None) -> str:
     """The op's schema string from prototype_function's annotations (PyTorch's form:
     'name(Tensor x, float factor) -> Tensor'; 'Tensor(a0!)' marks a mutated argument)."""
     sig = inspect.signature(prototype_function)
@@ -98,7 +106,8 @@ class CustomOpDef:
     """A custom op: call it like its function; register_fake, register_autograd and
     register_kernel add its other implementations."""
 
-    def __init__(self, namespace, name, fn, mutates_args, schema, device_types):
+    def __init__(self, namespace: str, name: str, fn: Callable[..., Any], mutates_args: str | Iterable[str],
+                 schema: str, device_types: Iterable[str] | None) -> None:
         self._namespace, self._name = namespace, name
         self._fn = fn
         self._mutates_args = mutates_args
@@ -116,10 +125,10 @@ class CustomOpDef:
     def _qualname(self):
         return f"{self._namespace}::{self._name}"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<CustomOpDef({self._qualname})>"
 
-    def register_fake(self, fn=None, /):
+    def register_fake(self, fn: Callable[..., Any] | None = None, /) -> Callable[..., Any]:
         """The implementation for meta tensors: it returns tensors of the results' shapes and
         dtypes (torchlite.empty_like and the like)."""
         def register(f):
@@ -127,7 +136,8 @@ class CustomOpDef:
             return f
         return register if fn is None else register(fn)
 
-    def register_kernel(self, device_types, fn=None, /):
+    def register_kernel(self, device_types: str | Iterable[str], fn: Callable[..., Any] | None = None,
+                        /) -> Callable[..., Any]:
         """The implementation for inputs on the given device type(s) ('cpu', 'cuda')."""
         types = (device_types,) if isinstance(device_types, str) else tuple(device_types)
 
@@ -137,7 +147,8 @@ class CustomOpDef:
             return f
         return register if fn is None else register(fn)
 
-    def register_autograd(self, backward, /, *, setup_context=None):
+    def register_autograd(self, backward: Callable[..., Any], /, *,
+                          setup_context: Callable[..., Any] | None = None) -> None:
         """backward(ctx, *output_grads) -> one gradient per input (None for non-tensors);
         setup_context(ctx, inputs, output) saves what backward needs."""
         if not callable(backward):
@@ -156,7 +167,7 @@ class CustomOpDef:
         device = tensors[0].device.type if tensors else "cpu"
         return self._kernels.get(device, self._fn)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from .autograd.graph import needs_grad
         from .autograd.grad_mode import no_grad
         from ._tensor import Tensor
@@ -216,7 +227,9 @@ def _apply_with_formula(op, kernel, args, kwargs):
     return _Generated.apply(*args)
 
 
-def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None, tags=None):
+def custom_op(name: str, fn: Callable[..., Any] | None = None, /, *, mutates_args: str | Iterable[str],
+              device_types: str | Iterable[str] | None = None, schema: str | None = None,
+              tags: Any = None) -> CustomOpDef | Callable[[Callable[..., Any]], CustomOpDef]:
     """Make fn the custom op `name` ('namespace::name'): as a decorator, or called with fn.
     mutates_args: the names of the arguments fn writes ('unknown' when unsure); device_types:
     the devices fn serves (default: all); schema: PyTorch's schema string, inferred from the
@@ -244,17 +257,22 @@ def _op(op):
     return found
 
 
-def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
+def register_fake(op: str | CustomOpDef | _OpPacket, func: Callable[..., Any] | None = None, /, *, lib: Any = None,
+                  _stacklevel: int = 1) -> Callable[..., Any]:
     """register_fake of the custom op `op` (the op or its 'namespace::name')."""
     return _op(op).register_fake(func) if func is not None else _op(op).register_fake()
 
 
-def register_autograd(op, backward, /, *, setup_context=None, lib=None):
+def register_autograd(op: str | CustomOpDef | _OpPacket, backward: Callable[..., Any], /, *,
+                      setup_context: Callable[..., Any] | None = None,
+                      lib: Any = None) -> None:
     """register_autograd of the custom op `op`."""
     _op(op).register_autograd(backward, setup_context=setup_context)
 
 
-def register_kernel(op, device_types, func=None, /, *, lib=None):
+def register_kernel(op: str | CustomOpDef | _OpPacket, device_types: str | Iterable[str],
+                    func: Callable[..., Any] | None = None, /, *,
+                    lib: Any = None) -> Callable[..., Any]:
     """register_kernel of the custom op `op`."""
     return _op(op).register_kernel(device_types, func) if func is not None else \
         _op(op).register_kernel(device_types)

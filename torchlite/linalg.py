@@ -1,4 +1,8 @@
 """torchlite.linalg: matrix products, norms, decompositions and solvers, as torch.linalg."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._ops.linalg import (matmul, vecdot, multi_dot, linalg_cross as cross, matrix_norm, cond,
                           linalg_norm as norm)
 from ._ops.reduction import vector_norm
@@ -9,13 +13,16 @@ from ._ops.linalg_decomp import (
     linalg_qr as qr, eigh, eigvalsh, eig, eigvals, linalg_svd as svd, svdvals, pinv, lstsq, matrix_rank,
     matrix_power, matrix_exp, householder_product, tensorinv, tensorsolve)
 
+if TYPE_CHECKING:
+    from ._tensor import Tensor
 
-def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """torch.linalg.diagonal: torch.diagonal with the last two dims as defaults."""
     return A.diagonal(offset, dim1, dim2)
 
 
-def vander(x, *, N=None):
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """torch.linalg.vander: the Vandermonde matrix with increasing powers x^0 ... x^(N-1)
     along a new last dim (N defaults to x's last size), batched over x's leading dims; a 0-d
     x counts as one element."""

@@ -31,6 +31,8 @@ objects, and any other torch object is refused.
 The legacy format of torch < 1.6 (a sequence of pickles followed by the raw storages) is read
 too; it is never written.
 """
+from __future__ import annotations
+
 import io
 import os
 import pickle
@@ -40,6 +42,7 @@ import uuid
 import zipfile
 import zlib
 from collections import Counter, OrderedDict
+from typing import TYPE_CHECKING
 
 import _compat_pickle
 
@@ -48,6 +51,10 @@ from ._dispatch import array as _A
 from ._device import device as _Device
 from ._size import MAX_NUMEL, Size
 from ._tensor import Tensor, _wrap
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import IO, Any
 
 __all__ = ["save", "load", "save_safetensors", "load_safetensors", "add_safe_globals",
            "get_safe_globals", "clear_safe_globals", "safe_globals",
@@ -269,7 +276,8 @@ def _is_path(f):
     return isinstance(f, (str, os.PathLike))
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL):
+def save(obj: object, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None,
+         pickle_protocol: int = DEFAULT_PROTOCOL) -> None:
     """Save an object (tensors, state_dicts, optimizer state, containers of those with
     numbers and strings, or anything picklable) to a path or a writable binary file object,
     in PyTorch's zip checkpoint format: ``torch.load(f, weights_only=True)`` reads it.
@@ -669,7 +677,7 @@ def _check_safe_entry(entry):
                         f"(obj, 'module.name') for an object without a module and name)")
 
 
-def add_safe_globals(safe_globals):
+def add_safe_globals(safe_globals: Iterable[Callable[..., Any] | tuple[Callable[..., Any], str]]) -> None:
     """Mark classes and functions as safe for load(weights_only=True): a checkpoint may then
     name, call and build them.  Entries are the objects themselves, found under
     f"{obj.__module__}.{obj.__qualname__}", or (obj, "module.name") pairs for an object
@@ -683,12 +691,12 @@ def add_safe_globals(safe_globals):
             _user_safe.append(e)
 
 
-def get_safe_globals():
+def get_safe_globals() -> list[Callable[..., Any] | tuple[Callable[..., Any], str]]:
     """The entries add_safe_globals (and the safe_globals blocks now open) have added."""
     return list(_user_safe)
 
 
-def clear_safe_globals():
+def clear_safe_globals() -> None:
     """Forget every entry add_safe_globals added."""
     _user_safe.clear()
 
@@ -696,14 +704,14 @@ def clear_safe_globals():
 class safe_globals:
     """with safe_globals([...]): add_safe_globals for the length of the block only."""
 
-    def __init__(self, safe_globals):
+    def __init__(self, safe_globals: Iterable[Callable[..., Any] | tuple[Callable[..., Any], str]]) -> None:
         self.safe_globals = list(safe_globals)
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self._added = [e for e in self.safe_globals if e not in _user_safe]
         add_safe_globals(self.safe_globals)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         for e in self._added:
             if e in _user_safe:
                 _user_safe.remove(e)
@@ -757,7 +765,7 @@ def _globals_named_in(data):
     return found
 
 
-def get_unsafe_globals_in_checkpoint(f):
+def get_unsafe_globals_in_checkpoint(f: str | os.PathLike[str] | IO[bytes]) -> list[str]:
     """The names of the classes and functions a torch.save / torchlite.save checkpoint (zip
     format) refers to that load(weights_only=True) would refuse: neither torchlite's
     allow-list nor add_safe_globals has them.  The pickle is disassembled, not run, so
@@ -1668,8 +1676,8 @@ class _Opened:
             self.fh.close()
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
-         **pickle_load_args):
+def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None, **pickle_load_args: Any) -> Any:
     """Load an object saved by torchlite.save or torch.save (zip format, or torch < 1.6's
     legacy format) from a path or a seekable binary file object.
 

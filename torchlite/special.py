@@ -8,6 +8,10 @@ polynomials) are kernels of torchlite/_core/special.pyx, through torchlite/_ops/
 the others are the elementwise and reduction ops torchlite already has under their top-level
 names (torch.special.expit is torch.sigmoid, torch.special.gammaln is torch.lgamma, ...), as in
 PyTorch.  Loaded on first use of `torchlite.special`."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._ops.special import (  # noqa: F401
     airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
     chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w, digamma, entr,
@@ -23,6 +27,10 @@ from ._ops.elementwise import (erf, erfc, erfinv, exp2, expm1, log1p, logit, sin
 from ._ops.elementwise import lgamma as gammaln, sigmoid as expit  # noqa: F401
 from ._ops.reduction import logsumexp  # noqa: F401
 from ._ops.reduction import softmax as _softmax, log_softmax as _log_softmax
+
+if TYPE_CHECKING:
+    from ._dtype import dtype
+    from ._tensor import Tensor
 
 psi = digamma
 
@@ -40,16 +48,16 @@ __all__ = [
     "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
 
 
-def multigammaln(input, p, *, out=None):
+def multigammaln(input: Tensor, p: int, *, out: Tensor | None = None) -> Tensor:
     """The multivariate log-gamma function of dimension p (torch.mvlgamma)."""
     return _mvlgamma(input, p, out=out)
 
 
-def softmax(input, dim, *, dtype=None):
+def softmax(input: Tensor, dim: int, *, dtype: dtype | None = None) -> Tensor:
     """exp(input) / sum(exp(input)) along dim, computed in dtype when it is given."""
     return _softmax(input, dim, dtype=dtype)
 
 
-def log_softmax(input, dim, *, dtype=None):
+def log_softmax(input: Tensor, dim: int, *, dtype: dtype | None = None) -> Tensor:
     """log(softmax(input)) along dim, computed in dtype when it is given."""
     return _log_softmax(input, dim, dtype=dtype)

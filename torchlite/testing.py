@@ -1,7 +1,13 @@
 """torchlite.testing: assert_close, as torch.testing.assert_close."""
+from __future__ import annotations
+
 import builtins
+from typing import TYPE_CHECKING
 
 from ._tensor import Tensor
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # default tolerances by dtype (PyTorch's table)
 _TOLS = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
@@ -13,8 +19,10 @@ def _to_tensor(x):
     return x if isinstance(x, Tensor) else as_tensor(x)
 
 
-def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=None, equal_nan=False,
-                 check_device=True, check_dtype=True, check_layout=True, check_stride=False, msg=None):
+def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, rtol: float | None = None,
+                 atol: float | None = None, equal_nan: bool = False, check_device: bool = True,
+                 check_dtype: bool = True, check_layout: bool = True, check_stride: bool = False,
+                 msg: str | None = None) -> None:
     """Raise AssertionError unless |actual - expected| <= atol + rtol * |expected| everywhere.
 
     Shapes must match, and dtypes and devices too unless check_dtype/check_device is False.

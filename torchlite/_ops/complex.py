@@ -6,6 +6,10 @@ view here is a reinterpretation of the same bytes (array.reinterpret), as in PyT
 through real/imag/view_as_real reach the complex tensor.  The elementwise math (conj, angle,
 sgn, abs, exp, ...) is in elementwise.py, on the complex loops of the array layer; backward
 formulas of these views are in complex_grad.py."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import _dtype as D
 from .._dispatch import array as _A
 from .._tensor import Tensor, _wrap_view
@@ -15,6 +19,9 @@ from . import complex_grad as _CG
 from ._kit import tensor_arg
 from .views import copied_view
 
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def _view(t, arr, record):
     r = _wrap_view(arr, t)
@@ -23,14 +30,14 @@ def _view(t, arr, record):
     return r
 
 
-def parts_array(a):
+def parts_array(a: Any) -> Any:
     """The (..., 2) real array over a complex array's memory (view_as_real's array)."""
     part = D.DTYPES[a.dtype].to_real()
     return _A.reinterpret(a, part.code, tuple(a.shape) + (2,),
                           tuple(2 * s for s in a.strides) + (1,), 2 * a.offset)
 
 
-def complex_array(parts):
+def complex_array(parts: Any) -> Any:
     """The complex array over a contiguous (..., 2) float16/float32/float64 array (checked by
     the caller: view_as_complex's rules)."""
     return _A.reinterpret(parts, D.DTYPES[parts.dtype].to_complex().code, tuple(parts.shape[:-1]),
@@ -38,7 +45,7 @@ def complex_array(parts):
 
 
 @_register("view_as_real")
-def view_as_real(input):
+def view_as_real(input: Tensor) -> Tensor:
     """A real view of a complex tensor with a last dim of size 2 holding (real, imag)."""
     tensor_arg(input, "view_as_real")
     if not input.is_complex():
@@ -47,7 +54,7 @@ def view_as_real(input):
 
 
 @_register("view_as_complex")
-def view_as_complex(input):
+def view_as_complex(input: Tensor) -> Tensor:
     """A complex view of a float32/float64 (or float16: complex32) tensor whose last dim has
     size 2 and stride 1 (the inverse of view_as_real)."""
     tensor_arg(input, "view_as_complex")
@@ -72,7 +79,7 @@ def _part(input, index):
                           a.offset + index)
 
 
-def real(input):
+def real(input: Tensor) -> Tensor:
     """The real parts of a complex tensor as a view (a real tensor is returned as it is)."""
     tensor_arg(input, "real")
     if not input.is_complex():
@@ -80,7 +87,7 @@ def real(input):
     return _view(input, _part(input, 0), _CG.record_real)
 
 
-def imag(input):
+def imag(input: Tensor) -> Tensor:
     """The imaginary parts of a complex tensor as a view."""
     tensor_arg(input, "imag")
     if not input.is_complex():
@@ -99,7 +106,7 @@ Tensor.real = property(real, _set_part(real))
 Tensor.imag = property(imag, _set_part(imag))
 
 
-def complex(real, imag, *, out=None):
+def complex(real: Tensor, imag: Tensor, *, out: Tensor | None = None) -> Tensor:
     """real + i imag from two float32/float64 (or float16: complex32) tensors of one dtype
     (broadcast together)."""
     from .joining import stack
@@ -119,7 +126,7 @@ def complex(real, imag, *, out=None):
     return write_out(r._data, out, "complex")
 
 
-def polar(abs, angle, *, out=None):
+def polar(abs: Tensor, angle: Tensor, *, out: Tensor | None = None) -> Tensor:
     """abs * (cos(angle) + i sin(angle)) from float32/float64 tensors."""
     for x, name in ((abs, "abs"), (angle, "angle")):
         tensor_arg(x, "polar", name)
@@ -127,7 +134,7 @@ def polar(abs, angle, *, out=None):
 
 
 @_register("isreal")
-def isreal(input):
+def isreal(input: Tensor) -> Tensor:
     """True where the element has no imaginary part (everywhere for a real tensor)."""
     tensor_arg(input, "isreal")
     if not input.is_complex():
@@ -140,11 +147,11 @@ __all__ = ["view_as_real", "view_as_complex", "real", "imag", "complex", "polar"
 
 
 # ---- the _copy spellings of the complex views (torch.view_as_real_copy ...) ----------------------
-def view_as_real_copy(input, *, out=None):
+def view_as_real_copy(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """view_as_real(input) as a new tensor (torch.view_as_real_copy)."""
     return copied_view(view_as_real(input), out, "view_as_real_copy", input)
 
 
-def view_as_complex_copy(input, *, out=None):
+def view_as_complex_copy(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """view_as_complex(input) as a new tensor (torch.view_as_complex_copy)."""
     return copied_view(view_as_complex(input), out, "view_as_complex_copy", input)

@@ -1,5 +1,8 @@
 """dtype and device conversion (to, float, double, ..., cpu, cuda) and in-place filling."""
+from __future__ import annotations
+
 import builtins
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .. import _memory_format as MF
@@ -14,6 +17,14 @@ from . import _register
 from . import conversion_grad as _CG
 from . import elementwise_grad as _EG
 from ._kit import tensor_arg
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .._device import device
+    from .._dtype import dtype
+    from .._memory_format import memory_format
 
 
 def _parse_to(args, kwargs):
@@ -64,7 +75,7 @@ def _same_device(device, current):
 
 
 @_register("to")
-def to(self, *args, **kwargs):
+def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Convert dtype and/or device; returns self when nothing changes (unless copy=True).
     non_blocking=True makes a copy from pinned memory, or to the host, asynchronous."""
     dtype, device, copy, non_blocking, fmt = _parse_to(args, dict(kwargs))
@@ -85,7 +96,7 @@ def to(self, *args, **kwargs):
 
 
 def _to_dtype(dt):
-    def fn(self, memory_format=None):
+    def fn(self: Tensor, memory_format: memory_format | None = None) -> Tensor:
         return to(self, dt)
     fn.__name__ = dt.name
     fn.__doc__ = f"self.to(torchlite.{dt.name})"
@@ -100,7 +111,8 @@ for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float
 
 
 @_register("type")
-def type(self, dtype=None, non_blocking=False):
+def type(self: Tensor, dtype: dtype | str | builtins.type | None = None,
+         non_blocking: bool = False) -> str | Tensor:
     """With no argument the legacy type name ('torchlite.FloatTensor'); else the tensor cast
     to a dtype or a legacy type (torchlite.LongTensor, 'torch.LongTensor')."""
     from . import legacy_types
@@ -111,17 +123,18 @@ def type(self, dtype=None, non_blocking=False):
 
 
 @_register("type_as")
-def type_as(self, other):
+def type_as(self: Tensor, other: Tensor) -> Tensor:
     return to(self, other.dtype)
 
 
 @_register("cpu")
-def cpu(self, memory_format=None):
+def cpu(self: Tensor, memory_format: memory_format | None = None) -> Tensor:
     return self if self.device.type == "cpu" else to(self, "cpu")
 
 
 @_register("cuda")
-def cuda(self, device=None, non_blocking=False, memory_format=None):
+def cuda(self: Tensor, device: device | str | int | None = None, non_blocking: bool = False,
+         memory_format: memory_format | None = None) -> Tensor:
     """This tensor on a CUDA device (the current one, an index, or a device); a clear
     RuntimeError saying what is missing when CUDA is not usable here."""
     if device is None:
@@ -132,7 +145,7 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
 
 
 @_register("copy_")
-def copy_(self, src, non_blocking=False):
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy src's elements into self (broadcasting src, casting to self's dtype)."""
     tensor_arg(src, "copy_", "src")
     if src.device != self.device:
@@ -153,7 +166,7 @@ def _copied(old, src):
 
 
 @_register("fill_")
-def fill_(self, value):
+def fill_(self: Tensor, value: Tensor | int | float | bool | complex) -> Tensor:
     """Set every element to value (a number or a one-element tensor)."""
     if isinstance(value, Tensor):
         if value.ndim != 0:
@@ -177,7 +190,7 @@ def _filled(old, value):
 
 
 @_register("fill_diagonal_")
-def fill_diagonal_(self, fill_value, wrap=False):
+def fill_diagonal_(self: Tensor, fill_value: Tensor | int | float | bool | complex, wrap: bool = False) -> Tensor:
     """Set the main diagonal (elements i, i, ..., i) to fill_value in place.  A 2-d matrix
     may be any shape; with wrap=True a tall one's diagonal starts again every n + 1 rows
     (NumPy's fill_diagonal).  More dims must all have one length."""
@@ -212,13 +225,13 @@ def _python_values(t, op):
 
 
 @_register("apply_")
-def apply_(self, callable):
+def apply_(self: Tensor, callable: Callable[[Any], Any]) -> Tensor:
     """Replace each element x by callable(x), a Python function of a Python number."""
     return _set_from_python(self, [callable(v) for v in _python_values(self, "apply_")])
 
 
 @_register("map_")
-def map_(self, tensor, callable):
+def map_(self: Tensor, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> Tensor:
     """self[i] = callable(self[i], tensor[i]), tensor broadcast to self's shape."""
     other = _python_values(tensor.expand_as(self), "map_")
     mine = _python_values(self, "map_")
@@ -226,7 +239,7 @@ def map_(self, tensor, callable):
 
 
 @_register("map2_")
-def map2_(self, x, y, callable):
+def map2_(self: Tensor, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:
     """self[i] = callable(self[i], x[i], y[i]), x and y broadcast to self's shape."""
     xs, ys = (_python_values(t.expand_as(self), "map2_") for t in (x, y))
     mine = _python_values(self, "map2_")
@@ -234,7 +247,8 @@ def map2_(self, x, y, callable):
 
 
 @_register("set_")
-def set_(self, source=None, storage_offset=0, size=None, stride=None):
+def set_(self: Tensor, source: Any = None, storage_offset: int = 0, size: Sequence[int] | None = None,
+         stride: Sequence[int] | None = None) -> Tensor:
     """Make self view source's memory: all of it as source views it, or (size, stride,
     storage_offset given) that window of it; with no source, self becomes empty.  self keeps
     no history (as PyTorch's set_, it is not differentiable)."""
@@ -271,26 +285,26 @@ def _contiguous_strides(size):
 
 
 @_register("zero_")
-def zero_(self):
+def zero_(self: Tensor) -> Tensor:
     return fill_(self, 0)
 
 
 # ---- memory placement ----------------------------------------------------------------------------
 @_register("share_memory_")
-def share_memory_(self):
+def share_memory_(self: Tensor) -> Tensor:
     """Returns self.  torchlite's DataLoader workers pass batches by pickling, not through
     shared memory, so CPU tensors are not moved to shared memory (a no-op for now)."""
     return self
 
 
 @_register("is_shared")
-def is_shared(self):
+def is_shared(self: Tensor) -> bool:
     """False: torchlite does not place CPU tensors in shared memory (see share_memory_)."""
     return False
 
 
 @_register("is_pinned")
-def is_pinned(self, device=None):
+def is_pinned(self: Tensor, device: device | str | int | None = None) -> bool:
     """Whether this CPU tensor is in page-locked (pinned) host memory."""
     # nothing is pinned before the backend is loaded: a CPU program never loads it to ask
     if self.device.type != "cpu" or not _dispatch.backend_loaded():
@@ -299,7 +313,7 @@ def is_pinned(self, device=None):
 
 
 @_register("pin_memory")
-def pin_memory(self, device=None):
+def pin_memory(self: Tensor, device: device | str | int | None = None) -> Tensor:
     """A copy of this CPU tensor in page-locked host memory, which copies to the GPU with
     non_blocking=True overlap with computation.  Needs CUDA; without it this raises, as in
     PyTorch."""
@@ -316,7 +330,7 @@ def pin_memory(self, device=None):
 
 
 @_register("record_stream")
-def record_stream(self, stream):
+def record_stream(self: Tensor, stream: Any) -> None:
     """Mark this CUDA tensor's memory as used by work queued on `stream`, so the caching
     allocator does not hand it out again before that work is done (torch.Tensor.record_stream)."""
     if self.device.type != "cuda":
@@ -325,6 +339,6 @@ def record_stream(self, stream):
 
 
 @_register("is_inference")
-def is_inference(self):
+def is_inference(self: Tensor) -> bool:
     """False: torchlite's inference_mode only stops recording, it makes no inference tensors."""
     return False

@@ -4,6 +4,8 @@ Each op is one call into the array layer (torchlite/_core/elementwise.pyx, loops
 kernels/ewise_body.h), which does broadcasting, type promotion and the out= checks.  The
 tables below name every op once; the functional form, the method and the in-place method
 are all made from that one entry."""
+from __future__ import annotations
+
 import builtins
 import math
 
@@ -23,6 +25,12 @@ from .._autocast_state import entry as _autocast, run as _autocast_run
 _U = _ew.UNARY
 _B = _ew.BINARY
 _T = _ew.TERNARY
+
+# The annotations of the functions the tables below generate (strings, as `from __future__
+# import annotations` makes those of the written ones); each function gets its own copy.
+_NUMBER = "int | float | bool | complex"
+_UNARY_ANNOTATIONS = {"input": "Tensor", "out": "Tensor | None", "return": "Tensor"}
+_INPLACE_ANNOTATIONS = {"self": "Tensor", "return": "Tensor"}
 
 
 class _Foreign(TypeError):
@@ -104,8 +112,10 @@ def _make_unary(name, op, doc, inplace=True, aliases=()):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
+    fn.__annotations__ = dict(_UNARY_ANNOTATIONS)
     fn_.__name__ = fn_.__qualname__ = name + "_"
     fn_.__doc__ = f"In-place version of :func:`{name}`."
+    fn_.__annotations__ = dict(_INPLACE_ANNOTATIONS)
     _register(name, *aliases)(fn)
     if inplace:
         _register(name + "_", *[a + "_" for a in aliases])(fn_)
@@ -175,7 +185,7 @@ angle = _make_unary("angle", "angle", "The argument of each complex element in r
 _neg_checked = globals()["neg"]
 
 
-def _no_bool_neg(input, *, out=None):
+def _no_bool_neg(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     if isinstance(input, Tensor) and input.dtype is D.bool:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -191,7 +201,7 @@ _sign_real_ = globals()["sign_"]
 
 
 @_register("sign")
-def sign(input, *, out=None):
+def sign(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """-1, 0 or 1 by the sign of each element (0 for NaN); complex input: use sgn."""
     if isinstance(input, Tensor) and input.is_complex():
         raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
@@ -203,7 +213,7 @@ _SGN = _U["sgn"]
 
 
 @_register("sgn")
-def sgn(input, *, out=None):
+def sgn(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """input / |input| for complex input (0 where input is 0); the sign for real input."""
     if isinstance(input, Tensor) and input._data.dtype < 6:       # integers and bool
         return _sign_real(input, out=out)
@@ -211,7 +221,7 @@ def sgn(input, *, out=None):
 
 
 @_register("sgn_")
-def sgn_(self):
+def sgn_(self: Tensor) -> Tensor:
     """In-place version of :func:`sgn`."""
     if self._data.dtype < 6:
         return _sign_real_(self)
@@ -222,7 +232,7 @@ _CONJ = _U["conj"]
 
 
 @_register("conj_physical")
-def conj_physical(input, *, out=None):
+def conj_physical(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The complex conjugate as a new tensor (a real tensor is returned as it is, as in
     PyTorch)."""
     if not input.is_complex():
@@ -231,7 +241,7 @@ def conj_physical(input, *, out=None):
 
 
 @_register("conj_physical_")
-def conj_physical_(self):
+def conj_physical_(self: Tensor) -> Tensor:
     """In-place complex conjugate (a no-op on a real tensor)."""
     if not self.is_complex():
         return self
@@ -239,7 +249,7 @@ def conj_physical_(self):
 
 
 @_register("conj")
-def conj(input):
+def conj(input: Tensor) -> Tensor:
     """The complex conjugate.  A real tensor is returned as it is (as in PyTorch).  torchlite
     conjugates eagerly: a complex input gives a new tensor, where PyTorch returns a view with
     its lazy conjugate bit set; values and gradients are the same, is_conj() is always False
@@ -250,13 +260,13 @@ def conj(input):
 
 
 @_register("resolve_conj", "resolve_neg")
-def resolve_conj(input):
+def resolve_conj(input: Tensor) -> Tensor:
     """The tensor itself: torchlite has no lazy conjugate or negative bits (see conj)."""
     return input
 
 
 @_register("is_conj", "is_neg")
-def is_conj(input):
+def is_conj(input: Tensor) -> bool:
     """False: torchlite conjugates eagerly (see conj)."""
     return False
 
@@ -266,7 +276,7 @@ _square_same_dtype = globals()["square"]
 
 
 @_register("square")
-def square(input, *, out=None):
+def square(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """input * input; a bool tensor squares to int64 (PyTorch computes pow(input, 2))."""
     if isinstance(input, Tensor) and input.dtype is D.bool:
         input = input.to(D.int64)
@@ -274,14 +284,14 @@ def square(input, *, out=None):
 
 
 @_register("positive")
-def positive(input):
+def positive(input: Tensor) -> Tensor:
     if input.dtype is D.bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
 @_register("round")
-def round(input, *, decimals=0, out=None):
+def round(input: Tensor, *, decimals: int = 0, out: Tensor | None = None) -> Tensor:
     """Round half to even; with decimals, round to that many decimal places."""
     if decimals == 0:
         return _unary(_U["round"], input, out, name="round")
@@ -291,7 +301,7 @@ def round(input, *, decimals=0, out=None):
 
 
 @_register("round_")
-def round_(self, *, decimals=0):
+def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
     if decimals == 0:
         return _unary_(_U["round"], self, name="round_")
     return _unary_(_U["round_decimals"], self, builtins.float(decimals), name="round_")
@@ -304,7 +314,8 @@ def _bound(v, name):
 
 
 @_register("clamp", "clip")
-def clamp(input, min=None, max=None, *, out=None):
+def clamp(input: Tensor, min: Tensor | int | float | None = None, max: Tensor | int | float | None = None, *,
+          out: Tensor | None = None) -> Tensor:
     """Limit every element to [min, max]: NaN stays NaN, min > max gives max everywhere, a NaN
     bound gives NaN.  Bounds may be numbers or tensors; a float bound promotes an integer
     tensor (PyTorch's result_type rule)."""
@@ -371,7 +382,8 @@ def _kernel_bound_ok(dt, b):
 
 
 @_register("clamp_", "clip_")
-def clamp_(self, min=None, max=None):
+def clamp_(self: Tensor, min: Tensor | int | float | None = None,
+           max: Tensor | int | float | None = None) -> Tensor:
     """In-place clamp; a bound that would promote self's dtype is an error."""
     if _inplace_records(self, min, max):
         _G.check_inplace(self, "clamp_", min, max)
@@ -409,19 +421,20 @@ clip, clip_ = clamp, clamp_
 
 
 @_register("clamp_min")
-def clamp_min(input, min):
+def clamp_min(input: Tensor, min: Tensor | int | float) -> Tensor:
     """clamp(input, min=min)."""
     return _clamp(input, min, None, None, "clamp_min")
 
 
 @_register("clamp_max")
-def clamp_max(input, max):
+def clamp_max(input: Tensor, max: Tensor | int | float) -> Tensor:
     """clamp(input, max=max)."""
     return _clamp(input, None, max, None, "clamp_max")
 
 
 @_register("nan_to_num")
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
+               out: Tensor | None = None) -> Tensor:
     """Replace NaN, +inf and -inf (by default with 0 and the dtype's largest/smallest values)."""
     if not input.is_floating_point():
         return _unary(_U["nan_to_num"], input, out, name="nan_to_num")
@@ -432,7 +445,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
 
 
 @_register("nan_to_num_")
-def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None,
+                neginf: float | None = None) -> Tensor:
     fi = D.finfo(self.dtype) if self.is_floating_point() else None
     return _unary_(_U["nan_to_num"], self, builtins.float(nan),
                    fi.max if posinf is None and fi else builtins.float(posinf or 0),
@@ -440,13 +454,13 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
 
 
 @_register("logit")
-def logit(input, eps=None, *, out=None):
+def logit(input: Tensor, eps: float | None = None, *, out: Tensor | None = None) -> Tensor:
     """log(p / (1 - p)); with eps, p is first clamped to [eps, 1 - eps]."""
     return _unary(_U["logit"], input, out, -1.0 if eps is None else builtins.float(eps), name="logit")
 
 
 @_register("logit_")
-def logit_(self, eps=None):
+def logit_(self: Tensor, eps: float | None = None) -> Tensor:
     return _unary_(_U["logit"], self, -1.0 if eps is None else builtins.float(eps), name="logit_")
 
 
@@ -506,6 +520,17 @@ def _check_number_operands(name, input, other):
                         f"{type(other).__name__}")
 
 
+def _binary_annotations(name):
+    """The annotations of the generated binary function and its in-place form, from which
+    operands _NUMBER_OPERANDS lets be numbers."""
+    allowed = _NUMBER_OPERANDS.get(name, "either")
+    number = "Tensor | " + _NUMBER
+    first = number if allowed in ("both", "either") else "Tensor"
+    second = "Tensor" if allowed == "none" else number
+    return ({"input": first, "other": second, "out": "Tensor | None", "return": "Tensor"},
+            {"self": "Tensor", "other": second, "return": "Tensor"})
+
+
 def _make_binary(name, op, doc, aliases=(), inplace=True):
     code = _B[op]
 
@@ -524,6 +549,7 @@ def _make_binary(name, op, doc, aliases=(), inplace=True):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     fn_.__name__ = fn_.__qualname__ = name + "_"
+    fn.__annotations__, fn_.__annotations__ = _binary_annotations(name)
     _register(name, *aliases)(fn)
     if inplace:
         _register(name + "_", *[a + "_" for a in aliases])(fn_)
@@ -574,7 +600,8 @@ _ADD, _SUB, _ADD_ALPHA = _B["add"], _B["sub"], _B["add_alpha"]
 
 
 @_register("add")
-def add(input, other, *, alpha=1, out=None):
+def add(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex, *,
+        alpha: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
     """input + alpha * other, with broadcasting and type promotion."""
     if alpha == 1:
         return _binary(_ADD, input, other, out, "add")
@@ -583,7 +610,8 @@ def add(input, other, *, alpha=1, out=None):
 
 
 @_register("add_")
-def add_(self, other, *, alpha=1):
+def add_(self: Tensor, other: Tensor | int | float | bool | complex, *,
+         alpha: int | float | bool | complex = 1) -> Tensor:
     if alpha == 1:
         return _binary_(_ADD, self, other, "add_")
     return _binary_(_ADD_ALPHA, self, other, "add_", builtins.float(alpha))
@@ -605,7 +633,8 @@ def _no_bool_sub(a, b):
 
 
 @_register("sub", "subtract")
-def sub(input, other, *, alpha=1, out=None):
+def sub(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex, *,
+        alpha: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
     """input - alpha * other."""
     _no_bool_sub(input, other)
     if alpha == 1:
@@ -618,7 +647,8 @@ subtract = sub
 
 
 @_register("sub_", "subtract_")
-def sub_(self, other, *, alpha=1):
+def sub_(self: Tensor, other: Tensor | int | float | bool | complex, *,
+         alpha: int | float | bool | complex = 1) -> Tensor:
     _no_bool_sub(self, other)
     if alpha == 1:
         return _binary_(_SUB, self, other, "sub_")
@@ -626,7 +656,8 @@ def sub_(self, other, *, alpha=1):
 
 
 @_register("rsub")
-def rsub(input, other, *, alpha=1):
+def rsub(input: Tensor, other: Tensor | int | float | bool | complex, *,
+         alpha: int | float | bool | complex = 1) -> Tensor:
     """other - alpha * input (input must be a Tensor, as in PyTorch)."""
     tensor_arg(input, "rsub", "input", pos=1)
     _no_bool_sub(input, other)
@@ -648,7 +679,8 @@ def _div_code(rounding_mode):
 
 
 @_register("div", "divide")
-def div(input, other, *, rounding_mode=None, out=None):
+def div(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex, *,
+        rounding_mode: str | None = None, out: Tensor | None = None) -> Tensor:
     """input / other: true division (ints give floats), or with rounding_mode 'trunc'/'floor'."""
     return _binary(_div_code(rounding_mode), input, other, out, "div")
 
@@ -657,17 +689,18 @@ divide = div
 
 
 @_register("div_", "divide_")
-def div_(self, other, *, rounding_mode=None):
+def div_(self: Tensor, other: Tensor | int | float | bool | complex, *, rounding_mode: str | None = None) -> Tensor:
     return _binary_(_div_code(rounding_mode), self, other, "div_")
 
 
 @_register("true_divide")
-def true_divide(input, other, *, out=None):
+def true_divide(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex, *,
+                out: Tensor | None = None) -> Tensor:
     return div(input, other, out=out)
 
 
 @_register("true_divide_")
-def true_divide_(self, other):
+def true_divide_(self: Tensor, other: Tensor | int | float | bool | complex) -> Tensor:
     return div_(self, other)
 
 
@@ -681,7 +714,8 @@ def _check_int_pow(base, exponent):
 
 
 @_register("pow")
-def pow(input, exponent, *, out=None):
+def pow(input: Tensor | int | float | bool | complex, exponent: Tensor | int | float | bool | complex, *,
+        out: Tensor | None = None) -> Tensor:
     """input ** exponent (either may be a number, not both)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(pow, locals())
@@ -696,13 +730,14 @@ def pow(input, exponent, *, out=None):
 
 
 @_register("pow_")
-def pow_(self, exponent):
+def pow_(self: Tensor, exponent: Tensor | int | float | bool | complex) -> Tensor:
     _check_int_pow(self, exponent)
     return _binary_(_POW, self, exponent, "pow_")
 
 
 @_register("float_power")
-def float_power(input, exponent, *, out=None):
+def float_power(input: Tensor | int | float | bool | complex, exponent: Tensor | int | float | bool | complex, *,
+                out: Tensor | None = None) -> Tensor:
     """pow computed in float64."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(float_power, locals())
@@ -726,7 +761,9 @@ def _where_method(self, condition, other):
 Tensor.where = _where_method
 
 
-def where(condition, input=None, other=None, *, out=None):
+def where(condition: Tensor, input: Tensor | int | float | bool | complex | None = None,
+          other: Tensor | int | float | bool | complex | None = None, *,
+          out: Tensor | None = None) -> Tensor | tuple[Tensor, ...]:
     """input where condition is True, else other (numbers are allowed for input/other).
     where(condition) alone is nonzero(condition, as_tuple=True)."""
     if input is None and other is None:
@@ -759,14 +796,14 @@ def _ternary(code, a, b, c, out, name, value=1.0, node=None):
 
 
 @_register("lerp")
-def lerp(input, end, weight, *, out=None):
+def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out: Tensor | None = None) -> Tensor:
     """input + weight * (end - input)."""
     node = _G.LerpBackward1 if isinstance(weight, Tensor) else _G.LerpBackward0
     return _ternary(_T["lerp"], input, end, weight, out, "lerp", node=node)
 
 
 @_register("lerp_")
-def lerp_(self, end, weight):
+def lerp_(self: Tensor, end: Tensor, weight: Tensor | float) -> Tensor:
     if _inplace_records(self, end, weight):
         _G.check_inplace(self, "lerp_", end, weight)
         return _G.rebase_inplace(self, lambda old: lerp(old, end, weight))
@@ -774,7 +811,8 @@ def lerp_(self, end, weight):
 
 
 @_register("addcmul")
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1,
+            out: Tensor | None = None) -> Tensor:
     """input + value * tensor1 * tensor2 (integer tensors too, with an integer value)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(addcmul, locals())
@@ -790,7 +828,7 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 
 
 @_register("addcmul_")
-def addcmul_(self, tensor1, tensor2, *, value=1):
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1) -> Tensor:
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcmul_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value))
@@ -803,7 +841,8 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 
 
 @_register("addcdiv")
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1,
+            out: Tensor | None = None) -> Tensor:
     """input + value * tensor1 / tensor2."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(addcdiv, locals())
@@ -812,7 +851,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 
 
 @_register("addcdiv_")
-def addcdiv_(self, tensor1, tensor2, *, value=1):
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1) -> Tensor:
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcdiv_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value))
@@ -821,7 +860,8 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 
 # ---- closeness -----------------------------------------------------------------------------
 @_register("isclose")
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
     """|input - other| <= atol + rtol * |other|, elementwise (inf equals inf of the same sign)."""
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose: {input.dtype} did not match {other.dtype}")
@@ -843,13 +883,14 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 @_register("allclose")
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
     """True when isclose holds everywhere."""
     return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
 @_register("equal")
-def equal(input, other):
+def equal(input: Tensor, other: Tensor) -> bool:
     """True when both tensors have the same shape and elements."""
     if tuple(input.shape) != tuple(other.shape):
         return False
@@ -920,7 +961,7 @@ def _logaddexp_impl(name, input, other, out, base2):
 
 
 @_register("logaddexp")
-def logaddexp(input, other, *, out=None):
+def logaddexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """log(exp(input) + exp(other)), without overflow (floating-point inputs only)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(logaddexp, locals())
@@ -928,7 +969,7 @@ def logaddexp(input, other, *, out=None):
 
 
 @_register("logaddexp2")
-def logaddexp2(input, other, *, out=None):
+def logaddexp2(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """log2(2**input + 2**other), without overflow (floating-point inputs only)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(logaddexp2, locals())
@@ -944,6 +985,8 @@ def _scaled(name, factor, node_cls):
 
     def fn_(self):
         return _inplace_via(self, fn, name + "_")
+    fn.__annotations__ = dict(_UNARY_ANNOTATIONS)
+    fn_.__annotations__ = dict(_INPLACE_ANNOTATIONS)
     return fn, fn_
 
 
@@ -960,7 +1003,7 @@ rad2deg_.__doc__ = "In-place version of :func:`rad2deg`."
 
 
 @_register("sinc")
-def sinc(input, *, out=None):
+def sinc(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """sin(pi * input) / (pi * input), and 1 at 0 (integers become floats)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(sinc, locals())
@@ -973,13 +1016,13 @@ def sinc(input, *, out=None):
 
 
 @_register("sinc_")
-def sinc_(self):
+def sinc_(self: Tensor) -> Tensor:
     """In-place version of :func:`sinc`."""
     return _inplace_via(self, sinc, "sinc_")
 
 
 @_register("heaviside")
-def heaviside(input, values, *, out=None):
+def heaviside(input: Tensor, values: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The Heaviside step: 0 where input < 0 (and NaN), values where input == 0, 1 where
     input > 0.  input and values must have the same dtype; not differentiable."""
     _tensor_operands("heaviside", input, values, "values")
@@ -994,7 +1037,7 @@ def heaviside(input, values, *, out=None):
 
 
 @_register("heaviside_")
-def heaviside_(self, values):
+def heaviside_(self: Tensor, values: Tensor) -> Tensor:
     """In-place version of :func:`heaviside`."""
     return _inplace_via(self, lambda old: heaviside(old, values), "heaviside_", values)
 
@@ -1019,14 +1062,14 @@ def _gcd_values(a, b):
 
 
 @_register("gcd")
-def gcd(input, other, *, out=None):
+def gcd(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Greatest common divisor of integers, elementwise (non-negative; gcd(0, 0) = 0)."""
     a, b = _integer_pair("gcd", input, other)
     return _finish_composite(_gcd_values(a, b), out, "gcd", (), None)
 
 
 @_register("lcm")
-def lcm(input, other, *, out=None):
+def lcm(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Least common multiple of integers, elementwise (non-negative; 0 if either is 0)."""
     a, b = _integer_pair("lcm", input, other)
     g = _gcd_values(a, b)
@@ -1035,13 +1078,13 @@ def lcm(input, other, *, out=None):
 
 
 @_register("gcd_")
-def gcd_(self, other):
+def gcd_(self: Tensor, other: Tensor) -> Tensor:
     """In-place version of :func:`gcd`."""
     return _inplace_via(self, lambda old: gcd(old, other), "gcd_")
 
 
 @_register("lcm_")
-def lcm_(self, other):
+def lcm_(self: Tensor, other: Tensor) -> Tensor:
     """In-place version of :func:`lcm`."""
     return _inplace_via(self, lambda old: lcm(old, other), "lcm_")
 
@@ -1059,7 +1102,7 @@ def _frexp_type():
 
 
 @_register("frexp")
-def frexp(input, *, out=None):
+def frexp(input: Tensor, *, out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """(mantissa, exponent) with input = mantissa * 2**exponent and 0.5 <= |mantissa| < 1
     (mantissa 0 and exponent 0 for 0; inf and NaN keep their value with exponent 0)."""
     tensor_arg(input, "frexp", "input")
@@ -1087,7 +1130,7 @@ def frexp(input, *, out=None):
 
 
 @_register("ldexp")
-def ldexp(input, other, *, out=None):
+def ldexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """input * 2**other (computed as PyTorch does: input * pow(2.0, other))."""
     _tensor_operands("ldexp", input, other)
     with _no_grad():
@@ -1096,13 +1139,13 @@ def ldexp(input, other, *, out=None):
 
 
 @_register("ldexp_")
-def ldexp_(self, other):
+def ldexp_(self: Tensor, other: Tensor) -> Tensor:
     """In-place version of :func:`ldexp`."""
     return _inplace_via(self, lambda old: ldexp(old, other), "ldexp_", other)
 
 
 @_register("float_power_")
-def float_power_(self, exponent):
+def float_power_(self: Tensor, exponent: Tensor | int | float | bool | complex) -> Tensor:
     """In-place float_power: self must already be float64."""
     if self.dtype is not D.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {_ew._TORCH_NAMES[self._data.dtype]} "
@@ -1111,19 +1154,19 @@ def float_power_(self, exponent):
 
 
 @_register("clamp_min_")
-def clamp_min_(self, min):
+def clamp_min_(self: Tensor, min: Tensor | int | float) -> Tensor:
     """In-place clamp_min."""
     return clamp_(self, min=min)
 
 
 @_register("clamp_max_")
-def clamp_max_(self, max):
+def clamp_max_(self: Tensor, max: Tensor | int | float) -> Tensor:
     """In-place clamp_max."""
     return clamp_(self, max=max)
 
 
 @_register("is_nonzero")
-def is_nonzero(input):
+def is_nonzero(input: Tensor) -> bool:
     """Whether a one-element tensor is not zero (an error for any other number of elements)."""
     n = input.numel()
     if n == 0:
@@ -1134,7 +1177,7 @@ def is_nonzero(input):
 
 
 @_register("is_same_size")
-def is_same_size(input, other):
+def is_same_size(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same shape."""
     return tuple(input.shape) == tuple(other.shape)
 
@@ -1281,7 +1324,7 @@ def _is_num(o):
 _install_operators()
 
 
-def digamma(input, *, out=None):
+def digamma(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """d/dx lgamma(x) (psi), differentiable again (trigamma through autograd)."""
     from .elementwise_grad import _digamma
     tensor_arg(input, "digamma", "input")
@@ -1299,7 +1342,7 @@ _register("digamma")(digamma)
 _BITS_OF = {D.float16: D.int16, D.bfloat16: D.int16, D.float32: D.int32, D.float64: D.int64}
 
 
-def nextafter(input, other, *, out=None):
+def nextafter(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The floating-point value after input in the direction of other, elementwise (the
     smallest subnormal, signed as other, after a zero; other itself where they are equal; NaN
     where either is)."""
@@ -1328,7 +1371,7 @@ def nextafter(input, other, *, out=None):
 
 
 @_register("nextafter_")
-def nextafter_(self, other):
+def nextafter_(self: Tensor, other: Tensor) -> Tensor:
     """In-place nextafter."""
     return self.copy_(nextafter(self, other))
 

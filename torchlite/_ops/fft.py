@@ -14,8 +14,11 @@ Multi-dim transforms apply them one dim after another (r2c on the last dim first
 last dim last); hfft/ihfft are c2r/r2c of the conjugate.  The kernels are unnormalised; `norm`
 becomes one real scale passed to the last primitive of a transform (torch's rule: "backward"
 scales the inverse by 1/n, "forward" the forward, "ortho" both by 1/sqrt(n))."""
+from __future__ import annotations
+
 import builtins
 import math
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._dispatch import array as _A, fft as _F
@@ -27,6 +30,14 @@ from . import fft_grad as _G
 from ._kit import with_out, tensor_arg
 from .. import _layout
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._device import device
+    from .._dtype import dtype
+    from .._layout import layout
+    from .._tensor import Tensor
+
 _NORMS = (None, "backward", "ortho", "forward")
 
 
@@ -35,7 +46,7 @@ def _requires(x):
     return x._requires_grad and _grad_state.enabled
 
 
-def c2c(x, dim, n, inverse, scale):
+def c2c(x: Tensor, dim: int, n: int, inverse: bool, scale: float) -> Tensor:
     """The unnormalised DFT (exp(-2 pi i jk/n), or exp(+...) when inverse) of complex x along
     dim (a non-negative dim), x cut or zero-padded to n there, times scale."""
     parts = _F.c2c(parts_array(x._data), dim, n, inverse, scale)
@@ -45,7 +56,7 @@ def c2c(x, dim, n, inverse, scale):
     return r
 
 
-def r2c(x, dim, n, onesided, scale):
+def r2c(x: Tensor, dim: int, n: int, onesided: bool, scale: float) -> Tensor:
     """The forward DFT of real x along dim (cut or padded to n): the n//2+1 outputs that
     determine the rest (onesided) or all n, times scale."""
     parts = _F.r2c(x._data, dim, n, onesided, scale)
@@ -55,7 +66,7 @@ def r2c(x, dim, n, onesided, scale):
     return r
 
 
-def c2r(x, dim, n, scale):
+def c2r(x: Tensor, dim: int, n: int, scale: float) -> Tensor:
     """The n real values whose spectrum's first n//2+1 entries are x along dim (cut or
     padded), by the inverse-sign unnormalised transform, times scale."""
     r = _wrap(_F.c2r(parts_array(x._data), dim, n, scale))
@@ -146,7 +157,7 @@ def _one(x, n, dim, op):
 
 
 @with_out("fft_fft")
-def fft(input, n=None, dim=-1, norm=None):
+def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The 1-d DFT along dim (input cut or zero-padded to n); a real input gives the full
     complex spectrum through the real transform."""
     d, k = _one(input, n, dim, "fft")
@@ -159,21 +170,21 @@ def fft(input, n=None, dim=-1, norm=None):
 
 
 @with_out("fft_ifft")
-def ifft(input, n=None, dim=-1, norm=None):
+def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The inverse 1-d DFT along dim (1/n scaled by default)."""
     d, k = _one(input, n, dim, "ifft")
     return c2c(_as_complex(input, "ifft"), d, k, True, _scale(norm, k, False))
 
 
 @with_out("fft_rfft")
-def rfft(input, n=None, dim=-1, norm=None):
+def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The DFT of a real input: the n//2 + 1 outputs that determine the rest."""
     d, k = _one(input, n, dim, "rfft")
     return r2c(_as_real(input, "rfft"), d, k, True, _scale(norm, k, True))
 
 
 @with_out("fft_irfft")
-def irfft(input, n=None, dim=-1, norm=None):
+def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The real signal of length n (default 2 * (m - 1)) whose rfft is input."""
     tensor_arg(input, "fft.irfft")
     d = _wrap_dim(dim, input.ndim)
@@ -183,7 +194,7 @@ def irfft(input, n=None, dim=-1, norm=None):
 
 
 @with_out("fft_hfft")
-def hfft(input, n=None, dim=-1, norm=None):
+def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The real spectrum of a Hermitian signal given by its first half (irfft's inverse)."""
     tensor_arg(input, "fft.hfft")
     d = _wrap_dim(dim, input.ndim)
@@ -192,7 +203,7 @@ def hfft(input, n=None, dim=-1, norm=None):
 
 
 @with_out("fft_ihfft")
-def ihfft(input, n=None, dim=-1, norm=None):
+def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The first half of the Hermitian spectrum of a real signal (hfft's inverse)."""
     d, k = _one(input, n, dim, "ihfft")
     return r2c(_as_real(input, "ihfft"), d, k, True, _scale(norm, k, False)).conj()
@@ -210,7 +221,8 @@ def _c2c_n(x, dims, sizes, inverse, scale):
 
 
 @with_out("fft_fftn")
-def fftn(input, s=None, dim=None, norm=None):
+def fftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
+         norm: str | None = None) -> Tensor:
     """The DFT over dims (every dim by default), each cut or padded to s."""
     tensor_arg(input, "fft.fftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "fftn")
@@ -224,7 +236,8 @@ def fftn(input, s=None, dim=None, norm=None):
 
 
 @with_out("fft_ifftn")
-def ifftn(input, s=None, dim=None, norm=None):
+def ifftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
+          norm: str | None = None) -> Tensor:
     """The inverse DFT over dims."""
     tensor_arg(input, "fft.ifftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "ifftn")
@@ -234,7 +247,8 @@ def ifftn(input, s=None, dim=None, norm=None):
 
 
 @with_out("fft_rfftn")
-def rfftn(input, s=None, dim=None, norm=None):
+def rfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
+          norm: str | None = None) -> Tensor:
     """The DFT of a real input over dims, one-sided in the last of them."""
     tensor_arg(input, "fft.rfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "rfftn")
@@ -253,7 +267,8 @@ def _last_size(input, s, dims, sizes):
 
 
 @with_out("fft_irfftn")
-def irfftn(input, s=None, dim=None, norm=None):
+def irfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
+           norm: str | None = None) -> Tensor:
     """The real signal whose rfftn is input (the last dim's length: s or 2 * (m - 1))."""
     tensor_arg(input, "fft.irfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "irfftn")
@@ -266,7 +281,8 @@ def irfftn(input, s=None, dim=None, norm=None):
 
 
 @with_out("fft_hfftn")
-def hfftn(input, s=None, dim=None, norm=None):
+def hfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
+          norm: str | None = None) -> Tensor:
     """The real n-dim spectrum of a Hermitian signal given by its last dim's first half."""
     tensor_arg(input, "fft.hfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "hfftn")
@@ -279,7 +295,8 @@ def hfftn(input, s=None, dim=None, norm=None):
 
 
 @with_out("fft_ihfftn")
-def ihfftn(input, s=None, dim=None, norm=None):
+def ihfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
+           norm: str | None = None) -> Tensor:
     """The half Hermitian spectrum of a real signal over dims (hfftn's inverse)."""
     tensor_arg(input, "fft.ihfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "ihfftn")
@@ -295,6 +312,7 @@ def _two(fn):
         return fn(input, s, dim, norm, out=out)
     two_d.__name__ = two_d.__qualname__ = fn.__name__[:-1] + "2"
     two_d.__doc__ = fn.__doc__.replace("over dims", "over two dims (the last two by default)")
+    two_d.__annotations__ = {**fn.__annotations__, "out": "Tensor | None"}
     return two_d
 
 
@@ -310,7 +328,8 @@ def _freq_dtype(dtype):
     return dt
 
 
-def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
+def fftfreq(n: int, d: float = 1.0, *, dtype: dtype | None = None, layout: layout | None = None,
+            device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The sample frequencies of an n-point DFT with sample spacing d:
     [0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (d * n)."""
     _layout.check(layout, "fftfreq")
@@ -322,7 +341,8 @@ def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fal
     return (k / (d * n)).requires_grad_(requires_grad)
 
 
-def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
+def rfftfreq(n: int, d: float = 1.0, *, dtype: dtype | None = None, layout: layout | None = None,
+             device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The sample frequencies of rfft's outputs: [0, 1, ..., n // 2] / (d * n)."""
     _layout.check(layout, "rfftfreq")
     from .creation import arange
@@ -336,13 +356,13 @@ def _shift_dims(x, dim):
     return [_wrap_dim(d, x.ndim) for d in ([dim] if isinstance(dim, builtins.int) else dim)]
 
 
-def fftshift(input, dim=None):
+def fftshift(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Rolls the zero frequency to the middle of each dim (every dim by default)."""
     dims = _shift_dims(input, dim)
     return input.roll([input.shape[d] // 2 for d in dims], dims) if dims else input
 
 
-def ifftshift(input, dim=None):
+def ifftshift(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """fftshift's inverse."""
     dims = _shift_dims(input, dim)
     return input.roll([-(input.shape[d] // 2) for d in dims], dims) if dims else input
@@ -411,8 +431,10 @@ def _stft_lengths(n_fft, hop_length, win_length, op):
     return hop, win
 
 
-def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
-         pad_mode="reflect", normalized=False, onesided=None, return_complex=None):
+def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
+         window: Tensor | None = None, center: bool = True, pad_mode: str = "reflect",
+         normalized: bool = False, onesided: bool | None = None,
+         return_complex: bool | None = None) -> Tensor:
     """torch.stft: the DFT of windowed frames of a 1-d (L) or 2-d (B, L) signal, as
     (B?, n_fft // 2 + 1 or n_fft, frames).  center pads n_fft // 2 on both sides with pad_mode;
     normalized scales by n_fft ** -0.5; onesided (the default for real input and window) keeps
@@ -447,8 +469,10 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     return view_as_real(spec)
 
 
-def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
-          normalized=False, onesided=None, length=None, return_complex=False):
+def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
+          window: Tensor | None = None, center: bool = True, normalized: bool = False,
+          onesided: bool | None = None, length: int | None = None,
+          return_complex: bool = False) -> Tensor:
     """torch.istft: the signal whose stft is input, by windowed overlap-add divided by the
     summed squared window (RuntimeError where that sum vanishes: the window and hop break the
     NOLA condition)."""

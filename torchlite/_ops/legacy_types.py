@@ -4,10 +4,19 @@ Old scripts still write `torch.FloatTensor(2, 3)` (an uninitialised tensor of th
 `torch.LongTensor([1, 2])` (a tensor of that data), `isinstance(x, torch.FloatTensor)` and
 `x.type(torch.LongTensor)` / `x.type('torch.LongTensor')`.  Each class here is a constructor
 and an isinstance test for one dtype on the CPU; the tensors it makes are ordinary Tensors."""
+from __future__ import annotations
+
 import builtins
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._tensor import Tensor
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .._device import device
+    from .._dtype import dtype
 
 # class name -> dtype: the one table Tensor.type() and the classes read
 NAMES = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "HalfTensor": D.float16,
@@ -22,14 +31,14 @@ _BY_DTYPE[D.complex32] = "ComplexHalfTensor"      # a type name in PyTorch, but 
 class _LegacyTensorType(type):
     """The metaclass: isinstance(x, FloatTensor) holds for float32 CPU tensors."""
 
-    def __instancecheck__(cls, obj):
+    def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
 
-    def __repr__(cls):
+    def __repr__(cls) -> str:
         return f"<class 'torchlite.{cls.__name__}'>"
 
 
-def _construct(cls, *args, device=None):
+def _construct(cls: _LegacyTensorType, *args: Any, device: device | str | int | None = None) -> Tensor:
     from .creation import empty, tensor
     if device is not None and str(device) != "cpu":
         raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
@@ -55,7 +64,7 @@ def _size_types():
     return (Size,)
 
 
-def dtype_of_type_name(name):
+def dtype_of_type_name(name: Any) -> dtype | None:
     """The dtype of a legacy type given as a class or a name ('torch.LongTensor',
     'torchlite.LongTensor', 'LongTensor'), or None when it names none."""
     if isinstance(name, _LegacyTensorType):
@@ -65,7 +74,7 @@ def dtype_of_type_name(name):
     return None
 
 
-def type_name(t):
+def type_name(t: Tensor) -> str:
     return "torchlite." + _BY_DTYPE[t.dtype]
 
 
@@ -76,7 +85,7 @@ globals().update(CLASSES)
 __all__ = sorted(CLASSES) + ["set_default_tensor_type"]
 
 
-def set_default_tensor_type(t):
+def set_default_tensor_type(t: type | str) -> None:
     """The deprecated torch.set_default_tensor_type: the default floating dtype from a legacy
     type (a class or a name such as 'torch.DoubleTensor'); a 'torch.cuda.*' name also makes
     CUDA the default device.  It warns, as PyTorch's does."""

@@ -6,8 +6,11 @@ partial pivoting, Cholesky, Householder QR, tridiagonal QL, one-sided Jacobi SVD
 ops (pinv, lstsq, matrix_rank, matrix_power, matrix_exp, cond) are compositions of them and of
 the matrix products.  Each op checks its arguments with PyTorch's messages, and records a
 backward node (linalg_decomp_grad.py) when an input requires grad."""
+from __future__ import annotations
+
 import builtins
 import math
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._dispatch import linalg_decomp as _K
@@ -18,6 +21,9 @@ from ..autograd.grad_mode import no_grad
 from . import _register
 from . import linalg_decomp_grad as _G
 from ._kit import with_out, tensor_arg
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "svd", "qr", "cholesky", "cholesky_solve",
            "matrix_power", "matrix_exp", "pinverse", "geqrf", "orgqr", "ormqr", "lu_unpack",
@@ -128,7 +134,7 @@ def _eye_like(A, n=None):
 
 # ---- LU -----------------------------------------------------------------------------------
 @with_out("linalg_lu_factor_ex")
-def lu_factor_ex(A, *, pivot=True, check_errors=False):
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> tuple[Tensor, Tensor, Tensor]:
     """torch.linalg.lu_factor_ex: (LU, pivots, info) with partial pivoting."""
     op = "torch.linalg.lu_factor_ex"
     tensor_arg(A, op, "A")
@@ -148,7 +154,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
 
 
 @with_out("linalg_lu_factor")
-def lu_factor(A, *, pivot=True):
+def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor]:
     """torch.linalg.lu_factor: (LU, pivots) with A = P L U; raises when U has a zero on its
     diagonal (torch's rule, lu_solve would divide by it)."""
     lu, piv, info = lu_factor_ex(A, pivot=pivot)
@@ -191,7 +197,7 @@ def _unpacked(LU, piv, A):
 
 
 @with_out("linalg_lu")
-def lu(A, *, pivot=True):
+def lu(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """torch.linalg.lu: (P, L, U) with A = P L U, L unit lower-triangular (m x k), U upper
     (k x n), k = min(m, n).  Differentiable in L and U (P is piecewise constant)."""
     with no_grad():
@@ -203,7 +209,7 @@ def lu(A, *, pivot=True):
 
 
 @with_out("linalg_lu_solve")
-def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:
     """torch.linalg.lu_solve: X with A X = B (adjoint: A^T X = B; left=False: X A = B) from
     lu_factor's (LU, pivots)."""
     op = "linalg.lu_solve"
@@ -343,14 +349,14 @@ def _solve(A, B, left, check, op):
 
 
 @with_out("linalg_solve")
-def solve(A, B, *, left=True):
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """torch.linalg.solve: X with A X = B (left=False: X A = B); B may be a (batch of)
     vectors; raises LinAlgError for a singular A."""
     return _solve(A, B, left, True, "linalg.solve")[0]
 
 
 @with_out("linalg_solve_ex")
-def solve_ex(A, B, *, left=True, check_errors=False):
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> tuple[Tensor, Tensor]:
     """torch.linalg.solve_ex: (result, info) without raising for singular inputs."""
     X, info = _solve(A, B, left, check_errors, "linalg.solve")
     return _SolveEx(X, info)
@@ -377,27 +383,28 @@ def _inv(A, check, op="linalg.inv"):
 
 
 @with_out("linalg_inv")
-def inv(A):
+def inv(A: Tensor) -> Tensor:
     """torch.linalg.inv: the inverse of a (batch of) square matrices; LinAlgError when one is
     singular."""
     return _inv(A, True)[0]
 
 
 @with_out("linalg_inv_ex")
-def inv_ex(A, *, check_errors=False):
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple[Tensor, Tensor]:
     """torch.linalg.inv_ex: (inverse, info) without raising for singular inputs."""
     return _InvEx(*_inv(A, check_errors))
 
 
 @_register("inverse")
 @with_out("inverse")
-def inverse(input):
+def inverse(input: Tensor) -> Tensor:
     """torch.inverse: linalg.inv."""
     return inv(input)
 
 
 @with_out("linalg_solve_triangular")
-def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False) -> Tensor:
     """torch.linalg.solve_triangular: X with A X = B (left=False: X A = B), A upper or lower
     triangular (the other triangle is not read), unitriangular: its diagonal taken as ones."""
     op = "linalg.solve_triangular"
@@ -424,7 +431,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
 # ---- determinants -----------------------------------------------------------------------------
 @with_out("linalg_det")
-def det(A):
+def det(A: Tensor) -> Tensor:
     """torch.linalg.det through LU: (-1)^swaps * prod(diag(U))."""
     _matrix(A, "linalg.det", square=True)
     d, _, _ = _K.lu_det(A._data)
@@ -442,19 +449,19 @@ def _slogdet(A, op):
 
 
 @with_out("linalg_slogdet")
-def linalg_slogdet(A):
+def linalg_slogdet(A: Tensor) -> tuple[Tensor, Tensor]:
     """torch.linalg.slogdet: (sign, log|det|), sign 0 and -inf for a singular matrix."""
     return _Slogdet(*_slogdet(A, "linalg.slogdet"))
 
 
 @_register("slogdet")
-def slogdet(input):
+def slogdet(input: Tensor) -> tuple[Tensor, Tensor]:
     """torch.slogdet (torch.return_types.slogdet)."""
     return _SlogdetLegacy(*_slogdet(input, "linalg.slogdet"))
 
 
 @_register("logdet")
-def logdet(input):
+def logdet(input: Tensor) -> Tensor:
     """torch.logdet: log(det): NaN for a negative determinant, -inf for a singular matrix."""
     sign, lad = _slogdet(input, "logdet")
     from .creation import full
@@ -481,28 +488,28 @@ def _cholesky(A, upper, check, op):
 
 
 @with_out("linalg_cholesky")
-def linalg_cholesky(A, *, upper=False):
+def linalg_cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """torch.linalg.cholesky: L with A = L L^T (upper=True: U with A = U^T U), from the lower
     (upper) triangle of A; LinAlgError when A is not positive-definite."""
     return _cholesky(A, upper, True, "linalg.cholesky")[0]
 
 
 @with_out("linalg_cholesky_ex")
-def cholesky_ex(A, *, upper=False, check_errors=False):
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> tuple[Tensor, Tensor]:
     """torch.linalg.cholesky_ex: (L, info), info the order of the failing minor (0: fine)."""
     return _CholeskyEx(*_cholesky(A, upper, check_errors, "linalg.cholesky"))
 
 
 @_register("cholesky")
 @with_out("cholesky")
-def cholesky(input, upper=False):
+def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky (deprecated in torch, same as linalg.cholesky)."""
     return _cholesky(input, upper, True, "linalg.cholesky")[0]
 
 
 @_register("cholesky_solve")
 @with_out("cholesky_solve")
-def cholesky_solve(input, input2, upper=False):
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky_solve(B, L): X with (L L^T) X = B (upper: (U^T U) X = B), by two
     triangular solves; its gradient is PyTorch's formula (linalg_decomp_grad.py)."""
     L = input2
@@ -532,7 +539,7 @@ def _qr(A, mode, op="linalg.qr"):
 
 
 @with_out("linalg_qr")
-def linalg_qr(A, mode="reduced"):
+def linalg_qr(A: Tensor, mode: str = "reduced") -> tuple[Tensor, Tensor]:
     """torch.linalg.qr: Householder QR; mode 'reduced' (Q m x k), 'complete' (Q m x m) or 'r'
     (Q empty).  R's diagonal signs follow LAPACK's convention."""
     return _Qr(*_qr(A, mode))
@@ -540,7 +547,7 @@ def linalg_qr(A, mode="reduced"):
 
 @_register("qr")
 @with_out("qr")
-def qr(input, some=True):
+def qr(input: Tensor, some: bool = True) -> tuple[Tensor, Tensor]:
     """torch.qr (legacy): some=True is mode 'reduced', some=False 'complete'."""
     return _QrLegacy(*_qr(input, "reduced" if some else "complete"))
 
@@ -558,14 +565,14 @@ def _eigh(A, UPLO, vectors):
 
 
 @with_out("linalg_eigh")
-def eigh(A, UPLO="L"):
+def eigh(A: Tensor, UPLO: str = "L") -> tuple[Tensor, Tensor]:
     """torch.linalg.eigh: eigenvalues (ascending) and orthonormal eigenvectors (columns) of a
     symmetric matrix read from its lower (UPLO='L') or upper triangle."""
     return _Eigh(*_eigh(A, UPLO, True))
 
 
 @with_out("linalg_eigvalsh")
-def eigvalsh(A, UPLO="L"):
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """torch.linalg.eigvalsh: the eigenvalues of eigh (eigenvectors computed only when a
     gradient needs them); of a complex Hermitian A, through the real embedding."""
     if _is_complex(A) and A._data.dtype != D.complex32.code:
@@ -610,14 +617,14 @@ def _eig(A, vectors, op):
 
 
 @with_out("linalg_eig")
-def eig(A):
+def eig(A: Tensor) -> tuple[Tensor, Tensor]:
     """torch.linalg.eig: eigenvalues and eigenvectors (unit-norm columns, largest component
     real) of a general square matrix, as complex tensors; order unspecified, as in PyTorch."""
     return _Eig(*_eig(A, True, "linalg.eig"))
 
 
 @with_out("linalg_eigvals")
-def eigvals(A):
+def eigvals(A: Tensor) -> Tensor:
     """torch.linalg.eigvals: the eigenvalues of eig, as a complex tensor."""
     return _eig(A, False, "linalg.eigvals")[0]
 
@@ -634,14 +641,14 @@ def _svd(A, full_matrices, compute_uv, op="linalg.svd"):
 
 
 @with_out("linalg_svd")
-def linalg_svd(A, full_matrices=True, *, driver=None):
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """torch.linalg.svd: A = U diag(S) Vh, S descending (one-sided Jacobi: accurate singular
     values, also the small ones).  Singular vectors are unique up to sign only."""
     return _Svd(*_svd(A, full_matrices, True))
 
 
 @with_out("linalg_svdvals")
-def svdvals(A, *, driver=None):
+def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     """torch.linalg.svdvals: the singular values, descending; of a complex A, those of its
     real embedding, which has each twice, taken once (_pairs_once: the gradient that reaches
     Re A and Im A is PyTorch's, U diag(g) V^H)."""
@@ -654,7 +661,7 @@ def svdvals(A, *, driver=None):
 
 @_register("svd")
 @with_out("svd")
-def svd(input, some=True, compute_uv=True):
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """torch.svd (legacy): returns V, not Vh; some=False gives full U and V; compute_uv=False
     returns zero-filled U (m x m) and V (n x n)."""
     if not compute_uv:
@@ -691,7 +698,8 @@ def _is_zero(x):
 
 
 @with_out("linalg_pinv")
-def pinv(A, *, atol=None, rtol=None, hermitian=False):
+def pinv(A: Tensor, *, atol: float | Tensor | None = None, rtol: float | Tensor | None = None,
+         hermitian: bool = False) -> Tensor:
     """torch.linalg.pinv through the SVD: V diag(1/s for s > tol, else 0) U^T, tol =
     max(atol, rtol * s_max).  hermitian=True: through eigh, which reads only the lower
     triangle (as PyTorch's does): V diag(1/l for |l| > tol, else 0) V^T, tol relative to
@@ -718,13 +726,14 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
 
 
 @_register("pinverse")
-def pinverse(input, rcond=1e-15):
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """torch.pinverse: linalg.pinv with rtol=rcond."""
     return pinv(input, rtol=rcond)
 
 
 @with_out("linalg_matrix_rank")
-def matrix_rank(A, tol=None, *, atol=None, rtol=None, hermitian=False):
+def matrix_rank(A: Tensor, tol: float | Tensor | None = None, *, atol: float | Tensor | None = None,
+                rtol: float | Tensor | None = None, hermitian: bool = False) -> Tensor:
     """torch.linalg.matrix_rank: the number of singular values above max(atol, rtol * s_max)
     (int64)."""
     _matrix(A, "linalg.matrix_rank")
@@ -735,7 +744,8 @@ def matrix_rank(A, tol=None, *, atol=None, rtol=None, hermitian=False):
         return (S > _tolerance(S, A, atol, rtol, "linalg.matrix_rank")).sum(-1)
 
 
-def lstsq(A, B, rcond=None, *, driver=None):
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
+          driver: str | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """torch.linalg.lstsq: the least-squares (minimum-norm) solution of A X = B through the
     pseudo-inverse, in torch's named tuple.  As on torch's CPU: rank is returned except for
     driver 'gels', singular_values only for 'gelsd'/'gelss', residuals (squared column norms of
@@ -772,7 +782,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 # ---- powers and the exponential ---------------------------------------------------------------
 @_register("matrix_power")
 @with_out("linalg_matrix_power")
-def matrix_power(A, n):
+def matrix_power(A: Tensor, n: int) -> Tensor:
     """torch.linalg.matrix_power: A^n by repeated squaring (n < 0: the inverse's power)."""
     op = "linalg.matrix_power"
     tensor_arg(A, op, "A")
@@ -829,7 +839,7 @@ def _expm(A):
 
 
 @_register("matrix_exp")
-def matrix_exp(A):
+def matrix_exp(A: Tensor) -> Tensor:
     """torch.linalg.matrix_exp: the matrix exponential (scaling and squaring, Pade 13)."""
     op = "linalg.matrix_exp"
     _matrix(A, op, square=True)
@@ -843,7 +853,7 @@ def matrix_exp(A):
 # ---- Householder reflectors -------------------------------------------------------------------
 @_register("orgqr")
 @with_out("householder_product")
-def householder_product(A, tau):
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """torch.linalg.householder_product: the first n columns of H_1 H_2 ... H_k, where
     H_i = I - tau_i v_i v_i^H and v_i is column i of A below the diagonal with a 1 on it (the
     reflectors geqrf returns).  A (*, m, n) with m >= n, tau (*, k) with k <= n.  Written with
@@ -878,7 +888,7 @@ def householder_product(A, tau):
 
 @_register("geqrf")
 @with_out("geqrf")
-def geqrf(input):
+def geqrf(input: Tensor) -> tuple[Tensor, Tensor]:
     """torch.geqrf: QR as LAPACK's geqrf gives it: (a, tau), R on and above a's diagonal and the
     Householder reflectors below it (see householder_product).  LAPACK itself computes it
     (NumPy's qr(mode='raw')); like PyTorch's, it has no gradient."""
@@ -914,7 +924,7 @@ orgqr = householder_product
 
 @_register("ormqr")
 @with_out("ormqr")
-def ormqr(input, tau, other, left=True, transpose=False):
+def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False) -> Tensor:
     """torch.ormqr: other multiplied by the full m x m orthogonal Q of geqrf's reflectors
     (input's columns below the diagonal, tau): Q @ other (left), other @ Q (not left), with
     Q^H in place of Q when transpose.  Q is householder_product of the reflectors completed
@@ -957,7 +967,8 @@ _LuLegacy = _tuple_type("lu", ("LU", "pivots"))
 
 @_register("lu_unpack")
 @with_out("lu_unpack")
-def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
+              unpack_pivots: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """torch.lu_unpack: (P, L, U) from lu_factor's (LU, pivots), A = P L U; L and U are
     differentiable in LU_data.  unpack_data=False / unpack_pivots=False leave L, U / P empty."""
     from .creation import empty
@@ -977,33 +988,34 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
 
 
 @with_out("lu")
-def lu_legacy(A, pivot=True, get_infos=False):
+def lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple[Tensor, ...]:
     """torch.lu / torch.functional.lu: (LU, pivots), or (LU, pivots, infos) with get_infos,
     i.e. linalg.lu_factor_ex; a singular matrix raises unless get_infos."""
     LU, pivots, infos = lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
     return (LU, pivots, infos) if get_infos else _LuLegacy(LU, pivots)
 
 
-def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None):
+def lu_solve_legacy(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out: Tensor | None = None) -> Tensor:
     """torch.lu_solve(b, LU_data, LU_pivots): linalg.lu_solve with the older argument order."""
     return lu_solve(LU_data, LU_pivots, b, out=out)
 
 
 @_register("lu")
-def _lu_method(self, pivot=True, get_infos=False):
+def _lu_method(self: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple[Tensor, ...]:
     """Tensor.lu: torch.lu on self."""
     return lu_legacy(self, pivot, get_infos)
 
 
 @_register("lu_solve")
-def _lu_solve_method(self, LU_data, LU_pivots):
+def _lu_solve_method(self: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """Tensor.lu_solve(LU_data, LU_pivots): solves A X = self from A's LU factorisation."""
     return lu_solve_legacy(self, LU_data, LU_pivots)
 
 
 @_register("triangular_solve")
 @with_out("triangular_solve")
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
+def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> tuple[Tensor, Tensor]:
     """torch.triangular_solve: (X, A.clone()) with A X = b (transpose: A^T X = b) for a
     triangular A (upper or lower), by linalg.solve_triangular."""
     tensor_arg(b, "triangular_solve", "b")
@@ -1015,7 +1027,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
 
 @_register("cholesky_inverse")
 @with_out("cholesky_inverse")
-def cholesky_inverse(L, upper=False):
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky_inverse: the inverse of A = L L^T (upper: U^T U) from its Cholesky
     factor, through cholesky_solve of the identity (differentiable)."""
     _matrix(L, "cholesky_inverse", square=True)
@@ -1024,7 +1036,7 @@ def cholesky_inverse(L, upper=False):
 
 
 @with_out("linalg.tensorinv")
-def tensorinv(A, ind=2):
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     """torch.linalg.tensorinv: the tensor X with tensordot(X, A, ind) the identity: A seen as a
     (prod(shape[:ind]), prod(shape[ind:])) square matrix, inverted, shaped shape[ind:] +
     shape[:ind]."""
@@ -1041,7 +1053,7 @@ def tensorinv(A, ind=2):
 
 
 @with_out("linalg.tensorsolve")
-def tensorsolve(A, B, dims=None):
+def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tensor:
     """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B (dims of A moved to the
     end first), as one linear solve of A seen as a square matrix."""
     tensor_arg(A, "linalg.tensorsolve", "A")
@@ -1192,7 +1204,7 @@ def _real_matrix(A, op):
 
 
 @with_out("linalg_ldl_factor_ex")
-def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> tuple[Tensor, Tensor, Tensor]:
     """torch.linalg.ldl_factor_ex: (LD, pivots, info) of the symmetric matrix whose lower
     triangle A holds (Bunch-Kaufman pivoting, LAPACK's compact form); info > 0 names the
     first exactly-zero block of D (the factorization is still complete).  hermitian only
@@ -1222,7 +1234,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
 
 
 @with_out("linalg_ldl_factor")
-def ldl_factor(A, *, hermitian=False):
+def ldl_factor(A: Tensor, *, hermitian: bool = False) -> tuple[Tensor, Tensor]:
     """torch.linalg.ldl_factor: ldl_factor_ex's (LD, pivots), raising LinAlgError when D has
     an exactly-zero block (a singular A)."""
     LD, pivots, _ = ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
@@ -1230,7 +1242,7 @@ def ldl_factor(A, *, hermitian=False):
 
 
 @with_out("linalg_ldl_solve")
-def ldl_solve(LD, pivots, B, *, hermitian=False):
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor:
     """torch.linalg.ldl_solve: X with A X = B from ldl_factor's (LD, pivots); the batch dims
     of LD (and pivots) and B broadcast."""
     import numpy as np

@@ -2,8 +2,15 @@
 Martinsson and Tropp's randomized range finder with subspace iterations (their Algorithm 4.4),
 then an exact SVD of the small projected matrix.  The random test matrix is drawn from the
 global generator, so torchlite.manual_seed makes the results repeatable."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .random import randn
 from .linalg_decomp import linalg_qr, linalg_svd
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 __all__ = ["svd_lowrank", "pca_lowrank"]
 
@@ -26,7 +33,8 @@ def _approximate_basis(A, q, niter, M):
     return Q
 
 
-def svd_lowrank(A, q=6, niter=2, M=None):
+def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2,
+                M: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """(U, S, V) with A - M ≈ U diag(S) V^H from a rank-q randomized SVD: U (*, m, q),
     S (*, q), V (*, n, q); q defaults to 6, niter subspace iterations (2)."""
     q = 6 if q is None else int(q)
@@ -48,7 +56,7 @@ def svd_lowrank(A, q=6, niter=2, M=None):
     return Q @ Ub, S, Vh.mH
 
 
-def pca_lowrank(A, q=None, center=True, niter=2):
+def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2) -> tuple[Tensor, Tensor, Tensor]:
     """(U, S, V) of a rank-q randomized SVD of A with its column means removed (center=True):
     the principal directions are V's columns, S**2 / (m - 1) their variances; q defaults to
     min(6, m, n)."""

@@ -4,8 +4,17 @@ cuda_kernels/optim.cu on CUDA, both computing cuda_kernels/tl_optim.cuh's per-el
 math).  torchlite.optim (sgd.py, adam.py) calls them first and runs the same formulas as
 Tensor ops where they return False: a dtype or layout the kernels do not take (see
 optim.pyx), or a step that autograd must record (grad mode on and a tensor requiring grad)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import _dispatch
 from ..autograd.grad_mode import _state as _grad_state
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .._tensor import Tensor
 
 __all__ = ["sgd_step", "sgd_steps", "adam_step"]
 
@@ -23,8 +32,9 @@ def _fused(kernel, param, grad, state, options):
     return True
 
 
-def sgd_step(param, grad, momentum_buffer, *, lr, weight_decay, momentum, dampening, nesterov,
-             maximize, first_step):
+def sgd_step(param: Tensor, grad: Tensor, momentum_buffer: Tensor | None, *, lr: float,
+             weight_decay: float, momentum: float, dampening: float, nesterov: bool,
+             maximize: bool, first_step: bool) -> bool:
     """One SGD step of `param` (and of `momentum_buffer`, None when momentum is 0; written,
     not read, on the first step), in place; the formulas are those of optim.SGD.  True when
     it ran, False (nothing changed) where the fused kernel does not apply."""
@@ -34,8 +44,9 @@ def sgd_step(param, grad, momentum_buffer, *, lr, weight_decay, momentum, dampen
                        first_step=first_step))
 
 
-def sgd_steps(params, grads, buffers, first_steps, *, lr, weight_decay, momentum, dampening,
-              nesterov, maximize):
+def sgd_steps(params: list[Tensor], grads: list[Tensor], buffers: list[Tensor | None],
+              first_steps: Iterable[bool], *, lr: float, weight_decay: float, momentum: float,
+              dampening: float, nesterov: bool, maximize: bool) -> bool:
     """sgd_step of every parameter at once (on CUDA one launch for up to 48 of a dtype), or
     of none: False, changing nothing, unless every one qualifies for the fused kernel."""
     if _grad_state.enabled and any(t.requires_grad for t in params + grads):
@@ -51,9 +62,10 @@ def sgd_steps(params, grads, buffers, first_steps, *, lr, weight_decay, momentum
     return True
 
 
-def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, beta1, beta2, lr,
-              weight_decay, eps, step_size, bias_correction2_sqrt, amsgrad, maximize,
-              decoupled):
+def adam_step(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor,
+              max_exp_avg_sq: Tensor | None, *, beta1: float, beta2: float, lr: float,
+              weight_decay: float, eps: float, step_size: float, bias_correction2_sqrt: float,
+              amsgrad: bool, maximize: bool, decoupled: bool) -> bool:
     """One Adam/AdamW step of `param` and its moments (max_exp_avg_sq None unless amsgrad), in
     place, with step_size = lr / (1 - beta1^t) and bias_correction2_sqrt = sqrt(1 - beta2^t);
     the formulas are those of optim.Adam.  True when it ran, False (nothing changed) where

@@ -69,7 +69,7 @@ class Generator(_R.Philox):
         self._device = to_device(device)
 
     @property
-    def device(self):
+    def device(self) -> device:
         return self._device
 
     def get_state(self) -> Tensor:

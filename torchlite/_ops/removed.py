@@ -1,6 +1,12 @@
 """Functions PyTorch removed in 1.9 and keeps only to say what replaces them: calling one
 raises RuntimeError naming the torch.linalg function to use (as PyTorch's do), instead of an
 AttributeError that says nothing."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 __all__ = ["eig", "lstsq", "matrix_rank", "solve", "symeig"]
 
@@ -8,7 +14,7 @@ _REMOVED = "This function was deprecated since version 1.9 and is now removed."
 
 
 def _removed(name, advice):
-    def fn(*args, **kwargs):
+    def fn(*args: Any, **kwargs: Any) -> NoReturn:
         raise RuntimeError(f"{_REMOVED} {advice}")
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Removed from PyTorch in 1.9: {advice}"

@@ -16,8 +16,11 @@ for theirs (the node raises if that gradient is asked for).
 
 The one-line aliases of existing ops (torch.special.expit is torch.sigmoid, ...) live in the
 public face, torchlite/special.py."""
+from __future__ import annotations
+
 import builtins
 import math
+from typing import TYPE_CHECKING
 
 from .. import _dispatch
 from .. import _dtype as D
@@ -31,6 +34,11 @@ from .elementwise import _inplace_via
 from .elementwise import digamma      # polygamma(0, .), torch.special.digamma: one digamma
 from ..autograd.grad_mode import no_grad as _no_grad
 from .. import _layout
+
+if TYPE_CHECKING:
+    from .._device import device
+    from .._dtype import dtype
+    from .._layout import layout
 
 __all__ = ["polygamma", "mvlgamma", "i0", "i0_", "igamma", "igammac", "kaiser_window"]
 
@@ -133,6 +141,7 @@ def _unary_op(name, kernel, half=False, grad=True, doc=""):
         return _deliver(r, out, kernel, (input,))
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = doc
+    fn.__annotations__ = {"input": "Tensor", "out": "Tensor | None", "return": "Tensor"}
     return fn
 
 
@@ -154,6 +163,8 @@ def _binary_op(name, kernel, half=False, grad=True, doc="", tensors_only=False,
         return _deliver(r, out, kernel, (input, other))
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = doc
+    operand = "Tensor" if tensors_only else "Tensor | int | float"
+    fn.__annotations__ = {"input": operand, "other": operand, "out": "Tensor | None", "return": "Tensor"}
     return fn
 
 
@@ -249,6 +260,8 @@ def _polynomial(name, kernel, what, bounded=True):
     fn.__name__ = fn.__qualname__ = kernel
     fn.__doc__ = (f"The {what} of degree n at input (n is truncated to an integer; a negative "
                   f"degree gives 0).")
+    fn.__annotations__ = {"input": "Tensor | int | float", "n": "Tensor | int | float",
+                          "out": "Tensor | None", "return": "Tensor"}
     return fn
 
 
@@ -286,7 +299,7 @@ legendre_polynomial_p = _polynomial("legendre_p", "legendre_polynomial_p",
                                     bounded=False)
 
 
-def polygamma(n, input, *, out=None):
+def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The n-th derivative of the digamma function (n >= 0)."""
     n = int_arg(n, "n", "polygamma")
     if n < 0:
@@ -300,7 +313,7 @@ def polygamma(n, input, *, out=None):
     return _deliver(r, out, "polygamma", (input,))
 
 
-def mvlgamma(input, p, *, out=None):
+def mvlgamma(input: Tensor, p: int, *, out: Tensor | None = None) -> Tensor:
     """The multivariate log-gamma function of dimension p:
     p (p - 1) / 4 log(pi) + sum over j < p of lgamma(input - j / 2)."""
     tensor_arg(input, "mvlgamma")
@@ -320,17 +333,17 @@ def mvlgamma(input, p, *, out=None):
     return _deliver(r, out, "mvlgamma", (input,))
 
 
-def igamma(input, other, *, out=None):
+def igamma(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The regularized lower incomplete gamma function P(input, other)."""
     return gammainc(input, other, out=out)
 
 
-def igammac(input, other, *, out=None):
+def igammac(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """The regularized upper incomplete gamma function Q(input, other)."""
     return gammaincc(input, other, out=out)
 
 
-def i0_(input):
+def i0_(input: Tensor) -> Tensor:
     """In-place version of :func:`i0`."""
     return _inplace_via(input, i0, "i0_")
 
@@ -365,8 +378,10 @@ _method("mvlgamma_", lambda self, p: _inplace_via(self, lambda old: mvlgamma(old
 
 
 # ---- the Kaiser window ----------------------------------------------------------------------------
-def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
-                  device=None, pin_memory=False, requires_grad=False):
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
+                  dtype: dtype | None = None, layout: layout | None = None,
+                  device: device | str | int | None = None, pin_memory: bool = False,
+                  requires_grad: bool = False) -> Tensor:
     """The Kaiser window i0(beta sqrt(1 - (2k / (N - 1) - 1)^2)) / i0(beta), k = 0..N-1, with
     N = window_length + 1 when periodic (the last point then dropped)."""
     _layout.check(layout, "kaiser_window")

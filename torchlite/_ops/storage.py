@@ -8,14 +8,24 @@ A storage object here is a handle: it holds a 1-d view over the whole of the arr
 buffer (uint8 for an untyped storage, the dtype for a typed one), so reads and writes through it
 are reads and writes of the tensors that share the buffer, and data_ptr() is the buffer's
 address.  Two handles on one buffer are two Python objects (PyTorch hands back the same one)."""
+from __future__ import annotations
+
 import builtins
 import warnings
 import weakref
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._tensor import Tensor, _wrap
 from .._dispatch import array as _A
 from .legacy_types import NAMES as _LEGACY_TENSOR_NAMES
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from .._device import device
+    from .._dtype import dtype
 
 
 def _whole(array, dtype):
@@ -39,31 +49,31 @@ class _StorageBase:
 
     __slots__ = ("_data", "__weakref__")
 
-    def size(self):
+    def size(self) -> int:
         return self._data.shape[0]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._data.shape[0]
 
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self._data.shape[0] * self._data.element_size()
 
-    def element_size(self):
+    def element_size(self) -> int:
         return self._data.element_size()
 
-    def data_ptr(self):
+    def data_ptr(self) -> int:
         return self._data.data_ptr()
 
     @property
-    def device(self):
+    def device(self) -> device:
         return self._data.device
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> bool:
         return self._data.is_cuda
 
     @property
-    def is_meta(self):
+    def is_meta(self) -> bool:
         return self._data.is_meta
 
     def _item_index(self, idx):
@@ -78,26 +88,26 @@ class _StorageBase:
             raise IndexError(f"index {idx} out of range for storage of size {n}")
         return idx + n if idx < 0 else idx
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> int | float | bool | complex:
         return self._data[self._item_index(idx)].item()
 
-    def __setitem__(self, idx, value):
+    def __setitem__(self, idx: int | slice, value: int | float | bool | complex | _StorageBase | Tensor) -> None:
         if isinstance(idx, builtins.slice):
             self._data[idx] = value._data if isinstance(value, _StorageBase) else value
             return
         self._data[self._item_index(idx)] = value
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int | float | bool | complex]:
         return iter(self.tolist())
 
-    def tolist(self):
+    def tolist(self) -> list[int | float | bool | complex]:
         return self._data.tolist()
 
-    def fill_(self, value):
+    def fill_(self, value: int | float | bool | complex) -> _StorageBase:
         self._data.fill_(value)
         return self
 
-    def copy_(self, source, non_blocking=None):
+    def copy_(self, source: _StorageBase | Tensor, non_blocking: bool | None = None) -> _StorageBase:
         src = source._data if isinstance(source, _StorageBase) else source
         if src.numel() != self._data.numel() * self.element_size() // src.element_size():
             raise RuntimeError(f"copy_: storages of {self.nbytes()} and "
@@ -106,15 +116,15 @@ class _StorageBase:
                          _wrap(_whole(src._data, self._data.dtype)))
         return self
 
-    def is_shared(self):
+    def is_shared(self) -> bool:
         return False
 
-    def share_memory_(self):
+    def share_memory_(self) -> _StorageBase:
         """A no-op: torchlite's DataLoader workers pass tensors through their own shared
         memory (torchlite.multiprocessing), not through the storage."""
         return self
 
-    def is_pinned(self, device="cuda"):
+    def is_pinned(self, device: device | str = "cuda") -> bool:
         return self._data.is_pinned()
 
     def _same_kind(self, data):
@@ -159,34 +169,34 @@ class _StorageBase:
                                    f"storage)")
         return _A.reinterpret(whole, dtype.code, size, stride, offset)
 
-    def clone(self):
+    def clone(self) -> _StorageBase:
         return self._same_kind(self._data.clone())
 
-    def cpu(self):
+    def cpu(self) -> _StorageBase:
         return self if self.device.type == "cpu" else self._same_kind(self._data.cpu())
 
-    def cuda(self, device=None, non_blocking=False):
+    def cuda(self, device: device | str | int | None = None, non_blocking: bool = False) -> _StorageBase:
         return self._same_kind(self._data.cuda(device, non_blocking=non_blocking))
 
-    def to(self, *, device=None, non_blocking=False):
+    def to(self, *, device: device | str | int | None = None, non_blocking: bool = False) -> _StorageBase:
         return self._same_kind(self._data.to(device, non_blocking=non_blocking))
 
-    def pin_memory(self, device="cuda"):
+    def pin_memory(self, device: device | str = "cuda") -> _StorageBase:
         return self._same_kind(self._data.pin_memory())
 
-    def __copy__(self):
+    def __copy__(self) -> _StorageBase:
         return self.clone()
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> _StorageBase:
         return memo.setdefault(id(self), self.clone())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         body = "\n".join(f" {v}" for v in self.tolist())
         head = f"[torchlite.storage.{type(self).__name__}("
         kind = "" if isinstance(self, UntypedStorage) else f"dtype={self._data.dtype}, "
         return f"{body}\n{head}{kind}device={self.device}) of size {len(self)}]".lstrip("\n")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         # its bytes and how to read them (a copy: the unpickled storage has memory of its own);
         # rebuilt on the CPU, as the bytes came through it
         raw = bytes(self._data.cpu().contiguous().view(D.uint8).numpy().tobytes())
@@ -203,7 +213,7 @@ class UntypedStorage(_StorageBase):
 
     __slots__ = ()
 
-    def __init__(self, *args, device=None):
+    def __init__(self, *args: Any, device: device | str | int | None = None) -> None:
         if len(args) > 1:
             raise TypeError(f"UntypedStorage(): expected a size or a sequence, got {len(args)} arguments")
         self._data = _new_bytes(args[0] if args else 0, device, D.uint8)
@@ -223,10 +233,10 @@ class UntypedStorage(_StorageBase):
     def _same_kind(self, data):
         return UntypedStorage._over(data._data)
 
-    def untyped(self):
+    def untyped(self) -> UntypedStorage:
         return self
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int | slice) -> int | UntypedStorage:
         if isinstance(idx, builtins.slice):
             if idx.step not in (None, 1):
                 raise RuntimeError("UntypedStorage: slices must have step 1")
@@ -235,7 +245,7 @@ class UntypedStorage(_StorageBase):
             return part
         return super().__getitem__(idx)
 
-    def type(self, dtype=None, non_blocking=False):
+    def type(self, dtype: Any = None, non_blocking: bool = False) -> str:
         if dtype is None:
             return "torchlite.UntypedStorage"
         raise TypeError("UntypedStorage.type(dtype): an untyped storage holds bytes; use "
@@ -259,7 +269,8 @@ class TypedStorage(_StorageBase):
 
     __slots__ = ("dtype", "_untyped_storage")
 
-    def __init__(self, *args, device=None, dtype=None, wrap_storage=None):
+    def __init__(self, *args: Any, device: device | str | int | None = None, dtype: dtype | None = None,
+                 wrap_storage: UntypedStorage | None = None) -> None:
         self.dtype = _dtype_of(dtype)
         if wrap_storage is not None:
             if args:
@@ -287,15 +298,15 @@ class TypedStorage(_StorageBase):
     def _same_kind(self, data):
         return TypedStorage._over(data._data, self.dtype)
 
-    def untyped(self):
+    def untyped(self) -> UntypedStorage:
         return self._untyped_storage
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> int | float | bool | complex:
         if isinstance(idx, builtins.slice):
             raise RuntimeError("slices are only supported in UntypedStorage.__getitem__")
         return super().__getitem__(idx)
 
-    def type(self, dtype=None, non_blocking=False):
+    def type(self, dtype: str | type | None = None, non_blocking: bool = False) -> str | TypedStorage:
         """The legacy type name ('torchlite.FloatStorage'), or a copy cast to the storage type
         `dtype` names (a legacy storage class or its name)."""
         if dtype is None:
@@ -309,7 +320,7 @@ class TypedStorage(_StorageBase):
     def _cast(self, dtype):
         return self if dtype is self.dtype else TypedStorage._over(self._data.to(dtype)._data, dtype)
 
-    def pickle_storage_type(self):
+    def pickle_storage_type(self) -> str:
         return _LEGACY_NAME[self.dtype]
 
 
@@ -318,7 +329,7 @@ def _add_casts():
                        ("bfloat16", D.bfloat16), ("long", D.int64), ("int", D.int32),
                        ("short", D.int16), ("char", D.int8), ("byte", D.uint8), ("bool", D.bool),
                        ("cfloat", D.complex64), ("cdouble", D.complex128)):
-        def cast(self, _dt=dt):
+        def cast(self: TypedStorage, _dt: dtype = dt) -> TypedStorage:
             return self._cast(_dt)
         cast.__name__ = method
         cast.__doc__ = f"A copy as {dt} (this storage itself if it is {dt} already)."
@@ -408,7 +419,7 @@ def _int_arg(value, what):
     return value
 
 
-def is_storage(obj):
+def is_storage(obj: Any) -> bool:
     return isinstance(obj, _StorageBase)
 
 

@@ -2,6 +2,10 @@
 
 Ops record a graph of Nodes as they run (graph.py) when grad mode is on and an input requires
 grad; backward() / grad() run it from the outputs to the leaves (engine.py)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import anomaly, graph
 from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .engine import run_backward, backward, _tensors, _root_grads, _filled_like
@@ -13,14 +17,22 @@ from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .variable import Variable
 from .._autocast_state import entry as _autocast, run as _autocast_run
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._tensor import Tensor
+
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "gradcheck", "gradgradcheck", "Variable"]
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+def grad(outputs: Tensor | GradientEdge | Sequence[Tensor | GradientEdge],
+         inputs: Tensor | GradientEdge | Sequence[Tensor | GradientEdge],
+         grad_outputs: Tensor | Sequence[Tensor | None] | None = None, retain_graph: bool | None = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple[Tensor, ...]:
     """The gradients of outputs with respect to inputs, returned (not accumulated into .grad).
     With create_graph, the result is itself differentiable (grad of grad, Hessian-vector
     products).  An input the outputs do not depend on is an error unless allow_unused (then

@@ -7,7 +7,10 @@ released as each node finishes unless retain_graph is set.
 
 With `inputs` (autograd.grad, backward(inputs=...)) only the part of the graph that leads to
 them runs, and the gradients reaching them are captured."""
+from __future__ import annotations
+
 import operator
+from typing import TYPE_CHECKING
 
 from . import anomaly
 from .graph import BackwardCall, GradientEdge, edge_of, expandable_to, running, sum_to
@@ -16,6 +19,9 @@ from .._dispatch import elementwise as _ew
 from .._tensor import Tensor, _wrap
 from .grad_mode import _state
 from .._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 _EW_ADD = _ew.BINARY["add"]
@@ -166,7 +172,10 @@ def _conform(grad, tshape, dtype, node_name, index):
     return grad
 
 
-def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True):
+def run_backward(roots: Sequence[Tensor | GradientEdge], grad_roots: Sequence[Tensor | None],
+                 retain_graph: bool, create_graph: bool,
+                 inputs: Sequence[Tensor | GradientEdge] | None = None,
+                 accumulate: bool = True) -> list[Tensor | None]:
     """Backpropagate grad_roots from the root tensors.
 
     Without `inputs`: accumulate into every leaf's .grad.  With `inputs`: only the graph
@@ -401,7 +410,9 @@ def _root_grads(outputs, grad_outputs, create_graph):
     return out
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Tensor | Sequence[Tensor | None] | None = None,
+             retain_graph: bool | None = None, create_graph: bool = False,
+             inputs: Tensor | GradientEdge | Sequence[Tensor | GradientEdge] | None = None) -> None:
     """Accumulate the gradients of `tensors` into the .grad of the leaves that need them
     (only into `inputs`, leaves or not, when given).  The graph is freed unless retain_graph
     (which defaults to create_graph)."""

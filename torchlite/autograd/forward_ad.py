@@ -26,13 +26,19 @@ Where this differs from PyTorch (said in the README): a dual tensor and the resu
 from it report requires_grad=True (they carry the backward graph the tangents travel on);
 tangents travel only where grad mode is on (under no_grad, results have no tangent); complex
 dual tensors are refused; one level at a time, as PyTorch."""
+from __future__ import annotations
+
 import collections
 import contextlib
 import sys
 import weakref
+from typing import TYPE_CHECKING
 
 from . import graph as _graph
 from .grad_mode import enable_grad
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual",
            "unpack_dual", "dual_level"]
@@ -43,7 +49,7 @@ _current_level = -1
 _tangents = {}              # id(tensor) -> (weakref to it, its tangent) at the current level
 
 
-def enter_dual_level():
+def enter_dual_level() -> int:
     """Open a forward AD level (only one at a time) and make it the current one; returns it."""
     global _current_level
     if _current_level >= 0:
@@ -53,7 +59,7 @@ def enter_dual_level():
     return _current_level
 
 
-def exit_dual_level(*, level=None):
+def exit_dual_level(*, level: int | None = None) -> None:
     """Close the current level: every tangent made in it is dropped."""
     global _current_level
     if level is None:
@@ -70,10 +76,10 @@ class dual_level(contextlib.ContextDecorator):
     """The context (or decorator) inside which dual tensors exist: enter_dual_level on entry,
     exit_dual_level on exit."""
 
-    def __enter__(self):
+    def __enter__(self) -> int:
         return enter_dual_level()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> bool:
         exit_dual_level()
         return False
 
@@ -115,7 +121,7 @@ def _forget(key, ref):
         del _tangents[key]
 
 
-def make_dual(tensor, tangent, *, level=None):
+def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> Tensor:
     """A dual tensor: tensor's values (an alias of them) carrying `tangent`, the direction
     forward AD differentiates along (same shape, dtype and device as tensor; real floating
     point).  Differentiable in reverse mode as an alias of tensor."""
@@ -143,7 +149,7 @@ def make_dual(tensor, tangent, *, level=None):
     return dual
 
 
-def unpack_dual(tensor, *, level=None):
+def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTensor:
     """(primal, tangent): tensor's values without the tangent (a view, differentiable in
     reverse mode) and its tangent at the level (None when it has none)."""
     if level is None and _current_level < 0:

@@ -3,10 +3,19 @@ backward(ctx, *grad_outputs), then call MyOp.apply(*args), as in PyTorch.
 
 As in PyTorch, `ctx` is the backward node itself: an instance of `<MyOp>Backward`, a class
 made once per Function subclass, so `out.grad_fn.saved_tensors` and friends work too."""
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 from .graph import Node, pack, record
 from .grad_mode import _state, no_grad
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 
 class FunctionCtx:
@@ -21,28 +30,28 @@ class FunctionCtx:
     materialize_grads = True
     needs_input_grad = ()
 
-    def save_for_backward(self, *tensors):
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
         """Keep tensors (inputs, outputs or None) for backward; modifying one in place before
         backward is an error."""
         self._to_save = tensors
 
-    def save_for_forward(self, *tensors):
+    def save_for_forward(self, *tensors: Tensor | None) -> None:
         self._saved_for_forward = tensors
 
-    def mark_non_differentiable(self, *tensors):
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
         """These outputs will not require grad; backward gets zeros (or None) for them."""
         self._non_differentiable = tensors
 
-    def mark_dirty(self, *tensors):
+    def mark_dirty(self, *tensors: Tensor) -> None:
         """These inputs were modified in place by forward (and are returned as outputs)."""
         self._dirty = tensors
 
-    def set_materialize_grads(self, value):
+    def set_materialize_grads(self, value: bool) -> None:
         """With False, backward receives None (not zeros) for outputs that got no gradient."""
         self.materialize_grads = bool(value)
 
     @property
-    def saved_tensors(self):
+    def saved_tensors(self) -> tuple[Tensor, ...]:
         """The tensors given to save_for_backward, checked for in-place changes (in jvp, the
         ones given to save_for_forward)."""
         if getattr(self, "_in_jvp", False):
@@ -57,13 +66,13 @@ class BackwardFunction(FunctionCtx, Node):
 
     _forward_cls = None
 
-    def name(self):
+    def name(self) -> str:
         return type(self).__name__
 
-    def apply(self, *grads):
+    def apply(self, *grads) -> tuple[Tensor | None, ...]:
         return self.backward(*grads)
 
-    def backward(self, *grads):
+    def backward(self, *grads) -> tuple[Tensor | None, ...]:
         grads_in = self._forward_cls.backward(self, *grads)
         if not isinstance(grads_in, tuple):
             grads_in = (grads_in,)
@@ -111,22 +120,22 @@ class Function:
     forward may also take no ctx if the class defines setup_context(ctx, inputs, output)."""
 
     @staticmethod
-    def forward(ctx, *args, **kwargs):
+    def forward(ctx: Any, *args, **kwargs) -> Any:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
-    def setup_context(ctx, inputs, output):
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> Any:
         raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
-    def backward(ctx, *grad_outputs):
+    def backward(ctx: Any, *grad_outputs) -> Any:
         raise NotImplementedError("You must implement either the backward or vjp method for your "
                                   "custom autograd.Function to use it with backward mode AD.")
 
     vjp = backward
 
     @classmethod
-    def apply(cls, *args, **kwargs):
+    def apply(cls, *args, **kwargs) -> Any:
         """Run forward (without recording what it does inside) and record one node for it."""
         from .._tensor import Tensor
         ctx = _backward_class(cls)()
@@ -183,12 +192,12 @@ class DelayedErrorBackward(Node):
     """The history of a gradient computed by a once_differentiable backward: differentiating
     it again raises."""
 
-    def backward(self, *grads):
+    def backward(self, *grads) -> tuple[Tensor | None, ...]:
         raise RuntimeError("trying to differentiate twice a function that was marked with "
                            "@once_differentiable")
 
 
-def once_differentiable(backward):
+def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:
     """Decorator for a backward that is not itself differentiable: it runs under no_grad, and
     a double backward through its result raises."""
     @functools.wraps(backward)

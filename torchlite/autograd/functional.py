@@ -21,11 +21,18 @@ for complex outputs, a loop over the basis vectors), and the columns of a forwar
 through grad(..., is_grads_batched=True), which torchlite runs as a loop over the basis
 vectors: the same values as vectorize=False.  As in PyTorch, forward mode needs vectorize=True and supports neither
 strict nor create_graph."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import grad as _autograd_grad
 from .._ops.creation import eye, ones_like, zeros, zeros_like
 from .._ops.joining import stack
 from .._tensor import Tensor
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp", "Linearization"]
 
@@ -164,7 +171,7 @@ class Linearization:
     The one home of the trick: jvp, hvp and forward-mode jacobian here, and
     torchlite.func.jvp, linearize and jacfwd, all go through it."""
 
-    def __init__(self, outputs, inputs):
+    def __init__(self, outputs: Iterable[Tensor | None], inputs: Iterable[Tensor]) -> None:
         self.outputs = tuple(outputs)
         self.inputs = tuple(inputs)
         # only outputs in the graph get a cotangent: the others' J v is None (no input reaches
@@ -174,7 +181,8 @@ class Linearization:
         self.vjps = _grad(self.outputs, self.inputs, self.cotangents, create_graph=True,
                           retain_graph=True)
 
-    def jvp(self, tangents, create_graph=False, retain_graph=True, is_grads_batched=False):
+    def jvp(self, tangents: Sequence[Tensor | None], create_graph: bool = False, retain_graph: bool = True,
+            is_grads_batched: bool = False) -> tuple[Tensor | None, ...]:
         """J v, one tensor per output (None for an output no input reaches); tangents: one per
         input, None standing for zeros.  is_grads_batched: each tangent holds a batch of
         vectors along its first dim (the same batch size for all), giving a batch of
@@ -191,7 +199,7 @@ class Linearization:
             result[i] = r
         return tuple(result)
 
-    def jacobian(self, create_graph=False):
+    def jacobian(self, create_graph: bool = False) -> tuple[tuple[Tensor, ...], ...]:
         """The Jacobian, one column J e_k per input element (a batch of products per input
         over its standard basis): for output j and input k, a tensor of shape
         output_j.shape + input_k.shape (zeros where no input reaches the output)."""
@@ -227,7 +235,9 @@ def _require_single_element(tensors, what):
                            f"element.")
 
 
-def vjp(func, inputs, v=None, create_graph=False, strict=False):
+def vjp(func: Callable[..., Tensor | tuple[Tensor, ...]], inputs: Tensor | tuple[Tensor, ...],
+        v: Tensor | tuple[Tensor, ...] | None = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Tensor | tuple[Tensor, ...], Tensor | tuple[Tensor, ...]]:
     """(func(inputs), v^T J): the vector-Jacobian product of func at inputs with v (one
     tensor per output; None is allowed for a single one-element output)."""
     with enable_grad():
@@ -247,7 +257,9 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
             _tuple_postprocess(_grad_postprocess(result, create_graph), inputs_are_tuple))
 
 
-def jvp(func, inputs, v=None, create_graph=False, strict=False):
+def jvp(func: Callable[..., Tensor | tuple[Tensor, ...]], inputs: Tensor | tuple[Tensor, ...],
+        v: Tensor | tuple[Tensor, ...] | None = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Tensor | tuple[Tensor, ...], Tensor | tuple[Tensor, ...]]:
     """(func(inputs), J v): the Jacobian-vector product of func at inputs with v (one tensor
     per input; None is allowed for a single one-element input), by the double-vjp trick."""
     with enable_grad():
@@ -291,8 +303,9 @@ def _jacobian_forward(func, inputs, strict, vectorize):
     return _tuple_postprocess(jac, (outputs_are_tuple, inputs_are_tuple))
 
 
-def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
-             strategy="reverse-mode"):
+def jacobian(func: Callable[..., Tensor | tuple[Tensor, ...]], inputs: Tensor | tuple[Tensor, ...],
+             create_graph: bool = False, strict: bool = False, vectorize: bool = False,
+             strategy: str = "reverse-mode") -> Tensor | tuple[Tensor | tuple[Tensor, ...], ...]:
     """The Jacobian of func at inputs: for output i and input j a tensor of shape
     output_i.shape + input_j.shape (a tuple of tuples, a tuple or a tensor following the
     structures of outputs and inputs).  reverse-mode: one backward per output element;
@@ -389,8 +402,9 @@ def _jacobian_rows_batched(outputs, inputs, create_graph):
     return tuple(zip(*by_input))
 
 
-def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
-            outer_jacobian_strategy="reverse-mode"):
+def hessian(func: Callable[..., Tensor | tuple[Tensor, ...]], inputs: Tensor | tuple[Tensor, ...],
+            create_graph: bool = False, strict: bool = False, vectorize: bool = False,
+            outer_jacobian_strategy: str = "reverse-mode") -> Tensor | tuple[Tensor | tuple[Tensor, ...], ...]:
     """The Hessian of func (one one-element output) at inputs: the Jacobian of its gradient.
     For inputs i and j a tensor of shape input_i.shape + input_j.shape (a tuple of tuples
     for a tuple of inputs).  outer_jacobian_strategy picks how that outer Jacobian is
@@ -441,7 +455,9 @@ def _scalar_function_gradient(func, inputs, v, create_graph, strict, fn_name):
     return inputs_are_tuple, inputs, v, outputs, outputs_are_tuple, gradient
 
 
-def vhp(func, inputs, v=None, create_graph=False, strict=False):
+def vhp(func: Callable[..., Tensor | tuple[Tensor, ...]], inputs: Tensor | tuple[Tensor, ...],
+        v: Tensor | tuple[Tensor, ...] | None = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Tensor | tuple[Tensor, ...], Tensor | tuple[Tensor, ...]]:
     """(func(inputs), v^T H): the vector-Hessian product of func (one one-element output)
     at inputs: the vjp of its gradient."""
     with enable_grad():
@@ -454,7 +470,9 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
             _tuple_postprocess(_grad_postprocess(result, create_graph), inputs_are_tuple))
 
 
-def hvp(func, inputs, v=None, create_graph=False, strict=False):
+def hvp(func: Callable[..., Tensor | tuple[Tensor, ...]], inputs: Tensor | tuple[Tensor, ...],
+        v: Tensor | tuple[Tensor, ...] | None = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Tensor | tuple[Tensor, ...], Tensor | tuple[Tensor, ...]]:
     """(func(inputs), H v): the Hessian-vector product of func (one one-element output) at
     inputs: the jvp of its gradient, by the double-vjp trick (equal to vhp's result, the
     Hessian being symmetric, but computed as PyTorch does)."""

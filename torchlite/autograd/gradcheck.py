@@ -6,9 +6,18 @@ for complex gradients means: an input element z = x + iy contributes two Jacobia
 (perturbing x, then y), read from the analytical gradient's real and imaginary parts; an
 output element w contributes two rows, the gradients of Re(w) and Im(w), which backward gives
 for the grad_output units 1 and 1j."""
+from __future__ import annotations
+
 import itertools
+from typing import TYPE_CHECKING
 
 from .grad_mode import no_grad, enable_grad
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .._tensor import Tensor
 
 
 class GradcheckError(RuntimeError):
@@ -97,10 +106,12 @@ def _fail(msg, raise_exception):
     return False
 
 
-def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
-              check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
-              check_backward_ad=True, fast_mode=False, masked=None):
+def gradcheck(func: Callable[..., Tensor | Sequence[Tensor]], inputs: Tensor | Sequence[Any], *,
+              eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3, raise_exception: bool = True,
+              nondet_tol: float = 0.0, check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
+              check_batched_grad: bool = False, check_batched_forward_grad: bool = False,
+              check_forward_ad: bool = False, check_backward_ad: bool = True, fast_mode: bool = False,
+              masked: bool | None = None) -> bool:
     """True if func's analytical gradients (its backward) match central finite differences
     for every input that requires grad; otherwise raise GradcheckError (or return False with
     raise_exception=False).  Runs the backward twice to catch a nondeterministic one (within
@@ -137,10 +148,13 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
-                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
-                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False):
+def gradgradcheck(func: Callable[..., Tensor | Sequence[Tensor]], inputs: Tensor | Sequence[Any],
+                  grad_outputs: Tensor | Sequence[Tensor] | None = None, *, eps: float = 1e-6,
+                  atol: float = 1e-5, rtol: float = 1e-3, gen_non_contig_grad_outputs: bool = False,
+                  raise_exception: bool = True, nondet_tol: float = 0.0, check_undefined_grad: bool = True,
+                  check_grad_dtypes: bool = False, check_batched_grad: bool = False,
+                  check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True, fast_mode: bool = False,
+                  masked: bool = False) -> bool:
     """gradcheck of the gradient: checks that backward is itself differentiable and right,
     with respect to the inputs and to the output gradients (random ones by default)."""
     from .._ops.random import randn

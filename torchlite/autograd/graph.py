@@ -28,18 +28,27 @@ Also PyTorch's torch.autograd.graph API: saved_tensors_hooks / save_on_cpu /
 allow_mutation_on_saved_tensors / disable_saved_tensors_hooks (in pack and unpack, below),
 register_multi_grad_hook (which asks the engine's current BackwardCall which nodes it reaches),
 increment_version."""
+from __future__ import annotations
+
 import collections
 import contextlib
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 from . import anomaly as _anomaly
 from .grad_mode import _state, no_grad
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+    from typing import Any
+
+    from .._tensor import Tensor
+
 _NO_EDGE = (None, 0)
 
 
-def inplace_records(self, *others):
+def inplace_records(self, *others) -> bool:
     """Whether an in-place op on `self` must go through the graph (rebase its history): grad
     mode is on and self, an operand, or the base self is a view of requires grad.  The last
     case matters for a view taken while nothing recorded: writing through it still changes a
@@ -57,7 +66,7 @@ def inplace_records(self, *others):
     return False
 
 
-def needs_grad(*tensors):
+def needs_grad(*tensors) -> bool:
     """Whether an op over these inputs must record a node (grad mode on, an input requiring
     grad).  The ops call this on their fast path, so it stays small."""
     if not _state.enabled:
@@ -76,7 +85,7 @@ def needs_grad(*tensors):
 # cycle, and the graph is freed as soon as nothing uses it.  Tuples, not objects: this runs once
 # per recorded op.
 
-def pack(t, is_output):
+def pack(t: Tensor | None, is_output: bool) -> tuple[Any, ...] | None:
     """The saved form of tensor t (None stays None)."""
     if t is None:
         return None
@@ -95,7 +104,7 @@ def _dtype_name(arr):
     return str(_dtype.DTYPES[arr.dtype])
 
 
-def unpack(node, name, entry):
+def unpack(node: Node, name: str, entry: tuple[Any, ...]) -> Tensor:
     """The tensor of a saved entry, after checking nothing modified it in place since."""
     t, arr, version, extra = entry
     if arr.storage.version != version:
@@ -198,7 +207,7 @@ def _through_pack_hook(entry):
     return (rec, _PACKED_BY_HOOK, -1, None)
 
 
-def hook_saved(saved):
+def hook_saved(saved: dict[str, Any]) -> None:
     """Pass the raw entries of a node's saved dict through this thread's pack hook (for ops
     that build entries inline rather than through pack; call it when saved_hooks_in_use)."""
     for k, entry in saved.items():
@@ -227,17 +236,17 @@ class saved_tensors_hooks:
     while it is active (in this thread), and unpack_hook(that) -> Tensor when backward uses it.
     Nested contexts: the innermost pair applies."""
 
-    def __init__(self, pack_hook, unpack_hook):
+    def __init__(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         if _saved_hooks.disabled is not None:
             raise RuntimeError(_saved_hooks.disabled)
         _saved_hooks.stack = _saved_hooks.stack + ((self.pack_hook, self.unpack_hook),)
         saved_hooks_in_use.append(self)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         _saved_hooks.stack = _saved_hooks.stack[:-1]
         saved_hooks_in_use.pop()
 
@@ -247,7 +256,7 @@ class save_on_cpu(saved_tensors_hooks):
     back to their device when backward uses them: GPU memory for activations traded for
     copies.  A CPU tensor is kept as it is."""
 
-    def __init__(self, pin_memory=False, device_type="cuda"):
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
         def pack_to_cpu(t):
             if not pin_memory:
                 return (t.device, t.cpu())
@@ -275,7 +284,7 @@ _mutation_context = threading.local()
 
 
 @contextlib.contextmanager
-def allow_mutation_on_saved_tensors():
+def allow_mutation_on_saved_tensors() -> Iterator[_AllowMutationOnSavedContext]:
     """Inside, tensors saved for backward may be modified in place afterwards: each is kept
     as a copy made when it is saved (PyTorch copies it when it is first modified: the same
     results, for more memory), so backward sees the values the forward used instead of
@@ -305,7 +314,7 @@ def allow_mutation_on_saved_tensors():
 
 
 @contextlib.contextmanager
-def disable_saved_tensors_hooks(error_message):
+def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
     """Inside, entering saved_tensors_hooks (or being inside one) raises
     RuntimeError(error_message): for code whose saved tensors must not be intercepted."""
     prev = _saved_hooks.disabled
@@ -339,20 +348,20 @@ class Node:
     _is_accumulator = False
     _special = False            # the engine's slow path: hooks, retain_grad, several outputs
 
-    def name(self):
+    def name(self) -> str:
         return type(self).__name__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
 
     @property
-    def metadata(self):
+    def metadata(self) -> dict[str, Any]:
         m = self.__dict__.get("_metadata")
         if m is None:
             m = self._metadata = {}
         return m
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr: str) -> Tensor | None:
         # PyTorch's grad_fn._saved_<name>: the saved tensor `name` (only called for attributes
         # not found the normal way)
         if attr.startswith("_saved_") and attr != "_saved_":
@@ -362,7 +371,7 @@ class Node:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     # -- saved tensors ---------------------------------------------------------------------
-    def save(self, **tensors):
+    def save(self, **tensors) -> None:
         """Keep inputs of the op for backward (checked for in-place changes when used)."""
         saved = self._saved
         if saved is None:
@@ -373,7 +382,7 @@ class Node:
             if watch is not None and t is watch[0]:
                 watch[1].append((self, k))
 
-    def save_output(self, **tensors):
+    def save_output(self, **tensors) -> None:
         """Keep outputs of the op itself for backward (held as arrays: no reference cycle)."""
         saved = self._saved
         if saved is None:
@@ -381,21 +390,21 @@ class Node:
         for k, t in tensors.items():
             saved[k] = pack(t, True)
 
-    def saved(self, name):
+    def saved(self, name: str) -> Tensor | None:
         """A saved tensor, version-checked; raises once the graph has been freed."""
         if self._released:
             raise RuntimeError(_FREED)
         entry = self._saved[name]
         return None if entry is None else unpack(self, name, entry)
 
-    def release(self):
+    def release(self) -> None:
         """Free the saved tensors (after backward without retain_graph)."""
         if self._saved is not None:
             self._saved = None
             self._released = True
 
     # -- hooks -------------------------------------------------------------------------------
-    def register_hook(self, fn):
+    def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """fn(grad_inputs, grad_outputs) runs after this node's backward; it may return
         replacement grad_inputs."""
         if not self._hooks:
@@ -404,7 +413,7 @@ class Node:
         self._hooks.append(fn)
         return RemovableHandle(self._hooks, fn)
 
-    def register_prehook(self, fn):
+    def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """fn(grad_outputs) runs before this node's backward; it may return replacements."""
         if not self._pre_hooks:
             self._pre_hooks = []
@@ -412,7 +421,7 @@ class Node:
         self._pre_hooks.append(fn)
         return RemovableHandle(self._pre_hooks, fn)
 
-    def backward(self, *grads):
+    def backward(self, *grads) -> tuple[Tensor | None, ...]:
         raise NotImplementedError(f"{self.name()} has no backward")
 
 
@@ -421,19 +430,19 @@ class RemovableHandle:
 
     __slots__ = ("_lst", "_fn")
 
-    def __init__(self, lst, fn):
+    def __init__(self, lst: list[Callable[..., Any]], fn: Callable[..., Any]) -> None:
         self._lst, self._fn = lst, fn
 
-    def remove(self):
+    def remove(self) -> None:
         for i, f in enumerate(self._lst):
             if f is self._fn:
                 del self._lst[i]
                 return
 
-    def __enter__(self):
+    def __enter__(self) -> RemovableHandle:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.remove()
 
 
@@ -446,14 +455,14 @@ class AccumulateGrad(Node):
     _is_accumulator = True
     _special = True
 
-    def __init__(self, variable):
+    def __init__(self, variable: Tensor) -> None:
         self.variable = variable
 
-    def backward(self, grad):
+    def backward(self, grad: Tensor | None) -> tuple[Tensor | None, ...]:
         return ()
 
 
-def grad_accumulator(t):
+def grad_accumulator(t: Tensor) -> AccumulateGrad:
     """The AccumulateGrad node of leaf t (one per leaf, created on first use; the tensor holds
     it weakly, so it lives as long as some graph points at it)."""
     ref = getattr(t, "_grad_acc", None)
@@ -472,14 +481,15 @@ class BackwardCall:
 
     __slots__ = ("roots", "needed", "captures", "_reached", "hook_state")
 
-    def __init__(self, roots, needed, captures):
+    def __init__(self, roots: Sequence[Node | None], needed: Container[Node] | None,
+                 captures: dict[tuple[Node, int], Any] | None) -> None:
         self.roots = roots          # the root nodes
         self.needed = needed        # grad(): the nodes that run (None: all that are reached)
         self.captures = captures    # grad(): {(node, nr): input indices} (None for backward)
         self._reached = None
         self.hook_state = {}        # per-call state of multi-grad hooks (freed with the call)
 
-    def will_receive(self, node):
+    def will_receive(self, node: Node) -> bool:
         """Whether this call delivers a gradient to node (so its tensors' hooks run): PyTorch's
         _will_engine_execute_node.  Walks the graph once per call, on first use."""
         reached = self._reached
@@ -508,7 +518,7 @@ class _Running(threading.local):
 running = _Running()
 
 
-def grad_fn_or_accumulator(t):
+def grad_fn_or_accumulator(t: Tensor) -> Node:
     """The node whose gradient is t's: its grad_fn, or its AccumulateGrad if it is a leaf."""
     if t.grad_fn is not None:
         return t.grad_fn
@@ -536,7 +546,8 @@ class _MultiHandle:
         self.remove()
 
 
-def register_multi_grad_hook(tensors, fn, *, mode="all"):
+def register_multi_grad_hook(tensors: Iterable[Tensor], fn: Callable[..., Any], *,
+                             mode: str = "all") -> _MultiHandle:
     """One hook over several tensors.  mode="all": fn(grads) runs once per backward call,
     after the gradients of all the tensors that call reaches are computed (grads: one per
     tensor, None for those it does not reach).  mode="any": fn(grad) runs on the first of
@@ -570,7 +581,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
     return _MultiHandle(tuple(t.register_hook(all_hook_for(i)) for i, t in enumerate(tensors)))
 
 
-def increment_version(tensor):
+def increment_version(tensor: Tensor | Iterable[Tensor]) -> None:
     """Bump the version counter of tensor (or of each of several), as an in-place write
     would: for code that changes memory behind autograd's back."""
     from .._tensor import Tensor
@@ -578,7 +589,7 @@ def increment_version(tensor):
         t._bump_version()
 
 
-def edge(t):
+def edge(t: Tensor | None) -> tuple[Node | None, int]:
     """(node, input_nr) for an input tensor: its grad_fn and output slot, its accumulator if it
     is a leaf requiring grad, or (None, 0) if no gradient flows to it."""
     if t is None or not t._requires_grad:
@@ -600,7 +611,7 @@ GradientEdge.__doc__ = ("GradientEdge(node, output_nr): the gradient flowing int
                         "output_nr of node; autograd.grad takes it for an input or an output.")
 
 
-def get_gradient_edge(tensor):
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
     """The GradientEdge a tensor's gradient flows into: its grad_fn and output slot, or the
     AccumulateGrad node of a leaf.  autograd.grad(outputs, edge) is then the gradient with
     respect to that tensor as it was, even after the tensor object is modified or gone."""
@@ -611,12 +622,12 @@ def get_gradient_edge(tensor):
     return GradientEdge(node, nr)
 
 
-def edge_of(x):
+def edge_of(x: Tensor | GradientEdge) -> tuple[Node | None, int]:
     """edge() for a tensor, or the (node, output_nr) of a GradientEdge."""
     return (x.node, x.output_nr) if type(x) is GradientEdge else edge(x)
 
 
-def fresh_view_of_base(t):
+def fresh_view_of_base(t: Tensor) -> Tensor:
     """A new alias of view t's memory whose history is a view of its base's current history
     (a node of its own: no hooks, no retain_grad entries of t's older histories)."""
     from .grad_mode import enable_grad
@@ -625,7 +636,7 @@ def fresh_view_of_base(t):
         return t._base.as_strided(arr.shape, arr.strides, arr.offset)
 
 
-def refresh_view(t):
+def refresh_view(t: Tensor) -> tuple[Node | None, int]:
     """A view whose memory was written in place since its history was set (through its base
     or another view of it): its history becomes a view of the base's current history, as
     PyTorch regenerates a view's grad_fn.  Returns the view's edge."""
@@ -637,7 +648,7 @@ def refresh_view(t):
     return _NO_EDGE if v.grad_fn is None else (v.grad_fn, 0)
 
 
-def move_retain_grad(t, old_fn, old_nr, new_fn, new_nr):
+def move_retain_grad(t: Tensor, old_fn: Node | None, old_nr: int, new_fn: Node | None, new_nr: int) -> None:
     """retain_grad follows a tensor whose history changed (in place, or a view refreshed) to
     its new history: PyTorch's .grad is the gradient of the tensor's latest version.  Tensor
     hooks stay where they were (they see the gradient of the value they were registered on)."""
@@ -672,7 +683,8 @@ def _mark_views(inputs, outs):
             o._view_version = storage.version
 
 
-def record(node, inputs, outputs):
+def record(node: Node, inputs: Sequence[Tensor | None],
+           outputs: Tensor | Sequence[Tensor | None]) -> Tensor | Sequence[Tensor | None]:
     """Link node into the graph: its next_functions come from inputs (None for a non-tensor
     input), and each floating output (a Tensor, or a tuple/list of them, None allowed) gets
     node as grad_fn.  Returns the outputs."""
@@ -710,7 +722,7 @@ def record(node, inputs, outputs):
 forward_ad = None
 
 
-def sum_to(grad, shape):
+def sum_to(grad: Tensor, shape: Sequence[int]) -> Tensor:
     """Reduce a gradient back to `shape` after broadcasting (sum over the broadcast dims)."""
     shape = tuple(shape)
     gshape = grad._data.shape
@@ -725,7 +737,7 @@ def sum_to(grad, shape):
     return grad
 
 
-def expandable_to(shape, target):
+def expandable_to(shape: Sequence[int], target: Sequence[int]) -> bool:
     """Whether `shape` broadcasts to `target` (so a gradient of `target` sums back to it)."""
     if len(shape) > len(target):
         return False
@@ -739,7 +751,7 @@ def expandable_to(shape, target):
 _NODE_TYPES = {}
 
 
-def node_type(name, base=None):
+def node_type(name: str, base: type[Node] | None = None) -> type[Node]:
     """The Node subclass named `name` (PyTorch's name for the op's node, e.g. 'ExpBackward0',
     which grad_fn shows) deriving from base (Node by default): made once per (name, base), so
     a family whose ops share one backward gives each op its own name."""
@@ -750,7 +762,7 @@ def node_type(name, base=None):
     return cls
 
 
-def new_node(cls, **attrs):
+def new_node(cls: type[Node], **attrs) -> Node:
     """An instance of cls with attrs set (the constants its backward reads)."""
     node = cls()
     node.__dict__.update(attrs)
@@ -762,11 +774,13 @@ class NotDifferentiable(Node):
     backward through it raises, as PyTorch's does, so a missing formula is an error and never
     a silently missing gradient."""
 
-    def backward(self, *grads):
+    def backward(self, *grads) -> tuple[Tensor | None, ...]:
         raise RuntimeError(f"the derivative for '{self.op}' is not implemented.")
 
 
-def record_not_differentiable(op, inputs, outputs, name=None):
+def record_not_differentiable(op: str, inputs: Sequence[Tensor | None],
+                              outputs: Tensor | Sequence[Tensor | None],
+                              name: str | None = None) -> Tensor | Sequence[Tensor | None]:
     """Record a NotDifferentiable node for op over inputs; its name is `name` or op's
     PyTorch-style 'OpBackward0'.  Returns the outputs."""
     if name is None:

@@ -1,7 +1,13 @@
 """torch.autograd.Variable, the pre-0.4 wrapper old programs still call: Variable(tensor,
 requires_grad=False) is a Tensor over tensor's data (a new leaf), and every Tensor is an
 instance of Variable."""
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 __all__ = ["Variable"]
 
@@ -16,7 +22,8 @@ class Variable(metaclass=_VariableMeta):
     """Variable(data=None, requires_grad=False, volatile=False) -> Tensor: data detached (the
     same memory), requiring grad if asked.  volatile is gone, as in PyTorch (it warns)."""
 
-    def __new__(cls, data=None, requires_grad=False, volatile=False):
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = False,
+                volatile: bool = False) -> Tensor:
         from .._tensor import Tensor
         from .._ops.creation import empty
         if volatile:

@@ -1,7 +1,10 @@
 """Beta(concentration1, concentration0) (PyTorch's torch.distributions.Beta): the first
 coordinate of a Dirichlet([concentration1, concentration0]), through which it samples
 (two Gamma draws, x = g1 / (g1 + g0)) and scores."""
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
@@ -10,6 +13,12 @@ from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["Beta"]
 
@@ -20,7 +29,8 @@ class Beta(ExponentialFamily):
     support = constraints.unit_interval
     has_rsample = True
 
-    def __init__(self, concentration1, concentration0, validate_args=None):
+    def __init__(self, concentration1: Tensor | float, concentration0: Tensor | float,
+                 validate_args: bool | None = None) -> None:
         if isinstance(concentration1, numbers.Number) and \
                 isinstance(concentration0, numbers.Number):
             both = tl.tensor([float(concentration1), float(concentration0)])
@@ -30,7 +40,7 @@ class Beta(ExponentialFamily):
         self._dirichlet = Dirichlet(both, validate_args=validate_args)
         super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int], _instance: Beta | None = None) -> Beta:
         new = self._get_checked_instance(Beta, _instance)
         new._dirichlet = self._dirichlet.expand(batch_shape)
         Distribution.__init__(new, batch_shape, validate_args=False)
@@ -38,35 +48,35 @@ class Beta(ExponentialFamily):
         return new
 
     @property
-    def concentration1(self):
+    def concentration1(self) -> Tensor:
         return self._dirichlet.concentration[..., 0]
 
     @property
-    def concentration0(self):
+    def concentration0(self) -> Tensor:
         return self._dirichlet.concentration[..., 1]
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         return self.concentration1 / (self.concentration1 + self.concentration0)
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         return self._dirichlet.mode[..., 0]
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         total = self.concentration1 + self.concentration0
         return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         return self._dirichlet.rsample(sample_shape).select(-1, 0)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         return self._dirichlet.log_prob(tl.stack([value, 1.0 - value], -1))
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         return self._dirichlet.entropy()
 
     # the exponential-family form: theta = (a, b), t(x) = (log x, log(1 - x)), h = 1/(x(1-x))

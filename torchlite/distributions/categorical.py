@@ -1,10 +1,20 @@
 """Categorical(probs or logits) (PyTorch's torch.distributions.Categorical): one of K
 categories, K the size of the parameter's last dim."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
 from .utils import lazy_property, logits_to_probs, probs_to_logits
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["Categorical"]
 
@@ -27,7 +37,8 @@ class Categorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
 
-    def __init__(self, probs=None, logits=None, validate_args=None):
+    def __init__(self, probs: Tensor | None = None, logits: Tensor | None = None,
+                 validate_args: bool | None = None) -> None:
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
         if probs is not None:
@@ -42,43 +53,43 @@ class Categorical(Distribution):
         self._num_events = self._param.shape[-1]
         super().__init__(self._param.shape[:-1], validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int], _instance: Categorical | None = None) -> Categorical:
         new = self._expand_tensors(Categorical, batch_shape, _instance, "probs", "logits")
         new._param = vars(new).get("logits", vars(new).get("probs"))
         new._num_events = self._num_events
         return new
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
-    def support(self):
+    def support(self) -> constraints.Constraint:
         return constraints.integer_interval(0, self._num_events - 1)
 
     @lazy_property
-    def logits(self):
+    def logits(self) -> Tensor:
         return probs_to_logits(self.probs)
 
     @lazy_property
-    def probs(self):
+    def probs(self) -> Tensor:
         return logits_to_probs(self.logits)
 
     @property
-    def param_shape(self):
+    def param_shape(self) -> Size:
         return self._param.shape
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         return tl.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
                        device=self.probs.device)
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         return self.probs.argmax(-1)
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         return tl.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
                        device=self.probs.device)
 
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         n = tl.Size(sample_shape).numel()
         probs_2d = self.probs.reshape(-1, self._num_events)
         with tl.no_grad():
@@ -88,18 +99,18 @@ class Categorical(Distribution):
                 samples_2d = tl.multinomial(probs_2d, n, replacement=True).t()
         return samples_2d.reshape(self._extended_shape(sample_shape))
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
         value, log_pmf = tl.broadcast_tensors(value, self.logits)
         return log_pmf.gather(-1, value[..., :1]).squeeze(-1)
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         logits = self.logits.clamp(min=tl.finfo(self.logits.dtype).min)
         return -(logits * self.probs).sum(-1)
 
-    def enumerate_support(self, expand=True):
+    def enumerate_support(self, expand: bool = True) -> Tensor:
         values = tl.arange(self._num_events, dtype=tl.int64, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values

@@ -4,9 +4,16 @@ constrained space, to optimise constrained parameters as free ones
 (p = transform_to(c)(unconstrained)).  biject_to's transforms are bijective (for HMC-like
 uses that need log-Jacobians); transform_to's need not be (softmax for the simplex).
 New entries: biject_to.register(MyConstraint, factory)."""
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING
 
 from . import constraints, transforms
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 
@@ -14,10 +21,11 @@ __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 class ConstraintRegistry:
     """Constraint type -> factory(constraint) -> Transform."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._registry = {}
 
-    def register(self, constraint, factory=None):
+    def register(self, constraint: constraints.Constraint | type[constraints.Constraint],
+                 factory: Callable[[Any], transforms.Transform] | None = None) -> Callable[..., Any]:
         """Register factory for constraint's type (a Constraint subclass or instance); usable
         as a decorator."""
         if factory is None:
@@ -30,7 +38,7 @@ class ConstraintRegistry:
         self._registry[constraint] = factory
         return factory
 
-    def __call__(self, constraint):
+    def __call__(self, constraint: constraints.Constraint) -> transforms.Transform:
         try:
             factory = self._registry[type(constraint)]
         except KeyError:

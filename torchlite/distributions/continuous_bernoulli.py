@@ -5,14 +5,23 @@ Cunningham, "The continuous Bernoulli: fixing a pervasive error in variational a
 (2019).  The closed forms divide 0 by 0 at lambda = 1/2: inside lims (default (0.499, 0.501))
 they are replaced by their Taylor expansions in (lambda - 1/2), as PyTorch does.  Sampled by
 inverting the cdf, so rsample has gradients."""
+from __future__ import annotations
+
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
 from . import constraints
 from .exp_family import ExponentialFamily
 from .utils import BinaryLogitsProbs, broadcast_all, clamp_probs, lazy_property, logits_to_probs
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["ContinuousBernoulli"]
 
@@ -23,7 +32,8 @@ class ContinuousBernoulli(BinaryLogitsProbs, ExponentialFamily):
     _mean_carrier_measure = 0
     has_rsample = True
 
-    def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
+    def __init__(self, probs: Tensor | float | None = None, logits: Tensor | float | None = None,
+                 lims: tuple[float, float] = (0.499, 0.501), validate_args: bool | None = None) -> None:
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
         if probs is not None:
@@ -40,7 +50,8 @@ class ContinuousBernoulli(BinaryLogitsProbs, ExponentialFamily):
         self._lims = lims
         super().__init__(tl.Size(()) if scalar else self._param.shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int],
+               _instance: ContinuousBernoulli | None = None) -> ContinuousBernoulli:
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = tl.Size(batch_shape)
@@ -58,11 +69,11 @@ class ContinuousBernoulli(BinaryLogitsProbs, ExponentialFamily):
         return self._param.new(*args, **kwargs)
 
     @lazy_property
-    def probs(self):
+    def probs(self) -> Tensor:
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
 
     @property
-    def param_shape(self):
+    def param_shape(self) -> Size:
         return self._param.shape
 
     # ---- the closed forms, and where they are replaced --------------------------------------------
@@ -86,7 +97,7 @@ class ContinuousBernoulli(BinaryLogitsProbs, ExponentialFamily):
         return tl.where(self._stable(), log_norm, taylor)
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         lam = self._cut_probs()
         closed = lam / (2.0 * lam - 1.0) + 1.0 / ((-lam).log1p() - lam.log())
         x = self.probs - 0.5
@@ -94,7 +105,7 @@ class ContinuousBernoulli(BinaryLogitsProbs, ExponentialFamily):
         return tl.where(self._stable(), closed, taylor)
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         lam = self._cut_probs()
         closed = (lam * (lam - 1.0) / (1.0 - 2.0 * lam).pow(2)
                   + 1.0 / ((-lam).log1p() - lam.log()).pow(2))
@@ -103,22 +114,22 @@ class ContinuousBernoulli(BinaryLogitsProbs, ExponentialFamily):
         return tl.where(self._stable(), closed, taylor)
 
     @property
-    def stddev(self):
+    def stddev(self) -> Tensor:
         return self.variance.sqrt()
 
     # ---- sampling and densities ------------------------------------------------------------------
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         u = tl.rand(self._extended_shape(sample_shape), dtype=self.probs.dtype,
                     device=self.probs.device)
         with tl.no_grad():
             return self.icdf(u)
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         u = tl.rand(self._extended_shape(sample_shape), dtype=self.probs.dtype,
                     device=self.probs.device)
         return self.icdf(u)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         from ..nn.functional import binary_cross_entropy_with_logits
@@ -126,7 +137,7 @@ class ContinuousBernoulli(BinaryLogitsProbs, ExponentialFamily):
         return (-binary_cross_entropy_with_logits(logits, value, reduction="none")
                 + self._cont_bern_log_norm())
 
-    def cdf(self, value):
+    def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         lam = self._cut_probs()
@@ -135,13 +146,13 @@ class ContinuousBernoulli(BinaryLogitsProbs, ExponentialFamily):
         return tl.where(value <= 0.0, tl.zeros_like(value),
                         tl.where(value >= 1.0, tl.ones_like(value), inner))
 
-    def icdf(self, value):
+    def icdf(self, value: Tensor) -> Tensor:
         lam = self._cut_probs()
         closed = (((-lam + value * (2.0 * lam - 1.0)).log1p() - (-lam).log1p())
                   / (lam.log() - (-lam).log1p()))
         return tl.where(self._stable(), closed, value)
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         log0, log1 = (-self.probs).log1p(), self.probs.log()
         return self.mean * (log0 - log1) - self._cont_bern_log_norm() - log0
 

@@ -1,11 +1,21 @@
 """Dirichlet(concentration) (PyTorch's torch.distributions.Dirichlet): a point of the
 simplex, drawn as independent Gamma(concentration_i, 1) variables divided by their sum, so
 rsample's gradient is the Gamma draws' implicit one carried through the normalisation."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import torchlite as tl
 
 from . import constraints
 from ._standard_gamma import standard_gamma
 from .exp_family import ExponentialFamily
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["Dirichlet"]
 
@@ -21,31 +31,31 @@ class Dirichlet(ExponentialFamily):
     support = constraints.simplex
     has_rsample = True
 
-    def __init__(self, concentration, validate_args=None):
+    def __init__(self, concentration: Tensor | float, validate_args: bool | None = None) -> None:
         if concentration.ndim < 1:
             raise ValueError("`concentration` parameter must be at least one-dimensional.")
         self.concentration = concentration
         super().__init__(concentration.shape[:-1], concentration.shape[-1:],
                          validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int], _instance: Dirichlet | None = None) -> Dirichlet:
         return self._expand_tensors(Dirichlet, batch_shape, _instance, "concentration")
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         return _sample_dirichlet(self.concentration.expand(self._extended_shape(sample_shape)))
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         return (tl.xlogy(self.concentration - 1.0, value).sum(-1)
                 + self.concentration.sum(-1).lgamma() - self.concentration.lgamma().sum(-1))
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         return self.concentration / self.concentration.sum(-1, keepdim=True)
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         concentrationm1 = (self.concentration - 1).clamp(min=0.0)
         mode = concentrationm1 / concentrationm1.sum(-1, keepdim=True)
         # all concentrations below 1: the density peaks at the vertex of the largest
@@ -55,11 +65,11 @@ class Dirichlet(ExponentialFamily):
         return tl.where(all_below, vertex, mode)
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         con0 = self.concentration.sum(-1, keepdim=True)
         return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         k = self.concentration.shape[-1]
         a0 = self.concentration.sum(-1)
         return (self.concentration.lgamma().sum(-1) - a0.lgamma() - (k - a0) * a0.digamma()

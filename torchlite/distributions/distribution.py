@@ -1,11 +1,20 @@
 """The Distribution base class (PyTorch's torch.distributions.Distribution): batch_shape and
 event_shape, argument and sample validation, expand, and the derived properties."""
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
 from . import constraints
 from .utils import lazy_property
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["Distribution"]
 
@@ -44,13 +53,14 @@ class Distribution:
     _validate_args = __debug__
 
     @staticmethod
-    def set_default_validate_args(value):
+    def set_default_validate_args(value: bool) -> None:
         """Turn validation on or off for distributions made without validate_args."""
         if value not in (True, False):
             raise ValueError
         Distribution._validate_args = value
 
-    def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
+    def __init__(self, batch_shape: Size | Sequence[int] = (), event_shape: Size | Sequence[int] = (),
+                 validate_args: bool | None = None) -> None:
         self._batch_shape = tl.Size(batch_shape)
         self._event_shape = tl.Size(event_shape)
         if validate_args is not None:
@@ -69,7 +79,7 @@ class Distribution:
                         f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
                         f"constraint {constraint!r}, but found invalid values:\n{value}")
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int], _instance: Distribution | None = None) -> Distribution:
         """A new distribution of this family whose parameters are expanded (views, no copy)
         to batch_shape; arguments are not validated again."""
         raise NotImplementedError
@@ -99,64 +109,64 @@ class Distribution:
         return new
 
     @property
-    def batch_shape(self):
+    def batch_shape(self) -> Size:
         return self._batch_shape
 
     @property
-    def event_shape(self):
+    def event_shape(self) -> Size:
         return self._event_shape
 
     @property
-    def support(self):
+    def support(self) -> constraints.Constraint:
         raise NotImplementedError
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} has no mean")
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         raise NotImplementedError(f"{type(self)} does not implement mode")
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} has no variance")
 
     @property
-    def stddev(self):
+    def stddev(self) -> Tensor:
         return self.variance.sqrt()
 
     def _extended_shape(self, sample_shape=()):
         return tl.Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         with tl.no_grad():
             return self.rsample(sample_shape)
 
-    def sample_n(self, n):
+    def sample_n(self, n: int) -> Tensor:
         warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
                       FutureWarning, stacklevel=2)
         return self.sample((n,))
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} has no reparameterized samples")
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         raise NotImplementedError
 
-    def cdf(self, value):
+    def cdf(self, value: Tensor) -> Tensor:
         raise NotImplementedError
 
-    def icdf(self, value):
+    def icdf(self, value: Tensor) -> Tensor:
         raise NotImplementedError
 
-    def enumerate_support(self, expand=True):
+    def enumerate_support(self, expand: bool = True) -> Tensor:
         raise NotImplementedError
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         raise NotImplementedError
 
-    def perplexity(self):
+    def perplexity(self) -> Tensor:
         return self.entropy().exp()
 
     def _validate_sample(self, value):
@@ -184,7 +194,7 @@ class Distribution:
                              f"{actual}) to be within the support ({support!r}) of the "
                              f"distribution {self!r}, but found invalid values:\n{value}")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = []
         for name in self.arg_constraints:
             value = vars(self).get(name)

@@ -4,9 +4,16 @@ density h(x) exp(<theta, t(x)> - A(theta)).  A subclass gives its natural parame
 (_mean_carrier_measure); the base then has the entropy, A(theta) - <theta, grad A(theta)>
 - E[log h], and kl.py the KL divergence between two members of one family, the Bregman
 divergence of A, both through autograd's gradient of A."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import torchlite as tl
 
 from .distribution import Distribution
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 __all__ = ["ExponentialFamily"]
 
@@ -26,7 +33,7 @@ class ExponentialFamily(Distribution):
         """E[log h(x)] under the distribution."""
         raise NotImplementedError
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         theta = [p.detach().requires_grad_() for p in self._natural_params]
         a = self._log_normalizer(*theta)
         grads = tl.autograd.grad(a.sum(), theta, create_graph=True)

@@ -2,9 +2,19 @@
 torch.distributions.Independent): the rightmost reinterpreted_batch_ndims batch dims of the
 base become event dims, so log_prob and entropy sum over them (a diagonal Normal as one
 multivariate event, for instance)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import constraints
 from .distribution import Distribution
 from .utils import _sum_rightmost
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["Independent"]
 
@@ -12,7 +22,8 @@ __all__ = ["Independent"]
 class Independent(Distribution):
     arg_constraints = {}
 
-    def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
+    def __init__(self, base_distribution: Distribution, reinterpreted_batch_ndims: int,
+                 validate_args: bool | None = None) -> None:
         if reinterpreted_batch_ndims > len(base_distribution.batch_shape):
             raise ValueError(f"Expected reinterpreted_batch_ndims <= "
                              f"len(base_distribution.batch_shape), actual "
@@ -25,7 +36,7 @@ class Independent(Distribution):
         super().__init__(shape[:len(shape) - event_dim], shape[len(shape) - event_dim:],
                          validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int], _instance: Independent | None = None) -> Independent:
         new = self._get_checked_instance(Independent, _instance)
         batch_shape = tuple(batch_shape)
         new.base_dist = self.base_dist.expand(
@@ -36,48 +47,48 @@ class Independent(Distribution):
         return new
 
     @property
-    def has_rsample(self):
+    def has_rsample(self) -> bool:
         return self.base_dist.has_rsample
 
     @property
-    def has_enumerate_support(self):
+    def has_enumerate_support(self) -> bool:
         return self.reinterpreted_batch_ndims == 0 and self.base_dist.has_enumerate_support
 
     @constraints.dependent_property
-    def support(self):
+    def support(self) -> constraints.Constraint:
         result = self.base_dist.support
         if self.reinterpreted_batch_ndims:
             result = constraints.independent(result, self.reinterpreted_batch_ndims)
         return result
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         return self.base_dist.mean
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         return self.base_dist.mode
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         return self.base_dist.variance
 
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         return self.base_dist.sample(sample_shape)
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         return self.base_dist.rsample(sample_shape)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         return _sum_rightmost(self.base_dist.log_prob(value), self.reinterpreted_batch_ndims)
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         return _sum_rightmost(self.base_dist.entropy(), self.reinterpreted_batch_ndims)
 
-    def enumerate_support(self, expand=True):
+    def enumerate_support(self, expand: bool = True) -> Tensor:
         if self.reinterpreted_batch_ndims > 0:
             raise NotImplementedError("Enumeration over cartesian product is not implemented")
         return self.base_dist.enumerate_support(expand=expand)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_dist}, {self.reinterpreted_batch_ndims})"

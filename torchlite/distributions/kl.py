@@ -3,9 +3,12 @@ PyTorch's closed forms for every pair of the families here.
 
 Lookup picks the most specific registered (type_p, type_q) pair by subclass order, as
 PyTorch does (a RuntimeWarning when two candidates tie), and memoises it per type pair."""
+from __future__ import annotations
+
 import functools
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
@@ -32,13 +35,19 @@ from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import _sum_rightmost, euler_constant as _euler_gamma
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .._tensor import Tensor
+
 __all__ = ["kl_divergence", "register_kl"]
 
 _KL_REGISTRY = {}       # the registered (type_p, type_q) pairs
 _KL_MEMOIZE = {}        # (type(p), type(q)) -> the function the lookup chose
 
 
-def register_kl(type_p, type_q):
+def register_kl(type_p: type[Distribution], type_q: type[Distribution]
+                ) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
     """Decorator: fn(p, q) computes KL(p || q) for distributions of these types (and their
     subclasses, unless a more specific pair is registered)."""
     if not (isinstance(type_p, type) and issubclass(type_p, Distribution)):
@@ -46,7 +55,7 @@ def register_kl(type_p, type_q):
     if not (isinstance(type_q, type) and issubclass(type_q, Distribution)):
         raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
 
-    def decorator(fn):
+    def decorator(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         _KL_REGISTRY[type_p, type_q] = fn
         _KL_MEMOIZE.clear()             # the lookup order may have changed
         return fn
@@ -89,7 +98,7 @@ def _dispatch_kl(type_p, type_q):
     return left_fn
 
 
-def kl_divergence(p, q):
+def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
     """KL(p || q) = E_p[log p(x) - log q(x)], batched over the batch shape."""
     try:
         fn = _KL_MEMOIZE[type(p), type(q)]

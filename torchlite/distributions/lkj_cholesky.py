@@ -8,7 +8,10 @@ scaled by the square root of a Beta(i/2, concentration + (dim - 2)/2 - i/2) draw
 diagonal completing the row to unit length.  log_prob is taken with respect to the
 strictly-lower entries of L: sum_i (2 (eta - 1) + dim - i - 1) log L_ii minus the normaliser of
 the paper (its page 1999)."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
@@ -17,6 +20,12 @@ from .beta import Beta
 from .distribution import Distribution
 from .utils import broadcast_all
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
+
 __all__ = ["LKJCholesky"]
 
 
@@ -24,7 +33,7 @@ class LKJCholesky(Distribution):
     arg_constraints = {"concentration": constraints.positive}
     support = constraints.corr_cholesky
 
-    def __init__(self, dim, concentration=1.0, validate_args=None):
+    def __init__(self, dim: int, concentration: Tensor | float = 1.0, validate_args: bool | None = None) -> None:
         if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2:
             raise ValueError(f"Expected dim to be an integer greater than or equal to 2. "
                              f"Found dim={dim}.")
@@ -40,7 +49,7 @@ class LKJCholesky(Distribution):
         self._beta = Beta(offset + 0.5, marginal.unsqueeze(-1) - 0.5 * offset)
         super().__init__(batch_shape, event_shape, validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int], _instance: LKJCholesky | None = None) -> LKJCholesky:
         new = self._get_checked_instance(LKJCholesky, _instance)
         batch_shape = tl.Size(batch_shape)
         new.dim = self.dim
@@ -50,7 +59,7 @@ class LKJCholesky(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         with tl.no_grad():
             y = self._beta.sample(sample_shape).unsqueeze(-1)
             shape = self._extended_shape(sample_shape)
@@ -62,7 +71,7 @@ class LKJCholesky(Distribution):
             diag = (1 - w.pow(2).sum(-1)).clamp(min=tiny).sqrt()
             return w + tl.diag_embed(diag)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         diag = value.diagonal(dim1=-2, dim2=-1)[..., 1:]

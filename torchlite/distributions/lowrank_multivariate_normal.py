@@ -3,7 +3,10 @@ torch.distributions.LowRankMultivariateNormal): covariance W W^T + diag(D) with 
 n x m, m small.  Densities never form the n x n matrix: the Woodbury identity and the
 matrix determinant lemma reduce both to the m x m capacitance matrix K = I + W^T D^-1 W
 (through its Cholesky factor); rsample is loc + W eps_m + sqrt(D) eps_n."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
@@ -11,6 +14,12 @@ from . import constraints
 from .distribution import Distribution
 from .multivariate_normal import _batch_mahalanobis
 from .utils import lazy_property
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["LowRankMultivariateNormal"]
 
@@ -45,7 +54,7 @@ class LowRankMultivariateNormal(Distribution):
     support = constraints.real_vector
     has_rsample = True
 
-    def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
+    def __init__(self, loc: Tensor, cov_factor: Tensor, cov_diag: Tensor, validate_args: bool | None = None) -> None:
         if loc.ndim < 1:
             raise ValueError("loc must be at least one-dimensional.")
         event_shape = tuple(loc.shape[-1:])
@@ -70,7 +79,8 @@ class LowRankMultivariateNormal(Distribution):
         self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
         super().__init__(self.loc.shape[:-1], event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int],
+               _instance: LowRankMultivariateNormal | None = None) -> LowRankMultivariateNormal:
         new = self._expand_tensors(LowRankMultivariateNormal, batch_shape, _instance, "loc",
                                    "cov_diag", "cov_factor")
         new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
@@ -79,23 +89,23 @@ class LowRankMultivariateNormal(Distribution):
         return new
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         return self.loc
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         return self.loc
 
     def _batch_matrix(self, m):
         return m.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
 
     @lazy_property
-    def variance(self):
+    def variance(self) -> Tensor:
         return (self._unbroadcasted_cov_factor.pow(2).sum(-1) + self._unbroadcasted_cov_diag
                 ).expand(tuple(self._batch_shape) + tuple(self._event_shape))
 
     @lazy_property
-    def scale_tril(self):
+    def scale_tril(self) -> Tensor:
         # W W^T + D = D^1/2 (I + D^-1/2 W W^T D^-1/2) D^1/2: Cholesky of the n x n middle
         n = self._event_shape[0]
         sqrt_d = self._unbroadcasted_cov_diag.sqrt().unsqueeze(-1)
@@ -104,19 +114,19 @@ class LowRankMultivariateNormal(Distribution):
         return self._batch_matrix(sqrt_d * tl.linalg.cholesky(K))
 
     @lazy_property
-    def covariance_matrix(self):
+    def covariance_matrix(self) -> Tensor:
         W = self._unbroadcasted_cov_factor
         return self._batch_matrix(W @ W.mT + tl.diag_embed(self._unbroadcasted_cov_diag))
 
     @lazy_property
-    def precision_matrix(self):
+    def precision_matrix(self) -> Tensor:
         # Woodbury: D^-1 - D^-1 W K^-1 W^T D^-1 = D^-1 - A^T A with A = L^-1 W^T D^-1
         Wt_Dinv = self._unbroadcasted_cov_factor.mT / self._unbroadcasted_cov_diag.unsqueeze(-2)
         A = tl.linalg.solve_triangular(self._capacitance_tril, Wt_Dinv, upper=False)
         return self._batch_matrix(tl.diag_embed(self._unbroadcasted_cov_diag.reciprocal())
                                   - A.mT @ A)
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
         eps_W = tl.randn(shape[:-1] + (self.cov_factor.shape[-1],), dtype=self.loc.dtype,
                          device=self.loc.device)
@@ -124,7 +134,7 @@ class LowRankMultivariateNormal(Distribution):
         return (self.loc + (self._unbroadcasted_cov_factor @ eps_W.unsqueeze(-1)).squeeze(-1)
                 + self._unbroadcasted_cov_diag.sqrt() * eps_D)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         M = _batch_lowrank_mahalanobis(self._unbroadcasted_cov_factor,
@@ -134,7 +144,7 @@ class LowRankMultivariateNormal(Distribution):
                                         self._unbroadcasted_cov_diag, self._capacitance_tril)
         return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + log_det + M)
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         log_det = _batch_lowrank_logdet(self._unbroadcasted_cov_factor,
                                         self._unbroadcasted_cov_diag, self._capacitance_tril)
         H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + log_det)

@@ -2,11 +2,21 @@
 torch.distributions.MixtureSameFamily): a Categorical over K components, all of one family
 batched along its rightmost batch dim (of size K).  log_prob is a logsumexp over the
 components; sampling draws every component and gathers the chosen one (no rsample)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import torchlite as tl
 
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["MixtureSameFamily"]
 
@@ -15,7 +25,8 @@ class MixtureSameFamily(Distribution):
     arg_constraints = {}
     has_rsample = False
 
-    def __init__(self, mixture_distribution, component_distribution, validate_args=None):
+    def __init__(self, mixture_distribution: Categorical, component_distribution: Distribution,
+                 validate_args: bool | None = None) -> None:
         self._mixture_distribution = mixture_distribution
         self._component_distribution = component_distribution
         if not isinstance(mixture_distribution, Categorical):
@@ -39,7 +50,8 @@ class MixtureSameFamily(Distribution):
         self._event_ndims = len(component_distribution.event_shape)
         super().__init__(cdbs, component_distribution.event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int],
+               _instance: MixtureSameFamily | None = None) -> MixtureSameFamily:
         batch_shape = tuple(batch_shape)
         new = self._get_checked_instance(MixtureSameFamily, _instance)
         new._component_distribution = self._component_distribution.expand(
@@ -53,24 +65,24 @@ class MixtureSameFamily(Distribution):
         return new
 
     @constraints.dependent_property
-    def support(self):
+    def support(self) -> constraints.Constraint:
         return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
 
     @property
-    def mixture_distribution(self):
+    def mixture_distribution(self) -> Categorical:
         return self._mixture_distribution
 
     @property
-    def component_distribution(self):
+    def component_distribution(self) -> Distribution:
         return self._component_distribution
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
         return (probs * self.component_distribution.mean).sum(-1 - self._event_ndims)
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         # the law of total variance: E[Var(x | k)] + Var(E[x | k])
         probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
         mean_cond_var = (probs * self.component_distribution.variance).sum(-1 - self._event_ndims)
@@ -78,18 +90,18 @@ class MixtureSameFamily(Distribution):
                          ).sum(-1 - self._event_ndims)
         return mean_cond_var + var_cond_mean
 
-    def cdf(self, x):
+    def cdf(self, x: Tensor) -> Tensor:
         cdf_x = self.component_distribution.cdf(self._pad(x))
         return (cdf_x * self.mixture_distribution.probs).sum(-1)
 
-    def log_prob(self, x):
+    def log_prob(self, x: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(x)
         log_prob_x = self.component_distribution.log_prob(self._pad(x))       # [S, B, k]
         log_mix_prob = self.mixture_distribution.logits.log_softmax(-1)       # [B, k]
         return (log_prob_x + log_mix_prob).logsumexp(-1)                      # [S, B]
 
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         with tl.no_grad():
             sample_shape = tuple(sample_shape)
             gather_dim = len(sample_shape) + len(self.batch_shape)
@@ -110,6 +122,6 @@ class MixtureSameFamily(Distribution):
         xs = tuple(x.shape)
         return x.reshape(xs[:-1] + (1,) * pad_ndims + xs[-1:] + (1,) * self._event_ndims)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MixtureSameFamily(\n  {self.mixture_distribution},\n  " \
                f"{self.component_distribution})"

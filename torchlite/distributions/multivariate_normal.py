@@ -2,13 +2,22 @@
 torch.distributions.MultivariateNormal): everything goes through the lower Cholesky factor L
 of the covariance (Sigma = L L^T), so sampling is loc + L eps and densities use triangular
 solves, never an explicit inverse."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
 from .utils import lazy_property
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["MultivariateNormal"]
 
@@ -27,8 +36,8 @@ class MultivariateNormal(Distribution):
     support = constraints.real_vector
     has_rsample = True
 
-    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
-                 validate_args=None):
+    def __init__(self, loc: Tensor, covariance_matrix: Tensor | None = None, precision_matrix: Tensor | None = None,
+                 scale_tril: Tensor | None = None, validate_args: bool | None = None) -> None:
         if loc.ndim < 1:
             raise ValueError("loc must be at least one-dimensional.")
         if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
@@ -55,7 +64,8 @@ class MultivariateNormal(Distribution):
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int],
+               _instance: MultivariateNormal | None = None) -> MultivariateNormal:
         new = self._expand_tensors(MultivariateNormal, batch_shape, _instance, "loc",
                                    "covariance_matrix", "precision_matrix", "scale_tril")
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
@@ -67,39 +77,39 @@ class MultivariateNormal(Distribution):
 
     # the matrix forms not given are made from the Cholesky factor on first use
     @lazy_property
-    def scale_tril(self):
+    def scale_tril(self) -> Tensor:
         return self._L()
 
     @lazy_property
-    def covariance_matrix(self):
+    def covariance_matrix(self) -> Tensor:
         L = self._L()
         return L @ L.mT
 
     @lazy_property
-    def precision_matrix(self):
+    def precision_matrix(self) -> Tensor:
         L = self._unbroadcasted_scale_tril
         Id = tl.eye(L.shape[-1], dtype=L.dtype, device=L.device)
         return tl.cholesky_solve(Id.expand(L.shape), L).expand(
             *self._batch_shape, *self._event_shape, *self._event_shape)
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         return self.loc
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         return self.loc
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         return self._L().pow(2).sum(-1)
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         eps = tl.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + (self._L() @ eps.unsqueeze(-1)).squeeze(-1)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         diff = value - self.loc
@@ -110,7 +120,7 @@ class MultivariateNormal(Distribution):
         n = self._event_shape[0]
         return -0.5 * (n * math.log(2 * math.pi) + M) - half_log_det
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         n = self._event_shape[0]
         half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
         h = 0.5 * n * (1.0 + math.log(2 * math.pi)) + half_log_det

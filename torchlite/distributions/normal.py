@@ -1,11 +1,20 @@
 """Normal(loc, scale) (PyTorch's torch.distributions.Normal)."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
 from . import constraints
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["Normal"]
 
@@ -17,40 +26,40 @@ class Normal(ExponentialFamily):
     support = constraints.real
     has_rsample = True
 
-    def __init__(self, loc, scale, validate_args=None):
+    def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(self.loc.shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int], _instance: Normal | None = None) -> Normal:
         return self._expand_tensors(Normal, batch_shape, _instance, "loc", "scale")
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         return self.loc
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         return self.loc
 
     @property
-    def stddev(self):
+    def stddev(self) -> Tensor:
         return self.scale
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         return self.scale.pow(2)
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         eps = tl.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + eps * self.scale
 
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         with tl.no_grad():
             return tl.normal(self.loc.expand(self._extended_shape(sample_shape)),
                              self.scale.expand(self._extended_shape(sample_shape)))
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         # -z^2 / 2 - log(scale) - log(2 pi) / 2 with z = (value - loc) / scale: two passes over
@@ -62,15 +71,15 @@ class Normal(ExponentialFamily):
             return -0.5 * (z * z) - bias
         return z.square_().mul_(-0.5).sub_(bias)
 
-    def cdf(self, value):
+    def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         return 0.5 * (1 + ((value - self.loc) / (self.scale * math.sqrt(2))).erf())
 
-    def icdf(self, value):
+    def icdf(self, value: Tensor) -> Tensor:
         return self.loc + self.scale * (2 * value - 1).erfinv() * math.sqrt(2)
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
     # the exponential-family form: theta = (mu / sigma^2, -1 / (2 sigma^2)), h = 1

@@ -2,6 +2,10 @@
 torch.distributions.TransformedDistribution): the distribution of y = t_n(...t_1(x)) for x
 drawn from the base.  log_prob inverts the transforms and adds their log-Jacobians (change of
 variables); cdf / icdf go through the base's when every transform is monotone."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import torchlite as tl
 
 from . import constraints
@@ -10,13 +14,20 @@ from .independent import Independent
 from .transforms import ComposeTransform, Transform
 from .utils import _sum_rightmost
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
+
 __all__ = ["TransformedDistribution"]
 
 
 class TransformedDistribution(Distribution):
     arg_constraints = {}
 
-    def __init__(self, base_distribution, transforms, validate_args=None):
+    def __init__(self, base_distribution: Distribution, transforms: Transform | list[Transform],
+                 validate_args: bool | None = None) -> None:
         if isinstance(transforms, Transform):
             self.transforms = [transforms]
         elif isinstance(transforms, list):
@@ -47,7 +58,8 @@ class TransformedDistribution(Distribution):
         cut = len(forward_shape) - event_dim
         super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int],
+               _instance: TransformedDistribution | None = None) -> TransformedDistribution:
         new = self._get_checked_instance(TransformedDistribution, _instance)
         shape = tl.Size(tuple(batch_shape) + tuple(self.event_shape))
         for t in reversed(self.transforms):
@@ -60,7 +72,7 @@ class TransformedDistribution(Distribution):
         return new
 
     @constraints.dependent_property(is_discrete=False)
-    def support(self):
+    def support(self) -> constraints.Constraint:
         if not self.transforms:
             return self.base_dist.support
         support = self.transforms[-1].codomain
@@ -69,23 +81,23 @@ class TransformedDistribution(Distribution):
         return support
 
     @property
-    def has_rsample(self):
+    def has_rsample(self) -> bool:
         return self.base_dist.has_rsample
 
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         with tl.no_grad():
             x = self.base_dist.sample(sample_shape)
             for t in self.transforms:
                 x = t(x)
             return x
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         x = self.base_dist.rsample(sample_shape)
         for t in self.transforms:
             x = t(x)
         return x
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         event_dim = len(self.event_shape)
@@ -109,14 +121,14 @@ class TransformedDistribution(Distribution):
             return value
         return sign * (value - 0.5) + 0.5
 
-    def cdf(self, value):
+    def cdf(self, value: Tensor) -> Tensor:
         for t in self.transforms[::-1]:
             value = t.inv(value)
         if self._validate_args:
             self.base_dist._validate_sample(value)
         return self._monotonize_cdf(self.base_dist.cdf(value))
 
-    def icdf(self, value):
+    def icdf(self, value: Tensor) -> Tensor:
         value = self.base_dist.icdf(self._monotonize_cdf(value))
         for t in self.transforms:
             value = t(value)

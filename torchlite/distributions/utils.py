@@ -1,8 +1,17 @@
 """Helpers of torchlite.distributions (PyTorch's torch.distributions.utils)."""
+from __future__ import annotations
+
 import functools
 import numbers
+from typing import TYPE_CHECKING
 
 import torchlite as tl
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property",
            "tril_matrix_to_vec", "vec_to_tril_matrix", "euler_constant", "BinaryLogitsProbs"]
@@ -10,7 +19,7 @@ __all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits",
 euler_constant = 0.57721566490153286060  # the Euler-Mascheroni constant
 
 
-def broadcast_all(*values):
+def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
     """The values as tensors of one broadcast shape (numbers take the default dtype, or the
     dtype and device of the first tensor among them)."""
     if not all(isinstance(v, (tl.Tensor, numbers.Number)) for v in values):
@@ -31,18 +40,18 @@ def _sum_rightmost(value, dim):
     return value.reshape(tuple(value.shape[:value.ndim - dim]) + (-1,)).sum(-1)
 
 
-def clamp_probs(probs):
+def clamp_probs(probs: Tensor) -> Tensor:
     """probs clamped into [eps, 1 - eps], so their logs and log1p(-p) stay finite."""
     eps = tl.finfo(probs.dtype).eps
     return probs.clamp(min=eps, max=1 - eps)
 
 
-def probs_to_logits(probs, is_binary=False):
+def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
     p = clamp_probs(probs)
     return p.log() - (-p).log1p() if is_binary else p.log()
 
 
-def logits_to_probs(logits, is_binary=False):
+def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
     return logits.sigmoid() if is_binary else logits.softmax(-1)
 
 
@@ -51,11 +60,11 @@ class lazy_property:
     distribution made from probs computes logits only when asked (and validation, expand and
     repr see only what was given: the name is absent from vars() until then)."""
 
-    def __init__(self, wrapped):
+    def __init__(self, wrapped: Callable[[Any], Any]) -> None:
         self.wrapped = wrapped
         functools.update_wrapper(self, wrapped)
 
-    def __get__(self, instance, owner=None):
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
         if instance is None:
             return self
         with tl.enable_grad():
@@ -92,11 +101,11 @@ class BinaryLogitsProbs:
         return new
 
     @lazy_property
-    def logits(self):
+    def logits(self) -> Tensor:
         return probs_to_logits(self.probs, is_binary=True)
 
     @lazy_property
-    def probs(self):
+    def probs(self) -> Tensor:
         return logits_to_probs(self.logits, is_binary=True)
 
 
@@ -105,7 +114,7 @@ def _tril_mask(n, diag, device):
     return arange < arange.view(-1, 1) + (diag + 1)
 
 
-def tril_matrix_to_vec(mat, diag=0):
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
     """The entries of mat's lower triangle (below diagonal diag), row by row."""
     n = mat.shape[-1]
     if diag < -n or diag >= n:
@@ -113,7 +122,7 @@ def tril_matrix_to_vec(mat, diag=0):
     return mat[..., _tril_mask(n, diag, mat.device)]
 
 
-def vec_to_tril_matrix(vec, diag=0):
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
     """The inverse of tril_matrix_to_vec: a square matrix with vec in its lower triangle."""
     n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1]
                             + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2

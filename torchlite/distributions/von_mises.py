@@ -5,13 +5,22 @@ log I0 comes from torchlite.special.i0e (I0(k) = i0e(k) e^k), accurate to float6
 where PyTorch uses a 7-digit polynomial approximation, so log-densities agree with PyTorch's
 to about 1e-7.  Sampling is Best and Fisher's rejection algorithm (1979) in float64, as
 PyTorch's: a wrapped-Cauchy proposal accepted by a squeeze or the exact test."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["VonMises"]
 
@@ -31,11 +40,11 @@ class VonMises(Distribution):
     support = constraints.real
     has_rsample = False
 
-    def __init__(self, loc, concentration, validate_args=None):
+    def __init__(self, loc: Tensor | float, concentration: Tensor | float, validate_args: bool | None = None) -> None:
         self.loc, self.concentration = broadcast_all(loc, concentration)
         super().__init__(self.loc.shape, tl.Size(()), validate_args)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         return (self.concentration * (value - self.loc).cos() - math.log(2 * math.pi)
@@ -49,7 +58,7 @@ class VonMises(Distribution):
         # for tiny kappa the exact form cancels; 1/k + k is its expansion there
         return tl.where(k < 1e-5, 1 / k + k, (1 + rho ** 2) / (2 * rho))
 
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         with tl.no_grad():
             shape = self._extended_shape(sample_shape)
             loc = self.loc.to(tl.float64).expand(shape)
@@ -73,21 +82,21 @@ class VonMises(Distribution):
                 raise RuntimeError("VonMises.sample: the rejection sampler did not finish")
             return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int], _instance: VonMises | None = None) -> VonMises:
         return type(self)(self.loc.expand(batch_shape), self.concentration.expand(batch_shape),
                           validate_args=self.__dict__.get("_validate_args"))
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         """The circular mean, loc."""
         return self.loc
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         return self.loc
 
     @lazy_property
-    def variance(self):
+    def variance(self) -> Tensor:
         """The circular variance 1 - I1(kappa) / I0(kappa)."""
         k = self.concentration
         return 1 - (_log_i1(k) - _log_i0(k)).exp()

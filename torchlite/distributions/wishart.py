@@ -7,7 +7,10 @@ reparameterised, so rsample has gradients).  The density, with Gamma_p the multi
 function,
   log p(X) = (df - p - 1)/2 log|X| - tr(Sigma^-1 X)/2 - df p/2 log 2 - df/2 log|Sigma|
              - log Gamma_p(df/2)."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import torchlite as tl
 
@@ -16,6 +19,12 @@ from .distribution import Distribution
 from .gamma import Chi2
 from .multivariate_normal import _precision_to_scale_tril
 from .utils import lazy_property
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._size import Size
+    from .._tensor import Tensor
 
 __all__ = ["Wishart"]
 
@@ -34,8 +43,9 @@ class Wishart(Distribution):
     support = constraints.positive_definite
     has_rsample = True
 
-    def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None,
-                 validate_args=None):
+    def __init__(self, df: Tensor | float, covariance_matrix: Tensor | None = None,
+                 precision_matrix: Tensor | None = None, scale_tril: Tensor | None = None,
+                 validate_args: bool | None = None) -> None:
         if (covariance_matrix is not None) + (scale_tril is not None) + \
                 (precision_matrix is not None) != 1:
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril "
@@ -65,7 +75,7 @@ class Wishart(Distribution):
         steps = tl.arange(p, dtype=self.df.dtype, device=self.df.device)
         self._dist_chi2 = Chi2(self.df.unsqueeze(-1) - steps)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Size | Sequence[int], _instance: Wishart | None = None) -> Wishart:
         new = self._get_checked_instance(Wishart, _instance)
         batch_shape = tl.Size(batch_shape)
         p = self._event_shape[-1]
@@ -85,34 +95,34 @@ class Wishart(Distribution):
         return self._unbroadcasted_scale_tril.expand(*self._batch_shape, p, p)
 
     @lazy_property
-    def scale_tril(self):
+    def scale_tril(self) -> Tensor:
         return self._L()
 
     @lazy_property
-    def covariance_matrix(self):
+    def covariance_matrix(self) -> Tensor:
         L = self._L()
         return L @ L.mT
 
     @lazy_property
-    def precision_matrix(self):
+    def precision_matrix(self) -> Tensor:
         L = self._unbroadcasted_scale_tril
         eye = tl.eye(L.shape[-1], dtype=L.dtype, device=L.device)
         p = self._event_shape[-1]
         return tl.cholesky_solve(eye.expand(L.shape), L).expand(*self._batch_shape, p, p)
 
     @property
-    def mean(self):
+    def mean(self) -> Tensor:
         return self.df.reshape(tuple(self._batch_shape) + (1, 1)) * self.covariance_matrix
 
     @property
-    def mode(self):
+    def mode(self) -> Tensor:
         p = self._event_shape[-1]
         factor = (self.df - p - 1).reshape(tuple(self._batch_shape) + (1, 1))
         cov = self.covariance_matrix
         return tl.where(factor > 0, factor * cov, math.nan)
 
     @property
-    def variance(self):
+    def variance(self) -> Tensor:
         V = self.covariance_matrix
         d = V.diagonal(dim1=-2, dim2=-1)
         return self.df.reshape(tuple(self._batch_shape) + (1, 1)) * (
@@ -127,11 +137,11 @@ class Wishart(Distribution):
         LA = self._L() @ A
         return LA @ LA.mT, p
 
-    def rsample(self, sample_shape=()):
+    def rsample(self, sample_shape: Size | Sequence[int] = ()) -> Tensor:
         X, _ = self._bartlett(tuple(sample_shape))
         return X
 
-    def log_prob(self, value):
+    def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         p = self._event_shape[-1]
@@ -146,7 +156,7 @@ class Wishart(Distribution):
                 - 0.5 * df * p * math.log(2) - df * half_logdet_sigma
                 - tl.mvlgamma(0.5 * df, p))
 
-    def entropy(self):
+    def entropy(self) -> Tensor:
         p = self._event_shape[-1]
         df = self.df
         half_logdet_sigma = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)

@@ -6,14 +6,23 @@ rewrites do most); `graph.nodes` walks it in order.  `python_code()` turns the g
 the source of `forward(self, ...)`, which GraphModule compiles and runs: readable names, one
 line per node, infix operators where the node is one, and each value released after its last
 use (so a generated forward holds no more memory than the eager one)."""
+from __future__ import annotations
+
 import builtins
 import contextlib
 import keyword
 import math
 import operator
 import re
+from typing import TYPE_CHECKING
 
 from .node import Node, _target_name, map_aggregate, map_arg, public_name
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    from ..nn.modules.module import Module
 
 __all__ = ["Graph", "PythonCode"]
 
@@ -60,7 +69,7 @@ def _rebuild_graph(nodes, constants, tracer_cls):
 class PythonCode:
     """The source of a graph's function and the globals it needs."""
 
-    def __init__(self, src, globals_):
+    def __init__(self, src: str, globals_: dict[str, Any]) -> None:
         self.src = src
         self.globals = globals_
 
@@ -99,7 +108,8 @@ class Graph:
     call_function / call_method / call_module / output (or create_node); they go where the
     insert point is (the end, or inside inserting_before / inserting_after)."""
 
-    def __init__(self, owning_module=None, tracer_cls=None, tracer_extras=None):
+    def __init__(self, owning_module: Module | None = None, tracer_cls: type | None = None,
+                 tracer_extras: dict[str, Any] | None = None) -> None:
         self._root = _Root()
         self._names = {}
         self._insert = self._append_at_end
@@ -108,7 +118,7 @@ class Graph:
         self._constants = {}        # get_attr path -> a tensor a tracer met that no module owns
 
     # ---- pickling and deep copies ------------------------------------------------------------
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         """The nodes as a flat list, their argument nodes named (_NodeRef): pickling the
         linked nodes themselves would recurse once per node.  The owning module is not part of
         the graph's state (GraphModule sets it when it takes the graph back)."""
@@ -120,18 +130,18 @@ class Graph:
 
     # ---- the node list -----------------------------------------------------------------------
     @property
-    def nodes(self):
+    def nodes(self) -> _Nodes:
         return _Nodes(self._root)
 
     def _append_at_end(self, n):
         p = self._root._prev
         p._next, n._prev, n._next, self._root._prev = n, p, self._root, n
 
-    def find_nodes(self, *, op, target=None):
+    def find_nodes(self, *, op: str, target: Any = None) -> list[Node]:
         return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
 
     @contextlib.contextmanager
-    def inserting_before(self, n=None):
+    def inserting_before(self, n: Node | None = None) -> Iterator[None]:
         """New nodes go just before n (None: at the start)."""
         old = self._insert
         anchor = n if n is not None else self._root._next
@@ -143,7 +153,7 @@ class Graph:
             self._insert = old
 
     @contextlib.contextmanager
-    def inserting_after(self, n=None):
+    def inserting_after(self, n: Node | None = None) -> Iterator[None]:
         """New nodes go just after n (None: at the start), each after the one before."""
         old = self._insert
         last = [n if n is not None else self._root]
@@ -160,34 +170,40 @@ class Graph:
             self._insert = old
 
     # ---- making nodes ------------------------------------------------------------------------
-    def create_node(self, op, target, args=None, kwargs=None, name=None, type_expr=None):
+    def create_node(self, op: str, target: Callable[..., Any] | str, args: tuple[Any, ...] | None = None,
+                    kwargs: dict[str, Any] | None = None, name: str | None = None,
+                    type_expr: Any | None = None) -> Node:
         candidate = name if name is not None else _candidate_name(op, target)
         node = Node(self, self._unique_name(candidate), op, target, args or (), kwargs or {},
                     type_expr)
         self._insert(node)
         return node
 
-    def placeholder(self, name, type_expr=None, default_value=None, *, has_default=False):
+    def placeholder(self, name: str, type_expr: Any | None = None, default_value: Any = None, *,
+                    has_default: bool = False) -> Node:
         """An input of the function; with has_default, default_value is its default."""
         args = (default_value,) if has_default else ()
         return self.create_node("placeholder", name, args, type_expr=type_expr)
 
-    def get_attr(self, qualified_name, type_expr=None):
+    def get_attr(self, qualified_name: str, type_expr: Any | None = None) -> Node:
         return self.create_node("get_attr", qualified_name, type_expr=type_expr)
 
-    def call_module(self, module_name, args=None, kwargs=None, type_expr=None):
+    def call_module(self, module_name: str, args: tuple[Any, ...] | None = None,
+                    kwargs: dict[str, Any] | None = None, type_expr: Any | None = None) -> Node:
         return self.create_node("call_module", module_name, args, kwargs, type_expr=type_expr)
 
-    def call_method(self, method_name, args=None, kwargs=None, type_expr=None):
+    def call_method(self, method_name: str, args: tuple[Any, ...] | None = None,
+                    kwargs: dict[str, Any] | None = None, type_expr: Any | None = None) -> Node:
         return self.create_node("call_method", method_name, args, kwargs, type_expr=type_expr)
 
-    def call_function(self, the_function, args=None, kwargs=None, type_expr=None):
+    def call_function(self, the_function: Callable[..., Any], args: tuple[Any, ...] | None = None,
+                      kwargs: dict[str, Any] | None = None, type_expr: Any | None = None) -> Node:
         return self.create_node("call_function", the_function, args, kwargs, type_expr=type_expr)
 
-    def output(self, result, type_expr=None):
+    def output(self, result: Any, type_expr: Any | None = None) -> Node:
         return self.create_node("output", "output", (result,), type_expr=type_expr)
 
-    def node_copy(self, node, arg_transform=lambda x: x):
+    def node_copy(self, node: Node, arg_transform: Callable[[Node], Any] = lambda x: x) -> Node:
         """A copy of a node of another graph in this one, its argument nodes mapped by
         arg_transform."""
         args = map_arg(node.args, arg_transform)
@@ -196,7 +212,7 @@ class Graph:
         n.meta = dict(node.meta)
         return n
 
-    def graph_copy(self, g, val_map):
+    def graph_copy(self, g: Graph, val_map: dict[Node, Any]) -> Any:
         """Copy every node of graph g but its output into this one (val_map: g's node -> the
         copy, filled in); returns the value g's output returns, in this graph's nodes."""
         for n in g.nodes:
@@ -205,7 +221,7 @@ class Graph:
             val_map[n] = self.node_copy(n, lambda x: val_map[x])
         return None
 
-    def erase_node(self, to_erase):
+    def erase_node(self, to_erase: Node) -> None:
         """Remove a node no other node uses."""
         if to_erase.users:
             raise RuntimeError(f"Tried to erase Node {to_erase} but it still had "
@@ -216,7 +232,7 @@ class Graph:
         to_erase._remove_from_list()
         to_erase._erased = True
 
-    def eliminate_dead_code(self):
+    def eliminate_dead_code(self) -> bool:
         """Erase the nodes whose values nothing uses (placeholders and outputs stay; so do
         in-place method calls, whose effect is not their value).  True when any went."""
         changed = False
@@ -230,7 +246,7 @@ class Graph:
         return changed
 
     # ---- checks and printing -----------------------------------------------------------------
-    def lint(self):
+    def lint(self) -> bool:
         """Check the graph: every argument a node of this graph defined earlier, names unique,
         one output at the end, and (with an owning module) every call_module / get_attr
         target present in it.  Raises RuntimeError naming the first problem."""
@@ -268,7 +284,7 @@ class Graph:
             raise RuntimeError("Graph has more than one output node")
         return True
 
-    def print_tabular(self):
+    def print_tabular(self) -> None:
         """The nodes as a table: opcode, name, target, args, kwargs."""
         rows = [["opcode", "name", "target", "args", "kwargs"]]
         for n in self.nodes:
@@ -279,13 +295,13 @@ class Graph:
         lines.insert(1, "  ".join("-" * w for w in widths))
         print("\n".join(lines))
 
-    def __str__(self):
+    def __str__(self) -> str:
         params = ", ".join(n.name for n in self.nodes if n.op == "placeholder")
         body = "\n".join("    " + n.format_node() for n in self.nodes)
         return f"graph({params}):\n{body}"
 
     # ---- code ----------------------------------------------------------------------------------
-    def python_code(self, root_module="self"):
+    def python_code(self, root_module: str = "self") -> PythonCode:
         """The source of `def forward(self, <placeholders>)` and the globals it needs."""
         return _CodeGen(self, root_module).generate()
 

@@ -5,11 +5,17 @@ It holds the submodules, parameters and buffers its graph's call_module and get_
 name, copied (by reference) from the module it was made from, at the same paths; so its
 state_dict, parameters() and training work as the original's.  `recompile()` regenerates the
 code after the graph changes; `.code` shows it."""
+from __future__ import annotations
+
 import itertools
 import linecache
+from typing import TYPE_CHECKING
 
 from ..nn.modules.module import Module
 from .graph import Graph
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["GraphModule"]
 
@@ -44,7 +50,7 @@ class GraphModule(Module):
     """A module that runs `graph`.  root: the Module (or a dict of path -> object) that the
     graph's call_module and get_attr targets are taken from."""
 
-    def __new__(cls, *args, **kwargs):
+    def __new__(cls, *args, **kwargs) -> GraphModule:
         # each GraphModule gets a class of its own, so that its generated forward does not
         # replace another's
         if getattr(cls, "_fx_own_class", False):
@@ -52,7 +58,7 @@ class GraphModule(Module):
         own = type(cls.__name__, (cls,), {"_fx_own_class": True})
         return super().__new__(own)
 
-    def __init__(self, root, graph, class_name="GraphModule"):
+    def __init__(self, root: Module | dict[str, Any], graph: Graph, class_name: str = "GraphModule") -> None:
         super().__init__()
         type(self).__name__ = class_name
         type(self).__qualname__ = class_name
@@ -80,21 +86,21 @@ class GraphModule(Module):
         self.graph = graph
 
     @property
-    def graph(self):
+    def graph(self) -> Graph:
         return self._graph
 
     @graph.setter
-    def graph(self, g):
+    def graph(self, g: Graph) -> None:
         object.__setattr__(self, "_graph", g)
         g.owning_module = self
         self.recompile()
 
     @property
-    def code(self):
+    def code(self) -> str:
         """The Python source of the generated forward."""
         return self._code
 
-    def recompile(self):
+    def recompile(self) -> Any:
         """Generate forward from the graph again (call after changing the graph)."""
         code = self._graph.python_code("self")
         filename = f"<eval_with_key>.{next(_counter)}"
@@ -106,18 +112,18 @@ class GraphModule(Module):
         type(self).forward = glb["forward"]
         return code
 
-    def print_readable(self, print_output=True):
+    def print_readable(self, print_output: bool = True) -> str:
         text = f"class {type(self).__name__}(torchlite.nn.Module):\n" + \
             "\n".join("    " + line for line in self._code.splitlines())
         if print_output:
             print(text)
         return text
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return super().__repr__() + "\n\n" + self._code if hasattr(self, "_code") \
             else super().__repr__()
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (and deep-copied) as its class name, its module state and its graph
         (Graph.__reduce__); unpickling generates forward from the graph again.  A graph's
         call_function targets are pickled by reference, so they must be importable (a lambda

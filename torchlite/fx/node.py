@@ -12,12 +12,20 @@ A node's `op` is one of PyTorch's six kinds:
 `args` and `kwargs` hold nodes and plain values, in any nesting of tuples, lists, dicts and
 slices.  Each node knows its `users` (the nodes that take it as an argument), kept up to date
 when arguments change, so passes can rewrite the graph safely."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
 __all__ = ["Node", "map_arg", "map_aggregate"]
 
 OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
 
 
-def map_aggregate(a, fn):
+def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
     """a with fn applied to every leaf (tuples, lists, dicts and slices are walked)."""
     if isinstance(a, tuple):
         mapped = tuple(map_aggregate(e, fn) for e in a)
@@ -32,7 +40,7 @@ def map_aggregate(a, fn):
     return fn(a)
 
 
-def map_arg(a, fn):
+def map_arg(a: Any, fn: Callable[[Node], Any]) -> Any:
     """a with fn applied to every Node inside it."""
     return map_aggregate(a, lambda x: fn(x) if isinstance(x, Node) else x)
 
@@ -41,7 +49,8 @@ class Node:
     """An operation in a Graph.  Build nodes through Graph's methods (create_node,
     call_function, ...), which place them in the graph's order."""
 
-    def __init__(self, graph, name, op, target, args, kwargs, type_expr=None):
+    def __init__(self, graph: Any, name: str, op: str, target: Callable[..., Any] | str,
+                 args: Sequence[Any], kwargs: Mapping[str, Any], type_expr: Any | None = None) -> None:
         if op not in OPS:
             raise ValueError(f"Node: op must be one of {OPS}, got {op!r}")
         if op in ("call_method", "call_module", "get_attr", "placeholder") \
@@ -66,19 +75,19 @@ class Node:
 
     # ---- arguments -----------------------------------------------------------------------
     @property
-    def args(self):
+    def args(self) -> tuple[Any, ...]:
         return self._args
 
     @args.setter
-    def args(self, value):
+    def args(self, value: Sequence[Any]) -> None:
         self._set_args(tuple(value), self._kwargs)
 
     @property
-    def kwargs(self):
+    def kwargs(self) -> dict[str, Any]:
         return self._kwargs
 
     @kwargs.setter
-    def kwargs(self, value):
+    def kwargs(self, value: Mapping[str, Any]) -> None:
         self._set_args(self._args, dict(value))
 
     def _set_args(self, args, kwargs):
@@ -92,25 +101,26 @@ class Node:
             n.users.setdefault(self, None)
 
     @property
-    def all_input_nodes(self):
+    def all_input_nodes(self) -> list[Node]:
         """The nodes this one takes as arguments, each once, in order of appearance."""
         return list(self._input_nodes)
 
-    def update_arg(self, idx, value):
+    def update_arg(self, idx: int, value: Any) -> None:
         args = list(self._args)
         args[idx] = value
         self.args = args
 
-    def update_kwarg(self, key, value):
+    def update_kwarg(self, key: str, value: Any) -> None:
         kwargs = dict(self._kwargs)
         kwargs[key] = value
         self.kwargs = kwargs
 
-    def replace_input_with(self, old, new):
+    def replace_input_with(self, old: Node, new: Node) -> None:
         """Use `new` wherever this node takes `old`."""
         self._set_args(*map_arg((self._args, self._kwargs), lambda n: new if n is old else n))
 
-    def replace_all_uses_with(self, replace_with, delete_user_cb=lambda user: True):
+    def replace_all_uses_with(self, replace_with: Node,
+                              delete_user_cb: Callable[[Node], bool] = lambda user: True) -> list[Node]:
         """Make every user of this node (for which delete_user_cb says True) take
         `replace_with` instead; returns the users changed."""
         changed = [u for u in list(self.users) if delete_user_cb(u)]
@@ -120,14 +130,14 @@ class Node:
 
     # ---- order -----------------------------------------------------------------------------
     @property
-    def next(self):
+    def next(self) -> Node:
         return self._next
 
     @property
-    def prev(self):
+    def prev(self) -> Node:
         return self._prev
 
-    def prepend(self, x):
+    def prepend(self, x: Node) -> None:
         """Move node x to just before this one."""
         if x is self:
             return
@@ -135,7 +145,7 @@ class Node:
         p = self._prev
         p._next, x._prev, x._next, self._prev = x, p, self, x
 
-    def append(self, x):
+    def append(self, x: Node) -> None:
         """Move node x to just after this one."""
         self._next.prepend(x)
 
@@ -145,7 +155,7 @@ class Node:
         self._prev = self._next = self
 
     # ---- printing --------------------------------------------------------------------------
-    def format_node(self):
+    def format_node(self) -> str:
         """One line, as PyTorch prints a node: `%name : [num_users=k] = op[target=t](args)`."""
         if self.op == "placeholder":
             return f"%{self.name} : [num_users={len(self.users)}] = placeholder[target={self.target}]"
@@ -155,7 +165,7 @@ class Node:
         return (f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={target}]"
                 f"(args = {_fmt(self.args)}, kwargs = {_fmt(self.kwargs)})")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self.name
 
 

@@ -6,10 +6,17 @@ call_method node) and attributes (x.shape is getattr).  torchlite's functions ta
 too while a trace runs (the Tracer lets them record themselves).  A Proxy has no value, so
 Python control flow that needs one (if, while, len, iteration) cannot be traced: it raises
 TraceError naming the line."""
+from __future__ import annotations
+
 import builtins
 import linecache
 import operator
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any, NoReturn
 
 __all__ = ["Proxy", "Attribute", "TraceError", "SymInt"]
 
@@ -39,60 +46,60 @@ class Proxy:
 
     __slots__ = ("node", "tracer")
 
-    def __init__(self, node, tracer=None):
+    def __init__(self, node: Any, tracer: Any | None = None) -> None:
         object.__setattr__(self, "node", node)
         object.__setattr__(self, "tracer", tracer)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Proxy({self.node.name})"
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Attribute:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         return Attribute(self, name)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         raise TraceError(f"symbolically traced variables cannot be assigned attributes "
                          f"('{name}'){_user_line()}")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, **kwargs) -> Proxy:
         return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)
 
     # ---- what needs a value ----------------------------------------------------------------
-    def __bool__(self):
+    def __bool__(self) -> bool:
         raise TraceError("symbolically traced variables cannot be used as inputs to control "
                          f"flow{_user_line()}")
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Proxy]:
         raise TraceError("Proxy object cannot be iterated. This can be attempted when the "
                          "Proxy is used in a loop or as a *args or **kwargs function argument. "
                          f"See the torch.fx docs on pytorch.org for a more detailed explanation "
                          f"of what types of control flow can be traced{_user_line()}")
 
-    def __len__(self):
+    def __len__(self) -> int:
         raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want "
                            "this call to be recorded, please call torchlite.fx.wrap('len') at "
                            f"module scope{_user_line()}")
 
-    def __index__(self):
+    def __index__(self) -> int:
         raise TraceError(f"symbolically traced variables cannot be used as an index or a "
                          f"size{_user_line()}")
 
-    def __float__(self):
+    def __float__(self) -> float:
         raise TraceError(f"symbolically traced variables cannot be converted to float"
                          f"{_user_line()}")
 
-    def __int__(self):
+    def __int__(self) -> int:
         raise TraceError(f"symbolically traced variables cannot be converted to int"
                          f"{_user_line()}")
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self)
 
-    def __contains__(self, item):
+    def __contains__(self, item: Any) -> bool:
         raise TraceError(f"symbolically traced variables cannot be used with 'in'{_user_line()}")
 
-    def keys(self):                   # **proxy in a call
+    def keys(self) -> NoReturn:       # **proxy in a call
         raise TraceError(f"symbolically traced variables cannot be unpacked with **"
                          f"{_user_line()}")
 
@@ -103,41 +110,41 @@ class Attribute(Proxy):
 
     __slots__ = ("_root", "_attr", "_node")
 
-    def __init__(self, root, attr):
+    def __init__(self, root: Proxy, attr: str) -> None:
         object.__setattr__(self, "_root", root)
         object.__setattr__(self, "_attr", attr)
         object.__setattr__(self, "tracer", root.tracer)
         object.__setattr__(self, "_node", None)
 
     @property
-    def node(self):
+    def node(self) -> Any:
         if self._node is None:
             p = self.tracer.create_proxy("call_function", builtins.getattr,
                                          (self._root, self._attr), {})
             object.__setattr__(self, "_node", p.node)
         return self._node
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, **kwargs) -> Proxy:
         return self.tracer.create_proxy("call_method", self._attr, (self._root,) + args, kwargs)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Attribute({self._root!r}.{self._attr})"
 
 
 def _binary(op):
-    def fn(self, other):
+    def fn(self, other: Any) -> Proxy:
         return self.tracer.create_proxy("call_function", op, (self, other), {})
     return fn
 
 
 def _reflected(op):
-    def fn(self, other):
+    def fn(self, other: Any) -> Proxy:
         return self.tracer.create_proxy("call_function", op, (other, self), {})
     return fn
 
 
 def _unary(op):
-    def fn(self):
+    def fn(self) -> Proxy:
         return self.tracer.create_proxy("call_function", op, (self,), {})
     return fn
 
@@ -164,7 +171,7 @@ class SymInt(int):
     came from (its `node`, made when first needed), so the graph computes the size from the
     input instead of fixing it.  Arithmetic on it (+, -, *, //) stays symbolic."""
 
-    def __new__(cls, value, tracer, make_node):
+    def __new__(cls, value: int, tracer: Any, make_node: Callable[[], Any]) -> SymInt:
         obj = int.__new__(cls, value)
         obj.tracer = tracer
         obj._make = make_node
@@ -172,7 +179,7 @@ class SymInt(int):
         return obj
 
     @property
-    def node(self):
+    def node(self) -> Any:
         if self._node is None:
             self._node = self._make()
         return self._node
@@ -189,26 +196,26 @@ class SymInt(int):
             return tracer.create_node("call_function", fn, args, {})
         return type(self)(value, tracer, make)
 
-    def __add__(self, o):
+    def __add__(self, o: Any) -> SymInt:
         return self._op(operator.add, o) if isinstance(o, int) else NotImplemented
 
-    def __radd__(self, o):
+    def __radd__(self, o: Any) -> SymInt:
         return self._op(operator.add, o, True) if isinstance(o, int) else NotImplemented
 
-    def __sub__(self, o):
+    def __sub__(self, o: Any) -> SymInt:
         return self._op(operator.sub, o) if isinstance(o, int) else NotImplemented
 
-    def __rsub__(self, o):
+    def __rsub__(self, o: Any) -> SymInt:
         return self._op(operator.sub, o, True) if isinstance(o, int) else NotImplemented
 
-    def __mul__(self, o):
+    def __mul__(self, o: Any) -> SymInt:
         return self._op(operator.mul, o) if isinstance(o, int) else NotImplemented
 
-    def __rmul__(self, o):
+    def __rmul__(self, o: Any) -> SymInt:
         return self._op(operator.mul, o, True) if isinstance(o, int) else NotImplemented
 
-    def __floordiv__(self, o):
+    def __floordiv__(self, o: Any) -> SymInt:
         return self._op(operator.floordiv, o) if isinstance(o, int) else NotImplemented
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"SymInt({int(self)})"

@@ -6,10 +6,19 @@ unchanged (0 for sum, 1 for prod, -inf for amax and logsumexp, ...), and the ord
 mean, var and std divide by the number of elements the mask keeps, so a fully masked-out slice
 gives NaN; median ignores them (NaN is nanmedian's identity).  Dtypes follow PyTorch's:
 integer sums and products accumulate in int64, mean/var/std need a floating dtype."""
+from __future__ import annotations
+
 import builtins
 import math
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._dtype import dtype
+    from .._tensor import Tensor
 
 __all__ = ["sum", "prod", "cumsum", "cumprod", "amax", "amin", "argmax", "argmin", "mean",
            "median", "logsumexp", "logaddexp", "norm", "var", "std", "softmax", "log_softmax",
@@ -86,14 +95,16 @@ def _sum_dtype(input, dtype):
 
 
 # ---- reductions -------------------------------------------------------------------------------
-def sum(input, dim=None, *, keepdim=False, dtype=None, mask=None):
+def sum(input: Tensor, dim: int | Sequence[int] | None = None, *, keepdim: bool = False, dtype: dtype | None = None,
+        mask: Tensor | None = None) -> Tensor:
     """The sum of the elements the mask keeps (0 where it keeps none)."""
     dtype = _sum_dtype(input, dtype)
     return _tl().sum(_filled("sum", input, mask), _canonical_dim(dim, input.ndim), bool(keepdim),
                      dtype=dtype)
 
 
-def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
+def prod(input: Tensor, dim: int | Sequence[int] | None = None, *, keepdim: bool = False, dtype: dtype | None = None,
+         mask: Tensor | None = None) -> Tensor:
     """The product of the elements the mask keeps (1 where it keeps none)."""
     r = _filled("prod", input, mask).to(_sum_dtype(input, dtype))
     for d in reversed(_canonical_dim(dim, input.ndim)):
@@ -101,41 +112,45 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     return r
 
 
-def cumsum(input, dim, *, dtype=None, mask=None):
+def cumsum(input: Tensor, dim: int, *, dtype: dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """Running sums along dim, the masked-out elements counting as 0."""
     dtype = input.dtype if dtype is None else dtype
     d = _canonical_dim(dim, input.ndim)[0]
     return _tl().cumsum(_filled("sum", input, mask), d, dtype=dtype).to(dtype)
 
 
-def cumprod(input, dim, *, dtype=None, mask=None):
+def cumprod(input: Tensor, dim: int, *, dtype: dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """Running products along dim, the masked-out elements counting as 1."""
     dtype = input.dtype if dtype is None else dtype
     d = _canonical_dim(dim, input.ndim)[0]
     return _tl().cumprod(_filled("prod", input, mask), d, dtype=dtype).to(dtype)
 
 
-def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
+def amax(input: Tensor, dim: int | Sequence[int] | None = None, *, keepdim: bool = False, dtype: dtype | None = None,
+         mask: Tensor | None = None) -> Tensor:
     """The largest element the mask keeps (-inf, or the dtype's least value, where none)."""
     dtype = input.dtype if dtype is None else dtype
     return _tl().amax(_filled("amax", input, mask), _canonical_dim(dim, input.ndim),
                       bool(keepdim)).to(dtype)
 
 
-def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
+def amin(input: Tensor, dim: int | Sequence[int] | None = None, *, keepdim: bool = False, dtype: dtype | None = None,
+         mask: Tensor | None = None) -> Tensor:
     """The smallest element the mask keeps (inf, or the dtype's largest value, where none)."""
     dtype = input.dtype if dtype is None else dtype
     return _tl().amin(_filled("amin", input, mask), _canonical_dim(dim, input.ndim),
                       bool(keepdim)).to(dtype)
 
 
-def argmax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
+def argmax(input: Tensor, dim: int | None = None, *, keepdim: bool = False, dtype: dtype | None = None,
+           mask: Tensor | None = None) -> Tensor:
     """The index of the largest element the mask keeps."""
     dtype = input.dtype if dtype is None else dtype
     return _tl().argmax(_filled("argmax", input, mask), dim, bool(keepdim)).to(dtype)
 
 
-def argmin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
+def argmin(input: Tensor, dim: int | None = None, *, keepdim: bool = False, dtype: dtype | None = None,
+           mask: Tensor | None = None) -> Tensor:
     """The index of the smallest element the mask keeps."""
     dtype = input.dtype if dtype is None else dtype
     return _tl().argmin(_filled("argmin", input, mask), dim, bool(keepdim)).to(dtype)
@@ -149,7 +164,8 @@ def _count(input, dim, keepdim, mask):
     return keep.sum(dim=_canonical_dim(dim, input.ndim), keepdim=bool(keepdim))
 
 
-def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
+def mean(input: Tensor, dim: int | Sequence[int] | None = None, *, keepdim: bool = False, dtype: dtype | None = None,
+         mask: Tensor | None = None) -> Tensor:
     """The mean of the elements the mask keeps (NaN where it keeps none)."""
     source = "Optional" if dtype is not None else "Input"
     dtype = input.dtype if dtype is None else dtype
@@ -160,7 +176,8 @@ def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     return total / _count(input, dim, keepdim, mask)
 
 
-def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
+def median(input: Tensor, dim: int = -1, *, keepdim: bool = False, dtype: dtype | None = None,
+           mask: Tensor | None = None) -> Tensor:
     """The median of the elements the mask keeps along one dim (NaN where it keeps none; an
     integer input then raises, as it has no NaN)."""
     dtype = input.dtype if dtype is None else dtype
@@ -176,21 +193,24 @@ def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
     return out.to(dtype)
 
 
-def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
+def logsumexp(input: Tensor, dim: int | Sequence[int] | None = None, *, keepdim: bool = False,
+              dtype: dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """log(sum(exp)) of the elements the mask keeps (-inf where it keeps none)."""
     dtype = input.dtype if dtype is None else dtype
     return _tl().logsumexp(_filled("logsumexp", input, mask), _canonical_dim(dim, input.ndim),
                            keepdim=bool(keepdim)).to(dtype)
 
 
-def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):
+def logaddexp(input: Tensor, other: Tensor, *, dtype: dtype | None = None, input_mask: Tensor | None = None,
+              other_mask: Tensor | None = None) -> Tensor:
     """log(exp(input) + exp(other)), each operand's masked-out elements counting as -inf."""
     dtype = input.dtype if dtype is None else dtype
     return _tl().logaddexp(_filled("logaddexp", input, input_mask),
                            _filled("logaddexp", other, other_mask)).to(dtype)
 
 
-def norm(input, ord=2.0, dim=None, *, keepdim=False, dtype=None, mask=None):
+def norm(input: Tensor, ord: float = 2.0, dim: int | Sequence[int] | None = None, *,
+         keepdim: bool = False, dtype: dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """The vector ord-norm of the elements the mask keeps."""
     dtype = input.dtype if dtype is None else dtype
     return _tl().linalg.vector_norm(_filled("norm", input, mask, ord), ord,
@@ -219,25 +239,29 @@ def _std_var(input, dim, unbiased, correction, keepdim, dtype, mask, take_sqrt):
     return out.sqrt() if take_sqrt else out
 
 
-def var(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):
+def var(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, *,
+        correction: int | float | None = None, keepdim: bool = False, dtype: dtype | None = None,
+        mask: Tensor | None = None) -> Tensor:
     """The variance of the elements the mask keeps (correction 1 unless given)."""
     return _std_var(input, dim, unbiased, correction, keepdim, dtype, mask, False)
 
 
-def std(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):
+def std(input: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, *,
+        correction: int | float | None = None, keepdim: bool = False, dtype: dtype | None = None,
+        mask: Tensor | None = None) -> Tensor:
     """The standard deviation of the elements the mask keeps."""
     return _std_var(input, dim, unbiased, correction, keepdim, dtype, mask, True)
 
 
 # ---- normalizations ---------------------------------------------------------------------------
-def softmax(input, dim, *, dtype=None, mask=None):
+def softmax(input: Tensor, dim: int, *, dtype: dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """softmax along dim over the kept elements (the masked-out ones get 0)."""
     dtype = input.dtype if dtype is None else dtype
     from ..nn import functional as F
     return F.softmax(_filled("amax", input, mask), _canonical_dim(dim, input.ndim)[0], dtype=dtype)
 
 
-def log_softmax(input, dim, *, dtype=None, mask=None):
+def log_softmax(input: Tensor, dim: int, *, dtype: dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """log_softmax along dim over the kept elements (the masked-out ones get -inf)."""
     dtype = input.dtype if dtype is None else dtype
     from ..nn import functional as F
@@ -245,14 +269,15 @@ def log_softmax(input, dim, *, dtype=None, mask=None):
                          dtype=dtype)
 
 
-def softmin(input, dim, *, dtype=None, mask=None):
+def softmin(input: Tensor, dim: int, *, dtype: dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """softmin along dim over the kept elements (the masked-out ones get 0)."""
     dtype = input.dtype if dtype is None else dtype
     from ..nn import functional as F
     return F.softmin(_filled("amin", input, mask), _canonical_dim(dim, input.ndim)[0], dtype=dtype)
 
 
-def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
+def normalize(input: Tensor, ord: float, dim: int | Sequence[int], *, eps: float = 1e-12,
+              dtype: dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """input divided by the ord-norm of its kept elements along dim (at least eps); the
     masked-out elements become 0."""
     dtype = input.dtype if dtype is None else dtype

@@ -5,10 +5,19 @@ Each runs the convolution's own backward (torchlite/nn/functional/conv_grad.py) 
 for the other operand -- the input gradient does not depend on the input's values, nor the
 weight gradient on the weight's -- so they are the very gradients autograd gives, and
 differentiable with respect to grad_output and the operand given."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import functional as F
 from .._ops.creation import zeros
 from ..autograd import grad as _grad
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._tensor import Tensor
 
 __all__ = ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "conv3d_input",
            "conv3d_weight"]
@@ -35,37 +44,49 @@ def _grad_of(conv, op, wrt_input, size, other, grad_output, stride, padding, dil
         return _grad(y, stand_in, grad_output, create_graph=keep)[0]
 
 
-def conv1d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+def conv1d_input(input_size: Sequence[int], weight: Tensor, grad_output: Tensor,
+                 stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+                 dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """The gradient of conv1d with respect to an input of shape input_size."""
     return _grad_of(F.conv1d, "conv1d_input", True, input_size, weight, grad_output, stride,
                     padding, dilation, groups)
 
 
-def conv1d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
+def conv1d_weight(input: Tensor, weight_size: Sequence[int], grad_output: Tensor,
+                  stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+                  dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """The gradient of conv1d with respect to a weight of shape weight_size."""
     return _grad_of(F.conv1d, "conv1d_weight", False, weight_size, input, grad_output, stride,
                     padding, dilation, groups)
 
 
-def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+def conv2d_input(input_size: Sequence[int], weight: Tensor, grad_output: Tensor,
+                 stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+                 dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """The gradient of conv2d with respect to an input of shape input_size."""
     return _grad_of(F.conv2d, "conv2d_input", True, input_size, weight, grad_output, stride,
                     padding, dilation, groups)
 
 
-def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
+def conv2d_weight(input: Tensor, weight_size: Sequence[int], grad_output: Tensor,
+                  stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+                  dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """The gradient of conv2d with respect to a weight of shape weight_size."""
     return _grad_of(F.conv2d, "conv2d_weight", False, weight_size, input, grad_output, stride,
                     padding, dilation, groups)
 
 
-def conv3d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+def conv3d_input(input_size: Sequence[int], weight: Tensor, grad_output: Tensor,
+                 stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+                 dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """The gradient of conv3d with respect to an input of shape input_size."""
     return _grad_of(F.conv3d, "conv3d_input", True, input_size, weight, grad_output, stride,
                     padding, dilation, groups)
 
 
-def conv3d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
+def conv3d_weight(input: Tensor, weight_size: Sequence[int], grad_output: Tensor,
+                  stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+                  dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """The gradient of conv3d with respect to a weight of shape weight_size."""
     return _grad_of(F.conv3d, "conv3d_weight", False, weight_size, input, grad_output, stride,
                     padding, dilation, groups)

@@ -1,12 +1,19 @@
 """Weight initialisation (torch.nn.init): fill a tensor in place from a distribution, outside
 autograd (every function works under no_grad and returns its tensor)."""
+from __future__ import annotations
+
 import functools
 import math
 import numbers
 import warnings
+from typing import TYPE_CHECKING
 
 from ..autograd.grad_mode import no_grad
 from .._ops._kit import tensor_arg
+
+if TYPE_CHECKING:
+    from .._ops.random import Generator
+    from .._tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
@@ -16,7 +23,7 @@ _LINEAR_FNS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv
                "conv_transpose3d")
 
 
-def calculate_gain(nonlinearity, param=None):
+def calculate_gain(nonlinearity: str, param: int | float | None = None) -> float:
     """The recommended gain for a nonlinearity (PyTorch's table): 1 for linear/conv/sigmoid,
     5/3 for tanh, sqrt(2) for relu, sqrt(2 / (1 + slope^2)) for leaky_relu (slope = param,
     default 0.01), 3/4 for selu."""
@@ -39,14 +46,14 @@ def calculate_gain(nonlinearity, param=None):
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def uniform_(tensor, a=0.0, b=1.0, generator=None):
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Fill with samples of U(a, b)."""
     tensor_arg(tensor, "uniform_", "tensor")
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
-def normal_(tensor, mean=0.0, std=1.0, generator=None):
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Fill with samples of N(mean, std^2)."""
     tensor_arg(tensor, "normal_", "tensor")
     with no_grad():
@@ -57,7 +64,8 @@ def _norm_cdf(x):
     return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
 
-def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator: Generator | None = None) -> Tensor:
     """Fill with samples of N(mean, std^2) truncated to [a, b] (inverse-CDF sampling: uniform
     over the CDF's range on [a, b], mapped back through erfinv)."""
     tensor_arg(tensor, "trunc_normal_", "tensor")
@@ -74,26 +82,26 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         return tensor
 
 
-def constant_(tensor, val):
+def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with the value val."""
     tensor_arg(tensor, "constant_", "tensor")
     with no_grad():
         return tensor.fill_(val)
 
 
-def ones_(tensor):
+def ones_(tensor: Tensor) -> Tensor:
     """Fill with 1."""
     return constant_(tensor, 1.0)
 
 
-def zeros_(tensor):
+def zeros_(tensor: Tensor) -> Tensor:
     """Fill with 0."""
     tensor_arg(tensor, "zeros_", "tensor")
     with no_grad():
         return tensor.zero_()
 
 
-def eye_(tensor):
+def eye_(tensor: Tensor) -> Tensor:
     """Fill a 2-D tensor with the identity matrix (ones on the main diagonal)."""
     tensor_arg(tensor, "eye_", "tensor")
     if tensor.ndim != 2:
@@ -104,7 +112,7 @@ def eye_(tensor):
         return tensor
 
 
-def dirac_(tensor, groups=1):
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     """Fill a 3-, 4- or 5-D (convolution weight) tensor with the Dirac delta: each output
     channel (within each of `groups` groups) passes one input channel through unchanged."""
     tensor_arg(tensor, "dirac_", "tensor")
@@ -142,7 +150,7 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
-def xavier_uniform_(tensor, gain=1.0, generator=None):
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
     tensor_arg(tensor, "xavier_uniform_", "tensor")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
@@ -151,7 +159,7 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
     return uniform_(tensor, -bound, bound, generator)
 
 
-def xavier_normal_(tensor, gain=1.0, generator=None):
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     tensor_arg(tensor, "xavier_normal_", "tensor")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
@@ -163,7 +171,8 @@ def _kaiming_std(tensor, a, mode, nonlinearity):
     return calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
 
 
-def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator: Generator | None = None) -> Tensor:
     """He uniform: U(-b, b) with b = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity,
     a) and fan the fan_in or fan_out (mode)."""
     tensor_arg(tensor, "kaiming_uniform_", "tensor")
@@ -174,7 +183,8 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
     return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                    generator: Generator | None = None) -> Tensor:
     """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
     tensor_arg(tensor, "kaiming_normal_", "tensor")
     if 0 in tuple(tensor.shape):
@@ -218,7 +228,7 @@ def _householder_q(a):
     return q * signs
 
 
-def orthogonal_(tensor, gain=1, generator=None):
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
     """Fill with a (semi-)orthogonal matrix: the Q of the QR of a standard normal sample
     (dims after the first are flattened), scaled by gain."""
     tensor_arg(tensor, "orthogonal_", "tensor")
@@ -240,7 +250,7 @@ def orthogonal_(tensor, gain=1, generator=None):
         return tensor
 
 
-def sparse_(tensor, sparsity, std=0.01, generator=None):
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None) -> Tensor:
     """Fill a 2-D tensor with N(0, std^2) samples, then zero ceil(sparsity * rows) randomly
     chosen entries of each column."""
     tensor_arg(tensor, "sparse_", "tensor")

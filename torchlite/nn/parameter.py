@@ -5,8 +5,20 @@ lazy modules (nn.LazyLinear, ...) until the first forward.
 A Parameter is a leaf Tensor (requires_grad=True by default) that shares its data with the
 tensor it was made from.  Ops on it return plain Tensors (every op builds its result with
 ``_tensor._wrap``), as in PyTorch."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .._tensor import Tensor
 from .._ops._kit import tensor_arg
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .._device import device
+    from .._dtype import dtype
+    from .._size import Size
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
 
@@ -37,13 +49,13 @@ class Parameter(Tensor):
     Parameter(data=None, requires_grad=True): shares data's memory; requires_grad is set
     even under no_grad (as in PyTorch)."""
 
-    def __new__(cls, data=None, requires_grad=True):
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
         return _alias(cls, _empty() if data is None else data, requires_grad)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
         # the gradient is not copied (PyTorch's Parameter.__deepcopy__ drops it too)
         found = memo.get(id(self))
         if found is not None:
@@ -56,7 +68,7 @@ class Parameter(Tensor):
         memo[id(self)] = result
         return result
 
-    def __reduce_ex__(self, proto):
+    def __reduce_ex__(self, proto: int) -> tuple[Any, ...]:
         # the data pickles as a plain Tensor; extra attributes set on the parameter travel too
         return (_rebuild_parameter, (type(self), self.detach(), self._requires_grad,
                                      dict(getattr(self, "__dict__", {}))))
@@ -75,7 +87,7 @@ class Buffer(Tensor):
     Buffer(data=None, *, persistent=True): shares data's memory; a non-persistent buffer is
     left out of the module's state_dict."""
 
-    def __new__(cls, data=None, *, persistent=True):
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> Buffer:
         if data is None:
             data = _empty()
         b = _alias(cls, data, False)
@@ -83,7 +95,7 @@ class Buffer(Tensor):
         b.persistent = persistent
         return b
 
-    def __reduce_ex__(self, proto):
+    def __reduce_ex__(self, proto: int) -> tuple[Any, ...]:
         return (_rebuild_buffer, (self.detach(), self.persistent))
 
 
@@ -103,7 +115,7 @@ class UninitializedTensorMixin:
     cls_to_become = Tensor
 
     @property
-    def _data(self):
+    def _data(self) -> Any:
         raise ValueError(
             "Attempted to use an uninitialized parameter. This error happens when you are using a "
             "`LazyModule` or explicitly manipulating `torch.nn.parameter.UninitializedParameter` "
@@ -111,10 +123,11 @@ class UninitializedTensorMixin:
             "parameters before calling torch functions")
 
     @_data.setter
-    def _data(self, value):
+    def _data(self, value: Any) -> None:
         _DATA.__set__(self, value)
 
-    def materialize(self, shape, device=None, dtype=None):
+    def materialize(self, shape: Sequence[int], device: device | str | int | None = None,
+                    dtype: dtype | None = None) -> None:
         """Give it data of `shape` (uninitialised memory, on `device` in `dtype`, by default
         those it was made with), apply the module conversions made meanwhile, and turn it
         into `cls_to_become`."""
@@ -128,22 +141,22 @@ class UninitializedTensorMixin:
         _DATA.__set__(self, data._data)
         self.__class__ = self.cls_to_become
 
-    def _defer(self, fn):
+    def _defer(self, fn: Callable[[Tensor], Tensor]) -> None:
         """Keep a Module._apply conversion for materialize."""
         self.__dict__.setdefault("_pending", []).append(fn)
 
     @property
-    def shape(self):
+    def shape(self) -> Size:
         return self._data.shape            # raises the error above
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
 
-    def __reduce_ex__(self, proto):
+    def __reduce_ex__(self, proto: int) -> tuple[Any, ...]:
         return (_rebuild_uninitialized, (type(self), self._requires_grad,
                                          list(self.__dict__.get("_pending", ()))))
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> UninitializedTensorMixin:
         copy = memo.get(id(self))
         if copy is None:
             copy = memo[id(self)] = _rebuild_uninitialized(type(self), self._requires_grad,
@@ -162,7 +175,8 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
 
     cls_to_become = Parameter
 
-    def __new__(cls, requires_grad=True, device=None, dtype=None):
+    def __new__(cls, requires_grad: bool = True, device: device | str | int | None = None,
+                dtype: dtype | None = None) -> UninitializedParameter:
         return _alias(cls, _placeholder(device, dtype), requires_grad)
 
 
@@ -170,10 +184,10 @@ class _MaterializedBuffer(Tensor):
     """What an UninitializedBuffer becomes: a Tensor in all but name (a placeholder cannot turn
     into the slot-only Tensor class itself); it pickles and copies as a plain Tensor."""
 
-    def __reduce_ex__(self, proto):
+    def __reduce_ex__(self, proto: int) -> Any:
         return self.detach().__reduce_ex__(proto)
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         return self.detach().clone()
 
 
@@ -183,7 +197,8 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
 
     cls_to_become = _MaterializedBuffer
 
-    def __new__(cls, requires_grad=False, device=None, dtype=None):
+    def __new__(cls, requires_grad: bool = False, device: device | str | int | None = None,
+                dtype: dtype | None = None) -> UninitializedBuffer:
         t = _alias(cls, _placeholder(device, dtype), False)
         t._requires_grad = bool(requires_grad)
         return t
@@ -196,6 +211,6 @@ def _rebuild_uninitialized(cls, requires_grad, pending):
     return t
 
 
-def is_lazy(param):
+def is_lazy(param: Any) -> bool:
     """Whether `param` is a lazy module's placeholder (torch.nn.parameter.is_lazy)."""
     return isinstance(param, UninitializedTensorMixin)

@@ -5,11 +5,22 @@ Each window has M points; `sym=True` (the default) gives the symmetric window of
 design, `sym=False` the periodic one of spectral analysis (the symmetric window of M + 1
 points without its last).  The points are computed in float64 and rounded once to `dtype`
 (float32 or float64, PyTorch's choice of allowed dtypes)."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .. import _layout
 from .._ops.creation import arange, empty, ones
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._device import device
+    from .._dtype import dtype
+    from .._layout import layout
+    from .._tensor import Tensor
 
 __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine",
            "general_hamming", "hamming", "hann", "kaiser", "nuttall"]
@@ -49,8 +60,9 @@ def _span(M, sym):
     return M - 1 if sym else M
 
 
-def general_cosine(M, *, a, sym=True, dtype=None, layout=None, device=None,
-                   requires_grad=False):
+def general_cosine(M: int, *, a: Sequence[float], sym: bool = True, dtype: dtype | None = None,
+                   layout: layout | None = None, device: device | str | int | None = None,
+                   requires_grad: bool = False) -> Tensor:
     """sum_i (-1)^i a_i cos(2 pi i n / (M - 1)) (M instead of M - 1 when periodic)."""
     dtype = _checks("general_cosine", M, dtype, layout)
     if M <= 1:
@@ -67,40 +79,46 @@ def general_cosine(M, *, a, sym=True, dtype=None, layout=None, device=None,
     return _finish(w, dtype, device, requires_grad)
 
 
-def general_hamming(M, *, alpha=0.54, sym=True, dtype=None, layout=None, device=None,
-                    requires_grad=False):
+def general_hamming(M: int, *, alpha: float = 0.54, sym: bool = True, dtype: dtype | None = None,
+                    layout: layout | None = None, device: device | str | int | None = None,
+                    requires_grad: bool = False) -> Tensor:
     """alpha - (1 - alpha) cos(2 pi n / (M - 1))."""
     return general_cosine(M, a=[alpha, 1.0 - alpha], sym=sym, dtype=dtype, layout=layout,
                           device=device, requires_grad=requires_grad)
 
 
-def hamming(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
+def hamming(M: int, *, sym: bool = True, dtype: dtype | None = None, layout: layout | None = None,
+            device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The Hamming window: general_hamming with alpha = 0.54."""
     return general_hamming(M, sym=sym, dtype=dtype, layout=layout, device=device,
                            requires_grad=requires_grad)
 
 
-def hann(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
+def hann(M: int, *, sym: bool = True, dtype: dtype | None = None, layout: layout | None = None,
+         device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The Hann window: general_hamming with alpha = 0.5."""
     return general_hamming(M, alpha=0.5, sym=sym, dtype=dtype, layout=layout, device=device,
                            requires_grad=requires_grad)
 
 
-def blackman(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
+def blackman(M: int, *, sym: bool = True, dtype: dtype | None = None, layout: layout | None = None,
+             device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The Blackman window: general_cosine with a = (0.42, 0.5, 0.08)."""
     dtype = _checks("blackman", M, dtype, layout)
     return general_cosine(M, a=[0.42, 0.5, 0.08], sym=sym, dtype=dtype, layout=layout,
                           device=device, requires_grad=requires_grad)
 
 
-def nuttall(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
+def nuttall(M: int, *, sym: bool = True, dtype: dtype | None = None, layout: layout | None = None,
+            device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The minimum 4-term Blackman-Harris window of Nuttall."""
     return general_cosine(M, a=[0.3635819, 0.4891775, 0.1365995, 0.0106411], sym=sym,
                           dtype=dtype, layout=layout, device=device,
                           requires_grad=requires_grad)
 
 
-def bartlett(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
+def bartlett(M: int, *, sym: bool = True, dtype: dtype | None = None, layout: layout | None = None,
+             device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The triangle 1 - |2n / (M - 1) - 1|."""
     dtype = _checks("bartlett", M, dtype, layout)
     if M <= 1:
@@ -109,7 +127,8 @@ def bartlett(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad
     return _finish(1.0 - k.abs(), dtype, device, requires_grad)
 
 
-def cosine(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
+def cosine(M: int, *, sym: bool = True, dtype: dtype | None = None, layout: layout | None = None,
+           device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The sine window sin(pi (n + 1/2) / M) (M + 1 in place of M when periodic, as
     PyTorch and SciPy have it)."""
     dtype = _checks("cosine", M, dtype, layout)
@@ -120,8 +139,9 @@ def cosine(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=F
     return _finish(k.sin(), dtype, device, requires_grad)
 
 
-def exponential(M, *, center=None, tau=1.0, sym=True, dtype=None, layout=None, device=None,
-                requires_grad=False):
+def exponential(M: int, *, center: float | None = None, tau: float = 1.0, sym: bool = True,
+                dtype: dtype | None = None, layout: layout | None = None,
+                device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The exponential (Poisson) window exp(-|n - center| / tau); center (M - 1)/2, or M/2
     for a periodic window, and only choosable for a periodic one."""
     dtype = _checks("exponential", M, dtype, layout)
@@ -137,8 +157,8 @@ def exponential(M, *, center=None, tau=1.0, sym=True, dtype=None, layout=None, d
     return _finish((-k.abs()).exp(), dtype, device, requires_grad)
 
 
-def gaussian(M, *, std=1.0, sym=True, dtype=None, layout=None, device=None,
-             requires_grad=False):
+def gaussian(M: int, *, std: float = 1.0, sym: bool = True, dtype: dtype | None = None, layout: layout | None = None,
+             device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The Gaussian window exp(-(n - c)^2 / (2 std^2)), c the window's center."""
     dtype = _checks("gaussian", M, dtype, layout)
     if std <= 0:
@@ -150,8 +170,8 @@ def gaussian(M, *, std=1.0, sym=True, dtype=None, layout=None, device=None,
     return _finish((-(k * k)).exp(), dtype, device, requires_grad)
 
 
-def kaiser(M, *, beta=12.0, sym=True, dtype=None, layout=None, device=None,
-           requires_grad=False):
+def kaiser(M: int, *, beta: float = 12.0, sym: bool = True, dtype: dtype | None = None, layout: layout | None = None,
+           device: device | str | int | None = None, requires_grad: bool = False) -> Tensor:
     """The Kaiser window i0(beta sqrt(1 - t^2)) / i0(beta), t = -1 + 2n / (M - 1) (M when
     periodic)."""
     from .._ops.special import kaiser_window

@@ -3,7 +3,13 @@ checkpointing in torchlite.utils.checkpoint, TensorBoard logging in torchlite.ut
 timing in torchlite.utils.benchmark,
 each imported on first use (data brings NumPy in, which `import torchlite` does not need);
 swap_tensors."""
+from __future__ import annotations
+
 import weakref
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 __all__ = ["data", "checkpoint", "tensorboard", "benchmark", "_pytree", "swap_tensors"]
 
@@ -16,7 +22,7 @@ def _slot_names(cls):
     return [n for n in names if n not in ("__weakref__", "__dict__")]
 
 
-def swap_tensors(t1, t2):
+def swap_tensors(t1: Tensor, t2: Tensor) -> None:
     """Swap the contents of two tensors in place (PyTorch's torch.utils.swap_tensors): after
     it, the object t1 has t2's data, metadata, autograd state, attributes and type, and t2
     has t1's, while every reference to either object stays valid -- how

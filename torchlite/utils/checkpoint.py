@@ -11,11 +11,20 @@ checkpoint does.  So, as there, torchlite.autograd.grad (which does not accumula
 ask for the parameters' gradients through a checkpoint; .backward() can.  With
 preserve_rng_state (the default) the recomputation draws the same random numbers (dropout
 masks) as the first run."""
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+    from ..nn.modules.module import Module
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError"]
 
@@ -105,8 +114,9 @@ def _parameters_of(function):
     return list(owner.parameters()) if isinstance(owner, Module) else []
 
 
-def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
-               debug=False, preserve_rng_state=True, **kwargs):
+def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | None = None,
+               context_fn: Callable[[], Any] | None = None, determinism_check: str = "default",
+               debug: bool = False, preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     """function(*args, **kwargs), keeping none of its intermediate results for backward
     (they are recomputed then).  See the module docstring for the two modes."""
     if use_reentrant is None:
@@ -131,7 +141,8 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     return _Checkpoint.apply(run, len(args), *args, *extra)
 
 
-def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+def checkpoint_sequential(functions: Module | Iterable[Callable[..., Any]], segments: int, input: Any,
+                          use_reentrant: bool | None = None, **kwargs: Any) -> Any:
     """A Sequential (or a list of modules) run in `segments` pieces, each but the last
     checkpointed."""
     from ..nn.modules.container import Sequential

@@ -1,5 +1,7 @@
 """torchvision.io's image reading, through Pillow: read_image, decode_image, write_png,
 write_jpeg, and ImageReadMode."""
+from __future__ import annotations
+
 import enum
 import io as _io
 
@@ -25,18 +27,19 @@ _PIL_MODES = {ImageReadMode.GRAY: "L", ImageReadMode.GRAY_ALPHA: "LA", ImageRead
               ImageReadMode.RGB_ALPHA: "RGBA"}
 
 
-def read_file(path):
+def read_file(path: str) -> Tensor:
     """The bytes of a file, as a 1-d uint8 tensor."""
     with open(path, "rb") as f:
         return from_numpy(np.frombuffer(f.read(), dtype=np.uint8).copy())
 
 
-def write_file(filename, data):
+def write_file(filename: str, data: Tensor) -> None:
     with open(filename, "wb") as f:
         f.write(data.numpy().tobytes())
 
 
-def decode_image(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation=False):
+def decode_image(input: Tensor | str, mode: ImageReadMode | str = ImageReadMode.UNCHANGED,
+                 apply_exif_orientation: bool = False) -> Tensor:
     """A uint8 C x H x W tensor of an encoded image (a 1-d uint8 tensor of its bytes, or a
     path); mode converts it (GRAY, RGB, ...).  Pillow decodes; a file that is not an image
     raises RuntimeError."""
@@ -62,7 +65,8 @@ def decode_image(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation=Fal
     return from_numpy(np.array(arr.transpose(2, 0, 1), order="C"))   # a copy: PIL's memory is read-only
 
 
-def read_image(path, mode=ImageReadMode.UNCHANGED, apply_exif_orientation=False):
+def read_image(path: str, mode: ImageReadMode | str = ImageReadMode.UNCHANGED,
+               apply_exif_orientation: bool = False) -> Tensor:
     """decode_image of the file at path."""
     return decode_image(read_file(path), mode, apply_exif_orientation)
 
@@ -79,19 +83,19 @@ def _encode(input, fmt, **params):
     return from_numpy(np.frombuffer(buf.getvalue(), dtype=np.uint8).copy())
 
 
-def encode_png(input, compression_level=6):
+def encode_png(input: Tensor, compression_level: int = 6) -> Tensor:
     return _encode(input, "PNG", compress_level=compression_level)
 
 
-def write_png(input, filename, compression_level=6):
+def write_png(input: Tensor, filename: str, compression_level: int = 6) -> None:
     write_file(filename, encode_png(input, compression_level))
 
 
-def encode_jpeg(input, quality=75):
+def encode_jpeg(input: Tensor, quality: int = 75) -> Tensor:
     if not 1 <= quality <= 100:
         raise ValueError(f"Image quality should be a positive number between 1 and 100, got {quality}")
     return _encode(input, "JPEG", quality=quality)
 
 
-def write_jpeg(input, filename, quality=75):
+def write_jpeg(input: Tensor, filename: str, quality: int = 75) -> None:
     write_file(filename, encode_jpeg(input, quality))

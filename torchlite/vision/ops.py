@@ -2,19 +2,25 @@
 box_convert, clip_boxes_to_image, remove_small_boxes), non-maximum suppression (nms,
 batched_nms), roi_align, and sigmoid_focal_loss.  Box math is Tensor ops (differentiable);
 nms is a selection (no gradient); roi_align is differentiable in its input."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import from_numpy, tensor as _tensor, stack as _stack, cat as _cat, int64 as _int64
 from ..nn import functional as F
 
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+
 __all__ = ["box_area", "box_iou", "generalized_box_iou", "box_convert", "clip_boxes_to_image",
            "remove_small_boxes", "nms", "batched_nms", "roi_align", "RoIAlign",
            "sigmoid_focal_loss"]
 
 
-def box_area(boxes):
+def box_area(boxes: Tensor) -> Tensor:
     """Areas of N x 4 boxes in (x1, y1, x2, y2)."""
     return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
 
@@ -38,13 +44,13 @@ def _min2(a, b):
     return minimum(a, b)
 
 
-def box_iou(boxes1, boxes2):
+def box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:
     """The N x M intersection-over-union of two sets of (x1, y1, x2, y2) boxes."""
     inter, union = _inter_union(boxes1, boxes2)
     return inter / union
 
 
-def generalized_box_iou(boxes1, boxes2):
+def generalized_box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:
     """IoU minus the part of the enclosing box the union does not cover (N x M)."""
     inter, union = _inter_union(boxes1, boxes2)
     iou = inter / union
@@ -55,7 +61,7 @@ def generalized_box_iou(boxes1, boxes2):
     return iou - (area - union) / area
 
 
-def box_convert(boxes, in_fmt, out_fmt):
+def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
     """Convert N x 4 boxes between 'xyxy', 'xywh' (corner, size) and 'cxcywh' (center, size)."""
     fmts = ("xyxy", "xywh", "cxcywh")
     if in_fmt not in fmts or out_fmt not in fmts:
@@ -74,7 +80,7 @@ def box_convert(boxes, in_fmt, out_fmt):
     return _stack([a, b, c, d], dim=-1)
 
 
-def clip_boxes_to_image(boxes, size):
+def clip_boxes_to_image(boxes: Tensor, size: tuple[int, int]) -> Tensor:
     """Boxes clipped to an image of size (height, width)."""
     h, w = size
     x = boxes[..., 0::2].clamp(min=0, max=w)
@@ -82,14 +88,14 @@ def clip_boxes_to_image(boxes, size):
     return _stack([x[..., 0], y[..., 0], x[..., 1], y[..., 1]], dim=-1)
 
 
-def remove_small_boxes(boxes, min_size):
+def remove_small_boxes(boxes: Tensor, min_size: float) -> Tensor:
     """Indices of the boxes whose both sides are at least min_size."""
     b = boxes.detach().cpu().numpy()
     keep = np.nonzero(((b[:, 2] - b[:, 0]) >= min_size) & ((b[:, 3] - b[:, 1]) >= min_size))[0]
     return from_numpy(keep.astype(np.int64)).to(boxes.device)
 
 
-def nms(boxes, scores, iou_threshold):
+def nms(boxes: Tensor, scores: Tensor, iou_threshold: float) -> Tensor:
     """Greedy non-maximum suppression: the indices of the boxes kept (int64, by decreasing
     score), dropping each box whose IoU with a kept higher-scoring box exceeds iou_threshold."""
     if boxes.ndim != 2 or boxes.shape[-1] != 4:
@@ -117,7 +123,7 @@ def nms(boxes, scores, iou_threshold):
     return _tensor(np.asarray(keep, dtype=np.int64), dtype=_int64).to(boxes.device)
 
 
-def batched_nms(boxes, scores, idxs, iou_threshold):
+def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float) -> Tensor:
     """nms within each category idxs[i] (boxes of different categories never suppress each
     other); the kept indices by decreasing score."""
     if boxes.numel() == 0:
@@ -152,7 +158,8 @@ def _roi_weights(start, size, bins, grid, length):
     return W
 
 
-def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
+def roi_align(input: Tensor, boxes: Tensor | list[Tensor], output_size: int | tuple[int, int],
+              spatial_scale: float = 1.0, sampling_ratio: int = -1, aligned: bool = False) -> Tensor:
     """Average of bilinear samples over each output bin of each region (Mask R-CNN's RoIAlign):
     input B x C x H x W, boxes a K x 5 tensor (batch index, x1, y1, x2, y2) or a list of L x 4
     tensors (one per image); returns K x C x out_h x out_w.  sampling_ratio <= 0: as many
@@ -189,20 +196,22 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
 class RoIAlign:
     """roi_align as a callable object with its settings (torchvision's module)."""
 
-    def __init__(self, output_size, spatial_scale, sampling_ratio, aligned=False):
+    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float, sampling_ratio: int,
+                 aligned: bool = False) -> None:
         self.output_size, self.spatial_scale = output_size, spatial_scale
         self.sampling_ratio, self.aligned = sampling_ratio, aligned
 
-    def __call__(self, input, rois):
+    def __call__(self, input: Tensor, rois: Tensor | list[Tensor]) -> Tensor:
         return roi_align(input, rois, self.output_size, self.spatial_scale, self.sampling_ratio,
                          self.aligned)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"RoIAlign(output_size={self.output_size}, spatial_scale={self.spatial_scale}, "
                 f"sampling_ratio={self.sampling_ratio}, aligned={self.aligned})")
 
 
-def sigmoid_focal_loss(inputs, targets, alpha=0.25, gamma=2, reduction="none"):
+def sigmoid_focal_loss(inputs: Tensor, targets: Tensor, alpha: float = 0.25, gamma: float = 2,
+                       reduction: str = "none") -> Tensor:
     """The focal loss of RetinaNet on logits: binary cross-entropy scaled by (1 - p_t)^gamma
     and, for alpha >= 0, by alpha_t; reduction 'none', 'mean' or 'sum'."""
     if reduction not in ("none", "mean", "sum"):

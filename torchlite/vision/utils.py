@@ -1,16 +1,23 @@
 """torchvision.utils' image helpers: make_grid, save_image, draw_bounding_boxes."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import Tensor, tensor as _tensor, stack as _stack, no_grad as _no_grad, uint8 as _uint8
 from ._pil import pil_image
 
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
 __all__ = ["make_grid", "save_image", "draw_bounding_boxes"]
 
 
-def make_grid(tensor, nrow=8, padding=2, normalize=False, value_range=None, scale_each=False,
-              pad_value=0.0):
+def make_grid(tensor: Tensor | list[Tensor], nrow: int = 8, padding: int = 2, normalize: bool = False,
+              value_range: tuple[float, float] | None = None, scale_each: bool = False,
+              pad_value: float = 0.0) -> Tensor:
     """Tile a batch of images (B x C x H x W, or a list of C x H x W) into one C x H' x W'
     image, nrow images per row, `padding` pixels of pad_value between them.  normalize: shift
     and scale each image (scale_each) or the batch into [0, 1], by value_range=(lo, hi) or by
@@ -57,7 +64,7 @@ def make_grid(tensor, nrow=8, padding=2, normalize=False, value_range=None, scal
         return _tensor(grid).to(tensor.device)
 
 
-def save_image(tensor, fp, format=None, **kwargs):
+def save_image(tensor: Tensor | list[Tensor], fp: str | BinaryIO, format: str | None = None, **kwargs) -> None:
     """Write an image (or a batch, through make_grid with **kwargs) with values in [0, 1] to
     fp (a path or a file object) through Pillow; format as Pillow takes it."""
     grid = make_grid(tensor, **kwargs)
@@ -65,8 +72,11 @@ def save_image(tensor, fp, format=None, **kwargs):
     pil_image().fromarray(arr).save(fp, format=format)
 
 
-def draw_bounding_boxes(image, boxes, labels=None, colors=None, fill=False, width=1, font=None,
-                        font_size=None, label_colors=None):
+def draw_bounding_boxes(image: Tensor, boxes: Tensor, labels: list[str] | None = None,
+                        colors: list[str | tuple[int, int, int]] | str | tuple[int, int, int] | None = None,
+                        fill: bool = False, width: int = 1, font: str | None = None, font_size: int | None = None,
+                        label_colors: list[str | tuple[int, int, int]] | str | tuple[int, int, int] | None = None
+                        ) -> Tensor:
     """The uint8 C x H x W image (C = 1 or 3) with `boxes` (N x 4, xyxy in pixels) drawn on it,
     as a new tensor; labels: one text per box; colors: one color (a name, '#rrggbb' or an RGB
     tuple) or one per box; fill: boxes filled at 60% opacity."""

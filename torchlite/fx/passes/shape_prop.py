@@ -1,10 +1,16 @@
 """ShapeProp: run a GraphModule on example inputs and record, in each node's
 meta['tensor_meta'], the shape, dtype, requires_grad and strides of the tensor it produced
 (PyTorch's torch.fx.passes.shape_prop)."""
+from __future__ import annotations
+
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 from ..interpreter import Interpreter
 from ..node import map_aggregate
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ShapeProp", "TensorMetadata"]
 
@@ -25,7 +31,7 @@ class ShapeProp(Interpreter):
     TensorMetadata, or a structure of them for nodes returning several tensors) and
     node.meta['type']."""
 
-    def run_node(self, n):
+    def run_node(self, n: Any) -> Any:
         import torchlite
         result = super().run_node(n)
         found = []
@@ -41,5 +47,5 @@ class ShapeProp(Interpreter):
         n.meta["type"] = type(result)
         return result
 
-    def propagate(self, *args):
+    def propagate(self, *args) -> Any:
         return super().run(*args)

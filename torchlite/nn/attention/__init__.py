@@ -9,10 +9,17 @@ PyTorch's "No viable backend" error there, as PyTorch does; on CUDA every choice
 choice is per thread and restored when the context exits.  FlexAttention is the submodule
 torchlite.nn.attention.flex_attention (eager and dense); the causal biases for unequal query
 and key lengths are torchlite.nn.attention.bias."""
+from __future__ import annotations
+
 import contextlib
 import enum
+from typing import TYPE_CHECKING
 
 from ..functional import attention as _attention
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
 
 __all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS"]
 
@@ -28,12 +35,13 @@ class SDPBackend(enum.IntEnum):
     CUDNN_ATTENTION = 3
     OVERRIDEABLE = 4
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"SDPBackend.{self.name}"
 
 
 @contextlib.contextmanager
-def sdpa_kernel(backends, set_priority=False):
+def sdpa_kernel(backends: SDPBackend | Iterable[SDPBackend],
+                set_priority: bool = False) -> Iterator[dict[str, Any]]:
     """Inside the context, scaled_dot_product_attention may use only `backends` (an SDPBackend
     or a list of them; set_priority orders them in PyTorch, and is accepted here, where there
     is one implementation)."""

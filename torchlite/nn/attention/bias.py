@@ -3,6 +3,8 @@ when the query and key lengths differ (torch.nn.attention.bias): causal_upper_le
 query i see keys 0..i (the mask is_causal=True means), causal_lower_right(L, S) aligns the
 last query with the last key (query i sees keys 0..i + S - L: decoding with a key/value cache).
 Pass one as attn_mask; it stands for its bool mask (_materialize)."""
+from __future__ import annotations
+
 import enum
 import warnings
 
@@ -22,7 +24,7 @@ class CausalBias:
     """A causal mask for seq_len_q queries and seq_len_kv keys (made by causal_upper_left or
     causal_lower_right), usable wherever scaled_dot_product_attention takes attn_mask."""
 
-    def __init__(self, variant, seq_len_q, seq_len_kv):
+    def __init__(self, variant: CausalVariant, seq_len_q: int, seq_len_kv: int) -> None:
         if not isinstance(variant, CausalVariant):
             raise AssertionError("variant must be a CausalVariant")
         self.variant = variant
@@ -38,7 +40,7 @@ class CausalBias:
         offset = 0 if self.variant is CausalVariant.UPPER_LEFT else self.seq_len_kv - self.seq_len_q
         return full.tril(offset)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return repr(self._materialize())
 
 
@@ -48,11 +50,11 @@ def _two_sizes(size, name):
     return size
 
 
-def causal_upper_left(*size):
+def causal_upper_left(*size) -> CausalBias:
     """The causal mask of is_causal=True for (seq_len_q, seq_len_kv)."""
     return CausalBias(CausalVariant.UPPER_LEFT, *_two_sizes(size, "causal_upper_left"))
 
 
-def causal_lower_right(*size):
+def causal_lower_right(*size) -> CausalBias:
     """The causal mask aligned at the bottom right for (seq_len_q, seq_len_kv)."""
     return CausalBias(CausalVariant.LOWER_RIGHT, *_two_sizes(size, "causal_lower_right"))

@@ -18,12 +18,21 @@ the second product follow: memory of the full (B, H, L, S) scores, no skipping o
 blocks (PyTorch's speed comes from its compiled kernel, which skips them; the values are the
 same).  Rows with no allowed key give 0 and a log-sum-exp of -inf, as PyTorch's.  Everything
 is differentiable, also with respect to tensors a score_mod captures."""
+from __future__ import annotations
+
 import inspect
 import math
+from typing import TYPE_CHECKING
 
 from ... import _dtype as D
 from ..._ops.creation import arange as _arange, full as _full
 from ..._tensor import Tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..._device import device
 
 __all__ = ["flex_attention", "create_block_mask", "create_mask", "BlockMask", "and_masks",
            "or_masks", "noop_mask"]
@@ -31,17 +40,17 @@ __all__ = ["flex_attention", "create_block_mask", "create_mask", "BlockMask", "a
 _DEFAULT_BLOCK = 128
 
 
-def noop_mask(b, h, q_idx, kv_idx):
+def noop_mask(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
     """The mask_mod that allows everything."""
     return _full((), True, dtype=D.bool, device=b.device)
 
 
-def and_masks(*mask_mods):
+def and_masks(*mask_mods: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """A mask_mod allowing what every one of mask_mods allows."""
     return _combined(mask_mods, True, lambda x, y: x & y)
 
 
-def or_masks(*mask_mods):
+def or_masks(*mask_mods: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """A mask_mod allowing what any one of mask_mods allows."""
     return _combined(mask_mods, False, lambda x, y: x | y)
 
@@ -72,7 +81,8 @@ def _n_params(fn):
         return 4
 
 
-def create_mask(mod_fn, B, H, Q_LEN, KV_LEN, device=None):
+def create_mask(mod_fn: Callable[..., Tensor], B: int | None, H: int | None, Q_LEN: int, KV_LEN: int,
+                device: device | str | int | None = None) -> Tensor:
     """The dense (B, H, Q_LEN, KV_LEN) tensor a mod gives (B or H None counts as 1): a bool
     mask for a mask_mod (4 arguments), the modified zero scores for a score_mod (5)."""
     B, H = B or 1, H or 1
@@ -91,17 +101,18 @@ class BlockMask:
     int32 map of the blocks with an allowed pair, sparsity() the percentage of blocks with
     none.  Index it by batch and head (block_mask[b], block_mask[b, h]) for a part."""
 
-    def __init__(self, mask, block_size, mask_mod, seq_lengths):
+    def __init__(self, mask: Tensor, block_size: tuple[int, int], mask_mod: Callable[..., Tensor],
+                 seq_lengths: tuple[int, int]) -> None:
         self._mask = mask                           # bool (B, H, Q_LEN, KV_LEN)
         self.BLOCK_SIZE = block_size
         self.mask_mod = mask_mod
         self.seq_lengths = seq_lengths
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return tuple(self._mask.shape[:2]) + tuple(self.seq_lengths)
 
-    def to_dense(self):
+    def to_dense(self) -> Tensor:
         bq, bk = self.BLOCK_SIZE
         B, H, L, S = self._mask.shape
         nq, nk = -(-L // bq), -(-S // bk)
@@ -110,17 +121,17 @@ class BlockMask:
         blocks = padded.view(B, H, nq, bq, nk, bk).any(5).any(3)
         return blocks.to(D.int32)
 
-    def sparsity(self):
+    def sparsity(self) -> float:
         dense = self.to_dense()
         return 100.0 * (1.0 - dense.sum().item() / max(dense.numel(), 1))
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> BlockMask:
         part = self._mask[index]
         while part.dim() < 4:
             part = part.unsqueeze(0)
         return BlockMask(part, self.BLOCK_SIZE, self.mask_mod, self.seq_lengths)
 
-    def to_string(self, grid_size=(20, 20), limit=4):
+    def to_string(self, grid_size: tuple[int, int] = (20, 20), limit: int = 4) -> str:
         dense = self.to_dense()
         lines = []
         shown = 0
@@ -136,13 +147,15 @@ class BlockMask:
                 shown += 1
         return "\n".join(lines)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"BlockMask(shape={self.shape}, sparsity={self.sparsity():.2f}%, \n"
                 f"{self.to_string()}\n)")
 
 
-def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None, BLOCK_SIZE=_DEFAULT_BLOCK,
-                      _compile=False, **kwargs):
+def create_block_mask(mask_mod: Callable[..., Tensor], B: int | None, H: int | None, Q_LEN: int, KV_LEN: int,
+                      device: device | str | int | None = None,
+                      BLOCK_SIZE: int | tuple[int, int] = _DEFAULT_BLOCK, _compile: bool = False,
+                      **kwargs) -> BlockMask:
     """The BlockMask of mask_mod(b, h, q_idx, kv_idx) over B batches and H heads (None: one,
     broadcasting over them) of Q_LEN queries and KV_LEN keys."""
     if _n_params(mask_mod) != 4:
@@ -155,8 +168,10 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None, BLOCK_SIZE=_DE
     return BlockMask(mask, block, mask_mod, (Q_LEN, KV_LEN))
 
 
-def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None,
-                   enable_gqa=False, return_lse=False, kernel_options=None, *, return_aux=None):
+def flex_attention(query: Tensor, key: Tensor, value: Tensor, score_mod: Callable[..., Tensor] | None = None,
+                   block_mask: BlockMask | None = None, scale: float | None = None, enable_gqa: bool = False,
+                   return_lse: bool = False, kernel_options: dict[str, Any] | None = None, *,
+                   return_aux: AuxRequest | None = None) -> Tensor | tuple[Tensor, Tensor] | tuple[Tensor, _Aux]:
     """softmax(score_mod(query @ key^T * scale) masked by block_mask) @ value, per batch and
     head.  query (B, Hq, L, E), key (B, Hkv, S, E), value (B, Hkv, S, Ev) -> (B, Hq, L, Ev);
     with enable_gqa, Hq a multiple of Hkv (each key/value head serves Hq / Hkv query heads).

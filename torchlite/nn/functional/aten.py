@@ -9,8 +9,18 @@ reduction defaults to 0 ('none') at this level: that is what PyTorch's top-level
 when it is left out (measured on torch 2.13; nn.functional's default is 'mean').  Each is a thin adapter
 over the nn.functional op that does the work; `torchlite.<name>` finds them here on first
 use (torchlite/__init__.py)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .activation import rrelu_with_generator as _rrelu_with_generator
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._ops.random import Generator
+    from ..._tensor import Tensor
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -26,12 +36,13 @@ def _reduction(r, op):
 
 
 # ---- convolution and pooling ---------------------------------------------------------------------
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+           padding: str | int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """1-d convolution (torch.conv1d)."""
     return F.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv_tbc(input, weight, bias, pad=0):
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
     """1-d convolution of a (time, batch, channels) input, fairseq's layout (torch.conv_tbc):
     weight (kernel width, in channels, out channels), bias (out channels), `pad` zeros at
     each end of time; the output, contiguous, is (time, batch, out channels)."""
@@ -49,27 +60,35 @@ def conv_tbc(input, weight, bias, pad=0):
     return y.permute(2, 0, 1).contiguous()
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+           padding: str | int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """2-d convolution (torch.conv2d)."""
     return F.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+           padding: str | int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """3-d convolution (torch.conv3d)."""
     return F.conv3d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """1-d transposed convolution (torch.conv_transpose1d)."""
     return F.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """2-d transposed convolution (torch.conv_transpose2d)."""
     return F.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """3-d transposed convolution (torch.conv_transpose3d)."""
     return F.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
@@ -79,53 +98,62 @@ def _stride(stride, kernel_size):
     return None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else stride
 
 
-def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+def max_pool1d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = (),
+               padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1,
+               ceil_mode: bool = False) -> Tensor:
     """1-d max pooling (torch.max_pool1d)."""
     return F.max_pool1d(input, kernel_size, _stride(stride, kernel_size), padding, dilation, ceil_mode)
 
 
-def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+def max_pool1d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = (),
+                            padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1,
+                            ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
     """1-d max pooling and the indices of the maxima (torch.max_pool1d_with_indices)."""
     return F.max_pool1d(input, kernel_size, _stride(stride, kernel_size), padding, dilation, ceil_mode,
                         return_indices=True)
 
 
-def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+def max_pool2d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = (),
+               padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1,
+               ceil_mode: bool = False) -> Tensor:
     """2-d max pooling (torch.max_pool2d)."""
     return F.max_pool2d(input, kernel_size, _stride(stride, kernel_size), padding, dilation, ceil_mode)
 
 
-def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+def max_pool3d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = (),
+               padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1,
+               ceil_mode: bool = False) -> Tensor:
     """3-d max pooling (torch.max_pool3d)."""
     return F.max_pool3d(input, kernel_size, _stride(stride, kernel_size), padding, dilation, ceil_mode)
 
 
-def avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+def avg_pool1d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = (),
+               padding: int | tuple[int, ...] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
     """1-d average pooling (torch.avg_pool1d)."""
     return F.avg_pool1d(input, kernel_size, _stride(stride, kernel_size), padding, ceil_mode, count_include_pad)
 
 
-def adaptive_avg_pool1d(input, output_size):
+def adaptive_avg_pool1d(input: Tensor, output_size: int | tuple[int, ...]) -> Tensor:
     """1-d adaptive average pooling (torch.adaptive_avg_pool1d)."""
     return F.adaptive_avg_pool1d(input, output_size)
 
 
-def adaptive_max_pool1d(input, output_size):
+def adaptive_max_pool1d(input: Tensor, output_size: int | tuple[int, ...]) -> tuple[Tensor, Tensor]:
     """1-d adaptive max pooling: (values, indices) (torch.adaptive_max_pool1d)."""
     return F.adaptive_max_pool1d(input, output_size, return_indices=True)
 
 
-def pixel_shuffle(input, upscale_factor):
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C r^2, H, W) -> (*, C, H r, W r) (torch.pixel_shuffle)."""
     return F.pixel_shuffle(input, upscale_factor)
 
 
-def pixel_unshuffle(input, downscale_factor):
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H r, W r) -> (*, C r^2, H, W) (torch.pixel_unshuffle)."""
     return F.pixel_unshuffle(input, downscale_factor)
 
 
-def channel_shuffle(input, groups):
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """Interleave the channels of `groups` groups (torch.channel_shuffle)."""
     return F.channel_shuffle(input, groups)
 
@@ -134,22 +162,22 @@ native_channel_shuffle = channel_shuffle
 
 
 # ---- dropout -------------------------------------------------------------------------------------
-def dropout(input, p, train):
+def dropout(input: Tensor, p: float, train: bool) -> Tensor:
     """Dropout with `train` required (torch.dropout)."""
     return F.dropout(input, p, train)
 
 
-def dropout_(input, p, train):
+def dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     """In-place dropout (torch.dropout_)."""
     return F.dropout(input, p, train, inplace=True)
 
 
-def feature_dropout(input, p, train):
+def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
     """Dropout of whole channels of an (N, C, *) input (torch.feature_dropout)."""
     return _channel_dropout(F.dropout1d, F.dropout2d, F.dropout3d, input, p, train, False)
 
 
-def feature_dropout_(input, p, train):
+def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     """In-place channel dropout (torch.feature_dropout_)."""
     return _channel_dropout(F.dropout1d, F.dropout2d, F.dropout3d, input, p, train, True)
 
@@ -162,57 +190,65 @@ def _channel_dropout(d1, d2, d3, input, p, train, inplace):
     return fn(input, p, train, inplace)
 
 
-def alpha_dropout(input, p, train):
+def alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
     """Alpha dropout with `train` required (torch.alpha_dropout)."""
     return F.alpha_dropout(input, p, train)
 
 
-def alpha_dropout_(input, p, train):
+def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     """In-place alpha dropout (torch.alpha_dropout_)."""
     return F.alpha_dropout(input, p, train, inplace=True)
 
 
-def feature_alpha_dropout(input, p, train):
+def feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
     """Alpha dropout of whole channels (torch.feature_alpha_dropout)."""
     return F.feature_alpha_dropout(input, p, train)
 
 
-def feature_alpha_dropout_(input, p, train):
+def feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     """In-place channel alpha dropout (torch.feature_alpha_dropout_)."""
     return F.feature_alpha_dropout(input, p, train, inplace=True)
 
 
 # ---- embeddings and normalisation ----------------------------------------------------------------
-def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Tensor:
     """Rows of `weight` at `indices`: ATen's order, weight first; padding_idx -1 means none
     (torch.embedding)."""
     return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5, cudnn_enable: bool = True) -> Tensor:
     """Layer normalisation over the trailing `normalized_shape` (torch.layer_norm)."""
     return F.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):
+def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
     """Root-mean-square normalisation (torch.rms_norm)."""
     return F.rms_norm(input, normalized_shape, weight, eps)
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5, cudnn_enabled: bool = True) -> Tensor:
     """Group normalisation (torch.group_norm)."""
     return F.group_norm(input, num_groups, weight, bias, eps)
 
 
-def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+               running_var: Tensor | None, training: bool, momentum: float, eps: float,
+               cudnn_enabled: bool) -> Tensor:
     """Batch normalisation with ATen's argument order: weight and bias before the running
     statistics, every argument required (torch.batch_norm)."""
     return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 # ---- the generic convolution and embedding_renorm_ -----------------------------------------------
-def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: int | tuple[int, ...],
+                padding: str | int | tuple[int, ...], dilation: int | tuple[int, ...], transposed: bool,
+                output_padding: int | tuple[int, ...], groups: int) -> Tensor:
     """ATen's one convolution (torch.convolution): conv1d/2d/3d, or their transposes when
     `transposed`, chosen by the weight's dims."""
     nd = weight.ndim - 2
@@ -225,7 +261,7 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     return fn(input, weight, bias, stride, padding, dilation, groups)
 
 
-def embedding_renorm_(weight, indices, max_norm, norm_type):
+def embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:
     """Rescale in place the rows of weight at indices whose norm_type-norm exceeds max_norm
     to that norm (torch.embedding_renorm_, what embedding(max_norm=...) does first)."""
     from .sparse import _renorm_
@@ -241,7 +277,8 @@ def _stats(x, dims, eps):
     return mean, (var + eps).rsqrt()
 
 
-def native_layer_norm(input, normalized_shape, weight, bias, eps):
+def native_layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None,
+                      bias: Tensor | None, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """(layer_norm(input), mean, rstd), the statistics over the trailing normalized_shape dims
     kept as size-1 dims; they are outside the graph, as PyTorch's are (torch.native_layer_norm)."""
     out = F.layer_norm(input, normalized_shape, weight, bias, eps)
@@ -250,7 +287,8 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     return out, mean, rstd
 
 
-def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+def native_group_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, N: int, C: int, HxW: int, group: int,
+                      eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """(group_norm(input), mean, rstd) with the (N, group) statistics; all three in the graph, as
     PyTorch's (torch.native_group_norm)."""
     out = F.group_norm(input, group, weight, bias, eps)
@@ -259,7 +297,9 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     return out, mean.reshape(N, group), rstd.reshape(N, group)
 
 
-def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+                      running_var: Tensor | None, training: bool, momentum: float,
+                      eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """(batch_norm(input), save_mean, save_invstd): in training the batch's per-channel mean and
     1 / sqrt(biased variance + eps) (outside the graph; the running statistics are updated as
     batch_norm updates them), in evaluation empty tensors (torch.native_batch_norm)."""
@@ -279,7 +319,7 @@ def _native_batch_norm_legit(input, weight, bias, *args):
     return native_batch_norm(input, weight, bias, *args)
 
 
-def native_dropout(input, p, train):
+def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple[Tensor, Tensor]:
     """(dropout(input), mask): the kept elements scaled by 1 / (1 - p) and the bool mask of
     them; without train, input itself and an all-True mask (torch.native_dropout)."""
     if not train:
@@ -290,92 +330,96 @@ def native_dropout(input, p, train):
     return input * mask.to(input.dtype) * (1.0 / (1 - p)), mask
 
 
-def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
-                  cudnn_enabled):
+def instance_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
+                  running_var: Tensor | None, use_input_stats: bool, momentum: float, eps: float,
+                  cudnn_enabled: bool) -> Tensor:
     """Instance normalisation with ATen's argument order (torch.instance_norm)."""
     return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
 
 
 # ---- activations ---------------------------------------------------------------------------------
-def prelu(input, weight):
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), weight per channel (torch.prelu)."""
     return F.prelu(input, weight)
 
 
-def selu(input):
+def selu(input: Tensor) -> Tensor:
     """Scaled ELU (torch.selu)."""
     return F.selu(input)
 
 
-def selu_(input):
+def selu_(input: Tensor) -> Tensor:
     """In-place scaled ELU (torch.selu_)."""
     return F.selu(input, inplace=True)
 
 
-def celu(input, alpha=1.0):
+def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
     """Continuously differentiable ELU (torch.celu)."""
     return F.celu(input, alpha)
 
 
-def celu_(input, alpha=1.0):
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     """In-place CELU (torch.celu_)."""
     return F.celu(input, alpha, inplace=True)
 
 
-def threshold(input, threshold, value):
+def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
     """x where x > threshold, else value (torch.threshold)."""
     return F.threshold(input, threshold, value)
 
 
-def threshold_(input, threshold, value):
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place threshold (torch.threshold_)."""
     return F.threshold(input, threshold, value, inplace=True)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          generator: Generator | None = None) -> Tensor:
     """Randomized leaky ReLU; note ATen's default training=False (torch.rrelu); the slopes
     come from `generator` when given."""
     return _rrelu_with_generator(input, lower, upper, training, False, generator)
 
 
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+           generator: Generator | None = None) -> Tensor:
     """In-place randomized leaky ReLU (torch.rrelu_); the slopes come from `generator` when
     given."""
     return _rrelu_with_generator(input, lower, upper, training, True, generator)
 
 
-def hardshrink(input, lambd=0.5):
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0 (torch.hardshrink)."""
     return F.hardshrink(input, lambd)
 
 
 # ---- distances and losses ------------------------------------------------------------------------
-def bilinear(input1, input2, weight, bias=None):
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x1^T A x2 + b (torch.bilinear)."""
     return F.bilinear(input1, input2, weight, bias)
 
 
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """Cosine of the angle between x1 and x2 along dim (torch.cosine_similarity)."""
     return F.cosine_similarity(x1, x2, dim, eps)
 
 
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
     """The p-norm of x1 - x2 + eps along the last dim (torch.pairwise_distance)."""
     return F.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
-def pdist(input, p=2.0):
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     """The p-norm distances between the rows of an (N, M) input, upper triangle (torch.pdist)."""
     return F.pdist(input, p)
 
 
-def kl_div(input, target, reduction=0, log_target=False):
+def kl_div(input: Tensor, target: Tensor, reduction: int | str = 0, log_target: bool = False) -> Tensor:
     """KL divergence with ATen's integer reduction (torch.kl_div)."""
     return F.kl_div(input, target, reduction=_reduction(reduction, "kl_div"), log_target=log_target)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     pos_weight: Tensor | None = None, reduction: int | str = 0) -> Tensor:
     """Sigmoid and binary cross-entropy in one, integer reduction
     (torch.binary_cross_entropy_with_logits)."""
     return F.binary_cross_entropy_with_logits(input, target, weight,
@@ -383,42 +427,48 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
                                               pos_weight=pos_weight)
 
 
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False):
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
+             target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: int | str = 0,
+             zero_infinity: bool = False) -> Tensor:
     """The connectionist temporal classification loss, integer reduction (torch.ctc_loss)."""
     return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
                       _reduction(reduction, "ctc_loss"), zero_infinity)
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        reduction: int | str = 0) -> Tensor:
     """max(0, -target (x1 - x2) + margin), integer reduction (torch.margin_ranking_loss)."""
     return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction, "margin_ranking_loss"))
 
 
-def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int | str = 0) -> Tensor:
     """The hinge embedding loss, integer reduction (torch.hinge_embedding_loss)."""
     return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction, "hinge_embedding_loss"))
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          reduction: int | str = 0) -> Tensor:
     """The cosine embedding loss, integer reduction (torch.cosine_embedding_loss)."""
     return F.cosine_embedding_loss(input1, input2, target, margin,
                                    reduction=_reduction(reduction, "cosine_embedding_loss"))
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction=0):
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2.0,
+                        eps: float = 1e-6, swap: bool = False, reduction: int | str = 0) -> Tensor:
     """The triplet margin loss, integer reduction (torch.triplet_margin_loss)."""
     return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
                                  reduction=_reduction(reduction, "triplet_margin_loss"))
 
 
-def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float,
+                     reduction: int | str) -> Tensor:
     """The Poisson negative log-likelihood, every argument required, integer reduction
     (torch.poisson_nll_loss)."""
     return F.poisson_nll_loss(input, target, log_input, full, eps=eps,
                               reduction=_reduction(reduction, "poisson_nll_loss"))
 
 
-def constant_pad_nd(input, pad, value=0):
+def constant_pad_nd(input: Tensor, pad: Sequence[int], value: float = 0) -> Tensor:
     """Pad the trailing dims by `pad` (last dim first) with `value` (torch.constant_pad_nd)."""
     return F.pad(input, tuple(pad), mode="constant", value=value)
 
@@ -428,26 +478,30 @@ def _cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh):
     return F.linear(input, w_ih, b_ih) + F.linear(hx, w_hh, b_hh)
 
 
-def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+def lstm_cell(input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+              b_hh: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """One LSTM step: (h, c) from input (B, I) and hx = (h, c) (torch.lstm_cell)."""
     from .recurrent import lstm_step
     h, c = hx
     return lstm_step(_cell_gates(input, h, w_ih, w_hh, b_ih, b_hh), c)
 
 
-def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+             b_hh: Tensor | None = None) -> Tensor:
     """One GRU step: h from input (B, I) and hx (B, H) (torch.gru_cell)."""
     from .recurrent import gru_step
     return gru_step(F.linear(input, w_ih, b_ih), F.linear(hx, w_hh, b_hh), hx)
 
 
-def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+                  b_hh: Tensor | None = None) -> Tensor:
     """One Elman step with tanh (torch.rnn_tanh_cell)."""
     from .recurrent import rnn_step
     return rnn_step(_cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh), False)
 
 
-def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+                  b_hh: Tensor | None = None) -> Tensor:
     """One Elman step with relu (torch.rnn_relu_cell)."""
     from .recurrent import rnn_step
     return rnn_step(_cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh), True)
@@ -509,7 +563,7 @@ def _whole_layer(mode, op, args, kwargs):
     return (out, h_n, c_n) if lstm else (out, h_n)
 
 
-def lstm(*args, **kwargs):
+def lstm(*args, **kwargs) -> tuple[Tensor, Tensor, Tensor]:
     """A whole (multi-layer, optionally bidirectional) LSTM (torch.lstm, what nn.LSTM runs):
     lstm(input, (h0, c0), params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first) or, packed, lstm(data, batch_sizes, (h0, c0), params, ...): (output, h_n,
@@ -517,18 +571,18 @@ def lstm(*args, **kwargs):
     return _whole_layer("LSTM", "lstm", args, kwargs)
 
 
-def gru(*args, **kwargs):
+def gru(*args, **kwargs) -> tuple[Tensor, Tensor]:
     """A whole GRU (torch.gru): gru(input, h0, params, has_biases, num_layers, dropout, train,
     bidirectional, batch_first) or gru(data, batch_sizes, h0, params, ...): (output, h_n)."""
     return _whole_layer("GRU", "gru", args, kwargs)
 
 
-def rnn_tanh(*args, **kwargs):
+def rnn_tanh(*args, **kwargs) -> tuple[Tensor, Tensor]:
     """A whole Elman RNN with tanh (torch.rnn_tanh), gru's signatures: (output, h_n)."""
     return _whole_layer("RNN_TANH", "rnn_tanh", args, kwargs)
 
 
-def rnn_relu(*args, **kwargs):
+def rnn_relu(*args, **kwargs) -> tuple[Tensor, Tensor]:
     """A whole Elman RNN with relu (torch.rnn_relu), gru's signatures: (output, h_n)."""
     return _whole_layer("RNN_RELU", "rnn_relu", args, kwargs)
 
@@ -549,26 +603,29 @@ def _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners, o
                          align_corners)
 
 
-def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                 align_corners: bool) -> Tensor:
     """F.grid_sample with ATen's integer modes (torch.grid_sampler)."""
     return _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners, "grid_sampler")
 
 
-def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+def grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
     """grid_sampler on a 4-d input (torch.grid_sampler_2d)."""
     if input.dim() != 4:
         raise RuntimeError(f"grid_sampler_2d(): expected 4D input, but got input with sizes {list(input.shape)}")
     return _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners, "grid_sampler_2d")
 
 
-def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
     """grid_sampler on a 5-d input (torch.grid_sampler_3d)."""
     if input.dim() != 5:
         raise RuntimeError(f"grid_sampler_3d(): expected 5D input, but got input with sizes {list(input.shape)}")
     return _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners, "grid_sampler_3d")
 
 
-def affine_grid_generator(theta, size, align_corners):
+def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: bool) -> Tensor:
     """F.affine_grid with align_corners required (torch.affine_grid_generator)."""
     return F.affine_grid(theta, list(size), align_corners)
 
@@ -583,8 +640,9 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
 _BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
 
 
-def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
-                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0,
+                  sparse: bool = False, per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """embedding_bag in ATen's form (torch.embedding_bag): weight first, mode an integer
     (0 sum, 1 mean, 2 max), offsets required; a negative padding_idx counts from the end.
     Returns (output, offset2bag, bag_size, max_indices): the bag of each index, the indices
@@ -602,6 +660,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
                                       per_sample_weights, include_last_offset, padding_idx)
 
 
-NAMES = tuple(n for n in dir() if (not n.startswith("_")
-                                   or n in ("_native_batch_norm_legit", "_softmax_backward_data"))
-              and n not in ("F", "NAMES"))
+# the adapters: the functions written here (two with PyTorch's leading underscore)
+NAMES = tuple(sorted(n for n, v in globals().items()
+                     if callable(v) and getattr(v, "__module__", None) == __name__
+                     and (not n.startswith("_") or n in ("_native_batch_norm_legit", "_softmax_backward_data"))))

@@ -12,6 +12,8 @@ bool mask with True = "may NOT attend" or a float mask.  A query row that may at
 gives 0 in scaled_dot_product_attention, as PyTorch's does (its "safe softmax"); the
 need_weights=True path of multi_head_attention_forward uses a plain softmax there and gives NaN,
 as PyTorch's does."""
+from __future__ import annotations
+
 import math
 import threading
 import warnings
@@ -194,8 +196,9 @@ def _mask_as_batch(m, batch, nb):
     return m if m.dim() <= 2 else _as_batch(m, batch, nb)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, *, scale=None, enable_gqa=False):
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, *,
+                                 scale: float | None = None, enable_gqa: bool = False) -> Tensor:
     """softmax(query @ key^T * scale + mask) @ value over the last two dims, any leading
     (broadcasting) batch dims.
 
@@ -379,13 +382,17 @@ def _merge_padding_mask(attn_mask, key_padding_mask, bsz, num_heads, src_len):
     return kpm if attn_mask is None else attn_mask + kpm
 
 
-def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
-                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
-                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
-                                 key_padding_mask=None, need_weights=True, attn_mask=None,
-                                 use_separate_proj_weight=False, q_proj_weight=None,
-                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
-                                 static_v=None, average_attn_weights=True, is_causal=False):
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int,
+                                 num_heads: int, in_proj_weight: Tensor | None, in_proj_bias: Tensor | None,
+                                 bias_k: Tensor | None, bias_v: Tensor | None, add_zero_attn: bool,
+                                 dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+                                 training: bool = True, key_padding_mask: Tensor | None = None,
+                                 need_weights: bool = True, attn_mask: Tensor | None = None,
+                                 use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
+                                 k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
+                                 static_k: Tensor | None = None, static_v: Tensor | None = None,
+                                 average_attn_weights: bool = True,
+                                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
     """The forward pass of nn.MultiheadAttention (PyTorch's signature and semantics).
 
     query (L, N, E) or (L, E), key/value (S, N, Ek/Ev) or (S, Ek/Ev) (sequence first).  Masks:

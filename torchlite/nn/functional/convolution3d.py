@@ -16,8 +16,11 @@ The kernels of torchlite/_core/conv.pyx see 2-d planes only, so a 3-d convolutio
 Both are compositions of differentiable ops (unfold/fold, views, conv2d/conv_transpose2d), so
 their gradients, of every order, are the composition's.  The arguments are checked first with
 conv.py's checks and PyTorch's messages (this module sits above conv.py and uses them)."""
+from __future__ import annotations
+
 import builtins
 import numbers
+from typing import TYPE_CHECKING
 
 from .conv import (_check_input_rank, _check_geometry, _check_dtypes,
                    _same_padding, conv2d, conv_transpose2d)
@@ -25,6 +28,9 @@ from ._utils import ntuple
 from ..._ops._kit import tensor_arg
 from ..._ops.creation import zeros
 from .vision import unfold, fold, pad
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["conv3d", "conv_transpose3d"]
 
@@ -51,7 +57,9 @@ def _depth_columns(x, kd, stride_d, pad_d, dil_d, od):
     return cols.transpose(1, 2).reshape(n * od, c * kd, h, w)
 
 
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+           stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> Tensor:
     """3-d convolution (cross-correlation) of input (N, C, D, H, W) or (C, D, H, W) with
     weight (O, C/groups, KD, KH, KW); padding is an int, a triple, 'valid' or 'same'."""
     op = "conv3d"
@@ -99,8 +107,10 @@ def _check_output_padding(output_padding, stride, dilation):
                            "got " + " ".join(parts))
 
 
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+                     output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> Tensor:
     """3-d transposed convolution of input (N, C_in, D, H, W) or (C_in, D, H, W) with weight
     (C_in, C_out/groups, KD, KH, KW): the gradient of conv3d with respect to its input."""
     op = "conv_transpose3d"

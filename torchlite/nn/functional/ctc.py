@@ -20,8 +20,11 @@ which assumes, as PyTorch does, that log_probs come from a log_softmax (the e^lp
 normaliser's share, which log_softmax's own backward removes again); frames past a sequence's
 input length get 0, and with zero_infinity so does a sequence whose loss is infinite.  Like
 PyTorch's, this gradient is not differentiable again with respect to log_probs."""
+from __future__ import annotations
+
 import builtins
 import numbers
+from typing import TYPE_CHECKING
 
 from ..._tensor import Tensor
 from ... import _dtype as D
@@ -31,6 +34,9 @@ from ..._ops.creation import arange, full, tensor as _tensor, zeros
 from ..._ops.joining import cat, stack
 from ..._ops.elementwise import where, maximum
 from ..._ops._kit import tensor_arg
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["ctc_loss"]
 
@@ -246,8 +252,9 @@ def _ctc_nll(log_probs, lat, zero_infinity):
     return nll
 
 
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
-             zero_infinity=False):
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
+             target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: str = "mean",
+             zero_infinity: bool = False) -> Tensor:
     """The CTC loss of log_probs (T, N, C) (or unbatched (T, C)), log-probabilities over C
     classes (blank included) per frame, for targets (N, S) padded or concatenated
     (sum(target_lengths),), with input_lengths and target_lengths (N,) (tensors or sequences

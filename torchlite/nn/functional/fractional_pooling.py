@@ -14,6 +14,8 @@ As the windows differ per plane, the pooling is a gather of every window's eleme
 row-major order with PyTorch's rule (take v when v > max or v is NaN), so ties go to the first
 maximum and a NaN wins.  Indices count positions within each plane (volume), and the
 gradient is a scatter by them (pooling_grad's ops)."""
+from __future__ import annotations
+
 import builtins
 import numbers
 
@@ -197,29 +199,39 @@ def _fractional(input, kernel_size, output_size, output_ratio, samples, nd):
     return (y.squeeze(0), indices.squeeze(0)) if unbatched else (y, indices)
 
 
-def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
-                                       return_indices=False, _random_samples=None):
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
+                                       output_size: int | tuple[int, ...] | None = None,
+                                       output_ratio: float | tuple[float, ...] | None = None,
+                                       return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """(values, indices) of 2-d fractional max pooling of (N, C, H, W) or (C, H, W) to
     output_size, or to int(size * output_ratio)."""
     return _fractional(input, kernel_size, output_size, output_ratio, _random_samples, 2)
 
 
-def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
-                          return_indices=False, _random_samples=None):
+def fractional_max_pool2d(input: Tensor, kernel_size: int | tuple[int, ...],
+                          output_size: int | tuple[int, ...] | None = None,
+                          output_ratio: float | tuple[float, ...] | None = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """2-d fractional max pooling over pseudo-random kh x kw windows; with return_indices,
     also the position of each maximum within its plane (h * W + w)."""
     out, idx = _fractional(input, kernel_size, output_size, output_ratio, _random_samples, 2)
     return (out, idx) if return_indices else out
 
 
-def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
-                                       return_indices=False, _random_samples=None):
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
+                                       output_size: int | tuple[int, ...] | None = None,
+                                       output_ratio: float | tuple[float, ...] | None = None,
+                                       return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """(values, indices) of 3-d fractional max pooling of (N, C, T, H, W) or (C, T, H, W)."""
     return _fractional(input, kernel_size, output_size, output_ratio, _random_samples, 3)
 
 
-def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
-                          return_indices=False, _random_samples=None):
+def fractional_max_pool3d(input: Tensor, kernel_size: int | tuple[int, ...],
+                          output_size: int | tuple[int, ...] | None = None,
+                          output_ratio: float | tuple[float, ...] | None = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """3-d fractional max pooling over pseudo-random kt x kh x kw windows; with
     return_indices, also the position of each maximum within its volume."""
     out, idx = _fractional(input, kernel_size, output_size, output_ratio, _random_samples, 3)

@@ -8,13 +8,18 @@ computes each chunk's per-row losses under activation checkpointing, so at most 
 logits exist at a time, in forward and again in backward (which recomputes them).  It covers
 2-d input with class-index targets and a (C,) bias; other calls take the reference form, as
 PyTorch's do (PyTorch warns there; so does torchlite)."""
+from __future__ import annotations
+
 import warnings
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
 from ..._ops._kit import tensor_args
 from .linear import linear
 from .loss import cross_entropy
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["linear_cross_entropy", "LinearCrossEntropyOptions"]
 
@@ -45,8 +50,9 @@ def _logits(input, linear_weight, linear_bias):
     return z.reshape(tuple(input.shape[:-1]) + out_shape) if len(out_shape) > 1 else z
 
 
-def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
-                         reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *, linear_bias: Tensor | None = None,
+                         weight: Tensor | None = None, reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options: LinearCrossEntropyOptions | None = None) -> Tensor:
     """cross_entropy(linear(input, linear_weight, linear_bias), target, weight, ...), with
     ignore_index None meaning -100.  linear_weight is (C, in_features), or (C, d1, ..., dK,
     in_features) for a K-dimensional loss.  options (LinearCrossEntropyOptions): compute it

@@ -16,8 +16,11 @@ The kernels of torchlite/_core/pool.pyx pool 2-d planes; a box window is separab
 
 The arguments are checked first, in PyTorch's order and with its messages (this module sits
 above pooling.py and uses its argument helpers)."""
+from __future__ import annotations
+
 import builtins
 import numbers
+from typing import TYPE_CHECKING
 
 from ..._tensor import Tensor
 from ... import _dtype as D
@@ -26,6 +29,9 @@ from ...autograd.graph import Node, record, needs_grad
 from . import pooling_grad as _G
 from .pooling import _ints, _out_size, _unpool_size, integer_average
 from ..._ops._kit import tensor_arg
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d",
            "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "max_unpool3d", "lp_pool3d"]
@@ -145,8 +151,10 @@ def _max_pool_volumes(x, out, window):
     return y, idx
 
 
-def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=False):
+def max_pool3d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
+                            stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                            dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """(values, indices) of 3-d max pooling over (N, C, D, H, W) or (C, D, H, W); each
     index counts positions within its (D, H, W) volume."""
     op = "max_pool3d"
@@ -164,8 +172,9 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return (y.squeeze(0), idx.squeeze(0)) if unbatched else (y, idx)
 
 
-def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
+def max_pool3d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """3-d max pooling (stride defaults to kernel_size); with return_indices, also the
     position of each maximum within its input volume (d * H * W + h * W + w)."""
     out, idx = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
@@ -173,8 +182,9 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 # ---- average pooling ---------------------------------------------------------------------------
-def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool3d(input: Tensor, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+               padding: int | tuple[int, ...] = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
     """3-d average pooling over (N, C, D, H, W) or (C, D, H, W).  Each window's sum is divided
     by divisor_override if given, else by its size counting padding (count_include_pad) or
     not."""
@@ -242,7 +252,7 @@ def _adaptive_output(input, output_size, op, negative_message):
     return size
 
 
-def adaptive_avg_pool3d(input, output_size):
+def adaptive_avg_pool3d(input: Tensor, output_size: int | tuple[int | None, ...] | None) -> Tensor:
     """Average over an output_size grid of windows covering each (D, H, W) volume (window i
     spans [floor(i*L/n), ceil((i+1)*L/n)) per dim); None keeps that input dim."""
     op = "adaptive_avg_pool3d"
@@ -262,7 +272,8 @@ def adaptive_avg_pool3d(input, output_size):
     return y.squeeze(0) if unbatched else y
 
 
-def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: int | tuple[int | None, ...] | None,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """(values, indices) of adaptive 3-d max pooling; indices count positions within each
     (D, H, W) volume."""
     op = "adaptive_max_pool3d"
@@ -279,14 +290,17 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     return (y.squeeze(0), idx.squeeze(0)) if unbatched else (y, idx)
 
 
-def adaptive_max_pool3d(input, output_size, return_indices=False):
+def adaptive_max_pool3d(input: Tensor, output_size: int | tuple[int | None, ...] | None,
+                        return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Maximum over an output_size grid of windows covering each volume (with indices)."""
     out, idx = adaptive_max_pool3d_with_indices(input, output_size)
     return (out, idx) if return_indices else out
 
 
 # ---- max_unpool ------------------------------------------------------------------------------------
-def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, ...],
+                 stride: int | tuple[int, ...] | None = None, padding: int | tuple[int, ...] = 0,
+                 output_size: Sequence[int] | None = None) -> Tensor:
     """The partial inverse of max_pool3d: zeros, with input written at the indices (each
     counting positions within an output volume)."""
     op = "max_unpool3d"
@@ -328,7 +342,8 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return y.squeeze(0) if unbatched else y
 
 
-def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: int | tuple[int, ...],
+              stride: int | tuple[int, ...] | None = None, ceil_mode: bool = False) -> Tensor:
     """Power-average pooling over volumes: (sum over each window of x^p)^(1/p), PyTorch's
     formula step for step (so a window whose sum of powers is negative or NaN gives what
     PyTorch gives, gradients included)."""

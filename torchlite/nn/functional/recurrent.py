@@ -2,6 +2,10 @@
 *Cell layers, and the torch.* functions with ATen's signatures (nn/functional/aten.py:
 torch.lstm, gru, rnn_tanh, rnn_relu and the *_cell forms): one step of each cell from its gate
 pre-activations, one layer in one direction (plain or packed), and the stack of layers."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..._ops.creation import empty as _empty, empty_like as _empty_like
 from ..._ops.elementwise import addcmul as _addcmul, mul as _mul
 from ..._ops.joining import cat as _cat, stack as _stack
@@ -13,13 +17,18 @@ from ...autograd import grad as _autograd_grad
 from .linear import linear as _linear
 from .dropout import dropout as _dropout
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-def rnn_step(gates, relu):
+    from ..._tensor import Tensor
+
+
+def rnn_step(gates: Tensor, relu: bool) -> Tensor:
     """h = tanh(gates), or relu(gates)."""
     return gates.relu() if relu else gates.tanh()
 
 
-def lstm_step(gates, c):
+def lstm_step(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
     """gates: (B, 4H) pre-activations in the order i, f, g, o; returns (h, c).  chunk (one
     node whose backward concatenates) rather than slices (a node each, each scattering into
     a zero tensor of the full size)."""
@@ -28,7 +37,7 @@ def lstm_step(gates, c):
     return o.sigmoid() * c.tanh(), c
 
 
-def gru_step(gi, gh, h):
+def gru_step(gi: Tensor, gh: Tensor, h: Tensor) -> Tensor:
     """gi = W_i x + b_i, gh = W_h h + b_h, each (B, 3H) in the order r, z, n."""
     ir, iz, in_ = gi.chunk(3, 1)
     hr, hz, hn = gh.chunk(3, 1)
@@ -177,7 +186,8 @@ def _unpack_weights(weights, has_biases, has_proj):
     return w_ih, w_hh, b_ih, b_hh, (weights[-1] if has_proj else None)
 
 
-def run_direction(mode, x, h, c, weights, has_biases, has_proj, reverse):
+def run_direction(mode: str, x: Tensor, h: Tensor, c: Tensor | None, weights: Sequence[Tensor], has_biases: bool,
+                  has_proj: bool, reverse: bool) -> tuple[Tensor, Tensor, Tensor | None]:
     """One layer in one direction over x (T, B, in): (outputs (T, B, H), h_T, c_T).  weights:
     [w_ih, w_hh, (b_ih, b_hh), (w_hr)] as PyTorch lists one layer's; mode 'RNN_TANH',
     'RNN_RELU', 'LSTM' or 'GRU'."""
@@ -212,7 +222,9 @@ def run_direction(mode, x, h, c, weights, has_biases, has_proj, reverse):
     return _stack(outs), h, c
 
 
-def run_direction_packed(mode, xs, sizes, h, c, weights, has_biases, has_proj, reverse):
+def run_direction_packed(mode: str, xs: Sequence[Tensor], sizes: Sequence[int], h: Tensor, c: Tensor | None,
+                         weights: Sequence[Tensor], has_biases: bool, has_proj: bool,
+                         reverse: bool) -> tuple[list[Tensor], Tensor, Tensor | None]:
     """One layer in one direction over a packed input (xs[t]: the batch_sizes[t] rows of step
     t, the batch sorted by length): ([outputs of each step], h, c), the states of the
     sequences that have ended (or, going backwards, not begun) carried through unchanged."""
@@ -243,8 +255,9 @@ def run_direction_packed(mode, xs, sizes, h, c, weights, has_biases, has_proj, r
     return outs, h, c
 
 
-def run_layers(mode, x, h0, c0, layer_weights, num_layers, dropout, train, bidirectional,
-               has_biases, has_proj, sizes=None):
+def run_layers(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, layer_weights: Sequence[Sequence[Tensor]],
+               num_layers: int, dropout: float, train: bool, bidirectional: bool, has_biases: bool, has_proj: bool,
+               sizes: Sequence[int] | None = None) -> tuple[Tensor, Tensor, Tensor | None]:
     """Every layer and direction: x time-major (T, B, in), or, with sizes (a packed input's
     batch_sizes), the packed data (sum(sizes), in); h0/c0 (layers * directions, B, size), c0
     None but for LSTM; layer_weights[k] the weights of layer k // dirs, direction k % dirs.

@@ -5,6 +5,10 @@ embedding is one op: the forward selects rows of the weight (index_select), and 
 (EmbeddingBackward0) adds each output row's gradient into the row it came from (index_add, so
 the gradient is itself differentiable); the padding row gets none.  Only dense gradients exist
 (sparse=True is refused)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ... import _dtype as D
 from ..._tensor import _wrap
 from ..._dispatch import elementwise as _ew
@@ -16,6 +20,9 @@ from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
 from ...autograd.graph import Node, record
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -75,8 +82,8 @@ def _lookup(weight, flat):
         raise
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """The rows of weight ([num_embeddings, embedding_dim]) at the indices in input: output
     shape input.shape + (embedding_dim,).  padding_idx's row receives no gradient; max_norm
     renormalises the looked-up rows of weight in place first."""
@@ -105,7 +112,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return out
 
 
-def one_hot(tensor, num_classes=-1):
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """An int64 tensor of shape tensor.shape + (num_classes,), 1 at each value's position
     (num_classes=-1: max value + 1)."""
     tensor_arg(tensor, "one_hot", "input")
@@ -129,9 +136,10 @@ def one_hot(tensor, num_classes=-1):
     return out.scatter_(-1, tensor.unsqueeze(-1), 1)
 
 
-def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
-                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
-                  padding_idx=None):
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
     """Sums, means or maxima of bags of embeddings without materialising the lookups per bag:
     a 2-d input holds one bag per row; a 1-d input is cut into bags at `offsets`.  Entries equal
     to padding_idx are left out (an empty bag gives zeros); per_sample_weights (mode 'sum')

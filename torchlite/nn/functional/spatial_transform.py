@@ -21,7 +21,10 @@ weighted and summed: compositions of differentiable ops, so the gradient reaches
 scatter-add) and grid (through the weights and the unnormalising, clipping and reflecting,
 which have PyTorch's derivatives: a clipped coordinate gets none, a reflected one the sign
 of its reflection)."""
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 from ..._tensor import Tensor
 from ... import _dtype as D
@@ -29,6 +32,9 @@ from ...autograd.grad_mode import no_grad
 from ..._ops.creation import linspace, ones, zeros
 from ..._ops.joining import stack
 from ..._ops.elementwise import where
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -51,7 +57,7 @@ def _linspace_from_neg_one(theta, steps, align_corners):
     return r
 
 
-def affine_grid(theta, size, align_corners=None):
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
     """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps theta
     (N, 2, 3) (or (N, 3, 4)) for an output of size (N, C, H, W) (or (N, C, D, H, W))."""
     if align_corners is None:
@@ -294,7 +300,8 @@ def _check_sampler(input, grid, mode):
                                   f"'{_SCALAR_NAMES[input.dtype.name]}'")
 
 
-def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Tensor:
     """Samples input (N, C, H, W) or (N, C, D, H, W) at the normalised locations grid
     (N, Ho, Wo, 2) or (N, Do, Ho, Wo, 3): the output is (N, C, Ho, Wo) or (N, C, Do, Ho, Wo).
     Modes 'bilinear', 'nearest', 'bicubic' (4-d); padding_mode 'zeros', 'border',

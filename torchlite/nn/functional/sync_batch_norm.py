@@ -13,6 +13,10 @@ accumulation); the small [world, C] merges are Tensor ops in float64.  Statistic
 the input's dtype, float32 for a float16/bfloat16 input (PyTorch's accumulate type).  Like
 PyTorch's, these functions have no backward of their own except batch_norm_elemt, a
 composition of differentiable ops (in PyTorch they run on CUDA only; here on every device)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ... import _dtype as D
 from ..._tensor import _wrap
 from ..._dispatch import norm as _NK
@@ -21,6 +25,9 @@ from ...autograd.graph import needs_grad, record_not_differentiable
 from ...autograd.grad_mode import no_grad as _no_grad
 from .normalization import _float_input, _is_half, _update_running
 from .normalization_grad import dense as _dense
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["batch_norm_stats", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",
            "batch_norm_elemt", "batch_norm_backward_reduce", "batch_norm_backward_elemt",
@@ -62,7 +69,7 @@ def _no_backward(op, inputs, outputs):
     return outputs
 
 
-def batch_norm_stats(input, eps):
+def batch_norm_stats(input: Tensor, eps: float) -> tuple[Tensor, Tensor]:
     """(mean, invstd) of each channel (dim 1) over every other dim: invstd = 1 / sqrt(biased
     variance + eps)."""
     x3 = _as_ncs(input, "batch_norm_stats")
@@ -73,7 +80,8 @@ def batch_norm_stats(input, eps):
                         (mean.to(dt), (var + eps).rsqrt().to(dt)))
 
 
-def batch_norm_update_stats(input, running_mean, running_var, momentum):
+def batch_norm_update_stats(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                            momentum: float) -> tuple[Tensor, Tensor]:
     """(mean, biased variance) of each channel of input; running_mean/running_var (either may be
     None) are updated in place with momentum, the variance unbiased, as batch_norm's training
     step updates them."""
@@ -89,8 +97,9 @@ def batch_norm_update_stats(input, running_mean, running_var, momentum):
     return _no_backward("batch_norm_update_stats", (input,), (mean.to(dt), var.to(dt)))
 
 
-def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var, momentum,
-                                        eps, counts):
+def batch_norm_gather_stats_with_counts(input: Tensor, mean: Tensor, invstd: Tensor, running_mean: Tensor | None,
+                                        running_var: Tensor | None, momentum: float, eps: float,
+                                        counts: Tensor) -> tuple[Tensor, Tensor]:
     """Merge per-process statistics: mean and invstd [world, C] (batch_norm_stats of each
     process), counts [world] (elements per channel in each).  Returns the whole group's
     (mean, invstd) [C]; running_mean/running_var (if given) are updated in place with momentum,
@@ -124,7 +133,9 @@ def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, runni
                         (gmean.to(dt), (var + eps).rsqrt().to(dt)))
 
 
-def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, momentum, eps, count):
+def batch_norm_gather_stats(input: Tensor, mean: Tensor, invstd: Tensor, running_mean: Tensor | None,
+                            running_var: Tensor | None, momentum: float, eps: float,
+                            count: int) -> tuple[Tensor, Tensor]:
     """batch_norm_gather_stats_with_counts with the same element count (an int) in every
     process."""
     counts = mean.new_full((mean.shape[0] if mean.ndim else 0,), float(count))
@@ -132,7 +143,8 @@ def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, mome
                                                momentum, eps, counts)
 
 
-def batch_norm_elemt(input, weight, bias, mean, invstd, eps):
+def batch_norm_elemt(input: Tensor, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor,
+                     eps: float) -> Tensor:
     """(input - mean) * invstd * weight + bias per channel (weight, bias may be None; eps is
     unused: invstd already holds it).  Differentiable in every tensor argument."""
     op = "batch_norm_elemt"
@@ -150,7 +162,9 @@ def batch_norm_elemt(input, weight, bias, mean, invstd, eps):
     return y.to(input.dtype)
 
 
-def batch_norm_backward_reduce(grad_out, input, mean, invstd, weight, input_g, weight_g, bias_g):
+def batch_norm_backward_reduce(grad_out: Tensor, input: Tensor, mean: Tensor, invstd: Tensor, weight: Tensor | None,
+                               input_g: bool, weight_g: bool,
+                               bias_g: bool) -> tuple[Tensor | None, Tensor | None, Tensor | None, Tensor | None]:
     """The per-channel sums backward needs: (sum_dy, sum_dy_xmu, grad_weight, grad_bias) with
     sum_dy = sum(grad_out), sum_dy_xmu = sum(grad_out * (input - mean)) (None unless input_g),
     grad_weight = sum_dy_xmu * invstd (None unless weight_g), grad_bias = sum_dy (None unless
@@ -178,7 +192,8 @@ def batch_norm_backward_reduce(grad_out, input, mean, invstd, weight, input_g, w
     return outs
 
 
-def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count):
+def batch_norm_backward_elemt(grad_out: Tensor, input: Tensor, mean: Tensor, invstd: Tensor, weight: Tensor | None,
+                              sum_dy: Tensor, sum_dy_xmu: Tensor, count: Tensor) -> Tensor:
     """The input gradient of batch norm with statistics over the whole group:
     (grad_out - sum_dy / n - (input - mean) * invstd^2 * sum_dy_xmu / n) * invstd * weight, with
     n = count.sum() (count: the elements per channel in each process)."""

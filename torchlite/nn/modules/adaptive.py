@@ -7,7 +7,10 @@ i gets log p(cluster i) from the head plus its log-probability within the cluste
 two-layer projection whose hidden size shrinks by div_value per cluster.  forward scores only
 the target class of each row (the tail projections run on the rows whose target is in that
 cluster), which is what makes training cheap; log_prob and predict compute every class."""
+from __future__ import annotations
+
 import collections
+from typing import TYPE_CHECKING
 
 from ... import _dtype as D
 from ..._ops.creation import zeros as _zeros
@@ -15,6 +18,13 @@ from .. import functional as F
 from .container import ModuleList, Sequential
 from .linear import Linear
 from .module import Module
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._device import device
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
 
 __all__ = ["AdaptiveLogSoftmaxWithLoss"]
 
@@ -29,8 +39,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
     Sequential of two bias-free Linear layers: in_features -> in_features // div_value**(i+1)
     -> the cluster's size), as PyTorch's, so state dicts move between the two."""
 
-    def __init__(self, in_features, n_classes, cutoffs, div_value=4.0, head_bias=False,
-                 device=None, dtype=None):
+    def __init__(self, in_features: int, n_classes: int, cutoffs: Sequence[int], div_value: float = 4.0,
+                 head_bias: bool = False, device: device | str | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__()
         cutoffs = list(cutoffs)
         if len(cutoffs) == 0:
@@ -56,13 +66,13 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             self.tail.append(Sequential(Linear(in_features, hidden, bias=False, **kw),
                                         Linear(hidden, size, bias=False, **kw)))
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         self.head.reset_parameters()
         for projection in self.tail:
             for layer in projection:
                 layer.reset_parameters()
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> _ASMoutput:
         if target.dim() == 1:
             if input.dim() != 2:
                 raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with "
@@ -121,7 +131,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             parts.append(cluster + head_logprob[:, self.shortlist_size + i].unsqueeze(1))
         return cat(parts, dim=1)
 
-    def log_prob(self, input):
+    def log_prob(self, input: Tensor) -> Tensor:
         """log p(class) for every class: [N, n_classes] (or [n_classes] for a 1-d input)."""
         if input.dim() not in (1, 2):
             raise RuntimeError(f"log_prob expects a 1D or 2D input, got size {list(input.shape)}")
@@ -131,7 +141,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         out = self._full_log_prob(x, self.head(x))
         return out.squeeze(0) if unbatched else out
 
-    def predict(self, input):
+    def predict(self, input: Tensor) -> Tensor:
         """The most likely class of each row (int64 [N], or a 0-d tensor for a 1-d input).
         Rows whose best head entry is a head class skip the clusters, as in PyTorch."""
         if input.dim() not in (1, 2):

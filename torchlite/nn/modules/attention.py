@@ -4,6 +4,10 @@ shapes and messages; its forward is nn.functional.multi_head_attention_forward.
 PyTorch's inference fast path (native fused kernels and nested tensors, taken in eval mode
 without autograd) is not reproduced: every call runs the composed path, whose results equal
 the fast path's up to rounding."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..._ops.creation import empty as _empty
 from .. import functional as F
 from ..functional import attention as _FA
@@ -11,6 +15,13 @@ from .. import init
 from ..parameter import Parameter
 from .linear import Linear
 from .module import Module
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..._device import device
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
 
 __all__ = ["MultiheadAttention"]
 
@@ -33,9 +44,10 @@ class MultiheadAttention(Module):
 
     __constants__ = ["batch_first"]
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
-                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
-                 dtype=None):
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: device | str | int | None = None,
+                 dtype: dtype | None = None) -> None:
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
@@ -91,13 +103,14 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         # checkpoints pickled before this attribute existed were all packed-projection ones
         state.setdefault("_qkv_same_embed_dim", True)
         super().__setstate__(state)
 
-    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
-                attn_mask=None, average_attn_weights=True, is_causal=False):
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
+                need_weights: bool = True, attn_mask: Tensor | None = None,
+                average_attn_weights: bool = True, is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
         """(attn_output, attn_weights): output shaped like query (with embed_dim features);
         weights (N, L, S) averaged over heads, (N, num_heads, L, S) when not
         average_attn_weights, without N for unbatched input, None unless need_weights.
@@ -126,7 +139,8 @@ class MultiheadAttention(Module):
             out = out.transpose(1, 0)
         return out, weights
 
-    def merge_masks(self, attn_mask, key_padding_mask, query):
+    def merge_masks(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                    query: Tensor) -> tuple[Tensor | None, int | None]:
         """PyTorch's helper: the masks combined into one (batch, num_heads, L, L) mask with
         mask type 2, or the single mask given with type 0 (attn_mask) / 1 (padding mask)."""
         mask_type, merged = None, None

@@ -1,8 +1,17 @@
 """3-d convolution layers: Conv3d and ConvTranspose3d (PyTorch's torch.nn), the 3-d forms of
 conv.py's layers (the same parameters, initialisation, state_dict keys and repr)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .conv import _Conv, _ConvTransposeNd
 from .utils import ntuple
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._tensor import Tensor
 
 __all__ = ["Conv3d", "ConvTranspose3d"]
 
@@ -27,7 +36,7 @@ class ConvTranspose3d(_ConvTransposeNd):
 
     _nd = 3
 
-    def forward(self, input, output_size=None):
+    def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
         if self.padding_mode != "zeros":
             raise ValueError("Only `zeros` padding mode is supported for ConvTranspose3d")
         output_padding = self._output_padding(input, output_size, self.stride, self.padding,

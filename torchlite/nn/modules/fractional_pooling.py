@@ -2,9 +2,16 @@
 FractionalMaxPool3d.  `_random_samples`, when given, is kept as a buffer of that name (as in
 PyTorch, so it is in the state dict) and fixes the windows; otherwise every call draws new
 ones from torchlite's generator."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
 from .utils import ntuple
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["FractionalMaxPool2d", "FractionalMaxPool3d"]
 
@@ -13,8 +20,9 @@ class _FractionalMaxPoolNd(Module):
     __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
     _nd = 2
 
-    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
-                 _random_samples=None):
+    def __init__(self, kernel_size: int | tuple[int, ...], output_size: int | tuple[int, ...] | None = None,
+                 output_ratio: float | tuple[float, ...] | None = None, return_indices: bool = False,
+                 _random_samples: Tensor | None = None) -> None:
         super().__init__()
         n = self._nd
         name = type(self).__name__
@@ -41,7 +49,7 @@ class FractionalMaxPool2d(_FractionalMaxPoolNd):
 
     _nd = 2
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.fractional_max_pool2d(input, self.kernel_size, self.output_size,
                                        self.output_ratio, self.return_indices,
                                        _random_samples=self._random_samples)
@@ -52,7 +60,7 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
 
     _nd = 3
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.fractional_max_pool3d(input, self.kernel_size, self.output_size,
                                        self.output_ratio, self.return_indices,
                                        _random_samples=self._random_samples)

@@ -8,10 +8,18 @@ the input's shape, draws them as its eager twin would, and turns into that twin
 materializes its parameters with the state dict's shapes first.  Conversions such as
 module.to(dtype) or .cuda() made before the first forward apply when the parameters get their
 shapes."""
+from __future__ import annotations
+
 import itertools
+from typing import TYPE_CHECKING
 
 from ..parameter import is_lazy
 from ...autograd.grad_mode import no_grad
+
+if TYPE_CHECKING:
+    from ..._device import device
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
 
 __all__ = ["LazyModuleMixin"]
 
@@ -22,15 +30,15 @@ class LazyModuleMixin:
 
     cls_to_become = None
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         _install_lazy_hooks(self)
 
-    def has_uninitialized_params(self):
+    def has_uninitialized_params(self) -> bool:
         """Whether a parameter or buffer of this module (not its children) has no shape yet."""
         return any(is_lazy(t) for t in itertools.chain(self._parameters.values(), self._buffers.values()))
 
-    def initialize_parameters(self, *args, **kwargs):
+    def initialize_parameters(self, *args, **kwargs) -> None:
         """Materialize the parameters from the first input (each Lazy* layer defines it)."""
         raise NotImplementedError(f"initialize_parameters is not implemented for {type(self).__name__}")
 
@@ -88,18 +96,19 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     cls_to_become = Linear
 
-    def __init__(self, out_features, bias=True, device=None, dtype=None):
+    def __init__(self, out_features: int, bias: bool = True, device: device | str | int | None = None,
+                 dtype: dtype | None = None) -> None:
         super().__init__(0, 0, False)
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_features = out_features
         if bias:
             self.bias = UninitializedParameter(device=device, dtype=dtype)
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_features != 0:
             super().reset_parameters()
 
-    def initialize_parameters(self, input):
+    def initialize_parameters(self, input: Tensor) -> None:
         if self.has_uninitialized_params():
             with no_grad():
                 self.in_features = input.shape[-1]
@@ -118,11 +127,11 @@ class _LazyConvXdMixin(LazyModuleMixin):
         if bias:
             self.bias = UninitializedParameter(device=device, dtype=dtype)
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_channels != 0:
             super().reset_parameters()
 
-    def initialize_parameters(self, input, *args, **kwargs):
+    def initialize_parameters(self, input: Tensor, *args, **kwargs) -> None:
         if not self.has_uninitialized_params():
             return
         n = len(self.kernel_size)
@@ -146,15 +155,21 @@ class _LazyConvXdMixin(LazyModuleMixin):
 def _lazy_conv(name, base, transposed):
     """A Lazy* convolution class over `base` (its constructor without in_channels)."""
     if transposed:
-        def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                     bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        def __init__(self, out_channels: int, kernel_size: int | tuple[int, ...],
+                     stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+                     output_padding: int | tuple[int, ...] = 0, groups: int = 1, bias: bool = True,
+                     dilation: int | tuple[int, ...] = 1, padding_mode: str = "zeros",
+                     device: device | str | int | None = None, dtype: dtype | None = None) -> None:
             base.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False,
                           dilation, padding_mode)
             self._lazy_init(out_channels, bias, device, dtype)
             _install_lazy_hooks(self)
     else:
-        def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                     padding_mode="zeros", device=None, dtype=None):
+        def __init__(self, out_channels: int, kernel_size: int | tuple[int, ...],
+                     stride: int | tuple[int, ...] = 1, padding: str | int | tuple[int, ...] = 0,
+                     dilation: int | tuple[int, ...] = 1, groups: int = 1, bias: bool = True,
+                     padding_mode: str = "zeros", device: device | str | int | None = None,
+                     dtype: dtype | None = None) -> None:
             base.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
             self._lazy_init(out_channels, bias, device, dtype)
             _install_lazy_hooks(self)
@@ -186,11 +201,11 @@ class _LazyNormBase(LazyModuleMixin):
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
             self.num_batches_tracked = _tensor(0, dtype=D.int64, device=device)
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.num_features != 0:
             super().reset_parameters()
 
-    def initialize_parameters(self, input):
+    def initialize_parameters(self, input: Tensor) -> None:
         if not self.has_uninitialized_params():
             return
         # the channel dim: 1 for batch norm; for instance norm 0 on an unbatched input
@@ -204,8 +219,9 @@ class _LazyNormBase(LazyModuleMixin):
 
 
 def _lazy_norm(name, base, affine, track):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=affine, track_running_stats=track, device=None,
-                 dtype=None):
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = affine,
+                 track_running_stats: bool = track, device: device | str | int | None = None,
+                 dtype: dtype | None = None) -> None:
         base.__init__(self, 0, eps, momentum, False, False)
         self._lazy_init(affine, track_running_stats, device, dtype)
         _install_lazy_hooks(self)

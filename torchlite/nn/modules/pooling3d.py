@@ -1,9 +1,19 @@
 """3-d pooling layers (PyTorch's torch.nn): MaxPool3d, AvgPool3d, AdaptiveAvgPool3d,
 AdaptiveMaxPool3d, MaxUnpool3d, LPPool3d; the 3-d forms of pooling.py's layers (same arguments,
 defaults and reprs)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .pooling import _MaxPoolNd, _AvgPoolNd, _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _MaxUnpoolNd, _LPPoolNd
 from .utils import ntuple
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..._tensor import Tensor
 
 __all__ = ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool3d"]
 
@@ -11,7 +21,7 @@ __all__ = ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "
 class MaxPool3d(_MaxPoolNd):
     """Max pooling over (N, C, D, H, W) or (C, D, H, W)."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
@@ -22,8 +32,9 @@ class AvgPool3d(_AvgPoolNd):
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                      "divisor_override"]
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True, divisor_override=None):
+    def __init__(self, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+                 padding: int | tuple[int, ...] = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
@@ -32,11 +43,11 @@ class AvgPool3d(_AvgPoolNd):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
         self.__dict__.setdefault("padding", 0)
         self.__dict__.setdefault("ceil_mode", False)
@@ -46,27 +57,28 @@ class AvgPool3d(_AvgPoolNd):
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Average pooling to a fixed output size (None keeps that input dim)."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """Max pooling to a fixed output size (None keeps that input dim)."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 class MaxUnpool3d(_MaxUnpoolNd):
     """The partial inverse of MaxPool3d (zeros where no maximum came from)."""
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None = None,
+                 padding: int | tuple[int, ...] = 0) -> None:
         super().__init__()
         self.kernel_size = ntuple(kernel_size, 3)
         self.stride = ntuple(stride if stride is not None else kernel_size, 3)
         self.padding = ntuple(padding, 3)
 
-    def forward(self, input, indices, output_size=None):
+    def forward(self, input: Tensor, indices: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
                               output_size)
 
@@ -74,6 +86,6 @@ class MaxUnpool3d(_MaxUnpoolNd):
 class LPPool3d(_LPPoolNd):
     """Power-average pooling over volumes."""
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride,
                            self.ceil_mode)

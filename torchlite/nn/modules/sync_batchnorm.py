@@ -11,6 +11,10 @@ summed with one all_reduce for the input's gradient (batch_norm_backward_elemt);
 and bias's gradients stay per rank, as in PyTorch (DistributedDataParallel averages them with
 the other gradients).  Outside a process group of several ranks, or in eval mode, it is
 BatchNorm."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
@@ -18,14 +22,23 @@ from ..._ops.joining import cat
 from ..functional import sync_batch_norm as _steps
 from .normalization import _BatchNorm
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..._device import device
+    from ..._dtype import dtype
+    from ..._tensor import Tensor
+    from .module import Module
+
 __all__ = ["SyncBatchNorm"]
 
 
 class SyncBatchNorm(_BatchNorm):
     """Batch norm over (N, C, *) input with the statistics of the whole process group's batch."""
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 process_group=None, device=None, dtype=None):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group: Any | None = None,
+                 device: device | str | int | None = None, dtype: dtype | None = None) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
         self.process_group = process_group
 
@@ -33,7 +46,7 @@ class SyncBatchNorm(_BatchNorm):
         if input.dim() < 2:
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         if input.size(1) == 0:
             raise ValueError("SyncBatchNorm number of input channels should be non-zero")
@@ -46,7 +59,7 @@ class SyncBatchNorm(_BatchNorm):
                                             self.eps, factor, self.process_group)
 
     @classmethod
-    def convert_sync_batchnorm(cls, module, process_group=None):
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any | None = None) -> Module:
         """module with every BatchNorm*D layer in it replaced by a SyncBatchNorm holding the
         same parameters, buffers and mode (module itself when it is such a layer)."""
         out = module

@@ -1,12 +1,18 @@
 """torch.nn.modules.utils: the tuple helpers layers use for their size arguments
 (`_single`, `_pair`, `_triple`, `_quadruple`, `_ntuple`), which custom layers written for
 PyTorch import by these names."""
+from __future__ import annotations
+
 import collections.abc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = []      # private names, as in PyTorch
 
 
-def ntuple(x, n):
+def ntuple(x: Any, n: int) -> tuple[Any, ...]:
     """x as an n-tuple: an iterable as a tuple, anything else repeated n times."""
     if isinstance(x, collections.abc.Iterable) and not isinstance(x, str):
         return tuple(x)

@@ -13,7 +13,10 @@ module is `self.module`, so state dict keys carry PyTorch's 'module.' prefix.
 The pieces (scatter, gather, replicate, parallel_apply) are tested on the CPU and on several
 devices of the test suite's host-memory CUDA stand-in; running them on a real multi-GPU
 machine (device-to-device copies, the devices overlapping in time) waits for one."""
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 from ..._device import device as _device
 from ...autograd.grad_mode import is_grad_enabled
@@ -21,6 +24,12 @@ from ..modules.module import Module
 from .parallel_apply import parallel_apply
 from .replicate import replicate
 from .scatter_gather import gather, scatter_kwargs
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..._device import device
 
 __all__ = ["DataParallel", "data_parallel"]
 
@@ -76,7 +85,8 @@ class DataParallel(Module):
     must be on device_ids[0].  output_device: where outputs are gathered (device_ids[0] by
     default).  dim: the batch dim of inputs and outputs."""
 
-    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+    def __init__(self, module: Module, device_ids: Sequence[int | device] | None = None,
+                 output_device: int | device | None = None, dim: int = 0) -> None:
         super().__init__()
         self.module = module
         self.dim = dim
@@ -96,7 +106,7 @@ class DataParallel(Module):
         if len(self.device_ids) == 1:
             self.module.to(self.src_device_obj)
 
-    def forward(self, *inputs, **kwargs):
+    def forward(self, *inputs, **kwargs) -> Any:
         if not self.device_ids:
             return self.module(*inputs, **kwargs)
         _check_module_device(self.module, self.src_device_obj)
@@ -109,21 +119,24 @@ class DataParallel(Module):
         outputs = self.parallel_apply(replicas, inputs, kwargs)
         return self.gather(outputs, self.output_device)
 
-    def replicate(self, module, device_ids):
+    def replicate(self, module: Module, device_ids: Sequence[int | device]) -> list[Module]:
         return replicate(module, device_ids, not is_grad_enabled())
 
-    def scatter(self, inputs, kwargs, device_ids):
+    def scatter(self, inputs: tuple[Any, ...], kwargs: dict[str, Any] | None,
+                device_ids: Sequence[int | device]) -> tuple[tuple[Any, ...], tuple[dict[str, Any], ...]]:
         return scatter_kwargs(inputs, kwargs, device_ids, dim=self.dim)
 
-    def parallel_apply(self, replicas, inputs, kwargs):
+    def parallel_apply(self, replicas: Sequence[Module], inputs: Sequence[Any],
+                       kwargs: Sequence[dict[str, Any]] | None) -> list[Any]:
         return parallel_apply(replicas, inputs, kwargs, self.device_ids[:len(replicas)])
 
-    def gather(self, outputs, output_device):
+    def gather(self, outputs: Sequence[Any], output_device: int | device) -> Any:
         return gather(outputs, output_device, dim=self.dim)
 
 
-def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0,
-                  module_kwargs=None):
+def data_parallel(module: Module, inputs: Any, device_ids: Sequence[int | device] | None = None,
+                  output_device: int | device | None = None, dim: int = 0,
+                  module_kwargs: dict[str, Any] | None = None) -> Any:
     """DataParallel's forward as a function: module(inputs) evaluated over device_ids."""
     if not isinstance(inputs, tuple):
         inputs = (inputs,) if inputs is not None else ()

@@ -34,11 +34,20 @@ How (the design in docs/distributed.md):
   by the ranks still running); at the end the model of a last joiner is broadcast to all.
   The buckets are not re-formed while a join context is open (both sides keep the same ones).
 """
+from __future__ import annotations
+
 import contextlib
 import weakref
+from typing import TYPE_CHECKING
 
 from ..modules.module import Module
 from ...distributed.algorithms.join import Join, JoinHook, Joinable, _JoinConfig
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import Any, NoReturn
+
+    from ..._device import device
 
 __all__ = ["DistributedDataParallel"]
 
@@ -73,9 +82,11 @@ class DistributedDataParallel(Module, Joinable):
     .grad a view into its bucket's buffer (saves a copy and memory).  static_graph and dim
     are accepted for compatibility (dim must be 0)."""
 
-    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
-                 process_group=None, bucket_cap_mb=None, find_unused_parameters=False,
-                 check_reduction=False, gradient_as_bucket_view=False, static_graph=False):
+    def __init__(self, module: Module, device_ids: Sequence[int | device] | None = None,
+                 output_device: int | device | None = None, dim: int = 0, broadcast_buffers: bool = True,
+                 process_group: Any | None = None, bucket_cap_mb: float | None = None,
+                 find_unused_parameters: bool = False, check_reduction: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False) -> None:
         super().__init__()
         from ... import distributed as dist
         from ...distributed import _backend
@@ -232,7 +243,7 @@ class DistributedDataParallel(Module, Joinable):
             b.pending = len(b.params)
             b.work = None
 
-    def forward(self, *inputs, **kwargs):
+    def forward(self, *inputs, **kwargs) -> Any:
         """Run the module; when grad is enabled and not in no_sync(), the next backward
         averages the gradients across ranks."""
         from ... import autograd
@@ -278,7 +289,7 @@ class DistributedDataParallel(Module, Joinable):
                     self._mark_ready(i, used=False)
         return out
 
-    def register_comm_hook(self, state, hook):
+    def register_comm_hook(self, state: Any, hook: Callable[..., Any]) -> None:
         """Reduce each bucket with hook(state, bucket) instead of DDP's all-reduce-and-average:
         bucket is a torchlite.distributed.GradBucket, and the hook returns a
         torchlite.futures.Future of the reduced flat tensor (or a one-element list of it),
@@ -295,7 +306,7 @@ class DistributedDataParallel(Module, Joinable):
         object.__setattr__(self, "_comm_hook", hook)
         object.__setattr__(self, "_comm_state", state)
 
-    def register_builtin_comm_hook(self, comm_hook_type):
+    def register_builtin_comm_hook(self, comm_hook_type: Any) -> None:
         """Register one of PyTorch's built-in hooks by its
         torchlite.distributed.BuiltinCommHookType: ALLREDUCE or FP16_COMPRESS (the default
         hooks allreduce_hook and fp16_compress_hook over this model's process group)."""
@@ -320,7 +331,7 @@ class DistributedDataParallel(Module, Joinable):
         return fut
 
     @contextlib.contextmanager
-    def no_sync(self):
+    def no_sync(self) -> Iterator[None]:
         """Inside this context the backward passes only accumulate gradients locally (no
         communication); the first backward after it averages the accumulated gradients."""
         old = self.require_backward_grad_sync
@@ -455,12 +466,13 @@ class DistributedDataParallel(Module, Joinable):
             with torchlite.no_grad():
                 b.flat.copy_(result.reshape(-1))
 
-    def __getstate__(self):
+    def __getstate__(self) -> NoReturn:
         raise TypeError("DistributedDataParallel cannot be pickled; save self.module (or its "
                         "state_dict) instead")
 
     # ---- uneven inputs (a Joinable) -------------------------------------------------------------
-    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False) -> Join:
         """A context manager for training on uneven inputs (ranks with different numbers of
         batches): `with model.join(): for batch in my_batches: ...`.  A rank that runs out
         keeps answering the others' collectives with zero gradients until all have run out;
@@ -472,7 +484,7 @@ class DistributedDataParallel(Module, Joinable):
         return Join([self], enable, throw_on_early_termination,
                     divide_by_initial_world_size=divide_by_initial_world_size)
 
-    def join_hook(self, **kwargs):
+    def join_hook(self, **kwargs) -> JoinHook:
         """DDP's JoinHook (kwargs: divide_by_initial_world_size)."""
         unknown = set(kwargs) - {"divide_by_initial_world_size"}
         if unknown:
@@ -483,12 +495,12 @@ class DistributedDataParallel(Module, Joinable):
         return _JoinHook(self)
 
     @property
-    def join_device(self):
+    def join_device(self) -> device:
         import torchlite
         return torchlite.device("cpu")
 
     @property
-    def join_process_group(self):
+    def join_process_group(self) -> Any:
         return self.process_group
 
     def _agree_on_sync(self, mine):

@@ -6,12 +6,25 @@ calling thread, each with its device made current: CUDA kernels are launched asy
 so the devices still work at the same time while Python moves on to the next replica, and
 grad mode, autocast and the current stream need no hand-over to other threads.  An error in
 a replica is raised with a note naming the replica and its device."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .scatter_gather import _as_device
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..._device import device
+    from ..modules.module import Module
 
 __all__ = ["parallel_apply"]
 
 
-def parallel_apply(modules, inputs, kwargs_tup=None, devices=None):
+def parallel_apply(modules: Sequence[Module], inputs: Sequence[Any],
+                   kwargs_tup: Sequence[dict[str, Any]] | None = None,
+                   devices: Sequence[int | str | device] | None = None) -> list[Any]:
     """[modules[i](*inputs[i], **kwargs_tup[i])], each run with devices[i] current (by
     default the device of the replica's first parameter or buffer)."""
     if len(modules) != len(inputs):

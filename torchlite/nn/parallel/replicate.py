@@ -9,7 +9,17 @@ detached (unless they require grad); on the source device they are the original 
 in-place updates there (BatchNorm's running statistics) reach the original module, as
 PyTorch guarantees for device_ids[0].  With detach=True (no_grad forward), parameters are
 copied detached too."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .scatter_gather import _as_device
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._device import device
+    from ..modules.module import Module
 
 __all__ = ["replicate"]
 
@@ -26,7 +36,7 @@ def _shallow_copy(module):
     return replica
 
 
-def replicate(network, devices, detach=False):
+def replicate(network: Module, devices: Sequence[int | str | device], detach: bool = False) -> list[Module]:
     """[network's copy on each device] (see the module docstring)."""
     devices = [_as_device(d) for d in devices]
     originals = list(network.modules())

@@ -9,11 +9,20 @@ the gradient of a gathered output is scattered to the replicas.
 Devices are given as PyTorch does (CUDA indices, or torchlite.device objects / strings);
 unlike PyTorch, CPU devices are accepted too (a chunk "moved" to the CPU stays where it is),
 which is how the splitting and joining are tested on machines without GPUs."""
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 from ..._device import device as _device
 from ..._ops.joining import cat
 from ..._tensor import Tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..._device import device
 
 __all__ = ["scatter", "scatter_kwargs", "gather"]
 
@@ -38,7 +47,7 @@ def _scatter_tensor(t, devices, dim):
     return tuple(c.to(d) for c, d in zip(t.chunk(len(devices), dim), devices))
 
 
-def scatter(inputs, target_gpus, dim=0):
+def scatter(inputs: Any, target_gpus: Sequence[int | str | device], dim: int = 0) -> Any:
     """One copy of `inputs` per device, each of its tensors replaced by that device's chunk
     (along dim); lists, tuples, namedtuples and dicts are walked, other objects are repeated.
     When a tensor gives fewer chunks than devices, fewer copies come back."""
@@ -59,7 +68,9 @@ def scatter(inputs, target_gpus, dim=0):
     return scatter_map(inputs)
 
 
-def scatter_kwargs(inputs, kwargs, target_gpus, dim=0):
+def scatter_kwargs(inputs: tuple[Any, ...], kwargs: dict[str, Any] | None,
+                   target_gpus: Sequence[int | str | device],
+                   dim: int = 0) -> tuple[tuple[Any, ...], tuple[dict[str, Any], ...]]:
     """(per-device positional args, per-device kwargs), padded with () and {} to the same
     length."""
     scattered_inputs = scatter(inputs, target_gpus, dim) if inputs else []
@@ -79,7 +90,7 @@ def _gather_tensors(tensors, target_device, dim):
     return cat([t.to(target_device) for t in tensors], dim)
 
 
-def gather(outputs, target_device, dim=0):
+def gather(outputs: Sequence[Any], target_device: int | str | device, dim: int = 0) -> Any:
     """The per-device outputs (a list, one per replica, of the same nested structure) joined
     on target_device (a CUDA index, -1 for the CPU, or a device) by concatenating their
     tensors along dim."""

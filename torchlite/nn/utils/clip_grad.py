@@ -1,10 +1,16 @@
 """Gradient clipping: clip_grad_norm_ (rescale all gradients so their joint norm is at most
 max_norm) and clip_grad_value_ (clamp every gradient element)."""
+from __future__ import annotations
+
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -18,7 +24,8 @@ def _grads(parameters):
     return [p.grad for p in _as_list(parameters) if p.grad is not None]
 
 
-def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach: bool | None = None) -> Tensor:
     """The norm of the norms of `tensors` (= the norm of all their elements together); a 0-d
     tensor (0. for no tensors)."""
     from ..._ops.creation import tensor
@@ -40,7 +47,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     return total
 
 
-def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, total_norm: Tensor,
+                          foreach: bool | None = None) -> None:
     """Scale the gradients in place by min(1, max_norm / (total_norm + 1e-6))."""
     grads = _grads(parameters)
     if not grads:
@@ -51,7 +59,8 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
             g.mul_(coef.to(g.device, g.dtype))
 
 
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
     """Rescale the .grad of `parameters` (a tensor or an iterable of them) in place so that
     their total norm of order norm_type is at most max_norm; returns the total norm before
     clipping (a 0-d tensor).  error_if_nonfinite: raise if that norm is nan or inf."""
@@ -62,7 +71,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     return total
 
 
-def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
     """Deprecated alias of clip_grad_norm_."""
     import warnings
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
@@ -70,7 +80,7 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
-def clip_grad_value_(parameters, clip_value, foreach=None):
+def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, foreach: bool | None = None) -> None:
     """Clamp every gradient element of `parameters` into [-clip_value, clip_value], in place."""
     if not isinstance(clip_value, numbers.Real) or isinstance(clip_value, bool):
         raise TypeError(f"clip_grad_value_(): clip_value must be a number, not "

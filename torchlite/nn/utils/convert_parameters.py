@@ -1,5 +1,12 @@
 """Flatten parameters into one vector and back (as torch.nn.utils.convert_parameters)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..._tensor import Tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -14,7 +21,7 @@ def _check_same_device(params):
                             "supported.")
 
 
-def parameters_to_vector(parameters):
+def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """One 1-D tensor holding every parameter's elements in order (differentiable: a
     concatenation of flattened views)."""
     from ..._ops.joining import cat
@@ -23,7 +30,7 @@ def parameters_to_vector(parameters):
     return cat([p.reshape(-1) for p in params])
 
 
-def vector_to_parameters(vec, parameters):
+def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     """Make each parameter's data the next slice of vec (viewed in its shape): the parameters
     then share vec's memory, as in PyTorch."""
     if not isinstance(vec, Tensor):

@@ -5,17 +5,24 @@ In eval, BatchNorm computes (x - running_mean) / sqrt(running_var + eps) * gamma
 affine map per channel; after conv (or linear) it can be folded into the weight (scaled per
 output channel by s = gamma / sqrt(running_var + eps)) and the bias ((b - running_mean) * s +
 beta).  The fused layer gives the same output to float rounding."""
+from __future__ import annotations
+
 import copy
+from typing import TYPE_CHECKING
 
 from ..._ops.creation import ones_like, zeros_like
 from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter
 
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
+    from ..modules.module import Module
+
 __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
            "fuse_linear_bn_weights"]
 
 
-def fuse_conv_bn_eval(conv, bn, transpose=False):
+def fuse_conv_bn_eval(conv: Module, bn: Module, transpose: bool = False) -> Module:
     """A copy of `conv` with `bn` folded in (both must be in eval mode); transpose: conv is a
     transposed convolution (its output channels are the weight's dim 1)."""
     if conv.training or bn.training:
@@ -29,7 +36,9 @@ def fuse_conv_bn_eval(conv, bn, transpose=False):
     return fused
 
 
-def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=False):
+def fuse_conv_bn_weights(conv_w: Tensor, conv_b: Tensor | None, bn_rm: Tensor, bn_rv: Tensor, bn_eps: float,
+                         bn_w: Tensor | None, bn_b: Tensor | None,
+                         transpose: bool = False) -> tuple[Parameter, Parameter]:
     """(fused weight, fused bias) as Parameters, in the dtypes of conv_w and conv_b; conv_b,
     bn_w and bn_b may be None (zeros, ones, zeros)."""
     w_dtype = conv_w.dtype
@@ -49,7 +58,7 @@ def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, trans
     return Parameter(fused_w, conv_w.requires_grad), Parameter(fused_b, b_requires_grad)
 
 
-def fuse_linear_bn_eval(linear, bn):
+def fuse_linear_bn_eval(linear: Module, bn: Module) -> Module:
     """A copy of `linear` with `bn` (after it, over the linear's output features) folded in;
     both must be in eval mode, and bn.num_features must be linear.out_features or 1."""
     if linear.training or bn.training:
@@ -66,7 +75,9 @@ def fuse_linear_bn_eval(linear, bn):
     return fused
 
 
-def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
+def fuse_linear_bn_weights(linear_w: Tensor, linear_b: Tensor | None, bn_rm: Tensor, bn_rv: Tensor,
+                           bn_eps: float, bn_w: Tensor | None,
+                           bn_b: Tensor | None) -> tuple[Parameter, Parameter]:
     """(fused weight, fused bias) as Parameters, in the dtypes of linear_w and linear_b;
     linear_b, bn_w and bn_b may be None (zeros, ones, zeros)."""
     w_dtype = linear_w.dtype

@@ -1,5 +1,7 @@
 """nn.utils.skip_init: build a module without initialising its parameters (PyTorch's
 torch.nn.utils.skip_init)."""
+from __future__ import annotations
+
 import inspect
 
 from ..modules.module import Module
@@ -7,7 +9,7 @@ from ..modules.module import Module
 __all__ = ["skip_init"]
 
 
-def skip_init(module_cls, *args, **kwargs):
+def skip_init(module_cls: type[Module], *args, **kwargs) -> Module:
     """module_cls(*args, **kwargs) with its parameters and buffers left uninitialised, for when
     initialising is slow or a custom initialisation (or a checkpoint) follows.  As in PyTorch,
     module_cls must take a `device` argument: the module is built on the meta device (where

@@ -1,5 +1,7 @@
 """Ready-made parametrizations (PyTorch's torch.nn.utils.parametrizations): weight_norm,
 spectral_norm and orthogonal."""
+from __future__ import annotations
+
 from ...autograd.grad_mode import no_grad
 from ..modules.module import Module
 from . import parametrize
@@ -25,7 +27,7 @@ class _WeightNorm(Module):
         return weight_g, weight
 
 
-def weight_norm(module, name="weight", dim=0):
+def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Module:
     """module.<name> as g * v / ||v||, with original0 = g (the norms) and original1 = v (the
     direction), as PyTorch's (its state_dict keys: parametrizations.weight.original0/1).
     State dicts of the old hook form (torch.nn.utils.weight_norm: keys weight_g, weight_v)
@@ -96,7 +98,8 @@ class _SpectralNorm(Module):
         return value
 
 
-def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
+def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12,
+                  dim: int | None = None) -> Module:
     """module.<name> divided by its spectral norm (PyTorch's parametrizations.spectral_norm):
     dim defaults to 1 for transposed convolutions, 0 otherwise; state_dict keys
     parametrizations.weight.original and parametrizations.weight.0._u / ._v."""
@@ -206,7 +209,8 @@ class _Orthogonal(Module):
             return neg_id
 
 
-def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:
     """module.<name> constrained to orthonormal columns (rows, for a wide matrix), PyTorch's
     parametrizations.orthogonal: orthogonal_map 'matrix_exp' (the default for square
     matrices), 'cayley', or 'householder' (the default otherwise); assigning an orthogonal

@@ -8,12 +8,20 @@ when P has right_inverse returning several tensors) and makes module.weight a pr
 returns P(original); the state_dict keys are PyTorch's
 ("parametrizations.weight.original").  Like PyTorch, the module's class is replaced by a
 subclass of it holding the property, so other modules of the same class are untouched."""
+from __future__ import annotations
+
 import contextlib
+from typing import TYPE_CHECKING
 
 from ...autograd.grad_mode import no_grad
 from ..modules.container import ModuleDict, ModuleList
 from ..modules.module import Module
 from ..parameter import Parameter
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from ..._tensor import Tensor
 
 __all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized",
            "cached", "ParametrizationList", "type_before_parametrizations"]
@@ -23,7 +31,7 @@ _cache_enabled = 0
 
 
 @contextlib.contextmanager
-def cached():
+def cached() -> Iterator[None]:
     """Inside, each parametrized tensor is computed once (and reused until the block ends)."""
     global _cache_enabled
     _cache_enabled += 1
@@ -38,7 +46,7 @@ def cached():
 class ParametrizationList(ModuleList):
     """The parametrizations of one tensor, applied in order, and its original(s)."""
 
-    def __init__(self, modules, original, unsafe=False):
+    def __init__(self, modules: Sequence[Module], original: Tensor, unsafe: bool = False) -> None:
         super().__init__(modules)
         self.unsafe = unsafe
         first = modules[0]
@@ -65,7 +73,7 @@ class ParametrizationList(ModuleList):
                 self.register_parameter("original", Parameter(new.detach().clone(),
                                                               original.requires_grad))
 
-    def right_inverse(self, value):
+    def right_inverse(self, value: Tensor | Sequence[Tensor]) -> None:
         """Set the original(s) so that the parametrized tensor becomes value."""
         with no_grad():
             for m in reversed(list(self)):
@@ -77,7 +85,7 @@ class ParametrizationList(ModuleList):
                 for i, v in enumerate(value):
                     getattr(self, f"original{i}").copy_(v)
 
-    def forward(self):
+    def forward(self) -> Tensor:
         if self.is_tensor:
             x = self[0](self.original)
         else:
@@ -108,7 +116,8 @@ def _inject_class(module):
     object.__setattr__(module, "__class__", new)
 
 
-def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
+def register_parametrization(module: Module, tensor_name: str, parametrization: Module, *,
+                             unsafe: bool = False) -> Module:
     """module.<tensor_name> becomes parametrization(original) on every access (see the
     module docstring); registering a second one on the same name chains it."""
     if not isinstance(parametrization, Module):
@@ -147,18 +156,18 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     return module
 
 
-def is_parametrized(module, tensor_name=None):
+def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
     plists = module.__dict__.get("_modules", {}).get("parametrizations")
     if plists is None:
         return False
     return tensor_name is None or tensor_name in plists
 
 
-def type_before_parametrizations(module):
+def type_before_parametrizations(module: Module) -> type[Module]:
     return getattr(type(module), "_torchlite_parametrized_from", type(module))
 
 
-def remove_parametrizations(module, tensor_name, leave_parametrized=True):
+def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized: bool = True) -> Module:
     """Undo register_parametrization: tensor_name becomes a plain Parameter again, holding
     the parametrized value (leave_parametrized) or the original."""
     if not is_parametrized(module, tensor_name):

@@ -14,8 +14,11 @@ values.
 A custom method subclasses BasePruningMethod, sets PRUNING_TYPE ("unstructured",
 "structured" with a `dim` attribute, or "global") and implements compute_mask(t,
 default_mask)."""
+from __future__ import annotations
+
 import numbers
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 from ..._ops.creation import ones_like, zeros_like
 from ..._ops.random import rand, rand_like
@@ -24,6 +27,12 @@ from ..._ops.sorting import kthvalue, topk
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from .convert_parameters import parameters_to_vector
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
+
+    from ..modules.module import Module
 
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured",
            "L1Unstructured", "RandomStructured", "LnStructured", "CustomFromMask", "identity",
@@ -43,15 +52,15 @@ class BasePruningMethod(ABC):
 
     _tensor_name = None
 
-    def __call__(self, module, inputs):
+    def __call__(self, module: Module, inputs: Any) -> None:
         setattr(module, self._tensor_name, self.apply_mask(module))
 
     @abstractmethod
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         """The mask for tensor t (same shape), given the mask of earlier pruning
         (default_mask): entries already pruned must stay pruned."""
 
-    def apply_mask(self, module):
+    def apply_mask(self, module: Module) -> Tensor:
         """<name>_orig * <name>_mask: the pruned tensor."""
         if self._tensor_name is None:
             raise AssertionError(f"Module {module} has to be pruned")
@@ -60,7 +69,8 @@ class BasePruningMethod(ABC):
         return mask.to(dtype=orig.dtype) * orig
 
     @classmethod
-    def apply(cls, module, name, *args, importance_scores=None, **kwargs):
+    def apply(cls, module: Module, name: str, *args, importance_scores: Tensor | None = None,
+              **kwargs) -> BasePruningMethod:
         """Prune module.<name> with cls(*args, **kwargs), reparametrizing it on first use and
         combining with earlier pruning otherwise; returns the method (a PruningContainer when
         the tensor was pruned before)."""
@@ -96,7 +106,8 @@ class BasePruningMethod(ABC):
             raise
         return method
 
-    def prune(self, t, default_mask=None, importance_scores=None):
+    def prune(self, t: Tensor, default_mask: Tensor | None = None,
+              importance_scores: Tensor | None = None) -> Tensor:
         """t with this method's mask applied (a new tensor; no module involved)."""
         if importance_scores is not None and tuple(importance_scores.shape) != tuple(t.shape):
             raise AssertionError("importance_scores should have the same shape as tensor t")
@@ -106,7 +117,7 @@ class BasePruningMethod(ABC):
             mask = self.compute_mask(scores, default_mask=default_mask)
         return t * mask
 
-    def remove(self, module):
+    def remove(self, module: Module) -> None:
         """Make the pruning permanent: module.<name> becomes a Parameter holding the masked
         values; <name>_orig and <name>_mask go away."""
         if self._tensor_name is None:
@@ -152,7 +163,7 @@ class PruningContainer(BasePruningMethod):
     """The pruning methods applied one after another to one tensor; the mask of the last one
     is computed on what the earlier ones left."""
 
-    def __init__(self, *args):
+    def __init__(self, *args: BasePruningMethod) -> None:
         self._pruning_methods = ()
         if len(args) == 1:
             self._tensor_name = args[0]._tensor_name
@@ -161,7 +172,7 @@ class PruningContainer(BasePruningMethod):
             for method in args:
                 self.add_pruning_method(method)
 
-    def add_pruning_method(self, method):
+    def add_pruning_method(self, method: BasePruningMethod | None) -> None:
         if method is not None and not isinstance(method, BasePruningMethod):
             raise TypeError(f"{type(method)} is not a BasePruningMethod subclass")
         if method is not None and self._tensor_name != method._tensor_name:
@@ -170,16 +181,16 @@ class PruningContainer(BasePruningMethod):
                              f"'{method._tensor_name}'")
         self._pruning_methods += (method,)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._pruning_methods)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[BasePruningMethod]:
         return iter(self._pruning_methods)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> BasePruningMethod:
         return self._pruning_methods[idx]
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         """default_mask updated by the last method, computed on the part of t still alive:
         the unpruned entries (unstructured), the slices along its dim that have an unpruned
         entry (structured), or all of t (global)."""
@@ -214,11 +225,11 @@ class Identity(BasePruningMethod):
 
     PRUNING_TYPE = "unstructured"
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         return default_mask
 
     @classmethod
-    def apply(cls, module, name):
+    def apply(cls, module: Module, name: str) -> Identity:
         return super().apply(module, name)
 
 
@@ -228,11 +239,11 @@ class RandomUnstructured(BasePruningMethod):
 
     PRUNING_TYPE = "unstructured"
 
-    def __init__(self, amount):
+    def __init__(self, amount: int | float) -> None:
         _validate_amount_type(amount)
         self.amount = amount
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         size = t.numel()
         n_prune = _count_to_prune(self.amount, size)
         _validate_amount(n_prune, size)
@@ -244,7 +255,7 @@ class RandomUnstructured(BasePruningMethod):
         return mask
 
     @classmethod
-    def apply(cls, module, name, amount):
+    def apply(cls, module: Module, name: str, amount: int | float) -> RandomUnstructured:
         return super().apply(module, name, amount=amount)
 
 
@@ -254,11 +265,11 @@ class L1Unstructured(BasePruningMethod):
 
     PRUNING_TYPE = "unstructured"
 
-    def __init__(self, amount):
+    def __init__(self, amount: int | float) -> None:
         _validate_amount_type(amount)
         self.amount = amount
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         size = t.numel()
         n_prune = _count_to_prune(self.amount, size)
         _validate_amount(n_prune, size)
@@ -269,7 +280,8 @@ class L1Unstructured(BasePruningMethod):
         return mask
 
     @classmethod
-    def apply(cls, module, name, amount, importance_scores=None):
+    def apply(cls, module: Module, name: str, amount: int | float,
+              importance_scores: Tensor | None = None) -> L1Unstructured:
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
@@ -279,12 +291,12 @@ class RandomStructured(BasePruningMethod):
 
     PRUNING_TYPE = "structured"
 
-    def __init__(self, amount, dim=-1):
+    def __init__(self, amount: int | float, dim: int = -1) -> None:
         _validate_amount_type(amount)
         self.amount = amount
         self.dim = dim
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         _validate_structured(t)
         _check_dim(t, self.dim)
         n = t.shape[self.dim]
@@ -299,7 +311,7 @@ class RandomStructured(BasePruningMethod):
         return mask
 
     @classmethod
-    def apply(cls, module, name, amount, dim=-1):
+    def apply(cls, module: Module, name: str, amount: int | float, dim: int = -1) -> RandomStructured:
         return super().apply(module, name, amount=amount, dim=dim)
 
 
@@ -310,13 +322,13 @@ class LnStructured(BasePruningMethod):
 
     PRUNING_TYPE = "structured"
 
-    def __init__(self, amount, n, dim=-1):
+    def __init__(self, amount: int | float, n: int | float | str, dim: int = -1) -> None:
         _validate_amount_type(amount)
         self.amount = amount
         self.n = n
         self.dim = dim
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         _validate_structured(t)
         _check_dim(t, self.dim)
         n_slices = t.shape[self.dim]
@@ -332,7 +344,8 @@ class LnStructured(BasePruningMethod):
         return mask
 
     @classmethod
-    def apply(cls, module, name, amount, n, dim, importance_scores=None):
+    def apply(cls, module: Module, name: str, amount: int | float, n: int | float | str, dim: int,
+              importance_scores: Tensor | None = None) -> LnStructured:
         return super().apply(module, name, amount=amount, n=n, dim=dim,
                              importance_scores=importance_scores)
 
@@ -342,60 +355,63 @@ class CustomFromMask(BasePruningMethod):
 
     PRUNING_TYPE = "global"
 
-    def __init__(self, mask):
+    def __init__(self, mask: Tensor) -> None:
         self.mask = mask
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         if tuple(default_mask.shape) != tuple(self.mask.shape):
             raise AssertionError(f"mask of shape {tuple(self.mask.shape)} does not match the "
                                  f"tensor's shape {tuple(default_mask.shape)}")
         return default_mask * self.mask.to(dtype=default_mask.dtype)
 
     @classmethod
-    def apply(cls, module, name, mask):
+    def apply(cls, module: Module, name: str, mask: Tensor) -> CustomFromMask:
         return super().apply(module, name, mask=mask)
 
 
 # ---- the functional forms ---------------------------------------------------------------------
-def identity(module, name):
+def identity(module: Module, name: str) -> Module:
     """Reparametrize module.<name> with an all-ones mask (prunes nothing); returns module."""
     Identity.apply(module, name)
     return module
 
 
-def random_unstructured(module, name, amount):
+def random_unstructured(module: Module, name: str, amount: int | float) -> Module:
     """Prune `amount` random entries of module.<name>; returns module."""
     RandomUnstructured.apply(module, name, amount)
     return module
 
 
-def l1_unstructured(module, name, amount, importance_scores=None):
+def l1_unstructured(module: Module, name: str, amount: int | float,
+                    importance_scores: Tensor | None = None) -> Module:
     """Prune the `amount` entries of module.<name> with the smallest |importance score|
     (the entries themselves by default); returns module."""
     L1Unstructured.apply(module, name, amount=amount, importance_scores=importance_scores)
     return module
 
 
-def random_structured(module, name, amount, dim):
+def random_structured(module: Module, name: str, amount: int | float, dim: int) -> Module:
     """Prune `amount` random slices of module.<name> along dim; returns module."""
     RandomStructured.apply(module, name, amount, dim)
     return module
 
 
-def ln_structured(module, name, amount, n, dim, importance_scores=None):
+def ln_structured(module: Module, name: str, amount: int | float, n: int | float | str, dim: int,
+                  importance_scores: Tensor | None = None) -> Module:
     """Prune the `amount` slices of module.<name> along dim with the smallest L`n` norm of
     their importance scores; returns module."""
     LnStructured.apply(module, name, amount, n, dim, importance_scores=importance_scores)
     return module
 
 
-def custom_from_mask(module, name, mask):
+def custom_from_mask(module: Module, name: str, mask: Tensor) -> Module:
     """Prune module.<name> where mask is 0; returns module."""
     CustomFromMask.apply(module, name, mask)
     return module
 
 
-def global_unstructured(parameters, pruning_method, importance_scores=None, **kwargs):
+def global_unstructured(parameters: Iterable[tuple[Module, str]], pruning_method: type[BasePruningMethod],
+                        importance_scores: dict[tuple[Module, str], Tensor] | None = None, **kwargs) -> None:
     """Prune the (module, name) pairs of `parameters` together, as one flat tensor, with
     pruning_method(**kwargs) (an unstructured method class such as L1Unstructured): e.g. the
     20% smallest weights over the whole network rather than per layer.  importance_scores:
@@ -428,7 +444,7 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
         start += n
 
 
-def remove(module, name):
+def remove(module: Module, name: str) -> Module:
     """Make the pruning of module.<name> permanent (see BasePruningMethod.remove); returns
     module.  ValueError when module.<name> is not pruned."""
     for key, hook in list(module._forward_pre_hooks.items()):
@@ -440,7 +456,7 @@ def remove(module, name):
                      f"can be removed")
 
 
-def is_pruned(module):
+def is_pruned(module: Module) -> bool:
     """Whether any module of the tree has a pruning hook."""
     for _, sub in module.named_modules():
         for hook in sub._forward_pre_hooks.values():

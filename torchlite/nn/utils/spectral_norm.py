@@ -9,11 +9,21 @@ PyTorch's (`weight_orig`, `weight_u`, `weight_v`), and its metadata carries the 
 format ('spectral_norm': {'weight.version': 1}) so that checkpoints of the format before
 version 1 (with `weight` and no `weight_v`) still load.  The parametrization form is
 torchlite.nn.utils.parametrizations.spectral_norm."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..._ops.random import randn
 from ...autograd.grad_mode import no_grad
 from ..functional import normalize
 from ..modules.conv import _ConvTransposeNd
 from ..parameter import Parameter
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..._tensor import Tensor
+    from ..modules.module import Module
 
 __all__ = ["SpectralNorm", "SpectralNormLoadStateDictPreHook", "SpectralNormStateDictHook",
            "spectral_norm", "remove_spectral_norm"]
@@ -24,7 +34,7 @@ class SpectralNorm:
 
     _version = 1        # 1: u and v are both buffers (before: only u, and `weight` saved)
 
-    def __init__(self, name="weight", n_power_iterations=1, dim=0, eps=1e-12):
+    def __init__(self, name: str = "weight", n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12) -> None:
         self.name = name
         self.dim = dim
         if n_power_iterations <= 0:
@@ -33,13 +43,13 @@ class SpectralNorm:
         self.n_power_iterations = n_power_iterations
         self.eps = eps
 
-    def reshape_weight_to_matrix(self, weight):
+    def reshape_weight_to_matrix(self, weight: Tensor) -> Tensor:
         """The weight as a matrix: dim first, the other dims flattened."""
         if self.dim != 0:
             weight = weight.permute(self.dim, *[d for d in range(weight.dim()) if d != self.dim])
         return weight.reshape(weight.shape[0], -1)
 
-    def compute_weight(self, module, do_power_iteration):
+    def compute_weight(self, module: Module, do_power_iteration: bool) -> Tensor:
         weight = getattr(module, self.name + "_orig")
         u = getattr(module, self.name + "_u")
         v = getattr(module, self.name + "_v")
@@ -56,7 +66,7 @@ class SpectralNorm:
         sigma = u.dot(mat.mv(v))
         return weight / sigma
 
-    def remove(self, module):
+    def remove(self, module: Module) -> None:
         with no_grad():
             weight = self.compute_weight(module, do_power_iteration=False)
         delattr(module, self.name)
@@ -65,7 +75,7 @@ class SpectralNorm:
         delattr(module, self.name + "_orig")
         module.register_parameter(self.name, Parameter(weight.detach()))
 
-    def __call__(self, module, inputs):
+    def __call__(self, module: Module, inputs: Any) -> None:
         setattr(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
 
     def _solve_v_and_rescale(self, mat, u, target_sigma):
@@ -75,7 +85,7 @@ class SpectralNorm:
         return v.mul_(target_sigma / u.dot(mat.mv(v)))
 
     @staticmethod
-    def apply(module, name, n_power_iterations, dim, eps):
+    def apply(module: Module, name: str, n_power_iterations: int, dim: int, eps: float) -> SpectralNorm:
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, SpectralNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two spectral_norm hooks on the same "
@@ -104,11 +114,11 @@ class SpectralNormLoadStateDictPreHook:
     """Loads a checkpoint of the format before version 1 (`weight`, `weight_orig`,
     `weight_u`; no `weight_v`): v is solved from u and sigma = weight_orig / weight."""
 
-    def __init__(self, fn):
+    def __init__(self, fn: SpectralNorm) -> None:
         self.fn = fn
 
-    def __call__(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                 unexpected_keys, error_msgs):
+    def __call__(self, state_dict: dict[str, Any], prefix: str, local_metadata: dict[str, Any], strict: bool,
+                 missing_keys: list[str], unexpected_keys: list[str], error_msgs: list[str]) -> None:
         fn = self.fn
         version = local_metadata.get("spectral_norm", {}).get(fn.name + ".version", None)
         if version is not None and version >= 1:
@@ -133,10 +143,11 @@ class SpectralNormLoadStateDictPreHook:
 class SpectralNormStateDictHook:
     """Records the format version in the state dict's metadata."""
 
-    def __init__(self, fn):
+    def __init__(self, fn: SpectralNorm) -> None:
         self.fn = fn
 
-    def __call__(self, module, state_dict, prefix, local_metadata):
+    def __call__(self, module: Module, state_dict: dict[str, Any], prefix: str,
+                 local_metadata: dict[str, Any]) -> None:
         versions = local_metadata.setdefault("spectral_norm", {})
         key = self.fn.name + ".version"
         if key in versions:
@@ -144,7 +155,8 @@ class SpectralNormStateDictHook:
         versions[key] = self.fn._version
 
 
-def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
+def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12,
+                  dim: int | None = None) -> Module:
     """Divide module.<name> by its spectral norm before every forward (see the module
     docstring); dim: the output dim, 0 by default and 1 for transposed convolutions.
     Returns module."""
@@ -154,7 +166,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     return module
 
 
-def remove_spectral_norm(module, name="weight"):
+def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     """Undo spectral_norm: module.<name> becomes a Parameter holding the normalized weight
     (with the current u and v).  ValueError when module.<name> has no spectral_norm."""
     for key, hook in list(module._forward_pre_hooks.items()):

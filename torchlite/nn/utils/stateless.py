@@ -1,13 +1,23 @@
 """torch.nn.utils.stateless: the older home of functional_call, deprecated by PyTorch since
 2.0 for torch.func.functional_call.  The logic lives in torchlite.func; this module only keeps
 PyTorch's older spelling (args=None, a FutureWarning) working."""
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..._tensor import Tensor
+    from ..modules.module import Module
 
 __all__ = ["functional_call"]
 
 
-def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True,
-                    strict=False):
+def functional_call(module: Module, parameters_and_buffers: dict[str, Tensor],
+                    args: Any | tuple[Any, ...] | None = None, kwargs: dict[str, Any] | None = None, *,
+                    tie_weights: bool = True, strict: bool = False) -> Any:
     """module(*args, **kwargs) with its parameters and buffers replaced, for this call only,
     by the tensors of parameters_and_buffers (keyed by state_dict name); see
     torchlite.func.functional_call."""

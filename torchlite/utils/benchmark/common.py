@@ -4,11 +4,18 @@ and a repr as PyTorch prints it), plus the unit helpers Compare shares.
 
 The statistics are computed in plain Python (float64), with torch.quantile's linear
 interpolation, so the numbers are PyTorch's for the same times."""
+from __future__ import annotations
+
 import collections
 import contextlib
 import dataclasses
 import math
 import textwrap
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
 
 __all__ = ["TaskSpec", "Measurement", "select_unit", "unit_to_english", "trim_sigfig",
            "ordered_unique", "set_torch_threads"]
@@ -33,7 +40,7 @@ class TaskSpec:
     num_threads: int = 1
 
     @property
-    def title(self):
+    def title(self) -> str:
         """The label (and sub_label), or the statement when there is no label."""
         if self.label is not None:
             return self.label + (f": {self.sub_label}" if self.sub_label else "")
@@ -42,14 +49,14 @@ class TaskSpec:
         return (f"stmt:{f' ({self.sub_label})' if self.sub_label else ''}\n"
                 f"{textwrap.indent(self.stmt, '  ')}")
 
-    def setup_str(self):
+    def setup_str(self) -> str:
         if self.setup == "pass" or not self.setup:
             return ""
         if "\n" in self.setup:
             return f"setup:\n{textwrap.indent(self.setup, '  ')}"
         return f"setup: {self.setup}"
 
-    def summarize(self):
+    def summarize(self) -> str:
         """The title, description and setup, one section per line (multi-line ones followed
         by a blank line)."""
         sections = [self.title, self.description or "", self.setup_str()]
@@ -79,38 +86,38 @@ class Measurement:
     task_spec: TaskSpec
     metadata: dict = None           # the user's, untouched
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._sorted_times = ()
         self._warnings = ()
         self._median = self._mean = self._p25 = self._p75 = -1.0
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # only called when ordinary lookup fails: the task's fields
         if name in _TASKSPEC_FIELDS:
             return getattr(self.task_spec, name)
         return super().__getattribute__(name)
 
     @property
-    def times(self):
+    def times(self) -> list[float]:
         return [t / self.number_per_run for t in self.raw_times]
 
     @property
-    def median(self):
+    def median(self) -> float:
         self._lazy_init()
         return self._median
 
     @property
-    def mean(self):
+    def mean(self) -> float:
         self._lazy_init()
         return self._mean
 
     @property
-    def iqr(self):
+    def iqr(self) -> float:
         self._lazy_init()
         return self._p75 - self._p25
 
     @property
-    def significant_figures(self):
+    def significant_figures(self) -> int:
         """How many digits of the median the spread of the middle half of the times
         supports (a 90% confidence interval), between 1 and 4."""
         self._lazy_init()
@@ -123,7 +130,7 @@ class Measurement:
         return min(max(figures, 1), _MAX_SIGNIFICANT_FIGURES)
 
     @property
-    def has_warnings(self):
+    def has_warnings(self) -> bool:
         self._lazy_init()
         return bool(self._warnings)
 
@@ -146,23 +153,23 @@ class Measurement:
         self._warnings += (f"  WARNING: Interquartile range is {rel_iqr:.1f}% of the median "
                            f"measurement.\n           {msg}",)
 
-    def meets_confidence(self, threshold=_IQR_WARN_THRESHOLD):
+    def meets_confidence(self, threshold: float = _IQR_WARN_THRESHOLD) -> bool:
         """Whether IQR / median is below threshold."""
         return self.iqr / self.median < threshold
 
     @property
-    def title(self):
+    def title(self) -> str:
         return self.task_spec.title
 
     @property
-    def env(self):
+    def env(self) -> str:
         return "Unspecified env" if self.task_spec.env is None else self.task_spec.env
 
     @property
-    def as_row_name(self):
+    def as_row_name(self) -> str:
         return self.sub_label or self.stmt or "[Unknown]"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         self._lazy_init()
         n = len(self._sorted_times)
         unit, scale = select_unit(self._median)
@@ -178,7 +185,7 @@ class Measurement:
         return "\n".join(lines).strip()
 
     @staticmethod
-    def merge(measurements):
+    def merge(measurements: Iterable[Measurement]) -> list[Measurement]:
         """One Measurement per TaskSpec, pooling the per-execution times of the
         measurements that share it (number_per_run 1)."""
         groups = collections.defaultdict(list)
@@ -188,18 +195,18 @@ class Measurement:
                             task_spec=spec) for spec, group in groups.items()]
 
 
-def select_unit(t):
+def select_unit(t: float) -> tuple[str, float]:
     """(unit, seconds per unit) to print t seconds with: ns, us, ms or s."""
     exponent = math.floor(math.log10(t)) // 3 if t > 0 else -3
     unit = {-3: "ns", -2: "us", -1: "ms"}.get(exponent, "s")
     return unit, {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}[unit]
 
 
-def unit_to_english(u):
+def unit_to_english(u: str) -> str:
     return {"ns": "nanosecond", "us": "microsecond", "ms": "millisecond", "s": "second"}[u]
 
 
-def trim_sigfig(x, n):
+def trim_sigfig(x: float, n: int) -> float:
     """x rounded to n significant figures."""
     if n != int(n):
         raise AssertionError("Number of significant figures must be an integer")
@@ -210,13 +217,13 @@ def trim_sigfig(x, n):
     return float(round(x / scale) * scale)
 
 
-def ordered_unique(elements):
+def ordered_unique(elements: Iterable[Any]) -> list[Any]:
     """The distinct elements, in first-seen order."""
     return list(dict.fromkeys(elements))
 
 
 @contextlib.contextmanager
-def set_torch_threads(n):
+def set_torch_threads(n: int) -> Iterator[None]:
     """torchlite's thread count set to n inside the block."""
     from ..._config import get_num_threads, set_num_threads
     prior = get_num_threads()

@@ -3,12 +3,18 @@ PyTorch prints them: one table per label, one row per (thread count, env, sub_la
 one column per description, each cell the median in one unit for the table; measurements of
 the same task are pooled first.  Optionally trimmed to the significant figures, colourised
 (best in green, worst in red) and flagged where the spread is high."""
+from __future__ import annotations
+
 import collections
 import enum
 import itertools
 import math
+from typing import TYPE_CHECKING
 
 from . import common
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["Colorize", "Compare"]
 
@@ -196,17 +202,17 @@ class _Table:
 class Compare:
     """Tables of Measurements (see the module docstring): Compare(results).print()."""
 
-    def __init__(self, results):
+    def __init__(self, results: Iterable[common.Measurement]) -> None:
         self._results = []
         self.extend_results(results)
         self._trim_significant_figures = False
         self._colorize = Colorize.NONE
         self._highlight_warnings = False
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "\n".join(self._render())
 
-    def extend_results(self, results):
+    def extend_results(self, results: Iterable[common.Measurement]) -> None:
         """Add more Measurements (ValueError for anything else)."""
         results = list(results)
         for r in results:
@@ -215,19 +221,19 @@ class Compare:
                                  f"instead.")
         self._results.extend(results)
 
-    def trim_significant_figures(self):
+    def trim_significant_figures(self) -> None:
         """Print only the digits the measurements support."""
         self._trim_significant_figures = True
 
-    def colorize(self, rowwise=False):
+    def colorize(self, rowwise: bool = False) -> None:
         """Colour each cell against the best of its column (or of its row)."""
         self._colorize = Colorize.ROWWISE if rowwise else Colorize.COLUMNWISE
 
-    def highlight_warnings(self):
+    def highlight_warnings(self) -> None:
         """Flag the cells whose IQR is large relative to their median."""
         self._highlight_warnings = True
 
-    def print(self):
+    def print(self) -> None:
         print(str(self))
 
     def _render(self):

@@ -3,17 +3,24 @@ thread count fixed while timing (1 by default, so numbers are comparable across 
 `torch` (torchlite) in the statement's globals, CUDA synchronised around each timed block
 when the CUDA backend is in use, a warm-up before timing, and results as Measurement objects
 that carry their labels for Compare."""
+from __future__ import annotations
+
 import enum
 import textwrap
 import timeit
+from typing import TYPE_CHECKING
 
 from ... import cuda as _cuda
 from . import common
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, NoReturn
+
 __all__ = ["Timer", "timer", "Language"]
 
 
-def timer():
+def timer() -> float:
     """timeit's clock, after waiting for queued CUDA work (when CUDA was initialised), so a
     timed block includes the kernels it launched."""
     if _cuda.is_initialized():
@@ -37,9 +44,10 @@ class Timer:
 
     _timer_cls = timeit.Timer
 
-    def __init__(self, stmt="pass", setup="pass", global_setup="", timer=timer, globals=None,
-                 label=None, sub_label=None, description=None, env=None, num_threads=1,
-                 language=Language.PYTHON):
+    def __init__(self, stmt: str = "pass", setup: str = "pass", global_setup: str = "",
+                 timer: Callable[[], float] = timer, globals: dict[str, Any] | None = None, label: str | None = None,
+                 sub_label: str | None = None, description: str | None = None, env: str | None = None,
+                 num_threads: int = 1, language: Language | str = Language.PYTHON) -> None:
         if not isinstance(stmt, str):
             raise ValueError("Currently only a `str` stmt is supported.")
         if language in (Language.CPP, "cpp", "c++"):
@@ -66,7 +74,7 @@ class Timer:
         # never 0: later divisions (per-run times, relative overhead) stay finite
         return max(self._timer.timeit(number), 1e-9)
 
-    def timeit(self, number=1000000):
+    def timeit(self, number: int = 1000000) -> common.Measurement:
         """One measurement of `number` executions (after a warm-up of number // 100, at
         least 2)."""
         with common.set_torch_threads(self._task_spec.num_threads):
@@ -75,10 +83,10 @@ class Timer:
                                       raw_times=[self._timeit(number=number)],
                                       task_spec=self._task_spec)
 
-    def repeat(self, repeat=-1, number=-1):
+    def repeat(self, repeat: int = -1, number: int = -1) -> NoReturn:
         raise NotImplementedError("See `Timer.blocked_autorange.`")
 
-    def autorange(self, callback=None):
+    def autorange(self, callback: Callable[[int, float], None] | None = None) -> NoReturn:
         raise NotImplementedError("See `Timer.blocked_autorange.`")
 
     def _measurement_loop(self, number, stop_hook, min_run_time, max_run_time=None,
@@ -116,7 +124,8 @@ class Timer:
                 number *= 10
         return number
 
-    def blocked_autorange(self, callback=None, min_run_time=0.2):
+    def blocked_autorange(self, callback: Callable[[int, float], None] | None = None,
+                          min_run_time: float = 0.2) -> common.Measurement:
         """Blocks of executions (the block size chosen so the timer's overhead does not
         matter) until min_run_time seconds have been spent: one time per block."""
         number = self._estimate_block_size(min_run_time)
@@ -125,8 +134,8 @@ class Timer:
         return common.Measurement(number_per_run=number, raw_times=times,
                                   task_spec=self._task_spec)
 
-    def adaptive_autorange(self, threshold=0.1, *, min_run_time=0.01, max_run_time=10.0,
-                           callback=None):
+    def adaptive_autorange(self, threshold: float = 0.1, *, min_run_time: float = 0.01, max_run_time: float = 10.0,
+                           callback: Callable[[int, float], None] | None = None) -> common.Measurement:
         """Blocks until IQR / median of the block times is below threshold (with more than
         3 blocks and at least min_run_time spent), or max_run_time has passed."""
         number = self._estimate_block_size(min_run_time=0.05)
@@ -140,8 +149,8 @@ class Timer:
         return common.Measurement(number_per_run=number, raw_times=times,
                                   task_spec=self._task_spec)
 
-    def collect_callgrind(self, number=100, *, repeats=None, collect_baseline=True,
-                          retain_out_file=False):
+    def collect_callgrind(self, number: int = 100, *, repeats: int | None = None, collect_baseline: bool = True,
+                          retain_out_file: bool = False) -> NoReturn:
         raise NotImplementedError("torchlite's Timer has no Callgrind collection (PyTorch's "
                                   "needs valgrind and its C++ bindings)")
 

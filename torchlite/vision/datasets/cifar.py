@@ -2,13 +2,20 @@
 root/cifar-10-batches-py/data_batch_1 ... test_batch, batches.meta; root/cifar-100-python/
 train, test, meta).  The batches are pickles; they are read with an unpickler that builds
 only NumPy arrays, lists, dicts, strings and numbers, so a tampered file cannot run code."""
+from __future__ import annotations
+
 import os
 import pickle
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .utils import check_integrity, download_and_extract_archive
 from .vision import VisionDataset
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["CIFAR10", "CIFAR100"]
 
@@ -27,7 +34,7 @@ class _ArrayUnpickler(pickle.Unpickler):
                                      f"(the file is not a CIFAR batch, or was tampered with)")
 
 
-def load_batch(path):
+def load_batch(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The dict in a CIFAR batch file, its keys as str."""
     with open(path, "rb") as f:
         try:
@@ -74,7 +81,8 @@ class CIFAR10(VisionDataset):
     test_list = [["test_batch", "40351d587109b95175f43aff81a1287e"]]
     meta = {"filename": "batches.meta", "key": "label_names", "md5": "5ff9c542aee3614f3951f8cda6e48888"}
 
-    def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
+    def __init__(self, root: str | os.PathLike[str], train: bool = True, transform: Callable[..., Any] | None = None,
+                 target_transform: Callable[..., Any] | None = None, download: bool = False) -> None:
         super().__init__(root, transform=transform, target_transform=target_transform)
         self.train = train
         if download:
@@ -104,25 +112,25 @@ class CIFAR10(VisionDataset):
         self.classes = [str(c) for c in load_batch(path)[self.meta["key"]]]
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
         from .._pil import pil_image
         img, target = pil_image().fromarray(self.data[index]), self.targets[index]
         return self._transformed(img, target)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.data)
 
     def _check_integrity(self):
         return all(check_integrity(os.path.join(self.root, self.base_folder, name), md5)
                    for name, md5 in self.train_list + self.test_list)
 
-    def download(self):
+    def download(self) -> None:
         """Download and unpack the archive unless the files are there and intact."""
         if self._check_integrity():
             return
         download_and_extract_archive(self.url, self.root, filename=self.filename, md5=self.tgz_md5)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"Split: {'Train' if self.train is True else 'Test'}"
 
 

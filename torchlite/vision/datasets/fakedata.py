@@ -1,6 +1,14 @@
 """FakeData: random images for trying a pipeline without a dataset (torchvision's)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ... import Generator, randint, rand
 from .vision import VisionDataset
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["FakeData"]
 
@@ -10,8 +18,9 @@ class FakeData(VisionDataset):
     num_classes; item i is the same every time (drawn from a generator seeded with
     i + random_offset).  Items are (PIL image, class) before the transforms."""
 
-    def __init__(self, size=1000, image_size=(3, 224, 224), num_classes=10, transform=None,
-                 target_transform=None, random_offset=0):
+    def __init__(self, size: int = 1000, image_size: tuple[int, int, int] = (3, 224, 224), num_classes: int = 10,
+                 transform: Callable[..., Any] | None = None, target_transform: Callable[..., Any] | None = None,
+                 random_offset: int = 0) -> None:
         super().__init__(None, transform=transform, target_transform=target_transform)
         if size < 0 or num_classes < 1 or len(image_size) != 3 or min(image_size) < 1:
             raise ValueError(f"FakeData: bad size {size}, image_size {image_size} or "
@@ -19,7 +28,7 @@ class FakeData(VisionDataset):
         self.size, self.num_classes = size, num_classes
         self.image_size, self.random_offset = tuple(image_size), random_offset
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
         if index >= len(self) or index < -len(self):
             raise IndexError(f"{type(self).__name__} index out of range")
         index %= len(self)
@@ -31,5 +40,5 @@ class FakeData(VisionDataset):
         img = pil_image().fromarray(arr[:, :, 0] if arr.shape[2] == 1 else arr)
         return self._transformed(img, target)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.size

@@ -1,14 +1,23 @@
 """MNIST and the datasets in its idx format: FashionMNIST, KMNIST, EMNIST (torchvision's
 classes, folders and files: `root/<Class>/raw/train-images-idx3-ubyte`, ...)."""
+from __future__ import annotations
+
 import os
 import shutil
 import string
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ... import from_numpy
 from .utils import check_integrity, download_and_extract_archive, extract_archive
 from .vision import VisionDataset
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..._tensor import Tensor
 
 __all__ = ["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "read_image_file", "read_label_file",
            "read_sn3_pascalvincent_tensor"]
@@ -17,7 +26,7 @@ __all__ = ["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "read_image_file", "read
 _IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
-def read_sn3_pascalvincent_tensor(path, strict=True):
+def read_sn3_pascalvincent_tensor(path: str | os.PathLike[str], strict: bool = True) -> Tensor:
     """The array in an idx file (MNIST's format), as a tensor; ValueError for a file that is
     not one (bad magic, sizes that do not match the file's length)."""
     with open(path, "rb") as f:
@@ -38,14 +47,14 @@ def read_sn3_pascalvincent_tensor(path, strict=True):
     return from_numpy(data.astype(dtype.newbyteorder("="), copy=True))
 
 
-def read_image_file(path):
+def read_image_file(path: str | os.PathLike[str]) -> Tensor:
     x = read_sn3_pascalvincent_tensor(path)
     if x.dtype.name != "uint8" or x.ndim != 3:
         raise ValueError(f"{path}: expected uint8 images (3 dims), got {x.dtype} {tuple(x.shape)}")
     return x
 
 
-def read_label_file(path):
+def read_label_file(path: str | os.PathLike[str]) -> Tensor:
     x = read_sn3_pascalvincent_tensor(path)
     if x.dtype.name != "uint8" or x.ndim != 1:
         raise ValueError(f"{path}: expected uint8 labels (1 dim), got {x.dtype} {tuple(x.shape)}")
@@ -65,7 +74,8 @@ class MNIST(VisionDataset):
     classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six",
                "7 - seven", "8 - eight", "9 - nine"]
 
-    def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
+    def __init__(self, root: str | os.PathLike[str], train: bool = True, transform: Callable[..., Any] | None = None,
+                 target_transform: Callable[..., Any] | None = None, download: bool = False) -> None:
         super().__init__(root, transform=transform, target_transform=target_transform)
         self.train = train
         if download:
@@ -76,15 +86,15 @@ class MNIST(VisionDataset):
         self.data, self.targets = self._load_data()
 
     @property
-    def raw_folder(self):
+    def raw_folder(self) -> str:
         return os.path.join(self.root, type(self).__name__, "raw")
 
     @property
-    def processed_folder(self):
+    def processed_folder(self) -> str:
         return os.path.join(self.root, type(self).__name__, "processed")
 
     @property
-    def class_to_idx(self):
+    def class_to_idx(self) -> dict[str, int]:
         return {c: i for i, c in enumerate(self.classes)}
 
     def _files(self):
@@ -103,7 +113,7 @@ class MNIST(VisionDataset):
         return all(check_integrity(os.path.join(self.raw_folder, os.path.splitext(name)[0]))
                    for name, _ in self.resources)
 
-    def download(self):
+    def download(self) -> None:
         """Download and unpack the files (from the first mirror that answers) unless present."""
         if self._check_exists():
             return
@@ -121,16 +131,16 @@ class MNIST(VisionDataset):
                 raise RuntimeError(f"Error downloading {name}: " + "; ".join(errors)
                                    + f". Without a network, put the file in {self.raw_folder}")
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
         from .._pil import pil_image
         img = pil_image().fromarray(self.data[index].numpy(), mode="L")
         target = int(self.targets[index])
         return self._transformed(img, target)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.data)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"Split: {'Train' if self.train is True else 'Test'}"
 
 
@@ -173,7 +183,7 @@ class EMNIST(MNIST):
                           "letters": ["N/A"] + list(string.ascii_lowercase),
                           "digits": list(string.digits), "mnist": list(string.digits)}
 
-    def __init__(self, root, split, **kwargs):
+    def __init__(self, root: str | os.PathLike[str], split: str, **kwargs) -> None:
         if split not in self.splits:
             raise ValueError(f"Unknown value '{split}' for argument split. Valid values are "
                              f"{{{', '.join(repr(s) for s in self.splits)}}}.")
@@ -189,7 +199,7 @@ class EMNIST(MNIST):
     def _check_exists(self):
         return all(check_integrity(f) for f in self._files())
 
-    def download(self):
+    def download(self) -> None:
         """Download the one zip of every split and unpack its gzipped idx files."""
         if self._check_exists():
             return

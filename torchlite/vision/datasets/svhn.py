@@ -1,11 +1,18 @@
 """SVHN (Street View House Numbers) from its MATLAB files (torchvision's layout:
 root/train_32x32.mat, test_32x32.mat, extra_32x32.mat), read with SciPy's loadmat."""
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .utils import check_integrity, download_url
 from .vision import VisionDataset
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["SVHN"]
 
@@ -22,7 +29,8 @@ class SVHN(VisionDataset):
         "extra": ["http://ufldl.stanford.edu/housenumbers/extra_32x32.mat", "extra_32x32.mat",
                   "a93ce644f1a588dc4d68dda5feec44a7"]}
 
-    def __init__(self, root, split="train", transform=None, target_transform=None, download=False):
+    def __init__(self, root: str | os.PathLike[str], split: str = "train", transform: Callable[..., Any] | None = None,
+                 target_transform: Callable[..., Any] | None = None, download: bool = False) -> None:
         super().__init__(root, transform=transform, target_transform=target_transform)
         if split not in self.split_list:
             raise ValueError(f"Unknown value '{split}' for argument split. Valid values are "
@@ -44,20 +52,20 @@ class SVHN(VisionDataset):
         labels[labels == 10] = 0
         self.labels = labels
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
         from .._pil import pil_image
         img = pil_image().fromarray(np.transpose(self.data[index], (1, 2, 0)))
         target = int(self.labels[index])
         return self._transformed(img, target)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.data)
 
     def _check_integrity(self):
         return check_integrity(os.path.join(self.root, self.filename), self.file_md5)
 
-    def download(self):
+    def download(self) -> None:
         download_url(self.url, self.root, self.filename, self.file_md5)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"Split: {self.split}"

@@ -1,6 +1,8 @@
 """Downloading and unpacking datasets (torchvision.datasets.utils' names): MD5 checks,
 archives (tar, tar.gz, tgz, tar.xz, tar.bz2, zip, gz) unpacked without letting a member escape
 its folder, and torchlite.hub's downloader (progress bar, a clear error without a network)."""
+from __future__ import annotations
+
 import gzip
 import hashlib
 import os
@@ -14,7 +16,7 @@ __all__ = ["calculate_md5", "check_md5", "check_integrity", "download_url", "ext
            "download_and_extract_archive"]
 
 
-def calculate_md5(fpath, chunk_size=1024 * 1024):
+def calculate_md5(fpath: str | os.PathLike[str], chunk_size: int = 1024 * 1024) -> str:
     md5 = hashlib.md5(usedforsecurity=False)
     with open(fpath, "rb") as f:
         for chunk in iter(lambda: f.read(chunk_size), b""):
@@ -22,18 +24,19 @@ def calculate_md5(fpath, chunk_size=1024 * 1024):
     return md5.hexdigest()
 
 
-def check_md5(fpath, md5, **kwargs):
+def check_md5(fpath: str | os.PathLike[str], md5: str, **kwargs) -> bool:
     return md5 == calculate_md5(fpath, **kwargs)
 
 
-def check_integrity(fpath, md5=None):
+def check_integrity(fpath: str | os.PathLike[str], md5: str | None = None) -> bool:
     """True when the file exists and (with md5) its MD5 matches."""
     if not os.path.isfile(fpath):
         return False
     return md5 is None or check_md5(fpath, md5)
 
 
-def download_url(url, root, filename=None, md5=None, max_redirect_hops=3):
+def download_url(url: str, root: str | os.PathLike[str], filename: str | None = None, md5: str | None = None,
+                 max_redirect_hops: int = 3) -> None:
     """Download url into root/filename (default: the URL's last part), unless a file with the
     right MD5 is there already; RuntimeError when the download's MD5 is wrong, or, without a
     network, naming the URL and the file to fill by hand."""
@@ -69,7 +72,8 @@ _TAR_MODES = {".tar": "r:", ".tar.gz": "r:gz", ".tgz": "r:gz", ".tar.xz": "r:xz"
               ".tar.bz2": "r:bz2", ".tbz": "r:bz2"}
 
 
-def extract_archive(from_path, to_path=None, remove_finished=False):
+def extract_archive(from_path: str | os.PathLike[str], to_path: str | os.PathLike[str] | None = None,
+                    remove_finished: bool = False) -> str:
     """Unpack an archive (by its suffix) into to_path (default: its folder); a lone .gz
     becomes the file without the suffix.  Returns to_path (the file, for a .gz)."""
     from_path = os.fspath(from_path)
@@ -95,8 +99,9 @@ def extract_archive(from_path, to_path=None, remove_finished=False):
     return to_path
 
 
-def download_and_extract_archive(url, download_root, extract_root=None, filename=None, md5=None,
-                                 remove_finished=False):
+def download_and_extract_archive(url: str, download_root: str | os.PathLike[str],
+                                 extract_root: str | os.PathLike[str] | None = None, filename: str | None = None,
+                                 md5: str | None = None, remove_finished: bool = False) -> None:
     """download_url, then extract_archive into extract_root (default download_root)."""
     download_root = os.path.expanduser(os.fspath(download_root))
     extract_root = download_root if extract_root is None else extract_root

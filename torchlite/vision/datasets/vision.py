@@ -1,7 +1,14 @@
 """VisionDataset: what every dataset of torchlite.vision.datasets shares (torchvision's)."""
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING
 
 from ...utils.data import Dataset
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["VisionDataset", "StandardTransform"]
 
@@ -9,17 +16,18 @@ __all__ = ["VisionDataset", "StandardTransform"]
 class StandardTransform:
     """transform on the input and target_transform on the target, as one callable."""
 
-    def __init__(self, transform=None, target_transform=None):
+    def __init__(self, transform: Callable[..., Any] | None = None,
+                 target_transform: Callable[..., Any] | None = None) -> None:
         self.transform, self.target_transform = transform, target_transform
 
-    def __call__(self, input, target):
+    def __call__(self, input: Any, target: Any) -> tuple[Any, Any]:
         if self.transform is not None:
             input = self.transform(input)
         if self.target_transform is not None:
             target = self.target_transform(target)
         return input, target
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         lines = [type(self).__name__]
         for name, t in (("Transform", self.transform), ("Target transform", self.target_transform)):
             if t is not None:
@@ -33,7 +41,9 @@ class VisionDataset(Dataset):
 
     _repr_indent = 4
 
-    def __init__(self, root=None, transforms=None, transform=None, target_transform=None):
+    def __init__(self, root: str | os.PathLike[str] | None = None, transforms: Callable[..., Any] | None = None,
+                 transform: Callable[..., Any] | None = None,
+                 target_transform: Callable[..., Any] | None = None) -> None:
         self.root = os.path.expanduser(os.fspath(root)) if root is not None else None
         has_separate = transform is not None or target_transform is not None
         if transforms is not None and has_separate:
@@ -47,16 +57,16 @@ class VisionDataset(Dataset):
             return self.transforms(sample, target)
         return sample, target
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> Any:
         raise NotImplementedError
 
-    def __len__(self):
+    def __len__(self) -> int:
         raise NotImplementedError
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return ""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         body = [f"Number of datapoints: {len(self)}"]
         if self.root is not None:
             body.append(f"Root location: {self.root}")

@@ -1,13 +1,19 @@
 """DenseNet (Huang et al. 2016): densenet121/161/169/201 with torchvision's names and keys.
 torchvision's published checkpoints use an older key spelling ('norm.1' for 'norm1'); their
 state dicts are renamed on load, as torchvision does."""
+from __future__ import annotations
+
 import re
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from ... import nn, cat, flatten
 from ...nn import functional as F
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights
 from ._api import IMAGENET_CATEGORIES, register_model
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["DenseNet", "densenet121", "densenet161", "densenet169", "densenet201",
            "DenseNet121_Weights", "DenseNet161_Weights", "DenseNet169_Weights", "DenseNet201_Weights"]
@@ -62,8 +68,9 @@ class _Transition(nn.Sequential):
 
 
 class DenseNet(nn.Module):
-    def __init__(self, growth_rate=32, block_config=(6, 12, 24, 16), num_init_features=64,
-                 bn_size=4, drop_rate=0, num_classes=1000, memory_efficient=False):
+    def __init__(self, growth_rate: int = 32, block_config: tuple[int, int, int, int] = (6, 12, 24, 16),
+                 num_init_features: int = 64, bn_size: int = 4, drop_rate: float = 0, num_classes: int = 1000,
+                 memory_efficient: bool = False) -> None:
         super().__init__()
         self.features = nn.Sequential(OrderedDict([
             ("conv0", nn.Conv2d(3, num_init_features, kernel_size=7, stride=2, padding=3, bias=False)),
@@ -88,7 +95,7 @@ class DenseNet(nn.Module):
             elif isinstance(m, nn.Linear):
                 nn.init.constant_(m.bias, 0)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         out = F.adaptive_avg_pool2d(F.relu(self.features(x)), (1, 1))
         return self.classifier(flatten(out, 1))
 
@@ -143,24 +150,24 @@ def _densenet(growth, blocks, init, weights_enum, weights, progress, kwargs):
 
 
 @register_model(weights=DenseNet121_Weights)
-def densenet121(*, weights=None, progress=True, **kwargs):
+def densenet121(*, weights: DenseNet121_Weights | str | None = None, progress: bool = True, **kwargs) -> DenseNet:
     """DenseNet-121."""
     return _densenet(32, (6, 12, 24, 16), 64, DenseNet121_Weights, weights, progress, kwargs)
 
 
 @register_model(weights=DenseNet161_Weights)
-def densenet161(*, weights=None, progress=True, **kwargs):
+def densenet161(*, weights: DenseNet161_Weights | str | None = None, progress: bool = True, **kwargs) -> DenseNet:
     """DenseNet-161."""
     return _densenet(48, (6, 12, 36, 24), 96, DenseNet161_Weights, weights, progress, kwargs)
 
 
 @register_model(weights=DenseNet169_Weights)
-def densenet169(*, weights=None, progress=True, **kwargs):
+def densenet169(*, weights: DenseNet169_Weights | str | None = None, progress: bool = True, **kwargs) -> DenseNet:
     """DenseNet-169."""
     return _densenet(32, (6, 12, 32, 32), 64, DenseNet169_Weights, weights, progress, kwargs)
 
 
 @register_model(weights=DenseNet201_Weights)
-def densenet201(*, weights=None, progress=True, **kwargs):
+def densenet201(*, weights: DenseNet201_Weights | str | None = None, progress: bool = True, **kwargs) -> DenseNet:
     """DenseNet-201."""
     return _densenet(32, (6, 12, 48, 32), 64, DenseNet201_Weights, weights, progress, kwargs)

@@ -1,12 +1,21 @@
 """EfficientNet-B0..B3 (Tan & Le 2019), with torchvision's names and keys."""
+from __future__ import annotations
+
 import copy
 import functools
 import math
+from typing import TYPE_CHECKING
 
 from ... import nn, flatten
 from .._misc import Conv2dNormActivation, SqueezeExcitation, StochasticDepth, make_divisible
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
 from ._api import IMAGENET_CATEGORIES, register_model
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from ..._tensor import Tensor
+    from ...nn.modules.module import Module
 
 __all__ = ["EfficientNet", "efficientnet_b0", "efficientnet_b1", "efficientnet_b2",
            "efficientnet_b3", "EfficientNet_B0_Weights"]
@@ -15,15 +24,15 @@ __all__ = ["EfficientNet", "efficientnet_b0", "efficientnet_b1", "efficientnet_b
 class MBConvConfig:
     """One stage: channels scaled by width_mult (rounded to 8), layers by depth_mult."""
 
-    def __init__(self, expand_ratio, kernel, stride, input_channels, out_channels, num_layers,
-                 width_mult=1.0, depth_mult=1.0):
+    def __init__(self, expand_ratio: float, kernel: int, stride: int, input_channels: int, out_channels: int,
+                 num_layers: int, width_mult: float = 1.0, depth_mult: float = 1.0) -> None:
         self.expand_ratio, self.kernel, self.stride = expand_ratio, kernel, stride
         self.input_channels = self.adjust_channels(input_channels, width_mult)
         self.out_channels = self.adjust_channels(out_channels, width_mult)
         self.num_layers = int(math.ceil(num_layers * depth_mult))
 
     @staticmethod
-    def adjust_channels(channels, width_mult, min_value=None):
+    def adjust_channels(channels: int, width_mult: float, min_value: int | None = None) -> int:
         return make_divisible(channels * width_mult, 8, min_value)
 
 
@@ -31,7 +40,8 @@ class MBConv(nn.Module):
     """Expand (SiLU), depthwise (SiLU), squeeze-excitation, project; a residual with stochastic
     depth when the shape is kept."""
 
-    def __init__(self, cnf, stochastic_depth_prob, norm_layer, se_layer=SqueezeExcitation):
+    def __init__(self, cnf: MBConvConfig, stochastic_depth_prob: float, norm_layer: Callable[..., Module],
+                 se_layer: Callable[..., Module] = SqueezeExcitation) -> None:
         super().__init__()
         if not 1 <= cnf.stride <= 2:
             raise ValueError("illegal stride value")
@@ -51,7 +61,7 @@ class MBConv(nn.Module):
         self.stochastic_depth = StochasticDepth(stochastic_depth_prob, "row")
         self.out_channels = cnf.out_channels
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         result = self.block(input)
         if self.use_res_connect:
             result = self.stochastic_depth(result) + input
@@ -59,8 +69,9 @@ class MBConv(nn.Module):
 
 
 class EfficientNet(nn.Module):
-    def __init__(self, inverted_residual_setting, dropout, stochastic_depth_prob=0.2,
-                 num_classes=1000, norm_layer=None, last_channel=None):
+    def __init__(self, inverted_residual_setting: Sequence[MBConvConfig], dropout: float,
+                 stochastic_depth_prob: float = 0.2, num_classes: int = 1000,
+                 norm_layer: Callable[..., Module] | None = None, last_channel: int | None = None) -> None:
         super().__init__()
         if not inverted_residual_setting:
             raise ValueError("The inverted_residual_setting should not be empty")
@@ -99,7 +110,7 @@ class EfficientNet(nn.Module):
                 nn.init.uniform_(m.weight, -r, r)
                 nn.init.zeros_(m.bias)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         return self.classifier(flatten(self.avgpool(self.features(x)), 1))
 
 
@@ -126,24 +137,25 @@ def _efficientnet(width, depth, dropout, weights_enum, weights, progress, kwargs
 
 
 @register_model(weights=EfficientNet_B0_Weights)
-def efficientnet_b0(*, weights=None, progress=True, **kwargs):
+def efficientnet_b0(*, weights: EfficientNet_B0_Weights | str | None = None, progress: bool = True,
+                    **kwargs) -> EfficientNet:
     """EfficientNet-B0."""
     return _efficientnet(1.0, 1.0, 0.2, EfficientNet_B0_Weights, weights, progress, kwargs)
 
 
 @register_model()
-def efficientnet_b1(*, weights=None, progress=True, **kwargs):
+def efficientnet_b1(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> EfficientNet:
     """EfficientNet-B1 (no pretrained weights here yet)."""
     return _efficientnet(1.0, 1.1, 0.2, None, weights, progress, kwargs)
 
 
 @register_model()
-def efficientnet_b2(*, weights=None, progress=True, **kwargs):
+def efficientnet_b2(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> EfficientNet:
     """EfficientNet-B2 (no pretrained weights here yet)."""
     return _efficientnet(1.1, 1.2, 0.3, None, weights, progress, kwargs)
 
 
 @register_model()
-def efficientnet_b3(*, weights=None, progress=True, **kwargs):
+def efficientnet_b3(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> EfficientNet:
     """EfficientNet-B3 (no pretrained weights here yet)."""
     return _efficientnet(1.2, 1.4, 0.3, None, weights, progress, kwargs)

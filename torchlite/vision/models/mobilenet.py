@@ -1,11 +1,20 @@
 """MobileNetV2 (Sandler et al. 2018) and MobileNetV3 (Howard et al. 2019), with torchvision's
 constructors, module names and state_dict keys."""
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 from ... import nn, flatten
 from .._misc import Conv2dNormActivation, SqueezeExcitation, make_divisible
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
 from ._api import IMAGENET_CATEGORIES, register_model
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..._tensor import Tensor
+    from ...nn.modules.module import Module
 
 __all__ = ["MobileNetV2", "MobileNetV3", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
            "MobileNet_V2_Weights", "MobileNet_V3_Small_Weights", "MobileNet_V3_Large_Weights"]
@@ -29,7 +38,8 @@ class InvertedResidual(nn.Module):
     """MobileNetV2's block: 1x1 expand (ReLU6), 3x3 depthwise (ReLU6), 1x1 linear projection;
     a residual connection when the shape is kept."""
 
-    def __init__(self, inp, oup, stride, expand_ratio, norm_layer=None):
+    def __init__(self, inp: int, oup: int, stride: int, expand_ratio: float,
+                 norm_layer: Callable[..., Module] | None = None) -> None:
         super().__init__()
         if stride not in (1, 2):
             raise ValueError(f"stride should be 1 or 2 instead of {stride}")
@@ -47,13 +57,15 @@ class InvertedResidual(nn.Module):
         self.out_channels = oup
         self._is_cn = stride > 1
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         return x + self.conv(x) if self.use_res_connect else self.conv(x)
 
 
 class MobileNetV2(nn.Module):
-    def __init__(self, num_classes=1000, width_mult=1.0, inverted_residual_setting=None,
-                 round_nearest=8, block=None, norm_layer=None, dropout=0.2):
+    def __init__(self, num_classes: int = 1000, width_mult: float = 1.0,
+                 inverted_residual_setting: list[list[int]] | None = None, round_nearest: int = 8,
+                 block: Callable[..., Module] | None = None, norm_layer: Callable[..., Module] | None = None,
+                 dropout: float = 0.2) -> None:
         super().__init__()
         block = block or InvertedResidual
         norm_layer = norm_layer or nn.BatchNorm2d
@@ -79,7 +91,7 @@ class MobileNetV2(nn.Module):
         self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(self.last_channel, num_classes))
         _init(self)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))
         return self.classifier(flatten(x, 1))
 
@@ -87,8 +99,8 @@ class MobileNetV2(nn.Module):
 class InvertedResidualConfig:
     """One MobileNetV3 block: channels scaled by width_mult and rounded to multiples of 8."""
 
-    def __init__(self, input_channels, kernel, expanded_channels, out_channels, use_se, activation,
-                 stride, dilation, width_mult):
+    def __init__(self, input_channels: int, kernel: int, expanded_channels: int, out_channels: int, use_se: bool,
+                 activation: str, stride: int, dilation: int, width_mult: float) -> None:
         self.input_channels = self.adjust_channels(input_channels, width_mult)
         self.kernel = kernel
         self.expanded_channels = self.adjust_channels(expanded_channels, width_mult)
@@ -97,15 +109,16 @@ class InvertedResidualConfig:
         self.stride, self.dilation = stride, dilation
 
     @staticmethod
-    def adjust_channels(channels, width_mult):
+    def adjust_channels(channels: int, width_mult: float) -> int:
         return make_divisible(channels * width_mult, 8)
 
 
 class InvertedResidualV3(nn.Module):
     """MobileNetV3's block: expand, depthwise, squeeze-excitation (hard sigmoid), project."""
 
-    def __init__(self, cnf, norm_layer, se_layer=functools.partial(SqueezeExcitation,
-                                                                   scale_activation=nn.Hardsigmoid)):
+    def __init__(self, cnf: InvertedResidualConfig, norm_layer: Callable[..., Module],
+                 se_layer: Callable[..., Module] = functools.partial(SqueezeExcitation,
+                                                                     scale_activation=nn.Hardsigmoid)) -> None:
         super().__init__()
         if not 1 <= cnf.stride <= 2:
             raise ValueError("illegal stride value")
@@ -128,14 +141,15 @@ class InvertedResidualV3(nn.Module):
         self.out_channels = cnf.out_channels
         self._is_cn = cnf.stride > 1
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         out = self.block(x)
         return out + x if self.use_res_connect else out
 
 
 class MobileNetV3(nn.Module):
-    def __init__(self, inverted_residual_setting, last_channel, num_classes=1000, block=None,
-                 norm_layer=None, dropout=0.2):
+    def __init__(self, inverted_residual_setting: list[InvertedResidualConfig], last_channel: int,
+                 num_classes: int = 1000, block: Callable[..., Module] | None = None,
+                 norm_layer: Callable[..., Module] | None = None, dropout: float = 0.2) -> None:
         super().__init__()
         if not inverted_residual_setting:
             raise ValueError("The inverted_residual_setting should not be empty")
@@ -155,7 +169,7 @@ class MobileNetV3(nn.Module):
                                         nn.Linear(last_channel, num_classes))
         _init(self)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         return self.classifier(flatten(self.avgpool(self.features(x)), 1))
 
 
@@ -212,7 +226,7 @@ class MobileNet_V3_Small_Weights(WeightsEnum):
 
 
 @register_model(weights=MobileNet_V2_Weights)
-def mobilenet_v2(*, weights=None, progress=True, **kwargs):
+def mobilenet_v2(*, weights: MobileNet_V2_Weights | str | None = None, progress: bool = True, **kwargs) -> MobileNetV2:
     """MobileNetV2 (width_mult, round_nearest, dropout as torchvision's)."""
     weights = handle_weights(MobileNet_V2_Weights, weights, kwargs)
     return load_weights(MobileNetV2(**kwargs), weights, progress)
@@ -226,12 +240,14 @@ def _v3(arch, weights_enum, weights, progress, kwargs):
 
 
 @register_model(weights=MobileNet_V3_Large_Weights)
-def mobilenet_v3_large(*, weights=None, progress=True, **kwargs):
+def mobilenet_v3_large(*, weights: MobileNet_V3_Large_Weights | str | None = None, progress: bool = True,
+                       **kwargs) -> MobileNetV3:
     """MobileNetV3-Large."""
     return _v3("mobilenet_v3_large", MobileNet_V3_Large_Weights, weights, progress, kwargs)
 
 
 @register_model(weights=MobileNet_V3_Small_Weights)
-def mobilenet_v3_small(*, weights=None, progress=True, **kwargs):
+def mobilenet_v3_small(*, weights: MobileNet_V3_Small_Weights | str | None = None, progress: bool = True,
+                       **kwargs) -> MobileNetV3:
     """MobileNetV3-Small."""
     return _v3("mobilenet_v3_small", MobileNet_V3_Small_Weights, weights, progress, kwargs)

@@ -1,8 +1,18 @@
 """ResNet (He et al. 2015), with torchvision's constructors, module names and state_dict keys:
 resnet18/34/50/101/152, resnext50_32x4d, resnext101_32x8d, wide_resnet50_2/101_2."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ... import nn, flatten
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
 from ._api import IMAGENET_CATEGORIES, register_model
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..._tensor import Tensor
+    from ...nn.modules.module import Module
 
 __all__ = ["ResNet", "BasicBlock", "Bottleneck", "resnet18", "resnet34", "resnet50", "resnet101",
            "resnet152", "resnext50_32x4d", "resnext101_32x8d", "wide_resnet50_2",
@@ -10,12 +20,12 @@ __all__ = ["ResNet", "BasicBlock", "Bottleneck", "resnet18", "resnet34", "resnet
            "ResNet101_Weights", "ResNet152_Weights"]
 
 
-def conv3x3(cin, cout, stride=1, groups=1, dilation=1):
+def conv3x3(cin: int, cout: int, stride: int = 1, groups: int = 1, dilation: int = 1) -> nn.Conv2d:
     return nn.Conv2d(cin, cout, 3, stride=stride, padding=dilation, groups=groups, bias=False,
                      dilation=dilation)
 
 
-def conv1x1(cin, cout, stride=1):
+def conv1x1(cin: int, cout: int, stride: int = 1) -> nn.Conv2d:
     return nn.Conv2d(cin, cout, 1, stride=stride, bias=False)
 
 
@@ -24,8 +34,8 @@ class BasicBlock(nn.Module):
 
     expansion = 1
 
-    def __init__(self, inplanes, planes, stride=1, downsample=None, groups=1, base_width=64,
-                 dilation=1, norm_layer=None):
+    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: Module | None = None, groups: int = 1,
+                 base_width: int = 64, dilation: int = 1, norm_layer: Callable[..., Module] | None = None) -> None:
         super().__init__()
         norm_layer = norm_layer or nn.BatchNorm2d
         if groups != 1 or base_width != 64:
@@ -37,7 +47,7 @@ class BasicBlock(nn.Module):
         self.conv2, self.bn2 = conv3x3(planes, planes), norm_layer(planes)
         self.downsample, self.stride = downsample, stride
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
         shortcut = x if self.downsample is None else self.downsample(x)
@@ -50,8 +60,8 @@ class Bottleneck(nn.Module):
 
     expansion = 4
 
-    def __init__(self, inplanes, planes, stride=1, downsample=None, groups=1, base_width=64,
-                 dilation=1, norm_layer=None):
+    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: Module | None = None, groups: int = 1,
+                 base_width: int = 64, dilation: int = 1, norm_layer: Callable[..., Module] | None = None) -> None:
         super().__init__()
         norm_layer = norm_layer or nn.BatchNorm2d
         width = int(planes * (base_width / 64.0)) * groups
@@ -62,7 +72,7 @@ class Bottleneck(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.downsample, self.stride = downsample, stride
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.relu(self.bn2(self.conv2(out)))
         out = self.bn3(self.conv3(out))
@@ -75,8 +85,10 @@ class ResNet(nn.Module):
     classifier.  Initialised as torchvision does (Kaiming-normal convolutions, BN weight 1 and
     bias 0; zero_init_residual zeroes each block's last BN weight)."""
 
-    def __init__(self, block, layers, num_classes=1000, zero_init_residual=False, groups=1,
-                 width_per_group=64, replace_stride_with_dilation=None, norm_layer=None):
+    def __init__(self, block: type[BasicBlock | Bottleneck], layers: list[int], num_classes: int = 1000,
+                 zero_init_residual: bool = False, groups: int = 1, width_per_group: int = 64,
+                 replace_stride_with_dilation: list[bool] | None = None,
+                 norm_layer: Callable[..., Module] | None = None) -> None:
         super().__init__()
         self._norm_layer = norm_layer or nn.BatchNorm2d
         self.inplanes, self.dilation = 64, 1
@@ -123,7 +135,7 @@ class ResNet(nn.Module):
                          dilation=self.dilation, norm_layer=norm_layer) for _ in range(1, blocks)]
         return nn.Sequential(*layers)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         return self.fc(flatten(self.avgpool(x), 1))
@@ -176,31 +188,31 @@ def _resnet(block, layers, weights_enum, weights, progress, kwargs):
 
 
 @register_model(weights=ResNet18_Weights)
-def resnet18(*, weights=None, progress=True, **kwargs):
+def resnet18(*, weights: ResNet18_Weights | str | None = None, progress: bool = True, **kwargs) -> ResNet:
     """ResNet-18; weights: None, ResNet18_Weights.DEFAULT (or its name) for ImageNet weights."""
     return _resnet(BasicBlock, [2, 2, 2, 2], ResNet18_Weights, weights, progress, kwargs)
 
 
 @register_model(weights=ResNet34_Weights)
-def resnet34(*, weights=None, progress=True, **kwargs):
+def resnet34(*, weights: ResNet34_Weights | str | None = None, progress: bool = True, **kwargs) -> ResNet:
     """ResNet-34."""
     return _resnet(BasicBlock, [3, 4, 6, 3], ResNet34_Weights, weights, progress, kwargs)
 
 
 @register_model(weights=ResNet50_Weights)
-def resnet50(*, weights=None, progress=True, **kwargs):
+def resnet50(*, weights: ResNet50_Weights | str | None = None, progress: bool = True, **kwargs) -> ResNet:
     """ResNet-50."""
     return _resnet(Bottleneck, [3, 4, 6, 3], ResNet50_Weights, weights, progress, kwargs)
 
 
 @register_model(weights=ResNet101_Weights)
-def resnet101(*, weights=None, progress=True, **kwargs):
+def resnet101(*, weights: ResNet101_Weights | str | None = None, progress: bool = True, **kwargs) -> ResNet:
     """ResNet-101."""
     return _resnet(Bottleneck, [3, 4, 23, 3], ResNet101_Weights, weights, progress, kwargs)
 
 
 @register_model(weights=ResNet152_Weights)
-def resnet152(*, weights=None, progress=True, **kwargs):
+def resnet152(*, weights: ResNet152_Weights | str | None = None, progress: bool = True, **kwargs) -> ResNet:
     """ResNet-152."""
     return _resnet(Bottleneck, [3, 8, 36, 3], ResNet152_Weights, weights, progress, kwargs)
 
@@ -211,28 +223,28 @@ def _no_weights(name, weights):
 
 
 @register_model()
-def resnext50_32x4d(*, weights=None, progress=True, **kwargs):
+def resnext50_32x4d(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> ResNet:
     """ResNeXt-50 32x4d (grouped 3x3 convolutions)."""
     _no_weights("resnext50_32x4d", weights)
     return ResNet(Bottleneck, [3, 4, 6, 3], groups=32, width_per_group=4, **kwargs)
 
 
 @register_model()
-def resnext101_32x8d(*, weights=None, progress=True, **kwargs):
+def resnext101_32x8d(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> ResNet:
     """ResNeXt-101 32x8d."""
     _no_weights("resnext101_32x8d", weights)
     return ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=8, **kwargs)
 
 
 @register_model()
-def wide_resnet50_2(*, weights=None, progress=True, **kwargs):
+def wide_resnet50_2(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> ResNet:
     """Wide ResNet-50-2 (twice the bottleneck width)."""
     _no_weights("wide_resnet50_2", weights)
     return ResNet(Bottleneck, [3, 4, 6, 3], width_per_group=128, **kwargs)
 
 
 @register_model()
-def wide_resnet101_2(*, weights=None, progress=True, **kwargs):
+def wide_resnet101_2(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> ResNet:
     """Wide ResNet-101-2."""
     _no_weights("wide_resnet101_2", weights)
     return ResNet(Bottleneck, [3, 4, 23, 3], width_per_group=128, **kwargs)

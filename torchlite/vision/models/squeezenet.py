@@ -1,7 +1,14 @@
 """SqueezeNet 1.0 and 1.1 (Iandola et al. 2016), with torchvision's names and keys."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ... import nn, cat, flatten
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
 from ._api import IMAGENET_CATEGORIES, register_model
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
 
 __all__ = ["SqueezeNet", "squeezenet1_0", "squeezenet1_1", "SqueezeNet1_0_Weights",
            "SqueezeNet1_1_Weights"]
@@ -10,7 +17,7 @@ __all__ = ["SqueezeNet", "squeezenet1_0", "squeezenet1_1", "SqueezeNet1_0_Weight
 class Fire(nn.Module):
     """A 1x1 squeeze, then 1x1 and 3x3 expands side by side (concatenated)."""
 
-    def __init__(self, inplanes, squeeze_planes, expand1x1_planes, expand3x3_planes):
+    def __init__(self, inplanes: int, squeeze_planes: int, expand1x1_planes: int, expand3x3_planes: int) -> None:
         super().__init__()
         self.inplanes = inplanes
         self.squeeze = nn.Conv2d(inplanes, squeeze_planes, kernel_size=1)
@@ -20,14 +27,14 @@ class Fire(nn.Module):
         self.expand3x3 = nn.Conv2d(squeeze_planes, expand3x3_planes, kernel_size=3, padding=1)
         self.expand3x3_activation = nn.ReLU(inplace=True)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         x = self.squeeze_activation(self.squeeze(x))
         return cat([self.expand1x1_activation(self.expand1x1(x)),
                     self.expand3x3_activation(self.expand3x3(x))], 1)
 
 
 class SqueezeNet(nn.Module):
-    def __init__(self, version="1_0", num_classes=1000, dropout=0.5):
+    def __init__(self, version: str = "1_0", num_classes: int = 1000, dropout: float = 0.5) -> None:
         super().__init__()
         self.num_classes = num_classes
         pool = lambda: nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)  # noqa: E731
@@ -58,7 +65,7 @@ class SqueezeNet(nn.Module):
                 if m.bias is not None:
                     nn.init.constant_(m.bias, 0)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         return flatten(self.classifier(self.features(x)), 1)
 
 
@@ -83,14 +90,14 @@ class SqueezeNet1_1_Weights(WeightsEnum):
 
 
 @register_model(weights=SqueezeNet1_0_Weights)
-def squeezenet1_0(*, weights=None, progress=True, **kwargs):
+def squeezenet1_0(*, weights: SqueezeNet1_0_Weights | str | None = None, progress: bool = True, **kwargs) -> SqueezeNet:
     """SqueezeNet 1.0."""
     weights = handle_weights(SqueezeNet1_0_Weights, weights, kwargs)
     return load_weights(SqueezeNet("1_0", **kwargs), weights, progress)
 
 
 @register_model(weights=SqueezeNet1_1_Weights)
-def squeezenet1_1(*, weights=None, progress=True, **kwargs):
+def squeezenet1_1(*, weights: SqueezeNet1_1_Weights | str | None = None, progress: bool = True, **kwargs) -> SqueezeNet:
     """SqueezeNet 1.1 (2.4x less computation than 1.0, same accuracy)."""
     weights = handle_weights(SqueezeNet1_1_Weights, weights, kwargs)
     return load_weights(SqueezeNet("1_1", **kwargs), weights, progress)

@@ -1,8 +1,16 @@
 """VGG (Simonyan & Zisserman 2014) and AlexNet (Krizhevsky et al. 2012, torchvision's "one
 weird trick" variant), with torchvision's constructors, module names and state_dict keys."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ... import nn, flatten
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights, load_weights
 from ._api import IMAGENET_CATEGORIES, register_model
+
+if TYPE_CHECKING:
+    from ..._tensor import Tensor
+    from ...nn.modules.module import Module
 
 __all__ = ["VGG", "AlexNet", "alexnet", "vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16",
            "vgg16_bn", "vgg19", "vgg19_bn", "AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights",
@@ -16,7 +24,7 @@ _CFGS = {"A": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
                512, 512, 512, 512, "M"]}
 
 
-def make_layers(cfg, batch_norm=False):
+def make_layers(cfg: list[str | int], batch_norm: bool = False) -> nn.Sequential:
     """VGG's feature extractor: 3x3 convolutions (+ BatchNorm) + ReLU, 'M' a 2x2 max pool."""
     layers, cin = [], 3
     for v in cfg:
@@ -34,7 +42,8 @@ def make_layers(cfg, batch_norm=False):
 class VGG(nn.Module):
     """features -> 7x7 adaptive average pool -> three linear layers with ReLU and dropout."""
 
-    def __init__(self, features, num_classes=1000, init_weights=True, dropout=0.5):
+    def __init__(self, features: Module, num_classes: int = 1000, init_weights: bool = True,
+                 dropout: float = 0.5) -> None:
         super().__init__()
         self.features = features
         self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
@@ -55,14 +64,14 @@ class VGG(nn.Module):
                     nn.init.normal_(m.weight, 0, 0.01)
                     nn.init.constant_(m.bias, 0)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         return self.classifier(flatten(self.avgpool(self.features(x)), 1))
 
 
 class AlexNet(nn.Module):
     """Five convolutions, three max pools, a 6x6 adaptive pool and three linear layers."""
 
-    def __init__(self, num_classes=1000, dropout=0.5):
+    def __init__(self, num_classes: int = 1000, dropout: float = 0.5) -> None:
         super().__init__()
         self.features = nn.Sequential(
             nn.Conv2d(3, 64, kernel_size=11, stride=4, padding=2), nn.ReLU(inplace=True),
@@ -79,7 +88,7 @@ class AlexNet(nn.Module):
             nn.Dropout(p=dropout), nn.Linear(4096, 4096), nn.ReLU(inplace=True),
             nn.Linear(4096, num_classes))
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         return self.classifier(flatten(self.avgpool(self.features(x)), 1))
 
 
@@ -139,7 +148,7 @@ class VGG19_BN_Weights(WeightsEnum):
 
 
 @register_model(weights=AlexNet_Weights)
-def alexnet(*, weights=None, progress=True, **kwargs):
+def alexnet(*, weights: AlexNet_Weights | str | None = None, progress: bool = True, **kwargs) -> AlexNet:
     """AlexNet; weights=AlexNet_Weights.DEFAULT for ImageNet weights."""
     weights = handle_weights(AlexNet_Weights, weights, kwargs)
     return load_weights(AlexNet(**kwargs), weights, progress)
@@ -153,7 +162,7 @@ def _vgg(cfg, bn, weights_enum, weights, progress, kwargs):
 
 
 def _builder(name, cfg, bn, weights_enum):
-    def build(*, weights=None, progress=True, **kwargs):
+    def build(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> VGG:
         return _vgg(cfg, bn, weights_enum, weights, progress, kwargs)
     build.__name__ = build.__qualname__ = name
     build.__doc__ = f"VGG-{name[3:5]} (configuration {cfg}){' with BatchNorm' if bn else ''}."

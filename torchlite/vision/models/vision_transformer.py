@@ -1,14 +1,23 @@
 """Vision Transformer (Dosovitskiy et al. 2020): vit_b_16, vit_b_32, vit_l_16, vit_l_32, with
 torchvision's names and keys (conv_proj, class_token, encoder.pos_embedding,
 encoder.layers.encoder_layer_<i>, heads.head)."""
+from __future__ import annotations
+
 import functools
 import math
 import re
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from ... import nn, zeros, empty, cat
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights
 from ._api import IMAGENET_CATEGORIES, register_model
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..._tensor import Tensor
+    from ...nn.modules.module import Module
 
 __all__ = ["VisionTransformer", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "ViT_B_16_Weights"]
 
@@ -16,7 +25,7 @@ __all__ = ["VisionTransformer", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", 
 class MLPBlock(nn.Sequential):
     """Linear -> GELU -> Dropout -> Linear -> Dropout (torchvision's MLP, keys 0..4)."""
 
-    def __init__(self, in_dim, mlp_dim, dropout):
+    def __init__(self, in_dim: int, mlp_dim: int, dropout: float) -> None:
         super().__init__(nn.Linear(in_dim, mlp_dim), nn.GELU(), nn.Dropout(dropout),
                          nn.Linear(mlp_dim, in_dim), nn.Dropout(dropout))
         for m in self.modules():
@@ -28,7 +37,8 @@ class MLPBlock(nn.Sequential):
 class EncoderBlock(nn.Module):
     """Pre-norm self-attention and MLP, each with a residual."""
 
-    def __init__(self, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout, norm_layer):
+    def __init__(self, num_heads: int, hidden_dim: int, mlp_dim: int, dropout: float, attention_dropout: float,
+                 norm_layer: Callable[..., Module]) -> None:
         super().__init__()
         self.num_heads = num_heads
         self.ln_1 = norm_layer(hidden_dim)
@@ -38,7 +48,7 @@ class EncoderBlock(nn.Module):
         self.ln_2 = norm_layer(hidden_dim)
         self.mlp = MLPBlock(hidden_dim, mlp_dim, dropout)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         if input.ndim != 3:
             raise ValueError(f"Expected (batch_size, seq_length, hidden_dim) got {tuple(input.shape)}")
         x = self.ln_1(input)
@@ -48,8 +58,8 @@ class EncoderBlock(nn.Module):
 
 
 class Encoder(nn.Module):
-    def __init__(self, seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout,
-                 attention_dropout, norm_layer):
+    def __init__(self, seq_length: int, num_layers: int, num_heads: int, hidden_dim: int, mlp_dim: int, dropout: float,
+                 attention_dropout: float, norm_layer: Callable[..., Module]) -> None:
         super().__init__()
         self.pos_embedding = nn.Parameter(empty(1, seq_length, hidden_dim).normal_(std=0.02))
         self.dropout = nn.Dropout(dropout)
@@ -59,14 +69,15 @@ class Encoder(nn.Module):
             for i in range(num_layers)))
         self.ln = norm_layer(hidden_dim)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return self.ln(self.layers(self.dropout(input + self.pos_embedding)))
 
 
 class VisionTransformer(nn.Module):
-    def __init__(self, image_size, patch_size, num_layers, num_heads, hidden_dim, mlp_dim,
-                 dropout=0.0, attention_dropout=0.0, num_classes=1000, representation_size=None,
-                 norm_layer=functools.partial(nn.LayerNorm, eps=1e-6)):
+    def __init__(self, image_size: int, patch_size: int, num_layers: int, num_heads: int, hidden_dim: int, mlp_dim: int,
+                 dropout: float = 0.0, attention_dropout: float = 0.0, num_classes: int = 1000,
+                 representation_size: int | None = None,
+                 norm_layer: Callable[..., Module] = functools.partial(nn.LayerNorm, eps=1e-6)) -> None:
         super().__init__()
         if image_size % patch_size != 0:
             raise ValueError("Input shape indivisible by patch size!")
@@ -104,7 +115,7 @@ class VisionTransformer(nn.Module):
         x = self.conv_proj(x)
         return x.reshape(n, self.hidden_dim, (h // p) * (w // p)).permute(0, 2, 1)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         x = self._process_input(x)
         x = cat([self.class_token.expand(x.shape[0], -1, -1), x], dim=1)
         return self.heads(self.encoder(x)[:, 0])
@@ -140,24 +151,24 @@ def _vit(patch, layers, heads, hidden, mlp, weights_enum, weights, progress, kwa
 
 
 @register_model(weights=ViT_B_16_Weights)
-def vit_b_16(*, weights=None, progress=True, **kwargs):
+def vit_b_16(*, weights: ViT_B_16_Weights | str | None = None, progress: bool = True, **kwargs) -> VisionTransformer:
     """ViT-B/16."""
     return _vit(16, 12, 12, 768, 3072, ViT_B_16_Weights, weights, progress, kwargs)
 
 
 @register_model()
-def vit_b_32(*, weights=None, progress=True, **kwargs):
+def vit_b_32(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> VisionTransformer:
     """ViT-B/32 (no pretrained weights here yet)."""
     return _vit(32, 12, 12, 768, 3072, None, weights, progress, kwargs)
 
 
 @register_model()
-def vit_l_16(*, weights=None, progress=True, **kwargs):
+def vit_l_16(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> VisionTransformer:
     """ViT-L/16 (no pretrained weights here yet)."""
     return _vit(16, 24, 16, 1024, 4096, None, weights, progress, kwargs)
 
 
 @register_model()
-def vit_l_32(*, weights=None, progress=True, **kwargs):
+def vit_l_32(*, weights: WeightsEnum | str | None = None, progress: bool = True, **kwargs) -> VisionTransformer:
     """ViT-L/32 (no pretrained weights here yet)."""
     return _vit(32, 24, 16, 1024, 4096, None, weights, progress, kwargs)

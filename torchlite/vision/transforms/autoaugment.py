@@ -3,14 +3,21 @@ and SVHN policies), RandAugment (Cubuk et al. 2020), TrivialAugmentWide (Mueller
 2021) and AugMix (Hendrycks et al. 2020).  They work on PIL images and on uint8 tensor images
 (..., C, H, W) -- posterize and equalize are defined on 8-bit data only -- and draw from
 torchlite's global generator."""
+from __future__ import annotations
+
 import math
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import torchlite
 from torchlite import Tensor
 from . import functional as F
 from .functional import InterpolationMode, _interpolation
 from .transforms import _Transform
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["AutoAugmentPolicy", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix"]
 
@@ -126,7 +133,7 @@ def _space(num_bins, image_size, wide=False):
 
 
 class _Augment(_Transform):
-    def __init__(self, interpolation, fill):
+    def __init__(self, interpolation: InterpolationMode | int, fill: float | Sequence[float] | None) -> None:
         super().__init__()
         self.interpolation, self.fill = _interpolation(interpolation), fill
 
@@ -160,7 +167,9 @@ class AutoAugment(_Augment):
     operations happens with its own probability, at its own magnitude (sign at random)."""
     _fields = ("policy", "fill")
 
-    def __init__(self, policy=AutoAugmentPolicy.IMAGENET, interpolation=InterpolationMode.NEAREST, fill=None):
+    def __init__(self, policy: AutoAugmentPolicy = AutoAugmentPolicy.IMAGENET,
+                 interpolation: InterpolationMode | int = InterpolationMode.NEAREST,
+                 fill: float | Sequence[float] | None = None) -> None:
         super().__init__(interpolation, fill)
         if policy not in _POLICIES:
             raise ValueError(f"The provided policy {policy} is not recognized.")
@@ -168,11 +177,11 @@ class AutoAugment(_Augment):
         self.policies = _parse_policy(_POLICIES[policy])
 
     @staticmethod
-    def get_params(transform_num):
+    def get_params(transform_num: int) -> tuple[int, Tensor, Tensor]:
         """(sub-policy index, two uniform draws for the probabilities, two random signs)."""
         return int(torchlite.randint(transform_num, (1,)).item()), torchlite.rand((2,)), torchlite.randint(2, (2,))
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The augmented image."""
         fill = self._fill(img)
         _, height, width = F.get_dimensions(img)
@@ -194,12 +203,13 @@ class RandAugment(_Augment):
     magnitude (a bin of num_magnitude_bins)."""
     _fields = ("num_ops", "magnitude", "num_magnitude_bins", "interpolation", "fill")
 
-    def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST,
-                 fill=None):
+    def __init__(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31,
+                 interpolation: InterpolationMode | int = InterpolationMode.NEAREST,
+                 fill: float | Sequence[float] | None = None) -> None:
         super().__init__(interpolation, fill)
         self.num_ops, self.magnitude, self.num_magnitude_bins = num_ops, magnitude, num_magnitude_bins
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The augmented image."""
         fill = self._fill(img)
         _, height, width = F.get_dimensions(img)
@@ -214,11 +224,12 @@ class TrivialAugmentWide(_Augment):
     magnitude bin."""
     _fields = ("num_magnitude_bins", "interpolation", "fill")
 
-    def __init__(self, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST, fill=None):
+    def __init__(self, num_magnitude_bins: int = 31, interpolation: InterpolationMode | int = InterpolationMode.NEAREST,
+                 fill: float | Sequence[float] | None = None) -> None:
         super().__init__(interpolation, fill)
         self.num_magnitude_bins = num_magnitude_bins
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The augmented image."""
         fill = self._fill(img)
         _, height, width = F.get_dimensions(img)
@@ -255,8 +266,9 @@ class AugMix(_Augment):
                "fill")
     _PARAMETER_MAX = 10
 
-    def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
-                 interpolation=InterpolationMode.BILINEAR, fill=None):
+    def __init__(self, severity: int = 3, mixture_width: int = 3, chain_depth: int = -1, alpha: float = 1.0,
+                 all_ops: bool = True, interpolation: InterpolationMode | int = InterpolationMode.BILINEAR,
+                 fill: float | Sequence[float] | None = None) -> None:
         super().__init__(interpolation, fill)
         if not 1 <= severity <= self._PARAMETER_MAX:
             raise ValueError(f"The severity must be between [1, {self._PARAMETER_MAX}]. Got "
@@ -271,7 +283,7 @@ class AugMix(_Augment):
         from ...distributions import Dirichlet
         return Dirichlet(torchlite.tensor([float(c) for c in concentration])).sample((rows,))
 
-    def forward(self, orig_img):
+    def forward(self, orig_img: Tensor | Any) -> Tensor | Any:
         """The augmented image (a PIL image stays one)."""
         fill = self._fill(orig_img)
         pil = not isinstance(orig_img, Tensor)

@@ -2,9 +2,12 @@
 tensor image (..., C, H, W) -- float in [0, 1] or integer in [0, max] -- and gives back the same
 kind.  PIL images go through Pillow (_functional_pil), tensors through torchlite ops
 (_functional_tensor)."""
+from __future__ import annotations
+
 import math
 import numbers
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +15,12 @@ import torchlite
 from torchlite import Tensor
 from .._pil import pil_image
 from . import _functional_pil as _FP, _functional_tensor as _FT
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..._dtype import dtype
 
 __all__ = ["InterpolationMode", "get_dimensions", "get_image_size", "get_image_num_channels", "to_tensor",
            "pil_to_tensor", "to_pil_image", "convert_image_dtype", "normalize", "resize", "crop", "center_crop",
@@ -55,18 +64,18 @@ def _is_tensor(img):
 
 
 # ---- sizes and conversions ----------------------------------------------------------------------
-def get_dimensions(img):
+def get_dimensions(img: Tensor | Any) -> list[int]:
     """[channels, height, width] of a PIL image or tensor image."""
     return _FT.get_dimensions(img) if _is_tensor(img) else _FP.get_dimensions(img)
 
 
-def get_image_size(img):
+def get_image_size(img: Tensor | Any) -> list[int]:
     """[width, height] of the image."""
     _, h, w = get_dimensions(img)
     return [w, h]
 
 
-def get_image_num_channels(img):
+def get_image_num_channels(img: Tensor | Any) -> int:
     """The number of channels (bands) of the image."""
     return get_dimensions(img)[0]
 
@@ -81,7 +90,7 @@ def _array_to_tensor(arr):
     return torchlite.from_numpy(np.array(arr.transpose(2, 0, 1), order="C"))   # PIL's memory is read-only
 
 
-def to_tensor(pic):
+def to_tensor(pic: Any) -> Tensor:
     """A PIL image or HWC ndarray as a CHW tensor; uint8 data (and mode '1') become float in
     [0, 1] (the default dtype), other dtypes keep their values."""
     if isinstance(pic, np.ndarray):
@@ -98,7 +107,7 @@ def to_tensor(pic):
     return img.to(torchlite.get_default_dtype()) / 255 if img.dtype == torchlite.uint8 else img
 
 
-def pil_to_tensor(pic):
+def pil_to_tensor(pic: Any) -> Tensor:
     """A PIL image as a CHW tensor of its own pixel values (no scaling)."""
     _FP.assert_pil(pic)
     return _array_to_tensor(np.array(pic))
@@ -109,7 +118,7 @@ _GRAY_MODE = {np.dtype(np.uint8): "L", np.dtype(np.int16): "I;16", np.dtype(np.u
               np.dtype(np.int32): "I", np.dtype(np.float32): "F"}
 
 
-def to_pil_image(pic, mode=None):
+def to_pil_image(pic: Tensor | np.ndarray, mode: str | None = None) -> Any:
     """A CHW tensor or HWC ndarray as a PIL image.  Float tensors are taken as [0, 1] and scaled
     to uint8 unless mode is 'F'; without a mode, it follows from channels and dtype (L, I;16, I,
     F; LA; RGB; RGBA)."""
@@ -155,13 +164,13 @@ def to_pil_image(pic, mode=None):
     return image if image.mode == mode else pil_image().fromarray(arr, mode=mode)
 
 
-def convert_image_dtype(image, dtype=torchlite.float32):
+def convert_image_dtype(image: Tensor, dtype: dtype = torchlite.float32) -> Tensor:
     """Convert a tensor image to dtype, rescaling its values (float images are [0, 1], integer
     images [0, dtype max]; float -> int maps [0, 1] onto equal-width bins)."""
     return _FT.convert_image_dtype(image, dtype)
 
 
-def normalize(tensor, mean, std, inplace=False):
+def normalize(tensor: Tensor, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> Tensor:
     """(tensor - mean) / std channel-wise on a float tensor image (..., C, H, W)."""
     if not _is_tensor(tensor):
         raise TypeError(f"img should be Tensor Image. Got {type(tensor)}")
@@ -226,7 +235,9 @@ def _resized_size(h, w, size, max_size):
     return [new_long, new_short] if w <= h else [new_short, new_long]
 
 
-def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
+def resize(img: Tensor | Any, size: int | Sequence[int] | None,
+           interpolation: InterpolationMode | int = InterpolationMode.BILINEAR, max_size: int | None = None,
+           antialias: bool | None = True) -> Tensor | Any:
     """Resize to size: an int (or [s]) sets the shorter edge and keeps the aspect ratio, (h, w)
     sets both; max_size caps the longer edge.  Tensors: antialias applies to BILINEAR and BICUBIC
     downscaling (PIL always antialiases)."""
@@ -251,7 +262,7 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
     return _FP.resize(img, out, _PIL_FILTER[interpolation.value])
 
 
-def crop(img, top, left, height, width):
+def crop(img: Tensor | Any, top: int, left: int, height: int, width: int) -> Tensor | Any:
     """The height x width window whose top-left corner is (top, left); outside the image is 0."""
     return _FT.crop(img, top, left, height, width) if _is_tensor(img) else _FP.crop(img, top, left, height, width)
 
@@ -267,7 +278,7 @@ def _pair(size, what="size"):
     return int(size[0]), int(size[1])
 
 
-def center_crop(img, output_size):
+def center_crop(img: Tensor | Any, output_size: int | Sequence[int]) -> Tensor | Any:
     """The centred output_size window; an image smaller than it is padded with 0 around."""
     ch, cw = _pair(output_size, "output_size")
     _, h, w = get_dimensions(img)
@@ -276,17 +287,19 @@ def center_crop(img, output_size):
     return crop(img, top, left, ch, cw)
 
 
-def resized_crop(img, top, left, height, width, size, interpolation=InterpolationMode.BILINEAR, antialias=True):
+def resized_crop(img: Tensor | Any, top: int, left: int, height: int, width: int, size: int | Sequence[int],
+                 interpolation: InterpolationMode | int = InterpolationMode.BILINEAR,
+                 antialias: bool | None = True) -> Tensor | Any:
     """crop, then resize to size."""
     return resize(crop(img, top, left, height, width), size, interpolation, antialias=antialias)
 
 
-def hflip(img):
+def hflip(img: Tensor | Any) -> Tensor | Any:
     """Mirror left-right."""
     return _FT.hflip(img) if _is_tensor(img) else _FP.hflip(img)
 
 
-def vflip(img):
+def vflip(img: Tensor | Any) -> Tensor | Any:
     """Mirror top-bottom."""
     return _FT.vflip(img) if _is_tensor(img) else _FP.vflip(img)
 
@@ -306,7 +319,8 @@ def _padding_ltrb(padding):
     return padding * 4 if len(padding) == 1 else padding * 2 if len(padding) == 2 else padding
 
 
-def pad(img, padding, fill=0, padding_mode="constant"):
+def pad(img: Tensor | Any, padding: int | Sequence[int], fill: float | Sequence[float] = 0,
+        padding_mode: str = "constant") -> Tensor | Any:
     """Pad each border: padding is an int, (left/right, top/bottom) or (left, top, right,
     bottom); padding_mode 'constant' (with fill), 'edge', 'reflect' (mirror without the edge
     pixel) or 'symmetric' (mirror with it).  Negative padding crops."""
@@ -320,7 +334,8 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     return _FT.pad(img, ltrb, fill, padding_mode) if _is_tensor(img) else _FP.pad(img, ltrb, fill, padding_mode)
 
 
-def five_crop(img, size):
+def five_crop(img: Tensor | Any,
+              size: int | Sequence[int]) -> tuple[Tensor | Any, Tensor | Any, Tensor | Any, Tensor | Any, Tensor | Any]:
     """The four corner crops and the centre crop: (top-left, top-right, bottom-left,
     bottom-right, centre)."""
     ch, cw = _pair(size)
@@ -331,7 +346,7 @@ def five_crop(img, size):
             crop(img, h - ch, w - cw, ch, cw), center_crop(img, [ch, cw]))
 
 
-def ten_crop(img, size, vertical_flip=False):
+def ten_crop(img: Tensor | Any, size: int | Sequence[int], vertical_flip: bool = False) -> tuple[Tensor | Any, ...]:
     """five_crop of the image, then five_crop of its mirror (left-right, or top-bottom with
     vertical_flip)."""
     flipped = vflip(img) if vertical_flip else hflip(img)
@@ -369,7 +384,9 @@ def _warp_mode(interpolation, img):
     return mode.value if _is_tensor(img) else _PIL_FILTER[mode.value]
 
 
-def elastic_transform(img, displacement, interpolation=InterpolationMode.BILINEAR, fill=None):
+def elastic_transform(img: Tensor | Any, displacement: Tensor,
+                      interpolation: InterpolationMode | int = InterpolationMode.BILINEAR,
+                      fill: float | Sequence[float] | None = None) -> Tensor | Any:
     """Move every pixel's sampling point by `displacement`, a (1, H, W, 2) tensor of x and y
     offsets in grid_sample's normalized units (2 spans the image), as torchvision's; a PIL
     image goes through a tensor and comes back in its mode."""
@@ -386,7 +403,9 @@ def elastic_transform(img, displacement, interpolation=InterpolationMode.BILINEA
     return out if tensor_in else to_pil_image(out, mode=img.mode)
 
 
-def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=None):
+def rotate(img: Tensor | Any, angle: float, interpolation: InterpolationMode | int = InterpolationMode.NEAREST,
+           expand: bool = False, center: Sequence[float] | None = None,
+           fill: float | Sequence[float] | None = None) -> Tensor | Any:
     """Rotate counter-clockwise by angle degrees about center (pixel coordinates, default the
     image centre); expand grows the output to hold the whole turned image."""
     if not isinstance(angle, numbers.Number):
@@ -403,7 +422,9 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
     return _FT.affine(img, matrix, mode, _tensor_fill(fill, img), size)
 
 
-def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None):
+def affine(img: Tensor | Any, angle: float, translate: Sequence[float], scale: float, shear: float | Sequence[float],
+           interpolation: InterpolationMode | int = InterpolationMode.NEAREST,
+           fill: float | Sequence[float] | None = None, center: Sequence[float] | None = None) -> Tensor | Any:
     """Rotate by angle degrees (clockwise), scale, shear by shear degrees ((x, y) or x only),
     then translate by (dx, dy) pixels, about center (default the image centre)."""
     if not isinstance(angle, numbers.Number):
@@ -444,7 +465,9 @@ def _perspective_coeffs(startpoints, endpoints):
     return [float(c) for c in solution.astype(np.float32)]
 
 
-def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR, fill=None):
+def perspective(img: Tensor | Any, startpoints: Sequence[Sequence[float]], endpoints: Sequence[Sequence[float]],
+                interpolation: InterpolationMode | int = InterpolationMode.BILINEAR,
+                fill: float | Sequence[float] | None = None) -> Tensor | Any:
     """Warp so that the four startpoints [x, y] (top-left, top-right, bottom-right, bottom-left
     of the original) land on the endpoints."""
     if len(startpoints) != 4 or len(endpoints) != 4:
@@ -463,61 +486,62 @@ def _nonneg(value, name):
         raise ValueError(f"{name} ({value}) is not non-negative.")
 
 
-def adjust_brightness(img, brightness_factor):
+def adjust_brightness(img: Tensor | Any, brightness_factor: float) -> Tensor | Any:
     """Scale the brightness: 0 gives black, 1 the original."""
     _nonneg(brightness_factor, "brightness_factor")
     return _FT.adjust_brightness(img, brightness_factor) if _is_tensor(img) \
         else _FP.adjust_brightness(img, brightness_factor)
 
 
-def adjust_contrast(img, contrast_factor):
+def adjust_contrast(img: Tensor | Any, contrast_factor: float) -> Tensor | Any:
     """Scale the contrast: 0 gives a solid grey of the mean level, 1 the original."""
     _nonneg(contrast_factor, "contrast_factor")
     return _FT.adjust_contrast(img, contrast_factor) if _is_tensor(img) \
         else _FP.adjust_contrast(img, contrast_factor)
 
 
-def adjust_saturation(img, saturation_factor):
+def adjust_saturation(img: Tensor | Any, saturation_factor: float) -> Tensor | Any:
     """Scale the saturation: 0 gives the grayscale image, 1 the original."""
     _nonneg(saturation_factor, "saturation_factor")
     return _FT.adjust_saturation(img, saturation_factor) if _is_tensor(img) \
         else _FP.adjust_saturation(img, saturation_factor)
 
 
-def adjust_sharpness(img, sharpness_factor):
+def adjust_sharpness(img: Tensor | Any, sharpness_factor: float) -> Tensor | Any:
     """Scale the sharpness: 0 gives a smoothed image, 1 the original, 2 sharpened."""
     _nonneg(sharpness_factor, "sharpness_factor")
     return _FT.adjust_sharpness(img, sharpness_factor) if _is_tensor(img) \
         else _FP.adjust_sharpness(img, sharpness_factor)
 
 
-def adjust_hue(img, hue_factor):
+def adjust_hue(img: Tensor | Any, hue_factor: float) -> Tensor | Any:
     """Turn the hue by hue_factor (in [-0.5, 0.5]) of a full circle."""
     if not -0.5 <= hue_factor <= 0.5:
         raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
     return _FT.adjust_hue(img, hue_factor) if _is_tensor(img) else _FP.adjust_hue(img, hue_factor)
 
 
-def adjust_gamma(img, gamma, gain=1):
+def adjust_gamma(img: Tensor | Any, gamma: float, gain: float = 1) -> Tensor | Any:
     """Gamma correction: gain * img ** gamma on [0, 1] values."""
     if gamma < 0:
         raise ValueError("Gamma should be a non-negative real number")
     return _FT.adjust_gamma(img, gamma, gain) if _is_tensor(img) else _FP.adjust_gamma(img, gamma, gain)
 
 
-def rgb_to_grayscale(img, num_output_channels=1):
+def rgb_to_grayscale(img: Tensor | Any, num_output_channels: int = 1) -> Tensor | Any:
     """Grayscale version of the image, with 1 or 3 (equal) channels."""
     if _is_tensor(img):
         return _FT.rgb_to_grayscale(img, num_output_channels)
     return _FP.to_grayscale(img, num_output_channels)
 
 
-def to_grayscale(img, num_output_channels=1):
+def to_grayscale(img: Tensor | Any, num_output_channels: int = 1) -> Tensor | Any:
     """Grayscale version of the image (the PIL name; tensors work too)."""
     return rgb_to_grayscale(img, num_output_channels)
 
 
-def gaussian_blur(img, kernel_size, sigma=None):
+def gaussian_blur(img: Tensor | Any, kernel_size: int | Sequence[int],
+                  sigma: float | Sequence[float] | None = None) -> Tensor | Any:
     """Blur by a Gaussian kernel: kernel_size an odd int or (kx, ky); sigma a number or (sx, sy),
     by default 0.3 * ((k - 1) * 0.5 - 1) + 0.8.  PIL images are blurred as uint8 tensors."""
     if not isinstance(kernel_size, (int, list, tuple)):
@@ -549,7 +573,7 @@ def gaussian_blur(img, kernel_size, sigma=None):
     return to_pil_image(out, mode=img.mode)
 
 
-def erase(img, i, j, h, w, v, inplace=False):
+def erase(img: Tensor, i: int, j: int, h: int, w: int, v: Tensor | float, inplace: bool = False) -> Tensor:
     """Set the h x w window at (i, j) of a tensor image to v (a value or a tensor that
     broadcasts to (..., C, h, w))."""
     if not _is_tensor(img):
@@ -560,29 +584,29 @@ def erase(img, i, j, h, w, v, inplace=False):
     return img
 
 
-def invert(img):
+def invert(img: Tensor | Any) -> Tensor | Any:
     """The negative: max - img."""
     return _FT.invert(img) if _is_tensor(img) else _FP.invert(img)
 
 
-def posterize(img, bits):
+def posterize(img: Tensor | Any, bits: int) -> Tensor | Any:
     """Keep the top `bits` bits (0..8) of each channel (uint8 tensors and PIL images)."""
     if not 0 <= bits <= 8:
         raise ValueError(f"The number if bits should be between 0 and 8. Got {bits}")
     return _FT.posterize(img, bits) if _is_tensor(img) else _FP.posterize(img, bits)
 
 
-def solarize(img, threshold):
+def solarize(img: Tensor | Any, threshold: float) -> Tensor | Any:
     """Invert the pixels at or above threshold."""
     return _FT.solarize(img, threshold) if _is_tensor(img) else _FP.solarize(img, threshold)
 
 
-def autocontrast(img):
+def autocontrast(img: Tensor | Any) -> Tensor | Any:
     """Stretch each channel to the full range (its darkest pixel black, brightest white)."""
     return _FT.autocontrast(img) if _is_tensor(img) else _FP.autocontrast(img)
 
 
-def equalize(img):
+def equalize(img: Tensor | Any) -> Tensor | Any:
     """Histogram equalization of each channel (uint8 tensors and PIL images)."""
     return _FT.equalize(img) if _is_tensor(img) else _FP.equalize(img)
 

@@ -4,16 +4,25 @@ the functional form.  Random parameters are drawn from torchlite's global genera
 (torchlite.rand / randint / empty().uniform_), so torchlite.manual_seed makes a pipeline
 reproducible -- RandomChoice and RandomOrder included (torchvision draws those two from
 Python's random module)."""
+from __future__ import annotations
+
 import math
 import numbers
 import warnings
 from collections.abc import Sequence
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import torchlite
 from torchlite import Tensor, nn
 from . import functional as F
 from .functional import InterpolationMode, _interpolation, _pair
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..._dtype import dtype
 
 __all__ = ["Compose", "ToTensor", "PILToTensor", "ToPILImage", "ConvertImageDtype", "Normalize", "Resize",
            "CenterCrop", "Pad", "Lambda", "RandomApply", "RandomChoice", "RandomOrder", "RandomCrop",
@@ -47,7 +56,7 @@ class _Transform(nn.Module):
     """Base: a Module whose repr lists the attributes named in _fields."""
     _fields = ()
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         """The settings in the repr: name=value for each of _fields."""
         return ", ".join(f"{k}={_fmt(getattr(self, k))}" for k in self._fields)
 
@@ -97,53 +106,53 @@ def _fill_for(img, fill):
 class Compose(_Transform):
     """Apply the transforms one after another."""
 
-    def __init__(self, transforms):
+    def __init__(self, transforms: Sequence[Callable[..., Any]]) -> None:
         super().__init__()
         self.transforms = transforms
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The image after every transform."""
         for t in self.transforms:
             img = t(img)
         return img
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(" + "".join(f"\n    {t}" for t in self.transforms) + "\n)"
 
 
 class Lambda(_Transform):
     """A user function as a transform."""
 
-    def __init__(self, lambd):
+    def __init__(self, lambd: Callable[[Any], Any]) -> None:
         super().__init__()
         if not callable(lambd):
             raise TypeError(f"Argument lambd should be callable, got {repr(type(lambd).__name__)}")
         self.lambd = lambd
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """lambd(img)."""
         return self.lambd(img)
 
 
 class _RandomTransforms(_Transform):
-    def __init__(self, transforms):
+    def __init__(self, transforms: Sequence[Callable[..., Any]]) -> None:
         super().__init__()
         if not isinstance(transforms, Sequence):
             raise TypeError("Argument transforms should be a sequence")
         self.transforms = transforms
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(" + "".join(f"\n    {t}" for t in self.transforms) + "\n)"
 
 
 class RandomApply(_RandomTransforms):
     """Apply the whole list of transforms with probability p."""
 
-    def __init__(self, transforms, p=0.5):
+    def __init__(self, transforms: Sequence[Callable[..., Any]], p: float = 0.5) -> None:
         super().__init__(transforms)
         self.p = p
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """img through every transform, or untouched."""
         if self.p < torchlite.rand(1).item():
             return img
@@ -151,20 +160,20 @@ class RandomApply(_RandomTransforms):
             img = t(img)
         return img
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(\n    p={self.p}" + "".join(f"\n    {t}" for t in self.transforms) + "\n)"
 
 
 class RandomChoice(_RandomTransforms):
     """Apply one transform picked at random (weights p, default uniform)."""
 
-    def __init__(self, transforms, p=None):
+    def __init__(self, transforms: Sequence[Callable[..., Any]], p: Sequence[float] | None = None) -> None:
         super().__init__(transforms)
         if p is not None and not isinstance(p, Sequence):
             raise TypeError("Argument p should be a sequence")
         self.p = p
 
-    def forward(self, *args):
+    def forward(self, *args) -> Any:
         """The picked transform applied to the input(s)."""
         if self.p is None:
             idx = _randint(0, len(self.transforms))
@@ -172,14 +181,14 @@ class RandomChoice(_RandomTransforms):
             idx = int(torchlite.multinomial(torchlite.tensor([float(v) for v in self.p]), 1).item())
         return self.transforms[idx](*args)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return super().__repr__()[:-2] + f"\n    p={self.p}\n)"
 
 
 class RandomOrder(_RandomTransforms):
     """Apply the transforms in a random order."""
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """img through every transform, shuffled."""
         for i in torchlite.randperm(len(self.transforms)).tolist():
             img = self.transforms[i](img)
@@ -190,7 +199,7 @@ class RandomOrder(_RandomTransforms):
 class ToTensor(_Transform):
     """PIL image or HWC ndarray -> CHW tensor, uint8 scaled to float [0, 1] (F.to_tensor)."""
 
-    def forward(self, pic):
+    def forward(self, pic: Any) -> Tensor:
         """F.to_tensor(pic)."""
         return F.to_tensor(pic)
 
@@ -198,7 +207,7 @@ class ToTensor(_Transform):
 class PILToTensor(_Transform):
     """PIL image -> CHW tensor of the same values and dtype (F.pil_to_tensor)."""
 
-    def forward(self, pic):
+    def forward(self, pic: Any) -> Tensor:
         """F.pil_to_tensor(pic)."""
         return F.pil_to_tensor(pic)
 
@@ -207,11 +216,11 @@ class ToPILImage(_Transform):
     """CHW tensor or HWC ndarray -> PIL image (F.to_pil_image)."""
     _fields = ("mode",)
 
-    def __init__(self, mode=None):
+    def __init__(self, mode: str | None = None) -> None:
         super().__init__()
         self.mode = mode
 
-    def forward(self, pic):
+    def forward(self, pic: Tensor | Any) -> Any:
         """F.to_pil_image(pic, mode)."""
         return F.to_pil_image(pic, self.mode)
 
@@ -220,11 +229,11 @@ class ConvertImageDtype(_Transform):
     """Convert a tensor image to dtype, rescaling the values (F.convert_image_dtype)."""
     _fields = ("dtype",)
 
-    def __init__(self, dtype):
+    def __init__(self, dtype: dtype) -> None:
         super().__init__()
         self.dtype = dtype
 
-    def forward(self, image):
+    def forward(self, image: Tensor) -> Tensor:
         """F.convert_image_dtype(image, dtype)."""
         return F.convert_image_dtype(image, self.dtype)
 
@@ -233,11 +242,11 @@ class Normalize(_Transform):
     """(img - mean) / std channel-wise on a float tensor image."""
     _fields = ("mean", "std")
 
-    def __init__(self, mean, std, inplace=False):
+    def __init__(self, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> None:
         super().__init__()
         self.mean, self.std, self.inplace = mean, std, inplace
 
-    def forward(self, tensor):
+    def forward(self, tensor: Tensor) -> Tensor:
         """F.normalize(tensor, mean, std, inplace)."""
         return F.normalize(tensor, self.mean, self.std, self.inplace)
 
@@ -246,7 +255,7 @@ class LinearTransformation(_Transform):
     """Flatten a tensor image, subtract mean_vector, multiply by the square
     transformation_matrix (whitening), and give back the original shape."""
 
-    def __init__(self, transformation_matrix, mean_vector):
+    def __init__(self, transformation_matrix: Tensor, mean_vector: Tensor) -> None:
         super().__init__()
         if transformation_matrix.ndim != 2 or transformation_matrix.shape[0] != transformation_matrix.shape[1]:
             raise ValueError("transformation_matrix should be square. Got "
@@ -256,7 +265,7 @@ class LinearTransformation(_Transform):
                              f"dimensions of the transformation_matrix [{tuple(transformation_matrix.shape)}]")
         self.transformation_matrix, self.mean_vector = transformation_matrix, mean_vector
 
-    def forward(self, tensor):
+    def forward(self, tensor: Tensor) -> Tensor:
         """The transformed tensor, same shape."""
         shape = tuple(tensor.shape)
         n = shape[-3] * shape[-2] * shape[-1]
@@ -273,7 +282,9 @@ class Resize(_Transform):
     F.resize for max_size and antialias."""
     _fields = ("size", "interpolation", "max_size", "antialias")
 
-    def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
+    def __init__(self, size: int | Sequence[int] | None,
+                 interpolation: InterpolationMode | int = InterpolationMode.BILINEAR, max_size: int | None = None,
+                 antialias: bool | None = True) -> None:
         super().__init__()
         if size is not None and not isinstance(size, (int, Sequence)):
             raise TypeError(f"Size should be int or sequence. Got {type(size)}")
@@ -282,7 +293,7 @@ class Resize(_Transform):
         self.size, self.max_size, self.antialias = size, max_size, antialias
         self.interpolation = _interpolation(interpolation)
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """F.resize with the stored settings."""
         return F.resize(img, self.size, self.interpolation, self.max_size, self.antialias)
 
@@ -291,11 +302,11 @@ class CenterCrop(_Transform):
     """The centred size window (padded with 0 where the image is smaller)."""
     _fields = ("size",)
 
-    def __init__(self, size):
+    def __init__(self, size: int | Sequence[int]) -> None:
         super().__init__()
         self.size = _pair(size)
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """F.center_crop(img, size)."""
         return F.center_crop(img, self.size)
 
@@ -304,7 +315,8 @@ class Pad(_Transform):
     """Pad every border (see F.pad for padding, fill and padding_mode)."""
     _fields = ("padding", "fill", "padding_mode")
 
-    def __init__(self, padding, fill=0, padding_mode="constant"):
+    def __init__(self, padding: int | Sequence[int], fill: float | Sequence[float] = 0,
+                 padding_mode: str = "constant") -> None:
         super().__init__()
         if not isinstance(padding, (numbers.Number, tuple, list)):
             raise TypeError("Got inappropriate padding arg")
@@ -317,7 +329,7 @@ class Pad(_Transform):
                              "tuple")
         self.padding, self.fill, self.padding_mode = padding, fill, padding_mode
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """F.pad with the stored settings."""
         return F.pad(img, self.padding, self.fill, self.padding_mode)
 
@@ -327,13 +339,15 @@ class RandomCrop(_Transform):
     pad_if_needed)."""
     _fields = ("size", "padding")
 
-    def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
+    def __init__(self, size: int | Sequence[int], padding: int | Sequence[int] | None = None,
+                 pad_if_needed: bool = False, fill: float | Sequence[float] = 0,
+                 padding_mode: str = "constant") -> None:
         super().__init__()
         self.size = _pair(size)
         self.padding, self.pad_if_needed, self.fill, self.padding_mode = padding, pad_if_needed, fill, padding_mode
 
     @staticmethod
-    def get_params(img, output_size):
+    def get_params(img: Tensor | Any, output_size: tuple[int, int]) -> tuple[int, int, int, int]:
         """(top, left, height, width) of a random output_size window of img."""
         _, h, w = F.get_dimensions(img)
         th, tw = output_size
@@ -343,7 +357,7 @@ class RandomCrop(_Transform):
             return 0, 0, h, w
         return _randint(0, h - th + 1), _randint(0, w - tw + 1), th, tw
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The padded image's random window."""
         if self.padding is not None:
             img = F.pad(img, self.padding, self.fill, self.padding_mode)
@@ -359,11 +373,11 @@ class RandomHorizontalFlip(_Transform):
     """Mirror left-right with probability p."""
     _fields = ("p",)
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         super().__init__()
         self.p = p
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """img, mirrored or not."""
         return F.hflip(img) if _happens(self.p) else img
 
@@ -372,11 +386,11 @@ class RandomVerticalFlip(_Transform):
     """Mirror top-bottom with probability p."""
     _fields = ("p",)
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         super().__init__()
         self.p = p
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """img, mirrored or not."""
         return F.vflip(img) if _happens(self.p) else img
 
@@ -394,15 +408,17 @@ class RandomResizedCrop(_Transform):
     (log-uniform), resized to size -- Inception-style cropping."""
     _fields = ("size", "scale", "ratio", "interpolation", "antialias")
 
-    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
-                 interpolation=InterpolationMode.BILINEAR, antialias=True):
+    def __init__(self, size: int | Sequence[int], scale: tuple[float, float] = (0.08, 1.0),
+                 ratio: tuple[float, float] = (3.0 / 4.0, 4.0 / 3.0),
+                 interpolation: InterpolationMode | int = InterpolationMode.BILINEAR,
+                 antialias: bool | None = True) -> None:
         super().__init__()
         self.size = _pair(size)
         self.scale, self.ratio = _check_range(scale, "Scale"), _check_range(ratio, "Ratio")
         self.interpolation, self.antialias = _interpolation(interpolation), antialias
 
     @staticmethod
-    def get_params(img, scale, ratio):
+    def get_params(img: Tensor | Any, scale: Sequence[float], ratio: Sequence[float]) -> tuple[int, int, int, int]:
         """(top, left, height, width): ten tries at a random window, else the centre crop of
         the ratio range nearest the image's."""
         _, height, width = F.get_dimensions(img)
@@ -423,7 +439,7 @@ class RandomResizedCrop(_Transform):
             w, h = width, height
         return (height - h) // 2, (width - w) // 2, h, w
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The random window, resized."""
         top, left, h, w = self.get_params(img, self.scale, self.ratio)
         return F.resized_crop(img, top, left, h, w, self.size, self.interpolation, antialias=self.antialias)
@@ -433,11 +449,11 @@ class FiveCrop(_Transform):
     """The four corner crops and the centre crop (a tuple of five images)."""
     _fields = ("size",)
 
-    def __init__(self, size):
+    def __init__(self, size: int | Sequence[int]) -> None:
         super().__init__()
         self.size = _pair(size)
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> tuple[Tensor | Any, Tensor | Any, Tensor | Any, Tensor | Any, Tensor | Any]:
         """F.five_crop(img, size)."""
         return F.five_crop(img, self.size)
 
@@ -446,11 +462,11 @@ class TenCrop(_Transform):
     """FiveCrop of the image and of its mirror (a tuple of ten images)."""
     _fields = ("size", "vertical_flip")
 
-    def __init__(self, size, vertical_flip=False):
+    def __init__(self, size: int | Sequence[int], vertical_flip: bool = False) -> None:
         super().__init__()
         self.size, self.vertical_flip = _pair(size), vertical_flip
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> tuple[Tensor | Any, ...]:
         """F.ten_crop(img, size, vertical_flip)."""
         return F.ten_crop(img, self.size, self.vertical_flip)
 
@@ -460,13 +476,15 @@ class RandomPerspective(_Transform):
     image and warp accordingly."""
     _fields = ("p",)
 
-    def __init__(self, distortion_scale=0.5, p=0.5, interpolation=InterpolationMode.BILINEAR, fill=0):
+    def __init__(self, distortion_scale: float = 0.5, p: float = 0.5,
+                 interpolation: InterpolationMode | int = InterpolationMode.BILINEAR,
+                 fill: float | Sequence[float] | None = 0) -> None:
         super().__init__()
         self.distortion_scale, self.p = distortion_scale, p
         self.interpolation, self.fill = _interpolation(interpolation), _check_fill(fill)
 
     @staticmethod
-    def get_params(width, height, distortion_scale):
+    def get_params(width: int, height: int, distortion_scale: float) -> tuple[list[list[int]], list[list[int]]]:
         """(startpoints, endpoints): the image corners and their random new places."""
         dx, dy = int(distortion_scale * (width // 2)), int(distortion_scale * (height // 2))
         top_left = [_randint(0, dx + 1), _randint(0, dy + 1)]
@@ -476,7 +494,7 @@ class RandomPerspective(_Transform):
         start = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
         return start, [top_left, top_right, bottom_right, bottom_left]
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """img, warped or not."""
         if not _happens(self.p):
             return img
@@ -489,7 +507,9 @@ class RandomRotation(_Transform):
     """Rotate by an angle drawn uniformly from degrees ((-d, d) for a number d)."""
     _fields = ("degrees", "interpolation", "expand", "fill")
 
-    def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=0):
+    def __init__(self, degrees: float | Sequence[float],
+                 interpolation: InterpolationMode | int = InterpolationMode.NEAREST, expand: bool = False,
+                 center: Sequence[float] | None = None, fill: float | Sequence[float] | None = 0) -> None:
         super().__init__()
         self.degrees = _angle_range(degrees, "degrees")
         if center is not None:
@@ -498,11 +518,11 @@ class RandomRotation(_Transform):
         self.fill = _check_fill(fill)
 
     @staticmethod
-    def get_params(degrees):
+    def get_params(degrees: Sequence[float]) -> float:
         """A random angle in [degrees[0], degrees[1]]."""
         return _uniform(degrees[0], degrees[1])
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The rotated image."""
         return F.rotate(img, self.get_params(self.degrees), self.interpolation, self.expand, self.center,
                         _fill_for(img, self.fill))
@@ -513,8 +533,10 @@ class RandomAffine(_Transform):
     the scale range, shear (degrees) from shear -- each left out when None."""
     _fields = ("degrees", "translate", "scale", "shear", "interpolation", "fill")
 
-    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation=InterpolationMode.NEAREST,
-                 fill=0, center=None):
+    def __init__(self, degrees: float | Sequence[float], translate: Sequence[float] | None = None,
+                 scale: Sequence[float] | None = None, shear: float | Sequence[float] | None = None,
+                 interpolation: InterpolationMode | int = InterpolationMode.NEAREST,
+                 fill: float | Sequence[float] | None = 0, center: Sequence[float] | None = None) -> None:
         super().__init__()
         self.degrees = _angle_range(degrees, "degrees")
         if translate is not None:
@@ -533,7 +555,9 @@ class RandomAffine(_Transform):
         self.interpolation, self.fill = _interpolation(interpolation), _check_fill(fill)
 
     @staticmethod
-    def get_params(degrees, translate, scale_ranges, shears, img_size):
+    def get_params(degrees: Sequence[float], translate: Sequence[float] | None, scale_ranges: Sequence[float] | None,
+                   shears: Sequence[float] | None,
+                   img_size: Sequence[int]) -> tuple[float, tuple[int, int], float, tuple[float, float]]:
         """(angle, (tx, ty), scale, (shear_x, shear_y)) for an image of img_size [w, h]."""
         angle = _uniform(degrees[0], degrees[1])
         if translate is not None:
@@ -549,7 +573,7 @@ class RandomAffine(_Transform):
                 shear_y = _uniform(shears[2], shears[3])
         return angle, translations, scale, (shear_x, shear_y)
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The warped image."""
         _, h, w = F.get_dimensions(img)
         angle, translations, scale, shear = self.get_params(self.degrees, self.translate, self.scale, self.shear,
@@ -564,7 +588,8 @@ class ColorJitter(_Transform):
     means factors in [max(0, 1 - v), 1 + v] (hue: [-v, v]); a pair is the range itself."""
     _fields = ("brightness", "contrast", "saturation", "hue")
 
-    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+    def __init__(self, brightness: float | Sequence[float] = 0, contrast: float | Sequence[float] = 0,
+                 saturation: float | Sequence[float] = 0, hue: float | Sequence[float] = 0) -> None:
         super().__init__()
         self.brightness = self._check_input(brightness, "brightness")
         self.contrast = self._check_input(contrast, "contrast")
@@ -588,14 +613,17 @@ class ColorJitter(_Transform):
         return None if value[0] == value[1] == center else tuple(value)
 
     @staticmethod
-    def get_params(brightness, contrast, saturation, hue):
+    def get_params(brightness: Sequence[float] | None, contrast: Sequence[float] | None,
+                   saturation: Sequence[float] | None,
+                   hue: Sequence[float] | None
+                   ) -> tuple[Tensor, float | None, float | None, float | None, float | None]:
         """(order, brightness, contrast, saturation, hue): a random permutation of the four
         adjustments and a factor for each range (None for a range that is None)."""
         order = torchlite.randperm(4)
         factors = [None if r is None else _uniform(r[0], r[1]) for r in (brightness, contrast, saturation, hue)]
         return (order, *factors)
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The jittered image."""
         order, *factors = self.get_params(self.brightness, self.contrast, self.saturation, self.hue)
         adjust = (F.adjust_brightness, F.adjust_contrast, F.adjust_saturation, F.adjust_hue)
@@ -609,11 +637,11 @@ class Grayscale(_Transform):
     """Convert to grayscale with 1 or 3 output channels."""
     _fields = ("num_output_channels",)
 
-    def __init__(self, num_output_channels=1):
+    def __init__(self, num_output_channels: int = 1) -> None:
         super().__init__()
         self.num_output_channels = num_output_channels
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """F.rgb_to_grayscale(img, num_output_channels)."""
         return F.rgb_to_grayscale(img, self.num_output_channels)
 
@@ -622,11 +650,11 @@ class RandomGrayscale(_Transform):
     """Convert to grayscale with probability p, keeping the number of channels."""
     _fields = ("p",)
 
-    def __init__(self, p=0.1):
+    def __init__(self, p: float = 0.1) -> None:
         super().__init__()
         self.p = p
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """img, gray or not."""
         channels = F.get_dimensions(img)[0]
         return F.rgb_to_grayscale(img, channels) if _happens(self.p) else img
@@ -636,7 +664,7 @@ class GaussianBlur(_Transform):
     """Gaussian blur with sigma drawn uniformly from the sigma range (or fixed)."""
     _fields = ("kernel_size", "sigma")
 
-    def __init__(self, kernel_size, sigma=(0.1, 2.0)):
+    def __init__(self, kernel_size: int | Sequence[int], sigma: float | Sequence[float] = (0.1, 2.0)) -> None:
         super().__init__()
         self.kernel_size = _pair(kernel_size, "kernel size")
         for k in self.kernel_size:
@@ -654,11 +682,11 @@ class GaussianBlur(_Transform):
         self.sigma = tuple(sigma)
 
     @staticmethod
-    def get_params(sigma_min, sigma_max):
+    def get_params(sigma_min: float, sigma_max: float) -> float:
         """A sigma drawn uniformly from [sigma_min, sigma_max]."""
         return _uniform(sigma_min, sigma_max)
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The blurred image."""
         sigma = self.get_params(self.sigma[0], self.sigma[1])
         return F.gaussian_blur(img, list(self.kernel_size), [sigma, sigma])
@@ -671,7 +699,8 @@ class ElasticTransform(_Transform):
     per axis (x, y)."""
     _fields = ("alpha", "sigma", "interpolation", "fill")
 
-    def __init__(self, alpha=50.0, sigma=5.0, interpolation=None, fill=0):
+    def __init__(self, alpha: float | Sequence[float] = 50.0, sigma: float | Sequence[float] = 5.0,
+                 interpolation: InterpolationMode | int | None = None, fill: float | Sequence[float] = 0) -> None:
         super().__init__()
         self.alpha = self._pair_param(alpha, "alpha")
         self.sigma = self._pair_param(sigma, "sigma")
@@ -695,7 +724,7 @@ class ElasticTransform(_Transform):
         return v * 2 if len(v) == 1 else v
 
     @staticmethod
-    def get_params(alpha, sigma, size):
+    def get_params(alpha: Sequence[float], sigma: Sequence[float], size: Sequence[int]) -> Tensor:
         """A (1, H, W, 2) displacement for an image of size [H, W]: torchvision's recipe (dx
         scaled by alpha / H and dy by alpha / W, its quirk kept), drawn from torchlite's
         generator."""
@@ -709,7 +738,7 @@ class ElasticTransform(_Transform):
             fields.append(d * alpha[k] / size[k])
         return torchlite.cat(fields, 1).permute(0, 2, 3, 1)
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """The deformed image."""
         _, height, width = F.get_dimensions(img)
         displacement = self.get_params(self.alpha, self.sigma, [height, width])
@@ -722,7 +751,8 @@ class RandomErasing(_Transform):
     noise).  Random Erasing, Zhong et al. 2017."""
     _fields = ("p", "scale", "ratio", "value", "inplace")
 
-    def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False):
+    def __init__(self, p: float = 0.5, scale: Sequence[float] = (0.02, 0.33), ratio: Sequence[float] = (0.3, 3.3),
+                 value: float | str | Sequence[float] = 0, inplace: bool = False) -> None:
         super().__init__()
         if not isinstance(value, (numbers.Number, str, tuple, list)):
             raise TypeError("Argument value should be either a number or str or a sequence")
@@ -740,7 +770,8 @@ class RandomErasing(_Transform):
         self.scale, self.ratio, self.value, self.inplace = scale, ratio, value, inplace
 
     @staticmethod
-    def get_params(img, scale, ratio, value=None):
+    def get_params(img: Tensor, scale: Sequence[float], ratio: Sequence[float],
+                   value: list[float] | None = None) -> tuple[int, int, int, int, Tensor]:
         """(i, j, h, w, v): the rectangle and what goes in it (normal noise for value None);
         after ten misses, the whole image and the image itself (nothing erased)."""
         c, img_h, img_w = img.shape[-3], img.shape[-2], img.shape[-1]
@@ -759,7 +790,7 @@ class RandomErasing(_Transform):
             return _randint(0, img_h - h + 1), _randint(0, img_w - w + 1), h, w, v
         return 0, 0, img_h, img_w, img
 
-    def forward(self, img):
+    def forward(self, img: Tensor) -> Tensor:
         """img, erased or not."""
         if not _happens(self.p):
             return img
@@ -782,11 +813,11 @@ class _RandomOp(_Transform):
     """Apply self._op with probability p."""
     _fields = ("p",)
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         super().__init__()
         self.p = p
 
-    def forward(self, img):
+    def forward(self, img: Tensor | Any) -> Tensor | Any:
         """img, changed or not."""
         return self._op(img) if _happens(self.p) else img
 
@@ -816,7 +847,7 @@ class RandomPosterize(_RandomOp):
     """Posterize to `bits` bits with probability p."""
     _fields = ("bits", "p")
 
-    def __init__(self, bits, p=0.5):
+    def __init__(self, bits: int, p: float = 0.5) -> None:
         super().__init__(p)
         self.bits = bits
 
@@ -828,7 +859,7 @@ class RandomSolarize(_RandomOp):
     """Solarize above threshold with probability p."""
     _fields = ("threshold", "p")
 
-    def __init__(self, threshold, p=0.5):
+    def __init__(self, threshold: float, p: float = 0.5) -> None:
         super().__init__(p)
         self.threshold = threshold
 
@@ -840,7 +871,7 @@ class RandomAdjustSharpness(_RandomOp):
     """Adjust the sharpness by sharpness_factor with probability p."""
     _fields = ("sharpness_factor", "p")
 
-    def __init__(self, sharpness_factor, p=0.5):
+    def __init__(self, sharpness_factor: float, p: float = 0.5) -> None:
         super().__init__(p)
         self.sharpness_factor = sharpness_factor
 
