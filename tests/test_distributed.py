@@ -118,7 +118,7 @@ def test_ddp_matches_single_process_training(n):
                  "ddp cnn+batchnorm:", "ddp no_sync:", "ddp find_unused_parameters:",
                  "ddp unused parameter without find_unused_parameters raises", "ddp overlap:",
                  "ddp allreduce_hook:", "ddp fp16_compress_hook:", "ddp bf16_compress_hook:",
-                 "ddp custom comm hook:", "ddp comm hook errors"):
+                 "ddp custom comm hook:", "ddp comm hook errors", "ddp process_group:"):
         assert out.count(f"OK {name}") == n, (name, out)
     for r in range(n):
         assert f"OK ddp all (rank {r})" in out, out

@@ -46,6 +46,15 @@ def test_parameter_shares_data_and_is_leaf():
         nn.Parameter(tl.zeros(2, dtype=tl.int64))
 
 
+def test_complex_parameter_trains():
+    # PyTorch allows complex parameters; the gradient of sum |p|^2 is 2p (conjugate convention)
+    z = np.array([1 + 2j, -0.5 + 0.25j], np.complex64)
+    p = nn.Parameter(tl.tensor(z))
+    assert p.requires_grad and p.dtype is tl.complex64
+    (p.abs() ** 2).sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), 2 * z, rtol=1e-6)
+
+
 def test_parameter_ops_return_plain_tensors_and_grads_accumulate():
     p = nn.Parameter(tl.tensor([1.0, 2.0]))
     y = p * 3

@@ -51,6 +51,28 @@ def test_sequences_mappings_and_numbers():
         assert_close([tl.ones(2)], [tl.ones(2), tl.ones(2)])
 
 
+def test_options_reach_every_element_of_a_structure():
+    # check_stride and the tolerances apply inside lists and dicts alike
+    t = tl.ones(2, 2)
+    transposed = tl.ones(2, 2).t().contiguous().t()
+    for wrap in (lambda x: [x], lambda x: {"a": x}, lambda x: {"a": [x]}):
+        assert_close(wrap(t), wrap(transposed))
+        with pytest.raises(AssertionError, match="stride"):
+            assert_close(wrap(t), wrap(transposed), check_stride=True)
+        with pytest.raises(AssertionError):
+            assert_close(wrap(t), wrap(t + 0.05), rtol=0.01, atol=0.0)
+        assert_close(wrap(t), wrap(t + 0.05), rtol=0.1, atol=0.0)
+
+
+def test_allow_subclasses():
+    p = tl.nn.Parameter(tl.ones(2))
+    assert_close(p, tl.ones(2))
+    with pytest.raises(TypeError, match="No comparison pair"):
+        assert_close(p, tl.ones(2), allow_subclasses=False)
+    with pytest.raises(TypeError, match="No comparison pair"):
+        assert_close({"w": p}, {"w": tl.ones(2)}, allow_subclasses=False)
+
+
 def test_agrees_with_torch_on_random_pairs():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)

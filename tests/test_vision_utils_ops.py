@@ -66,6 +66,17 @@ def test_draw_bounding_boxes():
         utils.draw_bounding_boxes(img.float(), boxes)
     with pytest.raises(ValueError, match="xmin"):
         utils.draw_bounding_boxes(img, tl.tensor([[10.0, 3, 2, 12]]))
+    # the label text takes label_colors where given, the box's color otherwise
+    big = tl.zeros(3, 40, 60, dtype=tl.uint8)
+    box = tl.tensor([[1.0, 1.0, 58.0, 38.0]])
+    text = utils.draw_bounding_boxes(big, box, labels=["WWW"], colors="red", label_colors="blue").numpy()
+    inner = text[:, 3:15, 3:40].reshape(3, -1)               # where the text is, off the edges
+    drawn = inner.max(axis=0) > 0
+    assert drawn.any() and (inner[2, drawn] > 0).all() and (inner[0, drawn] == 0).all()   # anti-aliased
+    same = utils.draw_bounding_boxes(big, box, labels=["WWW"], colors="red").numpy()
+    inner = same[:, 3:15, 3:40].reshape(3, -1)
+    drawn = inner.max(axis=0) > 0
+    assert drawn.any() and (inner[0, drawn] > 0).all() and (inner[2, drawn] == 0).all()
 
 
 # ---- io ---------------------------------------------------------------------------------------------

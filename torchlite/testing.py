@@ -27,21 +27,29 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, r
 
     Shapes must match, and dtypes and devices too unless check_dtype/check_device is False.
     Default tolerances depend on the dtype (float32: rtol 1.3e-6, atol 1e-5; integers: exact).
-    Sequences and mappings are compared element by element."""
+    Sequences and mappings are compared element by element, with the same options.  With
+    allow_subclasses=False a Tensor subclass (nn.Parameter) against a plain Tensor is a
+    TypeError, as PyTorch's.  torchlite has one layout (strided), so check_layout has nothing
+    to compare."""
+    options = dict(allow_subclasses=allow_subclasses, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                   check_device=check_device, check_dtype=check_dtype, check_layout=check_layout,
+                   check_stride=check_stride, msg=msg)
     if isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple)):
         if len(actual) != len(expected):
             raise AssertionError(f"The length of the sequences mismatch: {len(actual)} != {len(expected)}")
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            assert_close(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=check_device,
-                         check_dtype=check_dtype, check_stride=check_stride, msg=msg)
+        for a, e in zip(actual, expected):
+            assert_close(a, e, **options)
         return
     if isinstance(actual, dict) and isinstance(expected, dict):
         if set(actual) != set(expected):
             raise AssertionError(f"The keys of the mappings do not match: {sorted(actual)} != {sorted(expected)}")
         for k in actual:
-            assert_close(actual[k], expected[k], rtol=rtol, atol=atol, equal_nan=equal_nan,
-                         check_device=check_device, check_dtype=check_dtype, msg=msg)
+            assert_close(actual[k], expected[k], **options)
         return
+    if (not allow_subclasses and type(actual) is not type(expected)
+            and (isinstance(actual, Tensor) or isinstance(expected, Tensor))):
+        raise TypeError(f"No comparison pair was able to handle inputs of type {type(actual)} and "
+                        f"{type(expected)}.")
     if not isinstance(actual, Tensor) and not isinstance(expected, Tensor):
         a, e = _to_tensor(actual), _to_tensor(expected)
         check_dtype = False

@@ -308,5 +308,11 @@ else:
     if N > 1:
         raise AssertionError("mismatched models were accepted")
 
+# process_group=None means the default group, and DDP keeps that group (PyTorch's attribute)
+d = DDP(nn.Linear(2, 2))
+assert d.process_group is not None and dist.get_process_group_ranks(d.process_group) == list(range(N))
+assert d.join_process_group is d.process_group
+print("OK ddp process_group: None resolves to the default group", flush=True)
+
 dist.destroy_process_group()
 print(f"OK ddp all (rank {RANK})", flush=True)

@@ -1380,7 +1380,7 @@ _register("nextafter")(nextafter)
 _MORE = ["digamma", "nextafter", "angle", "sgn", "sgn_", "conj", "conj_physical", "conj_physical_", "resolve_conj",
          "resolve_neg", "is_conj", "is_neg"]
 
-__all__ = sorted(
+__all__ = sorted(set(
     _MORE + [n for n, *_ in _UNARY_OPS] + [n + "_" for n, *_ in _UNARY_OPS]
     + [a for *_, al in _UNARY_OPS for a in al]
     + [n for n, *_ in _BOOL_UNARY]
@@ -1391,4 +1391,4 @@ __all__ = sorted(
        "lerp", "addcmul", "addcdiv", "neg", "negative", "logaddexp", "logaddexp2", "deg2rad",
        "deg2rad_", "rad2deg", "rad2deg_", "sinc", "sinc_", "heaviside", "gcd", "gcd_", "lcm",
        "lcm_", "frexp", "ldexp", "ldexp_", "clamp_min_", "clamp_max_", "is_nonzero",
-       "is_same_size"])
+       "is_same_size"]))

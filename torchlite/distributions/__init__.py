@@ -1,14 +1,17 @@
 """torchlite.distributions: probability distributions with PyTorch's API
 (torch.distributions).
 
-Families: Bernoulli, Beta, Binomial, Categorical, Cauchy, Chi2, Dirichlet, Exponential,
-Gamma, Geometric, Gumbel, HalfCauchy, HalfNormal, Laplace, LogNormal, Multinomial,
-MultivariateNormal, LowRankMultivariateNormal, Normal, OneHotCategorical (and its
-StraightThrough variant), Poisson, RelaxedBernoulli, RelaxedOneHotCategorical, StudentT,
-Uniform; the combinators Independent, MixtureSameFamily and TransformedDistribution.
-Every one has PyTorch's constructor arguments, properties (mean, mode, variance, stddev,
-support, arg_constraints, batch_shape / event_shape), sample, log_prob, entropy, cdf / icdf
-where PyTorch has them, expand, and PyTorch's argument / value validation (ValueError).
+Families: Bernoulli, Beta, Binomial, Categorical, Cauchy, Chi2, ContinuousBernoulli,
+Dirichlet, Exponential, FisherSnedecor, Gamma, GeneralizedPareto, Geometric, Gumbel,
+HalfCauchy, HalfNormal, InverseGamma, Kumaraswamy, Laplace, LKJCholesky, LogNormal,
+LogisticNormal, Multinomial, MultivariateNormal, LowRankMultivariateNormal,
+NegativeBinomial, Normal, OneHotCategorical (and its StraightThrough variant), Pareto,
+Poisson, RelaxedBernoulli, RelaxedOneHotCategorical, StudentT, Uniform, VonMises, Weibull,
+Wishart; the combinators Independent, MixtureSameFamily and TransformedDistribution; the
+ExponentialFamily base class.  Every one has PyTorch's constructor arguments, properties
+(mean, mode, variance, stddev, support, arg_constraints, batch_shape / event_shape), sample,
+log_prob, entropy, cdf / icdf where PyTorch has them, expand, and PyTorch's argument / value
+validation (ValueError).
 
 Sampling draws from torchlite's generator (manual_seed makes it reproducible).  rsample is
 reparameterised wherever PyTorch's is: gradients flow to the parameters, for Gamma (and so
@@ -20,9 +23,7 @@ Also here: constraints, transforms (Exp, Affine, Sigmoid, Tanh, Softmax, StickBr
 Power, Abs, Softplus, Compose, Independent, Reshape, LowerCholesky, PositiveDefinite,
 CorrCholesky, Cat, Stack, CumulativeDistribution, identity_transform), biject_to /
 transform_to, and kl_divergence / register_kl with PyTorch's closed forms for the pairs of
-these families.  Not here yet (README, "Not yet"): ContinuousBernoulli, FisherSnedecor,
-GeneralizedPareto, InverseGamma, Kumaraswamy, LKJCholesky, LogisticNormal, NegativeBinomial,
-Pareto, VonMises, Weibull, Wishart, and the ExponentialFamily base class."""
+these families."""
 from . import constraints, transforms
 from .bernoulli import Bernoulli
 from .beta import Beta

@@ -32,7 +32,7 @@ def _alias(cls, data, requires_grad):
     """A new `cls` instance over data's memory (and version counter), a leaf outside any
     graph, with the given requires_grad flag."""
     tensor_arg(data, cls.__name__, "data")
-    if requires_grad and not data.is_floating_point():
+    if requires_grad and not (data.is_floating_point() or data.is_complex()):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     t = object.__new__(cls)
     t._data = data._data

@@ -79,7 +79,8 @@ def draw_bounding_boxes(image: Tensor, boxes: Tensor, labels: list[str] | None =
                         ) -> Tensor:
     """The uint8 C x H x W image (C = 1 or 3) with `boxes` (N x 4, xyxy in pixels) drawn on it,
     as a new tensor; labels: one text per box; colors: one color (a name, '#rrggbb' or an RGB
-    tuple) or one per box; fill: boxes filled at 60% opacity."""
+    tuple) or one per box; fill: boxes filled at 60% opacity; label_colors: the labels' color(s),
+    the boxes' colors by default."""
     if not isinstance(image, Tensor) or image.dtype is not _uint8:
         raise ValueError("Tensor uint8 expected")
     if image.ndim != 3 or image.shape[0] not in (1, 3):
@@ -105,6 +106,14 @@ def draw_bounding_boxes(image: Tensor, boxes: Tensor, labels: list[str] | None =
     if len(colors) < n:
         raise ValueError(f"Number of colors ({len(colors)}) is less than number of boxes ({n}).")
     rgb = [ImageColor.getrgb(c) if isinstance(c, str) else tuple(c) for c in colors]
+    if label_colors is None:
+        label_rgb = rgb
+    else:
+        if not isinstance(label_colors, list):
+            label_colors = [label_colors] * n
+        if len(label_colors) < n:
+            raise ValueError(f"Number of label colors ({len(label_colors)}) is less than number of boxes ({n}).")
+        label_rgb = [ImageColor.getrgb(c) if isinstance(c, str) else tuple(c) for c in label_colors]
     arr = image.permute(1, 2, 0).cpu().numpy()
     gray = arr.shape[2] == 1
     img = Image.fromarray(np.repeat(arr, 3, axis=2) if gray else arr)
@@ -116,7 +125,7 @@ def draw_bounding_boxes(image: Tensor, boxes: Tensor, labels: list[str] | None =
         else:
             draw.rectangle(box, width=width, outline=rgb[i])
         if labels is not None:
-            draw.text((box[0] + width, box[1] + width), str(labels[i]), fill=rgb[i], font=fnt)
+            draw.text((box[0] + width, box[1] + width), str(labels[i]), fill=label_rgb[i], font=fnt)
     out = np.asarray(img)
     out = out[:, :, :1] if gray else out
     return _tensor(np.ascontiguousarray(out.transpose(2, 0, 1))).to(image.device)

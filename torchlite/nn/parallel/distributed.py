@@ -118,7 +118,7 @@ class DistributedDataParallel(Module, Joinable):
         self.output_device = None
         self.dim = dim
         self.broadcast_buffers = broadcast_buffers
-        self.process_group = process_group
+        self.process_group = pg                 # the default group when None, as PyTorch
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.static_graph = static_graph

@@ -39,7 +39,8 @@ def download_url(url: str, root: str | os.PathLike[str], filename: str | None = 
                  max_redirect_hops: int = 3) -> None:
     """Download url into root/filename (default: the URL's last part), unless a file with the
     right MD5 is there already; RuntimeError when the download's MD5 is wrong, or, without a
-    network, naming the URL and the file to fill by hand."""
+    network, naming the URL and the file to fill by hand.  Redirects are followed by urllib's
+    own rule (up to 10 hops): max_redirect_hops is accepted for torchvision's signature only."""
     root = os.path.expanduser(os.fspath(root))
     filename = filename or os.path.basename(url.split("?")[0])
     fpath = os.path.join(root, filename)
