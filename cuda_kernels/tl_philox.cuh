@@ -1,8 +1,9 @@
 /* The random distributions on the GPU: each thread turns one Philox4x32-10 block into its
  * samples, so that a seed gives the CPU's numbers whatever the launch shape.  The Philox
- * block, the uniforms and the float32/float64 log and sin/cos are one source with the CPU
- * (tl_random_math.cuh, included below); the per-distribution loops follow the CPU's
- * torchlite/_core/kernels/random_body.h, and expf_cephes is vmath.h's tl_expf.
+ * block, the uniforms, the float32/float64 log, exp and sin/cos and each distribution's
+ * transform of its words are one source with the CPU (tl_random_math.cuh, included below);
+ * here is only the GPU's loop around them (one block per thread), where the CPU's is
+ * torchlite/_core/kernels/random_body.h (16 blocks at a time in vector lanes).
  *
  * Stream layout (the CPU's, kernels/random.h): a request for n elements starts at block
  * `base` and is cut into groups of 16 blocks.  Here one thread computes one block:
@@ -47,6 +48,7 @@ static_assert(sizeof(Req) == 96, "Req layout (pack_random_request)");
 
 /* the arithmetic shared with the CPU, as C99 inside this namespace */
 #define TL_RND_FN TL_HD
+#define TL_RND_COLD_FN TL_HD
 #define tl_rnd_u32 u32
 #define tl_rnd_i32 i32
 #define tl_rnd_u64 u64
@@ -64,40 +66,6 @@ TL_HD Words block(const Req& q, u64 blk, u32 draw) {
     Words o;
     tl_philox_block(q.key, blk, draw, o.w);
     return o;
-}
-
-TL_HD u64 mul64hi(u64 a, u64 b, u64* lo) {
-#if defined(__CUDA_ARCH__)
-    *lo = a * b;
-    return __umul64hi(a, b);
-#else
-    const unsigned __int128 m = (unsigned __int128)a * b;
-    *lo = (u64)m;
-    return (u64)(m >> 64);
-#endif
-}
-
-/* float32 exp (the CPU's tl_expf, Cephes' minimax polynomial) */
-TL_HD float pow2i(i32 k) { return bits_f32((u32)(k + 127) << 23); }
-TL_HD float expf_cephes(float x) {
-    float xc = x > 88.72283935546875f ? 88.72283935546875f : x;
-    xc = xc < -103.972084045410f ? -103.972084045410f : xc;
-    const float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = xc - kf * 0.693359375f;
-    r = r - kf * -2.12194440e-4f;
-    const float z = r * r;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * z + r + 1.0f;
-    const i32 k = (i32)kf;
-    const i32 k1 = k >> 1;
-    float y = p * pow2i(k1) * pow2i(k - k1);
-    y = x > 88.72283935546875f ? bits_f32(0x7f800000u) : y;
-    return x != x ? x : y;
 }
 
 /* ---- distributions: run(q, t) computes thread t's block and writes its elements ---------- */
@@ -120,13 +88,7 @@ struct UniformF32 {
 /* standard normals of a float32 block: z[k] is element 64 g + 16 k + i */
 TL_HD void std_normal_f32(const Req& q, u64 t, float z[4]) {
     const Words w = block(q, q.base + t, 0);
-    for (int h = 0; h < 2; h++) {
-        const float r = sqrtf(-2.0f * tl_rnd_logf(tl_u01f_open(w.w[2 * h])));
-        float s, c;
-        tl_rnd_sincos_turns(tl_u01f(w.w[2 * h + 1], 24, 5.9604644775390625e-08f), &s, &c);
-        z[2 * h] = r * c;
-        z[2 * h + 1] = r * s;
-    }
+    for (int h = 0; h < 2; h++) tl_rnd_normal_pair_f32(w.w[2 * h], w.w[2 * h + 1], &z[2 * h], &z[2 * h + 1]);
 }
 
 struct NormalF32 {
@@ -143,7 +105,7 @@ struct LogNormalF32 {
         float z[4];
         std_normal_f32(q, t, z);
         const float mean = (float)q.a, sd = (float)q.b;
-        for (int k = 0; k < 4; k++) put(q, elem1(t, k), expf_cephes(z[k] * sd + mean));
+        for (int k = 0; k < 4; k++) put(q, elem1(t, k), tl_rnd_expf(z[k] * sd + mean));
     }
 };
 
@@ -151,20 +113,15 @@ struct ExponentialF32 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
         const float lambd = (float)q.a;
-        for (int k = 0; k < 4; k++) put(q, elem1(t, k), -tl_rnd_logf(tl_u01f_open(w.w[k])) / lambd);
+        for (int k = 0; k < 4; k++) put(q, elem1(t, k), tl_rnd_exponential_f32(w.w[k], lambd));
     }
 };
 
-/* tan(pi (u - 1/2)) = -cos(pi u) / sin(pi u) */
 struct CauchyF32 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
         const float median = (float)q.a, sigma = (float)q.b;
-        for (int k = 0; k < 4; k++) {
-            float s, c;
-            tl_rnd_sincos_turns(tl_u01f_open(w.w[k]) * 0.5f, &s, &c);
-            put(q, elem1(t, k), median + sigma * (-c / s));
-        }
+        for (int k = 0; k < 4; k++) put(q, elem1(t, k), tl_rnd_cauchy_f32(w.w[k], median, sigma));
     }
 };
 
@@ -180,11 +137,7 @@ struct UniformF64 {
 
 TL_HD void std_normal_f64(const Req& q, u64 t, double z[2]) {
     const Words w = block(q, q.base + t, 0);
-    const double r = sqrt(-2.0 * tl_rnd_log(tl_u01d_open(pair(w, 0))));
-    double s, c;
-    tl_rnd_sincos_turns_d(tl_u01d(pair(w, 1)), &s, &c);
-    z[0] = r * c;
-    z[1] = r * s;
+    tl_rnd_normal_pair_f64(pair(w, 0), pair(w, 1), &z[0], &z[1]);
 }
 
 struct NormalF64 {
@@ -206,28 +159,22 @@ struct LogNormalF64 {
 struct ExponentialF64 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
-        for (int h = 0; h < 2; h++) put(q, elem2(t, h), -tl_rnd_log(tl_u01d_open(pair(w, h))) / q.a);
+        for (int h = 0; h < 2; h++) put(q, elem2(t, h), tl_rnd_exponential_f64(pair(w, h), q.a));
     }
 };
 
 struct CauchyF64 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
-        for (int h = 0; h < 2; h++) {
-            const double u = tl_u01d_open(pair(w, h));
-            put(q, elem2(t, h), q.a + q.b * tan(3.14159265358979323846 * (u - 0.5)));
-        }
+        for (int h = 0; h < 2; h++) put(q, elem2(t, h), tl_rnd_cauchy_f64(pair(w, h), q.a, q.b));
     }
 };
 
-/* ceil(log(u) / log(1 - p)); q.b holds log1p(-p) */
+/* q.b holds log1p(-p) */
 struct GeometricF64 {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
-        for (int h = 0; h < 2; h++) {
-            const double v = ceil(log(tl_u01d_open(pair(w, h))) / q.b);
-            put(q, elem2(t, h), v < 1.0 ? 1.0 : v);
-        }
+        for (int h = 0; h < 2; h++) put(q, elem2(t, h), tl_rnd_geometric_f64(pair(w, h), q.b));
     }
 };
 
@@ -250,32 +197,23 @@ template <class T> struct BernoulliP {
     }
 };
 
-/* low + [0, range) for range <= 2^32: Lemire's multiply-shift, rejection exactly unbiased */
+/* low + [0, range) for range <= 2^32 (tl_rnd_bounded32: Lemire's, with its redraws) */
 struct Randint {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
-        const u32 reject = (u32)q.reject;
-        for (int k = 0; k < 4; k++) {
-            u64 m = (u64)w.w[k] * q.range;
-            for (u32 draw = 1; (u32)m < reject; draw++) m = (u64)block(q, q.base + t, draw).w[k] * q.range;
-            put(q, elem1(t, k), (i64)((u64)q.low + (m >> 32)));
-        }
+        for (int k = 0; k < 4; k++)
+            put(q, elem1(t, k), (i64)((u64)q.low + tl_rnd_bounded32(q.key, q.base + t, k, w.w[k], q.range,
+                                                                     (u32)q.reject)));
     }
 };
 
-/* floor(x * range / 2^64) with rejection; range == 0 stands for 2^64 */
-TL_HD u64 bounded64(const Req& q, u64 t, int h, u64 x, u64 range, u64 reject) {
-    if (range == 0) return x;
-    u64 lo, hi = mul64hi(x, range, &lo);
-    for (u32 draw = 1; lo < reject; draw++) hi = mul64hi(pair(block(q, q.base + t, draw), h), range, &lo);
-    return hi;
-}
-
+/* ranges above 2^32 (0 stands for 2^64) */
 struct RandintWide {
     static TL_HD void run(const Req& q, u64 t) {
         const Words w = block(q, q.base + t, 0);
         for (int h = 0; h < 2; h++)
-            put(q, elem2(t, h), (i64)((u64)q.low + bounded64(q, t, h, pair(w, h), q.range, q.reject)));
+            put(q, elem2(t, h), (i64)((u64)q.low + tl_rnd_bounded64(q.key, q.base + t, h, pair(w, h), q.range,
+                                                                     q.reject)));
     }
 };
 
@@ -285,13 +223,7 @@ struct BelowIndex {
         const Words w = block(q, q.base + t, 0);
         for (int k = 0; k < 4; k++) {
             const i64 e = elem1(t, k);
-            const u32 range = (u32)(e + 1);
-            u64 m = (u64)w.w[k] * range;
-            if ((u32)m < range) {
-                const u32 reject = (0u - range) % range;
-                for (u32 draw = 1; (u32)m < reject; draw++) m = (u64)block(q, q.base + t, draw).w[k] * range;
-            }
-            put(q, e, (i64)(m >> 32));
+            put(q, e, (i64)tl_rnd_bounded32_lazy(q.key, q.base + t, k, w.w[k], (u32)(e + 1)));
         }
     }
 };
@@ -302,7 +234,7 @@ struct BelowIndexWide {
         for (int h = 0; h < 2; h++) {
             const i64 e = elem2(t, h);
             const u64 range = (u64)(e + 1);
-            put(q, e, (i64)bounded64(q, t, h, pair(w, h), range, (0 - range) % range));
+            put(q, e, (i64)tl_rnd_bounded64(q.key, q.base + t, h, pair(w, h), range, (0 - range) % range));
         }
     }
 };

@@ -1,15 +1,20 @@
 /* The arithmetic of torchlite's random numbers, one source for both devices: the Philox4x32-10
- * block, the words-to-uniform conversions, and the float32/float64 log and sin/cos of 2 pi t
- * that Box-Muller and the exponential/Cauchy transforms use.  A seed gives the same numbers on
+ * block, the words-to-uniform conversions, the float32/float64 log, exp and sin/cos of 2 pi t,
+ * and each distribution's transform of its word(s) into a sample (Box-Muller, exponential,
+ * Cauchy, geometric, Lemire's bounded integers with their redraws).  A seed gives the same numbers on
  * the CPU and the GPU because both compile this file: the CPU kernels as C99
  * (torchlite/_core/kernels/philox.h and random_math.h include it, and vectorise the loops
  * around these functions), the CUDA kernels through NVRTC (tl_philox.cuh includes it inside
  * namespace tl::rnd), and the host tests as plain C++.
  *
+ * The loops around these functions are each device's own (the CPU's run 16 blocks at a time in
+ * lanes that vectorise, a CUDA thread computes one block); what a sample is, is here.
+ *
  * So it is written in the common subset of C99 and C++: no references, overloads, templates,
  * bool or file-scope tables (a device function cannot read a host array; the polynomials are
  * spelled out in Horner form instead).  The includer defines first:
  *   TL_RND_FN                                  the qualifiers of a function
+ *   TL_RND_COLD_FN                             those of a rarely called one (the redraws)
  *   tl_rnd_u32, tl_rnd_i32, tl_rnd_u64, tl_rnd_i64     the fixed-width integers
  *   tl_rnd_f32_bits(f), tl_rnd_bits_f32(u), tl_rnd_f64_bits(d), tl_rnd_bits_f64(u)   bit casts
  *
@@ -181,6 +186,144 @@ TL_RND_FN void tl_rnd_sincos_turns_d(double t, double* s, double* c) {
     const double sp = ps * z * a + a;
     const double cp = 1.0 - pc * z;
     TL_ROTATE_QUARTERS(double, (int)((tl_rnd_i64)q & 3), sp, cp, s, c);
+}
+
+/* ---- float32 exp -------------------------------------------------------------------------- */
+/* Cephes' expf: x = k ln 2 + r (|r| <= ln2 / 2, ln 2 in two parts), exp(r) by a degree-6
+ * minimax polynomial, 2^k applied in two halves so subnormal results stay exact; inf above
+ * 88.72, NaN kept.  About 1 ulp; also the CPU's elementwise exp (kernels/vmath.h's tl_expf is
+ * this function), so log_normal's samples match the CPU's on the GPU. */
+TL_RND_FN float tl_rnd_pow2i(tl_rnd_i32 k) { return tl_rnd_bits_f32((tl_rnd_u32)(k + 127) << 23); }
+TL_RND_FN float tl_rnd_expf(float x) {
+    float xc = x > 88.72283935546875f ? 88.72283935546875f : x;
+    xc = xc < -103.972084045410f ? -103.972084045410f : xc;
+    const float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   /* round to int */
+    float r = xc - kf * 0.693359375f;
+    r = r - kf * -2.12194440e-4f;
+    const float z = r * r;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    const tl_rnd_i32 k = (tl_rnd_i32)kf;
+    const tl_rnd_i32 k1 = k >> 1;
+    float y = p * tl_rnd_pow2i(k1) * tl_rnd_pow2i(k - k1);
+    y = x > 88.72283935546875f ? tl_rnd_bits_f32(0x7f800000u) : y;
+    return x != x ? x : y;
+}
+
+/* ---- the distributions' transforms: word(s) to a sample ----------------------------------- */
+/* Box-Muller: the radius from word wr, the angle from word wa; *z0 = r cos, *z1 = r sin. */
+TL_RND_FN void tl_rnd_normal_pair_f32(tl_rnd_u32 wr, tl_rnd_u32 wa, float* z0, float* z1) {
+    const float r = sqrtf(-2.0f * tl_rnd_logf(tl_u01f_open(wr)));
+    float s, c;
+    tl_rnd_sincos_turns(tl_u01f(wa, 24, 5.9604644775390625e-08f), &s, &c);
+    *z0 = r * c;
+    *z1 = r * s;
+}
+TL_RND_FN void tl_rnd_normal_pair_f64(tl_rnd_u64 xr, tl_rnd_u64 xa, double* z0, double* z1) {
+    const double r = sqrt(-2.0 * tl_rnd_log(tl_u01d_open(xr)));
+    double s, c;
+    tl_rnd_sincos_turns_d(tl_u01d(xa), &s, &c);
+    *z0 = r * c;
+    *z1 = r * s;
+}
+
+/* -log(u) / lambda, u in (0, 1) */
+TL_RND_FN float tl_rnd_exponential_f32(tl_rnd_u32 w, float lambd) {
+    return -tl_rnd_logf(tl_u01f_open(w)) / lambd;
+}
+TL_RND_FN double tl_rnd_exponential_f64(tl_rnd_u64 x, double lambd) {
+    return -tl_rnd_log(tl_u01d_open(x)) / lambd;
+}
+
+/* median + sigma tan(pi (u - 1/2)); in float32 as -cos(pi u) / sin(pi u) (sin(pi u) > 0 for u
+ * in (0, 1)), in float64 by the math library's tan */
+TL_RND_FN float tl_rnd_cauchy_f32(tl_rnd_u32 w, float median, float sigma) {
+    float s, c;
+    tl_rnd_sincos_turns(tl_u01f_open(w) * 0.5f, &s, &c);
+    return median + sigma * (-c / s);
+}
+TL_RND_FN double tl_rnd_cauchy_f64(tl_rnd_u64 x, double median, double sigma) {
+    return median + sigma * tan(3.14159265358979323846 * (tl_u01d_open(x) - 0.5));
+}
+
+/* ceil(log(u) / log(1 - p)), given log1m_p = log1p(-p); at least 1 */
+TL_RND_FN double tl_rnd_geometric_f64(tl_rnd_u64 x, double log1m_p) {
+    const double v = ceil(log(tl_u01d_open(x)) / log1m_p);
+    return v < 1.0 ? 1.0 : v;
+}
+
+/* ---- bounded integers: Lemire's multiply-shift, rejection exactly unbiased ---------------- */
+/* floor(w range / 2^32) for range <= 2^32, rejected while the product's low half is below
+ * reject = (2^32 - range) mod range; a rejected element redraws from the same word k of its
+ * block `block` at draw numbers 1, 2, ... (out of line: rare, and the loops stay small) */
+TL_RND_COLD_FN tl_rnd_u64 tl_rnd_redraw32(const tl_rnd_u32 key[2], tl_rnd_u64 block, int k, tl_rnd_u64 range,
+                                          tl_rnd_u32 reject) {
+    tl_rnd_u64 m = 0;
+    for (tl_rnd_u32 draw = 1; draw == 1 || (tl_rnd_u32)m < reject; draw++) {
+        tl_rnd_u32 b[4];
+        tl_philox_block(key, block, draw, b);
+        m = (tl_rnd_u64)b[k] * range;
+    }
+    return m;
+}
+TL_RND_FN tl_rnd_u64 tl_rnd_bounded32(const tl_rnd_u32 key[2], tl_rnd_u64 block, int k, tl_rnd_u32 w,
+                                      tl_rnd_u64 range, tl_rnd_u32 reject) {
+    tl_rnd_u64 m = (tl_rnd_u64)w * range;
+    if ((tl_rnd_u32)m < reject) m = tl_rnd_redraw32(key, block, k, range, reject);
+    return m >> 32;
+}
+/* the same where the range changes from element to element (randperm's draws): the threshold's
+ * division is made only when the low half is below range, the one case a redraw can need */
+TL_RND_FN tl_rnd_u64 tl_rnd_bounded32_lazy(const tl_rnd_u32 key[2], tl_rnd_u64 block, int k, tl_rnd_u32 w,
+                                           tl_rnd_u32 range) {
+    tl_rnd_u64 m = (tl_rnd_u64)w * range;
+    if ((tl_rnd_u32)m < range) {
+        const tl_rnd_u32 reject = (0u - range) % range;
+        if ((tl_rnd_u32)m < reject) m = tl_rnd_redraw32(key, block, k, range, reject);
+    }
+    return m >> 32;
+}
+
+/* the high and low halves of a 64 x 64-bit product */
+TL_RND_FN tl_rnd_u64 tl_rnd_mul64_hi(tl_rnd_u64 a, tl_rnd_u64 b, tl_rnd_u64* lo) {
+#if defined(__CUDA_ARCH__)
+    *lo = a * b;
+    return __umul64hi(a, b);
+#elif defined(__SIZEOF_INT128__)
+    const unsigned __int128 m = (unsigned __int128)a * b;
+    *lo = (tl_rnd_u64)m;
+    return (tl_rnd_u64)(m >> 64);
+#else
+    const tl_rnd_u64 a0 = (tl_rnd_u32)a, a1 = a >> 32, b0 = (tl_rnd_u32)b, b1 = b >> 32;
+    const tl_rnd_u64 p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    const tl_rnd_u64 mid = (p00 >> 32) + (tl_rnd_u32)p01 + (tl_rnd_u32)p10;
+    *lo = (mid << 32) | (tl_rnd_u32)p00;
+    return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+#endif
+}
+
+/* floor(x range / 2^64) for 64-bit ranges (range == 0 stands for 2^64: x itself), the redraws
+ * from word pair h (words 2h, 2h + 1) of the element's block */
+TL_RND_COLD_FN tl_rnd_u64 tl_rnd_redraw64(const tl_rnd_u32 key[2], tl_rnd_u64 block, int h, tl_rnd_u64 range,
+                                          tl_rnd_u64 reject) {
+    tl_rnd_u64 lo = 0, hi = 0;
+    for (tl_rnd_u32 draw = 1; draw == 1 || lo < reject; draw++) {
+        tl_rnd_u32 b[4];
+        tl_philox_block(key, block, draw, b);
+        hi = tl_rnd_mul64_hi(tl_u64_of(b[2 * h], b[2 * h + 1]), range, &lo);
+    }
+    return hi;
+}
+TL_RND_FN tl_rnd_u64 tl_rnd_bounded64(const tl_rnd_u32 key[2], tl_rnd_u64 block, int h, tl_rnd_u64 x,
+                                      tl_rnd_u64 range, tl_rnd_u64 reject) {
+    if (range == 0) return x;
+    tl_rnd_u64 lo, hi = tl_rnd_mul64_hi(x, range, &lo);
+    return lo < reject ? tl_rnd_redraw64(key, block, h, range, reject) : hi;
 }
 
 #endif

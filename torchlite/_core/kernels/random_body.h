@@ -119,13 +119,9 @@ static void TL_SFX(tl_rnd_uniform_f32)(const tl_rnd_req* q, int64_t g, void* vou
 TL_INLINE void TL_SFX(tl_rnd_std_normal_f32)(const tl_rnd_req* q, int64_t g, float* z) {
     TL_RND_WORDS(q, g, w);
     for (int h = 0; h < 2; h++)
-        for (int i = 0; i < TL_PHILOX_LANES; i++) {
-            float r = sqrtf(-2.0f * tl_rnd_logf(tl_u01f_open(w[2 * h][i])));
-            float s, c;
-            tl_rnd_sincos_turns(tl_u01f(w[2 * h + 1][i], 24, 0x1p-24f), &s, &c);
-            z[(2 * h) * TL_PHILOX_LANES + i] = r * c;
-            z[(2 * h + 1) * TL_PHILOX_LANES + i] = r * s;
-        }
+        for (int i = 0; i < TL_PHILOX_LANES; i++)
+            tl_rnd_normal_pair_f32(w[2 * h][i], w[2 * h + 1][i], &z[(2 * h) * TL_PHILOX_LANES + i],
+                                   &z[(2 * h + 1) * TL_PHILOX_LANES + i]);
 }
 
 static void TL_SFX(tl_rnd_normal_f32)(const tl_rnd_req* q, int64_t g, void* vout) {
@@ -139,7 +135,7 @@ static void TL_SFX(tl_rnd_log_normal_f32)(const tl_rnd_req* q, int64_t g, void* 
     float* out = (float*)vout;
     const float mean = (float)q->a, std = (float)q->b;
     TL_SFX(tl_rnd_std_normal_f32)(q, g, out);
-    for (int j = 0; j < 4 * TL_PHILOX_LANES; j++) out[j] = tl_expf(out[j] * std + mean);
+    for (int j = 0; j < 4 * TL_PHILOX_LANES; j++) out[j] = tl_rnd_expf(out[j] * std + mean);
 }
 
 static void TL_SFX(tl_rnd_exponential_f32)(const tl_rnd_req* q, int64_t g, void* vout) {
@@ -148,20 +144,16 @@ static void TL_SFX(tl_rnd_exponential_f32)(const tl_rnd_req* q, int64_t g, void*
     const float lambd = (float)q->a;
     for (int k = 0; k < 4; k++)
         for (int i = 0; i < TL_PHILOX_LANES; i++)
-            out[k * TL_PHILOX_LANES + i] = -tl_rnd_logf(tl_u01f_open(w[k][i])) / lambd;
+            out[k * TL_PHILOX_LANES + i] = tl_rnd_exponential_f32(w[k][i], lambd);
 }
 
-/* tan(pi (u - 1/2)) = -cos(pi u) / sin(pi u), with u in (0, 1) so sin(pi u) > 0. */
 static void TL_SFX(tl_rnd_cauchy_f32)(const tl_rnd_req* q, int64_t g, void* vout) {
     TL_RND_WORDS(q, g, w);
     float* out = (float*)vout;
     const float median = (float)q->a, sigma = (float)q->b;
     for (int k = 0; k < 4; k++)
-        for (int i = 0; i < TL_PHILOX_LANES; i++) {
-            float s, c;
-            tl_rnd_sincos_turns(tl_u01f_open(w[k][i]) * 0.5f, &s, &c);
-            out[k * TL_PHILOX_LANES + i] = median + sigma * (-c / s);
-        }
+        for (int i = 0; i < TL_PHILOX_LANES; i++)
+            out[k * TL_PHILOX_LANES + i] = tl_rnd_cauchy_f32(w[k][i], median, sigma);
 }
 
 /* ---- float64: two words per element (words 2h, 2h+1 of block i give element 16h + i) ---- */
@@ -180,13 +172,8 @@ static void TL_SFX(tl_rnd_uniform_f64)(const tl_rnd_req* q, int64_t g, void* vou
  * element 16 + i is the sine partner. */
 TL_INLINE void TL_SFX(tl_rnd_std_normal_f64)(const tl_rnd_req* q, int64_t g, double* z) {
     TL_RND_WORDS(q, g, w);
-    for (int i = 0; i < TL_PHILOX_LANES; i++) {
-        double r = sqrt(-2.0 * tl_rnd_log(tl_u01d_open(TL_RND_X64(w, 0, i))));
-        double s, c;
-        tl_rnd_sincos_turns_d(tl_u01d(TL_RND_X64(w, 1, i)), &s, &c);
-        z[i] = r * c;
-        z[TL_PHILOX_LANES + i] = r * s;
-    }
+    for (int i = 0; i < TL_PHILOX_LANES; i++)
+        tl_rnd_normal_pair_f64(TL_RND_X64(w, 0, i), TL_RND_X64(w, 1, i), &z[i], &z[TL_PHILOX_LANES + i]);
 }
 
 static void TL_SFX(tl_rnd_normal_f64)(const tl_rnd_req* q, int64_t g, void* vout) {
@@ -206,28 +193,24 @@ static void TL_SFX(tl_rnd_exponential_f64)(const tl_rnd_req* q, int64_t g, void*
     double* out = (double*)vout;
     for (int h = 0; h < 2; h++)
         for (int i = 0; i < TL_PHILOX_LANES; i++)
-            out[h * TL_PHILOX_LANES + i] = -tl_rnd_log(tl_u01d_open(TL_RND_X64(w, h, i))) / q->a;
+            out[h * TL_PHILOX_LANES + i] = tl_rnd_exponential_f64(TL_RND_X64(w, h, i), q->a);
 }
 
 static void TL_SFX(tl_rnd_cauchy_f64)(const tl_rnd_req* q, int64_t g, void* vout) {
     TL_RND_WORDS(q, g, w);
     double* out = (double*)vout;
     for (int h = 0; h < 2; h++)
-        for (int i = 0; i < TL_PHILOX_LANES; i++) {
-            double u = tl_u01d_open(TL_RND_X64(w, h, i));
-            out[h * TL_PHILOX_LANES + i] = q->a + q->b * tan(3.14159265358979323846 * (u - 0.5));
-        }
+        for (int i = 0; i < TL_PHILOX_LANES; i++)
+            out[h * TL_PHILOX_LANES + i] = tl_rnd_cauchy_f64(TL_RND_X64(w, h, i), q->a, q->b);
 }
 
-/* ceil(log(u) / log(1 - p)); q->b holds log1p(-p).  Always >= 1 since u < 1. */
+/* q->b holds log1p(-p) */
 static void TL_SFX(tl_rnd_geometric_f64)(const tl_rnd_req* q, int64_t g, void* vout) {
     TL_RND_WORDS(q, g, w);
     double* out = (double*)vout;
     for (int h = 0; h < 2; h++)
-        for (int i = 0; i < TL_PHILOX_LANES; i++) {
-            double v = ceil(log(tl_u01d_open(TL_RND_X64(w, h, i))) / q->b);
-            out[h * TL_PHILOX_LANES + i] = v < 1.0 ? 1.0 : v;
-        }
+        for (int i = 0; i < TL_PHILOX_LANES; i++)
+            out[h * TL_PHILOX_LANES + i] = tl_rnd_geometric_f64(TL_RND_X64(w, h, i), q->b);
 }
 
 /* ---- Bernoulli: one word per element, P(word < thresh) = thresh / 2^32 ------------------- */
@@ -256,10 +239,10 @@ TL_RND_BERNOULLI(double, tl_rnd_bernoulli_f64)
 TL_RND_BERNOULLI(int64_t, tl_rnd_bernoulli_i64)
 #undef TL_RND_BERNOULLI
 
-/* ---- bounded integers: Lemire's multiply-shift with rejection (exactly unbiased) --------- */
-/* low + floor(x * range / 2^32) for a 32-bit word x, rejected when the low half of the
- * product is below (2^32 - range) mod range; a rejected element redraws from the same word
- * of its block at draw numbers 1, 2, ...  range == 2^32 takes the word as it is. */
+/* ---- bounded integers: Lemire's multiply-shift with rejection (tl_rnd_bounded32/64) ------- */
+/* low + floor(x * range / 2^32) for a 32-bit word x (range == 2^32 takes the word as it is).
+ * A first pass computes every element without its redraws (the loop vectorises); only when an
+ * element of the group was rejected does a second pass redraw. */
 static void TL_SFX(tl_rnd_randint_i64)(const tl_rnd_req* q, int64_t g, void* vout) {
     TL_RND_WORDS(q, g, w);
     int64_t* out = (int64_t*)vout;
@@ -274,37 +257,19 @@ static void TL_SFX(tl_rnd_randint_i64)(const tl_rnd_req* q, int64_t g, void* vou
         }
     if (!any) return;
     for (int k = 0; k < 4; k++)
-        for (int i = 0; i < TL_PHILOX_LANES; i++) {
-            uint64_t m = (uint64_t)w[k][i] * range;
-            for (uint32_t draw = 1; (uint32_t)m < reject; draw++) {
-                uint32_t blk[4];
-                tl_philox_block(q->key, q->base + (uint64_t)g * TL_PHILOX_LANES + i, draw, blk);
-                m = (uint64_t)blk[k] * range;
-            }
-            out[k * TL_PHILOX_LANES + i] = (int64_t)(low + (m >> 32));
-        }
+        for (int i = 0; i < TL_PHILOX_LANES; i++)
+            out[k * TL_PHILOX_LANES + i] = (int64_t)(low + tl_rnd_bounded32(
+                q->key, q->base + (uint64_t)g * TL_PHILOX_LANES + i, k, w[k][i], range, reject));
 }
 
 /* 64-bit words for ranges above 2^32; range == 0 stands for 2^64. */
-TL_INLINE uint64_t TL_SFX(tl_rnd_bounded64)(const tl_rnd_req* q, uint64_t x, uint64_t range, uint64_t reject,
-                                    int64_t g, int h, int i) {
-    if (range == 0) return x;
-    uint64_t lo, hi = tl_mul64_hi(x, range, &lo);
-    for (uint32_t draw = 1; lo < reject; draw++) {
-        uint32_t blk[4];
-        tl_philox_block(q->key, q->base + (uint64_t)g * TL_PHILOX_LANES + i, draw, blk);
-        hi = tl_mul64_hi(tl_u64_of(blk[2 * h], blk[2 * h + 1]), range, &lo);
-    }
-    return hi;
-}
-
 static void TL_SFX(tl_rnd_randint_wide_i64)(const tl_rnd_req* q, int64_t g, void* vout) {
     TL_RND_WORDS(q, g, w);
     int64_t* out = (int64_t*)vout;
     for (int h = 0; h < 2; h++)
         for (int i = 0; i < TL_PHILOX_LANES; i++)
-            out[h * TL_PHILOX_LANES + i] = (int64_t)((uint64_t)q->low +
-                TL_SFX(tl_rnd_bounded64)(q, TL_RND_X64(w, h, i), q->range, q->reject, g, h, i));
+            out[h * TL_PHILOX_LANES + i] = (int64_t)((uint64_t)q->low + tl_rnd_bounded64(
+                q->key, q->base + (uint64_t)g * TL_PHILOX_LANES + i, h, TL_RND_X64(w, h, i), q->range, q->reject));
 }
 
 /* randperm's draws: element e is uniform on [0, e] (range e + 1 < 2^32 here). */
@@ -315,16 +280,8 @@ static void TL_SFX(tl_rnd_below_index_i64)(const tl_rnd_req* q, int64_t g, void*
     for (int k = 0; k < 4; k++)
         for (int i = 0; i < TL_PHILOX_LANES; i++) {
             uint32_t range = (uint32_t)(e0 + k * TL_PHILOX_LANES + i + 1);
-            uint64_t m = (uint64_t)w[k][i] * range;
-            if ((uint32_t)m < range) {          /* only then can it need a redraw */
-                uint32_t reject = (0u - range) % range;
-                for (uint32_t draw = 1; (uint32_t)m < reject; draw++) {
-                    uint32_t blk[4];
-                    tl_philox_block(q->key, q->base + (uint64_t)g * TL_PHILOX_LANES + i, draw, blk);
-                    m = (uint64_t)blk[k] * range;
-                }
-            }
-            out[k * TL_PHILOX_LANES + i] = (int64_t)(m >> 32);
+            out[k * TL_PHILOX_LANES + i] = (int64_t)tl_rnd_bounded32_lazy(
+                q->key, q->base + (uint64_t)g * TL_PHILOX_LANES + i, k, w[k][i], range);
         }
 }
 
@@ -335,8 +292,8 @@ static void TL_SFX(tl_rnd_below_index_wide_i64)(const tl_rnd_req* q, int64_t g, 
     for (int h = 0; h < 2; h++)
         for (int i = 0; i < TL_PHILOX_LANES; i++) {
             uint64_t range = (uint64_t)(e0 + h * TL_PHILOX_LANES + i + 1);
-            out[h * TL_PHILOX_LANES + i] = (int64_t)TL_SFX(tl_rnd_bounded64)(
-                q, TL_RND_X64(w, h, i), range, (0u - range) % range, g, h, i);
+            out[h * TL_PHILOX_LANES + i] = (int64_t)tl_rnd_bounded64(
+                q->key, q->base + (uint64_t)g * TL_PHILOX_LANES + i, h, TL_RND_X64(w, h, i), range, (0u - range) % range);
         }
 }
 

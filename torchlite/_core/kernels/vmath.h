@@ -6,30 +6,12 @@
 #define TL_VMATH_H
 #include <string.h>
 #include "types.h"
+#include "random_math.h"      /* tl_rnd_expf, tl_rnd_pow2i */
 
-TL_INLINE float tl_pow2i(int32_t k) { return tl_bits_f32((uint32_t)(k + 127) << 23); }
-
-TL_INLINE float tl_expf(float x) {
-    /* clamp, reduce x = k ln2 + r with |r| <= ln2/2, then exp(r) by a degree-6 polynomial */
-    float xc = x > 88.72283935546875f ? 88.72283935546875f : x;
-    xc = xc < -103.972084045410f ? -103.972084045410f : xc;
-    float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   /* round to int */
-    float r = xc - kf * 0.693359375f;
-    r = r - kf * -2.12194440e-4f;
-    float z = r * r;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * z + r + 1.0f;
-    int32_t k = (int32_t)kf;
-    int32_t k1 = k >> 1;                      /* split the scale so subnormal results stay exact */
-    float y = p * tl_pow2i(k1) * tl_pow2i(k - k1);
-    y = x > 88.72283935546875f ? INFINITY : y;
-    return x != x ? x : y;
-}
+/* exp: Cephes' expf, one source with the GPU's samplers (cuda_kernels/tl_random_math.cuh,
+ * through random_math.h) */
+#define tl_pow2i tl_rnd_pow2i
+TL_INLINE float tl_expf(float x) { return tl_rnd_expf(x); }
 
 TL_INLINE float tl_logf(float x) {
     /* x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then log(m) by a degree-9 polynomial in m-1.
