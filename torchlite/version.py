@@ -2,6 +2,8 @@
 GPU kernels compile with here -- torchlite compiles them at run time, so this is the loaded
 NVRTC's "major.minor", or None without one; git_version, the commit of a source checkout (or
 "unknown" for an installed wheel); debug (False) and hip (None) as scripts print them."""
+from __future__ import annotations
+
 import os
 
 __version__ = "0.1.0"

@@ -1,5 +1,13 @@
 """torch._dynamo.explain: what compiling a function does -- how many graphs, where it breaks."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..compiler._compile import Compiled, recording
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["explain", "ExplainOutput"]
 
@@ -8,7 +16,7 @@ class ExplainOutput:
     """graphs (the captured fx Graphs), graph_count, graph_break_count, break_reasons (each
     with the construct and the line), op_count and ops_per_graph (the call nodes of each)."""
 
-    def __init__(self, graphs, breaks):
+    def __init__(self, graphs: list[Any], breaks: list[str]) -> None:
         self.graphs = graphs
         self.graph_count = len(graphs)
         self.break_reasons = breaks
@@ -17,7 +25,7 @@ class ExplainOutput:
                               for g in graphs]
         self.op_count = sum(len(ops) for ops in self.ops_per_graph)
 
-    def __str__(self):
+    def __str__(self) -> str:
         lines = [f"Graph Count: {self.graph_count}",
                  f"Graph Break Count: {self.graph_break_count}",
                  f"Op Count: {self.op_count}"]
@@ -30,7 +38,8 @@ class ExplainOutput:
     __repr__ = __str__
 
 
-def explain(fn, *extra_args, **extra_kwargs):
+def explain(fn: Callable[..., Any], *extra_args: Any,
+            **extra_kwargs: Any) -> Callable[..., ExplainOutput] | ExplainOutput:
     """explain(fn)(*args, **kwargs) -> ExplainOutput of compiling fn and calling it once."""
     def run(*args, **kwargs):
         compiled = Compiled(fn)

@@ -1,4 +1,5 @@
 """torch._dynamo.exc's errors, as torchlite.compile raises them."""
+from __future__ import annotations
 
 __all__ = ["Unsupported", "TorchDynamoException", "BackendCompilerFailed"]
 

@@ -13,14 +13,23 @@ dispatch key the same way), so a fused op's own internals keep the dtypes it cho
 are Tensor.to calls, so gradients flow back through them in the parameters' dtype.
 
 The state (enabled flag, dtype per device type, cache flag) is thread-local, as in PyTorch."""
+from __future__ import annotations
+
 import functools
 import inspect
 import threading
 import warnings
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .. import _autocast_state
 from .._tensor import Tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .._dtype import dtype
 
 __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "set_autocast_enabled",
            "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
@@ -46,17 +55,17 @@ def _check_device_type(device_type):
     return device_type
 
 
-def is_autocast_available(device_type):
+def is_autocast_available(device_type: str) -> bool:
     """True for the device types autocast supports ('cpu' and 'cuda')."""
     return device_type in _DEVICE_TYPES
 
 
-def is_autocast_enabled(device_type="cuda"):
+def is_autocast_enabled(device_type: str = "cuda") -> bool:
     """Whether autocast is on for `device_type` in this thread."""
     return _state.enabled[_check_device_type(device_type)]
 
 
-def set_autocast_enabled(device_type, enabled=None):
+def set_autocast_enabled(device_type: str | bool, enabled: bool | None = None) -> None:
     """set_autocast_enabled(device_type, enabled); the older one-argument form
     set_autocast_enabled(enabled) means 'cuda' (deprecated in PyTorch)."""
     if enabled is None and isinstance(device_type, bool):
@@ -85,24 +94,24 @@ def _install():
             _POLICY_OF.update(table)
 
 
-def get_autocast_dtype(device_type):
+def get_autocast_dtype(device_type: str) -> dtype:
     """The dtype autocast uses for `device_type`'s lower-precision ops in this thread."""
     return _state.dtype[_check_device_type(device_type)]
 
 
-def set_autocast_dtype(device_type, dtype):
+def set_autocast_dtype(device_type: str, dtype: dtype) -> None:
     _state.dtype[_check_device_type(device_type)] = dtype
 
 
-def is_autocast_cache_enabled():
+def is_autocast_cache_enabled() -> bool:
     return _state.cache_enabled
 
 
-def set_autocast_cache_enabled(enabled):
+def set_autocast_cache_enabled(enabled: bool) -> None:
     _state.cache_enabled = bool(enabled)
 
 
-def clear_autocast_cache():
+def clear_autocast_cache() -> None:
     _state.cache.clear()
 
 
@@ -119,7 +128,8 @@ class autocast:
     each leaf tensor that requires grad (the weights) for the whole region instead of casting it
     again at every use.  Regions nest; autocast(..., enabled=False) turns it off inside."""
 
-    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+    def __init__(self, device_type: str, dtype: dtype | None = None, enabled: bool = True,
+                 cache_enabled: bool | None = None) -> None:
         self.device = _check_device_type(device_type)
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None \
@@ -140,7 +150,7 @@ class autocast:
                 self._enabled = False
         self._saved = []
 
-    def __enter__(self):
+    def __enter__(self) -> autocast:
         if self._enabled:
             _install()
         s = _state
@@ -152,7 +162,7 @@ class autocast:
         _refresh_active()
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         s = _state
         s.enabled[self.device], s.dtype[self.device], s.cache_enabled = self._saved.pop()
         s.nesting -= 1
@@ -161,7 +171,7 @@ class autocast:
         _refresh_active()
         return False
 
-    def __call__(self, func):
+    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def decorated(*args, **kwargs):
             with autocast(self.device, self.fast_dtype, self._enabled, self._cache_enabled):
@@ -170,7 +180,8 @@ class autocast:
 
 
 # ---- custom autograd Functions (torch.amp.custom_fwd / custom_bwd) --------------------------
-def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
+def custom_fwd(fwd: Callable[..., Any] | None = None, *, device_type: str,
+               cast_inputs: dtype | None = None) -> Callable[..., Any]:
     """Decorator for a custom Function's forward: with cast_inputs, inside an enabled autocast
     region the forward runs with autocast off and its floating inputs cast to cast_inputs."""
     _check_device_type(device_type)
@@ -188,7 +199,7 @@ def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
     return decorated
 
 
-def custom_bwd(bwd=None, *, device_type):
+def custom_bwd(bwd: Callable[..., Any] | None = None, *, device_type: str) -> Callable[..., Any]:
     """Decorator for a custom Function's backward (kept for API compatibility: torchlite runs
     backward with autocast off, as PyTorch recommends)."""
     _check_device_type(device_type)
@@ -358,44 +369,44 @@ def _deprecated(old, new):
                   DeprecationWarning, stacklevel=3)
 
 
-def is_autocast_cpu_enabled():
+def is_autocast_cpu_enabled() -> bool:
     _deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')")
     return is_autocast_enabled("cpu")
 
 
-def set_autocast_cpu_enabled(enabled):
+def set_autocast_cpu_enabled(enabled: bool) -> None:
     _deprecated("set_autocast_cpu_enabled", "set_autocast_enabled('cpu', enabled)")
     set_autocast_enabled("cpu", enabled)
 
 
-def get_autocast_cpu_dtype():
+def get_autocast_cpu_dtype() -> dtype:
     _deprecated("get_autocast_cpu_dtype", "get_autocast_dtype('cpu')")
     return get_autocast_dtype("cpu")
 
 
-def set_autocast_cpu_dtype(dtype):
+def set_autocast_cpu_dtype(dtype: dtype) -> None:
     _deprecated("set_autocast_cpu_dtype", "set_autocast_dtype('cpu', dtype)")
     set_autocast_dtype("cpu", dtype)
 
 
-def get_autocast_gpu_dtype():
+def get_autocast_gpu_dtype() -> dtype:
     _deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')")
     return get_autocast_dtype("cuda")
 
 
-def set_autocast_gpu_dtype(dtype):
+def set_autocast_gpu_dtype(dtype: dtype) -> None:
     _deprecated("set_autocast_gpu_dtype", "set_autocast_dtype('cuda', dtype)")
     set_autocast_dtype("cuda", dtype)
 
 
-def autocast_increment_nesting():
+def autocast_increment_nesting() -> int:
     """Open one more autocast level on this thread (what autocast.__enter__ does); returns the
     new depth."""
     _state.nesting += 1
     return _state.nesting
 
 
-def autocast_decrement_nesting():
+def autocast_decrement_nesting() -> int:
     """Close one autocast level; the cast cache is cleared when the last one closes.  Returns
     the new depth."""
     _state.nesting = max(_state.nesting - 1, 0)

@@ -10,14 +10,23 @@
 The scale and the growth tracker are one-element tensors on the device of the first scaled
 output (float32 and int32, as PyTorch's); the inf/NaN check stays on the device until step
 reads it.  Works on CPU tensors too."""
+from __future__ import annotations
+
 import enum
 from collections import abc, defaultdict
+from typing import TYPE_CHECKING
 
 from .. import _dtype as D
 from .._tensor import Tensor
 from .._ops import creation as _C
 from .._ops import joining as _J
 from ..autograd.grad_mode import no_grad
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from ..optim.optimizer import Optimizer
 
 
 class OptState(enum.Enum):
@@ -31,8 +40,8 @@ def _fresh_optimizer_state():
 
 
 class GradScaler:
-    def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0,
-                 backoff_factor=0.5, growth_interval=2000, enabled=True):
+    def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:
         self._device = str(device)
         self._enabled = bool(enabled)
         if self._enabled and self._device == "cuda":
@@ -68,7 +77,7 @@ class GradScaler:
             raise RuntimeError(f"Attempted {funcname} but _scale is None.  " + fix)
         return self._scale, self._growth_tracker
 
-    def scale(self, outputs):
+    def scale(self, outputs: Tensor | Iterable[Any]) -> Tensor | Iterable[Any]:
         """outputs (a tensor, or nested iterables of tensors) multiplied by the scale."""
         if not self._enabled:
             return outputs
@@ -104,7 +113,7 @@ class GradScaler:
         return {dev: _J.stack(flags).any().to(D.float32)
                 for dev, flags in bad_per_device.items()}
 
-    def unscale_(self, optimizer):
+    def unscale_(self, optimizer: Optimizer) -> None:
         """Divide optimizer's gradients by the scale (at most once between updates)."""
         if not self._enabled:
             return
@@ -121,7 +130,7 @@ class GradScaler:
         state["stage"] = OptState.UNSCALED
 
     # -- step ----------------------------------------------------------------------------
-    def step(self, optimizer, *args, **kwargs):
+    def step(self, optimizer: Optimizer, *args: Any, **kwargs: Any) -> float | None:
         """optimizer.step(*args, **kwargs) unless a gradient held an inf or NaN (then None)."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
@@ -143,7 +152,7 @@ class GradScaler:
         return retval
 
     # -- update --------------------------------------------------------------------------
-    def update(self, new_scale=None):
+    def update(self, new_scale: float | Tensor | None = None) -> None:
         """Back the scale off after a skipped step, grow it after growth_interval clean steps
         (or set it to new_scale); then a new iteration may unscale and step again."""
         if not self._enabled:
@@ -186,28 +195,28 @@ class GradScaler:
         self._growth_tracker.fill_(successful)
 
     # -- queries and settings ------------------------------------------------------------
-    def get_scale(self):
+    def get_scale(self) -> float:
         """The current scale as a Python float (1.0 when disabled)."""
         if not self._enabled:
             return 1.0
         return self._init_scale if self._scale is None else self._scale.item()
 
-    def get_growth_factor(self):
+    def get_growth_factor(self) -> float:
         return self._growth_factor
 
-    def set_growth_factor(self, new_factor):
+    def set_growth_factor(self, new_factor: float) -> None:
         self._growth_factor = new_factor
 
-    def get_backoff_factor(self):
+    def get_backoff_factor(self) -> float:
         return self._backoff_factor
 
-    def set_backoff_factor(self, new_factor):
+    def set_backoff_factor(self, new_factor: float) -> None:
         self._backoff_factor = new_factor
 
-    def get_growth_interval(self):
+    def get_growth_interval(self) -> int:
         return self._growth_interval
 
-    def set_growth_interval(self, new_interval):
+    def set_growth_interval(self, new_interval: int) -> None:
         self._growth_interval = new_interval
 
     def _get_growth_tracker(self):
@@ -217,10 +226,10 @@ class GradScaler:
             return self._init_growth_tracker
         return self._growth_tracker.item()
 
-    def is_enabled(self):
+    def is_enabled(self) -> bool:
         return self._enabled
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """PyTorch's layout: scale, growth_factor, backoff_factor, growth_interval,
         _growth_tracker ({} when disabled)."""
         if not self._enabled:
@@ -230,7 +239,7 @@ class GradScaler:
                 "growth_interval": self._growth_interval,
                 "_growth_tracker": self._get_growth_tracker()}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         if not self._enabled:
             return
         if len(state_dict) == 0:

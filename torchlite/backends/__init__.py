@@ -7,6 +7,8 @@ kernel is deterministic (the CUDA scatter_add/index_add atomics excepted, see
 torchlite.use_deterministic_algorithms).  The flags are kept and can be read back; they do not
 change what torchlite computes.
 """
+from __future__ import annotations
+
 from . import cpu, cuda, cudnn, mps
 
 __all__ = ["cpu", "cuda", "cudnn", "mps"]

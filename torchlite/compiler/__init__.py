@@ -23,10 +23,19 @@ backend: "inductor" (the default: all passes and fusion), "eager" or "aot_eager"
 and guards only: the graph replays the eager ops, for finding graph breaks), or a callable
 backend(graph_module, example_inputs) -> callable, PyTorch's custom-backend protocol.
 options: {"fusion": False} turns fusion off."""
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 from ._compile import Compiled, is_compiling, reset, disabled as _disabled_block
 from ._config import config  # noqa: F401  (torchlite._dynamo.config)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..nn.modules.module import Module
 
 __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
            "OptimizedModule", "allow_in_graph"]
@@ -36,8 +45,9 @@ _BACKENDS = ("inductor", "eager", "aot_eager")
 _OPTIONS = ("fusion",)
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, mode=None, backend="inductor",
-            options=None, disable=False):
+def compile(model: Module | Callable[..., Any] | None = None, *, fullgraph: bool = False,
+            dynamic: bool | None = None, mode: str | None = None, backend: str | Callable[..., Any] = "inductor",
+            options: dict[str, Any] | None = None, disable: bool = False) -> Callable[..., Any]:
     """Compile a module or a function (PyTorch's torch.compile): returns an OptimizedModule
     for a module, a compiled function for a function; without `model`, a decorator."""
     if model is None:
@@ -76,25 +86,25 @@ def _optimized_module_class():
         module itself (its parameters, buffers and submodules are this module's, under the
         `_orig_mod.` prefix, as in PyTorch); other attributes are read from it."""
 
-        def __init__(self, mod, compiled):
+        def __init__(self, mod: Module, compiled: Callable[..., Any]) -> None:
             super().__init__()
             self._orig_mod = mod
             object.__setattr__(self, "_compiled", compiled)
             self.training = mod.training
 
-        def __call__(self, *args, **kwargs):
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
             return self._compiled(*args, **kwargs)
 
-        def forward(self, *args, **kwargs):
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
             return self._compiled(*args, **kwargs)
 
-        def __getattr__(self, name):
+        def __getattr__(self, name: str) -> Any:
             try:
                 return super().__getattr__(name)
             except AttributeError:
                 return getattr(self._modules["_orig_mod"], name)
 
-        def __repr__(self):
+        def __repr__(self) -> str:
             return f"OptimizedModule({self._orig_mod!r})"
     return OptimizedModule
 
@@ -102,7 +112,8 @@ def _optimized_module_class():
 OptimizedModule = _optimized_module_class()
 
 
-def disable(fn=None, recursive=True, *, reason=None):
+def disable(fn: Callable[..., Any] | None = None, recursive: bool = True, *,
+            reason: str | None = None) -> Callable[..., Any]:
     """Run fn eagerly, never captured (torch.compiler.disable): inside a compiled model a call
     of fn is a graph break; with recursive=True, compiled callables it calls run eagerly too."""
     if fn is None:
@@ -123,11 +134,11 @@ def disable(fn=None, recursive=True, *, reason=None):
     return eager
 
 
-def is_dynamo_compiling():
+def is_dynamo_compiling() -> bool:
     return is_compiling()
 
 
-def allow_in_graph(fn):
+def allow_in_graph(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Accepted for PyTorch scripts: torchlite's capture already records calls of
     torchlite's functions and traces through the rest, so fn is returned as it is."""
     return fn

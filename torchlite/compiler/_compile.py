@@ -12,6 +12,8 @@ fullgraph=True raises torchlite._dynamo.exc.Unsupported naming it and its line. 
 the call runs around the break: the breaking function's own code runs eagerly, and each
 submodule it calls is compiled on its own (recursively, so the break shrinks to the smallest
 module that holds it).  explain() reports the graphs and the breaks."""
+from __future__ import annotations
+
 import contextlib
 import inspect
 import threading
@@ -23,13 +25,21 @@ from ..autograd.grad_mode import _state as _grad_state
 from . import _capture, _fusion, _passes, _log
 from ._config import config
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..nn.modules.module import Module
+
 __all__ = ["Compiled", "reset", "is_compiling"]
 
 _local = threading.local()
 _all_compiled = weakref.WeakSet()      # for reset(): every Compiled alive
 
 
-def is_compiling():
+def is_compiling() -> bool:
     """True while torchlite.compile captures a graph (PyTorch's torch.compiler.is_compiling)."""
     return getattr(_local, "capturing", 0) > 0
 
@@ -86,8 +96,9 @@ class Compiled:
     """A compiled module or function (what torchlite.compile returns for a function, and what
     OptimizedModule and Module.compile call)."""
 
-    def __init__(self, target, *, fullgraph=False, dynamic=None, mode=None, backend="inductor",
-                 options=None):
+    def __init__(self, target: Module | Callable[..., Any], *, fullgraph: bool = False,
+                 dynamic: bool | None = None, mode: str | None = None, backend: str | Callable[..., Any] = "inductor",
+                 options: dict[str, Any] | None = None) -> None:
         from ..nn.modules.module import Module
         self.target = target
         self.module = target if isinstance(target, Module) else _bound_module(target)
@@ -105,7 +116,7 @@ class Compiled:
         self.__wrapped__ = target
 
     # ---- the call --------------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _disabled() or is_compiling() or _autocast_on():
             return self._eager(args, kwargs)
         try:
@@ -287,7 +298,7 @@ class Compiled:
         finally:
             _local.splitting = prev
 
-    def reset(self):
+    def reset(self) -> None:
         self.cache.clear()
         self.dynamic_cache.clear()
         self._static_shapeless.clear()
@@ -359,7 +370,7 @@ def _autocast_on():
     return amp is not None and amp._state.active
 
 
-def reset():
+def reset() -> None:
     """Forget every compiled graph (torch.compiler.reset / torch._dynamo.reset)."""
     for c in list(_all_compiled):
         c.reset()

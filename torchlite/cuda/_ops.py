@@ -7,11 +7,21 @@ NotImplemented for a case it does not cover.  Everything else runs the CPU kerne
 copies of the arguments (torchlite/cuda/_fallback.py): correct and slow.  `torchlite._dispatch
 .cuda_fallback_names()` lists the functions that take that path for every input.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import _array, _copy, _fallback, _state
 from ._registry import KERNEL, NATIVE
 from ._array import CudaArray
 
-def call(op, cpu_fn, device_index, args, kwargs):
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+
+def call(op: tuple[str, str], cpu_fn: Callable[..., Any], device_index: int, args: tuple[Any, ...],
+         kwargs: dict[str, Any]) -> Any:
     fn = NATIVE.get(op)
     if fn is None and _state.kernels_enabled:
         fn = KERNEL.get(op)
@@ -22,7 +32,7 @@ def call(op, cpu_fn, device_index, args, kwargs):
     return _fallback.run_on_host(cpu_fn, device_index, args, kwargs)
 
 
-def create(name, device_index, args):
+def create(name: str, device_index: int, args: tuple[Any, ...]) -> CudaArray:
     """array.empty / full / empty_strided on device `device_index`."""
     if name == "empty":
         shape, dtype = args

@@ -11,6 +11,8 @@ Start the processes with `python -m torchlite.distributed.run --nproc-per-node N
 (or `mpiexec -n N python script.py`).  `import torchlite.distributed` does not start MPI;
 init_process_group does.  docs/distributed.md has the design, the launcher, the fault handling
 and a cost model; torchlite.nn.parallel.DistributedDataParallel trains a model on it."""
+from __future__ import annotations
+
 from ._backend import (Backend, ProcessGroup, GroupMember, group, init_process_group,
                        destroy_process_group, is_initialized, is_available, is_mpi_available,
                        is_gloo_available, is_nccl_available, is_torchelastic_launched,

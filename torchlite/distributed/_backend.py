@@ -4,11 +4,20 @@ Every process group owns an MPI communicator of its own: the default group a dup
 MPI_COMM_WORLD (so a program's own MPI traffic on COMM_WORLD never mixes with ours), and
 `new_group` a sub-communicator.  mpi4py is imported on the first `init_process_group`, not on
 `import torchlite.distributed`: importing mpi4py.MPI starts MPI."""
+from __future__ import annotations
+
 import datetime
 import os
 import sys
 import traceback
 import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
+
+    from .._device import device
 
 __all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_group",
            "destroy_process_group", "is_initialized", "is_available", "is_mpi_available",
@@ -41,37 +50,37 @@ def _mpi():
     return _MPI
 
 
-def is_available():
+def is_available() -> bool:
     """Whether torchlite.distributed can be used here: mpi4py is installed (this does not start
     MPI)."""
     return is_mpi_available()
 
 
-def is_mpi_available():
+def is_mpi_available() -> bool:
     """Whether the MPI backend is there (mpi4py importable; MPI itself is not started)."""
     import importlib.util
     return importlib.util.find_spec("mpi4py") is not None
 
 
-def is_gloo_available():
+def is_gloo_available() -> bool:
     """False: there is no Gloo backend ('gloo' is accepted by init_process_group and runs on
     MPI)."""
     return False
 
 
-def is_nccl_available():
+def is_nccl_available() -> bool:
     """False: the NCCL (GPU) backend is not built yet (docs/distributed.md has its design)."""
     return False
 
 
-def is_backend_available(backend):
+def is_backend_available(backend: str) -> bool:
     """Whether `backend` ('mpi', 'gloo' as an alias of it, 'nccl') can be given to
     init_process_group."""
     name = str(backend).lower()
     return name in ("mpi", "gloo") and is_mpi_available()
 
 
-def is_torchelastic_launched():
+def is_torchelastic_launched() -> bool:
     """Whether this process was started by torchelastic (torchrun); never true under mpiexec or
     torchlite.distributed.run."""
     return os.environ.get("TORCHELASTIC_RUN_ID") is not None
@@ -87,7 +96,7 @@ class Backend(str):
     MPI = "mpi"
     backend_list = [UNDEFINED, GLOO, NCCL, MPI]
 
-    def __new__(cls, name):
+    def __new__(cls, name: str) -> Backend:
         if not isinstance(name, str):
             raise ValueError(f"Backend constructor parameter must be string-ish, got {type(name).__name__}")
         value = name.lower()
@@ -103,7 +112,8 @@ class ProcessGroup:
     `rank()` and `size()` are this process's rank in the group and the group's size;
     `ranks` lists the group's members by their global (COMM_WORLD) rank, in group order."""
 
-    def __init__(self, comm, ranks, timeout, name, debug):
+    def __init__(self, comm: Any, ranks: Iterable[int], timeout: datetime.timedelta, name: str,
+                 debug: bool) -> None:
         self.comm = comm
         self.ranks = list(ranks)
         self._rank = comm.Get_rank()
@@ -113,19 +123,19 @@ class ProcessGroup:
         self.group_name = name
         self.debug = debug
 
-    def rank(self):
+    def rank(self) -> int:
         """This process's rank in the group."""
         return self._rank
 
-    def size(self):
+    def size(self) -> int:
         """The number of processes in the group."""
         return self._size
 
-    def name(self):
+    def name(self) -> str:
         """The backend's name ('mpi')."""
         return Backend.MPI
 
-    def group_rank(self, global_rank, what="rank"):
+    def group_rank(self, global_rank: int, what: str = "rank") -> int:
         """The group rank of a global rank, or ValueError when it is not a member."""
         if not isinstance(global_rank, int) or isinstance(global_rank, bool):
             raise TypeError(f"{what} must be an int, got {type(global_rank).__name__}")
@@ -138,7 +148,7 @@ class ProcessGroup:
                              f"(its ranks are {self.ranks})")
         return r
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"ProcessGroup(name={self.group_name!r}, backend='mpi', rank={self._rank}, "
                 f"size={self._size})")
 
@@ -187,7 +197,7 @@ def _default():
     return _state.world
 
 
-def resolve(group):
+def resolve(group: ProcessGroup | _NonGroupMember | None) -> ProcessGroup | None:
     """The ProcessGroup for a `group` argument (None: the default one), or None when this
     process is not a member (the caller then skips the collective, warning as PyTorch)."""
     if group is None or group is GroupMember.WORLD:
@@ -203,7 +213,7 @@ def resolve(group):
     return group
 
 
-def is_initialized():
+def is_initialized() -> bool:
     """Whether the default process group has been initialised."""
     return _state.world is not None
 
@@ -332,8 +342,10 @@ def _abort_on_uncaught(exc_type, exc, tb):
     _mpi().COMM_WORLD.Abort(1)
 
 
-def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
-                       store=None, group_name="", pg_options=None, device_id=None):
+def init_process_group(backend: str | None = None, init_method: str | None = None,
+                       timeout: datetime.timedelta | None = None, world_size: int = -1, rank: int = -1,
+                       store: Any = None, group_name: str = "", pg_options: Any = None,
+                       device_id: device | int | None = None) -> None:
     """Start the default process group on MPI.
 
     The ranks and the world size are MPI's COMM_WORLD's (start the job with mpiexec, or
@@ -376,7 +388,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     return None
 
 
-def destroy_process_group(group=None):
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
     """Free a process group's communicator; without an argument, every group (the default one
     included, after which init_process_group may be called again).  Like every collective, all
     of the group's ranks must call it.  MPI itself stays up until the interpreter exits."""
@@ -407,21 +419,21 @@ def _free(pg):
         pg.comm = None
 
 
-def get_rank(group=None):
+def get_rank(group: ProcessGroup | None = None) -> int:
     """This process's rank in `group` (the default group when None); -1 when it is not a
     member."""
     pg = resolve(group)
     return -1 if pg is None else pg.rank()
 
 
-def get_world_size(group=None):
+def get_world_size(group: ProcessGroup | None = None) -> int:
     """The number of processes in `group` (the default group when None); -1 for a group this
     process is not part of."""
     pg = resolve(group)
     return -1 if pg is None else pg.size()
 
 
-def get_backend(group=None):
+def get_backend(group: ProcessGroup | None = None) -> Backend:
     """The backend of a group: always 'mpi' (a 'gloo' request runs on MPI)."""
     pg = resolve(group)
     if pg is None:
@@ -429,7 +441,7 @@ def get_backend(group=None):
     return Backend(Backend.MPI)
 
 
-def get_process_group_ranks(group):
+def get_process_group_ranks(group: ProcessGroup | None) -> list[int]:
     """The global ranks of a group's members, in group-rank order."""
     pg = resolve(group)
     if pg is None:
@@ -437,7 +449,7 @@ def get_process_group_ranks(group):
     return list(pg.ranks)
 
 
-def get_global_rank(group, group_rank):
+def get_global_rank(group: ProcessGroup | None, group_rank: int) -> int:
     """The global rank of rank `group_rank` of `group`."""
     pg = resolve(group)
     if pg is None:
@@ -447,7 +459,7 @@ def get_global_rank(group, group_rank):
     return pg.ranks[group_rank]
 
 
-def get_group_rank(group, global_rank):
+def get_group_rank(group: ProcessGroup | None, global_rank: int) -> int:
     """The rank in `group` of the process whose global rank is `global_rank`."""
     pg = resolve(group)
     if pg is None:
@@ -455,8 +467,9 @@ def get_group_rank(group, global_rank):
     return pg.group_rank(global_rank, "global rank")
 
 
-def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
-              group_desc=None, device_id=None):
+def new_group(ranks: Sequence[int] | None = None, timeout: datetime.timedelta | None = None, backend: str | None = None,
+              pg_options: Any = None, use_local_synchronization: bool = False, group_desc: str | None = None,
+              device_id: device | int | None = None) -> ProcessGroup | _NonGroupMember:
     """A process group over `ranks` (global ranks; every rank when None), backed by an MPI
     sub-communicator.  Every process of the default group must call it, members or not
     (with use_local_synchronization=True only the members do); a non-member gets

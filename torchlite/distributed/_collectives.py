@@ -15,13 +15,23 @@ Every argument that can be checked locally is checked before MPI is called (list
 sizes, dtypes, ranks), so a mistake raises instead of hanging.  With
 TORCHLITE_DISTRIBUTED_DEBUG=DETAIL (or TORCH_DISTRIBUTED_DEBUG=DETAIL) each collective first
 compares its name, dtype, shapes and op across the ranks and raises on a mismatch."""
+from __future__ import annotations
+
 import enum
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _backend
 from ._work import Work
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from .._device import device
+    from .._tensor import Tensor
 
 __all__ = ["ReduceOp", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
            "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single",
@@ -296,7 +306,8 @@ def _copy_into(dst, src_flat):
 
 # ---- collectives --------------------------------------------------------------------------------
 
-def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+def all_reduce(tensor: Tensor, op: ReduceOp.RedOpType = ReduceOp.SUM, group: _backend.ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
     """Reduce `tensor` over all ranks of the group, in place: afterwards every rank holds the
     same result.  async_op=True returns a Work (wait() before reading the tensor); otherwise
     None."""
@@ -317,7 +328,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
                 lambda: pg.comm.Iallreduce(MPI.IN_PLACE, b.spec(), mop), finish, [tensor], b)
 
 
-def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+def broadcast(tensor: Tensor, src: int | None = None, group: _backend.ProcessGroup | None = None,
+              async_op: bool = False, group_src: int | None = None) -> Work | None:
     """Copy `tensor` of rank `src` (a global rank; or group_src, a rank in the group) into
     `tensor` on every other rank of the group."""
     _check_tensor(tensor)
@@ -331,7 +343,9 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
                 lambda: pg.comm.Ibcast(b.spec(), root), b.finish, [tensor], b)
 
 
-def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+def reduce(tensor: Tensor, dst: int | None = None, op: ReduceOp.RedOpType = ReduceOp.SUM,
+           group: _backend.ProcessGroup | None = None, async_op: bool = False,
+           group_dst: int | None = None) -> Work | None:
     """Reduce `tensor` over the group into `tensor` on rank `dst` (a global rank; or
     group_dst); the other ranks' tensors are left as they were."""
     _check_tensor(tensor)
@@ -356,7 +370,8 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
                 lambda: pg.comm.Ireduce(b.spec(), None, mop, root), None, [tensor], b)
 
 
-def all_gather(tensor_list, tensor, group=None, async_op=False):
+def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: _backend.ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
     """Every rank's `tensor` into `tensor_list` (one tensor per rank of the group, each of
     `tensor`'s shape and dtype), on every rank."""
     _check_tensor(tensor)
@@ -386,7 +401,8 @@ def _separate(inp, out):
     return inp
 
 
-def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: _backend.ProcessGroup | None = None,
+                           async_op: bool = False) -> Work | None:
     """Every rank's `input_tensor`, concatenated in rank order, into `output_tensor` (of
     world_size times as many elements: stacked (world_size, *shape) or concatenated along
     dimension 0)."""
@@ -408,7 +424,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
                 (src, out))
 
 
-def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+def reduce_scatter(output: Tensor, input_list: list[Tensor], op: ReduceOp.RedOpType = ReduceOp.SUM,
+                   group: _backend.ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Reduce `input_list` (one tensor per rank, each of `output`'s shape) over the group, and
     give rank i the reduction of everyone's input_list[i], in `output`."""
     _check_tensor(output, "output")
@@ -435,7 +452,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
                 finish, [output], (flat, out))
 
 
-def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp.RedOpType = ReduceOp.SUM,
+                          group: _backend.ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Reduce `input` (world_size times `output`'s elements) over the group and give rank i
     the i-th block of the result, in `output`."""
     _check_tensor(output, "output")
@@ -462,7 +480,9 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
                 (src, out))
 
 
-def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | None = None,
+           group: _backend.ProcessGroup | None = None, async_op: bool = False,
+           group_dst: int | None = None) -> Work | None:
     """Every rank's `tensor` into `gather_list` on rank `dst` (one tensor per rank, each of
     `tensor`'s shape and dtype); the other ranks pass no gather_list.  dst defaults to 0."""
     _check_tensor(tensor)
@@ -494,7 +514,9 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
                 lambda: pg.comm.Igather(src.spec(), spec, root), finish, list(gather_list), (src, flat))
 
 
-def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int | None = None,
+            group: _backend.ProcessGroup | None = None, async_op: bool = False,
+            group_src: int | None = None) -> Work | None:
     """Rank `src`'s scatter_list[i] into `tensor` on rank i of the group (scatter_list: one
     tensor per rank, each of `tensor`'s shape and dtype, given on src only).  src defaults
     to 0."""
@@ -549,8 +571,9 @@ def _displs(counts):
     return out
 
 
-def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
-                      async_op=False):
+def all_to_all_single(output: Tensor, input: Tensor, output_split_sizes: Sequence[int] | None = None,
+                      input_split_sizes: Sequence[int] | None = None, group: _backend.ProcessGroup | None = None,
+                      async_op: bool = False) -> Work | None:
     """Split `input` along dimension 0 into one piece per rank (input_split_sizes rows each,
     or equal pieces), send piece j to rank j, and concatenate the pieces received, in rank
     order, into `output` (output_split_sizes rows from each rank)."""
@@ -588,7 +611,8 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
                 lambda: pg.comm.Ialltoallv(sspec, rspec), out.finish, [output], (src, out))
 
 
-def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+def all_to_all(output_tensor_list: list[Tensor], input_tensor_list: list[Tensor],
+               group: _backend.ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Send input_tensor_list[j] to rank j and receive rank j's piece for this rank into
     output_tensor_list[j] (one tensor per rank in each list, all of one dtype)."""
     pg = _pg(group, "all_to_all")
@@ -629,7 +653,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
                 lambda: pg.comm.Ialltoallv(sspec, rspec), finish, list(output_tensor_list), (sflat, rflat))
 
 
-def barrier(group=None, async_op=False, device_ids=None):
+def barrier(group: _backend.ProcessGroup | None = None, async_op: bool = False,
+            device_ids: list[int] | None = None) -> Work | None:
     """Wait until every rank of the group has reached the barrier."""
     pg = _pg(group, "barrier")
     if pg is None:
@@ -654,7 +679,8 @@ def _tag(tag):
     return tag
 
 
-def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+def send(tensor: Tensor, dst: int | None = None, group: _backend.ProcessGroup | None = None, tag: int = 0,
+         group_dst: int | None = None) -> None:
     """Send `tensor` to rank `dst` (blocking until MPI is done with the buffer)."""
     _check_tensor(tensor)
     pg = _pg(group, "send")
@@ -666,7 +692,8 @@ def send(tensor, dst=None, group=None, tag=0, group_dst=None):
     return None
 
 
-def recv(tensor, src=None, group=None, tag=0, group_src=None):
+def recv(tensor: Tensor, src: int | None = None, group: _backend.ProcessGroup | None = None, tag: int = 0,
+         group_src: int | None = None) -> int:
     """Receive into `tensor` from rank `src` (any rank when src and group_src are None);
     returns the sender's global rank."""
     _check_tensor(tensor)
@@ -682,7 +709,8 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
     return pg.ranks[status.Get_source()]
 
 
-def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+def isend(tensor: Tensor, dst: int | None = None, group: _backend.ProcessGroup | None = None, tag: int = 0,
+          group_dst: int | None = None) -> Work | None:
     """Start sending `tensor` to rank `dst`; returns a Work (do not modify the tensor before
     wait())."""
     _check_tensor(tensor)
@@ -694,7 +722,8 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     return Work([pg.comm.Isend(b.spec(), peer, _tag(tag))], None, [tensor], pg.timeout, b)
 
 
-def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+def irecv(tensor: Tensor, src: int | None = None, group: _backend.ProcessGroup | None = None, tag: int = 0,
+          group_src: int | None = None) -> Work | None:
     """Start receiving into `tensor` from rank `src` (any rank when None); returns a Work."""
     _check_tensor(tensor)
     pg = _pg(group, "irecv")
@@ -715,7 +744,8 @@ def _check_list(object_list, name):
         raise TypeError(f"{name} must be a list, got {type(object_list).__name__}")
 
 
-def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+def broadcast_object_list(object_list: list[Any], src: int | None = None, group: _backend.ProcessGroup | None = None,
+                          device: device | str | None = None, group_src: int | None = None) -> None:
     """Rank src's picklable objects into `object_list` on every rank (in place; the list must
     have the same length everywhere).  Pickle runs code when loading: use it only between the
     job's own ranks."""
@@ -735,7 +765,7 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     return None
 
 
-def all_gather_object(object_list, obj, group=None):
+def all_gather_object(object_list: list[Any], obj: Any, group: _backend.ProcessGroup | None = None) -> None:
     """Every rank's picklable `obj` into object_list (one slot per rank of the group)."""
     _check_list(object_list, "object_list")
     pg = _pg(group, "all_gather_object")
@@ -749,7 +779,8 @@ def all_gather_object(object_list, obj, group=None):
     return None
 
 
-def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+def gather_object(obj: Any, object_gather_list: list[Any] | None = None, dst: int | None = None,
+                  group: _backend.ProcessGroup | None = None, group_dst: int | None = None) -> None:
     """Every rank's picklable `obj` into object_gather_list on rank dst (default 0)."""
     pg = _pg(group, "gather_object")
     if pg is None:
@@ -771,8 +802,9 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     return None
 
 
-def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None,
-                        group=None, group_src=None):
+def scatter_object_list(scatter_object_output_list: list[Any], scatter_object_input_list: list[Any] | None = None,
+                        src: int | None = None, group: _backend.ProcessGroup | None = None,
+                        group_src: int | None = None) -> None:
     """Rank src's scatter_object_input_list[i] into scatter_object_output_list[0] on rank i."""
     _check_list(scatter_object_output_list, "scatter_object_output_list")
     if len(scatter_object_output_list) < 1:

@@ -1,6 +1,8 @@
 """What each rank runs under the launcher (torchlite.distributed.run): set torchrun's
 environment variables from what mpiexec put in the environment, then run the user's script as
 __main__ (or a module with -m).  MPI itself is not started here: init_process_group does it."""
+from __future__ import annotations
+
 import os
 import runpy
 import sys
@@ -34,7 +36,7 @@ def _set_environment(master_addr, master_port, nproc_per_node=None):
     os.environ["MASTER_PORT"] = str(master_port)
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     """argv: [--master-addr A] [--master-port P] [--nproc-per-node N] [-m] target [args...]"""
     addr, port, module, nproc = "127.0.0.1", "29500", False, None
     while argv and argv[0] in ("--master-addr", "--master-port", "--nproc-per-node", "-m"):

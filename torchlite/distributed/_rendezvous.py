@@ -14,6 +14,8 @@ The protocol is one JSON object per line over TCP: agent -> server {"node_rank",
 server -> agent {"ok": true} or {"error": message}, and at the end {"exit": status}; agent ->
 server {"abort": signal name}.  Nothing received is executed or unpickled.
 """
+from __future__ import annotations
+
 import json
 import socket
 import time
@@ -69,17 +71,17 @@ def _is_this_machine(address):
 class Agent:
     """A node other than node 0, checked in with node 0's launcher (join)."""
 
-    def __init__(self, sock):
+    def __init__(self, sock: socket.socket) -> None:
         self.sock, self.lines = sock, _Lines(sock)
 
-    def abort(self, reason):
+    def abort(self, reason: str) -> None:
         """Ask node 0 to end the job (a signal reached this launcher)."""
         try:
             _send(self.sock, {"abort": reason})
         except OSError:
             pass
 
-    def wait(self):
+    def wait(self) -> int:
         """The job's exit status, when node 0 reports it (1 if node 0 went away first)."""
         while True:
             try:
@@ -92,7 +94,7 @@ class Agent:
                 return msg["exit"]
 
 
-def join(addr, port, node_rank, nproc, timeout):
+def join(addr: str, port: int, node_rank: int, nproc: int, timeout: float) -> Agent:
     """Check in with node 0's launcher at addr:port (retrying until it listens, for up to
     `timeout` seconds); an Agent, or RendezvousError."""
     deadline = time.monotonic() + timeout
@@ -123,12 +125,12 @@ class Server:
     """Node 0's side: listen (open), gather the other nodes (gather), then report the job's
     end to them (finish)."""
 
-    def __init__(self, port, nnodes, nproc, timeout):
+    def __init__(self, port: int, nnodes: int, nproc: int, timeout: float) -> None:
         self.port, self.nnodes, self.nproc, self.timeout = port, nnodes, nproc, timeout
         self.agents = {}            # node rank -> (socket, host for mpiexec)
         self.listener = None
 
-    def open(self):
+    def open(self) -> Server:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -140,7 +142,7 @@ class Server:
         self.listener = s
         return self
 
-    def gather(self):
+    def gather(self) -> list[str]:
         """Wait for nodes 1 .. M-1; returns the --host list, one entry per node in node order
         ('localhost' for this machine, else the address the node connected from)."""
         deadline = time.monotonic() + self.timeout
@@ -189,10 +191,10 @@ class Server:
             return f"--nproc-per-node {n!r} differs from node 0's {self.nproc}"
         return None
 
-    def sockets(self):
+    def sockets(self) -> list[socket.socket]:
         return [sock for sock, _ in self.agents.values()]
 
-    def finish(self, status):
+    def finish(self, status: int) -> None:
         for sock in self.sockets():
             try:
                 _send(sock, {"exit": status})
@@ -200,7 +202,7 @@ class Server:
             except OSError:
                 pass
 
-    def close(self):
+    def close(self) -> None:
         if self.listener is not None:
             self.listener.close()
         for sock in self.sockets():

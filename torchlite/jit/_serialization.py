@@ -10,11 +10,21 @@ method by a Tensor method's name, and a layer (a call_module node) by a torchlit
 name with its plain attributes (numbers, strings, tuples, dtypes, functions by public name)
 and its parameters and buffers.  Loading accepts only those names: anything else in the file
 raises RuntimeError saying what."""
+from __future__ import annotations
+
 import json
 import math
 import operator
+import os
 
 from .._tensor import Tensor
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
+    from ..nn.modules.module import Module
 
 FORMAT = 1
 _FUNCTION_NAMESPACES = ("torchlite", "torchlite.nn.functional", "torchlite.linalg",
@@ -240,7 +250,7 @@ def _tensor(tensors, key):
 
 
 # ---- save / load ----------------------------------------------------------------------------
-def save(m, f, _extra_files=None):
+def save(m: Module, f: str | os.PathLike[str] | BinaryIO, _extra_files: dict[str, Any] | None = None) -> None:
     """Write a module from torchlite.jit.trace / script (or any torchlite.fx GraphModule) to
     a path or a binary file: its graph and its weights, loadable by torchlite.jit.load in a
     program that does not have the model's class."""
@@ -279,7 +289,8 @@ def save(m, f, _extra_files=None):
                         "tensors": tensors}, f)
 
 
-def load(f, map_location=None, _extra_files=None):
+def load(f: str | os.PathLike[str] | BinaryIO, map_location: Any = None,
+         _extra_files: dict[str, Any] | None = None) -> Module:
     """The module torchlite.jit.save wrote, rebuilt from its graph and weights (a GraphModule
     with .graph and .code).  No code from the file runs: see the module docstring."""
     from .. import serialization

@@ -7,6 +7,8 @@ fixed into the graph, as in PyTorch: an `if` on a tensor takes the branch the ex
 any Python control flow traces, and the result is right only for inputs that would take the
 same path (check_trace compares it with the module on the example inputs).  torchlite.nn's
 own layers stay whole (call_module nodes), as fx does."""
+from __future__ import annotations
+
 import builtins
 import contextlib
 import operator
@@ -18,12 +20,20 @@ from ..fx.graph_module import GraphModule
 from ..fx.node import map_aggregate
 from ..fx.proxy import Attribute, Proxy, SymInt
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..nn.modules.module import Module
+
 __all__ = ["trace", "TracedModule", "TracingCheckError", "is_tracing"]
 
 _state = threading.local()
 
 
-def is_tracing():
+def is_tracing() -> bool:
     """True while torchlite.jit.trace is recording (PyTorch's torch.jit.is_tracing)."""
     return getattr(_state, "depth", 0) > 0
 
@@ -226,10 +236,12 @@ def _tracing():
         _state.depth -= 1
 
 
-def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None,
-          check_tolerance=1e-5, strict=True, _force_outplace=False, _module_class=None,
-          _compilation_unit=None, example_kwarg_inputs=None, _store_inputs=True,
-          _symbolic_sizes=False):
+def trace(func: Module | Callable[..., Any], example_inputs: Tensor | tuple[Any, ...] | None = None,
+          optimize: Any = None, check_trace: bool = True, check_inputs: list[Any] | None = None,
+          check_tolerance: float = 1e-5, strict: bool = True, _force_outplace: bool = False,
+          _module_class: Any = None, _compilation_unit: Any = None,
+          example_kwarg_inputs: dict[str, Any] | None = None, _store_inputs: bool = True,
+          _symbolic_sizes: bool = False) -> GraphModule:
     """Record the ops that func (a Module or a function) runs on example_inputs (a tensor or
     a tuple of them; or example_kwarg_inputs, a dict) as a TracedModule.  Sizes and branches
     are those of the example run.  check_trace: run the traced module on the example inputs

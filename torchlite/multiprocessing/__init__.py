@@ -8,6 +8,7 @@ the script that calls spawn (which each process then imports under the name __mp
 its `if __name__ == "__main__":` block does not run again -- keep the spawn call inside one).
 An exception in a process is raised in the caller as ProcessRaisedException with that process's
 traceback; a process that dies otherwise gives ProcessExitedException."""
+from __future__ import annotations
 
 from multiprocessing import (Array, Barrier, Condition, Event, Lock, Manager, Pipe, Pool,  # noqa: F401
                              Process, Queue, RLock, Semaphore, SimpleQueue, Value, cpu_count,

@@ -1,6 +1,8 @@
 """What each process of spawn runs: take its rank from mpiexec, load fn (importing the caller's
 script as __mp_main__ when fn lives there), call fn(rank, *args); an exception is written for
 the parent (error_<rank>.txt) and raised on."""
+from __future__ import annotations
+
 import os
 import pickle
 import runpy
@@ -9,7 +11,7 @@ import traceback
 import types
 
 
-def main(workdir):
+def main(workdir: str) -> None:
     from ..distributed._entry import _set_environment
     _set_environment("127.0.0.1", 29500)
     rank = int(os.environ.get("RANK", "0"))

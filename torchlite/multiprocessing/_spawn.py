@@ -1,4 +1,6 @@
 """spawn: fn(i, *args) in nprocs processes, the ranks of one mpiexec job (see __init__)."""
+from __future__ import annotations
+
 import os
 import pickle
 import shutil
@@ -6,17 +8,22 @@ import signal
 import subprocess
 import sys
 import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["spawn", "start_processes", "ProcessContext", "ProcessException",
            "ProcessRaisedException", "ProcessExitedException"]
 
 
 class ProcessException(Exception):
-    def __init__(self, msg, error_index, error_pid):
+    def __init__(self, msg: str, error_index: int | None, error_pid: int | None) -> None:
         super().__init__(msg)
         self.msg, self.error_index, self.pid = msg, error_index, error_pid
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.msg, self.error_index, self.pid)
 
 
@@ -27,22 +34,23 @@ class ProcessRaisedException(ProcessException):
 class ProcessExitedException(ProcessException):
     """A process exited (or was killed) without a Python exception."""
 
-    def __init__(self, msg, error_index, error_pid, exit_code, signal_name=None):
+    def __init__(self, msg: str, error_index: int | None, error_pid: int | None, exit_code: int,
+                 signal_name: str | None = None) -> None:
         super().__init__(msg, error_index, error_pid)
         self.exit_code, self.signal_name = exit_code, signal_name
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.msg, self.error_index, self.pid, self.exit_code, self.signal_name)
 
 
 class ProcessContext:
     """The running job: join() waits for it and raises what a process raised."""
 
-    def __init__(self, proc, workdir, nprocs):
+    def __init__(self, proc: subprocess.Popen[bytes], workdir: str, nprocs: int) -> None:
         self.proc, self.workdir, self.nprocs = proc, workdir, nprocs
         self.pids = lambda: [proc.pid]
 
-    def join(self, timeout=None):
+    def join(self, timeout: float | None = None) -> bool:
         """True when every process finished (False on timeout); raises ProcessRaisedException
         or ProcessExitedException for a process that failed."""
         try:
@@ -67,7 +75,8 @@ class ProcessContext:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
+def start_processes(fn: Callable[..., Any], args: tuple[Any, ...] = (), nprocs: int = 1, join: bool = True,
+                    daemon: bool = False, start_method: str = "spawn") -> ProcessContext | None:
     """spawn's body (PyTorch's start_processes): start_method is accepted for PyTorch scripts;
     the processes are always fresh interpreters started by mpiexec."""
     from ..distributed.run import job_environment, mpiexec_prefix
@@ -108,7 +117,8 @@ def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method
     return None
 
 
-def spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
+def spawn(fn: Callable[..., Any], args: tuple[Any, ...] = (), nprocs: int = 1, join: bool = True,
+          daemon: bool = False, start_method: str = "spawn") -> ProcessContext | None:
     """Run fn(i, *args) for i in range(nprocs), each in its own process, the ranks of one MPI
     job (PyTorch's torch.multiprocessing.spawn); join=False returns a ProcessContext."""
     return start_processes(fn, args, nprocs, join, daemon, start_method)

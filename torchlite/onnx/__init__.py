@@ -11,12 +11,22 @@ onnx.checker before the file is written.  Opsets 17 to 21 (default 17).  An op w
 form raises UnsupportedOperatorError naming it and the module it came from.
 
 Importing torchlite.onnx loads nothing; `export` needs `pip install 'torchlite-dl[onnx]'`."""
+from __future__ import annotations
+
 import enum
 import threading
+from typing import TYPE_CHECKING
 
 from . import errors
 from .errors import UnsupportedOperatorError
 from ._export import OperatorExportTypes, SUPPORTED_OPSETS, TrainingMode
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+    from .._tensor import Tensor
+    from ..nn.modules.module import Module
 
 __all__ = ["export", "is_in_onnx_export", "OperatorExportTypes", "TrainingMode", "errors",
            "UnsupportedOperatorError", "SUPPORTED_OPSETS"]
@@ -24,15 +34,18 @@ __all__ = ["export", "is_in_onnx_export", "OperatorExportTypes", "TrainingMode",
 _state = threading.local()
 
 
-def is_in_onnx_export():
+def is_in_onnx_export() -> bool:
     """True while torchlite.onnx.export is tracing a model."""
     return getattr(_state, "exporting", False)
 
 
-def export(model, args=(), f=None, input_names=None, output_names=None, dynamic_axes=None,
-           opset_version=None, do_constant_folding=True, export_params=True, verbose=False,
-           kwargs=None, training=TrainingMode.EVAL, operator_export_type=None,
-           keep_initializers_as_inputs=False, **unused):
+def export(model: Module | Callable[..., Any], args: Tensor | tuple[Any, ...] = (), f: Any = None,
+           input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+           dynamic_axes: Mapping[str, Mapping[int, str] | Sequence[int]] | None = None,
+           opset_version: int | None = None, do_constant_folding: bool = True, export_params: bool = True,
+           verbose: bool = False, kwargs: dict[str, Any] | None = None, training: TrainingMode = TrainingMode.EVAL,
+           operator_export_type: OperatorExportTypes | None = None, keep_initializers_as_inputs: bool = False,
+           **unused: Any) -> Any:
     """Write `model` run on `args` (a tensor or a tuple; `kwargs` a dict) as an ONNX model to
     f (a path or a binary file).  dynamic_axes: {input or output name: {dim: name} or [dims]}
     makes those dims symbolic (one file for every batch size).  Returns the onnx.ModelProto

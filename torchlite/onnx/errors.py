@@ -1,4 +1,5 @@
 """The exceptions of torchlite.onnx (PyTorch's torch.onnx.errors)."""
+from __future__ import annotations
 
 __all__ = ["OnnxExporterError", "UnsupportedOperatorError"]
 

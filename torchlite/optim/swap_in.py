@@ -1,10 +1,19 @@
 """torchlite.optim.swap_in_optimizer_params_and_state (PyTorch's, from its _stateless module):
 run an optimizer, for the length of a with block, on other parameter tensors and on the
 state of an optimizer.state_dict(), leaving the live optimizer as it was afterwards."""
+from __future__ import annotations
+
 import contextlib
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from .._tensor import Tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from typing import Any
+
+    from .optimizer import Optimizer
 
 __all__ = ["swap_in_optimizer_params_and_state"]
 
@@ -56,7 +65,8 @@ def _check_groups(optimizer, groups):
 
 
 @contextlib.contextmanager
-def swap_in_optimizer_params_and_state(optimizer, swapin_parameters, swapin_optim_state):
+def swap_in_optimizer_params_and_state(optimizer: Optimizer, swapin_parameters: Mapping[str, Tensor],
+                                       swapin_optim_state: dict[str, Any]) -> Iterator[None]:
     """Within the block, optimizer's groups hold the tensors of swapin_parameters (a dict,
     in the order of the optimizer's parameters, as model.named_parameters() gives them) and
     the options of swapin_optim_state["param_groups"], and its state is

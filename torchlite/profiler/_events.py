@@ -1,12 +1,19 @@
 """What a profile holds: timed events, their averages by name, and the text table and the
 Chrome trace made from them (torch.profiler's FunctionEvent, EventList, key_averages,
 table and export_chrome_trace)."""
+from __future__ import annotations
+
 import json
 import os
 from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 
-def format_time(us):
+def format_time(us: float) -> str:
     """A duration in microseconds as PyTorch's tables print it: 12.345us, 1.234ms, 2.000s."""
     if us >= 1e6:
         return f"{us / 1e6:.3f}s"
@@ -15,7 +22,7 @@ def format_time(us):
     return f"{us:.3f}us"
 
 
-def format_memory(nbytes):
+def format_memory(nbytes: int) -> str:
     """A byte count as PyTorch's tables print it: 512 B, 1.50 KB, 2.00 MB, 1.00 GB."""
     kb, mb, gb = 1024, 1024 ** 2, 1024 ** 3
     if abs(nbytes) >= gb:
@@ -36,9 +43,10 @@ class FunctionEvent:
                  "depth", "cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage",
                  "self_device_memory_usage")
 
-    def __init__(self, name, start_us, end_us, child_us, thread, input_shapes, depth,
-                 cpu_memory_usage=0, self_cpu_memory_usage=0, device_memory_usage=0,
-                 self_device_memory_usage=0):
+    def __init__(self, name: str, start_us: float, end_us: float, child_us: float, thread: int,
+                 input_shapes: list[list[int]], depth: int, cpu_memory_usage: int = 0,
+                 self_cpu_memory_usage: int = 0, device_memory_usage: int = 0,
+                 self_device_memory_usage: int = 0) -> None:
         self.name = name
         self.start_us = start_us
         self.end_us = end_us
@@ -60,7 +68,7 @@ class FunctionEvent:
     cpu_time = cpu_time_total
     time_range = property(lambda self: (self.start_us, self.end_us))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<FunctionEvent name={self.name} cpu_time={format_time(self.cpu_time_total)} "
                 f"self_cpu_time={format_time(self.self_cpu_time_total)} thread={self.thread} "
                 f"input_shapes={self.input_shapes}>")
@@ -72,7 +80,7 @@ class FunctionEventAvg:
     _MEMORY = ("cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage",
                "self_device_memory_usage")
 
-    def __init__(self, key, input_shapes=None):
+    def __init__(self, key: str, input_shapes: list[list[int]] | None = None) -> None:
         self.key = key
         self.input_shapes = input_shapes
         self.count = 0
@@ -81,7 +89,7 @@ class FunctionEventAvg:
         for name in self._MEMORY:
             setattr(self, name, 0)
 
-    def add(self, event):
+    def add(self, event: FunctionEvent | FunctionEventAvg) -> FunctionEventAvg:
         self.count += event.count
         self.cpu_time_total += event.cpu_time_total
         self.self_cpu_time_total += event.self_cpu_time_total
@@ -93,13 +101,13 @@ class FunctionEventAvg:
     self_cuda_memory_usage = property(lambda self: self.self_device_memory_usage)
 
     @property
-    def cpu_time(self):
+    def cpu_time(self) -> float:
         return self.cpu_time_total / self.count if self.count else 0.0
 
     # torch's names for device times: no device timeline is recorded here (see profile)
     cuda_time_total = self_cuda_time_total = device_time_total = self_device_time_total = 0.0
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<FunctionEventAvg key={self.key} self_cpu_time={format_time(self.self_cpu_time_total)} "
                 f"cpu_time={format_time(self.cpu_time)} count={self.count}>")
 
@@ -117,7 +125,7 @@ class EventList(list):
 
     profile_memory = False
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> EventList:
         groups = OrderedDict()
         for e in self:
             shapes = str(e.input_shapes) if group_by_input_shape else None
@@ -129,18 +137,19 @@ class EventList(list):
         out.profile_memory = self.profile_memory
         return out
 
-    def total_average(self):
+    def total_average(self) -> FunctionEventAvg:
         total = FunctionEventAvg("Total")
         for e in self:
             total.add(e)
         return total
 
     @property
-    def self_cpu_time_total(self):
+    def self_cpu_time_total(self) -> float:
         return sum(e.self_cpu_time_total for e in self)
 
-    def table(self, sort_by=None, row_limit=100, max_src_column_width=75, max_name_column_width=55,
-              max_shapes_column_width=80, header=None, top_level_events_only=False):
+    def table(self, sort_by: str | None = None, row_limit: int = 100, max_src_column_width: int = 75,
+              max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,
+              top_level_events_only: bool = False) -> str:
         """The events (usually key_averages()) as torch's text table: self and total CPU time
         with their shares of the profile, the average, and the call count."""
         rows = list(self)
@@ -185,13 +194,13 @@ class EventList(list):
         out += [line, f"Self CPU time total: {format_time(sum(e.self_cpu_time_total for e in self))}"]
         return "\n".join(out) + "\n"
 
-    def export_chrome_trace(self, path):
+    def export_chrome_trace(self, path: str) -> None:
         """Write the events as a Chrome trace (JSON 'X' events in microseconds), which
         chrome://tracing, Perfetto and TensorBoard's profile plugin open."""
         write_chrome_trace(self, path)
 
 
-def chrome_trace(events):
+def chrome_trace(events: Iterable[FunctionEvent | FunctionEventAvg]) -> dict[str, Any]:
     pid = os.getpid()
     trace = [{"name": e.name, "ph": "X", "cat": "cpu_op", "ts": round(e.start_us, 3),
               "dur": round(e.cpu_time_total, 3), "pid": pid, "tid": e.thread,
@@ -200,7 +209,7 @@ def chrome_trace(events):
     return {"schemaVersion": 1, "traceEvents": trace, "displayTimeUnit": "ms"}
 
 
-def write_chrome_trace(events, path):
+def write_chrome_trace(events: Iterable[FunctionEvent | FunctionEventAvg], path: str) -> None:
     opener = open
     if str(path).endswith(".gz"):
         import gzip

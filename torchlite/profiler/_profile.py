@@ -16,15 +16,22 @@ allocator's block sizes (a multiple of 64 bytes, of 64 KiB from 64 KiB on).  The
 them as PyTorch's does ("CPU Mem", "Self CPU Mem"); individual allocations are not recorded
 (no "[memory]" events in the trace), and the host count is the process's: what another thread
 allocates while an event runs counts in that event."""
+from __future__ import annotations
+
 import enum
 import os
 import socket
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from .. import _dispatch
 from .._core.array import live_bytes
 from ._events import EventList, FunctionEvent, write_chrome_trace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 
 class ProfilerActivity(enum.Enum):
@@ -41,12 +48,13 @@ class ProfilerAction(enum.Enum):
     RECORD_AND_SAVE = 3
 
 
-def supported_activities():
+def supported_activities() -> set[ProfilerActivity]:
     from .. import _dispatch as dispatch
     return {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if dispatch.cuda_available() else set())
 
 
-def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0):
+def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0,
+             skip_first_wait: int = 0) -> Callable[[int], ProfilerAction]:
     """The step -> ProfilerAction function torch.profiler.schedule makes: skip_first steps
     off, then cycles of `wait` steps off, `warmup` steps warming up, `active` steps
     recorded (the last one RECORD_AND_SAVE, when on_trace_ready runs), `repeat` cycles (0:
@@ -164,24 +172,24 @@ class record_function:
     """A named range in the profile (torch.profiler.record_function): a context manager or
     a decorator; it costs one check while no profile records."""
 
-    def __init__(self, name, args=None):
+    def __init__(self, name: str, args: str | None = None) -> None:
         self.name = name
         self.args = args
         self._stack = None
 
-    def __enter__(self):
+    def __enter__(self) -> record_function:
         rec = _active[0]
         if rec is not None:
             self._rec, self._stack = rec, rec.begin()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         if self._stack is not None:
             self._rec.end(self._stack, self.name, [])
             self._stack = None
         return False
 
-    def __call__(self, fn):
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         import functools
 
         @functools.wraps(fn)
@@ -197,10 +205,13 @@ class profile:
     is given; on_trace_ready(prof) runs at the end of each recorded cycle (and at stop while
     recording).  Results: events(), key_averages(), export_chrome_trace()."""
 
-    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None,
-                 record_shapes=False, profile_memory=False, with_stack=False,
-                 with_flops=False, with_modules=False, experimental_config=None,
-                 execution_trace_observer=None, acc_events=False, use_cuda=None):
+    def __init__(self, *, activities: Iterable[ProfilerActivity] | None = None,
+                 schedule: Callable[[int], ProfilerAction] | None = None,
+                 on_trace_ready: Callable[[profile], Any] | None = None, record_shapes: bool = False,
+                 profile_memory: bool = False, with_stack: bool = False, with_flops: bool = False,
+                 with_modules: bool = False, experimental_config: Any = None,
+                 execution_trace_observer: Any = None, acc_events: bool = False,
+                 use_cuda: bool | None = None) -> None:
         acts = set(activities) if activities is not None else supported_activities()
         if use_cuda:
             acts.add(ProfilerActivity.CUDA)
@@ -245,7 +256,7 @@ class profile:
     def _recording(self, action):
         return action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
-    def start(self):
+    def start(self) -> profile:
         self._started = True
         self.current_action = (self.schedule(self.step_num) if self.schedule is not None
                                else ProfilerAction.RECORD)
@@ -253,7 +264,7 @@ class profile:
             self._record_on()
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         if not self._started:
             return
         was_recording = self._recorder is not None
@@ -262,7 +273,7 @@ class profile:
         if was_recording and self.on_trace_ready is not None:
             self.on_trace_ready(self)
 
-    def step(self):
+    def step(self) -> None:
         """Advance the schedule by one step (call once per training iteration)."""
         if self.schedule is None or not self._started:
             self.step_num += 1
@@ -278,32 +289,33 @@ class profile:
         if self._recording(self.current_action) and self._recorder is None:
             self._record_on()
 
-    def __enter__(self):
+    def __enter__(self) -> profile:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         self.stop()
         return False
 
     # ---- results ----
-    def events(self):
+    def events(self) -> EventList:
         return self._events
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0,
-                     group_by_overload_name=False):
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
+                     group_by_overload_name: bool = False) -> EventList:
         return self._events.key_averages(group_by_input_shape)
 
-    def export_chrome_trace(self, path):
+    def export_chrome_trace(self, path: str) -> None:
         write_chrome_trace(self._events, path)
 
-    def export_stacks(self, path, metric="self_cpu_time_total"):
+    def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
         """Write 'name count' lines of the events' self times (flame-graph input)."""
         with open(path, "w") as f:
             for e in self._events.key_averages():
                 f.write(f"{e.key} {int(getattr(e, metric))}\n")
 
 
-def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=False):
+def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None,
+                              use_gzip: bool = False) -> Callable[[profile], None]:
     """An on_trace_ready that writes each recorded cycle as
     `<worker>.<time>.pt.trace.json` into dir_name (what TensorBoard's profile plugin reads)."""
     def handler(prof):

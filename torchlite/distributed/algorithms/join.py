@@ -18,8 +18,17 @@ order, and a blocking collective never matches a non-blocking one, so all of the
 - throw_on_early_termination=True: each running rank makes a second all-reduce after the
   first; a rank that has run out answers it with 1 and raises, and the running ranks, seeing
   a nonzero sum, raise too -- every rank stops with a RuntimeError instead of shadowing."""
+from __future__ import annotations
+
 import warnings
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from ..._device import device
 
 __all__ = ["JoinHook", "Joinable", "Join"]
 
@@ -29,10 +38,10 @@ class JoinHook:
     once per iteration that other ranks still run, and makes that iteration's collectives;
     post_hook(is_last_joiner) once all ranks have run out.  Both do nothing by default."""
 
-    def main_hook(self):
+    def main_hook(self) -> None:
         """Shadow one iteration's collective communication."""
 
-    def post_hook(self, is_last_joiner):
+    def post_hook(self, is_last_joiner: bool) -> None:
         """After every rank has joined; is_last_joiner: this rank ran out in the last round."""
 
 
@@ -52,22 +61,22 @@ class Joinable(ABC):
     iteration, before its own collectives.  Its __init__ must call Joinable.__init__."""
 
     @abstractmethod
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self._join_config = _JoinConfig()
 
     @abstractmethod
-    def join_hook(self, **kwargs):
+    def join_hook(self, **kwargs: Any) -> JoinHook:
         """This Joinable's JoinHook (kwargs: the keyword arguments given to Join)."""
 
     @property
     @abstractmethod
-    def join_device(self):
+    def join_device(self) -> device:
         """The device of the context's collectives."""
 
     @property
     @abstractmethod
-    def join_process_group(self):
+    def join_process_group(self) -> Any:
         """The process group of the context's collectives."""
 
 
@@ -86,7 +95,8 @@ class Join:
     be even); throw_on_early_termination=True makes every rank raise RuntimeError as soon as
     one runs out, instead of shadowing; other keyword arguments go to each join_hook."""
 
-    def __init__(self, joinables, enable=True, throw_on_early_termination=False, **kwargs):
+    def __init__(self, joinables: Iterable[Joinable], enable: bool = True, throw_on_early_termination: bool = False,
+                 **kwargs: Any) -> None:
         joinables = list(joinables)
         if not joinables:
             raise ValueError("The join context manager requires at least one joinable")
@@ -106,10 +116,10 @@ class Join:
         for k, j in enumerate(joinables):
             j._join_config = _JoinConfig(enable, throw_on_early_termination, k == 0)
 
-    def __enter__(self):
+    def __enter__(self) -> Join:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         try:
             if not self._enable or exc_type is not None:
                 return False          # an exception goes on as it is
@@ -141,7 +151,7 @@ class Join:
                 j._join_config = _JoinConfig()
 
     @staticmethod
-    def notify_join_context(joinable):
+    def notify_join_context(joinable: Joinable) -> Any:
         """Called by a Joinable at the start of each iteration, before its collectives: tells
         the ranks that have run out that this one has not (an all-reduce of 1), and with
         throw_on_early_termination raises RuntimeError if some rank has run out.  Returns a

@@ -3,10 +3,17 @@ time-major packing of a batch of sequences of decreasing length that the RNN lay
 
 Packing and unpacking are one index_select each over precomputed row indices, so they are
 differentiable with no extra code."""
+from __future__ import annotations
+
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 from ... import _dtype as D
 from ..._tensor import Tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
            "pad_sequence", "unpad_sequence", "pack_sequence", "unpack_sequence"]
@@ -17,7 +24,7 @@ def _creation():
     return creation
 
 
-def invert_permutation(permutation):
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The inverse of a permutation tensor (None stays None)."""
     if permutation is None:
         return None
@@ -33,7 +40,8 @@ class PackedSequence(namedtuple("PackedSequence_",
     batch_sizes[t] sequences of the length-sorted batch); sorted_indices[i] is the batch
     position of the i-th longest sequence (None when the batch was already sorted)."""
 
-    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+    def __new__(cls, data: Tensor | tuple[Tensor, Tensor], batch_sizes: Tensor | None = None,
+                sorted_indices: Tensor | None = None, unsorted_indices: Tensor | None = None) -> PackedSequence:
         if unsorted_indices is None:
             unsorted_indices = invert_permutation(sorted_indices)
         if batch_sizes is None:           # the legacy form PackedSequence((data, batch_sizes))
@@ -46,7 +54,7 @@ class PackedSequence(namedtuple("PackedSequence_",
                              "utils.rnn.pack_sequence")
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
         """The same packing with data converted by Tensor.to (indices follow its device)."""
         data = self.data.to(*args, **kwargs)
         if data is self.data:
@@ -55,26 +63,26 @@ class PackedSequence(namedtuple("PackedSequence_",
         return type(self)(data, self.batch_sizes, move(self.sorted_indices),
                           move(self.unsorted_indices))
 
-    def cpu(self, *args, **kwargs):
+    def cpu(self, *args: Any, **kwargs: Any) -> PackedSequence:
         return self.to("cpu")
 
-    def double(self):
+    def double(self) -> PackedSequence:
         return self.to(dtype=D.float64)
 
-    def float(self):
+    def float(self) -> PackedSequence:
         return self.to(dtype=D.float32)
 
-    def half(self):
+    def half(self) -> PackedSequence:
         return self.to(dtype=D.float16)
 
-    def bfloat16(self):
+    def bfloat16(self) -> PackedSequence:
         return self.to(dtype=D.bfloat16)
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> bool:
         return self.data.is_cuda
 
-    def is_pinned(self):
+    def is_pinned(self) -> bool:
         return False
 
 
@@ -84,7 +92,8 @@ def _lengths_list(lengths):
     return [int(v) for v in lengths]
 
 
-def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
+def pack_padded_sequence(input: Tensor, lengths: Tensor | Iterable[int], batch_first: bool = False,
+                         enforce_sorted: bool = True) -> PackedSequence:
     """Pack a padded batch (T, B, *) (or (B, T, *) with batch_first) whose sequence b has
     lengths[b] valid steps.  enforce_sorted: lengths must already be decreasing; otherwise the
     batch is sorted here and the permutation kept in the result."""
@@ -132,7 +141,8 @@ def _batch_sizes(lens_sorted):
     return sizes
 
 
-def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
+                        total_length: int | None = None) -> tuple[Tensor, Tensor]:
     """Undo pack_padded_sequence: (padded (T, B, *) or (B, T, *), lengths (int64, in the
     original batch order)).  total_length pads the time dim to that length."""
     c = _creation()
@@ -172,7 +182,8 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     return padded.view(shape + rest), c.tensor(lengths, dtype=D.int64)
 
 
-def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+def pad_sequence(sequences: Tensor | Iterable[Tensor], batch_first: bool = False, padding_value: float = 0.0,
+                 padding_side: str = "right") -> Tensor:
     """Stack sequences of shapes (L_i, *) into (max L, B, *) (or (B, max L, *) with
     batch_first), filling the missing steps with padding_value on padding_side."""
     from ..._ops.joining import cat, stack
@@ -202,20 +213,21 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     return stack(padded, 0 if batch_first else 1)
 
 
-def unpad_sequence(padded_sequences, lengths, batch_first=False):
+def unpad_sequence(padded_sequences: Tensor, lengths: Tensor | Iterable[int],
+                   batch_first: bool = False) -> list[Tensor]:
     """Split a padded batch back into its sequences (right padding), given their lengths."""
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
     return [seq[:n] for seq, n in zip(padded_sequences, _lengths_list(lengths))]
 
 
-def pack_sequence(sequences, enforce_sorted=True):
+def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> PackedSequence:
     """Pack a list of sequences (L_i, *) (decreasing lengths unless enforce_sorted=False)."""
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
-def unpack_sequence(packed_sequences):
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
     """The list of sequences a PackedSequence holds, in their original order."""
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)

@@ -18,7 +18,10 @@ fast).  batched_powerSGD_hook compresses a whole bucket as one square matrix ins
     ddp_model.register_comm_hook(state, powerSGD_hook)
 
 The hooks here run their collectives to completion and return finished futures."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +29,9 @@ from ...._dtype import float32
 from ... import _collectives as _C
 from ... import _backend
 from .default_hooks import allreduce_hook
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["PowerSGDState", "powerSGD_hook", "batched_powerSGD_hook"]
 
@@ -42,10 +48,11 @@ class PowerSGDState:
                  "total_numel_after_compression", "compression_stats_logging_frequency",
                  "next_stats_report", "batch_tensors_with_same_shape")
 
-    def __init__(self, process_group, matrix_approximation_rank=1, start_powerSGD_iter=1_000,
-                 min_compression_rate=2, use_error_feedback=True, warm_start=True,
-                 orthogonalization_epsilon=0, random_seed=0,
-                 compression_stats_logging_frequency=10_000, batch_tensors_with_same_shape=False):
+    def __init__(self, process_group: _backend.ProcessGroup | None, matrix_approximation_rank: int = 1,
+                 start_powerSGD_iter: int = 1_000, min_compression_rate: float = 2, use_error_feedback: bool = True,
+                 warm_start: bool = True, orthogonalization_epsilon: float = 0, random_seed: int = 0,
+                 compression_stats_logging_frequency: int = 10_000,
+                 batch_tensors_with_same_shape: bool = False) -> None:
         if (use_error_feedback or warm_start) and start_powerSGD_iter <= 1:
             raise ValueError("Expect `start_powerSGD_iter` > 1 if `use_error_feedback` or "
                              "`warm_start` is enabled, because PowerSGD can only be applied "
@@ -69,16 +76,16 @@ class PowerSGDState:
         self.next_stats_report = 0
         self.batch_tensors_with_same_shape = batch_tensors_with_same_shape
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         """Picklable (to checkpoint it): everything but the process group."""
         return {k: getattr(self, k) for k in self.__slots__ if k != "process_group"}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.process_group = None          # the default group; set another after loading
         for k, v in state.items():
             setattr(self, k, v)
 
-    def maybe_increase_iter(self, bucket):
+    def maybe_increase_iter(self, bucket: Any) -> None:
         """Count an iteration once per backward (at its last bucket)."""
         if bucket.is_last():
             self.iter += 1
@@ -87,7 +94,7 @@ class PowerSGDState:
             logging.getLogger(__name__).info("Start to apply PowerSGD after %s iterations.",
                                              self.iter)
 
-    def compression_stats(self):
+    def compression_stats(self) -> tuple[float, int, int]:
         """(compression rate, numel before, numel after) over the compressed iterations."""
         before, after = self.total_numel_before_compression, self.total_numel_after_compression
         return (before / after if after else 0, before, after)
@@ -159,7 +166,7 @@ def _random_q(state, m, r, like):
     return q.to(device=like.device, dtype=like.dtype if like.dtype.is_floating_point else float32)
 
 
-def powerSGD_hook(state, bucket):
+def powerSGD_hook(state: PowerSGDState, bucket: Any) -> Any:
     """DDP communication hook: each gradient matrix of the bucket sent as rank-r factors (one
     power iteration, warm-started), the rest all-reduced as is, all averaged over the ranks;
     error feedback keeps what the compression lost for the next iteration."""
@@ -212,7 +219,7 @@ def powerSGD_hook(state, bucket):
     return _done(buffer)
 
 
-def batched_powerSGD_hook(state, bucket):
+def batched_powerSGD_hook(state: PowerSGDState, bucket: Any) -> Any:
     """PowerSGD on the whole bucket at once: the flat buffer, padded, as one square matrix
     (side ceil(sqrt(numel))) compressed to rank r -- faster, coarser than powerSGD_hook."""
     import torchlite
