@@ -97,22 +97,30 @@ TL_SM_FN T TL_SM_NAME(rem, S)(T a, T b) {                                       
 TL_SM_FN T TL_SM_NAME(maximum, S)(T x, T y) { return x != x ? x : (x > y ? x : y); }        \
 TL_SM_FN T TL_SM_NAME(minimum, S)(T x, T y) { return x != x ? x : (x < y ? x : y); }
 
-/* integers: arithmetic wraps (computed in uint64: no signed overflow); clamp compares in
- * float64, so bounds outside the type clamp nothing.  The sign test reads x as int64, which
- * serves uint8 without a pointless comparison. */
-#define TL_DEF_INT(S, T)                                                                    \
+/* integers: arithmetic wraps (computed in uint64: no signed overflow).  abs is branch-free
+ * (x xor m) - m with m the sign mask: a branch on random signs mispredicts half the time.
+ * clamp's bounds come as float64, +-inf standing for no bound; they are converted once (the
+ * loops hoist it) with the infinities as the type's extremes, and the comparisons are made
+ * in the type, so the loop has no conversion per element.  A fractional bound truncates
+ * toward zero and gives what comparing in float64 would. */
+#define TL_DEF_INT(S, T, TMIN, TMAX)                                                        \
 TL_SM_FN T TL_SM_NAME(sign, S)(T x) { return (T)((x > 0) - ((TL_SM_I64)x < 0)); }           \
-TL_SM_FN T TL_SM_NAME(relu, S)(T x) { return (TL_SM_I64)x < 0 ? (T)0 : x; }                 \
-TL_SM_FN T TL_SM_NAME(neg, S)(T x) { return (T)(0 - (TL_SM_U64)x); }                        \
-TL_SM_FN T TL_SM_NAME(abs, S)(T x) { return (TL_SM_I64)x < 0 ? (T)(0 - (TL_SM_U64)x) : x; } \
-TL_SM_FN T TL_SM_NAME(square, S)(T x) { return (T)((TL_SM_U64)x * (TL_SM_U64)x); }          \
-TL_SM_FN T TL_SM_NAME(add, S)(T x, T y) { return (T)((TL_SM_U64)x + (TL_SM_U64)y); }        \
-TL_SM_FN T TL_SM_NAME(sub, S)(T x, T y) { return (T)((TL_SM_U64)x - (TL_SM_U64)y); }        \
-TL_SM_FN T TL_SM_NAME(mul, S)(T x, T y) { return (T)((TL_SM_U64)x * (TL_SM_U64)y); }        \
+TL_SM_FN T TL_SM_NAME(relu, S)(T x) { return (TL_SM_I64)x < 0 ? (T)0 : x; }                \
+TL_SM_FN T TL_SM_NAME(neg, S)(T x) { return (T)(0 - (TL_SM_U64)x); }                       \
+TL_SM_FN T TL_SM_NAME(abs, S)(T x) {                                                        \
+    const TL_SM_U64 m = (TL_SM_U64)((TL_SM_I64)x >> 63);                                    \
+    return (T)(((TL_SM_U64)x ^ m) - m); }                                                   \
+TL_SM_FN T TL_SM_NAME(square, S)(T x) { return (T)((TL_SM_U64)x * (TL_SM_U64)x); }         \
+TL_SM_FN T TL_SM_NAME(add, S)(T x, T y) { return (T)((TL_SM_U64)x + (TL_SM_U64)y); }       \
+TL_SM_FN T TL_SM_NAME(sub, S)(T x, T y) { return (T)((TL_SM_U64)x - (TL_SM_U64)y); }       \
+TL_SM_FN T TL_SM_NAME(mul, S)(T x, T y) { return (T)((TL_SM_U64)x * (TL_SM_U64)y); }       \
 TL_SM_FN T TL_SM_NAME(add_alpha, S)(T x, T y, TL_SM_I64 alpha) {                            \
     return (T)((TL_SM_U64)x + (TL_SM_U64)alpha * (TL_SM_U64)y); }                           \
 TL_SM_FN T TL_SM_NAME(clamp, S)(T x, double lo, double hi) {                                \
-    return (double)x < lo ? (T)lo : ((double)x > hi ? (T)hi : x); }
+    const T l = lo <= (double)(TMIN) ? (T)(TMIN) : (T)lo;                                   \
+    const T h = hi >= (double)(TMAX) ? (T)(TMAX) : (T)hi;                                   \
+    const T t = x < l ? l : x;                                                              \
+    return t > h ? h : t; }
 
 /* floating types (F the libm suffix) */
 #define TL_DEF_FLOAT(S, T, F)                                                               \
@@ -163,11 +171,11 @@ TL_DEF_REAL(i32, TL_SM_I32)
 TL_DEF_REAL(i64, TL_SM_I64)
 TL_DEF_REAL(f32, float)
 TL_DEF_REAL(f64, double)
-TL_DEF_INT(u8, TL_SM_U8)
-TL_DEF_INT(i8, TL_SM_I8)
-TL_DEF_INT(i16, TL_SM_I16)
-TL_DEF_INT(i32, TL_SM_I32)
-TL_DEF_INT(i64, TL_SM_I64)
+TL_DEF_INT(u8, TL_SM_U8, 0, 255)
+TL_DEF_INT(i8, TL_SM_I8, -128, 127)
+TL_DEF_INT(i16, TL_SM_I16, -32768, 32767)
+TL_DEF_INT(i32, TL_SM_I32, -2147483647 - 1, 2147483647)
+TL_DEF_INT(i64, TL_SM_I64, -9223372036854775807LL - 1, 9223372036854775807LL)
 TL_DEF_FLOAT(f32, float, f)
 TL_DEF_FLOAT(f64, double, )
 

@@ -65,32 +65,32 @@ def _target(device):
 
 def kernel(source, name, device):
     """The Kernel `name` (a name expression) of cuda_kernels/<source> on `device`."""
-    key = (device, source, name)
-    k = _kernels.get(key)
-    if k is not None:
-        return k
-    with _lock:
-        k = _kernels.get(key)
-        if k is None:
-            from . import _cache
-            k = _kernels[key] = _load(_cache.program(source, (name,), _target(device)), name, device)
-    return k
+    def compile_():
+        from . import _cache
+        return _cache.program(source, (name,), _target(device))
+    return _loaded((device, source, name), compile_, name, device)
 
 
 def kernel_from_text(source_name, text, name, device, options=()):
     """The Kernel `name` of generated CUDA C `text` (torchlite/cuda/_fused.py) on `device`:
     compiled (with extra NVRTC `options`) through the kernel cache, keyed by the text, and
     loaded once per device."""
-    key = (device, "text", source_name, text, name, tuple(options))
+    def compile_():
+        from . import _cache
+        return _cache.program_from_text(source_name, text, (name,), _target(device), options)
+    return _loaded((device, "text", source_name, text, name, tuple(options)), compile_, name, device)
+
+
+def _loaded(key, compile_, name, device):
+    """The Kernel cached under `key`, compiled by compile_() and loaded on its first request
+    (one thread compiles; the others wait for it)."""
     k = _kernels.get(key)
     if k is not None:
         return k
     with _lock:
         k = _kernels.get(key)
         if k is None:
-            from . import _cache
-            prog = _cache.program_from_text(source_name, text, (name,), _target(device), options)
-            k = _kernels[key] = _load(prog, name, device)
+            k = _kernels[key] = _load(compile_(), name, device)
     return k
 
 
