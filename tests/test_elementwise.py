@@ -414,6 +414,28 @@ def test_clamp_dtype_rules():
             tl.clamp(x, lo, hi)
 
 
+def test_integer_clamp_and_abs_at_the_type_extremes():
+    # the integer kernels take clamp's bounds as float64 (+-inf for a missing one) and compare
+    # in the type; abs wraps at the minimum as PyTorch's (abs(INT_MIN) == INT_MIN)
+    rng = np.random.default_rng(5)
+    for npt, dt in ((np.uint8, tl.uint8), (np.int8, tl.int8), (np.int16, tl.int16),
+                    (np.int32, tl.int32), (np.int64, tl.int64)):
+        info = np.iinfo(npt)
+        x = np.concatenate([np.array([info.min, info.min + 1, -1 if info.min < 0 else 0, 0, 1,
+                                      info.max - 1, info.max], npt),
+                            rng.integers(info.min, info.max, 1000, dtype=npt, endpoint=True)])
+        t = tl.tensor(x)
+        lo_hi = [(info.min, info.max), (None, info.max), (info.min, None), (None, 3), (3, None), (2, 7)]
+        if info.min < 0:
+            lo_hi += [(-7, -2), (-(2 ** 53) if npt is np.int64 else info.min, 5)]
+        for lo, hi in lo_hi:
+            want = np.clip(x, info.min if lo is None else lo, info.max if hi is None else hi).astype(npt)
+            got = tl.clamp(t, lo, hi)
+            assert got.dtype is dt and np.array_equal(got.numpy(), want), (dt, lo, hi)
+        if info.min < 0:
+            np.testing.assert_array_equal(t.abs().numpy(), np.abs(x))     # NumPy wraps INT_MIN too
+
+
 def test_clamp_tensor_bounds():
     x = np.array([[1.0, 5.0, -2.0]])
     lo = np.array([[2.0], [0.0]])
