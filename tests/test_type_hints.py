@@ -481,6 +481,7 @@ MODULES = {   # module: a few of the names it must cover (so the check is never 
     "torchlite.jit._trace": ["trace", "is_tracing"],
     "torchlite.jit._serialization": ["save", "load"],
     "torchlite.compiler._compile": ["is_compiling", "reset"],
+    "torchlite.profiler._events": ["FunctionEvent.key", "FunctionEvent.time_range", "FunctionEventAvg.add"],
 }
 
 

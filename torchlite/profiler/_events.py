@@ -34,6 +34,14 @@ def format_memory(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+def _device_memory(event: Any) -> int:
+    return event.device_memory_usage
+
+
+def _self_device_memory(event: Any) -> int:
+    return event.self_device_memory_usage
+
+
 class FunctionEvent:
     """One timed call: an array-layer kernel call (named like 'elementwise.binary[mul]') or a
     record_function range.  Times are in microseconds from the start of the profile; memory
@@ -59,14 +67,26 @@ class FunctionEvent:
         self.device_memory_usage = device_memory_usage
         self.self_device_memory_usage = self_device_memory_usage
 
-    cuda_memory_usage = property(lambda self: self.device_memory_usage)
-    self_cuda_memory_usage = property(lambda self: self.self_device_memory_usage)
+    cuda_memory_usage = property(_device_memory)          # PyTorch's older names
+    self_cuda_memory_usage = property(_self_device_memory)
 
-    key = property(lambda self: self.name)
-    count = property(lambda self: 1)
-    cpu_time_total = property(lambda self: self.end_us - self.start_us)
+    @property
+    def key(self) -> str:
+        return self.name
+
+    @property
+    def count(self) -> int:
+        return 1
+
+    @property
+    def cpu_time_total(self) -> float:
+        return self.end_us - self.start_us
+
     cpu_time = cpu_time_total
-    time_range = property(lambda self: (self.start_us, self.end_us))
+
+    @property
+    def time_range(self) -> tuple[float, float]:
+        return (self.start_us, self.end_us)
 
     def __repr__(self) -> str:
         return (f"<FunctionEvent name={self.name} cpu_time={format_time(self.cpu_time_total)} "
@@ -97,8 +117,8 @@ class FunctionEventAvg:
             setattr(self, name, getattr(self, name) + getattr(event, name))
         return self
 
-    cuda_memory_usage = property(lambda self: self.device_memory_usage)
-    self_cuda_memory_usage = property(lambda self: self.self_device_memory_usage)
+    cuda_memory_usage = property(_device_memory)
+    self_cuda_memory_usage = property(_self_device_memory)
 
     @property
     def cpu_time(self) -> float:
