@@ -191,3 +191,64 @@ def test_a_dual_is_differentiable_backwards_in_its_primal():
         y = (fwAD.make_dual(x, tl.ones(3, dtype=F64)) ** 2).sum()
     (g,) = tl.autograd.grad(y, [x])
     np.testing.assert_allclose(g.numpy(), 2 * x.detach().numpy(), rtol=1e-12)
+
+
+# ---- the JVP tables beside the backward formulas (_ops/*_grad.py's JVP) ------------------------
+B3 = tl.randn(3, 4, 5, dtype=F64, generator=G)
+C3 = tl.randn(3, 5, 2, dtype=F64, generator=G)
+V5 = tl.randn(5, dtype=F64, generator=G)
+TABLE_CASES = {      # each runs only ops with a table rule (no double backward), then compared
+    "reshape family": lambda x: x.reshape(20).view(2, 10).unsqueeze(0).squeeze(0).flatten(),
+    "permute/transpose/t": lambda x: x.unsqueeze(0).permute(2, 0, 1).transpose(0, 2).squeeze(1).t(),
+    "expand": lambda x: x[:, :1].expand(4, 7),
+    "slice/select/diagonal": lambda x: x[1:3, ::2].select(1, 1) + x.diagonal()[:2],
+    "unfold": lambda x: x.unfold(1, 3, 1).unfold(0, 2, 2),
+    "flip/clone": lambda x: x.flip(0).clone(),
+    "sum/mean": lambda x: x.sum(0, keepdim=True) + x.mean(1).sum() + x.sum() + x.mean(),
+    "cat/stack": lambda x: tl.stack([tl.cat([x, x], 1), tl.cat([x.flip(0), x], 1)], 2),
+    "split/unbind/chunk": lambda x: x.split([1, 3])[1].sum(0) + x.chunk(2)[0].sum(0) + x.unbind(1)[2].sum(),
+    "to": lambda x: x.float().double(),
+}
+PRODUCT_CASES = {
+    "mm": (lambda x, w: x.mm(w), (X, W)),
+    "bmm": (lambda b, c: b.bmm(c), (B3, C3)),
+    "mv/dot": (lambda x, v: x.mv(v).dot(x.mv(v)), (X, V5)),
+    "addmm": (lambda x, w, b: tl.addmm(b, x, w, beta=0.5, alpha=2.0), (X, W, W[0])),
+    "addmm bias only": (lambda b: tl.addmm(b, X, W), (W[0],)),
+    "baddbmm/addbmm": (lambda b, c: tl.baddbmm(b.bmm(c), b, c, alpha=3.0).sum(0) + tl.addbmm(
+        b[0].mm(c[0]), b, c), (B3, C3)),
+}
+
+
+@pytest.fixture
+def no_double_backward(monkeypatch):
+    def refuse(node, meta, tangents):
+        raise AssertionError(f"{node.name()} fell back to the double backward")
+    monkeypatch.setattr(fwAD, "_by_double_backward", refuse)
+
+
+@pytest.mark.parametrize("name", list(TABLE_CASES))
+def test_linear_ops_take_their_table_rule(name, no_double_backward):
+    f = TABLE_CASES[name]
+    t = tl.randn(4, 5, dtype=F64, generator=G)
+    primal, tangent = jvp(f, (X,), (t,))
+    np.testing.assert_allclose(primal.detach().numpy(), f(X).numpy())
+    # linear maps: the tangent is the op applied to the tangent itself
+    np.testing.assert_allclose(tangent.numpy(), f(t).numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(PRODUCT_CASES))
+def test_products_take_their_table_rule(name, no_double_backward):
+    f, xs = PRODUCT_CASES[name]
+    ts = [tl.randn(*x.shape, dtype=F64, generator=G) for x in xs]
+    _, tangent = jvp(f, xs, ts)
+    np.testing.assert_allclose(tangent.numpy(), central_difference(f, xs, ts).numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_cat_with_an_input_without_tangent(no_double_backward):
+    # the other input's tangent counts as zeros; cat promotes, and so does the tangent
+    with fwAD.dual_level():
+        d = fwAD.make_dual(X, tl.ones_like(X))
+        out = tl.cat([X.float().double() * 0 + 5, d], 0)
+        _, t = fwAD.unpack_dual(out)
+    np.testing.assert_array_equal(t.numpy(), np.concatenate([np.zeros((4, 5)), np.ones((4, 5))]))

@@ -41,3 +41,9 @@ def record_fill(old, value, out):
     is_tensor = isinstance(value, Tensor)
     node = new_node(FillBackward0, value_shape=value._data.shape if is_tensor else ())
     record(node, (old, value if is_tensor else None), out)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+JVP = {
+    ToCopyBackward0: lambda node, inputs, t, meta: [t[0].to(meta[0][2], meta[0][1])],
+}

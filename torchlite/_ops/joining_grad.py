@@ -158,3 +158,33 @@ def record_block_diag(tensors, out, blocks):
     node = new_node(BlockDiagBackward0, blocks=[(b, t._data.shape, t.dtype)
                                                 for b, t in zip(blocks, tensors)])
     record(node, tuple(tensors), out)
+
+
+# ---- forward mode: J t for each node above (autograd/forward_ad.py reads JVP) ------------------
+# Joining and splitting are linear: the outputs' tangents are the same op on the inputs'
+# tangents (zeros for an input without one), cast to the output's dtype as the op promotes.
+def _tangent_or_zeros(t, x, dtype):
+    return (t if t is not None else zeros_as(x._data.shape, x)).to(dtype)
+
+
+def _cat_jvp(node, inputs, tangents, meta):
+    from .joining import cat
+    dtype = meta[0][1]
+    parts = [_tangent_or_zeros(t, x, dtype) for (size, _, _), t, x in zip(node.pieces, tangents, inputs)
+             if size is not None]
+    return [cat(parts, node.dim)]
+
+
+def _stack_jvp(node, inputs, tangents, meta):
+    from .joining import stack
+    dtype = meta[0][1]
+    return [stack([_tangent_or_zeros(t, x, dtype) for t, x in zip(tangents, inputs)], node.dim)]
+
+
+JVP = {
+    UnbindBackward0: lambda node, inputs, t, meta: [t[0].select(node.dim, i) for i in range(len(meta))],
+    _SplitBack: lambda node, inputs, t, meta: [t[0].narrow(node.dim, start, stop - start)
+                                               for start, stop in node.bounds],
+    CatBackward0: _cat_jvp,
+    StackBackward0: _stack_jvp,
+}

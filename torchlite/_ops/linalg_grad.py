@@ -325,3 +325,47 @@ def record_einsum(operands, terms, output, sizes, result):
     node.save(**{f"op{i}": t for i, t in enumerate(operands)})
     node.terms, node.output, node.sizes = terms, output, dict(sizes)
     return record(node, tuple(operands), result)
+
+
+# ---- forward mode: J t for the products (autograd/forward_ad.py reads JVP) ---------------------
+# Each product is bilinear: the tangent of a b is t_a b + a t_b (the add forms add beta t_input
+# and scale the product by alpha).  Real dtypes (forward AD refuses complex ones).
+def _bilinear(node, ta, tb, mul, a, b):
+    total = None
+    if ta is not None:
+        total = mul(ta, _operand(node, b))
+    if tb is not None:
+        term = mul(_operand(node, a), tb)
+        total = term if total is None else total + term
+    return total
+
+
+def _plain_jvp(mul):
+    return lambda node, inputs, t, meta: [_bilinear(node, t[0], t[1], mul, "a", "b")]
+
+
+def _add_jvp(mul):
+    def rule(node, inputs, t, meta):
+        total = _bilinear(node, t[1], t[2], mul, "x", "y")
+        if total is not None and node.alpha != 1:
+            total = total * node.alpha
+        if t[0] is not None and node.beta != 0:       # beta = 0 ignores the input, as forward
+            term = t[0] if node.beta == 1 else t[0] * node.beta
+            if total is None:
+                total = term.expand(meta[0][0]) if tuple(term.shape) != meta[0][0] else term
+            else:
+                total = total + term
+        return [total]
+    return rule
+
+
+JVP = {
+    MmBackward0: _plain_jvp(lambda p, q: p.mm(q)),
+    BmmBackward0: _plain_jvp(lambda p, q: p.bmm(q)),
+    MvBackward0: _plain_jvp(lambda p, q: p.mv(q)),
+    DotBackward0: _plain_jvp(lambda p, q: p.dot(q)),
+    AddmmBackward0: _add_jvp(lambda p, q: p.mm(q)),
+    AddmvBackward0: _add_jvp(lambda p, q: p.mv(q)),
+    BaddbmmBackward0: _add_jvp(lambda p, q: p.bmm(q)),
+    AddbmmBackward0: _add_jvp(lambda p, q: p.bmm(q).sum(0)),
+}

@@ -499,3 +499,12 @@ class LogSoftmaxBackward0(_Scan):
 def record_softmax(log, x, result, dim):
     node = (LogSoftmaxBackward0 if log else SoftmaxBackward0)().setup_scan(x, dim)
     return _record(node, x, result, result_out=result)
+
+
+# ---- forward mode: J t for the linear reductions (autograd/forward_ad.py reads JVP) ------------
+JVP = {
+    SumBackward0: lambda node, inputs, t, meta: [
+        (t[0].sum() if node.dim is None else t[0].sum(node.dim, keepdim=node.keepdim)).to(meta[0][1])],
+    MeanBackward0: lambda node, inputs, t, meta: [
+        (t[0].mean() if node.dim is None else t[0].mean(node.dim, keepdim=node.keepdim)).to(meta[0][1])],
+}

@@ -262,3 +262,24 @@ class CloneBackward0(Node):
 
 def record_clone(input, out):
     record(CloneBackward0(), (input,), out)
+
+
+# ---- forward mode: J t for each node above (autograd/forward_ad.py reads JVP) ------------------
+# A view is linear in its input, so the tangent of its output is the same view of the input's
+# tangent.  Keys are node classes (a subclass takes its base's rule); each rule maps
+# (node, inputs, tangents, meta) to the outputs' tangents, meta[i] = (shape, dtype, device).
+def _inverse_permutation(inverse):
+    return [inverse.index(i) for i in range(len(inverse))]
+
+
+JVP = {
+    _ReshapeBack: lambda node, inputs, t, meta: [t[0].reshape(meta[0][0])],
+    PermuteBackward0: lambda node, inputs, t, meta: [t[0].permute(_inverse_permutation(list(node.inverse)))],
+    TransposeBackward0: lambda node, inputs, t, meta: [t[0].transpose(node.dim0, node.dim1)],
+    TBackward0: lambda node, inputs, t, meta: [t[0].t()],
+    ExpandBackward0: lambda node, inputs, t, meta: [t[0].expand(meta[0][0])],
+    _ViewEmbedBack: lambda node, inputs, t, meta: [node.view_fn(t[0])],
+    UnfoldOverlapBackward: lambda node, inputs, t, meta: [t[0].unfold(node.dim, node.size, node.step)],
+    FlipBackward0: lambda node, inputs, t, meta: [t[0].flip(node.dims)],
+    CloneBackward0: lambda node, inputs, t, meta: [t[0].clone()],
+}

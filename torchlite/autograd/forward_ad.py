@@ -14,7 +14,12 @@ J t from the inputs' tangents t and stores them beside the outputs:
   _ops/elementwise_grad.py: their Jacobians are diagonal, so the backward formula applied
   to the tangent (instead of the output gradient, before any sum back to a broadcast shape)
   is the forward one;
-- the matrix products (mm, bmm, addmm -- nn.Linear --, baddbmm): t_a b + a t_b;
+- the nodes with a rule in a JVP table beside their backward formulas (JVP in
+  _ops/views_grad.py, joining_grad.py, reduction_grad.py, conversion_grad.py, linalg_grad.py;
+  keyed by node class, a subclass taking its base's rule): the views, cat/stack/split/unbind,
+  sum and mean, dtype conversions (linear: the op applied to the tangent) and the matrix
+  products (mm, mv, dot, bmm and the add forms addmm -- nn.Linear --, addmv, baddbmm, addbmm:
+  t_a b + a t_b);
 - a custom autograd.Function with a jvp(ctx, *tangents) staticmethod uses it;
 - every other node takes the linearity of its backward: B(g) = J^T g, so
   J t = d<B(g), t>/dg -- one differentiable backward of the node on a zero gradient that
@@ -250,48 +255,30 @@ def _jvp(node, inputs, meta, tangents):
         return [node.backward(tangents[0])[0]]      # a diagonal Jacobian: B(t) = J t
     if real and isinstance(node, EG.BinaryBackward) and len(meta) == 1:
         return [_binary(node, meta[0][0], tangents)]
-    product = _products().get(type(node).__name__)
-    if product is not None and real:
-        return [product(node, tangents)]
+    rule = _rule_for(node)
+    if rule is not None and real:
+        return rule(node, inputs, tangents, meta)
     return _by_double_backward(node, meta, tangents)
 
 
-def _products():
-    """The matrix products' rules, by node name: J t = t_a b + a t_b (plus beta t_input)."""
-    global _PRODUCTS
-    if _PRODUCTS is None:
-        from .._ops import linalg_grad as LG
-
-        def pair(node, ta, tb, mul, a="a", b="b"):
-            total = None
-            if ta is not None:
-                total = mul(ta, LG._operand(node, b))
-            if tb is not None:
-                term = mul(LG._operand(node, a), tb)
-                total = term if total is None else total + term
-            return total
-
-        def add_product(mul):
-            def rule(node, tangents):
-                t_in, tx, ty = tangents
-                total = pair(node, tx, ty, mul, "x", "y")
-                if total is not None and node.alpha != 1:
-                    total = total * node.alpha
-                if t_in is not None:
-                    term = t_in if node.beta == 1 else t_in * node.beta
-                    total = term if total is None else total + term
-                return total
+def _rule_for(node):
+    """The JVP rule of node's class (or of the nearest base class that has one), from the
+    tables beside the backward formulas (JVP in _ops/*_grad.py), or None."""
+    global _RULES
+    if _RULES is None:
+        from .._ops import conversion_grad, joining_grad, linalg_grad, reduction_grad, views_grad
+        _RULES = {}
+        for table in (views_grad.JVP, joining_grad.JVP, reduction_grad.JVP, conversion_grad.JVP,
+                      linalg_grad.JVP):
+            _RULES.update(table)
+    for cls in type(node).__mro__:
+        rule = _RULES.get(cls)
+        if rule is not None:
             return rule
-        _PRODUCTS = {
-            "MmBackward0": lambda node, t: pair(node, t[0], t[1], lambda p, q: p.mm(q)),
-            "BmmBackward0": lambda node, t: pair(node, t[0], t[1], lambda p, q: p.bmm(q)),
-            "AddmmBackward0": add_product(lambda p, q: p.mm(q)),
-            "BaddbmmBackward0": add_product(lambda p, q: p.bmm(q)),
-        }
-    return _PRODUCTS
+    return None
 
 
-_PRODUCTS = None
+_RULES = None
 
 
 def _function_jvp(node, cls, inputs, tangents):
