@@ -59,7 +59,32 @@ def cases(lib):
     def jacobian_vectorized():      # torch.autograd.functional's vectorize=True
         return lib.autograd.functional.jacobian(lambda v: (w_h @ v).tanh(), x_h, vectorize=True)
 
+    fwad = lib.autograd.forward_ad
+    blk = {"w1": t(rng.standard_normal((512, 256)) * 0.05), "b1": t(np.zeros(512)),
+           "w2": t(rng.standard_normal((256, 512)) * 0.05), "b2": t(np.zeros(256)),
+           "g": t(np.ones(256)), "beta": t(np.zeros(256))}
+    x_blk, t_blk = t(rng.standard_normal((128, 256))), t(rng.standard_normal((128, 256)))
+
+    def mlp_block(v):              # LayerNorm -> Linear -> GELU -> Linear, plus the residual
+        h = F.layer_norm(v, (256,), blk["g"], blk["beta"])
+        return v + F.linear(F.gelu(F.linear(h, blk["w1"], blk["b1"])), blk["w2"], blk["b2"])
+
+    k1, k2 = t(rng.standard_normal((16, 3, 3, 3)) * 0.2), t(rng.standard_normal((32, 16, 3, 3)) * 0.1)
+    img, t_img = t(rng.standard_normal((16, 3, 32, 32))), t(rng.standard_normal((16, 3, 32, 32)))
+
+    def cnn(v):                    # conv, batch norm, relu, pool, conv, softmax
+        h = F.max_pool2d(F.relu(F.batch_norm(F.conv2d(v, k1, padding=1), None, None, training=True)), 2)
+        return F.log_softmax(F.conv2d(h, k2, padding=1).mean((2, 3)), 1)
+
+    def forward_ad(fn, primal, tangent):
+        def run():
+            with fwad.dual_level():
+                return fwad.unpack_dual(fn(fwad.make_dual(primal, tangent))).tangent
+        return run
+
     return [("vmap(grad) per-sample MLP, batch 64", lambda: per_sample(params, x, y), 0.8),
+            ("forward AD: MLP block (LN, GELU), 128x256", forward_ad(mlp_block, x_blk, t_blk), None),
+            ("forward AD: small CNN (conv, BN, pool)", forward_ad(cnn, img, t_img), None),
             ("grad of the batch loss (one backward)", plain_step, None),
             ("jacrev of tanh(linear), 128 outputs", jacrev_case, None),
             ("hessian of a scalar of 32 inputs", hessian_case, None),

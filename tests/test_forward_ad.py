@@ -220,6 +220,24 @@ PRODUCT_CASES = {
 }
 
 
+LN_W, LN_B = tl.randn(5, dtype=F64, generator=G), tl.randn(5, dtype=F64, generator=G)
+BN_W, BN_B = tl.randn(3, dtype=F64, generator=G), tl.randn(3, dtype=F64, generator=G)
+CONV_B = tl.randn(4, dtype=F64, generator=G)
+NONLINEAR_CASES = {
+    "softmax/log_softmax": (lambda x: F.softmax(x, 1) * 3 + F.log_softmax(x, 0), (X,)),
+    "logsumexp/cumsum": (lambda x: x.logsumexp(1) + x.cumsum(1).sum(1) + x.logsumexp((0, 1)), (X,)),
+    "amax with ties": (lambda x: tl.cat([x, x]).amax(0).sum() + x.amin() + x.amax(1).sum(), (X,)),
+    "conv2d x, w and bias": (lambda a, k, b: F.conv2d(a, k, b, stride=2, padding=1), (IMG, K, CONV_B)),
+    "conv2d x only": (lambda a: F.conv2d(a, K, None, padding=1, dilation=2), (IMG,)),
+    "conv1d w only": (lambda k: F.conv1d(IMG[:, :, 0], k[:, :, 0], None), (K,)),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (5,), w, b), (X, LN_W, LN_B)),
+    "batch_norm train": (lambda a, w, b: F.batch_norm(a, None, None, w, b, training=True), (IMG, BN_W, BN_B)),
+    "batch_norm eval": (lambda a: F.batch_norm(a, IMG.mean((0, 2, 3)), IMG.var((0, 2, 3)) + 1, training=False),
+                        (IMG,)),
+    "group_norm": (lambda a, w: F.group_norm(a, 3, w), (IMG, BN_W)),
+}
+
+
 @pytest.fixture
 def no_double_backward(monkeypatch):
     def refuse(node, meta, tangents):
@@ -252,3 +270,11 @@ def test_cat_with_an_input_without_tangent(no_double_backward):
         out = tl.cat([X.float().double() * 0 + 5, d], 0)
         _, t = fwAD.unpack_dual(out)
     np.testing.assert_array_equal(t.numpy(), np.concatenate([np.zeros((4, 5)), np.ones((4, 5))]))
+
+
+@pytest.mark.parametrize("name", list(NONLINEAR_CASES))
+def test_nonlinear_table_rules_against_central_differences(name, no_double_backward):
+    f, xs = NONLINEAR_CASES[name]
+    ts = [tl.randn(*x.shape, dtype=F64, generator=G) for x in xs]
+    _, tangent = jvp(f, xs, ts)
+    np.testing.assert_allclose(tangent.numpy(), central_difference(f, xs, ts).numpy(), rtol=1e-6, atol=1e-7)

@@ -501,10 +501,43 @@ def record_softmax(log, x, result, dim):
     return _record(node, x, result, result_out=result)
 
 
-# ---- forward mode: J t for the linear reductions (autograd/forward_ad.py reads JVP) ------------
-JVP = {
-    SumBackward0: lambda node, inputs, t, meta: [
-        (t[0].sum() if node.dim is None else t[0].sum(node.dim, keepdim=node.keepdim)).to(meta[0][1])],
+# ---- forward mode: J t for each node above (autograd/forward_ad.py reads JVP) ------------------
+# Keys are node classes (a subclass takes its base's rule); a rule maps (node, inputs, tangents,
+# meta) to the outputs' tangents, meta[i] = (shape, dtype, device) of output i.
+def _reduced(node, t):
+    """t summed over the node's reduced dims, kept or dropped as the forward did."""
+    return t.sum() if node.dim is None else t.sum(node.dim, keepdim=node.keepdim)
+
+
+def _softmax_jvp(node, inputs, t, meta):
+    y = node.saved("result_out")                  # J = diag(y) - y y^T along dim
+    return [y * (t[0] - (t[0] * y).sum(node.dim, keepdim=True))]
+
+
+def _log_softmax_jvp(node, inputs, t, meta):
+    p = node.saved("result_out").exp()            # J = I - 1 softmax^T along dim
+    return [t[0] - (t[0] * p).sum(node.dim, keepdim=True)]
+
+
+def _logsumexp_jvp(node, inputs, t, meta):
+    x, result = node.saved("x"), node.saved("result_out")
+    return [_reduced(node, t[0] * (x - node.restore(result)).exp())]
+
+
+def _amax_jvp(node, inputs, t, meta):
+    # the mean of the tangents at the extreme elements (the backward shares g evenly)
+    mask = node.saved("x") == node.restore(node.saved("result_out"))
+    return [_reduced(node, t[0] * mask) / _reduced(node, mask)]
+
+
+JVP = {   # the linear ones are the op applied to the tangent
+    SumBackward0: lambda node, inputs, t, meta: [_reduced(node, t[0]).to(meta[0][1])],
     MeanBackward0: lambda node, inputs, t, meta: [
         (t[0].mean() if node.dim is None else t[0].mean(node.dim, keepdim=node.keepdim)).to(meta[0][1])],
+    CumsumBackward0: lambda node, inputs, t, meta: [
+        (t[0].cumsum(node.dim) if node.shape else t[0]).to(meta[0][1])],
+    SoftmaxBackward0: _softmax_jvp,
+    LogSoftmaxBackward0: _log_softmax_jvp,
+    LogsumexpBackward0: _logsumexp_jvp,
+    AmaxBackward0: _amax_jvp,
 }

@@ -16,10 +16,11 @@ J t from the inputs' tangents t and stores them beside the outputs:
   is the forward one;
 - the nodes with a rule in a JVP table beside their backward formulas (JVP in
   _ops/views_grad.py, joining_grad.py, reduction_grad.py, conversion_grad.py, linalg_grad.py;
-  keyed by node class, a subclass taking its base's rule): the views, cat/stack/split/unbind,
-  sum and mean, dtype conversions (linear: the op applied to the tangent) and the matrix
-  products (mm, mv, dot, bmm and the add forms addmm -- nn.Linear --, addmv, baddbmm, addbmm:
-  t_a b + a t_b);
+  and nn/functional/conv_grad.py, normalization_grad.py; keyed by node class, a subclass
+  taking its base's rule): the views, cat/stack/split/unbind, sum, mean, cumsum and dtype
+  conversions (linear: the op applied to the tangent), the matrix products (mm, mv, dot, bmm
+  and the add forms addmm -- nn.Linear --, addmv, baddbmm, addbmm: t_a b + a t_b), softmax,
+  log_softmax, logsumexp, amax/amin, the convolutions and batch/layer/group norm;
 - a custom autograd.Function with a jvp(ctx, *tangents) staticmethod uses it;
 - every other node takes the linearity of its backward: B(g) = J^T g, so
   J t = d<B(g), t>/dg -- one differentiable backward of the node on a zero gradient that
@@ -257,7 +258,9 @@ def _jvp(node, inputs, meta, tangents):
         return [_binary(node, meta[0][0], tangents)]
     rule = _rule_for(node)
     if rule is not None and real:
-        return rule(node, inputs, tangents, meta)
+        result = rule(node, inputs, tangents, meta)
+        if result is not None:              # None: the rule does not cover this case
+            return result
     return _by_double_backward(node, meta, tangents)
 
 
@@ -267,9 +270,10 @@ def _rule_for(node):
     global _RULES
     if _RULES is None:
         from .._ops import conversion_grad, joining_grad, linalg_grad, reduction_grad, views_grad
+        from ..nn.functional import conv_grad, normalization_grad
         _RULES = {}
         for table in (views_grad.JVP, joining_grad.JVP, reduction_grad.JVP, conversion_grad.JVP,
-                      linalg_grad.JVP):
+                      linalg_grad.JVP, conv_grad.JVP, normalization_grad.JVP):
             _RULES.update(table)
     for cls in type(node).__mro__:
         rule = _RULES.get(cls)

@@ -170,3 +170,24 @@ class ConvolutionBackwardBackward0(Node):
         gx = conv_t(gy, gdw, None, spec, _spatial(x, nd)) if want_x else None
         ggy = _fit(conv(x, gdw, None, spec), _spatial(gy, nd), nd) if want_gy else None
         return gx, ggy
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+def _conv_jvp(node, inputs, tangents, meta):
+    """conv(x, w) + b is bilinear in (x, w) and linear in b: conv(t_x, w) + conv(x, t_w) + t_b
+    (the transposed convolution keeps the double-backward fallback: None)."""
+    if node.transposed:
+        return None
+    tx, tw, tb = tangents
+    x, w = node.saved("input"), node.saved("weight")
+    total = conv(tx, w, None, node.spec) if tx is not None else None
+    if tw is not None:
+        term = conv(x, tw, None, node.spec)
+        total = term if total is None else total + term
+    if tb is not None:
+        term = tb.reshape((1, -1) + (1,) * node.spec.nd).expand(meta[0][0])
+        total = term if total is None else total + term
+    return [total]
+
+
+JVP = {ConvolutionBackward0: _conv_jvp}

@@ -139,3 +139,35 @@ def record_norm(cls, x, weight, bias, out, mean, invstd, *, view_shape, stat_dim
     for k, v in kernel_state.items():
         setattr(node, k, v)
     return record(node, (x, weight, bias), out)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+def _norm_jvp(node, inputs, tangents, meta):
+    """y = xhat w + b with xhat = (x - mean) invstd: with batch statistics the tangent of xhat
+    is invstd (t - mean(t) - xhat mean(xhat t)) over the statistics' dims, with fixed ones
+    invstd t; then w t_xhat + xhat t_w + t_b.  Outputs past the first (saved statistics) get
+    none."""
+    tx, tw, tb = (list(tangents) + [None, None, None])[:3]
+    x = node.saved("input")
+    w = node.saved("weight") if "weight" in node._saved else None
+    mean, invstd = node.stat_tensors()
+    xhat = (node._view(x) - mean) * invstd
+    total = None
+    if tx is not None:
+        th = node._view(tx)
+        if node.batch_stats:
+            dims, n = node.stat_dims, node.n
+            th = th - th.sum(dims, keepdim=True) / n - xhat * (xhat * th).sum(dims, keepdim=True) / n
+        total = (th * invstd).reshape(x.shape)
+        if w is not None:
+            total = total * w.reshape(node.affine_shape)
+    if tw is not None:
+        term = xhat.reshape(x.shape) * tw.reshape(node.affine_shape)
+        total = term if total is None else total + term
+    if tb is not None:
+        term = tb.reshape(node.affine_shape).expand(x.shape)
+        total = term if total is None else total + term
+    return [total] + [None] * (len(meta) - 1)
+
+
+JVP = {_NormBackward: _norm_jvp}
