@@ -49,7 +49,10 @@ def export(model: Module | Callable[..., Any], args: Tensor | tuple[Any, ...] = 
     """Write `model` run on `args` (a tensor or a tuple; `kwargs` a dict) as an ONNX model to
     f (a path or a binary file).  dynamic_axes: {input or output name: {dim: name} or [dims]}
     makes those dims symbolic (one file for every batch size).  Returns the onnx.ModelProto
-    it wrote."""
+    it wrote.  Accepted for PyTorch's signature and not used: do_constant_folding (the
+    graph is written as traced; constants stay initializers), operator_export_type,
+    keep_initializers_as_inputs (initializers are never graph inputs) and any other keyword
+    of PyTorch's dynamo exporter (dynamo=, external_data=, ...)."""
     from ._export import export_model
     _state.exporting = True
     try:
