@@ -299,7 +299,7 @@ OPS = {
         serialization cuda backends amp cpu autocast fx jit onnx distributions func vmap compiler fft
         functional profiler memory_format contiguous_format channels_last channels_last_3d
         preserve_format
-        vision hub distributed multiprocessing
+        vision hub distributed multiprocessing quasirandom
         layout strided sparse_coo sparse_csr sparse_csc sparse_bsr sparse_bsc jagged
         default_generator float16 float32 float64 bfloat16 uint8 int8 int16 int32 int64"""),
     **no_grad(PROTOCOL, """

@@ -482,6 +482,8 @@ MODULES = {   # module: a few of the names it must cover (so the check is never 
     "torchlite.jit._serialization": ["save", "load"],
     "torchlite.compiler._compile": ["is_compiling", "reset"],
     "torchlite.profiler._events": ["FunctionEvent.key", "FunctionEvent.time_range", "FunctionEventAvg.add"],
+    "torchlite.quasirandom": ["SobolEngine.__init__", "SobolEngine.draw", "SobolEngine.draw_base2",
+                              "SobolEngine.fast_forward", "SobolEngine.reset"],
 }
 
 

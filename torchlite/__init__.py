@@ -87,7 +87,8 @@ e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 _LAZY_MODULES = ("nn", "optim", "utils", "cuda", "backends", "amp", "cpu", "testing",
                  "serialization", "fx", "jit", "onnx", "distributions", "func", "compiler", "futures",
                  "vision", "hub", "distributed", "multiprocessing", "fft", "functional", "profiler",
-                 "special", "signal", "masked", "storage", "accelerator", "types", "library")
+                 "special", "signal", "masked", "storage", "accelerator", "types", "library",
+                 "quasirandom")
 _LAZY_NAMES = {
     "save": "serialization", "load": "serialization",
     "save_safetensors": "serialization", "load_safetensors": "serialization",
