@@ -235,6 +235,10 @@ NONLINEAR_CASES = {
     "batch_norm eval": (lambda a: F.batch_norm(a, IMG.mean((0, 2, 3)), IMG.var((0, 2, 3)) + 1, training=False),
                         (IMG,)),
     "group_norm": (lambda a, w: F.group_norm(a, 3, w), (IMG, BN_W)),
+    "max/avg/adaptive pooling": (lambda a: F.max_pool2d(a, 2).sum() + F.avg_pool2d(a, 3, 1, 1).mean() * 7
+                                 + F.adaptive_avg_pool2d(a, (2, 3)).sum() + F.max_pool1d(a[0], 2).sum(), (IMG,)),
+    "embedding": (lambda w: F.embedding(tl.tensor([[0, 2, 2], [1, 0, 3]]), w), (X,)),
+    "matmul broadcast": (lambda b, x: b.matmul(x[:, :2]) + x[:, 0].matmul(C3).sum(), (B3, W)),
 }
 
 

@@ -364,6 +364,7 @@ JVP = {
     BmmBackward0: _plain_jvp(lambda p, q: p.bmm(q)),
     MvBackward0: _plain_jvp(lambda p, q: p.mv(q)),
     DotBackward0: _plain_jvp(lambda p, q: p.dot(q)),
+    MatmulBackward0: _plain_jvp(lambda p, q: p.matmul(q)),
     AddmmBackward0: _add_jvp(lambda p, q: p.mm(q)),
     AddmvBackward0: _add_jvp(lambda p, q: p.mv(q)),
     BaddbmmBackward0: _add_jvp(lambda p, q: p.bmm(q)),

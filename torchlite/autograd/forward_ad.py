@@ -20,7 +20,8 @@ J t from the inputs' tangents t and stores them beside the outputs:
   taking its base's rule): the views, cat/stack/split/unbind, sum, mean, cumsum and dtype
   conversions (linear: the op applied to the tangent), the matrix products (mm, mv, dot, bmm
   and the add forms addmm -- nn.Linear --, addmv, baddbmm, addbmm: t_a b + a t_b), softmax,
-  log_softmax, logsumexp, amax/amin, the convolutions and batch/layer/group norm;
+  log_softmax, logsumexp, amax/amin, the convolutions, batch/layer/group norm, max/average/
+  adaptive average pooling, embedding and matmul;
 - a custom autograd.Function with a jvp(ctx, *tangents) staticmethod uses it;
 - every other node takes the linearity of its backward: B(g) = J^T g, so
   J t = d<B(g), t>/dg -- one differentiable backward of the node on a zero gradient that
@@ -270,10 +271,11 @@ def _rule_for(node):
     global _RULES
     if _RULES is None:
         from .._ops import conversion_grad, joining_grad, linalg_grad, reduction_grad, views_grad
-        from ..nn.functional import conv_grad, normalization_grad
+        from ..nn.functional import conv_grad, normalization_grad, pooling_grad, sparse
         _RULES = {}
         for table in (views_grad.JVP, joining_grad.JVP, reduction_grad.JVP, conversion_grad.JVP,
-                      linalg_grad.JVP, conv_grad.JVP, normalization_grad.JVP):
+                      linalg_grad.JVP, conv_grad.JVP, normalization_grad.JVP, pooling_grad.JVP,
+                      sparse.JVP):
             _RULES.update(table)
     for cls in type(node).__mro__:
         rule = _RULES.get(cls)

@@ -221,3 +221,15 @@ class MaxUnpool2DBackward0(Node):
 
     def backward(self, g):
         return (gather(g, self.saved("indices"), self.nd),)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+# Max pooling picks one input per output (the saved indices): the tangent there; average and
+# adaptive average pooling are linear: the pooling of the tangent.
+JVP = {
+    MaxPool2DWithIndicesBackward0: lambda node, inputs, t, meta: [gather(t[0], node.saved("indices"), node.nd)],
+    AvgPool2DBackward0: lambda node, inputs, t, meta: [
+        avg_pool(t[0], spatial2(meta[0][0], node.nd), node.params, node.nd)],
+    AdaptiveAvgPool2DBackward0: lambda node, inputs, t, meta: [
+        adaptive_avg_pool(t[0], spatial2(meta[0][0], node.nd), node.nd)],
+}

@@ -287,3 +287,11 @@ def _first_max_positions(rows, bag_of, n_bags, dim):
         0, index, _P.where(hit, position, k), "amin")
     found = first < k
     return first.clamp(max=k - 1), found
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+# The lookup is linear in the weight: the tangent's rows at the same indices.
+JVP = {
+    EmbeddingBackward0: lambda node, inputs, t, meta: [
+        t[0].index_select(0, node.saved("indices").reshape(-1)).reshape(meta[0][0])],
+}
