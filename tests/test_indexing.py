@@ -976,3 +976,31 @@ def test_nonzero_static_pads_or_cuts():
     assert tl.nonzero_static(x, size=0).shape == (0, 2)
     with pytest.raises(RuntimeError, match="non-negative integer"):
         tl.nonzero_static(x, size=-1)
+
+
+def test_error_types_as_pytorch_for_out_aliasing_and_values():
+    # an expanded out= (its elements alias each other) is refused before any resize, an out=
+    # sharing the input's memory too (PyTorch's assert_no_internal_overlap / assert_no_overlap)
+    x = tl.randn(3, 6)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        tl.index_select(x, 1, tl.tensor([0, 1]), out=tl.empty(1, 6).expand(2, 6))
+    v = tl.randn(10)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        tl.kthvalue(v, 5, out=(v, tl.empty((), dtype=tl.int64)))
+    values, indices = tl.empty(0), tl.empty(0, dtype=tl.int64)
+    tl.kthvalue(v, 5, out=(values, indices))          # separate out= tensors are fine
+    assert values.item() == np.sort(v.numpy())[4]
+    # a complex value fills a real tensor only without an imaginary part
+    z = tl.zeros(2)
+    assert z.masked_fill(tl.tensor(True), 1 + 0j).tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="cannot be converted to type float without overflow"):
+        z.masked_fill(tl.tensor(True), 1j)
+    with pytest.raises(RuntimeError, match="int64_t without overflow"):
+        tl.zeros(2, dtype=tl.int64).masked_fill(tl.tensor(True), 2j)
+    assert tl.zeros(2, dtype=tl.bool).masked_fill(tl.tensor(True), 1j).tolist() == [True, True]
+    # narrow_copy: a too-large dim is PyTorch's RuntimeError, a too-negative one an IndexError
+    t = tl.zeros(10, 5, 20)
+    with pytest.raises(RuntimeError, match="Expected dim <"):
+        tl.narrow_copy(t, 3, 0, 0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        tl.narrow_copy(t, -4, 0, 0)

@@ -62,6 +62,12 @@ def _checked_scalar(v, code):
         return builtins.complex(v)
     if code == _BOOL:
         return builtins.bool(v)
+    if isinstance(v, builtins.complex):          # a real dtype takes a complex value without
+        if v.imag != 0:                          # an imaginary part only (PyTorch's check)
+            name = _C_INT_NAMES.get(code) or {6: "c10::Half", 7: "c10::BFloat16", 8: "float",
+                                              9: "double"}.get(code, "float")
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        v = v.real
     if code >= 6:
         return builtins.float(v)
     lo, hi = _INT_LIMITS[code]
@@ -334,6 +340,10 @@ def _result(res, out, op, inputs, record, *args):
     if out is not None:
         _no_out_with_grad(op, *inputs)
         if isinstance(out, Tensor) and op in _READS_WHILE_WRITING:
+            if out._data.has_internal_overlap():          # an expanded out=, even one to resize
+                raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                                   "refers to a single memory location. Please clone() the tensor before "
+                                   "performing the operation.")
             for t in args:
                 if isinstance(t, Tensor) and t.device == out.device:
                     _ew.check_no_overlap(out._data, t._data)

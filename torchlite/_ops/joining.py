@@ -846,6 +846,12 @@ def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int],
 @_register("narrow_copy")
 def narrow_copy(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     """A contiguous copy of input.narrow(dim, start, length)."""
+    tensor_arg(input, "narrow_copy", "input")
+    if isinstance(dim, int) and input.ndim > 0 and dim >= input.ndim:
+        # PyTorch's narrow_copy checks a too-large dim before wrapping (a negative one gets
+        # the IndexError that narrow gives)
+        raise RuntimeError(f"narrow_copy(): Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
+                           f"but got false (dim {dim} of a {input.ndim}-d tensor).")
     view = input.narrow(dim, start, length)
     copy = view.contiguous()
     return view.clone() if copy is view else copy      # a copy either way, never an alias

@@ -40,7 +40,15 @@ def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
             _G.record_picked(node_cls, input, v, i, dim, keepdim)
         return rt(v, i)
     no_out_with_grad(op, input)
+    if op in _OUT_MAY_NOT_ALIAS_INPUT and isinstance(out, (tuple, list)):
+        for t in out:                       # PyTorch's assert_no_overlap(out, input)
+            if isinstance(t, Tensor) and t.device == input.device:
+                _ew.check_no_overlap(t._data, input._data)
     return write_out(rt(values, indices), out, op)
+
+
+# the (values, indices) ops whose out= tensors may share no memory with the input
+_OUT_MAY_NOT_ALIAS_INPUT = {"kthvalue"}
 
 
 # ---- sort, argsort, msort ------------------------------------------------------------------
