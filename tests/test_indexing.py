@@ -1004,3 +1004,9 @@ def test_error_types_as_pytorch_for_out_aliasing_and_values():
         tl.narrow_copy(t, 3, 0, 0)
     with pytest.raises(IndexError, match="Dimension out of range"):
         tl.narrow_copy(t, -4, 0, 0)
+    # arange: a zero step is a RuntimeError, a fractional one that truncates to 0 for an integer
+    # result PyTorch's ValueError
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        tl.arange(0, 3, 0)
+    with pytest.raises(ValueError, match="step must be nonzero"):
+        tl.arange(0, 64, 0.5, out=tl.empty(0, dtype=tl.int64))

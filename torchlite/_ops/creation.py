@@ -444,8 +444,8 @@ def _arange_length(start, end, step, dt):
     PyTorch computes it), else from the arguments as given."""
     if dt is D.int64:
         istart, iend, istep = builtins.int(start), builtins.int(end), builtins.int(step)
-        if istep == 0:
-            raise RuntimeError("arange: step must be nonzero")
+        if istep == 0:      # a fractional step that truncates to 0: PyTorch's ValueError
+            raise ValueError("arange: step must be nonzero")
         return _range_length(-((istart - iend) // istep))      # ceil((iend - istart) / istep)
     return _range_length(math.ceil((end - start) / step))
 
