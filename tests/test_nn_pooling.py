@@ -520,3 +520,19 @@ def test_int64_average_pooling_truncates_like_pytorch(k, s, p, count_include_pad
         for ceil_mode in (False, True):
             np.testing.assert_array_equal(ours(tl.tensor(xs), k, s, p, ceil_mode, **kw).numpy(),
                                           theirs(torch.tensor(xs), k, s, p, ceil_mode, **kw).numpy())
+
+
+def test_with_indices_forms_return_both_whatever_the_flag():
+    # PyTorch's *_with_indices functions default return_indices to False and return
+    # (values, indices) either way; torchlite's signatures and results agree
+    import inspect
+    x = tl.randn(1, 2, 4, 6)
+    for fn, args in ((F.max_pool1d_with_indices, (x[0], 2)), (F.max_pool2d_with_indices, (x, 2)),
+                     (F.adaptive_max_pool1d_with_indices, (x[0], 3)),
+                     (F.adaptive_max_pool2d_with_indices, (x, (2, 3))),
+                     (F.max_pool3d_with_indices, (x.unsqueeze(0), 2)),
+                     (F.adaptive_max_pool3d_with_indices, (x.unsqueeze(0), 1))):
+        assert inspect.signature(fn).parameters["return_indices"].default is False, fn.__name__
+        for flag in (False, True):
+            values, indices = fn(*args, return_indices=flag)
+            assert indices.dtype is tl.int64 and values.shape == indices.shape

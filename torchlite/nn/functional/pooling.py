@@ -190,7 +190,7 @@ def max_pool1d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
                             stride: int | tuple[int, ...] | None = None,
                             padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1,
                             ceil_mode: bool = False,
-                            return_indices: bool = True) -> tuple[Tensor, Tensor]:
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """(values, indices) of 1-d max pooling over (N, C, L) or (C, L)."""
     return _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode)
 
@@ -199,7 +199,7 @@ def max_pool2d_with_indices(input: Tensor, kernel_size: int | tuple[int, ...],
                             stride: int | tuple[int, ...] | None = None,
                             padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1,
                             ceil_mode: bool = False,
-                            return_indices: bool = True) -> tuple[Tensor, Tensor]:
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """(values, indices) of 2-d max pooling over (N, C, H, W) or (C, H, W)."""
     return _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode)
 
@@ -356,7 +356,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | tuple[int | None, ...]
 
 
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size: int | tuple[int, ...],
-                                     return_indices: bool = True) -> tuple[Tensor, Tensor]:
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
     op = "adaptive_max_pool1d"
     _adaptive_input(input, 1, op)
     size = _adaptive_size(input, output_size, 1, op)
@@ -365,7 +365,7 @@ def adaptive_max_pool1d_with_indices(input: Tensor, output_size: int | tuple[int
 
 def adaptive_max_pool2d_with_indices(input: Tensor,
                                      output_size: int | tuple[int | None, ...] | None,
-                                     return_indices: bool = True) -> tuple[Tensor, Tensor]:
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
     op = "adaptive_max_pool2d"
     _adaptive_input(input, 2, op, output_size)
     size = _adaptive_size(input, output_size, 2, op)
