@@ -31,7 +31,7 @@ from .._tensor import Tensor, _wrap
 from ..autograd.graph import needs_grad
 
 __all__ = ["int_arg", "tensor_arg", "tensor_args", "needs_grad", "no_out_with_grad", "out_array", "write_out",
-           "result", "with_out", "factory_dtype", "C_NAMES", "TORCH_NAMES"]
+           "result", "with_out", "factory_dtype", "check_out_memory", "C_NAMES", "TORCH_NAMES"]
 
 # The arrays are the array layer's (torchlite._core.array.Array, or a CUDA one), typed Any
 # here; a dtype code is an int (D.float32.code).  casting takes NumPy's words (write_out).
@@ -87,6 +87,22 @@ def out_array(out: Any, shape: Sequence[int], op: str, *, dtype: Optional[int] =
         out._data = _A.empty(tuple(shape), have, device=out._data)
     out._bump_version()
     return out._data
+
+
+def check_out_memory(outs: Sequence[Any], inputs: Sequence[Any], *, internal: bool = False) -> None:
+    """PyTorch's assert_no_overlap for an op that reads its inputs while writing out=: no out
+    tensor may share dense memory with an input tensor (on its device); with internal, none may
+    be expanded either (assert_no_internal_overlap, before any resize)."""
+    for out in outs:
+        if not isinstance(out, Tensor):
+            continue
+        if internal and out._data.has_internal_overlap():
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                               "refers to a single memory location. Please clone() the tensor before "
+                               "performing the operation.")
+        for t in inputs:
+            if isinstance(t, Tensor) and t.device == out.device:
+                _ew.check_no_overlap(out._data, t._data)
 
 
 def write_out(res: Any, out: Any, op: str, *, casting: Casting = "no") -> Any:

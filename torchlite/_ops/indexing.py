@@ -29,7 +29,7 @@ from . import elementwise_grad as _EG
 from . import views_grad as _VG
 from .elementwise import where as _where
 from ._kit import C_NAMES, needs_grad, no_out_with_grad as _no_out_with_grad, result, tensor_arg
-from ._kit import write_out
+from ._kit import check_out_memory, write_out
 from .._autocast_state import entry as _autocast, run as _autocast_run
 
 if TYPE_CHECKING:
@@ -64,8 +64,7 @@ def _checked_scalar(v, code):
         return builtins.bool(v)
     if isinstance(v, builtins.complex):          # a real dtype takes a complex value without
         if v.imag != 0:                          # an imaginary part only (PyTorch's check)
-            name = _C_INT_NAMES.get(code) or {6: "c10::Half", 7: "c10::BFloat16", 8: "float",
-                                              9: "double"}.get(code, "float")
+            name = _C_INT_NAMES.get(code) or _C_NAMES[code]
             raise RuntimeError(f"value cannot be converted to type {name} without overflow")
         v = v.real
     if code >= 6:
@@ -339,14 +338,8 @@ def _result(res, out, op, inputs, record, *args):
     `inputs` requires grad."""
     if out is not None:
         _no_out_with_grad(op, *inputs)
-        if isinstance(out, Tensor) and op in _READS_WHILE_WRITING:
-            if out._data.has_internal_overlap():          # an expanded out=, even one to resize
-                raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
-                                   "refers to a single memory location. Please clone() the tensor before "
-                                   "performing the operation.")
-            for t in args:
-                if isinstance(t, Tensor) and t.device == out.device:
-                    _ew.check_no_overlap(out._data, t._data)
+        if op in _READS_WHILE_WRITING:
+            check_out_memory((out,), args, internal=True)
         return write_out(res, out, op)
     r = _wrap(res)
     if needs_grad(*inputs):

@@ -19,7 +19,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import record_not_differentiable
 from . import _register
 from . import sorting_grad as _G
-from ._kit import int_arg, tensor_arg, no_out_with_grad, write_out, result
+from ._kit import check_out_memory, int_arg, tensor_arg, no_out_with_grad, write_out, result
 
 _TORCH_NAMES = _ew._TORCH_NAMES
 
@@ -41,9 +41,7 @@ def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
         return rt(v, i)
     no_out_with_grad(op, input)
     if op in _OUT_MAY_NOT_ALIAS_INPUT and isinstance(out, (tuple, list)):
-        for t in out:                       # PyTorch's assert_no_overlap(out, input)
-            if isinstance(t, Tensor) and t.device == input.device:
-                _ew.check_no_overlap(t._data, input._data)
+        check_out_memory(out, (input,))
     return write_out(rt(values, indices), out, op)
 
 
