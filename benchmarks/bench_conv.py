@@ -5,9 +5,10 @@ process.  Each time is the 20th percentile of 40 calls, the better of two rounds
 alternate the libraries (this machine is shared and noisy).  The whole-layer cases with their
 targets are bench.py's conv2d_* ones; this script says which direction the time goes to.
 
-    python benchmarks/bench_conv.py [--threads 1 2] [--shapes 32,32,64,16 ...]
+    python benchmarks/bench_conv.py [--threads 1 2] [--shapes 32,32,64,16 ...] [--no-winograd]
 
-A shape is N,C_in,C_out,H (square planes).  Needs PyTorch.
+A shape is N,C_in,C_out,H (square planes).  --no-winograd times the im2col path where the
+Winograd one would run (3x3 layers with 16+ channels), to compare the two.  Needs PyTorch.
 """
 import argparse
 
@@ -61,7 +62,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES)
+    ap.add_argument("--no-winograd", action="store_true")
     args = ap.parse_args()
+    C.use_winograd = not args.no_winograd
     print("| N, C_in, C_out, H | threads | direction | torchlite us | torch us | torch/torchlite |")
     print("|---|---:|---|---:|---:|---:|")
     for s in args.shapes:

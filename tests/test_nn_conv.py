@@ -320,6 +320,97 @@ def _np_grads(x, w, g, s, p):
     return gx, gw
 
 
+# ---- Winograd F(2x2, 3x3) (kernels/conv_winograd.h): 3x3 stride-1 layers with 16+ channels ---------
+# Geometries: odd and even output sizes (a last tile half outside), padding 0/1/2, one-pixel
+# outputs, channel counts that leave partial GEMM panels, several bands per image (a wide
+# plane with many tile rows: bands hold about 512 KiB of transformed data), a channels_last
+# and a sliced input (strided reads), bias and no bias.
+_WINO_GEOMETRIES = [
+    # (N, C, O, H, W, padding, bias, layout)
+    (2, 16, 16, 8, 8, 1, True, "plain"),
+    (3, 17, 23, 9, 5, 1, False, "plain"),
+    (2, 16, 33, 7, 10, 0, True, "plain"),
+    (1, 20, 16, 3, 4, 2, True, "plain"),
+    (2, 16, 16, 1, 1, 1, True, "plain"),
+    (1, 48, 40, 62, 35, 1, True, "plain"),
+    (2, 24, 16, 6, 11, 1, False, "channels_last"),
+    (2, 16, 20, 12, 9, 1, True, "sliced"),
+]
+
+
+def _wino_input(x, dt, layout):
+    xt = tl.tensor(x, dtype=dt)
+    if layout == "channels_last":
+        return xt.contiguous(memory_format=tl.channels_last)
+    if layout == "sliced":          # every other column of a plane twice as wide
+        wide = np.repeat(x, 2, axis=3)
+        return tl.tensor(wide, dtype=dt)[..., ::2]
+    return xt
+
+
+@pytest.mark.parametrize("level", [0, 3, 4])
+def test_winograd_forward_and_gradients(level):
+    """Forward, input gradient (a Winograd forward of the output gradient with the flipped
+    weight) and weight gradient against NumPy at every ISA level, float32 and float64; the
+    transforms add before they multiply, so float32 agrees to a few ulp of the terms."""
+    old = _conv_kernels.isa_level()
+    _conv_kernels.set_isa_level(level)
+    try:
+        for (n, c, o, h, wd, p, with_bias, layout) in _WINO_GEOMETRIES:
+            x, w, b = r(n, c, h, wd), r(o, c, 3, 3) * 0.2, r(o)
+            for dt, tol in ((tl.float32, 2e-5), (tl.float64, 1e-12)):
+                xt = _wino_input(x, dt, layout).requires_grad_()
+                wt = tl.tensor(w, dtype=dt, requires_grad=True)
+                y = F.conv2d(xt, wt, tl.tensor(b, dtype=dt) if with_bias else None, 1, p)
+                ref = np_conv(x, w, b if with_bias else None, 1, p)
+                scale = np.abs(ref).max()
+                np.testing.assert_allclose(y.detach().numpy() / scale, ref / scale, rtol=0, atol=tol,
+                                           err_msg=str((n, c, o, h, wd, p, layout)))
+                g = r(*y.shape)
+                y.backward(tl.tensor(g, dtype=dt))
+                gx, gw = _np_grads(x, w, g, 1, p)
+                np.testing.assert_allclose(xt.grad.numpy() / np.abs(gx).max(), gx / np.abs(gx).max(),
+                                           rtol=0, atol=tol, err_msg=str((n, c, o, h, wd, p, layout)))
+                np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-4 if dt is tl.float32 else 1e-10,
+                                           atol=1e-4 if dt is tl.float32 else 1e-10)
+    finally:
+        _conv_kernels.set_isa_level(old)
+
+
+def test_winograd_taken_only_where_it_applies():
+    """The Winograd path runs for 3x3 stride-1 undilated ungrouped layers with 16+ channels on
+    both sides and transformed weights of at most 4 MiB, and the im2col path everywhere else:
+    with the switch off the results of the others are bit for bit the same, those of the
+    Winograd layers differ in the last bits (different rounding) but not beyond."""
+    def run(xs, ws, **kw):
+        x, w = tl.tensor(r(*xs), dtype=tl.float32), tl.tensor(r(*ws) * 0.1, dtype=tl.float32)
+        return F.conv2d(x, w, None, **kw).numpy()
+    cases = [  # (input, weight, kwargs, Winograd?)
+        ((2, 16, 8, 8), (16, 16, 3, 3), dict(padding=1), True),
+        ((2, 15, 8, 8), (16, 15, 3, 3), dict(padding=1), False),        # too few input channels
+        ((2, 16, 8, 8), (15, 16, 3, 3), dict(padding=1), False),        # too few output channels
+        ((2, 16, 9, 9), (16, 16, 3, 3), dict(padding=1, stride=2), False),
+        ((2, 16, 9, 9), (16, 16, 3, 3), dict(padding=2, dilation=2), False),
+        ((2, 32, 8, 8), (32, 16, 3, 3), dict(padding=1, groups=2), False),
+        ((1, 513, 4, 4), (513, 513, 3, 3), dict(padding=1), False),     # 16 MiB of weights
+        ((2, 16, 8, 8), (16, 16, 5, 5), dict(padding=2), False),
+    ]
+    for xs, ws, kw, wino in cases:
+        _rng_state = _rng.bit_generator.state
+        on = run(xs, ws, **kw)
+        _rng.bit_generator.state = _rng_state
+        _conv_kernels.use_winograd = False
+        try:
+            off = run(xs, ws, **kw)
+        finally:
+            _conv_kernels.use_winograd = True
+        if wino:
+            assert not np.array_equal(on, off), (xs, ws, kw)
+            np.testing.assert_allclose(on, off, rtol=1e-4, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(on, off, err_msg=str((xs, ws, kw)))
+
+
 # ---- threads: the same bits at 1 and 2 threads ------------------------------------------------------
 @pytest.mark.parametrize("shape", [(8, 16, 12, 12, 32, 3, 1), (2, 32, 20, 20, 16, 3, 2), (16, 8, 6, 6, 8, 1, 1),
                                    (8, 32, 8, 8, 16, 3, 1)])

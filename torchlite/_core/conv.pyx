@@ -10,7 +10,9 @@
 # stride-1 layer that does not widen is the forward of the output gradient with the flipped,
 # transposed weight (_input_grad_as_forward).  For small images the forward and input-grad
 # GEMMs take a few images side by side (one wider GEMM instead of several narrow ones); a
-# 1x1 stride-1 convolution needs no im2col.
+# 1x1 stride-1 convolution needs no im2col.  A 3x3 stride-1 layer with 16 or more channels on
+# both sides runs by Winograd's F(2x2, 3x3) instead (kernels/conv_winograd.h: 2.25x fewer
+# multiplies; its input gradient too, as the forward above), the weight gradient by im2col.
 #
 # Threads: chunks of images are split over threads when there are enough of them (each
 # chunk's GEMM runs serially on its thread, with its own buffers; a static split:
@@ -61,11 +63,21 @@ cdef extern from "kernels/conv_im2col.h" nogil:
 
 ctypedef tl_conv_geom Geom      # see kernels/conv_im2col.h for the fields
 
+cdef extern from "kernels/conv_winograd.h" nogil:
+    bint tl_wino_applies(const tl_conv_geom* g)
+    bint tl_wino_fits(const tl_conv_geom* g, int itemsize)
+    int tl_wino_forward_f32(const tl_conv_geom* g, const float* x, const float* w,
+                            const float* bias, int64_t bstride, float* y, int nthreads)
+    int tl_wino_forward_f64(const tl_conv_geom* g, const double* x, const double* w,
+                            const double* bias, int64_t bstride, double* y, int nthreads)
+    int tl_wino_install(int level)
+
 
 def _install(int level):
-    """Install the GEMM and im2col kernels of ISA `level`; returns the level installed."""
-    cdef int a = tl_gemm_install(level), b = tl_conv_install(level)
-    return a if a < b else b
+    """Install the GEMM, im2col and Winograd kernels of ISA `level`; returns the level
+    installed."""
+    cdef int a = tl_gemm_install(level), b = tl_conv_install(level), c = tl_wino_install(level)
+    return min(a, b, c)
 
 # this module's copy of the GEMM kernels has its own ISA level (tests force each one);
 # torchlite._core.set_isa_level does not reach it (conv is not in its _KERNEL_MODULES)
@@ -740,7 +752,7 @@ def _conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int
     cdef str op = "conv2d"
     cdef Geom g
     cdef Array xc, wc, bc = None, y
-    cdef int dt = x.dtype, cdt = _compute_dtype(x.dtype), nt
+    cdef int dt = x.dtype, cdt = _compute_dtype(x.dtype), nt, err
     cdef void* col = NULL
     cdef int64_t shp[4]
     cdef const char* bp = NULL
@@ -772,6 +784,17 @@ def _conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int
     wc = _compute_copy(w, cdt, True)
     _set_strides(&g, xc)
     nt = _threads(&g)
+    if _use_winograd(&g, cdt):
+        with nogil:
+            if cdt == TL_FLOAT32:
+                err = tl_wino_forward_f32(&g, <const float*>xc.ptr(), <const float*>wc.ptr(),
+                                          <const float*>bp, bst, <float*>y.ptr(), nt)
+            else:
+                err = tl_wino_forward_f64(&g, <const double*>xc.ptr(), <const double*>wc.ptr(),
+                                          <const double*>bp, bst, <double*>y.ptr(), nt)
+        if err:
+            raise MemoryError(f"{op}: out of memory for the Winograd scratch buffers")
+        return _finish(y, dt)
     nb = _images_per_gemm(&g)
     col = _chunk_scratch(&g, nb, nt, 8 if cdt == TL_FLOAT64 else 4, &sstride)
     _reset_oom()
@@ -817,7 +840,7 @@ def _conv2d_input_grad(Array gy, Array w, int64_t H, int64_t W, stride, padding,
     if gy.shp[1] != g.O or gy.shp[2] != g.OH or gy.shp[3] != g.OW:
         raise RuntimeError(f"{op}: grad_output of shape {gy.shape} does not match the "
                            f"output size ({g.N}, {g.O}, {g.OH}, {g.OW})")
-    if _input_grad_as_forward(&g) and g.N * g.C * H * W > 0:
+    if _input_grad_as_forward(&g, cdt) and g.N * g.C * H * W > 0:
         return _conv2d_forward(gy, _flipped_transposed(w, &g, cdt), None, (1, 1),
                                (g.dh * (g.KH - 1) - g.ph, g.dw * (g.KW - 1) - g.pw),
                                (g.dh, g.dw), groups)
@@ -849,10 +872,22 @@ def _conv2d_input_grad(Array gy, Array w, int64_t H, int64_t W, stride, padding,
     return _finish(dx, dt)
 
 
+# Winograd F(2x2, 3x3) (kernels/conv_winograd.h) for 3x3 stride-1 layers with channels enough
+# on both sides for its products to be efficient GEMMs (measured: benchmarks/bench_conv.py).
+cdef int64_t WINO_MIN_CHANNELS = 16
+# set False to compare with the im2col path (benchmarks/bench_conv.py --no-winograd)
+use_winograd = True
+
+
+cdef bint _use_winograd(const Geom* g, int cdt) noexcept:
+    return (use_winograd and tl_wino_applies(g) and g.C >= WINO_MIN_CHANNELS
+            and g.O >= WINO_MIN_CHANNELS and tl_wino_fits(g, 8 if cdt == TL_FLOAT64 else 4))
+
+
 cdef int64_t AS_FORWARD_OW = 16
 
 
-cdef bint _input_grad_as_forward(const Geom* g) noexcept:
+cdef bint _input_grad_as_forward(const Geom* g, int cdt) noexcept:
     """Whether the input gradient runs as the forward convolution of the output gradient
     with the flipped, transposed weight (possible for stride 1 with padding within the
     dilated kernel: dx = conv2d(gy, flip(W)^T, padding d(K-1) - p, dilation d)).  That path
@@ -864,6 +899,9 @@ cdef bint _input_grad_as_forward(const Geom* g) noexcept:
     the output rows are at most AS_FORWARD_OW wide (the packing copies each row of a run
     with one vector load; on wider rows the col2im path measured faster: 64 channels at
     32x32, 11.4 against 14.7 ms).  Both give the same result for any thread count."""
+    if (g.sh == 1 and g.sw == 1 and g.ph <= g.dh * (g.KH - 1) and g.pw <= g.dw * (g.KW - 1)
+            and _use_winograd(g, cdt)):
+        return True     # (the forward it becomes is a Winograd one too: same geometry class)
     return (g.sh == 1 and g.sw == 1 and g.ph <= g.dh * (g.KH - 1) and g.pw <= g.dw * (g.KW - 1)
             and not _is_pointwise(g) and g.Og >= 1 and (g.Cg >= g.Og or g.Cg >= 64) and g.OW <= AS_FORWARD_OW
             and not tl_conv_small(g))

@@ -87,28 +87,9 @@ typedef void (*tl_im2col_f64_fn)(const tl_conv_geom *g, const double *x, double 
 typedef void (*tl_col2im_f32_fn)(const tl_conv_geom *g, const float *col, int64_t ldc, float *dx);
 typedef void (*tl_col2im_f64_fn)(const tl_conv_geom *g, const double *col, int64_t ldc, double *dx);
 
-#define TL_CONV_LEVEL 0
-#define TL_SFX(name) name##_base
-#include "conv_im2col_body.h"
-#undef TL_SFX
-#undef TL_CONV_LEVEL
-
-#if TL_X86_MULTIVERSION
-TL_BEGIN_TARGET_V3
-#define TL_CONV_LEVEL 3
-#define TL_SFX(name) name##_v3
-#include "conv_im2col_body.h"
-#undef TL_SFX
-#undef TL_CONV_LEVEL
-TL_END_TARGET
-TL_BEGIN_TARGET_V4
-#define TL_CONV_LEVEL 4
-#define TL_SFX(name) name##_v4
-#include "conv_im2col_body.h"
-#undef TL_SFX
-#undef TL_CONV_LEVEL
-TL_END_TARGET
-#endif
+#define TL_LEVEL_BODY "conv_im2col_body.h"
+#include "isa_levels.h"
+#undef TL_LEVEL_BODY
 
 static tl_im2col_f32_fn tl_im2col_f32 = tl_im2col_f32_base;
 static tl_im2col_f64_fn tl_im2col_f64 = tl_im2col_f64_base;

@@ -1,4 +1,4 @@
-/* im2col / col2im of one ISA level (TL_CONV_LEVEL 0, 3 or 4, functions named by TL_SFX);
+/* im2col / col2im of one ISA level (TL_LEVEL 0, 3 or 4, functions named by TL_SFX);
  * conv_im2col.h includes this file once per level, and it includes itself once per dtype. */
 #ifndef TL_CONV_DTYPE
 #define TL_CONV_DTYPE 32
@@ -19,7 +19,7 @@
 
 /* Vector ops on the first lanes [a, b) of VL: MASK(a, b), LOADZ (masked-out lanes read as
  * zero and never fault), STOREM (masked-out lanes untouched), ADD. */
-#if TL_CONV_LEVEL == 4
+#if TL_LEVEL == 4
 #if TL_CONV_DTYPE == 32
 #define VL 16
 #define VT __m512
@@ -41,7 +41,7 @@
 #define STOREU(p, v) _mm512_storeu_pd(p, v)
 #define ADD(x, y) _mm512_add_pd(x, y)
 #endif
-#elif TL_CONV_LEVEL == 3
+#elif TL_LEVEL == 3
 #if TL_CONV_DTYPE == 32
 #define VL 8
 #define VT __m256
@@ -70,7 +70,7 @@
 #endif
 
 static inline int64_t CK(clamp_lane)(int64_t v) {
-#if TL_CONV_LEVEL >= 3
+#if TL_LEVEL >= 3
     return v < 0 ? 0 : (v > VL ? VL : v);
 #else
     return v;
@@ -81,7 +81,7 @@ static inline int64_t CK(clamp_lane)(int64_t v) {
  * input for j outside [lo, hi): those lanes are masked off and never read. */
 static inline void CK(copy_row)(T *restrict dst, const T *restrict src, int64_t lo, int64_t hi,
                                 int64_t n) {
-#if TL_CONV_LEVEL >= 3
+#if TL_LEVEL >= 3
     for (int64_t j = 0; j < n; j += VL) {
         const int64_t a = CK(clamp_lane)(lo - j), b = CK(clamp_lane)(hi - j);
         const int64_t e = CK(clamp_lane)(n - j);
@@ -100,7 +100,7 @@ static inline void CK(copy_row)(T *restrict dst, const T *restrict src, int64_t 
 
 /* dst[j] += src[j] for j in [0, n). */
 static inline void CK(add_row)(T *restrict dst, const T *restrict src, int64_t n) {
-#if TL_CONV_LEVEL >= 3
+#if TL_LEVEL >= 3
     int64_t j = 0;
     for (; j + VL <= n; j += VL)
         STOREU(dst + j, ADD(LOADU(dst + j), LOADU(src + j)));
@@ -171,7 +171,7 @@ static void CK(tl_im2col)(const tl_conv_geom *g, const T *x, T *col, int64_t ldc
                 const T *src = x + c * sC + (r0 * g->sh + base) * sH + off * sW;
                 const int64_t srow = g->sh * sH;
                 int64_t oh = r0;
-#if TL_CONV_LEVEL >= 3
+#if TL_LEVEL >= 3
                 if (step == 1 && OW <= VL) {        /* one vector per row */
                     const int64_t a = lo, b = hi;
                     for (; oh < r1 && dst + oh * OW + VL <= end; oh++, src += srow)
@@ -245,7 +245,7 @@ static void CK(tl_im2col_pack)(const void *vctx, void *vdst, int nr, int64_t r0,
                 j += n; q += n;
             }
             T *row = dst + jp * kc + pb * nr;
-#if TL_CONV_LEVEL >= 3
+#if TL_LEVEL >= 3
             if (step == 1 && OW <= VL && row + rows * nr + VL <= end) {
                 /* every run is at most one vector: one masked load (lanes in the padding,
                  * or the whole run when its input row is, read as zero and never fault)
@@ -294,7 +294,7 @@ static void CK(tl_im2col_pack)(const void *vctx, void *vdst, int nr, int64_t r0,
                         for (int64_t e = b; e < n; e++) d[e] = 0;
                         continue;
                     }
-#if TL_CONV_LEVEL >= 3
+#if TL_LEVEL >= 3
                     if (n <= VL && d + VL <= end) {
                         STOREU(d, LOADZ(MASK(a, b), src));
                         continue;
@@ -352,7 +352,7 @@ static void CK(tl_col2im)(const tl_conv_geom *g, const T *col, int64_t ldc, T *d
                         for (int64_t j = 0; j < n; j++) dst[j * g->sw] += src[oh * OW + j];
                     continue;
                 }
-#if TL_CONV_LEVEL >= 3
+#if TL_LEVEL >= 3
                 if (n <= VL) {      /* one vector per row; lanes past n add zero */
                     for (; oh < r1 && dst + VL <= end; oh++, dst += drow)
                         STOREU(dst, ADD(LOADU(dst), LOADZ(MASK(0, n), src + oh * OW)));
@@ -365,7 +365,7 @@ static void CK(tl_col2im)(const tl_conv_geom *g, const T *col, int64_t ldc, T *d
 
 #undef T
 #undef CK
-#if TL_CONV_LEVEL >= 3
+#if TL_LEVEL >= 3
 #undef VL
 #undef VT
 #undef MASK_T

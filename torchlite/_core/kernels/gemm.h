@@ -55,12 +55,17 @@ typedef void (*tl_gemv_fn)(const tl_gemv_problem *g, int nthreads);
 typedef void (*tl_pack_b_fn)(char *dst, const char *b, int64_t rsb, int64_t csb, int64_t k,
                              int64_t n);
 
+typedef void (*tl_gemm_tile_fn)(int64_t kc, const void *a, int64_t lda, const void *b, void *c,
+                                int64_t rsc, int mr, int nr);
 typedef struct {
     int itemsize;
     int mr, nr, mc, kc, nc;               /* micro-tile and cache blocks */
     tl_gemm_serial_fn gemm;               /* the whole product on one thread */
     tl_gemv_fn gemv;
     tl_pack_b_fn pack_b;                  /* B (k x n) into the panels gemm reads, whole */
+    tl_gemm_tile_fn tile;                 /* one micro-tile from rows of A and a B panel
+                                             (see gemm_kernel.h), for kernels that lay out
+                                             their operands themselves */
 } tl_gemm_kernel;
 
 enum {

@@ -132,11 +132,18 @@ static void TL_GK(store_edge)(const T *restrict tile, T *restrict c, int64_t rsc
 /* The micro-kernel computing the first NVX vectors (NVX * VL columns) of a packed B panel:
  * C[0:mr, 0:nr] = alpha * (a-panel . b-panel) + beta * C  (beta == 0: C is not read).
  * Narrower copies serve edge panels, so a 16-column remainder costs a third of a full tile.
- * The accumulators are indexed by constants only, so they live in registers. */
-#define TL_UKR(NAME, NVX)                                                                   \
-static void TL_GK(NAME)(int64_t kc, const T *restrict a, const T *restrict b,               \
+ * The accumulators are indexed by constants only, so they live in registers.
+ * A is read as a[AI(i)] at step p, then a += AP: a packed panel (AI(i) = i, AP = MR) for
+ * the GEMM, or MR rows `lda` apart with k contiguous (AI(i) = i * lda, AP = 1) for callers
+ * whose A is already in that form (the Winograd convolution's transformed tiles); all MR
+ * rows are read even when mr < MR. */
+#define TL_A_PACKED(i) (i)
+#define TL_A_ROWS(i) ((i) * lda)
+#define TL_UKR(NAME, NVX, AI, AP)                                                           \
+static void TL_GK(NAME)(int64_t kc, const T *restrict a, int64_t lda, const T *restrict b,  \
                         T *restrict c, int64_t rsc, int64_t csc, T alpha, T beta,           \
                         int mr, int nr) {                                                   \
+    (void)lda;                                                                              \
     VT acc[MR][NVX];                                                                        \
     TL_UNROLL(16) for (int i = 0; i < MR; i++)                                   \
         TL_UNROLL(8) for (int j = 0; j < NVX; j++) acc[i][j] = VZERO();          \
@@ -144,11 +151,11 @@ static void TL_GK(NAME)(int64_t kc, const T *restrict a, const T *restrict b,   
         VT bv[NVX];                                                                         \
         TL_UNROLL(8) for (int j = 0; j < NVX; j++) bv[j] = VLOAD(b + j * VL);    \
         TL_UNROLL(16) for (int i = 0; i < MR; i++) {                             \
-            const VT av = VSET1(a[i]);                                                      \
+            const VT av = VSET1(a[AI(i)]);                                                  \
             TL_UNROLL(8) for (int j = 0; j < NVX; j++)                           \
                 acc[i][j] = VFMA(av, bv[j], acc[i][j]);                                     \
         }                                                                                   \
-        a += MR;                                                                            \
+        a += AP;                                                                            \
         b += NR;                                                                            \
     }                                                                                       \
     const VT va = VSET1(alpha), vb = VSET1(beta);                                           \
@@ -169,12 +176,15 @@ static void TL_GK(NAME)(int64_t kc, const T *restrict a, const T *restrict b,   
     TL_GK(store_edge)(tile, c, rsc, csc, beta, mr, nr);                                     \
 }
 
-TL_UKR(ukr_full, NV)
+TL_UKR(ukr_full, NV, TL_A_PACKED, MR)
+TL_UKR(rows_full, NV, TL_A_ROWS, 1)
 #if NV == 2 || NV == 3
-TL_UKR(ukr1, 1)
+TL_UKR(ukr1, 1, TL_A_PACKED, MR)
+TL_UKR(rows1, 1, TL_A_ROWS, 1)
 #endif
 #if NV == 3
-TL_UKR(ukr2, 2)
+TL_UKR(ukr2, 2, TL_A_PACKED, MR)
+TL_UKR(rows2, 2, TL_A_ROWS, 1)
 #endif
 #undef TL_UKR
 
@@ -182,13 +192,31 @@ TL_UKR(ukr2, 2)
 static inline void TL_GK(ukr)(int64_t kc, const T *a, const T *b, T *c, int64_t rsc,
                               int64_t csc, T alpha, T beta, int mr, int nr) {
 #if NV == 2 || NV == 3
-    if (nr <= VL) { TL_GK(ukr1)(kc, a, b, c, rsc, csc, alpha, beta, mr, nr); return; }
+    if (nr <= VL) { TL_GK(ukr1)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr); return; }
 #endif
 #if NV == 3
-    if (nr <= 2 * VL) { TL_GK(ukr2)(kc, a, b, c, rsc, csc, alpha, beta, mr, nr); return; }
+    if (nr <= 2 * VL) { TL_GK(ukr2)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr); return; }
 #endif
-    TL_GK(ukr_full)(kc, a, b, c, rsc, csc, alpha, beta, mr, nr);
+    TL_GK(ukr_full)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr);
 }
+
+/* tl_gemm_kernel.tile: C[0:mr, 0:nr] (row stride rsc) = A B for A's MR rows lda apart (k
+ * contiguous; rows past mr are read, not used) and one packed B panel (as tl_gemm_pack_b
+ * writes it, kc deep). */
+static void TL_GK(tile)(int64_t kc, const void *a_, int64_t lda, const void *b_, void *c_,
+                        int64_t rsc, int mr, int nr) {
+    const T *a = (const T *)a_, *b = (const T *)b_;
+    T *c = (T *)c_;
+#if NV == 2 || NV == 3
+    if (nr <= VL) { TL_GK(rows1)(kc, a, lda, b, c, rsc, 1, 1, 0, mr, nr); return; }
+#endif
+#if NV == 3
+    if (nr <= 2 * VL) { TL_GK(rows2)(kc, a, lda, b, c, rsc, 1, 1, 0, mr, nr); return; }
+#endif
+    TL_GK(rows_full)(kc, a, lda, b, c, rsc, 1, 1, 0, mr, nr);
+}
+#undef TL_A_PACKED
+#undef TL_A_ROWS
 
 /* The whole blocked product on the calling thread. */
 static void TL_GK(gemm_serial)(const tl_gemm_problem *pr) {
@@ -331,7 +359,7 @@ static void TL_GK(gemv)(const tl_gemv_problem *g, int nthreads) {
 }
 
 static const tl_gemm_kernel TL_GK(kernel) = {(int)sizeof(T), MR, NR, MC, KC, NC, TL_GK(gemm_serial),
-                                              TL_GK(gemv), TL_GK(pack_b)};
+                                              TL_GK(gemv), TL_GK(pack_b), TL_GK(tile)};
 
 #undef NR
 #undef T
