@@ -12,7 +12,7 @@
 # GEMMs take a few images side by side (one wider GEMM instead of several narrow ones); a
 # 1x1 stride-1 convolution needs no im2col.  A 3x3 stride-1 layer with 16 or more channels on
 # both sides runs by Winograd's F(2x2, 3x3) instead (kernels/conv_winograd.h: 2.25x fewer
-# multiplies; its input gradient too, as the forward above), the weight gradient by im2col.
+# multiplies), its input gradient too (as the forward above) and its weight gradient.
 #
 # Threads: chunks of images are split over threads when there are enough of them (each
 # chunk's GEMM runs serially on its thread, with its own buffers; a static split:
@@ -70,6 +70,10 @@ cdef extern from "kernels/conv_winograd.h" nogil:
                             const float* bias, int64_t bstride, float* y, int nthreads)
     int tl_wino_forward_f64(const tl_conv_geom* g, const double* x, const double* w,
                             const double* bias, int64_t bstride, double* y, int nthreads)
+    int tl_wino_weight_grad_f32(const tl_conv_geom* g, const float* x, const float* gy,
+                                const int64_t* gys, float* dw, int nthreads)
+    int tl_wino_weight_grad_f64(const tl_conv_geom* g, const double* x, const double* gy,
+                                const int64_t* gys, double* dw, int nthreads)
     int tl_wino_install(int level)
 
 
@@ -975,6 +979,20 @@ def _conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, paddi
         _A.fill_(dw, 0)
         return _finish(dw, dt)
     xc = _compute_copy(x, cdt, False)
+    if _use_winograd(&g, cdt):
+        gc = gy if gy.dtype == cdt else cast_array(gy, cdt)
+        _set_strides(&g, xc)
+        nt = _threads(&g)
+        with nogil:
+            if cdt == TL_FLOAT32:
+                t = tl_wino_weight_grad_f32(&g, <const float*>xc.ptr(), <const float*>gc.ptr(),
+                                            gc.strd, <float*>dw.ptr(), nt)
+            else:
+                t = tl_wino_weight_grad_f64(&g, <const double*>xc.ptr(), <const double*>gc.ptr(),
+                                            gc.strd, <double*>dw.ptr(), nt)
+        if t:
+            raise MemoryError(f"{op}: out of memory for the Winograd scratch buffers")
+        return _finish(dw, dt)
     gc = _out_operand(gy, cdt, &g, ys)
     _set_strides(&g, xc)
     isz = 8 if cdt == TL_FLOAT64 else 4

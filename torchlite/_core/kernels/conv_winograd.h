@@ -57,6 +57,10 @@ typedef int (*tl_wino_f32_fn)(const tl_conv_geom *g, const float *x, const float
                               const float *bias, int64_t bstride, float *y, int nthreads);
 typedef int (*tl_wino_f64_fn)(const tl_conv_geom *g, const double *x, const double *w,
                               const double *bias, int64_t bstride, double *y, int nthreads);
+typedef int (*tl_wino_wgrad_f32_fn)(const tl_conv_geom *g, const float *x, const float *gy,
+                                    const int64_t *gys, float *dw, int nthreads);
+typedef int (*tl_wino_wgrad_f64_fn)(const tl_conv_geom *g, const double *x, const double *gy,
+                                    const int64_t *gys, double *dw, int nthreads);
 
 #define TL_LEVEL_BODY "conv_winograd_body.h"
 #include "isa_levels.h"
@@ -67,21 +71,31 @@ typedef int (*tl_wino_f64_fn)(const tl_conv_geom *g, const double *x, const doub
  * Returns 0, or -1 when a scratch buffer could not be allocated (y is then incomplete). */
 static tl_wino_f32_fn tl_wino_forward_f32 = tl_wino_forward_f32_base;
 static tl_wino_f64_fn tl_wino_forward_f64 = tl_wino_forward_f64_base;
+/* dw (O, C, 3, 3), C-contiguous = the weight gradient of that convolution given gy, the
+ * output's gradient, with element strides gys (N, O, OH, OW).  Returns 0 or -1 (no memory). */
+static tl_wino_wgrad_f32_fn tl_wino_weight_grad_f32 = tl_wino_weight_grad_f32_base;
+static tl_wino_wgrad_f64_fn tl_wino_weight_grad_f64 = tl_wino_weight_grad_f64_base;
 
 /* Install the copies of ISA `level` (0, 3 or 4; clamped to what was compiled). */
 static int tl_wino_install(int level) {
 #if TL_X86_MULTIVERSION
     if (level >= 4) {
         tl_wino_forward_f32 = tl_wino_forward_f32_v4; tl_wino_forward_f64 = tl_wino_forward_f64_v4;
+        tl_wino_weight_grad_f32 = tl_wino_weight_grad_f32_v4;
+        tl_wino_weight_grad_f64 = tl_wino_weight_grad_f64_v4;
         return 4;
     }
     if (level >= 3) {
         tl_wino_forward_f32 = tl_wino_forward_f32_v3; tl_wino_forward_f64 = tl_wino_forward_f64_v3;
+        tl_wino_weight_grad_f32 = tl_wino_weight_grad_f32_v3;
+        tl_wino_weight_grad_f64 = tl_wino_weight_grad_f64_v3;
         return 3;
     }
 #endif
     (void)level;
     tl_wino_forward_f32 = tl_wino_forward_f32_base; tl_wino_forward_f64 = tl_wino_forward_f64_base;
+    tl_wino_weight_grad_f32 = tl_wino_weight_grad_f32_base;
+    tl_wino_weight_grad_f64 = tl_wino_weight_grad_f64_base;
     return 0;
 }
 #endif

@@ -56,7 +56,7 @@ typedef void (*tl_pack_b_fn)(char *dst, const char *b, int64_t rsb, int64_t csb,
                              int64_t n);
 
 typedef void (*tl_gemm_tile_fn)(int64_t kc, const void *a, int64_t lda, const void *b, void *c,
-                                int64_t rsc, int mr, int nr);
+                                int64_t rsc, double beta, int mr, int nr);
 typedef struct {
     int itemsize;
     int mr, nr, mc, kc, nc;               /* micro-tile and cache blocks */

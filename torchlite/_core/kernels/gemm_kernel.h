@@ -200,20 +200,20 @@ static inline void TL_GK(ukr)(int64_t kc, const T *a, const T *b, T *c, int64_t 
     TL_GK(ukr_full)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr);
 }
 
-/* tl_gemm_kernel.tile: C[0:mr, 0:nr] (row stride rsc) = A B for A's MR rows lda apart (k
- * contiguous; rows past mr are read, not used) and one packed B panel (as tl_gemm_pack_b
- * writes it, kc deep). */
+/* tl_gemm_kernel.tile: C[0:mr, 0:nr] (row stride rsc) = A B + beta C for A's MR rows lda
+ * apart (k contiguous; rows past mr are read, not used) and one packed B panel (as
+ * tl_gemm_pack_b writes it, kc deep). */
 static void TL_GK(tile)(int64_t kc, const void *a_, int64_t lda, const void *b_, void *c_,
-                        int64_t rsc, int mr, int nr) {
+                        int64_t rsc, double beta, int mr, int nr) {
     const T *a = (const T *)a_, *b = (const T *)b_;
     T *c = (T *)c_;
 #if NV == 2 || NV == 3
-    if (nr <= VL) { TL_GK(rows1)(kc, a, lda, b, c, rsc, 1, 1, 0, mr, nr); return; }
+    if (nr <= VL) { TL_GK(rows1)(kc, a, lda, b, c, rsc, 1, 1, (T)beta, mr, nr); return; }
 #endif
 #if NV == 3
-    if (nr <= 2 * VL) { TL_GK(rows2)(kc, a, lda, b, c, rsc, 1, 1, 0, mr, nr); return; }
+    if (nr <= 2 * VL) { TL_GK(rows2)(kc, a, lda, b, c, rsc, 1, 1, (T)beta, mr, nr); return; }
 #endif
-    TL_GK(rows_full)(kc, a, lda, b, c, rsc, 1, 1, 0, mr, nr);
+    TL_GK(rows_full)(kc, a, lda, b, c, rsc, 1, 1, (T)beta, mr, nr);
 }
 #undef TL_A_PACKED
 #undef TL_A_ROWS
