@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 import _compat_pickle
 
 from . import _dtype as D
+from . import _numpy_pickle
 from ._dispatch import array as _A
 from ._device import device as _Device
 from ._size import MAX_NUMEL, Size
@@ -645,15 +646,20 @@ def _allowed_globals():
             g["torch." + d.name] = d
         for d, name in _STORAGE_CLASS_NAMES.items():
             g["torch." + name] = _StorageType(name, d)
+        # torch.save(numpy_array) files: plain-dtype arrays and scalars (_numpy_pickle.py)
+        g.update(_numpy_pickle.allowed_globals())
         _ALLOWED = g
     return _ALLOWED
 
 
 def _callable_globals():
     """id -> object of the allowed globals that REDUCE may call (not torch.Tensor: its
-    legacy constructor would allocate whatever size the file asks)."""
+    legacy constructor would allocate whatever size the file asks; not numpy.ndarray, the
+    same)."""
+    import numpy
     return {id(v): v for v in _allowed_globals().values()
-            if callable(v) and v is not Tensor and type(v) is not _StorageType}
+            if callable(v) and v is not Tensor and v is not numpy.ndarray
+            and type(v) is not _StorageType}
 
 
 # ---- the user's allow-list (torch.serialization.add_safe_globals) ------------------------------
@@ -834,7 +840,11 @@ def _names_module_class(module, name):
 
 def _find_allowed_global(module, name):
     full = _canonical_global(module, name)
-    obj = _allowed_globals().get(full)
+    # NumPy's names: the user's allow-list first (then NumPy's own functions run, as in
+    # PyTorch, which has no built-in entries for them), else the checked rebuilders
+    obj = _user_allowed_globals().get(full) if full.startswith("numpy.") else None
+    if obj is None:
+        obj = _allowed_globals().get(full)
     if obj is None:
         obj = _user_allowed_globals().get(full)
     if obj is None:
@@ -1187,10 +1197,10 @@ class _WeightsUnpickler:
             _set_attributes(inst, state)
         elif _user_allowed(type(inst)):
             _restore_trusted_state(inst, state)
-        else:
+        elif not _numpy_pickle.build(inst, state):
             raise pickle.UnpicklingError(f"Weights only load failed: can only restore the "
-                                         f"state of an OrderedDict, a Parameter or a class "
-                                         f"add_safe_globals allows, not a "
+                                         f"state of an OrderedDict, a Parameter, a NumPy array "
+                                         f"or dtype, or a class add_safe_globals allows, not a "
                                          f"{type(inst).__name__}")
 
     @_op(pickle.PERSID)
@@ -1583,13 +1593,13 @@ def _load_legacy(data, mapper, weights_only, encoding):
         magic, pos = _unpickle(data, _no_storages, True, encoding, 0)
     except pickle.UnpicklingError:
         magic = None
-    if magic != _LEGACY_MAGIC:
+    if type(magic) is not int or magic != _LEGACY_MAGIC:
         raise RuntimeError("torchlite.load: invalid magic number; the file is not a PyTorch "
                            "checkpoint (neither a zip archive nor torch's legacy format), or it "
                            "is corrupt. A file written by pickle.dump is read with pickle.load, "
                            "and only if you trust its source")
     protocol, pos = _unpickle(data, _no_storages, True, encoding, pos)
-    if protocol != _LEGACY_PROTOCOL:
+    if type(protocol) is not int or protocol != _LEGACY_PROTOCOL:
         raise RuntimeError(f"torchlite.load: invalid protocol version {protocol!r:.40}")
     sys_info, pos = _unpickle(data, _no_storages, True, encoding, pos)
     if not isinstance(sys_info, dict) or \
@@ -1676,22 +1686,49 @@ class _Opened:
             self.fh.close()
 
 
+def _weights_only_setting(weights_only):
+    """load's weights_only after PyTorch's environment overrides: TORCH_FORCE_WEIGHTS_ONLY_LOAD
+    forces True; TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD makes the default False (with PyTorch's
+    warning) but leaves an explicit argument alone; both set is an error."""
+    truthy = ("1", "y", "yes", "true")
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in truthy
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in truthy
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or "
+                           "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were set.")
+    if force:
+        return True
+    if weights_only is None:
+        if force_no:
+            import warnings
+            warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since "
+                          "the`weights_only` argument was not explicitly passed to `torch.load`, "
+                          "forcing weights_only=False.", UserWarning, stacklevel=3)
+            return False
+        return True
+    return bool(weights_only)
+
+
 def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle_module: Any = None, *,
          weights_only: bool | None = None, mmap: bool | None = None, **pickle_load_args: Any) -> Any:
     """Load an object saved by torchlite.save or torch.save (zip format, or torch < 1.6's
     legacy format) from a path or a seekable binary file object.
 
     weights_only (default True) builds only tensors, Parameters, containers (dict,
-    OrderedDict, list, tuple, set), numbers, strings, bytes, dtypes, torch.Size and devices;
-    any other object the file names raises pickle.UnpicklingError naming it.
-    weights_only=False lets Python's pickle import and call what the file names: only for
-    files you trust.  map_location: None (where they were saved), a device or string, a
-    dict {saved location: new location}, or callable(storage, location) returning the
-    storage (a uint8 tensor of its bytes), a copy of it, or None.  mmap=True maps the file
+    OrderedDict, list, tuple, set), numbers, strings, bytes, dtypes, torch.Size, devices and
+    NumPy arrays and scalars of plain dtypes (torch.save(numpy_array) files; rebuilt from
+    checked bytes, see torchlite/_numpy_pickle.py -- PyTorch refuses these unless allowed by
+    add_safe_globals); any other object the file names raises pickle.UnpicklingError naming
+    it.  weights_only=False lets Python's pickle import and call what the file names: only
+    for files you trust.  As in PyTorch, the environment variable
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 makes the default False (with a warning; an explicit
+    weights_only wins) and TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 forces True.
+    map_location: None (where they were saved), a device or string, a dict {saved location:
+    new location}, or callable(storage, location) returning the storage (a uint8 tensor of
+    its bytes), a copy of it, or None.  mmap=True maps the file
     (a path) copy-on-write instead of reading it: storages are not read, nor CRC-checked,
     until used.  encoding (for Python 2 strings) is the one pickle_load_args entry."""
-    if weights_only is None:
-        weights_only = True
+    weights_only = _weights_only_setting(weights_only)
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("torchlite.load reads pickles itself: pickle_module must be None or "
                          "the standard pickle module")
