@@ -622,6 +622,74 @@ def test_tri_indices_extreme_arguments():
         tl.tril_indices(2 ** 40, 2 ** 40)
 
 
+@pytest.mark.parametrize("op", ["tril_indices", "triu_indices"])
+def test_tri_indices_count_matches_numpy_and_torch(op):
+    """The closed-form count (and the rows the kernel is given) agree with NumPy and PyTorch
+    for every small size and offset, the ones beyond the matrix included."""
+    torch = pytest.importorskip("torch")
+    np_op = np.tril_indices if op == "tril_indices" else np.triu_indices
+    for n, m in itertools.product(range(6), range(6)):
+        for k in range(-8, 9):
+            got = getattr(tl, op)(n, m, k)
+            same(got, np.stack(np_op(n, k, m)))
+            same(got, getattr(torch, op)(n, m, k).numpy())
+
+
+def test_tri_indices_huge_sizes_fail_or_answer_at_once():
+    """PyTorch allocates the result before listing anything: tril_indices(2**31, 7) (15e9
+    indices) fails at once with the allocator's RuntimeError, where torchlite used to count
+    2**31 rows first (about 1.4 s).  triu_indices(2**31, 7) has 28 indices and answers at once
+    (the empty rows are not visited), and so do the other transposed cases."""
+    import time
+    torch = pytest.importorskip("torch")
+    for op, args in [("tril_indices", (2 ** 31, 7)), ("triu_indices", (7, 2 ** 31)),
+                     ("tril_indices", (2 ** 31, 7, 2 ** 31)), ("triu_indices", (2 ** 31, 7, -2 ** 31 + 3))]:
+        start = time.perf_counter()
+        with pytest.raises(RuntimeError):
+            getattr(torch, op)(*args)
+        with pytest.raises(RuntimeError, match="allocate|too many"):
+            getattr(tl, op)(*args)
+        assert time.perf_counter() - start < 0.5, (op, args)
+    for op, args in [("triu_indices", (2 ** 31, 7)), ("tril_indices", (7, 2 ** 31)),
+                     ("tril_indices", (2 ** 31, 7, -2 ** 31 + 3)), ("triu_indices", (2 ** 40, 1)),
+                     ("tril_indices", (7, 2 ** 31, -2 ** 31)), ("triu_indices", (2 ** 63 - 1, 1))]:
+        start = time.perf_counter()
+        got = getattr(tl, op)(*args)
+        assert time.perf_counter() - start < 0.5, (op, args)
+        same(got, getattr(torch, op)(*args).numpy())
+    # sizes past int64 overflow the index arithmetic: PyTorch's RuntimeError, before anything
+    with pytest.raises(RuntimeError, match="too many"):
+        tl.triu_indices(2 ** 31, 2 ** 31)
+    # on the meta device only the shape is made, as PyTorch's
+    want = tuple(torch.tril_indices(2 ** 31, 7, device="meta").shape)
+    assert tuple(tl.tril_indices(2 ** 31, 7, device="meta").shape) == want == (2, 7 * 2 ** 31 - 21)
+
+
+def test_tri_indices_argument_errors_match_torch():
+    """PyTorch's exception types, in its order: the argument parser's ValueError for values
+    beyond int64 and TypeError for non-integers, then the signs of row and col, then the
+    dtype (int32 and int64 only: the others are NotImplementedError)."""
+    torch = pytest.importorskip("torch")
+    cases = [((2 ** 63, 1), {}), ((1, 2 ** 63), {}), ((3, 4, 2 ** 63), {}), ((3, 4, -2 ** 63 - 1), {}),
+             ((-1, 5), {}), ((5, -1), {}), ((-1, -1), {}), ((3.0, 4), {}), ((3, 4, True), {}),
+             ((-1, 5), {"dtype": "float32"}), ((3, 3), {"dtype": "int8"}), ((3, 3), {"dtype": "int16"}),
+             ((3, 3), {"dtype": "uint8"}), ((3, 3), {"dtype": "bool"}), ((3, 3), {"dtype": "float64"})]
+    for op in ("tril_indices", "triu_indices"):
+        for args, kw in cases:
+            kt = {k: getattr(torch, v) for k, v in kw.items()}
+            kl = {k: getattr(tl, v) for k, v in kw.items()}
+            with pytest.raises(Exception) as want:
+                getattr(torch, op)(*args, **kt)
+            with pytest.raises(want.type) as got:
+                getattr(tl, op)(*args, **kl)
+            if want.type in (RuntimeError, NotImplementedError):
+                assert str(got.value) == str(want.value), (op, args, kw)
+            elif want.type is ValueError:            # torchlite's message names the op too
+                assert f"{op}()" in str(got.value)
+        for dt in (tl.int32, tl.int64):
+            assert getattr(tl, op)(4, 5, 1, dtype=dt).dtype is dt
+
+
 # ---- diff, combinations, split_with_sizes, narrow_copy --------------------------------------------
 from helpers import assert_values, make_noncontig  # noqa: E402
 
@@ -648,6 +716,35 @@ def test_diff_dtypes_and_errors():
                       (lambda: tl.diff(x, dim=0, prepend=tl.ones(1, 2)), "except along")]:
         with pytest.raises(RuntimeError, match=msg):
             call()
+
+
+def test_diff_huge_orders_match_torch():
+    """n beyond the dim empties it (as PyTorch, for any n up to 2**63 - 1); n = 2**63 or 2**64
+    does not fit PyTorch's int64 argument: ValueError (naming diff here), before any check of
+    the input, where torchlite used to return an empty tensor."""
+    torch = pytest.importorskip("torch")
+    x = np.arange(5.0) ** 2
+    for n in (4, 5, 6, 100, 2 ** 31, 2 ** 62, 2 ** 63 - 1):
+        got = tl.diff(tl.tensor(x), n=n)
+        same(got, torch.diff(torch.tensor(x), n=n).numpy())
+        same(got, np.diff(x, n=min(n, 5)))
+    for n in (2 ** 63, 2 ** 64, -2 ** 63 - 1):
+        with pytest.raises(ValueError):
+            torch.diff(torch.tensor(x), n=n)
+        with pytest.raises(ValueError, match=r"diff\(\): n="):
+            tl.diff(tl.tensor(x), n=n)
+        with pytest.raises(ValueError):            # before the 0-d input's RuntimeError
+            tl.diff(tl.tensor(1.0), n=n)
+    with pytest.raises(ValueError, match=r"diff\(\): dim="):
+        tl.diff(tl.tensor(x), dim=2 ** 63)
+    with pytest.raises(TypeError, match="argument 'dim' must be int"):
+        tl.diff(tl.tensor(x), dim=1.0)
+    with pytest.raises(TypeError, match="argument 'n' must be int"):
+        tl.diff(tl.tensor(1.0), n=True)             # the parser's TypeError comes first too
+    # n = 0 gives the input back without looking at dim, as PyTorch's
+    same(tl.diff(tl.tensor(x), n=0, dim=5), torch.diff(torch.tensor(x), n=0, dim=5).numpy())
+    with pytest.raises(RuntimeError, match="order must be non-negative"):
+        tl.diff(tl.tensor(x), n=-1, dim=5)
 
 
 @pytest.mark.parametrize("r", [0, 1, 2, 3, 5])

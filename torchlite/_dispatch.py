@@ -11,10 +11,12 @@ dimensions may join CUDA arrays, as a CPU scalar tensor may in PyTorch.
 
 Array creation takes a device: ``array.empty(shape, dtype, device=...)`` (also ``full``,
 ``empty_strided``), where device is None or 'cpu', 'cuda:N', a torchlite.device, or an
-array whose device to use; ``array.empty_like(a, dtype)`` keeps a's memory order.
+array whose device to use; ``array.empty_like(a, dtype)`` gives PyTorch's empty_like strides.
 """
 import importlib
 import sys
+
+from . import _memory_format as MF
 
 _MODULES = ("array", "elementwise", "reduction", "matmul", "indexing", "sorting", "joining", "random",
             "conv", "pool", "norm", "loss", "linalg_decomp", "dlpack", "optim", "rnn", "fused",
@@ -405,17 +407,37 @@ def _meta_create(name, args):
     return _meta.empty(shape, dtype, order)
 
 
-def _empty_like(a, dtype, device=None):
+def _empty_like(a, dtype, device=None, memory_format=None, op="empty_like"):
     """An uninitialised array shaped like array `a`, of dtype code `dtype`, on `device` (None:
-    a's device), in a's memory order when a is dense (PyTorch's preserve_format: a transposed
-    input gives a transposed result), else contiguous."""
-    ns = _NAMESPACES["array"]
+    a's device), with the strides PyTorch's empty_like gives (torchlite/_memory_format.py's
+    like_strides, the one home of that rule): for preserve_format (memory_format None), a's
+    own strides when a is dense, else dense strides in a's dim order; else the format's."""
     on = a if device is None else device
-    if a.is_contiguous() or not a.is_non_overlapping_and_dense():
-        return ns.empty(a.shape, dtype, device=on)
-    st = a.strides
-    return ns.empty_strided(a.shape, sorted(range(a.ndim), key=lambda d: st[d]), dtype,
-                            device=on)
+    if memory_format is None or memory_format is MF.preserve_format:
+        # the common cases without the stride arithmetic (autograd makes one per backward):
+        # a row-major input keeps its strides, a size-1 dim's odd one included, and so does
+        # any dense input (the array layer's check, which no non-dense array passes)
+        if a.is_contiguous():
+            arr = _NAMESPACES["array"].empty(a.shape, dtype, device=on)
+            return arr if arr.strides == a.strides else arr.as_strided(a.shape, a.strides, 0)
+        if a.is_non_overlapping_and_dense():
+            return _empty_with_strides(a.shape, a.strides, dtype, on)
+    strides = MF.like_strides(a.shape, a.strides, memory_format, op)
+    return _empty_with_strides(a.shape, strides, dtype, on)
+
+
+def _empty_with_strides(shape, strides, dtype, device):
+    """An uninitialised array of `shape` with the given dense strides (any dim order; size-1
+    and size-0 dims may carry any stride, as PyTorch's empty_strided allows)."""
+    ns = _NAMESPACES["array"]
+    strides, nd = tuple(strides), len(shape)
+    if strides == MF.strides_for(shape, range(nd - 1, -1, -1)):    # row-major: the common case
+        return ns.empty(shape, dtype, device=device)
+    arr = ns.empty_strided(shape, sorted(range(nd), key=lambda d: strides[d]), dtype, device=device)
+    # the dim order fixes the strides of every dim of size 2 or more; the others (size 1,
+    # or any dim of an empty tensor) take the requested values through a view of the
+    # same dense storage
+    return arr if arr.strides == strides else arr.as_strided(shape, strides, 0)
 
 
 _NAMESPACES = {name: _Namespace(name) for name in _MODULES}
@@ -424,6 +446,7 @@ _CpuArray = _NAMESPACES["array"].Array
 for _name in ("empty", "full", "empty_strided"):
     setattr(_NAMESPACES["array"], _name, _creation(_name))
 _NAMESPACES["array"].empty_like = _empty_like
+_NAMESPACES["array"].empty_with_strides = _empty_with_strides
 
 array = _NAMESPACES["array"]
 elementwise = _NAMESPACES["elementwise"]

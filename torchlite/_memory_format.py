@@ -31,6 +31,9 @@ def _by_name(name):
     return _FORMATS[name]
 
 
+CHANNELS_LAST_ORDER = (1, 3, 2, 0)        # dims innermost first of a channels_last 4-d tensor
+
+
 def check(fmt, op):
     if fmt is not None and not isinstance(fmt, memory_format):
         raise TypeError(f"{op}(): argument 'memory_format' must be torchlite.memory_format, not "
@@ -46,7 +49,7 @@ def dim_order(fmt, ndim, op):
     if fmt is channels_last:
         if ndim != 4:
             raise RuntimeError(f"{op}: required rank 4 tensor to use channels_last format")
-        return [1, 3, 2, 0]
+        return list(CHANNELS_LAST_ORDER)
     if fmt is channels_last_3d:
         if ndim != 5:
             raise RuntimeError(f"{op}: required rank 5 tensor to use channels_last_3d format")
@@ -75,7 +78,102 @@ def suggest(shape, strides):
     when its strides are those (and not also contiguous), else None."""
     nd = len(shape)
     if nd in (4, 5):
-        order = [1, 3, 2, 0] if nd == 4 else [1, 4, 3, 2, 0]
+        order = CHANNELS_LAST_ORDER if nd == 4 else (1, 4, 3, 2, 0)
         if follows(shape, strides, order) and not follows(shape, strides, range(nd - 1, -1, -1)):
             return channels_last if nd == 4 else channels_last_3d
     return None
+
+
+# ---- the strides of a new tensor made "like" another (empty_like, clone, rand_like, ...) ------
+# PyTorch's rules, so that results have its exact strides (tests/test_memory_format.py checks
+# them against torch on random layouts).
+def format_strides(shape: tuple[int, ...], fmt: memory_format, op: str) -> tuple[int, ...]:
+    """The strides PyTorch gives a new tensor of `shape` in format `fmt` (not preserve), with
+    its rank errors (named after op).  channels_last(_3d) multiply by the raw sizes, so a
+    size-0 dim gives 0 strides outside it (c10's get_channels_last_strides); contiguous
+    strides skip size-0 dims like size-1 ones."""
+    order = dim_order(fmt, len(shape), op)
+    if fmt is channels_last or fmt is channels_last_3d:
+        strides = [0] * len(shape)
+        step = 1
+        for d in order:
+            strides[d] = step
+            step *= shape[d]
+        return tuple(strides)
+    return strides_for(shape, range(len(shape) - 1, -1, -1))
+
+
+def non_overlapping_and_dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: the elements fill a block of memory with no gap
+    and no overlap, in some dim order.  Strides of size-1 dims do not matter, and an empty
+    tensor counts as dense (PyTorch's is_contiguous is true for it, which implies this)."""
+    if 0 in shape:
+        return True
+    want = 1
+    for d in sorted((d for d in range(len(shape)) if shape[d] >= 2), key=lambda d: strides[d]):
+        if strides[d] != want:
+            return False
+        want *= shape[d]
+    return True
+
+
+def infer_dense_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    """Dense strides that keep the dim order of a non-dense tensor's strides: ATen's
+    infer_dense_strides (the stride propagation TensorIterator uses), ported step for step
+    because its tie-breaking decides the result: a 0 stride compares as ambiguous and never
+    moves its dim, equal strides put the smaller size inside, and the sort is a stable
+    insertion sort starting from the row-major order."""
+    nd = len(shape)
+    if nd <= 1:
+        return (1,) * nd
+
+    def should_swap(d0: int, d1: int) -> int:
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = list(range(nd - 1, -1, -1))        # innermost first
+    for i in range(1, nd):
+        d1 = i
+        for j in range(1, i + 1):
+            d0 = i - j
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return strides_for(shape, perm)
+
+
+def like_strides(shape: tuple[int, ...], strides: tuple[int, ...], fmt: memory_format | None,
+                 op: str) -> tuple[int, ...]:
+    """The strides of an *_like / clone result for an input of `shape` and `strides`.
+    preserve_format (or None, the default) is PyTorch's empty_like rule: a non-overlapping and
+    dense input keeps its strides exactly; any other input gets dense strides in its own dim
+    order (infer_dense_strides: a sliced channels_last input stays channels_last, a transposed
+    slice stays transposed).  Other formats lay the result out as asked (rank errors name op)."""
+    if fmt is None or fmt is preserve_format:
+        if non_overlapping_and_dense(shape, strides):
+            return tuple(strides)
+        return infer_dense_strides(shape, strides)
+    return format_strides(shape, fmt, op)
+
+
+def is_contiguous_as(shape: tuple[int, ...], strides: tuple[int, ...], fmt: memory_format) -> bool:
+    """PyTorch's is_contiguous(memory_format=fmt) for channels_last(_3d): the strides follow
+    the format's dim order, size-1 dims skipped and a size-0 dim multiplying the expected
+    stride by 0 (c10's is_channels_last_contiguous, which, unlike the row-major test, has no
+    shortcut for empty tensors).  False for a tensor of another rank."""
+    if len(shape) != (4 if fmt is channels_last else 5):
+        return False
+    want = 1
+    for d in dim_order(fmt, len(shape), "is_contiguous"):
+        if shape[d] != 1:
+            if strides[d] != want:
+                return False
+            want *= shape[d]
+    return True

@@ -132,22 +132,18 @@ class Tensor:
     def storage_offset(self) -> int:
         return self._data.offset
 
-    def is_contiguous(self, memory_format: memory_format | None = None) -> bool:
+    def is_contiguous(self, *, memory_format: memory_format = MF.contiguous_format) -> bool:
         """Whether the memory is dense in row-major order, or in `memory_format`'s order
-        (channels_last: NHWC strides for a 4-d tensor; False for other ranks)."""
+        (channels_last: NHWC strides for a 4-d tensor; False for other ranks).  As in
+        PyTorch, preserve_format asks the row-major question, the format is keyword-only and
+        must be a torchlite.memory_format (None is a TypeError)."""
+        if not isinstance(memory_format, MF.memory_format):
+            raise TypeError(f"is_contiguous(): argument 'memory_format' must be "
+                            f"torchlite.memory_format, not {type(memory_format).__name__}")
+        if memory_format is MF.channels_last or memory_format is MF.channels_last_3d:
+            return MF.is_contiguous_as(self._data.shape, self._data.strides, memory_format)
         # an empty tensor is contiguous whatever its strides (array.pyx's check misses this)
-        if self._data.numel == 0:
-            return True
-        if memory_format is None or memory_format is MF.contiguous_format:
-            return self._data.is_contiguous()
-        nd = self._data.ndim
-        if (memory_format is MF.channels_last and nd != 4) or (
-                memory_format is MF.channels_last_3d and nd != 5):
-            return False
-        order = MF.dim_order(memory_format, nd, "is_contiguous")
-        if order is None:
-            raise RuntimeError("is_contiguous: preserve_format is not a layout a tensor has")
-        return MF.follows(self._data.shape, self._data.strides, order)
+        return self._data.numel == 0 or self._data.is_contiguous()
 
     def data_ptr(self) -> int:
         return self._data.data_ptr()

@@ -2,6 +2,7 @@
 each (issue 16, step 5).  An op module imports these instead of writing its own:
 
     int_arg(x, what, op)          an int-like argument as int; TypeError for bools, floats, ...
+    int64_arg(x, what, op)        int_arg, and PyTorch's ValueError beyond int64's range
     tensor_arg(x, op, name, pos)  TypeError unless x is a Tensor (PyTorch's message)
     tensor_args(op, **named)      tensor_arg for each of several arguments
     needs_grad(*tensors)          whether an op over these records a backward node
@@ -30,8 +31,8 @@ from .._dispatch import elementwise as _ew
 from .._tensor import Tensor, _wrap
 from ..autograd.graph import needs_grad
 
-__all__ = ["int_arg", "tensor_arg", "tensor_args", "needs_grad", "no_out_with_grad", "out_array", "write_out",
-           "result", "with_out", "factory_dtype", "check_out_memory", "C_NAMES", "TORCH_NAMES"]
+__all__ = ["int_arg", "int64_arg", "tensor_arg", "tensor_args", "needs_grad", "no_out_with_grad", "out_array",
+           "write_out", "result", "with_out", "factory_dtype", "check_out_memory", "C_NAMES", "TORCH_NAMES"]
 
 # The arrays are the array layer's (torchlite._core.array.Array, or a CUDA one), typed Any
 # here; a dtype code is an int (D.float32.code).  casting takes NumPy's words (write_out).
@@ -44,6 +45,17 @@ def int_arg(x: Any, what: str, op: str) -> int:
     if isinstance(x, builtins.bool) or not hasattr(x, "__index__"):
         raise TypeError(f"{op}(): argument '{what}' must be int, not {type(x).__name__}")
     return x.__index__()
+
+
+def int64_arg(x: Any, what: str, op: str) -> int:
+    """int_arg for an argument PyTorch's schema types as int64: a value beyond int64's range
+    is PyTorch's ValueError ("Overflow when unpacking long long"), raised by its argument
+    parser before the op runs, so before any other check (the message also names the op
+    and the argument, which PyTorch's does not)."""
+    v = int_arg(x, what, op)
+    if not -2 ** 63 <= v < 2 ** 63:
+        raise ValueError(f"Overflow when unpacking long long: {op}(): {what}={v}")
+    return v
 
 
 def tensor_arg(x: Any, op: str, name: str = "input", pos: Optional[int] = None) -> Tensor:

@@ -318,9 +318,12 @@ def empty(*size: int | Sequence[int], out: Tensor | None = None, dtype: dtype | 
         out_array(out, shape, "empty")
         return out
     dt = D.to_dtype(dtype, D.get_default_dtype())
-    order = MF.dim_order(MF.check(memory_format, "empty"), len(shape), "empty")
-    arr = (_A.empty(shape, dt.code, device=_on(device)) if order is None else
-           _A.empty_strided(shape, order, dt.code, device=_on(device)))
+    fmt = MF.check(memory_format, "empty")
+    if fmt is None or fmt is MF.preserve_format:
+        arr = _A.empty(shape, dt.code, device=_on(device))
+    else:       # PyTorch's strides for the format, size-0 dims included (format_strides)
+        arr = _A.empty_with_strides(shape, MF.format_strides(shape, fmt, "empty"), dt.code,
+                                    device=_on(device))
     return _place(arr, None, requires_grad, pin_memory=pin_memory)
 
 
@@ -341,21 +344,25 @@ def full(size: int | Sequence[int], fill_value: bool | int | float | complex | T
     return _new_full((size,), fill_value, dtype, device, requires_grad, out, "full")
 
 
+def _like_array(input: Tensor, dt: D.dtype, device: str | device | int | None,
+                memory_format: memory_format | None, op: str) -> Any:
+    """The uninitialised array of a *_like op (empty_like, zeros_like, rand_like, ...): input's
+    shape, dtype `dt`, on `device` (None: input's), with the strides PyTorch's empty_like
+    gives (see _memory_format.like_strides): preserve_format, the default, keeps a dense
+    input's strides and gives any other input dense strides in its own dim order (a sliced
+    channels_last input stays channels_last); another memory_format lays it out as asked."""
+    on = None if device is None else _on(device) or "cpu"
+    return _A.empty_like(input._data, dt.code, device=on,
+                         memory_format=MF.check(memory_format, op), op=op)
+
+
 def _like(input, fill_value, dtype, device, requires_grad, memory_format=None):
-    """A new tensor shaped like input, filled with fill_value (None: uninitialised).
-    As PyTorch's preserve_format (the default): a dense input's strides are kept (a
-    transposed or channels_last input gives the same layout); any other input gives a
-    contiguous result.  Another memory_format lays the result out in that order."""
+    """A new tensor shaped like input, filled with fill_value (None: uninitialised), laid out
+    as _like_array says."""
     if not isinstance(input, Tensor):
         raise TypeError(f"argument 'input' must be Tensor, not {type(input).__name__}")
     dt = D.to_dtype(dtype, input.dtype)
-    a = input._data
-    on = None if device is None else _on(device) or "cpu"
-    order = MF.dim_order(MF.check(memory_format, "empty_like"), a.ndim, "empty_like")
-    if order is None:
-        arr = _A.empty_like(a, dt.code, device=on)
-    else:
-        arr = _A.empty_strided(a.shape, order, dt.code, device=a if on is None else on)
+    arr = _like_array(input, dt, device, memory_format, "empty_like")
     if fill_value is not None:
         _A.fill_(arr, _as_pyscalar(fill_value.item() if isinstance(fill_value, Tensor) else fill_value))
     return _place(arr, None, requires_grad)

@@ -14,11 +14,12 @@ import warnings
 from typing import TYPE_CHECKING
 
 from .. import _dtype as D
-from .._device import factory_device
+from .._device import factory_device, to_device
 from .._dispatch import array as _A
 from .._dispatch import mixed_device_error
 from .._dispatch import elementwise as _ew
 from .._dispatch import joining as _JK
+from .._size import MAX_NUMEL
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import inplace_records
@@ -28,7 +29,7 @@ from . import joining_grad as _JG
 from . import views_grad as _VG
 from .views_grad import arange_array
 from .views import _shape_arg, clone, flip, reshape, transpose, unsqueeze
-from ._kit import int_arg, needs_grad, no_out_with_grad, out_array, tensor_arg
+from ._kit import int64_arg, int_arg, needs_grad, no_out_with_grad, out_array, tensor_arg
 from .. import _layout
 
 if TYPE_CHECKING:
@@ -563,19 +564,61 @@ def triu_(self, diagonal=0):
     return _triangle_(self, diagonal, True, "triu")
 
 
+def _clamped_sum(start: int, row: int, col: int) -> int:
+    """sum(clamp(start + i, 0, col) for i in range(row)), in O(1): zeros while start + i <= 0,
+    then an arithmetic series, then col for every row from start + i >= col on."""
+    lo = min(row, max(0, -start))
+    hi = min(row, max(lo, col - start))
+    k = hi - lo
+    return k * (2 * (start + lo) + k - 1) // 2 + (row - hi) * col
+
+
+def _tri_count(row: int, col: int, offset: int, upper: bool) -> int:
+    """The number of indices tril_indices / triu_indices list.  Row i holds the columns j
+    with j - i <= offset (lower: clamp(i + offset + 1, 0, col) of them) or j - i >= offset
+    (upper: col - clamp(i + offset, 0, col))."""
+    if upper:
+        return row * col - _clamped_sum(offset, row, col)
+    return _clamped_sum(offset + 1, row, col)
+
+
+# results at least this large are allocated once before the kernel runs: PyTorch allocates
+# the result before listing anything, so one that cannot fit fails at once, while the kernel
+# would first count row by row (seconds for 2**31 rows) and only then fail
+_TRI_PROBE_BYTES = 1 << 26
+
+
 def _tri_indices(row, col, offset, dtype, device, upper, op):
+    # PyTorch's order of errors: its argument parser (int64 range), the signs of the sizes,
+    # the result's allocation (a size error), and only then the dtype
+    row, col = int64_arg(row, "row", op), int64_arg(col, "col", op)
+    offset = int64_arg(offset, "offset", op)
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
     dt = D.to_dtype(dtype, D.int64)
-    if dt.is_floating_point or dt is D.bool:
-        raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[dt.code]}\'')
-    row, col = int_arg(row, "row", op), int_arg(col, "col", op)
-    offset = int_arg(offset, "offset", op)
-    # the result alone would need terabytes: refuse before counting
-    if row > 0 and col > 0 and row * col >= 2 ** 40:
-        raise RuntimeError(f"{op}: a {row} x {col} matrix has too many elements to list its indices")
     offset = max(-row - 1, min(col + 1, offset))    # beyond these, the triangle no longer changes
-    idx = _JK.tri_indices(row, col, offset, upper)
-    from .creation import _place
-    return _place(_ew.cast(idx, dt.code), factory_device(device))
+    n = _tri_count(row, col, offset, upper)
+    if 2 * n > MAX_NUMEL:
+        raise RuntimeError(f"{op}: a {row} x {col} matrix has too many elements to list its indices")
+    dev = factory_device(device)
+    on_meta = dev is not None and to_device(dev).type == "meta"
+    if not on_meta and 2 * n * dt.itemsize >= _TRI_PROBE_BYTES:
+        _A.empty((2, n), dt.code)                   # the allocator's RuntimeError, at once
+    if dt not in (D.int64, D.int32):                # PyTorch lists them in index types only
+        raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[dt.code]}\'')
+    from .creation import _place, empty
+    if on_meta:                                     # the shape alone: nothing to list
+        return empty((2, n), dtype=dt, device=dev)
+    # only rows that hold indices go to the kernel, which visits every row it is given:
+    # upper rows from col - offset on are empty, lower rows before -offset are
+    first = min(row, max(0, -offset)) if not upper else 0
+    last = min(row, max(0, col - offset)) if upper else row
+    idx = _JK.tri_indices(last - first, col, offset + first, upper)
+    if first:           # the kernel numbered the rows from 0
+        _wrap(idx).select(0, 0).add_(first)
+    return _place(_ew.cast(idx, dt.code), dev)
 
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: dtype | None = None,
@@ -778,14 +821,18 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     after concatenating prepend and append along dim."""
     from .elementwise import logical_xor, sub
     tensor_arg(input, "diff", "input")
+    # PyTorch's argument parser types n and dim as int64: a bool or float is a TypeError and
+    # n = 2**63 a ValueError, before any check of the values (a huge n within int64 just
+    # empties the dim, as the loop below stops once the dim is empty)
+    n = int64_arg(n, "n", "diff")
+    dim = int64_arg(dim, "dim", "diff")
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
-    n = int_arg(n, "n", "diff")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
-    d = _wrap_dim(dim, input.ndim)
-    if n == 0:          # PyTorch: a copy of the input, prepend and append left out
+    if n == 0:          # PyTorch: a copy of the input, prepend, append and dim left unchecked
         return input.clone()
+    d = _wrap_dim(dim, input.ndim)
     parts = [t for t in (_diff_operand(prepend, input, d, "prepend"), input,
                          _diff_operand(append, input, d, "append")) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input

@@ -39,7 +39,7 @@ from .._dispatch import random as _R
 from .._device import to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
-from .creation import _on, _on_meta, _size_args, _place
+from .creation import _like_array, _on, _on_meta, _size_args, _place
 from ._kit import factory_dtype, out_array, tensor_arg
 from .. import _layout
 
@@ -216,13 +216,22 @@ def _fill_inplace(self, fill):
     return self
 
 
-def _new(shape, dt, device, requires_grad, out, op, fill):
-    """A new tensor (or out=) of `shape`, filled by fill(array)."""
+def _new(shape, dt, device, requires_grad, out, op, fill, like=None):
+    """A new tensor (or out=) of `shape`, filled by fill(array).  like=(input, memory_format,
+    op): the *_like ops' result, laid out as empty_like(input, memory_format=...) would be;
+    the fill still draws element i in row-major order, so a seed gives the same values for
+    every layout (as the in-place fills do; see the module's docstring)."""
     if out is not None:
         out_array(out, shape, op)
         return _fill_inplace(out, fill)
-    arr = _A.empty(shape, dt.code, device=_on(device))
-    fill(arr)
+    if like is None:
+        arr = _A.empty(shape, dt.code, device=_on(device))
+    else:
+        arr = _like_array(like[0], dt, device, like[1], like[2])
+    # nothing to draw in an empty result (the generator would not move either), and an empty
+    # *_like result may carry 0 strides, which the array layer's overlap check refuses
+    if arr.numel:
+        fill(arr)
     return _place(arr, None, requires_grad)
 
 
@@ -255,9 +264,10 @@ def _check_std(std, op="normal"):
         raise RuntimeError(f"{op} expects std >= 0.0, but found std {_num(std)}")
 
 
-def _standard(dist, kernel, op, size, generator, out, dtype, device, requires_grad):
-    """A new tensor of standard samples of `dist` (0 and 1 its parameters): rand and randn;
-    kernel names the float-only check in PyTorch's message."""
+def _standard(dist, kernel, op, size, generator, out, dtype, device, requires_grad, like=None):
+    """A new tensor of standard samples of `dist` (0 and 1 its parameters): rand and randn
+    (and their *_like forms: `like` as _new takes it); kernel names the float-only check in
+    PyTorch's message."""
     shape = _size_args(size, op)
     gen = _gen(generator, op, device if out is None else out.device)
     dt = factory_dtype(dtype, out, op, D.get_default_dtype())
@@ -267,10 +277,10 @@ def _standard(dist, kernel, op, size, generator, out, dtype, device, requires_gr
         from .complex import parts_array
         scale = math.sqrt(0.5) if dist == _R.NORMAL else 1.0
         return _new(shape, dt, device, requires_grad, out, op,
-                    lambda a: _R.fill(parts_array(a), gen, dist, 0.0, scale, op))
+                    lambda a: _R.fill(parts_array(a), gen, dist, 0.0, scale, op), like)
     _need_float(dt, kernel)
     return _new(shape, dt, device, requires_grad, out, op,
-                lambda a: _R.fill(a, gen, dist, 0.0, 1.0, op))
+                lambda a: _R.fill(a, gen, dist, 0.0, 1.0, op), like)
 
 
 def rand(*size: int | Sequence[int], generator: Generator | None = None, out: Tensor | None = None,
@@ -304,20 +314,24 @@ def rand_like(input: Tensor, *, dtype: dtype | None = None, layout: layout | Non
               device: str | device | int | None = None, requires_grad: bool = False,
               memory_format: memory_format | None = None,
               generator: Generator | None = None) -> Tensor:
-    """rand() with input's shape (and dtype and device unless given)."""
+    """rand() with input's shape (and dtype and device unless given), laid out as
+    empty_like(input, memory_format=memory_format)."""
     _layout.check(layout, "rand_like")
     dt, dev = _like_args(input, dtype, device)
-    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad, generator=generator)
+    return _standard(_R.UNIFORM, "check_uniform_bounds", "rand", (tuple(input.shape),), generator,
+                     None, dt, dev, requires_grad, (input, memory_format, "rand_like"))
 
 
 def randn_like(input: Tensor, *, dtype: dtype | None = None, layout: layout | None = None,
                device: str | device | int | None = None, requires_grad: bool = False,
                memory_format: memory_format | None = None,
                generator: Generator | None = None) -> Tensor:
-    """randn() with input's shape (and dtype and device unless given)."""
+    """randn() with input's shape (and dtype and device unless given), laid out as
+    empty_like(input, memory_format=memory_format)."""
     _layout.check(layout, "randn_like")
     dt, dev = _like_args(input, dtype, device)
-    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad, generator=generator)
+    return _standard(_R.NORMAL, "normal_kernel_cpu", "randn", (tuple(input.shape),), generator,
+                     None, dt, dev, requires_grad, (input, memory_format, "randn_like"))
 
 
 def normal(mean: Tensor | float = 0.0, std: Tensor | float = 1.0, size: Sequence[int] | None = None,
@@ -454,6 +468,11 @@ def randint(*args: int | Sequence[int], size: Sequence[int] | None = None, low: 
         raise TypeError(f"randint() takes at most 3 positional arguments ({len(args) + 1} given)")
     if high is None:
         raise TypeError("randint() missing required argument 'high'")
+    return _randint(low, high, size, generator, out, dtype, device, requires_grad)
+
+
+def _randint(low, high, size, generator, out, dtype, device, requires_grad, like=None):
+    """randint's samples once its arguments are sorted out (`like` as _new takes it)."""
     lo = 0 if low is None else _integer(low, "low", "randint")
     hi = _integer(high, "high", "randint")
     gen = _gen(generator, "randint", device if out is None else out.device)
@@ -461,7 +480,7 @@ def randint(*args: int | Sequence[int], size: Sequence[int] | None = None, low: 
     dt = factory_dtype(dtype, out, "randint", D.int64)
     span = _int_range(dt, lo, hi, "randint")
     return _new(shape, dt, device, requires_grad, out, "randint",
-                lambda a: _R.fill_int(a, gen, lo, span, "randint"))
+                lambda a: _R.fill_int(a, gen, lo, span, "randint"), like)
 
 
 def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,
@@ -469,14 +488,15 @@ def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,
                  device: str | device | int | None = None, requires_grad: bool = False,
                  memory_format: memory_format | None = None,
                  generator: Generator | None = None) -> Tensor:
-    """randint() with input's shape (and dtype and device unless given):
-    randint_like(input, high) or randint_like(input, low, high)."""
+    """randint() with input's shape (and dtype and device unless given), laid out as
+    empty_like(input, memory_format=memory_format): randint_like(input, high) or
+    randint_like(input, low, high)."""
     _layout.check(layout, "randint_like")
     if high is None:
         low, high = 0, low
     dt, dev = _like_args(input, dtype, device)
-    return randint(low, high, tuple(input.shape), dtype=dt, device=dev,
-                   requires_grad=requires_grad, generator=generator)
+    return _randint(low, high, tuple(input.shape), generator, None, dt, dev, requires_grad,
+                    (input, memory_format, "randint_like"))
 
 
 _RANDPERM_LIMIT = {"float16": ("Half", 2049), "bfloat16": ("BFloat16", 257),

@@ -436,10 +436,12 @@ def flipud(input: Tensor) -> Tensor:
 
 
 def _copy_in_format(input, fmt, op):
-    """A copy of input laid out in memory format fmt (channels_last: NHWC strides)."""
+    """A copy of input laid out in memory format fmt (channels_last: NHWC strides;
+    preserve_format or None: empty_like's strides for it)."""
     a = input._data
-    arr = _A.empty_strided(a.shape, MF.dim_order(fmt, a.ndim, op), a.dtype, device=a)
-    _ew.copy_(arr, a)
+    arr = _A.empty_like(a, a.dtype, memory_format=fmt, op=op)
+    if a.numel:         # an empty copy may carry 0 strides, which copy_'s overlap check refuses
+        _ew.copy_(arr, a)
     return _result_of(input, arr, _VG.record_clone)
 
 
@@ -461,14 +463,17 @@ def contiguous(input: Tensor, memory_format: memory_format | None = None) -> Ten
 
 @_register("clone")
 def clone(input: Tensor, *, memory_format: memory_format | None = None) -> Tensor:
-    """A copy with its own memory: dense inputs keep their strides (preserve_format), or
-    laid out in `memory_format`."""
+    """A copy with its own memory, laid out in `memory_format`; with preserve_format (the
+    default) as PyTorch's empty_like lays it out: a dense input keeps its strides, any other
+    gets dense strides in its own dim order (a sliced channels_last input stays
+    channels_last)."""
     fmt = MF.check(memory_format, "clone")
     if fmt is MF.contiguous_format:
         return _result_of(input, _ew.clone(input._data, False), _VG.record_clone)
-    if fmt is MF.channels_last or fmt is MF.channels_last_3d:
-        return _copy_in_format(input, fmt, "clone")
-    return _result_of(input, _ew.clone(input._data, True), _VG.record_clone)
+    # preserve_format too, through empty_like's strides: the array layer's own clone makes a
+    # non-dense input row-major (PyTorch keeps its dim order: a sliced channels_last tensor
+    # stays channels_last) and can reorder a dense one whose size-1 dims tie on strides
+    return _copy_in_format(input, fmt, "clone")
 
 
 def atleast_1d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
