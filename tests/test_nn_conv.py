@@ -389,6 +389,53 @@ def test_winograd_gradients_of_a_broadcast_output_gradient():
     np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("c, o", [(16, 24), (3, 8)], ids=["winograd", "im2col"])
+def test_channels_last_layout_follows_pytorch(c, o):
+    """A 2-d convolution's result is channels_last when its input or weight is (PyTorch's
+    suggest_memory_format rule), the transposed convolution's likewise; one-channel inputs
+    are both layouts at once and count as contiguous.  Values as the contiguous layout's
+    (the Winograd kernel writes the NHWC rows itself, bit for bit the same numbers)."""
+    x, w = r(2, c, 7, 9), r(o, c, 3, 3) * 0.3
+    ref = np_conv(x, w, None, 1, 1)
+    for x_cl in (False, True):
+        for w_cl in (False, True):
+            xt, wt = tl.tensor(x, dtype=tl.float32), tl.tensor(w, dtype=tl.float32)
+            plain = F.conv2d(xt, wt, None, 1, 1)
+            if x_cl:
+                xt = xt.contiguous(memory_format=tl.channels_last)
+            if w_cl:
+                wt = wt.contiguous(memory_format=tl.channels_last)
+            y = F.conv2d(xt, wt, None, 1, 1)
+            want_cl = x_cl or w_cl
+            assert y.is_contiguous(memory_format=tl.channels_last) == want_cl
+            assert y.is_contiguous() != want_cl
+            np.testing.assert_array_equal(y.numpy(), plain.numpy())
+            np.testing.assert_allclose(y.numpy(), ref, rtol=1e-4, atol=1e-4)
+            z = F.conv_transpose2d(y, wt)       # (O, C, 3, 3) is its (in, out) weight
+            assert z.is_contiguous(memory_format=tl.channels_last) == want_cl
+            np.testing.assert_allclose(z.numpy(), F.conv_transpose2d(plain, tl.tensor(w, dtype=tl.float32)).numpy(),
+                                       rtol=1e-5, atol=1e-5)
+    one = tl.tensor(r(2, 1, 6, 6), dtype=tl.float32).contiguous(memory_format=tl.channels_last)
+    assert F.conv2d(one, tl.tensor(r(4, 1, 3, 3), dtype=tl.float32)).is_contiguous()
+
+
+def test_channels_last_layout_agrees_with_torch():
+    torch = torch_or_skip()
+    for c in (16, 3):
+        x, w = r(2, c, 8, 8).astype(np.float32), r(20, c, 3, 3).astype(np.float32)
+        for x_cl in (False, True):
+            for w_cl in (False, True):
+                xt, wt, tx, tw = tl.tensor(x), tl.tensor(w), torch.tensor(x), torch.tensor(w)
+                tcl = torch.channels_last
+                if x_cl:
+                    xt, tx = xt.contiguous(memory_format=tl.channels_last), tx.contiguous(memory_format=tcl)
+                if w_cl:
+                    wt, tw = wt.contiguous(memory_format=tl.channels_last), tw.contiguous(memory_format=tcl)
+                y, ty = F.conv2d(xt, wt, padding=1), torch.nn.functional.conv2d(tx, tw, padding=1)
+                assert tuple(y.stride()) == tuple(ty.stride()), (c, x_cl, w_cl)
+                np.testing.assert_allclose(y.numpy(), ty.numpy(), rtol=1e-4, atol=1e-4)
+
+
 def test_winograd_taken_only_where_it_applies():
     """The Winograd path runs for 3x3 stride-1 undilated ungrouped layers with 16+ channels on
     both sides and transformed weights of at most 4 MiB, and the im2col path everywhere else:

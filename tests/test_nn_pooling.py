@@ -536,3 +536,84 @@ def test_with_indices_forms_return_both_whatever_the_flag():
         for flag in (False, True):
             values, indices = fn(*args, return_indices=flag)
             assert indices.dtype is tl.int64 and values.shape == indices.shape
+
+
+# ---- channels_last inputs (pool.pyx's NHWC kernels): read in place, channels_last results ------
+def _is_cl(t):
+    return t.is_contiguous(memory_format=tl.channels_last) and not t.is_contiguous()
+
+
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64, tl.int32, tl.uint8])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=3, padding=1, dilation=2),
+                                dict(kernel_size=(2, 3), stride=(1, 2), ceil_mode=True)])
+def test_max_pool_channels_last(dtype, kw):
+    """The NHWC kernel gives the plane kernel's values and indices bit for bit, laid out
+    channels_last as PyTorch's; its backward too (NaN handling: test below)."""
+    x = r(3, 300, 9, 11) * 10          # more channels than one run of the kernel (256)
+    xt = tl.tensor(x.astype(np.int64) if not dtype.is_floating_point else x, dtype=dtype)
+    xc = xt.contiguous(memory_format=tl.channels_last)
+    a, ia = F.max_pool2d(xt, return_indices=True, **kw)
+    b, ib = F.max_pool2d(xc, return_indices=True, **kw)
+    assert _is_cl(b) and _is_cl(ib)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(ia.numpy(), ib.numpy())
+    if dtype.is_floating_point:
+        vals, idx = np_max_pool2d(xt.numpy(), *_win(kw))
+        np.testing.assert_array_equal(b.numpy(), vals)
+        np.testing.assert_array_equal(ib.numpy(), idx)
+        _same_gradients(lambda t: F.max_pool2d(t, **kw), xt, xc, a.shape, dtype)
+
+
+def _same_gradients(fn, xt, xc, out_shape, dtype):
+    """The channels_last input's gradient is channels_last and equals the contiguous one's,
+    for an output gradient in either layout (after a Flatten it comes back contiguous)."""
+    g = tl.tensor(r(*out_shape), dtype=dtype)
+    x1 = xt.clone().requires_grad_()
+    fn(x1).backward(g)
+    for g2 in (g, g.contiguous(memory_format=tl.channels_last)):
+        x2 = xc.clone().requires_grad_()
+        fn(x2).backward(g2)
+        assert _is_cl(x2.grad)
+        np.testing.assert_array_equal(x1.grad.numpy(), x2.grad.numpy())
+
+
+def _win(kw):
+    k = kw["kernel_size"]
+    k = k if isinstance(k, tuple) else (k, k)
+    s = kw.get("stride", k)
+    s = s if isinstance(s, tuple) else (s, s)
+    return (k, s, _pair2(kw.get("padding", 0)), _pair2(kw.get("dilation", 1)), kw.get("ceil_mode", False))
+
+
+def _pair2(v):
+    return v if isinstance(v, tuple) else (v, v)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=3, stride=1, padding=1, count_include_pad=False),
+                                dict(kernel_size=(2, 3), ceil_mode=True, divisor_override=5)])
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64])
+def test_avg_pool_channels_last(kw, dtype):
+    x = r(2, 40, 10, 7)
+    xt = tl.tensor(x, dtype=dtype)
+    xc = xt.contiguous(memory_format=tl.channels_last)
+    a, b = F.avg_pool2d(xt, **kw), F.avg_pool2d(xc, **kw)
+    assert _is_cl(b)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    _same_gradients(lambda t: F.avg_pool2d(t, **kw), xt, xc, a.shape, dtype)
+
+
+def test_channels_last_pooling_nan_and_layouts_match_torch():
+    torch = torch_or_skip()
+    x = r(2, 6, 6, 6).astype(np.float32)
+    x[0, 1, 1, 1] = x[1, 2, 0, 0] = x[1, 2, 1, 1] = np.nan
+    xc = tl.tensor(x).contiguous(memory_format=tl.channels_last)
+    tx = torch.tensor(x).contiguous(memory_format=torch.channels_last)
+    v, i = F.max_pool2d(xc, 2, return_indices=True)
+    tv, ti = torch.nn.functional.max_pool2d(tx, 2, return_indices=True)
+    np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    np.testing.assert_allclose(v.numpy(), tv.numpy(), equal_nan=True)
+    assert tuple(v.stride()) == tuple(tv.stride()) and tuple(i.stride()) == tuple(ti.stride())
+    a, ta = F.avg_pool2d(xc, 3, 1, 1), torch.nn.functional.avg_pool2d(tx, 3, 1, 1)
+    assert tuple(a.stride()) == tuple(ta.stride())

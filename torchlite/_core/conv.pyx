@@ -58,6 +58,10 @@ cdef extern from "kernels/conv_im2col.h" nogil:
     tl_im2col_pack_fn tl_im2col_pack_f32
     tl_im2col_pack_fn tl_im2col_pack_f64
     int TL_CONV_PACK_MAX_NR
+    void tl_conv_transpose_f32(float* dst, int64_t ldd, const float* src, int64_t rs,
+                               int64_t cs, int64_t rows, int64_t cols)
+    void tl_conv_transpose_f64(double* dst, int64_t ldd, const double* src, int64_t rs,
+                               int64_t cs, int64_t rows, int64_t cols)
     bint tl_conv_small(const tl_conv_geom* g)
     int tl_conv_install(int level)
 
@@ -67,9 +71,11 @@ cdef extern from "kernels/conv_winograd.h" nogil:
     bint tl_wino_applies(const tl_conv_geom* g)
     bint tl_wino_fits(const tl_conv_geom* g, int itemsize)
     int tl_wino_forward_f32(const tl_conv_geom* g, const float* x, const float* w,
-                            const float* bias, int64_t bstride, float* y, int nthreads)
+                            const float* bias, int64_t bstride, float* y, const int64_t* ys,
+                            int nthreads)
     int tl_wino_forward_f64(const tl_conv_geom* g, const double* x, const double* w,
-                            const double* bias, int64_t bstride, double* y, int nthreads)
+                            const double* bias, int64_t bstride, double* y, const int64_t* ys,
+                            int nthreads)
     int tl_wino_weight_grad_f32(const tl_conv_geom* g, const float* x, const float* gy,
                                 const int64_t* gys, float* dw, int nthreads)
     int tl_wino_weight_grad_f64(const tl_conv_geom* g, const double* x, const double* gy,
@@ -712,26 +718,31 @@ cdef Array _cut_weight(Array w, tuple r, tuple c):
     return w.slice(2, r[0], r[1], 1).slice(3, c[0], c[1], 1)
 
 
-def conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int64_t groups):
+def conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int64_t groups,
+                   bint channels_last=False):
     """y = conv2d(x, w) + bias: x (N, C, H, W) of any strides, w (O, C/groups, KH, KW),
-    bias (O,) or None.  Returns a new C-contiguous (N, O, OH, OW) array of x's dtype."""
+    bias (O,) or None.  Returns a new (N, O, OH, OW) array of x's dtype, C-contiguous, or
+    channels_last (NHWC) when asked (float32 and float64: the Winograd kernels write that
+    layout themselves, the others' results are transposed; the caller converts half
+    precision's)."""
     if x.nd == 4 and w.nd == 4:
         cut = _cut(x.shp[2], x.shp[3], w.shp[2], w.shp[3], stride, padding, dilation)
         if cut is not None:
             w, padding = _cut_weight(w, cut[0], cut[1]), cut[2]
-    return _conv2d_forward(x, w, bias, stride, padding, dilation, groups)
+    return _conv2d_forward(x, w, bias, stride, padding, dilation, groups, channels_last)
 
 
 def conv2d_input_grad(Array gy, Array w, int64_t H, int64_t W, stride, padding, dilation,
-                      int64_t groups):
+                      int64_t groups, bint channels_last=False):
     """The gradient of conv2d with respect to its (N, C, H, W) input, given the output's
     gradient gy (N, O, OH, OW) and the weight w (O, C/groups, KH, KW): the transposed
-    convolution of gy.  H and W pick the input size among those with this output size."""
+    convolution of gy.  H and W pick the input size among those with this output size.
+    channels_last: as conv2d_forward's."""
     if w.nd == 4:
         cut = _cut(H, W, w.shp[2], w.shp[3], stride, padding, dilation)
         if cut is not None:
             w, padding = _cut_weight(w, cut[0], cut[1]), cut[2]
-    return _conv2d_input_grad(gy, w, H, W, stride, padding, dilation, groups)
+    return _conv2d_input_grad(gy, w, H, W, stride, padding, dilation, groups, channels_last)
 
 
 def conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, padding, dilation,
@@ -752,7 +763,8 @@ def conv2d_weight_grad(Array x, Array gy, int64_t KH, int64_t KW, stride, paddin
     return _conv2d_weight_grad(x, gy, KH, KW, stride, padding, dilation, groups)
 
 
-def _conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int64_t groups):
+def _conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int64_t groups,
+                    bint channels_last=False):
     cdef str op = "conv2d"
     cdef Geom g
     cdef Array xc, wc, bc = None, y
@@ -789,13 +801,16 @@ def _conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int
     _set_strides(&g, xc)
     nt = _threads(&g)
     if _use_winograd(&g, cdt):
+        if channels_last:       # (N, OH, OW, O) memory seen as (N, O, OH, OW)
+            shp[1] = g.OH; shp[2] = g.OW; shp[3] = g.O
+            y = new_array(4, shp, cdt).permute((0, 3, 1, 2))
         with nogil:
             if cdt == TL_FLOAT32:
                 err = tl_wino_forward_f32(&g, <const float*>xc.ptr(), <const float*>wc.ptr(),
-                                          <const float*>bp, bst, <float*>y.ptr(), nt)
+                                          <const float*>bp, bst, <float*>y.ptr(), y.strd, nt)
             else:
                 err = tl_wino_forward_f64(&g, <const double*>xc.ptr(), <const double*>wc.ptr(),
-                                          <const double*>bp, bst, <double*>y.ptr(), nt)
+                                          <const double*>bp, bst, <double*>y.ptr(), y.strd, nt)
         if err:
             raise MemoryError(f"{op}: out of memory for the Winograd scratch buffers")
         return _finish(y, dt)
@@ -811,7 +826,32 @@ def _conv2d_forward(Array x, Array w, Array bias, stride, padding, dilation, int
                          <const double*>bp, bst, <double*>y.ptr(), <double*>col, sstride, nt)
     free(col)
     _check_oom(op)
+    if channels_last and dt == cdt:
+        return _to_nhwc(y, nt)
     return _finish(y, dt)
+
+
+cdef Array _to_nhwc(Array y, int nt):
+    """A channels_last copy of the C-contiguous (N, C, H, W) y: per image, the C x HW plane
+    block transposed by the per-ISA register transposes (about 4x faster here than the
+    general strided copy, which reads one element per plane)."""
+    cdef int64_t shp[4]
+    cdef int64_t n, N = y.shp[0], C = y.shp[1], L = y.shp[2] * y.shp[3]
+    cdef Array out
+    shp[0] = N; shp[1] = y.shp[2]; shp[2] = y.shp[3]; shp[3] = C
+    out = new_array(4, shp, y.dtype)
+    if nt > N:
+        nt = <int>N if N > 0 else 1
+    with nogil:
+        if y.dtype == TL_FLOAT32:
+            for n in prange(N, num_threads=nt, schedule="static"):
+                tl_conv_transpose_f32(<float*>out.ptr() + n * C * L, C,
+                                      <const float*>y.ptr() + n * C * L, L, 1, C, L)
+        else:
+            for n in prange(N, num_threads=nt, schedule="static"):
+                tl_conv_transpose_f64(<double*>out.ptr() + n * C * L, C,
+                                      <const double*>y.ptr() + n * C * L, L, 1, C, L)
+    return out.permute((0, 3, 1, 2))
 
 
 cdef int _fill_bias(Array y, Array b) except -1:
@@ -825,7 +865,7 @@ cdef int _fill_bias(Array y, Array b) except -1:
 
 
 def _conv2d_input_grad(Array gy, Array w, int64_t H, int64_t W, stride, padding, dilation,
-                       int64_t groups):
+                       int64_t groups, bint channels_last=False):
     cdef str op = "conv2d_input_grad"
     cdef Geom g
     cdef int64_t ys[3]
@@ -847,7 +887,7 @@ def _conv2d_input_grad(Array gy, Array w, int64_t H, int64_t W, stride, padding,
     if _input_grad_as_forward(&g, cdt) and g.N * g.C * H * W > 0:
         return _conv2d_forward(gy, _flipped_transposed(w, &g, cdt), None, (1, 1),
                                (g.dh * (g.KH - 1) - g.ph, g.dw * (g.KW - 1) - g.pw),
-                               (g.dh, g.dw), groups)
+                               (g.dh, g.dw), groups, channels_last)
     shp[0] = g.N; shp[1] = g.C; shp[2] = H; shp[3] = W
     dx = new_array(4, shp, cdt)
     if dx.n == 0:
@@ -873,6 +913,8 @@ def _conv2d_input_grad(Array gy, Array w, int64_t H, int64_t W, stride, padding,
                             <double*>dx.ptr(), <double*>col, sstride, nt)
     free(col)
     _check_oom(op)
+    if channels_last and dt == cdt:
+        return _to_nhwc(dx, nt)
     return _finish(dx, dt)
 
 

@@ -5,8 +5,9 @@
 # are built from.  One-dimensional pooling is pooling over planes of height 1 (the caller
 # reshapes).
 #
-# Inputs are C-contiguous (N, C, H, W) arrays (the entry points copy others); B = N*C planes
-# are independent.  Forward passes split planes (and rows) over threads; backward passes
+# Inputs are C-contiguous (N, C, H, W) arrays (the entry points copy others) -- except that
+# max and average pooling and their backward passes take channels_last (NHWC) arrays as they
+# are and give channels_last results, as PyTorch does; B = N*C planes are independent.  Forward passes split planes (and rows) over threads; backward passes
 # add into the input's gradient, so each plane is summed by one thread in a fixed order:
 # results never depend on the thread count.  float16/bfloat16 are computed in float32; max
 # pooling also takes integer planes.
@@ -51,6 +52,27 @@ cdef extern from *:
     TL_MAX_STEP_INT(int16_t)
     TL_MAX_STEP_INT(int8_t)
     TL_MAX_STEP_INT(uint8_t)
+    /* One tap of NHWC max pooling over a run of n channels: the same rule as the steps
+     * above, written as selects the compiler vectorises along the run (the positions in
+     * 32 bits: with 64-bit ones next to float lanes the baseline build's loop stayed
+     * scalar, 2.7x slower). */
+    #define TL_MAX_RUN(T, NAME)                                                         \
+    static inline void tl_max_run_##NAME(const T *restrict p, int32_t pos, T *restrict m, \
+                                         int32_t *restrict best, int64_t n) {           \
+        for (int64_t c = 0; c < n; c++) {                                               \
+            const T v = p[c];                                                           \
+            const int take = (v > m[c]) | (v != v);                                     \
+            m[c] = take ? v : m[c];                                                     \
+            best[c] = take ? pos : best[c];                                             \
+        }                                                                               \
+    }
+    TL_MAX_RUN(float, f32)
+    TL_MAX_RUN(double, f64)
+    TL_MAX_RUN(int64_t, int64_t)
+    TL_MAX_RUN(int32_t, int32_t)
+    TL_MAX_RUN(int16_t, int16_t)
+    TL_MAX_RUN(int8_t, int8_t)
+    TL_MAX_RUN(uint8_t, uint8_t)
     #include <math.h>
     #include <float.h>
     #define TL_LOWEST_float (-INFINITY)
@@ -68,6 +90,18 @@ cdef extern from *:
     void tl_max_step_int16_t(int16_t v, int64_t pos, int16_t* m, int64_t* best) nogil
     void tl_max_step_int8_t(int8_t v, int64_t pos, int8_t* m, int64_t* best) nogil
     void tl_max_step_uint8_t(uint8_t v, int64_t pos, uint8_t* m, int64_t* best) nogil
+    void tl_max_run_f32(const float* p, int32_t pos, float* m, int32_t* best, int64_t n) nogil
+    void tl_max_run_f64(const double* p, int32_t pos, double* m, int32_t* best, int64_t n) nogil
+    void tl_max_run_int64_t(const int64_t* p, int32_t pos, int64_t* m, int32_t* best,
+                            int64_t n) nogil
+    void tl_max_run_int32_t(const int32_t* p, int32_t pos, int32_t* m, int32_t* best,
+                            int64_t n) nogil
+    void tl_max_run_int16_t(const int16_t* p, int32_t pos, int16_t* m, int32_t* best,
+                            int64_t n) nogil
+    void tl_max_run_int8_t(const int8_t* p, int32_t pos, int8_t* m, int32_t* best,
+                           int64_t n) nogil
+    void tl_max_run_uint8_t(const uint8_t* p, int32_t pos, uint8_t* m, int32_t* best,
+                            int64_t n) nogil
     float TL_LOWEST_float
     double TL_LOWEST_double
     int64_t TL_LOWEST_int64_t
@@ -133,6 +167,25 @@ cdef inline void _max_step(anyval v, int64_t pos, anyval* m, int64_t* best) noex
         tl_max_step_uint8_t(v, pos, m, best)
 
 
+cdef inline void _max_run(const anyval* p, int32_t pos, anyval* m, int32_t* best,
+                          int64_t n) noexcept nogil:
+    """_max_step over a run of n channels."""
+    if anyval is float:
+        tl_max_run_f32(p, pos, m, best, n)
+    elif anyval is double:
+        tl_max_run_f64(p, pos, m, best, n)
+    elif anyval is int64_t:
+        tl_max_run_int64_t(p, pos, m, best, n)
+    elif anyval is int32_t:
+        tl_max_run_int32_t(p, pos, m, best, n)
+    elif anyval is int16_t:
+        tl_max_run_int16_t(p, pos, m, best, n)
+    elif anyval is int8_t:
+        tl_max_run_int8_t(p, pos, m, best, n)
+    else:
+        tl_max_run_uint8_t(p, pos, m, best, n)
+
+
 cdef inline int _compute_dtype(int dt) noexcept:
     if dt == TL_FLOAT16 or dt == TL_BFLOAT16:
         return TL_FLOAT32
@@ -146,6 +199,7 @@ cdef Array _prepared(Array a, int cdt):
     if not a.contiguous():
         return contiguous_array(a)
     return a
+
 
 
 cdef Array _finish(Array r, int dt):
@@ -251,15 +305,23 @@ cdef void _max_row(const Win* w, const anyval* x, anyval* y, int64_t* idx, int64
         o0 += MAX_COLS
 
 
-cdef void _max_pool(const Win* w, const anyval* x, anyval* y, int64_t* idx) noexcept nogil:
-    cdef int64_t r, rows = w.B * w.OH
-    cdef int nt = _par(rows * w.OW * w.kh * w.kw)
+cdef void _max_pool(const Win* w, int64_t nhwc_c, const anyval* x, anyval* y,
+                    int64_t* idx) noexcept nogil:
+    """Every output row: of planes, or with nhwc_c > 0 of NHWC images of nhwc_c channels."""
+    cdef int64_t r, rows = (w.B if nhwc_c == 0 else w.B // nhwc_c) * w.OH
+    cdef int nt = _par(w.B * w.OH * w.OW * w.kh * w.kw)
     if nt > 1:
         for r in prange(rows, num_threads=nt, schedule="static"):
-            _max_row(w, x, y, idx, r)
+            if nhwc_c:
+                _max_row_nhwc(w, nhwc_c, x, y, idx, r)
+            else:
+                _max_row(w, x, y, idx, r)
     else:
         for r in range(rows):
-            _max_row(w, x, y, idx, r)
+            if nhwc_c:
+                _max_row_nhwc(w, nhwc_c, x, y, idx, r)
+            else:
+                _max_row(w, x, y, idx, r)
 
 
 def max_pool2d(Array x, int64_t OH, int64_t OW, kernel, stride, padding, dilation):
@@ -269,17 +331,22 @@ def max_pool2d(Array x, int64_t OH, int64_t OW, kernel, stride, padding, dilatio
     cdef Win w
     cdef int dt = x.dtype, cdt = _compute_dtype(x.dtype)
     cdef Array xc, y, idx
+    cdef bint nhwc
     _check4(x, op)
     _check_maxable(x.dtype, op)
     _set_win(&w, x, OH, OW, kernel, stride, padding, dilation, op)
-    y = _new4(x, OH, OW, cdt)
-    idx = _new4(x, OH, OW, TL_INT64)
+    nhwc = _is_nhwc(x) and x.dtype == cdt and x.shp[2] * x.shp[3] < (1 << 31)
+    y = _new_nhwc(x, OH, OW, cdt) if nhwc else _new4(x, OH, OW, cdt)
+    idx = _new_nhwc(x, OH, OW, TL_INT64) if nhwc else _new4(x, OH, OW, TL_INT64)
     if y.n == 0:
         return _finish(y, dt), idx
     if w.H * w.W == 0:
         raise RuntimeError(f"{op}: empty input planes")
+    if nhwc:
+        _max_dispatch(&w, x.shp[1], x, y, idx)
+        return y, idx
     xc = _prepared(x, cdt)
-    _max_dispatch(&w, xc, y, idx)
+    _max_dispatch(&w, 0, xc, y, idx)
     return _finish(y, dt), idx
 
 
@@ -291,23 +358,23 @@ cdef int _check_maxable(int dt, str op) except -1:
     raise RuntimeError(f"{op}: unsupported dtype")
 
 
-cdef int _max_dispatch(const Win* w, Array xc, Array y, Array idx) except -1:
+cdef int _max_dispatch(const Win* w, int64_t nhwc_c, Array xc, Array y, Array idx) except -1:
     cdef int64_t* ip = <int64_t*>idx.ptr()
     with nogil:
         if xc.dtype == TL_FLOAT32:
-            _max_pool(w, <const float*>xc.ptr(), <float*>y.ptr(), ip)
+            _max_pool(w, nhwc_c, <const float*>xc.ptr(), <float*>y.ptr(), ip)
         elif xc.dtype == TL_FLOAT64:
-            _max_pool(w, <const double*>xc.ptr(), <double*>y.ptr(), ip)
+            _max_pool(w, nhwc_c, <const double*>xc.ptr(), <double*>y.ptr(), ip)
         elif xc.dtype == TL_INT64:
-            _max_pool(w, <const int64_t*>xc.ptr(), <int64_t*>y.ptr(), ip)
+            _max_pool(w, nhwc_c, <const int64_t*>xc.ptr(), <int64_t*>y.ptr(), ip)
         elif xc.dtype == TL_INT32:
-            _max_pool(w, <const int32_t*>xc.ptr(), <int32_t*>y.ptr(), ip)
+            _max_pool(w, nhwc_c, <const int32_t*>xc.ptr(), <int32_t*>y.ptr(), ip)
         elif xc.dtype == TL_INT16:
-            _max_pool(w, <const int16_t*>xc.ptr(), <int16_t*>y.ptr(), ip)
+            _max_pool(w, nhwc_c, <const int16_t*>xc.ptr(), <int16_t*>y.ptr(), ip)
         elif xc.dtype == TL_INT8:
-            _max_pool(w, <const int8_t*>xc.ptr(), <int8_t*>y.ptr(), ip)
+            _max_pool(w, nhwc_c, <const int8_t*>xc.ptr(), <int8_t*>y.ptr(), ip)
         else:
-            _max_pool(w, <const uint8_t*>xc.ptr(), <uint8_t*>y.ptr(), ip)
+            _max_pool(w, nhwc_c, <const uint8_t*>xc.ptr(), <uint8_t*>y.ptr(), ip)
     return 0
 
 
@@ -352,7 +419,8 @@ def scatter_planes(Array g, Array idx, int64_t H, int64_t W, bint add):
     cdef str op = "max_pool2d_backward" if add else "max_unpool2d"
     cdef int dt = g.dtype, cdt = _compute_dtype(g.dtype)
     cdef Array gc, ic, out
-    cdef int64_t B, n, bad, HW = H * W
+    cdef int64_t B, n, bad, C, HW = H * W
+    cdef bint nhwc
     _check_float(g, op)
     if g.nd < 2 or tuple(g.shape) != tuple(idx.shape) or idx.dtype != TL_INT64:
         raise RuntimeError(f"{op}: expected int64 indices of the shape of the values, got "
@@ -361,21 +429,30 @@ def scatter_planes(Array g, Array idx, int64_t H, int64_t W, bint add):
         raise RuntimeError(f"{op}: negative output size")
     B = g.shp[0] * g.shp[1]
     n = g.n // B if B else 0
-    out = _new4(g, H, W, cdt)
+    # the layout of the pooling's input, which its indices have (PyTorch's rule)
+    nhwc = _is_nhwc(idx) and g.nd == 4
+    out = _new_nhwc(g, H, W, cdt) if nhwc else _new4(g, H, W, cdt)
     if out.n == 0:
         if g.n and HW == 0:
             raise IndexError(f"{op}: index out of range for an empty plane")
         return _finish(out, dt)
     memset(out.ptr(), 0, out.n * (8 if cdt == TL_FLOAT64 else 4))
-    gc = _prepared(g, cdt)
-    ic = _prepared(idx, TL_INT64)
+    gc = _as_nhwc(g, cdt) if nhwc else _prepared(g, cdt)
+    ic = idx if nhwc else _prepared(idx, TL_INT64)
     with nogil:
         bad = _first_bad(<const int64_t*>ic.ptr(), ic.n, HW)
     if bad >= 0:
         raise IndexError(f"{op}: index {(<const int64_t*>ic.ptr())[bad]} is out of bounds for "
                          f"a plane of {HW} elements ({H} x {W})")
+    C = g.shp[1]
     with nogil:
-        if cdt == TL_FLOAT32:
+        if nhwc and cdt == TL_FLOAT32:
+            _scatter_nhwc(<const float*>gc.ptr(), <const int64_t*>ic.ptr(), <float*>out.ptr(),
+                          B // C, n, C, HW, add)
+        elif nhwc:
+            _scatter_nhwc(<const double*>gc.ptr(), <const int64_t*>ic.ptr(), <double*>out.ptr(),
+                          B // C, n, C, HW, add)
+        elif cdt == TL_FLOAT32:
             _scatter(<const float*>gc.ptr(), <const int64_t*>ic.ptr(), <float*>out.ptr(), B, n, HW, add)
         else:
             _scatter(<const double*>gc.ptr(), <const int64_t*>ic.ptr(), <double*>out.ptr(), B, n, HW, add)
@@ -497,15 +574,23 @@ cdef void _avg_back_plane(const Win* w, const AvgOpt* o, const real* g, real* dx
                     plane[ih * w.W + iw] += v
 
 
-cdef void _avg_pool(const Win* w, const AvgOpt* o, const real* x, real* y) noexcept nogil:
-    cdef int64_t r, rows = w.B * w.OH
-    cdef int nt = _par(rows * w.OW * w.kh * w.kw)
+cdef void _avg_pool(const Win* w, const AvgOpt* o, int64_t nhwc_c, const real* x,
+                    real* y) noexcept nogil:
+    """Every output row: of planes, or with nhwc_c > 0 of NHWC images of nhwc_c channels."""
+    cdef int64_t r, rows = (w.B if nhwc_c == 0 else w.B // nhwc_c) * w.OH
+    cdef int nt = _par(w.B * w.OH * w.OW * w.kh * w.kw)
     if nt > 1:
         for r in prange(rows, num_threads=nt, schedule="static"):
-            _avg_row(w, o, x, y, r)
+            if nhwc_c:
+                _avg_row_nhwc(w, o, nhwc_c, x, y, r)
+            else:
+                _avg_row(w, o, x, y, r)
     else:
         for r in range(rows):
-            _avg_row(w, o, x, y, r)
+            if nhwc_c:
+                _avg_row_nhwc(w, o, nhwc_c, x, y, r)
+            else:
+                _avg_row(w, o, x, y, r)
 
 
 cdef void _avg_back(const Win* w, const AvgOpt* o, const real* g, real* dx) noexcept nogil:
@@ -527,46 +612,222 @@ def avg_pool2d(Array x, int64_t OH, int64_t OW, kernel, stride, padding, bint co
     cdef AvgOpt o
     cdef int dt = x.dtype, cdt = _compute_dtype(x.dtype)
     cdef Array xc, y
+    cdef bint nhwc
+    cdef int64_t C
     _check4(x, op)
     _check_float(x, op)
     _set_win(&w, x, OH, OW, kernel, stride, padding, (1, 1), op)
     o.count_include_pad = count_include_pad
     o.divisor = divisor
-    y = _new4(x, OH, OW, cdt)
+    nhwc = _is_nhwc(x) and x.dtype == cdt
+    y = _new_nhwc(x, OH, OW, cdt) if nhwc else _new4(x, OH, OW, cdt)
     if y.n == 0:
         return _finish(y, dt)
-    xc = _prepared(x, cdt)
+    xc = x if nhwc else _prepared(x, cdt)
+    C = x.shp[1]
+    if not nhwc:
+        C = 0
     with nogil:
         if cdt == TL_FLOAT32:
-            _avg_pool(&w, &o, <const float*>xc.ptr(), <float*>y.ptr())
+            _avg_pool(&w, &o, C, <const float*>xc.ptr(), <float*>y.ptr())
         else:
-            _avg_pool(&w, &o, <const double*>xc.ptr(), <double*>y.ptr())
+            _avg_pool(&w, &o, C, <const double*>xc.ptr(), <double*>y.ptr())
     return _finish(y, dt)
 
 
 def avg_pool2d_backward(Array g, int64_t H, int64_t W, kernel, stride, padding,
-                        bint count_include_pad, int64_t divisor):
-    """The gradient of avg_pool2d with respect to its (N, C, H, W) input."""
+                        bint count_include_pad, int64_t divisor, bint channels_last=False):
+    """The gradient of avg_pool2d with respect to its (N, C, H, W) input; channels_last (the
+    input's layout) gives a channels_last result, whatever g's layout."""
     cdef str op = "avg_pool2d_backward"
     cdef Win w
     cdef AvgOpt o
     cdef int dt = g.dtype, cdt = _compute_dtype(g.dtype)
     cdef Array gc, dx
+    cdef bint nhwc
+    cdef int64_t C
     _check4(g, op)
     _check_float(g, op)
-    dx = _new4(g, H, W, cdt)
+    nhwc = (channels_last or _is_nhwc(g)) and g.shp[1] > 1
+    dx = _new_nhwc(g, H, W, cdt) if nhwc else _new4(g, H, W, cdt)
     _set_win(&w, dx, g.shp[2], g.shp[3], kernel, stride, padding, (1, 1), op)
     o.count_include_pad = count_include_pad
     o.divisor = divisor
     if dx.n == 0:
         return _finish(dx, dt)
-    gc = _prepared(g, cdt)
+    gc = _as_nhwc(g, cdt) if nhwc else _prepared(g, cdt)
+    C = g.shp[1]
     with nogil:
-        if cdt == TL_FLOAT32:
+        if nhwc and cdt == TL_FLOAT32:
+            _avg_back_nhwc(&w, &o, C, <const float*>gc.ptr(), <float*>dx.ptr())
+        elif nhwc:
+            _avg_back_nhwc(&w, &o, C, <const double*>gc.ptr(), <double*>dx.ptr())
+        elif cdt == TL_FLOAT32:
             _avg_back(&w, &o, <const float*>gc.ptr(), <float*>dx.ptr())
         else:
             _avg_back(&w, &o, <const double*>gc.ptr(), <double*>dx.ptr())
     return _finish(dx, dt)
+
+
+# ---------------------------------------------------------------------------------------
+# channels_last (NHWC) planes: max and average pooling and their backward passes read and
+# write them as they are, the inner loops running along the channels (contiguous there),
+# where the plane-by-plane kernels would need a copy in and a copy out.  Each output element
+# takes the same operations in the same order as in the plane kernels: the same bits.
+# ---------------------------------------------------------------------------------------
+cdef bint _is_nhwc(Array a) noexcept:
+    """a (N, C, H, W) laid out channels_last (NHWC strides) and not also contiguous, in dtype
+    cdt already: PyTorch's suggest_memory_format."""
+    if a.nd != 4 or a.contiguous() or a.shp[1] < 2:
+        return False
+    return (a.strd[1] == 1 and (a.shp[3] == 1 or a.strd[3] == a.shp[1])
+            and (a.shp[2] == 1 or a.strd[2] == a.shp[1] * a.shp[3])
+            and (a.shp[0] == 1 or a.strd[0] == a.shp[1] * a.shp[2] * a.shp[3]))
+
+
+cdef Array _new_nhwc(Array like, int64_t d2, int64_t d3, int dtype):
+    """A new (N, C, d2, d3) array laid out channels_last."""
+    cdef int64_t shp[4]
+    shp[0] = like.shp[0]; shp[1] = d2; shp[2] = d3; shp[3] = like.shp[1]
+    return new_array(4, shp, dtype).permute((0, 3, 1, 2))
+
+
+cdef Array _as_nhwc(Array a, int dtype):
+    """a itself when it is channels_last in dtype already, else a channels_last copy (the
+    gradient of a pooling whose input was channels_last may come in either layout)."""
+    cdef Array out
+    if _is_nhwc(a) and a.dtype == dtype:
+        return a
+    out = _new_nhwc(a, a.shp[2], a.shp[3], dtype)
+    copy_into(out, a)
+    return out
+
+
+cdef enum:
+    NHWC_RUN = 256      # channels one pass of NHWC max pooling keeps its maxima for
+
+
+cdef void _max_row_nhwc(const Win* w, int64_t C, const anyval* x, anyval* y, int64_t* idx,
+                        int64_t r) noexcept nogil:
+    """Output row r (= image * OH + oh) of NHWC max pooling: for each output column the
+    window's taps in row-major order, each a run of channels (first maximum kept, NaN wins:
+    _max_row's rules).  Planes have fewer than 2^31 elements (the caller checks)."""
+    cdef int64_t n = r // w.OH, oh = r % w.OH, ow, ki, kj, ih, iw, c, c0, nc, ihf, iwf
+    cdef int64_t ih0 = oh * w.sh - w.ph, iw0
+    cdef const anyval* img = x + n * w.H * w.W * C
+    cdef anyval m[NHWC_RUN]
+    cdef int32_t best[NHWC_RUN]
+    cdef anyval low = _lowest(y)
+    cdef int32_t first
+    ihf = ih0
+    while ihf < 0:
+        ihf += w.dh
+    for ow in range(w.OW):
+        iw0 = ow * w.sw - w.pw
+        iwf = iw0
+        while iwf < 0:
+            iwf += w.dw
+        first = <int32_t>(ihf * w.W + iwf)
+        c0 = 0
+        while c0 < C:
+            nc = C - c0 if C - c0 < NHWC_RUN else NHWC_RUN
+            for c in range(nc):
+                m[c] = low
+                best[c] = first
+            for ki in range(w.kh):
+                ih = ih0 + ki * w.dh
+                if ih < 0 or ih >= w.H:
+                    continue
+                for kj in range(w.kw):
+                    iw = iw0 + kj * w.dw
+                    if iw < 0 or iw >= w.W:
+                        continue
+                    _max_run(img + (ih * w.W + iw) * C + c0, <int32_t>(ih * w.W + iw), m, best, nc)
+            for c in range(nc):
+                y[(r * w.OW + ow) * C + c0 + c] = m[c]
+                idx[(r * w.OW + ow) * C + c0 + c] = best[c]
+            c0 += NHWC_RUN
+
+
+cdef void _scatter_image_nhwc(const real* g, const int64_t* idx, real* out, int64_t n,
+                              int64_t C, bint add) noexcept nogil:
+    """One image: out[idx[j, c], c] (+)= g[j, c] over its n output positions."""
+    cdef int64_t j, c
+    if add:
+        for j in range(n):
+            for c in range(C):
+                out[idx[j * C + c] * C + c] += g[j * C + c]
+    else:
+        for j in range(n):
+            for c in range(C):
+                out[idx[j * C + c] * C + c] = g[j * C + c]
+
+
+cdef void _scatter_nhwc(const real* g, const int64_t* idx, real* out, int64_t N, int64_t n,
+                        int64_t C, int64_t HW, bint add) noexcept nogil:
+    cdef int64_t b
+    cdef int nt = _par(N * n * C) if N > 1 else 1
+    if nt > 1:
+        for b in prange(N, num_threads=nt, schedule="static"):
+            _scatter_image_nhwc(g + b * n * C, idx + b * n * C, out + b * HW * C, n, C, add)
+    else:
+        for b in range(N):
+            _scatter_image_nhwc(g + b * n * C, idx + b * n * C, out + b * HW * C, n, C, add)
+
+
+cdef void _avg_row_nhwc(const Win* w, const AvgOpt* o, int64_t C, const real* x, real* y,
+                        int64_t r) noexcept nogil:
+    cdef int64_t n = r // w.OH, oh = r % w.OH, ow, ih, iw, c
+    cdef int64_t h0 = 0, h1 = 0, w0 = 0, w1 = 0, div = 1
+    cdef const real* img = x + n * w.H * w.W * C
+    cdef const real* p
+    cdef real* yo
+    for ow in range(w.OW):
+        yo = y + (r * w.OW + ow) * C
+        for c in range(C):
+            yo[c] = 0
+        if not _avg_window(w, o, oh, ow, &h0, &h1, &w0, &w1, &div):
+            continue
+        for ih in range(h0, h1):
+            for iw in range(w0, w1):
+                p = img + (ih * w.W + iw) * C
+                for c in range(C):
+                    yo[c] = yo[c] + p[c]
+        for c in range(C):
+            yo[c] = yo[c] / div
+
+
+cdef void _avg_back_image_nhwc(const Win* w, const AvgOpt* o, int64_t C, const real* g,
+                               real* dx, int64_t n) noexcept nogil:
+    cdef int64_t oh, ow, ih, iw, c
+    cdef int64_t h0 = 0, h1 = 0, w0 = 0, w1 = 0, div = 1
+    cdef real* img = dx + n * w.H * w.W * C
+    cdef const real* go
+    cdef real* p
+    for c in range(w.H * w.W * C):
+        img[c] = 0
+    for oh in range(w.OH):
+        for ow in range(w.OW):
+            if not _avg_window(w, o, oh, ow, &h0, &h1, &w0, &w1, &div):
+                continue
+            go = g + ((n * w.OH + oh) * w.OW + ow) * C
+            for ih in range(h0, h1):
+                for iw in range(w0, w1):
+                    p = img + (ih * w.W + iw) * C
+                    for c in range(C):
+                        p[c] += go[c] / div
+
+
+cdef void _avg_back_nhwc(const Win* w, const AvgOpt* o, int64_t C, const real* g,
+                         real* dx) noexcept nogil:
+    cdef int64_t n, N = w.B // C
+    cdef int nt = _par(w.B * w.OH * w.OW * w.kh * w.kw) if N > 1 else 1
+    if nt > 1:
+        for n in prange(N, num_threads=nt, schedule="static"):
+            _avg_back_image_nhwc(w, o, C, g, dx, n)
+    else:
+        for n in range(N):
+            _avg_back_image_nhwc(w, o, C, g, dx, n)
 
 
 # ---------------------------------------------------------------------------------------

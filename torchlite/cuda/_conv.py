@@ -254,9 +254,10 @@ def _weight_matrix(w, g, dtype):
 
 # ---- the natives -----------------------------------------------------------------------------
 @composed("conv", "conv2d_forward")
-def conv2d_forward(x, w, bias, stride, padding, dilation, groups):
+def conv2d_forward(x, w, bias, stride, padding, dilation, groups, channels_last=False):
     """y = conv2d(x, w) + bias, by im2col (tl_im2col, or the window view copied) and one
-    batched GEMM whose addend is the bias."""
+    batched GEMM whose addend is the bias.  The result is contiguous whatever channels_last
+    says (the caller lays it out as PyTorch would)."""
     _conv_operands(x, w)
     g = Geometry(*x.shape, w.shape[0], w.shape[2], w.shape[3], stride, padding, dilation, groups)
     require(w.shape[1] == g.Cg)
@@ -282,9 +283,9 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, groups):
 
 
 @composed("conv", "conv2d_input_grad")
-def conv2d_input_grad(gy, w, H, W, stride, padding, dilation, groups):
+def conv2d_input_grad(gy, w, H, W, stride, padding, dilation, groups, channels_last=False):
     """dx = col2im(W^T @ gy): a batched GEMM into the columns, then the col2im kernel (a 1x1
-    stride-1 unpadded convolution needs no col2im)."""
+    stride-1 unpadded convolution needs no col2im).  Contiguous, as conv2d_forward's."""
     _conv_operands(gy, w)
     g = Geometry(gy.shape[0], w.shape[1] * groups, H, W, w.shape[0], w.shape[2], w.shape[3],
                  stride, padding, dilation, groups)

@@ -157,9 +157,11 @@ def avg_pool2d(x, OH, OW, kernel, stride, padding, count_include_pad, divisor):
 
 
 @composed("pool", "avg_pool2d_backward")
-def avg_pool2d_backward(g, H, W, kernel, stride, padding, count_include_pad, divisor):
+def avg_pool2d_backward(g, H, W, kernel, stride, padding, count_include_pad, divisor,
+                        channels_last=False):
     """The gradient divided by each window's divisor, added into every position of its window
-    in a zero-padded buffer (one strided add per window position), then the interior."""
+    in a zero-padded buffer (one strided add per window position), then the interior.  The
+    result is contiguous whatever channels_last says (the CPU kernel's layout hint)."""
     require(H >= 1 and W >= 1)
     win = _avg_args(g, kernel, stride, padding, *g.shape[2:])
     cdt = compute_dtype(g.dtype)

@@ -17,7 +17,9 @@
 #ifndef TL_CONV_IM2COL_H
 #define TL_CONV_IM2COL_H
 #include <stdint.h>
+#include <string.h>
 #include "isa.h"
+#include "gemm.h"           /* the per-level register transposes tl_conv_transpose uses */
 #if TL_X86_MULTIVERSION
 #include <immintrin.h>
 #endif
@@ -84,6 +86,10 @@ typedef void (*tl_im2col_f32_fn)(const tl_conv_geom *g, const float *x, float *c
                                  int64_t slack);
 typedef void (*tl_im2col_f64_fn)(const tl_conv_geom *g, const double *x, double *col, int64_t ldc,
                                  int64_t slack);
+typedef void (*tl_conv_transpose_f32_fn)(float *dst, int64_t ldd, const float *src, int64_t rs,
+                                         int64_t cs, int64_t rows, int64_t cols);
+typedef void (*tl_conv_transpose_f64_fn)(double *dst, int64_t ldd, const double *src, int64_t rs,
+                                         int64_t cs, int64_t rows, int64_t cols);
 typedef void (*tl_col2im_f32_fn)(const tl_conv_geom *g, const float *col, int64_t ldc, float *dx);
 typedef void (*tl_col2im_f64_fn)(const tl_conv_geom *g, const double *col, int64_t ldc, double *dx);
 
@@ -97,6 +103,8 @@ static tl_col2im_f32_fn tl_col2im_f32 = tl_col2im_f32_base;
 static tl_col2im_f64_fn tl_col2im_f64 = tl_col2im_f64_base;
 static tl_im2col_pack_fn tl_im2col_pack_f32 = tl_im2col_pack_f32_base;
 static tl_im2col_pack_fn tl_im2col_pack_f64 = tl_im2col_pack_f64_base;
+static tl_conv_transpose_f32_fn tl_conv_transpose_f32 = tl_conv_transpose_f32_base;
+static tl_conv_transpose_f64_fn tl_conv_transpose_f64 = tl_conv_transpose_f64_base;
 
 /* Install the copies of ISA `level` (0, 3 or 4; clamped to what was compiled). */
 static int tl_conv_install(int level) {
@@ -105,19 +113,22 @@ static int tl_conv_install(int level) {
         tl_im2col_f32 = tl_im2col_f32_v4; tl_im2col_f64 = tl_im2col_f64_v4;
         tl_col2im_f32 = tl_col2im_f32_v4; tl_col2im_f64 = tl_col2im_f64_v4;
         tl_im2col_pack_f32 = tl_im2col_pack_f32_v4; tl_im2col_pack_f64 = tl_im2col_pack_f64_v4;
+        tl_conv_transpose_f32 = tl_conv_transpose_f32_v4; tl_conv_transpose_f64 = tl_conv_transpose_f64_v4;
         return 4;
     }
     if (level >= 3) {
         tl_im2col_f32 = tl_im2col_f32_v3; tl_im2col_f64 = tl_im2col_f64_v3;
         tl_col2im_f32 = tl_col2im_f32_v3; tl_col2im_f64 = tl_col2im_f64_v3;
         tl_im2col_pack_f32 = tl_im2col_pack_f32_v3; tl_im2col_pack_f64 = tl_im2col_pack_f64_v3;
+        tl_conv_transpose_f32 = tl_conv_transpose_f32_v3; tl_conv_transpose_f64 = tl_conv_transpose_f64_v3;
         return 3;
     }
 #endif
     (void)level;
     tl_im2col_f32 = tl_im2col_f32_base; tl_im2col_f64 = tl_im2col_f64_base;
     tl_col2im_f32 = tl_col2im_f32_base; tl_col2im_f64 = tl_col2im_f64_base;
-        tl_im2col_pack_f32 = tl_im2col_pack_f32_base; tl_im2col_pack_f64 = tl_im2col_pack_f64_base;
+    tl_im2col_pack_f32 = tl_im2col_pack_f32_base; tl_im2col_pack_f64 = tl_im2col_pack_f64_base;
+    tl_conv_transpose_f32 = tl_conv_transpose_f32_base; tl_conv_transpose_f64 = tl_conv_transpose_f64_base;
     return 0;
 }
 #endif

@@ -12,9 +12,17 @@
 #if TL_CONV_DTYPE == 32
 #define T float
 #define CK(name) TL_SFX(name##_f32)
+#if TL_LEVEL >= 3
+#define CK_TB 8
+#define CK_TRANS TL_SFX(tr8_ps)
+#endif
 #else
 #define T double
 #define CK(name) TL_SFX(name##_f64)
+#if TL_LEVEL >= 3
+#define CK_TB 4
+#define CK_TRANS TL_SFX(tr4_pd)
+#endif
 #endif
 
 /* Vector ops on the first lanes [a, b) of VL: MASK(a, b), LOADZ (masked-out lanes read as
@@ -127,6 +135,33 @@ static inline void CK(valid_rows)(const tl_conv_geom *g, int64_t base, int64_t *
 
 static inline void CK(zero)(T *dst, int64_t n) {
     for (int64_t j = 0; j < n; j++) dst[j] = 0;
+}
+
+/* dst[j * ldd + i] = src[i * rs + j * cs] for i < rows, j < cols: the layout changes of the
+ * convolutions (an NCHW plane block to channel-last rows and back; conv_winograd_body.h, and
+ * conv.pyx for channels_last results), by the GEMM's 8x8 / 4x4 register transposes where
+ * the source rows are contiguous, plain copies where the destination columns are. */
+static void CK(tl_conv_transpose)(T *restrict dst, int64_t ldd, const T *restrict src, int64_t rs,
+                               int64_t cs, int64_t rows, int64_t cols) {
+    if (rs == 1) {          /* runs of rows elements on both sides (a channels_last image) */
+        for (int64_t j = 0; j < cols; j++)
+            memcpy(dst + j * ldd, src + j * cs, (size_t)rows * sizeof(T));
+        return;
+    }
+    int64_t i0 = 0;
+#ifdef CK_TB
+    if (cs == 1) {
+        for (; i0 + CK_TB <= rows; i0 += CK_TB) {
+            int64_t j = 0;
+            for (; j + CK_TB <= cols; j += CK_TB)
+                CK_TRANS(dst + j * ldd + i0, ldd, src + i0 * rs + j, rs);
+            for (; j < cols; j++)
+                for (int64_t i = i0; i < i0 + CK_TB; i++) dst[j * ldd + i] = src[i * rs + j];
+        }
+    }
+#endif
+    for (int64_t j = 0; j < cols; j++)
+        for (int64_t i = i0; i < rows; i++) dst[j * ldd + i] = src[i * rs + j * cs];
 }
 
 /* The rows of col are ldc >= L elements apart (several images side by side when ldc > L).
@@ -365,6 +400,10 @@ static void CK(tl_col2im)(const tl_conv_geom *g, const T *col, int64_t ldc, T *d
 
 #undef T
 #undef CK
+#ifdef CK_TB
+#undef CK_TB
+#undef CK_TRANS
+#endif
 #if TL_LEVEL >= 3
 #undef VL
 #undef VT

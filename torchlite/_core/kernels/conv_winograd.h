@@ -54,9 +54,11 @@ static inline int tl_wino_fits(const tl_conv_geom *g, int itemsize) {
 }
 
 typedef int (*tl_wino_f32_fn)(const tl_conv_geom *g, const float *x, const float *w,
-                              const float *bias, int64_t bstride, float *y, int nthreads);
+                              const float *bias, int64_t bstride, float *y, const int64_t *ys,
+                              int nthreads);
 typedef int (*tl_wino_f64_fn)(const tl_conv_geom *g, const double *x, const double *w,
-                              const double *bias, int64_t bstride, double *y, int nthreads);
+                              const double *bias, int64_t bstride, double *y, const int64_t *ys,
+                              int nthreads);
 typedef int (*tl_wino_wgrad_f32_fn)(const tl_conv_geom *g, const float *x, const float *gy,
                                     const int64_t *gys, float *dw, int nthreads);
 typedef int (*tl_wino_wgrad_f64_fn)(const tl_conv_geom *g, const double *x, const double *gy,
@@ -67,7 +69,8 @@ typedef int (*tl_wino_wgrad_f64_fn)(const tl_conv_geom *g, const double *x, cons
 #undef TL_LEVEL_BODY
 
 /* y = conv2d(x, w) + bias through Winograd; x (N, C, H, W) with strides g->xs, w C-contiguous
- * (O, C, 3, 3), bias (O,) with element stride bstride or NULL, y C-contiguous (N, O, OH, OW).
+ * (O, C, 3, 3), bias (O,) with element stride bstride or NULL, y (N, O, OH, OW) with element
+ * strides ys, dense: contiguous or channels_last (NHWC, written a row at a time: faster).
  * Returns 0, or -1 when a scratch buffer could not be allocated (y is then incomplete). */
 static tl_wino_f32_fn tl_wino_forward_f32 = tl_wino_forward_f32_base;
 static tl_wino_f64_fn tl_wino_forward_f64 = tl_wino_forward_f64_base;

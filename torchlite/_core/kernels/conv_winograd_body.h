@@ -1,7 +1,7 @@
 /* Winograd F(2x2, 3x3) of one ISA level (TL_LEVEL 0, 3 or 4, functions named by
  * TL_SFX); conv_winograd.h includes this file once per level and describes the method, and
  * it includes itself once per dtype.  The transforms are plain loops over channels that the
- * compiler vectorises for the level's target. */
+ * compiler vectorises for the level's target; the transposes are conv_im2col_body.h's. */
 #ifndef TL_WINO_DTYPE
 #define TL_WINO_DTYPE 32
 #include "conv_winograd_body.h"
@@ -15,38 +15,11 @@
 #define T float
 #define WK(name) TL_SFX(name##_f32)
 #define WGEMM tl_gemm_f32
-#if TL_LEVEL >= 3
-#define TB 8
-#define TRANS TL_SFX(tr8_ps)
-#endif
 #else
 #define T double
 #define WK(name) TL_SFX(name##_f64)
 #define WGEMM tl_gemm_f64
-#if TL_LEVEL >= 3
-#define TB 4
-#define TRANS TL_SFX(tr4_pd)
 #endif
-#endif
-
-/* dst[j * ldd + i] = src[i * rs + j * cs] for i < rows, j < cols. */
-static void WK(wino_transpose)(T *restrict dst, int64_t ldd, const T *restrict src, int64_t rs,
-                               int64_t cs, int64_t rows, int64_t cols) {
-    int64_t i0 = 0;
-#ifdef TB
-    if (cs == 1) {
-        for (; i0 + TB <= rows; i0 += TB) {
-            int64_t j = 0;
-            for (; j + TB <= cols; j += TB)
-                TRANS(dst + j * ldd + i0, ldd, src + i0 * rs + j, rs);
-            for (; j < cols; j++)
-                for (int64_t i = i0; i < i0 + TB; i++) dst[j * ldd + i] = src[i * rs + j];
-        }
-    }
-#endif
-    for (int64_t j = 0; j < cols; j++)
-        for (int64_t i = i0; i < rows; i++) dst[j * ldd + i] = src[i * rs + j * cs];
-}
 
 /* U_xi = G g G^T for every (c, o), packed as B panels of the GEMM's micro-kernel: for each
  * xi (us elements apart) and each panel of nr output channels, k-major (u[(c * nr) + o % nr]);
@@ -99,7 +72,7 @@ static void WK(wino_channel_last)(T *dst, int64_t wd, int64_t col0, const T *src
             continue;
         }
         memset(d, 0, (size_t)(col0 * C) * sizeof(T));
-        WK(wino_transpose)(d + col0 * C, C, src + ih * sr, sc, scol, C, wsrc);
+        WK(tl_conv_transpose)(d + col0 * C, C, src + ih * sr, sc, scol, C, wsrc);
         memset(d + (col0 + wsrc) * C, 0, (size_t)((wd - col0 - wsrc) * C) * sizeof(T));
     }
 }
@@ -143,11 +116,12 @@ static void WK(wino_inputs)(const tl_conv_geom *g, const T *x, const WK(wino_ban
         }
 }
 
-/* The forward of one band (x, y at its image); bias contiguous (zeros for none).  Scratch:
- * xb (input rows), v (16 x tpad x C), m (16 x tpad x O), yb (output rows, channel-last). */
+/* The forward of one band (x, y at its image; y's element strides ys for (O, OH, OW) at
+ * ys[1..3]); bias contiguous (zeros for none).  Scratch: xb (input rows), v (16 x tpad x C),
+ * m (16 x tpad x O), yb (output rows, channel-last). */
 static void WK(wino_forward_band)(const tl_conv_geom *g, const T *x, const T *u, int64_t us,
-                                  int64_t npan, const T *bias, T *y, const WK(wino_band_t) *b,
-                                  T *xb, T *v, T *m, T *yb) {
+                                  int64_t npan, const T *bias, T *y, const int64_t *ys,
+                                  const WK(wino_band_t) *b, T *xb, T *v, T *m, T *yb) {
     const tl_gemm_kernel *kern = WGEMM;
     const int64_t C = g->C, O = g->O, OH = g->OH, OW = g->OW, TW = b->TW, tiles = b->tiles;
     const int64_t OWb = 2 * TW;
@@ -184,9 +158,19 @@ static void WK(wino_forward_band)(const tl_conv_geom *g, const T *x, const T *u,
                 o1[O + o] = s[1][1] - s[1][2] - s[1][3] + bv;
             }
         }
-    /* 5. into (O, OH, OW), the rows and columns past the output dropped */
-    for (int64_t a = 0; a < 2 * b->rows && 2 * b->th0 + a < OH; a++)
-        WK(wino_transpose)(y + (2 * b->th0 + a) * OW, OH * OW, yb + a * OWb * O, O, 1, OW, O);
+    /* 5. into y, the rows and columns past the output dropped: a copy of each row for a
+     *    channels_last y, a transpose for a contiguous one */
+    for (int64_t a = 0; a < 2 * b->rows && 2 * b->th0 + a < OH; a++) {
+        T *row = y + (2 * b->th0 + a) * ys[2];
+        const T *src = yb + a * OWb * O;
+        if (ys[1] == 1 && ys[3] == O)
+            memcpy(row, src, (size_t)(OW * O) * sizeof(T));
+        else if (ys[3] == 1)
+            WK(tl_conv_transpose)(row, ys[1], src, O, 1, OW, O);
+        else
+            for (int64_t ow = 0; ow < OW; ow++)
+                for (int64_t o = 0; o < O; o++) row[o * ys[1] + ow * ys[3]] = src[ow * O + o];
+    }
 }
 
 /* How the tiles are split into bands: tile rows per band such that V and M (or V and the
@@ -211,7 +195,7 @@ static void WK(wino_band_at)(const tl_conv_geom *g, int64_t rows, int64_t band, 
 }
 
 static int WK(tl_wino_forward)(const tl_conv_geom *g, const T *x, const T *w, const T *bias,
-                               int64_t bstride, T *y, int nthreads) {
+                               int64_t bstride, T *y, const int64_t *ys, int nthreads) {
     const tl_gemm_kernel *kern = WGEMM;
     const int64_t C = g->C, O = g->O;
     const int mr = kern->mr, nr = kern->nr;
@@ -251,8 +235,8 @@ static int WK(tl_wino_forward)(const tl_conv_geom *g, const T *x, const T *w, co
             WK(wino_band_t) b;
             WK(wino_band_at)(g, rows, it % nbands, mr, &b);
             const int64_t n = it / nbands;
-            WK(wino_forward_band)(g, x + n * g->xs[0], u, us, npan, bvec,
-                                  y + n * O * g->OH * g->OW, &b, xb, v, m, yb);
+            WK(wino_forward_band)(g, x + n * g->xs[0], u, us, npan, bvec, y + n * ys[0], ys,
+                                  &b, xb, v, m, yb);
         }
     }
     tl_aligned_free(u);
@@ -319,7 +303,7 @@ static void WK(wino_wgrad_item)(const tl_conv_geom *g, const T *x, const T *gy,
             }
     }
     for (int xi = 0; xi < 16; xi++)         /* VT_xi[c, t] = V_xi[t, c] */
-        WK(wino_transpose)(vt + xi * vts, kpad, v + xi * vs, C, 1, k, C);
+        WK(tl_conv_transpose)(vt + xi * vts, kpad, v + xi * vs, C, 1, k, C);
     /* P_xi[c, o] (+)= VT_xi Z_xi over this item's tiles */
     for (int xi = 0; xi < 16; xi++)
         for (int64_t jp = 0; jp < npan; jp++) {
@@ -427,8 +411,4 @@ static int WK(tl_wino_weight_grad)(const tl_conv_geom *g, const T *x, const T *g
 #undef T
 #undef WK
 #undef WGEMM
-#ifdef TB
-#undef TB
-#undef TRANS
-#endif
 #endif

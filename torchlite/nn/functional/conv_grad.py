@@ -11,6 +11,7 @@ derivative works.  All three run on the kernels of torchlite/_core/conv.pyx, whi
 convolutions only: a 1-d one is a 2-d one of height 1, reshaped on the arrays (no Tensor view,
 so the result's grad_fn is the convolution's own node).  The arguments arrive checked
 (conv.py does PyTorch's checks and messages)."""
+from ... import _memory_format as MF
 from ..._dispatch import conv as _K
 from ..._tensor import _wrap
 from ...autograd.graph import Node, record, needs_grad
@@ -85,11 +86,29 @@ def _fit(t, size, nd):
     return pad(t, spec)
 
 
+def _channels_last(x, w, nd):
+    """PyTorch's layout rule for a 2-d convolution's result: channels_last when its input or
+    its weight is laid out that way (suggest_memory_format: NHWC strides, not also
+    contiguous), contiguous otherwise."""
+    return nd == 2 and any(MF.suggest(t._data.shape, t._data.strides) is MF.channels_last
+                           for t in (x, w))
+
+
+def _laid_out(arr, cl, nd):
+    """The kernel's result as a tensor in the layout PyTorch gives (cl: channels_last; the
+    Winograd kernels write that layout themselves, the others are copied into it)."""
+    y = _out(arr, nd)
+    if cl and not MF.follows(arr.shape, arr.strides, MF.CHANNELS_LAST_ORDER):
+        y = y.contiguous(memory_format=MF.channels_last)
+    return y
+
+
 def conv(x, w, b, spec):
     """y = conv(x, w) + b (b may be None)."""
     nd = spec.nd
-    y = _out(_K.conv2d_forward(_arr4(x, nd), _arr4(w, nd), None if b is None else b._data,
-                               *spec.args()), nd)
+    cl = _channels_last(x, w, nd)
+    y = _laid_out(_K.conv2d_forward(_arr4(x, nd), _arr4(w, nd), None if b is None else b._data,
+                                    *spec.args(), channels_last=cl), cl, nd)
     if needs_grad(x, w, b):
         node = ConvolutionBackward0()
         node.spec, node.transposed = spec, False
@@ -103,10 +122,12 @@ def conv_t(y, w, b, spec, in_size):
     convolution's input size `in_size` (spatial, in 2-d form)."""
     nd = spec.nd
     y = _fit(y, _out_size(in_size, _spatial(w, nd), spec), nd)
-    z = _K.conv2d_input_grad(_arr4(y, nd), _arr4(w, nd), in_size[0], in_size[1], *spec.args())
+    cl = _channels_last(y, w, nd)
+    z = _K.conv2d_input_grad(_arr4(y, nd), _arr4(w, nd), in_size[0], in_size[1], *spec.args(),
+                             channels_last=cl)
     if b is not None:
         z = add_channel_bias(z, b._data)
-    z = _out(z, nd)
+    z = _laid_out(z, cl, nd)
     if needs_grad(y, w, b):
         node = ConvolutionBackward0()
         node.spec, node.transposed = spec, True

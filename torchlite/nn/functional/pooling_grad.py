@@ -10,6 +10,7 @@ derivative works:
     avg_pool(x)                   --grad-->  avg_pool_t(g)        --grad-->  avg_pool(gg)
     adaptive_avg_pool(x)          --grad-->  adaptive_avg_t(g)    --grad-->  adaptive_avg_pool(gg)
 """
+from ... import _memory_format as MF
 from ..._dispatch import pool as _K
 from ..._tensor import _wrap
 from ...autograd.graph import Node, record, needs_grad
@@ -129,15 +130,17 @@ def avg_pool(x, out_size, p, nd):
     if needs_grad(x):
         node = AvgPool2DBackward0()
         node.nd, node.in_shape, node.params = nd, tuple(x._data.shape), p
+        node.channels_last = nd == 2 and MF.suggest(x._data.shape, x._data.strides) is MF.channels_last
         record(node, (x,), y)
     return y
 
 
-def avg_pool_t(g, in_shape, p, nd):
-    """The adjoint of avg_pool: the gradient of an input of in_shape."""
+def avg_pool_t(g, in_shape, p, nd, channels_last=False):
+    """The adjoint of avg_pool: the gradient of an input of in_shape, laid out channels_last
+    when the input was (PyTorch's rule; the gradient g may come in either layout)."""
     h, w = spatial2(in_shape, nd)
     arr = _K.avg_pool2d_backward(to4(g._data, nd), h, w, p.kernel, p.stride, p.padding,
-                                 p.count_include_pad, p.divisor)
+                                 p.count_include_pad, p.divisor, channels_last=channels_last)
     out = _wrap(from4(arr, _batch(in_shape, nd), nd))
     if needs_grad(g):
         node = AvgPool2DBackwardBackward0()
@@ -150,9 +153,10 @@ class AvgPool2DBackward0(Node):
     nd = 2
     in_shape = ()
     params = None
+    channels_last = False
 
     def backward(self, g):
-        return (avg_pool_t(g, self.in_shape, self.params, self.nd),)
+        return (avg_pool_t(g, self.in_shape, self.params, self.nd, self.channels_last),)
 
 
 class AvgPool2DBackwardBackward0(Node):
