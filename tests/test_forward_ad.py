@@ -227,6 +227,21 @@ NONLINEAR_CASES = {
     "softmax/log_softmax": (lambda x: F.softmax(x, 1) * 3 + F.log_softmax(x, 0), (X,)),
     "logsumexp/cumsum": (lambda x: x.logsumexp(1) + x.cumsum(1).sum(1) + x.logsumexp((0, 1)), (X,)),
     "amax with ties": (lambda x: tl.cat([x, x]).amax(0).sum() + x.amin() + x.amax(1).sum(), (X,)),
+    "var/std and their _mean forms": (lambda x: x.var(1) + x.std(0, correction=0).sum() + x.var()
+                                      + tl.var_mean(x, 0)[0].sum() + tl.var_mean(x, 1, keepdim=True)[1].sum()
+                                      + tl.std_mean(x)[0] * tl.std_mean(x, 0)[1].sum(), (X,)),
+    "prod": (lambda x: x.prod() + x.prod(1).sum() + x[:2].prod(0, keepdim=True).sum(), (X,)),
+    "prod with a zero": (lambda x: (x * tl.tensor([1.0, 0, 1, 1, 1], dtype=F64)).prod(1)
+                         + (x * tl.tensor([1.0, 0, 1, 1, 1], dtype=F64)).prod(0).sum(), (X,)),
+    "indexing, gather, index_select, take": (
+        lambda x: x[tl.tensor([0, 2, 2])].sum(0) + x[:, tl.tensor([4, 1])].sum(1).sum()
+        + x.gather(1, tl.tensor([[0, 0], [1, 4], [3, 3], [2, 0]])).sum(0).sum()
+        + x.index_select(0, tl.tensor([3, 1])).sum(0) + x.take(tl.tensor([0, 7, 19])).sum(), (X,)),
+    "masked_select/masked_fill": (
+        lambda x, v: x.masked_select(x > 0).sum() + x.masked_fill(x < 0, v).sum(0)
+        + x.masked_fill(x < 0.5, 2.0).sum(), (X, tl.tensor(0.7, dtype=F64))),
+    "max/min/median": (lambda x: x.max() + x.min() * 2 + x.median() + x.max(1)[0].sum()
+                       + x.min(0, keepdim=True)[0].sum() + x.median(1).values.sum(), (X,)),
     "conv2d x, w and bias": (lambda a, k, b: F.conv2d(a, k, b, stride=2, padding=1), (IMG, K, CONV_B)),
     "conv2d x only": (lambda a: F.conv2d(a, K, None, padding=1, dilation=2), (IMG,)),
     "conv1d w only": (lambda k: F.conv1d(IMG[:, :, 0], k[:, :, 0], None), (K,)),

@@ -361,3 +361,36 @@ def record_put(out, input, index, source, accumulate):
     node = new_node(PutBackward0, accumulate=accumulate, source_shape=_shape(source))
     node.save(index=index)
     record(node, (input, source), out)
+
+
+# ---- forward mode: J t for the nodes above (autograd/forward_ad.py reads JVP) ---------------------
+# The selecting ops are linear in their input: the tangent goes through the same selection.
+# A rule maps (node, inputs, tangents, meta) to the outputs' tangents (see reduction_grad.py).
+def _index_jvp(node, inputs, t, meta):
+    from .indexing import getitem
+    return [getitem(t[0], tuple(node.items))]
+
+
+def _masked_select_jvp(node, inputs, t, meta):
+    return [t[0].expand(node.out_shape).masked_select(node.saved("mask"))]
+
+
+def _masked_fill_jvp(node, inputs, t, meta):
+    """The input's tangent where the mask is off, the value's (a 0-d tensor) where it is on."""
+    mask = node.saved("mask")
+    shape = meta[0][0]
+    out = t[0].expand(shape).masked_fill(mask, 0) if t[0] is not None else None
+    if len(t) > 1 and t[1] is not None:
+        part = t[1].expand(shape) * mask
+        out = part if out is None else out + part
+    return [out]
+
+
+JVP = {
+    IndexBackward0: _index_jvp,
+    GatherBackward0: lambda node, inputs, t, meta: [t[0].gather(node.dim, node.saved("index"))],
+    IndexSelectBackward0: lambda node, inputs, t, meta: [t[0].index_select(node.dim, node.saved("index"))],
+    TakeBackward0: lambda node, inputs, t, meta: [t[0].take(node.saved("index"))],
+    MaskedSelectBackward0: _masked_select_jvp,
+    MaskedFillBackward0: _masked_fill_jvp,
+}

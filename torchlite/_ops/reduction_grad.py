@@ -530,6 +530,61 @@ def _amax_jvp(node, inputs, t, meta):
     return [_reduced(node, t[0] * mask) / _reduced(node, mask)]
 
 
+def _var_tangent(node, x, t):
+    """d var = 2 / (N - correction) * sum((x - mean) t) over the reduced dims."""
+    dof = node.count() - node.correction
+    scale = 2.0 / dof if dof != 0 else math.inf
+    return _reduced(node, (x - x.mean(node.dim_list(), keepdim=True)) * t) * scale
+
+
+def _mean_tangent(node, t):
+    return t.mean() if node.dim is None else t.mean(node.dim_list(), keepdim=node.keepdim)
+
+
+def _var_std_jvp(node, inputs, t, meta):
+    """var, std, var_mean, std_mean: d std = d var / (2 std), 0 where std is 0 (as the
+    backward); the mean's tangent is the mean of the tangent."""
+    x = node.saved("x")
+    dv = _var_tangent(node, x, t[0])
+    if isinstance(node, (StdBackward0, StdMeanBackward0)):
+        std = node.saved("result_out")
+        dv = dv / (_safe(std) * 2) * (std != 0)
+    if isinstance(node, (VarMeanBackward0, StdMeanBackward0)):
+        return [dv, _mean_tangent(node, t[0])]
+    return [dv]
+
+
+def _prod_jvp(node, inputs, t, meta):
+    """sum of t times the product of the other elements (the backward's factor, computed
+    without division, so zeros in x are exact)."""
+    x = node.saved("x")
+    if not node.shape:
+        return [t[0]]
+    if node.dim is None:
+        others = _product_of_others(x.reshape(-1), 0).reshape(node.shape)
+    else:
+        others = _product_of_others(x, node.dims[0])
+    return [_reduced(node, t[0] * others).to(meta[0][1])]
+
+
+def _even_jvp(node, inputs, t, meta):
+    """max()/min()/median() over every element: the mean of the tangents where x equals the
+    result (all NaNs if it is NaN), as the backward shares g."""
+    x, value = node.saved("x"), node.saved("result_out")
+    mask = (x == value) | (x.isnan() & value.isnan())
+    return [(t[0] * mask).sum() / mask.sum()]
+
+
+def _by_index_jvp(node, inputs, t, meta):
+    """max/min/median along a dim: the tangent at the returned index (none for the
+    indices)."""
+    if not node.shape:
+        return [t[0], None]
+    idx = node.restore(node.saved("indices"))
+    picked = t[0].gather(node.dims[0], idx)
+    return [picked if node.keepdim else picked.squeeze(node.dims[0]), None]
+
+
 JVP = {   # the linear ones are the op applied to the tangent
     SumBackward0: lambda node, inputs, t, meta: [_reduced(node, t[0]).to(meta[0][1])],
     MeanBackward0: lambda node, inputs, t, meta: [
@@ -540,4 +595,8 @@ JVP = {   # the linear ones are the op applied to the tangent
     LogSoftmaxBackward0: _log_softmax_jvp,
     LogsumexpBackward0: _logsumexp_jvp,
     AmaxBackward0: _amax_jvp,
+    _VarStd: _var_std_jvp,
+    ProdBackward0: _prod_jvp,
+    _EvenReduction: _even_jvp,
+    _IndexReduction: _by_index_jvp,
 }

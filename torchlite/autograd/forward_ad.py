@@ -15,12 +15,15 @@ J t from the inputs' tangents t and stores them beside the outputs:
   to the tangent (instead of the output gradient, before any sum back to a broadcast shape)
   is the forward one;
 - the nodes with a rule in a JVP table beside their backward formulas (JVP in
-  _ops/views_grad.py, joining_grad.py, reduction_grad.py, conversion_grad.py, linalg_grad.py;
+  _ops/views_grad.py, joining_grad.py, reduction_grad.py, conversion_grad.py, linalg_grad.py,
+  indexing_grad.py;
   and nn/functional/conv_grad.py, normalization_grad.py; keyed by node class, a subclass
   taking its base's rule): the views, cat/stack/split/unbind, sum, mean, cumsum and dtype
   conversions (linear: the op applied to the tangent), the matrix products (mm, mv, dot, bmm
   and the add forms addmm -- nn.Linear --, addmv, baddbmm, addbmm: t_a b + a t_b), softmax,
-  log_softmax, logsumexp, amax/amin, the convolutions, batch/layer/group norm, max/average/
+  log_softmax, logsumexp, amax/amin, var/std (and var_mean/std_mean), prod, max/min/median
+  (over everything, and along a dim), the selecting ops (advanced indexing, gather,
+  index_select, take, masked_select, masked_fill), the convolutions, batch/layer/group norm, max/average/
   adaptive average pooling, embedding and matmul;
 - a custom autograd.Function with a jvp(ctx, *tangents) staticmethod uses it;
 - every other node takes the linearity of its backward: B(g) = J^T g, so
@@ -270,12 +273,13 @@ def _rule_for(node):
     tables beside the backward formulas (JVP in _ops/*_grad.py), or None."""
     global _RULES
     if _RULES is None:
-        from .._ops import conversion_grad, joining_grad, linalg_grad, reduction_grad, views_grad
+        from .._ops import (conversion_grad, indexing_grad, joining_grad, linalg_grad,
+                            reduction_grad, views_grad)
         from ..nn.functional import conv_grad, normalization_grad, pooling_grad, sparse
         _RULES = {}
         for table in (views_grad.JVP, joining_grad.JVP, reduction_grad.JVP, conversion_grad.JVP,
-                      linalg_grad.JVP, conv_grad.JVP, normalization_grad.JVP, pooling_grad.JVP,
-                      sparse.JVP):
+                      linalg_grad.JVP, indexing_grad.JVP, conv_grad.JVP, normalization_grad.JVP,
+                      pooling_grad.JVP, sparse.JVP):
             _RULES.update(table)
     for cls in type(node).__mro__:
         rule = _RULES.get(cls)
