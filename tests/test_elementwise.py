@@ -225,9 +225,14 @@ def test_expm1_is_within_two_ulp_over_its_range():
         assert special[2] == -1 and np.isnan(special[3]) and special[4] == INF and special[5] == -1
 
 
-def test_erf_is_within_three_ulp_over_its_range():
-    """tl_erff (vmath.h): two fitted polynomials, exact signs, +-1 in the tails, NaN kept."""
-    x = np.concatenate([np.linspace(-5, 5, 400_001), [1e-30, -1e-38, 0.9999999, 1.0, 3.92, 3.96]])
+def test_erf_is_within_one_ulp_over_its_range():
+    """tl_erff (vmath.h): two fitted polynomials, exact signs, +-1 in the tails, NaN kept.
+    Checked over every float32 in C against double-precision erf: at most 0.98 ulp without
+    FMA, 0.88 with; the last points are where those maxima fall (0x1.b99dap-7, 0x1.c341b8p-7
+    below 1; 0x1.003128p+0, 0x1.00fcb2p+0 above)."""
+    worst = [float.fromhex(h) for h in ["0x1.b99dap-7", "0x1.c341b8p-7", "0x1.003128p+0", "0x1.00fcb2p+0"]]
+    x = np.concatenate([np.linspace(-5, 5, 400_001), [1e-30, -1e-38, 0.9999999, 1.0, 3.92, 3.96],
+                        worst, -np.array(worst)])
     x = x.astype(np.float32)
     exact = np.array([math.erf(v) for v in x.astype(np.float64)])
     ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
@@ -235,7 +240,7 @@ def test_erf_is_within_three_ulp_over_its_range():
         with isa_level(level):
             got = tl.from_numpy(x).erf().numpy().astype(np.float64)
             special = tl.tensor([NAN, INF, -INF, -0.0]).erf().numpy()
-        assert (np.abs(got - exact) / ulp).max() <= 3.0, level
+        assert (np.abs(got - exact) / ulp).max() <= 1.0, level
         assert np.isnan(special[0]) and special[1:3].tolist() == [1.0, -1.0]
         assert special[3] == 0 and np.signbit(special[3])
 

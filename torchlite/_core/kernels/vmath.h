@@ -64,32 +64,43 @@ TL_INLINE float tl_tanhf(float x) {
 }
 
 TL_INLINE float tl_erff(float x) {
-    /* |x| < 1: x * P(x^2); 1 <= |x| < 3.95: 1 - e^{-x^2} Q(1/|x|), where Q(u) approximates
-     * erfc(x) e^{x^2} (smooth in u = 1/x); beyond, erf rounds to +-1 in float32.  P and Q
-     * are least-squares fits at Chebyshev nodes (degree 6 in x^2, 7 in 1/|x|); about 2.4 ulp
-     * below 1, 1.1 ulp above.  The rounding of x^2 in the exponent barely matters: where x^2
-     * is large, erfc is tiny next to erf. */
+    /* |x| < 1: x + x P(x^2), P approximating erf(x)/x - 1 (0.128 down to -0.157, so P's
+     * rounding errors are small next to erf, and x + x P is one rounding where FMA contracts
+     * it); 1 <= |x| < 3.95: 1 - e^{-x^2} Q(1/|x|), where Q(u) approximates erfc(x) e^{x^2}
+     * (smooth in u = 1/x); beyond, erf rounds to +-1 in float32.  P runs in powers of
+     * x^2 - 1/2 and Q in powers of 1/|x| - 5/8, so that no Horner step cancels.  Near |x| = 1
+     * the rounding of t = x^2 would still cost up to 0.16 ulp through e^{-x^2}: |x| = hi + lo
+     * with hi its top 12 bits (hi^2 exact) gives d = x^2 - t, and e^{-x^2} = e^{-t} (1 - d).
+     * P and Q are least-squares fits at 3000 Chebyshev nodes (degree 6 in x^2, 7 in 1/|x|) to
+     * erf computed with mpmath, weighted to erf's error, their float coefficients rounded one
+     * at a time from the constant term up with the rest refitted.  Measured over every float32
+     * (both signs) against double-precision erf: at most 0.98 ulp without FMA (0.93 below 1),
+     * 0.88 with it (AVX2, AVX-512; 0.80 below 1). */
     float ax = x < 0.0f ? -x : x;
-    float t = x * x;
-    float p = 7.882497448e-05f;
-    p = p * t - 8.018855006e-04f;
-    p = p * t + 5.189312156e-03f;
-    p = p * t - 2.685432881e-02f;
-    p = p * t + 1.128359735e-01f;
-    p = p * t - 3.761262596e-01f;
-    p = p * t + 1.128379107e+00f;
-    float small = x * p;
+    float s = x * x - 0.5f;                       /* exact for x^2 in [0.25, 1] */
+    float p = 7.896958414e-05f;
+    p = p * s - 5.655877176e-04f;
+    p = p * s + 3.480119165e-03f;
+    p = p * s - 1.828329451e-02f;
+    p = p * s + 7.941000164e-02f;
+    p = p * s - 2.810721993e-01f;
+    p = p * s - 3.453126177e-02f;
+    float small = x + x * p;
     float a = ax < 1.0f ? 1.0f : ax;              /* keeps the unused branch finite */
-    float u = 1.0f / a;
-    float q = -1.869007945e-02f;
-    q = q * u + 1.244353205e-01f;
-    q = q * u - 3.611264527e-01f;
-    q = q * u + 5.825459361e-01f;
-    q = q * u - 5.096923113e-01f;
-    q = q * u + 5.221007392e-02f;
-    q = q * u + 5.575372577e-01f;
-    q = q * u + 3.638529161e-04f;
-    float big = 1.0f - tl_expf(-a * a) * q;
+    float w = 1.0f / a - 0.625f;                  /* Q in powers of 1/|x| - 0.625: no cancellation */
+    float q = -1.817424037e-02f;
+    q = q * w + 4.131701589e-02f;
+    q = q * w - 4.721099511e-02f;
+    q = q * w + 2.344722487e-02f;
+    q = q * w + 4.376352206e-02f;
+    q = q * w - 1.723962277e-01f;
+    q = q * w + 3.822838366e-01f;
+    q = q * w + 3.059529960e-01f;
+    float hi = tl_bits_f32(tl_f32_bits(a) & 0xfffff000u), lo = a - hi;  /* 12 + 12 bits */
+    float t = a * a;
+    float d = (hi * hi - t) + lo * (a + hi);                /* a^2 - t: t's rounding error */
+    q = q - q * d;                                          /* e^{-a^2} = e^{-t} (1 - d) */
+    float big = 1.0f - tl_expf(-t) * q;
     big = ax > 3.95f ? 1.0f : big;
     big = x < 0.0f ? -big : big;
     return ax < 1.0f ? small : big;
