@@ -207,6 +207,71 @@ def test_log1p_is_within_two_ulp_over_its_range():
         assert np.isnan(special[3]) and special[4] == 0 and np.signbit(special[4])
 
 
+def _ulps(got, exact):
+    """|got - exact| in units of the float32 spacing at exact (a zero result: the spacing at
+    the smallest normal)."""
+    ulp = np.spacing(np.maximum(np.abs(exact.astype(np.float32)), np.float32(2.0 ** -126)))
+    return np.abs(got.astype(np.float64) - exact) / ulp.astype(np.float64)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan", "atan"])
+def test_float32_trig_is_within_two_ulp(name):
+    """The float32 forms computed in double (vmath.h's "float32 functions computed in double"):
+    the reduction and polynomial in double, so each result is the correctly rounded one nearly
+    always; the issue's bound is 2 ulp.  Arguments from tiny to huge (beyond the fast form's
+    domain the C library takes over), both signs, the points near multiples of pi/2."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-10, 10, 300_000),
+                        np.exp(rng.uniform(-30, 40, 300_000)) * rng.choice([-1, 1], 300_000),
+                        (np.arange(-2000, 2000) * (np.pi / 2)).astype(np.float32),
+                        [0.0, -0.0, 1e-38, 3e38, -3e38]]).astype(np.float32)
+    exact = getattr(np, {"atan": "arctan"}.get(name, name))(x.astype(np.float64))
+    for level in available_isa_levels():
+        with isa_level(level):
+            got = getattr(tl.from_numpy(x), name)().numpy()
+        assert _ulps(got, exact).max() <= 2.0, (name, level)
+        nonfinite = getattr(tl.tensor([INF, -INF, NAN]), name)().numpy()
+        with np.errstate(invalid="ignore"):
+            want = getattr(np, {"atan": "arctan"}.get(name, name))(np.array([INF, -INF, NAN], np.float32))
+        np.testing.assert_array_equal(nonfinite, want)
+
+
+def test_float32_pow_with_float_exponents_is_within_two_ulp():
+    """pow(x, y) of float32 in double (log2, scale, exp2), against float64 numpy; the special
+    cases (zero, negative bases, infinities, NaN) go to the C library, as numpy's float32 pow."""
+    rng = np.random.default_rng(4)
+    base = np.concatenate([np.exp(rng.uniform(-40, 40, 200_000)), rng.uniform(0, 3, 100_000)])
+    expo = np.concatenate([rng.uniform(-3, 3, 200_000), rng.uniform(-30, 30, 100_000)])
+    base, expo = base.astype(np.float32), expo.astype(np.float32)
+    exact = np.power(base.astype(np.float64), expo.astype(np.float64))
+    keep = np.isfinite(exact) & (np.abs(exact) < 3e38) & (np.abs(exact) > 1e-37)
+    for level in available_isa_levels():
+        with isa_level(level):
+            got = tl.from_numpy(base).pow(tl.from_numpy(expo)).numpy()
+            scalar = tl.from_numpy(base).pow(1.7).numpy()
+        assert _ulps(got[keep], exact[keep]).max() <= 2.0, level
+        e17 = np.power(base.astype(np.float64), np.float64(np.float32(1.7)))
+        k17 = np.isfinite(e17) & (e17 < 3e38) & (e17 > 1e-37)
+        assert _ulps(scalar[k17], e17[k17]).max() <= 2.0, level
+    special = [0.0, -0.0, -2.0, INF, -INF, NAN, 1.0]
+    for e in (0.0, 0.5, -1.5, 2.0, 3.0, INF, NAN):
+        got = tl.tensor(special, dtype=tl.float32).pow(e).numpy()
+        want = np.array([_c_pow(b, e) for b in special], np.float32)    # C99's special cases
+        np.testing.assert_array_equal(got, want, err_msg=str(e))
+        assert (np.signbit(got) == np.signbit(want)).all(), e
+
+
+def _c_pow(b, e):
+    """pow as the C library (C99 Annex F) gives it, through Python's math.pow, which raises
+    where C returns NaN or infinity."""
+    try:
+        return math.pow(b, e)
+    except ValueError:
+        return math.inf if b == 0 and e < 0 else math.nan
+    except OverflowError:
+        return math.inf
+
+
 def test_expm1_is_within_two_ulp_over_its_range():
     """tl_expm1f_fast (vmath.h): fdlibm's reduction in float, within 2 ulp from the -1 plateau
     to the overflow; signed zero, tiny arguments, the saturations and NaN as the C library."""
