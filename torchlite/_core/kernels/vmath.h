@@ -301,22 +301,21 @@ TL_INLINE float tl_expm1f_fast(float x) {
     return x == 0.0f ? x : y;                 /* -0.0 stays -0.0 */
 }
 
-/* pow for finite nonzero x and finite |y| < 2^24: e^(y log|x|) in double (|y log|x|| clamped
- * to 200, beyond float32's range either way); a negative x gives the sign of an odd integer
- * y, and NaN for a y that is no integer.  Everything else (x = 0, inf, NaN; y inf, NaN or
- * huge) is the C library's. */
+/* pow for finite positive x and finite |y| < 2^24: e^(y log x) in double (|y log x| clamped
+ * to 200, beyond float32's range either way).  Everything else -- x <= 0 (the sign of an odd
+ * integer y, NaN for a y that is no integer), inf, NaN; y inf, NaN or huge -- is the C
+ * library's: leaving the negative bases out keeps the vector loop to the log and the exp
+ * (the selects for their signs cost a quarter of its time; measured 2.6 -> 1.9 ns per
+ * element at 1M floats). */
 TL_INLINE int tl_powf_bad(float x, float y) {
-    return !(x != 0.0f && x > -INFINITY && x < INFINITY && y > -16777216.0f && y < 16777216.0f);
+    return !(x > 0.0f && x < INFINITY && y > -16777216.0f && y < 16777216.0f);
 }
 TL_INLINE float tl_powf_fast(float x, float y) {
-    double ax = fabs((double)x), yd = (double)y;
-    double l = yd * tl_log_d(ax > 0.0 && ax < 1e39 ? ax : 1.0);
+    /* (no guard on x: the loop recomputes every element tl_powf_bad flags, and a garbage
+     * value here is finite arithmetic on bits, never a trap) */
+    double l = (double)y * tl_log_d((double)x);
     l = l > 200.0 ? 200.0 : (l < -200.0 ? -200.0 : l);
-    double r = tl_exp_d(l);
-    double half = yd * 0.5;
-    int integral = tl_rint_d(yd) == yd, odd = integral && tl_rint_d(half) != half;
-    r = (x < 0.0f && odd) ? -r : r;
-    return (float)((x < 0.0f && !integral) ? NAN : r);
+    return (float)tl_exp_d(l);
 }
 
 /* erfinv for |y| < 0.995 in float32: erfinv(y) = y P(t), with w = -log(1 - y^2) - 2.5 in
