@@ -231,6 +231,8 @@ NONLINEAR_CASES = {
                                       + tl.var_mean(x, 0)[0].sum() + tl.var_mean(x, 1, keepdim=True)[1].sum()
                                       + tl.std_mean(x)[0] * tl.std_mean(x, 0)[1].sum(), (X,)),
     "prod": (lambda x: x.prod() + x.prod(1).sum() + x[:2].prod(0, keepdim=True).sum(), (X,)),
+    "var/std over everything, kept dims": (lambda x: tl.var(x, None, keepdim=True) * tl.std_mean(
+        x, None, keepdim=True)[1] + tl.std(x, None, keepdim=True), (X,)),
     "prod with a zero": (lambda x: (x * tl.tensor([1.0, 0, 1, 1, 1], dtype=F64)).prod(1)
                          + (x * tl.tensor([1.0, 0, 1, 1, 1], dtype=F64)).prod(0).sum(), (X,)),
     "indexing, gather, index_select, take": (
@@ -291,3 +293,19 @@ def test_table_rules_against_central_differences(name, no_double_backward):
     ts = [tl.randn(*x.shape, dtype=F64, generator=G) for x in xs]
     _, tangent = jvp(f, xs, ts)
     np.testing.assert_allclose(tangent.numpy(), central_difference(f, xs, ts).numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_table_rules_edge_shapes_and_dtypes(no_double_backward):
+    """An empty product's tangent is zero (no factors); masked_fill's tangent keeps the
+    input's dtype when the value is a float64 0-d tensor."""
+    e = tl.zeros(0, 3, dtype=F64)
+    for f, shape in ((lambda a: a.prod(), ()), (lambda a: a.prod(0), (3,))):
+        _, tangent = jvp(f, (e,), (tl.ones(0, 3, dtype=F64),))
+        assert tuple(tangent.shape) == shape and not tangent.numpy().any()
+    x32 = X.float()
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x32, tl.ones_like(x32))
+        v = fwAD.make_dual(tl.tensor(0.5, dtype=F64), tl.tensor(2.0, dtype=F64))
+        primal, tangent = fwAD.unpack_dual(d.masked_fill(x32 > 0, v))
+    assert tangent.dtype is primal.dtype is tl.float32
+    np.testing.assert_array_equal(tangent.numpy(), np.where(x32.numpy() > 0, 2.0, 1.0))

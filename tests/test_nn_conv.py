@@ -436,6 +436,16 @@ def test_channels_last_layout_agrees_with_torch():
                 np.testing.assert_allclose(y.numpy(), ty.numpy(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [tl.float16, tl.bfloat16])
+def test_half_precision_channels_last_weight(dtype):
+    """A channels_last half-precision weight (Module.to(memory_format=channels_last) makes
+    one) is cast and made contiguous before the kernels read it."""
+    x, w = tl.tensor(r(2, 8, 7, 7), dtype=dtype), tl.tensor(r(8, 8, 3, 3), dtype=dtype)
+    want = F.conv2d(x, w, padding=1).float().numpy()
+    got = F.conv2d(x, w.contiguous(memory_format=tl.channels_last), padding=1)
+    np.testing.assert_array_equal(got.float().numpy(), want)
+
+
 def test_winograd_taken_only_where_it_applies():
     """The Winograd path runs for 3x3 stride-1 undilated ungrouped layers with 16+ channels on
     both sides and transformed weights of at most 4 MiB, and the im2col path everywhere else:

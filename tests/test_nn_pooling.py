@@ -617,3 +617,14 @@ def test_channels_last_pooling_nan_and_layouts_match_torch():
     assert tuple(v.stride()) == tuple(tv.stride()) and tuple(i.stride()) == tuple(ti.stride())
     a, ta = F.avg_pool2d(xc, 3, 1, 1), torch.nn.functional.avg_pool2d(tx, 3, 1, 1)
     assert tuple(a.stride()) == tuple(ta.stride())
+
+
+@pytest.mark.parametrize("dtype", [tl.float16, tl.bfloat16])
+def test_half_precision_channels_last_and_transposed_inputs(dtype):
+    """Half precision is computed in float32: a channels_last or transposed input is cast and
+    then made contiguous (a cast keeps the memory order), never read as if it were NCHW."""
+    x = tl.tensor(r(2, 5, 6, 6), dtype=dtype)
+    for variant in (x.contiguous(memory_format=tl.channels_last), x.transpose(2, 3).contiguous().transpose(2, 3)):
+        for fn in (lambda t: F.max_pool2d(t, 2), lambda t: F.avg_pool2d(t, 3, 1, 1),
+                   lambda t: F.adaptive_avg_pool2d(t, (2, 3))):
+            np.testing.assert_array_equal(fn(variant).float().numpy(), fn(x).float().numpy())

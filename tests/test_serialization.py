@@ -1088,7 +1088,9 @@ def test_mmap_is_copy_on_write(tmp_path):
 def test_load_arguments():
     data = saved_bytes(tl.ones(2))
     with pytest.raises(RuntimeError, match="explicit pickle_module"):
-        load(io.BytesIO(data), pickle_module=pickle)
+        load(io.BytesIO(data), pickle_module=pickle, weights_only=True)
+    # as torch.load: a pickle_module makes the default weights_only False
+    assert load(io.BytesIO(data), pickle_module=pickle).tolist() == [1, 1]
     assert load(io.BytesIO(data), pickle_module=pickle, weights_only=False).tolist() == [1, 1]
     with pytest.raises(TypeError, match="unexpected arguments"):
         load(io.BytesIO(data), fix_imports=False)

@@ -150,7 +150,15 @@ def _dtype_state(dt):
     (_Crafted(np.dtype, ("f4", False, True), (3, "<", None, ("a",), {"a": 1}, -1, -1, 0)),
      "byte order"),
     (_Crafted(np.dtype, ("U2", False, True), (3, "<", None, None, None, -4, 4, 8)),
-     "element size"),
+     "sizes or flags"),
+    (_Crafted(np.dtype, ("S1", False, True), (3, "|", None, None, None, 1 << 30, 1, 0)),
+     "sizes or flags"),
+    # flags 1 would mark an int64 dtype as holding objects
+    (_Crafted(np.dtype, ("i8", False, True), (3, "<", None, None, None, -1, -1, 1)),
+     "sizes or flags"),
+    # zero-size elements: a huge array from no bytes
+    (_Crafted(_reconstruct(), (np.ndarray, (0,), b"b"),
+              (1, (10 ** 15,), np.dtype("S0"), False, b"")), "must be empty"),
     # a scalar with the wrong byte count
     (_Crafted(np.float64(1).__reduce__()[0], (np.dtype("f8"), b"\0" * 4)), "needs 8 bytes"),
 ])
@@ -235,3 +243,22 @@ def test_safe_globals_still_hand_numpy_its_own_functions():
     with S.safe_globals([rec, np.ndarray, np.dtype, type(value.dtype)]):
         got = tl.load(_saved(value))
     assert got.dtype == value.dtype
+
+
+def test_a_dtype_rebuilt_after_an_array_used_it_does_not_reach_the_array():
+    """A file may BUILD the same (memoised) dtype again after an array was made with it: the
+    array has its own dtype object, so only the byte order of the file's copy can change."""
+    dt = np.dtype("S1", False, True)
+    state = (1, (4,), dt, False, b"abcd")
+    crafted = [_Crafted(_reconstruct(), (np.ndarray, (0,), b"b"), state)]
+    got = tl.load(_saved(crafted))[0]
+    assert got.dtype == np.dtype("S1") and got.nbytes == 4
+    assert got.tolist() == [b"a", b"b", b"c", b"d"]
+
+
+def test_a_pickle_module_makes_the_default_weights_only_false():
+    """As PyTorch's _default_to_weights_only: load(f, pickle_module=pickle) trusts the file."""
+    value = np.array([1, None], dtype=object)
+    assert tl.load(_saved(value), pickle_module=pickle).tolist() == [1, None]
+    with pytest.raises(RuntimeError, match="explicit pickle_module"):
+        tl.load(_saved(value), pickle_module=pickle, weights_only=True)

@@ -67,26 +67,23 @@ def scalar(dt: Any, data: Any) -> Any:
     _check_plain(dt)
     if type(data) is not bytes or len(data) != dt.itemsize:
         raise _bad(f"a NumPy {dt} scalar needs {dt.itemsize} bytes")
-    return np.frombuffer(data, dtype=dt)[0]
+    return np.frombuffer(data, dtype=np.dtype(dt.str))[0]
 
 
 def _check_dtype_state(state: Any, dt: Any) -> None:
-    # (version 3, byte order, subarray, names, fields, element size, alignment, flags) and, in
-    # version 4, metadata
+    """(version 3, byte order, subarray, names, fields, element size, alignment, flags) and, in
+    version 4, metadata: only the byte order may differ from the fresh dtype's own state (the
+    sizes, alignment and flags it has already; flags would mark it as holding objects)."""
     if type(state) is not tuple or len(state) not in (8, 9) or state[0] not in (3, 4):
         raise _bad("invalid NumPy dtype state")
     if state[1] not in ("<", ">", "|", "=") or any(v is not None for v in state[2:5]):
         raise _bad("a NumPy dtype state may only set the byte order of a plain dtype")
     if len(state) == 9 and state[8] is not None:
         raise _bad("NumPy dtype metadata is not allowed")
-    if not all(type(v) is int for v in state[5:8]):
-        raise _bad("invalid NumPy dtype state")
-    elsize, unit = state[5], {"S": 1, "U": 4}.get(dt.kind)
-    if unit is None:
-        if elsize != -1:
-            raise _bad(f"invalid element size {elsize} for NumPy dtype {dt}")
-    elif not (0 < elsize <= 1 << 31 and elsize % unit == 0):
-        raise _bad(f"invalid element size {elsize} for NumPy dtype {dt.kind}")
+    own = dt.__reduce__()[2]
+    if tuple(state[5:8]) != tuple(own[5:8]):
+        raise _bad(f"a NumPy dtype state may only set the byte order of {dt}, not its sizes "
+                   f"or flags")
 
 
 def _check_array_state(state: Any) -> None:
@@ -102,6 +99,8 @@ def _check_array_state(state: Any) -> None:
     n = 1
     for d in shape:
         n *= d
+    if dt.itemsize == 0 and n:      # a huge array of nothing would cost its count in loops
+        raise _bad(f"a NumPy array of zero-size {dt} elements must be empty")
     if n * dt.itemsize != len(raw):
         raise _bad(f"a NumPy array of shape {shape} and dtype {dt} needs {n * dt.itemsize} "
                    f"bytes, the file has {len(raw)}")
@@ -121,7 +120,9 @@ def build(inst: Any, state: Any) -> bool:
         if inst.shape != (0,) or inst.dtype != np.int8:
             raise _bad("a NumPy array's state can only be restored once")
         _check_array_state(state)
-        inst.__setstate__(state)
+        # the array gets its own dtype object: the one the file built stays in its memo, and
+        # a later BUILD of it must not change the array's element size
+        inst.__setstate__(state[:2] + (np.dtype(state[2].str),) + state[3:])
         return True
     return False
 

@@ -1686,10 +1686,11 @@ class _Opened:
             self.fh.close()
 
 
-def _weights_only_setting(weights_only):
-    """load's weights_only after PyTorch's environment overrides: TORCH_FORCE_WEIGHTS_ONLY_LOAD
-    forces True; TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD makes the default False (with PyTorch's
-    warning) but leaves an explicit argument alone; both set is an error."""
+def _weights_only_setting(weights_only, pickle_module):
+    """load's weights_only after PyTorch's rules: the default is True, or False when a
+    pickle_module is given; TORCH_FORCE_WEIGHTS_ONLY_LOAD forces True;
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD makes the default False (with PyTorch's warning) but
+    leaves an explicit argument alone; both set is an error."""
     truthy = ("1", "y", "yes", "true")
     force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in truthy
     force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in truthy
@@ -1705,7 +1706,7 @@ def _weights_only_setting(weights_only):
                           "the`weights_only` argument was not explicitly passed to `torch.load`, "
                           "forcing weights_only=False.", UserWarning, stacklevel=3)
             return False
-        return True
+        return pickle_module is None
     return bool(weights_only)
 
 
@@ -1728,7 +1729,7 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle
     its bytes), a copy of it, or None.  mmap=True maps the file
     (a path) copy-on-write instead of reading it: storages are not read, nor CRC-checked,
     until used.  encoding (for Python 2 strings) is the one pickle_load_args entry."""
-    weights_only = _weights_only_setting(weights_only)
+    weights_only = _weights_only_setting(weights_only, pickle_module)
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("torchlite.load reads pickles itself: pickle_module must be None or "
                          "the standard pickle module")

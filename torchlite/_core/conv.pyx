@@ -179,9 +179,10 @@ cdef int _check_float(Array a, str what, str op) except -1:
 
 
 cdef Array _compute_copy(Array a, int cdt, bint contiguous):
-    """a in the compute dtype cdt (float32 or float64), C-contiguous when asked."""
+    """a in the compute dtype cdt (float32 or float64), C-contiguous when asked (a cast keeps
+    the input's memory order: a channels_last half-precision weight stays channels_last)."""
     if a.dtype != cdt:
-        return cast_array(a, cdt)
+        a = cast_array(a, cdt)
     if contiguous and not a.contiguous():
         return contiguous_array(a)
     return a

@@ -193,9 +193,10 @@ cdef inline int _compute_dtype(int dt) noexcept:
 
 
 cdef Array _prepared(Array a, int cdt):
-    """a in dtype cdt, C-contiguous."""
+    """a in dtype cdt, C-contiguous (a cast keeps the input's memory order, so a
+    channels_last or transposed half-precision input is made contiguous after it)."""
     if a.dtype != cdt:
-        return cast_array(a, cdt)       # a new C-contiguous array
+        a = cast_array(a, cdt)
     if not a.contiguous():
         return contiguous_array(a)
     return a
@@ -638,7 +639,7 @@ def avg_pool2d(Array x, int64_t OH, int64_t OW, kernel, stride, padding, bint co
 def avg_pool2d_backward(Array g, int64_t H, int64_t W, kernel, stride, padding,
                         bint count_include_pad, int64_t divisor, bint channels_last=False):
     """The gradient of avg_pool2d with respect to its (N, C, H, W) input; channels_last (the
-    input's layout) gives a channels_last result, whatever g's layout."""
+    input's layout) gives a channels_last result, whatever g's layout, else a contiguous one."""
     cdef str op = "avg_pool2d_backward"
     cdef Win w
     cdef AvgOpt o
@@ -648,7 +649,7 @@ def avg_pool2d_backward(Array g, int64_t H, int64_t W, kernel, stride, padding,
     cdef int64_t C
     _check4(g, op)
     _check_float(g, op)
-    nhwc = (channels_last or _is_nhwc(g)) and g.shp[1] > 1
+    nhwc = channels_last and g.shp[1] > 1     # the input's layout (PyTorch's rule)
     dx = _new_nhwc(g, H, W, cdt) if nhwc else _new4(g, H, W, cdt)
     _set_win(&w, dx, g.shp[2], g.shp[3], kernel, stride, padding, (1, 1), op)
     o.count_include_pad = count_include_pad

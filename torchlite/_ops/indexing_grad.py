@@ -383,7 +383,7 @@ def _masked_fill_jvp(node, inputs, t, meta):
     if len(t) > 1 and t[1] is not None:
         part = t[1].expand(shape) * mask
         out = part if out is None else out + part
-    return [out]
+    return [out.to(meta[0][1])]
 
 
 JVP = {

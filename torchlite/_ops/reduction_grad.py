@@ -505,8 +505,11 @@ def record_softmax(log, x, result, dim):
 # Keys are node classes (a subclass takes its base's rule); a rule maps (node, inputs, tangents,
 # meta) to the outputs' tangents, meta[i] = (shape, dtype, device) of output i.
 def _reduced(node, t):
-    """t summed over the node's reduced dims, kept or dropped as the forward did."""
-    return t.sum() if node.dim is None else t.sum(node.dim, keepdim=node.keepdim)
+    """t summed over the node's reduced dims, kept or dropped as the forward did (dim None
+    with keepdim: every dim kept as size 1)."""
+    if node.dim is None and not node.keepdim:
+        return t.sum()
+    return t.sum(node.dim_list(), keepdim=node.keepdim)
 
 
 def _softmax_jvp(node, inputs, t, meta):
@@ -538,7 +541,9 @@ def _var_tangent(node, x, t):
 
 
 def _mean_tangent(node, t):
-    return t.mean() if node.dim is None else t.mean(node.dim_list(), keepdim=node.keepdim)
+    if node.dim is None and not node.keepdim:
+        return t.mean()
+    return t.mean(node.dim_list(), keepdim=node.keepdim)
 
 
 def _var_std_jvp(node, inputs, t, meta):
@@ -560,6 +565,8 @@ def _prod_jvp(node, inputs, t, meta):
     x = node.saved("x")
     if not node.shape:
         return [t[0]]
+    if x.numel() == 0:              # an empty product is 1 whatever its (no) factors
+        return [_reduced(node, t[0]).to(meta[0][1])]
     if node.dim is None:
         others = _product_of_others(x.reshape(-1), 0).reshape(node.shape)
     else:
