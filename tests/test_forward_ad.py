@@ -247,6 +247,10 @@ NONLINEAR_CASES = {
     "conv2d x, w and bias": (lambda a, k, b: F.conv2d(a, k, b, stride=2, padding=1), (IMG, K, CONV_B)),
     "conv2d x only": (lambda a: F.conv2d(a, K, None, padding=1, dilation=2), (IMG,)),
     "conv1d w only": (lambda k: F.conv1d(IMG[:, :, 0], k[:, :, 0], None), (K,)),
+    "conv_transpose2d x, w and bias": (lambda a, k, b: F.conv_transpose2d(
+        a, k.transpose(0, 1).contiguous(), b, stride=2, padding=1, output_padding=1), (IMG, K, CONV_B)),
+    "conv_transpose1d x only": (lambda a: F.conv_transpose1d(a[:, :, 0], K[:, :, 0].transpose(0, 1).contiguous(),
+                                                            None, stride=3), (IMG,)),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, (5,), w, b), (X, LN_W, LN_B)),
     "batch_norm train": (lambda a, w, b: F.batch_norm(a, None, None, w, b, training=True), (IMG, BN_W, BN_B)),
     "batch_norm eval": (lambda a: F.batch_norm(a, IMG.mean((0, 2, 3)), IMG.var((0, 2, 3)) + 1, training=False),

@@ -195,15 +195,22 @@ class ConvolutionBackwardBackward0(Node):
 
 # ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
 def _conv_jvp(node, inputs, tangents, meta):
-    """conv(x, w) + b is bilinear in (x, w) and linear in b: conv(t_x, w) + conv(x, t_w) + t_b
-    (the transposed convolution keeps the double-backward fallback: None)."""
-    if node.transposed:
-        return None
+    """conv(x, w) + b is bilinear in (x, w) and linear in b: conv(t_x, w) + conv(x, t_w) + t_b;
+    the transposed convolution likewise, with conv_t at the output's spatial size."""
     tx, tw, tb = tangents
     x, w = node.saved("input"), node.saved("weight")
-    total = conv(tx, w, None, node.spec) if tx is not None else None
+    if node.transposed:
+        shape = meta[0][0]
+        size = (1, shape[-1]) if node.spec.nd == 1 else (shape[-2], shape[-1])
+
+        def op(a, k):
+            return conv_t(a, k, None, node.spec, size)
+    else:
+        def op(a, k):
+            return conv(a, k, None, node.spec)
+    total = op(tx, w) if tx is not None else None
     if tw is not None:
-        term = conv(x, tw, None, node.spec)
+        term = op(x, tw)
         total = term if total is None else total + term
     if tb is not None:
         term = tb.reshape((1, -1) + (1,) * node.spec.nd).expand(meta[0][0])
