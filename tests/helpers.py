@@ -334,3 +334,14 @@ def grad_leaves(arrays, layout):
         variants = [t for label, t in make_noncontig(a, tl.float64) if label != "expanded"]
         out.append(variants[min(layout, len(variants) - 1)].requires_grad_())
     return out
+
+
+def saved_buffer(obj):
+    """obj written by torchlite.save into a rewound in-memory file (the serialization tests'
+    checkpoints of crafted objects)."""
+    import io
+    import torchlite
+    buf = io.BytesIO()
+    torchlite.save(obj, buf)
+    buf.seek(0)
+    return buf

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import torchlite as tl
+from helpers import saved_buffer
 from torchlite import serialization as S
 
 
@@ -26,11 +27,7 @@ def no_overrides(monkeypatch):
     S.clear_safe_globals()
 
 
-def _saved(obj):
-    buf = io.BytesIO()
-    tl.save(obj, buf)
-    buf.seek(0)
-    return buf
+_saved = saved_buffer
 
 
 PLAIN = {

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import torchlite as tl
+from helpers import saved_buffer
 from torchlite import serialization as S
 
 
@@ -55,11 +56,7 @@ def empty_allow_list():
     S.clear_safe_globals()
 
 
-def _saved(obj):
-    buf = io.BytesIO()
-    tl.save(obj, buf)
-    buf.seek(0)
-    return buf
+_saved = saved_buffer
 
 
 def _load(buf, **kw):

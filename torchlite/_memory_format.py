@@ -73,6 +73,14 @@ def follows(shape, strides, order):
     return all(s == w or n == 1 for s, w, n in zip(strides, want, shape))
 
 
+def is_channels_last(arr) -> bool:
+    """Whether array arr is a 4-d tensor laid out channels_last and not also contiguous
+    (suggest_memory_format's answer, PyTorch's rule for the layout of a convolution's or a
+    pooling's result).  A contiguous array answers at once: the convolutions ask on every
+    call."""
+    return arr.ndim == 4 and not arr.is_contiguous() and suggest(arr.shape, arr.strides) is channels_last
+
+
 def suggest(shape, strides):
     """The format a tensor is laid out in, for *_like(preserve_format): channels_last(_3d)
     when its strides are those (and not also contiguous), else None."""

@@ -90,8 +90,7 @@ def _channels_last(x, w, nd):
     """PyTorch's layout rule for a 2-d convolution's result: channels_last when its input or
     its weight is laid out that way (suggest_memory_format: NHWC strides, not also
     contiguous), contiguous otherwise."""
-    return nd == 2 and any(MF.suggest(t._data.shape, t._data.strides) is MF.channels_last
-                           for t in (x, w))
+    return nd == 2 and (MF.is_channels_last(x._data) or MF.is_channels_last(w._data))
 
 
 def _laid_out(arr, cl, nd):

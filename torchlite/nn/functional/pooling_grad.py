@@ -130,7 +130,7 @@ def avg_pool(x, out_size, p, nd):
     if needs_grad(x):
         node = AvgPool2DBackward0()
         node.nd, node.in_shape, node.params = nd, tuple(x._data.shape), p
-        node.channels_last = nd == 2 and MF.suggest(x._data.shape, x._data.strides) is MF.channels_last
+        node.channels_last = nd == 2 and MF.is_channels_last(x._data)
         record(node, (x,), y)
     return y
 
