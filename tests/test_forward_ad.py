@@ -94,6 +94,32 @@ def test_tangents_against_central_differences(name):
     np.testing.assert_allclose(tangent.numpy(), fd, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tangents_under_no_grad(name):
+    """Tangents do not depend on grad mode (PyTorch's rule): under no_grad every case gives the
+    tangent it gives with grad mode on; the primal and the tangent require no grad there."""
+    f, xs = CASES[name]
+    g = tl.Generator().manual_seed(1)
+    ts = [tl.randn(*x.shape, dtype=F64, generator=g) for x in xs]
+    _, want = jvp(f, xs, ts)
+    with tl.no_grad():
+        primal, got = jvp(f, xs, ts)
+    assert got is not None and not primal.requires_grad and not got.requires_grad
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+    primal.numpy()                  # a plain tensor, as PyTorch's under no_grad
+
+
+def test_no_grad_keeps_parameters_out_of_the_graph():
+    """Under no_grad with a dual input, a layer's weights (requiring grad, without tangents)
+    get no gradient from the tangents' records."""
+    lin = tl.nn.Linear(5, 3).double()
+    with fwAD.dual_level(), tl.no_grad():
+        d = fwAD.make_dual(X, tl.ones_like(X))
+        _, t = fwAD.unpack_dual(lin(d))
+        np.testing.assert_allclose(t.numpy(), np.ones((4, 5)) @ lin.weight.detach().numpy().T, rtol=1e-12)
+        assert lin.weight.grad is None and not lin(X).requires_grad
+
+
 @pytest.mark.parametrize("name", ["elementwise", "matmul", "softmax", "conv2d", "norms", "in place"])
 def test_tangents_against_torch(name):
     torch = pytest.importorskip("torch")
@@ -163,8 +189,9 @@ def test_levels_duals_and_their_rules():
         assert fwAD.unpack_dual(y).tangent is not None
         assert fwAD.unpack_dual(x).tangent is None          # the primal itself has none
         assert fwAD.unpack_dual(fwAD.unpack_dual(y).primal).tangent is None
-        with tl.no_grad():                                  # no tangents where nothing records
-            assert fwAD.unpack_dual(d * 3).tangent is None
+        with tl.no_grad():                                  # tangents travel in no_grad too
+            np.testing.assert_array_equal(fwAD.unpack_dual(d * 3).tangent.numpy(), 3 * t.numpy())
+            assert not (x * 3).requires_grad                # ... and nothing else records
         with pytest.raises(RuntimeError, match="Nested forward mode AD"):
             fwAD.enter_dual_level()
         with pytest.raises(ValueError, match="shape, dtype and device"):

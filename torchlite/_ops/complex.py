@@ -14,6 +14,7 @@ from .. import _dtype as D
 from .._dispatch import array as _A
 from .._tensor import Tensor, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import needs_grad
 from . import _register
 from . import complex_grad as _CG
 from ._kit import tensor_arg
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 def _view(t, arr, record):
     r = _wrap_view(arr, t)
-    if t._requires_grad and _grad_state.enabled:
+    if t._requires_grad and (_grad_state.enabled or needs_grad(t)):
         record(t, r)
     return r
 

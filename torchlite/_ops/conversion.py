@@ -12,7 +12,7 @@ from .. import _dispatch
 from .._device import device as _device_cls, to_device
 from .._tensor import Tensor, _wrap, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.graph import inplace_records
+from ..autograd.graph import inplace_records, needs_grad
 from . import _register
 from . import conversion_grad as _CG
 from . import elementwise_grad as _EG
@@ -88,7 +88,7 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         copy = False
     if copy:
         t = _wrap(_ew.clone(t._data, True))
-    if t is not self and self._requires_grad and _grad_state.enabled:
+    if t is not self and self._requires_grad and (_grad_state.enabled or needs_grad(self)):
         _CG.record_to(self, t)
     if fmt is not None and fmt is not MF.preserve_format:
         t = t.contiguous(memory_format=fmt)     # a copy only when the layout differs
@@ -324,7 +324,7 @@ def pin_memory(self: Tensor, device: device | str | int | None = None) -> Tensor
     if _dispatch.devices.is_pinned(self._data):
         return self
     t = _wrap(_dispatch.devices.pin(self._data))
-    if self._requires_grad and _grad_state.enabled:
+    if self._requires_grad and (_grad_state.enabled or needs_grad(self)):
         _CG.record_to(self, t)
     return t
 

@@ -17,7 +17,7 @@ from .._tensor import Tensor, _wrap, _as_pyscalar
 from . import _register
 from . import elementwise_grad as _G
 from ..autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
-from ..autograd.graph import inplace_records as _inplace_records
+from ..autograd.graph import inplace_records as _inplace_records, needs_grad
 from ._kit import no_out_with_grad as _no_out_with_grad, out_array as _out_array, tensor_arg
 from ._kit import write_out as _write_out
 from .._autocast_state import entry as _autocast, run as _autocast_run
@@ -81,7 +81,7 @@ def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
     tensor_arg(input, name, "input")
     if out is None:
         r = _wrap(_ew.unary(code, input._data, None, p0, p1, p2))
-        if input._requires_grad and _grad_state.enabled:
+        if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
             _G.record_unary(code, input, r, (p0, p1, p2), name)
         return r
     _no_out_with_grad(name, input)
@@ -473,7 +473,7 @@ def _binary(code, a, b, out, name, alpha=1.0):
         _check_devices(name, a, b)
     if out is None:
         r = _wrap(_ew.binary(code, x, y, None, alpha))
-        if ((a_t and a._requires_grad) or (b_t and b._requires_grad)) and _grad_state.enabled:
+        if ((a_t and a._requires_grad) or (b_t and b._requires_grad)) and (_grad_state.enabled or needs_grad(a, b)):
             _G.record_binary(code, name, a if a_t else x, b if b_t else y, r, alpha)
         return r
     _no_out_with_grad(name, a, b)

@@ -689,6 +689,8 @@ def rebase_inplace(self, out_of_place):
     if r._data.dtype != self._data.dtype and not _ew.can_cast(r._data.dtype, self._data.dtype):
         raise RuntimeError(f"result type {_ew._TORCH_NAMES[r._data.dtype]} can't be cast to the "
                            f"desired output type {_ew._TORCH_NAMES[self._data.dtype]}")
+    if _graph.forward_ad is not None:       # r's tangent now, while what the op read is unchanged
+        _graph.forward_ad.tangent_of(r)
     node = r.grad_fn
     result_keys = _keep_old_value(node, old, r, watch[1])
     copy_slices = _copy_slices_node(self, base, base_edge, r) if base is not None else None

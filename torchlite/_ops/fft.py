@@ -24,6 +24,7 @@ from .. import _dtype as D
 from .._dispatch import array as _A, fft as _F
 from .._tensor import _wrap, _wrap_dim
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import needs_grad
 from .complex import parts_array, complex_array
 from . import _register
 from . import fft_grad as _G
@@ -43,7 +44,7 @@ _NORMS = (None, "backward", "ortho", "forward")
 
 # ---- the primitives -------------------------------------------------------------------------
 def _requires(x):
-    return x._requires_grad and _grad_state.enabled
+    return x._requires_grad and (_grad_state.enabled or needs_grad(x))
 
 
 def c2c(x: Tensor, dim: int, n: int, inverse: bool, scale: float) -> Tensor:

@@ -248,13 +248,13 @@ def getitem(self, idx):
     and masks give a copy."""
     if type(idx) is _int and self._data.ndim > 0:       # the common x[i], kept short
         r = _wrap_view(self._data.select(0, idx), self)
-        if self._requires_grad and _grad_state.enabled:
+        if self._requires_grad and (_grad_state.enabled or needs_grad(self)):
             _VG.record_select(self, r, 0, idx)
         return r
     items, used = _parse(self, idx)
     arr, groups = _apply(self, items, used)
     r = _wrap(_I.advanced(_I.GATHER, arr, groups)) if groups else _wrap_view(arr, self)
-    if self._requires_grad and _grad_state.enabled:
+    if self._requires_grad and (_grad_state.enabled or needs_grad(self)):
         _IG.record_getitem(self, r, items, used, builtins.bool(groups))
     return r
 

@@ -198,7 +198,7 @@ def _slices(input, d, bounds, node_cls):
     as one multi-output node_cls when input requires grad."""
     a = input._data
     outs = tuple(_wrap_view(a.slice(d, b, e, 1), input) for b, e in bounds)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         size = a.shape[d]
         clamped = [slice(b, e).indices(size)[:2] for b, e in bounds]
         _JG.record_split(input, outs, d, [(b, builtins.max(b, e)) for b, e in clamped], node_cls)
@@ -219,7 +219,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     d = _wrap_dim(dim, input.ndim)
     a = input._data
     outs = tuple(_wrap_view(a.select(d, i), input) for i in builtins.range(a.shape[d]))
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _JG.record_unbind(input, outs, d)
     return outs
 
@@ -393,7 +393,7 @@ def repeat(self, *sizes):
                            f"more per repeated dim), got repeats {reps} for shape {tuple(shape)}")
     big = tuple(big)
     r = _wrap(_copy_expanded(src.expand(big), big).view(final))
-    if self._requires_grad and _grad_state.enabled:
+    if self._requires_grad and (_grad_state.enabled or needs_grad(self)):
         _JG.record_repeat(self, r, src.shape, big, _JG.RepeatBackward0)
     return r
 
@@ -442,7 +442,7 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
     big = shape[:d + 1] + (r,) + shape[d + 1:]
     final = shape[:d] + (shape[d] * r,) + shape[d + 1:]
     res = _wrap(_copy_expanded(src.expand(big), big).view(final))
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _JG.record_repeat(input, res, src.shape, big, _JG.RepeatInterleaveBackward0)
     return res
 
@@ -456,7 +456,7 @@ def _repeat_by_counts(input, repeats, d, output_size):
         total += c
     if output_size is not None and output_size != total:
         raise RuntimeError("allocated size does not match required size")
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         # slice i repeated counts[i] times is index_select at [0]*c0 + [1]*c1 + ...
         idx = _JK.repeat_blocks(arange_array(counts.shape[0], counts), 0, counts, total)
         return input.index_select(d, _wrap(idx))
@@ -498,7 +498,7 @@ def roll(input: Tensor, shifts: int | Sequence[int],
     for src, dst in pieces:
         _ew.copy_(dst, src)
     r = _wrap(res)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _JG.record_roll(input, r, total)
     return r
 

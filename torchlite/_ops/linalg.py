@@ -244,7 +244,7 @@ def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     _check_mm(a, b)
     if out is None:
         r = _wrap(_gemm(a, b, op="addmm_impl_cpu_"))
-        if (input._requires_grad or mat2._requires_grad) and _grad_state.enabled:
+        if (input._requires_grad or mat2._requires_grad) and (_grad_state.enabled or needs_grad(input, mat2)):
             _G.record_product("mm", input, mat2, r)
         return r
     _no_out_with_grad("mm", input, mat2)

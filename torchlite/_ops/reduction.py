@@ -26,7 +26,7 @@ from .elementwise import maximum as _maximum, minimum as _minimum
 from ._kit import no_out_with_grad as _no_out_with_grad, result, write_out, tensor_arg
 from . import reduction_grad as _G
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.graph import inplace_records, record_not_differentiable
+from ..autograd.graph import inplace_records, needs_grad, record_not_differentiable
 from .._autocast_state import entry as _autocast, run as _autocast_run
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def _cast_to(a, dtype):
 def _tracked(input, out, name):
     """Whether this call records a node (called once input requires grad): only with grad
     mode on, and never with out= (PyTorch refuses out= when it would record)."""
-    if not _grad_state.enabled:
+    if not needs_grad(input):
         return False
     if out is not None:
         _no_out_with_grad(name, input)
@@ -384,7 +384,7 @@ def _complex_var_std(name, take_sqrt, want_mean, input, a, dim, keepdim, correct
     deviations, sum(|z - mean|^2) / max(0, N - correction), a real tensor (var(real) +
     var(imag)); composed of recorded ops, so it is differentiable."""
     dims = None if _all_dims(dim) else dim
-    if out is not None and input._requires_grad and _grad_state.enabled:
+    if out is not None and input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _no_out_with_grad(name, input)
     m = input.mean() if dims is None else input.mean(dims, keepdim=True)
     d = input - m
@@ -661,7 +661,7 @@ def _softmax(log, input, dim, dtype):
     if dim is None:
         raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not NoneType")
     r = _wrap(_R.softmax(a, dim, log))
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         return _G.record_softmax(log, input, r, dim)
     return r
 

@@ -16,7 +16,7 @@ from .._dispatch import elementwise as _ew
 from .._dispatch import sorting as _S
 from .._tensor import Tensor, _wrap, _wrap_dim, _as_pyscalar
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.graph import record_not_differentiable
+from ..autograd.graph import needs_grad, record_not_differentiable
 from . import _register
 from . import sorting_grad as _G
 from ._kit import check_out_memory, int_arg, tensor_arg, no_out_with_grad, write_out, result
@@ -36,7 +36,7 @@ def _pair(rt, values, indices, out, op, input, node_cls, dim, keepdim=True):
     from input along dim at indices: recorded as node_cls when input requires grad."""
     if out is None:
         v, i = _wrap(values), _wrap(indices)
-        if input._requires_grad and _grad_state.enabled:
+        if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
             _G.record_picked(node_cls, input, v, i, dim, keepdim)
         return rt(v, i)
     no_out_with_grad(op, input)
@@ -79,7 +79,7 @@ def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         no_out_with_grad("msort", input)
         return write_out(values, out, "msort")
     v = _wrap(values)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _G.record_picked(_G.SortBackward0, input, v, _wrap(indices), 0, outputs=v)
     return v
 
@@ -169,7 +169,7 @@ def _unique_impl(input, dim, consecutive, return_inverse, return_counts, op):
             order.insert(d, 0)
             values = _ew.contiguous(values.permute(tuple(order)))
     res = _unique_result(values, inverse, counts, return_inverse, return_counts)
-    if input._requires_grad and _grad_state.enabled:     # as in PyTorch: an error in backward
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):     # as in PyTorch: an error in backward
         record_not_differentiable(op, (input,), res, name="NotImplemented")
     return res
 

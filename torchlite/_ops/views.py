@@ -13,6 +13,7 @@ from .._dispatch import elementwise as _ew
 from .._size import MAX_NUMEL, check_numel, ints_from_args
 from .._tensor import Tensor, _wrap, _wrap_dim, _wrap_view
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import needs_grad
 from . import _register
 from . import views_grad as _VG
 from ._kit import no_out_with_grad, write_out
@@ -38,7 +39,7 @@ def _result_of(t, arr, record, *args):
     """The copy (flip, clone, contiguous) made by an op on t, as a tensor; when t requires
     grad (grad mode on), record(t, result, *args) adds its backward node (views_grad.py)."""
     r = _wrap(arr)
-    if t._requires_grad and _grad_state.enabled:
+    if t._requires_grad and (_grad_state.enabled or needs_grad(t)):
         record(t, r, *args)
     return r
 
@@ -48,7 +49,7 @@ def _view_of(t, arr, record, *args):
     so an in-place write through it reaches the base's history.  The most used views inline
     these lines: a call costs as much as the view itself."""
     r = _wrap_view(arr, t)
-    if t._requires_grad and _grad_state.enabled:
+    if t._requires_grad and (_grad_state.enabled or needs_grad(t)):
         record(t, r, *args)
     return r
 
@@ -67,7 +68,7 @@ def view(input: Tensor, *shape: int | Sequence[int] | dtype) -> Tensor:
                            f"{tuple(input.shape)}, strides {input.stride()}, requested shape {shp}. "
                            f"Use .reshape(...) instead.")
     r = _wrap_view(arr, input)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _VG.record_reshape(input, r, _VG.ViewBackward0)
     return r
 
@@ -107,7 +108,7 @@ def reshape(input: Tensor, *shape: int | Sequence[int]) -> Tensor:
     arr = input._data.view(shp)
     copied = arr is None
     r = _wrap(_ew.contiguous(input._data).view(shp)) if copied else _wrap_view(arr, input)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _VG.record_reshape(input, r, _VG.UnsafeViewBackward0 if copied else _VG.ViewBackward0)
     return r
 
@@ -121,7 +122,7 @@ def reshape_as(input: Tensor, other: Tensor) -> Tensor:
 def permute(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
     dims = _shape_arg(dims, "permute")
     r = _wrap_view(input._data.permute(dims), input)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _VG.record_permute(input, r, dims)
     return r
 
@@ -132,7 +133,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
         _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)      # only 0 and -1 name the dim of a 0-d tensor
         return input
     r = _wrap_view(input._data.transpose(dim0, dim1), input)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _VG.record_transpose(input, r, dim0, dim1)
     return r
 
@@ -222,7 +223,7 @@ moveaxis = movedim
 @_register("expand")
 def expand(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     r = _wrap_view(input._data.expand(_shape_arg(sizes, "expand")), input)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _VG.record_expand(input, r)
     return r
 
@@ -254,7 +255,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove size-1 dims (all, or the given dim / tuple of dims)."""
     if dim is None:
         r = _wrap_view(input._data.squeeze(None), input)
-        if input._requires_grad and _grad_state.enabled:
+        if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
             _VG.record_reshape(input, r, _VG.SqueezeBackward0)
         return r
     dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
@@ -269,7 +270,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
 @_register("unsqueeze")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     r = _wrap_view(input._data.unsqueeze(dim), input)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _VG.record_reshape(input, r, _VG.UnsqueezeBackward0)
     return r
 
@@ -337,7 +338,7 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     index = builtins.int(index)
     r = _wrap_view(input._data.select(dim, index), input)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _VG.record_select(input, r, dim, index)
     return r
 
@@ -377,7 +378,7 @@ def as_strided_(self, size: Sequence[int], stride: Sequence[int],
     storage (the elements stay where they are; only the geometry changes).  In a graph, self's
     history becomes that view's (AsStridedBackward0), as in PyTorch; a leaf that requires grad
     is refused, as every in-place op on one is."""
-    tracked = self._requires_grad and _grad_state.enabled
+    tracked = self._requires_grad and (_grad_state.enabled or needs_grad(self))
     if tracked and self.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
@@ -510,7 +511,7 @@ def _view_inplace(self, view):
     """Make self the given view of itself (its metadata changes; the memory does not, so the
     version stays).  In a graph self takes over the view's history, as PyTorch does; a leaf
     that requires grad is refused like any in-place op."""
-    if self._requires_grad and _grad_state.enabled and self.grad_fn is None:
+    if self._requires_grad and (_grad_state.enabled or needs_grad(self)) and self.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     self._data = view._data
     if view.grad_fn is not None:

@@ -16,7 +16,7 @@ import builtins
 from .._dispatch import array as _A
 from .._dispatch import elementwise as _ew
 from .._tensor import _wrap
-from ..autograd.graph import Node, new_node, node_type, record, sum_to
+from ..autograd.graph import Node, needs_grad, new_node, node_type, record, sum_to
 from ..autograd.grad_mode import _state as _grad_state
 
 _INT64 = 5
@@ -56,7 +56,7 @@ def embed(g, shape, view_fn, name):
     must give non-overlapping views (each input element at most once)."""
     z = zeros_as(shape, g)
     _ew.copy_(view_fn(z)._data, g._data)
-    if g._requires_grad and _grad_state.enabled:
+    if g._requires_grad and (_grad_state.enabled or needs_grad(g)):
         cls = node_type(name.replace("Backward0", "") + "BackwardBackward0", _EmbedBackward)
         record(new_node(cls, view_fn=view_fn), (g,), z)
     return z

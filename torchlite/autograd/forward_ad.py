@@ -32,10 +32,13 @@ J t from the inputs' tangents t and stores them beside the outputs:
   double backward relies on too).  Exact, at about three times the op's cost.
 Tangents are plain tensors (not differentiable themselves).
 
+Grad mode does not matter, as in PyTorch: under no_grad an op with an input that carries a
+tangent records its node all the same (graph.needs_grad), so tangents travel there too.
+
 Where this differs from PyTorch (said in the README): a dual tensor and the results computed
-from it report requires_grad=True (they carry the backward graph the tangents travel on);
-tangents travel only where grad mode is on (under no_grad, results have no tangent); complex
-dual tensors are refused; one level at a time, as PyTorch."""
+from it report requires_grad=True, under no_grad too (they carry the backward graph the
+tangents travel on); unpack_dual's primal and tangent are plain tensors; complex dual tensors
+are refused; one level at a time, as PyTorch."""
 from __future__ import annotations
 
 import collections
@@ -118,6 +121,16 @@ def tangent_of(t):
         entry = _tangents.get(id(t))
         value = entry[1] if entry is not None and entry[0]() is t else None
     return value
+
+
+def any_tangent(tensors) -> bool:
+    """Whether one of `tensors` (Tensors, None or other values) has a tangent at the level:
+    graph.needs_grad asks, under no_grad, whether an op must record all the same."""
+    for t in tensors:
+        entry = _tangents.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return True
+    return False
 
 
 def _set_tangent(t, tangent):

@@ -52,9 +52,10 @@ def inplace_records(self, *others) -> bool:
     """Whether an in-place op on `self` must go through the graph (rebase its history): grad
     mode is on and self, an operand, or the base self is a view of requires grad.  The last
     case matters for a view taken while nothing recorded: writing through it still changes a
-    tensor that is part of a graph."""
+    tensor that is part of a graph.  Under no_grad: whether one of them carries a tangent of
+    an open forward AD level (see needs_grad)."""
     if not _state.enabled:
-        return False
+        return forward_ad is not None and forward_ad.any_tangent((self, self._base) + others)
     if self._requires_grad:
         return True
     base = self._base
@@ -67,10 +68,11 @@ def inplace_records(self, *others) -> bool:
 
 
 def needs_grad(*tensors) -> bool:
-    """Whether an op over these inputs must record a node (grad mode on, an input requiring
-    grad).  The ops call this on their fast path, so it stays small."""
+    """Whether an op over these inputs must record a node: grad mode on and an input requiring
+    grad, or (under no_grad) a forward AD level open and an input carrying a tangent, which
+    travels on the node.  The ops call this on their fast path, so it stays small."""
     if not _state.enabled:
-        return False
+        return forward_ad is not None and forward_ad.any_tangent(tensors)
     for t in tensors:
         if getattr(t, "_requires_grad", False):
             return True
@@ -718,7 +720,10 @@ def record(node: Node, inputs: Sequence[Tensor | None],
 
 # the torchlite.autograd.forward_ad module while a forward AD level is open, else None: every
 # place that links a node to its outputs (record, and the elementwise and loss recorders that
-# do it inline) hands the node to forward_ad.propagate, which gives the outputs tangents
+# do it inline) hands the node to forward_ad.propagate, which gives the outputs tangents.
+# Under no_grad an op whose input carries a tangent records all the same (needs_grad,
+# inplace_records and the inline checks `x._requires_grad and (enabled or tangent)` say so):
+# the tangents travel on the nodes, so forward AD works in either grad mode.
 forward_ad = None
 
 

@@ -21,7 +21,7 @@ from ..._ops import elementwise_grad as _PG
 from ..._ops.random import rand_like as _rand_like
 from ..._ops.creation import empty_like as _empty_like, zeros_like as _zeros_like
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
-from ...autograd.graph import inplace_records as _inplace_records
+from ...autograd.graph import inplace_records as _inplace_records, needs_grad
 from . import activation_grad as _G
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
@@ -51,7 +51,7 @@ def _need_float(input, kernel):
 def _fused(cls, input, forward, params):
     """forward(input), computed outside the graph, with `cls` recorded as its history when
     input requires grad (one node for the whole activation)."""
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         with _no_grad():
             out = forward(input)
         return _G.record_pointwise(cls, input, out, params)
@@ -162,7 +162,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     wshape = _prelu_weight_shape(input, weight)
     wb = weight.detach().reshape(wshape)
     out = _P.where(input.detach() > 0, input.detach(), input.detach() * wb)
-    if (input._requires_grad or weight._requires_grad) and _grad_state.enabled:
+    if (input._requires_grad or weight._requires_grad) and (_grad_state.enabled or needs_grad(input, weight)):
         return _G.record_prelu(input, weight, wshape, out)
     return out
 

@@ -23,6 +23,7 @@ from ..._ops.views import broadcast_tensors as _broadcast_tensors
 from ..._ops.creation import ones_like as _ones_like, zeros as _zeros, arange as _arange
 from ..._core.array import broadcast_shapes as _broadcast_shapes
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
+from ...autograd.graph import needs_grad
 from . import loss_grad as _G
 from ..._ops._kit import tensor_args
 from ..._autocast_state import entry as _autocast, run as _autocast_run
@@ -199,7 +200,7 @@ def _nll(input, target, weight, ignore_index, red, from_logits):
     out = _wrap(out)
     if weight is not None:
         _no_grad_for("nll_loss_forward", weight=weight)
-    if input._requires_grad and _grad_state.enabled:
+    if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
         _G.record_nll(from_logits, nd > 2, input, target, out, lp3, t2, w, ignore_index, red,
                       total)
     return out
@@ -336,7 +337,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
             loss = loss * weight
         out = _apply_reduction(loss, red)
     _no_grad_for("binary_cross_entropy", weight=weight)
-    if (input._requires_grad or target._requires_grad) and _grad_state.enabled:
+    if (input._requires_grad or target._requires_grad) and (_grad_state.enabled or needs_grad(input, target)):
         _G.record_binary(_G.BinaryCrossEntropyBackward0, input, target, out, red, weight=weight)
     return out
 
@@ -365,7 +366,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
             loss = loss * weight
         out = _apply_reduction(loss, red)
     _no_grad_for("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
-    if (input._requires_grad or target._requires_grad) and _grad_state.enabled:
+    if (input._requires_grad or target._requires_grad) and (_grad_state.enabled or needs_grad(input, target)):
         _G.record_binary(_G.BinaryCrossEntropyWithLogitsBackward0, input, target, out, red,
                          weight=weight, pos_weight=pos_weight)
     return out

@@ -21,7 +21,8 @@ from ..._ops import elementwise as _P
 from ..._ops import reduction as _R
 from ..._ops.joining import cat as _cat
 from ..._ops.creation import zeros as _zeros
-from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
+from ...autograd.grad_mode import no_grad as _no_grad
+from ...autograd.graph import needs_grad
 from ..._dispatch import norm as _NK
 from . import normalization_grad as _G
 from ..._ops._kit import tensor_arg
@@ -71,7 +72,7 @@ def _affine(xhat, weight, bias, affine_shape):
 
 
 def _needs_node(*tensors):
-    return _grad_state.enabled and any(t is not None and t._requires_grad for t in tensors)
+    return needs_grad(*tensors)
 
 
 # ---- batch norm --------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ..._ops.creation import zeros as _zeros, ones as _ones, arange as _arange
 from ..._ops.reduction import vector_norm as _vector_norm
 from ..._ops.sorting import searchsorted as _searchsorted, unique as _unique
 from ...autograd.grad_mode import _state as _grad_state, no_grad as _no_grad
-from ...autograd.graph import Node, record
+from ...autograd.graph import Node, needs_grad, record
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
 
@@ -103,7 +103,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     rows = _lookup(weight.detach(), input.reshape(-1))
     # reshaped at the array level: the result is a tensor of its own, not a view of `rows`
     out = _wrap(rows._data.view(tuple(input.shape) + (dim,)))
-    if weight._requires_grad and _grad_state.enabled:
+    if weight._requires_grad and (_grad_state.enabled or needs_grad(weight)):
         node = EmbeddingBackward0()
         node.save(indices=input)
         node.num_weights, node.dim, node.padding_idx = num_weights, dim, pad
