@@ -309,6 +309,18 @@ def test_products(dtype):
     np.testing.assert_allclose(tl.addmm(a[0, :, :3], a[0], b[0, :, :3], beta=2, alpha=0.5).numpy(),
                                2 * A[0, :, :3] + 0.5 * A[0] @ B[0, :, :3], **tol)
     np.testing.assert_allclose((a.mT @ a.conj()).numpy(), A.transpose(0, 2, 1) @ A.conj(), **tol)
+    # complex alpha and beta, as PyTorch takes them for complex operands
+    c = a[0, :, :3]
+    np.testing.assert_allclose(tl.addmm(c, a[0], b[0, :, :3], beta=2 - 1j, alpha=0.5j).numpy(),
+                               (2 - 1j) * A[0, :, :3] + 0.5j * A[0] @ B[0, :, :3], **tol)
+    np.testing.assert_allclose(tl.baddbmm(a[:, :, :3], a, b[:, :, :3], beta=1j, alpha=-2j).numpy(),
+                               1j * A[:, :, :3] - 2j * A @ B[:, :, :3], **tol)
+    np.testing.assert_allclose(tl.addmv(a[0, :, 0], a[0], b[0, :, 0], alpha=1 + 1j).numpy(),
+                               A[0, :, 0] + (1 + 1j) * A[0] @ B[0, :, 0], **tol)
+    np.testing.assert_allclose(c.clone().addmm_(a[0], b[0, :, :3], beta=0, alpha=3j).numpy(),
+                               3j * A[0] @ B[0, :, :3], **tol)
+    with pytest.raises(RuntimeError, match="complex scalar needs complex operands"):
+        tl.addmm(c.real, a[0].real, b[0, :, :3].real, alpha=1j)
 
 
 def test_joining_and_indexing():

@@ -15,6 +15,7 @@ import math
 import warnings
 from typing import TYPE_CHECKING
 
+from .. import _dtype as D
 from .._dispatch import array as _A
 from .._dispatch import check_same_device as _check_same_device
 from .._dispatch import elementwise as _ew
@@ -108,14 +109,18 @@ def _complex_gemm(a, b, dst, alpha, beta, op):
     return dst
 
 
-def _scalars(alpha, beta, op):
+def _scalars(alpha, beta, op, code):
     """alpha and beta as Python numbers (the kernel truncates them for integer dtypes, as
-    PyTorch does)."""
+    PyTorch does); complex ones only for complex operands (dtype code `code`)."""
     vals = []
     for name, v in (("alpha", alpha), ("beta", beta)):
         if isinstance(v, Tensor):
             v = v.item()
-        if not isinstance(v, (builtins.bool, builtins.int, builtins.float)):
+        if isinstance(v, builtins.complex):
+            if not D.DTYPES[code].is_complex:
+                raise RuntimeError(f"{op}(): {name}={v} is complex but the operands are "
+                                   f"{D.DTYPES[code]}: a complex scalar needs complex operands")
+        elif not isinstance(v, (builtins.bool, builtins.int, builtins.float)):
             raise TypeError(f"{op}(): argument '{name}' must be Number, not {type(v).__name__}")
         vals.append(v)
     return vals
@@ -404,7 +409,7 @@ def _addmm_result(c, a, b, shape, beta, alpha, out, op, tensors):
     """beta * c + alpha * (a @ b) of `shape` (the product's), into out when given: the tail of
     addmm, addbmm and baddbmm once their operands are checked.  tensors: the op's (input,
     first, second) Tensors, for autograd."""
-    alpha, beta = _scalars(alpha, beta, op)
+    alpha, beta = _scalars(alpha, beta, op, a.dtype)
     if out is not None:
         _no_out_with_grad(op, *tensors)
     dst = None if out is None else out_array(out, shape, op, dtype=a.dtype)
@@ -424,7 +429,7 @@ def _addmm_inplace(self, a, b, shape, beta, alpha, op, tensors, out_of_place):
     _inplace_shape(self, shape)
     if inplace_records(self, *tensors):
         return _rebase(self, lambda old: out_of_place(old, *tensors, beta=beta, alpha=alpha))
-    alpha, beta = _scalars(alpha, beta, op)
+    alpha, beta = _scalars(alpha, beta, op, a.dtype)
     _addmm_into(self._data, a, b, alpha, beta, self._data)
     self._bump_version()
     return self
@@ -479,7 +484,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float | Tensor = 1,
     v = _arr(vec, "addmv", "vec", 3)
     _check_mv(c.ndim, m, v, tuple(c.shape))
     _check_mv_dtypes(c.dtype, m, v)
-    alpha, beta = _scalars(alpha, beta, "addmv")
+    alpha, beta = _scalars(alpha, beta, "addmv", m.dtype)
     if m.dtype == 0:
         raise NotImplementedError("\"addmv_impl_cpu\" not implemented for 'Bool'")
     if out is not None:
@@ -1238,7 +1243,6 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     from .creation import ones, empty
     from .joining import cat
     if N == 0:
-        from .. import _dtype as D
         return empty((n, 0), dtype=x.dtype if x.is_floating_point() else D.int64, device=x.device)
     powers = x.unsqueeze(1).expand(n, N - 1).cumprod(1)
     r = cat([ones(n, 1, dtype=powers.dtype, device=powers.device), powers], 1)
