@@ -44,6 +44,19 @@ def record_fill(old, value, out):
 
 
 # ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+def _written_jvp(node, inputs, t, meta):
+    """copy_(src) and fill_(value): self's old values are gone, so only src's (or the 0-d
+    value's) tangent counts, broadcast and cast as the values were; zeros without one."""
+    shape, dtype, device = meta[0]
+    if t[1] is None:
+        from .creation import zeros
+        return [zeros(shape, dtype=dtype, device=device)]
+    tv = t[1] if isinstance(node, CopyBackwards) else t[1].reshape(())
+    return [tv.to(device, dtype).expand(shape).contiguous()]
+
+
 JVP = {
     ToCopyBackward0: lambda node, inputs, t, meta: [t[0].to(meta[0][2], meta[0][1])],
+    CopyBackwards: _written_jvp,
+    FillBackward0: _written_jvp,
 }

@@ -889,3 +889,62 @@ def rebase(self, name, out_of_place, *operands):
     (rebase_inplace; a leaf requiring grad is refused, as in PyTorch)."""
     check_inplace(self, name, *operands)
     return rebase_inplace(self, out_of_place)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP, through views_grad's table) ----------
+# The unary and binary nodes need no entry (forward_ad applies their diagonal formulas to the
+# tangent); these are linear in their inputs, so they hold for complex tangents too.
+def _copy_slices_jvp(node, inputs, t, meta):
+    """The base's tangent outside the view's region and the new values' tangent inside it
+    (zeros for an input without one), laid out as the base is, so the view's geometry
+    addresses the region as it did in the base."""
+    from .creation import zeros
+    shape, dtype, device = meta[0]
+    full = t[0] * node.mask if t[0] is not None else zeros(shape, dtype=dtype, device=device)
+    full = full.to(dtype).permute(*node.perm).contiguous().permute(*node.inverse_perm)
+    vshape, vstrides, rel_offset = node.view_geometry
+    region = full.as_strided(vshape, vstrides, full.storage_offset() + rel_offset)
+    if t[1] is not None:
+        region.copy_(t[1])
+    else:
+        region.zero_()
+    return [full]
+
+
+def _where_jvp(node, inputs, t, meta):
+    """where(c, a, b): a's tangent where c holds, b's elsewhere (zeros for one without)."""
+    shape, dtype, _ = meta[0]
+    cond = dict(node.numbers).get("condition")
+    if cond is None:
+        cond = node.saved("condition")
+    out = _pw().where(cond, t[1] if t[1] is not None else 0.0, t[2] if t[2] is not None else 0.0)
+    out = out.to(dtype)
+    return [out if tuple(out.shape) == shape else out.expand(shape).contiguous()]
+
+
+def _ternary_jvp(node, inputs, t, meta):
+    """The other three-input elementwise ops (clamp with tensor bounds, lerp, addcmul,
+    addcdiv, logaddexp, sinc, ldexp, deg2rad...): each input's Jacobian is diagonal, so its
+    backward formula applied to its tangent (broadcast to the output, before the sum back to
+    the input's shape) is J_i t_i; the terms add up.  Real tangents only (the complex ones
+    would need the formulas on conjugated values): None falls back."""
+    if len(meta) != 1 or any(x is not None and x.is_complex() for x in t):
+        return None
+    shape, dtype, _ = meta[0]
+    v = dict(node.numbers)
+    for k, entry in (node._saved or {}).items():
+        v[k] = unpack(node, k, entry)
+    total = None
+    for i, ti in enumerate(t):
+        if ti is None:
+            continue
+        term = node.grads(ti if tuple(ti.shape) == shape else ti.expand(shape), v)[i]
+        total = term if total is None else total + term
+    return [total.to(dtype)]
+
+
+JVP = {
+    CopySlices: _copy_slices_jvp,
+    WhereBackward0: _where_jvp,
+    TernaryBackward: _ternary_jvp,
+}

@@ -386,6 +386,103 @@ def _masked_fill_jvp(node, inputs, t, meta):
     return [out.to(meta[0][1])]
 
 
+# The writing ops are linear in (self, src): the tangent is the same write of the tangents, a
+# zero tensor standing in for an input without one (the same index, so the same element wins
+# where indices repeat).
+def _or_zeros(t, shape, dtype, like):
+    """t, or zeros of shape and dtype (on like's device) for an input without a tangent."""
+    if t is not None:
+        return t if t.dtype == dtype else t.to(dtype)
+    from .creation import zeros
+    return zeros(tuple(shape), dtype=dtype, device=like.device)
+
+
+def _self_tangent(inputs, t, meta):
+    return _or_zeros(t[0], meta[0][0], meta[0][1], inputs[0])
+
+
+def _src_tangent(node, inputs, t, meta, shape_attr="src_shape"):
+    return _or_zeros(t[1], getattr(node, shape_attr), meta[0][1], inputs[1])
+
+
+def _scatter_jvp(node, inputs, t, meta):
+    """scatter(src): self's tangent with src's written at index; scatter(value): zeros there."""
+    tx, index = _self_tangent(inputs, t, meta), node.saved("index")
+    if isinstance(node, ScatterBackward1):
+        return [tx.scatter(node.dim, index, 0)]
+    return [tx.scatter(node.dim, index, _src_tangent(node, inputs, t, meta))]
+
+
+def _scatter_add_jvp(node, inputs, t, meta):
+    return [_self_tangent(inputs, t, meta).scatter_add(node.dim, node.saved("index"),
+                                                       _src_tangent(node, inputs, t, meta))]
+
+
+def _scatter_reduce_jvp(node, inputs, t, meta):
+    """sum and mean are linear: the same reduction of the tangents.  amax/amin: the mean of
+    the tangents of the candidates equal to the result (the backward's even split among ties;
+    with include_self=False self is no candidate where src was scattered, as PyTorch's JVP --
+    the backward, as PyTorch's, still counts it in the split when it equals the result).
+    prod: each factor's tangent times the product of the other factors, the backward's
+    factors (exact with zeros)."""
+    d, reduce, index = node.dim, node.reduce, node.saved("index")
+    tx, ts = _self_tangent(inputs, t, meta), _src_tangent(node, inputs, t, meta)
+    if reduce in ("sum", "mean"):
+        return [tx.scatter_reduce(d, index, ts, reduce, include_self=node.include_self)]
+    if tx.is_complex():         # (this table serves complex tangents: the linear cases only)
+        return None
+    x, src, result = node.saved("x"), node.saved("src"), node.saved("result")
+    src, ts = _leading_part_view(src, _shape(index)), _leading_part_view(ts, _shape(index))
+    if reduce in ("amax", "amin"):
+        x_is = (x == result).to(tx.dtype)
+        if not node.include_self:       # self is no candidate where src was scattered
+            x_is = x_is.scatter(d, index, 0)
+        src_is = (src == result.gather(d, index)).to(tx.dtype)
+        count = x_is.scatter_add(d, index, src_is)
+        return [(x_is * tx).scatter_add(d, index, src_is * ts) / count]
+    # prod: d(out)/d(x) and d(out)/d(src) as the backward's gradients for g = 1
+    gx, gs = node._prod_grads(result.new_ones(result.shape), x, src, index, result)
+    if not node.include_self:
+        gx = gx.scatter(d, index, 0)
+    return [(gx * tx).scatter_add(d, index, gs * ts)]
+
+
+def _index_add_jvp(node, inputs, t, meta):
+    tx, ts = _self_tangent(inputs, t, meta), _src_tangent(node, inputs, t, meta, "source_shape")
+    index = node.saved("index")
+    if isinstance(node, IndexCopyBackward0):
+        return [tx.index_copy(node.dim, index, ts)]
+    return [tx.index_add(node.dim, index, ts, alpha=node.alpha)]
+
+
+def _index_fill_jvp(node, inputs, t, meta):
+    """Zeros at the filled slices, or the 0-d value's tangent there."""
+    value = t[1] if len(t) > 1 and t[1] is not None else 0
+    return [_self_tangent(inputs, t, meta).index_fill(node.dim, node.saved("index"), value)]
+
+
+def _index_put_jvp(node, inputs, t, meta):
+    """self[items] = value (+= with accumulate): the same write of the tangents (a number
+    value, or a value without tangent, writes zeros)."""
+    from .indexing import index_put_items
+    value = t[1] if len(t) > 1 and t[1] is not None else 0
+    return [index_put_items(_self_tangent(inputs, t, meta), node.items, node.used, value,
+                            node.accumulate)]
+
+
+def _masked_scatter_jvp(node, inputs, t, meta):
+    tx = _self_tangent(inputs, t, meta)
+    if tuple(tx.shape) != meta[0][0]:
+        tx = tx.expand(meta[0][0])
+    return [tx.masked_scatter(node.saved("mask"), _src_tangent(node, inputs, t, meta, "source_shape"))]
+
+
+def _put_jvp(node, inputs, t, meta):
+    return [_self_tangent(inputs, t, meta).put(node.saved("index"),
+                                               _src_tangent(node, inputs, t, meta, "source_shape"),
+                                               accumulate=node.accumulate)]
+
+
 JVP = {
     IndexBackward0: _index_jvp,
     GatherBackward0: lambda node, inputs, t, meta: [t[0].gather(node.dim, node.saved("index"))],
@@ -393,4 +490,19 @@ JVP = {
     TakeBackward0: lambda node, inputs, t, meta: [t[0].take(node.saved("index"))],
     MaskedSelectBackward0: _masked_select_jvp,
     MaskedFillBackward0: _masked_fill_jvp,
+    ScatterBackward0: _scatter_jvp,
+    ScatterBackward1: _scatter_jvp,
+    ScatterAddBackward0: _scatter_add_jvp,
+    ScatterReduceBackward0: _scatter_reduce_jvp,
+    IndexAddBackward0: _index_add_jvp,
+    IndexCopyBackward0: _index_add_jvp,
+    _IndexFillBack: _index_fill_jvp,
+    _IndexPutBack: _index_put_jvp,
+    MaskedScatterBackward0: _masked_scatter_jvp,
+    PutBackward0: _put_jvp,
 }
+
+# forward_ad._rule_for does not list sorting_grad's table yet: served from here
+from .sorting_grad import JVP as _SORTING_JVP  # noqa: E402
+
+JVP.update(_SORTING_JVP)

@@ -181,7 +181,24 @@ def _stack_jvp(node, inputs, tangents, meta):
     return [stack([_tangent_or_zeros(t, x, dtype) for t, x in zip(tangents, inputs)], node.dim)]
 
 
+def _block_diag_jvp(node, inputs, tangents, meta):
+    from .joining import block_diag
+    dtype = meta[0][1]
+    return [block_diag(*[_tangent_or_zeros(t, x, dtype) for t, x in zip(tangents, inputs)])]
+
+
+def _repeat_jvp(node, inputs, t, meta):
+    """repeat / repeat_interleave: the tangent viewed as src, expanded to big, copied."""
+    return [t[0].reshape(node.src_shape).expand(node.big).reshape(meta[0][0])]
+
+
 JVP = {
+    _RepeatBack: _repeat_jvp,
+    RollBackward0: lambda node, inputs, t, meta: [t[0].roll(tuple(-s for s in node.back), node.dims)],
+    TrilBackward0: lambda node, inputs, t, meta: [t[0].tril(node.k)],
+    TriuBackward0: lambda node, inputs, t, meta: [t[0].triu(node.k)],
+    DiagEmbedBackward0: lambda node, inputs, t, meta: [t[0].diag_embed(node.offset, node.dim1, node.dim2)],
+    BlockDiagBackward0: _block_diag_jvp,
     UnbindBackward0: lambda node, inputs, t, meta: [t[0].select(node.dim, i) for i in range(len(meta))],
     _SplitBack: lambda node, inputs, t, meta: [t[0].narrow(node.dim, start, stop - start)
                                                for start, stop in node.bounds],

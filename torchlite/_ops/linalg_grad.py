@@ -359,7 +359,41 @@ def _add_jvp(mul):
     return rule
 
 
+def _tensordot_jvp(node, inputs, t, meta):
+    from .linalg import tensordot
+    dims = (node.dims_a, node.dims_b)
+    return [_bilinear(node, t[0], t[1], lambda p, q: tensordot(p, q, dims), "a", "b")]
+
+
+def _vecdot_jvp(node, inputs, t, meta):      # (a complex x was conjugated before it was recorded)
+    return [_bilinear(node, t[0], t[1], lambda p, q: (p * q).sum(node.dim), "x", "y")]
+
+
+def _einsum_jvp(node, inputs, t, meta):
+    """Multilinear: the sum over the operands with a tangent of the same einsum with that
+    operand replaced by its tangent."""
+    from .linalg import einsum
+    ids = {}
+
+    def subs(term):
+        return [ids.setdefault(label, len(ids)) for label in term]
+    total = None
+    for i, ti in enumerate(t):
+        if ti is None:
+            continue
+        args = []
+        for j, term in enumerate(node.terms):
+            args += [ti if j == i else node.saved(f"op{j}"), subs(term)]
+        term = einsum(*args, subs(node.output))
+        total = term if total is None else total + term
+    return [total]
+
+
 JVP = {
+    OuterBackward0: _plain_jvp(lambda p, q: p.outer(q)),
+    TensordotBackward0: _tensordot_jvp,         # and inner
+    LinalgVecdotBackward0: _vecdot_jvp,
+    EinsumBackward0: _einsum_jvp,
     MmBackward0: _plain_jvp(lambda p, q: p.mm(q)),
     BmmBackward0: _plain_jvp(lambda p, q: p.bmm(q)),
     MvBackward0: _plain_jvp(lambda p, q: p.mv(q)),

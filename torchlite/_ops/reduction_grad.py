@@ -592,6 +592,79 @@ def _by_index_jvp(node, inputs, t, meta):
     return [picked if node.keepdim else picked.squeeze(node.dims[0]), None]
 
 
+def _aminmax_jvp(node, inputs, t, meta):
+    """(min, max): each the mean of the tangents at its extreme elements, as amin/amax."""
+    x = node.saved("x")
+    out = []
+    for key in ("min_out", "max_out"):
+        mask = x == node.restore(node.saved(key))
+        out.append(_reduced(node, t[0] * mask) / _reduced(node, mask))
+    return out
+
+
+def _nansum_jvp(node, inputs, t, meta):
+    return [_reduced(node, t[0] * node.saved("x").isnan().logical_not()).to(meta[0][1])]
+
+
+def _nanmean_jvp(node, inputs, t, meta):
+    """The mean of the tangents of the non-NaN elements."""
+    keep = node.saved("x").isnan().logical_not()
+    return [(_reduced(node, t[0] * keep) / _reduced(node, keep)).to(meta[0][1])]
+
+
+def _norm_jvp(node, inputs, t, meta):
+    """Each input element feeds one output element, so row o of J is the backward of a one
+    at o: J t = the reduction of backward(ones) * t (every case of the backward's p rules,
+    ties of p=inf shared evenly, 0 for a zero norm, comes with it)."""
+    from .creation import ones
+    shape, dtype, device = meta[0]
+    d_out = node.backward(ones(shape, dtype=dtype, device=device))
+    return [_reduced(node, d_out * t[0]).to(dtype)]
+
+
+def _cumprod_jvp(node, inputs, t, meta):
+    """d out_k = sum over j <= k of t_j times the product of the other x_i, i <= k: out_k *
+    cumsum(t / x)_k before the first zero of x; from the first zero z on, until a second one,
+    only j = z has no zero factor: t_z * cumprod(x with x_z as 1)_k; after two zeros 0."""
+    if not node.shape:
+        return [t[0].to(meta[0][1])]
+    x, result = node.saved("x"), node.saved("result_out")
+    d = node.dims[0]
+    zero = x == 0
+    tx = t[0].to(meta[0][1])
+    if x.is_meta or not bool(zero.any()):
+        return [result * (tx / x).cumsum(d)]
+    seen = zero.cumsum(d)                           # zeros met up to and including here
+    first = zero & (seen == 1)
+    before = result * (tx / (x + zero)).cumsum(d) * (seen == 0)
+    at_first = (tx * first).sum(d, keepdim=True) * (x + first).cumprod(d) * (seen == 1)
+    return [before + at_first]
+
+
+def _logcumsumexp_jvp(node, inputs, t, meta):
+    """d out_k = sum over j <= k of exp(x_j - out_k) t_j, summed in log space for the
+    positive and the negative t apart (as the backward), so that nothing overflows."""
+    if not node.shape:
+        return [t[0]]
+    x, result = node.saved("x"), node.saved("result_out")
+    d, tx = node.dim, t[0]
+    lowest = D.finfo(tx.dtype).min              # log(0), kept finite: no inf - inf = nan
+    log_abs = (tx.abs() + (tx == 0)).log()
+    parts = []
+    for mask in (tx > 0, tx < 0):
+        log_t = log_abs * mask + mask.logical_not().to(tx.dtype) * lowest
+        parts.append(((log_t + x).logcumsumexp(d) - result).exp())
+    return [parts[0] - parts[1]]
+
+
+def _cum_arg_jvp(node, inputs, t, meta):
+    """cummax/cummin: the tangent at the index each output took its value from (none for the
+    indices)."""
+    if not node.shape:
+        return [t[0], None]
+    return [t[0].gather(node.dim, node.saved("indices")), None]
+
+
 JVP = {   # the linear ones are the op applied to the tangent
     SumBackward0: lambda node, inputs, t, meta: [_reduced(node, t[0]).to(meta[0][1])],
     MeanBackward0: lambda node, inputs, t, meta: [
@@ -606,4 +679,11 @@ JVP = {   # the linear ones are the op applied to the tangent
     ProdBackward0: _prod_jvp,
     _EvenReduction: _even_jvp,
     _IndexReduction: _by_index_jvp,
+    AminmaxBackward0: _aminmax_jvp,
+    NansumBackward0: _nansum_jvp,
+    NanmeanBackward0: _nanmean_jvp,
+    LinalgVectorNormBackward0: _norm_jvp,
+    CumprodBackward0: _cumprod_jvp,
+    LogcumsumexpBackward0: _logcumsumexp_jvp,
+    CummaxBackward0: _cum_arg_jvp,
 }

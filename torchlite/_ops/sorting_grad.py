@@ -29,3 +29,19 @@ def record_picked(cls, input, values, indices, dim, keepdim=True, outputs=None):
     node = new_node(cls, in_shape=_shape(input), dim=dim, keepdim=keepdim or input.ndim == 0)
     node.save(indices=indices)
     record(node, (input,), outputs if outputs is not None else (values, indices))
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP, through indexing_grad's table) -------
+def _picked_jvp(node, inputs, t, meta):
+    """The values are the input picked at the returned indices along dim: so is their tangent
+    (none for the indices; msort returns the values alone)."""
+    index = node.saved("indices")
+    if not node.keepdim:
+        index = index.unsqueeze(node.dim)
+    picked = t[0].gather(node.dim, index) if t[0].ndim else t[0]
+    if not node.keepdim:
+        picked = picked.squeeze(node.dim)
+    return [picked] + [None] * (len(meta) - 1)
+
+
+JVP = {_PickedValuesBack: _picked_jvp}

@@ -272,7 +272,33 @@ def _inverse_permutation(inverse):
     return [inverse.index(i) for i in range(len(inverse))]
 
 
+def _as_strided_jvp(node, inputs, t, meta):
+    """The tangent written in the input's geometry into a buffer over the storage range both
+    geometries touch, and read back in the output's (zeros where the output reads storage the
+    input does not cover).  An input holding one storage element several times has no single
+    tangent there: left to the fallback."""
+    if node.in_overlaps:
+        return None
+    in_geo, out_geo = node.in_geo, node.out_geo
+    ranges = [r for r in (_extent(*in_geo), _extent(*out_geo)) if r is not None]
+    if not ranges:
+        return [zeros_as(out_geo[0], t[0])]
+    lo = builtins.min(r[0] for r in ranges)
+    buf = zeros_as((builtins.max(r[1] for r in ranges) - lo,), t[0])
+    buf.as_strided(in_geo[0], in_geo[1], in_geo[2] - lo).copy_(t[0])
+    return [buf.as_strided(out_geo[0], out_geo[1], out_geo[2] - lo)]
+
+
+def _embed_jvp(node, inputs, t, meta):
+    """embed (a view's gradient): zeros with the tangent written through the same view."""
+    z = zeros_as(meta[0][0], t[0])
+    _ew.copy_(node.view_fn(z)._data, t[0]._data)
+    return [z]
+
+
 JVP = {
+    AsStridedBackward0: _as_strided_jvp,
+    _EmbedBackward: _embed_jvp,
     _ReshapeBack: lambda node, inputs, t, meta: [t[0].reshape(meta[0][0])],
     PermuteBackward0: lambda node, inputs, t, meta: [t[0].permute(_inverse_permutation(list(node.inverse)))],
     TransposeBackward0: lambda node, inputs, t, meta: [t[0].transpose(node.dim0, node.dim1)],
@@ -283,3 +309,9 @@ JVP = {
     FlipBackward0: lambda node, inputs, t, meta: [t[0].flip(node.dims)],
     CloneBackward0: lambda node, inputs, t, meta: [t[0].clone()],
 }
+
+# forward_ad._rule_for does not list elementwise_grad's table yet (CopySlices, the write
+# through a view; where): served from here
+from .elementwise_grad import JVP as _ELEMENTWISE_JVP  # noqa: E402
+
+JVP.update(_ELEMENTWISE_JVP)

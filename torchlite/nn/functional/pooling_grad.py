@@ -236,4 +236,20 @@ JVP = {
         avg_pool(t[0], spatial2(meta[0][0], node.nd), node.params, node.nd)],
     AdaptiveAvgPool2DBackward0: lambda node, inputs, t, meta: [
         adaptive_avg_pool(t[0], spatial2(meta[0][0], node.nd), node.nd)],
+    # the backwards as ops (double backward) and max_unpool: linear, the op of the tangent
+    MaxPool2DWithIndicesBackwardBackward0: lambda node, inputs, t, meta: [
+        scatter(t[0], node.saved("indices"), meta[0][0], node.nd)],
+    MaxPoolGatherBackward0: lambda node, inputs, t, meta: [gather(t[0], node.saved("indices"), node.nd)],
+    MaxUnpool2DBackward0: lambda node, inputs, t, meta: [
+        max_unpool(t[0], node.saved("indices"), meta[0][0], node.nd)],
+    AvgPool2DBackwardBackward0: lambda node, inputs, t, meta: [
+        avg_pool_t(t[0], meta[0][0], node.params, node.nd)],
+    AdaptiveAvgPool2DBackwardBackward0: lambda node, inputs, t, meta: [
+        adaptive_avg_pool_t(t[0], meta[0][0], node.nd)],
 }
+
+# forward_ad._rule_for does not list vision.py's table yet (padding and interpolation run on
+# the pooling kernels' resampling pass): served from here
+from .vision import JVP as _VISION_JVP  # noqa: E402
+
+JVP.update(_VISION_JVP)

@@ -14,6 +14,7 @@ from ..._ops import rnn as _fused
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled as _is_grad_enabled
 from ...autograd import grad as _autograd_grad
+from ...autograd import graph as _graph
 from .linear import linear as _linear
 from .dropout import dropout as _dropout
 
@@ -73,7 +74,54 @@ class _LSTMLayer(Function):
             h, c = _lstm_steps_in_python(acts, h0, c0, hs, cs, w_hh_t, reverse)
         ctx.save_for_backward(x, h0, c0, w_ih, w_hh, bias, hs)   # hs is the output: a later
         ctx.acts, ctx.cs, ctx.reverse = acts, cs, reverse           # in-place change is caught
+        if _graph.forward_ad is not None:        # a dual level is open: jvp may need them
+            ctx.save_for_forward(x, h0, c0, w_ih, w_hh, bias)
         return hs, h.clone(), c.clone()
+
+    @staticmethod
+    def jvp(ctx, dx, dh0, dc0, dw_ih, dw_hh, dbias, _reverse):
+        """The tangents by the forward recurrence of the tangents, with the saved gate
+        activations: dA = dx W_ih^T + x dW_ih^T + db + h_prev dW_hh^T (all steps in one product
+        each) + dh_prev W_hh^T (per step); di = i(1-i) dA_i, df = f(1-f) dA_f,
+        dg = (1-g^2) dA_g, do = o(1-o) dA_o; dc = df c_prev + f dc_prev + di g + i dg;
+        dh = do tanh(c) + o (1 - tanh(c)^2) dc."""
+        x, h0, c0, w_ih, w_hh, bias = ctx.saved_tensors
+        acts, cs, reverse = ctx.acts, ctx.cs, ctx.reverse
+        steps, batch = x.shape[0], x.shape[1]
+        order = list(range(steps - 1, -1, -1) if reverse else range(steps))
+        base = None
+
+        def add(term):
+            nonlocal base
+            base = term if base is None else base + term
+        if dx is not None:
+            add(dx.reshape(steps * batch, -1).mm(w_ih.t()))
+        if dw_ih is not None:
+            add(x.reshape(steps * batch, -1).mm(dw_ih.t()))
+        if dw_hh is not None:       # h_{t-1} of every step, in time order: o * tanh(c) of the step before
+            o = acts[:, :, 3 * h0.shape[1]:]
+            hs = o * cs.tanh()
+            first = h0.unsqueeze(0)
+            h_prev = _cat([hs[1:], first]) if reverse else _cat([first, hs[:-1]])
+            add(h_prev.reshape(steps * batch, -1).mm(dw_hh.t()))
+        if dbias is not None:
+            add(dbias)
+        base = None if base is None else base.expand(steps * batch, acts.shape[2]).reshape(acts.shape)
+        dh = dh0 if dh0 is not None else h0.new_zeros(h0.shape)
+        dc = dc0 if dc0 is not None else c0.new_zeros(c0.shape)
+        w_hh_t = w_hh.t()
+        d_out = [None] * steps
+        for k, t in enumerate(order):
+            c_prev = c0 if k == 0 else cs[order[k - 1]]
+            da = dh.mm(w_hh_t) if base is None else _addmm(base[t], dh, w_hh_t)
+            i, f, g, o = acts[t].chunk(4, 1)
+            da_i, da_f, da_g, da_o = da.chunk(4, 1)
+            dc = (da_f * f * (1 - f) * c_prev + f * dc + da_i * i * (1 - i) * g
+                  + i * (1 - g * g) * da_g)
+            tc = cs[t].tanh()
+            dh = da_o * o * (1 - o) * tc + o * (1 - tc * tc) * dc
+            d_out[t] = dh
+        return _stack(d_out), dh, dc
 
     @staticmethod
     def backward(ctx, d_out, d_h, d_c):

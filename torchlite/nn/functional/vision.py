@@ -528,6 +528,20 @@ class Col2ImBackward0(Node):
         return (_im2col(g, *self.args),)
 
 
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP, through pooling_grad's table) --------
+# Padding, resampling, im2col and col2im are linear: the tangent goes through the same op.
+def _resample_jvp(node, inputs, t, meta):
+    return [_wrap(_run_passes(t[0]._data, node.passes, node.adjoint))]
+
+
+JVP = {
+    ConstantPadNdBackward0: lambda node, inputs, t, meta: [_constant_pad(t[0], [-a for a in node.amounts], 0)],
+    _ResampleNode: _resample_jvp,
+    Im2ColBackward0: lambda node, inputs, t, meta: [_im2col(t[0], *node.args)],
+    Col2ImBackward0: lambda node, inputs, t, meta: [_col2im(t[0], tuple(meta[0][0][2:]), *node.args)],
+}
+
+
 def unfold(input: Tensor, kernel_size: int | tuple[int, ...], dilation: int | tuple[int, ...] = 1,
            padding: int | tuple[int, ...] = 0, stride: int | tuple[int, ...] = 1) -> Tensor:
     """Extract sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L), L = number of blocks
