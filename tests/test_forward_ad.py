@@ -48,6 +48,8 @@ X = tl.randn(4, 5, dtype=F64, generator=G)
 W = tl.randn(5, 3, dtype=F64, generator=G)
 IMG = tl.randn(2, 3, 6, 6, dtype=F64, generator=G)
 K = tl.randn(4, 3, 3, 3, dtype=F64, generator=G)
+tl.manual_seed(0)
+LSTM = tl.nn.LSTM(5, 3, batch_first=True, bidirectional=True).double().requires_grad_(False)
 CASES = {
     "elementwise": (lambda x: x.sin() * x.exp() / (x * x + 1) - 2, (X,)),
     "broadcast": (lambda x, b: x * b + b.tanh(), (X, W[:, 0])),
@@ -77,6 +79,7 @@ CASES = {
     "linear algebra": (lambda x: tl.linalg.inv(x[:, :4] + 3 * tl.eye(4, dtype=F64))
                        + tl.linalg.det(x[:, :4]) + tl.linalg.qr(x[:, :4])[1]
                        + tl.linalg.cholesky(x[:, :4] @ x[:, :4].T + tl.eye(4, dtype=F64)), (X,)),
+    "lstm": (lambda x: LSTM(x.reshape(2, 2, 5))[0], (X,)),
     "einsum and bmm": (lambda x: tl.einsum("ij,kj->ik", x, x) + (x[None] @ x.T[None])[0], (X,)),
 }
 
@@ -179,6 +182,9 @@ def test_custom_functions_use_their_jvp_or_their_backward(fn):
     t = tl.randn(4, 5, dtype=F64)
     _, tangent = jvp(lambda x: fn.apply(x) * 2, (X,), (t,))
     np.testing.assert_allclose(tangent.numpy(), (6 * X * X * t).numpy(), rtol=1e-12)
+    with tl.no_grad():                  # apply records for the tangent under no_grad too
+        _, tangent = jvp(lambda x: fn.apply(x) * 2, (X,), (t,))
+    np.testing.assert_allclose(tangent.numpy(), (6 * X * X * t).numpy(), rtol=1e-12)
 
 
 def test_levels_duals_and_their_rules():
@@ -196,12 +202,11 @@ def test_levels_duals_and_their_rules():
             fwAD.enter_dual_level()
         with pytest.raises(ValueError, match="shape, dtype and device"):
             fwAD.make_dual(x, tl.ones(4, dtype=F64))
-        with pytest.raises(ValueError, match="complex"):
-            fwAD.make_dual(tl.ones(2, dtype=tl.complex128), tl.ones(2, dtype=tl.complex128))
+        with pytest.raises(ValueError, match="floating point or complex"):
+            fwAD.make_dual(tl.ones(2, dtype=tl.int64), tl.ones(2, dtype=tl.int64))
         with pytest.raises(TypeError, match="must be Tensor"):
             fwAD.make_dual(x, [1.0, 2.0, 3.0])
-        with pytest.raises(RuntimeError, match="complex tangents are not supported"):
-            tl.fft.rfft(d)          # a complex result of a dual: refused, not a lost tangent
+        assert fwAD.unpack_dual(tl.fft.rfft(d)).tangent.dtype == tl.complex128
     assert fwAD.unpack_dual(y).tangent is None              # the level dropped them
     with pytest.raises(RuntimeError, match="enter a forward AD level"):
         fwAD.make_dual(x, t)
@@ -218,6 +223,66 @@ def test_a_dual_is_differentiable_backwards_in_its_primal():
         y = (fwAD.make_dual(x, tl.ones(3, dtype=F64)) ** 2).sum()
     (g,) = tl.autograd.grad(y, [x])
     np.testing.assert_allclose(g.numpy(), 2 * x.detach().numpy(), rtol=1e-12)
+
+
+# ---- complex tensors -----------------------------------------------------------------------------
+# A complex tangent is a direction in the (real, imag) plane of each element: the tangent of
+# f(z) along t is the derivative of f(z + s t) at s = 0, so central differences stay the oracle
+# for holomorphic and non-holomorphic functions (abs, conj, real, angle) alike.
+Z = tl.randn(3, 4, dtype=tl.complex128, generator=G)
+COMPLEX_CASES = {
+    "holomorphic": (lambda z: (z.exp() * z.sin() / (z * z + 1)).sum(0), "exp_sin"),
+    "non-holomorphic": (lambda z: z.abs() * z.angle() + z.conj() * z + z.real - z.imag + z.sgn(), "abs"),
+    "products": (lambda z: z @ z.T.conj() + tl.addmm(z[:, :3], z, z[:3].T, beta=2 - 1j, alpha=0.5j)
+                 + tl.einsum("ij,kj->ik", z, z * 1j), "mm"),
+    "views and reductions": (lambda z: (z * 1)[1:].t().unsqueeze(0).expand(2, 4, 2).flip(0).sum(0)
+                             .cumsum(0).mean(1), None),
+    "joining and indexing": (lambda z: tl.cat([z, z.exp()]).sum(0) + tl.stack([z, z]).prod(0)[0]
+                             + z.reshape(-1)[tl.tensor([0, 3, 1, 1])], None),
+    "in place through views": (lambda z: (lambda w: (w[1:3].mul_(2j), w.sin_())[1])(z * 1), None),
+    "real to complex and back": (lambda z: tl.view_as_real(tl.fft.fft(z, dim=1)).sum(-1)
+                                 + tl.fft.irfft(tl.fft.rfft(z.real, dim=1), dim=1)
+                                 + tl.complex(z.real, z.imag * 3).exp().abs(), None),
+    "dot products": (lambda z: tl.vdot(z[0], z[1]) + z[0].dot(z[2]) + z.mv(z[0]).sum(), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_CASES))
+def test_complex_tangents_against_central_differences(name):
+    f, _ = COMPLEX_CASES[name]
+    t = tl.randn(3, 4, dtype=tl.complex128, generator=tl.Generator().manual_seed(3))
+    primal, tangent = jvp(f, (Z,), (t,))
+    assert tangent.dtype == primal.dtype
+    np.testing.assert_allclose(tangent.numpy(), central_difference(f, (Z,), (t,)).numpy(),
+                               rtol=1e-6, atol=1e-7)
+    with tl.no_grad():
+        _, again = jvp(f, (Z,), (t,))
+    np.testing.assert_allclose(again.numpy(), tangent.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_complex_tangents_against_torch():
+    torch = pytest.importorskip("torch")
+    import torch.autograd.forward_ad as tfw
+    t = tl.randn(3, 4, dtype=tl.complex128, generator=tl.Generator().manual_seed(4))
+    # written with Tensor methods only, so each runs on either library's tensors
+    cases = {name: COMPLEX_CASES[name][0] for name in ("holomorphic", "non-holomorphic")}
+    cases["products"] = lambda z: (z @ z.T.conj() + z[:, :3].addmm(z, z[:3].T, beta=2 - 1j, alpha=0.5j)
+                                   + z.exp() @ z.T)
+    for name, f in cases.items():
+        _, got = jvp(f, (Z,), (t,))
+        with tfw.dual_level():
+            out = f(tfw.make_dual(torch.from_numpy(Z.numpy()), torch.from_numpy(t.numpy())))
+            want = tfw.unpack_dual(out).tangent.numpy()
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_complex_products_take_their_table_rule(no_double_backward):
+    """The products' rule (t_a b + a t_b, with the product itself) holds for complex operands."""
+    t = tl.randn(3, 4, dtype=tl.complex128, generator=tl.Generator().manual_seed(5))
+    w = tl.randn(4, 2, dtype=tl.complex128, generator=G)
+    for f in (lambda z: z @ w, lambda z: z.mm(w.conj()), lambda z: tl.addmm(z[:, :2], z, w, alpha=2j)):
+        _, tangent = jvp(f, (Z,), (t,))
+        np.testing.assert_allclose(tangent.numpy(), (f(t) - f(tl.zeros_like(t))).numpy(), rtol=1e-12)
 
 
 # ---- the JVP tables beside the backward formulas (_ops/*_grad.py's JVP) ------------------------

@@ -501,8 +501,3 @@ JVP = {
     MaskedScatterBackward0: _masked_scatter_jvp,
     PutBackward0: _put_jvp,
 }
-
-# forward_ad._rule_for does not list sorting_grad's table yet: served from here
-from .sorting_grad import JVP as _SORTING_JVP  # noqa: E402
-
-JVP.update(_SORTING_JVP)

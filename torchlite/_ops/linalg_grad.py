@@ -329,13 +329,14 @@ def record_einsum(operands, terms, output, sizes, result):
 
 # ---- forward mode: J t for the products (autograd/forward_ad.py reads JVP) ---------------------
 # Each product is bilinear: the tangent of a b is t_a b + a t_b (the add forms add beta t_input
-# and scale the product by alpha).  Real dtypes (forward AD refuses complex ones).
+# and scale the product by alpha), with the operands as saved (not conjugated: that is the
+# backward's business), so the rule holds for complex tensors too.
 def _bilinear(node, ta, tb, mul, a, b):
     total = None
     if ta is not None:
-        total = mul(ta, _operand(node, b))
+        total = mul(ta, node.saved(b))
     if tb is not None:
-        term = mul(_operand(node, a), tb)
+        term = mul(node.saved(a), tb)
         total = term if total is None else total + term
     return total
 

@@ -665,12 +665,14 @@ def _cum_arg_jvp(node, inputs, t, meta):
     return [t[0].gather(node.dim, node.saved("indices")), None]
 
 
-JVP = {   # the linear ones are the op applied to the tangent
+LINEAR_JVP = {   # the op applied to the tangent: these hold for complex tangents too
     SumBackward0: lambda node, inputs, t, meta: [_reduced(node, t[0]).to(meta[0][1])],
     MeanBackward0: lambda node, inputs, t, meta: [
         (t[0].mean() if node.dim is None else t[0].mean(node.dim, keepdim=node.keepdim)).to(meta[0][1])],
     CumsumBackward0: lambda node, inputs, t, meta: [
         (t[0].cumsum(node.dim) if node.shape else t[0]).to(meta[0][1])],
+}
+JVP = {   # real tangents only
     SoftmaxBackward0: _softmax_jvp,
     LogSoftmaxBackward0: _log_softmax_jvp,
     LogsumexpBackward0: _logsumexp_jvp,

@@ -309,9 +309,3 @@ JVP = {
     FlipBackward0: lambda node, inputs, t, meta: [t[0].flip(node.dims)],
     CloneBackward0: lambda node, inputs, t, meta: [t[0].clone()],
 }
-
-# forward_ad._rule_for does not list elementwise_grad's table yet (CopySlices, the write
-# through a view; where): served from here
-from .elementwise_grad import JVP as _ELEMENTWISE_JVP  # noqa: E402
-
-JVP.update(_ELEMENTWISE_JVP)

@@ -16,29 +16,47 @@ J t from the inputs' tangents t and stores them beside the outputs:
   is the forward one;
 - the nodes with a rule in a JVP table beside their backward formulas (JVP in
   _ops/views_grad.py, joining_grad.py, reduction_grad.py, conversion_grad.py, linalg_grad.py,
-  indexing_grad.py;
-  and nn/functional/conv_grad.py, normalization_grad.py; keyed by node class, a subclass
-  taking its base's rule): the views, cat/stack/split/unbind, sum, mean, cumsum and dtype
-  conversions (linear: the op applied to the tangent), the matrix products (mm, mv, dot, bmm
-  and the add forms addmm -- nn.Linear --, addmv, baddbmm, addbmm: t_a b + a t_b), softmax,
-  log_softmax, logsumexp, amax/amin, var/std (and var_mean/std_mean), prod, max/min/median
-  (over everything, and along a dim), the selecting ops (advanced indexing, gather,
-  index_select, take, masked_select, masked_fill), the convolutions, batch/layer/group norm, max/average/
-  adaptive average pooling, embedding and matmul;
+  indexing_grad.py, sorting_grad.py, elementwise_grad.py; nn/functional/conv_grad.py,
+  normalization_grad.py, pooling_grad.py, vision.py, sparse.py; keyed by node class, a
+  subclass taking its base's rule; and nn/functional/recurrent.py's _LSTMLayer.jvp): the
+  linear ops as the op applied to the tangent (views and as_strided, cat/stack/split/unbind,
+  repeat, roll, tril/triu, diag_embed, block_diag, sum, mean, cumsum, dtype conversions,
+  copy_/fill_, padding, interpolation, unfold/fold), the products (mm, mv, dot, bmm, matmul,
+  the add forms addmm -- nn.Linear --, addmv, baddbmm, addbmm, outer, tensordot, vecdot,
+  einsum: t_a b + a t_b), softmax, log_softmax, logsumexp, amax/amin, var/std (and
+  var_mean/std_mean), prod, max/min/median, aminmax, nansum/nanmean, vector_norm, the scans
+  (cumprod, cummax/cummin, logcumsumexp) and sorts (sort, topk, kthvalue, msort, mode: the
+  tangent at the returned indices), the selecting and writing ops (indexing and setitem /
+  index_put, gather, scatter/scatter_add/scatter_reduce, index_select/index_add/index_copy/
+  index_fill, take/put, masked_select/masked_fill/masked_scatter, writes through a view:
+  CopySlices), where and the three-input elementwise ops, the convolutions,
+  batch/layer/group norm, pooling and max_unpool, embedding, and nn.LSTM's layer (a forward
+  recurrence of the tangents on the saved gates);
 - a custom autograd.Function with a jvp(ctx, *tangents) staticmethod uses it;
 - every other node takes the linearity of its backward: B(g) = J^T g, so
   J t = d<B(g), t>/dg -- one differentiable backward of the node on a zero gradient that
   requires grad, and one backward of that (the node's formulas are differentiable, which
-  double backward relies on too).  Exact, at about three times the op's cost.
+  double backward relies on too).  Exact, at about three times the op's cost: the linalg
+  decompositions, the losses, the special functions, fft, 3-d and fractional max pooling,
+  prelu.
 Tangents are plain tensors (not differentiable themselves).
 
+Complex tensors.  A complex tangent is a direction in each element's (real, imag) plane, as
+in PyTorch.  The rules of the linear tables and the products hold for it unchanged (a
+real-linear or bilinear map is its own Jacobian); the unary/binary formula tables do not (a
+backward formula is conj(f') g, not f' t, and abs/angle/conj are not holomorphic), so those
+nodes, and every other one, take the double backward, whose identity holds for complex
+tensors with <u, v> = Re(sum(conj(u) v)): PyTorch's complex gradient is the transpose of the
+Jacobian on (real, imag) pairs.
+
 Grad mode does not matter, as in PyTorch: under no_grad an op with an input that carries a
-tangent records its node all the same (graph.needs_grad), so tangents travel there too.
+tangent records its node all the same (graph.needs_grad; Function.apply too), so tangents
+travel there too.
 
 Where this differs from PyTorch (said in the README): a dual tensor and the results computed
 from it report requires_grad=True, under no_grad too (they carry the backward graph the
-tangents travel on); unpack_dual's primal and tangent are plain tensors; complex dual tensors
-are refused; one level at a time, as PyTorch."""
+tangents travel on); unpack_dual's primal and tangent are plain tensors; one level at a time,
+as PyTorch."""
 from __future__ import annotations
 
 import collections
@@ -146,18 +164,17 @@ def _forget(key, ref):
 
 def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> Tensor:
     """A dual tensor: tensor's values (an alias of them) carrying `tangent`, the direction
-    forward AD differentiates along (same shape, dtype and device as tensor; real floating
-    point).  Differentiable in reverse mode as an alias of tensor."""
+    forward AD differentiates along (same shape, dtype and device as tensor; floating point
+    or complex).  Differentiable in reverse mode as an alias of tensor."""
     from .._tensor import Tensor
     _level_of(level, "make_dual")
     for name, t in (("tensor", tensor), ("tangent", tangent)):
         if not isinstance(t, Tensor):
             raise TypeError(f"make_dual(): argument '{name}' must be Tensor, not "
                             f"{type(t).__name__}")
-    if not tensor.dtype.is_floating_point or not tangent.dtype.is_floating_point:
-        raise ValueError(f"make_dual: expected real floating point tensor and tangent, got "
-                         f"{tensor.dtype} and {tangent.dtype} (complex forward AD is not "
-                         f"supported)")
+    if not _differentiable(tensor.dtype) or not _differentiable(tangent.dtype):
+        raise ValueError(f"make_dual: expected a floating point or complex tensor and tangent, "
+                         f"got {tensor.dtype} and {tangent.dtype}")
     if tuple(tensor.shape) != tuple(tangent.shape) or tensor.dtype != tangent.dtype \
             or tensor.device != tangent.device:
         raise ValueError(f"make_dual: expected the tangent to have the primal's shape, dtype "
@@ -214,14 +231,14 @@ def propagate(node, inputs, outputs):
     if all(t is None for t in tangents):
         return
     outs = list(outputs) if type(outputs) in (tuple, list) else [outputs]
-    if any(o is not None and o.dtype.is_complex for o in outs):
-        raise RuntimeError(f"forward AD: {node.name()} makes a complex tensor from a dual one; "
-                           f"complex tangents are not supported yet (torch.func.jvp works "
-                           f"through complex intermediates)")
     pending = _Pending(node, tuple(inputs), tangents, outs)
     for o in outs:
-        if o is not None and o.dtype.is_floating_point:
+        if o is not None and _differentiable(o.dtype):
             _set_tangent(o, pending)
+
+
+def _differentiable(dtype):
+    return dtype.is_floating_point or dtype.is_complex
 
 
 def take_tangent(dst, src):
@@ -252,7 +269,7 @@ class _Pending:
         result = [None if t is None else t.detach() for t in result]
         for ref, t in zip(self.outs, result):
             o = ref() if ref is not None else None
-            if o is not None and o.dtype.is_floating_point:
+            if o is not None and _differentiable(o.dtype):
                 entry = _tangents.get(id(o))
                 if entry is not None and entry[1] is self:
                     _set_tangent(o, t)
@@ -263,7 +280,8 @@ def _jvp(node, inputs, meta, tangents):
     a non-tensor) from its inputs' tangents."""
     from .._ops import elementwise_grad as EG
     from .function import BackwardFunction
-    real = all(m is None or not m[1].is_complex for m in meta)
+    real = all(m is None or not m[1].is_complex for m in meta) and \
+        all(t is None or not t.dtype.is_complex for t in tangents)
     if isinstance(node, MakeDualBackward0):
         return list(tangents)
     cls = getattr(node, "_forward_cls", None)
@@ -273,35 +291,44 @@ def _jvp(node, inputs, meta, tangents):
         return [node.backward(tangents[0])[0]]      # a diagonal Jacobian: B(t) = J t
     if real and isinstance(node, EG.BinaryBackward) and len(meta) == 1:
         return [_binary(node, meta[0][0], tangents)]
-    rule = _rule_for(node)
-    if rule is not None and real:
+    rule = _rule_for(node, real)
+    if rule is not None:
         result = rule(node, inputs, tangents, meta)
         if result is not None:              # None: the rule does not cover this case
             return result
     return _by_double_backward(node, meta, tangents)
 
 
-def _rule_for(node):
+def _rule_for(node, real=True):
     """The JVP rule of node's class (or of the nearest base class that has one), from the
-    tables beside the backward formulas (JVP in _ops/*_grad.py), or None."""
-    global _RULES
+    tables beside the backward formulas (JVP in _ops/*_grad.py), or None.  With complex
+    tangents (real=False) only the rules that hold for them: those of the linear ops, written
+    as the op applied to the tangent, and of the products, t_a b + a t_b with the product
+    itself -- a real-linear (bilinear) map's Jacobian is the map, whatever the dtype."""
+    global _RULES, _COMPLEX_RULES
     if _RULES is None:
-        from .._ops import (conversion_grad, indexing_grad, joining_grad, linalg_grad,
-                            reduction_grad, views_grad)
-        from ..nn.functional import conv_grad, normalization_grad, pooling_grad, sparse
-        _RULES = {}
-        for table in (views_grad.JVP, joining_grad.JVP, reduction_grad.JVP, conversion_grad.JVP,
-                      linalg_grad.JVP, indexing_grad.JVP, conv_grad.JVP, normalization_grad.JVP,
-                      pooling_grad.JVP, sparse.JVP):
+        from .._ops import (conversion_grad, elementwise_grad, indexing_grad, joining_grad,
+                            linalg_grad, reduction_grad, sorting_grad, views_grad)
+        from ..nn.functional import conv_grad, normalization_grad, pooling_grad, sparse, vision
+        # the rules of these tables hold for complex tangents too (or return None for them)
+        linear = (views_grad.JVP, joining_grad.JVP, conversion_grad.JVP, indexing_grad.JVP,
+                  sorting_grad.JVP, elementwise_grad.JVP, linalg_grad.JVP, vision.JVP,
+                  reduction_grad.LINEAR_JVP)
+        _RULES, _COMPLEX_RULES = {}, {}
+        for table in linear + (reduction_grad.JVP, conv_grad.JVP, normalization_grad.JVP,
+                               pooling_grad.JVP, sparse.JVP):
             _RULES.update(table)
+        for table in linear:
+            _COMPLEX_RULES.update(table)
+    rules = _RULES if real else _COMPLEX_RULES
     for cls in type(node).__mro__:
-        rule = _RULES.get(cls)
+        rule = rules.get(cls)
         if rule is not None:
             return rule
     return None
 
 
-_RULES = None
+_RULES = _COMPLEX_RULES = None
 
 
 def _function_jvp(node, cls, inputs, tangents):
@@ -340,13 +367,15 @@ def _binary(node, shape, tangents):
 
 
 def _by_double_backward(node, meta, tangents):
-    """J t = d<B(g), t>/dg, B the node's backward (linear in g)."""
+    """J t = d<B(g), t>/dg, B the node's backward (linear in g).  For complex tensors too:
+    PyTorch's complex gradient is the transpose of the Jacobian of the map on (real, imag)
+    pairs, so with <u, v> = Re(sum(conj(u) v)) the same identity holds."""
     from .._ops.creation import zeros
     from . import grad as _grad
     with enable_grad():
         gs = [zeros(m[0], dtype=m[1], device=m[2]) if m is not None else None for m in meta]
         for g, m in zip(gs, meta):
-            if g is not None and m[1].is_floating_point:
+            if g is not None and _differentiable(m[1]):
                 g.requires_grad_()
         grads = node.backward(*gs)
         if type(grads) not in (tuple, list):
@@ -355,7 +384,8 @@ def _by_double_backward(node, meta, tangents):
         for v, t in zip(grads, tangents):
             if v is None or t is None:
                 continue
-            term = (v * t).sum()
+            term = (v * t).sum() if not t.dtype.is_complex else \
+                (v.real * t.real + v.imag * t.imag).sum()
             s = term if s is None else s + term
         wanted = [g for g in gs if g is not None and g.requires_grad]
         if s is None or not s.requires_grad or not wanted:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from .graph import Node, pack, record
+from .graph import Node, needs_grad, pack, record
 from .grad_mode import _state, no_grad
 
 if TYPE_CHECKING:
@@ -141,6 +141,8 @@ class Function:
         ctx = _backward_class(cls)()
         tensors = [a if isinstance(a, Tensor) else None for a in args]
         recording = _state.enabled and any(t is not None and t._requires_grad for t in tensors)
+        if not recording and not _state.enabled:    # under no_grad: for tangents only (needs_grad)
+            recording = needs_grad(*tensors)
         ctx.needs_input_grad = tuple(recording and t is not None and t._requires_grad for t in tensors)
         with no_grad():
             if cls.setup_context is not Function.setup_context:

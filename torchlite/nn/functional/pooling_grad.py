@@ -247,9 +247,3 @@ JVP = {
     AdaptiveAvgPool2DBackwardBackward0: lambda node, inputs, t, meta: [
         adaptive_avg_pool_t(t[0], meta[0][0], node.nd)],
 }
-
-# forward_ad._rule_for does not list vision.py's table yet (padding and interpolation run on
-# the pooling kernels' resampling pass): served from here
-from .vision import JVP as _VISION_JVP  # noqa: E402
-
-JVP.update(_VISION_JVP)
