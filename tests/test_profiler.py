@@ -162,3 +162,46 @@ def test_profile_memory_counts_allocations_and_frees():
         (x + 1).sum()
     assert "CPU Mem" not in plain.key_averages().table()
     assert all(e.cpu_memory_usage == 0 for e in plain.events())
+
+
+def test_memory_records_of_the_host_allocator(tmp_path):
+    """profile_memory: "[memory]" records of the host allocator, read at the array layer's door
+    (the live bytes at each call's start and end): a known sequence of torchlite.empty and
+    frees gives one record each, in the allocator's block sizes, the allocations with their
+    storage's address; frees outside every op are "[memory]" events (PyTorch's rule)."""
+    small, big, f64 = 4000 + 32, 256 * 256 * 4, 832        # 4000 and 800 bytes round up to 64
+    from torchlite._core.array import live_bytes
+    base = live_bytes()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        a = tl.empty(1000)
+        b = tl.empty(256, 256)
+        address_a, address_b = a.data_ptr(), b.data_ptr()
+        del a
+        c = tl.empty(100, dtype=tl.float64)
+        del b
+    records = prof.events().memory_records
+    assert [(r.nbytes, r.address) for r in records] == [
+        (small, address_a), (big, address_b), (-small, 0), (f64, c.data_ptr()), (-big, 0)]
+    assert [r.total_allocated for r in records] == [
+        base + small, base + small + big, base + big, base + big + f64, base + f64]
+    assert all(r.device_type.name == "CPU" and r.device_index == -1 for r in records)
+    assert all(r.total_reserved >= r.total_allocated for r in records)
+    mem = [e for e in prof.events() if e.name == "[memory]"]
+    assert [e.cpu_memory_usage for e in mem] == [-small, -big]
+    avg = {e.key: e for e in prof.key_averages()}
+    assert avg["[memory]"].count == 2 and avg["[memory]"].cpu_memory_usage == -small - big
+    assert avg["array.empty"].cpu_memory_usage == small + big + f64
+    assert "[memory]" in prof.key_averages().table()
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    trace = json.loads(path.read_text())["traceEvents"]
+    instants = [e for e in trace if e["name"] == "[memory]"]
+    assert all(e["ph"] == "i" and e["s"] == "t" and e["pid"] == os.getpid() for e in instants)
+    assert [{k: e["args"][k] for k in ("Bytes", "Addr", "Total Allocated", "Device Type", "Device Id")}
+            for e in instants] == [{"Bytes": r.nbytes, "Addr": r.address, "Total Allocated": r.total_allocated,
+                                    "Device Type": 0, "Device Id": -1} for r in records]
+    assert all(e["args"]["Total Reserved"] >= e["args"]["Total Allocated"] for e in instants)
+    assert len([e for e in trace if e["ph"] == "X"]) == len(prof.events()) - len(mem)
+    with profile(activities=[ProfilerActivity.CPU]) as off:     # off: no records
+        tl.empty(10)
+    assert not off.events().memory_records and all(e.name != "[memory]" for e in off.events())

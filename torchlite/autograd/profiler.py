@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..profiler import EventList, record_function
+from ..profiler import EventList, ProfilerActivity, record_function
 from ..profiler import profile as _profile
 
 if TYPE_CHECKING:
@@ -17,7 +17,8 @@ __all__ = ["profile", "record_function", "emit_nvtx", "EventList"]
 
 class profile:
     """torch.autograd.profiler.profile(enabled=True, *, use_cuda=False, record_shapes=False,
-    ...): records between __enter__ and __exit__ (nothing when enabled=False)."""
+    profile_memory=False, ...): records between __enter__ and __exit__ (nothing when
+    enabled=False); use_cuda=True (or use_device="cuda") times the CUDA kernels too."""
 
     def __init__(self, enabled: bool = True, *, use_cuda: bool = False, use_device: str | None = None,
                  record_shapes: bool = False, with_flops: bool = False, profile_memory: bool = False,
@@ -25,7 +26,11 @@ class profile:
                  use_cpu: bool = True, experimental_config: Any = None, acc_events: bool = False,
                  custom_trace_id_callback: Callable[[], str] | None = None) -> None:
         self.enabled = enabled
-        self._prof = _profile(record_shapes=record_shapes, use_cuda=use_cuda)
+        activities = [ProfilerActivity.CPU]
+        if use_cuda or use_device == "cuda":          # PyTorch's: the device only when asked
+            activities.append(ProfilerActivity.CUDA)
+        self._prof = _profile(activities=activities, record_shapes=record_shapes,
+                              profile_memory=profile_memory)
 
     def __enter__(self) -> profile:
         if self.enabled:

@@ -186,6 +186,40 @@ class CachingAllocator:
             return sum(k[2] * len(v) for k, v in self._free.items() if k[0] == device)
 
 
+_plain = {}      # the methods a memory observer's wrappers went around, while one is set
+
+
+def set_observer(observer):
+    """While `observer` is set (the profiler's, with profile_memory), each allocation and free
+    of every CachingAllocator calls observer(device, address, nbytes, allocated, reserved)
+    after it: the block's size (negative for a free) and the device's totals then.  None
+    puts the plain methods back: the class's methods are swapped, so observing costs nothing
+    while no profile records memory."""
+    if _plain:
+        for name, fn in _plain.items():
+            setattr(CachingAllocator, name, fn)
+        _plain.clear()
+    if observer is None:
+        return
+    malloc, free = CachingAllocator.malloc, CachingAllocator.free
+    _plain.update(malloc=malloc, free=free)
+
+    def observed_malloc(self, device, nbytes, stream=0):
+        with self._lock:
+            block = malloc(self, device, nbytes, stream)
+            st = self._st(device)
+            observer(device, block.address, block.size, st.allocated, st.reserved)
+        return block
+
+    def observed_free(self, block):
+        with self._lock:
+            free(self, block)
+            st = self._st(block.device)
+            observer(block.device, block.address, -block.size, st.allocated, st.reserved)
+    observed_malloc.__doc__, observed_free.__doc__ = malloc.__doc__, free.__doc__
+    CachingAllocator.malloc, CachingAllocator.free = observed_malloc, observed_free
+
+
 def _fmt(nbytes):
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if nbytes >= scale:

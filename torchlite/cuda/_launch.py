@@ -13,6 +13,11 @@ cuLaunchKernel called in C (torchlite/_core/driver_calls.pyx), so a launch costs
 of host time.  Launch failures name the kernel.
 With TORCHLITE_CUDA_LAUNCH_BLOCKING=1 every launch is followed by a synchronisation, so an
 error inside a kernel (an illegal address) is reported with that kernel's name too.
+
+Every kernel of the backend is launched through `launch` (looked up as `_launch.launch` at
+each call), which is how the profiler times kernels on the device: set_launch_timer swaps in
+a wrapper that brackets each launch with the timer's CUDA events while a profile records
+CUDA, and puts the plain function back after, so timing costs nothing otherwise.
 """
 import ctypes
 import os
@@ -130,6 +135,34 @@ def launch(k, grid, block, args, shared=0):
         err = _c.synchronize(_driver.c_entry("cuStreamSynchronize"), stream)
         if err != 0:
             raise _driver.error(err, f"CUDA kernel {k.name} (TORCHLITE_CUDA_LAUNCH_BLOCKING=1)")
+
+
+_untimed = None         # the launch function a timer's wrapper went around, while one is set
+
+
+def set_launch_timer(timer):
+    """While `timer` is set (the profiler's: torchlite/profiler/_device.py), `launch` is a
+    wrapper that calls token = timer.begin(k, stream, grid, block, shared) just before the
+    launch (on the kernel's device, made current) and timer.end(token) just after it, or
+    timer.abandon(token) when the launch raised; None puts the plain function back."""
+    global launch, _untimed
+    if _untimed is not None:
+        launch, _untimed = _untimed, None
+    if timer is None:
+        return
+    inner = _untimed = launch
+
+    def timed_launch(k, grid, block, args, shared=0):
+        _runtime.activate(k.device)
+        token = timer.begin(k, _runtime.current_stream(k.device), grid, block, shared)
+        try:
+            inner(k, grid, block, args, shared)
+        except BaseException:
+            timer.abandon(token)
+            raise
+        timer.end(token)
+    timed_launch.__wrapped__ = inner
+    launch = timed_launch
 
 
 def allow_shared(k, nbytes):

@@ -1,24 +1,54 @@
 """torch.profiler's API on torchlite: profile, record_function, schedule, ProfilerActivity,
 ProfilerAction, tensorboard_trace_handler.
 
-What is timed: every call through the array layer's one door (torchlite/_dispatch.py, which
-calls an observer around each kernel function while one is set: nothing is wrapped, and
-nothing costs, while no profile records) and every record_function range.  Kernel events
-are named by the array-layer function and, for the elementwise and reduction families, the
-op: 'elementwise.binary[mul]', 'reduction.reduce[sum]', 'matmul.bmm[addmm_impl_cpu_]'.  Times
-are host (CPU) wall times; CUDA kernels run asynchronously, so with CUDA tensors an event
-measures the launch, not the kernel (no device timeline is recorded yet).
+What is timed on the host: every call through the array layer's one door (torchlite/
+_dispatch.py, which calls an observer around each kernel function while one is set: nothing
+is wrapped, and nothing costs, while no profile records) and every record_function range.
+Host events are named by the array-layer function and, for the elementwise and reduction
+families, the op: 'elementwise.binary[mul]', 'reduction.reduce[sum]',
+'matmul.bmm[addmm_impl_cpu_]'.  Their times are host (CPU) wall times.
+
+What is timed on the device: with ProfilerActivity.CUDA among the activities (the default
+where CUDA is usable) every CUDA kernel launch (torchlite/cuda/_launch.py's `launch`, the one
+function every kernel goes through) is bracketed by two CUDA events on the launch's stream and
+read back with cuEventElapsedTime when the profile stops (torchlite/profiler/_device.py).  Each
+kernel becomes an event of its own (device_type CUDA, named by its kernel's name expression,
+`thread` its stream, device_index its device), the launch a "cuLaunchKernel" host event inside
+the op, and the op's `kernels`, self_device_time_total (its own kernels) and
+device_time_total (with its children's) sum the kernels' times, as do key_averages and the
+table's "Self CUDA", "Self CUDA %", "CUDA total" and "CUDA time avg" columns; the Chrome trace
+puts the kernels on the device's row (pid: device number, tid: stream) with "cat": "kernel",
+tied to their launch by an "ac2g" flow and to their op by "External id".  Only kernels are
+timed: copies and memsets (Memcpy/Memset rows in PyTorch) are not.  With only
+ProfilerActivity.CPU the launch function is not wrapped and nothing is timed on the device.
 
 profile_memory=True gives each event the change of the host allocator's live bytes while it
 ran (cpu_memory_usage; self_cpu_memory_usage leaves out its children's), and of the CUDA
 allocator's when CUDA is profiled (device_memory_usage): allocations minus frees, in the
-allocator's block sizes (a multiple of 64 bytes, of 64 KiB from 64 KiB on).  The table shows
-them as PyTorch's does ("CPU Mem", "Self CPU Mem"); individual allocations are not recorded
-(no "[memory]" events in the trace), and the host count is the process's: what another thread
-allocates while an event runs counts in that event."""
+allocators' block sizes (host: a multiple of 64 bytes, of 64 KiB from 128 KiB on, of 2 MiB
+from 2 MiB on).  The table shows them as PyTorch's does ("CPU Mem", "Self CPU Mem").  It also
+records allocations as PyTorch's "[memory]" records (prof.events().memory_records, and
+instant events named "[memory]" in the Chrome trace with "Addr", "Bytes" (negative for a
+free), "Total Allocated", "Total Reserved", "Device Type" and "Device Id"); a record made
+outside every op and range is also a "[memory]" event in prof.events() and key_averages
+(cpu_memory_usage or device_memory_usage = its bytes), one made inside one counts in that
+op's memory columns, as in PyTorch.
+- CUDA (with CUDA profiled): every allocation and free of the caching allocator, one record
+  each, with its block's address and the device's allocated and reserved totals after it
+  (torchlite/cuda/_allocator.py's set_observer; pinned host blocks have Device Type CPU,
+  Device Id -1).
+- Host: the host allocator (torchlite/_core/array.pyx) tells no one of each allocation, so
+  its records are read at the door: whenever its live bytes differ from the last reading,
+  at the start or end of an event (and at stop), one record holds the difference.  A call
+  that allocates one storage (most do) gives one record per allocation, with the address of
+  the storage it returned when that storage accounts for the bytes (0 otherwise, and for
+  every free); a call that allocates a temporary and frees it gives none, and frees made
+  between two calls are recorded at the start of the next one.  The host count is the
+  process's: what another thread allocates while an event runs counts in that event."""
 from __future__ import annotations
 
 import enum
+import itertools
 import os
 import socket
 import threading
@@ -26,8 +56,10 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import _dispatch
+from .._core.array import Array as _CpuArray
 from .._core.array import live_bytes
-from ._events import EventList, FunctionEvent, write_chrome_trace
+from .._core.array import memory_stats as host_memory_stats
+from ._events import DeviceType, EventList, FunctionEvent, Kernel, MemoryRecord, write_chrome_trace
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -112,12 +144,35 @@ def _no_bytes():
     return 0
 
 
+def _host_size_class(nbytes):
+    """The host allocator's block size for a storage of nbytes (torchlite/_core/array.pyx)."""
+    nbytes = max(nbytes, 1)
+    if nbytes < 128 << 10:
+        return (nbytes + 63) & ~63
+    step = 64 << 10 if nbytes < 2 << 20 else 2 << 20
+    return (nbytes + step - 1) // step * step
+
+
+def _new_storage_address(result, nbytes):
+    """The address of the storage a call returned when it is a new allocation of nbytes (the
+    host allocator's block size); 0 (unknown) otherwise."""
+    if type(result) is _CpuArray and nbytes > 0:
+        storage = result.storage
+        if _host_size_class(storage.nbytes) == nbytes:
+            return storage.data_ptr()
+    return 0
+
+
+_ids = itertools.count(1)     # event ids: the Chrome trace's "External id" and "correlation"
+
+
 class _Recorder:
     """Collects the events of one profile, one nesting stack per thread (a nested event's
     time is its parent's child time, so self times add up to the total).  With
     profile_memory, each event also gets the change of the host allocator's live bytes over
     its run (and of the CUDA allocator's, when CUDA is profiled and in use), its children's
-    changes counted apart as its times are."""
+    changes counted apart as its times are, and `memory` gets the allocation records (see the
+    module docstring).  `timer`: the KernelTimer timing kernel launches, when CUDA is."""
 
     def __init__(self, record_shapes, profile_memory=False, device_memory=None):
         self.record_shapes = record_shapes
@@ -125,8 +180,14 @@ class _Recorder:
         self.t0 = time.perf_counter_ns()
         self.local = threading.local()
         self.lock = threading.Lock()
+        self.profile_memory = profile_memory
         self.host_bytes = live_bytes if profile_memory else _no_bytes
         self.device_bytes = device_memory if profile_memory and device_memory else _no_bytes
+        # (ns, DeviceType, device, address, bytes, total allocated, total reserved, thread,
+        #  inside an op)
+        self.memory = []
+        self.host_last = live_bytes() if profile_memory else 0
+        self.timer = None
 
     def _stack(self):
         stack = getattr(self.local, "stack", None)
@@ -134,17 +195,26 @@ class _Recorder:
             stack = self.local.stack = []
         return stack
 
+    def next_id(self):
+        return next(_ids)
+
     def begin(self):
         stack = self._stack()
+        host = self.host_bytes()
+        if self.profile_memory and host != self.host_last:     # between events: frees, mostly
+            self._host_record(host, 0, bool(stack))
         # [start time, children's time, host bytes at start, children's host bytes,
-        #  device bytes at start, children's device bytes]
-        stack.append([time.perf_counter_ns(), 0, self.host_bytes(), 0, self.device_bytes(), 0])
+        #  device bytes at start, children's device bytes, id, parent's id]
+        stack.append([time.perf_counter_ns(), 0, host, 0, self.device_bytes(), 0, next(_ids),
+                      stack[-1][6] if stack else None])
         return stack
 
-    def end(self, stack, name, shapes):
+    def end(self, stack, name, shapes, category="cpu_op", result=None):
         end = time.perf_counter_ns()
         host, device = self.host_bytes(), self.device_bytes()
-        start, child, host0, host_child, dev0, dev_child = stack.pop()
+        start, child, host0, host_child, dev0, dev_child, eid, parent_id = stack.pop()
+        if self.profile_memory and host != self.host_last:
+            self._host_record(host, _new_storage_address(result, host - self.host_last), True)
         if stack:
             parent = stack[-1]
             parent[1] += end - start
@@ -152,17 +222,78 @@ class _Recorder:
             parent[5] += device - dev0
         e = FunctionEvent(name, (start - self.t0) / 1e3, (end - self.t0) / 1e3, child / 1e3,
                           threading.get_ident(), shapes, len(stack), host - host0,
-                          host - host0 - host_child, device - dev0, device - dev0 - dev_child)
+                          host - host0 - host_child, device - dev0, device - dev0 - dev_child,
+                          id=eid, parent_id=parent_id, category=category)
         with self.lock:
             self.events.append(e)
+        return e
 
     def observe(self, qualname, fn, args, kwargs):
         stack = self.begin()
+        result = None
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            return result
         finally:
             self.end(stack, _event_name(qualname, args),
-                     _shapes(args) if self.record_shapes else [])
+                     _shapes(args) if self.record_shapes else [], result=result)
+
+    # ---- memory records ----
+    def _host_record(self, host, address, in_op):
+        """The host allocator's live bytes changed since the last reading (see the module
+        docstring: one record per change seen at the door, not per allocation)."""
+        last, self.host_last = self.host_last, host
+        cached = host_memory_stats()["cached"]
+        self.memory.append((time.perf_counter_ns(), DeviceType.CPU, -1, address, host - last,
+                            host, host + cached, threading.get_ident(), in_op))
+
+    def device_record(self, device, address, nbytes, allocated, reserved):
+        """A CUDA caching allocator's allocation or free (its observer; device -1 is pinned
+        host memory)."""
+        in_op = bool(getattr(self.local, "stack", None))
+        kind = DeviceType.CUDA if device >= 0 else DeviceType.CPU
+        self.memory.append((time.perf_counter_ns(), kind, device, address, nbytes, allocated,
+                            reserved, threading.get_ident(), in_op))
+
+    # ---- at stop ----
+    def finish(self):
+        """(events sorted by start time, memory records): the host events with their kernels'
+        device times, the kernels, and the "[memory]" events of allocations made outside
+        every op (those inside one are its memory columns, as in PyTorch)."""
+        if self.profile_memory:
+            host = live_bytes()
+            if host != self.host_last:
+                self._host_record(host, 0, False)
+        events = list(self.events)
+        kernels = self.timer.collect(self.t0) if self.timer is not None else []
+        if kernels:
+            by_id = {e.id: e for e in events}
+            for k in kernels:
+                op = by_id.get(k.parent_id)
+                if op is not None:
+                    if not op.kernels:
+                        op.kernels = []
+                    op.kernels.append(Kernel(k.name, k.device_index, k.device_time_total))
+                    op.self_device_time_total += k.device_time_total
+            for e in events:
+                e.device_time_total = e.self_device_time_total
+            for e in sorted(events, key=lambda e: -e.depth):      # children before parents
+                parent = by_id.get(e.parent_id)
+                if parent is not None:
+                    parent.device_time_total += e.device_time_total
+        records, memory_events = [], []
+        for ns, kind, device, address, nbytes, allocated, reserved, thread, in_op in self.memory:
+            r = MemoryRecord((ns - self.t0) / 1e3, kind, device, address, nbytes, allocated,
+                             reserved, thread)
+            records.append(r)
+            if not in_op:
+                cpu = kind is DeviceType.CPU
+                memory_events.append(FunctionEvent(
+                    "[memory]", r.time_us, r.time_us, 0.0, thread, [], 0,
+                    nbytes if cpu else 0, nbytes if cpu else 0, 0 if cpu else nbytes,
+                    0 if cpu else nbytes, id=next(_ids), category="memory"))
+        out = sorted(events + kernels + memory_events, key=lambda e: e.start_us)
+        return out, sorted(records, key=lambda r: r.time_us)
 
 
 _active = [None]        # the recorder of the profile that is recording, if any
@@ -233,25 +364,44 @@ class profile:
     def _record_on(self):
         if _active[0] is not None:
             raise RuntimeError("Profiler is already enabled on this thread")
-        self._recorder = _Recorder(self.record_shapes, self.profile_memory, self._device_memory())
-        _active[0] = self._recorder
-        _dispatch.set_kernel_observer(self._recorder.observe)
+        rec = self._recorder = _Recorder(self.record_shapes, self.profile_memory, self._device_memory())
+        _active[0] = rec
+        _dispatch.set_kernel_observer(rec.observe)
+        if self._cuda_profiled():
+            from ..cuda import _allocator
+            from . import _device
+            rec.timer = _device.start_timing(rec)
+            if self.profile_memory:
+                _allocator.set_observer(rec.device_record)
+
+    def _cuda_profiled(self):
+        """Whether this profile records CUDA: asked for, and usable here (torchlite.cuda's
+        modules are not imported otherwise)."""
+        return ProfilerActivity.CUDA in self.activities and _dispatch.cuda_available()
 
     def _device_memory(self):
         """The CUDA allocator's live-bytes query, when CUDA is profiled and in use."""
-        if ProfilerActivity.CUDA not in self.activities or not _dispatch.cuda_available():
+        if not self._cuda_profiled():
             return None
         from .. import cuda
         return cuda.memory_allocated if cuda.is_initialized() else None
 
     def _record_off(self):
-        if self._recorder is None:
+        rec = self._recorder
+        if rec is None:
             return
         _dispatch.set_kernel_observer(None)
         _active[0] = None
-        self._events = EventList(sorted(self._recorder.events, key=lambda e: e.start_us))
-        self._events.profile_memory = self.profile_memory
+        if rec.timer is not None:
+            from ..cuda import _allocator
+            from . import _device
+            _device.stop_timing()
+            _allocator.set_observer(None)
         self._recorder = None
+        events, records = rec.finish()
+        self._events = EventList(events)
+        self._events.profile_memory = self.profile_memory
+        self._events.memory_records = records
 
     def _recording(self, action):
         return action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
