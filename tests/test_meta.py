@@ -162,17 +162,9 @@ def test_transformer_and_losses_on_meta():
 
 
 # ops whose PyTorch meta kernel gives a result where torchlite's meta tensors raise:
-# - the LU and LDL factorizations: Python code around them reads the pivots or info;
-# - values used as sizes or numbers in Python (segment lengths, a tensor start/end of
-#   linspace, nonzero_static's fill, max_unpool3d's index scatter through nonzero);
+# - max_unpool3d's index scatter runs through nonzero;
 # - one sample needs a storage larger than its view's own (as_strided's partial views)
-MAY_FAIL = {
-    "linalg.ldl_factor", "linalg.ldl_factor_ex", "linalg.ldl_solve", "linalg.lu",
-    "linalg.lu_factor", "lu_unpack",
-    "_segment_reduce.lengths", "_segment_reduce.offsets", "linspace.tensor_overload",
-    "logspace.tensor_overload", "nonzero_static", "nn.functional.max_unpool3d",
-    "nn.functional.max_unpool3d.grad",
-    "as_strided.partial_views"}
+MAY_FAIL = {"nn.functional.max_unpool3d", "nn.functional.max_unpool3d.grad", "as_strided.partial_views"}
 
 
 def test_op_db_samples_give_torchs_meta_shapes_and_dtypes():

@@ -404,7 +404,7 @@ def full_like(input: Tensor, fill_value: bool | int | float | complex | Tensor, 
 # ---- ranges ------------------------------------------------------------------------------
 def _scalar_arg(x, name, op):
     if isinstance(x, Tensor):
-        x = x.item()
+        x = x.item() if not x.is_meta else 0.0      # a meta tensor: only the result's shape counts
     x = _as_pyscalar(x)
     if not isinstance(x, (builtins.int, builtins.float)):
         raise TypeError(f"{op}(): argument '{name}' must be Number, not {type(x).__name__}")
@@ -502,6 +502,7 @@ def linspace(start: int | float | Tensor, end: int | float | Tensor, steps: int,
              device: str | device | int | None = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from start to end, both included."""
     _layout.check(layout, "linspace")
+    device = _tensor_ends_device(start, end, device)
     start = _scalar_arg(start, "start", "linspace")
     end = _scalar_arg(end, "end", "linspace")
     if not isinstance(steps, builtins.int) or isinstance(steps, builtins.bool):
@@ -521,11 +522,20 @@ def linspace(start: int | float | Tensor, end: int | float | Tensor, steps: int,
     return _made(_ew.cast(arr, dt.code), device, requires_grad, out, "linspace")
 
 
+def _tensor_ends_device(start, end, device):
+    """linspace/logspace with a meta tensor end make a meta result, whatever device= says
+    (PyTorch's dispatch: a meta argument selects the meta kernel)."""
+    if any(isinstance(x, Tensor) and x.is_meta for x in (start, end)):
+        return "meta"
+    return device
+
+
 def logspace(start: int | float | Tensor, end: int | float | Tensor, steps: int, base: float = 10.0,
              *, out: Tensor | None = None, dtype: dtype | None = None, layout: layout | None = None,
              device: str | device | int | None = None, requires_grad: bool = False) -> Tensor:
     """base ** linspace(start, end, steps)."""
     _layout.check(layout, "logspace")
+    device = _tensor_ends_device(start, end, device)
     dt = factory_dtype(dtype, out, "logspace")
     if isinstance(steps, builtins.int) and steps >= 0:
         meta = _on_meta((steps,), dt, device, requires_grad, out)

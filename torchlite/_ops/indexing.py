@@ -1002,6 +1002,9 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
     tensor_arg(input, "nonzero_static", "input")
     if isinstance(size, builtins.bool) or not isinstance(size, int) or size < 0:
         raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    if input.is_meta:               # the shape is known without the values
+        from .creation import empty
+        return empty((size, input.ndim), dtype=D.int64, device=input.device)
     found = nonzero(input)
     n = found.shape[0]
     if n >= size:

@@ -145,7 +145,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     lu, piv, info = _K.lu_factor(_matrix(A, "linalg.lu_factor")._data)
     res = (_wrap(lu), _wrap(piv), _wrap(info))
-    if check_errors:
+    if check_errors and not A.is_meta:          # (a meta tensor has no values to check)
         _raise_info(res[2], "linalg.lu_factor", lambda v: f"U[{v},{v}] is zero and using it on "
                     f"lu_solve would result in a division by zero.")
     if needs_grad(A):
@@ -158,7 +158,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor]:
     """torch.linalg.lu_factor: (LU, pivots) with A = P L U; raises when U has a zero on its
     diagonal (torch's rule, lu_solve would divide by it)."""
     lu, piv, info = lu_factor_ex(A, pivot=pivot)
-    for b, v in enumerate(info.reshape(-1).tolist()):
+    for b, v in enumerate(info.reshape(-1).tolist() if not info.is_meta else ()):
         if v != 0:
             prefix = f"(Batch element {b}): " if info.ndim > 0 else ""
             raise RuntimeError(f"torch.linalg.lu_factor: {prefix}U[{v},{v}] is zero and using "
@@ -171,8 +171,10 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor]:
 def _permutation(piv, m, dtype):
     """The permutation matrices P (..., m, m) of LAPACK-style pivots (..., k): row i of
     P^T A is row perm[i] of A, so P[perm[i], i] = 1, i.e. P = I[perm]^T."""
-    from .creation import tensor
+    from .creation import empty, tensor
     batch = tuple(piv.shape[:-1])
+    if piv.is_meta:                 # the shape only: the pivots' values are not there
+        return empty(batch + (m, m), dtype=dtype, device=piv.device)
     nb, k = math.prod(batch), piv.shape[-1]
     rows = piv.reshape(nb, k).tolist() if nb * k else [[]] * nb
     perms = []
@@ -1212,6 +1214,12 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     import numpy as np
     op = "linalg.ldl_factor_ex"
     _real_matrix(A, op)
+    if A.is_meta:                   # shapes and dtypes only, as PyTorch's meta kernel
+        from .creation import empty
+        LD = A.detach().tril().contiguous()
+        batch = tuple(A.shape[:-2])
+        return _LdlFactorEx(LD, empty(batch + (A.shape[-1],), dtype=D.int32, device=A.device),
+                            empty(batch, dtype=D.int32, device=A.device))
     x = A.detach().cpu().numpy()
     batch, n = x.shape[:-2], x.shape[-1]
     count = int(np.prod(batch, dtype=np.int64))
@@ -1261,6 +1269,9 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
                            f"({n}x{n} and {'x'.join(map(str, B.shape[-2:]))})")
     _same_dtype(LD, B, op)
     batch = tuple(_broadcast_shapes(LD.shape[:-2], B.shape[:-2]))
+    if LD.is_meta or B.is_meta:
+        from .creation import empty
+        return empty(batch + tuple(B.shape[-2:]), dtype=B.dtype, device="meta")
     count = int(np.prod(batch, dtype=np.int64))
     a = np.broadcast_to(LD.detach().cpu().numpy(), batch + (n, n)).reshape((count, n, n))
     p = np.broadcast_to(pivots.cpu().numpy(), batch + (n,)).reshape((count, n))

@@ -1322,6 +1322,9 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths: Tensor | None = None,
         raise RuntimeError(f"{op}(): Expected data and lengths to have the same leading dims, got "
                            f"{tuple(data.shape)} and {tuple(lengths.shape)}")
     lengths = lengths.to(D.int64)
+    if data.is_meta or lengths.is_meta:     # the shape needs the segments' count, not lengths
+        from .creation import empty
+        return empty(tuple(lengths.shape) + tuple(data.shape[axis + 1:]), dtype=data.dtype, device="meta")
     if not unsafe:
         if bool((lengths < 0).any()):
             raise RuntimeError(f"{op}(): lengths contains negative value!")
