@@ -9,6 +9,7 @@ host fallback.  It is test code only; the library never uses it.
 """
 import ctypes
 import itertools
+import time
 import types
 
 
@@ -39,6 +40,7 @@ class FakeDriver(types.SimpleNamespace):
         self.devices = devices
         self.capacity = capacity
         self.buffers = {}          # address -> (device, ctypes buffer)
+        self._event_times = {}     # event -> host perf_counter_ns when last recorded
         self.used = [0] * devices
         self.host = {}
         self.calls = []            # names of the memory, copy, stream and event calls made, in order
@@ -228,7 +230,11 @@ class FakeDriver(types.SimpleNamespace):
 
     def cuEventRecord(self, event, stream):
         self._log("cuEventRecord")
-        return (400,) if self._stream_gone(stream) else (0,)
+        if self._stream_gone(stream):
+            return (400,)
+        # work runs on the host as it is launched, so an event's time is the host's then
+        self._event_times[event] = time.perf_counter_ns()
+        return (0,)
 
     def cuEventQuery(self, event):
         self._log("cuEventQuery")
@@ -239,8 +245,12 @@ class FakeDriver(types.SimpleNamespace):
         return (0,)
 
     def cuEventElapsedTime(self, start, end):
+        """Milliseconds between the two events' recordings (a real driver's unit);
+        CUDA_ERROR_INVALID_HANDLE for an event never recorded."""
         self._log("cuEventElapsedTime")
-        return (0, 0.0)
+        if start not in self._event_times or end not in self._event_times:
+            return (400, None)
+        return (0, (self._event_times[end] - self._event_times[start]) / 1e6)
 
     def cuEventDestroy(self, event):
         self._log("cuEventDestroy")

@@ -3,14 +3,12 @@
 The CUDA layer runs on the host-memory stand-in driver (tests/fake_cuda_driver.py) with the
 elementwise and reduction kernels emulated on the host (tests/fake_cuda_kernels.py), so every
 kernel goes through torchlite/cuda/_launch.py's launch as on a GPU.  The stand-in's events
-report no elapsed time (cuEventElapsedTime answers 0.0), so the driver here is a subclass
-whose events remember the host clock when recorded: a kernel's "device time" is then the host
-time its emulation took between its two events, which is what the profiler must read back,
-attach to the launching op, sum and show.  On a GPU the same code reads the device's own
+remember the host clock when recorded: a kernel's "device time" is then the host time its
+emulation took between its two events, which is what the profiler must read back, attach to
+the launching op, sum and show.  On a GPU the same code reads the device's own
 times; that is not exercised here."""
 import json
 import os
-import time
 
 import pytest
 
@@ -26,31 +24,11 @@ _HAS_GPU = cuda.is_available()        # probed before any stand-in driver is ins
 CPU, CUDA = ProfilerActivity.CPU, ProfilerActivity.CUDA
 
 
-class TimedFakeDriver(FakeDriver):
-    """The stand-in driver with events that keep the host time they were recorded at, and
-    cuEventElapsedTime the difference in milliseconds (a real driver's unit)."""
-
-    def __init__(self):
-        super().__init__()
-        self.recorded = {}
-
-    def cuEventRecord(self, event, stream):
-        result = super().cuEventRecord(event, stream)
-        self.recorded[event] = time.perf_counter_ns()
-        return result
-
-    def cuEventElapsedTime(self, start, end):
-        self._log("cuEventElapsedTime")
-        if start not in self.recorded or end not in self.recorded:
-            return (400, None)                      # CUDA_ERROR_INVALID_HANDLE
-        return (0, (self.recorded[end] - self.recorded[start]) / 1e6)
-
-
 @pytest.fixture
 def gpu_stand_in(monkeypatch):
-    """A TimedFakeDriver installed with the kernels emulated; `launched` lists the names of the
+    """The stand-in driver installed with the kernels emulated; `launched` lists the names of the
     kernels launched (from the driver's cuLaunchKernel, below any profiler)."""
-    with installed(TimedFakeDriver()) as fake:
+    with installed(FakeDriver()) as fake:
         fake_cuda_kernels.install(fake, monkeypatch)
         emulate, fake.launched = fake.cuLaunchKernel, []
 

@@ -141,7 +141,7 @@ _untimed = None         # the launch function a timer's wrapper went around, whi
 
 
 def set_launch_timer(timer):
-    """While `timer` is set (the profiler's: torchlite/profiler/_device.py), `launch` is a
+    """While `timer` is set (_kernel_timing.py's, for the profiler), `launch` is a
     wrapper that calls token = timer.begin(k, stream, grid, block, shared) just before the
     launch (on the kernel's device, made current) and timer.end(token) just after it, or
     timer.abandon(token) when the launch raised; None puts the plain function back."""

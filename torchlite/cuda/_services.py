@@ -114,3 +114,25 @@ def current_stream(index):
 def order_after_current(index, stream):
     """Make later work on `stream` wait for the work queued so far on device `index`."""
     _runtime.order_after_current(index, stream)
+
+
+@service("start_kernel_timing")
+def start_kernel_timing(on_begin, on_end):
+    """Time every kernel launch on the device until stop_kernel_timing (the profiler's device
+    timeline; _kernel_timing.py); returns the timer, whose collect() gives the times."""
+    from . import _kernel_timing
+    return _kernel_timing.start(on_begin, on_end)
+
+
+@service("stop_kernel_timing")
+def stop_kernel_timing():
+    from . import _kernel_timing
+    _kernel_timing.stop()
+
+
+@service("observe_allocations")
+def observe_allocations(observer):
+    """observer(device, address, nbytes, allocated, reserved) after each device allocation
+    and free (the profiler's "[memory]" records); None stops it (_allocator.set_observer)."""
+    from . import _allocator
+    _allocator.set_observer(observer)

@@ -368,11 +368,10 @@ class profile:
         _active[0] = rec
         _dispatch.set_kernel_observer(rec.observe)
         if self._cuda_profiled():
-            from ..cuda import _allocator
             from . import _device
-            rec.timer = _device.start_timing(rec)
+            rec.timer = _device.KernelTimer(rec)
             if self.profile_memory:
-                _allocator.set_observer(rec.device_record)
+                _dispatch.devices.observe_allocations(rec.device_record)
 
     def _cuda_profiled(self):
         """Whether this profile records CUDA: asked for, and usable here (torchlite.cuda's
@@ -393,10 +392,8 @@ class profile:
         _dispatch.set_kernel_observer(None)
         _active[0] = None
         if rec.timer is not None:
-            from ..cuda import _allocator
-            from . import _device
-            _device.stop_timing()
-            _allocator.set_observer(None)
+            rec.timer.stop()
+            _dispatch.devices.observe_allocations(None)
         self._recorder = None
         events, records = rec.finish()
         self._events = EventList(events)
