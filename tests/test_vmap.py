@@ -426,7 +426,21 @@ NEW_RULE_CASES = {
         + tl.index_fill(a, 1, tl.tensor([1, 4]), -1.0).sum(1)
         + tl.index_add(tl.zeros(3, 5), 1, tl.tensor([3]), a[:, :1]).sum(1), X),
     "cholesky_inverse": (lambda a: tl.cholesky_inverse(tl.linalg.cholesky(a @ a.mT + tl.eye(3))), r(4, 3, 3, seed=14)),
+    # attention, batch norm's training statistics, cosine similarity, prelu
+    "scaled_dot_product_attention": (
+        lambda a: F.scaled_dot_product_attention(a, a[..., :5, :] * 2, a[..., :5, :].flip(-1))
+        + F.scaled_dot_product_attention(a, K4, K4, attn_mask=MASK)
+        + F.scaled_dot_product_attention(a, a, a, is_causal=True, scale=0.3), r(3, 2, 6, 4, seed=15)),
+    "batch_norm with batch statistics": (
+        lambda a: F.batch_norm(a, None, None, r(4, seed=16), r(4, seed=17), training=True)
+        + F.batch_norm(a, None, None, training=True, eps=1e-3) + tl.batch_norm(
+            a, r(4, seed=16), None, None, None, True, 0.1, 1e-5, False), IMG),
+    "cosine_similarity": (lambda a: F.cosine_similarity(a, a.flip(0), dim=0)[0]
+                          + F.cosine_similarity(a, V, dim=-1) + tl.cosine_similarity(V, a, -1, 1e-3), X),
+    "prelu": (lambda a: F.prelu(a, r(4, seed=18)).sum((0, 2, 3)) + F.prelu(a, tl.tensor([0.2])).sum((0, 2, 3))
+              + tl.prelu(a[0, :, 0], r(6, seed=19)).sum(1), IMG),
 }
+K4, MASK = r(2, 5, 4, seed=20), r(6, 5, seed=21) > 0
 
 
 @pytest.mark.parametrize("name", list(NEW_RULE_CASES))

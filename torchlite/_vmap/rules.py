@@ -321,9 +321,80 @@ def _batch_norm(fn):
         ba = _bind(sig, args, kwargs)
         if ba is None:
             return NotImplemented
-        if ba.arguments.get("training", False):   # statistics over N, per batch element
+        a = ba.arguments
+        if not a.get("training", False):
+            return leading(*args, **kwargs)
+        # statistics over N and the spatial dims, per batch element and channel: the batch
+        # folded into the channels, (B, N, C, ...) -> (N, B*C, ...); running statistics
+        # (updated in place once per element) and batched weights take the loop
+        x = a.get("input")
+        if type(x) is not Batched or x.value.dim() < 3 or a.get("running_mean") is not None \
+                or a.get("running_var") is not None \
+                or any(type(a.get(k)) is Batched for k in ("weight", "bias")):
             return NotImplemented
-        return leading(*args, **kwargs)
+        v = x.value
+        b, n, c = v.shape[0], v.shape[1], v.shape[2]
+        a["input"] = v.movedim(0, 1).reshape(n, b * c, *v.shape[3:])
+        for k in ("weight", "bias"):
+            if a.get(k) is not None:
+                a[k] = a[k].repeat(b)
+        out = fn(*ba.args, **ba.kwargs)     # (F's and ATen's argument orders alike)
+        return Batched(out.reshape(n, b, c, *v.shape[3:]).movedim(1, 0))
+    return rule
+
+
+def _attention(fn):
+    """scaled_dot_product_attention takes any leading (broadcasting) batch dims: the batched
+    operands aligned to one logical rank, the vmap batch is one more leading dim (dropout
+    draws random numbers: the loop, which applies vmap's randomness rules)."""
+    sig = inspect.signature(fn)
+
+    def rule(*args, **kwargs):
+        ba = _bind(sig, args, kwargs)
+        if ba is None or ba.arguments.get("dropout_p", 0.0):
+            return NotImplemented
+        a = ba.arguments
+        names = ("query", "key", "value", "attn_mask")
+        if not any(type(a.get(k)) is Batched for k in names):
+            return fn(*args, **kwargs)
+        rank = max(_rank(a.get(k)) for k in names)
+        for k in names:
+            if a.get(k) is not None:
+                a[k] = _align(a[k], rank)
+        return Batched(fn(*ba.args, **ba.kwargs))
+    return rule
+
+
+def _cosine_similarity(fn):
+    """Elementwise over the broadcast operands, then a sum over `dim`: the operands aligned
+    (both with the batch dim), dim made physical."""
+    def rule(x1, x2, dim=1, eps=1e-8):
+        if type(x1) is not Batched and type(x2) is not Batched:
+            return fn(x1, x2, dim, eps)
+        rank = max(_rank(x1), _rank(x2), 1)     # (0-d operands: dim 0 of one size-1 dim)
+
+        def physical(x):        # rank + 1 dims, the batch first (size 1 for an unbatched x)
+            if type(x) is Batched:
+                return _align(x, rank)
+            return x[(None,) * (rank - x.dim() + 1)]
+        return Batched(fn(physical(x1), physical(x2), _pdim(dim, rank), eps))
+    return rule
+
+
+def _prelu(fn):
+    """prelu scales the negative part by one weight or by a weight per channel (dim 1; a 1-d
+    input has one channel): an unbatched weight is placed on the physical channel dim."""
+    def rule(x, weight):
+        if type(x) is not Batched or type(weight) is Batched:
+            return NotImplemented
+        v, rank = x.value, _rank(x)
+        if weight.numel() == 1:
+            return Batched(fn(v, weight))
+        ch = 1
+        if rank < 2 or v.shape[ch + 1] != weight.numel():
+            return NotImplemented           # the loop raises prelu's own error
+        w = weight.reshape([-1 if d == ch + 1 else 1 for d in range(rank + 1)])
+        return Batched(_O["where"](v >= 0, v, v * w))
     return rule
 
 
@@ -984,7 +1055,11 @@ def build():
         rule = FUNCTIONS.get(getattr(F, name, None))
         if rule is not None:
             FUNCTIONS[getattr(aten, name)] = _same_rule_for(getattr(aten, name), name)
-    register("batch_norm", _batch_norm)
+    register("scaled_dot_product_attention", _attention)
+    for name, make in (("cosine_similarity", _cosine_similarity), ("prelu", _prelu),
+                       ("batch_norm", _batch_norm)):         # (binds its arguments by name)
+        register(name, make)
+        FUNCTIONS[getattr(aten, name)] = make(getattr(aten, name))     # torch.* spelling: F's order
     register("one_hot", _one_hot)
     register("masked_fill", _masked_fill)
     register("pad", _pad)
