@@ -165,10 +165,10 @@ def test_profile_memory_counts_allocations_and_frees():
 
 
 def test_memory_records_of_the_host_allocator(tmp_path):
-    """profile_memory: "[memory]" records of the host allocator, read at the array layer's door
-    (the live bytes at each call's start and end): a known sequence of torchlite.empty and
-    frees gives one record each, in the allocator's block sizes, the allocations with their
-    storage's address; frees outside every op are "[memory]" events (PyTorch's rule)."""
+    """profile_memory: "[memory]" records of the host allocator (its observer sees every
+    storage allocated and freed): a known sequence of torchlite.empty and frees gives one
+    record each, in the allocator's block sizes, with the storage's address; frees outside
+    every op are "[memory]" events (PyTorch's rule)."""
     small, big, f64 = 4000 + 32, 256 * 256 * 4, 832        # 4000 and 800 bytes round up to 64
     from torchlite._core.array import live_bytes
     base = live_bytes()
@@ -181,7 +181,7 @@ def test_memory_records_of_the_host_allocator(tmp_path):
         del b
     records = prof.events().memory_records
     assert [(r.nbytes, r.address) for r in records] == [
-        (small, address_a), (big, address_b), (-small, 0), (f64, c.data_ptr()), (-big, 0)]
+        (small, address_a), (big, address_b), (-small, address_a), (f64, c.data_ptr()), (-big, address_b)]
     assert [r.total_allocated for r in records] == [
         base + small, base + small + big, base + big, base + big + f64, base + f64]
     assert all(r.device_type.name == "CPU" and r.device_index == -1 for r in records)
@@ -205,3 +205,8 @@ def test_memory_records_of_the_host_allocator(tmp_path):
     with profile(activities=[ProfilerActivity.CPU]) as off:     # off: no records
         tl.empty(10)
     assert not off.events().memory_records and all(e.name != "[memory]" for e in off.events())
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as temp:
+        y = tl.ones(5000).add(1).mul(2)         # ones and add: temporaries, freed once used
+    allocs = [r.nbytes for r in temp.events().memory_records]
+    assert allocs == [20032, 20032, -20032, 20032, -20032]
+    del y

@@ -29,6 +29,7 @@ cdef dict _pool = {}                           # size class -> list of addresses
 cdef Py_ssize_t _pool_bytes = 0                # bytes held in _pool (free, cached)
 cdef Py_ssize_t _live_bytes = 0                # bytes in live storages we allocated
 cdef Py_ssize_t _pool_limit = int(os.environ.get("TORCHLITE_CPU_CACHE_MB", "1024")) * 1024 * 1024
+cdef object _alloc_observer = None             # set_alloc_observer's function, or None
 
 
 cdef inline Py_ssize_t _size_class(Py_ssize_t nbytes):
@@ -90,6 +91,14 @@ def live_bytes():
     return _live_bytes
 
 
+def set_alloc_observer(observer):
+    """While `observer` is set (the profiler's, with profile_memory), each storage allocation
+    and free calls observer(address, nbytes, allocated, reserved) after it: the block's size
+    (negative for a free) and the live and live-plus-cached totals then.  None stops it."""
+    global _alloc_observer
+    _alloc_observer = observer
+
+
 def memory_stats():
     """Bytes in live storages allocated by torchlite, and bytes cached for reuse."""
     return {"allocated": _live_bytes, "cached": _pool_bytes, "cache_limit": _pool_limit}
@@ -107,9 +116,15 @@ cdef class Storage:
 
     def __dealloc__(self):
         global _live_bytes
-        if self.data != NULL and self.pool_bytes:
-            _live_bytes -= self.pool_bytes
-            _release(self.data, self.pool_bytes)
+        cdef Py_ssize_t address = <Py_ssize_t>self.data, cls = self.pool_bytes
+        if self.data != NULL and cls:
+            _live_bytes -= cls
+            _release(self.data, cls)
+            if _alloc_observer is not None:
+                try:                        # (a destructor cannot raise)
+                    _alloc_observer(address, -cls, _live_bytes, _live_bytes + _pool_bytes)
+                except BaseException:
+                    pass
         self.data = NULL
 
     @property
@@ -128,6 +143,8 @@ cdef Storage new_storage(Py_ssize_t nbytes):
     s.nbytes = nbytes
     s.pool_bytes = cls
     _live_bytes += cls
+    if _alloc_observer is not None:
+        _alloc_observer(<Py_ssize_t>s.data, cls, _live_bytes, _live_bytes + _pool_bytes)
     return s
 
 

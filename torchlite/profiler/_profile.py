@@ -37,14 +37,11 @@ op's memory columns, as in PyTorch.
   each, with its block's address and the device's allocated and reserved totals after it
   (torchlite/cuda/_allocator.py's set_observer; pinned host blocks have Device Type CPU,
   Device Id -1).
-- Host: the host allocator (torchlite/_core/array.pyx) tells no one of each allocation, so
-  its records are read at the door: whenever its live bytes differ from the last reading,
-  at the start or end of an event (and at stop), one record holds the difference.  A call
-  that allocates one storage (most do) gives one record per allocation, with the address of
-  the storage it returned when that storage accounts for the bytes (0 otherwise, and for
-  every free); a call that allocates a temporary and frees it gives none, and frees made
-  between two calls are recorded at the start of the next one.  The host count is the
-  process's: what another thread allocates while an event runs counts in that event."""
+- Host: every storage allocation and free of the host allocator, one record each, with its
+  block's address and the live and live-plus-cached totals after it (torchlite/_core/
+  array.pyx's set_alloc_observer).  A free is recorded where the storage's last reference
+  goes, so it counts in the op that dropped it.  The host count is the process's: what
+  another thread allocates while an event runs counts in that event."""
 from __future__ import annotations
 
 import enum
@@ -56,9 +53,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import _dispatch
-from .._core.array import Array as _CpuArray
-from .._core.array import live_bytes
-from .._core.array import memory_stats as host_memory_stats
+from .._core.array import live_bytes, set_alloc_observer
 from ._events import DeviceType, EventList, FunctionEvent, Kernel, MemoryRecord, write_chrome_trace
 
 if TYPE_CHECKING:
@@ -144,25 +139,6 @@ def _no_bytes():
     return 0
 
 
-def _host_size_class(nbytes):
-    """The host allocator's block size for a storage of nbytes (torchlite/_core/array.pyx)."""
-    nbytes = max(nbytes, 1)
-    if nbytes < 128 << 10:
-        return (nbytes + 63) & ~63
-    step = 64 << 10 if nbytes < 2 << 20 else 2 << 20
-    return (nbytes + step - 1) // step * step
-
-
-def _new_storage_address(result, nbytes):
-    """The address of the storage a call returned when it is a new allocation of nbytes (the
-    host allocator's block size); 0 (unknown) otherwise."""
-    if type(result) is _CpuArray and nbytes > 0:
-        storage = result.storage
-        if _host_size_class(storage.nbytes) == nbytes:
-            return storage.data_ptr()
-    return 0
-
-
 _ids = itertools.count(1)     # event ids: the Chrome trace's "External id" and "correlation"
 
 
@@ -186,7 +162,6 @@ class _Recorder:
         # (ns, DeviceType, device, address, bytes, total allocated, total reserved, thread,
         #  inside an op)
         self.memory = []
-        self.host_last = live_bytes() if profile_memory else 0
         self.timer = None
 
     def _stack(self):
@@ -201,20 +176,16 @@ class _Recorder:
     def begin(self):
         stack = self._stack()
         host = self.host_bytes()
-        if self.profile_memory and host != self.host_last:     # between events: frees, mostly
-            self._host_record(host, 0, bool(stack))
         # [start time, children's time, host bytes at start, children's host bytes,
         #  device bytes at start, children's device bytes, id, parent's id]
         stack.append([time.perf_counter_ns(), 0, host, 0, self.device_bytes(), 0, next(_ids),
                       stack[-1][6] if stack else None])
         return stack
 
-    def end(self, stack, name, shapes, category="cpu_op", result=None):
+    def end(self, stack, name, shapes, category="cpu_op"):
         end = time.perf_counter_ns()
         host, device = self.host_bytes(), self.device_bytes()
         start, child, host0, host_child, dev0, dev_child, eid, parent_id = stack.pop()
-        if self.profile_memory and host != self.host_last:
-            self._host_record(host, _new_storage_address(result, host - self.host_last), True)
         if stack:
             parent = stack[-1]
             parent[1] += end - start
@@ -230,22 +201,17 @@ class _Recorder:
 
     def observe(self, qualname, fn, args, kwargs):
         stack = self.begin()
-        result = None
         try:
-            result = fn(*args, **kwargs)
-            return result
+            return fn(*args, **kwargs)
         finally:
-            self.end(stack, _event_name(qualname, args),
-                     _shapes(args) if self.record_shapes else [], result=result)
+            self.end(stack, _event_name(qualname, args), _shapes(args) if self.record_shapes else [])
 
     # ---- memory records ----
-    def _host_record(self, host, address, in_op):
-        """The host allocator's live bytes changed since the last reading (see the module
-        docstring: one record per change seen at the door, not per allocation)."""
-        last, self.host_last = self.host_last, host
-        cached = host_memory_stats()["cached"]
-        self.memory.append((time.perf_counter_ns(), DeviceType.CPU, -1, address, host - last,
-                            host, host + cached, threading.get_ident(), in_op))
+    def host_record(self, address, nbytes, allocated, reserved):
+        """A host storage's allocation or free (the host allocator's observer)."""
+        in_op = bool(getattr(self.local, "stack", None))
+        self.memory.append((time.perf_counter_ns(), DeviceType.CPU, -1, address, nbytes,
+                            allocated, reserved, threading.get_ident(), in_op))
 
     def device_record(self, device, address, nbytes, allocated, reserved):
         """A CUDA caching allocator's allocation or free (its observer; device -1 is pinned
@@ -260,10 +226,6 @@ class _Recorder:
         """(events sorted by start time, memory records): the host events with their kernels'
         device times, the kernels, and the "[memory]" events of allocations made outside
         every op (those inside one are its memory columns, as in PyTorch)."""
-        if self.profile_memory:
-            host = live_bytes()
-            if host != self.host_last:
-                self._host_record(host, 0, False)
         events = list(self.events)
         kernels = self.timer.collect(self.t0) if self.timer is not None else []
         if kernels:
@@ -367,6 +329,8 @@ class profile:
         rec = self._recorder = _Recorder(self.record_shapes, self.profile_memory, self._device_memory())
         _active[0] = rec
         _dispatch.set_kernel_observer(rec.observe)
+        if self.profile_memory:
+            set_alloc_observer(rec.host_record)
         if self._cuda_profiled():
             from . import _device
             rec.timer = _device.KernelTimer(rec)
@@ -390,6 +354,7 @@ class profile:
         if rec is None:
             return
         _dispatch.set_kernel_observer(None)
+        set_alloc_observer(None)
         _active[0] = None
         if rec.timer is not None:
             rec.timer.stop()
