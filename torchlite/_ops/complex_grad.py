@@ -41,3 +41,21 @@ def record_real(input, out):
 
 def record_imag(input, out):
     record(ImagBackward0(), (input,), out)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+# Linear views: the same view of the tangent (a fresh copy where view_as_complex needs one:
+# the tangent may be laid out otherwise than the input).
+def _view_as_complex_jvp(node, inputs, t, meta):
+    v = t[0].contiguous()
+    if v.storage_offset() % 2:
+        v = v.clone()
+    return [v.view_as_complex()]
+
+
+JVP = {
+    ViewAsRealBackward0: lambda node, inputs, t, meta: [t[0].view_as_real()],
+    ViewAsComplexBackward0: _view_as_complex_jvp,
+    RealBackward0: lambda node, inputs, t, meta: [t[0].real if t[0].is_complex() else t[0]],
+    ImagBackward0: lambda node, inputs, t, meta: [t[0].imag],
+}

@@ -943,8 +943,22 @@ def _ternary_jvp(node, inputs, t, meta):
     return [total.to(dtype)]
 
 
+def _nextafter_jvp(node, inputs, t, meta):
+    """The backward's slope: input's tangent passes unchanged (other's is dropped)."""
+    shape, dtype, device = meta[0]
+    if t[0] is None:
+        from .creation import zeros
+        return [zeros(shape, dtype=dtype, device=device)]
+    return [t[0].to(dtype).expand(shape).contiguous()]
+
+
 JVP = {
     CopySlices: _copy_slices_jvp,
     WhereBackward0: _where_jvp,
     TernaryBackward: _ternary_jvp,
+    # frexp: the mantissa is input * 2**-exponent, the exponent piecewise constant (no tangent)
+    FrexpBackward0: lambda node, inputs, t, meta: [node.backward(t[0])[0], None],
+    NextafterBackward0: _nextafter_jvp,
+    # conj (complex tangents: the real ones take the unary formula): the conjugate tangent
+    _UNARY_NODES[_ew.UNARY["conj"]]: lambda node, inputs, t, meta: [t[0].conj()],
 }

@@ -75,3 +75,17 @@ def record_r2c(x, out, dim, n, onesided, scale):
 
 def record_c2r(x, out, dim, n, scale):
     record(_node(FftC2RBackward0, x, dim, n, scale), (x,), out)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+# Each primitive is a real-linear map of its input: its JVP is the same primitive applied to
+# the tangent, with the same dim, size n, one-sidedness and scale (so the cut/pad to n, and
+# whatever parts of the coefficients c2r does not read, are the input's).
+JVP = {
+    FftC2CBackward0: lambda node, inputs, t, meta: [
+        _fft().c2c(t[0], node.dim, node.n, node.inverse, node.scale)],
+    FftR2CBackward0: lambda node, inputs, t, meta: [
+        _fft().r2c(t[0], node.dim, node.n, node.onesided, node.scale)],
+    FftC2RBackward0: lambda node, inputs, t, meta: [
+        _fft().c2r(t[0], node.dim, node.n, node.scale)],
+}

@@ -451,3 +451,287 @@ def record_matrix_exp(A, E):
     node = LinalgMatrixExpBackward0()
     node.save(A=A)
     record(node, (A,), E)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+# The differentials of the decompositions (each the solution of the linear equations the
+# backward's formula is the adjoint of).  Every node here but eig's is recorded for real
+# matrices only (complex inv/solve/eigvalsh/svdvals go through the real embedding, whose ops
+# have their own rules); eig's rule holds for a complex input too.  Inputs the backward
+# symmetrises (cholesky's, eigh's: a symmetric matrix read from one triangle) have their
+# tangent symmetrised the same way, so J t agrees with the backward (<J t, g> = <t, J^T g>)
+# and, for a symmetric tangent, with PyTorch's JVP.  The eigenvector and singular-vector
+# tangents assume distinct values, as the backward does.
+def _complex_tangent(t):
+    return any(x is not None and x.dtype.is_complex for x in t)
+
+
+def _off_diagonal_inverse(E, like):
+    """1 / E off the diagonal, 0 on it (E's diagonal is not read)."""
+    eye = _eye(E.shape[-1], like)
+    return (1 - eye) / (E + eye)
+
+
+def _inv_jvp(node, inputs, t, meta):
+    X = node.saved("inverse")
+    return [-(X @ t[0] @ X)]
+
+
+def _solve_jvp(node, inputs, t, meta):
+    """X = A^-1 B: A^-1 (t_B - t_A X); X = B A^-1: (t_B - X t_A) A^-1."""
+    left, vec, _, _ = node.meta
+    if vec and not left:
+        return None
+    A, X = node.saved("A"), node.saved("result")
+    Xm = X.unsqueeze(-1) if vec else X
+    rhs = None
+    if t[1] is not None:
+        rhs = t[1].unsqueeze(-1) if vec else t[1]
+    if t[0] is not None:
+        term = -(t[0] @ Xm) if left else -(Xm @ t[0])
+        rhs = term if rhs is None else rhs + term
+    dX = _ld().solve(A, rhs.expand(Xm.shape), left=left)
+    return [dX.squeeze(-1) if vec else dX]
+
+
+def _solve_triangular_jvp(node, inputs, t, meta):
+    """As solve's, with t_A cut to the triangle the forward reads."""
+    upper, left, unit, _, _ = node.meta
+    A, X = node.saved("A"), node.saved("result")
+    rhs = t[1]
+    if t[0] is not None:
+        tA = t[0].triu(1 if unit else 0) if upper else t[0].tril(-1 if unit else 0)
+        term = -(tA @ X) if left else -(X @ tA)
+        rhs = term if rhs is None else rhs + term
+    return [_ld().solve_triangular(A, rhs.expand(X.shape), upper=upper, left=left, unitriangular=unit)]
+
+
+def _cholesky_solve_jvp(node, inputs, t, meta):
+    """X = M^-1 B with M = L L^T (U^T U): M^-1 (t_B - t_M X), t_M = t_L L^T + L t_L^T; the
+    whole t_L, as the backward's gradient is the whole matrix."""
+    L, X = node.saved("input2"), node.saved("result")
+    rhs = t[0]
+    if t[1] is not None:
+        tK = t[1].mT @ L if node.upper else t[1] @ L.mT
+        term = -((tK + tK.mT) @ X)
+        rhs = term if rhs is None else rhs + term
+    return [_ld().cholesky_solve(rhs.expand(X.shape), L, node.upper)]
+
+
+def _adjugate_trace(A, T):
+    """tr(adj(A) T), exact for singular A too: A = U S V^T gives adj(A) = det(U) det(V)
+    V adj(S) U^T, adj(S) = diag(prod of the other singular values)."""
+    from .joining import cat
+    U, S, Vh = _ld().linalg_svd(A, full_matrices=False)
+    ones = S.new_ones(tuple(S.shape[:-1]) + (1,))
+    before = cat([ones, S[..., :-1]], -1).cumprod(-1)
+    after = cat([S[..., 1:], ones], -1).flip(-1).cumprod(-1).flip(-1)
+    sign = _ld().det(U) * _ld().det(Vh)
+    diag = (U.mT @ T @ Vh.mT).diagonal(dim1=-2, dim2=-1)
+    return sign * (before * after * diag).sum(-1)
+
+
+def _det_jvp(node, inputs, t, meta):
+    """det(A) tr(A^-1 t); through the adjugate (an SVD) when a determinant is 0."""
+    A, d = node.saved("A"), node.saved("result")
+    if bool((d == 0).any()):
+        return [_adjugate_trace(A, t[0])]
+    return [d * _ld().solve(A, t[0]).diagonal(dim1=-2, dim2=-1).sum(-1)]
+
+
+def _slogdet_jvp(node, inputs, t, meta):
+    """sign: piecewise constant (zero tangent); log|det|: tr(A^-1 t).  None (the double
+    backward) for a singular matrix, where log|det| is -inf."""
+    from .creation import zeros
+    A = node.saved("A")
+    try:
+        lad = _ld().solve(A, t[0]).diagonal(dim1=-2, dim2=-1).sum(-1)
+    except _ld().LinAlgError:
+        return None
+    sign = zeros(meta[0][0], dtype=meta[0][1], device=meta[0][2]) if meta[0] is not None else None
+    return [sign, lad]
+
+
+def _cholesky_jvp(node, inputs, t, meta):
+    """A = L L^T: t_L = L Phi(L^-1 t_A L^-T), Phi the lower triangle with its diagonal
+    halved (the inverse of X -> X + X^T on lower-triangular X)."""
+    L = node.saved("L")
+    if node.upper:
+        L = L.mT
+    st = _ld().solve_triangular
+    M = st(L, st(L.mT, _sym(t[0]), upper=True, left=False), upper=False)
+    dL = L @ (M.tril() - 0.5 * M.diagonal(dim1=-2, dim2=-1).diag_embed())
+    return [dL.mT if node.upper else dL] + [None] * (len(meta) - 1)
+
+
+def _matrix_exp_jvp(node, inputs, t, meta):
+    """The top-right block of exp([[A, t], [0, A]])."""
+    from .joining import cat
+    A = node.saved("A")
+    n = A.shape[-1]
+    top = cat([A, t[0]], -1)
+    bottom = cat([t[0].new_zeros(tuple(t[0].shape)), A], -1)
+    return [_ld().matrix_exp(cat([top, bottom], -2))[..., :n, n:]]
+
+
+def _pinv_jvp(node, inputs, t, meta):
+    """X = A^+ (rank constant near A): -X t X + X X^T t^T (I - A X) + (I - X A) t^T X^T X."""
+    A, X = node.saved("A"), node.saved("result")
+    dA, dAt = t[0], t[0].mT
+    Xt = X.mT
+    return [-(X @ dA @ X) + (X @ Xt) @ (dAt - (dAt @ A) @ X) + (dAt - (X @ A) @ dAt) @ (Xt @ X)]
+
+
+def _qr_square(Q, R, dA):
+    """dQ, dR of A = Q R with R square (m >= n): B = Q^T dA R^-1 = Q^T dQ + dR R^-1, the
+    first skew, the second upper triangular."""
+    AR = _ld().solve_triangular(R, dA, upper=True, left=False)        # dA R^-1
+    B = Q.mT @ AR
+    low = B.tril(-1)
+    upper_part = B.triu() + low.mT                                    # dR R^-1 = B - (low - low^T)
+    return AR - Q @ upper_part, upper_part @ R
+
+
+def _qr_jvp(node, inputs, t, meta):
+    if node.mode == "r":
+        return None                                # Q not kept: the double backward raises
+    Q, R = node.saved("Q"), node.saved("R")
+    m, n = Q.shape[-2], R.shape[-1]
+    if node.mode == "complete" and m > n:
+        return None
+    if m >= n:
+        return list(_qr_square(Q, R, t[0]))
+    # wide: A = [X Y], X = Q R1, Y = Q R2 (R2 = Q^T Y)
+    from .joining import cat
+    R1, R2 = R[..., :, :m], R[..., :, m:]
+    dQ, dR1 = _qr_square(Q, R1, t[0][..., :, :m])
+    dR2 = dQ.mT @ (Q @ R2) + Q.mT @ t[0][..., :, m:]
+    return [dQ, cat([dR1, dR2], -1)]
+
+
+def _eigh_jvp(node, inputs, t, meta):
+    """With M = V^T sym(t) V: t_w = diag(M), t_V = V (F o M), F_ij = 1 / (w_j - w_i) off the
+    diagonal, 0 on it."""
+    w, V = node.saved("eigenvalues"), node.saved("eigenvectors")
+    M = V.mT @ _sym(t[0]) @ V
+    dw = M.diagonal(dim1=-2, dim2=-1)
+    if meta[1] is None:
+        return [dw, None]
+    F = _off_diagonal_inverse(w.unsqueeze(-2) - w.unsqueeze(-1), w)
+    return [dw, V @ (F * M)]
+
+
+def _svd_jvp(node, inputs, t, meta):
+    """With P = U^T t V (k x k): t_S = diag(P); U^T t_U = F o (P S + S P^T), V^T t_V =
+    F o (S P + P^T S), F_ij = 1 / (s_j^2 - s_i^2) off the diagonal; the parts outside the
+    singular subspaces (m > k, n > k): (I - U U^T) t V S^-1 and (I - V V^T) t^T U S^-1.
+    full_matrices with m != n: the extra vectors are not determined (None: the double
+    backward)."""
+    U, S, Vh = node.saved("U"), node.saved("S"), node.saved("Vh")
+    m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
+    if node.full and m != n:
+        return None
+    dA, V = t[0], Vh.mT
+    dAV = dA @ V
+    P = U.mT @ dAV
+    dS = P.diagonal(dim1=-2, dim2=-1)
+    S2 = S * S
+    F = _off_diagonal_inverse(S2.unsqueeze(-2) - S2.unsqueeze(-1), S)
+    PS = P * S.unsqueeze(-2)
+    SP = S.unsqueeze(-1) * P
+    dU = U @ (F * (PS + PS.mT))
+    dV = V @ (F * (SP + SP.mT))
+    if m > k:
+        dU = dU + (dAV - U @ P) / S.unsqueeze(-2)
+    if n > k:
+        dAtU = dA.mT @ U
+        dV = dV + (dAtU - V @ P.mT) / S.unsqueeze(-2)
+    return [dU, dS, dV.mT]
+
+
+def _eig_jvp(node, inputs, t, meta):
+    """PyTorch's: with P = V^-1 t V, t_L = diag(P), t_V = V (P / E off the diagonal,
+    E_ij = L_j - L_i), less V Re(diag(V^H t_V)) so the columns keep unit norm.  Real-linear
+    in t, for a complex input too."""
+    L, V = node.saved("eigenvalues"), node.saved("eigenvectors")
+    dA = t[0] if t[0].dtype == V.dtype else t[0].to(V.dtype)
+    P = _ld().solve(V, dA @ V)
+    dL = P.diagonal(dim1=-2, dim2=-1)
+    if len(meta) < 2 or meta[1] is None:
+        return [dL] + [None] * (len(meta) - 1)
+    n = L.shape[-1]
+    eye = _eye(n, L)
+    dV = V @ (P * (1 - eye) / (L.unsqueeze(-2) - L.unsqueeze(-1) + eye))
+    dV = dV - V * (V.mH @ dV).diagonal(dim1=-2, dim2=-1).real.unsqueeze(-2).to(V.dtype)
+    return [dL, dV]
+
+
+def _lu_tangents(P, L, U, dA):
+    """dL, dU of A = P L U (L unit lower m x k, U upper k x n): on the square part
+    C = L^-1 P^T dA U^-1, dL = L tril(C, -1), dU = triu(C) U; a tall A's extra rows of L and a
+    wide A's extra columns of U follow from the rest of P^T dA = dL U + L dU."""
+    from .joining import cat
+    st = _ld().solve_triangular
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    B = P.mT @ dA
+    if m >= n:
+        L1 = L[..., :k, :]
+        C = st(L1, st(U, B[..., :k, :], upper=True, left=False), upper=False, unitriangular=True)
+        dL, dU = L1 @ C.tril(-1), C.triu() @ U
+        if m > n:
+            dL2 = st(U, B[..., k:, :] - L[..., k:, :] @ dU, upper=True, left=False)
+            dL = cat([dL, dL2], -2)
+        return dL, dU
+    U1, U2 = U[..., :, :k], U[..., :, k:]
+    C = st(L, st(U1, B[..., :, :k], upper=True, left=False), upper=False, unitriangular=True)
+    dL, dU1 = L @ C.tril(-1), C.triu() @ U1
+    dU2 = st(L, B[..., :, k:] - dL @ U2, upper=False, unitriangular=True)
+    return dL, cat([dU1, dU2], -1)
+
+
+def _lu_jvp(node, inputs, t, meta):
+    dL, dU = _lu_tangents(node.P, node.saved("L"), node.saved("U"), t[0])
+    return [None, dL, dU]
+
+
+def _lu_factor_jvp(node, inputs, t, meta):
+    """LU packs L's strict lower part and U: so does its tangent (dL has a zero diagonal)."""
+    from .joining import cat
+    LU = node.saved("LU")
+    m, n = LU.shape[-2], LU.shape[-1]
+    k = min(m, n)
+    eye = LU.new_zeros((m, k))
+    eye.diagonal().fill_(1)
+    dL, dU = _lu_tangents(node.P, LU[..., :, :k].tril(-1) + eye, LU[..., :k, :].triu(), t[0])
+    if m > n:
+        dU = cat([dU, dU.new_zeros(tuple(dU.shape[:-2]) + (m - n, n))], -2)
+    elif m < n:
+        dL = cat([dL, dL.new_zeros(tuple(dL.shape[:-2]) + (m, n - m))], -1)
+    return [dL + dU] + [None] * (len(meta) - 1)
+
+
+def _real_only(rule):
+    """The rule for real tangents; None (the double backward) for complex ones."""
+    def real_rule(node, inputs, t, meta):
+        return None if _complex_tangent(t) else rule(node, inputs, t, meta)
+    return real_rule
+
+
+JVP = {
+    LinalgInvExBackward0: _real_only(_inv_jvp),
+    LinalgSolveExBackward0: _real_only(_solve_jvp),
+    LinalgSolveTriangularBackward0: _real_only(_solve_triangular_jvp),
+    CholeskySolveBackward0: _real_only(_cholesky_solve_jvp),
+    LinalgDetBackward0: _real_only(_det_jvp),
+    LinalgSlogdetBackward0: _real_only(_slogdet_jvp),
+    LinalgCholeskyExBackward0: _real_only(_cholesky_jvp),
+    LinalgMatrixExpBackward0: _real_only(_matrix_exp_jvp),
+    LinalgPinvBackward0: _real_only(_pinv_jvp),
+    LinalgQrBackward0: _real_only(_qr_jvp),
+    LinalgEighBackward0: _real_only(_eigh_jvp),
+    LinalgSvdBackward0: _real_only(_svd_jvp),
+    LinalgEigBackward0: _eig_jvp,
+    LinalgLuBackward0: _real_only(_lu_jvp),
+    LinalgLuFactorExBackward0: _real_only(_lu_factor_jvp),
+}

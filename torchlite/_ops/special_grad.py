@@ -210,3 +210,41 @@ def record_mvlgamma(p, x, r):
     node.p = p
     node.save(input=x)
     record(node, (x,), r)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+# Every function here is elementwise: its Jacobian is diagonal, so the backward formula applied
+# to the tangent (broadcast to the result, before any sum back to an input's shape) is J t.
+# Real tangents only (None: the double backward).
+def _diagonal_jvp(node, inputs, t, meta):
+    if t[0] is None or t[0].dtype.is_complex:
+        return None
+    return [node.backward(t[0])[0].to(meta[0][1])]
+
+
+def _binary_jvp(node, inputs, t, meta):
+    """f(a, b): each tangent times its partial derivative, summed; None (the double backward,
+    which raises PyTorch's "not implemented") for a tangent on an argument without a
+    formula."""
+    if any(ti is not None and ti.dtype.is_complex for ti in t):
+        return None
+    shape, dtype, _ = meta[0]
+    a = node.saved("input") if node.a_tensor else node.a_number
+    b = node.saved("other") if node.b_tensor else node.b_number
+    total = None
+    for ti, formula in zip(t, (node.grad_a, node.grad_b)):
+        if ti is None:
+            continue
+        if formula is None:
+            return None
+        term = formula(ti if tuple(ti.shape) == shape else ti.expand(shape), a, b, None)
+        total = term if total is None else total + term
+    return [total.to(dtype)]
+
+
+JVP = {
+    SpecialUnaryBackward: _diagonal_jvp,
+    SpecialBinaryBackward: _binary_jvp,
+    PolygammaBackward0: _diagonal_jvp,
+    MvlgammaBackward0: _diagonal_jvp,
+}

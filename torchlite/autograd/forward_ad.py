@@ -307,16 +307,19 @@ def _rule_for(node, real=True):
     itself -- a real-linear (bilinear) map's Jacobian is the map, whatever the dtype."""
     global _RULES, _COMPLEX_RULES
     if _RULES is None:
-        from .._ops import (conversion_grad, elementwise_grad, indexing_grad, joining_grad,
-                            linalg_grad, reduction_grad, sorting_grad, views_grad)
-        from ..nn.functional import conv_grad, normalization_grad, pooling_grad, sparse, vision
+        from .._ops import (complex_grad, conversion_grad, elementwise_grad, fft_grad, indexing_grad,
+                            joining_grad, linalg_decomp_grad, linalg_grad, reduction_grad, sorting_grad,
+                            special_grad, views_grad)
+        from ..nn.functional import (activation_grad, conv_grad, ctc, fractional_pooling, loss_grad,
+                                     normalization_grad, pooling3d, pooling_grad, sparse, vision)
         # the rules of these tables hold for complex tangents too (or return None for them)
         linear = (views_grad.JVP, joining_grad.JVP, conversion_grad.JVP, indexing_grad.JVP,
                   sorting_grad.JVP, elementwise_grad.JVP, linalg_grad.JVP, vision.JVP,
-                  reduction_grad.LINEAR_JVP)
+                  reduction_grad.LINEAR_JVP, fft_grad.JVP, complex_grad.JVP, linalg_decomp_grad.JVP)
         _RULES, _COMPLEX_RULES = {}, {}
         for table in linear + (reduction_grad.JVP, conv_grad.JVP, normalization_grad.JVP,
-                               pooling_grad.JVP, sparse.JVP):
+                               pooling_grad.JVP, sparse.JVP, loss_grad.JVP, ctc.JVP, special_grad.JVP,
+                               activation_grad.JVP, pooling3d.JVP, fractional_pooling.JVP):
             _RULES.update(table)
         for table in linear:
             _COMPLEX_RULES.update(table)

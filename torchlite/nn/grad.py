@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from . import functional as F
 from .._ops.creation import zeros
 from ..autograd import grad as _grad
-from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..autograd.grad_mode import enable_grad
+from ..autograd.graph import needs_grad
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -33,10 +34,11 @@ def _check_output(y, grad_output, op):
 def _grad_of(conv, op, wrt_input, size, other, grad_output, stride, padding, dilation, groups):
     """The gradient of `conv` with respect to its input (wrt_input) or its weight, of shape
     `size`, the other operand given: a zero stand-in of `size` runs the convolution and its
-    backward.  Kept differentiable when grad mode is on and other or grad_output require grad."""
+    backward.  Kept differentiable when grad mode is on and other or grad_output require grad,
+    or (under no_grad) when one of them carries a forward AD tangent, which travels on it."""
     stand_in = zeros(tuple(size), dtype=grad_output.dtype, device=grad_output.device,
                      requires_grad=True)
-    keep = is_grad_enabled() and (other.requires_grad or grad_output.requires_grad)
+    keep = needs_grad(other, grad_output)
     with enable_grad():
         y = (conv(stand_in, other, None, stride, padding, dilation, groups) if wrt_input else
              conv(other, stand_in, None, stride, padding, dilation, groups))

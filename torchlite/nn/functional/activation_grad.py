@@ -164,3 +164,25 @@ def record_prelu(x, w, wshape, result):
     node.wshape = wshape
     node.save(input=x, weight=w)
     return record(node, (x, w), result)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+# The activations above are UnaryBackward nodes, whose diagonal formulas forward_ad applies to
+# the tangent itself; prelu has two inputs.
+def _prelu_jvp(node, inputs, t, meta):
+    """prelu(x, w): x's tangent (times w where x <= 0) plus, where x <= 0, x times w's
+    tangent broadcast along the channel dim (the backward's slopes)."""
+    if any(ti is not None and ti.dtype.is_complex for ti in t):
+        return None
+    x = node.saved("input")
+    pos = x > 0
+    total = None
+    if t[0] is not None:
+        total = _P.where(pos, t[0], t[0] * node.saved("weight").reshape(node.wshape))
+    if t[1] is not None:
+        term = _zero_where(pos, x * t[1].reshape(node.wshape))
+        total = term if total is None else total + term
+    return [total.to(meta[0][1])]
+
+
+JVP = {PreluKernelBackward0: _prelu_jvp}

@@ -217,4 +217,18 @@ def _conv_jvp(node, inputs, tangents, meta):
     return [total]
 
 
-JVP = {ConvolutionBackward0: _conv_jvp}
+def _conv_w_jvp(node, inputs, tangents, meta):
+    """The weight gradient conv_w(x, gy) is bilinear too: conv_w(t_x, gy) + conv_w(x, t_gy)
+    at the weight's spatial size (forward-over-reverse through a convolution)."""
+    tx, tgy = tangents
+    x, gy = node.saved("input"), node.saved("grad_output")
+    shape = meta[0][0]
+    ksize = (1, shape[-1]) if node.spec.nd == 1 else (shape[-2], shape[-1])
+    total = conv_w(tx, gy, node.spec, ksize) if tx is not None else None
+    if tgy is not None:
+        term = conv_w(x, tgy, node.spec, ksize)
+        total = term if total is None else total + term
+    return [total]
+
+
+JVP = {ConvolutionBackward0: _conv_jvp, ConvolutionBackwardBackward0: _conv_w_jvp}

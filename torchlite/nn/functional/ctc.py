@@ -288,3 +288,19 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
     if reduction == "sum":
         return res.sum()
     return res if batched else res.squeeze(0)
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+def _ctc_jvp(node, inputs, t, meta):
+    """Each sequence's loss against the tangent of its frames, through the backward's rows
+    (PyTorch's gradient, which takes log_probs to come from a log_softmax: for such a
+    tangent, sum_c e^lp t = 0, this is the exact derivative); the double backward of this node
+    gives the same numbers at three times the work."""
+    if t[0] is None or t[0].dtype.is_complex:
+        return None
+    shape, dtype, device = meta[0]
+    rows = node.backward(full(shape, 1.0, dtype=dtype, device=device))[0]
+    return [(rows * t[0]).sum((0, 2))]
+
+
+JVP = {CtcLossBackward0: _ctc_jvp}

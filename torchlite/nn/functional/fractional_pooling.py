@@ -236,3 +236,10 @@ def fractional_max_pool3d(input: Tensor, kernel_size: int | tuple[int, ...],
     return_indices, also the position of each maximum within its volume."""
     out, idx = _fractional(input, kernel_size, output_size, output_ratio, _random_samples, 3)
     return (out, idx) if return_indices else out
+
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+# Each output is one input element (the saved flat index in its plane or volume): the tangent
+# there.  The 2-d and 3-d nodes take their base's rule.
+JVP = {FractionalMaxPoolBackward0: lambda node, inputs, t, meta: [_G.gather_flat(t[0], node.saved("indices"))]}

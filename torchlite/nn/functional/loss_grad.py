@@ -164,3 +164,71 @@ def record_binary(cls, x, target, out, red, **extra):
     node.red, node.shape, node.numel = red, x._data.shape, x._data.numel
     node.save(input=x, target=target, **{k: v for k, v in extra.items() if v is not None})
     return record(node, (x, target), out)
+
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+def _reduce_jvp(j, red, shape, mean):
+    """The per-element tangents j reduced as the loss was (mean: the 'mean' of their sum)."""
+    if red == NONE:
+        return j.reshape(shape)
+    return mean(j.sum()) if red == MEAN else j.sum()
+
+
+def _nll_jvp(node, inputs, t, meta):
+    """nll_loss is linear in its input: per element the loss of the tangent,
+    -w[t] tangent[t]; cross_entropy's element loss w[t] (logsumexp(x) - x[t]) has the row
+    w[t] (softmax(x) - onehot(t)) as its Jacobian.  Both rows are the gradient kernel's at a
+    unit output gradient (ignored targets: zeros).  Then the loss's reduction ('mean' over
+    the total weight: NaN when every target is ignored, as the loss itself)."""
+    if t[0] is None or t[0].dtype.is_complex:
+        return None
+    N, C, S = node.lp3.shape
+    dt = node.lp3.dtype
+    rows = _wrap(_K.nll_backward(node.lp3, node.t2, node.w, node.ignore, _ONE[dt], 1.0, node.softmax))
+    ts = t[0] if t[0]._data.dtype == dt else t[0].to(D.DTYPES[dt])
+    j = (rows * ts.reshape(N, C, S)).sum(1)
+    shape, dtype, _ = meta[0]
+    return [_reduce_jvp(j, node.red, shape, lambda s: s * node.scale).to(dtype)]
+
+
+def _bce_slopes(v):
+    """d(element loss)/d input and / d target of binary_cross_entropy (without the weight):
+    the backward's formulas."""
+    x, t = v["input"], v["target"]
+    return (x - t) / (x * (1 - x)).clamp(min=1e-12), (-x).log1p().sub(x.log())
+
+
+def _bce_logits_slopes(v):
+    x, t, pw = v["input"], v["target"], v.get("pos_weight")
+    if pw is None:
+        return (1 - t) - (-x).sigmoid(), -x
+    from .activation import logsigmoid
+    return (1 - t) - ((pw - 1) * t + 1) * (-x).sigmoid(), -(x + (pw - 1) * logsigmoid(x))
+
+
+def _binary_jvp(slopes):
+    """The binary losses' elements have diagonal Jacobians in input and target: each slope
+    times its tangent, summed, times the weight, then the reduction ('mean': over the
+    elements, NaN for none)."""
+    def rule(node, inputs, t, meta):
+        if any(ti is not None and ti.dtype.is_complex for ti in t):
+            return None
+        v = {k: node.saved(k) for k in node._saved}
+        j = None
+        for ti, slope in zip(t, slopes(v)):
+            if ti is not None:
+                term = ti * slope
+                j = term if j is None else j + term
+        if "weight" in v:
+            j = j * v["weight"]
+        shape, dtype, _ = meta[0]
+        return [_reduce_jvp(j, node.red, shape, lambda s: s / node.numel).to(dtype)]
+    return rule
+
+
+JVP = {
+    _NllNode: _nll_jvp,                 # NllLossBackward0 / NllLoss2DBackward0, cross_entropy's too
+    BinaryCrossEntropyBackward0: _binary_jvp(_bce_slopes),
+    BinaryCrossEntropyWithLogitsBackward0: _binary_jvp(_bce_logits_slopes),
+}

@@ -351,3 +351,10 @@ def lp_pool3d(input: Tensor, norm_type: float, kernel_size: int | tuple[int, ...
                          "must either be a single int, or a tuple of three ints")
     out = avg_pool3d(input.pow(norm_type), (kd, kh, kw), stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu()).mul(kd * kh * kw).pow(1.0 / norm_type)
+
+
+
+# ---- forward mode: J t (autograd/forward_ad.py reads JVP) --------------------------------------
+# Each output is one input element (the saved flat index in its (D, H, W) volume): the tangent
+# there.  AdaptiveMaxPool3DBackward0 takes its base's rule.
+JVP = {MaxPool3DWithIndicesBackward0: lambda node, inputs, t, meta: [_G.gather_flat(t[0], node.saved("indices"))]}

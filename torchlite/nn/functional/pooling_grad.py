@@ -85,6 +85,13 @@ def gather(x, idx, nd):
     return out
 
 
+def gather_flat(t, idx):
+    """t (N, C, *spatial) at idx (N, C, *out): flat indices into each (n, c) plane or
+    volume (3-d and fractional max pooling's saved indices), as an (N, C, *out) tensor."""
+    n, c = idx.shape[:2]
+    return gather(t.reshape(n, c, 1, -1), idx.reshape(n, c, 1, -1), 2).view(idx.shape)
+
+
 class MaxPool2DWithIndicesBackward0(Node):
     nd = 2
     in_shape = ()
