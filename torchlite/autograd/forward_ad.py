@@ -16,36 +16,43 @@ J t from the inputs' tangents t and stores them beside the outputs:
   is the forward one;
 - the nodes with a rule in a JVP table beside their backward formulas (JVP in
   _ops/views_grad.py, joining_grad.py, reduction_grad.py, conversion_grad.py, linalg_grad.py,
-  indexing_grad.py, sorting_grad.py, elementwise_grad.py; nn/functional/conv_grad.py,
-  normalization_grad.py, pooling_grad.py, vision.py, sparse.py; keyed by node class, a
-  subclass taking its base's rule; and nn/functional/recurrent.py's _LSTMLayer.jvp): the
-  linear ops as the op applied to the tangent (views and as_strided, cat/stack/split/unbind,
-  repeat, roll, tril/triu, diag_embed, block_diag, sum, mean, cumsum, dtype conversions,
-  copy_/fill_, padding, interpolation, unfold/fold), the products (mm, mv, dot, bmm, matmul,
-  the add forms addmm -- nn.Linear --, addmv, baddbmm, addbmm, outer, tensordot, vecdot,
-  einsum: t_a b + a t_b), softmax, log_softmax, logsumexp, amax/amin, var/std (and
-  var_mean/std_mean), prod, max/min/median, aminmax, nansum/nanmean, vector_norm, the scans
-  (cumprod, cummax/cummin, logcumsumexp) and sorts (sort, topk, kthvalue, msort, mode: the
-  tangent at the returned indices), the selecting and writing ops (indexing and setitem /
-  index_put, gather, scatter/scatter_add/scatter_reduce, index_select/index_add/index_copy/
-  index_fill, take/put, masked_select/masked_fill/masked_scatter, writes through a view:
-  CopySlices), where and the three-input elementwise ops, the convolutions,
-  batch/layer/group norm, pooling and max_unpool, embedding, and nn.LSTM's layer (a forward
-  recurrence of the tangents on the saved gates);
+  linalg_decomp_grad.py, indexing_grad.py, sorting_grad.py, elementwise_grad.py,
+  special_grad.py, fft_grad.py, complex_grad.py; nn/functional/conv_grad.py,
+  normalization_grad.py, pooling_grad.py, pooling3d.py, fractional_pooling.py, vision.py,
+  sparse.py, activation_grad.py, loss_grad.py, ctc.py; keyed by node class, a subclass taking
+  its base's rule; and nn/functional/recurrent.py's _LSTMLayer.jvp): the linear ops as the op
+  applied to the tangent (views and as_strided, cat/stack/split/unbind, repeat, roll,
+  tril/triu, diag_embed, block_diag, sum, mean, cumsum, dtype conversions, copy_/fill_,
+  padding, interpolation, unfold/fold, the FFTs, real/imag/view_as_real/view_as_complex), the
+  products (mm, mv, dot, bmm, matmul, the add forms addmm -- nn.Linear --, addmv, baddbmm,
+  addbmm, outer, tensordot, vecdot, einsum: t_a b + a t_b), softmax, log_softmax, logsumexp,
+  amax/amin, var/std (and var_mean/std_mean), prod, max/min/median, aminmax, nansum/nanmean,
+  vector_norm, the scans (cumprod, cummax/cummin, logcumsumexp) and sorts (sort, topk,
+  kthvalue, msort, mode: the tangent at the returned indices), the selecting and writing ops
+  (indexing and setitem / index_put, gather, scatter/scatter_add/scatter_reduce,
+  index_select/index_add/index_copy/index_fill, take/put, masked_select/masked_fill/
+  masked_scatter, writes through a view: CopySlices), where and the three-input elementwise
+  ops, the special functions, frexp/nextafter, the decompositions and solvers (inv, solve,
+  solve_triangular, cholesky_solve, det, slogdet, cholesky, matrix_exp, pinv, qr, eigh, svd,
+  eig, lu, lu_factor), the convolutions (and the weight gradient as an op), batch/layer/group
+  norm, pooling (3-d and fractional max pooling too) and max_unpool, embedding, prelu, the
+  losses (nll_loss, cross_entropy, binary_cross_entropy with and without logits, ctc_loss),
+  and nn.LSTM's layer (a forward recurrence of the tangents on the saved gates);
 - a custom autograd.Function with a jvp(ctx, *tangents) staticmethod uses it;
 - every other node takes the linearity of its backward: B(g) = J^T g, so
   J t = d<B(g), t>/dg -- one differentiable backward of the node on a zero gradient that
   requires grad, and one backward of that (the node's formulas are differentiable, which
-  double backward relies on too).  Exact, at about three times the op's cost: the linalg
-  decompositions, the losses, the special functions, fft, 3-d and fractional max pooling,
-  prelu.
+  double backward relies on too).  Exact, at about three times the op's cost: in practice
+  the elementwise nodes on complex tensors and the rare cases a rule leaves (svd with
+  full_matrices of a non-square matrix, ...).
 Tangents are plain tensors (not differentiable themselves).
 
 Complex tensors.  A complex tangent is a direction in each element's (real, imag) plane, as
 in PyTorch.  The rules of the linear tables and the products hold for it unchanged (a
-real-linear or bilinear map is its own Jacobian); the unary/binary formula tables do not (a
-backward formula is conj(f') g, not f' t, and abs/angle/conj are not holomorphic), so those
-nodes, and every other one, take the double backward, whose identity holds for complex
+real-linear or bilinear map is its own Jacobian), as do the decompositions' and the FFTs'; the
+unary/binary formula tables do not (a backward formula is conj(f') g, not f' t, and
+abs/angle/conj are not holomorphic), so those nodes, and the real-only rules, take the double
+backward, whose identity holds for complex
 tensors with <u, v> = Re(sum(conj(u) v)): PyTorch's complex gradient is the transpose of the
 Jacobian on (real, imag) pairs.
 
