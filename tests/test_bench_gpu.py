@@ -348,7 +348,7 @@ def test_every_case_runs_and_checks_on_the_stand_in(fake_cuda):
         tl = res["libs"]["torchlite"]
         assert tl["status"] == "ok", (case.name, tl.get("traceback"))
         assert res["check"]["status"] == "ok", (case.name, res["check"])
-        assert tl["value"] > 0 and tl["timer"] == "wall clock"     # the stand-in's events are 0
+        assert tl["value"] > 0 and tl["timer"] == "events"     # the stand-in's events keep host times
         assert res["libs"]["torch"]["value"] > 0
 
 

@@ -952,6 +952,31 @@ def _nextafter_jvp(node, inputs, t, meta):
     return [t[0].to(dtype).expand(shape).contiguous()]
 
 
+def _saved_input(node):
+    return unpack(node, "self", node._saved["self"])
+
+
+def _abs_jvp(node, inputs, t, meta):
+    """|z| along t (complex: the real ones take the unary formula): Re(conj(sgn z) t)."""
+    s = _saved_input(node).sgn()
+    return [s.real * t[0].real + s.imag * t[0].imag]
+
+
+def _angle_jvp(node, inputs, t, meta):
+    """arg z along t: Im(conj(z) t) / |z|^2 (0 at z = 0, as the backward)."""
+    z = _saved_input(node)
+    r2 = z.real * z.real + z.imag * z.imag
+    return [(z.real * t[0].imag - z.imag * t[0].real) / r2.masked_fill(r2 == 0, 1)]
+
+
+def _sgn_jvp(node, inputs, t, meta):
+    """z / |z| along t: (t - sgn(z) Re(conj(sgn z) t)) / |z| (0 at z = 0, as the backward)."""
+    z = _saved_input(node)
+    s, r = z.sgn(), z.abs()
+    along = s.real * t[0].real + s.imag * t[0].imag
+    return [((t[0] - s * along) / r.masked_fill(r == 0, 1)).masked_fill(r == 0, 0)]
+
+
 JVP = {
     CopySlices: _copy_slices_jvp,
     WhereBackward0: _where_jvp,
@@ -961,4 +986,8 @@ JVP = {
     NextafterBackward0: _nextafter_jvp,
     # conj (complex tangents: the real ones take the unary formula): the conjugate tangent
     _UNARY_NODES[_ew.UNARY["conj"]]: lambda node, inputs, t, meta: [t[0].conj()],
+    # the other ops that are not holomorphic, for complex tangents
+    _UNARY_NODES[_ew.UNARY["abs"]]: _abs_jvp,
+    _UNARY_NODES[_ew.UNARY["angle"]]: _angle_jvp,
+    _UNARY_NODES[_ew.UNARY["sgn"]]: _sgn_jvp,
 }

@@ -10,7 +10,7 @@ requires grad; a dual tensor is made to require grad (make_dual records a MakeDu
 node, as PyTorch does), so every op on it records one.  While a dual level is open,
 graph.record hands each new node to propagate() here, which computes the outputs' tangents
 J t from the inputs' tangents t and stores them beside the outputs:
-- unary and binary elementwise nodes (real dtypes) use the formula tables of
+- unary and binary elementwise nodes use the formula tables of
   _ops/elementwise_grad.py: their Jacobians are diagonal, so the backward formula applied
   to the tangent (instead of the output gradient, before any sum back to a broadcast shape)
   is the forward one;
@@ -43,18 +43,17 @@ J t from the inputs' tangents t and stores them beside the outputs:
   J t = d<B(g), t>/dg -- one differentiable backward of the node on a zero gradient that
   requires grad, and one backward of that (the node's formulas are differentiable, which
   double backward relies on too).  Exact, at about three times the op's cost: in practice
-  the elementwise nodes on complex tensors and the rare cases a rule leaves (svd with
-  full_matrices of a non-square matrix, ...).
+  only the rare cases a rule leaves (svd with full_matrices of a non-square matrix, ...).
 Tangents are plain tensors (not differentiable themselves).
 
 Complex tensors.  A complex tangent is a direction in each element's (real, imag) plane, as
-in PyTorch.  The rules of the linear tables and the products hold for it unchanged (a
-real-linear or bilinear map is its own Jacobian), as do the decompositions' and the FFTs'; the
-unary/binary formula tables do not (a backward formula is conj(f') g, not f' t, and
-abs/angle/conj are not holomorphic), so those nodes, and the real-only rules, take the double
-backward, whose identity holds for complex
-tensors with <u, v> = Re(sum(conj(u) v)): PyTorch's complex gradient is the transpose of the
-Jacobian on (real, imag) pairs.
+in PyTorch.  The rules of the linear tables, the products, the decompositions and the FFTs
+hold for it unchanged (a real-linear or bilinear map is its own Jacobian); the elementwise
+formulas hold for the holomorphic ops when applied to the saved values as they are (the
+backward applies them to the conjugates: conj(f') g), and abs, angle, sgn and conj, which
+are not holomorphic, have rules of their own.  Whatever is left takes the double backward,
+whose identity holds for complex tensors with <u, v> = Re(sum(conj(u) v)): PyTorch's complex
+gradient is the transpose of the Jacobian on (real, imag) pairs.
 
 Grad mode does not matter, as in PyTorch: under no_grad an op with an input that carries a
 tangent records its node all the same (graph.needs_grad; Function.apply too), so tangents
@@ -294,9 +293,9 @@ def _jvp(node, inputs, meta, tangents):
     cls = getattr(node, "_forward_cls", None)
     if isinstance(node, BackwardFunction) and getattr(cls, "jvp", None) is not None:
         return _function_jvp(node, cls, inputs, tangents)
-    if real and isinstance(node, EG.UnaryBackward) and len(meta) == 1:
-        return [node.backward(tangents[0])[0]]      # a diagonal Jacobian: B(t) = J t
-    if real and isinstance(node, EG.BinaryBackward) and len(meta) == 1:
+    if isinstance(node, EG.UnaryBackward) and len(meta) == 1 and (real or node.holomorphic):
+        return [_unary(node, tangents[0])]          # a diagonal Jacobian: f'(x) t
+    if isinstance(node, EG.BinaryBackward) and len(meta) == 1:
         return [_binary(node, meta[0][0], tangents)]
     rule = _rule_for(node, real)
     if rule is not None:
@@ -357,9 +356,20 @@ def _function_jvp(node, cls, inputs, tangents):
     return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
+def _unary(node, t):
+    """f'(x) t by the op's derivative formula on the saved values as they are: the backward
+    applies it to conj(x) for a complex x (conj(f'(x)) g, PyTorch's convention), which for a
+    real x, or a holomorphic op on a complex one, is the only difference."""
+    saved = node._saved
+    x = _graph.unpack(node, "self", saved["self"]) if node.needs_x else None
+    y = _graph.unpack(node, "result", saved["result"]) if node.needs_y else None
+    return node.formula(t, x, y, node.params)
+
+
 def _binary(node, shape, tangents):
     """J_a t_a + J_b t_b, each formula applied to its tangent broadcast to the output's shape
-    (the backward's formulas, before their sum back to an input's shape)."""
+    (the backward's formulas, before their sum back to an input's shape, on the saved values
+    as they are: every binary formula is holomorphic, so this holds for complex tensors)."""
     saved = node._saved or {}
     a, b = node.a, node.b
     if "self" in saved:
