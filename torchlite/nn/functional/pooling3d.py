@@ -331,6 +331,9 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: int | tuple[int, .
         raise NotImplementedError(f"\"max_unpool3d\" not implemented for "
                                   f"'{_SCALAR_NAMES[input.dtype.name]}'")
     volume = size[0] * size[1] * size[2]
+    if input.is_meta or indices.is_meta:      # the shape only (the indices' values are not there)
+        from ..._ops.creation import empty
+        return empty(tuple(input.shape[:-3]) + tuple(size), dtype=input.dtype, device="meta")
     bad = ((indices < 0) | (indices >= volume)).flatten().nonzero()
     if bad.numel():
         raise RuntimeError(f"Found an invalid max index: {indices.flatten()[bad[0, 0]].item()} "
