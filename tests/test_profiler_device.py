@@ -258,3 +258,21 @@ def test_cuda_allocations_and_frees_are_recorded(fake_cuda, tmp_path):
             for e in cuda_instants] == [(r.nbytes, r.address, 0, r.total_allocated) for r in records]
     assert all("Total Reserved" in e["args"] for e in cuda_instants)
     del warm
+
+
+@pytest.mark.skipif(not _HAS_GPU, reason="no CUDA GPU")
+def test_kernels_are_timed_on_a_real_gpu():
+    """On a GPU (.ci/gpu_check runs this file): the kernels' device times come from the
+    device's own CUDA events, each within its op's wall time and summed into the op."""
+    x = tl.randn(1024, 1024, device="cuda")
+    _work(x).item()                                   # kernels compiled before the profile
+    with profile(activities=[CPU, CUDA]) as prof:
+        s = _work(x)
+        s.item()
+    kernels = _kernels(prof)
+    assert len(kernels) == 4 and all(k.device_time_total > 0 for k in kernels)
+    host = {e.id: e for e in prof.events() if e.device_type.name == "CPU"}
+    for k in kernels:
+        op = host[k.parent_id]
+        assert op.self_device_time_total >= k.device_time_total
+    assert "Self CUDA" in prof.key_averages().table(sort_by="cuda_time_total")
