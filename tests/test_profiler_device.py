@@ -270,7 +270,7 @@ def test_kernels_are_timed_on_a_real_gpu():
         s = _work(x)
         s.item()
     kernels = _kernels(prof)
-    assert len(kernels) == 4 and all(k.device_time_total > 0 for k in kernels)
+    assert len(kernels) >= 4 and all(k.device_time_total > 0 for k in kernels)   # (a sum may take two)
     host = {e.id: e for e in prof.events() if e.device_type.name == "CPU"}
     for k in kernels:
         op = host[k.parent_id]
