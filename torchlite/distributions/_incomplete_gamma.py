@@ -196,8 +196,16 @@ class _GammaInc(tl.autograd.Function):
         a64, x64, shape = _flat64(a, x)
         P, dx_da = _p_and_dx_da(a64, x64)
         dtype = tl.promote_types(a.dtype, x.dtype)
-        ctx.save_for_backward(a, x, dx_da.reshape(shape).to(dtype))
+        dx_da = dx_da.reshape(shape).to(dtype)
+        ctx.save_for_backward(a, x, dx_da)
+        ctx.save_for_forward(a, x, dx_da)
         return P.reshape(shape).to(dtype)
+
+    @staticmethod
+    def jvp(ctx, ta, tx):
+        """Forward mode: density * (t_x - dx/da t_a)."""
+        a, x, dx_da = ctx.saved_tensors
+        return _log_density(a, x).exp() * (tx - ta * dx_da)
 
     @staticmethod
     def backward(ctx, grad):

@@ -71,7 +71,14 @@ class _StandardGamma(tl.autograd.Function):
     def forward(ctx, alpha):
         x = _sample(alpha)
         ctx.save_for_backward(alpha, x)
+        ctx.save_for_forward(alpha, x)
         return x
+
+    @staticmethod
+    def jvp(ctx, t):
+        """Forward mode: the draw moves with alpha as its quantile does (dx/dalpha t)."""
+        alpha, x = ctx.saved_tensors
+        return t * standard_gamma_quantile_grad(alpha, x)
 
     @staticmethod
     def backward(ctx, grad):
