@@ -439,8 +439,20 @@ NEW_RULE_CASES = {
                           + F.cosine_similarity(a, V, dim=-1) + tl.cosine_similarity(V, a, -1, 1e-3), X),
     "prelu": (lambda a: F.prelu(a, r(4, seed=18)).sum((0, 2, 3)) + F.prelu(a, tl.tensor([0.2])).sum((0, 2, 3))
               + tl.prelu(a[0, :, 0], r(6, seed=19)).sum(1), IMG),
+    "upsample": (lambda a: F.upsample_nearest(a, scale_factor=2).sum((2, 3))
+                 + F.upsample_bilinear(a, size=(4, 5)).sum((2, 3)), IMG),
+    "max_unpool2d": (lambda a: F.max_unpool2d(*F.max_pool2d(a, 2, return_indices=True), 2), IMG),
+    "grid_sample": (lambda a: F.grid_sample(a, GRID, align_corners=False)
+                    + F.grid_sample(a, GRID * 0.5, mode="nearest", align_corners=True), IMG),
+    "bilinear": (lambda a: F.bilinear(a, a.flip(0), r(2, 5, 5, seed=22), r(2, seed=23))
+                 + F.bilinear(a, V.expand(3, 5), r(2, 5, 5, seed=24)), X),
+    "pairwise_distance": (lambda a: F.pairwise_distance(a, V) + F.pairwise_distance(a, a.flip(0), p=1.0), X),
+    "row losses": (lambda a: F.margin_ranking_loss(a, a.flip(1), a.sign()) + F.hinge_embedding_loss(a, a.sign())
+                   + F.multilabel_soft_margin_loss(a, (a > 0).float(), reduction="sum")
+                   + F.triplet_margin_loss(a, a.flip(0), a * 2, reduction="none").sum(), X),
 }
 K4, MASK = r(2, 5, 4, seed=20), r(6, 5, seed=21) > 0
+GRID = r(2, 3, 3, 2, seed=25).tanh()
 
 
 @pytest.mark.parametrize("name", list(NEW_RULE_CASES))

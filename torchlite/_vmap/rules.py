@@ -291,7 +291,8 @@ LEADING_N = {"conv1d": 2, "conv2d": 3, "conv3d": 4, "conv_transpose1d": 2,
              "lp_pool1d": 2, "lp_pool2d": 3, "max_pool1d_with_indices": 2,
              "max_pool2d_with_indices": 3, "fold": 2, "unfold": 3, "dropout1d": 2,
              "dropout2d": None, "dropout3d": 4, "channel_shuffle": None, "interpolate": None, "upsample": None,
-             "group_norm": None, "instance_norm": None, "local_response_norm": None}
+             "group_norm": None, "instance_norm": None, "local_response_norm": None,
+             "upsample_nearest": None, "upsample_bilinear": None}
 
 
 def _one_hot(fn):
@@ -645,7 +646,58 @@ def _class_loss(fn):
 
 
 POINTWISE_LOSSES = """mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
-binary_cross_entropy_with_logits soft_margin_loss kl_div poisson_nll_loss""".split()
+binary_cross_entropy_with_logits soft_margin_loss kl_div poisson_nll_loss hinge_embedding_loss
+margin_ranking_loss multilabel_soft_margin_loss triplet_margin_loss""".split()
+# (the last two give one value per row of their same-shaped operands, over any leading dims:
+# reduction='none' is then the per-element value the rule reduces)
+
+
+def _paired_leading_n(fn, unbatched_rank):
+    """A layer taking two tensors that share the optional leading batch dim N (max_unpool's
+    input and indices, grid_sample's input and grid; unbatched_rank: the input's rank without
+    N, None where N is required): both folded into N (an unbatched one expanded over the
+    batch)."""
+    def rule(x, other, *args, **kwargs):
+        if not (type(x) is Batched or type(other) is Batched) or has_batched(args, kwargs):
+            return NotImplemented
+        xv, ov = _expand(x), _expand(other)
+        rank = xv.dim() - 1
+        if unbatched_rank is not None and rank == unbatched_rank and ov.dim() == xv.dim():
+            return Batched(fn(xv, ov, *args, **kwargs))             # no N: the batch is N
+        if rank < 2 or (unbatched_rank is not None and rank != unbatched_rank + 1) \
+                or ov.dim() < 3 or ov.shape[1] != xv.shape[1]:
+            return NotImplemented
+        b, n = xv.shape[0], xv.shape[1]
+        out = fn(xv.reshape(b * n, *xv.shape[2:]), ov.reshape(b * n, *ov.shape[2:]), *args, **kwargs)
+        return Batched(out.reshape(b, n, *out.shape[1:]))
+    return rule
+
+
+def _bilinear(fn):
+    """x1^T W x2 over the last dims, any leading dims: both operands expanded over the batch,
+    aligned to one rank (the weight and bias unbatched)."""
+    def rule(input1, input2, weight, bias=None):
+        if type(weight) is Batched or type(bias) is Batched:
+            return NotImplemented
+        rank = max(_rank(input1), _rank(input2))
+        a, b = (_align(x, rank) if type(x) is Batched else x[(None,) * (rank - x.dim() + 1)]
+                for x in (input1, input2))
+        shape = (_size(),) + tuple(_O["broadcast_shapes"](a.shape[1:-1], b.shape[1:-1]))
+        return Batched(fn(a.expand(*shape, a.shape[-1]), b.expand(*shape, b.shape[-1]), weight, bias))
+    return rule
+
+
+def _pairwise_distance(fn):
+    """|x1 - x2 + eps|_p over the last dim of the broadcast operands: both aligned (with the
+    batch dim), the norm still over the last dim."""
+    def rule(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+        if type(x1) is not Batched and type(x2) is not Batched:
+            return fn(x1, x2, p, eps, keepdim)
+        rank = max(_rank(x1), _rank(x2), 1)
+        a, b = (_align(x, rank) if type(x) is Batched else x[(None,) * (rank - x.dim() + 1)]
+                for x in (x1, x2))
+        return Batched(fn(a, b, p, eps, keepdim))
+    return rule
 
 
 # ---- joining ------------------------------------------------------------------------------------
@@ -1056,6 +1108,10 @@ def build():
         if rule is not None:
             FUNCTIONS[getattr(aten, name)] = _same_rule_for(getattr(aten, name), name)
     register("scaled_dot_product_attention", _attention)
+    for name, rank in (("max_unpool1d", 2), ("max_unpool2d", 3), ("max_unpool3d", 4), ("grid_sample", None)):
+        register(name, lambda f, r=rank: _paired_leading_n(f, r))
+    register("bilinear", _bilinear)
+    register("pairwise_distance", _pairwise_distance)
     for name, make in (("cosine_similarity", _cosine_similarity), ("prelu", _prelu),
                        ("batch_norm", _batch_norm)):         # (binds its arguments by name)
         register(name, make)
