@@ -766,6 +766,81 @@ def test_in_place_op_on_a_global_is_a_graph_break():
         tl.compile(f, fullgraph=True)(tl.ones(2))
 
 
+def test_backward_and_optimizer_steps_inside_a_compiled_function_run_every_call():
+    """A compiled training step (backward, autograd.grad and opt.step inside): autograd's
+    effects are not graph values, so the function breaks there and runs eagerly -- each call
+    updates the parameters, as the eager function does."""
+    def make():
+        tl.manual_seed(0)
+        m = nn.Linear(3, 1)
+        return m, tl.optim.SGD(m.parameters(), lr=0.1)
+    x, y = tl.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]]), tl.tensor([[1.0], [2.0]])
+    losses = {}
+    for compiled in (False, True):
+        m, opt = make()
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((m(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        run = tl.compile(step) if compiled else step
+        losses[compiled] = [run(x, y).item() for _ in range(3)]
+    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-6)
+    assert losses[True][0] > losses[True][1] > losses[True][2]
+    p = tl.ones(2, requires_grad=True)
+    grad_of = tl.compile(lambda p: tl.autograd.grad((p * p * 3).sum(), [p])[0])
+    np.testing.assert_allclose(grad_of(p).numpy(), [6.0, 6.0])
+    np.testing.assert_allclose(grad_of(p * 2).numpy(), [12.0, 12.0])
+    for body, construct in (("x.sum().backward()", "backward"), ("tl.autograd.grad(x.sum(), [x])", "autograd.grad")):
+        scope = {"tl": tl}
+        exec(f"def f(x):\n    {body}\n    return x * 2\n", scope)
+        with pytest.raises(dynamo.exc.Unsupported, match=construct):
+            tl.compile(scope["f"], fullgraph=True)(tl.ones(2, requires_grad=True))
+
+
+def test_tensors_kept_outside_the_compiled_function_are_real_and_kept_every_call():
+    """Side effects that keep the capture's tensors (a list, a dict, a global): the capture's
+    run counts as the first call (its tensors, not stand-ins, end up where the code put
+    them) and later calls run eagerly, so each call leaves its own, as in PyTorch."""
+    feats, store = [], {}
+
+    def f(x):
+        h = x * 2
+        feats.append(h)
+        store["h"] = h.exp()
+        return h + 1
+    c = tl.compile(f)
+    outs = [c(tl.ones(2) * k).tolist() for k in (1.0, 5.0, 5.0)]
+    assert outs == [[3.0, 3.0], [11.0, 11.0], [11.0, 11.0]]
+    assert [type(t) for t in feats] == [tl.Tensor] * 3
+    assert [t.tolist() for t in feats] == [[2.0, 2.0], [10.0, 10.0], [10.0, 10.0]]
+    np.testing.assert_allclose(store["h"].numpy(), np.exp([10.0, 10.0]), rtol=1e-6)
+    global _ACC
+    _ACC = tl.zeros(2)
+
+    def accumulate(v):
+        global _ACC
+        _ACC = _ACC + v
+        return _ACC * 1
+    ca = tl.compile(accumulate)
+    ca(tl.ones(2))
+    ca(tl.ones(2))
+    np.testing.assert_allclose(_ACC.numpy(), [2.0, 2.0])    # once per call, not twice, not once
+    tl.manual_seed(3)                   # the capture's random draws are the first call's
+    keep = []
+
+    def noisy(x):
+        r = x + tl.rand(2)
+        keep.append(r)
+        return r
+    got = [tl.compile(noisy)(tl.zeros(2)) for _ in range(2)]
+    tl.manual_seed(3)
+    want = [tl.zeros(2) + tl.rand(2) for _ in range(2)]
+    np.testing.assert_allclose(tl.stack(got).numpy(), tl.stack(want).numpy())
+
+
 def test_guards_see_replaced_layers_hooks_and_constant_types():
     m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
     c = tl.compile(m)

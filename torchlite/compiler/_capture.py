@@ -15,11 +15,15 @@ back afterwards, so capturing does not change what the call then computes (Batch
 running statistics move once, dropout draws the masks eager would)."""
 import builtins
 import contextlib
+import gc
 import inspect
 import operator
 import threading
+import warnings
+import weakref
 
 from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad as _no_grad
 from ..fx._symbolic_trace import _is_function
 from ..fx.proxy import SymInt, _user_line
 from ..jit._trace import _RunTracer, _ValueProxy
@@ -39,7 +43,20 @@ class GraphBreak(Exception):
 
 _VALUE_METHODS = {"item": "Tensor.item()", "tolist": "Tensor.tolist()",
                   "numpy": "Tensor.numpy()", "__bool__": "bool() of a tensor",
-                  "__int__": "int() of a tensor", "__float__": "float() of a tensor"}
+                  "__int__": "int() of a tensor", "__float__": "float() of a tensor",
+                  # autograd's side effects (the .grad it writes) are not values of the graph
+                  "backward": "Tensor.backward()", "register_hook": "Tensor.register_hook()",
+                  "retain_grad": "Tensor.retain_grad()"}
+
+
+class Escaped(GraphBreak):
+    """Tensors of the capture were kept outside the function (appended to a list, stored in a
+    dict or a global): a side effect the graph cannot replay.  The function runs eagerly from
+    then on; the capture's run counts as this call's, and `outputs` is what it returned."""
+
+    def __init__(self, construct, outputs):
+        super().__init__(construct)
+        self.outputs = outputs
 _DYNAMIC_SHAPE = {"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere",
                   "nonzero_static"}
 
@@ -47,7 +64,7 @@ _DYNAMIC_SHAPE = {"nonzero", "unique", "unique_consecutive", "masked_select", "a
 class _CaptureProxy(_ValueProxy):
     """A value-carrying proxy that refuses to hand out its data."""
 
-    __slots__ = ()
+    __slots__ = ("__weakref__",)        # (the capture looks for the ones that escape)
 
     def __bool__(self):
         raise GraphBreak("data-dependent control flow (bool() of a tensor)", _user_line())
@@ -165,6 +182,27 @@ class CaptureTracer(_RunTracer):
         self._grad_state = _state
         self._grad_mode = _state.enabled
         self._foreign = {}              # id(tensor) -> the proxy of another module's parameter
+        self._made = []                 # weak references to every value proxy made
+        self.output_values = None       # what the traced function returned, as real values
+
+    def _proxy(self, node, value):
+        p = _CaptureProxy(node, self, value)
+        if node.op != "get_attr":       # (parameters' proxies stay in the tracer's caches)
+            self._made.append(weakref.ref(p))
+        return p
+
+    def _traced_output(self, result):
+        self.output_values = _values_of(result)
+
+    def escaped(self):
+        """The value proxies still alive once the traced function returned: kept by the
+        user's code somewhere outside it."""
+        alive = [r() for r in self._made]
+        if not any(p is not None for p in alive):
+            return []
+        del alive
+        gc.collect()                    # (only what cycles alone kept)
+        return [p for p in (r() for r in self._made) if p is not None]
 
     def is_leaf_module(self, m, module_qualified_name):
         return False
@@ -210,15 +248,15 @@ class CaptureTracer(_RunTracer):
     def _wrap(self, node, value):
         if isinstance(value, Tensor):
             node.meta["val"] = _describe(value)
-            return _CaptureProxy(node, self, value)
+            return self._proxy(node, value)
         if isinstance(value, (tuple, list)):
             return super()._wrap(node, value)
-        return _CaptureProxy(node, self, value)
+        return self._proxy(node, value)
 
     def attr_proxy(self, node, value):
         if isinstance(value, Tensor):
             node.meta["val"] = _describe(value)
-        return _CaptureProxy(node, self, value)
+        return self._proxy(node, value)
 
     def _placeholders(self, fn, bound_self, concrete_args):
         args = super()._placeholders(fn, bound_self, concrete_args)
@@ -226,7 +264,7 @@ class CaptureTracer(_RunTracer):
         for a in args:
             if isinstance(a, _ValueProxy) and not isinstance(a, _CaptureProxy):
                 a.node.meta["val"] = _describe(a.value)
-                a = _CaptureProxy(a.node, self, a.value)
+                a = self._proxy(a.node, a.value)
             out.append(a)
         return out
 
@@ -253,6 +291,22 @@ class CaptureTracer(_RunTracer):
         self._patch_foreign_parameters(patcher, Module)
         self._patch_inplace_methods(patcher)
         self._patch_module_setattr(patcher, Module)
+        self._patch_autograd(patcher)
+
+    def _patch_autograd(self, patcher):
+        """torch.autograd.grad / backward write gradients (or return them) outside the graph:
+        a graph break, so the function runs eagerly (Tensor.backward is one of
+        _VALUE_METHODS)."""
+        import torchlite.autograd as autograd
+        tracer = self
+        for name in ("grad", "backward"):
+            original = getattr(autograd, name)
+
+            def guarded(*args, _original=original, _name=name, **kwargs):
+                if not tracer._suspended and threading.get_ident() == tracer._thread:
+                    raise GraphBreak(f"torch.autograd.{_name}()", _user_line())
+                return _original(*args, **kwargs)
+            patcher.set(autograd, name, guarded)
 
     def _record_grad_mode(self):
         """A grad-mode change (a `with torch.no_grad():` block) becomes a node setting the mode
@@ -387,16 +441,46 @@ def _bool_index(args):
     return False
 
 
+def _values_of(v):
+    """v with each value proxy replaced by its value (in tuples, lists and dicts)."""
+    if isinstance(v, _ValueProxy):
+        return v.value
+    if isinstance(v, (tuple, list)):
+        items = [_values_of(e) for e in v]
+        return type(v)(*items) if hasattr(v, "_fields") else type(v)(items)
+    if isinstance(v, dict):
+        return type(v)((k, _values_of(e)) for k, e in v.items())
+    return v
+
+
+def _release(proxies):
+    """Put each escaped proxy's value where the user's code put the proxy: the lists, dicts
+    (a global, an attribute, a dict of the user's) and sets that hold it."""
+    for p in proxies:
+        for r in gc.get_referrers(p):
+            if type(r) is list:
+                for i, e in enumerate(r):
+                    if e is p:
+                        r[i] = p.value
+            elif isinstance(r, dict):
+                for k, e in list(r.items()):
+                    if e is p:
+                        r[k] = p.value
+            elif type(r) is set:
+                r.discard(p)
+                r.add(p.value)
+
+
 def _describe(t):
     return (tuple(t._data.shape), t._data.dtype, str(t.device), t._requires_grad)
 
 
 @contextlib.contextmanager
-def _untouched(modules):
+def _untouched(modules, keep):
     """Put back the RNG state (the CPU's and the CUDA devices') and every buffer of `modules`
-    after the block."""
+    after the block (unless keep[0] was set in it: the capture's run stands as a call)."""
     from .. import _dispatch
-    from .._ops.random import get_rng_state, set_rng_state
+    from .._ops.random import get_rng_state
     rng = get_rng_state()
     device_rng = _dispatch.devices.generator_states() if _dispatch.backend_loaded() else None
     saved = []
@@ -407,15 +491,21 @@ def _untouched(modules):
     try:
         yield
     finally:
-        set_rng_state(rng)
-        if device_rng is not None:
-            _dispatch.devices.set_generator_states(device_rng)
-        from ..autograd.grad_mode import no_grad
-        with no_grad():
-            for m, name, b, copy in saved:
-                if m._buffers.get(name) is not b:
-                    m._buffers[name] = b
-                b.copy_(copy)
+        if not keep[0]:
+            _restore(rng, device_rng, saved)
+
+
+def _restore(rng, device_rng, saved):
+    from .. import _dispatch
+    from .._ops.random import set_rng_state
+    set_rng_state(rng)
+    if device_rng is not None:
+        _dispatch.devices.set_generator_states(device_rng)
+    with _no_grad():
+        for m, name, b, copy in saved:
+            if m._buffers.get(name) is not b:
+                m._buffers[name] = b
+            b.copy_(copy)
 
 
 def capture(fn, args, kwargs, dynamic=False):
@@ -444,8 +534,26 @@ def capture(fn, args, kwargs, dynamic=False):
     clones = tuple(_clone(a) for a in call_args)
     modules = list(fn.modules()) if isinstance(fn, Module) else []
     tracer = CaptureTracer(dynamic)
-    with _untouched(modules):           # under the call's grad mode: code may branch on it
+    keep = [False]
+    with _untouched(modules, keep):     # under the call's grad mode: code may branch on it
         graph = tracer.trace_run(fn, clones, None)
+        escaped = tracer.escaped()
+        if escaped:
+            _release(escaped)
+            what = ("a tensor of the compiled code kept outside it (in a list, a dict or a "
+                    "global)")
+            if any(isinstance(a, Tensor) and a.requires_grad for a in call_args):
+                # the capture's values hang from copies of the inputs, not from the inputs:
+                # the call runs again, eagerly, so gradients reach them
+                warnings.warn(f"torchlite.compile: {what}; the first call ran twice (captured, "
+                              f"then eagerly), so its side effects happened twice")
+                raise GraphBreak(what, _user_line())
+            keep[0] = True              # the capture's run is this call's
+            for a, c in zip(call_args, clones):
+                if isinstance(a, Tensor) and c._version != 0:        # written in place
+                    with _no_grad():
+                        a.copy_(c)
+            raise Escaped(what, tracer.output_values)
     return graph, tracer, layout
 
 

@@ -78,6 +78,16 @@ class _Eager:
         return self.owner._run_split(args, kwargs)
 
 
+class _Done:
+    """The result of a call the capture itself ran (see _capture.Escaped); not cached."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def __call__(self, args, kwargs):
+        return self.outputs
+
+
 class _Graph:
     """A cache entry: the compiled function of one captured graph."""
 
@@ -206,6 +216,8 @@ class Compiled:
             _log.graph_break(self.__name__, e)
             entry = _Eager(self, str(e))
             self.cache[key] = entry
+            if isinstance(e, _capture.Escaped):     # the capture's run was this call
+                return _Done(e.outputs)
             return entry
         except Exception as e:
             # code the capture cannot run (an op mixing a traced value with something it does

@@ -243,7 +243,11 @@ class Tracer:
             finally:
                 patcher.undo()
         self.graph.output(self.create_arg(result))
+        self._traced_output(result)
         return self.graph
+
+    def _traced_output(self, result):
+        """What the traced function returned (its proxies), for tracers that keep it."""
 
     def _placeholders(self, fn, bound_self, concrete_args):
         sig = inspect.signature(fn)
