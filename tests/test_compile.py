@@ -841,6 +841,145 @@ def test_tensors_kept_outside_the_compiled_function_are_real_and_kept_every_call
     np.testing.assert_allclose(tl.stack(got).numpy(), tl.stack(want).numpy())
 
 
+def test_what_the_code_reads_outside_its_arguments_is_guarded():
+    """A compiled function reads modules, globals and closures it is not given: each call
+    sees their current state, as eager does (training flags, replaced parameters, buffers
+    left alone by the capture, parameter expressions recomputed, a global number or tensor
+    rebound or changed in place, a closure's value, a module's plain attributes)."""
+    tl.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    predict = tl.compile(lambda x: model(x))
+    x = tl.randn(2, 4)
+    predict(x)
+    model.eval()
+    np.testing.assert_allclose(predict(x).detach().numpy(), model(x).detach().numpy())
+    model[0].weight = nn.Parameter(tl.ones(4, 4))
+    np.testing.assert_allclose(predict(x).detach().numpy(), model(x).detach().numpy())
+    bn = nn.BatchNorm1d(3)
+    tl.compile(lambda x: bn(x) * 2)(tl.ones(4, 3) * 10)
+    np.testing.assert_allclose(bn.running_mean.numpy(), [1.0, 1.0, 1.0])    # moved once
+    lin = nn.Linear(3, 1)
+    loss = tl.compile(lambda x: lin(x).sum() + (lin.weight ** 2).sum())
+    loss(x[:, :3]).backward()
+    with tl.no_grad():
+        lin.weight.mul_(2)
+    got = loss(x[:, :3])
+    np.testing.assert_allclose(got.item(), (lin(x[:, :3]).sum() + (lin.weight ** 2).sum()).item(), rtol=1e-6)
+    got.backward()                      # (the parameter term is part of this call's graph)
+    global _SCALE, _G
+    _SCALE, _G = 1.0, tl.ones(2)
+    scaled = tl.compile(lambda v: (v / _SCALE).softmax(-1) * _G.exp())
+    v = tl.tensor([1.0, 2.0])
+    scaled(v)
+    _SCALE = 0.1
+    _G.mul_(3)
+    np.testing.assert_allclose(scaled(v).numpy(), ((v / 0.1).softmax(-1) * (tl.ones(2) * 3).exp()).numpy(), rtol=1e-6)
+    _G = tl.full((2,), -1.0)
+    np.testing.assert_allclose(scaled(v).numpy(), ((v / 0.1).softmax(-1) * np.exp(-1.0)).numpy(), rtol=1e-6)
+    k = 2.0
+
+    def closure(v):
+        return v * k
+    c = tl.compile(closure)
+    c(v)
+    k = 5.0
+    np.testing.assert_allclose(c(v).numpy(), [5.0, 10.0])
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale, self.offset = 2.0, tl.tensor(1.0)
+
+        def forward(self, v):
+            return v * self.scale + self.offset
+    s = Scaled()
+    cs = tl.compile(s)
+    cs(v)
+    s.scale, s.offset = 3.0, tl.tensor(-1.0)
+    np.testing.assert_allclose(cs(v).detach().numpy(), (v * 3.0 - 1.0).numpy())
+
+
+def test_calls_that_change_state_outside_the_graph_run_eagerly():
+    """An optimizer's step, a custom autograd.Function, out= or inplace=True into a global,
+    and ops whose output size depends on the data are graph breaks (they happened once, at
+    capture, or were replayed at the capture's size)."""
+    w = nn.Parameter(tl.ones(2))
+    w.grad = tl.ones(2)
+    step = tl.compile(tl.optim.SGD([w], lr=0.1).step)
+    for _ in range(3):
+        step()
+    np.testing.assert_allclose(w.detach().numpy(), [0.7, 0.7], rtol=1e-6)
+
+    class Square(tl.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * g * x
+    x = tl.ones(3, requires_grad=True)
+    tl.compile(lambda x: Square.apply(x).sum())(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+    acc = tl.zeros(2)
+    add_into = tl.compile(lambda v: tl.add(acc, v, out=acc) * 1)
+    add_into(tl.ones(2))
+    np.testing.assert_allclose(acc.numpy(), [1.0, 1.0])
+    positives = tl.compile(lambda v: tl.where(v > 0)[0].float() * 2 + 1)
+    positives(tl.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(positives(tl.tensor([-1.0, 2.0, -3.0])).numpy(), [3.0])
+    counts = tl.compile(lambda v: tl.bincount(v) * 2)
+    counts(tl.tensor([0, 1, 1]))
+    np.testing.assert_allclose(counts(tl.tensor([0, 3])).numpy(), [2, 0, 0, 2])
+
+
+def test_returned_containers_and_grad_mode_left_as_eager_leaves_them():
+    from collections import namedtuple
+    import dataclasses
+    Pair = namedtuple("Pair", "y z")
+
+    @dataclasses.dataclass
+    class Out:
+        y: tl.Tensor
+    v = tl.ones(2)
+    for _ in range(2):
+        p = tl.compile(lambda x: Pair(x * 2, x + 1))(v)
+        assert type(p) is Pair and p.y.tolist() == [2.0, 2.0] and p.z.tolist() == [2.0, 2.0]
+        o = tl.compile(lambda x: Out(x * 2))(v)
+        assert type(o.y) is tl.Tensor and o.y.tolist() == [2.0, 2.0]
+
+    def no_grad_from_here(x):
+        tl.set_grad_enabled(False)
+        return x * 2
+    try:
+        tl.compile(no_grad_from_here)(v)
+        assert not tl.is_grad_enabled()
+    finally:
+        tl.set_grad_enabled(True)
+
+
+def test_sizes_read_as_numbers_keep_a_dynamic_graph_to_its_size():
+    """After a size change (automatic dynamic shapes), a size used as a Python number
+    (range, math.sqrt, float(), %, **) fixes the graph to that size."""
+    import math
+
+    def loop(x):
+        h = tl.zeros(x.shape[0])
+        for t in range(x.shape[1]):
+            h = h + x[:, t]
+        return h
+
+    def scaled(q):
+        return q / math.sqrt(q.shape[-1]) + float(q.shape[-1]) + q.shape[-1] % 4 + q.shape[-1] ** 0.5
+    for f in (loop, scaled):
+        c = tl.compile(f)
+        for n in (3, 5, 7, 2):
+            x = tl.randn(2, n)
+            np.testing.assert_allclose(c(x).numpy(), f(x).numpy(), rtol=1e-6)
+
+
 def test_guards_see_replaced_layers_hooks_and_constant_types():
     m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
     c = tl.compile(m)

@@ -58,7 +58,7 @@ class Escaped(GraphBreak):
         super().__init__(construct)
         self.outputs = outputs
 _DYNAMIC_SHAPE = {"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere",
-                  "nonzero_static"}
+                  "nonzero_static", "bincount"}
 
 
 class _CaptureProxy(_ValueProxy):
@@ -154,6 +154,18 @@ for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
         return _op(int(self), int(other) if isinstance(other, int) else other)
     setattr(_SizeSymbol, _name, _compare)
 
+# every other use of a size's value as a number (int's own methods would hand out the
+# capture's size unmarked): the graph is then kept for that size
+for _name in ("__float__", "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__mod__",
+              "__rmod__", "__neg__", "__pos__", "__abs__", "__round__", "__and__", "__rand__",
+              "__or__", "__ror__", "__xor__", "__rxor__", "__lshift__", "__rlshift__",
+              "__rshift__", "__rrshift__", "__divmod__", "__rdivmod__", "__trunc__",
+              "__ceil__", "__floor__", "__str__", "__format__"):
+    def _as_number(self, *args, _op=getattr(int, _name), _name=_name):
+        self._fixed(f"a size used as a number ({_name})")
+        return _op(int(self), *args)
+    setattr(_SizeSymbol, _name, _as_number)
+
 
 def set_grad_mode_(enabled):
     """Set grad mode (the replay of a grad-mode change the capture saw)."""
@@ -184,6 +196,8 @@ class CaptureTracer(_RunTracer):
         self._foreign = {}              # id(tensor) -> the proxy of another module's parameter
         self._made = []                 # weak references to every value proxy made
         self.output_values = None       # what the traced function returned, as real values
+        self.foreign_modules = {}       # id -> a module outside the root the code used
+        self.on_foreign = None          # called with each such module when first met
 
     def _proxy(self, node, value):
         p = _CaptureProxy(node, self, value)
@@ -192,7 +206,18 @@ class CaptureTracer(_RunTracer):
         return p
 
     def _traced_output(self, result):
+        if _opaque_output(result):
+            raise GraphBreak(f"returning a {type(result).__name__} holding tensors (the graph "
+                             f"returns tensors in tuples, lists and dicts)")
         self.output_values = _values_of(result)
+
+    def _note_foreign(self, mod):
+        """A module outside the root the code calls or reads a parameter of: the compiled
+        callable guards on its state, and the capture puts its buffers back."""
+        if id(mod) not in self.foreign_modules:
+            self.foreign_modules[id(mod)] = mod
+            if self.on_foreign is not None:
+                self.on_foreign(mod)
 
     def escaped(self):
         """The value proxies still alive once the traced function returned: kept by the
@@ -231,8 +256,11 @@ class CaptureTracer(_RunTracer):
         if kind == "call_method" and target in _VALUE_METHODS:
             raise GraphBreak(_VALUE_METHODS[target], _user_line())
         tname = getattr(target, "__name__", target) if kind != "call_module" else ""
-        if tname in _DYNAMIC_SHAPE:
+        if tname in _DYNAMIC_SHAPE or _data_sized(tname, args, kwargs):
             raise GraphBreak(f"{tname}(), whose output shape depends on the data", _user_line())
+        if kind in ("call_function", "call_method") and _writes_outside(args, kwargs):
+            raise GraphBreak(f"{tname}() writing into a tensor the compiled code does not hold "
+                             f"(out= or inplace=True on a global or a closure's tensor)", _user_line())
         if kind == "call_function" and target is operator.getitem and _bool_index(args):
             raise GraphBreak("indexing with a boolean mask (the output shape depends on the "
                              "data)", _user_line())
@@ -274,6 +302,7 @@ class CaptureTracer(_RunTracer):
         public = _public_functions(self.patched_namespaces)
         super()._patch(patcher)
         patcher.set(builtins, "print", _print)
+        self._patch_size_readers(patcher)
         # torchlite's functions record even when no argument is traced (torch.zeros(3),
         # torch.randn(2)): each call makes its tensor anew, as eager does
         for path in self.patched_namespaces:
@@ -293,20 +322,63 @@ class CaptureTracer(_RunTracer):
         self._patch_module_setattr(patcher, Module)
         self._patch_autograd(patcher)
 
-    def _patch_autograd(self, patcher):
-        """torch.autograd.grad / backward write gradients (or return them) outside the graph:
-        a graph break, so the function runs eagerly (Tensor.backward is one of
-        _VALUE_METHODS)."""
-        import torchlite.autograd as autograd
+    def _patch_size_readers(self, patcher):
+        """range() and the math module read a symbolic size's value without asking it (C
+        code takes an int subclass as an int): called with one, they fix the graph to the
+        capture's sizes (tracer.specialized), as the size's own conversions do."""
+        import math
+        if not self.symbolic_sizes:
+            return
         tracer = self
+
+        def marking(fn, what):
+            def reader(*args, **kwargs):
+                if any(isinstance(a, _SizeSymbol) for a in args):
+                    tracer.specialized.append(f"a size passed to {what}")
+                return fn(*args, **kwargs)
+            return reader
+        patcher.set(builtins, "range", marking(range, "range()"))
+        for name in ("sqrt", "log", "log2", "log10", "exp", "pow", "ceil", "floor", "trunc",
+                     "isqrt", "gcd", "lcm", "prod", "comb", "perm", "factorial", "fsum", "hypot"):
+            fn = getattr(math, name, None)
+            if fn is not None:
+                patcher.set(math, name, marking(fn, f"math.{name}()"))
+
+    def _patch_autograd(self, patcher):
+        """What works on autograd's graph or on tensors outside the capture's: torch.autograd
+        .grad / backward (gradients written or returned outside the graph; Tensor.backward is
+        one of _VALUE_METHODS), a custom autograd.Function (its backward is not part of the
+        graph; checkpoint is one) and an optimizer's step (the parameters it updates are not
+        values of the graph): graph breaks, so the function runs eagerly."""
+        import torchlite.autograd as autograd
+        from ..autograd.function import Function
+        from ..optim import optimizer
+        tracer = self
+
+        def capturing():
+            return not tracer._suspended and threading.get_ident() == tracer._thread
         for name in ("grad", "backward"):
             original = getattr(autograd, name)
 
             def guarded(*args, _original=original, _name=name, **kwargs):
-                if not tracer._suspended and threading.get_ident() == tracer._thread:
+                if capturing():
                     raise GraphBreak(f"torch.autograd.{_name}()", _user_line())
                 return _original(*args, **kwargs)
             patcher.set(autograd, name, guarded)
+        apply = Function.__dict__["apply"].__func__
+
+        def guarded_apply(cls, *args, **kwargs):
+            if capturing():
+                raise GraphBreak(f"{cls.__name__}.apply() (a custom autograd.Function)", _user_line())
+            return apply(cls, *args, **kwargs)
+        patcher.set(Function, "apply", classmethod(guarded_apply))
+
+        def step_guard(opt, args, kwargs):
+            if capturing():
+                raise GraphBreak(f"{type(opt).__name__}.step() (an optimizer updates tensors "
+                                 f"outside the graph)", _user_line())
+        patcher.set(optimizer, "_global_step_pre_hooks",
+                    list(optimizer._global_step_pre_hooks) + [step_guard])
 
     def _record_grad_mode(self):
         """A grad-mode change (a `with torch.no_grad():` block) becomes a node setting the mode
@@ -317,12 +389,12 @@ class CaptureTracer(_RunTracer):
             self._grad_mode = mode
 
     def trace(self, root, concrete_args=None):
-        start = self._grad_mode
         graph = super().trace(root, concrete_args)
-        if self._grad_mode != start:        # the capture left a block: the replay leaves it too
+        end = self._grad_state.enabled      # the mode the code left (a block left, or a
+        if self._grad_mode != end:          # set_grad_enabled that stays): the replay too
             out = next(n for n in graph.nodes if n.op == "output")
             with graph.inserting_before(out):
-                graph.create_node("call_function", set_grad_mode_, (start,), {})
+                graph.create_node("call_function", set_grad_mode_, (end,), {})
         return graph
 
     def _recording(self, fn):
@@ -335,6 +407,10 @@ class CaptureTracer(_RunTracer):
                 return fn(*args, **kwargs)
             if _has_proxy(args, kwargs):
                 return tracer.create_proxy("call_function", fn, args, kwargs)
+            if _writes_outside(args, kwargs):
+                raise GraphBreak(f"{fn.__name__}() writing into a tensor the compiled code does "
+                                 f"not hold (out= or inplace=True on a global or a closure's "
+                                 f"tensor)", _user_line())
             tracer._suspended = True
             try:
                 value = fn(*args, **kwargs)
@@ -360,6 +436,7 @@ class CaptureTracer(_RunTracer):
                     and threading.get_ident() == tracer._thread \
                     and id(mod) not in tracer._module_paths \
                     and (name in mod._parameters or name in mod._buffers):
+                tracer._note_foreign(mod)
                 proxy = tracer._foreign.get(id(value))
                 if proxy is None:
                     proxy = tracer._foreign[id(value)] = tracer.attr_proxy(
@@ -367,6 +444,14 @@ class CaptureTracer(_RunTracer):
                 return proxy
             return value
         patcher.set(Module, "__getattr__", module_getattr)
+        call = Module.__call__          # (the tracer's own, already in place)
+
+        def module_call(mod, *args, **kwargs):
+            if id(mod) not in tracer._module_paths and not tracer._suspended \
+                    and threading.get_ident() == tracer._thread:
+                tracer._note_foreign(mod)
+            return call(mod, *args, **kwargs)
+        patcher.set(Module, "__call__", module_call)
 
     def _patch_inplace_methods(self, patcher):
         """An in-place op on a tensor the graph does not hold (a global, a closure's tensor)
@@ -406,6 +491,30 @@ _INPLACE_DUNDERS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itrued
                     "__ilshift__", "__irshift__"}
 
 
+def _data_sized(name, args, kwargs):
+    """Calls whose output size depends on the data beyond _DYNAMIC_SHAPE: where(condition)
+    (nonzero's), repeat_interleave with a tensor of repeats."""
+    if name == "where":
+        return len(args) + len(kwargs) == 1
+    if name == "repeat_interleave":
+        repeats = args[1] if len(args) > 1 else kwargs.get("repeats")
+        return isinstance(repeats, (Tensor, _ValueProxy)) or (len(args) == 1 and not kwargs)
+    return False
+
+
+def _writes_outside(args, kwargs):
+    """out= into, or inplace=True on, a tensor the graph does not hold (a global): the write
+    would happen once, at capture."""
+    out = kwargs.get("out")
+    for o in (out if isinstance(out, (tuple, list)) else (out,)):
+        if isinstance(o, Tensor):
+            return True
+    if kwargs.get("inplace") is True:
+        first = args[0] if args else kwargs.get("input")
+        return isinstance(first, Tensor)
+    return False
+
+
 def _has_proxy(args, kwargs):
     from ..fx._symbolic_trace import _find_proxy
     return _find_proxy(args, kwargs) is not None
@@ -438,6 +547,31 @@ def _bool_index(args):
         v = i.value if isinstance(i, _ValueProxy) else i
         if isinstance(v, T) and v._data.dtype == 0 and v.ndim > 0:
             return True
+    return False
+
+
+def _opaque_output(v):
+    """Whether the returned value holds traced values inside something the graph's output
+    cannot rebuild (a namedtuple, a dataclass or another object)."""
+    if isinstance(v, _ValueProxy) or v is None or isinstance(v, (bool, int, float, str)):
+        return False
+    if type(v) in (tuple, list):
+        return any(_opaque_output(e) for e in v)
+    if type(v) is dict:
+        return any(_opaque_output(e) for e in v.values())
+    if isinstance(v, (tuple, list)):            # a namedtuple, a list subclass
+        return any(_holds_proxy(e) for e in v)
+    return _holds_proxy(getattr(v, "__dict__", {})) or _holds_proxy(
+        [getattr(v, k, None) for k in getattr(type(v), "__slots__", ())])
+
+
+def _holds_proxy(v):
+    if isinstance(v, _ValueProxy):
+        return True
+    if isinstance(v, (tuple, list)):
+        return any(_holds_proxy(e) for e in v)
+    if isinstance(v, dict):
+        return any(_holds_proxy(e) for e in v.values())
     return False
 
 
@@ -484,12 +618,20 @@ def _untouched(modules, keep):
     rng = get_rng_state()
     device_rng = _dispatch.devices.generator_states() if _dispatch.backend_loaded() else None
     saved = []
+    seen = set()
+
+    def snapshot(module):
+        for m in module.modules():
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            for name, b in m._buffers.items():
+                if b is not None:
+                    saved.append((m, name, b, b.detach().clone()))
     for m in modules:
-        for name, b in m._buffers.items():
-            if b is not None:
-                saved.append((m, name, b, b.detach().clone()))
+        snapshot(m)
     try:
-        yield
+        yield snapshot
     finally:
         if not keep[0]:
             _restore(rng, device_rng, saved)
@@ -535,7 +677,8 @@ def capture(fn, args, kwargs, dynamic=False):
     modules = list(fn.modules()) if isinstance(fn, Module) else []
     tracer = CaptureTracer(dynamic)
     keep = [False]
-    with _untouched(modules, keep):     # under the call's grad mode: code may branch on it
+    with _untouched(modules, keep) as snapshot:     # under the call's grad mode: code may
+        tracer.on_foreign = snapshot                # branch on it
         graph = tracer.trace_run(fn, clones, None)
         escaped = tracer.escaped()
         if escaped:

@@ -120,6 +120,11 @@ class Compiled:
         self._static_shapeless = set()  # the size-free keys of the static entries
         self._warned_limit = False
         self._child_compiled = {}       # id(submodule) -> Compiled, for graph breaks
+        # what the captures found the code reading outside its arguments, guarded on every
+        # call (see _world): modules outside the root, and the globals and closure cells of
+        # its code holding numbers, strings, tensors or small containers of them
+        self._foreign_modules = {}      # id -> module
+        self._free_values = {}          # (kind, id of the dict or cell, name) -> reader
         _all_compiled.add(self)
         self.__name__ = getattr(target, "__name__", type(target).__name__)
         self.__doc__ = getattr(target, "__doc__", None)
@@ -153,23 +158,60 @@ class Compiled:
             parts.append(_guard(a, sizes))
         for k in sorted(kwargs):
             parts.append((k, _guard(kwargs[k], sizes)))
-        if self.module is not None:
-            # the module tree as it is now: each submodule (by identity, so a replaced layer
-            # is a new key) and its training flag; hooks, which the graph would skip, make the
-            # call eager
-            mods = []
-            for m in self.module.modules():
-                if m._forward_pre_hooks or m._forward_hooks or m._backward_hooks \
-                        or m._backward_pre_hooks:
-                    raise TypeError("a module with hooks")
-                mods.append((id(m), m.training))
-            parts.append(tuple(mods))
         from ..nn.modules.module import _any_global_hook
         if _any_global_hook():
             raise TypeError("global module hooks")
+        parts.append(self._world())
         key = tuple(parts)
         hash(key)
         return key
+
+    def _world(self):
+        """The state outside the arguments that a graph depends on, as a key: the module tree
+        of the root and of each outside module the code uses (every submodule by identity, so
+        a replaced layer is a new key, its training flag, the identity of each parameter,
+        buffer and tensor attribute, so a replaced or removed one is too; hooks, which the
+        graph would skip, make the call eager), and the values of the globals and closure
+        cells the code reads (numbers, strings and small containers of them by value, tensors
+        by identity)."""
+        trees = [self.module] if self.module is not None else []
+        trees += self._foreign_modules.values()
+        mods = []
+        for tree in trees:
+            for m in tree.modules():
+                if m._forward_pre_hooks or m._forward_hooks or m._backward_hooks \
+                        or m._backward_pre_hooks:
+                    raise TypeError("a module with hooks")
+                mods.append((id(m), m.training, tuple(map(id, m._parameters.values())),
+                             tuple(map(id, m._buffers.values())), _plain_attributes(m)))
+        free = tuple(read() for read in self._free_values.values())
+        return tuple(mods), free
+
+    def _learn_modules(self, tracer):
+        """After a capture: the modules outside the root it found the code using."""
+        for m in tracer.foreign_modules.values():
+            if m is not self.module:
+                self._foreign_modules.setdefault(id(m), m)
+
+    def _learn_code(self, root):
+        """Before a capture: the globals and closure cells the code may read (its code
+        object's names; a capture may change them, so they are read first)."""
+        fn = type(root).forward if self.module is not None and root is self.module else root
+        fn = getattr(fn, "__func__", fn)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return
+        g = getattr(fn, "__globals__", {})
+        for name in _names_read(code):
+            if name in g and _guardable(g[name]):
+                self._free_values.setdefault(("global", id(g), name), _global_reader(g, name))
+        for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:          # an empty cell
+                continue
+            if _guardable(value):
+                self._free_values.setdefault(("cell", id(cell), name), _cell_reader(cell))
 
     # ---- compiling ------------------------------------------------------------------------------
     def _wants_dynamic(self, shapeless, args, kwargs):
@@ -201,9 +243,14 @@ class Compiled:
             return entry
         shapeless = self._key(args, kwargs, sizes=False)
         dynamic = self._wants_dynamic(shapeless, args, kwargs)
+        self._learn_code(root)
+        world = self._world()           # before the capture, which may change what it reads
         try:
             with _capturing():
                 graph, tracer, layout = _capture.capture(root, args, kwargs, dynamic)
+            self._learn_modules(tracer)             # (a capture leaves modules' state alone)
+            world = (self._world()[0], world[1])    # the keys with what the capture found
+            key, shapeless = key[:-1] + (world,), shapeless[:-1] + (world,)
             if dynamic and tracer.specialized:
                 _log.recompile(self.__name__, "the graph depends on the sizes: "
                                + tracer.specialized[0])
@@ -371,9 +418,69 @@ def _no_tensor():
     raise TypeError("a tensor inside a container argument")
 
 
+def _plain_attributes(m):
+    """A module's own attributes a graph may have baked in: tensors (not parameters or
+    buffers: computations on them are not recorded) by identity and version, and numbers,
+    strings and None by value."""
+    out = []
+    for k, v in m.__dict__.items():
+        if isinstance(v, Tensor):
+            out.append((k, id(v), v._version))
+        elif v is None or type(v) in (bool, int, float, str):
+            out.append((k, v))
+    return tuple(out)
+
+
+def _names_read(code):
+    """The global names a code object (and the functions and comprehensions inside it) reads."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            names |= _names_read(c)
+    return names
+
+
+def _guardable(v, depth=0):
+    """Whether a value read from a global or a closure is guarded (by value, or by identity
+    for a tensor): what a graph may have baked in."""
+    if v is None or isinstance(v, (bool, int, float, complex, str, Tensor)):
+        return True
+    if depth == 0 and isinstance(v, (tuple, list)) and len(v) <= 64:
+        return all(_guardable(e, 1) for e in v)
+    if depth == 0 and type(v) is dict and len(v) <= 64:
+        return all(_guardable(e, 1) for e in v.values())
+    return False
+
+
+def _guard_value(v):
+    if isinstance(v, Tensor):               # (what the code computes from it is baked in)
+        return ("tensor", id(v), v._version)
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__, tuple(_guard_value(e) for e in v))
+    if type(v) is dict:
+        return ("dict", tuple((k, _guard_value(e)) for k, e in v.items()))
+    if isinstance(v, float) and v != v:
+        return ("nan",)
+    return (type(v).__name__, v)
+
+
+def _global_reader(g, name):
+    def read():
+        return _guard_value(g.get(name, _capture.GraphBreak))
+    return read
+
+
+def _cell_reader(cell):
+    def read():
+        try:
+            return _guard_value(cell.cell_contents)
+        except ValueError:
+            return None
+    return read
+
+
 def _describe_key(key):
     return ", ".join(f"{k[1]}" for k in key if isinstance(k, tuple) and k and k[0] == "T")
-
 
 
 def _autocast_on():

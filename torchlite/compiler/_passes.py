@@ -364,7 +364,9 @@ def common_subexpressions(graph):
 def fold_constants(graph):
     """Compute once the nodes that depend on no input, parameter or random draw (a causal mask
     built from sizes, a table of positions): their users take the value as a constant.  A
-    value something changes in place, or that the graph returns, is still made per call."""
+    value something changes in place, or that the graph returns, is still made per call; so
+    is one computed from a tensor the graph holds as an argument (a global, another module's
+    parameter: it may be changed or replaced between calls)."""
     const = {}
     folded = 0
     for n in list(graph.nodes):
@@ -373,6 +375,8 @@ def fold_constants(graph):
         if any(a not in const for a in n.all_input_nodes):
             continue
         if n.op == "call_method" and not n.all_input_nodes:
+            continue
+        if _holds_outside_tensor((n.args, n.kwargs)):
             continue
         args, kwargs = map_aggregate((n.args, n.kwargs),
                                      lambda a: const[a] if isinstance(a, Node) else a)
@@ -392,6 +396,13 @@ def fold_constants(graph):
             folded += 1
     dead_code(graph)
     return folded
+
+
+def _holds_outside_tensor(args):
+    from .._tensor import Tensor
+    found = []
+    map_aggregate(args, lambda a: found.append(a) if isinstance(a, Tensor) else None)
+    return bool(found)
 
 
 def _makes_new_tensor(n):
