@@ -421,14 +421,24 @@ def _no_tensor():
 def _plain_attributes(m):
     """A module's own attributes a graph may have baked in: tensors (not parameters or
     buffers: computations on them are not recorded) by identity and version, and numbers,
-    strings and None by value."""
+    strings and None by value (nn.Module's own bookkeeping left out)."""
+    global _MODULE_INTERNALS
+    if _MODULE_INTERNALS is None:
+        from ..nn.modules.module import Module
+        _MODULE_INTERNALS = frozenset(Module().__dict__)
     out = []
     for k, v in m.__dict__.items():
-        if isinstance(v, Tensor):
-            out.append((k, id(v), v._version))
-        elif v is None or type(v) in (bool, int, float, str):
+        if k in _MODULE_INTERNALS:
+            continue
+        t = type(v)
+        if t is float or t is int or t is bool or t is str or v is None:
             out.append((k, v))
+        elif isinstance(v, Tensor):
+            out.append((k, id(v), v._version))
     return tuple(out)
+
+
+_MODULE_INTERNALS = None
 
 
 def _names_read(code):
