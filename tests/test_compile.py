@@ -960,6 +960,13 @@ def test_returned_containers_and_grad_mode_left_as_eager_leaves_them():
         tl.set_grad_enabled(True)
 
 
+def test_sizes_returned_by_a_dynamic_graph_are_ints():
+    c = tl.compile(lambda x: (x * 2, x.shape[0], x.size(-1) * 3), dynamic=True)
+    for n in (3, 4):
+        _, a, b = c(tl.ones(n))
+        assert type(a) is int and type(b) is int and (a, b) == (n, 3 * n)
+
+
 def test_sizes_read_as_numbers_keep_a_dynamic_graph_to_its_size():
     """After a size change (automatic dynamic shapes), a size used as a Python number
     (range, math.sqrt, float(), %, **) fixes the graph to that size."""
@@ -973,7 +980,10 @@ def test_sizes_read_as_numbers_keep_a_dynamic_graph_to_its_size():
 
     def scaled(q):
         return q / math.sqrt(q.shape[-1]) + float(q.shape[-1]) + q.shape[-1] % 4 + q.shape[-1] ** 0.5
-    for f in (loop, scaled):
+
+    def unseen(q):                      # float / size: C code reads the size (a re-capture at
+        return q * (1.0 / q.shape[-1])  # an earlier size shows the constant differs)
+    for f in (loop, scaled, unseen):
         c = tl.compile(f)
         for n in (3, 5, 7, 2):
             x = tl.randn(2, n)

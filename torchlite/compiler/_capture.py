@@ -576,9 +576,12 @@ def _holds_proxy(v):
 
 
 def _values_of(v):
-    """v with each value proxy replaced by its value (in tuples, lists and dicts)."""
+    """v with each value proxy replaced by its value and each symbolic size by its number
+    (in tuples, lists and dicts)."""
     if isinstance(v, _ValueProxy):
         return v.value
+    if isinstance(v, SymInt):
+        return int.__int__(v)
     if isinstance(v, (tuple, list)):
         items = [_values_of(e) for e in v]
         return type(v)(*items) if hasattr(v, "_fields") else type(v)(items)

@@ -118,6 +118,7 @@ class Compiled:
         self.cache = {}                 # guards (sizes included) -> entry
         self.dynamic_cache = {}         # guards without sizes -> entry of a dynamic capture
         self._static_shapeless = set()  # the size-free keys of the static entries
+        self._static_examples = {}      # size-free key -> the arguments' shapes of a static entry
         self._warned_limit = False
         self._child_compiled = {}       # id(submodule) -> Compiled, for graph breaks
         # what the captures found the code reading outside its arguments, guarded on every
@@ -251,6 +252,10 @@ class Compiled:
             self._learn_modules(tracer)             # (a capture leaves modules' state alone)
             world = (self._world()[0], world[1])    # the keys with what the capture found
             key, shapeless = key[:-1] + (world,), shapeless[:-1] + (world,)
+            if dynamic and not tracer.specialized:
+                why = self._sizes_baked_in(root, graph, shapeless)
+                if why:
+                    tracer.specialized.append(why)
             if dynamic and tracer.specialized:
                 _log.recompile(self.__name__, "the graph depends on the sizes: "
                                + tracer.specialized[0])
@@ -288,7 +293,24 @@ class Compiled:
         else:
             self.cache[key] = entry
             self._static_shapeless.add(shapeless)
+            self._static_examples.setdefault(shapeless, _example_of(args, kwargs))
         return entry
+
+    def _sizes_baked_in(self, root, graph, shapeless):
+        """A size the code read as a number in a way the capture cannot see (C code taking
+        the size's value, `1.0 / n`) is a constant of the symbolic graph: captured again on
+        stand-ins of the sizes of an earlier static entry, such a constant differs.  Returns
+        why the graph must stay static, or None."""
+        example = self._static_examples.get(shapeless)
+        if example is None:
+            return None
+        args, kwargs = _stand_ins(example)
+        try:
+            with _capturing():
+                other, _, _ = _capture.capture(root, args, kwargs, True)
+        except Exception as e:
+            return f"a capture at another size differs ({type(e).__name__})"
+        return None if _same_graph(graph, other) else "a constant computed from a size"
 
     def _suppressed(self, key, e):
         """config.suppress_errors: the error becomes a warning and the key runs eagerly."""
@@ -361,6 +383,7 @@ class Compiled:
         self.cache.clear()
         self.dynamic_cache.clear()
         self._static_shapeless.clear()
+        self._static_examples.clear()
         for c in self._child_compiled.values():
             c.reset()
         self._warned_limit = False
@@ -416,6 +439,62 @@ def _guard(a, sizes=True):
 
 def _no_tensor():
     raise TypeError("a tensor inside a container argument")
+
+
+def _example_of(args, kwargs):
+    """The arguments with each tensor replaced by its (shape, dtype, device, requires_grad)."""
+    def one(a):
+        if isinstance(a, Tensor):
+            return _TensorSpec((tuple(a.shape), a.dtype, a.device, a.requires_grad))
+        return a
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+
+
+class _TensorSpec(tuple):
+    pass
+
+
+def _stand_ins(example):
+    """Arguments of an example's shapes: zeros (ones for integer tensors, which may be sizes
+    or divisors)."""
+    from .._ops.creation import ones, zeros
+    args, kwargs = example
+
+    def one(a):
+        if isinstance(a, _TensorSpec):
+            shape, dtype, device, requires_grad = a
+            t = (zeros if dtype.is_floating_point or dtype.is_complex else ones)(
+                shape, dtype=dtype, device=device)
+            return t.requires_grad_() if requires_grad else t
+        return a
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+
+
+def _same_graph(a, b):
+    """Whether two captures of one function are the same program: the same nodes in order
+    with the same constants (nodes matched by position)."""
+    from ..fx.node import Node, map_aggregate
+    na, nb = list(a.nodes), list(b.nodes)
+    if len(na) != len(nb):
+        return False
+    index = {}
+    for i, (x, y) in enumerate(zip(na, nb)):
+        if x.op != y.op or x.target != y.target:
+            return False
+        index[x], index[y] = i, i
+        flat = []
+        for n in (x, y):
+            items = []
+            map_aggregate((n.args, n.kwargs), lambda v, items=items: items.append(
+                ("node", index.get(v)) if isinstance(v, Node) else
+                ("tensor", id(v)) if isinstance(v, Tensor) else v))
+            flat.append(items)
+        try:
+            if flat[0] != flat[1]:
+                return False
+        except Exception:           # constants that do not compare
+            return False
+    return True
 
 
 def _plain_attributes(m):
