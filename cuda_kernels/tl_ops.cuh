@@ -80,21 +80,33 @@ TL_MATH1(m_erfinv, erfinvf, erfinv)      /* CUDA's; the host's libm has none */
     TL_HD T m_conj(T a) { return tl_##S##_conj(a); } \
     TL_HD T m_sgn(T a) { return tl_##S##_sgn(a); } \
     TL_HD T m_exp(T a) { return tl_##S##_exp(a); } \
+    TL_HD T m_exp2(T a) { return tl_##S##_exp2(a); } \
+    TL_HD T m_expm1(T a) { return tl_##S##_expm1(a); } \
     TL_HD T m_log(T a) { return tl_##S##_log(a); } \
     TL_HD T m_log2(T a) { return tl_##S##_log2(a); } \
     TL_HD T m_log10(T a) { return tl_##S##_log10(a); } \
+    TL_HD T m_log1p(T a) { return tl_##S##_log1p(a); } \
     TL_HD T m_sqrt(T a) { return tl_##S##_sqrt(a); } \
     TL_HD T m_sin(T a) { return tl_##S##_sin(a); } \
     TL_HD T m_cos(T a) { return tl_##S##_cos(a); } \
     TL_HD T m_tan(T a) { return tl_##S##_tan(a); } \
+    TL_HD T m_asin(T a) { return tl_##S##_asin(a); } \
+    TL_HD T m_acos(T a) { return tl_##S##_acos(a); } \
+    TL_HD T m_atan(T a) { return tl_##S##_atan(a); } \
     TL_HD T m_sinh(T a) { return tl_##S##_sinh(a); } \
     TL_HD T m_cosh(T a) { return tl_##S##_cosh(a); } \
     TL_HD T m_tanh(T a) { return tl_##S##_tanh(a); } \
+    TL_HD T m_asinh(T a) { return tl_##S##_asinh(a); } \
+    TL_HD T m_acosh(T a) { return tl_##S##_acosh(a); } \
+    TL_HD T m_atanh(T a) { return tl_##S##_atanh(a); } \
+    TL_HD T tl_nan_to_num(T a, R nan, R posinf, R neginf) { return tl_##S##_nan_to_num(a, nan, posinf, neginf); } \
     TL_HD T m_pow(T a, T b) { return tl_##S##_pow(a, b); } \
     TL_HD bool m_isnan(T a) { return tl_##S##_isnan(a); } \
     TL_HD bool m_isinf(T a) { return tl_##S##_isinf(a); } \
     TL_HD bool m_isfinite(T a) { return tl_##S##_isfinite(a); } \
     TL_HD T tl_add_alpha(T a, T b, R alpha) { return tl_##S##_add_alpha(a, b, alpha); } \
+    TL_HD T tl_add_alpha(T a, T b, R alpha_re, R alpha_im) { \
+        return tl_##S##_add_calpha(a, b, alpha_re, alpha_im); } \
     TL_HD T tl_lerp(T c, T a, T w) { return tl_##S##_lerp(c, a, w); } \
     TL_HD T tl_addcmul(T c, T a, T b, R value) { return tl_##S##_addcmul(c, a, b, value); } \
     TL_HD T tl_addcdiv(T c, T a, T b, R value) { return tl_##S##_addcdiv(c, a, b, value); }
@@ -281,8 +293,14 @@ TL_FUNARY(Round, m_rint(x))                 /* half to even */
 TL_FUNARY(Trunc, m_trunc(x))
 TL_FUNARY(Frac, tl_frac(x))
 TL_FUNARY(Lgamma, m_lgamma(x))
-/* s[0] = nan, s[1] = posinf, s[2] = neginf replacements */
-TL_FUNARY(NanToNum, tl_nan_to_num(x, (C)p.s[0], (C)p.s[1], (C)p.s[2]))
+/* s[0] = nan, s[1] = posinf, s[2] = neginf replacements (of each part of a complex value) */
+struct NanToNum {
+    template <class C> TL_HD C operator()(C x, const Params& p) const {
+        TL_FLOAT_OR_COMPLEX;
+        typedef typename real_of<C>::type R;
+        return tl_nan_to_num(x, (R)p.s[0], (R)p.s[1], (R)p.s[2]);
+    }
+};
 TL_FUNARY(RoundDecimals, tl_round_decimals(x, p.s[0]))
 #undef TL_FUNARY
 
@@ -313,9 +331,10 @@ struct Mul {
         else return tl_mul(x, y);
     }
 };
-struct AddAlpha {   /* x + s[0] * y */
+struct AddAlpha {   /* x + alpha * y: alpha = s[0] + i s[1] on complex types, s[0] on the others */
     template <class C> TL_HD C operator()(C x, C y, const Params& p) const {
-        if constexpr (is_complex<C>::value) return tl_add_alpha(x, y, (typename real_of<C>::type)p.s[0]);
+        typedef typename real_of<C>::type R;
+        if constexpr (is_complex<C>::value) return tl_add_alpha(x, y, (R)p.s[0], (R)p.s[1]);
         else if constexpr (is_float<C>::value) return tl_add_alpha(x, y, (C)p.s[0]);
         else return tl_add_alpha(x, y, (i64)p.s[0]);
     }

@@ -699,7 +699,8 @@ def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         ti, to = _CTYPE_CODE[types[0]], _CTYPE_CODE[types[1]]
         out = _view(ptrs[0], to, shape, strides[0])
         a, b = (_view(ptrs[k], ti, shape, strides[k]) for k in (1, 2))
-        _ew.binary(_ew.BINARY[_functor_op(op)], a, b, out=out, alpha=scalars[0])
+        alpha = complex(scalars[0], scalars[1]) if ti in K.COMPLEX and scalars[1] else scalars[0]
+        _ew.binary(_ew.BINARY[_functor_op(op)], a, b, out=out, alpha=alpha)
     else:
         tc, t = _CTYPE_CODE[types[0]], _CTYPE_CODE[types[1]]
         out = _view(ptrs[0], t, shape, strides[0])

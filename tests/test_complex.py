@@ -123,6 +123,10 @@ UNARY = {
     "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
     "sgn": lambda a: np.where(a == 0, 0, a / np.where(a == 0, 1, np.abs(a))),
     "conj": np.conj, "conj_physical": np.conj, "abs": np.abs, "angle": np.angle,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "arcsin": np.arcsin, "arccos": np.arccos,
+    "arctan": np.arctan, "arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh,
+    "log1p": np.log1p, "expm1": np.expm1, "exp2": np.exp2,
 }
 
 
@@ -221,6 +225,411 @@ def test_ops_without_complex_meaning_raise():
                lambda: tl.ones(2).index_put_((tl.tensor([0]),), tl.tensor([1j]))):
         with pytest.raises(RuntimeError):
             fn()
+
+
+# ---- PyTorch's complex unary set: inverse functions, log1p, expm1, exp2, nan_to_num, sinc -----
+# (before, these raised "not implemented for 'ComplexDouble'"; sinc gave real, wrong values)
+INVERSE_OPS = ("asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p", "expm1", "exp2")
+ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+           "arccosh": "acosh", "arctanh": "atanh"}
+EPS = {tl.complex64: 2.0 ** -23, tl.complex128: 2.0 ** -52}
+
+
+def _grid(dtype):
+    """Both sides of every branch cut (signed zeros), the branch points +-1 and +-i, tiny and
+    huge magnitudes, the unit circle and |1 + z| = 1 (log1p's hard case), random points."""
+    if dtype is tl.complex128:
+        parts = [0.0, 1e-310, 1e-200, 1e-20, 1e-9, 0.25, 0.5, 0.999, 1.0, 1.001, 1.5, 2.0, 3.0, 10.0,
+                 1e8, 1e17, 1e150, 1e300]
+    else:
+        parts = [0.0, 1e-40, 1e-30, 1e-9, 1e-4, 0.25, 0.5, 0.999, 1.0, 1.001, 1.5, 2.0, 3.0, 10.0,
+                 1e4, 1e8, 1e18, 1e37]
+    vals = [complex(sa * a, sb * b) for a in parts for b in parts for sa in (1.0, -1.0) for sb in (1.0, -1.0)]
+    rng = np.random.default_rng(12)
+    vals += list(rng.uniform(-4, 4, 400) + 1j * rng.uniform(-4, 4, 400))
+    th = rng.uniform(-np.pi, np.pi, 200)
+    vals += list(np.exp(1j * th)) + list(np.exp(1j * th[:100] * 0.3) - 1)
+    vals += list(10.0 ** rng.uniform(-6, 6, 300) * np.exp(1j * rng.uniform(-np.pi, np.pi, 300)))
+    return np.array(vals, NP[dtype])
+
+
+def _check_against(got, want, dtype, ulps, what, zero_signs=(True, True)):
+    """got within `ulps` eps of |want| element by element (the normwise relative error), the
+    same NaN and infinity pattern part by part, and each zero part with want's sign (the side of
+    a branch cut, as C99 / PyTorch; zero_signs: whether to check it, real and imaginary part)."""
+    got, want = np.asarray(got).astype(np.complex128), np.asarray(want).astype(np.complex128)
+    for part, signs in zip((np.real, np.imag), zero_signs):
+        g, w = part(got), part(want)
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"{what}: NaN pattern")
+        inf = np.isinf(w)
+        np.testing.assert_array_equal(g[inf], w[inf], err_msg=f"{what}: infinities")
+        zero = (w == 0) & signs
+        np.testing.assert_array_equal(np.signbit(g[zero]), np.signbit(w[zero]),
+                                      err_msg=f"{what}: signs of zero parts")
+    fin = np.isfinite(want) & np.isfinite(got)
+    m = np.abs(want[fin])
+    err = np.abs(got[fin] - want[fin]) / np.where(m == 0, 1, m)
+    err = np.where(m == 0, np.abs(got[fin]), err)
+    bad = err > ulps * EPS[dtype]
+    assert not bad.any(), (what, list(zip(want[fin][bad][:5], got[fin][bad][:5])), err.max() / EPS[dtype])
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("op", INVERSE_OPS)
+def test_inverse_and_small_argument_functions_match_torch(op, dtype):
+    """Values on the grid against torch (glibc's casin, ... on the CPU), to a few ulps of |f(z)|,
+    with torch's infinities, NaNs and signed zeros; NumPy's functions too where it has them."""
+    z = _grid(dtype)
+    if op in ("expm1", "exp2"):           # torch's exp(x) overflows first: kept to |x| < 80
+        z = z[np.abs(z.real) < 80]
+    if op == "exp2":                       # torch rounds y ln 2 first: errors of |y| ulps (the
+        z = z[np.abs(z.imag) < 100]        # large y against mpmath in the test below)
+    zt = torch.from_numpy(z)
+    want = getattr(torch, op)(zt).numpy()
+    got = getattr(tl, op)(tl.from_numpy(z))
+    assert got.dtype is dtype
+    keep = np.ones(len(z), bool)
+    if op == "log1p":                      # torch's vectorized log1p gives NaN for subnormal z
+        keep = ~np.isnan(want) | ~np.isfinite(z)
+        assert np.isfinite(got.numpy()[~keep]).all()
+    # exp2: torch computes exp(z ln 2), whose magnitude carries |x ln 2| ulps of its own error
+    ulps = {"exp2": 64}.get(op, 8)
+    if op == "acos":                       # torch's vectorized loop takes pi/2 - asin(z), whose
+        w = want.astype(np.complex128)     # real part has an absolute error of ulps of pi/2:
+        keep &= ~np.isfinite(w) | (np.abs(w) > 0.5)     # a small result (z near 1) against NumPy
+    # acos and log1p: torch's vectorized loops give a real z a result with imaginary part +0
+    # (acos: +0 - asin(z)), where C99 (NumPy, cmath, torch on a 0-dim tensor) and torchlite keep
+    # the sign the formula gives (-0 above the real axis for acos; y's sign for log1p): those
+    # signs are checked against NumPy below and in test_inverse_functions_on_the_branch_cuts
+    _check_against(got.numpy()[keep], want[keep], dtype, ulps, f"{op} vs torch",
+                   zero_signs=(True, op not in ("acos", "log1p")))
+    npf = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh,
+           "acosh": np.arccosh, "atanh": np.arctanh, "log1p": np.log1p, "exp2": np.exp2}.get(op)
+    if npf is not None:
+        with np.errstate(all="ignore"):
+            ref = npf(z)
+        fin = np.isfinite(ref) & (np.abs(z) < (1e10 if dtype is tl.complex64 else 1e100))
+        if op == "log1p":                  # NumPy's log1p loses the small part near |1 + z| = 1
+            fin &= np.abs(np.abs(1 + z.astype(np.complex128)) - 1) > 0.1
+        _check_against(got.numpy()[fin], ref[fin], dtype, 16 if op != "exp2" else 64, f"{op} vs NumPy")
+
+
+def test_inverse_functions_on_the_branch_cuts():
+    """C99's (and PyTorch's) values on the cuts: a signed zero picks the side."""
+    z = np.array([complex(2, 0.0), complex(2, -0.0), complex(-2, 0.0), complex(-2, -0.0),
+                  complex(0.0, 2), complex(-0.0, 2), complex(0.0, -2), complex(-0.0, -2)])
+    t = tl.from_numpy(z)
+    a2 = np.arccosh(2.0)
+    hp = np.pi / 2
+    np.testing.assert_allclose(tl.asin(t).numpy()[:4], [hp + 1j * a2, hp - 1j * a2, -hp + 1j * a2, -hp - 1j * a2])
+    np.testing.assert_allclose(tl.acos(t).numpy()[:4], [-1j * a2, 1j * a2, np.pi - 1j * a2, np.pi + 1j * a2],
+                               atol=1e-15)
+    np.testing.assert_allclose(tl.asinh(t).numpy()[4:], [a2 + 1j * hp, -a2 + 1j * hp, a2 - 1j * hp, -a2 - 1j * hp])
+    at = np.arctanh(0.5)                   # atanh(2) = atanh(1/2) +- i pi/2
+    np.testing.assert_allclose(tl.atanh(t).numpy()[:4], [at + 1j * hp, at - 1j * hp, -at + 1j * hp, -at - 1j * hp])
+    np.testing.assert_allclose(tl.atan(t).numpy()[4:], [hp + 1j * at, -hp + 1j * at, hp - 1j * at, -hp - 1j * at])
+    ac = tl.acosh(t).numpy()
+    np.testing.assert_allclose(ac[2:4], [a2 + 1j * np.pi, a2 - 1j * np.pi])
+    assert (ac.real >= 0).all()
+    lp = tl.log1p(t).numpy()               # log1p's cut: x < -1
+    np.testing.assert_allclose(lp[2:4], [np.log(1) + 1j * np.pi, np.log(1) - 1j * np.pi])
+    # on [-1, 1] the zero imaginary part of acos is -0 above the axis, +0 below (C99: acos(conj z)
+    # = conj(acos z)), and log1p keeps y's sign (NumPy's values)
+    r = np.array([complex(0.5, 0.0), complex(0.5, -0.0), complex(0.25, -0.0), complex(1e-9, -0.0)])
+    for op, npf in (("acos", np.arccos), ("log1p", np.log1p), ("asin", np.arcsin), ("atanh", np.arctanh)):
+        got = getattr(tl, op)(tl.from_numpy(r)).numpy()
+        np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(npf(r).imag), err_msg=op)
+        np.testing.assert_array_equal(np.signbit(got.real), np.signbit(npf(r).real), err_msg=op)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_special_values_match_torch(dtype):
+    """Infinities, NaNs and zeros in either part: C99 Annex G's values, as torch gives them."""
+    parts = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, np.inf, -np.inf, np.nan]
+    z = np.array([complex(a, b) for a in parts for b in parts], NP[dtype])
+    t, zt = tl.from_numpy(z), torch.from_numpy(z)
+    for op in INVERSE_OPS:
+        got, want = getattr(tl, op)(t).numpy(), getattr(torch, op)(zt).numpy()
+        if op in ("expm1", "log1p"):
+            # where a part is infinite or NaN torch's expm1 (expm1(x) cos y - 2 sin^2(y/2),
+            # exp(x) sin y) and log1p are not exp(z) - 1 and log(1 + z): torchlite is, and the
+            # C99 values of torch's exp and log
+            keep = np.isfinite(z)
+            ref = torch.exp(zt) - 1 if op == "expm1" else torch.log(1 + zt)
+            _check_against(got[~keep], ref.numpy()[~keep], dtype, 4, f"{op} special values as exp / log",
+                           zero_signs=(True, False))          # (1 + z drops the sign of a zero)
+            got, want = got[keep], want[keep]
+        _check_against(got, want, dtype, 4, f"{op} special values", zero_signs=(True, op != "acos"))
+
+
+def test_expm1_and_exp2_keep_the_small_part_and_avoid_spurious_overflow():
+    z = np.array([1e-20 + 1e-20j, -1e-12 + 2e-6j, 1e-300 + 0j, complex(3e-8, -0.0)])
+    got = tl.expm1(tl.from_numpy(z)).numpy()
+    want = np.array([_mp_expm1(v) for v in z])
+    np.testing.assert_allclose(got, want, rtol=4e-16, atol=0)
+    assert np.signbit(got[3].imag)
+    # 2^(iy) = cos(y ln 2) + i sin(y ln 2) for the y given: y ln 2 carried to twice the precision
+    # (torch rounds it first: errors of |y| ulps), and on the unit circle for any y
+    mp = pytest.importorskip("mpmath")
+    y = np.array([1e3, -7.25e5, 3.3e8, 1e12])
+    got = tl.exp2(tl.from_numpy(1j * y)).numpy()
+    with mp.workprec(200):
+        want = np.array([complex(mp.power(2, mp.mpc(0, v))) for v in y])
+    np.testing.assert_allclose(got, want, rtol=4e-16, atol=4e-16)
+    for dt, huge in ((tl.complex128, 1e300), (tl.complex64, 1e37)):
+        r = tl.exp2(tl.tensor([huge * 1j, -huge * 1j, 0.5 - huge * 1j], dtype=dt)).abs().numpy()
+        np.testing.assert_allclose(r, [1, 1, 2 ** 0.5], rtol=1e-6)
+    big = tl.expm1(tl.tensor([710 + 1.5707j], dtype=tl.complex128)).numpy()[0]   # exp(710) overflows
+    np.testing.assert_allclose(big.real, np.exp(355) * np.cos(1.5707) * np.exp(355), rtol=1e-13)
+    assert np.isinf(big.imag)
+    np.testing.assert_allclose(tl.exp2(tl.tensor([10 + 0j, -3 + 0.5j], dtype=tl.complex128)).numpy(),
+                               [1024, 2 ** -3 * np.exp(0.5j * np.log(2))], rtol=1e-15)
+
+
+def _mp_expm1(v):
+    mp = pytest.importorskip("mpmath")
+    with mp.workprec(120):
+        return complex(mp.expm1(mp.mpc(v.real, v.imag)))
+
+
+def test_log1p_near_the_unit_circle_keeps_its_real_part():
+    """|1 + z| = 1 + tiny: log|1 + z| is tiny while 2x + x^2 + y^2 cancels (the sum is formed
+    without that cancellation)."""
+    mp = pytest.importorskip("mpmath")
+    rng = np.random.default_rng(3)
+    th = rng.uniform(-1, 1, 200)
+    z = np.exp(1j * th) * (1 + rng.uniform(-1e-9, 1e-9, 200)) - 1
+    got = tl.log1p(tl.from_numpy(z)).numpy()
+    with mp.workprec(150):
+        want = np.array([complex(mp.log(1 + mp.mpc(v.real, v.imag))) for v in z])
+    np.testing.assert_allclose(got.real, want.real, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(got.imag, want.imag, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_inverse_functions_in_place_out_aliases_and_methods(dtype):
+    z = crandn(3, 4, dtype=NP[dtype], seed=13)
+    for op in INVERSE_OPS + tuple(ALIASES):
+        base = ALIASES.get(op, op)
+        want = getattr(tl, base)(tl.from_numpy(z)).numpy()
+        got = getattr(tl, op)(tl.from_numpy(z))
+        np.testing.assert_array_equal(got.numpy(), want)
+        out = tl.empty((3, 4), dtype=dtype)
+        assert getattr(tl, op)(tl.from_numpy(z), out=out) is out
+        np.testing.assert_array_equal(out.numpy(), want)
+        np.testing.assert_array_equal(getattr(tl.from_numpy(z), op)().numpy(), want)
+        t = tl.from_numpy(z.copy())
+        assert getattr(t, op + "_")() is t
+        np.testing.assert_array_equal(t.numpy(), want)
+        t = tl.from_numpy(z.copy())
+        assert getattr(tl, op + "_")(t) is t
+        np.testing.assert_array_equal(t.numpy(), want)
+    out = tl.empty((3, 4), dtype=tl.complex128)       # a wider out= takes the result cast
+    tl.asin(tl.from_numpy(z), out=out)
+    np.testing.assert_allclose(out.numpy(), tl.asin(tl.from_numpy(z)).numpy())
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tl.asin(tl.from_numpy(z), out=tl.empty((3, 4), dtype=dtype.to_real()))
+    np.testing.assert_allclose(tl.special.expm1(tl.from_numpy(z)).numpy(), tl.expm1(tl.from_numpy(z)).numpy())
+
+
+# points away from the branch cuts (finite differences straddle no cut), one per quadrant
+_GRAD_POINTS = np.array([0.3 + 0.4j, -0.7 + 0.2j, -0.4 - 0.9j, 0.8 - 0.3j, 1.7 + 0.6j, -1.6 - 0.5j])
+
+
+@pytest.mark.parametrize("op", INVERSE_OPS)
+def test_inverse_function_gradients_pass_gradcheck(op):
+    z = tl.tensor(_GRAD_POINTS, requires_grad=True)
+    assert tl.autograd.gradcheck(getattr(tl, op), (z,))
+    assert tl.autograd.gradcheck(lambda z: getattr(tl, op)(z).abs().sum(), (z,))
+    if op in ("acosh", "log1p"):
+        assert tl.autograd.gradgradcheck(getattr(tl, op), (z,))
+
+
+@needs_torch
+@pytest.mark.parametrize("op", INVERSE_OPS)
+def test_inverse_function_gradients_match_torch(op):
+    """Reverse mode (PyTorch's convention: g * conj(f'(z))) and forward mode (f'(z) t)."""
+    import torchlite.autograd.forward_ad as fwAD
+    v = crandn(6, seed=14)
+    z, zt = tl.tensor(_GRAD_POINTS, requires_grad=True), torch.tensor(_GRAD_POINTS, requires_grad=True)
+    g, = tl.autograd.grad(getattr(tl, op)(z), z, tl.tensor(v))
+    gt, = torch.autograd.grad(getattr(torch, op)(zt), zt, torch.tensor(v))
+    np.testing.assert_allclose(g.numpy(), gt.numpy(), rtol=1e-12, atol=1e-14)
+    with fwAD.dual_level():
+        jvp = fwAD.unpack_dual(getattr(tl, op)(fwAD.make_dual(tl.tensor(_GRAD_POINTS), tl.tensor(v)))).tangent
+    _, jvpt = torch.func.jvp(getattr(torch, op), (torch.tensor(_GRAD_POINTS),), (torch.tensor(v),))
+    np.testing.assert_allclose(jvp.numpy(), jvpt.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_nan_to_num_replaces_each_part(dtype):
+    z = np.array([complex(np.nan, np.inf), complex(-np.inf, np.nan), complex(1.5, -np.inf),
+                  complex(np.inf, 2), 3 - 4j, complex(np.nan, np.nan)], NP[dtype])
+    zt = torch.from_numpy(z)
+    for kw in ({}, dict(nan=1.5), dict(nan=-2.0, posinf=7.0, neginf=-9.5), dict(posinf=1e30)):
+        want = torch.nan_to_num(zt, **kw).numpy()
+        np.testing.assert_array_equal(tl.nan_to_num(tl.from_numpy(z), **kw).numpy(), want)
+        t = tl.from_numpy(z.copy())
+        assert t.nan_to_num_(**kw) is t
+        np.testing.assert_array_equal(t.numpy(), want)
+        out = tl.empty(6, dtype=dtype)
+        tl.nan_to_num(tl.from_numpy(z), out=out, **kw)
+        np.testing.assert_array_equal(out.numpy(), want)
+    # the defaults are the largest and smallest values of the parts' dtype
+    assert tl.nan_to_num(tl.from_numpy(z)).numpy()[0].imag == np.finfo(NP[dtype]().real.dtype).max
+    # PyTorch defines no derivative of nan_to_num for complex outputs, and says so
+    with pytest.raises(RuntimeError, match="does not support automatic differentiation"):
+        tl.nan_to_num(tl.from_numpy(z).requires_grad_())
+    with pytest.raises(RuntimeError, match="does not support automatic differentiation"):
+        torch.nan_to_num(zt.clone().requires_grad_())
+    with tl.no_grad():
+        tl.nan_to_num(tl.from_numpy(z).requires_grad_())
+
+
+@needs_torch
+def test_logical_not_of_complex_matches_torch():
+    z = np.array([0j, 1j, complex(0.0, -0.0), complex(np.nan, 0), 2 + 0j], np.complex64)
+    np.testing.assert_array_equal(tl.logical_not(tl.from_numpy(z)).numpy(),
+                                  torch.logical_not(torch.from_numpy(z)).numpy())
+
+
+@needs_torch
+def test_ops_torch_refuses_for_complex_raise_too():
+    """Ops PyTorch does not define for complex input raise rather than drop the imaginary part."""
+    z = tl.tensor([1 + 2j, -3j])
+    zt = torch.tensor([1 + 2j, -3j])
+    for name, exc in (("digamma", NotImplementedError), ("deg2rad", RuntimeError), ("rad2deg", RuntimeError),
+                      ("deg2rad_", RuntimeError), ("abs_", RuntimeError)):
+        with pytest.raises(exc):
+            getattr(zt.clone(), name)()
+        with pytest.raises(exc):
+            getattr(z.clone(), name)()
+    with pytest.raises(NotImplementedError, match="\"digamma\" not implemented for 'ComplexFloat'"):
+        tl.special.digamma(z)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_sinc_of_complex_matches_torch(dtype):
+    """sin(pi z) / (pi z), and 1 at 0 (before: the imaginary part was dropped)."""
+    z = np.concatenate([crandn(12, dtype=NP[dtype], seed=15) * 2,
+                        np.array([0, complex(0.0, -0.0), 1e-20 + 1e-20j, 1e-3j, -1e-7 + 1e-7j, 1e-30, 2, 1.5j,
+                                  3 - 1j], NP[dtype])])
+    got = tl.sinc(tl.from_numpy(z))
+    assert got.dtype is dtype
+    want = torch.sinc(torch.from_numpy(z)).numpy()
+    _check_against(got.numpy(), want, dtype, 16, "sinc")
+    assert got.numpy()[12] == 1 and got.numpy()[13] == 1
+    t = tl.from_numpy(z.copy())
+    assert t.sinc_() is t
+    np.testing.assert_array_equal(t.numpy(), got.numpy())
+    out = tl.empty(len(z), dtype=dtype)
+    tl.special.sinc(tl.from_numpy(z), out=out)
+    np.testing.assert_array_equal(out.numpy(), got.numpy())
+    # gradients against torch, a zero included (its gradient is 0), and gradcheck
+    zg = np.array([0.3 + 0.4j, -1.2 + 0.5j, 0j, 2 - 1j])
+    v = crandn(4, seed=16)
+    x, xt = tl.tensor(zg, requires_grad=True), torch.tensor(zg, requires_grad=True)
+    g, = tl.autograd.grad(tl.sinc(x), x, tl.tensor(v))
+    gt, = torch.autograd.grad(torch.sinc(xt), xt, torch.tensor(v))
+    np.testing.assert_allclose(g.numpy(), gt.numpy(), rtol=1e-12, atol=1e-14)
+    assert tl.autograd.gradcheck(tl.sinc, (tl.tensor(zg[[0, 1, 3]], requires_grad=True),))
+
+
+# ---- add / sub with a complex alpha ------------------------------------------------------------
+@needs_torch
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_add_sub_with_complex_alpha_match_torch(dtype):
+    a, b = crandn(3, 4, dtype=NP[dtype], seed=17), crandn(4, dtype=NP[dtype], seed=18)
+    real = np.random.default_rng(19).standard_normal(4).astype(NP[dtype]().real.dtype)
+    tol = TOL[dtype]
+    cases = [
+        lambda m, x, y, r: m.add(x, y, alpha=2 - 1j),
+        lambda m, x, y, r: m.sub(x, y, alpha=0.5j),
+        lambda m, x, y, r: m.subtract(x, y, alpha=-1 + 3j),
+        lambda m, x, y, r: m.rsub(x, y, alpha=1 - 1j),
+        lambda m, x, y, r: x.add(y, alpha=1j),
+        lambda m, x, y, r: x.sub(y, alpha=2 + 0j),
+        lambda m, x, y, r: m.add(x, r, alpha=1 + 2j),            # a real tensor joins
+        lambda m, x, y, r: m.add(r, y, alpha=-2j),               # complex result from a real self
+        lambda m, x, y, r: m.add(x, 2 + 1j, alpha=3 - 1j),       # a number other
+        lambda m, x, y, r: m.add(r, 2 + 1j, alpha=3 - 1j),
+        lambda m, x, y, r: m.add(x, y, alpha=1 + 0j),
+    ]
+    for k, f in enumerate(cases):
+        got = f(tl, tl.from_numpy(a), tl.from_numpy(b), tl.from_numpy(real))
+        want = f(torch, torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(real))
+        assert got.dtype.name == str(want.dtype).split(".")[1], k
+        np.testing.assert_allclose(got.numpy(), want.numpy(), **tol, err_msg=str(k))
+    # in place and out=
+    t, tt = tl.from_numpy(a.copy()), torch.from_numpy(a.copy())
+    t.add_(tl.from_numpy(b), alpha=2 - 1j).sub_(tl.from_numpy(b), alpha=0.25j)
+    tt.add_(torch.from_numpy(b), alpha=2 - 1j).sub_(torch.from_numpy(b), alpha=0.25j)
+    np.testing.assert_allclose(t.numpy(), tt.numpy(), **tol)
+    out = tl.empty((3, 4), dtype=dtype)
+    assert tl.add(tl.from_numpy(a), tl.from_numpy(b), alpha=-1j, out=out) is out
+    np.testing.assert_allclose(out.numpy(), a - 1j * b, **tol)
+    np.testing.assert_allclose(tl.sub(tl.from_numpy(a), tl.from_numpy(b), alpha=1 + 1j, out=out).numpy(),
+                               a - (1 + 1j) * b, **tol)
+
+
+@needs_torch
+def test_complex_alpha_is_refused_for_real_results_as_in_torch():
+    """PyTorch's alpha_check: a complex alpha needs a complex result (its RuntimeError and
+    message, whatever alpha's value; an integer result gets the floating-point message)."""
+    calls = (lambda m, x: m.add(x, x, alpha=2 - 1j), lambda m, x: m.sub(x, x, alpha=1j),
+             lambda m, x: x.add_(x, alpha=1 + 0j), lambda m, x: x.sub_(x, alpha=-1j),
+             lambda m, x: m.add(x, 2, alpha=1j), lambda m, x: m.add(x, x, alpha=1.0 + 0j),
+             lambda m, x: m.rsub(x, x, alpha=0.5j))
+    for dt in ("float32", "float64", "int64", "uint8", "bool"):
+        for call in calls:
+            with pytest.raises(RuntimeError) as want:
+                call(torch, torch.ones(3, dtype=getattr(torch, dt)))
+            with pytest.raises(RuntimeError) as got:
+                call(tl, tl.ones(3, dtype=getattr(tl, dt)))
+            assert str(got.value) == str(want.value), dt
+    # a floating-point alpha with an integer result: PyTorch's other message
+    with pytest.raises(RuntimeError, match="For integral input tensors, argument alpha must not be a floating"):
+        tl.add(tl.ones(2, dtype=tl.int64), tl.ones(2, dtype=tl.int64), alpha=1.0)
+    assert tl.add(tl.ones(2, dtype=tl.int64), 2.5, alpha=2.0).tolist() == [6.0, 6.0]   # a float result
+
+
+@needs_torch
+def test_complex_alpha_gradients_match_torch():
+    """d/db of a + alpha b is g conj(alpha) in PyTorch's convention (the saved operands and
+    alpha are conjugated alike); forward mode takes alpha as it is."""
+    import torchlite.autograd.forward_ad as fwAD
+    a0, b0, r0 = crandn(3, seed=20), crandn(3, seed=21), np.array([0.5, -1.0, 2.0])
+    v = crandn(3, seed=22)
+    for alpha in (2 - 1j, 0.5j, -1.5 + 0j, 2.0):
+        for op in ("add", "sub", "rsub"):
+            a, b, r = (tl.tensor(x, requires_grad=True) for x in (a0, b0, r0))
+            at, bt, rt = (torch.tensor(x, requires_grad=True) for x in (a0, b0, r0))
+            out = getattr(tl, op)(a, b, alpha=alpha) + getattr(tl, op)(a, r, alpha=alpha)
+            outt = getattr(torch, op)(at, bt, alpha=alpha) + getattr(torch, op)(at, rt, alpha=alpha)
+            gs = tl.autograd.grad(out, (a, b, r), tl.tensor(v))
+            gts = torch.autograd.grad(outt, (at, bt, rt), torch.tensor(v))
+            for g, gt in zip(gs, gts):
+                assert g.dtype.name == str(gt.dtype).split(".")[1]
+                np.testing.assert_allclose(g.numpy(), gt.numpy(), rtol=1e-14, atol=1e-15, err_msg=f"{op} {alpha}")
+            assert tl.autograd.gradcheck(lambda a, b: getattr(tl, op)(a, b, alpha=alpha),
+                                         (tl.tensor(a0, requires_grad=True), tl.tensor(b0, requires_grad=True)))
+    # in place, through the graph
+    a, b = tl.tensor(a0, requires_grad=True), tl.tensor(b0, requires_grad=True)
+    at, bt = torch.tensor(a0, requires_grad=True), torch.tensor(b0, requires_grad=True)
+    g, = tl.autograd.grad((a * 1).add_(b, alpha=1 - 2j), b, tl.tensor(v))
+    gt, = torch.autograd.grad((at * 1).add_(bt, alpha=1 - 2j), bt, torch.tensor(v))
+    np.testing.assert_allclose(g.numpy(), gt.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(g.numpy(), v * np.conj(1 - 2j), rtol=1e-14)
+    # forward mode: the tangent of a + alpha b is t_a + alpha t_b
+    ta, tb = crandn(3, seed=23), crandn(3, seed=24)
+    with fwAD.dual_level():
+        y = tl.add(fwAD.make_dual(tl.tensor(a0), tl.tensor(ta)), fwAD.make_dual(tl.tensor(b0), tl.tensor(tb)),
+                   alpha=2 - 1j)
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), ta + (2 - 1j) * tb, rtol=1e-14)
 
 
 # ---- views of the parts -----------------------------------------------------------------------

@@ -122,9 +122,16 @@ COMPLEX_CASES = {
     **{f"unary_{op}": (lambda op: lambda t: getattr(t[_FINITE], op)())(op)
        for op in ("neg", "square", "reciprocal", "exp", "log", "log2", "log10", "sqrt", "rsqrt",
                   "sin", "cos", "tan", "sinh", "cosh", "tanh", "sigmoid", "sgn", "conj_physical",
-                  "abs", "angle")},
+                  "abs", "angle", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p",
+                  "expm1", "exp2")},
     **{f"predicate_{op}": (lambda op: lambda t: getattr(t, op)())(op)
-       for op in ("isnan", "isinf", "isfinite")},
+       for op in ("isnan", "isinf", "isfinite", "logical_not")},
+    # C99's values at infinities and NaNs (the inverse functions' own branches)
+    "inverse_special_values": lambda t: tl.stack([f(t[4:]) for f in (
+        tl.asin, tl.acos, tl.atan, tl.asinh, tl.acosh, tl.atanh, tl.log1p)]),
+    "nan_to_num": lambda t: tl.stack([t.nan_to_num(), t.nan_to_num(1.5, 3.0, -4.0)]),
+    "add_complex_alpha": lambda t: tl.add(t, t.flip(1), alpha=2 - 1j),
+    "sub_complex_alpha_in_place": lambda t: t.clone().sub_(t.flip(0), alpha=0.5j),
     "add_transposed": lambda t: t.mT + t.mT.flip(0),
     "sub_alpha": lambda t: tl.sub(t, t.flip(1), alpha=2),
     "mul_scalar": lambda t: t * (2 - 0.5j),

@@ -856,11 +856,13 @@ def unary(int op, Array a, Array out=None, double p0=0.0, double p1=0.0, double 
     return _finish(&p, res, out, odt, fn, prm, name, GRAIN // 8 if kind == K_FLOAT else GRAIN)
 
 
-def binary(int op, a, b, Array out=None, double alpha=1.0):
-    """out = op(a, b) with broadcasting; a or b may be a Python number."""
+def binary(int op, a, b, Array out=None, alpha=1.0):
+    """out = op(a, b) with broadcasting; a or b may be a Python number.  alpha (add_alpha's
+    and threshold_backward's scalar) is a real number, or a complex one for a complex
+    result: the loops read it as P[0] + i P[1]."""
     cdef int kind = binary_kind[op], rdt, cdt, odt, nd
     cdef Plan p
-    cdef double prm[1]
+    cdef double prm[2]
     cdef int64_t shp[MAX_DIMS]
     cdef char sbuf[SLOT * MAX_OPS]
     cdef tl_loop fn
@@ -879,7 +881,15 @@ def binary(int op, a, b, Array out=None, double alpha=1.0):
     b = _kernel_operand(b, cdt, out, sbuf + 2 * SLOT, name, True)
     if out is not None and out.dtype == (TL_BOOL if kind == B_CMP else cdt):
         dst = out
-    prm[0] = alpha
+    if isinstance(alpha, complex):
+        if not is_complex(cdt):
+            raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
+                               "complex number.")
+        prm[0] = alpha.real
+        prm[1] = alpha.imag
+    else:
+        prm[0] = alpha
+        prm[1] = 0.0
     res = _prepare(&p, (a, b), sbuf, dst, TL_BOOL if kind == B_CMP else cdt, nd, shp)
     return _finish(&p, res, out, odt, fn, prm, name, GRAIN)
 

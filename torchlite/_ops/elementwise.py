@@ -196,6 +196,18 @@ neg = negative = _register("neg", "negative")(_no_bool_neg)
 neg.__doc__ = "-input, elementwise."
 
 
+_abs_ = globals()["abs_"]
+
+
+@_register("abs_", "absolute_")
+def abs_(self: Tensor) -> Tensor:
+    """In-place version of :func:`abs` (not for complex tensors: |z| is real, as PyTorch says)."""
+    if isinstance(self, Tensor) and self.is_complex():
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return _abs_(self)
+
+
+absolute_ = abs_
 _sign_real = globals()["sign"]
 _sign_real_ = globals()["sign_"]
 
@@ -432,12 +444,22 @@ def clamp_max(input: Tensor, max: Tensor | int | float) -> Tensor:
     return _clamp(input, None, max, None, "clamp_max")
 
 
+def _no_complex_nan_to_num_grad(input):
+    """PyTorch has no derivative of nan_to_num for complex outputs: it refuses to record one."""
+    if input.is_complex() and input._requires_grad and _grad_state.enabled:
+        raise RuntimeError("nan_to_num does not support automatic differentiation for outputs with "
+                           "complex dtype.")
+
+
 @_register("nan_to_num")
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
                out: Tensor | None = None) -> Tensor:
-    """Replace NaN, +inf and -inf (by default with 0 and the dtype's largest/smallest values)."""
-    if not input.is_floating_point():
+    """Replace NaN, +inf and -inf (by default with 0 and the dtype's largest/smallest values);
+    a complex element has each of its real and imaginary parts replaced (by the defaults of
+    its parts' dtype)."""
+    if not (input.is_floating_point() or input.is_complex()):
         return _unary(_U["nan_to_num"], input, out, name="nan_to_num")
+    _no_complex_nan_to_num_grad(input)
     fi = D.finfo(input.dtype)
     return _unary(_U["nan_to_num"], input, out, builtins.float(nan),
                   fi.max if posinf is None else builtins.float(posinf),
@@ -447,7 +469,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
 @_register("nan_to_num_")
 def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None,
                 neginf: float | None = None) -> Tensor:
-    fi = D.finfo(self.dtype) if self.is_floating_point() else None
+    fi = D.finfo(self.dtype) if self.is_floating_point() or self.is_complex() else None
+    if fi is not None:
+        _no_complex_nan_to_num_grad(self)
     return _unary_(_U["nan_to_num"], self, builtins.float(nan),
                    fi.max if posinf is None and fi else builtins.float(posinf or 0),
                    fi.min if neginf is None and fi else builtins.float(neginf or 0), name="nan_to_num_")
@@ -590,31 +614,53 @@ for _name, _op, _doc, _aliases in _BINARY_OPS:
         globals()[_a] = globals()[_name]
 
 
-def _check_alpha(a, b, alpha, op):
-    if alpha != 1 and isinstance(alpha, builtins.float) and not (
-            (isinstance(a, Tensor) and a._data.dtype >= 6) or (isinstance(b, Tensor) and b._data.dtype >= 6)):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-
-
 _ADD, _SUB, _ADD_ALPHA = _B["add"], _B["sub"], _B["add_alpha"]
+
+
+def _alpha(a, b, alpha, op, negate=False):
+    """add/sub's alpha as the kernel takes it (a float, or a complex for a complex result;
+    None for 1, which needs no kernel of its own), after PyTorch's alpha_check on the result
+    dtype: a floating-point alpha needs a floating or complex result, a complex alpha a
+    complex one (RuntimeError otherwise, whatever alpha's value)."""
+    alpha = _as_pyscalar(alpha)
+    if type(alpha) is builtins.int or type(alpha) is builtins.bool:
+        if alpha == 1:
+            return None
+        return -builtins.float(alpha) if negate else builtins.float(alpha)
+    if isinstance(alpha, (builtins.float, builtins.complex)):
+        x = a._data if isinstance(a, Tensor) else _operand(a, op)
+        y = b._data if isinstance(b, Tensor) else _operand(b, op)
+        rdt = _ew.binary_dtypes(_ADD_ALPHA, x, y)[1]
+        if rdt < 6:                                          # bool and integer results
+            raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                               "point number.")
+        if isinstance(alpha, builtins.complex) and rdt < 10:
+            raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
+                               "number.")
+        if alpha == 1:
+            return None
+        return -alpha if negate else alpha
+    return -builtins.float(alpha) if negate else builtins.float(alpha)
 
 
 @_register("add")
 def add(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex, *,
         alpha: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
-    """input + alpha * other, with broadcasting and type promotion."""
-    if alpha == 1:
+    """input + alpha * other, with broadcasting and type promotion (a complex alpha for a
+    complex result only)."""
+    a = _alpha(input, other, alpha, "add")
+    if a is None:
         return _binary(_ADD, input, other, out, "add")
-    _check_alpha(input, other, alpha, "add")
-    return _binary(_ADD_ALPHA, input, other, out, "add", builtins.float(alpha))
+    return _binary(_ADD_ALPHA, input, other, out, "add", a)
 
 
 @_register("add_")
 def add_(self: Tensor, other: Tensor | int | float | bool | complex, *,
          alpha: int | float | bool | complex = 1) -> Tensor:
-    if alpha == 1:
+    a = _alpha(self, other, alpha, "add_")
+    if a is None:
         return _binary_(_ADD, self, other, "add_")
-    return _binary_(_ADD_ALPHA, self, other, "add_", builtins.float(alpha))
+    return _binary_(_ADD_ALPHA, self, other, "add_", a)
 
 
 def _is_bool_operand(x):
@@ -637,10 +683,10 @@ def sub(input: Tensor | int | float | bool | complex, other: Tensor | int | floa
         alpha: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
     """input - alpha * other."""
     _no_bool_sub(input, other)
-    if alpha == 1:
+    a = _alpha(input, other, alpha, "sub", negate=True)
+    if a is None:
         return _binary(_SUB, input, other, out, "sub")
-    _check_alpha(input, other, alpha, "sub")
-    return _binary(_ADD_ALPHA, input, other, out, "sub", -builtins.float(alpha))
+    return _binary(_ADD_ALPHA, input, other, out, "sub", a)
 
 
 subtract = sub
@@ -650,9 +696,10 @@ subtract = sub
 def sub_(self: Tensor, other: Tensor | int | float | bool | complex, *,
          alpha: int | float | bool | complex = 1) -> Tensor:
     _no_bool_sub(self, other)
-    if alpha == 1:
+    a = _alpha(self, other, alpha, "sub_", negate=True)
+    if a is None:
         return _binary_(_SUB, self, other, "sub_")
-    return _binary_(_ADD_ALPHA, self, other, "sub_", -builtins.float(alpha))
+    return _binary_(_ADD_ALPHA, self, other, "sub_", a)
 
 
 @_register("rsub")
@@ -661,10 +708,10 @@ def rsub(input: Tensor, other: Tensor | int | float | bool | complex, *,
     """other - alpha * input (input must be a Tensor, as in PyTorch)."""
     tensor_arg(input, "rsub", "input", pos=1)
     _no_bool_sub(input, other)
-    if alpha == 1:
+    a = _alpha(other, input, alpha, "rsub", negate=True)
+    if a is None:
         return _binary(_SUB, other, input, None, "rsub")
-    _check_alpha(input, other, alpha, "rsub")
-    return _binary(_ADD_ALPHA, other, input, None, "rsub", -builtins.float(alpha))
+    return _binary(_ADD_ALPHA, other, input, None, "rsub", a)
 
 
 _DIV_CODES = {None: _B["div"], "trunc": _B["div_trunc"], "floor": _B["div_floor"]}
@@ -978,6 +1025,8 @@ def logaddexp2(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Te
 
 def _scaled(name, factor, node_cls):
     def fn(input, *, out=None):
+        if isinstance(input, Tensor) and input.is_complex():
+            raise RuntimeError(f"{name} is not supported for complex tensors.")
         x = _float_operand(input, name)
         with _no_grad():
             r = mul(x, factor)
@@ -1004,10 +1053,11 @@ rad2deg_.__doc__ = "In-place version of :func:`rad2deg`."
 
 @_register("sinc")
 def sinc(input: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """sin(pi * input) / (pi * input), and 1 at 0 (integers become floats)."""
+    """sin(pi * input) / (pi * input), and 1 at 0 (integers become floats; a complex input
+    gives the complex sinc)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(sinc, locals())
-    x = _float_operand(input, "sinc")
+    x = input if isinstance(input, Tensor) and input.is_complex() else _float_operand(input, "sinc")
     with _no_grad():
         zero = eq(x, 0)
         px = mul(where(zero, 1.0, x), math.pi)      # no 0/0 where the answer is 1
@@ -1328,6 +1378,8 @@ def digamma(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     """d/dx lgamma(x) (psi), differentiable again (trigamma through autograd)."""
     from .elementwise_grad import _digamma
     tensor_arg(input, "digamma", "input")
+    if input.is_complex():
+        raise NotImplementedError(f"\"digamma\" not implemented for '{_ew._TORCH_NAMES[input._data.dtype]}'")
     x = input if input.is_floating_point() else input.to(D.get_default_dtype())
     r = _digamma(x)
     if out is None:

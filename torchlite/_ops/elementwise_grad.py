@@ -108,6 +108,14 @@ def _digamma(x):
     return where((x < 0) & (x == x.floor()), math.nan, psi)
 
 
+def _acosh_grad(g, x):
+    """g / sqrt(x^2 - 1); for complex x as 1 / (sqrt(x - 1) sqrt(x + 1)), acosh's own branch
+    (the two differ in sign where Re x < 0), as PyTorch."""
+    if x.is_complex():
+        return g * (x - 1).rsqrt() * (x + 1).rsqrt()
+    return g * (x * x - 1).rsqrt()
+
+
 UNARY = {
     "neg": (lambda g, x, y, p: -g, "", "NegBackward0"),
     "abs": (lambda g, x, y, p: g * x.sgn(), "x", "AbsBackward0"),
@@ -138,7 +146,7 @@ UNARY = {
     "tanh": (lambda g, x, y, p: _pw().addcmul(g, g * y, y, value=-1), "y", "TanhBackward0"),
     "sigmoid": (lambda g, x, y, p: _sigmoid_grad(g, y), "y", "SigmoidBackward0"),
     "asinh": (lambda g, x, y, p: g * (x * x + 1).rsqrt(), "x", "AsinhBackward0"),
-    "acosh": (lambda g, x, y, p: g * (x * x - 1).rsqrt(), "x", "AcoshBackward0"),
+    "acosh": (lambda g, x, y, p: _acosh_grad(g, x), "x", "AcoshBackward0"),
     "atanh": (lambda g, x, y, p: g / (1 - x * x), "x", "AtanhBackward0"),
     "erf": (lambda g, x, y, p: g * (-(x * x)).exp() * _TWO_OVER_SQRT_PI, "x", "ErfBackward0"),
     "erfc": (lambda g, x, y, p: g * (-(x * x)).exp() * -_TWO_OVER_SQRT_PI, "x", "ErfcBackward0"),
@@ -325,6 +333,7 @@ def _atan2_grad(g, a, b, sign_of, num):
 
 BINARY = {
     "add": (lambda g, a, b, y, n: g, "", lambda g, a, b, y, n: g, ""),
+    # alpha: conjugated in a complex backward (n is then a _Conjugated view of the node)
     "add_alpha": (lambda g, a, b, y, n: g, "", lambda g, a, b, y, n: g * n.alpha, ""),
     "sub": (lambda g, a, b, y, n: g, "", lambda g, a, b, y, n: -g, ""),
     "mul": (lambda g, a, b, y, n: g * b, "b", lambda g, a, b, y, n: g * a, "a"),
@@ -401,19 +410,36 @@ class BinaryBackward(Node):
                 y = unpack(self, "result", e)
         elif self._released:
             raise RuntimeError(_FREED)
+        n = self
         if g._data.dtype >= 10:       # a complex op: every binary formula is holomorphic
             a, b, y = _conj_saved(a), _conj_saved(b), _conj_saved(y)
+            if isinstance(self.alpha, complex):     # add's alpha: conjugated like the operands
+                n = _Conjugated(self)
         ea, eb = self.next_functions
         ga = gb = None
         if ea[0] is not None:
-            ga = self.grad_a(g, a, b, y, self)
+            ga = self.grad_a(g, a, b, y, n)
             if self.a_fix is not None:
                 ga = _fit(ga, self.a_fix)
         if eb[0] is not None:
-            gb = self.grad_b(g, a, b, y, self)
+            gb = self.grad_b(g, a, b, y, n)
             if self.b_fix is not None:
                 gb = _fit(gb, self.b_fix)
         return ga, gb
+
+
+class _Conjugated:
+    """A binary node as its formulas see it in a complex backward: its scalar alpha
+    conjugated, as the saved operands are (g * conj(alpha) for add(a, b, alpha=alpha)); the
+    forward-mode JVP applies the same formulas to the node itself (alpha as it is)."""
+    __slots__ = ("_node", "alpha")
+
+    def __init__(self, node):
+        self._node = node
+        self.alpha = node.alpha.conjugate()
+
+    def __getattr__(self, name):
+        return getattr(self._node, name)
 
 
 def _fit(grad, fix):

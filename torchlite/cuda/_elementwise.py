@@ -268,8 +268,12 @@ def binary(op, a, b, out=None, alpha=1.0):
     device = (a if isinstance(a, CudaArray) else b).device_index
     if out is not None:
         _cpu_ew.check_out(out._meta, shape, result, name_op.lower())
-    if isinstance(alpha, complex):
-        return NotImplemented                         # the kernels' alpha is real
+    if isinstance(alpha, complex):                    # s[0] + i s[1], complex kernels only
+        if compute not in K.COMPLEX:
+            return NotImplemented                     # (the CPU raises its error)
+        scalars = (alpha.real, alpha.imag)
+    else:
+        scalars = (alpha,)
     try:
         name = K.binary_kernel(name_op, compute)
     except KeyError:
@@ -281,7 +285,7 @@ def binary(op, a, b, out=None, alpha=1.0):
         _new_output(shape, result, device, (a, b))
     x, y = _safe_input(dst, x), _safe_input(dst, y)
     int_div = name_op in _INT_DIV and compute in K.INTS
-    if _launch_ew("elementwise.cu", name, dst, [x, y], (alpha,), err=int_div) is None:
+    if _launch_ew("elementwise.cu", name, dst, [x, y], scalars, err=int_div) is None:
         return NotImplemented
     return _finish(dst, out)
 

@@ -252,12 +252,17 @@ TL_TERNARY(t_ADDCDIV_f64, double, double, tl_addcdiv_f64(c, x, y, P[0]))
                      TL_UNARY(u_##OP##_c128, tl_c128, double, tl_c128_##FN(x))
 #define COPB(OP, FN) TL_UNARY(u_##OP##_c64, tl_c64, tl_bool, tl_c64_##FN(x))                \
                      TL_UNARY(u_##OP##_c128, tl_c128, tl_bool, tl_c128_##FN(x))
-COP(NEG, neg) COP(SQUARE, square) COP(RECIPROCAL, recip) COP(EXP, exp) COP(LOG, log)
-COP(LOG2, log2) COP(LOG10, log10) COP(SQRT, sqrt) COP(RSQRT, rsqrt) COP(SIN, sin) COP(COS, cos)
-COP(TAN, tan) COP(SINH, sinh) COP(COSH, cosh) COP(TANH, tanh) COP(SIGMOID, sigmoid)
+COP(NEG, neg) COP(SQUARE, square) COP(RECIPROCAL, recip) COP(EXP, exp) COP(EXP2, exp2)
+COP(EXPM1, expm1) COP(LOG, log) COP(LOG2, log2) COP(LOG10, log10) COP(LOG1P, log1p)
+COP(SQRT, sqrt) COP(RSQRT, rsqrt) COP(SIN, sin) COP(COS, cos) COP(TAN, tan) COP(ASIN, asin)
+COP(ACOS, acos) COP(ATAN, atan) COP(SINH, sinh) COP(COSH, cosh) COP(TANH, tanh)
+COP(ASINH, asinh) COP(ACOSH, acosh) COP(ATANH, atanh) COP(SIGMOID, sigmoid)
 COP(SGN, sgn) COP(CONJ, conj)
+/* nan_to_num: P[0..2] = the nan, posinf and neginf replacements of each part */
+TL_UNARY(u_NAN_TO_NUM_c64, tl_c64, tl_c64, tl_c64_nan_to_num(x, (float)P[0], (float)P[1], (float)P[2]))
+TL_UNARY(u_NAN_TO_NUM_c128, tl_c128, tl_c128, tl_c128_nan_to_num(x, P[0], P[1], P[2]))
 COPR(ABS, abs) COPR(ANGLE, arg)
-COPB(ISNAN, isnan) COPB(ISINF, isinf) COPB(ISFINITE, isfinite)
+COPB(ISNAN, isnan) COPB(ISINF, isinf) COPB(ISFINITE, isfinite) COPB(LOGICAL_NOT, iszero)
 #define CBOP(OP, E64, E128) TL_BINARY(b_##OP##_c64, tl_c64, tl_c64, E64)                    \
                             TL_BINARY(b_##OP##_c128, tl_c128, tl_c128, E128)
 CBOP(ADD, tl_c64_add(x, y), tl_c128_add(x, y))
@@ -265,7 +270,8 @@ CBOP(SUB, tl_c64_sub(x, y), tl_c128_sub(x, y))
 CBOP(MUL, tl_c64_mul(x, y), tl_c128_mul(x, y))
 CBOP(DIV, tl_c64_div(x, y), tl_c128_div(x, y))
 CBOP(POW, tl_c64_pow(x, y), tl_c128_pow(x, y))
-CBOP(ADD_ALPHA, tl_c64_add_alpha(x, y, (float)P[0]), tl_c128_add_alpha(x, y, P[0]))
+/* add_alpha: alpha = P[0] + i P[1] */
+CBOP(ADD_ALPHA, tl_c64_add_calpha(x, y, (float)P[0], (float)P[1]), tl_c128_add_calpha(x, y, P[0], P[1]))
 TL_BINARY(b_EQ_c64, tl_c64, tl_bool, tl_c64_eq(x, y))
 TL_BINARY(b_EQ_c128, tl_c128, tl_bool, tl_c128_eq(x, y))
 TL_BINARY(b_NE_c64, tl_c64, tl_bool, !tl_c64_eq(x, y))
@@ -473,7 +479,7 @@ static void TL_SFX(tl_ewise_register)(tl_loop U[][TL_NDTYPES], tl_loop B[][TL_ND
 #define b_RC(OP) B[TL_B_##OP][TL_COMPLEX64] = TL_SFX(b_##OP##_c64); B[TL_B_##OP][TL_COMPLEX128] = TL_SFX(b_##OP##_c128);
     TL_UNARY_OPS_COMPLEX(u_RC)
     TL_BINARY_OPS_COMPLEX(b_RC)
-    u_RC(ABS) u_RC(ANGLE) u_RC(ISNAN) u_RC(ISINF) u_RC(ISFINITE) b_RC(EQ) b_RC(NE)
+    u_RC(ABS) u_RC(ANGLE) u_RC(ISNAN) u_RC(ISINF) u_RC(ISFINITE) u_RC(LOGICAL_NOT) b_RC(EQ) b_RC(NE)
     T[TL_T_WHERE][TL_COMPLEX64] = TL_SFX(t_WHERE_c64); T[TL_T_WHERE][TL_COMPLEX128] = TL_SFX(t_WHERE_c128);
 #define t_RC(OP) T[TL_T_##OP][TL_COMPLEX64] = TL_SFX(t_##OP##_c64); T[TL_T_##OP][TL_COMPLEX128] = TL_SFX(t_##OP##_c128);
     t_RC(ADDCMUL) t_RC(ADDCDIV) t_RC(LERP)

@@ -32,11 +32,13 @@
     X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(LOGICAL_AND) X(LOGICAL_OR) X(LOGICAL_XOR) \
     X(ADD_ALPHA) X(XLOGY) X(THRESHOLD_BACKWARD)
 
-/* the ops that have complex64/complex128 loops (abs and angle return the real type; conj,
- * angle and sgn exist for the complex types above all) */
+/* the ops that have complex64/complex128 loops with a complex result (abs and angle, which
+ * return the real type, and the predicates isnan/isinf/isfinite/logical_not are registered
+ * apart; conj, angle and sgn exist for the complex types above all) */
 #define TL_UNARY_OPS_COMPLEX(X) \
-    X(NEG) X(SQUARE) X(RECIPROCAL) X(EXP) X(LOG) X(LOG2) X(LOG10) X(SQRT) X(RSQRT) X(SIN) \
-    X(COS) X(TAN) X(SINH) X(COSH) X(TANH) X(SIGMOID) X(SGN) X(CONJ)
+    X(NEG) X(SQUARE) X(RECIPROCAL) X(EXP) X(EXP2) X(EXPM1) X(LOG) X(LOG2) X(LOG10) X(LOG1P) \
+    X(SQRT) X(RSQRT) X(SIN) X(COS) X(TAN) X(ASIN) X(ACOS) X(ATAN) X(SINH) X(COSH) X(TANH) \
+    X(ASINH) X(ACOSH) X(ATANH) X(SIGMOID) X(NAN_TO_NUM) X(SGN) X(CONJ)
 #define TL_BINARY_OPS_COMPLEX(X) X(ADD) X(SUB) X(MUL) X(DIV) X(POW) X(ADD_ALPHA)
 
 #define TL_TERNARY_OPS(X) X(WHERE) X(LERP) X(ADDCMUL) X(ADDCDIV)
