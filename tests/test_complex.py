@@ -1126,3 +1126,25 @@ def test_complex_on_cuda(cuda_device):
     np.testing.assert_allclose(tl.view_as_real(t).cpu().numpy(), z.view(np.float32).reshape(4, 3, 2))
     np.testing.assert_allclose((t @ t.mT).cpu().numpy(), z @ z.T, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(tl.fft.fft(t).cpu().numpy(), np.fft.fft(z), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_cov_corrcoef_and_addcmul_addcdiv_of_complex_tensors(dtype):
+    """cov/corrcoef keep complex variables complex (x_i conj(x_j), as NumPy and PyTorch);
+    addcmul/addcdiv take a complex value, in place too."""
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype is tl.complex64 else dict(rtol=1e-12, atol=1e-12)
+    Z = crandn(3, 6, dtype=NP[dtype], seed=21)
+    z = tl.from_numpy(Z)
+    assert tl.cov(z).dtype is dtype and tl.corrcoef(z).dtype is dtype
+    np.testing.assert_allclose(tl.cov(z).numpy(), np.cov(Z), **tol)
+    np.testing.assert_allclose(tl.cov(z, correction=0).numpy(), np.cov(Z, bias=True), **tol)
+    np.testing.assert_allclose(tl.corrcoef(z).numpy(), np.corrcoef(Z), **tol)
+    np.testing.assert_allclose(tl.cov(z[0]).numpy(), np.cov(Z[0]), **tol)
+    want = Z[0] + (2 - 1j) * Z[1] * Z[2]
+    np.testing.assert_allclose(tl.addcmul(z[0], z[1], z[2], value=2 - 1j).numpy(), want, **tol)
+    np.testing.assert_allclose(z[0].clone().addcmul_(z[1], z[2], value=2 - 1j).numpy(), want, **tol)
+    want = Z[0] + 1j * Z[1] / Z[2]
+    np.testing.assert_allclose(tl.addcdiv(z[0], z[1], z[2], value=1j).numpy(), want, **tol)
+    np.testing.assert_allclose(z[0].clone().addcdiv_(z[1], z[2], value=1j).numpy(), want, **tol)
+    with pytest.raises(RuntimeError):
+        tl.addcmul(z[0].real, z[1].real, z[2].real, value=1j)

@@ -863,6 +863,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
     """input + value * tensor1 * tensor2 (integer tensors too, with an integer value)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(addcmul, locals())
+    if isinstance(value, builtins.complex):         # (the fused kernel takes a real value)
+        return add(input, mul(tensor1, tensor2), alpha=value, out=out)
     xs = [x._data if isinstance(x, Tensor) else _operand(x, "addcmul") for x in (input, tensor1, tensor2)]
     if _ew.result_type(*xs) >= 6:                   # floating and complex: the fused kernel
         return _ternary(_T["addcmul"], input, tensor1, tensor2, out, "addcmul", value,
@@ -879,6 +881,8 @@ def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcmul_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value))
+    if isinstance(value, builtins.complex):
+        return self.add_(mul(tensor1, tensor2), alpha=value)
     if self._data.dtype < 6:
         _check_inplace_broadcast(self, "addcmul_", tensor1, tensor2)
         addcmul(self, tensor1, tensor2, value=value, out=self)
@@ -893,6 +897,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
     """input + value * tensor1 / tensor2."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(addcdiv, locals())
+    if isinstance(value, builtins.complex):         # (the fused kernel takes a real value)
+        return add(input, div(tensor1, tensor2), alpha=value, out=out)
     return _ternary(_T["addcdiv"], input, tensor1, tensor2, out, "addcdiv", value,
                     _G.AddcdivBackward0)
 
@@ -902,6 +908,8 @@ def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcdiv_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value))
+    if isinstance(value, builtins.complex):
+        return self.add_(div(tensor1, tensor2), alpha=value)
     return _ternary_(_T["addcdiv"], self, tensor1, tensor2, "addcdiv_", value)
 
 

@@ -1083,7 +1083,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     if input.dtype is D.bool:
         raise RuntimeError("cov(): bool dtype is not supported for input")
     x = input if input.ndim == 2 else input.reshape(1, -1)
-    if not x.is_floating_point():
+    if not x.is_floating_point() and not x.is_complex():
         x = x.to(D.DTYPES[_ew.get_default_float()])
     n = x.shape[1]
     w = _observation_weights(fweights, aweights, n)
@@ -1106,7 +1106,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
                       "the number of observations.", RuntimeWarning)
         norm = 0 if not isinstance(norm, Tensor) else norm.clamp_min(0)
     xm = x - avg.unsqueeze(1)
-    c = xm.matmul((xm if w is None else xm * w).t())
+    c = xm.matmul((xm if w is None else xm * w).t().conj())     # (conj: complex variables)
     return (c / norm).to(x.dtype).squeeze()
 
 
@@ -1117,9 +1117,12 @@ def corrcoef(input: Tensor) -> Tensor:
     c = cov(input)
     if c.ndim == 0:
         return c / c
-    std = c.diagonal().sqrt()
+    std = (c.diagonal().real if c.is_complex() else c.diagonal()).sqrt()
     c = c / std.unsqueeze(1)
     c = c / std.unsqueeze(0)
+    if c.is_complex():                  # each part clipped, as PyTorch
+        from .complex import complex as _complex
+        return _complex(c.real.clamp(-1, 1), c.imag.clamp(-1, 1))
     return c.clamp(-1, 1)
 
 
