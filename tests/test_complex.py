@@ -1148,3 +1148,9 @@ def test_cov_corrcoef_and_addcmul_addcdiv_of_complex_tensors(dtype):
     np.testing.assert_allclose(z[0].clone().addcdiv_(z[1], z[2], value=1j).numpy(), want, **tol)
     with pytest.raises(RuntimeError):
         tl.addcmul(z[0].real, z[1].real, z[2].real, value=1j)
+
+
+def test_nan_reductions_refuse_complex_inputs_as_pytorch():
+    for fn in (tl.nansum, tl.nanmean):
+        with pytest.raises(RuntimeError, match="does not support complex"):
+            fn(tl.ones(2, dtype=tl.complex64))

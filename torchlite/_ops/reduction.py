@@ -143,7 +143,13 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
 def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
            dtype: dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Sum over dim treating NaN as zero."""
+    _no_complex_nan_reduction(input)
     return _sum_like("nansum", input, dim, keepdim, dtype, out)
+
+
+def _no_complex_nan_reduction(input):
+    if isinstance(input, Tensor) and input.is_complex():
+        raise RuntimeError("nansum on CPU does not support complex inputs")      # (PyTorch's words)
 
 
 @_register("prod")
@@ -228,6 +234,7 @@ def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool
     """Mean over dim of the elements that are not NaN (NaN when all are)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(nanmean, locals())
+    _no_complex_nan_reduction(input)
     a = _float_input(input, dtype, "nanmean")
     r = _R.mean(a, dim, keepdim, True)
     if input._requires_grad and _tracked(input, out, "nanmean"):
