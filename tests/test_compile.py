@@ -990,6 +990,64 @@ def test_sizes_read_as_numbers_keep_a_dynamic_graph_to_its_size():
             np.testing.assert_allclose(c(x).numpy(), f(x).numpy(), rtol=1e-6)
 
 
+def test_module_attributes_rng_and_autocast_set_inside_run_every_call():
+    """A counter or a first-call flag assigned in forward, torch.manual_seed inside, and an
+    autocast block inside change how later code runs, which a graph does not record: graph
+    breaks (raised before the assignment), so each call behaves as eagerly."""
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return x * self.calls
+    cm = tl.compile(Counter())
+    assert [cm(tl.ones(1)).item() for _ in range(4)] == [1.0, 2.0, 3.0, 4.0]
+
+    def seeded(x):
+        tl.manual_seed(0)
+        return x + tl.randn(2)
+    c = tl.compile(seeded)
+    first = c(tl.zeros(2))
+    np.testing.assert_allclose(c(tl.zeros(2)).numpy(), first.numpy())
+    np.testing.assert_allclose(first.numpy(), seeded(tl.zeros(2)).numpy())
+    lin = nn.Linear(2, 2)
+
+    def mixed(x):
+        with tl.autocast("cpu", dtype=tl.bfloat16):
+            return lin(x)
+    assert tl.compile(mixed)(tl.ones(1, 2)).dtype is tl.bfloat16
+
+
+def test_compiled_modules_copy_pickle_and_run_their_own_hooks():
+    import copy
+    import io
+    import types
+    m = tl.compile(nn.Sequential(nn.Linear(2, 2), nn.GELU()))
+    x = tl.ones(1, 2)
+    m(x)
+    twin = copy.deepcopy(m)                 # (an EMA copy): compiles again on its own
+    np.testing.assert_allclose(twin(x).detach().numpy(), m(x).detach().numpy())
+    buf = io.BytesIO()
+    tl.save(m, buf)
+    buf.seek(0)
+    back = tl.load(buf, weights_only=False)
+    np.testing.assert_allclose(back(x).detach().numpy(), m(x).detach().numpy())
+    seen = []
+    m.register_forward_pre_hook(lambda *a: seen.append("pre"))
+    m.register_forward_hook(lambda *a: seen.append("post"))
+    m(x)
+    assert seen == ["pre", "post"]
+    cfg = types.SimpleNamespace(t=1.0)
+    scaled = tl.compile(lambda v: v * cfg.t)
+    scaled(x)
+    cfg.t = 5.0
+    np.testing.assert_allclose(scaled(x).numpy(), [[5.0, 5.0]])
+    rows = tl.compile(lambda e: (e * 3).sum(-1, keepdim=True) + (e * 2).mean(-1, keepdim=True))
+    np.testing.assert_array_equal(rows(tl.ones(3, 0)).numpy(), np.full((3, 1), np.nan))
+
+
 def test_guards_see_replaced_layers_hooks_and_constant_types():
     m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
     c = tl.compile(m)

@@ -93,6 +93,8 @@ def _optimized_module_class():
             self.training = mod.training
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            if self._forward_pre_hooks or self._forward_hooks:     # hooks on this wrapper run
+                return super().__call__(*args, **kwargs)            # around the compiled call
             return self._compiled(*args, **kwargs)
 
         def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -110,6 +112,8 @@ def _optimized_module_class():
 
 
 OptimizedModule = _optimized_module_class()
+OptimizedModule.__qualname__ = "OptimizedModule"      # pickled by the name it is found under
+OptimizedModule.__module__ = __name__
 
 
 def disable(fn: Callable[..., Any] | None = None, recursive: bool = True, *,

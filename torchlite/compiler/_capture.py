@@ -379,6 +379,37 @@ class CaptureTracer(_RunTracer):
                                  f"outside the graph)", _user_line())
         patcher.set(optimizer, "_global_step_pre_hooks",
                     list(optimizer._global_step_pre_hooks) + [step_guard])
+        self._patch_state_setters(patcher, capturing)
+
+    def _patch_state_setters(self, patcher, capturing):
+        """Seeding or restoring the RNG, and entering autocast, change how the ops after them
+        run, which the graph does not record: graph breaks."""
+        import sys
+        from .._ops import random as _random
+        from ..amp import autocast_mode
+
+        def breaking(fn, what):
+            def guarded(*args, **kwargs):
+                if capturing():
+                    raise GraphBreak(what, _user_line())
+                return fn(*args, **kwargs)
+            return guarded
+        for name in ("manual_seed", "seed", "set_rng_state", "fork_rng"):
+            original = getattr(_random, name)
+            for mod in (sys.modules.get("torchlite"), sys.modules.get("torchlite.random"), _random):
+                if mod is not None and getattr(mod, name, None) is not None:
+                    patcher.set(mod, name, breaking(original, f"torch.{name}()"))
+        for name in ("manual_seed", "set_state", "seed"):
+            original = _random.Generator.__dict__.get(name) or getattr(_random.Generator, name, None)
+            if original is not None:
+                patcher.set(_random.Generator, name, breaking(original, f"Generator.{name}()"))
+        enter = autocast_mode.autocast.__enter__
+
+        def autocast_enter(ctx):
+            if ctx._enabled and capturing():
+                raise GraphBreak("entering torch.autocast", _user_line())
+            return enter(ctx)
+        patcher.set(autocast_mode.autocast, "__enter__", autocast_enter)
 
     def _record_grad_mode(self):
         """A grad-mode change (a `with torch.no_grad():` block) becomes a node setting the mode
@@ -472,16 +503,21 @@ class CaptureTracer(_RunTracer):
             patcher.set(Tensor, name, guarded)
 
     def _patch_module_setattr(self, patcher, Module):
+        """Assigning a module attribute inside the code (a counter, a first-call flag, a tensor)
+        would happen once, at capture: a graph break, raised before the assignment."""
         tracer = self
         original = Module.__setattr__
 
         def module_setattr(mod, name, value):
-            if isinstance(value, _ValueProxy) and threading.get_ident() == tracer._thread:
+            if threading.get_ident() == tracer._thread and not tracer._suspended:
                 current = mod._buffers.get(name, mod._parameters.get(name, mod.__dict__.get(name)))
-                if current is value.value:          # x += 1 on a buffer: already done in place
-                    return
-                raise GraphBreak(f"assigning a tensor to the module attribute {name!r}",
-                                 _user_line())
+                if isinstance(value, _ValueProxy):
+                    if current is value.value:      # x += 1 on a buffer: already done in place
+                        return
+                    raise GraphBreak(f"assigning a tensor to the module attribute {name!r}",
+                                     _user_line())
+                if current is not value:
+                    raise GraphBreak(f"assigning the module attribute {name!r}", _user_line())
             original(mod, name, value)
         patcher.set(Module, "__setattr__", module_setattr)
 

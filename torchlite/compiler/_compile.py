@@ -131,6 +131,20 @@ class Compiled:
         self.__doc__ = getattr(target, "__doc__", None)
         self.__wrapped__ = target
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Copied or pickled without its compiled graphs (kernels and guard readers are this
+        process's): the copy compiles again on its first call."""
+        state = self.__dict__.copy()
+        for name in ("cache", "dynamic_cache", "_child_compiled", "_static_examples",
+                     "_foreign_modules", "_free_values"):
+            state[name] = {}
+        state["_static_shapeless"] = set()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _all_compiled.add(self)
+
     # ---- the call --------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _disabled() or is_compiling() or _autocast_on():
@@ -514,7 +528,16 @@ def _plain_attributes(m):
             out.append((k, v))
         elif isinstance(v, Tensor):
             out.append((k, id(v), v._version))
+        elif (t is list or t is tuple or t is dict or _is_record(v)) and _guardable(v):
+            out.append((k, _guard_value(v)))
     return tuple(out)
+
+
+def _is_record(v):
+    """A plain record of values: a SimpleNamespace or a dataclass instance (a config)."""
+    import dataclasses
+    import types
+    return isinstance(v, types.SimpleNamespace) or (dataclasses.is_dataclass(v) and not isinstance(v, type))
 
 
 _MODULE_INTERNALS = None
@@ -538,6 +561,8 @@ def _guardable(v, depth=0):
         return all(_guardable(e, 1) for e in v)
     if depth == 0 and type(v) is dict and len(v) <= 64:
         return all(_guardable(e, 1) for e in v.values())
+    if depth == 0 and _is_record(v) and len(vars(v)) <= 64:
+        return all(_guardable(e, 1) for e in vars(v).values())
     return False
 
 
@@ -548,6 +573,8 @@ def _guard_value(v):
         return (type(v).__name__, tuple(_guard_value(e) for e in v))
     if type(v) is dict:
         return ("dict", tuple((k, _guard_value(e)) for k, e in v.items()))
+    if _is_record(v):
+        return (type(v).__name__, tuple((k, _guard_value(e)) for k, e in vars(v).items()))
     if isinstance(v, float) and v != v:
         return ("nan",)
     return (type(v).__name__, v)

@@ -253,6 +253,8 @@ class FusedKernel:
             shape = self._shape_of(inputs)
             if shape is None:                # broadcasting the region does not hold for these
                 return self._eager(*inputs)   # sizes: its ops, one by one (eager's errors too)
+        if 0 in shape:                       # nothing to compute (rows of no elements give
+            return self._eager(*inputs)      # their sums' zeros, their means' NaN): its ops
         arrays = tuple(t._data for t in inputs)
         bw = None
         if _grad_state.enabled and any(t._requires_grad for t in inputs):
