@@ -1048,6 +1048,24 @@ def test_compiled_modules_copy_pickle_and_run_their_own_hooks():
     np.testing.assert_array_equal(rows(tl.ones(3, 0)).numpy(), np.full((3, 1), np.nan))
 
 
+def test_a_fused_kernel_saves_only_the_inputs_its_backward_reads():
+    """(x + 1) * 2 needs none of x for its gradient: changing x in place after the call
+    leaves the backward working, as eagerly; x * x reads x, and the version check catches it."""
+    h = tl.compile(lambda x: (x + 1) * 2)
+    a = tl.randn(3, requires_grad=True)
+    b = a * 1
+    y = h(b)
+    b.mul_(3)
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [2.0, 2.0, 2.0])
+    sq = tl.compile(lambda x: (x * x + 1).exp())
+    b = a * 1
+    y = sq(b)
+    b.mul_(3)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
 def test_guards_see_replaced_layers_hooks_and_constant_types():
     m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
     c = tl.compile(m)

@@ -276,7 +276,9 @@ class FusedKernel:
             node = bw.node_class()
             node.kernel = self
             node.plan = bw
-            node._saved = {f"in{i}": pack(t, False) for i, t in enumerate(inputs)}
+            node._saved = {f"in{i}": pack(t, False) for i, t in enumerate(inputs)
+                           if bw.needs_input[i]}
+            node.in_specs = [(t._data.dtype, t.device) for t in inputs]
             node._saved.update((f"s{j}", pack(_wrap(a), False))
                                for j, a in enumerate(result[n_out:]))
             node.n_inputs = len(inputs)
@@ -397,6 +399,11 @@ class _Backward:
             self.program = self.spec = self.forward_program = self.forward_spec = None
         self.python = _python_of(self.graph, name + "_backward")
         self.node_class = type("CompiledFunctionBackward", (_KernelNode,), {})
+        # the inputs the backward reads (the Python form recomputes the most): only those
+        # are saved, as eager saves only what its formulas need -- an input changed in place
+        # after the call must not fail a backward that never reads it
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        self.needs_input = tuple(bool(p.users) for p in placeholders[:len(kernel.in_vals)])
 
     def run(self, inputs, grads, shape, in_shapes, saved=()):
         """One gradient per kernel input (None where none flows); saved: what the forward
@@ -434,7 +441,8 @@ class _KernelNode(AutogradNode):
     def backward(self, *grads):
         if self._released:
             raise RuntimeError(_FREED)
-        inputs = [unpack(self, f"in{i}", self._saved[f"in{i}"]) for i in range(self.n_inputs)]
+        inputs = [unpack(self, f"in{i}", self._saved[f"in{i}"]) if f"in{i}" in self._saved
+                  else _stand_in(self.in_shapes[i], *self.in_specs[i]) for i in range(self.n_inputs)]
         k = self.kernel
         shape = self.shape
         full = []
@@ -449,6 +457,12 @@ class _KernelNode(AutogradNode):
         grads_in = self.plan.run(inputs, full, shape, self.in_shapes, saved)
         return tuple(g if e[0] is not None else None
                      for g, e in zip(grads_in, self.next_functions))
+
+
+def _stand_in(shape, dtype_code, device):
+    """An input the backward does not read: zeros of its shape and dtype, in no memory."""
+    from .._ops.creation import zeros
+    return zeros((), dtype=_dtype(dtype_code), device=device).expand(shape)
 
 
 def _dtype(code):
