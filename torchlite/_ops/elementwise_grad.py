@@ -213,14 +213,20 @@ class UnaryBackward(Node):
     holomorphic = True
 
     def backward(self, g):
+        # complex: conj(f') g, the formula on the conjugates (see _NOT_HOLOMORPHIC)
+        return (self.derivative_times(g, self.holomorphic and g._data.dtype >= 10),)
+
+    def derivative_times(self, t, conjugate=False):
+        """f'(x) t by the op's formula on the saved values (their conjugates with
+        `conjugate`); forward mode calls it with the tangent."""
         if self._released:
             raise RuntimeError(_FREED)
         saved = self._saved
         x = unpack(self, "self", saved["self"]) if self.needs_x else None
         y = unpack(self, "result", saved["result"]) if self.needs_y else None
-        if self.holomorphic and g._data.dtype >= 10:      # complex: see _NOT_HOLOMORPHIC
+        if conjugate:
             x, y = _conj_saved(x), _conj_saved(y)
-        return (self.formula(g, x, y, self.params),)
+        return self.formula(t, x, y, self.params)
 
 
 def _unary_class(op, formula, needs, class_name):

@@ -294,7 +294,9 @@ def _jvp(node, inputs, meta, tangents):
     if isinstance(node, BackwardFunction) and getattr(cls, "jvp", None) is not None:
         return _function_jvp(node, cls, inputs, tangents)
     if isinstance(node, EG.UnaryBackward) and len(meta) == 1 and (real or node.holomorphic):
-        return [_unary(node, tangents[0])]          # a diagonal Jacobian: f'(x) t
+        # a diagonal Jacobian: f'(x) t, the formula on the saved values as they are (the
+        # backward applies it to the conjugates of complex ones: conj(f') g)
+        return [node.derivative_times(tangents[0])]
     if isinstance(node, EG.BinaryBackward) and len(meta) == 1:
         return [_binary(node, meta[0][0], tangents)]
     rule = _rule_for(node, real)
@@ -354,16 +356,6 @@ def _function_jvp(node, cls, inputs, tangents):
     finally:
         node._in_jvp = False
     return list(result) if isinstance(result, (tuple, list)) else [result]
-
-
-def _unary(node, t):
-    """f'(x) t by the op's derivative formula on the saved values as they are: the backward
-    applies it to conj(x) for a complex x (conj(f'(x)) g, PyTorch's convention), which for a
-    real x, or a holomorphic op on a complex one, is the only difference."""
-    saved = node._saved
-    x = _graph.unpack(node, "self", saved["self"]) if node.needs_x else None
-    y = _graph.unpack(node, "result", saved["result"]) if node.needs_y else None
-    return node.formula(t, x, y, node.params)
 
 
 def _binary(node, shape, tangents):
