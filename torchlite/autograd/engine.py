@@ -10,6 +10,7 @@ them runs, and the gradients reaching them are captured."""
 from __future__ import annotations
 
 import operator
+import sys
 from typing import TYPE_CHECKING
 
 from . import anomaly
@@ -116,10 +117,65 @@ def _run_tensor_hooks(node, grads):
     return grads
 
 
-def _store_grad(t, grad, create_graph):
+def _ref_counts(t):
+    """References to a gradient tensor, its array and the array's storage, and, for a view,
+    to its base tensor and the base's array (see _sole_owner)."""
+    d = t._data
+    base = getattr(t, "_base", None)
+    counts = (sys.getrefcount(t), sys.getrefcount(d), sys.getrefcount(getattr(d, "storage", None)))
+    if base is None:
+        return counts
+    return counts + (sys.getrefcount(base), sys.getrefcount(base._data),
+                     getattr(base, "_base", None) is None)
+
+
+def _probe_ref_counts(view):
+    t = _wrap(_A.empty((1,), 8))
+    if view:
+        t = t.view(1)
+    return _sole_counts(t)
+
+
+def _sole_counts(grad):
+    return _ref_counts(grad)
+
+
+# What _ref_counts gives when the caller's local variable is the only reference to a tensor
+# (or to a view, whose base nothing else holds) that alone holds its array and storage:
+# measured on the first backward (Tensor's view methods are installed after this module),
+# through the same depth of calls as the engine's (engine -> _sole_owner -> _ref_counts), so
+# the baseline follows the interpreter's own counting.
+_SOLE_REFS = None
+
+
+def _sole_owner(grad):
+    """Whether the engine holds the only reference to `grad`, its array and its memory, so a
+    leaf may take it as its .grad without a copy (PyTorch's AccumulateGrad steals a gradient
+    whose use count shows nobody else holds it).  A gradient that a backward formula returned
+    for two inputs, one a hook kept, one the caller passed to backward(), a view whose base or
+    storage something else holds, or memory owned by NumPy fails one of these and is copied.
+    A view of a base that only it holds (a reshaped product) qualifies.  Call it with the
+    caller's local variable as the only other reference (as _probe_ref_counts does)."""
+    d = grad._data
+    storage = getattr(d, "storage", None)
+    if storage is None or getattr(storage, "owner", True) is not None or d.offset != 0 \
+            or d.storage_nbytes() != d.numel * d.itemsize:
+        return False
+    del d, storage
+    global _SOLE_REFS
+    if _SOLE_REFS is None:
+        _SOLE_REFS = (_probe_ref_counts(False), _probe_ref_counts(True))
+    counts = _ref_counts(grad)
+    want = _SOLE_REFS[len(counts) > 3]
+    return len(counts) == len(want) and all(c <= w for c, w in zip(counts, want))
+
+
+def _store_grad(t, grad, create_graph, owned=False):
     """t.grad = grad the first time, then t.grad += grad (in place unless create_graph, as
     PyTorch: a grad made with create_graph keeps its history).  A new .grad gets t's strides
-    when t is dense (PyTorch's layout contract), so t and t.grad can be updated together."""
+    when t is dense (PyTorch's layout contract), so t and t.grad can be updated together.
+    owned: nothing else holds `grad` (see _sole_owner), so it becomes .grad without a copy
+    when its strides are t's."""
     if create_graph:
         t._grad = grad if t._grad is None else t._grad + grad
         return
@@ -127,7 +183,7 @@ def _store_grad(t, grad, create_graph):
     old = t._grad
     if old is None:
         if grad._data.strides == t._data.strides:
-            t._grad = grad.clone()
+            t._grad = grad if owned else grad.clone()
         else:
             buf = _A.empty_like(t._data, t._data.dtype)
             _ew.copy_(buf, grad._data)
@@ -150,9 +206,9 @@ def _leaf_grad(leaf, grad):
     return _conform(grad, leaf._data.shape, leaf._data.dtype, "AccumulateGrad", 0)
 
 
-def _accumulate(leaf, grad, create_graph):
+def _accumulate(leaf, grad, create_graph, owned=False):
     """AccumulateGrad: leaf.grad += grad, then the leaf's post-accumulate hooks."""
-    _store_grad(leaf, grad, create_graph)
+    _store_grad(leaf, grad, create_graph, owned)
     for hook in list(getattr(leaf, "_post_acc_hooks", None) or ()):
         hook(leaf)
 
@@ -252,6 +308,7 @@ def run_backward(roots: Sequence[Tensor | GradientEdge], grad_roots: Sequence[Te
                     else:
                         buf[nr] = add(buf[nr], g)
                 _count_down(nxt, deps, ready)
+            g = grads_in = None     # a leaf's gradient must be referenced only by its buffer
     except Exception as err:
         if anomaly._enabled and node is not None:
             anomaly.annotate(node, err)
@@ -285,7 +342,10 @@ def _special_node(node, grads, create_graph, retain_graph, captures, captured, n
         g = grads[0]
         if g is not None:
             if captures is None:
-                _accumulate(node.variable, _leaf_grad(node.variable, g), create_graph)
+                grads[0] = None                # so that g is this frame's only reference
+                g = _leaf_grad(node.variable, g)
+                owned = not create_graph and _sole_owner(g)     # before g is also an argument
+                _accumulate(node.variable, g, create_graph, owned)
             elif (node, 0) in captures:
                 _capture(captures[(node, 0)], _leaf_grad(node.variable, g), captured,
                          inputs, accumulate, create_graph)
