@@ -118,7 +118,9 @@ def test_ddp_matches_single_process_training(n):
                  "ddp cnn+batchnorm:", "ddp no_sync:", "ddp find_unused_parameters:",
                  "ddp unused parameter without find_unused_parameters raises", "ddp overlap:",
                  "ddp allreduce_hook:", "ddp fp16_compress_hook:", "ddp bf16_compress_hook:",
-                 "ddp custom comm hook:", "ddp comm hook errors", "ddp process_group:"):
+                 "ddp custom comm hook:", "ddp comm hook errors", "ddp process_group:",
+                 "ddp own buckets:", "ddp own buckets float64:", "ddp own buckets + allreduce_hook:",
+                 "ddp large gradients reduced in place"):
         assert out.count(f"OK {name}") == n, (name, out)
     for r in range(n):
         assert f"OK ddp all (rank {r})" in out, out

@@ -71,16 +71,26 @@ def train_uneven(model, **join_kwargs):
     return [p.detach().numpy().copy() for p in model.module.parameters()]
 
 
+import torchlite.nn.parallel.distributed as ddp_module  # noqa: E402
+
 for divide in (True, False):
-    got = train_uneven(DDP(mlp()), divide_by_initial_world_size=divide)
-    want = expected(divide)
-    for i, (a, b) in enumerate(zip(got, want)):
-        if not np.allclose(a, b, rtol=1e-5, atol=1e-6):
-            raise AssertionError(f"join divide={divide}: parameter {i} differs by "
-                                 f"{np.abs(a - b).max():.3g} on rank {RANK}")
-    same_on_every_rank(f"join divide={divide}", got)
+    for own in (False, True):
+        # own: every weight a bucket of its own, all-reduced in its .grad (as large gradients
+        # are); a joined rank then reduces zeros of that size
+        ddp_module._OWN_BUCKET_BYTES = 128 if own else 1024 * 1024
+        model = DDP(mlp())
+        assert any(b.own for b in model._buckets) == own
+        got = train_uneven(model, divide_by_initial_world_size=divide)
+        want = expected(divide)
+        for i, (a, b) in enumerate(zip(got, want)):
+            if not np.allclose(a, b, rtol=1e-5, atol=1e-6):
+                raise AssertionError(f"join divide={divide} own={own}: parameter {i} differs by "
+                                     f"{np.abs(a - b).max():.3g} on rank {RANK}")
+        same_on_every_rank(f"join divide={divide} own={own}", got)
+    ddp_module._OWN_BUCKET_BYTES = 1024 * 1024
     print(f"OK join divide_by_initial_world_size={divide}: ranks with "
-          f"{[n_batches(r) for r in range(N)]} batches end with the expected model", flush=True)
+          f"{[n_batches(r) for r in range(N)]} batches end with the expected model "
+          f"(gradients bucketed and reduced in place)", flush=True)
 
 # a communication hook (the default all-reduce) and unused parameters, under join
 model = DDP(nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 2)))

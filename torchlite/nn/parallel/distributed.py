@@ -10,12 +10,17 @@ How (the design in docs/distributed.md):
 * The parameters that require grad are put in buckets: in reverse registration order (the
   order backward tends to produce their gradients), one dtype per bucket, the first bucket
   up to 1 MiB and the others up to bucket_cap_mb.  Each bucket owns one flat buffer.
+* A parameter whose gradient is large (at least 1 MiB) is a bucket of its own that has no
+  buffer: its .grad is all-reduced in place, as PyTorch's gradient_as_bucket_view would,
+  without the copies into and out of a bucket (the message is long enough that a collective
+  of its own costs nothing next to them).  Without a communication hook only: a hook sees
+  PyTorch's buckets.
 * Every parameter gets a post-accumulate-grad hook.  When backward has written a
-  parameter's .grad, the hook copies it into its bucket's buffer; when the last gradient of
-  a bucket is in, the bucket's all-reduce starts, non-blocking (MPI_Iallreduce), while
-  backward goes on with the layers below (the last bucket, with nothing left to overlap,
-  uses the blocking MPI_Allreduce).  Buckets start in index order on every rank (MPI
-  needs the same order of collectives everywhere).
+  parameter's .grad, the hook copies it into its bucket's buffer (not for a bucket of its
+  own); when the last gradient of a bucket is in, the bucket's all-reduce starts,
+  non-blocking (MPI_Iallreduce), while backward goes on with the layers below (the last
+  bucket, with nothing left to overlap, uses the blocking MPI_Allreduce).  Buckets start in
+  index order on every rank (MPI needs the same order of collectives everywhere).
 * After the first synchronised iteration the buckets are re-formed once in the order the
   gradients actually became ready (rank 0's order): torchlite's engine accumulates a layer's
   weight gradient as soon as it is computed but the biases only at the end of backward.
@@ -52,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["DistributedDataParallel"]
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
+_OWN_BUCKET_BYTES = 1024 * 1024      # a gradient this large is all-reduced in place, on its own
 
 
 class _Bucket:
@@ -67,6 +73,8 @@ class _Bucket:
         self.flat = None
         self.pending = 0
         self.work = None
+        self.own = False          # one large parameter, reduced in its .grad (no flat buffer)
+        self.buf = None           # what this iteration reduces: flat, or the .grad itself
 
 
 class DistributedDataParallel(Module, Joinable):
@@ -177,9 +185,16 @@ class DistributedDataParallel(Module, Joinable):
         if getattr(self, "_buckets", None) is not None and self.gradient_as_bucket_view:
             old_views = [self._view(i) for i in range(len(self._params))]
         buckets, open_by_dtype = [], {}
+        own_ok = not self.gradient_as_bucket_view and getattr(self, "_comm_hook", None) is None
         for i in (reversed(range(len(self._params))) if order is None else order):
             p = self._params[i]
             size = p.numel() * p.element_size()
+            if own_ok and size >= _OWN_BUCKET_BYTES:
+                b = _Bucket(len(buckets), p.dtype)
+                b.own = True
+                b.params, b.offsets, b.numel = [i], [0], p.numel()
+                buckets.append(b)
+                continue
             b = open_by_dtype.get(p.dtype)
             cap = _FIRST_BUCKET_BYTES if not buckets or b is buckets[0] else self.bucket_bytes_cap
             cap = min(cap, self.bucket_bytes_cap)
@@ -195,7 +210,8 @@ class DistributedDataParallel(Module, Joinable):
         import torchlite
         where = [None] * len(self._params)
         for b in buckets:
-            b.flat = torchlite.zeros(b.numel, dtype=b.dtype)
+            if not b.own:
+                b.flat = torchlite.zeros(b.numel, dtype=b.dtype)
             for i, off in zip(b.params, b.offsets):
                 where[i] = (b, off)
         object.__setattr__(self, "_buckets", buckets)
@@ -225,7 +241,7 @@ class DistributedDataParallel(Module, Joinable):
     def _view(self, i):
         b, off = self._where[i]
         p = self._params[i]
-        return b.flat[off:off + p.numel()].view(tuple(p.shape))
+        return _flat(b)[off:off + p.numel()].view(tuple(p.shape))
 
     # ---- one iteration --------------------------------------------------------------------------
     def _reset_iteration(self, sync):
@@ -242,6 +258,7 @@ class DistributedDataParallel(Module, Joinable):
         for b in self._buckets:
             b.pending = len(b.params)
             b.work = None
+            b.buf = b.flat
 
     def forward(self, *inputs, **kwargs) -> Any:
         """Run the module; when grad is enabled and not in no_sync(), the next backward
@@ -305,6 +322,10 @@ class DistributedDataParallel(Module, Joinable):
             raise RuntimeError("register_comm_hook must be called before the first backward")
         object.__setattr__(self, "_comm_hook", hook)
         object.__setattr__(self, "_comm_state", state)
+        if any(b.own for b in self._buckets):
+            self._build_buckets()         # the hook sees PyTorch's buckets, each with a buffer
+            for b in self._buckets:
+                b.pending, b.buf = len(b.params), b.flat
 
     def register_builtin_comm_hook(self, comm_hook_type: Any) -> None:
         """Register one of PyTorch's built-in hooks by its
@@ -359,14 +380,18 @@ class DistributedDataParallel(Module, Joinable):
             self._ready_order.append(i)
         self._used[i] = used
         p = self._params[i]
-        view = self._view(i)
         g = p.grad
-        with torchlite.no_grad():
-            if g is None:
-                view.zero_()
-            elif not (self.gradient_as_bucket_view and g.data_ptr() == view.data_ptr()):
-                view.copy_(g)
         b = self._where[i][0]
+        if b.own and used and g is not None and g.is_contiguous() and g.dtype == b.dtype:
+            b.buf = g.view(-1)        # reduced in place: .grad holds the average when done
+        else:
+            view = self._view(i)
+            b.buf = b.flat
+            with torchlite.no_grad():
+                if g is None:
+                    view.zero_()
+                elif not (self.gradient_as_bucket_view and g.data_ptr() == view.data_ptr()):
+                    view.copy_(g)
         b.pending -= 1
         if b.pending == 0:
             self._launch_ready_buckets()
@@ -396,10 +421,10 @@ class DistributedDataParallel(Module, Joinable):
         elif last:
             # the last bucket: nothing is left to overlap with, and MPI's blocking all-reduce
             # is faster than its non-blocking one for large buffers
-            dist.all_reduce(b.flat, op=op, group=self.process_group)
+            dist.all_reduce(b.buf, op=op, group=self.process_group)
             b.work = None
         else:
-            b.work = dist.all_reduce(b.flat, op=op, group=self.process_group, async_op=True)
+            b.work = dist.all_reduce(b.buf, op=op, group=self.process_group, async_op=True)
 
     def _agree_on_used(self, used):
         """Which parameters some rank used this iteration (an all-reduce of flags)."""
@@ -426,9 +451,11 @@ class DistributedDataParallel(Module, Joinable):
         if self._grad_divisor is not None and self._comm_hook is None and self._pg.size() > 1:
             with torchlite.no_grad():
                 for b in self._buckets:
-                    b.flat.div_(self._grad_divisor)
+                    b.buf.div_(self._grad_divisor)
         with torchlite.no_grad():
             for b in self._buckets:
+                if b.buf is not b.flat:
+                    continue         # a .grad reduced in place
                 # A bucket whose gradients were all made by this backward (zero_grad set them to
                 # None, the common case) hands its buffer over: .grad become views of it and the
                 # bucket takes a new buffer, instead of copying the averages back into tensors
@@ -537,7 +564,8 @@ class DistributedDataParallel(Module, Joinable):
                            None if self._divide_by_initial_world_size else 1)
         with torchlite.no_grad():
             for b in self._buckets:
-                b.flat.zero_()
+                b.buf = _flat(b)
+                b.buf.zero_()
         for b in self._buckets:
             self._reduce_bucket(b)
         if self.find_unused_parameters:
@@ -563,6 +591,15 @@ class _JoinHook(JoinHook):
 
     def post_hook(self, is_last_joiner):
         self.ddp._sync_final_model(is_last_joiner)
+
+
+def _flat(b):
+    """Bucket b's flat buffer; a bucket of its own makes one (zeros) only when it needs it: a
+    gradient it cannot reduce in place, or a joined rank's zeros."""
+    if b.flat is None:
+        import torchlite
+        b.flat = torchlite.zeros(b.numel, dtype=b.dtype)
+    return b.flat
 
 
 def _make_hook(ref, i):
