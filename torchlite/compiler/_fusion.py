@@ -19,9 +19,11 @@ summed by the row op's backward.
 Backward.  The region's nodes are copied into a graph of their own; walking them backwards,
 each op's gradient formula -- the same function eager autograd calls (elementwise_grad's
 UNARY/BINARY tables and ternary nodes) -- is traced on proxies into that graph, so the
-backward is a graph of elementwise ops, lowered to one more program: it recomputes the
-forward values it needs tile by tile instead of saving them.  Gradients of broadcast inputs
-are summed back to their shapes after the program."""
+backward is a graph of elementwise ops, lowered to one more program: it recomputes the cheap
+forward values it needs tile by tile, and reads back the costly ones (transcendental
+functions, random masks, softmax results), which the forward program then also writes out
+(_saved_values).  Gradients of broadcast inputs are summed back to their shapes after the
+program."""
 import operator
 
 from .._core.array import broadcast_shapes
@@ -370,11 +372,11 @@ class _Backward:
     (wants[i]: input i requires grad); run as one fused program (or, when some formula has no
     fusable form, as its Python code).
 
-    The program recomputes the forward values it needs, but for the softmax/log_softmax
-    results (a recomputed softmax costs more than reading one back): forward_program is then
-    the kernel's program with those values as extra outputs, which the node saves.  The Python
-    form (create_graph=True) recomputes everything, so the second derivative sees them as
-    functions of the inputs."""
+    The program recomputes the forward values it needs, but for the costly ones
+    (_saved_values: softmax results, transcendental functions, random masks), which cost more
+    to compute again than to read back: forward_program is then the kernel's program with
+    those values as extra outputs, which the node saves.  The Python form (create_graph=True)
+    recomputes everything, so the second derivative sees them as functions of the inputs."""
 
     def __init__(self, kernel, wants=None):
         self.kernel = kernel
@@ -382,9 +384,8 @@ class _Backward:
         self.graph, self.grad_of = derive_backward(kernel.region, wants)
         in_dtypes = [v[1] for v in kernel.in_vals] + list(kernel.out_dtypes)
         self.forward_program = self.forward_spec = None
-        saved = [n for n in kernel.region.nodes if n.op not in ("placeholder", "output")
-                 and L.classify(n, dtype_of) is not None
-                 and L.classify(n, dtype_of).kind == L.SOFTMAX]
+        saved = _saved_values(kernel.region, wants)
+        self.saved_names = [n.name for n in saved]     # what the forward keeps for it
         try:
             graph = self.graph
             if saved:
@@ -429,6 +430,38 @@ class _Backward:
             else:
                 result.append(None)
         return result
+
+
+# Elementwise ops whose value the backward reads back instead of computing again: each costs
+# several times a read of its result (erf about 20 times a multiply in the interpreter, a
+# random mask its Philox rounds), so saving it is the cheaper side at any size -- eager
+# autograd saves a dropout mask too.  Cheap ops (products, sums, comparisons) are recomputed:
+# reading them back would cost more than the instruction.
+_COSTLY_UNARY = frozenset({
+    "erf", "erfc", "erfinv", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sigmoid",
+    "tanh", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "lgamma", "digamma", "i0", "sinc"})
+
+
+def _saved_values(region, wants):
+    """The region's nodes whose values the backward program reads from the forward instead of
+    computing them again: softmax/log_softmax results, and the costly ops (_COSTLY_UNARY, the
+    random draws) of the kernel's full shape.  Only the values the backward reads."""
+    outputs = next(n for n in region.nodes if n.op == "output").args[0]
+    full = {tuple(o.meta["val"][0]) for o in outputs if isinstance(o, Node) and o.meta.get("val")}
+    cands = []
+    for n in region.nodes:
+        if n.op in ("placeholder", "output"):
+            continue
+        e = L.classify(n, dtype_of)
+        if e is not None and (e.kind == L.SOFTMAX or (tuple(n.meta["val"][0]) in full and (
+                e.kind == L.RANDOM or (e.kind == L.UNARY and e.name in _COSTLY_UNARY)))):
+            cands.append(n)
+    if not cands:
+        return []
+    graph, _ = derive_backward(region, wants, cands)
+    read = {n.name for n in graph.nodes if n.op == "placeholder" and n.users}
+    return [n for j, n in enumerate(cands) if f"saved{j}" in read]
 
 
 class _KernelNode(AutogradNode):
