@@ -22,13 +22,14 @@ import threading
 import warnings
 import weakref
 
+from .._size import Size
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..fx._symbolic_trace import _is_function
 from ..fx.proxy import SymInt, _user_line
 from ..jit._trace import _RunTracer, _ValueProxy
 
-__all__ = ["GraphBreak", "capture"]
+__all__ = ["GraphBreak", "capture", "size_layout", "with_sizes"]
 
 
 class GraphBreak(Exception):
@@ -196,6 +197,7 @@ class CaptureTracer(_RunTracer):
         self._foreign = {}              # id(tensor) -> the proxy of another module's parameter
         self._made = []                 # weak references to every value proxy made
         self.output_values = None       # what the traced function returned, as real values
+        self.output_sizes = None        # where it returned torchlite.Size (see size_layout)
         self.foreign_modules = {}       # id -> a module outside the root the code used
         self.on_foreign = None          # called with each such module when first met
 
@@ -210,6 +212,11 @@ class CaptureTracer(_RunTracer):
             raise GraphBreak(f"returning a {type(result).__name__} holding tensors (the graph "
                              f"returns tensors in tuples, lists and dicts)")
         self.output_values = _values_of(result)
+        self.output_sizes = size_layout(result)
+
+    def symbolic_shape(self, proxy, shape):
+        """x.shape / x.size() as a torchlite.Size of symbolic sizes, as eager's is a Size."""
+        return Size(super().symbolic_shape(proxy, shape))
 
     def _note_foreign(self, mod):
         """A module outside the root the code calls or reads a parameter of: the compiled
@@ -626,6 +633,37 @@ def _values_of(v):
     return v
 
 
+_SIZE = "Size"      # size_layout's mark of a torchlite.Size
+
+
+def size_layout(v):
+    """Where a returned value holds a torchlite.Size (x.shape, x.size(), x.shape[1:]), in the
+    tuples, lists and dicts the graph's output rebuilds as plain tuples: None where it holds
+    none (so a graph that returns no size pays nothing), _SIZE for a Size, else the layout of
+    each element (a list, or a dict by key)."""
+    if isinstance(v, Size):
+        return _SIZE
+    if isinstance(v, (tuple, list)):
+        inner = [size_layout(e) for e in v]
+        return inner if any(e is not None for e in inner) else None
+    if isinstance(v, dict):
+        inner = {k: size_layout(e) for k, e in v.items()}
+        return inner if any(e is not None for e in inner.values()) else None
+    return None
+
+
+def with_sizes(v, layout):
+    """A graph's output v with the plain tuples that stand for sizes made torchlite.Size again."""
+    if layout is None:
+        return v
+    if layout is _SIZE:
+        return Size(v)
+    if isinstance(v, dict):
+        return type(v)((k, with_sizes(e, layout.get(k))) for k, e in v.items())
+    items = [with_sizes(e, e_layout) for e, e_layout in zip(v, layout)]
+    return type(v)(*items) if hasattr(v, "_fields") else type(v)(items)
+
+
 def _release(proxies):
     """Put each escaped proxy's value where the user's code put the proxy: the lists, dicts
     (a global, an attribute, a dict of the user's) and sets that hold it."""
@@ -676,6 +714,37 @@ def _untouched(modules, keep):
             _restore(rng, device_rng, saved)
 
 
+def _host_rng_state():
+    """Python's random module's state, and NumPy's global generator's when NumPy is loaded:
+    a number the code draws from them is a constant of the graph, so a capture that drew one
+    is a graph break (torchlite's own generator is recorded instead)."""
+    import random
+    import sys
+    np = sys.modules.get("numpy")
+    if np is None:
+        return random.getstate(), None
+    kind, key, pos, has_gauss, gauss = np.random.get_state()
+    return random.getstate(), (kind, key.tobytes(), pos, has_gauss, gauss)
+
+
+@contextlib.contextmanager
+def _host_rng_untouched(state, keep):
+    """Put back the host generators' state after the block (a graph break that drew from
+    them runs eagerly and draws what eager would), unless keep[0] was set in it."""
+    try:
+        yield
+    finally:
+        if not keep[0] and _host_rng_state() != state:
+            import random
+            import sys
+            random.setstate(state[0])
+            if state[1] is not None:
+                kind, key, pos, has_gauss, gauss = state[1]
+                np_module = sys.modules["numpy"]
+                np_module.random.set_state((kind, np_module.frombuffer(key, dtype=np_module.uint32),
+                                            pos, has_gauss, gauss))
+
+
 def _restore(rng, device_rng, saved):
     from .. import _dispatch
     from .._ops.random import set_rng_state
@@ -716,9 +785,13 @@ def capture(fn, args, kwargs, dynamic=False):
     modules = list(fn.modules()) if isinstance(fn, Module) else []
     tracer = CaptureTracer(dynamic)
     keep = [False]
-    with _untouched(modules, keep) as snapshot:     # under the call's grad mode: code may
-        tracer.on_foreign = snapshot                # branch on it
-        graph = tracer.trace_run(fn, clones, None)
+    host_rng = _host_rng_state()
+    with _untouched(modules, keep) as snapshot, _host_rng_untouched(host_rng, keep):
+        tracer.on_foreign = snapshot                # (under the call's grad mode: code may
+        graph = tracer.trace_run(fn, clones, None)  # branch on it)
+        if _host_rng_state() != host_rng:
+            raise GraphBreak("a draw from Python's random module or NumPy's global generator "
+                             "(the graph would keep the capture's numbers)")
         escaped = tracer.escaped()
         if escaped:
             _release(escaped)

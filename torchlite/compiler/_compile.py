@@ -3,7 +3,9 @@ graph for them, run it; or run eagerly where the code cannot be captured.
 
 Guards.  A compiled graph is specialised on what its capture fixed: each tensor argument's
 shape, dtype, device and requires_grad, the other arguments' values, grad mode, the default
-dtype and every submodule's training flag.  The key of those is looked up in a per-callable
+dtype, every submodule's training flag and attributes, and what the code it ran read
+outside its arguments (globals, closure cells, default values, class attributes, the
+user's Python modules' attributes: see _world and _learn_reachable).  The key of those is looked up in a per-callable
 cache; a miss compiles again, up to config.cache_size_limit entries, after which new keys run
 eagerly with a warning (PyTorch's recompile limit).
 
@@ -15,8 +17,12 @@ module that holds it).  explain() reports the graphs and the breaks."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
+import sys
+import sysconfig
 import threading
+import types
 import warnings
 import weakref
 
@@ -91,15 +97,19 @@ class _Done:
 class _Graph:
     """A cache entry: the compiled function of one captured graph."""
 
-    def __init__(self, fn, root, layout, graph, kernels):
+    def __init__(self, fn, root, layout, graph, kernels, sizes=None):
         self.fn, self.root, self.layout = fn, root, layout
         self.graph, self.kernels = graph, kernels
+        self.sizes = sizes          # where the output holds a torchlite.Size (the graph's
+                                    # code rebuilds it as a plain tuple)
 
     def __call__(self, args, kwargs):
         _record_event("graph", self)
         if self.layout[0] == "args":
-            return self.fn(self.root, *args)
-        return self.fn(self.root, *_capture.bind_call(self.layout[1], args, kwargs))
+            out = self.fn(self.root, *args)
+        else:
+            out = self.fn(self.root, *_capture.bind_call(self.layout[1], args, kwargs))
+        return out if self.sizes is None else _capture.with_sizes(out, self.sizes)
 
 
 class Compiled:
@@ -122,10 +132,13 @@ class Compiled:
         self._warned_limit = False
         self._child_compiled = {}       # id(submodule) -> Compiled, for graph breaks
         # what the captures found the code reading outside its arguments, guarded on every
-        # call (see _world): modules outside the root, and the globals and closure cells of
-        # its code holding numbers, strings, tensors or small containers of them
+        # call (see _world): modules outside the root, and the globals, closure cells,
+        # default values and class attributes its code (and the code it calls) reads
         self._foreign_modules = {}      # id -> module
-        self._free_values = {}          # (kind, id of the dict or cell, name) -> reader
+        self._free_values = {}          # (kind, id of the dict, cell or owner, name) -> reader
+        self._attr_names = set()        # the attribute names that code reads
+        self._learned_functions = {}    # id -> function whose state is guarded (kept, so
+                                        # that its id is not another function's)
         _all_compiled.add(self)
         self.__name__ = getattr(target, "__name__", type(target).__name__)
         self.__doc__ = getattr(target, "__doc__", None)
@@ -136,9 +149,10 @@ class Compiled:
         process's): the copy compiles again on its first call."""
         state = self.__dict__.copy()
         for name in ("cache", "dynamic_cache", "_child_compiled", "_static_examples",
-                     "_foreign_modules", "_free_values"):
+                     "_foreign_modules", "_free_values", "_learned_functions"):
             state[name] = {}
-        state["_static_shapeless"] = set()
+        for name in ("_static_shapeless", "_attr_names"):
+            state[name] = set()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -185,10 +199,10 @@ class Compiled:
         """The state outside the arguments that a graph depends on, as a key: the module tree
         of the root and of each outside module the code uses (every submodule by identity, so
         a replaced layer is a new key, its training flag, the identity of each parameter,
-        buffer and tensor attribute, so a replaced or removed one is too; hooks, which the
-        graph would skip, make the call eager), and the values of the globals and closure
-        cells the code reads (numbers, strings and small containers of them by value, tensors
-        by identity)."""
+        buffer and tensor attribute, so a replaced or removed one is too, its other
+        attributes as _guard_value keys them; hooks, which the graph would skip, make the call
+        eager), and what the code read elsewhere: globals, closure cells, functions' default
+        values and class attributes (see _guard_value)."""
         trees = [self.module] if self.module is not None else []
         trees += self._foreign_modules.values()
         mods = []
@@ -209,24 +223,96 @@ class Compiled:
                 self._foreign_modules.setdefault(id(m), m)
 
     def _learn_code(self, root):
-        """Before a capture: the globals and closure cells the code may read (its code
-        object's names; a capture may change them, so they are read first)."""
+        """Before a capture: the globals, closure cells and default values the compiled code
+        may read (a capture may change them, so they are read first)."""
         fn = type(root).forward if self.module is not None and root is self.module else root
-        fn = getattr(fn, "__func__", fn)
+        self._learn_function(getattr(fn, "__func__", fn))
+
+    def _learn_function(self, fn):
+        """Guard what a Python function reads besides its arguments: the globals its code
+        names, its closure cells, its default values (a graph bakes in a default it was
+        captured with)."""
         code = getattr(fn, "__code__", None)
-        if code is None:
+        if code is None or id(fn) in self._learned_functions:
             return
-        g = getattr(fn, "__globals__", {})
-        for name in _names_read(code):
-            if name in g and _guardable(g[name]):
-                self._free_values.setdefault(("global", id(g), name), _global_reader(g, name))
+        self._learned_functions[id(fn)] = fn
+        self._learn_names(code, getattr(fn, "__globals__", {}))
         for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
-            try:
-                value = cell.cell_contents
-            except ValueError:          # an empty cell
+            self._guard_read(("cell", id(cell), name), _CellReader(cell))
+        if getattr(fn, "__defaults__", None) or getattr(fn, "__kwdefaults__", None):
+            self._guard_read(("defaults", id(fn), ""), _defaults_reader(fn))
+
+    def _learn_names(self, code, g):
+        """The globals a code object names (all of them: numbers and containers by value,
+        anything else by identity, so a rebound function, class or model is seen), and the
+        attribute names it reads, for the class attributes _learn_reachable guards."""
+        names = _names_read(code)
+        self._attr_names |= names | _identifier_constants(code)     # (getattr(self, "scale"))
+        for name in names:
+            if name in g:
+                self._guard_read(("global", id(g), name), _GlobalReader(g, name))
+
+    def _learn_ran(self, ran):
+        """After a capture: the code it ran (ran: code object -> its globals), which reads
+        globals the compiled function's own code does not name (a helper's, a submodule's
+        forward's, a property's), and what _learn_reachable finds from there."""
+        for code, g in ran.items():
+            if g is not None:
+                self._learn_names(code, g)
+        self._learn_reachable(ran)
+
+    def _learn_reachable(self, ran):
+        """What the code reaches through the objects it reads (the module trees' classes
+        and attributes, the globals' and closure cells' values):
+        - the functions among them whose code the capture ran (ran): their closure cells
+          and defaults (a helper made by a factory, held in a global or a closure);
+        - class attributes (self.scale defined on the class, an inherited one,
+          type(self).FLAG, Config.FLAG, a config object's class's): of each class found
+          and each plain object's class, each name the code reads that the class (or a
+          base outside torchlite) defines;
+        - attributes of the user's own Python modules (`import config; config.SCALE`).
+        Guarded as globals are (_guard_value: a method by identity), and looked up anew on
+        each call, so a change made on a base class is seen too."""
+        trees = ([self.module] if self.module is not None else []) + list(self._foreign_modules.values())
+        internals = _module_internals()
+        found = []
+        for tree in trees:
+            for m in tree.modules():
+                found.append(type(m))
+                found.extend(v for k, v in m.__dict__.items() if k not in internals)
+        found.extend(_read_values(self._free_values.values()))
+        names = [n for n in self._attr_names if not (n.startswith("__") and n.endswith("__"))]
+        seen = set()
+        while found:
+            v = found.pop()
+            fn = getattr(v, "__func__", v)          # (a bound method)
+            if isinstance(fn, types.FunctionType):
+                if fn.__code__ in ran and id(fn) not in self._learned_functions:
+                    count = len(self._free_values)
+                    self._learn_function(fn)
+                    found.extend(_read_values(list(self._free_values.values())[count:]))
                 continue
-            if _guardable(value):
-                self._free_values.setdefault(("cell", id(cell), name), _cell_reader(cell))
+            if isinstance(v, types.ModuleType):
+                if id(v) in seen or not _users_module(v):
+                    continue
+                seen.add(id(v))
+                g = vars(v)
+                for name in names:
+                    if name in g:
+                        self._guard_read(("global", id(g), name), _GlobalReader(g, name))
+                        found.append(g[name])       # (config.Model.SCALE, pkg.sub.X)
+                continue
+            cls = v if isinstance(v, type) else type(v) if _is_record(v) else None
+            if cls is None or id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            own = [k.__dict__ for k in cls.__mro__ if not _library_class(k)]
+            for name in names:
+                if any(name in d for d in own):
+                    self._guard_read(("class", id(cls), name), _class_reader(cls, name))
+
+    def _guard_read(self, key, reader):
+        self._free_values.setdefault(key, reader)
 
     # ---- compiling ------------------------------------------------------------------------------
     def _wants_dynamic(self, shapeless, args, kwargs):
@@ -259,13 +345,22 @@ class Compiled:
         shapeless = self._key(args, kwargs, sizes=False)
         dynamic = self._wants_dynamic(shapeless, args, kwargs)
         self._learn_code(root)
+        known = len(self._free_values)
         world = self._world()           # before the capture, which may change what it reads
+        ran = {}
         try:
-            with _capturing():
-                graph, tracer, layout = _capture.capture(root, args, kwargs, dynamic)
-            self._learn_modules(tracer)             # (a capture leaves modules' state alone)
-            world = (self._world()[0], world[1])    # the keys with what the capture found
-            key, shapeless = key[:-1] + (world,), shapeless[:-1] + (world,)
+            try:
+                with _capturing(), _code_run(ran):
+                    graph, tracer, layout = _capture.capture(root, args, kwargs, dynamic)
+                self._learn_modules(tracer)         # (a capture leaves modules' state alone)
+            finally:
+                # the keys with what the capture found: the module trees as they are (a
+                # capture leaves them alone), the values read before it as they were then,
+                # and what it newly found the code reading
+                self._learn_ran(ran)
+                after = self._world()
+                world = (after[0], world[1] + after[1][known:])
+                key, shapeless = key[:-1] + (world,), shapeless[:-1] + (world,)
             if dynamic and not tracer.specialized:
                 why = self._sizes_baked_in(root, graph, shapeless)
                 if why:
@@ -298,6 +393,7 @@ class Compiled:
             return entry
         try:
             entry = self._build(graph, layout, args, kwargs, dynamic)
+            entry.sizes = tracer.output_sizes
         except Exception as e:
             if not config.suppress_errors:
                 raise
@@ -512,35 +608,60 @@ def _same_graph(a, b):
 
 
 def _plain_attributes(m):
-    """A module's own attributes a graph may have baked in: tensors (not parameters or
-    buffers: computations on them are not recorded) by identity and version, and numbers,
-    strings and None by value (nn.Module's own bookkeeping left out)."""
-    global _MODULE_INTERNALS
-    if _MODULE_INTERNALS is None:
-        from ..nn.modules.module import Module
-        _MODULE_INTERNALS = frozenset(Module().__dict__)
+    """A module's own attributes a graph may have baked in, keyed by _guard_value: tensors
+    (not parameters or buffers: computations on them are not recorded) by identity and
+    version, numbers, strings and small containers and records by value, anything else (a
+    function such as a layer's activation, an enum member) by identity; nn.Module's own
+    bookkeeping left out."""
+    internals = _module_internals()
     out = []
     for k, v in m.__dict__.items():
-        if k in _MODULE_INTERNALS:
+        if k in internals:
             continue
         t = type(v)
-        if t is float or t is int or t is bool or t is str or v is None:
-            out.append((k, v))
-        elif isinstance(v, Tensor):
-            out.append((k, id(v), v._version))
-        elif (t is list or t is tuple or t is dict or _is_record(v)) and _guardable(v):
+        if t is int or t is bool or t is str or v is None:     # (most of them, keyed inline)
+            out.append((k, t, v))
+        else:
             out.append((k, _guard_value(v)))
     return tuple(out)
 
 
+def _module_internals():
+    global _MODULE_INTERNALS
+    if _MODULE_INTERNALS is None:
+        from ..nn.modules.module import Module
+        _MODULE_INTERNALS = frozenset(Module().__dict__)
+    return _MODULE_INTERNALS
+
+
 def _is_record(v):
-    """A plain record of values: a SimpleNamespace or a dataclass instance (a config)."""
+    """A plain record of values (a config): a SimpleNamespace, a dataclass instance, or an
+    instance of a plain class of the user's (its attributes in its __dict__)."""
     import dataclasses
-    import types
-    return isinstance(v, types.SimpleNamespace) or (dataclasses.is_dataclass(v) and not isinstance(v, type))
+    import enum
+    if isinstance(v, types.SimpleNamespace) or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+        return True
+    t = type(v)
+    return (t.__module__ not in ("builtins", "functools") and not _library_class(t)
+            and isinstance(getattr(v, "__dict__", None), dict) and not callable(v)
+            and not isinstance(v, (type, types.ModuleType, enum.Enum, Tensor)))
+
+
+def _library_class(cls):
+    """torchlite's own classes and object: their class attributes are not the user's state."""
+    return cls is object or (cls.__module__ or "").split(".")[0] == "torchlite"
 
 
 _MODULE_INTERNALS = None
+
+
+def _identifier_constants(code):
+    """The strings a code object (and those inside it) holds that may name an attribute."""
+    found = {c for c in code.co_consts if type(c) is str and c.isidentifier()}
+    for c in code.co_consts:
+        if hasattr(c, "co_consts"):
+            found |= _identifier_constants(c)
+    return found
 
 
 def _names_read(code):
@@ -552,47 +673,150 @@ def _names_read(code):
     return names
 
 
-def _guardable(v, depth=0):
-    """Whether a value read from a global or a closure is guarded (by value, or by identity
-    for a tensor): what a graph may have baked in."""
-    if v is None or isinstance(v, (bool, int, float, complex, str, Tensor)):
-        return True
-    if depth == 0 and isinstance(v, (tuple, list)) and len(v) <= 64:
-        return all(_guardable(e, 1) for e in v)
-    if depth == 0 and type(v) is dict and len(v) <= 64:
-        return all(_guardable(e, 1) for e in v.values())
-    if depth == 0 and _is_record(v) and len(vars(v)) <= 64:
-        return all(_guardable(e, 1) for e in vars(v).values())
-    return False
+_GUARDED_LENGTH = 64        # longer containers and records are guarded by identity
+_GUARDED_DEPTH = 2          # and so are those nested deeper
 
 
-def _guard_value(v):
-    if isinstance(v, Tensor):               # (what the code computes from it is baked in)
+def _guard_value(v, depth=0):
+    """What a guard compares of a value the code reads outside its arguments (a global, a
+    closure cell, a default, a class or module attribute): numbers, strings and None by
+    value; a tensor by identity and version (what the code computed from it is baked in);
+    tuples, lists, dicts and records (a SimpleNamespace, a dataclass, a plain config
+    object) by their elements' keys, up to a size and depth; a functools.partial by its
+    function and arguments; anything else -- a function, a class, a module, an enum
+    member, a larger container -- by identity."""
+    t = type(v)
+    if v is None or t is bool or t is int or t is str or t is complex:
+        return (t.__name__, v)
+    if t is float:
+        return ("nan",) if v != v else ("f", v)
+    if isinstance(v, Tensor):
         return ("tensor", id(v), v._version)
-    if isinstance(v, (tuple, list)):
-        return (type(v).__name__, tuple(_guard_value(e) for e in v))
-    if type(v) is dict:
-        return ("dict", tuple((k, _guard_value(e)) for k, e in v.items()))
-    if _is_record(v):
-        return (type(v).__name__, tuple((k, _guard_value(e)) for k, e in vars(v).items()))
-    if isinstance(v, float) and v != v:
-        return ("nan",)
-    return (type(v).__name__, v)
+    if depth < _GUARDED_DEPTH:
+        if (t is tuple or t is list) and len(v) <= _GUARDED_LENGTH:
+            return (t.__name__, tuple(_guard_value(e, depth + 1) for e in v))
+        if t is dict and len(v) <= _GUARDED_LENGTH:
+            return ("dict", tuple((k, _guard_value(e, depth + 1)) for k, e in v.items()))
+        if t is functools.partial:
+            return ("partial", _Identity(v.func), _guard_value(v.args, depth + 1),
+                    _guard_value(v.keywords, depth + 1))
+        if _is_record(v) and len(vars(v)) <= _GUARDED_LENGTH:
+            return (_Identity(t), tuple((k, _guard_value(e, depth + 1)) for k, e in vars(v).items()))
+    return _Identity(v)
 
 
-def _global_reader(g, name):
-    def read():
-        return _guard_value(g.get(name, _capture.GraphBreak))
-    return read
+class _Identity:
+    """A guard on an object's identity.  It holds the object, so that a cached key keeps it
+    alive and its id cannot be reused by another object that would then pass the guard."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return type(other) is _Identity and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
 
 
-def _cell_reader(cell):
-    def read():
+_MISSING = object()             # a global or class attribute that is not there (deleted)
+
+
+class _GlobalReader:
+    """Reads a global for the guards (by _guard_value); value() is the global itself."""
+
+    __slots__ = ("g", "name")
+
+    def __init__(self, g, name):
+        self.g, self.name = g, name
+
+    def value(self):
+        return self.g.get(self.name, _MISSING)
+
+    def __call__(self):
+        return _guard_value(self.g.get(self.name, _MISSING))
+
+
+class _CellReader:
+    """Reads a closure cell for the guards; value() is its content."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def value(self):
         try:
-            return _guard_value(cell.cell_contents)
-        except ValueError:
-            return None
+            return self.cell.cell_contents
+        except ValueError:          # an empty cell
+            return _MISSING
+
+    def __call__(self):
+        return _guard_value(self.value())
+
+
+def _read_values(readers):
+    """The values behind the global and cell readers among readers."""
+    return [r.value() for r in readers if isinstance(r, (_GlobalReader, _CellReader))]
+
+
+def _defaults_reader(fn):
+    def read():
+        return _guard_value(fn.__defaults__), _guard_value(fn.__kwdefaults__)
     return read
+
+
+def _class_reader(cls, name):
+    """A class attribute as an attribute read finds it: in the first class of the MRO (as
+    it is now: a base's value may be shadowed later) that defines it."""
+    def read():
+        for k in cls.__mro__:
+            d = k.__dict__
+            if name in d:
+                return _guard_value(d[name])
+        return _Identity(_MISSING)
+    return read
+
+
+@contextlib.contextmanager
+def _code_run(ran):
+    """Collect into ran (code object -> its globals, or None for torchlite's own and the
+    standard library's code) the Python code that runs in the block on this thread: the
+    code the capture ran, whose globals and attribute reads the guards learn.  A trace
+    function in place (a debugger, coverage) keeps working: each call is handed on to it."""
+    previous = sys.gettrace()
+
+    def trace(frame, event, arg):
+        code = frame.f_code
+        if code not in ran:
+            ran[code] = frame.f_globals if _users_code(frame) else None
+        return previous(frame, event, arg) if previous is not None else None
+    sys.settrace(trace)
+    try:
+        yield ran
+    finally:
+        sys.settrace(previous)
+
+
+def _users_code(frame):
+    """Whether the code of a frame is the user's (not torchlite's or the standard library's,
+    whose globals and attributes are not the user's state)."""
+    return _users_file(frame.f_globals.get("__name__"), frame.f_code.co_filename)
+
+
+def _users_module(module):
+    return _users_file(module.__name__, getattr(module, "__file__", None))
+
+
+def _users_file(module_name, filename):
+    if module_name == "torchlite" or (module_name or "").startswith("torchlite."):
+        return False
+    return filename is not None and not filename.startswith(_STDLIB) and not filename.startswith("<frozen")
+
+
+_STDLIB = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
 
 
 def _describe_key(key):
