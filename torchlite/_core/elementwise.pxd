@@ -27,3 +27,7 @@ cdef int check_writable(Array out, str op) except -1
 # 2 ternary (op: the op code), 3 cast (op: the source dtype, dtype: the target).  The fused
 # program interpreter (fused.pyx) runs these same loops, so an op's math has one home.
 cdef tl_loop loop_of(int kind, int op, int dtype) noexcept nogil
+
+# The memory order a new result of an elementwise op takes from its operands' byte strides
+# (st[o][d] for o in first..nops-1): perm, the dims innermost first.  Fused programs use it too.
+cdef void memory_order(int64_t (*st)[MAX_DIMS], int first, int nops, int nd, int* perm) noexcept nogil

@@ -319,6 +319,22 @@ cdef inline int _cmp_dims(int64_t (*st)[MAX_DIMS], int first, int nops, int d0, 
     return 0
 
 
+cdef void memory_order(int64_t (*st)[MAX_DIMS], int first, int nops, int nd,
+                       int* perm) noexcept nogil:
+    """perm: the dims, innermost first, in the memory order of operands first..nops-1 (byte
+    strides st[o][d]; stride 0, a broadcast, says nothing): the first operand that tells two
+    dims apart orders them, ties keep the logical order.  A new output takes this order, so
+    an op on channels_last inputs gives a channels_last result, as PyTorch's."""
+    cdef int i, j, t
+    for i in range(nd):
+        perm[i] = nd - 1 - i
+    for i in range(1, nd):          # innermost = smallest strides (insertion sort, stable)
+        j = i
+        while j > 0 and _cmp_dims(st, first, nops, perm[j - 1], perm[j]) > 0:
+            t = perm[j]; perm[j] = perm[j - 1]; perm[j - 1] = t
+            j -= 1
+
+
 cdef Array _prepare(Plan* p, tuple ins, char* sbuf, Array out, int out_dtype, int nd,
                     const int64_t* shape):
     """Fill the plan for out = f(ins...) over the broadcast `shape`.  A None input is a scalar
@@ -348,13 +364,7 @@ cdef Array _prepare(Plan* p, tuple ins, char* sbuf, Array out, int out_dtype, in
         isz = tl_itemsize[out.dtype]
         for d in range(nd):
             st[0][d] = 0 if out.shp[d] == 1 else out.strd[d] * isz
-    for i in range(nd):
-        perm[i] = nd - 1 - i
-    for i in range(1, nd):          # innermost = smallest strides (insertion sort, stable)
-        j = i
-        while j > 0 and _cmp_dims(st, 0 if out is not None else 1, nops, perm[j - 1], perm[j]) > 0:
-            t = perm[j]; perm[j] = perm[j - 1]; perm[j - 1] = t
-            j -= 1
+    memory_order(st, 0 if out is not None else 1, nops, nd, perm)
     if out is None:
         for i in range(nd):
             order[i] = perm[i]

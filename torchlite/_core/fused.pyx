@@ -28,8 +28,9 @@ from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
-from torchlite._core.array cimport Array, MAX_DIMS, new_array, tl_itemsize, TL_ERR_ZERODIV
-from torchlite._core.elementwise cimport tl_loop, loop_of
+from torchlite._core.array cimport (Array, MAX_DIMS, new_array, new_array_strided, tl_itemsize,
+                                    TL_ERR_ZERODIV)
+from torchlite._core.elementwise cimport tl_loop, loop_of, memory_order
 from torchlite._core.reduction cimport row_reduce_fn, row_softmax_fn, row_sum, row_softmax
 from torchlite._core.random cimport bernoulli_range
 from torchlite._core.parallel cimport num_chunks
@@ -78,6 +79,7 @@ cdef class Program:
     cdef Instr* ins
     cdef int n_ins, n_in, n_const, n_scratch, n_out
     cdef bint has_rows
+    cdef bint has_random
     cdef int* in_dtype
     cdef int* out_dtype
     cdef int* slot_kind
@@ -124,7 +126,7 @@ cdef class Program:
             self.out_dtype[i] = _check_dtype(out_dtypes[i])
         for i, (dt, v) in enumerate(consts):
             _store_const(&self.const_bits[i], _check_dtype(dt), v)
-        self.has_rows = False
+        self.has_rows = self.has_random = False
         for i, (kind, op, dtype, operands, params) in enumerate(instrs):
             I = &self.ins[i]
             I.nops = len(operands)
@@ -154,6 +156,7 @@ cdef class Program:
                                      f"float destination, int64 seed and block sources and a "
                                      f"probability")
                 I.row_kind, I.row_op = kind, op
+                self.has_random = True
             else:
                 I.fn = loop_of(kind, op, dtype)
                 if I.fn == NULL:
@@ -174,12 +177,19 @@ cdef class Program:
                 I.p[k] = params[k] if k < len(params) else 0.0
 
     def run(self, tuple inputs, shape):
-        """The outputs (new contiguous arrays of `shape`) of the program on `inputs` (Arrays
-        broadcastable to `shape`, of the program's input dtypes).  Row instructions work on
-        the rows of `shape`'s last dimension; longer rows than MAX_ROW raise
+        """The outputs (new arrays of `shape`) of the program on `inputs` (Arrays broadcastable
+        to `shape`, of the program's input dtypes).  The outputs take the inputs' memory order
+        as an eager op's result does (channels_last inputs give channels_last outputs), except
+        in programs with row or random instructions, whose outputs are contiguous: row
+        instructions work on the rows of `shape`'s last dimension, and a random instruction
+        draws by the element's row-major index.  Longer rows than MAX_ROW raise
         NotImplementedError (the caller runs the ops one by one)."""
         cdef int nd = len(shape), i, d, k, nops = self.n_in + self.n_out
         cdef int64_t shp[MAX_DIMS]
+        cdef int64_t order[MAX_DIMS]
+        cdef int perm[MAX_DIMS]
+        cdef int64_t tmp[MAX_DIMS]
+        cdef bint permuted = False
         cdef Array a
         if nd > MAX_DIMS:
             raise ValueError(f"fused program {self.name}: {nd} dims (at most {MAX_DIMS})")
@@ -195,8 +205,8 @@ cdef class Program:
             if row > MAX_ROW:
                 raise NotImplementedError(f"fused program {self.name}: rows of {row} elements "
                                           f"(at most {MAX_ROW})")
-        outs = [new_array(nd, shp, self.out_dtype[i]) for i in range(self.n_out)]
-        # byte strides of every operand over the output's dims (outputs are contiguous)
+        # byte strides of every operand over the output's dims (outputs are contiguous in the
+        # order the program iterates: the inputs' memory order, dims permuted to it)
         cdef Tiling t
         memset(&t, 0, sizeof(Tiling))
         t.nops = nops
@@ -217,12 +227,34 @@ cdef class Program:
                 t.st[i][d] = 0 if (d < k or a.shp[d - k] == 1) else a.strd[d - k] * tl_itemsize[a.dtype]
             t.base[i] = a.ptr()
             t.isz[i] = tl_itemsize[a.dtype]
+        if not self.has_rows and not self.has_random and nd > 1:
+            memory_order(t.st, 0, self.n_in, nd, perm)
+            for d in range(nd):
+                order[d] = perm[d]
+                permuted = permuted or perm[d] != nd - 1 - d
+        if permuted:
+            outs = [new_array_strided(nd, shp, order, self.out_dtype[i]) for i in range(self.n_out)]
+        else:
+            outs = [new_array(nd, shp, self.out_dtype[i]) for i in range(self.n_out)]
         for i in range(self.n_out):
             a = <Array>outs[i]
             for d in range(nd):
                 t.st[self.n_in + i][d] = 0 if shp[d] == 1 else a.strd[d] * tl_itemsize[a.dtype]
             t.base[self.n_in + i] = a.ptr()
             t.isz[self.n_in + i] = tl_itemsize[a.dtype]
+        if permuted:
+            # iterate in memory order: dim k (outermost first) is logical dim perm[nd - 1 - k],
+            # so every output is contiguous over the permuted dims (an elementwise program does
+            # not care which logical dim is which)
+            for k in range(nops):
+                for d in range(nd):
+                    tmp[d] = t.st[k][perm[nd - 1 - d]]
+                for d in range(nd):
+                    t.st[k][d] = tmp[d]
+            for d in range(nd):
+                tmp[d] = shp[perm[nd - 1 - d]]
+            for d in range(nd):
+                shp[d] = tmp[d]
         _coalesce(&t, nd, shp)
         if t.numel == 0:
             return outs
