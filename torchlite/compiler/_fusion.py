@@ -384,12 +384,14 @@ class _Backward:
         self.graph, self.grad_of = derive_backward(kernel.region, wants)
         in_dtypes = [v[1] for v in kernel.in_vals] + list(kernel.out_dtypes)
         self.forward_program = self.forward_spec = None
-        saved = _saved_values(kernel.region, wants)
+        saved, graph = _saved_values(kernel.region, wants)
         self.saved_names = [n.name for n in saved]     # what the forward keeps for it
         try:
-            graph = self.graph
-            if saved:
+            if not saved:
+                graph = self.graph
+            elif graph is None:
                 graph, _ = derive_backward(kernel.region, wants, saved)
+            if saved:
                 in_dtypes += [n.meta["val"][1] for n in saved]
                 self.forward_spec = L.lower(name, _with_outputs(kernel.region, saved),
                                             [v[1] for v in kernel.in_vals])
@@ -444,9 +446,10 @@ _COSTLY_UNARY = frozenset({
 
 
 def _saved_values(region, wants):
-    """The region's nodes whose values the backward program reads from the forward instead of
-    computing them again: softmax/log_softmax results, and the costly ops (_COSTLY_UNARY, the
-    random draws) of the kernel's full shape.  Only the values the backward reads."""
+    """(saved, graph): the region's nodes whose values the backward program reads from the
+    forward instead of computing them again -- softmax/log_softmax results, and the costly ops
+    (_COSTLY_UNARY, the random draws) of the kernel's full shape, only those the backward
+    reads -- and the backward graph reading them when it is already derived (else None)."""
     outputs = next(n for n in region.nodes if n.op == "output").args[0]
     full = {tuple(o.meta["val"][0]) for o in outputs if isinstance(o, Node) and o.meta.get("val")}
     cands = []
@@ -458,10 +461,11 @@ def _saved_values(region, wants):
                 e.kind == L.RANDOM or (e.kind == L.UNARY and e.name in _COSTLY_UNARY)))):
             cands.append(n)
     if not cands:
-        return []
+        return [], None
     graph, _ = derive_backward(region, wants, cands)
     read = {n.name for n in graph.nodes if n.op == "placeholder" and n.users}
-    return [n for j, n in enumerate(cands) if f"saved{j}" in read]
+    saved = [n for j, n in enumerate(cands) if f"saved{j}" in read]
+    return saved, (graph if len(saved) == len(cands) else None)
 
 
 class _KernelNode(AutogradNode):
