@@ -762,3 +762,117 @@ def test_pack_b_has_no_packed_form_for_other_dtypes():
     assert _mm.pack_b(tl.ones(3, 4, dtype=tl.int32)._data) is None
     assert _mm.pack_b(tl.ones(0, 4)._data) is None
     assert _mm.pack_b(tl.ones(2, 3, 4)._data) is None
+
+
+# ---- strided operands: packing through any strides (kernels/gemm_kernel.h pack_block) ------
+def strided_operand(buf, shape, strides, offset):
+    """A torchlite view of the float buffer `buf` with these element strides (0 and
+    overlapping ones included), and the NumPy array it holds."""
+    view = np.lib.stride_tricks.as_strided(buf[offset:], shape, [s * buf.itemsize for s in strides])
+    return tl.tensor(buf).as_strided(shape, strides, offset), np.array(view)
+
+
+def attention_heads(dtype, rng, T=64, B=32, E=128, H=4):
+    """q, k, v as multi_head_attention_forward folds a (T, B, 3E) projection's heads into a
+    (B*H, T, E/H) batch (each head's rows B*E elements apart: 16 KB for float32 here), from
+    the projection as it is and from its slices reshaped (the issue's reproduction)."""
+    proj = rng.standard_normal((T, B, 3 * E)).astype(NP[dtype])
+    packed = np.ascontiguousarray(proj.reshape(T, B, 3, E).transpose(2, 0, 1, 3))
+    t = tl.tensor(packed)
+    heads = [t[i].view(T, B * H, E // H).transpose(0, 1) for i in range(3)]
+    sliced = tl.tensor(proj)[..., 2 * E:].reshape(T, B * H, E // H).transpose(0, 1)
+    return heads, sliced
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_attention_head_layouts(isa, threads, dtype):
+    """The six products of an attention layer's forward and backward on the head views
+    (strides (32, 4096, 1) and their transposes), with the scale and mask of the scores'
+    baddbmm: equal to NumPy, and bit for bit equal to the same products on contiguous copies
+    (packing only moves values, it never changes the order of the sums)."""
+    rng = np.random.default_rng(5)
+    (q, k, v), v2 = attention_heads(dtype, rng)
+    assert q.stride() == (32, 4096, 1) and v2.stride() == (32, 4096, 1)
+    BH, T, D = q.shape
+    p = tl.tensor(rng.standard_normal((BH, T, T)).astype(NP[dtype]))
+    g = tl.tensor(rng.standard_normal((T, BH, D)).astype(NP[dtype])).transpose(0, 1)
+    for a, b in [(q, k.transpose(1, 2)), (p, v), (p, v2), (g, v.transpose(1, 2)),
+                 (p.transpose(1, 2), g), (p, k), (q.transpose(1, 2), p)]:
+        an, bn = a.numpy(), b.numpy()
+        got = tl.bmm(a, b)
+        check(got, ref(an, bn), an.shape[-1])
+        np.testing.assert_array_equal(got.numpy(), tl.bmm(a.contiguous(), b.contiguous()).numpy())
+    qn, ktn = q.numpy(), k.transpose(1, 2).numpy()
+    mask = np.triu(np.full((T, T), -1e4), 1).astype(NP[dtype])[None]      # broadcast batch
+    scale = 1 / math.sqrt(D)
+    got = tl.baddbmm(tl.tensor(mask), q, k.transpose(1, 2), alpha=scale)
+    check(got, mask + scale * ref(qn, ktn), D,
+          magnitude=scale * ref(np.abs(qn), np.abs(ktn)) + np.abs(mask))
+    np.testing.assert_array_equal(
+        got.numpy(), tl.baddbmm(tl.tensor(mask), q.contiguous(), k.transpose(1, 2).contiguous(),
+                                alpha=scale).numpy())
+    got = tl.baddbmm(tl.zeros((), dtype=dtype), q, k.transpose(1, 2), beta=0, alpha=scale)
+    check(got, scale * ref(qn, ktn), D)
+
+
+# m, n, k around the panel widths (MR 4/6/8, NR 8/16/24/48 over the ISA levels and dtypes),
+# the 64-element packing groups, the 8x8 and 4x4 transposes and the KC = 256 depth
+PACK_SIZES = [(2, 2, 1), (7, 9, 5), (8, 8, 8), (9, 17, 31), (24, 23, 33), (25, 47, 64),
+              (6, 48, 7), (47, 49, 16), (64, 63, 9), (65, 65, 40), (13, 97, 257), (130, 33, 12)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_products_on_every_stride_pattern(isa, threads, dtype):
+    """Each operand with its rows contiguous (row-major B, transposed A), its k contiguous,
+    neither (both strides > 1, either the larger), a power-of-two stride of 2048 elements (a
+    whole number of L1 ways), rows or k broadcast (stride 0), and a batch whose stride is
+    odd, zero or smaller than the matrices' own: all equal to NumPy's float64 product."""
+    rng = np.random.default_rng(7)
+    big = 2048
+    for m, n, k in PACK_SIZES:
+        need = 3 + 2 * (max(m, n, k) * big + 3 * max(m, n, k) * 3) + 8
+        buf = rng.standard_normal(need).astype(NP[dtype])
+
+        def kinds(rows, cols):
+            """(row stride, column stride) patterns of a rows x cols matrix."""
+            return [(1, big), (big, 1), (3, cols * 3 + 1), (rows * 2 + 1, 2), (0, 1), (cols, 0),
+                    (cols, 1), (1, rows)]
+
+        for sa in kinds(m, k):
+            for sb in kinds(k, n):
+                for bs in (5, 0, 2):             # batch strides: odd, broadcast, overlapping
+                    a, an = strided_operand(buf, (2, m, k), (bs,) + sa, 3)
+                    b, bn = strided_operand(buf, (2, k, n), (bs + 1,) + sb, 1)
+                    check(tl.bmm(a, b), ref(an, bn), k, magnitude=ref(np.abs(an), np.abs(bn)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_add_forms_with_strided_operands(isa, threads, dtype):
+    """alpha, beta and the addend of addmm/baddbmm over operands that take the strided
+    packing paths: a head-like B (row stride 4096, fewer columns than a panel), a transposed
+    A, and a broadcast addend."""
+    rng = np.random.default_rng(9)
+    buf = rng.standard_normal(64 * 4096 + 64).astype(NP[dtype])
+    b, bn = strided_operand(buf, (3, 40, 30), (32, 4096, 1), 5)
+    a, an = strided_operand(buf, (3, 20, 40), (7, 1, 4096), 2)
+    c = rng.standard_normal((1, 20, 30)).astype(NP[dtype])
+    check(tl.baddbmm(tl.tensor(c), a, b, beta=0.5, alpha=-1.5), 0.5 * c + -1.5 * ref(an, bn), 40,
+          magnitude=ref(np.abs(an), np.abs(bn)) + np.abs(c))
+    out = tl.tensor(rng.standard_normal((3, 20, 30)).astype(NP[dtype]))
+    expected = 2 * out.numpy().astype(np.float64) + 0.25 * ref(an, bn)
+    tl.baddbmm(out, a, b, beta=2, alpha=0.25, out=out)
+    check(out, expected, 40, magnitude=ref(np.abs(an), np.abs(bn)) + np.abs(expected))
+    check(tl.addmm(tl.tensor(c[0, 0]), a[1], b[2], beta=-1), -c[0, 0] + ref(an[1], bn[2]), 40,
+          magnitude=ref(np.abs(an[1]), np.abs(bn[2])) + np.abs(c[0, 0]))
+
+
+def test_large_power_of_two_row_stride():
+    """Rows 64K elements (256 KB) apart, on both operands, for the products with
+    and without a transpose."""
+    rng = np.random.default_rng(11)
+    buf = rng.standard_normal(40 * 65536 + 64).astype(np.float32)
+    a, an = strided_operand(buf, (40, 50), (65536, 1), 0)
+    b, bn = strided_operand(buf, (40, 30), (65536, 1), 7)
+    check(tl.mm(a.t(), b), ref(an.T, bn), 40)
+    check(tl.mm(a[:, :30], b.t()), ref(an[:, :30], bn.T), 30)
+    check(tl.mm(b.t(), a), ref(bn.T, an), 40)

@@ -29,55 +29,73 @@
 #define NR (NV * VL)
 
 /* Pack `r` (<= R) rows of a strided operand into one k-major panel of width R:
- * dst[p*R + i] = src[i*rs + p*ks]; rows r..R-1 are zero. */
+ * dst[p*R + i] = src[i*rs + p*ks]; rows r..R-1 are zero.  (Rows contiguous in the source,
+ * rs == 1, are packed by pack_block.) */
 static void TL_GK(pack_panel)(T *restrict dst, const T *restrict src, int R, int r,
                               int64_t kc, int64_t rs, int64_t ks) {
-    int64_t p = 0;
-    if (r == R && rs == 1) {                  /* rows contiguous: plain copies of R */
-        for (; p < kc; p++) {
-            const T *s = src + p * ks;
-            T *d = dst + p * R;
-            for (int i = 0; i < R; i++) d[i] = s[i];
-        }
-        return;
-    }
+    int rt = 0;                               /* rows [0, rt) x k [0, kt) already transposed */
+    int64_t kt = 0;
 #if TB
-    if (r == R && ks == 1 && R % TB == 0) {   /* k contiguous: transpose TB x TB blocks */
-        const int64_t kt = kc / TB * TB;
+    if (ks == 1) {                            /* k contiguous: transpose TB x TB blocks */
         /* TB rows at a time along all of k: few streams, so a power-of-two row stride does
-         * not make them fight over the same cache sets */
-        for (int i = 0; i < R; i += TB)
+         * not make them fight over the same cache sets.  An edge panel (a k^T operand whose
+         * column count is not a whole number of panels) transposes its whole TB-row blocks
+         * too rather than gathering them element by element. */
+        rt = r / TB * TB;
+        kt = kc / TB * TB;
+        for (int i = 0; i < rt; i += TB)
             for (int64_t q = 0; q < kt; q += TB)
                 TRANS(dst + q * R + i, R, src + i * rs + q, rs);
-        p = kt;
     }
 #endif
-    for (int i = 0; i < r; i++) {
-        const T *s = src + i * rs;
-        for (int64_t q = p; q < kc; q++) dst[q * R + i] = s[q * ks];
+    if (rs < ks) {
+        /* the inner loop along the smaller stride: walking down k for each row in turn would
+         * touch kc lines per row, and with a power-of-two k stride those share an L1 set */
+        for (int64_t q = 0; q < kc; q++)
+            for (int i = q < kt ? rt : 0; i < r; i++) dst[q * R + i] = src[i * rs + q * ks];
+    } else {
+        for (int i = 0; i < r; i++) {
+            const T *s = src + i * rs;
+            for (int64_t q = i < rt ? kt : 0; q < kc; q++) dst[q * R + i] = s[q * ks];
+        }
     }
-    for (int i = r; i < R; i++)
-        for (int64_t q = p; q < kc; q++) dst[q * R + i] = 0;
+    if (r < R)
+        for (int64_t q = 0; q < kc; q++)
+            for (int i = r; i < R; i++) dst[q * R + i] = 0;
 }
 
 /* Pack `rows` rows (split into panels of R) of a kc-deep block. */
 static void TL_GK(pack_block)(T *restrict dst, const T *restrict src, int R, int64_t rows,
                               int64_t kc, int64_t rs, int64_t ks) {
-    int64_t i = 0;
-    if (rs == 1 && ks != 1 && R < 64) {
-        /* rows contiguous but narrow panels: pack a group of panels together, so that each
-         * source line read is used in full instead of a sliver of it per panel */
-        const int G = 64 / R;
-        for (; i + G * R <= rows; i += G * R) {
+    if (rs == 1) {
+        /* Rows contiguous in the source (a row-major B, or a transposed A): each k step is one
+         * run of `rows` elements.  Walk k outermost and copy each run into all the panels of a
+         * group at once, edge panel included, so every source line is read once and in full.
+         * Panel by panel, an edge panel (r < R) would be gathered a column at a time down the
+         * k stride, and a narrow block re-reads each line once per panel: with a power-of-two
+         * k stride (a head of a (T, B, E) projection: 16 KB) all those lines fall in one L1
+         * set and are evicted between the reads, which made such a bmm twice as slow.  Groups
+         * of about 64 elements keep the number of panels written at once small. */
+        const int64_t gw = R < 64 ? 64 / R * R : R;
+        for (int64_t i = 0; i < rows; i += gw) {
+            const int64_t w = rows - i < gw ? rows - i : gw;
+            const int64_t whole = w / R * R;
             for (int64_t p = 0; p < kc; p++) {
                 const T *s = src + i + p * ks;
                 T *d = dst + i * kc + p * R;
-                for (int g = 0; g < G; g++)
-                    for (int j = 0; j < R; j++) d[g * R * kc + j] = s[g * R + j];
+                int64_t j = 0;
+                for (; j < whole; j += R, d += R * kc)
+                    for (int q = 0; q < R; q++) d[q] = s[j + q];
+                if (j < w) {
+                    const int r = (int)(w - j);
+                    for (int q = 0; q < r; q++) d[q] = s[j + q];
+                    for (int q = r; q < R; q++) d[q] = 0;
+                }
             }
         }
+        return;
     }
-    for (; i < rows; i += R) {
+    for (int64_t i = 0; i < rows; i += R) {
         int r = (int)(rows - i < R ? rows - i : R);
         TL_GK(pack_panel)(dst + i * kc, src + i * rs, R, r, kc, rs, ks);
     }
