@@ -287,6 +287,10 @@ struct Sigmoid {
         if constexpr (is_complex<C>::value) return C(1) / (C(1) + m_exp(-x)); else return tl_sigmoid(x);
     }
 };
+/* the one-pass activations (formulas: tl_scalar_math.cuh) */
+TL_FUNARY(Gelu, tl_gelu_of(x, m_erf(x * C(TL_SM_SQRT_HALF))))
+TL_FUNARY(GeluTanh, tl_gelu_tanh_of(x, m_tanh(tl_gelu_tanh_arg(x))))
+TL_FUNARY(Silu, x * tl_sigmoid(x))
 TL_FUNARY(Floor, m_floor(x))
 TL_FUNARY(Ceil, m_ceil(x))
 TL_FUNARY(Round, m_rint(x))                 /* half to even */
@@ -388,6 +392,10 @@ TL_FBINARY(Fmax, m_fmax(x, y))
 TL_FBINARY(Fmin, m_fmin(x, y))
 TL_FBINARY(Xlogy, tl_xlogy(x, y))
 TL_FBINARY(ThresholdBackward, tl_threshold_backward(x, y, (C)p.s[0]))   /* relu's gradient x at input y */
+/* the one-pass activations' gradients x at input y */
+TL_FBINARY(GeluBackward, tl_gelu_backward_of(x, y, m_erf(y * C(TL_SM_SQRT_HALF)), m_exp(y * y * C(-0.5))))
+TL_FBINARY(GeluTanhBackward, tl_gelu_tanh_backward_of(x, y, m_tanh(tl_gelu_tanh_arg(y))))
+TL_FBINARY(SiluBackward, tl_silu_backward_of(x, y, tl_sigmoid(y)))
 #undef TL_FBINARY
 
 #define TL_PREDICATE(NAME, EXPR) \

@@ -9,7 +9,11 @@
  *   - one expression, but a choice in it: NaN propagation (maximum, minimum, relu, clamp,
  *     angle, xlogy, threshold_backward), integer wrapping (neg, abs, square, add, sub, mul,
  *     add_alpha), clamping (logit, clamp), the order of the operations (lerp's two-sided
- *     form, addcmul, addcdiv, round_decimals computed in float64).
+ *     form, addcmul, addcdiv, round_decimals computed in float64);
+ *   - the activations PyTorch computes as one kernel and their gradients (gelu exact and
+ *     tanh, silu), as functions of the transcendental values each device computes its own
+ *     way (erf, exp, tanh, sigmoid), in the order of the operations of torchlite's formulas
+ *     written as Tensor ops (nn/functional/activation*.py), which a double backward uses.
  * Plain arithmetic (x + y on floats, x < y) and the transcendental functions are each
  * device's own: the CPU's vectorised tl_expf and the CUDA library's expf compute the same
  * function.  The complex types' formulas are tl_complex.cuh's.
@@ -122,6 +126,11 @@ TL_SM_FN T TL_SM_NAME(clamp, S)(T x, double lo, double hi) {                    
     const T t = x < l ? l : x;                                                              \
     return t > h ? h : t; }
 
+#define TL_SM_SQRT_HALF 0.70710678118654752440          /* GELU: Phi(x) = (1 + erf(x / sqrt 2)) / 2 */
+#define TL_SM_INV_SQRT_2PI 0.39894228040143267794      /* the normal density's factor */
+#define TL_SM_SQRT_2_OVER_PI 0.79788456080286535588    /* GELU's tanh form */
+#define TL_SM_GELU_TANH_C 0.044715
+
 /* floating types (F the libm suffix) */
 #define TL_DEF_FLOAT(S, T, F)                                                               \
 TL_SM_FN T TL_SM_NAME(sign, S)(T x) { return (T)((x > 0) - (x < 0)); }  /* NaN gives 0 */   \
@@ -150,7 +159,23 @@ TL_SM_FN T TL_SM_NAME(lerp, S)(T start, T end, T weight) {  /* exact at both end
     return fabs##F(weight) < (T)0.5 ? start + weight * (end - start)                        \
                                     : end - (end - start) * ((T)1 - weight); }              \
 TL_SM_FN T TL_SM_NAME(addcmul, S)(T c, T x, T y, T value) { return c + value * x * y; }     \
-TL_SM_FN T TL_SM_NAME(addcdiv, S)(T c, T x, T y, T value) { return c + value * x / y; }
+TL_SM_FN T TL_SM_NAME(addcdiv, S)(T c, T x, T y, T value) { return c + value * x / y; }     \
+/* gelu = x Phi(x) from e = erf(x / sqrt 2); its gradient from e and q = exp(-x^2 / 2) */    \
+TL_SM_FN T TL_SM_NAME(gelu_of, S)(T x, T e) { return x * (e + (T)1) * (T)0.5; }            \
+TL_SM_FN T TL_SM_NAME(gelu_backward_of, S)(T g, T x, T e, T q) {                            \
+    return g * ((e + (T)1) * (T)0.5 + x * (q * (T)TL_SM_INV_SQRT_2PI)); }                    \
+/* the tanh form: t = tanh(gelu_tanh_arg(x)) */                                             \
+TL_SM_FN T TL_SM_NAME(gelu_tanh_arg, S)(T x) {                                              \
+    return (x + x * x * x * (T)TL_SM_GELU_TANH_C) * (T)TL_SM_SQRT_2_OVER_PI; }              \
+TL_SM_FN T TL_SM_NAME(gelu_tanh_of, S)(T x, T t) { return x * (t + (T)1) * (T)0.5; }       \
+TL_SM_FN T TL_SM_NAME(gelu_tanh_backward_of, S)(T g, T x, T t) {                            \
+    const T x2 = x * x;                                                                     \
+    const T slope = ((T)1 - t * t) * ((x2 * (T)(3 * TL_SM_GELU_TANH_C) + (T)1)              \
+                                      * (x * (T)(0.5 * TL_SM_SQRT_2_OVER_PI)));             \
+    return g * ((t + (T)1) * (T)0.5 + slope); }                                             \
+/* silu = x sigmoid(x); its gradient from s = sigmoid(x) */                                 \
+TL_SM_FN T TL_SM_NAME(silu_backward_of, S)(T g, T x, T s) {                                 \
+    return g * s * (x * ((T)1 - s) + (T)1); }
 
 TL_DEF_UINT_DIV(u8, TL_SM_U8)
 TL_DEF_SINT_DIV(i8, TL_SM_I8)

@@ -76,6 +76,19 @@ def _bshape(*xs):
     return broadcast_shapes(*[x.shape for x in xs if isinstance(x, Tensor)])
 
 
+# ---- the one-pass activations' gradients (PyTorch's aten ops of these names) --------------------
+def gelu_backward(grad_output, input, approximate="none"):
+    """grad_output * gelu'(input) in one pass (the exact form, or approximate='tanh'):
+    GeluBackward0's formula, a binary kernel op (differentiable again)."""
+    return _binary(_B["gelu_tanh_backward" if approximate == "tanh" else "gelu_backward"],
+                   grad_output, input, None, "gelu_backward")
+
+
+def silu_backward(grad_output, input):
+    """grad_output * silu'(input) in one pass: SiluBackward0's formula."""
+    return _binary(_B["silu_backward"], grad_output, input, None, "silu_backward")
+
+
 # ---- unary ---------------------------------------------------------------------------------
 def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
     tensor_arg(input, name, "input")

@@ -149,6 +149,11 @@ UNARY = {
     "acosh": (lambda g, x, y, p: _acosh_grad(g, x), "x", "AcoshBackward0"),
     "atanh": (lambda g, x, y, p: g / (1 - x * x), "x", "AtanhBackward0"),
     "erf": (lambda g, x, y, p: g * (-(x * x)).exp() * _TWO_OVER_SQRT_PI, "x", "ErfBackward0"),
+    # the one-pass activations (F.gelu, F.silu): their gradients are binary kernel ops too
+    "gelu": (lambda g, x, y, p: _pw().gelu_backward(g, x), "x", "GeluBackward0"),
+    "gelu_tanh": (lambda g, x, y, p: _pw().gelu_backward(g, x, approximate="tanh"), "x",
+                  "GeluBackward0"),
+    "silu": (lambda g, x, y, p: _pw().silu_backward(g, x), "x", "SiluBackward0"),
     "erfc": (lambda g, x, y, p: g * (-(x * x)).exp() * -_TWO_OVER_SQRT_PI, "x", "ErfcBackward0"),
     "erfinv": (lambda g, x, y, p: g * (y * y).exp() * (math.sqrt(math.pi) / 2), "y", "ErfinvBackward0"),
     "lgamma": (lambda g, x, y, p: g * _digamma(x), "x", "LgammaBackward0"),
@@ -363,7 +368,41 @@ BINARY = {
     "xlogy": (_xlogy_grad_a, "ab", lambda g, a, b, y, n: g * a / b, "ab"),
     "threshold_backward": (lambda g, a, b, y, n: threshold_grad(g, b, n.alpha), "b",
                            lambda g, a, b, y, n: _zeros(g), ""),
+    # the activations' gradients g * f'(x) (a: g, b: x): linear in g, and g * f''(x) in x
+    "gelu_backward": (lambda g, a, b, y, n: _pw().gelu_backward(g, b), "b",
+                      lambda g, a, b, y, n: g * a * _gelu_second(b), "ab"),
+    "gelu_tanh_backward": (lambda g, a, b, y, n: _pw().gelu_backward(g, b, approximate="tanh"), "b",
+                           lambda g, a, b, y, n: g * a * _gelu_tanh_second(b), "ab"),
+    "silu_backward": (lambda g, a, b, y, n: _pw().silu_backward(g, b), "b",
+                      lambda g, a, b, y, n: g * a * _silu_second(b), "ab"),
 }
+
+
+# the second derivatives of the one-pass activations, as Tensor ops (differentiable again)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_TANH_C = 0.044715
+
+
+def _gelu_second(x):
+    """gelu''(x) = phi(x) (2 - x^2), phi the standard normal density."""
+    return (x * x * -0.5).exp() * _INV_SQRT_2PI * (2 - x * x)
+
+
+def _gelu_tanh_second(x):
+    """The tanh form's second derivative: with u = k (x + c x^3), t = tanh(u),
+    (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2)."""
+    x2 = x * x
+    t = ((x + x * x2 * _GELU_TANH_C) * _SQRT_2_OVER_PI).tanh()
+    du = (x2 * (3 * _GELU_TANH_C) + 1) * _SQRT_2_OVER_PI
+    ddu = x * (6 * _GELU_TANH_C * _SQRT_2_OVER_PI)
+    return (1 - t * t) * (du + x * (ddu - 2 * t * du * du) * 0.5)
+
+
+def _silu_second(x):
+    """silu''(x) = s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x)."""
+    s = x.sigmoid()
+    return s * (1 - s) * (x * (1 - 2 * s) + 2)
 
 # the node's name, as PyTorch names it: by the op called (add/sub share a kernel op), and by
 # which operands are numbers where PyTorch has separate overloads
@@ -373,7 +412,10 @@ _BINARY_NAMES = {"add": "AddBackward0", "sub": "SubBackward0", "mul": "MulBackwa
                  "copysign": "CopysignBackward0", "maximum": "MaximumBackward0",
                  "minimum": "MinimumBackward0", "fmax": "FmaxBackward0", "fmin": "FminBackward0",
                  "xlogy": "XlogyBackward0", "rsub": "RsubBackward0",
-                 "threshold_backward": "ThresholdBackwardBackward0"}
+                 "threshold_backward": "ThresholdBackwardBackward0",
+                 "gelu_backward": "GeluBackwardBackward0",
+                 "gelu_tanh_backward": "GeluBackwardBackward0",
+                 "silu_backward": "SiluBackwardBackward0"}
 _NUMBER_OTHER_NAMES = {"remainder": "RemainderBackward0", "fmod": "FmodBackward0",
                        "pow": "PowBackward0", "xlogy": "XlogyBackward2"}
 _NUMBER_SELF_NAMES = {"pow": "PowBackward2", "xlogy": "XlogyBackward1", "sub": "RsubBackward1",

@@ -178,6 +178,13 @@ FOP(ERFC, erfcf(x), erfc(x))
 TL_UNARY_FIX(u_ERFINV_f32, float, float, tl_erfinvf_fast(x), tl_erfinvf_bad(x), tl_erfinv_f32(x))
 TL_UNARY(u_ERFINV_f64, double, double, tl_erfinv_f64(x))
 FOP(SIGMOID, tl_sigmoidf(x), tl_sigmoid_f64(x))       /* tl_sigmoidf: vmath.h's, vectorised */
+/* the activations of one pass (formulas: tl_scalar_math.cuh), over vmath.h's vectorised
+ * erf/tanh/sigmoid in float32 and libm's in float64 */
+FOP(GELU, tl_gelu_of_f32(x, tl_erff(x * (float)TL_SM_SQRT_HALF)),
+          tl_gelu_of_f64(x, erf(x * TL_SM_SQRT_HALF)))
+FOP(GELU_TANH, tl_gelu_tanh_of_f32(x, tl_tanhf(tl_gelu_tanh_arg_f32(x))),
+               tl_gelu_tanh_of_f64(x, tanh(tl_gelu_tanh_arg_f64(x))))
+FOP(SILU, x * tl_sigmoidf(x), x * tl_sigmoid_f64(x))
 FOP(LOGIT, tl_logit_f32(x, P[0]), tl_logit_f64(x, P[0]))
 FOP(FLOOR, floorf(x), floor(x))
 FOP(CEIL, ceilf(x), ceil(x))
@@ -225,6 +232,14 @@ FBOP(ADD_ALPHA, tl_add_alpha_f32(x, y, (float)P[0]), tl_add_alpha_f64(x, y, P[0]
 FBOP(XLOGY, tl_xlogy_f32(x, y), tl_xlogy_f64(x, y))
 /* the gradient x of relu / threshold at input y */
 FBOP(THRESHOLD_BACKWARD, tl_threshold_backward_f32(x, y, (float)P[0]), tl_threshold_backward_f64(x, y, P[0]))
+/* the gradients x of the one-pass activations at input y */
+FBOP(GELU_BACKWARD,
+     tl_gelu_backward_of_f32(x, y, tl_erff(y * (float)TL_SM_SQRT_HALF), tl_expf(y * y * -0.5f)),
+     tl_gelu_backward_of_f64(x, y, erf(y * TL_SM_SQRT_HALF), exp(y * y * -0.5)))
+FBOP(GELU_TANH_BACKWARD, tl_gelu_tanh_backward_of_f32(x, y, tl_tanhf(tl_gelu_tanh_arg_f32(y))),
+                         tl_gelu_tanh_backward_of_f64(x, y, tanh(tl_gelu_tanh_arg_f64(y))))
+FBOP(SILU_BACKWARD, tl_silu_backward_of_f32(x, y, tl_sigmoidf(y)),
+                    tl_silu_backward_of_f64(x, y, tl_sigmoid_f64(y)))
 FBOPB(EQ, x == y)
 FBOPB(NE, x != y)
 FBOPB(LT, x < y)

@@ -26,6 +26,9 @@ from . import activation_grad as _G
 from ..._ops._kit import tensor_arg
 from ..._autocast_state import entry as _autocast, run as _autocast_run
 
+# the one-pass activation kernels (kernels/ewise_ops.h)
+_GELU, _GELU_TANH, _SILU = _ew.UNARY["gelu"], _ew.UNARY["gelu_tanh"], _ew.UNARY["silu"]
+
 if TYPE_CHECKING:
     from ..._dtype import dtype
     from ..._tensor import Tensor
@@ -277,7 +280,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _need_float(input, "GeluKernelImpl")
-    return _fused(_G.GeluBackward0, input, lambda x: _gelu_forward(x, approximate), (approximate,))
+    # one kernel pass forward (and one backward: GeluBackward0 runs gelu_backward); the
+    # formula of _gelu_forward, which torchlite.compile inlines to fuse it with its neighbours
+    return _P._unary(_GELU_TANH if approximate == "tanh" else _GELU, input, None, name="gelu")
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -286,8 +291,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
         return _autocast_run(silu, locals())
     tensor_arg(input, "silu", "input", pos=1)
     _need_float(input, "silu_cpu")
-    return _maybe_inplace(input, inplace,
-                          lambda x: _fused(_G.SiluBackward0, x, _silu_forward, ()), "silu")
+    return _maybe_inplace(input, inplace, lambda x: _P._unary(_SILU, x, None, name="silu"), "silu")
 
 
 def _silu_forward(x):

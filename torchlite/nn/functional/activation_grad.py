@@ -1,8 +1,9 @@
 """Backward formulas of the fused activations in activation.py.
 
-Each activation that PyTorch computes as one op (elu, gelu, silu, softplus, hardtanh, ...) is one
-op here too: its forward runs outside the graph and one Node, named as PyTorch names it
-(`EluBackward0`, `GeluBackward0`, ...), holds its input.  The formulas are written with Tensor
+Each activation that PyTorch computes as one op (elu, softplus, hardtanh, ...) is one op here
+too: its forward runs outside the graph and one Node, named as PyTorch names it (`EluBackward0`,
+...), holds its input.  (gelu and silu are kernel ops of their own, forward and backward: their
+rows are in _ops/elementwise_grad.py's tables.)  The formulas are written with Tensor
 ops, so they are differentiable again (create_graph=True gives second derivatives).  The nodes
 reuse elementwise_grad.UnaryBackward: `formula(g, x, y, params)` with the saved input x and/or
 result y.
@@ -14,12 +15,10 @@ import math
 
 from ..._ops import elementwise as _P
 from ..._ops.elementwise_grad import UnaryBackward, _mask, _zero_where, threshold_grad
+from ..._ops.elementwise_grad import _SQRT_2_OVER_PI, _GELU_TANH_C as GELU_TANH_C  # noqa: F401
 from ...autograd.graph import Node, pack, record, sum_to
 
 _SQRT_HALF = math.sqrt(0.5)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-GELU_TANH_C = 0.044715
 
 
 def _node(name, formula, needs="x"):
@@ -61,22 +60,6 @@ def _elu_grad(g, x, y, p):
     # PyTorch's elu_double_backward, which masks with x < 0)
     neg = (_P.where(x < 0, x, 0.0) * input_scale).exp() * (alpha * scale * input_scale)
     return _P.where(x > 0, g * scale, g * neg)
-
-
-def _gelu_grad(g, x, y, p):
-    if p[0] == "tanh":
-        x2 = x * x
-        t = ((x + x * x2 * GELU_TANH_C) * _SQRT_2_OVER_PI).tanh()
-        slope = (1 - t * t) * ((x2 * (3 * GELU_TANH_C) + 1) * (x * (0.5 * _SQRT_2_OVER_PI)))
-        return g * ((t + 1) * 0.5 + slope)
-    cdf = ((x * _SQRT_HALF).erf() + 1) * 0.5
-    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
-    return g * (cdf + x * pdf)
-
-
-def _silu_grad(g, x, y, p):
-    s = x.sigmoid()
-    return g * s * (x * (1 - s) + 1)
 
 
 def _mish_grad(g, x, y, p):
@@ -128,8 +111,6 @@ EluBackward0 = _node("EluBackward0", _elu_grad)
 EluBackward1 = _node("EluBackward1", _elu_grad)
 CeluBackward0 = _node("CeluBackward0", _elu_grad)
 CeluBackward1 = _node("CeluBackward1", _elu_grad)
-GeluBackward0 = _node("GeluBackward0", _gelu_grad)
-SiluBackward0 = _node("SiluBackward0", _silu_grad)
 MishBackward0 = _node("MishBackward0", _mish_grad)
 SoftplusBackward0 = _node("SoftplusBackward0", _softplus_grad)
 HardsigmoidBackward0 = _node("HardsigmoidBackward0", _hardsigmoid_grad)
