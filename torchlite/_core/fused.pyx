@@ -34,6 +34,7 @@ from torchlite._core.elementwise cimport tl_loop, loop_of, memory_order
 from torchlite._core.reduction cimport row_reduce_fn, row_softmax_fn, row_sum, row_softmax
 from torchlite._core.random cimport bernoulli_range
 from torchlite._core.parallel cimport num_chunks
+from torchlite._core.elementwise import copy_ as _copy
 
 cdef enum:
     TILE = 4096              # elements per tile (32 KB per float64 scratch register: L1/L2)
@@ -227,11 +228,25 @@ cdef class Program:
                 t.st[i][d] = 0 if (d < k or a.shp[d - k] == 1) else a.strd[d - k] * tl_itemsize[a.dtype]
             t.base[i] = a.ptr()
             t.isz[i] = tl_itemsize[a.dtype]
+        # each output's memory order, as the eager ops would give it (out_perm[i * MAX_DIMS:]);
+        # the program iterates in output 0's, the outputs in another order are copied after
+        cdef int* out_perm = NULL
+        cdef list reorder = []
         if not self.has_rows and not self.has_random and nd > 1:
-            memory_order(t.st, 0, self.n_in, nd, perm)
+            out_perm = <int*>malloc(sizeof(int) * MAX_DIMS * self.n_out)
+            if out_perm == NULL or _eager_orders(self, &t, nd, shp, out_perm) < 0:
+                free(out_perm)
+                raise MemoryError()
             for d in range(nd):
+                perm[d] = out_perm[d]
                 order[d] = perm[d]
                 permuted = permuted or perm[d] != nd - 1 - d
+            first = [d for d in perm[:nd] if shp[d] > 1]    # size-1 dims go anywhere
+            for i in range(1, self.n_out):
+                o_perm = [out_perm[i * MAX_DIMS + k] for k in range(nd)]
+                if [d for d in o_perm if shp[d] > 1] != first:
+                    reorder.append((i, o_perm))
+            free(out_perm)
         if permuted:
             outs = [new_array_strided(nd, shp, order, self.out_dtype[i]) for i in range(self.n_out)]
         else:
@@ -265,11 +280,63 @@ cdef class Program:
             raise MemoryError(f"fused program {self.name}: no memory for scratch")
         if err & TL_ERR_ZERODIV:
             raise ZeroDivisionError(f"fused program {self.name}: integer division by zero")
+        for i, o_perm in reorder:       # an output whose eager order is another one's
+            for d in range(nd):
+                order[d] = o_perm[d]
+                tmp[d] = shape[d]
+            a = new_array_strided(nd, tmp, order, self.out_dtype[i])
+            _copy(a, outs[i])
+            outs[i] = a
         return outs
 
     @property
     def num_instructions(self):
         return self.n_ins
+
+
+cdef int _eager_orders(Program p, Tiling* t, int nd, const int64_t* shp, int* out_perm) noexcept nogil:
+    """The memory order (innermost first) each output of an elementwise program would have,
+    were its instructions run as the eager ops: each instruction's result takes its operands'
+    memory order (elementwise.memory_order, with the byte strides of the inputs in t.st and
+    the dense strides an earlier result would have), over the dims some operand spans (one
+    all its operands broadcast stays broadcast).  -1 when out of memory."""
+    cdef int n_slots = p.n_in + p.n_out + p.n_const + p.n_scratch, i, k, d, j
+    # vst[slot * MAX_DIMS + d]: the stride a slot's value would have over dim d
+    cdef int64_t* vst = <int64_t*>malloc(sizeof(int64_t) * MAX_DIMS * n_slots)
+    cdef int64_t src[4][MAX_DIMS]
+    cdef int perm[MAX_DIMS]
+    cdef int64_t step
+    cdef bint spans
+    cdef Instr* I
+    if vst == NULL:
+        return -1
+    memset(vst, 0, sizeof(int64_t) * MAX_DIMS * n_slots)     # constants: broadcast
+    for i in range(p.n_in):
+        for d in range(nd):
+            vst[i * MAX_DIMS + d] = t.st[i][d]
+    for i in range(p.n_out):        # an output no instruction writes: logical order
+        for d in range(nd):
+            out_perm[i * MAX_DIMS + d] = nd - 1 - d
+    for i in range(p.n_ins):
+        I = &p.ins[i]
+        for k in range(1, I.nops):
+            for d in range(nd):
+                src[k][d] = vst[I.slot[k] * MAX_DIMS + d]
+        memory_order(src, 1, I.nops, nd, perm)
+        step = 1
+        for j in range(nd):
+            d = perm[j]
+            spans = False
+            for k in range(1, I.nops):
+                spans = spans or src[k][d] != 0
+            vst[I.slot[0] * MAX_DIMS + d] = step if spans else 0
+            if spans:
+                step *= shp[d]
+        if p.n_in <= I.slot[0] < p.n_in + p.n_out:
+            for d in range(nd):
+                out_perm[(I.slot[0] - p.n_in) * MAX_DIMS + d] = perm[d]
+    free(vst)
+    return 0
 
 
 cdef int _check_dtype(object dt) except -1:
