@@ -148,7 +148,7 @@ def inline_decompositions(graph):
     of them fuse."""
     from ..nn.functional.activation import COMPILE_DECOMPOSITIONS as ACTIVATIONS
     from ..nn.functional.normalization import COMPILE_DECOMPOSITIONS as NORMS
-    table = {**ACTIVATIONS, **NORMS}
+    table = {**ACTIVATIONS, **NORMS, **_finite_gradient_forms()}
     count = 0
     for n in list(graph.nodes):
         if n.op != "call_function" or not _hashable(n.target) or n.target not in table:
@@ -161,6 +161,31 @@ def inline_decompositions(graph):
             continue
         count += _replace_by_trace(graph, n, table[n.target], n.args, n.kwargs)
     return count
+
+
+def _finite_gradient_forms():
+    """softplus and mish written so that their traced backward is finite where eager's is.
+    Their eager formula where(b*x > threshold, x, log1p(exp(b*x)) / b) sends a zero gradient
+    into the unused branch, and past exp's overflow (x > 88 in float32) log1p's and exp's
+    formulas make it 0 / inf * inf = NaN, where eager's own backward gives 1.  Setting exp's
+    argument to 0 past the threshold changes no value the where keeps and keeps the unused
+    branch finite (a NaN, not past the threshold, still gets eager's NaN gradient)."""
+    from ..nn.functional import activation as A
+
+    def softplus(input, beta=1.0, threshold=20.0):
+        return _softplus(input, beta, threshold)
+
+    def mish(input, inplace=False):
+        return None if inplace else input * _softplus(input, 1.0, 20.0).tanh()
+    return {A.softplus: softplus, A.mish: mish}
+
+
+def _softplus(x, beta, threshold):
+    from .._ops import elementwise as P
+    bx = x * beta if beta != 1 else x
+    linear = bx > threshold
+    soft = P.where(linear, 0.0, bx).exp().log1p()
+    return P.where(linear, x, soft / beta if beta != 1 else soft)
 
 
 def _call_arguments(fn, n):
