@@ -265,6 +265,8 @@ class FusedKernel:
             if bw is None:
                 bw = self._backwards[wants] = _Backward(self, wants)
             self._backward = bw
+            if not any(bw.out_requires_grad):     # no output has a gradient path: no node
+                bw = None
         if bw is not None and bw.forward_program is not None:    # the values it saves too
             result = _run(bw.forward_program, bw.forward_spec, arrays, shape)
         else:
@@ -280,13 +282,18 @@ class FusedKernel:
             node.plan = bw
             node._saved = {f"in{i}": pack(t, False) for i, t in enumerate(inputs)
                            if bw.needs_input[i]}
+            node._saved.update((f"py{i}", pack(t, False)) for i, t in enumerate(inputs)
+                               if bw.python_needs[i])
             node.in_specs = [(t._data.dtype, t.device) for t in inputs]
             node._saved.update((f"s{j}", pack(_wrap(a), False))
                                for j, a in enumerate(result[n_out:]))
             node.n_inputs = len(inputs)
             node.shape = shape
             node.in_shapes = [tuple(t._data.shape) for t in inputs]
-            record(node, inputs, outs if len(outs) > 1 else outs[0])
+            if len(outs) == 1:
+                record(node, inputs, outs[0])
+            else:
+                record(node, inputs, tuple(o if rg else None for o, rg in zip(outs, bw.out_requires_grad)))
         return outs
 
     def _shape_of(self, inputs):
@@ -387,6 +394,8 @@ class _Backward:
         saved, graph = _saved_values(kernel.region, wants)
         self.saved_names = [n.name for n in saved]     # what the forward keeps for it
         try:
+            if not any(self.grad_of):   # no input gets a gradient (a mask's operands only)
+                raise L.NotLowerable("no gradient to compute")
             if not saved:
                 graph = self.graph
             elif graph is None:
@@ -402,15 +411,23 @@ class _Backward:
             self.program = self.spec = self.forward_program = self.forward_spec = None
         self.python = _python_of(self.graph, name + "_backward")
         self.node_class = type("CompiledFunctionBackward", (_KernelNode,), {})
-        # the inputs the backward reads (the Python form recomputes the most): only those
-        # are saved, as eager saves only what its formulas need -- an input changed in place
-        # after the call must not fail a backward that never reads it
-        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
-        self.needs_input = tuple(bool(p.users) for p in placeholders[:len(kernel.in_vals)])
+        # the inputs the backward reads: only those are saved, as eager saves only what its
+        # formulas need -- an input changed in place after the call must not fail a backward
+        # that never reads it.  The program, reading the saved values back, may need fewer
+        # inputs than the Python form (create_graph=True), which recomputes them: the Python
+        # form's extra inputs are kept apart and checked only when it runs
+        n_in = len(kernel.in_vals)
+        python_reads = _reads(self.graph, n_in)
+        self.needs_input = _reads(graph, n_in) if self.program is not None else python_reads
+        self.python_needs = tuple(p and not q for p, q in zip(python_reads, self.needs_input))
+        # which outputs carry the node: those computed, through float values, from an input
+        # requiring grad (an output of the other inputs alone does not require grad, as eager's)
+        self.out_requires_grad = _outputs_depending_on(kernel.region, wants)
 
-    def run(self, inputs, grads, shape, in_shapes, saved=()):
+    def run(self, inputs, grads, shape, in_shapes, saved=(), python_inputs=None):
         """One gradient per kernel input (None where none flows); saved: what the forward
-        program saved."""
+        program saved; python_inputs: a function giving the inputs the Python form reads
+        (inputs has those the program reads)."""
         result = None
         if self.program is not None and not _grad_state.enabled:
             arrays = tuple(t._data for t in inputs) + tuple(g._data for g in grads) \
@@ -419,6 +436,8 @@ class _Backward:
         if result is not None:
             outs = [_wrap(a) for a in result]
         else:   # create_graph=True (or no CUDA kernel): the formulas as eager ops
+            if python_inputs is not None:
+                inputs = python_inputs()
             outs = list(self.python(None, *inputs, *grads))
         result = []
         j = 0
@@ -443,6 +462,29 @@ _COSTLY_UNARY = frozenset({
     "erf", "erfc", "erfinv", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sigmoid",
     "tanh", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
     "atanh", "lgamma", "digamma", "i0", "sinc"})
+
+
+def _reads(graph, n_in):
+    """Whether a backward graph reads each of its first n_in placeholders (the kernel inputs)."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    return tuple(bool(p.users) for p in placeholders[:n_in])
+
+
+def _outputs_depending_on(region, wants):
+    """For each output of a region graph, whether it is computed through float values from
+    an input i with wants[i] (a comparison or a random mask passes no gradient on)."""
+    placeholders = [n for n in region.nodes if n.op == "placeholder"]
+    deps = {p: wants is None or wants[i] for i, p in enumerate(placeholders)}
+    for n in region.nodes:
+        if n.op in ("placeholder", "output"):
+            continue
+        e = L.classify(n, _region_dtype(region))
+        if e is not None and (e.out == L.BOOL or e.kind == L.RANDOM):
+            deps[n] = False
+        else:
+            deps[n] = any(deps.get(a, False) for a in n.all_input_nodes)
+    outputs = next(n for n in region.nodes if n.op == "output").args[0]
+    return tuple(isinstance(o, Node) and deps.get(o, False) for o in outputs)
 
 
 def _saved_values(region, wants):
@@ -478,8 +520,7 @@ class _KernelNode(AutogradNode):
     def backward(self, *grads):
         if self._released:
             raise RuntimeError(_FREED)
-        inputs = [unpack(self, f"in{i}", self._saved[f"in{i}"]) if f"in{i}" in self._saved
-                  else _stand_in(self.in_shapes[i], *self.in_specs[i]) for i in range(self.n_inputs)]
+        inputs = [self._input(i, "in") for i in range(self.n_inputs)]
         k = self.kernel
         shape = self.shape
         full = []
@@ -491,9 +532,18 @@ class _KernelNode(AutogradNode):
                 g = g.expand(shape) / shape[-1]
             full.append(g if tuple(g.shape) == shape else g.expand(shape))
         saved = [unpack(self, k, v) for k, v in self._saved.items() if k.startswith("s")]
-        grads_in = self.plan.run(inputs, full, shape, self.in_shapes, saved)
+        grads_in = self.plan.run(inputs, full, shape, self.in_shapes, saved,
+                                 lambda: [self._input(i, "in", "py") for i in range(self.n_inputs)])
         return tuple(g if e[0] is not None else None
                      for g, e in zip(grads_in, self.next_functions))
+
+    def _input(self, i, *kinds):
+        """Input i as saved under one of the prefixes `kinds`, else a stand-in."""
+        for kind in kinds:
+            key = f"{kind}{i}"
+            if key in self._saved:
+                return unpack(self, key, self._saved[key])
+        return _stand_in(self.in_shapes[i], *self.in_specs[i])
 
 
 def _stand_in(shape, dtype_code, device):
