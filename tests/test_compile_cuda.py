@@ -110,7 +110,7 @@ def test_source_shape():
     text = _cuda.cuda_source(SPECS["chain"], "k")
     assert '#include "tl_common.cuh"' in text and '#include "tl_ops.cuh"' in text
     assert 'extern "C" __global__ void k(' in text and "tl::Indexer<6> ix" in text
-    assert "tl::op::Erf()" in text and "tl::op::Sigmoid()" in text
+    assert "tl::op::Gelu()" in text and "tl::op::Sigmoid()" in text
     # same spec, same text (the cache key); another spec, another kernel name
     assert _cuda.cuda_source(SPECS["chain"], "k") == text
     assert _cuda.kernel_name(SPECS["chain"]) != _cuda.kernel_name(SPECS["where"])

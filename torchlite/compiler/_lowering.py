@@ -53,6 +53,11 @@ for _name, _op, _doc, _aliases in _P._BINARY_OPS:
 _BINARY_NAMES.update(add="add", sub="sub", subtract="sub", div="div", divide="div",
                      true_divide="div", pow="pow")
 _TERNARY_NAMES = {"where": "where", "addcmul": "addcmul", "addcdiv": "addcdiv", "lerp": "lerp"}
+# the one-pass activations and their gradients (kernel ops without a public function of their
+# own: F.gelu/F.silu and _ops.elementwise.gelu_backward/silu_backward, read by _activation)
+_ACTIVATION_UNARY = ("gelu", "gelu_tanh", "silu")
+_BINARY_NAMES.update(gelu_backward="gelu_backward", gelu_tanh_backward="gelu_tanh_backward",
+                     silu_backward="silu_backward")
 _CLAMPS = ("clamp", "clip", "clamp_min", "clamp_max")
 
 _OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
@@ -120,6 +125,9 @@ def _canonical(node):
         if fn in _OPERATORS:
             return _OPERATORS[fn], node.args, node.kwargs
         fn = getattr(fn, "_autocast_original", fn)
+        act = _activations().get(fn) if _hashable(fn) else None
+        if act is not None:
+            return _activation(act, node.args, node.kwargs)
         name = _FUNCTIONS.get(fn) if _hashable(fn) else None
         if name is not None:
             return name, node.args, node.kwargs
@@ -143,6 +151,41 @@ def _canonical(node):
                 return "where", (node.args[1], node.args[0], node.args[2]), {}
             return name, node.args, node.kwargs
     return None
+
+
+_ACTIVATIONS = {}
+
+
+def _activations():
+    """The functions that are one-pass activation ops (or their gradients), by identity."""
+    if not _ACTIVATIONS:
+        from ..nn import functional as F
+        _ACTIVATIONS.update({F.gelu: "gelu", F.silu: "silu", _P.gelu_backward: "gelu_backward",
+                             _P.silu_backward: "silu_backward"})
+    return _ACTIVATIONS
+
+
+def _activation(fn_name, args, kwargs):
+    """(kernel op name, operands, {}) of a call of F.gelu/F.silu or of their gradients' ops,
+    or None for a form the kernel op does not compute (silu in place, an unknown
+    approximation)."""
+    import inspect
+    fn = next(f for f, n in _activations().items() if n == fn_name)
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    a = bound.arguments
+    if a.get("inplace", False) is not False or a.get("approximate", "none") not in ("none", "tanh"):
+        return None
+    tanh = a.get("approximate") == "tanh"
+    if fn_name == "gelu":
+        return ("gelu_tanh" if tanh else "gelu"), (a["input"],), {}
+    if fn_name == "silu":
+        return "silu", (a["input"],), {}
+    grad_name = "gelu_tanh_backward" if tanh else fn_name
+    return grad_name, (a["grad_output"], a["input"]), {}
 
 
 _ROW_FUNCTIONS = {}
@@ -238,7 +281,7 @@ def _read(node, name, args, kwargs, dtype_of):
         if len(args) != 1 or kwargs:
             return None
         return _unary(_UNARY_NAMES[name], args[0], dtype_of)
-    if name == "sigmoid" or name == "relu" or name == "tanh":
+    if name in ("sigmoid", "relu", "tanh") + _ACTIVATION_UNARY:
         if len(args) != 1 or kwargs:
             return None
         return _unary(name, args[0], dtype_of)

@@ -11,14 +11,10 @@ result y.
 Non-differentiable points follow PyTorch: hardtanh/hardsigmoid/threshold/shrink pass no gradient
 at their bounds, leaky_relu/prelu take the negative slope at 0, elu-like ops take the x <= 0
 branch at 0."""
-import math
 
 from ..._ops import elementwise as _P
 from ..._ops.elementwise_grad import UnaryBackward, _mask, _zero_where, threshold_grad
-from ..._ops.elementwise_grad import _SQRT_2_OVER_PI, _GELU_TANH_C as GELU_TANH_C  # noqa: F401
 from ...autograd.graph import Node, pack, record, sum_to
-
-_SQRT_HALF = math.sqrt(0.5)
 
 
 def _node(name, formula, needs="x"):
