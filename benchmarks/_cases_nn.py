@@ -140,6 +140,21 @@ def _optimizer_step_build(name, **options):
     return build
 
 
+def _activation_build(name, **kw):
+    """F.<name>(x, **kw) forward, then backward from a fixed gradient (x requires grad)."""
+    def build(lib, xs):
+        F = lib.fn("nn").functional
+        fn = getattr(F, name)
+        x, g = lib.array(xs[0]).requires_grad_(), lib.array(xs[1])
+
+        def run():
+            x.grad = None
+            fn(x, **kw).backward(g)
+            return x.grad
+        return run
+    return build
+
+
 def _inputs(*shapes, labels=None):
     def make(rng):
         xs = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
@@ -174,6 +189,12 @@ def _cases():
     cases.append(Case("lstm_fwdbwd", "us/op", 1, _inputs((64, 32, 128), (64, 32, 256)),
                       _lstm_build, "nn.LSTM(128, 256), sequence 64, batch 32: forward + "
                       "backward", T_LSTM, check=False, tags=("nn", "rnn")))
+    for label, name, kw in (("gelu", "gelu", {}), ("gelu_tanh", "gelu", {"approximate": "tanh"}),
+                            ("silu", "silu", {})):
+        cases.append(Case(f"{label}_fwdbwd_1M", "us/op", 1, _inputs((32, 64, 512), (32, 64, 512)),
+                          _activation_build(name, **kw), f"F.{name}({', '.join(f'{k}={v!r}' for k, v in kw.items())}) "
+                          f"forward + backward over 1M float32 (a Transformer's feed-forward "
+                          f"activations, batch 32 x 64 x 512)", None, check=False, tags=("nn",)))
     for name, options, what in (("SGD", dict(lr=0.01, momentum=0.9), "SGD momentum 0.9"),
                                 ("Adam", dict(lr=1e-3), "Adam"),
                                 ("AdamW", dict(lr=1e-3, amsgrad=True), "AdamW amsgrad")):
