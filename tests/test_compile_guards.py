@@ -424,3 +424,29 @@ def test_python_and_numpy_random_draws_run_eagerly_with_eagers_numbers():
         seed(0)
         want = [_values(scaled(x)) for _ in range(3)]
         assert got == want and got[0] != got[1]
+
+
+def test_a_compiled_method_other_than_forward_guards_its_modules_state():
+
+    class Scaled(tl.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = tl.nn.Linear(4, 4)
+            self.k = 3.0
+
+        def loss(self, x):
+            return (self.fc(x) * self.k).sum()
+
+    m = Scaled()
+    c = tl.compile(m.loss)
+    x = tl.randn(2, 4)
+    np.testing.assert_allclose(c(x).item(), m.loss(x).item(), rtol=1e-6)
+    m.k = 4.0                                   # a plain attribute of the method's module
+    np.testing.assert_allclose(c(x).item(), m.loss(x).item(), rtol=1e-6)
+    with tl.no_grad():
+        m.fc.weight.mul_(2.0)                   # its parameters are read live
+    np.testing.assert_allclose(c(x).item(), m.loss(x).item(), rtol=1e-6)
+    m.fc = tl.nn.Linear(4, 4)                   # a replaced submodule
+    np.testing.assert_allclose(c(x).item(), m.loss(x).item(), rtol=1e-6)
+    c2 = tl.compile(types.MethodType(Scaled.loss, m))
+    np.testing.assert_allclose(c2(x).item(), m.loss(x).item(), rtol=1e-6)

@@ -386,6 +386,30 @@ class CaptureTracer(_RunTracer):
                                  f"outside the graph)", _user_line())
         patcher.set(optimizer, "_global_step_pre_hooks",
                     list(optimizer._global_step_pre_hooks) + [step_guard])
+        # what sets or clears a .grad changes tensors outside the graph too (a replayed graph
+        # would leave the gradients of the previous step to accumulate)
+        from ..nn.modules.module import Module
+        for cls in (optimizer.Optimizer, Module):
+            zero_grad = cls.zero_grad
+
+            def guarded_zero_grad(obj, *args, _original=zero_grad, **kwargs):
+                if capturing():
+                    raise GraphBreak(f"{type(obj).__name__}.zero_grad() (it resets gradients "
+                                     f"outside the graph)", _user_line())
+                return _original(obj, *args, **kwargs)
+            patcher.set(cls, "zero_grad", guarded_zero_grad)
+        grad = Tensor.__dict__["grad"]
+
+        def set_grad(t, value):
+            if capturing():
+                raise GraphBreak("assigning a tensor's .grad (outside the graph)", _user_line())
+            grad.__set__(t, value)
+
+        def del_grad(t):
+            if capturing():
+                raise GraphBreak("deleting a tensor's .grad (outside the graph)", _user_line())
+            grad.__delete__(t)
+        patcher.set(Tensor, "grad", property(grad.fget, set_grad, del_grad, grad.__doc__))
         self._patch_state_setters(patcher, capturing)
 
     def _patch_state_setters(self, patcher, capturing):

@@ -84,6 +84,24 @@ class _Eager:
         return self.owner._run_split(args, kwargs)
 
 
+class _Split:
+    """A cache entry for code split at a graph break (compiler/_split.py): the statements
+    before the breaking one compiled, the breaking statement run eagerly (a module's
+    submodules called there compiled on their own), the statements after it compiled (and
+    split again at their own break)."""
+
+    def __init__(self, owner, pre, mid, post, reason):
+        self.owner, self.pre, self.mid, self.post, self.reason = owner, pre, mid, post, reason
+
+    def __call__(self, args, kwargs):
+        live = self.pre(*args, **kwargs)
+        with self.owner._children_compiled():
+            returned, values = self.mid(*live)
+        if returned:
+            return values
+        return self.post(*values)
+
+
 class _Done:
     """The result of a call the capture itself ran (see _capture.Escaped); not cached."""
 
@@ -122,6 +140,7 @@ class Compiled:
         from ..nn.modules.module import Module
         self.target = target
         self.module = target if isinstance(target, Module) else _bound_module(target)
+        owner = getattr(target, "__self__", None)
         self.fullgraph, self.dynamic, self.mode = fullgraph, dynamic, mode
         self.backend = backend
         self.options = dict(options or {})
@@ -139,6 +158,10 @@ class Compiled:
         self._attr_names = set()        # the attribute names that code reads
         self._learned_functions = {}    # id -> function whose state is guarded (kept, so
                                         # that its id is not another function's)
+        if self.module is None and isinstance(owner, Module):
+            # a module's method other than forward (model.loss): its module's tree is read
+            # as a foreign module's, guarded on every call
+            self._foreign_modules[id(owner)] = owner
         _all_compiled.add(self)
         self.__name__ = getattr(target, "__name__", type(target).__name__)
         self.__doc__ = getattr(target, "__doc__", None)
@@ -375,6 +398,10 @@ class Compiled:
                 raise Unsupported(f"torchlite.compile(fullgraph=True): graph break: {e}") from None
             _record_event("break", (self.__name__, str(e)))
             _log.graph_break(self.__name__, e)
+            split = None if isinstance(e, _capture.Escaped) else self._split_at(root, e)
+            if split is not None:
+                self.cache[key] = split
+                return split
             entry = _Eager(self, str(e))
             self.cache[key] = entry
             if isinstance(e, _capture.Escaped):     # the capture's run was this call
@@ -468,14 +495,50 @@ class Compiled:
         return run
 
     # ---- graph breaks -----------------------------------------------------------------------------
+    def _split_at(self, root, e):
+        """The _Split entry of the code around graph break e: the compiled function's body cut
+        at the statement running when the break happened (compiler/_split.py), or None when
+        it cannot be cut there."""
+        from . import _split
+        if self.module is not None:
+            func, owner = type(self.module).forward, self.module
+        elif inspect.ismethod(root):
+            func, owner = root.__func__, root.__self__
+        else:
+            func, owner = root, None
+        code, line, tb = getattr(func, "__code__", None), None, e.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code is code:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        pieces = _split.plan(func, line, owner is not None) if line is not None else None
+        if pieces is None:
+            return None
+
+        def bind(f):
+            return types.MethodType(f, owner) if owner is not None else f
+        opts = dict(fullgraph=False, dynamic=self.dynamic, mode=self.mode, backend=self.backend,
+                    options=self.options)
+        pre, post = bind(pieces.pre), bind(pieces.post)
+        return _Split(self, pre if pieces.pre_empty else Compiled(pre, **opts), bind(pieces.mid),
+                      post if pieces.post_empty else Compiled(post, **opts), str(e))
+
     def _run_split(self, args, kwargs):
         """Run a module's own code eagerly, each of its direct submodules compiled on its own
-        (a break in a function runs the whole function eagerly).  The submodules are reached
-        through their _compiled_call_impl, set once to a router that sends this thread's calls
-        made under this split to the child's Compiled, and every other call to the layer's
-        plain call: no global patching, so other threads are not affected."""
-        if self.module is None:
+        (a break in a function that cannot be split runs the whole function eagerly)."""
+        with self._children_compiled():
             return self._eager(args, kwargs)
+
+    @contextlib.contextmanager
+    def _children_compiled(self):
+        """While the block runs this module's code eagerly, its direct submodules run
+        compiled, each on its own.  They are reached through their _compiled_call_impl, set
+        once to a router that sends this thread's calls made under this split to the child's
+        Compiled, and every other call to the layer's plain call: no global patching, so
+        other threads are not affected.  Nothing to route for a function."""
+        if self.module is None:
+            yield
+            return
         for name, child in self.module.named_children():
             if id(child) not in self._child_compiled and child._compiled_call_impl is None:
                 compiled = Compiled(child, fullgraph=False, dynamic=self.dynamic, mode=self.mode,
@@ -485,7 +548,7 @@ class Compiled:
         prev = getattr(_local, "splitting", None)
         _local.splitting = self
         try:
-            return self._eager(args, kwargs)
+            yield
         finally:
             _local.splitting = prev
 
