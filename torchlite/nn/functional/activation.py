@@ -264,15 +264,20 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return celu(input, alpha, True)
 
 
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+def gelu(input: Tensor, *, approximate: str = "none") -> Tensor:
     """x * Phi(x) (Phi: the standard normal CDF); approximate='tanh' uses
-    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).  approximate is keyword-only, as in
+    PyTorch (gelu(x, 'tanh') raises there; accepted here, the ONNX exporter, which reads it
+    from the keywords, exported the exact GELU for it)."""
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(gelu, locals())
     tensor_arg(input, "gelu", "input", pos=1)
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _need_float(input, "GeluKernelImpl")
+    if input.is_complex():
+        raise NotImplementedError(f'"GeluKernelImpl" not implemented for '
+                                  f"'{_ew._TORCH_NAMES[input._data.dtype]}'")
     # one kernel pass forward and one backward (GeluBackward0 runs gelu_backward); compiled,
     # both are one instruction of a fused kernel
     return _P._unary(_GELU_TANH if approximate == "tanh" else _GELU, input, None, name="gelu")
@@ -284,6 +289,9 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
         return _autocast_run(silu, locals())
     tensor_arg(input, "silu", "input", pos=1)
     _need_float(input, "silu_cpu")
+    if input.is_complex():
+        # the kernel op is real only; PyTorch's silu takes complex inputs: x * sigmoid(x)
+        return _maybe_inplace(input, inplace, lambda x: x * _P.sigmoid(x), "silu")
     return _maybe_inplace(input, inplace, lambda x: _P._unary(_SILU, x, None, name="silu"), "silu")
 
 
