@@ -11,9 +11,11 @@ eagerly with a warning (PyTorch's recompile limit).
 
 Graph breaks.  When the capture meets a construct it cannot record (_capture.GraphBreak),
 fullgraph=True raises torchlite._dynamo.exc.Unsupported naming it and its line.  Otherwise
-the call runs around the break: the breaking function's own code runs eagerly, and each
-submodule it calls is compiled on its own (recursively, so the break shrinks to the smallest
-module that holds it).  explain() reports the graphs and the breaks."""
+the call runs around the break: the function is split at the breaking statement
+(compiler/_split.py; _Split: the statements before it and after it compiled, the statement
+itself eagerly), or, where it cannot be split, its own code runs eagerly and each submodule
+it calls is compiled on its own (recursively, so the break shrinks to the smallest module
+that holds it).  explain() reports the graphs and the breaks."""
 from __future__ import annotations
 
 import contextlib
