@@ -349,11 +349,19 @@ def _special_node(node, grads, create_graph, retain_graph, captures, captured, n
             if captures is None:
                 grads[0] = None                # so that g is this frame's only reference
                 g = _leaf_grad(node.variable, g)
+                if node._pre_hooks:
+                    g = _accumulator_pre_hooks(node, g)
                 owned = not create_graph and _sole_owner(g)     # before g is also an argument
                 _accumulate(node.variable, g, create_graph, owned)
+                if node._hooks:
+                    _accumulator_hooks(node, g)
             elif (node, 0) in captures:
-                _capture(captures[(node, 0)], _leaf_grad(node.variable, g), captured,
-                         inputs, accumulate, create_graph)
+                g = _leaf_grad(node.variable, g)
+                if accumulate and node._pre_hooks:      # backward(inputs=...) runs the node
+                    g = _accumulator_pre_hooks(node, g)
+                _capture(captures[(node, 0)], g, captured, inputs, accumulate, create_graph)
+                if accumulate and node._hooks:
+                    _accumulator_hooks(node, g)
         return None
     if captures is not None:
         for nr, g in enumerate(grads):
@@ -363,6 +371,26 @@ def _special_node(node, grads, create_graph, retain_graph, captures, captured, n
         if node not in needed:
             return _NOT_RUN
     return _call(node, grads)
+
+
+def _accumulator_pre_hooks(node, g):
+    """A leaf's AccumulateGrad node's pre-hooks (grad_fn.next_functions[..][0].register_prehook):
+    fn((grad,)) before the gradient is accumulated, which may return a replacement (PyTorch's
+    order: after the leaf's tensor hooks)."""
+    for hook in list(node._pre_hooks):
+        r = hook((g,))
+        if r is not None:
+            (new,) = r
+            if new is not None:
+                g = _hook_result(hook, g, new)
+    return g
+
+
+def _accumulator_hooks(node, g):
+    """Its hooks: fn((), (grad,)) once the gradient is in .grad (an AccumulateGrad has no
+    inputs to pass a gradient to)."""
+    for hook in list(node._hooks):
+        hook((), (g,))
 
 
 def _capture(indices, g, captured, inputs, accumulate, create_graph):
