@@ -41,6 +41,8 @@ cdef extern from "kernels/reduce.h" nogil:
     ctypedef void (*tl_softmax_rows_fn)(const char* x, char* y, int64_t nrows, int64_t n, int logmode)
     ctypedef void (*tl_softmax_cols_fn)(const char* x, char* y, int64_t R, int64_t ld, int64_t nc,
                                         int logmode)
+    ctypedef void (*tl_softmax_back_rows_fn)(const char* y, const char* g, char* dx,
+                                             int64_t nrows, int64_t n, int logmode)
     ctypedef void (*tl_scan_fn)(const char* x, char* y, int64_t R, int64_t rs, int64_t cs,
                                 int64_t nc)
     ctypedef void (*tl_scanarg_fn)(const char* x, char* y, int64_t* iy, int64_t R, int64_t rs,
@@ -53,6 +55,7 @@ cdef extern from "kernels/reduce.h" nogil:
     tl_arg_fn tl_arg_cols[2][3]
     tl_softmax_rows_fn tl_sm_rows[2]
     tl_softmax_cols_fn tl_sm_cols[2]
+    tl_softmax_back_rows_fn tl_smb_rows[2]
     tl_scan_fn tl_scan[3][3]
     tl_scanarg_fn tl_scanarg[2][3]
     tl_median_fn tl_median[3]
@@ -1024,6 +1027,46 @@ def softmax(Array a, object dim, bint log):
         with nogil:
             _run_tasks(_sm_task, &j, nt, th)
     return cast_array(y, rdt)
+
+
+cdef struct SmbJob:
+    const char* y
+    const char* g
+    char* dx
+    int64_t A, R, rpt
+    int isz, logmode, slot
+
+
+cdef void _smb_task(const void* job, int64_t t) noexcept nogil:
+    cdef const SmbJob* j = <const SmbJob*>job
+    cdef int64_t a0 = t * j.rpt, nr = _span(j.A, a0, j.rpt), off = a0 * j.R * j.isz
+    tl_smb_rows[j.slot](j.y + off, j.g + off, j.dx + off, nr, j.R, j.logmode)
+
+
+def softmax_backward(Array y, Array g, object dim, bint log):
+    """The gradient of softmax (log_softmax when log) along the last dim from its result y and
+    the result's gradient g (float32/float64 arrays of one shape and dtype), fused per row;
+    None for any other dim (the caller computes it from its formula).  Contiguous result."""
+    cdef int d = _wrap_dim(dim, y.nd)
+    if (y.dtype != TL_FLOAT32 and y.dtype != TL_FLOAT64) or g.dtype != y.dtype \
+            or y.shape != g.shape:
+        raise RuntimeError("softmax_backward: y and g must be float32/float64 arrays of one shape")
+    if y.nd and d != y.nd - 1:
+        return None
+    y = contiguous_array(y)
+    g = contiguous_array(g)
+    cdef Array dx = new_array(y.nd, y.shp, y.dtype)
+    cdef SmbJob j
+    cdef int64_t nt, B
+    _split_dim(y, d, &j.A, &j.R, &B)
+    j.y, j.g, j.dx = y.ptr(), g.ptr(), dx.ptr()
+    j.isz = tl_itemsize[y.dtype]; j.logmode = log; j.slot = _slot(y.dtype)
+    if y.n > 0:
+        j.rpt = 16384 // j.R if j.R < 16384 else 1
+        nt = (j.A + j.rpt - 1) // j.rpt
+        with nogil:
+            _run_tasks(_smb_task, &j, nt, num_chunks(y.n, GRAIN // 4))
+    return dx
 
 
 cdef struct ScanJob:

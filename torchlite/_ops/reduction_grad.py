@@ -485,15 +485,34 @@ def record_cum_arg(is_min, x, values, indices, dim, result):
 
 # ---- softmax ---------------------------------------------------------------------------------
 class SoftmaxBackward0(_Scan):
+    log = False
+
     def backward(self, g):
         y = self.saved("result_out")
+        dx = _softmax_backward_kernel(y, g, self.dim, self.log)
+        if dx is not None:
+            return _cast(dx, self.in_dtype)
+        if self.log:
+            return _cast(g - y.exp() * g.sum(self.dim, keepdim=True), self.in_dtype)
         return _cast(y * (g - (g * y).sum(self.dim, keepdim=True)), self.in_dtype)
 
 
-class LogSoftmaxBackward0(_Scan):
-    def backward(self, g):
-        y = self.saved("result_out")
-        return _cast(g - y.exp() * g.sum(self.dim, keepdim=True), self.in_dtype)
+class LogSoftmaxBackward0(SoftmaxBackward0):
+    log = True
+
+
+def _softmax_backward_kernel(y, g, dim, log):
+    """The row kernel's gradient (one fused pass per row, PyTorch's _softmax_backward_data)
+    for a CPU float result along its last dim, when no graph is recorded (create_graph=True
+    needs the formula's ops); None otherwise."""
+    if _grad_state.enabled or y._data.device != "cpu" or g._data.device != "cpu" \
+            or g.dtype is not y.dtype or y.dtype not in (D.float32, D.float64) \
+            or tuple(g.shape) != tuple(y.shape):
+        return None
+    from .._dispatch import reduction as _RK
+    from .._tensor import _wrap
+    dx = _RK.softmax_backward(y._data, g._data, dim, log)
+    return None if dx is None else _wrap(dx)
 
 
 def record_softmax(log, x, result, dim):

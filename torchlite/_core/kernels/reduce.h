@@ -55,6 +55,10 @@ typedef void (*tl_arg_fn)(const char *x, int64_t nrows, int64_t rstride, int64_t
 typedef void (*tl_softmax_rows_fn)(const char *x, char *y, int64_t nrows, int64_t n, int logmode);
 typedef void (*tl_softmax_cols_fn)(const char *x, char *y, int64_t R, int64_t ld, int64_t nc,
                                    int logmode);
+/* their gradients over nrows contiguous rows of n elements, from the result y and the
+ * result's gradient g: softmax dx = y (g - sum(g y)), log_softmax dx = g - exp(y) sum(g) */
+typedef void (*tl_softmax_back_rows_fn)(const char *y, const char *g, char *dx, int64_t nrows,
+                                        int64_t n, int logmode);
 
 static tl_red_fn tl_red_rows[TL_RK_N][TL_RS_N];
 static tl_red_fn tl_red_cols[TL_RK_N][TL_RS_N];
@@ -62,6 +66,7 @@ static tl_arg_fn tl_arg_rows[2][TL_RS_N];      /* [is_min][slot] */
 static tl_arg_fn tl_arg_cols[2][TL_RS_N];
 static tl_softmax_rows_fn tl_sm_rows[2];       /* [slot]: float32, float64 */
 static tl_softmax_cols_fn tl_sm_cols[2];
+static tl_softmax_back_rows_fn tl_smb_rows[2];  /* [slot]: float32, float64 */
 
 /* element maps (v: the element, c: its center, p: the exponent) */
 #define TL_M_ID(v, c) (v)

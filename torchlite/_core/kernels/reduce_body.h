@@ -269,6 +269,37 @@ static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t nrows, int64_t n, in
     }                                                                                        \
 }
 
+/* the softmax's gradient over contiguous rows (PyTorch's _softmax_backward_data), fused: the
+ * row's sum of g y (of g for log_softmax) in lanes, then one pass writing dx; the three
+ * rows stay in L1 between the passes. */
+#define TL_SOFTMAX_BACK_ROWS(NAME, T, NL, EXPF)                                            \
+static void TL_RSFX(NAME)(const char *yb, const char *gb, char *db, int64_t nrows,           \
+                          int64_t n, int logmode) {                                          \
+    for (int64_t r = 0; r < nrows; r++) {                                                    \
+        const T *y = (const T *)yb + r * n, *g = (const T *)gb + r * n;                      \
+        T *dx = (T *)db + r * n;                                                             \
+        T acc[NL];                                                                           \
+        for (int j = 0; j < NL; j++) acc[j] = 0;                                             \
+        int64_t i = 0;                                                                       \
+        if (logmode) {                                                                       \
+            for (; i + NL <= n; i += NL)                                                     \
+                for (int j = 0; j < NL; j++) acc[j] += g[i + j];                             \
+        } else {                                                                             \
+            for (; i + NL <= n; i += NL)                                                     \
+                for (int j = 0; j < NL; j++) acc[j] += g[i + j] * y[i + j];                  \
+        }                                                                                    \
+        TL_TREE(acc, NL, TL_C_ADD)                                                           \
+        double s = (double)acc[0];                                                           \
+        for (; i < n; i++) s += logmode ? (double)g[i] : (double)g[i] * (double)y[i];        \
+        const T ts = (T)s;                                                                   \
+        if (logmode) {                                                                       \
+            for (i = 0; i < n; i++) dx[i] = g[i] - EXPF(y[i]) * ts;                          \
+        } else {                                                                             \
+            for (i = 0; i < n; i++) dx[i] = y[i] * (g[i] - ts);                              \
+        }                                                                                    \
+    }                                                                                        \
+}
+
 /* softmax down columns: nc (<= TL_SMCB) columns of R rows, row stride ld elements. */
 #define TL_SOFTMAX_COLS(NAME, T, EXPF)                                                     \
 static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t R, int64_t ld, int64_t nc,      \
@@ -359,6 +390,8 @@ TL_SOFTMAX_ROWS(sm_rows_f32, float, TL_RL, tl_expf)
 TL_SOFTMAX_ROWS(sm_rows_f64, double, TL_RL64, exp)
 TL_SOFTMAX_COLS(sm_cols_f32, float, tl_expf)
 TL_SOFTMAX_COLS(sm_cols_f64, double, exp)
+TL_SOFTMAX_BACK_ROWS(smb_rows_f32, float, TL_RL, tl_expf)
+TL_SOFTMAX_BACK_ROWS(smb_rows_f64, double, TL_RL64, exp)
 
 #if TL_RBODY_FULL
 /* ---- int64 kernels (baseline copy only): sums and products wrap like C unsigned -------- */
@@ -383,6 +416,7 @@ static void TL_RSFX(tl_reduce_register)(void) {
     TL_REG_FLOAT(f64, TL_RS_F64)
     tl_sm_rows[0] = TL_RSFX(sm_rows_f32); tl_sm_rows[1] = TL_RSFX(sm_rows_f64);
     tl_sm_cols[0] = TL_RSFX(sm_cols_f32); tl_sm_cols[1] = TL_RSFX(sm_cols_f64);
+    tl_smb_rows[0] = TL_RSFX(smb_rows_f32); tl_smb_rows[1] = TL_RSFX(smb_rows_f64);
 #if TL_RBODY_FULL
     /* NANSUM is SUM on integers; the float-only maps have no int64 kernel */
     TL_REG_KIND(SUM, i64, TL_RS_I64) TL_REG_KIND(PROD, i64, TL_RS_I64)
