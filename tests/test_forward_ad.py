@@ -453,3 +453,21 @@ def test_the_distributions_custom_functions_have_jvps(no_double_backward):
     draws = Gamma(c, tl.ones(3, dtype=F64)).rsample()
     (slope,) = tl.autograd.grad(draws.sum(), [c])      # elementwise: d draw_i / d alpha_i
     np.testing.assert_allclose(tangent.numpy(), (slope * ta).numpy(), rtol=1e-12)
+
+
+def test_unpack_dual_primal_requires_grad_only_when_a_leaf_does():
+    import torchlite.autograd.forward_ad as fwAD
+    x, t = tl.randn(3), tl.ones(3)
+    w = tl.randn(3, requires_grad=True)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, t)
+        p, tangent = fwAD.unpack_dual(d.sin())
+        assert not p.requires_grad                  # PyTorch's: a plain tensor
+        np.testing.assert_allclose(p.numpy(), np.sin(x.numpy()), rtol=1e-6)
+        np.testing.assert_allclose(tangent.numpy(), np.cos(x.numpy()), rtol=1e-6)
+        p2, _ = fwAD.unpack_dual((d * w).sum())
+        assert p2.requires_grad                     # w is a leaf of the reverse graph
+        p2.backward()
+        np.testing.assert_allclose(w.grad.numpy(), x.numpy(), rtol=1e-6)
+        p3, _ = fwAD.unpack_dual(fwAD.make_dual(w, t).exp())
+        assert p3.requires_grad

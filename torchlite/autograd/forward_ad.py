@@ -205,8 +205,27 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
     with _suspended():                      # the primal: a view without the tangent
-        primal = tensor.view_as(tensor) if tensor.requires_grad else tensor.detach()
+        keep = tensor.requires_grad and _reaches_a_leaf(tensor)
+        primal = tensor.view_as(tensor) if keep else tensor.detach()
     return UnpackedDualTensor(primal, tangent)
+
+
+def _reaches_a_leaf(tensor):
+    """Whether reverse mode can reach a leaf requiring grad from tensor: tangents travel on
+    the backward graph, so a dual made from a plain tensor requires grad only for them, and
+    its primal is then a plain tensor, as PyTorch's (make_dual's node has no edge onward)."""
+    if tensor.grad_fn is None:
+        return tensor.requires_grad
+    stack, seen = [tensor.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if getattr(node, "_is_accumulator", False):
+            return True
+        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return False
 
 
 class MakeDualBackward0(_graph.Node):
