@@ -211,6 +211,12 @@ class CaptureTracer(_RunTracer):
         if _opaque_output(result):
             raise GraphBreak(f"returning a {type(result).__name__} holding tensors (the graph "
                              f"returns tensors in tuples, lists and dicts)")
+        # a torchlite function the code returns (`act = F.relu` handed on by a split's first
+        # piece) was the capture's recording stand-in, which would record into this dead
+        # tracer when called later: the graph returns the function itself
+        from ..fx.node import map_aggregate
+        out = next(n for n in reversed(self.graph.nodes) if n.op == "output")
+        out.args = map_aggregate(out.args, _unrecorded)
         self.output_values = _values_of(result)
         self.output_sizes = size_layout(result)
 
@@ -484,6 +490,7 @@ class CaptureTracer(_RunTracer):
                 return tracer._wrap(node, value)
             return value
         record._fx_original = fn
+        record._tl_recording = True
         return record
 
     def _patch_foreign_parameters(self, patcher, Module):
@@ -632,6 +639,38 @@ def _opaque_output(v):
         [getattr(v, k, None) for k in getattr(type(v), "__slots__", ())])
 
 
+def _unrecorded(v):
+    return v._fx_original if getattr(v, "_tl_recording", False) else v
+
+
+_ATOMS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), slice, range)
+
+
+def shared_output(v):
+    """What in a graph's returned value v the graph would hand back as one and the same
+    object on every call where the code makes a new one each time (a SimpleNamespace, a set,
+    an instance of a class of the user's, made by the code and kept by the graph as a
+    constant), or None.  Lists and dicts are rebuilt on every call, tensors are the graph's;
+    numbers, strings, dtypes, devices, functions, classes and modules are shared harmlessly.
+    The first piece of a split function hands its variables over this way, and the breaking
+    statement may change them (`ns.k += 1`), so that piece runs eagerly when this is not
+    None."""
+    import types as _types
+    from .._dtype import dtype as _dtype_class
+    if isinstance(v, (_ValueProxy, Tensor, SymInt)) or type(v) in _ATOMS:
+        return None
+    if type(v) in (tuple, list, Size) or (isinstance(v, tuple) and hasattr(v, "_fields")):
+        return next((w for w in map(shared_output, v) if w is not None), None)
+    if type(v) is dict:
+        return next((w for w in map(shared_output, v.values()) if w is not None), None)
+    from ..nn.modules.module import Module
+    if isinstance(v, (_dtype_class, type, _types.ModuleType, _types.FunctionType,
+                      _types.BuiltinFunctionType, _types.MethodType, Module)) \
+            or type(v).__name__ in ("device", "cython_function_or_method"):
+        return None
+    return f"a {type(v).__name__} handed on by the graph"
+
+
 def _holds_proxy(v):
     if isinstance(v, _ValueProxy):
         return True
@@ -654,7 +693,7 @@ def _values_of(v):
         return type(v)(*items) if hasattr(v, "_fields") else type(v)(items)
     if isinstance(v, dict):
         return type(v)((k, _values_of(e)) for k, e in v.items())
-    return v
+    return _unrecorded(v)
 
 
 _SIZE = "Size"      # size_layout's mark of a torchlite.Size

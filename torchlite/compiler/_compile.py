@@ -152,6 +152,8 @@ class Compiled:
         self._static_examples = {}      # size-free key -> the arguments' shapes of a static entry
         self._warned_limit = False
         self._child_compiled = {}       # id(submodule) -> Compiled, for graph breaks
+        self.hands_over = False         # the first piece of a split: what it returns goes on
+                                        # to the breaking statement (see _split_at)
         # what the captures found the code reading outside its arguments, guarded on every
         # call (see _world): modules outside the root, and the globals, closure cells,
         # default values and class attributes its code (and the code it calls) reads
@@ -252,6 +254,20 @@ class Compiled:
         may read (a capture may change them, so they are read first)."""
         fn = type(root).forward if self.module is not None and root is self.module else root
         self._learn_function(getattr(fn, "__func__", fn))
+        owner = self._plain_owner()
+        if owner is not None:
+            # a method of a plain object reads its attributes as a module's forward reads the
+            # module's: guarded by value (a split method's breaking statement, run eagerly,
+            # may change one that the graph after it read: `self.steps += 1`)
+            self._guard_read(("self", id(owner), ""), _AttributesReader(owner))
+
+    def _plain_owner(self):
+        """The object a compiled method other than a module's is bound to, or None."""
+        from ..nn.modules.module import Module
+        owner = getattr(self.target, "__self__", None)
+        if self.module is not None or owner is None or isinstance(owner, (Module, types.ModuleType)):
+            return None
+        return owner
 
     def _learn_function(self, fn):
         """Guard what a Python function reads besides its arguments: the globals its code
@@ -306,6 +322,8 @@ class Compiled:
                 found.append(type(m))
                 found.extend(v for k, v in m.__dict__.items() if k not in internals)
         found.extend(_read_values(self._free_values.values()))
+        if self._plain_owner() is not None:     # (its class's attributes, or a classmethod's)
+            found.append(self._plain_owner())
         names = [n for n in self._attr_names if not (n.startswith("__") and n.endswith("__"))]
         seen = set()
         while found:
@@ -386,6 +404,13 @@ class Compiled:
                 after = self._world()
                 world = (after[0], world[1] + after[1][known:])
                 key, shapeless = key[:-1] + (world,), shapeless[:-1] + (world,)
+            shared = _capture.shared_output(tracer.output_values) if self.hands_over else None
+            if shared is not None:
+                # an object the graph would return as one constant while the code makes a new
+                # one per call (the breaking statement may change it): this piece runs eagerly
+                _log.graph_break(self.__name__, shared)
+                entry = self.cache[key] = _Eager(self, shared)
+                return entry
             if dynamic and not tracer.specialized:
                 why = self._sizes_baked_in(root, graph, shapeless)
                 if why:
@@ -513,7 +538,9 @@ class Compiled:
             if tb.tb_frame.f_code is code:
                 line = tb.tb_lineno
             tb = tb.tb_next
-        pieces = _split.plan(func, line, owner is not None) if line is not None else None
+        from ..nn.modules.module import Module
+        pieces = _split.plan(func, line, owner is not None, isinstance(owner, Module)) \
+            if line is not None else None
         if pieces is None:
             return None
 
@@ -522,7 +549,10 @@ class Compiled:
         opts = dict(fullgraph=False, dynamic=self.dynamic, mode=self.mode, backend=self.backend,
                     options=self.options)
         pre, post = bind(pieces.pre), bind(pieces.post)
-        return _Split(self, pre if pieces.pre_empty else Compiled(pre, **opts), bind(pieces.mid),
+        if not pieces.pre_empty:
+            pre = Compiled(pre, **opts)
+            pre.hands_over = True
+        return _Split(self, pre, bind(pieces.mid),
                       post if pieces.post_empty else Compiled(post, **opts), str(e))
 
     def _run_split(self, args, kwargs):
@@ -820,6 +850,21 @@ class _CellReader:
 
     def __call__(self):
         return _guard_value(self.value())
+
+
+class _AttributesReader:
+    """Reads an object's own attributes for the guards (each by _guard_value)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __call__(self):
+        attrs = getattr(self.obj, "__dict__", None)
+        if not isinstance(attrs, dict):
+            return None
+        return tuple((k, _guard_value(v)) for k, v in attrs.items())
 
 
 def _read_values(readers):

@@ -19,9 +19,12 @@ The pieces are made from the function's source (its AST, line numbers kept, comp
 the original file name, so a traceback points at the user's line) with the original globals
 and default values.  A function is not split -- it runs eagerly as before, its submodules
 compiled one by one -- when its source is not available, when it is a closure, a generator or
-a coroutine, when its body defines functions, lambdas or classes or declares global/nonlocal
-names (the pieces would not share their scope), when a statement before the break can return,
-or when a variable live at the split point may be unbound there (assigned only in a branch).
+a coroutine, when its body defines functions, lambdas or classes, declares global/nonlocal
+names or reads its scope whole (locals(), eval) (the pieces would not share their scope),
+when a statement before the break can return, when a variable live at the split point may be
+unbound there (assigned only in a branch), or when a statement outside the breaking one
+assigns an attribute of anything but the module a method is bound to (a graph would not
+replay it).
 """
 import ast
 import copy
@@ -57,11 +60,12 @@ class Pieces:
         self.pre_empty, self.post_empty = pre_empty, post_empty
 
 
-def plan(func, break_line, bound=False):
+def plan(func, break_line, bound=False, module=False):
     """The Pieces of plain function `func` around the statement running `break_line` (a line
     number of func's file), or None when func cannot be split (see the module docstring).
     bound: func is called bound to an object (a method): its first parameter stays the
-    first parameter of every piece, and the pieces are bound to the same object."""
+    first parameter of every piece, and the pieces are bound to the same object; module:
+    that object is a torchlite Module (assigning its attributes is a graph break)."""
     code = getattr(func, "__code__", None)
     if code is None or code.co_freevars or code.co_flags & (
             inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
@@ -73,12 +77,14 @@ def plan(func, break_line, bound=False):
     k = next((i for i, s in enumerate(body) if s.lineno <= break_line <= s.end_lineno), None)
     if k is None or (k == 0 and len(body) == 1):
         return None
-    if any(isinstance(n, _REFUSED) for s in body for n in ast.walk(s)):
+    if any(isinstance(n, _REFUSED) or _reads_scope(n) for s in body for n in ast.walk(s)):
         return None
     pre, stmt, post = body[:k], body[k], body[k + 1:]
     if any(isinstance(n, ast.Return) for s in pre for n in ast.walk(s)):
         return None
     params = _parameters(fdef.args)
+    if _assigns_attributes(pre + post, params[0] if bound and module and params else None):
+        return None
     live_mid = sorted((set(params) | _stored(pre)) & _loaded([stmt] + post))
     if set(live_mid) - _definitely_bound(params, pre):
         return None
@@ -207,6 +213,29 @@ def _loaded(stmts):
     return v.loaded
 
 
+def _reads_scope(node):
+    """A call that sees the function's own variables as a whole (locals(), vars() and dir()
+    without an argument, eval and exec): each piece has only its share of them."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return False
+    name = node.func.id
+    return name in ("eval", "exec") or (name in ("locals", "vars", "dir") and not node.args)
+
+
+def _assigns_attributes(stmts, module_self):
+    """Whether stmts assign or delete an attribute (`obj.n = v`, `self.steps += 1`): a
+    compiled piece would do it at its capture only (a graph does not replay Python's side
+    effects), and a capture that breaks after it would have done it once more.  A module's
+    own attributes are fine (module_self: the name of the module the method is bound to):
+    assigning one is a graph break, raised before the assignment."""
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and not (
+                    module_self is not None and isinstance(n.value, ast.Name) and n.value.id == module_self):
+                return True
+    return False
+
+
 def _definitely_bound(bound, stmts):
     """The names certainly bound after stmts run from `bound`: what top-level assignments,
     imports and with-statements bind, less what top-level `del` removes (a name first bound
@@ -230,7 +259,21 @@ def _definitely_bound(bound, stmts):
         if isinstance(s, ast.Expr) or isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             # a walrus at the top level binds too
             names |= {n.target.id for n in ast.walk(s) if isinstance(n, ast.NamedExpr)}
+        # a name deleted anywhere inside the statement (a `del` in a branch) or caught by an
+        # `except ... as name` (Python unbinds it when the handler ends) may be unbound after
+        # it, even if it was bound before
+        names -= _maybe_unbinds(s)
     return names
+
+
+def _maybe_unbinds(stmt):
+    out = set()
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del):
+            out.add(n.id)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+    return out
 
 
 # ---- making the pieces ------------------------------------------------------------------------
