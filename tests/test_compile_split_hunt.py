@@ -619,3 +619,48 @@ def test_explain_counts_graphs_and_breaks_as_pytorch_does(fn, counts):
     with contextlib.redirect_stdout(io.StringIO()):
         e = dynamo.explain(fn)(tl.randn(3))
     assert (e.graph_count, e.graph_break_count) == counts, e
+
+
+class Private(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.__k = 2.0
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = self.lin(x) * self.__k
+        print("p")
+        return h * self.__k
+
+
+def test_a_method_naming_a_private_attribute_is_not_split():
+    # its class mangled self.__k to self._Private__k; the pieces, compiled outside the class,
+    # looked up self.__k and raised AttributeError
+    m = Private()
+    x = tl.randn(2, 3)
+    with contextlib.redirect_stdout(io.StringIO()):
+        _same(tl.compile(m)(x), m(x))
+
+
+class ChildWithBreak(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, h):
+        h = self.bn(h)
+        if h.sum() > 0:
+            h = h * 2
+        return self.bn(h)
+
+
+def test_a_break_in_a_child_module_updates_batchnorm_as_often_as_eager():
+    tl.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 4), ChildWithBreak(), nn.Linear(4, 2))
+    ref = copy.deepcopy(m)
+    mc = tl.compile(m)
+    for _ in range(4):
+        x = tl.randn(5, 4)
+        _same(mc(x), ref(x))
+        for a, b in zip(m.buffers(), ref.buffers()):
+            _same(a, b)

@@ -21,6 +21,7 @@ and default values.  A function is not split -- it runs eagerly as before, its s
 compiled one by one -- when its source is not available, when it is a closure, a generator or
 a coroutine, when its body defines functions, lambdas or classes, declares global/nonlocal
 names or reads its scope whole (locals(), eval) (the pieces would not share their scope),
+when it names a private attribute (`self.__n`, which its class mangled),
 when a statement before the break can return, when a variable live at the split point may be
 unbound there (assigned only in a branch), or when a statement outside the breaking one
 assigns an attribute of anything but the module a method is bound to (a graph would not
@@ -77,7 +78,7 @@ def plan(func, break_line, bound=False, module=False):
     k = next((i for i, s in enumerate(body) if s.lineno <= break_line <= s.end_lineno), None)
     if k is None or (k == 0 and len(body) == 1):
         return None
-    if any(isinstance(n, _REFUSED) or _reads_scope(n) for s in body for n in ast.walk(s)):
+    if any(isinstance(n, _REFUSED) or _reads_scope(n) or _private(n) for s in body for n in ast.walk(s)):
         return None
     pre, stmt, post = body[:k], body[k], body[k + 1:]
     if any(isinstance(n, ast.Return) for s in pre for n in ast.walk(s)):
@@ -220,6 +221,13 @@ def _reads_scope(node):
         return False
     name = node.func.id
     return name in ("eval", "exec") or (name in ("locals", "vars", "dir") and not node.args)
+
+
+def _private(node):
+    """A private name (`self.__n`): its class mangled it in the method's code (`_M__n`), the
+    pieces, made outside the class, would not."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    return name is not None and name.startswith("__") and not name.endswith("__")
 
 
 def _assigns_attributes(stmts, module_self):
