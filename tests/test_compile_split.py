@@ -254,3 +254,21 @@ def test_pieces_fuse_their_elementwise_chains():
     entry = next(iter(c._compiled.cache.values())) if hasattr(c, "_compiled") \
         else next(iter(c.cache.values()))
     assert kernels_of(entry.pre) and kernels_of(entry.post)
+
+
+def test_a_source_file_edited_after_the_import_is_not_split_from_its_new_text(tmp_path, monkeypatch):
+    import importlib
+    import os
+    import sys
+    path = tmp_path / "edited_after_import.py"
+    path.write_text("def f(x):\n    y = x * 2\n    print(end='')\n    return y + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("edited_after_import")
+    try:
+        path.write_text("def f(x):\n    y = x * 2\n    print(end='')\n    return y + 100\n")
+        st = os.stat(path)
+        os.utime(path, (st.st_atime + 5, st.st_mtime + 5))
+        x = tl.randn(3)
+        _same(tl.compile(mod.f)(x), x * 2 + 1)          # the code that was loaded
+    finally:
+        sys.modules.pop("edited_after_import", None)

@@ -153,7 +153,51 @@ def _definition(func):
             or tree.body[0].name != func.__code__.co_name:
         return None, None
     ast.increment_lineno(tree, first - 1)
-    return tree.body[0], filename
+    fdef = tree.body[0]
+    if _source_changed(func, filename, fdef):
+        return None, None
+    return fdef, filename
+
+
+def _source_changed(func, filename, fdef):
+    """Whether the file's text no longer gives the code that runs (edited after the import):
+    the definition compiled again must give the same instructions on the same names and
+    constants (compared by their meaning: the interpreter may have rewritten the running code's
+    attribute loads, and jumps are compared by instruction, not byte offset).  Splitting a
+    changed text would run code the program never loaded."""
+    import __future__
+    flags = 0
+    for feature in __future__.all_feature_names:
+        flags |= getattr(__future__, feature).compiler_flag
+    plain = copy.deepcopy(fdef)
+    plain.decorator_list = []
+    try:
+        module = compile(ast.Module(body=[plain], type_ignores=[]), filename, "exec",
+                         flags=func.__code__.co_flags & flags, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return True
+    again = next((c for c in module.co_consts if isinstance(c, types.CodeType)), None)
+    return again is None or _instructions(again) != _instructions(func.__code__)
+
+
+def _instructions(code):
+    """A code object's instructions as (operation, meaning of the argument), nested code
+    objects included."""
+    import dis
+    ins = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG", "NOP")]
+    index = {i.offset: k for k, i in enumerate(ins)}
+    jumps = set(dis.hasjrel) | set(dis.hasjabs)
+    out = []
+    for i in ins:
+        arg = i.argval
+        if i.opcode in jumps:
+            arg = index.get(arg)
+        elif isinstance(arg, types.CodeType):
+            arg = tuple(_instructions(arg))
+        elif not isinstance(arg, (str, int, float, complex, bytes, bool, type(None), tuple, frozenset)):
+            arg = repr(arg)
+        out.append(({"LOAD_METHOD": "LOAD_ATTR"}.get(i.opname, i.opname), arg))
+    return out
 
 
 def _parameters(args):
