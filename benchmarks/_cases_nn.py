@@ -155,6 +155,32 @@ def _activation_build(name, **kw):
     return build
 
 
+def _rows_build(kind):
+    """Forward + backward of a row op a Transformer step runs: the attention softmax over
+    (batch*heads, T, T), layer_norm over d_model, cross_entropy over the vocabulary."""
+    def build(lib, xs):
+        F = lib.fn("nn").functional
+        x, g = lib.array(xs[0]).requires_grad_(), lib.array(xs[1])
+        if kind == "cross_entropy":
+            target = lib.mod.from_numpy(xs[2])
+
+            def run():
+                x.grad = None
+                F.cross_entropy(x, target).backward()
+                return x.grad
+            return run
+        n = xs[0].shape[-1]
+        w, b = lib.mod.ones(n, requires_grad=True), lib.mod.zeros(n, requires_grad=True)
+
+        def run():
+            x.grad = None
+            y = F.softmax(x, -1) if kind == "softmax" else F.layer_norm(x, (n,), w, b)
+            y.backward(g)
+            return x.grad
+        return run
+    return build
+
+
 def _inputs(*shapes, labels=None):
     def make(rng):
         xs = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
@@ -195,6 +221,16 @@ def _cases():
                           _activation_build(name, **kw), f"F.{name}({', '.join(f'{k}={v!r}' for k, v in kw.items())}) "
                           f"forward + backward over 1M float32 (a Transformer's feed-forward "
                           f"activations, batch 32 x 64 x 512)", None, check=False, tags=("nn",)))
+    cases.append(Case("softmax_fwdbwd_128x64x64", "us/op", 1, _inputs((128, 64, 64), (128, 64, 64)),
+                      _rows_build("softmax"), "F.softmax over the last dim forward + backward "
+                      "(attention probabilities: batch*heads 128, 64 x 64)", None, check=False,
+                      tags=("nn",)))
+    cases.append(Case("layer_norm_fwdbwd_2048x128", "us/op", 1, _inputs((2048, 128), (2048, 128)),
+                      _rows_build("layer_norm"), "F.layer_norm over 128 with weight and bias, "
+                      "forward + backward (input grad)", None, check=False, tags=("nn",)))
+    cases.append(Case("cross_entropy_fwdbwd_2048x65", "us/op", 1, _inputs((2048, 65), (1,), labels=2048),
+                      _rows_build("cross_entropy"), "F.cross_entropy of 2048 rows of 65 logits, "
+                      "forward + backward", None, check=False, tags=("nn",)))
     for name, options, what in (("SGD", dict(lr=0.01, momentum=0.9), "SGD momentum 0.9"),
                                 ("Adam", dict(lr=1e-3), "Adam"),
                                 ("AdamW", dict(lr=1e-3, amsgrad=True), "AdamW amsgrad")):
