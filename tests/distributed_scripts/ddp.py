@@ -230,25 +230,33 @@ class Heads(nn.Module):
         return out + self.b(h) if use_b else out
 
 
-torch.manual_seed(5)
-local = Heads()
-ref = copy.deepcopy(local)
-model = DDP(local, find_unused_parameters=True, bucket_cap_mb=0.0001)
-x = torch.randn(4 * N, 4, generator=torch.Generator().manual_seed(3))
-for it in range(2):
-    local.zero_grad()
-    model(shard(x), use_b=RANK == 0).square().mean().backward()
-    ref.zero_grad()
-    for r in range(N):
-        (ref(shard(x, r), use_b=r == 0).square().mean() / N).backward()
-    for name, p in local.named_parameters():
-        q = ref.get_parameter(name)
-        if name.startswith("c."):
-            assert p.grad is None and q.grad is None, name
-        else:
-            assert np.allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6), name
-    same_on_every_rank("find_unused grads", [p.grad.numpy() for n, p in local.named_parameters()
-                                             if not n.startswith("c.")])
+def heads_with_unused(**ddp_kwargs):
+    """Two iterations of Heads under DDP(find_unused_parameters=True): locally unused heads
+    averaged as the whole batch's, the globally unused one keeps grad None; returns the DDP and
+    the batch."""
+    torch.manual_seed(5)
+    local = Heads()
+    ref = copy.deepcopy(local)
+    model = DDP(local, find_unused_parameters=True, **ddp_kwargs)
+    x = torch.randn(4 * N, 4, generator=torch.Generator().manual_seed(3))
+    for it in range(2):
+        local.zero_grad()
+        model(shard(x), use_b=RANK == 0).square().mean().backward()
+        ref.zero_grad()
+        for r in range(N):
+            (ref(shard(x, r), use_b=r == 0).square().mean() / N).backward()
+        for name, p in local.named_parameters():
+            q = ref.get_parameter(name)
+            if name.startswith("c."):
+                assert p.grad is None and q.grad is None, name
+            else:
+                assert np.allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6), name
+        same_on_every_rank("find_unused grads", [p.grad.numpy() for n, p in local.named_parameters()
+                                                 if not n.startswith("c.")])
+    return model, x
+
+
+_, x = heads_with_unused(bucket_cap_mb=0.0001)
 print("OK ddp find_unused_parameters: locally unused heads averaged, globally unused keep grad None",
       flush=True)
 
@@ -356,24 +364,7 @@ try:
               [p.grad.numpy() for p in ref.parameters()], 1e-4, 1e-5)
     # a weight unused on some ranks (its gradient None there: the zeros go through a buffer)
     ddp_module._OWN_BUCKET_BYTES = 16
-    torch.manual_seed(5)
-    local = Heads()
-    ref = copy.deepcopy(local)
-    model = DDP(local, find_unused_parameters=True)
-    assert any(b.own for b in model._buckets)
-    x = torch.randn(4 * N, 4, generator=torch.Generator().manual_seed(3))
-    for it in range(2):
-        local.zero_grad()
-        model(shard(x), use_b=RANK == 0).square().mean().backward()
-        ref.zero_grad()
-        for r in range(N):
-            (ref(shard(x, r), use_b=r == 0).square().mean() / N).backward()
-        for name, p in local.named_parameters():
-            q = ref.get_parameter(name)
-            if name.startswith("c."):
-                assert p.grad is None and q.grad is None, name
-            else:
-                assert np.allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6), name
+    assert any(b.own for b in heads_with_unused()[0]._buckets)
 finally:
     ddp_module._OWN_BUCKET_BYTES = 1024 * 1024
 print("OK ddp large gradients reduced in place: the same averages, no bucket buffer, with no_sync, "

@@ -216,16 +216,7 @@ def _reaches_a_leaf(tensor):
     its primal is then a plain tensor, as PyTorch's (make_dual's node has no edge onward)."""
     if tensor.grad_fn is None:
         return tensor.requires_grad
-    stack, seen = [tensor.grad_fn], set()
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if getattr(node, "_is_accumulator", False):
-            return True
-        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
-    return False
+    return next(_graph.reached_leaves([tensor.grad_fn]), None) is not None
 
 
 class MakeDualBackward0(_graph.Node):

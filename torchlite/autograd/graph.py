@@ -591,6 +591,21 @@ def increment_version(tensor: Tensor | Iterable[Tensor]) -> None:
         t._bump_version()
 
 
+def reached_leaves(nodes: Iterable[Node | None]) -> Iterator[Tensor]:
+    """The leaf tensors (requiring grad) whose accumulators the backward graph from `nodes`
+    reaches, each once, as a walk finds them."""
+    stack, seen = [n for n in nodes if n is not None], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if getattr(node, "_is_accumulator", False):
+            yield node.variable
+            continue
+        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None and id(nxt) not in seen)
+
+
 def edge(t: Tensor | None) -> tuple[Node | None, int]:
     """(node, input_nr) for an input tensor: its grad_fn and output slot, its accumulator if it
     is a leaf requiring grad, or (None, 0) if no gradient flows to it."""

@@ -613,23 +613,11 @@ def _make_hook(ref, i):
 def _parameters_reached(out):
     """ids of the leaf tensors that the autograd graph of `out`'s tensors reaches."""
     import torchlite
+    from ...autograd.graph import reached_leaves
     from ...utils._pytree import tree_leaves
-    stack = [t.grad_fn for t in tree_leaves(out) if isinstance(t, torchlite.Tensor) and t.grad_fn is not None]
-    reached, seen = set(), set()
-    for t in tree_leaves(out):
-        if isinstance(t, torchlite.Tensor) and t.grad_fn is None and t.requires_grad:
-            reached.add(id(t))      # a parameter returned as it is
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if getattr(node, "_is_accumulator", False):
-            reached.add(id(node.variable))
-            continue
-        for nxt, _ in node.next_functions:
-            if nxt is not None and id(nxt) not in seen:
-                stack.append(nxt)
+    tensors = [t for t in tree_leaves(out) if isinstance(t, torchlite.Tensor)]
+    reached = {id(t) for t in tensors if t.grad_fn is None and t.requires_grad}  # returned as is
+    reached |= {id(v) for v in reached_leaves([t.grad_fn for t in tensors])}
     return reached
 
 
