@@ -3,7 +3,6 @@ library: half dtypes, autocast, special values, meta, vmap and per-sample grads,
 hessians, in-place forms, modules, Transformer layers, tracing, ONNX, torchlite.compile and
 the generated CUDA source run by the host emulation.  Oracles: float64 formulas (math/NumPy),
 float64 central differences, and PyTorch / onnxruntime where installed."""
-import math
 
 import numpy as np
 import pytest
@@ -12,20 +11,12 @@ import torchlite as tl
 import torchlite.nn as nn
 import torchlite.nn.functional as F
 
-_ERF = np.vectorize(math.erf)
-
-
-def _gelu(x):
-    return x * 0.5 * (1 + _ERF(x / math.sqrt(2)))
-
-
-def _gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+from test_activation_kernels import _gelu, _gelu_tanh, _silu as _silu_plain
 
 
 def _silu(x):
     with np.errstate(over="ignore"):
-        return x / (1 + np.exp(-x))
+        return _silu_plain(x)
 
 
 CASES = {"gelu": (lambda t: F.gelu(t), _gelu),
