@@ -139,3 +139,25 @@ def test_compiled_is_one_instruction_and_equals_eager_to_the_bit(name):
     ye.backward(gy)
     np.testing.assert_array_equal(xc.grad.numpy(), xe.grad.numpy())
     dynamo.reset()
+
+
+def test_float32_gelu_accuracy_by_region():
+    """The float32 GELU kernel (vmath.h's tl_geluf: Phi from one exponential) in ulp of the
+    float64 value, region by region (the bounds its comment states, with a little room)."""
+    x = np.linspace(-12, 12, 200001).astype(np.float32)
+    got = F.gelu(tl.tensor(x)).numpy().astype(np.float64)
+    xd = x.astype(np.float64)
+    want = xd * 0.5 * np.array([math.erfc(-v / math.sqrt(2)) for v in xd])
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    err = np.abs(got - want)
+    for lo, hi, bound in ((-1, 1, 8), (1, 12, 2.5), (-3, -1, 16), (-5, -3, 32)):
+        m = (xd >= lo) & (xd < hi) & (np.abs(want) > 1e-38)
+        assert np.max(err[m] / ulp[m]) <= bound, (lo, hi, np.max(err[m] / ulp[m]))
+    m = (xd < -5) & (np.abs(want) > 1e-38)
+    assert np.max(err[m] / np.abs(want[m])) < 2e-5
+    # the gradient: absolute error of a few float32 roundings of values of size 1
+    t = tl.tensor(x, requires_grad=True)
+    F.gelu(t).sum().backward()
+    pdf = np.exp(-xd * xd / 2) / math.sqrt(2 * math.pi)
+    dwant = 0.5 * np.array([math.erfc(-v / math.sqrt(2)) for v in xd]) + xd * pdf
+    assert np.max(np.abs(t.grad.numpy() - dwant)) < 4e-7

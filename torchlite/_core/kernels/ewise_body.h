@@ -178,10 +178,10 @@ FOP(ERFC, erfcf(x), erfc(x))
 TL_UNARY_FIX(u_ERFINV_f32, float, float, tl_erfinvf_fast(x), tl_erfinvf_bad(x), tl_erfinv_f32(x))
 TL_UNARY(u_ERFINV_f64, double, double, tl_erfinv_f64(x))
 FOP(SIGMOID, tl_sigmoidf(x), tl_sigmoid_f64(x))       /* tl_sigmoidf: vmath.h's, vectorised */
-/* the activations of one pass (formulas: tl_scalar_math.cuh), over vmath.h's vectorised
- * erf/tanh/sigmoid in float32 and libm's in float64 */
-FOP(GELU, tl_gelu_of_f32(x, tl_erff(x * (float)TL_SM_SQRT_HALF)),
-          tl_gelu_of_f64(x, erf(x * TL_SM_SQRT_HALF)))
+/* the activations of one pass (formulas: tl_scalar_math.cuh, over libm's erf/tanh/sigmoid
+ * in float64 and vmath.h's vectorised tanh/sigmoid in float32; float32 GELU is vmath.h's
+ * tl_geluf/tl_gelu_backwardf, Phi from one exponential) */
+FOP(GELU, tl_geluf(x), tl_gelu_of_f64(x, erf(x * TL_SM_SQRT_HALF)))
 FOP(GELU_TANH, tl_gelu_tanh_of_f32(x, tl_tanhf(tl_gelu_tanh_arg_f32(x))),
                tl_gelu_tanh_of_f64(x, tanh(tl_gelu_tanh_arg_f64(x))))
 FOP(SILU, x * tl_sigmoidf(x), x * tl_sigmoid_f64(x))
@@ -233,8 +233,7 @@ FBOP(XLOGY, tl_xlogy_f32(x, y), tl_xlogy_f64(x, y))
 /* the gradient x of relu / threshold at input y */
 FBOP(THRESHOLD_BACKWARD, tl_threshold_backward_f32(x, y, (float)P[0]), tl_threshold_backward_f64(x, y, P[0]))
 /* the gradients x of the one-pass activations at input y */
-FBOP(GELU_BACKWARD,
-     tl_gelu_backward_of_f32(x, y, tl_erff(y * (float)TL_SM_SQRT_HALF), tl_expf(y * y * -0.5f)),
+FBOP(GELU_BACKWARD, tl_gelu_backwardf(x, y),
      tl_gelu_backward_of_f64(x, y, erf(y * TL_SM_SQRT_HALF), exp(y * y * -0.5)))
 FBOP(GELU_TANH_BACKWARD, tl_gelu_tanh_backward_of_f32(x, y, tl_tanhf(tl_gelu_tanh_arg_f32(y))),
                          tl_gelu_tanh_backward_of_f64(x, y, tanh(tl_gelu_tanh_arg_f64(y))))
