@@ -8,10 +8,11 @@
 # loop the eager op runs (elementwise.loop_of: SIMD at the CPU's ISA level), so a fused op
 # computes exactly what the eager op computes, from one copy of its math.
 #
-# Row instructions (kinds ROW and SOFTMAX) work on whole rows of the output's last dimension:
-# a row sum or mean (a compact value: one element per row of the tile, at the start of its
-# register), the spread of a compact value along its rows, or a softmax/log_softmax of each
-# row; the reductions call the eager reduction's row kernels (reduction.pxd).  Elementwise
+# Row instructions (kinds ROW, SOFTMAX and SOFTMAX_BWD) work on whole rows of the output's
+# last dimension: a row sum or mean (a compact value: one element per row of the tile, at the
+# start of its register), the spread of a compact value along its rows, a softmax/log_softmax
+# of each row, or its gradient from the result and the result's gradient; they call the eager
+# reduction's row kernels (reduction.pxd).  Elementwise
 # instructions marked compact run over the compact values, one element per row.  A program
 # with row instructions runs on whole-row tiles (below).
 #
@@ -31,7 +32,8 @@ from libc.string cimport memcpy, memset
 from torchlite._core.array cimport (Array, MAX_DIMS, new_array, new_array_strided, tl_itemsize,
                                     TL_ERR_ZERODIV)
 from torchlite._core.elementwise cimport tl_loop, loop_of, memory_order
-from torchlite._core.reduction cimport row_reduce_fn, row_softmax_fn, row_sum, row_softmax
+from torchlite._core.reduction cimport (row_reduce_fn, row_softmax_fn, row_softmax_back_fn,
+                                        row_sum, row_softmax, row_softmax_back)
 from torchlite._core.random cimport bernoulli_range
 from torchlite._core.parallel cimport num_chunks
 from torchlite._core.elementwise import copy_ as _copy
@@ -49,6 +51,9 @@ cdef enum:
     K_SOFTMAX = 5            # op: 0 softmax, 1 log_softmax of the source's rows
     K_RANDOM = 6             # op 0: Bernoulli(p[0]) at each element's flat index of the
                              # request whose seed and first block are the two int64 sources
+    K_SOFTMAX_BWD = 7        # op: 0 softmax, 1 log_softmax: the gradient of each row from the
+                             # sources y (the result) and g (its gradient): y (g - sum(g y)),
+                             # or g - exp(y) sum(g)
     ROW_SUM = 0              # the sum of each row of the source -> a compact value
     ROW_MEAN = 1
     ROW_SPREAD = 2           # a compact source -> its value on every element of its row
@@ -63,11 +68,12 @@ cdef enum:
 
 cdef struct Instr:
     tl_loop fn               # an elementwise instruction's loop (NULL for a row instruction)
-    int row_kind             # 0, or K_ROW / K_SOFTMAX / K_RANDOM
+    int row_kind             # 0, or K_ROW / K_SOFTMAX / K_RANDOM / K_SOFTMAX_BWD
     int row_op
     bint compact             # an elementwise instruction over compact values
     row_reduce_fn rfn
     row_softmax_fn sfn
+    row_softmax_back_fn bfn
     int nops                 # operands, the destination included
     int slot[4]              # destination, then sources
     int isz[4]               # the operands' element sizes (a scratch slot's stride)
@@ -136,7 +142,17 @@ cdef class Program:
             I.fn = NULL
             I.rfn = NULL
             I.sfn = NULL
-            if kind == K_ROW or kind == K_SOFTMAX:
+            I.bfn = NULL
+            if kind == K_SOFTMAX_BWD:
+                if I.nops != 3 or not 0 <= op <= 1 or I.compact or dtype not in (8, 9) \
+                        or any(o[2] != dtype for o in operands):
+                    raise ValueError(f"fused program {name}: softmax gradient instruction {i} "
+                                     f"needs a destination and sources y, g of one float "
+                                     f"dtype, and op 0 or 1")
+                I.row_kind, I.row_op = kind, op
+                I.bfn = row_softmax_back(_check_dtype(dtype))
+                self.has_rows = True
+            elif kind == K_ROW or kind == K_SOFTMAX:
                 if I.nops != 2 or not (0 <= op <= (2 if kind == K_ROW else 1)) or I.compact \
                         or any(o[2] != dtype for o in operands):
                     raise ValueError(f"fused program {name}: row instruction {i} needs one "
@@ -597,6 +613,9 @@ cdef void _row_instruction(Instr* I, char** d, int64_t* s, int64_t n, int64_t L,
     cdef double v
     cdef float* yf = <float*>d[0]
     cdef double* yd = <double*>d[0]
+    if I.row_kind == K_SOFTMAX_BWD:
+        _softmax_back(I, d, s, n, L, part)
+        return
     if I.row_kind == K_ROW and I.row_op == ROW_SPREAD:
         r = nr - 1
         while r >= 0:               # the last row first: row r is read before rows >= r are written
@@ -626,6 +645,36 @@ cdef void _row_instruction(Instr* I, char** d, int64_t* s, int64_t n, int64_t L,
             yf[r] = <float>v
         else:
             yd[r] = v
+
+
+cdef void _softmax_back(Instr* I, char** d, int64_t* s, int64_t n, int64_t L,
+                        double* part) noexcept nogil:
+    """The softmax/log_softmax gradient of the n // L whole rows of a tile, d[0] from y = d[1]
+    and g = d[2] (contiguous, or broadcast: stride 0).  A broadcast source is first written
+    out along the tile: into part (TILE 8-byte cells, unused by this instruction) for y, and
+    for g into part when y is not broadcast, else into d[0] (then an output or scratch register,
+    neither source).  The kernel reads a row before it writes it, so d[0] may be y or g."""
+    cdef char* y = d[1]
+    cdef char* g = d[2]
+    cdef char* dst
+    if s[1] == 0:
+        _fill(<char*>part, y, n, I.isz[0])
+        y = <char*>part
+    if s[2] == 0:
+        dst = d[0] if s[1] == 0 else <char*>part
+        _fill(dst, g, n, I.isz[0])
+        g = dst
+    I.bfn(y, g, d[0], n // L, L, I.row_op)
+
+
+cdef inline void _fill(char* dst, const char* v, int64_t n, int isz) noexcept nogil:
+    cdef int64_t j
+    if isz == 4:
+        for j in range(n):
+            (<float*>dst)[j] = (<const float*>v)[0]
+    else:
+        for j in range(n):
+            (<double*>dst)[j] = (<const double*>v)[0]
 
 
 cdef inline bint _all_zero(Tiling* t, int o) noexcept nogil:

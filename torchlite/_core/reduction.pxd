@@ -11,8 +11,14 @@ ctypedef void (*row_reduce_fn)(const char* x, int64_t nrows, int64_t rstride, in
 # (y may be x)
 ctypedef void (*row_softmax_fn)(const char* x, char* y, int64_t nrows, int64_t n,
                                 int logmode) noexcept nogil
+# their gradients over nrows contiguous rows of n elements from the result y and its gradient
+# g: softmax (logmode 0) dx = y (g - sum(g y)), log_softmax (1) dx = g - exp(y) sum(g) (dx may
+# be y or g)
+ctypedef void (*row_softmax_back_fn)(const char* y, const char* g, char* dx, int64_t nrows,
+                                     int64_t n, int logmode) noexcept nogil
 
-# the row sum kernel of float32 (dtype code 8) or float64 (9) rows, and the row softmax; NULL
-# for other dtypes
+# the row sum kernel of float32 (dtype code 8) or float64 (9) rows, the row softmax and its
+# gradient; NULL for other dtypes
 cdef row_reduce_fn row_sum(int dtype) noexcept nogil
 cdef row_softmax_fn row_softmax(int dtype) noexcept nogil
+cdef row_softmax_back_fn row_softmax_back(int dtype) noexcept nogil

@@ -1202,3 +1202,9 @@ cdef row_softmax_fn row_softmax(int dtype) noexcept nogil:
     if dtype != TL_FLOAT32 and dtype != TL_FLOAT64:
         return NULL
     return <row_softmax_fn>tl_sm_rows[_slot(dtype)]
+
+
+cdef row_softmax_back_fn row_softmax_back(int dtype) noexcept nogil:
+    if dtype != TL_FLOAT32 and dtype != TL_FLOAT64:
+        return NULL
+    return <row_softmax_back_fn>tl_smb_rows[_slot(dtype)]

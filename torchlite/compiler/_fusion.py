@@ -63,7 +63,7 @@ class _Group:
 
 def _is_row_op(n):
     e = L.classify(n, dtype_of, n.meta["val"][1])
-    return e is not None and e.kind in (L.ROW, L.SOFTMAX)
+    return e is not None and e.kind in (L.ROW, L.SOFTMAX, L.SOFTMAX_BWD)
 
 
 def _row_shape_of(shape):
@@ -676,12 +676,13 @@ def _row_sum(t):
 
 
 # the gradients of the row ops, (g, y) -> the operand's gradient, as row ops and elementwise
-# ops the backward program runs (g and y hold full rows; a row value's g is per element)
+# ops the backward program runs (g and y hold full rows; a row value's g is per element);
+# softmax's and log_softmax's are one node each, the interpreter's SOFTMAX_BWD row instruction
 _ROW_GRADS = {
     "sum": lambda g, y: _row_sum(g),
     "mean": lambda g, y: g.mean(-1, keepdim=True),
-    "softmax": lambda g, y: y * (g - _row_sum(g * y)),
-    "log_softmax": lambda g, y: g - y.exp() * _row_sum(g),
+    "softmax": lambda g, y: L.softmax_grad(g, y, False),
+    "log_softmax": lambda g, y: L.softmax_grad(g, y, True),
 }
 
 

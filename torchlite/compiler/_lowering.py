@@ -11,7 +11,9 @@ level.
 
 Row ops -- `softmax`/`log_softmax` over the last dimension, and `sum`/`mean` over it with
 `keepdim=True` -- are read as the interpreter's row instructions (kinds ROW and SOFTMAX): a
-program holding one works on whole rows.  A row sum or mean is a compact value (one per row);
+program holding one works on whole rows.  So is `softmax_grad(g, y, log)`, the gradient of
+softmax/log_softmax that the backward programs call (kind SOFTMAX_BWD: one pass per row, the
+eager backward's row kernel).  A row sum or mean is a compact value (one per row);
 so is every elementwise result computed from compact values alone (`rsqrt(mean + eps)`), run
 over one element per row.  Where an instruction on full rows reads a compact value, a spread
 instruction first writes it along its rows.
@@ -38,6 +40,7 @@ ROW, SOFTMAX = 4, 5         # row instructions over the last dimension (fused.py
 _ROW_CODES = {"sum": 0, "mean": 1, "softmax": 0, "log_softmax": 1}
 ROW_SPREAD = 2              # the ROW op writing a compact value along its rows
 RANDOM = 6                  # a random draw at the element's place in a stream (fused.pyx K_RANDOM)
+SOFTMAX_BWD = 7             # softmax_grad over the last dimension (fused.pyx K_SOFTMAX_BWD)
 I64 = 5
 
 _UNARY_NAMES = {}          # public name or alias -> kernel op
@@ -102,6 +105,8 @@ class Ew:
     def code(self):
         if self.kind in (ROW, SOFTMAX):
             return _ROW_CODES[self.name]
+        if self.kind == SOFTMAX_BWD:
+            return 1 if self.name == "log_softmax_grad" else 0
         if self.kind == RANDOM:
             return 0                            # the one random op: Bernoulli
         table = (_ew.UNARY, _ew.BINARY, _ew.TERNARY)[self.kind]
@@ -136,6 +141,8 @@ def _canonical(node):
             return row, node.args, node.kwargs
         if fn is _bernoulli_at():
             return "random:bernoulli", node.args, node.kwargs
+        if fn is softmax_grad:
+            return "softmax_grad", node.args, node.kwargs
         return None
     if node.op == "call_method":
         name = node.target
@@ -211,6 +218,54 @@ def _row_functions():
     return _ROW_FUNCTIONS
 
 
+def softmax_grad(g, y, log=False):
+    """The gradient of softmax (log_softmax when log) over the last dimension from its result
+    y and the result's gradient g: y * (g - sum(g * y)), or g - exp(y) * sum(g), sums over
+    rows.  The backward programs' form of it (torchlite.compile's _ROW_GRADS): traced, it is
+    one node, lowered to one row instruction (SOFTMAX_BWD, the eager backward's row kernel);
+    called on Tensors (the Python form of a backward), the eager kernel when no graph is
+    recorded, else the formula's ops, differentiable again."""
+    from ..fx.proxy import Proxy
+    p = g if isinstance(g, Proxy) else y if isinstance(y, Proxy) else None
+    if p is not None:
+        return p.tracer.create_proxy("call_function", softmax_grad, (g, y, bool(log)), {})
+    from .._ops.reduction_grad import _softmax_backward_kernel
+    if tuple(g.shape) != tuple(y.shape):        # a broadcast g: its value on the whole row
+        g = g.expand(tuple(y.shape))
+    if y.dim():
+        dx = _softmax_backward_kernel(y, g, -1, log)
+        if dx is not None:
+            return dx
+    if log:
+        return g - y.exp() * g.sum(-1, keepdim=True)
+    return y * (g - (g * y).sum(-1, keepdim=True))
+
+
+def _read_softmax_grad(args, kwargs, dtype_of):
+    """softmax_grad(g, y, log): g and y nodes of one float dtype, y of full rows (g's shape
+    broadcasts to y's)."""
+    if len(args) != 3 or kwargs or type(args[2]) is not builtins.bool:
+        return None
+    g, y, log = args
+    if _number(g) or _number(y):
+        return None
+    dts = _operand_dtypes([y, g], dtype_of)
+    if not dts or dts[0] not in FLOATS or dts[1] != dts[0]:
+        return None
+    # (the backward graphs' nodes may have no shapes: y is then a SOFTMAX result, of full rows)
+    vy, vg = y.meta.get("val"), g.meta.get("val")
+    if vy is not None and len(vy[0]) == 0:
+        return None
+    if vy is not None and vg is not None:
+        try:
+            from .._core.array import broadcast_shapes
+            if tuple(broadcast_shapes(tuple(vy[0]), tuple(vg[0]))) != tuple(vy[0]):
+                return None             # the result's rows are the instruction's rows
+        except (RuntimeError, ValueError):
+            return None
+    return Ew(SOFTMAX_BWD, "log_softmax_grad" if log else "softmax_grad", [y, g], (), dts[0], dts[0])
+
+
 def _zeros_like():
     from .._ops.creation import zeros_like
     return zeros_like
@@ -237,7 +292,7 @@ def classify(node, dtype_of, out_dtype=None):
     e = _read(node, name, args, kwargs, dtype_of)
     if e is None or (out_dtype is not None and out_dtype != e.out):
         return None
-    if e.kind in ("identity", "zeros", ROW, SOFTMAX, RANDOM):
+    if e.kind in ("identity", "zeros", ROW, SOFTMAX, SOFTMAX_BWD, RANDOM):
         return e
     if not _ew.has_loop(e.kind, e.code, e.compute):
         return None
@@ -271,6 +326,8 @@ def _read(node, name, args, kwargs, dtype_of):
         return _read_row(name, args, kwargs, dtype_of)
     if name == "random:bernoulli":
         return _read_bernoulli(node, args, kwargs, dtype_of)
+    if name == "softmax_grad":
+        return _read_softmax_grad(args, kwargs, dtype_of)
     if name in _CLAMPS:
         return _read_clamp(name, args, kwargs, dtype_of)
     if name == "rsub":
@@ -522,7 +579,8 @@ def lower(name, graph, input_dtypes):
     for n, e in ops:
         srcs = [root(x) for x in e.operands]
         nodes = [r for r in srcs if not _number(r)]
-        if e.kind == ROW or (e.kind != SOFTMAX and nodes and all(r in compact for r in nodes)):
+        if e.kind == ROW or (e.kind not in (SOFTMAX, SOFTMAX_BWD) and nodes
+                             and all(r in compact for r in nodes)):
             compact.add(n)
         if e.kind == ROW or n not in compact:       # reads full rows: spread compact operands
             for j, r in enumerate(srcs):

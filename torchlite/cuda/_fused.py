@@ -38,6 +38,8 @@ BOOL, I64, F32, F64 = 0, 5, 8, 9
 UNARY, BINARY, TERNARY, CAST = 0, 1, 2, 3
 ROW, SOFTMAX, ROW_SPREAD = 4, 5, 2      # row instructions: sum/mean/spread, softmax
 RANDOM = 6                       # a Bernoulli mask drawn from (seed, first block) int64 inputs
+SOFTMAX_BWD = 7                  # softmax (op 0) / log_softmax (1) gradient from sources y, g
+ROW_KINDS = (ROW, SOFTMAX, SOFTMAX_BWD)
 CTYPE = {BOOL: "bool", F32: "float", F64: "double"}
 IN_CTYPE = {**CTYPE, I64: "tl::i64"}     # int64 inputs: a random instruction's seed/block
 MAX_PARAM_BYTES = 32764          # kernel parameter space (Volta+ with CUDA 12.1+)
@@ -115,7 +117,7 @@ def cuda_source(spec, name=None):
     for dt in spec.in_dtypes:
         if dt not in IN_CTYPE:
             raise Unsupported(f"dtype code {dt}")
-    rows = any(ins[0] in (ROW, SOFTMAX) for ins in spec.instrs)
+    rows = any(ins[0] in ROW_KINDS for ins in spec.instrs)
     params = [f"{CTYPE[dt]}* __restrict__ out{k}" for k, dt in enumerate(spec.out_dtypes)]
     params += [f"const {IN_CTYPE[dt]}* __restrict__ in{k}" for k, dt in enumerate(spec.in_dtypes)]
     params += ["tl::i64 n", f"tl::Indexer<{nops}> ix"] + (["tl::i64 L"] if rows else [])
@@ -132,7 +134,7 @@ def cuda_source(spec, name=None):
     for k, (dt, v) in enumerate(spec.consts):
         pre.append(f"    const {CTYPE[dt]} c{k} = {_literal(dt, v)};")
     for i, (kind, op, compute, operands, ps) in enumerate(spec.instrs):
-        if ps and kind not in (RANDOM, ROW, SOFTMAX):
+        if ps and kind not in (RANDOM,) + ROW_KINDS:
             scal = ", ".join(_f64(p) for p in (tuple(ps) + (0.0,) * 4)[:4])
             pre.append(f"    const tl::Params p{i} = {{{{{scal}}}, nullptr}};")
     if not rows:
@@ -198,6 +200,14 @@ def _element_body(spec, upto, scalars, ind, also_read=()):
             expr = f"(r{i} ? 1 : 0)"
         elif kind == ROW and op == ROW_SPREAD:
             expr = vals[0]
+        elif kind == SOFTMAX_BWD:
+            if i not in scalars:
+                raise Unsupported(f"row instruction {i} before its reduction")
+            y, g = (f"({c})({v})" for v in vals)
+            if op == 0:                       # softmax: y * (g - sum(g * y))
+                expr = f"{y} * ({g} - {scalars[i]})"
+            else:                             # log_softmax: g - exp(y) * sum(g)
+                expr = f"{g} - tl::op::Exp()({y}, p_) * {scalars[i]}"
         elif kind in (ROW, SOFTMAX):
             if i not in scalars:
                 raise Unsupported(f"row instruction {i} before its reduction")
@@ -253,19 +263,25 @@ def _row_kernel_body(spec):
                      f"a{i}{combine}, tl_buf, true);")
 
     for i, (kind, op, compute, operands, ps) in enumerate(spec.instrs):
-        if kind not in (ROW, SOFTMAX) or (kind == ROW and op == ROW_SPREAD):
+        if kind not in ROW_KINDS or (kind == ROW and op == ROW_SPREAD):
             continue
-        src = operands[1]
         values = {}
         for j, ins in enumerate(spec.instrs[:i]):
             values[(ins[3][0][0], ins[3][0][1])] = f"v{j}"
-        operand = values.get((src[0], src[1])) if src[0] != 0 else f"x{src[1]}"
-        if src[0] == 1:
-            operand = f"c{src[1]}"
-        if operand is None:
-            raise Unsupported(f"row instruction {i} reads a slot nothing wrote")
+
+        def operand_of(src):
+            operand = {0: f"x{src[1]}", 1: f"c{src[1]}"}.get(src[0]) or values.get((src[0], src[1]))
+            if operand is None:
+                raise Unsupported(f"row instruction {i} reads a slot nothing wrote")
+            return operand
+        operand = operand_of(operands[1])
         c = CTYPE[compute]
-        if kind == ROW:
+        if kind == SOFTMAX_BWD:         # the row sum of g * y (softmax) or of g (log_softmax)
+            y, g = f"({c})({operand})", f"({c})({operand_of(operands[2])})"
+            reduction(i, i, "Sum", "0.0", f"(double)({g} * {y})" if op == 0 else f"(double){g}")
+            lines.append(f"        const {c} s{i} = ({c})a{i}Sum;")
+            scalars[i] = f"s{i}"
+        elif kind == ROW:
             reduction(i, i, "Sum", "0.0", f"(double){operand}")
             scale = " / (double)L" if op == 1 else ""
             lines.append(f"        const {c} s{i} = ({c})(a{i}Sum{scale});")
@@ -340,7 +356,7 @@ def run_cuda(spec, arrays, shape):
     k = _launch.kernel_from_text(name + ".cu", text, name, device, OPTIONS)
     args = [_launch.ptr(x.data_ptr()) for x in outs + list(arrays)]
     args += [_launch.i64(numel), _launch.struct(ix)]
-    if any(ins[0] in (ROW, SOFTMAX) for ins in spec.instrs):
+    if any(ins[0] in ROW_KINDS for ins in spec.instrs):
         row_len = shape[-1] if shape else 1       # one block per row of the last dimension
         args.append(_launch.i64(row_len))
         _launch.launch(k, E._grid(numel // row_len * E._THREADS, device), E._THREADS, args)
