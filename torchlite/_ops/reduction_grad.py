@@ -488,17 +488,24 @@ class SoftmaxBackward0(_Scan):
     log = False
 
     def backward(self, g):
-        y = self.saved("result_out")
-        dx = _softmax_backward_kernel(y, g, self.dim, self.log)
-        if dx is not None:
-            return _cast(dx, self.in_dtype)
-        if self.log:
-            return _cast(g - y.exp() * g.sum(self.dim, keepdim=True), self.in_dtype)
-        return _cast(y * (g - (g * y).sum(self.dim, keepdim=True)), self.in_dtype)
+        return _cast(softmax_backward(g, self.saved("result_out"), self.dim, self.log), self.in_dtype)
 
 
 class LogSoftmaxBackward0(SoftmaxBackward0):
     log = True
+
+
+def softmax_backward(g, y, dim, log):
+    """The gradient of softmax (log_softmax when log) along dim from its result y and the
+    result's gradient g: y * (g - sum(g * y)), or g - exp(y) * sum(g), the sums along dim;
+    the row kernel where it applies, else these Tensor ops (differentiable again).  Eager
+    autograd's and torchlite.compile's Python form (compiler/_lowering.softmax_grad) alike."""
+    dx = _softmax_backward_kernel(y, g, dim, log)
+    if dx is not None:
+        return dx
+    if log:
+        return g - y.exp() * g.sum(dim, keepdim=True)
+    return y * (g - (g * y).sum(dim, keepdim=True))
 
 
 def _softmax_backward_kernel(y, g, dim, log):

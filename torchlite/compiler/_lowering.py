@@ -229,16 +229,10 @@ def softmax_grad(g, y, log=False):
     p = g if isinstance(g, Proxy) else y if isinstance(y, Proxy) else None
     if p is not None:
         return p.tracer.create_proxy("call_function", softmax_grad, (g, y, bool(log)), {})
-    from .._ops.reduction_grad import _softmax_backward_kernel
+    from .._ops.reduction_grad import softmax_backward
     if tuple(g.shape) != tuple(y.shape):        # a broadcast g: its value on the whole row
         g = g.expand(tuple(y.shape))
-    if y.dim():
-        dx = _softmax_backward_kernel(y, g, -1, log)
-        if dx is not None:
-            return dx
-    if log:
-        return g - y.exp() * g.sum(-1, keepdim=True)
-    return y * (g - (g * y).sum(-1, keepdim=True))
+    return softmax_backward(g, y, -1, log)
 
 
 def _read_softmax_grad(args, kwargs, dtype_of):
