@@ -24,6 +24,7 @@ forward values it needs tile by tile, and reads back the costly ones (transcende
 functions, random masks, softmax results), which the forward program then also writes out
 (_saved_values).  Gradients of broadcast inputs are summed back to their shapes after the
 program."""
+import functools
 import operator
 
 from .._core.array import broadcast_shapes
@@ -340,6 +341,28 @@ def _with_outputs(region, extra):
     return g
 
 
+def _passed_through(graph):
+    """(passed, graph): for each output of a backward graph, the index of the placeholder it
+    is (None for a computed one), and the graph returning only the computed ones (the graph
+    itself when every output is computed)."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    out = next(n for n in graph.nodes if n.op == "output")
+    values = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
+    passed = [placeholders.index(v) if isinstance(v, Node) and v.op == "placeholder" else None
+              for v in values]
+    if all(p is None for p in passed) or all(p is not None for p in passed):
+        return [None] * len(values), graph
+    g = Graph()
+    env = {}
+    for n in graph.nodes:
+        if n.op == "output":
+            g.output(tuple(env[v] for v, p in zip(values, passed) if p is None))
+        else:
+            env[n] = g.node_copy(n, lambda a: env[a])
+            env[n].meta["val"] = n.meta.get("val")
+    return passed, g
+
+
 def _column_0(a):
     """Column 0 of the last dimension of a (a view): a row value the program wrote on every
     element of its row."""
@@ -405,6 +428,9 @@ class _Backward:
                 self.forward_spec = L.lower(name, _with_outputs(kernel.region, saved),
                                             [v[1] for v in kernel.in_vals])
                 self.forward_program = self.forward_spec.program()
+            # a gradient that is one of the program's inputs as it is (an add's: the output's
+            # gradient) is passed on, as eager's add passes it, not copied by the program
+            self.passed, graph = _passed_through(graph)
             self.spec = L.lower(name + "_backward", graph, in_dtypes)
             self.program = self.spec.program()
         except L.NotLowerable:      # a formula with no fused form, or too many gradients
@@ -434,7 +460,9 @@ class _Backward:
                 + tuple(t._data for t in saved)
             result = _run(self.program, self.spec, arrays, shape)
         if result is not None:
-            outs = [_wrap(a) for a in result]
+            computed = iter(result)
+            given = tuple(inputs) + tuple(grads) + tuple(saved)
+            outs = [_wrap(next(computed)) if p is None else given[p] for p in self.passed]
         else:   # create_graph=True (or no CUDA kernel): the formulas as eager ops
             if python_inputs is not None:
                 inputs = python_inputs()
@@ -502,12 +530,32 @@ def _saved_values(region, wants):
         if e is not None and (e.kind == L.SOFTMAX or (tuple(n.meta["val"][0]) in full and (
                 e.kind == L.RANDOM or (e.kind == L.UNARY and e.name in _COSTLY_UNARY)))):
             cands.append(n)
+            end = _scaled_end(n, full)
+            if end is not n:
+                cands.append(end)
     if not cands:
         return [], None
     graph, _ = derive_backward(region, wants, cands)
     read = {n.name for n in graph.nodes if n.op == "placeholder" and n.users}
     saved = [n for j, n in enumerate(cands) if f"saved{j}" in read]
     return saved, (graph if len(saved) == len(cands) else None)
+
+
+def _scaled_end(n, full):
+    """The last node of the chain that starts at n and goes on through a node's only user
+    while that user combines it with constants alone (a dropout mask's `/ (1 - p)`): saved
+    too, it spares the backward that chain's instructions where the formulas read its end
+    (a product's gradient reads the other factor); where they read n, n is the one read."""
+    end = n
+    while len(end.users) == 1:
+        u = next(iter(end.users))
+        e = L.classify(u, dtype_of)
+        if e is None or e.kind not in (L.UNARY, L.BINARY) or not u.meta.get("val") \
+                or tuple(u.meta["val"][0]) not in full \
+                or any(isinstance(a, Node) and a is not end for a in e.operands):
+            break
+        end = u
+    return end
 
 
 class _KernelNode(AutogradNode):
@@ -546,12 +594,15 @@ class _KernelNode(AutogradNode):
         return _stand_in(self.in_shapes[i], *self.in_specs[i])
 
 
+@functools.lru_cache(maxsize=256)
 def _stand_in(shape, dtype_code, device):
-    """An input the backward does not read: zeros of its shape and dtype, in no memory."""
+    """An input the backward does not read: zeros of its shape and dtype, in no memory (one
+    per shape, dtype and device: nothing writes to it)."""
     from .._ops.creation import zeros
     return zeros((), dtype=_dtype(dtype_code), device=device).expand(shape)
 
 
+@functools.lru_cache(maxsize=None)
 def _dtype(code):
     from .. import _dtype as D
     return next(d for d in vars(D).values() if isinstance(d, D.dtype) and d.code == code)
