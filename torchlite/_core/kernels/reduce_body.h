@@ -245,20 +245,49 @@ static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t nrows, int64_t n, in
         const T *x = (const T *)xb + r * n;                                                  \
         T *y = (T *)yb + r * n;                                                              \
         T m;                                                                                 \
-        TL_ROW_BEST(T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX, x, n, m)                 \
-        T acc[NL];                                                                           \
-        for (int j = 0; j < NL; j++) acc[j] = 0;                                             \
-        int64_t i = 0;                                                                       \
-        if (logmode) {                                                                       \
-            for (; i + NL <= n; i += NL)                                                     \
-                for (int j = 0; j < NL; j++) acc[j] += EXPF(x[i + j] - m);                   \
-        } else {                                                                             \
-            for (; i + NL <= n; i += NL)                                                     \
-                for (int j = 0; j < NL; j++) { const T e = EXPF(x[i + j] - m); y[i + j] = e; acc[j] += e; } \
+        if (n >= NL) {                                                                       \
+            TL_ROW_BEST(T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX, x, n, m)             \
+        } else {            /* a short row: 8 maxima side by side (NaN counted apart, so   \
+                             * the max is one instruction), not one serial chain */          \
+            T mx[8], nz[8];                                                                  \
+            for (int j = 0; j < 8; j++) { mx[j] = -INFINITY; nz[j] = 0; }                    \
+            int64_t q = 0;                                                                   \
+            for (; q + 8 <= n; q += 8)                                                       \
+                for (int j = 0; j < 8; j++) {                                                \
+                    const T v = x[q + j]; mx[j] = TL_C_FMAX(mx[j], v); nz[j] += v != v; }    \
+            for (; q < n; q++) { const T v = x[q]; mx[0] = TL_C_FMAX(mx[0], v); nz[0] += v != v; } \
+            TL_TREE(mx, 8, TL_C_FMAX)                                                        \
+            TL_TREE(nz, 8, TL_C_ADD)                                                         \
+            m = nz[0] != 0 ? (T)NAN : mx[0];                                                 \
         }                                                                                    \
-        TL_TREE(acc, NL, TL_C_ADD)                                                           \
-        double s = (double)acc[0];                                                           \
-        for (; i < n; i++) { const T e = EXPF(x[i] - m); if (!logmode) y[i] = e; s += (double)e; } \
+        int64_t i = 0;                                                                       \
+        double s = 0.0;                                                                      \
+        if (n >= NL) {      /* (a short row skips setting up and folding the lanes) */       \
+            T acc[NL];                                                                       \
+            for (int j = 0; j < NL; j++) acc[j] = 0;                                         \
+            if (logmode) {                                                                   \
+                for (; i + NL <= n; i += NL)                                                 \
+                    for (int j = 0; j < NL; j++) acc[j] += EXPF(x[i + j] - m);               \
+            } else {                                                                         \
+                for (; i + NL <= n; i += NL)                                                 \
+                    for (int j = 0; j < NL; j++) { const T e = EXPF(x[i + j] - m); y[i + j] = e; acc[j] += e; } \
+            }                                                                                \
+            TL_TREE(acc, NL, TL_C_ADD)                                                       \
+            s = (double)acc[0];                                                              \
+        }                                                                                    \
+        /* the last n % NL (all of a short row): the exponentials in a loop of their own,   \
+         * which vectorises, then their sum in order (a double sum would keep it scalar) */  \
+        const int64_t rem = n - i;                                                           \
+        T etb[NL];                                                                           \
+        T *et = logmode ? etb : y + i;                                                       \
+        for (int64_t q = 0; q < rem; q++) et[q] = EXPF(x[i + q] - m);                        \
+        double sd[8] = {0, 0, 0, 0, 0, 0, 0, 0};  /* 8 partial sums: no serial chain */     \
+        int64_t q8 = 0;                                                                      \
+        for (; q8 + 8 <= rem; q8 += 8)                                                       \
+            for (int j = 0; j < 8; j++) sd[j] += (double)et[q8 + j];                         \
+        for (; q8 < rem; q8++) sd[0] += (double)et[q8];                                      \
+        TL_TREE(sd, 8, TL_C_ADD)                                                             \
+        s += sd[0];                                                                          \
         if (logmode) {                                                                       \
             const T ls = (T)log(s);                                                          \
             for (i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                                  \
@@ -278,18 +307,21 @@ static void TL_RSFX(NAME)(const char *yb, const char *gb, char *db, int64_t nrow
     for (int64_t r = 0; r < nrows; r++) {                                                    \
         const T *y = (const T *)yb + r * n, *g = (const T *)gb + r * n;                      \
         T *dx = (T *)db + r * n;                                                             \
-        T acc[NL];                                                                           \
-        for (int j = 0; j < NL; j++) acc[j] = 0;                                             \
         int64_t i = 0;                                                                       \
-        if (logmode) {                                                                       \
-            for (; i + NL <= n; i += NL)                                                     \
-                for (int j = 0; j < NL; j++) acc[j] += g[i + j];                             \
-        } else {                                                                             \
-            for (; i + NL <= n; i += NL)                                                     \
-                for (int j = 0; j < NL; j++) acc[j] += g[i + j] * y[i + j];                  \
+        double s = 0.0;                                                                      \
+        if (n >= NL) {      /* (a short row skips setting up and folding the lanes) */       \
+            T acc[NL];                                                                       \
+            for (int j = 0; j < NL; j++) acc[j] = 0;                                         \
+            if (logmode) {                                                                   \
+                for (; i + NL <= n; i += NL)                                                 \
+                    for (int j = 0; j < NL; j++) acc[j] += g[i + j];                         \
+            } else {                                                                         \
+                for (; i + NL <= n; i += NL)                                                 \
+                    for (int j = 0; j < NL; j++) acc[j] += g[i + j] * y[i + j];              \
+            }                                                                                \
+            TL_TREE(acc, NL, TL_C_ADD)                                                       \
+            s = (double)acc[0];                                                              \
         }                                                                                    \
-        TL_TREE(acc, NL, TL_C_ADD)                                                           \
-        double s = (double)acc[0];                                                           \
         for (; i < n; i++) s += logmode ? (double)g[i] : (double)g[i] * (double)y[i];        \
         const T ts = (T)s;                                                                   \
         if (logmode) {                                                                       \
