@@ -148,6 +148,26 @@ def test_grad_is_none_then_accumulates_in_place():
     assert x.grad.tolist() == [2.0, 2.0]
 
 
+def test_plain_backward_adds_in_place_into_a_grad_made_with_create_graph():
+    # PyTorch's AccumulateGrad: without create_graph, .grad += new in place, even when .grad
+    # has a history; the .grad object stays the same
+    x = leaf([1.0, 2.0, 3.0])
+    (x ** 3).sum().backward(create_graph=True)
+    g = x.grad
+    assert g.requires_grad and g.tolist() == [3.0, 12.0, 27.0]
+    (x ** 2).sum().backward()
+    assert x.grad is g and g.tolist() == [5.0, 16.0, 33.0]
+    # with create_graph again it is x.grad + new, out of place, keeping the history
+    (x ** 2).sum().backward(create_graph=True)
+    assert x.grad is not g and x.grad.requires_grad and x.grad.tolist() == [7.0, 20.0, 39.0]
+    # a .grad set to a leaf that requires grad is added into in place as well
+    y = leaf([1.0, 2.0])
+    y.grad = tl.ones(2, dtype=F64, requires_grad=True)
+    h = y.grad
+    (y * 3).sum().backward()
+    assert y.grad is h and h.tolist() == [4.0, 4.0]
+
+
 def test_first_grad_is_a_copy_of_the_gradient_passed():
     x = leaf([1.0, 2.0])
     g = tl.tensor([5.0, 6.0], dtype=F64)

@@ -193,9 +193,9 @@ def _store_grad(t, grad, create_graph, owned=False):
             buf = _A.empty_like(t._data, t._data.dtype)
             _ew.copy_(buf, grad._data)
             t._grad = _wrap(buf)
-    elif old._requires_grad:
-        t._grad = old.detach() + grad
     else:
+        # in place even when `old` came from a create_graph backward: PyTorch keeps the .grad
+        # object (its history is not extended: this backward records nothing)
         old += grad
 
 
