@@ -324,7 +324,9 @@ class CaptureTracer(_RunTracer):
                 for name, v in list(vars(mod).items()):
                     original = getattr(v, "_fx_original", None)
                     if original is not None and original in public:
-                        patcher.set(mod, name, self._recording(original))
+                        rec = self._recording(original)
+                        patcher.set(mod, name, rec)
+                        self._replacements[id(original)] = (original, rec)
         # torchlite functions kept as module attributes (a layer's `activation`) record too
         for m in self.root.modules():
             for name, v in list(vars(m).items()):

@@ -190,6 +190,7 @@ class Tracer:
         path = self.path_of_module(m)
         if self.is_leaf_module(m, path):
             return self.create_proxy("call_module", path, args, kwargs)
+        self._patch_class_globals(type(m))
         self._path_stack.append(path)
         try:
             return forward(*args, **kwargs)
@@ -238,7 +239,12 @@ class Tracer:
         with _patch_lock:
             patcher = _Patcher()
             try:
+                self._patcher, self._globals_done = patcher, set()
                 self._patch(patcher)
+                if bound_self:
+                    self._patch_class_globals(type(root))
+                else:
+                    self._patch_globals(getattr(getattr(fn, "__func__", fn), "__globals__", None))
                 result = fn(*bound_self, *args)
             finally:
                 patcher.undo()
@@ -248,6 +254,35 @@ class Tracer:
 
     def _traced_output(self, result):
         """What the traced function returned (its proxies), for tracers that keep it."""
+
+    # torchlite's own implementation modules: their names for torchlite's functions are the
+    # functions themselves (an op calling another must not record it)
+    _UNPATCHED_MODULES = ("torchlite._", "torchlite.fx.", "torchlite.jit.", "torchlite.compiler.",
+                          "torchlite.autograd.", "torchlite.onnx.")
+
+    def _patch_class_globals(self, cls):
+        """_patch_globals for the modules that define cls and its bases (their methods are
+        the code a traced-through module runs)."""
+        for c in cls.__mro__:
+            mod = sys.modules.get(c.__module__ or "")
+            if mod is not None and c is not object:
+                self._patch_globals(vars(mod))
+
+    def _patch_globals(self, g):
+        """A module's global names bound to one of the functions the trace patched in
+        torchlite's namespaces (`from torchlite import flatten`, `from torchlite.nn.functional
+        import relu`) get the patched form too, so the call records as `torchlite.flatten(...)`
+        does (PyTorch's proxies catch such calls through __torch_function__)."""
+        if g is None or id(g) in self._globals_done:
+            return
+        self._globals_done.add(id(g))
+        name = g.get("__name__") or ""
+        if name == "torchlite" or name.startswith(self._UNPATCHED_MODULES):
+            return
+        for key, v in list(g.items()):
+            r = self._replacements.get(id(v))
+            if r is not None and r[0] is v:
+                self._patcher.set(g, key, r[1], is_dict=True)
 
     def _placeholders(self, fn, bound_self, concrete_args):
         sig = inspect.signature(fn)
@@ -296,13 +331,16 @@ class Tracer:
             return value
         patcher.set(Module, "__call__", module_call)
         patcher.set(Module, "__getattr__", module_getattr)
+        self._replacements = {}     # id(function) -> (function, what replaced it)
         for path in self.patched_namespaces:
             mod = sys.modules.get(path)
             if mod is None:
                 continue
             for name, v in list(vars(mod).items()):
                 if not name.startswith("_") and _is_function(v) and not hasattr(v, "_fx_original"):
-                    patcher.set(mod, name, _proxy_aware(v))
+                    w = _proxy_aware(v)
+                    patcher.set(mod, name, w)
+                    self._replacements[id(v)] = (v, w)
         for module, cls, name in _AUTOWRAP_STATIC:
             owner = getattr(sys.modules.get(module), cls, None)
             fn = owner.__dict__.get(name) if owner is not None else None

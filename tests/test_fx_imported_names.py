@@ -1,0 +1,84 @@
+"""Functions imported by name (`from torchlite import flatten`, `from torchlite.nn.functional
+import relu`) are recorded by graph capture as the namespace's spellings are: fx's symbolic
+trace, jit.trace, ONNX export and torchlite.compile all see them (torchlite.vision's models
+are written that way)."""
+import io
+
+import numpy as np
+import pytest
+
+import torchlite as tl
+import torchlite.nn as nn
+from torchlite import cat, flatten
+from torchlite.nn.functional import relu
+
+
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return cat([relu(y), y * 2.0], 1)
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = _Block()
+        self.fc = nn.Linear(8 * 5 * 5, 3)
+
+    def forward(self, x):
+        return self.fc(flatten(self.block(x), 1))
+
+
+def _targets(graph):
+    return [getattr(n.target, "__name__", n.target) for n in graph.nodes if n.op == "call_function"]
+
+
+def test_symbolic_trace_records_imported_functions():
+    gm = tl.fx.symbolic_trace(_Net())
+    names = _targets(gm.graph)
+    assert "flatten" in names and "cat" in names and "relu" in names, names
+    x = tl.randn(2, 3, 5, 5)
+    m = _Net()
+    gm = tl.fx.symbolic_trace(m)
+    np.testing.assert_allclose(gm(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-6)
+    # the patches are gone after the trace: the names are the functions again
+    assert flatten is tl.flatten and globals()["relu"] is tl.nn.functional.relu
+
+
+def test_a_traced_function_s_own_module_names_record_too():
+    def f(a, b):
+        return flatten(cat([a, relu(b)], 0), 0)
+    gm = tl.fx.symbolic_trace(f)
+    assert {"flatten", "cat", "relu"} <= set(_targets(gm.graph))
+    a, b = tl.randn(2, 3), tl.randn(1, 3)
+    np.testing.assert_array_equal(gm(a, b).numpy(), f(a, b).numpy())
+
+
+def test_compile_captures_one_graph_without_breaks():
+    m = _Net().eval()
+    x = tl.randn(2, 3, 5, 5)
+    ex = tl._dynamo.explain(m)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    c = tl.compile(m)
+    with tl.no_grad():
+        np.testing.assert_allclose(c(x).numpy(), m(x).numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_vision_resnet_compiles_and_exports():
+    from torchlite.vision import models
+    m = models.resnet18(num_classes=10).eval()
+    x = tl.randn(2, 3, 64, 64)
+    ex = tl._dynamo.explain(m)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    f = io.BytesIO()
+    tl.onnx.export(m, (x,), f)
+    s = ort.InferenceSession(f.getvalue())
+    out = s.run(None, {s.get_inputs()[0].name: x.numpy()})[0]
+    with tl.no_grad():
+        np.testing.assert_allclose(out, m(x).numpy(), rtol=1e-3, atol=1e-4)
