@@ -162,6 +162,7 @@ class Compiled:
         self._attr_names = set()        # the attribute names that code reads
         self._learned_functions = {}    # id -> function whose state is guarded (kept, so
                                         # that its id is not another function's)
+        self._tree_key = None           # (module epoch, key, modules) of _world's module trees
         if self.module is None and isinstance(owner, Module):
             # a module's method other than forward (model.loss): its module's tree is read
             # as a foreign module's, guarded on every call
@@ -180,6 +181,7 @@ class Compiled:
             state[name] = {}
         for name in ("_static_shapeless", "_attr_names"):
             state[name] = set()
+        state["_tree_key"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -230,18 +232,48 @@ class Compiled:
         attributes as _guard_value keys them; hooks, which the graph would skip, make the call
         eager), and what the code read elsewhere: globals, closure cells, functions' default
         values and class attributes (see _guard_value)."""
+        from ..nn.modules import module as _module
+        epoch = _module._epoch[0]
+        cached = self._tree_key
+        if cached is not None and cached[0] == epoch and cached[3] == len(self._foreign_modules):
+            # no module anywhere changed an attribute, parameter, buffer or child since the
+            # trees were walked (and none of theirs is a value that changes in place): the
+            # walk's key stands; hooks are registered without such a change, so they are
+            # looked for again
+            mods_key, modules = cached[1], cached[2]
+            for m in modules:
+                if m._forward_pre_hooks or m._forward_hooks or m._backward_hooks \
+                        or m._backward_pre_hooks:
+                    raise TypeError("a module with hooks")
+        else:
+            mods_key, modules, stable = self._walk_trees()
+            self._tree_key = (epoch, mods_key, modules, len(self._foreign_modules)) \
+                if stable else None
+        free = tuple(read() for read in self._free_values.values())
+        return mods_key, free
+
+    def _walk_trees(self):
+        """(key, modules, stable) of the module trees _world guards: the key, every module
+        in them, and whether the key can only change through a module's own change (no
+        plain attribute is a tensor, a container or a record compared by value, and every
+        module's parameter, buffer and child dicts count their changes)."""
+        from ..nn.modules.module import _TrackedDict
         trees = [self.module] if self.module is not None else []
         trees += self._foreign_modules.values()
-        mods = []
+        mods, modules, stable = [], [], True
         for tree in trees:
             for m in tree.modules():
                 if m._forward_pre_hooks or m._forward_hooks or m._backward_hooks \
                         or m._backward_pre_hooks:
                     raise TypeError("a module with hooks")
+                plain = _plain_attributes(m)
                 mods.append((id(m), m.training, tuple(map(id, m._parameters.values())),
-                             tuple(map(id, m._buffers.values())), _plain_attributes(m)))
-        free = tuple(read() for read in self._free_values.values())
-        return tuple(mods), free
+                             tuple(map(id, m._buffers.values())), plain))
+                modules.append(m)
+                stable = stable and type(m._parameters) is _TrackedDict \
+                    and type(m._buffers) is _TrackedDict and type(m._modules) is _TrackedDict \
+                    and not any(_changes_in_place(k[-1]) for k in plain)
+        return _HashedKey(tuple(mods)), tuple(modules), stable
 
     def _learn_modules(self, tracer):
         """After a capture: the modules outside the root it found the code using."""
@@ -330,7 +362,10 @@ class Compiled:
             v = found.pop()
             fn = getattr(v, "__func__", v)          # (a bound method)
             if isinstance(fn, types.FunctionType):
-                if fn.__code__ in ran and id(fn) not in self._learned_functions:
+                # (torchlite's own functions, reached as a global of the user's code or of a
+                # library model: their globals are the library's, not state of the user's)
+                if fn.__code__ in ran and id(fn) not in self._learned_functions \
+                        and _users_file(fn.__module__, fn.__code__.co_filename):
                     count = len(self._free_values)
                     self._learn_function(fn)
                     found.extend(_read_values(list(self._free_values.values())[count:]))
@@ -798,6 +833,36 @@ def _guard_value(v, depth=0):
         if _is_record(v) and len(vars(v)) <= _GUARDED_LENGTH:
             return (_Identity(t), tuple((k, _guard_value(e, depth + 1)) for k, e in vars(v).items()))
     return _Identity(v)
+
+
+class _HashedKey:
+    """A large guard key (the module trees') with its hash computed once: a call reusing
+    the same key object hashes and compares it at no cost."""
+
+    __slots__ = ("key", "h")
+
+    def __init__(self, key):
+        self.key, self.h = key, hash(key)
+
+    def __hash__(self):
+        return self.h
+
+    def __eq__(self, other):
+        return self is other or (type(other) is _HashedKey and self.h == other.h
+                                 and self.key == other.key)
+
+
+def _changes_in_place(key):
+    """Whether a _guard_value key can change while the value stays the same object: a
+    tensor's (its version) and a container's or record's compared by value."""
+    if type(key) is not tuple or not key:
+        return False
+    head = key[0]
+    if head == "tensor" or head in ("list", "dict", "partial") or isinstance(head, _Identity):
+        return True
+    if head == "tuple":
+        return any(_changes_in_place(e) for e in key[1])
+    return False
 
 
 class _Identity:

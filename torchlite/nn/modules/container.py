@@ -32,8 +32,9 @@ def _abs_index(idx, size):
 
 def _renumber(module):
     """After a deletion: keys '0'..'n-1' again, in order (list containers)."""
-    object.__setattr__(module, "_modules", OrderedDict(
-        (str(i), m) for i, m in enumerate(module._modules.values())))
+    children = list(module._modules.values())
+    module._modules.clear()
+    module._modules.update((str(i), m) for i, m in enumerate(children))
 
 
 def _no_digits(keys):

@@ -181,6 +181,61 @@ def _forward_unimplemented(self, *input: Any) -> Any:
                               f'function')
 
 
+# Bumped by every change of a module's attributes, parameters, buffers or children (its
+# __setattr__/__delattr__ and its _TrackedDicts): the compiler's guards skip walking a module
+# tree when it has not moved since they last did (torchlite/compiler/_compile.py, _world).
+_epoch = [0]
+
+
+class _TrackedDict(dict):
+    """A module's _parameters, _buffers or _modules: a dict whose every change bumps _epoch
+    (code that edits these dicts directly, as pruning and parametrizations do, is seen too)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value):
+        _epoch[0] += 1
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key):
+        _epoch[0] += 1
+        dict.__delitem__(self, key)
+
+    def pop(self, *args):
+        _epoch[0] += 1
+        return dict.pop(self, *args)
+
+    def popitem(self):
+        _epoch[0] += 1
+        return dict.popitem(self)
+
+    def clear(self):
+        _epoch[0] += 1
+        dict.clear(self)
+
+    def update(self, *args, **kwargs):
+        _epoch[0] += 1
+        dict.update(self, *args, **kwargs)
+
+    def setdefault(self, key, default=None):
+        _epoch[0] += 1
+        return dict.setdefault(self, key, default)
+
+    def __ior__(self, other):
+        _epoch[0] += 1
+        dict.update(self, other)
+        return self
+
+    def __reduce_ex__(self, protocol):
+        # pickled and deep-copied as a plain dict (a checkpoint names no private class);
+        # Module.__setstate__ makes it a tracked one again
+        return (dict, (dict(self),))
+
+
+def _tracked(d):
+    return d if type(d) is _TrackedDict else _TrackedDict(d)
+
+
 class Module:
     """Base class for all neural network modules; subclass it and define forward().
 
@@ -211,8 +266,8 @@ class Module:
         # object.__setattr__: these are plain attributes, not registrations
         setattr_ = object.__setattr__
         setattr_(self, "training", True)
-        setattr_(self, "_parameters", {})
-        setattr_(self, "_buffers", {})
+        setattr_(self, "_parameters", _TrackedDict())
+        setattr_(self, "_buffers", _TrackedDict())
         setattr_(self, "_non_persistent_buffers_set", set())
         setattr_(self, "_backward_pre_hooks", OrderedDict())
         setattr_(self, "_backward_hooks", OrderedDict())
@@ -226,7 +281,7 @@ class Module:
         setattr_(self, "_state_dict_pre_hooks", OrderedDict())
         setattr_(self, "_load_state_dict_pre_hooks", OrderedDict())
         setattr_(self, "_load_state_dict_post_hooks", OrderedDict())
-        setattr_(self, "_modules", {})
+        setattr_(self, "_modules", _TrackedDict())
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
@@ -368,6 +423,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Any) -> None:
+        _epoch[0] += 1
         d = self.__dict__
         params = d.get("_parameters")
         if isinstance(value, Parameter):
@@ -409,6 +465,7 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
+        _epoch[0] += 1
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -430,7 +487,11 @@ class Module:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        _epoch[0] += 1
         self.__dict__.update(state)
+        for name in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__:
+                object.__setattr__(self, name, _tracked(self.__dict__[name]))
         # a module pickled by an older version may lack some of the hook dicts
         for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
                      "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
