@@ -291,6 +291,8 @@ struct Sigmoid {
 TL_FUNARY(Gelu, tl_gelu_of(x, m_erf(x * C(TL_SM_SQRT_HALF))))
 TL_FUNARY(GeluTanh, tl_gelu_tanh_of(x, m_tanh(tl_gelu_tanh_arg(x))))
 TL_FUNARY(Silu, x * tl_sigmoid(x))
+TL_FUNARY(Hardswish, tl_hardswish(x))
+TL_FUNARY(Hardsigmoid, tl_hardsigmoid(x))
 TL_FUNARY(Floor, m_floor(x))
 TL_FUNARY(Ceil, m_ceil(x))
 TL_FUNARY(Round, m_rint(x))                 /* half to even */
@@ -396,6 +398,8 @@ TL_FBINARY(ThresholdBackward, tl_threshold_backward(x, y, (C)p.s[0]))   /* relu'
 TL_FBINARY(GeluBackward, tl_gelu_backward_of(x, y, m_erf(y * C(TL_SM_SQRT_HALF)), m_exp(y * y * C(-0.5))))
 TL_FBINARY(GeluTanhBackward, tl_gelu_tanh_backward_of(x, y, m_tanh(tl_gelu_tanh_arg(y))))
 TL_FBINARY(SiluBackward, tl_silu_backward_of(x, y, tl_sigmoid(y)))
+TL_FBINARY(HardswishBackward, tl_hardswish_backward(x, y))
+TL_FBINARY(HardsigmoidBackward, tl_hardsigmoid_backward(x, y))
 #undef TL_FBINARY
 
 #define TL_PREDICATE(NAME, EXPR) \

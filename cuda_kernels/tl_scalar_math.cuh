@@ -175,7 +175,19 @@ TL_SM_FN T TL_SM_NAME(gelu_tanh_backward_of, S)(T g, T x, T t) {                
     return g * ((t + (T)1) * (T)0.5 + slope); }                                             \
 /* silu = x sigmoid(x); its gradient from s = sigmoid(x) */                                 \
 TL_SM_FN T TL_SM_NAME(silu_backward_of, S)(T g, T x, T s) {                                 \
-    return g * s * (x * ((T)1 - s) + (T)1); }
+    return g * s * (x * ((T)1 - s) + (T)1); }                                               \
+/* hardswish = x relu6(x + 3) / 6 and hardsigmoid = relu6(x + 3) / 6, PyTorch's order of   \
+ * operations (a NaN stays NaN); the gradients as PyTorch's branches: hardswish's 0 for     \
+ * x <= -3, g (x / 3 + 1/2) below 3, else g (a NaN x too); hardsigmoid's g (1/6) strictly   \
+ * inside (-3, 3), else 0 */                                                                \
+TL_SM_FN T TL_SM_NAME(relu6_of_plus3, S)(T x) {                                             \
+    T t = x + (T)3; t = t < (T)0 ? (T)0 : t; return t > (T)6 ? (T)6 : t; }                  \
+TL_SM_FN T TL_SM_NAME(hardswish, S)(T x) { return x * TL_SM_NAME(relu6_of_plus3, S)(x) / (T)6; } \
+TL_SM_FN T TL_SM_NAME(hardsigmoid, S)(T x) { return TL_SM_NAME(relu6_of_plus3, S)(x) / (T)6; } \
+TL_SM_FN T TL_SM_NAME(hardswish_backward, S)(T g, T x) {                                    \
+    return x <= (T)-3 ? (T)0 : (x < (T)3 ? g * (x / (T)3 + (T)0.5) : g); }                  \
+TL_SM_FN T TL_SM_NAME(hardsigmoid_backward, S)(T g, T x) {                                  \
+    return (x > (T)-3 && x < (T)3) ? g * ((T)1 / (T)6) : (T)0; }
 
 TL_DEF_UINT_DIV(u8, TL_SM_U8)
 TL_DEF_SINT_DIV(i8, TL_SM_I8)

@@ -89,6 +89,16 @@ def silu_backward(grad_output, input):
     return _binary(_B["silu_backward"], grad_output, input, None, "silu_backward")
 
 
+def hardswish_backward(grad_output, input):
+    """grad_output * hardswish'(input) in one pass: HardswishBackward0's formula."""
+    return _binary(_B["hardswish_backward"], grad_output, input, None, "hardswish_backward")
+
+
+def hardsigmoid_backward(grad_output, input):
+    """grad_output * hardsigmoid'(input) in one pass: HardsigmoidBackward0's formula."""
+    return _binary(_B["hardsigmoid_backward"], grad_output, input, None, "hardsigmoid_backward")
+
+
 # ---- unary ---------------------------------------------------------------------------------
 def _unary(code, input, out, p0=0.0, p1=0.0, p2=0.0, name=""):
     tensor_arg(input, name, "input")

@@ -154,6 +154,9 @@ UNARY = {
     "gelu_tanh": (lambda g, x, y, p: _pw().gelu_backward(g, x, approximate="tanh"), "x",
                   "GeluBackward0"),
     "silu": (lambda g, x, y, p: _pw().silu_backward(g, x), "x", "SiluBackward0"),
+    "hardswish": (lambda g, x, y, p: _pw().hardswish_backward(g, x), "x", "HardswishBackward0"),
+    "hardsigmoid": (lambda g, x, y, p: _pw().hardsigmoid_backward(g, x), "x",
+                    "HardsigmoidBackward0"),
     "erfc": (lambda g, x, y, p: g * (-(x * x)).exp() * -_TWO_OVER_SQRT_PI, "x", "ErfcBackward0"),
     "erfinv": (lambda g, x, y, p: g * (y * y).exp() * (math.sqrt(math.pi) / 2), "y", "ErfinvBackward0"),
     "lgamma": (lambda g, x, y, p: g * _digamma(x), "x", "LgammaBackward0"),
@@ -375,6 +378,12 @@ BINARY = {
                            lambda g, a, b, y, n: g * a * _gelu_tanh_second(b), "ab"),
     "silu_backward": (lambda g, a, b, y, n: _pw().silu_backward(g, b), "b",
                       lambda g, a, b, y, n: g * a * _silu_second(b), "ab"),
+    # piecewise: hardswish'' is 1/3 strictly inside (-3, 3) and 0 elsewhere, hardsigmoid'' 0
+    "hardswish_backward": (lambda g, a, b, y, n: _pw().hardswish_backward(g, b), "b",
+                           lambda g, a, b, y, n: _pw().where((b > -3.0) & (b < 3.0), g * a / 3.0,
+                                                             0.0), "ab"),
+    "hardsigmoid_backward": (lambda g, a, b, y, n: _pw().hardsigmoid_backward(g, b), "b",
+                             lambda g, a, b, y, n: _zeros(g), ""),
 }
 
 
@@ -415,7 +424,9 @@ _BINARY_NAMES = {"add": "AddBackward0", "sub": "SubBackward0", "mul": "MulBackwa
                  "threshold_backward": "ThresholdBackwardBackward0",
                  "gelu_backward": "GeluBackwardBackward0",
                  "gelu_tanh_backward": "GeluBackwardBackward0",
-                 "silu_backward": "SiluBackwardBackward0"}
+                 "silu_backward": "SiluBackwardBackward0",
+                 "hardswish_backward": "HardswishBackwardBackward0",
+                 "hardsigmoid_backward": "HardsigmoidBackwardBackward0"}
 _NUMBER_OTHER_NAMES = {"remainder": "RemainderBackward0", "fmod": "FmodBackward0",
                        "pow": "PowBackward0", "xlogy": "XlogyBackward2"}
 _NUMBER_SELF_NAMES = {"pow": "PowBackward2", "xlogy": "XlogyBackward1", "sub": "RsubBackward1",

@@ -57,10 +57,12 @@ _BINARY_NAMES.update(add="add", sub="sub", subtract="sub", div="div", divide="di
                      true_divide="div", pow="pow")
 _TERNARY_NAMES = {"where": "where", "addcmul": "addcmul", "addcdiv": "addcdiv", "lerp": "lerp"}
 # the one-pass activations and their gradients (kernel ops without a public function of their
-# own: F.gelu/F.silu and _ops.elementwise.gelu_backward/silu_backward, read by _activation)
-_ACTIVATION_UNARY = ("gelu", "gelu_tanh", "silu")
+# own: F.gelu/F.silu/F.hardswish/F.hardsigmoid and _ops.elementwise's *_backward, read by
+# _activation)
+_ACTIVATION_UNARY = ("gelu", "gelu_tanh", "silu", "hardswish", "hardsigmoid")
 _BINARY_NAMES.update(gelu_backward="gelu_backward", gelu_tanh_backward="gelu_tanh_backward",
-                     silu_backward="silu_backward")
+                     silu_backward="silu_backward", hardswish_backward="hardswish_backward",
+                     hardsigmoid_backward="hardsigmoid_backward")
 _CLAMPS = ("clamp", "clip", "clamp_min", "clamp_max")
 
 _OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
@@ -167,8 +169,11 @@ def _activations():
     """The functions that are one-pass activation ops (or their gradients), by identity."""
     if not _ACTIVATIONS:
         from ..nn import functional as F
-        _ACTIVATIONS.update({F.gelu: "gelu", F.silu: "silu", _P.gelu_backward: "gelu_backward",
-                             _P.silu_backward: "silu_backward"})
+        _ACTIVATIONS.update({F.gelu: "gelu", F.silu: "silu", F.hardswish: "hardswish",
+                             F.hardsigmoid: "hardsigmoid", _P.gelu_backward: "gelu_backward",
+                             _P.silu_backward: "silu_backward",
+                             _P.hardswish_backward: "hardswish_backward",
+                             _P.hardsigmoid_backward: "hardsigmoid_backward"})
     return _ACTIVATIONS
 
 
@@ -189,8 +194,8 @@ def _activation(fn_name, args, kwargs):
     tanh = a.get("approximate") == "tanh"
     if fn_name == "gelu":
         return ("gelu_tanh" if tanh else "gelu"), (a["input"],), {}
-    if fn_name == "silu":
-        return "silu", (a["input"],), {}
+    if fn_name in ("silu", "hardswish", "hardsigmoid"):
+        return fn_name, (a["input"],), {}
     grad_name = "gelu_tanh_backward" if tanh else fn_name
     return grad_name, (a["grad_output"], a["input"]), {}
 

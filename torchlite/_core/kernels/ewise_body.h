@@ -185,6 +185,8 @@ FOP(GELU, tl_geluf(x), tl_gelu_of_f64(x, erf(x * TL_SM_SQRT_HALF)))
 FOP(GELU_TANH, tl_gelu_tanh_of_f32(x, tl_tanhf(tl_gelu_tanh_arg_f32(x))),
                tl_gelu_tanh_of_f64(x, tanh(tl_gelu_tanh_arg_f64(x))))
 FOP(SILU, x * tl_sigmoidf(x), x * tl_sigmoid_f64(x))
+FOP(HARDSWISH, tl_hardswish_f32(x), tl_hardswish_f64(x))
+FOP(HARDSIGMOID, tl_hardsigmoid_f32(x), tl_hardsigmoid_f64(x))
 FOP(LOGIT, tl_logit_f32(x, P[0]), tl_logit_f64(x, P[0]))
 FOP(FLOOR, floorf(x), floor(x))
 FOP(CEIL, ceilf(x), ceil(x))
@@ -239,6 +241,8 @@ FBOP(GELU_TANH_BACKWARD, tl_gelu_tanh_backward_of_f32(x, y, tl_tanhf(tl_gelu_tan
                          tl_gelu_tanh_backward_of_f64(x, y, tanh(tl_gelu_tanh_arg_f64(y))))
 FBOP(SILU_BACKWARD, tl_silu_backward_of_f32(x, y, tl_sigmoidf(y)),
                     tl_silu_backward_of_f64(x, y, tl_sigmoid_f64(y)))
+FBOP(HARDSWISH_BACKWARD, tl_hardswish_backward_f32(x, y), tl_hardswish_backward_f64(x, y))
+FBOP(HARDSIGMOID_BACKWARD, tl_hardsigmoid_backward_f32(x, y), tl_hardsigmoid_backward_f64(x, y))
 FBOPB(EQ, x == y)
 FBOPB(NE, x != y)
 FBOPB(LT, x < y)

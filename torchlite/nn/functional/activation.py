@@ -28,6 +28,7 @@ from ..._autocast_state import entry as _autocast, run as _autocast_run
 
 # the one-pass activation kernels (kernels/ewise_ops.h)
 _GELU, _GELU_TANH, _SILU = _ew.UNARY["gelu"], _ew.UNARY["gelu_tanh"], _ew.UNARY["silu"]
+_HARDSWISH, _HARDSIGMOID = _ew.UNARY["hardswish"], _ew.UNARY["hardsigmoid"]
 
 if TYPE_CHECKING:
     from ..._dtype import dtype
@@ -44,9 +45,9 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 # ---- the machinery every fused activation shares ----------------------------------------------
-def _need_float(input, kernel):
-    """PyTorch's smooth activations have float kernels only."""
-    if input._data.dtype < 6:
+def _need_float(input, kernel, real=False):
+    """PyTorch's smooth activations have float kernels only (real ones only when real)."""
+    if input._data.dtype < 6 or (real and input.is_complex()):
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{_ew._TORCH_NAMES[input._data.dtype]}'")
 
@@ -61,21 +62,25 @@ def _fused(cls, input, forward, params):
     return forward(input)
 
 
-def _inplace(input, out_of_place, name):
+def _inplace(input, out_of_place, name, in_place=None):
     """input overwritten with out_of_place(input).  On a tensor of the graph the in-place
-    op goes through elementwise_grad.rebase_inplace (PyTorch's checks and CopySlices)."""
+    op goes through elementwise_grad.rebase_inplace (PyTorch's checks and CopySlices);
+    elsewhere in_place, when given, writes the result straight into input (one pass, where
+    out_of_place and a copy back take two and a new tensor)."""
     if _inplace_records(input):
         _PG.check_inplace(input, name)
         return _PG.rebase_inplace(input, out_of_place)
+    if in_place is not None:
+        return in_place(input)
     r = out_of_place(input)
     _ew.copy_(input._data, r._data)
     input._bump_version()
     return input
 
 
-def _maybe_inplace(input, inplace, op, name):
-    """op(input), or written back into input when inplace."""
-    return _inplace(input, op, name + "_") if inplace else op(input)
+def _maybe_inplace(input, inplace, op, name, in_place=None):
+    """op(input), or written back into input when inplace (see _inplace)."""
+    return _inplace(input, op, name + "_", in_place) if inplace else op(input)
 
 
 # ---- relu family -------------------------------------------------------------------------------
@@ -90,9 +95,14 @@ def relu_(input: Tensor) -> Tensor:
     return relu(input, True)
 
 
-def _hardtanh(input, min_val, max_val, cls=_G.HardtanhBackward0):
+def _hardtanh_bounds(input, min_val, max_val):
     if not input.is_floating_point():       # an integer tensor keeps its dtype (PyTorch casts
-        min_val, max_val = int(min_val), int(max_val)      # the bounds to it)
+        return int(min_val), int(max_val)   # the bounds to it)
+    return min_val, max_val
+
+
+def _hardtanh(input, min_val, max_val, cls=_G.HardtanhBackward0):
+    min_val, max_val = _hardtanh_bounds(input, min_val, max_val)
     return _fused(cls, input, lambda x: _P.clamp(x, min_val, max_val), (min_val, max_val))
 
 
@@ -102,7 +112,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     tensor_arg(input, "hardtanh", "input", pos=1)
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _maybe_inplace(input, inplace, lambda x: _hardtanh(x, min_val, max_val), "hardtanh")
+    return _maybe_inplace(input, inplace, lambda x: _hardtanh(x, min_val, max_val), "hardtanh",
+                          lambda x: _P.clamp_(x, *_hardtanh_bounds(x, min_val, max_val)))
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
@@ -292,7 +303,8 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     if input.is_complex():
         # the kernel op is real only; PyTorch's silu takes complex inputs: x * sigmoid(x)
         return _maybe_inplace(input, inplace, lambda x: x * _P.sigmoid(x), "silu")
-    return _maybe_inplace(input, inplace, lambda x: _P._unary(_SILU, x, None, name="silu"), "silu")
+    return _maybe_inplace(input, inplace, lambda x: _P._unary(_SILU, x, None, name="silu"), "silu",
+                          lambda x: _P._unary_(_SILU, x, name="silu_"))
 
 
 def _softplus_forward(x, beta, threshold):
@@ -366,9 +378,10 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(hardsigmoid, locals())
     tensor_arg(input, "hardsigmoid", "input", pos=1)
-    _need_float(input, "hardsigmoid_cpu")
-    return _maybe_inplace(input, inplace, lambda x: _fused(
-        _G.HardsigmoidBackward0, x, lambda v: (v / 6.0 + 0.5).clamp(0.0, 1.0), ()), "hardsigmoid")
+    _need_float(input, "hardsigmoid_cpu", real=True)
+    return _maybe_inplace(input, inplace,
+                          lambda x: _P._unary(_HARDSIGMOID, x, None, name="hardsigmoid"),
+                          "hardsigmoid", lambda x: _P._unary_(_HARDSIGMOID, x, name="hardsigmoid_"))
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -376,9 +389,10 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(hardswish, locals())
     tensor_arg(input, "hardswish", "input", pos=1)
-    _need_float(input, "hardswish_cpu")
-    return _maybe_inplace(input, inplace, lambda x: _fused(
-        _G.HardswishBackward0, x, lambda v: v * (v + 3.0).clamp(0.0, 6.0) / 6.0, ()), "hardswish")
+    _need_float(input, "hardswish_cpu", real=True)
+    return _maybe_inplace(input, inplace,
+                          lambda x: _P._unary(_HARDSWISH, x, None, name="hardswish"),
+                          "hardswish", lambda x: _P._unary_(_HARDSWISH, x, name="hardswish_"))
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:

@@ -13,7 +13,7 @@ at their bounds, leaky_relu/prelu take the negative slope at 0, elu-like ops tak
 branch at 0."""
 
 from ..._ops import elementwise as _P
-from ..._ops.elementwise_grad import UnaryBackward, _mask, _zero_where, threshold_grad
+from ..._ops.elementwise_grad import UnaryBackward, _zero_where, threshold_grad
 from ...autograd.graph import Node, pack, record, sum_to
 
 
@@ -70,15 +70,6 @@ def _softplus_grad(g, x, y, p):
     return _P.where(bx > threshold, g, g * bx.sigmoid())
 
 
-def _hardsigmoid_grad(g, x, y, p):
-    return _mask((x > -3.0) & (x < 3.0), g / 6.0)
-
-
-def _hardswish_grad(g, x, y, p):
-    # PyTorch's branches: x <= -3 gives 0, -3 < x < 3 the slope x/3 + 1/2, the rest (NaN too) g
-    return _zero_where(x <= -3.0, _P.where(x < 3.0, g * (x / 3.0 + 0.5), g))
-
-
 def _logsigmoid_grad(g, x, y, p):
     return g * (-x).sigmoid()
 
@@ -109,8 +100,6 @@ CeluBackward0 = _node("CeluBackward0", _elu_grad)
 CeluBackward1 = _node("CeluBackward1", _elu_grad)
 MishBackward0 = _node("MishBackward0", _mish_grad)
 SoftplusBackward0 = _node("SoftplusBackward0", _softplus_grad)
-HardsigmoidBackward0 = _node("HardsigmoidBackward0", _hardsigmoid_grad)
-HardswishBackward0 = _node("HardswishBackward0", _hardswish_grad)
 LogSigmoidBackward0 = _node("LogSigmoidBackward0", _logsigmoid_grad)
 ThresholdBackward0 = _node("ThresholdBackward0", _threshold_grad)
 ThresholdBackward1 = _node("ThresholdBackward1", _threshold_grad)
