@@ -82,3 +82,17 @@ def test_vision_resnet_compiles_and_exports():
     out = s.run(None, {s.get_inputs()[0].name: x.numpy()})[0]
     with tl.no_grad():
         np.testing.assert_allclose(out, m(x).numpy(), rtol=1e-3, atol=1e-4)
+
+
+def test_a_function_held_in_a_closure_cell_records():
+    act = relu                                  # a torchlite function in the enclosing scope
+
+    def f(x):
+        return act(x * 2.0) + 1.0
+    gm = tl.fx.symbolic_trace(f)
+    assert "relu" in _targets(gm.graph)
+    x = tl.randn(3, 4)
+    np.testing.assert_array_equal(gm(x).numpy(), f(x).numpy())
+    ex = tl._dynamo.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    assert act is tl.nn.functional.relu         # the cell holds the function again

@@ -91,9 +91,15 @@ class _Patcher:
             self._undo.append((obj, name, obj.__dict__.get(name, _MISSING), False))
             setattr(obj, name, value)
 
+    def set_cell(self, cell, value):
+        self._undo.append((cell, "cell_contents", cell.cell_contents, None))
+        cell.cell_contents = value
+
     def undo(self):
         for obj, name, old, is_dict in reversed(self._undo):
-            if is_dict:
+            if is_dict is None:             # a closure cell
+                obj.cell_contents = old
+            elif is_dict:
                 if old is _MISSING:
                     obj.pop(name, None)
                 else:
@@ -245,6 +251,7 @@ class Tracer:
                     self._patch_class_globals(type(root))
                 else:
                     self._patch_globals(getattr(getattr(fn, "__func__", fn), "__globals__", None))
+                    self._patch_cells(getattr(getattr(fn, "__func__", fn), "__closure__", None))
                 result = fn(*bound_self, *args)
             finally:
                 patcher.undo()
@@ -267,6 +274,18 @@ class Tracer:
             mod = sys.modules.get(c.__module__ or "")
             if mod is not None and c is not object:
                 self._patch_globals(vars(mod))
+
+    def _patch_cells(self, closure):
+        """The traced function's closure cells holding one of those functions (`fn = F.relu`
+        in the enclosing scope), patched as _patch_globals patches names."""
+        for cell in closure or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:              # an empty cell
+                continue
+            r = self._replacements.get(id(v))
+            if r is not None and r[0] is v:
+                self._patcher.set_cell(cell, r[1])
 
     def _patch_globals(self, g):
         """A module's global names bound to one of the functions the trace patched in
