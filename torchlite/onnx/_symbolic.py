@@ -121,6 +121,22 @@ def _silu(ctx, node, args, kwargs):
     return ctx.add("Mul", [x, ctx.add("Sigmoid", [x])], name=node.name)
 
 
+def _hardtanh(lo, hi):
+    """hardtanh / relu6 (clamped to [lo, hi]) as Clip; hardtanh's bounds from its arguments."""
+    def convert(ctx, node, args, kwargs):
+        a = lo if lo is not None else (args[1] if len(args) > 1 else kwargs.get("min_val", -1.0))
+        b = hi if hi is not None else (args[2] if len(args) > 2 else kwargs.get("max_val", 1.0))
+        dtype = ctx.dtype(node)
+        return ctx.add("Clip", [_x(ctx, args[0]), ctx.value(a, dtype), ctx.value(b, dtype)],
+                       name=node.name)
+    return convert
+
+
+def _hardsigmoid(ctx, node, args, kwargs):
+    # ONNX's HardSigmoid is max(0, min(1, alpha x + beta)): relu6(x + 3) / 6 up to rounding
+    return ctx.add("HardSigmoid", [_x(ctx, args[0])], alpha=1.0 / 6.0, beta=0.5, name=node.name)
+
+
 def _leaky_relu(ctx, node, args, kwargs):
     slope = args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01)
     return ctx.add("LeakyRelu", [_x(ctx, args[0])], alpha=float(slope), name=node.name)
@@ -289,15 +305,26 @@ def _pool_module(op_type):
 
 
 def _adaptive_avg_pool_module(ctx, node, mod, args, kwargs):
-    in_shape = ctx.shape(args[0])
-    out = mod.output_size if isinstance(mod.output_size, tuple) else (mod.output_size,) * 2
+    return _adaptive_avg_pool_values(ctx, node, args[0], mod.output_size)
+
+
+def _adaptive_avg_pool_function(ctx, node, args, kwargs):
+    return _adaptive_avg_pool_values(ctx, node, args[0],
+                                     args[1] if len(args) > 1 else kwargs["output_size"])
+
+
+def _adaptive_avg_pool_values(ctx, node, src, output_size):
+    """AdaptiveAvgPool2d: GlobalAveragePool to 1x1, AveragePool where the output divides the
+    input (what PyTorch's exporter supports too)."""
+    in_shape = ctx.shape(src)
+    out = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * 2
     spatial = in_shape[-len(out):]
     out = tuple(s if o is None else o for o, s in zip(out, spatial))
     if all(o == 1 for o in out):
-        return ctx.add("GlobalAveragePool", [_x(ctx, args[0])], name=node.name)
+        return ctx.add("GlobalAveragePool", [_x(ctx, src)], name=node.name)
     if all(s % o == 0 for s, o in zip(spatial, out)):
         k = [s // o for s, o in zip(spatial, out)]
-        return ctx.add("AveragePool", [_x(ctx, args[0])], kernel_shape=k, strides=k,
+        return ctx.add("AveragePool", [_x(ctx, src)], kernel_shape=k, strides=k,
                        name=node.name)
     raise UnsupportedOperatorError(f"AdaptiveAvgPool with output {out} not dividing the input "
                                    f"{spatial}")
@@ -621,6 +648,15 @@ def _sizes(args, start):
     return list(rest)
 
 
+def _expand(ctx, node, args, kwargs):
+    """Tensor.expand as Expand, which broadcasts: a -1 (keep the size) is a 1 there."""
+    sizes = _sizes(args, 1) or list(kwargs.get("size", ()))
+    sizes = [1 if not isinstance(s, Node) and s == -1 else s for s in sizes]
+    shape = _shape_tensor(ctx, sizes) if any(isinstance(s, Node) for s in sizes) \
+        else ctx.ints([int(s) for s in sizes])
+    return ctx.add("Expand", [_x(ctx, args[0]), shape], name=node.name)
+
+
 def _view(ctx, node, args, kwargs):
     shape = _sizes(args, 1) or list(kwargs.get("shape", ()))
     return _reshape(ctx, node, args[0], shape)
@@ -863,6 +899,9 @@ for _names, _conv in (
         (("reciprocal",), _unary("Reciprocal")), (("floor",), _unary("Floor")),
         (("ceil",), _unary("Ceil")), (("gelu",), _gelu), (("silu",), _silu),
         (("leaky_relu",), _leaky_relu), (("elu",), _elu),
+        (("relu6",), _hardtanh(0.0, 6.0)), (("hardtanh",), _hardtanh(None, None)),
+        (("hardswish",), _unary("HardSwish")), (("hardsigmoid",), _hardsigmoid),
+        (("adaptive_avg_pool2d",), _adaptive_avg_pool_function),
         (("softmax",), _softmax("Softmax")), (("log_softmax",), _softmax("LogSoftmax")),
         (("add",), _binary("Add")), (("sub",), _binary("Sub")), (("mul",), _binary("Mul")),
         (("div", "true_divide"), _binary("Div")), (("pow",), _binary("Pow")),
@@ -897,7 +936,7 @@ def _to(ctx, node, args, kwargs):
                    to=getattr(ctx.onnx.TensorProto, DTYPES[dtype]))
 
 
-for _n, _conv in (("view", _view), ("reshape", _view), ("contiguous", _identity),
+for _n, _conv in (("view", _view), ("reshape", _view), ("contiguous", _identity), ("expand", _expand),
                   ("flatten", _flatten_function), ("permute", _permute), ("to", _to),
                   ("float", _cast(1)), ("double", _cast(11)), ("long", _cast(7)),
                   ("int", _cast(6)), ("half", _cast(10)), ("bool", _cast(9))):
@@ -925,6 +964,11 @@ MODULES = {
     "ReLU": _activation_module(_unary("Relu")), "Sigmoid": _activation_module(_unary("Sigmoid")),
     "Tanh": _activation_module(_unary("Tanh")), "GELU": _activation_module(_gelu),
     "SiLU": _activation_module(_silu), "LeakyReLU": _activation_module(_leaky_relu),
+    "ReLU6": _activation_module(_hardtanh(0.0, 6.0)),
+    "Hardtanh": lambda ctx, node, mod, args, kwargs: _hardtanh(mod.min_val, mod.max_val)(
+        ctx, node, args, kwargs),
+    "Hardswish": _activation_module(_unary("HardSwish")),
+    "Hardsigmoid": _activation_module(_hardsigmoid),
     "ELU": _activation_module(_elu), "Softmax": _activation_module(_softmax("Softmax")),
     "LogSoftmax": _activation_module(_softmax("LogSoftmax")),
     "Dropout": _activation_module(_identity), "Identity": _activation_module(_identity),
