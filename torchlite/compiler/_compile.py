@@ -525,8 +525,6 @@ class Compiled:
         if self.backend == "inductor":
             _passes.fold_constants(graph)
             if self.options.get("fusion", True):
-                _passes.decompose_batch_norm_eval(graph, _grad_state.enabled)
-                _passes.functionalize_activations(graph)
                 _passes.inline_decompositions(graph)
                 if not dynamic:         # a row length or a mask's size fixed in the graph
                     _passes.decompose_moments(graph)

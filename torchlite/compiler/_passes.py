@@ -14,8 +14,7 @@ from ..fx.proxy import Proxy
 from . import _lowering as L
 
 __all__ = ["dead_code", "inline_decompositions", "decompose_moments", "split_dropout", "common_subexpressions",
-           "fold_constants", "inline_constants", "decompose_batch_norm_eval",
-           "functionalize_activations"]
+           "fold_constants", "inline_constants"]
 
 
 def _impure(n):
@@ -384,118 +383,6 @@ def common_subexpressions(graph):
         graph.erase_node(n)
         merged += 1
     return merged
-
-
-# ---- batch norm in evaluation mode, and in-place activations --------------------------------------
-class BatchNormCoefficients:
-    """The per-channel scale and shift of one batch norm in evaluation mode, shaped to
-    broadcast over its input (C, 1, ...): scale = weight / sqrt(running_var + eps) and
-    shift = bias - running_mean * scale, computed in float64 as eager's kernel computes them
-    (torchlite/_core/norm.pyx) and kept while the four tensors keep their versions."""
-
-    __name__ = "batch_norm_coefficients"
-
-    def __init__(self, eps, ndim):
-        self.eps, self.ndim = eps, ndim
-        self._key = self._value = None
-
-    def __call__(self, mean, var, weight, bias, dtype):
-        parts = (mean, var, weight, bias)
-        key = tuple((id(t), t._version) if t is not None else None for t in parts) + (dtype,)
-        if key != self._key:
-            from ..autograd.grad_mode import no_grad
-            with no_grad():
-                r = (var.double() + self.eps).sqrt().reciprocal()
-                scale = r * weight.double() if weight is not None else r
-                shift = -(mean.double() * scale) if bias is None \
-                    else bias.double() - mean.double() * scale
-                shape = (-1,) + (1,) * (self.ndim - 2)
-                self._value = (scale.to(dtype).reshape(shape), shift.to(dtype).reshape(shape))
-            self._key = key
-        return self._value
-
-
-def decompose_batch_norm_eval(graph, grad_enabled):
-    """F.batch_norm with running statistics in evaluation mode (training=False), on a float
-    CPU tensor of 2 or more dims, when no gradient flows (grad mode off, or nothing it reads
-    requires grad): x * scale + shift with BatchNormCoefficients' per-channel values, so the
-    activation and the residual add after it fuse with it into one pass (as inference
-    compilers fold batch norm).  The values are eager's up to the rounding of the last
-    multiply-add."""
-    from ..nn.functional import normalization as N
-    count = 0
-    for n in list(graph.nodes):
-        if n.op != "call_function" or n.target is not N.batch_norm:
-            continue
-        a = _call_arguments(N.batch_norm, n)
-        if a is None or a["training"] is not False:
-            continue
-        x, mean, var, w, b = (a[k] for k in ("input", "running_mean", "running_var", "weight",
-                                             "bias"))
-        tensors = [t for t in (x, mean, var, w, b) if t is not None]
-        if not all(isinstance(t, Node) and "val" in t.meta for t in tensors) or mean is None \
-                or var is None or "val" not in n.meta:
-            continue
-        shape, dt, device, _ = x.meta["val"]
-        if dt not in L.FLOATS or device != "cpu" or len(shape) < 2 or shape[1] == 0 or \
-                (grad_enabled and any(t.meta["val"][3] for t in tensors)):
-            continue
-        cshape = (shape[1],) + (1,) * (len(shape) - 2)
-        with graph.inserting_before(n):
-            coef = graph.call_function(BatchNormCoefficients(float(a["eps"]), len(shape)),
-                                       (mean, var, w, b, _dtype_of_code(dt)))
-            scale = graph.call_function(operator.getitem, (coef, 0))
-            shift = graph.call_function(operator.getitem, (coef, 1))
-            y = graph.call_function(operator.add,
-                                    (graph.call_function(operator.mul, (x, scale)), shift))
-        for m in (scale, shift):
-            m.meta["val"] = (cshape, dt, device, False)
-        y.args[0].meta["val"] = (tuple(shape), dt, device, False)
-        y.meta["val"] = (tuple(shape), dt, device, False)
-        n.replace_all_uses_with(y)
-        graph.erase_node(n)
-        count += 1
-    return count
-
-
-def _dtype_of_code(code):
-    from .. import _dtype as D
-    return D.DTYPES[code]
-
-
-# the activations whose in-place form computes what the out-of-place one does
-_INPLACE_ACTIVATIONS = ("relu", "relu6", "hardtanh", "leaky_relu", "elu", "selu", "celu",
-                        "silu", "hardswish", "hardsigmoid", "mish", "threshold")
-# ops whose result is a new tensor (never a view of an argument)
-_FRESH = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                    "conv_transpose3d", "linear", "batch_norm", "layer_norm", "group_norm",
-                    "instance_norm", "add", "sub", "mul", "truediv", "div", "neg", "matmul",
-                    "mm", "bmm", "addmm", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-                    "cat", "gelu"} | set(_INPLACE_ACTIVATIONS))
-
-
-def functionalize_activations(graph):
-    """An activation called with inplace=True on a value only it reads, a fresh result (a
-    convolution's, a norm's, an arithmetic op's: never a view of something), computes what
-    its out-of-place form computes: it becomes that form, which fuses with its neighbours
-    (torchvision-style models follow every norm with ReLU(inplace=True))."""
-    from ..nn.functional import activation as A
-    fns = {getattr(A, name): name for name in _INPLACE_ACTIVATIONS if hasattr(A, name)}
-    count = 0
-    for n in list(graph.nodes):
-        if n.op != "call_function" or not _hashable(n.target) or n.target not in fns \
-                or not _inplace_argument(n):
-            continue
-        a = _call_arguments(n.target, n)
-        x = a.get("input") if a is not None else None
-        if not isinstance(x, Node) or len(x.users) != 1 or x.op != "call_function" \
-                or getattr(x.target, "__name__", None) not in _FRESH \
-                or x.kwargs.get("out") is not None or _inplace_argument(x):
-            continue
-        a["inplace"] = False
-        n.args, n.kwargs = (), dict(a)
-        count += 1
-    return count
 
 
 # ---- constant folding --------------------------------------------------------------------------------
