@@ -112,3 +112,29 @@ def test_sequential_deletion_renumbers_and_is_seen():
     del m[1]
     assert list(m._modules) == ["0", "1"] and type(m._modules) is _TrackedDict
     _close(c(x), m(x))                           # Linear(3, 3) then Linear(3, 2), no ReLU
+
+
+def test_the_graph_holds_the_parameters_themselves_and_follows_their_replacement():
+    m = _Net()
+    c, comp = _compiled(m)
+    x = tl.randn(3, 4)
+    _close(c(x), m(x))
+    (entry,) = comp.cache.values()
+    assert not [n for n in entry.graph.nodes if n.op == "get_attr"]     # no attribute chains
+    with tl.no_grad():
+        m.fc.weight.mul_(3.0)                   # changed in place: the same tensor, read as is
+    _close(c(x), m(x))
+    m.fc.weight = nn.Parameter(tl.randn(3, 4))  # replaced: a new key, a new graph
+    _close(c(x), m(x))
+    assert len(comp.cache) == 2
+    m.double()                                  # (a new dtype for the parameters)
+    xd = x.double()
+    _close(c(xd), m(xd))
+    # training: gradients reach the parameters the graph holds
+    m2 = _Net()
+    c2, _ = _compiled(m2)
+    c2(x).sum().backward()
+    g = m2.fc.weight.grad.numpy().copy()
+    m2.zero_grad()
+    m2(x).sum().backward()
+    np.testing.assert_allclose(g, m2.fc.weight.grad.numpy(), rtol=1e-6)

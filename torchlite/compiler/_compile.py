@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import keyword
 import sys
 import sysconfig
 import threading
@@ -537,6 +538,8 @@ class Compiled:
         if callable(self.backend) and not isinstance(self.backend, str):
             fn = self._custom_backend(graph, args, kwargs)
         else:
+            if root is not None:
+                _bind_module_tensors(graph, root)
             code = graph.python_code("self")
             scope = dict(code.globals)
             exec(compile(code.src, f"<compiled {self.__name__}>", "exec"), scope)
@@ -657,6 +660,38 @@ def _bound_module(fn):
     if isinstance(owner, Module) and getattr(fn, "__name__", "") in ("_call_impl", "forward"):
         return owner
     return None
+
+
+def _bind_module_tensors(graph, root):
+    """Give the graph's reads of root's parameters and buffers (get_attr nodes, which the
+    code would run as chains of Module.__getattr__ on every call) the tensors themselves.
+    The guards key on every parameter's and buffer's identity, so a replaced one is a new
+    key and another graph; one changed in place is the same tensor, read as it is."""
+    from ..fx.node import map_aggregate
+    owned = {id(t): t for t in root.parameters()}
+    owned.update((id(t), t) for t in root.buffers())
+    for n in list(graph.nodes):
+        if n.op != "get_attr":
+            continue
+        obj = root
+        try:
+            for part in n.target.split("."):
+                obj = getattr(obj, part)
+        except AttributeError:
+            continue
+        if id(obj) not in owned or owned[id(obj)] is not obj:
+            continue
+        # (the generated code names it after its path: fc1.weight -> fc1_weight, 0.weight ->
+        # _0_weight)
+        name = n.target.replace(".", "_")
+        if not (name[:1].isalpha() or name[:1] == "_") or keyword.iskeyword(name):
+            name = "_" + name
+        graph.__dict__.setdefault("constant_names", {})[id(obj)] = name
+        for user in list(n.users):
+            user.args = map_aggregate(user.args, lambda a: obj if a is n else a)
+            user.kwargs = map_aggregate(user.kwargs, lambda a: obj if a is n else a)
+        graph.erase_node(n)
+        graph._names.pop(n.name, None)         # (its name is free for the tensor's global)
 
 
 def _guard(a, sizes=True):

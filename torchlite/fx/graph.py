@@ -453,7 +453,8 @@ class _CodeGen:
         import torchlite
         if isinstance(a, torchlite.dtype):
             return self.global_name(a, str(a).replace("torchlite.", ""))
-        return self.global_name(a, "_" + type(a).__name__.lower())
+        hint = getattr(self.graph, "constant_names", {}).get(id(a))    # (a name its maker gave)
+        return self.global_name(a, hint or "_" + type(a).__name__.lower())
 
     def function(self, fn):
         """How the code names a function: its public torchlite path, operator.x, a builtin's
