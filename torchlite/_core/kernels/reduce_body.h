@@ -62,6 +62,17 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
             TL_TREE(z_, NL, TL_C_ADD)                                                        \
             best = acc_[0];                                                                  \
             special_ = z_[0] != 0;                                                           \
+        } else if ((n) >= 8) {  /* a short row in 8 lanes: a serial chain of COMBs costs    \
+                                 * its latency per element */                               \
+            T acc8_[8], z8_[8];                                                              \
+            for (int j = 0; j < 8; j++) { acc8_[j] = INIT; z8_[j] = 0; }                     \
+            for (; i_ + 8 <= (n); i_ += 8)                                                   \
+                for (int j = 0; j < 8; j++) {                                                \
+                    const T v = MAP((x)[i_ + j], 0); acc8_[j] = FAST(acc8_[j], v); z8_[j] += v != v; } \
+            TL_TREE(acc8_, 8, FAST)                                                          \
+            TL_TREE(z8_, 8, TL_C_ADD)                                                        \
+            best = COMB(best, acc8_[0]);                                                     \
+            special_ = special_ || z8_[0] != 0;                                              \
         }                                                                                    \
         for (; i_ < (n); i_++) best = COMB(best, MAP((x)[i_], 0));                           \
         if (special_) {                                                                      \
@@ -245,21 +256,7 @@ static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t nrows, int64_t n, in
         const T *x = (const T *)xb + r * n;                                                  \
         T *y = (T *)yb + r * n;                                                              \
         T m;                                                                                 \
-        if (n >= NL) {                                                                       \
-            TL_ROW_BEST(T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX, x, n, m)             \
-        } else {            /* a short row: 8 maxima side by side (NaN counted apart, so   \
-                             * the max is one instruction), not one serial chain */          \
-            T mx[8], nz[8];                                                                  \
-            for (int j = 0; j < 8; j++) { mx[j] = -INFINITY; nz[j] = 0; }                    \
-            int64_t q = 0;                                                                   \
-            for (; q + 8 <= n; q += 8)                                                       \
-                for (int j = 0; j < 8; j++) {                                                \
-                    const T v = x[q + j]; mx[j] = TL_C_FMAX(mx[j], v); nz[j] += v != v; }    \
-            for (; q < n; q++) { const T v = x[q]; mx[0] = TL_C_FMAX(mx[0], v); nz[0] += v != v; } \
-            TL_TREE(mx, 8, TL_C_FMAX)                                                        \
-            TL_TREE(nz, 8, TL_C_ADD)                                                         \
-            m = nz[0] != 0 ? (T)NAN : mx[0];                                                 \
-        }                                                                                    \
+        TL_ROW_BEST(T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX, x, n, m)                 \
         int64_t i = 0;                                                                       \
         double s = 0.0;                                                                      \
         if (n >= NL) {      /* (a short row skips setting up and folding the lanes) */       \
