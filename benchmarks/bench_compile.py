@@ -10,7 +10,8 @@ same run (issue 12's targets, not tests):
   failure (a new batch size) under 1 s.
 Then, with no target, the row fusion (softmax and keepdim means fused with the elementwise
 ops around them), forward + backward: a causal attention's scale + mask + softmax, nn.RMSNorm,
-and a LayerNorm written out as means (as model code often has it).
+and a LayerNorm written out as means (as model code often has it); and inference of
+torchlite.vision models (batch 8, 96 x 96, under no_grad), compiled against eager.
 
     python benchmarks/bench_compile.py [--repeat 5] [--no-torch]
 
@@ -270,6 +271,21 @@ def main():
               f"{t['tl'] / t['tlc']:.2f}x | {f'{te * 1e3:.2f} ms' if te else '-'} | "
               f"{f'{tc * 1e3:.2f} ms' if tc else (why or '-')} | "
               f"{f'{te / tc:.2f}x' if te and tc else '-'} |")
+    print()
+    print("torchlite.vision models, inference (batch 8, 3 x 96 x 96, no_grad; no target):\n")
+    print("| model | eager torchlite | compiled torchlite | speed-up |")
+    print("|---|---:|---:|---:|")
+    from torchlite.vision import models
+    for name in ("resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0"):
+        tl.manual_seed(0)
+        vm = getattr(models, name)(num_classes=10).eval()
+        vc = tl.compile(vm)
+        xv = tl.randn(8, 3, 96, 96)
+        with tl.no_grad():
+            vc(xv)
+            t = rounds({"tl": lambda: vm(xv), "tlc": lambda: vc(xv)}, a.repeat, 2)
+        print(f"| {name} | {t['tl'] * 1e3:.1f} ms | {t['tlc'] * 1e3:.1f} ms | "
+              f"{t['tl'] / t['tlc']:.2f}x |")
     print()
     print(f"| compile time | seconds | target |\n|---|---:|---|\n"
           f"| cold compile + first training step, Transformer LM | {cold:.2f} s | < 3 s: "
