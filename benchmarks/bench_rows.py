@@ -1,0 +1,49 @@
+"""Row reductions over the last dimension on one thread, float32: amax, softmax and
+log_softmax of 8192 rows of 16, 40 and 100 and of 4096 rows of 65 (classifier logits, short
+attention rows), torchlite against PyTorch in the same run (median microseconds).
+
+    python benchmarks/bench_rows.py
+"""
+import statistics
+import time
+
+import numpy as np
+
+import torchlite as tl
+
+
+def median_us(fn, n=200):
+    for _ in range(10):
+        fn()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
+
+
+def main():
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        torch = None
+    tl.set_num_threads(1)
+    print("| shape | op | torchlite us | PyTorch us |")
+    print("|---|---|---:|---:|")
+    for shape in ((8192, 16), (8192, 40), (8192, 100), (4096, 65)):
+        a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        la = tl.from_numpy(a)
+        ta = torch.from_numpy(a) if torch is not None else None
+        for name, f, tf in (("amax", lambda t: t.amax(-1), lambda t: t.amax(-1)),
+                            ("softmax", lambda t: tl.softmax(t, -1), lambda t: torch.softmax(t, -1)),
+                            ("log_softmax", lambda t: tl.log_softmax(t, -1),
+                             lambda t: torch.log_softmax(t, -1))):
+            mine = median_us(lambda: f(la))
+            theirs = f"{median_us(lambda: tf(ta)):.0f}" if ta is not None else "-"
+            print(f"| {shape[0]}x{shape[1]} | {name} | {mine:.0f} | {theirs} |")
+
+
+if __name__ == "__main__":
+    main()
