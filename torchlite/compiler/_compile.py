@@ -236,20 +236,25 @@ class Compiled:
         from ..nn.modules import module as _module
         epoch = _module._epoch[0]
         cached = self._tree_key
-        if cached is not None and cached[0] == epoch and cached[3] == len(self._foreign_modules):
+        walk = cached is None or cached[0] != epoch or cached[3] != len(self._foreign_modules)
+        if not walk:
             # no module anywhere changed an attribute, parameter, buffer or child since the
             # trees were walked (and none of theirs is a value that changes in place): the
             # walk's key stands; hooks are registered without such a change, so they are
-            # looked for again
+            # looked for again, and so is each module's class (`m.__class__ = Other` moves
+            # no epoch; the walk keys it)
             mods_key, modules = cached[1], cached[2]
-            for m in modules:
+            for m, cls in zip(modules, cached[4]):
                 if m._forward_pre_hooks or m._forward_hooks or m._backward_hooks \
                         or m._backward_pre_hooks:
                     raise TypeError("a module with hooks")
-        else:
+                if type(m) is not cls:
+                    walk = True
+                    break
+        if walk:
             mods_key, modules, stable = self._walk_trees()
-            self._tree_key = (epoch, mods_key, modules, len(self._foreign_modules)) \
-                if stable else None
+            self._tree_key = (epoch, mods_key, modules, len(self._foreign_modules),
+                              tuple(map(type, modules))) if stable else None
         free = tuple(read() for read in self._free_values.values())
         return mods_key, free
 
@@ -268,7 +273,7 @@ class Compiled:
                         or m._backward_pre_hooks:
                     raise TypeError("a module with hooks")
                 plain = _plain_attributes(m)
-                mods.append((id(m), m.training, tuple(map(id, m._parameters.values())),
+                mods.append((id(m), type(m), m.training, tuple(map(id, m._parameters.values())),
                              tuple(map(id, m._buffers.values())), plain))
                 modules.append(m)
                 stable = stable and type(m._parameters) is _TrackedDict \

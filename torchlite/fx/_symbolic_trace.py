@@ -264,8 +264,12 @@ class Tracer:
 
     # torchlite's own implementation modules: their names for torchlite's functions are the
     # functions themselves (an op calling another must not record it)
+    # (torchlite.nn's modules too: a user's subclass of a layer is traced through, and its
+    # class's modules were patched, which broke code comparing a stored function with its own
+    # private alias: transformer.py's `act in (_F_RELU, _F_GELU)` missed the layer's F.relu,
+    # which then ran on a Proxy.  Its layers reach torchlite's functions as F.x.)
     _UNPATCHED_MODULES = ("torchlite._", "torchlite.fx.", "torchlite.jit.", "torchlite.compiler.",
-                          "torchlite.autograd.", "torchlite.onnx.")
+                          "torchlite.autograd.", "torchlite.onnx.", "torchlite.nn.")
 
     def _patch_class_globals(self, cls):
         """_patch_globals for the modules that define cls and its bases (their methods are
@@ -274,6 +278,18 @@ class Tracer:
             mod = sys.modules.get(c.__module__ or "")
             if mod is not None and c is not object:
                 self._patch_globals(vars(mod))
+            if c is not object:
+                # a class made inside a function reads the names it imported there through
+                # its methods' closure cells (`from torchlite.nn.functional import relu` in a
+                # factory), which its module's globals do not hold
+                if ("cls", id(c)) not in self._globals_done and \
+                        not (c.__module__ or "").startswith(self._UNPATCHED_MODULES):
+                    self._globals_done.add(("cls", id(c)))
+                    for v in list(vars(c).values()):
+                        fn = getattr(v, "__func__", v)
+                        if isinstance(fn, property):
+                            fn = fn.fget
+                        self._patch_cells(getattr(fn, "__closure__", None))
 
     def _patch_cells(self, closure):
         """The traced function's closure cells holding one of those functions (`fn = F.relu`
