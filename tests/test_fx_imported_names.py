@@ -96,3 +96,34 @@ def test_a_function_held_in_a_closure_cell_records():
     ex = tl._dynamo.explain(f)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
     assert act is tl.nn.functional.relu         # the cell holds the function again
+
+
+@pytest.mark.parametrize("name, kw", [("resnet18", {}), ("mobilenet_v3_small", {"width_mult": 0.25})])
+def test_vision_models_train_compiled_as_eager(name, kw):
+    # one graph each, training mode (batch norm's batch statistics, dropout's masks drawn as
+    # eager draws them): outputs, gradients and running statistics match eager over steps
+    import torchlite.nn.functional as F
+    from torchlite.vision import models
+    tl.manual_seed(0)
+    m, m2 = getattr(models, name)(num_classes=5, **kw), getattr(models, name)(num_classes=5, **kw)
+    m2.load_state_dict(m.state_dict())
+    c = tl.compile(m2)
+    x, y = tl.randn(4, 3, 32, 32), tl.randint(0, 5, (4,))
+    for step in range(2):
+        outs = []
+        for mod in (m, c):
+            tl.manual_seed(100 + step)
+            mod.zero_grad()
+            out = mod(x)
+            F.cross_entropy(out, y).backward()
+            outs.append(out.detach().numpy())
+        np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-6)
+        for p, q in zip(m.parameters(), m2.parameters()):
+            np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-4, atol=1e-6)
+        with tl.no_grad():
+            for p, q in zip(m.parameters(), m2.parameters()):
+                p.sub_(0.01 * p.grad)
+                q.sub_(0.01 * q.grad)
+    for a, b in zip(m.buffers(), m2.buffers()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
+    assert tl._dynamo.explain(m)(x).graph_count == 1
