@@ -159,8 +159,8 @@ def test_unsupported_op_names_the_op_and_its_module():
             return self.block(x) + 1
     with pytest.raises(tl.onnx.UnsupportedOperatorError, match="cumsum.*in module 'block'"):
         tl.onnx.export(Outer(), (tl.ones(3),), None)
-    with pytest.raises(tl.onnx.UnsupportedOperatorError, match="module RNN .*in module '0'"):
-        tl.onnx.export(nn.Sequential(nn.RNN(2, 2)), (tl.ones(1, 3, 2),), None)
+    with pytest.raises(tl.onnx.UnsupportedOperatorError, match="module PixelShuffle .*in module '0'"):
+        tl.onnx.export(nn.Sequential(nn.PixelShuffle(2)), (tl.ones(1, 4, 2, 2),), None)
 
 
 def test_options_and_probes():

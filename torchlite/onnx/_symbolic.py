@@ -363,7 +363,7 @@ def _activation_module(convert):
 # ---- recurrent layers ---------------------------------------------------------------------------
 # PyTorch stacks gates as LSTM (i, f, g, o) and GRU (r, z, n); ONNX as LSTM (i, o, f, c) and
 # GRU (z, r, h): the weight blocks are reordered when they are written.
-_GATE_ORDER = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2)}
+_GATE_ORDER = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2), "RNN": (0,)}
 
 
 def _gates(w, mode):
@@ -420,6 +420,8 @@ def _recurrent_module(ctx, node, mod, args, kwargs):
         attrs = dict(hidden_size=hidden, direction="bidirectional" if dirs == 2 else "forward")
         if mode == "GRU":
             attrs["linear_before_reset"] = 1          # PyTorch's GRU: r * (W_hn h + b_hn)
+        if mode == "RNN":                             # tanh or relu, per direction
+            attrs["activations"] = [mod.nonlinearity.capitalize()] * dirs
         outs = ctx.add(mode, inputs, n_outputs=3 if mode == "LSTM" else 2, **attrs)
         y, y_h = outs[0], outs[1]                     # y: (seq, dirs, batch, hidden)
         ys = ctx.add("Reshape", [ctx.add("Transpose", [y], perm=[0, 2, 1, 3]),
@@ -568,16 +570,101 @@ def _encoder_layer_v(ctx, mod, base, x, mask, kpm, is_causal):
         return _mha_v(ctx, mod.self_attn, base + ".self_attn", y, y, y, mask, kpm, False,
                       True, is_causal)[0]
 
-    def ff(y):
-        hidden = _activation_v(ctx, mod.activation,
-                               _linear_v(ctx, y, mod.linear1.weight, mod.linear1.bias,
-                                         base + ".linear1"))
-        return _linear_v(ctx, hidden, mod.linear2.weight, mod.linear2.bias, base + ".linear2")
-    if mod.norm_first:
-        x = ctx.add("Add", [x, sa(_layer_norm_v(ctx, mod.norm1, base + ".norm1", x))])
-        return ctx.add("Add", [x, ff(_layer_norm_v(ctx, mod.norm2, base + ".norm2", x))])
-    x = _layer_norm_v(ctx, mod.norm1, base + ".norm1", ctx.add("Add", [x, sa(x)]))
-    return _layer_norm_v(ctx, mod.norm2, base + ".norm2", ctx.add("Add", [x, ff(x)]))
+    return _residual_blocks(ctx, mod, base, x, (sa, lambda y: _feed_forward_v(ctx, mod, base, y)))
+
+
+def _feed_forward_v(ctx, mod, base, y):
+    """A Transformer layer's linear1 -> activation -> linear2."""
+    hidden = _activation_v(ctx, mod.activation,
+                           _linear_v(ctx, y, mod.linear1.weight, mod.linear1.bias,
+                                     base + ".linear1"))
+    return _linear_v(ctx, hidden, mod.linear2.weight, mod.linear2.bias, base + ".linear2")
+
+
+def _residual_blocks(ctx, mod, base, x, blocks):
+    """x through a Transformer layer's blocks, each with its norm (norm1, norm2, ...) before
+    it (norm_first) or after its residual add."""
+    for i, block in enumerate(blocks):
+        norm = getattr(mod, f"norm{i + 1}")
+        nbase = f"{base}.norm{i + 1}"
+        if mod.norm_first:
+            x = ctx.add("Add", [x, block(_layer_norm_v(ctx, norm, nbase, x))])
+        else:
+            x = _layer_norm_v(ctx, norm, nbase, ctx.add("Add", [x, block(x)]))
+    return x
+
+
+def _decoder_layer_v(ctx, mod, base, x, mem, given):
+    """One TransformerDecoderLayer on batch-first x and memory: self-attention (tgt masks),
+    attention over the memory (memory masks), feed-forward."""
+    if mod.training:
+        raise UnsupportedOperatorError("a Transformer layer in training mode")
+
+    def sa(y):
+        return _mha_v(ctx, mod.self_attn, base + ".self_attn", y, y, y, given.get("tgt_mask"),
+                      given.get("tgt_key_padding_mask"), False, True,
+                      bool(given.get("tgt_is_causal") or False))[0]
+
+    def ca(y):
+        return _mha_v(ctx, mod.multihead_attn, base + ".multihead_attn", y, mem, mem,
+                      given.get("memory_mask"), given.get("memory_key_padding_mask"), False,
+                      True, bool(given.get("memory_is_causal") or False))[0]
+    return _residual_blocks(ctx, mod, base, x, (sa, ca, lambda y: _feed_forward_v(ctx, mod, base, y)))
+
+
+def _decoder_module(ctx, node, mod, args, kwargs):
+    """TransformerDecoderLayer or TransformerDecoder (its layers, then its norm)."""
+    is_layer = type(mod).__name__ == "TransformerDecoderLayer"
+    names = ("tgt", "memory", "tgt_mask", "memory_mask", "tgt_key_padding_mask",
+             "memory_key_padding_mask", "tgt_is_causal", "memory_is_causal")
+    given = dict(zip(names, args))
+    given.update(kwargs)
+    layers = [mod] if is_layer else list(mod.layers)
+    batch_first = layers[0].self_attn.batch_first
+    if len(ctx.shape(given["tgt"])) != 3:
+        raise UnsupportedOperatorError(f"{type(mod).__name__} on unbatched input")
+    x, mem = _x(ctx, given["tgt"]), _x(ctx, given["memory"])
+    if not batch_first:
+        x, mem = (ctx.add("Transpose", [t], perm=[1, 0, 2]) for t in (x, mem))
+    x = _decoder_stack_v(ctx, mod, node.target, is_layer, x, mem, given)
+    if not batch_first:
+        x = ctx.add("Transpose", [x], perm=[1, 0, 2])
+    return ctx.add("Identity", [x], name=node.name)
+
+
+def _decoder_stack_v(ctx, mod, base, is_layer, x, mem, given):
+    layers = [mod] if is_layer else list(mod.layers)
+    for i, layer in enumerate(layers):
+        x = _decoder_layer_v(ctx, layer, base if is_layer else f"{base}.layers.{i}", x, mem, given)
+    if not is_layer and mod.norm is not None:
+        x = _layer_norm_v(ctx, mod.norm, base + ".norm", x)
+    return x
+
+
+def _transformer_module(ctx, node, mod, args, kwargs):
+    """nn.Transformer: its encoder over src, then its decoder over tgt and the memory."""
+    names = ("src", "tgt", "src_mask", "tgt_mask", "memory_mask", "src_key_padding_mask",
+             "tgt_key_padding_mask", "memory_key_padding_mask", "src_is_causal", "tgt_is_causal",
+             "memory_is_causal")
+    given = dict(zip(names, args))
+    given.update(kwargs)
+    batch_first = mod.batch_first
+    if len(ctx.shape(given["src"])) != 3:
+        raise UnsupportedOperatorError("Transformer on unbatched input")
+    src, tgt = _x(ctx, given["src"]), _x(ctx, given["tgt"])
+    if not batch_first:
+        src, tgt = (ctx.add("Transpose", [t], perm=[1, 0, 2]) for t in (src, tgt))
+    enc = mod.encoder
+    for i, layer in enumerate(enc.layers):
+        src = _encoder_layer_v(ctx, layer, f"{node.target}.encoder.layers.{i}", src,
+                               given.get("src_mask"), given.get("src_key_padding_mask"),
+                               bool(given.get("src_is_causal") or False))
+    if enc.norm is not None:
+        src = _layer_norm_v(ctx, enc.norm, node.target + ".encoder.norm", src)
+    x = _decoder_stack_v(ctx, mod.decoder, node.target + ".decoder", False, tgt, src, given)
+    if not batch_first:
+        x = ctx.add("Transpose", [x], perm=[1, 0, 2])
+    return ctx.add("Identity", [x], name=node.name)
 
 
 def _encoder_module(ctx, node, mod, args, kwargs):
@@ -959,8 +1046,10 @@ MODULES = {
     "AvgPool1d": _pool_module("AveragePool"), "AvgPool2d": _pool_module("AveragePool"),
     "AdaptiveAvgPool2d": _adaptive_avg_pool_module, "Flatten": _flatten_module,
     "Unflatten": _unflatten_module, "LSTM": _recurrent_module, "GRU": _recurrent_module,
+    "RNN": _recurrent_module,
     "MultiheadAttention": _mha_module, "TransformerEncoderLayer": _encoder_module,
-    "TransformerEncoder": _encoder_module,
+    "TransformerEncoder": _encoder_module, "TransformerDecoderLayer": _decoder_module,
+    "TransformerDecoder": _decoder_module, "Transformer": _transformer_module,
     "ReLU": _activation_module(_unary("Relu")), "Sigmoid": _activation_module(_unary("Sigmoid")),
     "Tanh": _activation_module(_unary("Tanh")), "GELU": _activation_module(_gelu),
     "SiLU": _activation_module(_silu), "LeakyReLU": _activation_module(_leaky_relu),
