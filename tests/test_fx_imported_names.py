@@ -127,3 +127,45 @@ def test_vision_models_train_compiled_as_eager(name, kw):
     for a, b in zip(m.buffers(), m2.buffers()):
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
     assert tl._dynamo.explain(m)(x).graph_count == 1
+
+
+def test_unpacking_a_traced_shape_and_assert_record_as_in_pytorch():
+    def f(x):
+        n, c = x.shape                          # unpacking: one getitem per value
+        tl._assert(c == 4, "four columns")
+        return x.reshape(n * c)
+    gm = tl.fx.symbolic_trace(f)
+    names = [getattr(n.target, "__name__", n.target) for n in gm.graph.nodes]
+    assert names.count("getitem") == 2 and "_assert" in names, names
+    x = tl.randn(3, 4)
+    np.testing.assert_array_equal(gm(x).numpy(), f(x).numpy())
+    with pytest.raises(AssertionError, match="four columns"):
+        gm(tl.randn(3, 5))
+
+    def loop(x):
+        for _ in x.shape:                       # other iteration still needs a length
+            pass
+    with pytest.raises(tl.fx.TraceError, match="cannot be iterated"):
+        tl.fx.symbolic_trace(loop)
+
+
+def test_assert_takes_bools_and_one_element_tensors():
+    assert tl._assert(True, "m") is None and tl._assert(tl.tensor(1), "m") is None
+    with pytest.raises(AssertionError, match="^m$"):
+        tl._assert(tl.tensor(False), "m")
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        tl._assert(tl.tensor([1, 2]) > 0, "m")
+
+
+def test_vision_transformer_traces_symbolically_as_torchvision_s_does():
+    from torchlite.vision import models
+    tl.manual_seed(0)
+    m = models.VisionTransformer(image_size=32, patch_size=8, num_layers=1, num_heads=2,
+                                 hidden_dim=16, mlp_dim=32, num_classes=5).eval()
+    x = tl.randn(2, 3, 32, 32)
+    with tl.no_grad():
+        want = m(x).numpy()
+        np.testing.assert_array_equal(tl.fx.symbolic_trace(m)(x).numpy(), want)
+        np.testing.assert_array_equal(tl.jit.script(m)(x).numpy(), want)
+    with pytest.raises(AssertionError, match="Wrong image height"):
+        m(tl.randn(1, 3, 16, 16))

@@ -76,6 +76,7 @@ from ._config import (show_config, get_num_threads, set_num_threads, is_tensor, 
                       get_device_module, is_distributed, is_vulkan_available, cudnn_is_acceptable)
 from ._control_flow import cond, while_loop  # noqa: F401
 from ._symbolic import *  # noqa: F401,F403  (sym_max, sym_int, ...: torch.compile-friendly helpers)
+from ._symbolic import _assert  # noqa: F401  (torch._assert)
 from ._lobpcg import lobpcg  # noqa: F401
 from .autograd.anomaly import is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: F401
 # math's constants, as torch.e / torch.pi / ... (and numpy's newaxis)

@@ -129,3 +129,13 @@ class SymFloat(_NoSymbolicValues):
 
 class SymBool(_NoSymbolicValues):
     """torch.SymBool, a symbolic bool: never produced by torchlite."""
+
+
+def _assert(condition, message):
+    """PyTorch's torch._assert: `assert condition, message` that graph capture records
+    (torchlite.fx's trace patches it like the public functions), as model code written for
+    torch.fx uses it.  A tensor condition is read as bool(condition)."""
+    if type(condition) is not bool:
+        condition = builtins.bool(condition)
+    if not condition:
+        raise AssertionError(message)

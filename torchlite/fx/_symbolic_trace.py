@@ -28,6 +28,9 @@ _PATCHED_NAMESPACES = ("torchlite", "torchlite.nn.functional", "torchlite.linalg
 # (the causal mask of a sequence's length): recorded whole, as wrap()ped functions are
 _AUTOWRAP_STATIC = (("torchlite.nn", "Transformer", "generate_square_subsequent_mask"),)
 _wrapped_globals = []           # (module globals dict, name) registered by wrap()
+# private names of the namespaces that record as their public functions do (torch._assert,
+# which code written for torch.fx calls to check sizes)
+_PRIVATE_RECORDED = frozenset({"_assert"})
 _patch_lock = threading.RLock()
 _proxy_wrappers = {}            # original function -> its proxy-aware wrapper
 
@@ -372,7 +375,8 @@ class Tracer:
             if mod is None:
                 continue
             for name, v in list(vars(mod).items()):
-                if not name.startswith("_") and _is_function(v) and not hasattr(v, "_fx_original"):
+                if (not name.startswith("_") or name in _PRIVATE_RECORDED) and _is_function(v) \
+                        and not hasattr(v, "_fx_original"):
                     w = _proxy_aware(v)
                     patcher.set(mod, name, w)
                     self._replacements[id(v)] = (v, w)

@@ -8,7 +8,9 @@ Python control flow that needs one (if, while, len, iteration) cannot be traced:
 TraceError naming the line."""
 from __future__ import annotations
 
+import bisect
 import builtins
+import dis
 import linecache
 import operator
 import sys
@@ -71,6 +73,11 @@ class Proxy:
                          f"flow{_user_line()}")
 
     def __iter__(self) -> Iterator[Proxy]:
+        # `n, c, h, w = x.shape`: the caller is unpacking a known number of values, so each is
+        # this proxy's item (as PyTorch's proxies do); any other iteration needs a length
+        count = _unpack_count(sys._getframe(1))
+        if count is not None:
+            return iter([self[i] for i in range(count)])
         raise TraceError("Proxy object cannot be iterated. This can be attempted when the "
                          "Proxy is used in a loop or as a *args or **kwargs function argument. "
                          f"See the torch.fx docs on pytorch.org for a more detailed explanation "
@@ -219,3 +226,14 @@ class SymInt(int):
 
     def __repr__(self) -> str:
         return f"SymInt({int(self)})"
+
+
+def _unpack_count(frame):
+    """The number of values the instruction frame is running unpacks into, or None when it
+    is not an unpacking (UNPACK_SEQUENCE; a starred target's UNPACK_EX is not one)."""
+    code = frame.f_code
+    instructions = list(dis.get_instructions(code))
+    i = bisect.bisect_left([ins.offset for ins in instructions], frame.f_lasti)
+    if i < len(instructions) and instructions[i].opname == "UNPACK_SEQUENCE":
+        return instructions[i].argval
+    return None

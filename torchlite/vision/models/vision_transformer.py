@@ -9,7 +9,7 @@ import re
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ... import nn, zeros, empty, cat
+from ... import nn, zeros, empty, cat, _assert
 from ._api import Weights, WeightsEnum, classification_transforms, handle_weights
 from ._api import IMAGENET_CATEGORIES, register_model
 
@@ -49,8 +49,7 @@ class EncoderBlock(nn.Module):
         self.mlp = MLPBlock(hidden_dim, mlp_dim, dropout)
 
     def forward(self, input: Tensor) -> Tensor:
-        if input.ndim != 3:
-            raise ValueError(f"Expected (batch_size, seq_length, hidden_dim) got {tuple(input.shape)}")
+        _assert(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {input.shape}")
         x = self.ln_1(input)
         x, _ = self.self_attention(x, x, x, need_weights=False)
         x = self.dropout(x) + input
@@ -110,8 +109,10 @@ class VisionTransformer(nn.Module):
     def _process_input(self, x):
         n, c, h, w = x.shape
         p = self.patch_size
-        if h != self.image_size or w != self.image_size:
-            raise ValueError(f"Wrong image size! Expected {self.image_size} but got {h} x {w}")
+        # (_assert, as torchvision writes it: recorded by graph capture where an `if` on a
+        # traced size could not be)
+        _assert(h == self.image_size, f"Wrong image height! Expected {self.image_size} but got {h}!")
+        _assert(w == self.image_size, f"Wrong image width! Expected {self.image_size} but got {w}!")
         x = self.conv_proj(x)
         return x.reshape(n, self.hidden_dim, (h // p) * (w // p)).permute(0, 2, 1)
 
