@@ -4,23 +4,14 @@ attention rows), torchlite against PyTorch in the same run (median microseconds)
 
     python benchmarks/bench_rows.py
 """
-import statistics
-import time
-
 import numpy as np
 
 import torchlite as tl
+from _timing import percentile_time
 
 
 def median_us(fn, n=200):
-    for _ in range(10):
-        fn()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
+    return percentile_time(fn, n, 50) * 1e6
 
 
 def main():

@@ -119,25 +119,8 @@ def test_integer_and_complex_inputs_raise_as_pytorch(fn, kernel):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_compiled_is_one_instruction_and_equals_eager_to_the_bit(name):
-    from compile_helpers import kernels_of
-    import torchlite._dynamo as dynamo
-    dynamo.reset()
-    fn = CASES[name][0]
-    g = tl.Generator().manual_seed(6)
-    x, w, gy = tl.randn(64, 48, generator=g) * 3, tl.randn(48, generator=g), tl.randn(64, 48, generator=g)
-
-    def f(t, v):
-        return fn(t * v) + 1.0
-    c = tl.compile(f)
-    xc, xe = x.detach().requires_grad_(), x.detach().requires_grad_()
-    yc, ye = c(xc, w), f(xe, w)
-    (k,) = kernels_of(c)
-    assert k.program.num_instructions == 3          # mul, the activation, add
-    np.testing.assert_array_equal(yc.detach().numpy(), ye.detach().numpy())
-    yc.backward(gy)
-    ye.backward(gy)
-    np.testing.assert_array_equal(xc.grad.numpy(), xe.grad.numpy())
-    dynamo.reset()
+    from compile_helpers import check_one_instruction_activation
+    check_one_instruction_activation(CASES[name][0], seed=6, scale=3.0)
 
 
 def test_against_pytorch():
