@@ -32,7 +32,7 @@ from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into
 from torchlite._core.parallel cimport max_threads
 from torchlite._core import isa_switch as _isa_switch
 
-from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_kernel, tl_gemm_f32, tl_gemm_f64, tl_gemm_oom,
+from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_problem_clear, tl_gemm_kernel, tl_gemm_f32, tl_gemm_f64, tl_gemm_oom,
                                    tl_gemm_one, tl_gemm_install)
 
 cdef extern from "kernels/conv_im2col.h" nogil:
@@ -235,12 +235,11 @@ cdef inline void _gemm(const tl_gemm_kernel* kern, int64_t m, int64_t n, int64_t
                        void* c, int64_t rsc, double beta, int nthreads) noexcept nogil:
     """C (m x n, row stride rsc) = A B + beta C."""
     cdef tl_gemm_problem p
+    tl_gemm_problem_clear(&p)       # no packed B, no epilogue unless set below
     p.m = m; p.n = n; p.k = k
     p.a = <const char*>a; p.rsa = rsa; p.csa = csa
     p.b = <const char*>b; p.rsb = rsb; p.csb = csb
     p.c = <char*>c; p.rsc = rsc; p.csc = 1
-    p.pb = NULL; p.pb_n = 0; p.pb_j0 = 0
-    p.pack_b_fn = NULL; p.pack_b_ctx = NULL
     p.alpha = 1.0; p.beta = beta; p.ialpha = 0; p.ibeta = 0
     tl_gemm_one(kern, &p, nthreads)
 
@@ -252,11 +251,11 @@ cdef inline void _gemm_packing(const tl_gemm_kernel* kern, int64_t m, int64_t n,
     """C (m x n, row stride rsc) = A B, with B the im2col matrices of ctx's images, packed
     block by block straight from them (see _packs_im2col)."""
     cdef tl_gemm_problem p
+    tl_gemm_problem_clear(&p)       # no packed B, no epilogue unless set below
     p.m = m; p.n = n; p.k = k
     p.a = <const char*>a; p.rsa = rsa; p.csa = 1
     p.b = NULL; p.rsb = 0; p.csb = 0
     p.c = <char*>c; p.rsc = rsc; p.csc = 1
-    p.pb = NULL; p.pb_n = 0; p.pb_j0 = 0
     p.pack_b_fn = pack; p.pack_b_ctx = ctx
     p.alpha = 1.0; p.beta = 0.0; p.ialpha = 0; p.ibeta = 0
     tl_gemm_one(kern, &p, nthreads)

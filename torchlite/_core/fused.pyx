@@ -29,13 +29,16 @@ from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
+
+cdef extern from "kernels/omp_shim.h" nogil:
+    int omp_get_thread_num()
 from torchlite._core.array cimport (Array, MAX_DIMS, new_array, new_array_strided, tl_itemsize,
                                     TL_ERR_ZERODIV)
 from torchlite._core.elementwise cimport tl_loop, loop_of, memory_order
 from torchlite._core.reduction cimport (row_reduce_fn, row_softmax_fn, row_softmax_back_fn,
                                         row_sum, row_softmax, row_softmax_back)
 from torchlite._core.random cimport bernoulli_range
-from torchlite._core.parallel cimport num_chunks
+from torchlite._core.parallel cimport num_chunks, max_threads
 from torchlite._core.elementwise import copy_ as _copy
 
 cdef enum:
@@ -66,33 +69,10 @@ cdef enum:
     S_OUTPUT = 3
 
 
-cdef struct Instr:
-    tl_loop fn               # an elementwise instruction's loop (NULL for a row instruction)
-    int row_kind             # 0, or K_ROW / K_SOFTMAX / K_RANDOM / K_SOFTMAX_BWD
-    int row_op
-    bint compact             # an elementwise instruction over compact values
-    row_reduce_fn rfn
-    row_softmax_fn sfn
-    row_softmax_back_fn bfn
-    int nops                 # operands, the destination included
-    int slot[4]              # destination, then sources
-    int isz[4]               # the operands' element sizes (a scratch slot's stride)
-    double p[3]
-
-
 cdef class Program:
     """A compiled fused program: instructions (kind, op, dtype, dst, srcs, params) over slots.
-    Built once per fused kernel by torchlite.compiler; run() executes it on arrays."""
-    cdef Instr* ins
-    cdef int n_ins, n_in, n_const, n_scratch, n_out
-    cdef bint has_rows
-    cdef bint has_random
-    cdef int* in_dtype
-    cdef int* out_dtype
-    cdef int* slot_kind
-    cdef int* slot_index
-    cdef double* const_bits          # one 8-byte cell per constant, holding its dtype's bits
-    cdef readonly str name
+    Built once per fused kernel by torchlite.compiler; run() executes it on arrays (and
+    Epilogue on the tiles of a matrix product).  Its fields are declared in fused.pxd."""
 
     def __cinit__(self):
         self.ins = NULL
@@ -228,22 +208,7 @@ cdef class Program:
         memset(&t, 0, sizeof(Tiling))
         t.nops = nops
         t.row = row
-        for i in range(self.n_in):
-            a = <Array>inputs[i]
-            if a.dtype != self.in_dtype[i]:
-                raise TypeError(f"fused program {self.name}: input {i} has dtype code "
-                                f"{a.dtype}, expected {self.in_dtype[i]}")
-            k = nd - a.nd
-            if k < 0:
-                raise ValueError(f"fused program {self.name}: input {i} has more dims than "
-                                 f"the output {tuple(shape)}")
-            for d in range(nd):
-                if d >= k and a.shp[d - k] != shp[d] and a.shp[d - k] != 1:
-                    raise ValueError(f"fused program {self.name}: input {i} of shape "
-                                     f"{tuple(a.shape)} does not broadcast to {tuple(shape)}")
-                t.st[i][d] = 0 if (d < k or a.shp[d - k] == 1) else a.strd[d - k] * tl_itemsize[a.dtype]
-            t.base[i] = a.ptr()
-            t.isz[i] = tl_itemsize[a.dtype]
+        _input_strides(self, inputs, nd, shp, &t)
         # each output's memory order, as the eager ops would give it (out_perm[i * MAX_DIMS:]);
         # the program iterates in output 0's, the outputs in another order are copied after
         cdef int* out_perm = NULL
@@ -308,6 +273,40 @@ cdef class Program:
     @property
     def num_instructions(self):
         return self.n_ins
+
+    @property
+    def has_row_instructions(self):
+        """Whether the program has row instructions (they need whole rows of the output, so
+        it cannot run as a matrix product's epilogue, which sees pieces of rows)."""
+        return bool(self.has_rows)
+
+
+cdef int _input_strides(Program p, tuple inputs, int nd, const int64_t* shp, Tiling* t) except -1:
+    """Check the inputs against the program (dtypes, broadcasting to the output shape shp) and
+    write their base pointers, element sizes and byte strides over shp's dims (0 where
+    broadcast) into t."""
+    cdef int i, d, k
+    cdef Array a
+    if len(inputs) != p.n_in:
+        raise ValueError(f"fused program {p.name}: {len(inputs)} inputs for {p.n_in}")
+    shape = tuple(shp[d] for d in range(nd))
+    for i in range(p.n_in):
+        a = <Array>inputs[i]
+        if a.dtype != p.in_dtype[i]:
+            raise TypeError(f"fused program {p.name}: input {i} has dtype code "
+                            f"{a.dtype}, expected {p.in_dtype[i]}")
+        k = nd - a.nd
+        if k < 0:
+            raise ValueError(f"fused program {p.name}: input {i} has more dims than "
+                             f"the output {shape}")
+        for d in range(nd):
+            if d >= k and a.shp[d - k] != shp[d] and a.shp[d - k] != 1:
+                raise ValueError(f"fused program {p.name}: input {i} of shape "
+                                 f"{tuple(a.shape)} does not broadcast to {shape}")
+            t.st[i][d] = 0 if (d < k or a.shp[d - k] == 1) else a.strd[d - k] * tl_itemsize[a.dtype]
+        t.base[i] = a.ptr()
+        t.isz[i] = tl_itemsize[a.dtype]
+    return 0
 
 
 cdef int _eager_orders(Program p, Tiling* t, int nd, const int64_t* shp, int* out_perm) noexcept nogil:
@@ -542,13 +541,9 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
                char* scratch) noexcept nogil:
     cdef char* ptr[MAX_IN + 16 + 64]
     cdef int64_t stride[MAX_IN + 16 + 64]
-    cdef char* d[4]
-    cdef int64_t s[4]
-    cdef int64_t n, row, j0, f0, off
-    cdef int o, i, k, sl, err = 0
-    cdef int first_const = p.n_in + p.n_out, first_scratch = first_const + p.n_const
-    cdef Instr* I
-    if first_scratch + p.n_scratch > MAX_IN + 16 + 64:
+    cdef int64_t n, row, j0, f0
+    cdef int o
+    if p.n_in + p.n_out + p.n_const + p.n_scratch > MAX_IN + 16 + 64:
         return -1
     cdef double* part = <double*>(scratch + <int64_t>(p.n_scratch + p.n_in) * t.tile * 8)
     cdef int64_t* gathered = <int64_t*>(part + t.tile)
@@ -580,11 +575,25 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
                 if not t.per_row[o] or gathered[o] < n:
                     _gather(t, o, f0, n, ptr[o])
                     gathered[o] = n
+    return _exec(p, ptr, stride, n, f0, t.row, t.tile, part, scratch)
+
+
+cdef int _exec(Program p, char** ptr, int64_t* stride, int64_t n, int64_t f0, int64_t row,
+               int64_t tile, double* part, char* scratch) noexcept nogil:
+    """Run every instruction over n elements: ptr/stride hold the inputs' and outputs' first
+    element and byte stride (0: broadcast); the constants and the scratch registers (tile
+    8-byte cells each, from scratch) are set here.  f0: the flat index of the first element
+    (random draws); row: the row length of row instructions; part: their per-row partials."""
+    cdef char* d[4]
+    cdef int64_t s[4]
+    cdef int i, k, sl, err = 0
+    cdef int first_const = p.n_in + p.n_out, first_scratch = first_const + p.n_const
+    cdef Instr* I
     for k in range(p.n_const):
         ptr[first_const + k] = <char*>&p.const_bits[k]
         stride[first_const + k] = 0
     for k in range(p.n_scratch):
-        ptr[first_scratch + k] = scratch + <int64_t>k * t.tile * 8
+        ptr[first_scratch + k] = scratch + <int64_t>k * tile * 8
         stride[first_scratch + k] = -1          # the value's own element size
     for i in range(p.n_ins):
         I = &p.ins[i]
@@ -596,9 +605,9 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
             bernoulli_range((<uint64_t*>d[1])[0], (<uint64_t*>d[2])[0], I.p[0], f0, n,
                             8 if I.isz[0] == 4 else 9, d[0])
         elif I.row_kind:
-            _row_instruction(I, d, s, n, t.row, part)
+            _row_instruction(I, d, s, n, row, part)
         else:
-            err |= I.fn(d, s, n // t.row if I.compact else n, I.p)
+            err |= I.fn(d, s, n // row if I.compact else n, I.p)
     return err
 
 
@@ -683,6 +692,130 @@ cdef inline bint _all_zero(Tiling* t, int o) noexcept nogil:
         if t.cst[o][c] != 0:
             return False
     return True
+
+
+# ---- a program as the epilogue of a matrix product ---------------------------------------
+cdef struct EpState:
+    # the program's slots: inputs (one of them the product's result C), then outputs; for
+    # each, the first element and the byte strides along C's rows and columns
+    char* base[MAX_IN + 16]
+    int64_t rs[MAX_IN + 16]
+    int64_t cs[MAX_IN + 16]
+    int nops
+    int64_t n_cols               # C's columns: element (i, j) is number i * n_cols + j
+    char* scratch                # per thread: the scratch registers, TILE cells each
+    int64_t scratch_bytes
+    int nthreads
+    int* errs                    # per thread: what the instructions reported
+    void* program                # the Program (a borrowed reference: Epilogue holds it)
+
+
+cdef void _epilogue_block(void* ctx, int64_t i0, int64_t m, int64_t j0, int64_t n) noexcept nogil:
+    """The program over rows [i0, i0+m) and columns [j0, j0+n) of C (tl_gemm_problem.epilogue):
+    row by row, or as one run when every operand steps through the block evenly (a block as
+    wide as C in contiguous arrays), in pieces of at most TILE elements."""
+    cdef EpState* e = <EpState*>ctx
+    cdef char* ptr[MAX_IN + 16 + 64]
+    cdef int64_t stride[MAX_IN + 16 + 64]
+    cdef int tid = omp_get_thread_num(), o
+    cdef int64_t r, rows = m, length = n, j, cnt
+    if tid >= e.nthreads:            # more threads than Epilogue made room for: report it
+        e.errs[0] |= EP_THREADS
+        return
+    for o in range(e.nops):
+        if e.rs[o] != n * e.cs[o]:
+            break
+    else:
+        rows, length = 1, m * n
+    for r in range(rows):
+        j = 0
+        while j < length:
+            cnt = length - j if length - j < TILE else TILE
+            for o in range(e.nops):
+                ptr[o] = e.base[o] + (i0 + r) * e.rs[o] + (j0 + j) * e.cs[o]
+                stride[o] = e.cs[o]
+            e.errs[tid] |= _exec(<Program>e.program, ptr, stride, cnt, (i0 + r) * e.n_cols + j0 + j,
+                                 0, TILE, NULL, e.scratch + tid * e.scratch_bytes)
+            j += cnt
+
+
+cdef enum:
+    EP_THREADS = 1 << 30         # an epilogue ran on a thread it has no scratch for
+
+
+cdef class Epilogue:
+    def __cinit__(self):
+        self.ctx = NULL
+        self.fn = _epilogue_block
+
+    def __dealloc__(self):
+        cdef EpState* e = <EpState*>self.ctx
+        if e != NULL:
+            free(e.scratch)
+            free(e.errs)
+            free(e)
+
+    def __init__(self, Program program, tuple inputs, int c_index):
+        """`program` with inputs[c_index] the product's result C (a 2-D array whose values the
+        GEMM is about to write: only its memory is used now) and the other inputs
+        broadcastable to C's shape; makes the outputs (contiguous, C's shape).  For programs
+        without row instructions."""
+        cdef Array c = <Array>inputs[c_index], a
+        cdef int64_t shp[2]
+        cdef int i, nt = max_threads()
+        cdef Tiling* t
+        cdef EpState* e
+        if program.has_rows:
+            raise ValueError(f"fused program {program.name}: row instructions cannot run as an "
+                             f"epilogue")
+        if c.nd != 2:
+            raise ValueError(f"fused program {program.name}: an epilogue needs a 2-D result")
+        if program.n_in + program.n_out + program.n_const + program.n_scratch > MAX_IN + 16 + 64:
+            raise ValueError(f"fused program {program.name}: too many slots")
+        shp[0], shp[1] = c.shp[0], c.shp[1]
+        self.program, self.inputs = program, inputs
+        self.outputs = [new_array(2, shp, program.out_dtype[i]) for i in range(program.n_out)]
+        t = <Tiling*>malloc(sizeof(Tiling))
+        e = <EpState*>malloc(sizeof(EpState))
+        self.ctx = e
+        if t == NULL or e == NULL:
+            free(t)
+            raise MemoryError()
+        memset(e, 0, sizeof(EpState))
+        try:
+            _input_strides(program, inputs, 2, shp, t)
+            for i in range(program.n_in):
+                e.base[i], e.rs[i], e.cs[i] = t.base[i], t.st[i][0], t.st[i][1]
+        finally:
+            free(t)
+        for i in range(program.n_out):
+            a = <Array>self.outputs[i]
+            e.base[program.n_in + i] = a.ptr()
+            e.rs[program.n_in + i] = 0 if shp[0] == 1 else a.strd[0] * tl_itemsize[a.dtype]
+            e.cs[program.n_in + i] = 0 if shp[1] == 1 else a.strd[1] * tl_itemsize[a.dtype]
+        e.nops = program.n_in + program.n_out
+        e.n_cols = shp[1]
+        e.nthreads = nt
+        e.scratch_bytes = (<int64_t>program.n_scratch * TILE * 8 + 63) // 64 * 64
+        e.scratch = <char*>malloc(nt * e.scratch_bytes + 64)
+        e.errs = <int*>malloc(sizeof(int) * nt)
+        if e.scratch == NULL or e.errs == NULL:
+            raise MemoryError()
+        memset(e.errs, 0, sizeof(int) * nt)
+        e.program = <void*>program
+
+    cdef int check(self) except -1:
+        cdef EpState* e = <EpState*>self.ctx
+        cdef int err = 0, i
+        for i in range(e.nthreads):
+            err |= e.errs[i]
+        if err & EP_THREADS:
+            raise RuntimeError(f"fused program {self.program.name}: the epilogue ran on more "
+                               f"threads than it was set up for")
+        if err & TL_ERR_ZERODIV:
+            raise ZeroDivisionError(f"fused program {self.program.name}: integer division by "
+                                    f"zero")
+        return 0
 
 
 def run(Program program, tuple inputs, shape, spec=None):

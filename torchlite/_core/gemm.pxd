@@ -13,12 +13,18 @@ cdef extern from "kernels/gemm.h" nogil:
         char* c
         int64_t rsc, csc
         double alpha, beta
+        const char* addend
+        int64_t ars, acs
         int64_t ialpha, ibeta
         const char* pb
         int64_t pb_n, pb_j0
         void (*pack_b_fn)(const void* ctx, void* dst, int nr, int64_t r0, int64_t kc,
                           int64_t j0, int64_t nc)
         const void* pack_b_ctx
+        void (*epilogue)(void* ctx, int64_t i0, int64_t m, int64_t j0, int64_t n) noexcept nogil
+        void* epilogue_ctx
+        int64_t ep_i0, ep_j0
+    void tl_gemm_problem_clear(tl_gemm_problem* p)
     ctypedef struct tl_gemm_kernel:
         int nr                  # columns of the micro-tile
     const tl_gemm_kernel* tl_gemm_f32

@@ -34,7 +34,7 @@ from torchlite._core.array cimport (Array, MAX_DIMS, new_array, TL_FLOAT32, TL_F
 from torchlite._core.elementwise cimport cast_array, copy_into
 from torchlite._core.parallel cimport num_chunks, max_threads
 
-from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_run, tl_gemm_install, tl_cpu_isa_level)
+from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_problem_clear, tl_gemm_run, tl_gemm_install, tl_cpu_isa_level)
 
 cdef double _EPS = 2.220446049250313e-16
 # Block size of the blocked factorisations and triangular solves: the panels run on plain
@@ -84,12 +84,11 @@ cdef void _gemm_s(int64_t m, int64_t n, int64_t k, double alpha, const double* a
                 for j in range(n):
                     c[i * rsc + j * csc] = 0.0 if beta == 0 else beta * c[i * rsc + j * csc]
         return
+    tl_gemm_problem_clear(&p)       # no packed B, no epilogue unless set below
     p.m = m; p.n = n; p.k = k
     p.a = <const char*>a; p.rsa = rsa; p.csa = csa
     p.b = <const char*>b; p.rsb = rsb; p.csb = csb
     p.c = <char*>c; p.rsc = rsc; p.csc = csc
-    p.pb = NULL; p.pb_n = 0; p.pb_j0 = 0
-    p.pack_b_fn = NULL; p.pack_b_ctx = NULL
     p.alpha = alpha; p.beta = beta; p.ialpha = 0; p.ibeta = 0
     tl_gemm_run(TL_FLOAT64, &p, 1, &zero, &zero, &zero, nt)
 

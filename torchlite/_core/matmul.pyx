@@ -8,10 +8,11 @@ from torchlite._core.array cimport (Array, MAX_DIMS, new_array, TL_BOOL, TL_FLOA
                                     TL_BFLOAT16, TL_FLOAT32, TL_FLOAT64)
 from torchlite._core.elementwise cimport cast_array, copy_into
 from torchlite._core.parallel cimport max_threads
+from torchlite._core.fused cimport Program, Epilogue
 from torchlite._core import array as _A
 from torchlite._core import elementwise as _ew
 
-from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_run, tl_gemm_install, tl_cpu_isa_level,
+from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_problem_clear, tl_gemm_run, tl_gemm_install, tl_cpu_isa_level,
                                    tl_gemm_packed_b_size, tl_gemm_pack_b)
 
 # dtype names as PyTorch's messages spell them: ScalarType names and C++ type names
@@ -155,9 +156,10 @@ def pack_b(Array b):
 
 
 cdef int _run(Array a, Array b, Array out, object alpha, object beta,
-              PackedB packed=None) except -1:
+              PackedB packed=None, Array addend=None) except -1:
     """The kernel call: out is m x n per batch entry (m, n, k >= 1), disjoint from a and b;
-    packed: b's panels (one 2-D product only)."""
+    packed: b's panels (one 2-D product only); addend: read instead of out's old values
+    (float32/float64, one product, disjoint from out: see _reads_addend)."""
     cdef int nd = a.nd, i, err
     cdef int64_t nbatch = 1
     cdef int64_t zero = 0
@@ -165,14 +167,15 @@ cdef int _run(Array a, Array b, Array out, object alpha, object beta,
     cdef tl_gemm_problem p
     for i in range(nd - 2):
         nbatch *= a.shp[i]
+    tl_gemm_problem_clear(&p)       # no packed B, no epilogue unless set below
     p.m = a.shp[nd - 2]; p.k = a.shp[nd - 1]; p.n = b.shp[nd - 1]
     p.a = a.ptr(); p.rsa = a.strd[nd - 2]; p.csa = a.strd[nd - 1]
     p.b = b.ptr(); p.rsb = b.strd[nd - 2]; p.csb = b.strd[nd - 1]
     p.c = out.ptr(); p.rsc = out.strd[nd - 2]; p.csc = out.strd[nd - 1]
-    p.pb = NULL; p.pb_n = 0; p.pb_j0 = 0
-    p.pack_b_fn = NULL; p.pack_b_ctx = NULL
     if packed is not None and nd == 2:
         p.pb = packed.panels.ptr(); p.pb_n = packed.pb_n
+    if addend is not None:
+        p.addend = addend.ptr(); p.ars = addend.strd[nd - 2]; p.acs = addend.strd[nd - 1]
     if _is_float(a.dtype):
         p.alpha = float(alpha); p.beta = float(beta); p.ialpha = 0; p.ibeta = 0
     else:
@@ -240,10 +243,12 @@ def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm", PackedB
         out = new_array(nd, shp, a.dtype)
     else:
         _check_out(out, a, b, op)
+    cdef bint direct = False
     if addend is not None and beta != 0:
         check_addend(out, addend, op)
-        if not (addend.storage is out.storage and addend.offset == out.offset
-                and addend.strides == out.strides):
+        direct = _reads_addend(a, b, out, addend)
+        if not direct and not (addend.storage is out.storage and addend.offset == out.offset
+                               and addend.strides == out.strides):
             if out.storage is a.storage or out.storage is b.storage:
                 raise ValueError(f"{op}: an addend with out aliasing an operand")
             if addend.storage is out.storage:
@@ -254,6 +259,8 @@ def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm", PackedB
     if nbatch == 0 or out.shp[nd - 2] == 0 or out.shp[nd - 1] == 0:
         return out
     if a.shp[nd - 1] == 0:
+        if direct:
+            copy_into(out, addend)
         _scale(out, beta)
         return out
     if a.dtype == TL_FLOAT16 or a.dtype == TL_BFLOAT16:
@@ -266,5 +273,69 @@ def bmm(Array a, Array b, Array out=None, alpha=1, beta=0, str op="bmm", PackedB
         copy_into(out, tmp)
     else:
         _run(a, b, out, alpha, beta,
-             packed if packed is not None and nd == 2 and packed.matches(b) else None)
+             packed if packed is not None and nd == 2 and packed.matches(b) else None,
+             addend if direct else None)
     return out
+
+
+cdef bint _reads_addend(Array a, Array b, Array out, Array addend):
+    """Whether the GEMM reads the addend where it lies (kernels/gemm.h's addend) rather than
+    having it copied into out first: one float32/float64 product whose operands and addend
+    are all apart from out.  A bias then costs no pass over out."""
+    cdef int i
+    for i in range(a.nd - 2):
+        if a.shp[i] != 1:
+            return False
+    return (a.dtype == TL_FLOAT32 or a.dtype == TL_FLOAT64) and addend.dtype == a.dtype \
+        and out.storage is not a.storage and out.storage is not b.storage \
+        and addend.storage is not out.storage
+
+
+# ---------------------------------------------------------------------------------------
+# A product with a fused epilogue (torchlite.compile)
+# ---------------------------------------------------------------------------------------
+def mm_epilogue(Array a, Array b, Array addend, Program program, tuple inputs, int c_index):
+    """(c, outputs) for c = a @ b (+ addend: c's shape, a broadcast view of a bias; or None)
+    and `program` run on `inputs` with inputs[c_index] taken to be c: the program goes over
+    each tile of c as the GEMM finishes it, while the tile is in L1 (kernels/gemm.h's
+    epilogue hook, fused.Epilogue), instead of as a pass over all of c afterwards.  For 2-D
+    float32/float64 operands of one dtype with m, n, k >= 1 and a program without row
+    instructions; None otherwise (the caller then runs the product and the program apart).
+    c and the outputs are new contiguous arrays."""
+    cdef int64_t shp[2]
+    cdef int64_t zero = 0
+    cdef int err
+    cdef tl_gemm_problem p
+    cdef Epilogue ep
+    cdef Array c
+    if a.nd != 2 or b.nd != 2 or a.dtype != b.dtype or not (a.dtype == TL_FLOAT32 or a.dtype == TL_FLOAT64) \
+            or program.has_row_instructions:
+        return None
+    _check_operands(a, b, "mm")
+    if a.shp[0] == 0 or a.shp[1] == 0 or b.shp[1] == 0:
+        return None
+    shp[0], shp[1] = a.shp[0], b.shp[1]
+    c = new_array(2, shp, a.dtype)
+    if addend is not None:
+        check_addend(c, addend, "mm")
+        if addend.dtype != a.dtype:
+            return None
+    args = list(inputs)
+    args[c_index] = c
+    ep = Epilogue(program, tuple(args), c_index)
+    tl_gemm_problem_clear(&p)
+    p.m = shp[0]; p.k = a.shp[1]; p.n = shp[1]
+    p.a = a.ptr(); p.rsa = a.strd[0]; p.csa = a.strd[1]
+    p.b = b.ptr(); p.rsb = b.strd[0]; p.csb = b.strd[1]
+    p.c = c.ptr(); p.rsc = c.strd[0]; p.csc = c.strd[1]
+    p.alpha = 1.0; p.beta = 0.0 if addend is None else 1.0
+    if addend is not None:
+        p.addend = addend.ptr(); p.ars = addend.strd[0]; p.acs = addend.strd[1]
+    p.epilogue = ep.fn; p.epilogue_ctx = ep.ctx
+    with nogil:
+        err = tl_gemm_run(a.dtype, &p, 1, &zero, &zero, &zero, max_threads())
+    if err == -1:
+        raise MemoryError("matmul: out of memory for the packing buffers")
+    ep.check()
+    return c, ep.outputs
+

@@ -25,7 +25,7 @@
 from libc.stdint cimport int64_t
 from torchlite._core.array cimport Array, TL_FLOAT32, TL_FLOAT64, new_array
 from torchlite._core.parallel cimport max_threads
-from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_kernel, tl_gemm_f32, tl_gemm_f64,
+from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_problem_clear, tl_gemm_kernel, tl_gemm_f32, tl_gemm_f64,
                                    tl_gemm_one, tl_gemm_install, tl_gemm_oom,
                                    tl_gemm_packed_b_size, tl_gemm_pack_b)
 from torchlite._core import isa_switch
@@ -211,13 +211,13 @@ cdef inline void _product(const tl_gemm_kernel* kern, int64_t m, int64_t n, int6
                           int nthreads) noexcept nogil:
     """C (m x n, contiguous) = A (m x k, contiguous) B + beta C, B read from its panels."""
     cdef tl_gemm_problem p
+    tl_gemm_problem_clear(&p)       # no packed B, no epilogue unless set below
     p.m = m; p.n = n; p.k = k
     p.a = a; p.rsa = k; p.csa = 1
     p.b = b; p.rsb = rsb; p.csb = csb
     p.c = c; p.rsc = n; p.csc = 1
     p.alpha = 1.0; p.beta = beta; p.ialpha = 0; p.ibeta = 0
-    p.pb = pb; p.pb_n = pb_n; p.pb_j0 = 0
-    p.pack_b_fn = NULL; p.pack_b_ctx = NULL
+    p.pb = pb; p.pb_n = pb_n
     tl_gemm_one(kern, &p, nthreads)
 
 

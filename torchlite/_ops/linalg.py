@@ -449,6 +449,31 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float | Tensor = 1
                          (input, mat1, mat2))
 
 
+def mm_computed_by(input: Tensor | None, mat1: Tensor, mat2: Tensor, compute) -> Tensor:
+    """mat1 @ mat2 (+ input, broadcast to the product's shape; None: no addend) for 2-D
+    operands, with the product's array made by compute(a, b, addend) (the operands' arrays and
+    the addend broadcast to the product's shape, or None) and recorded for autograd as addmm
+    (or mm) records it.  For a kernel that does more work in the same pass (torchlite.compile
+    runs the elementwise ops after a product on each of its tiles: _core.matmul.mm_epilogue);
+    compute must return exactly addmm's (mm's) values."""
+    a = _arr(mat1, "addmm", "mat1", 2)
+    b = _arr(mat2, "addmm", "mat2", 3)
+    shape = (a.shape[0], b.shape[1]) if a.ndim == 2 and b.ndim == 2 else None
+    if input is None:
+        if a.ndim != 2 or b.ndim != 2:
+            raise RuntimeError("self must be a matrix" if a.ndim != 2 else "mat2 must be a matrix")
+        _check_mm(a, b)
+        r = _wrap(compute(a, b, None))
+        return _G.record_product("mm", mat1, mat2, r) if needs_grad(mat1, mat2) else r
+    c = _arr(input, "addmm", "input", 1)
+    _check_addmm(c, a, b)
+    r = _wrap(compute(a, b, _expand(c, shape)))
+    if needs_grad(input, mat1, mat2):
+        alpha, beta = _scalars(1, 1, "addmm", a.dtype)
+        return _G.record_add_product("addmm", input, mat1, mat2, alpha, beta, r)
+    return r
+
+
 def _check_addmm(c, a, b):
     if a.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {a.ndim}-D tensor")

@@ -22,7 +22,12 @@ variants to tune, so they are accepted for PyTorch scripts and change nothing.
 backend: "inductor" (the default: all passes and fusion), "eager" or "aot_eager" (capture
 and guards only: the graph replays the eager ops, for finding graph breaks), or a callable
 backend(graph_module, example_inputs) -> callable, PyTorch's custom-backend protocol.
-options: {"fusion": False} turns fusion off."""
+options: {"fusion": False} turns fusion off.  {"epilogue_fusion": True} (inductor's name) runs
+the elementwise ops after a matrix product (F.linear, mm, a 2-D @) on each tile of the product
+as the GEMM finishes it, while the tile is in L1 (compiler/_epilogue.py).  It is off by default
+because on the CPUs measured it does not pay: the GEMM is bound by arithmetic, and re-reading
+its result from L2/L3 afterwards costs less than the epilogue's per-row calls (measured in
+benchmarks/RESULTS.md: 0.96-1.0x on its own, 0.95x on the MLP block's training step)."""
 from __future__ import annotations
 
 import functools
@@ -42,7 +47,7 @@ __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _BACKENDS = ("inductor", "eager", "aot_eager")
-_OPTIONS = ("fusion",)
+_OPTIONS = ("fusion", "epilogue_fusion")
 
 
 def compile(model: Module | Callable[..., Any] | None = None, *, fullgraph: bool = False,

@@ -31,7 +31,7 @@ import weakref
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import _state as _grad_state
-from . import _capture, _fusion, _passes, _log
+from . import _capture, _epilogue, _fusion, _passes, _log
 from ._config import config
 
 from typing import TYPE_CHECKING
@@ -539,6 +539,8 @@ class Compiled:
             _passes.dead_code(graph)
             if self.options.get("fusion", True):
                 kernels = _fusion.fuse(graph, dynamic=dynamic)
+                if self.options.get("epilogue_fusion", False):
+                    _epilogue.fuse_epilogues(graph)
         root = self.module if self.module is not None else None
         if callable(self.backend) and not isinstance(self.backend, str):
             fn = self._custom_backend(graph, args, kwargs)

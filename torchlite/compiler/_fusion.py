@@ -179,27 +179,36 @@ def fuse(graph, name_prefix="fused", dynamic=False):
         outputs = [n for n in g.nodes if any(u not in members for u in n.users)]
         if not outputs or len(outputs) > MAX_OUTPUTS:
             continue
-        region = _region_graph(g.nodes, inputs, outputs)
-        try:
-            kernel = FusedKernel(f"{name_prefix}_{k}", region, inputs, outputs, g.shape, dynamic,
-                                 [o.meta["val"][0] != g.shape for o in outputs])
-        except L.NotLowerable:
-            continue
-        last = g.nodes[-1]
-        with graph.inserting_after(last):
-            call = graph.create_node("call_function", kernel, tuple(inputs), {})
-        call.meta["fused"] = kernel
-        after = call
-        for i, o in enumerate(outputs):
-            with graph.inserting_after(after):
-                item = graph.create_node("call_function", operator.getitem, (call, i), {})
-            item.meta["val"] = o.meta["val"]
-            o.replace_all_uses_with(item)
-            after = item
-        for n in reversed(g.nodes):
-            graph.erase_node(n)
-        kernels.append(kernel)
+        kernel = install(graph, f"{name_prefix}_{k}", g.nodes, inputs, outputs, g.shape, dynamic)
+        if kernel is not None:
+            kernels.append(kernel)
     return kernels
+
+
+def install(graph, name, nodes, inputs, outputs, shape, dynamic=False):
+    """Replace `nodes` (in graph order; `inputs` the values they read from outside, `outputs`
+    those read outside them) by one FusedKernel call after the last of them, whose items take
+    the outputs' uses; returns the kernel, or None (graph unchanged) when the region cannot be
+    lowered to a program."""
+    region = _region_graph(nodes, inputs, outputs)
+    try:
+        kernel = FusedKernel(name, region, inputs, outputs, shape, dynamic,
+                             [o.meta["val"][0] != shape for o in outputs])
+    except L.NotLowerable:
+        return None
+    with graph.inserting_after(nodes[-1]):
+        call = graph.create_node("call_function", kernel, tuple(inputs), {})
+    call.meta["fused"] = kernel
+    after = call
+    for i, o in enumerate(outputs):
+        with graph.inserting_after(after):
+            item = graph.create_node("call_function", operator.getitem, (call, i), {})
+        item.meta["val"] = o.meta["val"]
+        o.replace_all_uses_with(item)
+        after = item
+    for n in reversed(nodes):
+        graph.erase_node(n)
+    return kernel
 
 
 def _region_graph(nodes, inputs, outputs):
@@ -251,29 +260,44 @@ class FusedKernel:
         return f"<FusedKernel {self.__name__}: {self.program.num_instructions} ops>"
 
     def __call__(self, *inputs):
+        shape = self.run_shape(inputs)
+        if shape is None:
+            return self._eager(*inputs)
+        bw, program, spec = self.plan(tuple(t._requires_grad for t in inputs))
+        result = _run(program, spec, tuple(t._data for t in inputs), shape)
+        if result is None:                   # no CUDA kernel for it: its ops, one by one
+            return self._eager(*inputs)
+        return self.finish(inputs, result, shape, bw)
+
+    def run_shape(self, inputs):
+        """The shape the program runs over for these inputs; None when the call must run the
+        region's ops one by one instead (broadcasting that does not hold for a dynamic
+        kernel's sizes, or nothing to compute: rows of no elements give their sums' zeros,
+        their means' NaN, which the ops give)."""
         shape = self.shape
         if self.dynamic:
             shape = self._shape_of(inputs)
-            if shape is None:                # broadcasting the region does not hold for these
-                return self._eager(*inputs)   # sizes: its ops, one by one (eager's errors too)
-        if 0 in shape:                       # nothing to compute (rows of no elements give
-            return self._eager(*inputs)      # their sums' zeros, their means' NaN): its ops
-        arrays = tuple(t._data for t in inputs)
+        return None if shape is None or 0 in shape else shape
+
+    def plan(self, requires_grad):
+        """(backward, program, spec) for inputs of which requires_grad[i] says which require
+        grad: the backward plan of that pattern (None when no output gets a gradient node),
+        and the program to run, which with a backward also writes the values it saves."""
         bw = None
-        if _grad_state.enabled and any(t._requires_grad for t in inputs):
-            wants = tuple(t._requires_grad for t in inputs)
-            bw = self._backwards.get(wants)
+        if _grad_state.enabled and any(requires_grad):
+            bw = self._backwards.get(requires_grad)
             if bw is None:
-                bw = self._backwards[wants] = _Backward(self, wants)
+                bw = self._backwards[requires_grad] = _Backward(self, requires_grad)
             self._backward = bw
             if not any(bw.out_requires_grad):     # no output has a gradient path: no node
                 bw = None
         if bw is not None and bw.forward_program is not None:    # the values it saves too
-            result = _run(bw.forward_program, bw.forward_spec, arrays, shape)
-        else:
-            result = _run(self.program, self.spec, arrays, shape)
-        if result is None:                   # no CUDA kernel for it: its ops, one by one
-            return self._eager(*inputs)
+            return bw, bw.forward_program, bw.forward_spec
+        return bw, self.program, self.spec
+
+    def finish(self, inputs, result, shape, bw):
+        """The output tensors of a run of plan()'s program that gave the arrays `result`, with
+        the autograd node of plan()'s backward `bw` recorded on them."""
         n_out = len(self.out_rows)
         outs = tuple(_wrap(_column_0(a) if row else a)
                      for a, row in zip(result[:n_out], self.out_rows))

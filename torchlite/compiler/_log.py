@@ -27,8 +27,9 @@ def graph_code(name, src, kernels):
         return
     _emit(f"TRACED GRAPH {name}\n{src}")
     for k in kernels:
+        after = getattr(k, "epilogue_of", None)
         _emit(f"FUSED KERNEL {k.__name__} ({k.program.num_instructions} instructions over "
-              f"{k.shape})\n{k.source()}")
+              f"{k.shape}{f', the epilogue of a {after} product' if after else ''})\n{k.source()}")
 
 
 def graph_break(name, err):

@@ -11,6 +11,7 @@
 #define TL_GEMM_H
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "types.h"
 #include "isa.h"
 #include "alloc.h"
@@ -25,6 +26,11 @@ typedef struct {
     const char *b; int64_t rsb, csb;      /* B is k x n */
     char *c; int64_t rsc, csc;            /* C is m x n */
     double alpha, beta;                   /* floating scalars (beta == 0: C is not read) */
+    /* An addend read in place of C's old values (NULL: none): C = alpha * A B + beta * addend
+     * with element (i, j) at addend[i * ars + j * acs] (a bias broadcast along the rows,
+     * ars = 0, or the columns, acs = 0), so C is not first filled with it and read back.
+     * Floating dtypes and one product only (batch 1). */
+    const char *addend; int64_t ars, acs;
     int64_t ialpha, ibeta;                /* the same for integer dtypes */
     /* B already packed by tl_gemm_pack_b (NULL: packed block by block as the product runs;
      * b is read either way by the matrix-vector path): its column count rounded up to whole
@@ -39,7 +45,19 @@ typedef struct {
     void (*pack_b_fn)(const void *ctx, void *dst, int nr, int64_t r0, int64_t kc, int64_t j0,
                       int64_t nc);
     const void *pack_b_ctx;
+    /* Called on each block of C as soon as it holds its final values (NULL: none), while the
+     * block is still in the cache: rows [i0, i0+m) and columns [j0, j0+n) of the whole C
+     * (counted from its first row and column before any split over threads: ep_i0/ep_j0 +
+     * the block's), on the thread that computed it.  torch.compile's "epilogue fusion": the
+     * elementwise ops after a matrix product (a bias, an activation, a residual add) run on
+     * each tile of the product while it sits in L1, rather than as a pass over all of C. */
+    void (*epilogue)(void *ctx, int64_t i0, int64_t m, int64_t j0, int64_t n);
+    void *epilogue_ctx;
+    int64_t ep_i0, ep_j0;
 } tl_gemm_problem;
+
+/* A problem with every optional field off (no packed B, no epilogue): callers set the rest. */
+static inline void tl_gemm_problem_clear(tl_gemm_problem *p) { memset(p, 0, sizeof(*p)); }
 
 /* y = alpha * A x + beta * y, A is m x k (the one-column and one-row cases of GEMM). */
 typedef struct {
@@ -162,9 +180,18 @@ static inline int tl_threads_for(double work, double per_thread, int nthreads) {
     return t < nthreads ? (int)t : nthreads;
 }
 
+/* C = the addend (C is m x n; the gemv kernels read the addend from C). */
+static void tl_gemm_fill_addend(const tl_gemm_problem *p, int isz) {
+    for (int64_t i = 0; i < p->m; i++)
+        for (int64_t j = 0; j < p->n; j++)
+            memcpy(p->c + (i * p->rsc + j * p->csc) * isz, p->addend + (i * p->ars + j * p->acs) * isz,
+                   (size_t)isz);
+}
+
 /* The product as a matrix-vector one when C has a single column or row. */
 static void tl_gemm_as_gemv(const tl_gemm_kernel *kern, const tl_gemm_problem *p, int nthreads) {
     tl_gemv_problem g;
+    if (p->addend) tl_gemm_fill_addend(p, kern->itemsize);
     if (p->n == 1) {           /* C[:, 0] = A B[:, 0] */
         g.m = p->m; g.a = p->a; g.rsa = p->rsa; g.csa = p->csa;
         g.x = p->b; g.sx = p->rsb; g.y = p->c; g.sy = p->rsc;
@@ -176,6 +203,7 @@ static void tl_gemm_as_gemv(const tl_gemm_kernel *kern, const tl_gemm_problem *p
     g.alpha = p->alpha;
     g.beta = p->beta;
     kern->gemv(&g, tl_threads_for((double)g.m * (double)g.k, TL_GEMV_PAR_MACS, nthreads));
+    if (p->epilogue) p->epilogue(p->epilogue_ctx, p->ep_i0, p->m, p->ep_j0, p->n);
 }
 
 static inline int64_t tl_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -207,7 +235,10 @@ static tl_gemm_problem tl_gemm_sub(const tl_gemm_problem *p, int isz, int64_t i0
     s.a = p->a + i0 * p->rsa * isz;
     s.b = p->b + j0 * p->csb * isz;
     s.c = p->c + (i0 * p->rsc + j0 * p->csc) * isz;
+    if (p->addend) s.addend = p->addend + (i0 * p->ars + j0 * p->acs) * isz;
     s.pb_j0 = p->pb_j0 + j0;
+    s.ep_i0 = p->ep_i0 + i0;
+    s.ep_j0 = p->ep_j0 + j0;
     return s;
 }
 

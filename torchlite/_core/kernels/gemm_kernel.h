@@ -115,25 +115,29 @@ static void TL_GK(pack_b)(char *dst_, const char *b_, int64_t rsb, int64_t csb, 
 }
 
 /* Write an edge tile (mr < MR rows or nr < NR columns, or C with a column stride):
- * C[0:mr, 0:nr] = tile + beta * C, where tile already holds alpha * A B (row stride NR). */
+ * C[0:mr, 0:nr] = tile + beta * C, where tile already holds alpha * A B (row stride NR); with
+ * an addend (add != NULL: element (i, j) at add[i * ars + j * acs]) + beta * addend instead. */
 static void TL_GK(store_edge)(const T *restrict tile, T *restrict c, int64_t rsc, int64_t csc,
-                              T beta, int mr, int nr) {
+                              T beta, int mr, int nr, const T *add, int64_t ars, int64_t acs) {
 #if VL > 1
-    if (csc == 1) {
+    if (csc == 1 && (!add || acs <= 1)) {
         const VT vb = VSET1(beta);
         const int full = nr / VL * VL, rem = nr - full;
         for (int i = 0; i < mr; i++) {
             T *cp = c + i * rsc;
             const T *tp = tile + i * NR;
+            const T *ap = add ? add + i * ars : NULL;
             for (int j = 0; j < full; j += VL) {
                 VT r = VLOADU(tp + j);
-                if (beta != 0) r = VFMA(vb, VLOADU(cp + j), r);
+                if (ap) r = VFMA(vb, acs ? VLOADU(ap + j) : VSET1(*ap), r);
+                else if (beta != 0) r = VFMA(vb, VLOADU(cp + j), r);
                 VSTOREU(cp + j, r);
             }
             if (rem) {
                 VMASK_T msk = VMASK(rem);
                 VT r = VLOADM(tp + full, msk);
-                if (beta != 0) r = VFMA(vb, VLOADM(cp + full, msk), r);
+                if (ap) r = VFMA(vb, acs ? VLOADM(ap + full, msk) : VSET1(*ap), r);
+                else if (beta != 0) r = VFMA(vb, VLOADM(cp + full, msk), r);
                 VSTOREM(cp + full, msk, r);
             }
         }
@@ -143,7 +147,10 @@ static void TL_GK(store_edge)(const T *restrict tile, T *restrict c, int64_t rsc
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) {
             T *cp = c + i * rsc + j * csc;
-            *cp = beta != 0 ? beta * *cp + tile[i * NR + j] : tile[i * NR + j];
+            if (add)
+                *cp = beta * add[i * ars + j * acs] + tile[i * NR + j];
+            else
+                *cp = beta != 0 ? beta * *cp + tile[i * NR + j] : tile[i * NR + j];
         }
 }
 
@@ -160,7 +167,7 @@ static void TL_GK(store_edge)(const T *restrict tile, T *restrict c, int64_t rsc
 #define TL_UKR(NAME, NVX, AI, AP)                                                           \
 static void TL_GK(NAME)(int64_t kc, const T *restrict a, int64_t lda, const T *restrict b,  \
                         T *restrict c, int64_t rsc, int64_t csc, T alpha, T beta,           \
-                        int mr, int nr) {                                                   \
+                        int mr, int nr, const T *add, int64_t ars, int64_t acs) {           \
     (void)lda;                                                                              \
     VT acc[MR][NVX];                                                                        \
     TL_UNROLL(16) for (int i = 0; i < MR; i++)                                   \
@@ -177,12 +184,14 @@ static void TL_GK(NAME)(int64_t kc, const T *restrict a, int64_t lda, const T *r
         b += NR;                                                                            \
     }                                                                                       \
     const VT va = VSET1(alpha), vb = VSET1(beta);                                           \
-    if (mr == MR && nr == NVX * VL && csc == 1) {                                           \
+    if (mr == MR && nr == NVX * VL && csc == 1 && (!add || acs <= 1)) {                     \
         TL_UNROLL(16) for (int i = 0; i < MR; i++)                               \
             TL_UNROLL(8) for (int j = 0; j < NVX; j++) {                         \
                 T *cp = c + i * rsc + j * VL;                                               \
                 VT r = VMUL(va, acc[i][j]);                                                 \
-                if (beta != 0) r = VFMA(vb, VLOADU(cp), r);                                 \
+                if (add)                                                                    \
+                    r = VFMA(vb, acs ? VLOADU(add + i * ars + j * VL) : VSET1(add[i * ars]), r); \
+                else if (beta != 0) r = VFMA(vb, VLOADU(cp), r);                            \
                 VSTOREU(cp, r);                                                             \
             }                                                                               \
         return;                                                                             \
@@ -191,7 +200,7 @@ static void TL_GK(NAME)(int64_t kc, const T *restrict a, int64_t lda, const T *r
     TL_UNROLL(16) for (int i = 0; i < MR; i++)                                   \
         TL_UNROLL(8) for (int j = 0; j < NVX; j++)                               \
             VSTOREU(tile + i * NR + j * VL, VMUL(va, acc[i][j]));                           \
-    TL_GK(store_edge)(tile, c, rsc, csc, beta, mr, nr);                                     \
+    TL_GK(store_edge)(tile, c, rsc, csc, beta, mr, nr, add, ars, acs);                      \
 }
 
 TL_UKR(ukr_full, NV, TL_A_PACKED, MR)
@@ -208,14 +217,15 @@ TL_UKR(rows2, 2, TL_A_ROWS, 1)
 
 /* C tile of mr x nr at c from packed panels: the narrowest micro-kernel that covers nr. */
 static inline void TL_GK(ukr)(int64_t kc, const T *a, const T *b, T *c, int64_t rsc,
-                              int64_t csc, T alpha, T beta, int mr, int nr) {
+                              int64_t csc, T alpha, T beta, int mr, int nr, const T *add,
+                              int64_t ars, int64_t acs) {
 #if NV == 2 || NV == 3
-    if (nr <= VL) { TL_GK(ukr1)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr); return; }
+    if (nr <= VL) { TL_GK(ukr1)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr, add, ars, acs); return; }
 #endif
 #if NV == 3
-    if (nr <= 2 * VL) { TL_GK(ukr2)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr); return; }
+    if (nr <= 2 * VL) { TL_GK(ukr2)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr, add, ars, acs); return; }
 #endif
-    TL_GK(ukr_full)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr);
+    TL_GK(ukr_full)(kc, a, 0, b, c, rsc, csc, alpha, beta, mr, nr, add, ars, acs);
 }
 
 /* tl_gemm_kernel.tile: C[0:mr, 0:nr] (row stride rsc) = A B + beta C for A's MR rows lda
@@ -226,12 +236,12 @@ static void TL_GK(tile)(int64_t kc, const void *a_, int64_t lda, const void *b_,
     const T *a = (const T *)a_, *b = (const T *)b_;
     T *c = (T *)c_;
 #if NV == 2 || NV == 3
-    if (nr <= VL) { TL_GK(rows1)(kc, a, lda, b, c, rsc, 1, 1, (T)beta, mr, nr); return; }
+    if (nr <= VL) { TL_GK(rows1)(kc, a, lda, b, c, rsc, 1, 1, (T)beta, mr, nr, NULL, 0, 0); return; }
 #endif
 #if NV == 3
-    if (nr <= 2 * VL) { TL_GK(rows2)(kc, a, lda, b, c, rsc, 1, 1, (T)beta, mr, nr); return; }
+    if (nr <= 2 * VL) { TL_GK(rows2)(kc, a, lda, b, c, rsc, 1, 1, (T)beta, mr, nr, NULL, 0, 0); return; }
 #endif
-    TL_GK(rows_full)(kc, a, lda, b, c, rsc, 1, 1, (T)beta, mr, nr);
+    TL_GK(rows_full)(kc, a, lda, b, c, rsc, 1, 1, (T)beta, mr, nr, NULL, 0, 0);
 }
 #undef TL_A_PACKED
 #undef TL_A_ROWS
@@ -255,6 +265,7 @@ static void TL_GK(gemm_serial)(const tl_gemm_problem *pr) {
         for (int64_t pc = 0; pc < k; pc += KC) {
             const int64_t kc = k - pc < KC ? k - pc : KC;
             const T beta = pc == 0 ? (T)pr->beta : (T)1;
+            const T *add = pc == 0 ? (const T *)pr->addend : NULL;   /* then C holds it */
             TL_GK(pack_block)(bufA, A + ic * pr->rsa + pc * pr->csa, MR, mc, kc, pr->rsa, pr->csa);
             for (int64_t jc = 0; jc < n; jc += NC) {
                 const int64_t nc = n - jc < NC ? n - jc : NC;
@@ -271,8 +282,13 @@ static void TL_GK(gemm_serial)(const tl_gemm_problem *pr) {
                         const int nr = (int)(nc - jr < NR ? nc - jr : NR);
                         TL_GK(ukr)(kc, bufA + ir * kc, bB + jr * kc,
                                    C + (ic + ir) * pr->rsc + (jc + jr) * pr->csc,
-                                   pr->rsc, pr->csc, alpha, beta, mr, nr);
+                                   pr->rsc, pr->csc, alpha, beta, mr, nr,
+                                   add ? add + (ic + ir) * pr->ars + (jc + jr) * pr->acs : NULL,
+                                   pr->ars, pr->acs);
                     }
+                    /* the last k block: these mr x nc values are final and in L1 */
+                    if (pr->epilogue && pc + kc >= k)
+                        pr->epilogue(pr->epilogue_ctx, pr->ep_i0 + ic + ir, mr, pr->ep_j0 + jc, nc);
                 }
             }
         }

@@ -38,14 +38,26 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     wt = weight.t()
     if bias is None:
         return matmul(input, wt)
-    if nd == 2:
-        return addmm(bias, input, wt)
-    if weight.ndim == 2 and (nd > 3 or input.is_contiguous()):
-        # fold the leading dims into one GEMM with the bias added in place, as PyTorch does
-        lead = tuple(input.shape[:-1])
-        flat = addmm(bias, input.reshape(-1, input.shape[-1]), wt)
-        return flat.view(lead + (flat.shape[-1],))
+    rows = as_matrix_product(input, weight)
+    if rows is not None:
+        x2, lead = rows
+        flat = addmm(bias, x2, wt)
+        return flat if lead is None else flat.view(lead + (flat.shape[-1],))
     return matmul(input, wt) + bias
+
+
+def as_matrix_product(input: Tensor, weight: Tensor) -> tuple[Tensor, tuple[int, ...] | None] | None:
+    """(x2, lead) when linear(input, weight, bias) is one 2-D product x2 @ weight.t() (+ bias)
+    viewed back to lead + (out_features,) (lead None: no view, a 2-D input); None when it takes
+    another path.  The leading dims of a contiguous input (or of more than two) fold into one
+    GEMM with the bias added in place, as PyTorch does.  (torchlite.compile's epilogue fusion
+    asks the same question.)"""
+    nd = input.ndim
+    if nd == 2:                     # (addmm raises PyTorch's error for a weight of other dims)
+        return input, None
+    if nd > 2 and weight.ndim == 2 and (nd > 3 or input.is_contiguous()):
+        return input.reshape(-1, input.shape[-1]), tuple(input.shape[:-1])
+    return None
 
 
 def _bilinear_checks(input1, input2, weight, bias):
