@@ -13,7 +13,7 @@ ops around them), forward + backward: a causal attention's scale + mask + softma
 and a LayerNorm written out as means (as model code often has it); and inference of
 torchlite.vision models (batch 8, 96 x 96, under no_grad), compiled against eager.
 
-    python benchmarks/bench_compile.py [--repeat 5] [--no-torch]
+    python benchmarks/bench_compile.py [--repeat 5] [--no-torch] [--options cpp_codegen ...]
 
 Each time is the median over --repeat rounds of the best of a few calls; within a round the
 contenders alternate, so the machine's drift hits them alike.  torch.compile needs PyTorch and
@@ -34,6 +34,13 @@ import torchlite.nn as nn  # noqa: E402
 import torchlite.nn.functional as F  # noqa: E402
 
 
+
+
+OPTIONS = {}                # --options: torchlite.compile's options for every compiled case
+
+
+def compile_tl(fn):
+    return tl.compile(fn, options=OPTIONS or None)
 
 
 def rounds(fns, repeat, n):
@@ -135,7 +142,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--options", nargs="*", default=[],
+                   help="torchlite.compile options to turn on for every case, e.g. cpp_codegen")
     a = p.parse_args()
+    OPTIONS.update((k, True) for k in a.options)
+    if OPTIONS:
+        print(f"torchlite.compile options: {OPTIONS}\n")
     torch = None
     if not a.no_torch:
         try:
@@ -150,7 +162,7 @@ def main():
     g = tl.Generator().manual_seed(0)
     x, y, z = (tl.randn(n, n, generator=g) for _ in range(3))
     w, b = tl.randn(n, generator=g), tl.randn(n, generator=g)
-    compiled = tl.compile(chain_tl)
+    compiled = compile_tl(chain_tl)
     compiled(x, w, b, y, z)
     fns = {"tl": lambda: chain_tl(x, w, b, y, z), "tlc": lambda: compiled(x, w, b, y, z)}
     why = None
@@ -170,7 +182,7 @@ def main():
     m = TlBlock()
     mc = TlBlock()
     mc.load_state_dict(m.state_dict())
-    mcc = tl.compile(mc)
+    mcc = compile_tl(mc)
     xb, yb = tl.randn(64, 512), tl.randn(64, 512)
     s_e = train_step(m, tl.optim.SGD(m.parameters(), lr=1e-3), xb, yb, F.mse_loss)
     s_c = train_step(mcc, tl.optim.SGD(mcc.parameters(), lr=1e-3), xb, yb, F.mse_loss)
@@ -204,7 +216,7 @@ def main():
     def ce(out, y):
         return F.cross_entropy(out.reshape(-1, 65), y.reshape(-1))
     t0 = time.perf_counter()
-    gptc = tl.compile(gptc_model)
+    gptc = compile_tl(gptc_model)
     step_c = train_step(gptc, tl.optim.AdamW(gptc.parameters(), lr=1e-3), codes, target, ce)
     step_c()
     cold = time.perf_counter() - t0
@@ -279,7 +291,7 @@ def main():
     for name in ("resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0"):
         tl.manual_seed(0)
         vm = getattr(models, name)(num_classes=10).eval()
-        vc = tl.compile(vm)
+        vc = compile_tl(vm)
         xv = tl.randn(8, 3, 96, 96)
         with tl.no_grad():
             vc(xv)
@@ -305,7 +317,7 @@ def _row_cases(torch):
         def make_tl(compiled, a0=a0, m0=m0):
             a = a0.detach().requires_grad_()
             fn = (lambda a, m: attention_scores(a, m, F))
-            return (tl.compile(fn) if compiled else fn), a, m0
+            return (compile_tl(fn) if compiled else fn), a, m0
 
         def make_t(_, a0=a0, m0=m0):
             a = torch.from_numpy(a0.numpy()).requires_grad_()
@@ -319,7 +331,7 @@ def _row_cases(torch):
 
         def make_tl(compiled, x0=x0, n=shape[-1]):
             m = nn.RMSNorm(n, eps=1e-6)
-            return (tl.compile(m) if compiled else m), x0.detach().requires_grad_()
+            return (compile_tl(m) if compiled else m), x0.detach().requires_grad_()
 
         def make_t(_, x0=x0, n=shape[-1]):
             return torch.nn.RMSNorm(n, eps=1e-6), torch.from_numpy(x0.numpy()).requires_grad_()
@@ -327,7 +339,7 @@ def _row_cases(torch):
 
         def make_tl_ln(compiled, x0=x0, n=shape[-1]):
             w, b = tl.ones(n, requires_grad=True), tl.zeros(n, requires_grad=True)
-            fn = tl.compile(layer_norm_by_hand) if compiled else layer_norm_by_hand
+            fn = compile_tl(layer_norm_by_hand) if compiled else layer_norm_by_hand
             return fn, x0.detach().requires_grad_(), w, b
 
         def make_t_ln(_, x0=x0, n=shape[-1]):

@@ -16,6 +16,29 @@ import importlib
 import operator
 import os
 
+# ---- where the C and CUDA sources are -----------------------------------------------------
+# kernels/*.h ships inside this package; cuda_kernels/ ships as torchlite/cuda_kernels in a
+# wheel and sits at the top of a source checkout.  torchlite.cuda compiles the .cu files with
+# NVRTC, torchlite.compile's generated C includes headers of both folders.
+KERNEL_HEADERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CUDA_CANDIDATES = (os.path.join(_PACKAGE, "cuda_kernels"),                      # installed
+                    os.path.join(os.path.dirname(_PACKAGE), "cuda_kernels"))     # source checkout
+
+
+def cuda_kernel_dir():
+    """The folder holding the .cu/.cuh sources: $TORCHLITE_KERNEL_DIR, else the copy shipped
+    inside the package (torchlite/cuda_kernels), else the source checkout's cuda_kernels/."""
+    env = os.environ.get("TORCHLITE_KERNEL_DIR")
+    if env:
+        return env
+    for d in _CUDA_CANDIDATES:
+        if os.path.isfile(os.path.join(d, "tl_common.cuh")):
+            return d
+    raise RuntimeError("torchlite: the CUDA kernel sources (cuda_kernels/*.cu) were not found; "
+                       f"looked in {', '.join(_CUDA_CANDIDATES)} (set TORCHLITE_KERNEL_DIR)")
+
+
 # The modules with SIMD kernels compiled once per ISA level (kernels/isa.h); each installs one
 # level's kernels at import and has its own set_isa_level, the mechanism the functions below use.
 _KERNEL_MODULES = ("elementwise", "reduction", "matmul", "random", "norm", "conv", "linalg_decomp",

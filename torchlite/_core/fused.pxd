@@ -19,6 +19,11 @@ cdef struct Instr:
     double p[3]
 
 
+# a program's generated C (torchlite/compiler/_cpp.py): all its instructions over n elements,
+# d holding the inputs' then the outputs' first elements, every operand contiguous
+ctypedef int (*native_fn)(char** d, int64_t n) noexcept nogil
+
+
 cdef class Program:
     cdef Instr* ins
     cdef int n_ins, n_in, n_const, n_scratch, n_out
@@ -30,6 +35,8 @@ cdef class Program:
     cdef int* slot_index
     cdef double* const_bits          # one 8-byte cell per constant, holding its dtype's bits
     cdef readonly str name
+    cdef native_fn native            # the generated C of the program, or NULL
+    cdef readonly object native_owner    # what keeps that code loaded (its library)
 
 
 # the GEMM's epilogue hook (kernels/gemm.h: tl_gemm_problem.epilogue)

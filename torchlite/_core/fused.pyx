@@ -78,6 +78,7 @@ cdef class Program:
         self.ins = NULL
         self.in_dtype = self.out_dtype = self.slot_kind = self.slot_index = NULL
         self.const_bits = NULL
+        self.native = NULL
 
     def __dealloc__(self):
         free(self.ins); free(self.in_dtype); free(self.out_dtype)
@@ -273,6 +274,21 @@ cdef class Program:
     @property
     def num_instructions(self):
         return self.n_ins
+
+    def set_native(self, size_t address, owner):
+        """Run the program's generated C (torchlite/compiler/_cpp.py) on each tile: `address`
+        is its `int f(char **d, int64_t n)` (0: back to the interpreter), `owner` what keeps
+        it loaded.  For programs without row or random instructions."""
+        if address and (self.has_rows or self.has_random):
+            raise ValueError(f"fused program {self.name}: generated C takes no row or random "
+                             f"instructions")
+        self.native = <native_fn>address
+        self.native_owner = owner if address else None
+
+    @property
+    def has_native(self):
+        """Whether the program runs its generated C (set_native)."""
+        return self.native != NULL
 
     @property
     def has_row_instructions(self):
@@ -575,7 +591,50 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
                 if not t.per_row[o] or gathered[o] < n:
                     _gather(t, o, f0, n, ptr[o])
                     gathered[o] = n
+    if p.native != NULL and _outputs_contiguous(p, stride):
+        return _native(p, ptr, stride, n, t.tile, scratch)
     return _exec(p, ptr, stride, n, f0, t.row, t.tile, part, scratch)
+
+
+cdef inline bint _outputs_contiguous(Program p, int64_t* stride) noexcept nogil:
+    cdef int o
+    for o in range(p.n_in, p.n_in + p.n_out):
+        if stride[o] != _isz(p, o):
+            return False
+    return True
+
+
+cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t tile,
+                 char* scratch) noexcept nogil:
+    """The tile through the program's generated C, which takes contiguous operands (the
+    outputs are: _outputs_contiguous): an input broadcast along the tile (stride 0) or strided
+    is first written out contiguously into its gather buffer (not in use then: scratch +
+    (n_scratch + o) * tile * 8 bytes)."""
+    cdef int o, b, sz
+    cdef int64_t j
+    cdef char* buf
+    for o in range(p.n_in):
+        if stride[o] == _isz(p, o):
+            continue
+        buf = scratch + (<int64_t>p.n_scratch + o) * tile * 8
+        sz = _isz(p, o)
+        if stride[o] == 0 and sz == 4:
+            for j in range(n):
+                (<float*>buf)[j] = (<float*>ptr[o])[0]
+        elif stride[o] == 0 and sz == 8:
+            for j in range(n):
+                (<double*>buf)[j] = (<double*>ptr[o])[0]
+        else:
+            for j in range(n):
+                for b in range(sz):
+                    buf[j * sz + b] = ptr[o][j * stride[o] + b]
+        ptr[o] = buf
+    return p.native(ptr, n)
+
+
+cdef inline int _isz(Program p, int o) noexcept nogil:
+    """The element size of operand o (inputs, then outputs)."""
+    return tl_itemsize[p.in_dtype[o] if o < p.n_in else p.out_dtype[o - p.n_in]]
 
 
 cdef int _exec(Program p, char** ptr, int64_t* stride, int64_t n, int64_t f0, int64_t row,

@@ -27,7 +27,12 @@ the elementwise ops after a matrix product (F.linear, mm, a 2-D @) on each tile 
 as the GEMM finishes it, while the tile is in L1 (compiler/_epilogue.py).  It is off by default
 because on the CPUs measured it does not pay: the GEMM is bound by arithmetic, and re-reading
 its result from L2/L3 afterwards costs less than the epilogue's per-row calls (measured in
-benchmarks/RESULTS.md: 0.96-1.0x on its own, 0.95x on the MLP block's training step)."""
+benchmarks/RESULTS.md: 0.96-1.0x on its own, 0.95x on the MLP block's training step).
+{"cpp_codegen": True} (or the environment variable TORCHLITE_CPP_CODEGEN=1) compiles each fused
+program, where a C compiler is found, into one C loop that keeps every intermediate in
+registers (compiler/_cpp.py; cached on disk under $TORCHLITE_CACHE_DIR, default
+~/.cache/torchlite); the interpreter still tiles and threads, and runs what has no C form.
+Its results equal the interpreter's up to the multiply-adds the C compiler contracts."""
 from __future__ import annotations
 
 import functools
@@ -47,7 +52,7 @@ __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _BACKENDS = ("inductor", "eager", "aot_eager")
-_OPTIONS = ("fusion", "epilogue_fusion")
+_OPTIONS = ("fusion", "epilogue_fusion", "cpp_codegen")
 
 
 def compile(model: Module | Callable[..., Any] | None = None, *, fullgraph: bool = False,

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import inspect
 import keyword
+import os
 import sys
 import sysconfig
 import threading
@@ -131,6 +132,9 @@ class _Graph:
         else:
             out = self.fn(self.root, *_capture.bind_call(self.layout[1], args, kwargs))
         return out if self.sizes is None else _capture.with_sizes(out, self.sizes)
+
+
+_warned_no_cc = []          # cpp_codegen's missing-compiler warning, given once
 
 
 class Compiled:
@@ -538,8 +542,8 @@ class Compiled:
             _passes.common_subexpressions(graph)
             _passes.dead_code(graph)
             if self.options.get("fusion", True):
-                kernels = _fusion.fuse(graph, dynamic=dynamic)
-                if self.options.get("epilogue_fusion", False):
+                kernels = _fusion.fuse(graph, dynamic=dynamic, native=self._cpp_codegen())
+                if self.options.get("epilogue_fusion", False) and not dynamic:
                     _epilogue.fuse_epilogues(graph)
         root = self.module if self.module is not None else None
         if callable(self.backend) and not isinstance(self.backend, str):
@@ -553,6 +557,21 @@ class Compiled:
             fn = scope["forward"]
             _log.graph_code(self.__name__, code.src, kernels)
         return _Graph(fn, root, layout, graph, kernels)
+
+    def _cpp_codegen(self):
+        """Whether fused programs also run as generated C: options={"cpp_codegen": True} or
+        TORCHLITE_CPP_CODEGEN=1, where a C compiler is found (warned once when not)."""
+        on = self.options.get("cpp_codegen", os.environ.get("TORCHLITE_CPP_CODEGEN", "") == "1")
+        if on:
+            from . import _cpp
+            if _cpp.compiler() is None:
+                if not _warned_no_cc:
+                    _warned_no_cc.append(True)
+                    warnings.warn("torchlite.compile: cpp_codegen needs a C compiler ($CC, cc, gcc "
+                                  "or clang) and none was found; fused programs run on the "
+                                  "interpreter")
+                return False
+        return bool(on)
 
     def _custom_backend(self, graph, args, kwargs):
         """PyTorch's backend protocol: backend(GraphModule, example_inputs) -> a callable."""

@@ -1,8 +1,8 @@
-"""Epilogue fusion (options={"epilogue_fusion": True}): a fused elementwise kernel that reads a matrix product's result (a
-Linear's output going through GELU, a dropout, a residual add) runs on each tile of the
-product as the GEMM finishes it, while the tile is in L1 (torchlite/_core/matmul.pyx's
-mm_epilogue, through the GEMM's epilogue hook in kernels/gemm.h), instead of as a pass over
-the whole result afterwards.
+"""Epilogue fusion (options={"epilogue_fusion": True}): a fused elementwise kernel that
+reads a matrix product's result (a Linear's output going through GELU, a dropout, a residual
+add) runs on each tile of the product as the GEMM finishes it, while the tile is in L1
+(torchlite/_core/matmul.pyx's mm_epilogue, through the GEMM's epilogue hook in
+kernels/gemm.h), instead of as a pass over the whole result afterwards.
 
 The pass runs after fusion.  A FusedKernel call one of whose inputs is an F.linear, mm or
 2-D matmul node read by nothing else, of the kernel's own shape (the kernel maps the
@@ -21,6 +21,7 @@ from ..nn import functional as F
 from ..nn.functional.linear import as_matrix_product
 from ._fusion import FusedKernel, install, _fusable, _family, _is_row_op
 from ._passes import _impure
+from ._random import philox_reserve
 from ._lowering import FLOATS
 
 __all__ = ["fuse_epilogues", "MatmulEpilogue"]
@@ -45,17 +46,18 @@ def _product_operands(n):
     return None
 
 
-def _foldable(h, n):
-    """Whether product node h can run inside node n: n is its only reader, of its shape, and
-    no effect (a grad-mode switch, an in-place op) lies between them in the graph, so running
-    the product where n runs changes nothing."""
-    v, hv = n.meta.get("val"), h.meta.get("val")
-    if _product_operands(h) is None or len(h.users) != 1 or v is None or hv is None \
-            or tuple(hv[0]) != tuple(v[0]):
+def _foldable(h, n, shape):
+    """Whether product node h can run inside node n, which works on `shape`: n is its only
+    reader, h has that shape, and no effect (a grad-mode switch, an in-place op) lies between
+    them in the graph, so running the product where n runs changes nothing.  (A dropout's
+    reservation of generator blocks changes nothing the product reads, as in fusion.)"""
+    hv = h.meta.get("val")
+    if _product_operands(h) is None or len(h.users) != 1 or hv is None \
+            or tuple(hv[0]) != tuple(shape):
         return False
     m = h.next
     while m is not n:                # n reads h, so it comes after it
-        if _impure(m):
+        if _impure(m) and m.target is not philox_reserve:
             return False
         m = m.next
     return True
@@ -68,14 +70,15 @@ def _single_op_kernels(graph):
     for n in list(graph.nodes):
         if n.meta.get("fused") is None and _fusable(n) and not _impure(n) \
                 and not _is_row_op(n) and _family(n) is not None \
-                and any(_foldable(h, n) for h in n.all_input_nodes):
+                and any(_foldable(h, n, n.meta["val"][0]) for h in n.all_input_nodes):
             inputs = list(dict.fromkeys(n.all_input_nodes))
             install(graph, f"{n.name}_epilogue", [n], inputs, [n], tuple(n.meta["val"][0]))
 
 
 def fuse_epilogues(graph):
     """Fold each fusable (product, kernel) pair of the graph into one MatmulEpilogue call;
-    returns the MatmulEpilogue objects made."""
+    returns the MatmulEpilogue objects made.  For static graphs (the kernels made here have
+    the graph's sizes)."""
     made = []
     _single_op_kernels(graph)
     for call in list(graph.nodes):
@@ -84,7 +87,7 @@ def fuse_epilogues(graph):
                 or any(kernel.out_rows) or kernel.program.has_row_instructions:
             continue
         for i, h in enumerate(call.args):
-            if not hasattr(h, "users") or not _foldable(h, call):
+            if not hasattr(h, "users") or not _foldable(h, call, kernel.shape):
                 continue
             v = h.meta["val"]
             if tuple(v[0]) != tuple(kernel.shape) or v[1] not in FLOATS or v[2] != "cpu":

@@ -26,6 +26,7 @@ functions, random masks, softmax results), which the forward program then also w
 program."""
 import functools
 import operator
+import warnings
 
 from .._core.array import broadcast_shapes
 from .._dispatch import fused as _fused
@@ -166,8 +167,9 @@ def partition(graph):
     return [g for g in groups if len(g.nodes) >= 2 and g.dtype is not None]
 
 
-def fuse(graph, name_prefix="fused", dynamic=False):
-    """Replace each group by one FusedKernel call; returns the kernels made."""
+def fuse(graph, name_prefix="fused", dynamic=False, native=False):
+    """Replace each group by one FusedKernel call; returns the kernels made.  native: the
+    kernels' programs also run as generated C where it can be built (compiler/_cpp.py)."""
     kernels = []
     for k, g in enumerate(partition(graph)):
         members = set(g.nodes)
@@ -179,13 +181,14 @@ def fuse(graph, name_prefix="fused", dynamic=False):
         outputs = [n for n in g.nodes if any(u not in members for u in n.users)]
         if not outputs or len(outputs) > MAX_OUTPUTS:
             continue
-        kernel = install(graph, f"{name_prefix}_{k}", g.nodes, inputs, outputs, g.shape, dynamic)
+        kernel = install(graph, f"{name_prefix}_{k}", g.nodes, inputs, outputs, g.shape, dynamic,
+                         native)
         if kernel is not None:
             kernels.append(kernel)
     return kernels
 
 
-def install(graph, name, nodes, inputs, outputs, shape, dynamic=False):
+def install(graph, name, nodes, inputs, outputs, shape, dynamic=False, native=False):
     """Replace `nodes` (in graph order; `inputs` the values they read from outside, `outputs`
     those read outside them) by one FusedKernel call after the last of them, whose items take
     the outputs' uses; returns the kernel, or None (graph unchanged) when the region cannot be
@@ -193,7 +196,7 @@ def install(graph, name, nodes, inputs, outputs, shape, dynamic=False):
     region = _region_graph(nodes, inputs, outputs)
     try:
         kernel = FusedKernel(name, region, inputs, outputs, shape, dynamic,
-                             [o.meta["val"][0] != shape for o in outputs])
+                             [o.meta["val"][0] != shape for o in outputs], native)
     except L.NotLowerable:
         return None
     with graph.inserting_after(nodes[-1]):
@@ -232,10 +235,13 @@ class FusedKernel:
     tuple).  When an input requires grad (and grad mode is on), the outputs get one autograd
     node whose backward runs the region's backward program.  A dynamic kernel (dynamic=True)
     takes the shape from its inputs on each call.  out_rows[i]: output i has the row shape
-    (the last dimension 1), a view of column 0 of what the program writes."""
+    (the last dimension 1), a view of column 0 of what the program writes.  native: its
+    programs run as generated C where that can be built (compiler/_cpp.py)."""
 
-    def __init__(self, name, region, inputs, outputs, shape, dynamic=False, out_rows=None):
+    def __init__(self, name, region, inputs, outputs, shape, dynamic=False, out_rows=None,
+                 native=False):
         self.__name__ = name
+        self.native = native
         self.out_rows = list(out_rows) if out_rows is not None else [False] * len(outputs)
         self.region = region
         self.shape = tuple(shape)
@@ -243,7 +249,7 @@ class FusedKernel:
         self.in_vals = [a.meta.get("val") for a in inputs]
         in_dtypes = [v[1] for v in self.in_vals]
         self.spec = L.lower(name, region, in_dtypes)
-        self.program, self.out_dtypes = self.spec.program(), list(self.spec.out_dtypes)
+        self.program, self.out_dtypes = self.build(self.spec), list(self.spec.out_dtypes)
         self.in_shapes = [v[0] for v in self.in_vals]
         # the backward programs, one per pattern of inputs requiring grad (built on the first
         # call that records a node with it: no work for gradients nobody wants); _backward is
@@ -258,6 +264,23 @@ class FusedKernel:
 
     def __repr__(self):
         return f"<FusedKernel {self.__name__}: {self.program.num_instructions} ops>"
+
+    def build(self, spec):
+        """The interpreter's Program of one of this kernel's specs (forward or backward), set
+        to run its generated C when the kernel is native and the C can be built."""
+        program = spec.program()
+        if self.native and not program.has_row_instructions and not any(
+                ins[0] == L.RANDOM for ins in spec.instrs):
+            from . import _cpp
+            try:
+                made = _cpp.native_program(spec)
+            except RuntimeError as e:       # a compiler that fails: the interpreter runs it
+                warnings.warn(f"torchlite.compile: cpp_codegen could not build {spec.name} "
+                              f"({str(e).splitlines()[0]}); it runs on the interpreter")
+                made = None
+            if made is not None:
+                program.set_native(made[1], made[0])
+        return program
 
     def __call__(self, *inputs):
         shape = self.run_shape(inputs)
@@ -451,12 +474,12 @@ class _Backward:
                 in_dtypes += [n.meta["val"][1] for n in saved]
                 self.forward_spec = L.lower(name, _with_outputs(kernel.region, saved),
                                             [v[1] for v in kernel.in_vals])
-                self.forward_program = self.forward_spec.program()
+                self.forward_program = kernel.build(self.forward_spec)
             # a gradient that is one of the program's inputs as it is (an add's: the output's
             # gradient) is passed on, as eager's add passes it, not copied by the program
             self.passed, graph = _passed_through(graph)
             self.spec = L.lower(name + "_backward", graph, in_dtypes)
-            self.program = self.spec.program()
+            self.program = kernel.build(self.spec)
         except L.NotLowerable:      # a formula with no fused form, or too many gradients
             self.program = self.spec = self.forward_program = self.forward_spec = None
         self.python = _python_of(self.graph, name + "_backward")

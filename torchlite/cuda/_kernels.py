@@ -19,25 +19,8 @@ import struct
 from dataclasses import dataclass
 from functools import lru_cache
 
-# ---- where the sources live --------------------------------------------------------------
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_CANDIDATE_DIRS = (
-    os.path.join(os.path.dirname(_HERE), "cuda_kernels"),                   # installed: package data
-    os.path.join(os.path.dirname(os.path.dirname(_HERE)), "cuda_kernels"),  # source checkout
-)
-
-
-def kernel_dir():
-    """The folder holding the .cu/.cuh sources: $TORCHLITE_KERNEL_DIR, else the copy shipped
-    inside the package (torchlite/cuda_kernels), else the source checkout's cuda_kernels/."""
-    env = os.environ.get("TORCHLITE_KERNEL_DIR")
-    if env:
-        return env
-    for d in _CANDIDATE_DIRS:
-        if os.path.isfile(os.path.join(d, "tl_common.cuh")):
-            return d
-    raise RuntimeError("torchlite: the CUDA kernel sources (cuda_kernels/*.cu) were not found; "
-                       f"looked in {', '.join(_CANDIDATE_DIRS)} (set TORCHLITE_KERNEL_DIR)")
+# ---- where the sources live (one home: torchlite/_core/__init__.py) ---------------------------
+from .._core import cuda_kernel_dir as kernel_dir  # noqa: E402
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.MULTILINE)

@@ -5,6 +5,7 @@
 #include "isa.h"
 #include "ewise_ops.h"
 #include "ewise_scalar.h"
+#include "ewise_exprs.h"
 
 static tl_loop tl_unary_loops[TL_NUNARY][TL_NDTYPES];
 static tl_loop tl_binary_loops[TL_NBINARY][TL_NDTYPES];

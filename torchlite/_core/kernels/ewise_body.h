@@ -136,132 +136,40 @@ static int TL_SFX(NAME)(char **d, const int64_t *s, int64_t n, const double *P) 
     return 0; }
 
 /* ---- float loops (every ISA copy) -------------------------------------------------- */
-/* FOP(OP, f32-expression, f64-expression) defines u_OP_f32 and u_OP_f64. */
+/* FOP(OP, f32-expression, f64-expression) defines u_OP_f32 and u_OP_f64; the expressions are
+ * ewise_exprs.h's rows. */
 #define FOP(OP, E32, E64) TL_UNARY(u_##OP##_f32, float, float, E32)                        \
                           TL_UNARY(u_##OP##_f64, double, double, E64)
 #define FOPB(OP, E32, E64) TL_UNARY(u_##OP##_f32, float, tl_bool, E32)                     \
                            TL_UNARY(u_##OP##_f64, double, tl_bool, E64)
-FOP(NEG, -x, -x)
-FOP(ABS, fabsf(x), fabs(x))
-FOP(SIGN, tl_sign_f32(x), tl_sign_f64(x))
-FOP(SQUARE, x * x, x * x)
-FOP(RECIPROCAL, 1.0f / x, 1.0 / x)
-FOP(EXP, tl_expf(x), exp(x))
-FOP(EXP2, exp2f(x), exp2(x))
+TL_FLOAT_UNARY_EXPRS(FOP)
+TL_FLOAT_UNARY_BOOL_EXPRS(FOPB)
 TL_UNARY_FIX(u_EXPM1_f32, float, float, tl_expm1f_fast(x), tl_expm1f_bad(x), expm1f(x))
 TL_UNARY(u_EXPM1_f64, double, double, expm1(x))
-FOP(LOG, tl_logf(x), log(x))
-FOP(LOG2, log2f(x), log2(x))
-FOP(LOG10, log10f(x), log10(x))
 TL_UNARY_FIX(u_LOG1P_f32, float, float, tl_log1pf_fast(x), tl_log1pf_bad(x), log1pf(x))
 TL_UNARY(u_LOG1P_f64, double, double, log1p(x))
-FOP(SQRT, sqrtf(x), sqrt(x))
-FOP(RSQRT, 1.0f / sqrtf(x), 1.0 / sqrt(x))
 TL_UNARY_FIX(u_SIN_f32, float, float, tl_sinf_fast(x), tl_trig_bad(x), sinf(x))
 TL_UNARY(u_SIN_f64, double, double, sin(x))
 TL_UNARY_FIX(u_COS_f32, float, float, tl_cosf_fast(x), tl_trig_bad(x), cosf(x))
 TL_UNARY(u_COS_f64, double, double, cos(x))
 TL_UNARY_FIX(u_TAN_f32, float, float, tl_tanf_fast(x), tl_trig_bad(x), tanf(x))
 TL_UNARY(u_TAN_f64, double, double, tan(x))
-FOP(ASIN, asinf(x), asin(x))
-FOP(ACOS, acosf(x), acos(x))
-TL_UNARY(u_ATAN_f32, float, float, tl_atanf_fast(x))
-TL_UNARY(u_ATAN_f64, double, double, atan(x))
-FOP(SINH, sinhf(x), sinh(x))
-FOP(COSH, coshf(x), cosh(x))
-FOP(TANH, tl_tanhf(x), tanh(x))
-FOP(ASINH, asinhf(x), asinh(x))
-FOP(ACOSH, acoshf(x), acosh(x))
-FOP(ATANH, atanhf(x), atanh(x))
-FOP(ERF, tl_erff(x), erf(x))
-FOP(ERFC, erfcf(x), erfc(x))
 TL_UNARY_FIX(u_ERFINV_f32, float, float, tl_erfinvf_fast(x), tl_erfinvf_bad(x), tl_erfinv_f32(x))
 TL_UNARY(u_ERFINV_f64, double, double, tl_erfinv_f64(x))
-FOP(SIGMOID, tl_sigmoidf(x), tl_sigmoid_f64(x))       /* tl_sigmoidf: vmath.h's, vectorised */
-/* the activations of one pass (formulas: tl_scalar_math.cuh, over libm's erf/tanh/sigmoid
- * in float64 and vmath.h's vectorised tanh/sigmoid in float32; float32 GELU is vmath.h's
- * tl_geluf/tl_gelu_backwardf, Phi from one exponential) */
-FOP(GELU, tl_geluf(x), tl_gelu_of_f64(x, erf(x * TL_SM_SQRT_HALF)))
-FOP(GELU_TANH, tl_gelu_tanh_of_f32(x, tl_tanhf(tl_gelu_tanh_arg_f32(x))),
-               tl_gelu_tanh_of_f64(x, tanh(tl_gelu_tanh_arg_f64(x))))
-FOP(SILU, x * tl_sigmoidf(x), x * tl_sigmoid_f64(x))
-FOP(HARDSWISH, tl_hardswish_f32(x), tl_hardswish_f64(x))
-FOP(HARDSIGMOID, tl_hardsigmoid_f32(x), tl_hardsigmoid_f64(x))
-FOP(LOGIT, tl_logit_f32(x, P[0]), tl_logit_f64(x, P[0]))
-FOP(FLOOR, floorf(x), floor(x))
-FOP(CEIL, ceilf(x), ceil(x))
-FOP(ROUND, nearbyintf(x), nearbyint(x))
-FOP(TRUNC, truncf(x), trunc(x))
-FOP(FRAC, tl_frac_f32(x), tl_frac_f64(x))
-FOP(RELU, tl_relu_f32(x), tl_relu_f64(x))
-FOP(CLAMP, tl_clamp_f32(x, (float)P[0], (float)P[1]), tl_clamp_f64(x, P[0], P[1]))
-FOP(NAN_TO_NUM, tl_nan_to_num_f32(x, (float)P[0], (float)P[1], (float)P[2]),
-                tl_nan_to_num_f64(x, P[0], P[1], P[2]))
-FOP(LGAMMA, lgammaf(x), lgamma(x))
-FOP(ROUND_DECIMALS, tl_round_decimals_f32(x, P[0]), tl_round_decimals_f64(x, P[0]))
-FOP(ANGLE, tl_angle_f32(x), tl_angle_f64(x))
-FOP(SGN, tl_sign_f32(x), tl_sign_f64(x))
-FOPB(ISNAN, x != x, x != x)
-FOPB(ISINF, fabsf(x) == INFINITY, fabs(x) == INFINITY)
-FOPB(ISPOSINF, x == INFINITY, x == INFINITY)
-FOPB(ISNEGINF, x == -INFINITY, x == -INFINITY)
-FOPB(ISFINITE, fabsf(x) < INFINITY, fabs(x) < INFINITY)
-FOPB(SIGNBIT, signbit(x) != 0, signbit(x) != 0)
-FOPB(LOGICAL_NOT, x == 0, x == 0)
 
 #define FBOP(OP, E32, E64) TL_BINARY(b_##OP##_f32, float, float, E32)                      \
                            TL_BINARY(b_##OP##_f64, double, double, E64)
 #define FBOPB(OP, E) TL_BINARY(b_##OP##_f32, float, tl_bool, E)                             \
                      TL_BINARY(b_##OP##_f64, double, tl_bool, E)
-FBOP(ADD, x + y, x + y)
-FBOP(SUB, x - y, x - y)
-FBOP(MUL, x * y, x * y)
-FBOP(DIV, x / y, x / y)
-FBOP(DIV_TRUNC, tl_divtrunc_f32(x, y), tl_divtrunc_f64(x, y))
-FBOP(DIV_FLOOR, tl_divfloor_f32(x, y), tl_divfloor_f64(x, y))
-FBOP(REMAINDER, tl_rem_f32(x, y), tl_rem_f64(x, y))
-FBOP(FMOD, fmodf(x, y), fmod(x, y))
+TL_FLOAT_BINARY_EXPRS(FBOP)
+TL_FLOAT_BINARY_BOOL_EXPRS(FBOPB)
+#define FTOP(OP, C32, C64, E32, E64) TL_TERNARY(t_##OP##_f32, C32, float, E32)                \
+                                     TL_TERNARY(t_##OP##_f64, C64, double, E64)
+TL_FLOAT_TERNARY_EXPRS(FTOP)
 TL_BINARY_FIX(b_POW_f32, float, float, tl_powf_fast(x, y), tl_powf_bad(x, y), powf(x, y))
 TL_BINARY(b_POW_f64, double, double, pow(x, y))
-FBOP(ATAN2, atan2f(x, y), atan2(x, y))
-FBOP(HYPOT, hypotf(x, y), hypot(x, y))
-FBOP(COPYSIGN, copysignf(x, y), copysign(x, y))
-FBOP(MAXIMUM, tl_maximum_f32(x, y), tl_maximum_f64(x, y))
-FBOP(MINIMUM, tl_minimum_f32(x, y), tl_minimum_f64(x, y))
-FBOP(FMAX, fmaxf(x, y), fmax(x, y))
-FBOP(FMIN, fminf(x, y), fmin(x, y))
-FBOP(ADD_ALPHA, tl_add_alpha_f32(x, y, (float)P[0]), tl_add_alpha_f64(x, y, P[0]))
-FBOP(XLOGY, tl_xlogy_f32(x, y), tl_xlogy_f64(x, y))
-/* the gradient x of relu / threshold at input y */
-FBOP(THRESHOLD_BACKWARD, tl_threshold_backward_f32(x, y, (float)P[0]), tl_threshold_backward_f64(x, y, P[0]))
-/* the gradients x of the one-pass activations at input y */
-FBOP(GELU_BACKWARD, tl_gelu_backwardf(x, y),
-     tl_gelu_backward_of_f64(x, y, erf(y * TL_SM_SQRT_HALF), exp(y * y * -0.5)))
-FBOP(GELU_TANH_BACKWARD, tl_gelu_tanh_backward_of_f32(x, y, tl_tanhf(tl_gelu_tanh_arg_f32(y))),
-                         tl_gelu_tanh_backward_of_f64(x, y, tanh(tl_gelu_tanh_arg_f64(y))))
-FBOP(SILU_BACKWARD, tl_silu_backward_of_f32(x, y, tl_sigmoidf(y)),
-                    tl_silu_backward_of_f64(x, y, tl_sigmoid_f64(y)))
-FBOP(HARDSWISH_BACKWARD, tl_hardswish_backward_f32(x, y), tl_hardswish_backward_f64(x, y))
-FBOP(HARDSIGMOID_BACKWARD, tl_hardsigmoid_backward_f32(x, y), tl_hardsigmoid_backward_f64(x, y))
-FBOPB(EQ, x == y)
-FBOPB(NE, x != y)
-FBOPB(LT, x < y)
-FBOPB(LE, x <= y)
-FBOPB(GT, x > y)
-FBOPB(GE, x >= y)
-FBOPB(LOGICAL_AND, (x != 0) && (y != 0))
-FBOPB(LOGICAL_OR, (x != 0) || (y != 0))
-FBOPB(LOGICAL_XOR, (x != 0) != (y != 0))
 
-TL_TERNARY(t_WHERE_f32, tl_bool, float, c ? x : y)
-TL_TERNARY(t_WHERE_f64, tl_bool, double, c ? x : y)
 /* lerp / addcmul / addcdiv: all three operands have the compute type (TC == TI). */
-TL_TERNARY(t_LERP_f32, float, float, tl_lerp_f32(c, x, y))
-TL_TERNARY(t_LERP_f64, double, double, tl_lerp_f64(c, x, y))
-TL_TERNARY(t_ADDCMUL_f32, float, float, tl_addcmul_f32(c, x, y, (float)P[0]))
-TL_TERNARY(t_ADDCMUL_f64, double, double, tl_addcmul_f64(c, x, y, P[0]))
-TL_TERNARY(t_ADDCDIV_f32, float, float, tl_addcdiv_f32(c, x, y, (float)P[0]))
-TL_TERNARY(t_ADDCDIV_f64, double, double, tl_addcdiv_f64(c, x, y, P[0]))
 
 /* ---- complex loops (every ISA copy; the math is cplx.h's) --------------------------- */
 #define COP(OP, FN) TL_UNARY(u_##OP##_c64, tl_c64, tl_c64, tl_c64_##FN(x))                  \

@@ -3,6 +3,7 @@
 with a bias, TBackward0 for the weight)."""
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ... import _dtype as D
@@ -56,7 +57,8 @@ def as_matrix_product(input: Tensor, weight: Tensor) -> tuple[Tensor, tuple[int,
     if nd == 2:                     # (addmm raises PyTorch's error for a weight of other dims)
         return input, None
     if nd > 2 and weight.ndim == 2 and (nd > 3 or input.is_contiguous()):
-        return input.reshape(-1, input.shape[-1]), tuple(input.shape[:-1])
+        lead = tuple(input.shape[:-1])
+        return input.reshape(math.prod(lead), input.shape[-1]), lead     # (-1 fails on no elements)
     return None
 
 
