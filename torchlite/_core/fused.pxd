@@ -20,7 +20,8 @@ cdef struct Instr:
 
 
 # a program's generated C (torchlite/compiler/_cpp.py): all its instructions over n elements,
-# d holding the inputs' then the outputs' first elements, every operand contiguous
+# d holding the inputs', the outputs' and the random instructions' masks' first elements,
+# every operand contiguous
 ctypedef int (*native_fn)(char** d, int64_t n) noexcept nogil
 
 

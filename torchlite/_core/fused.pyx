@@ -278,10 +278,9 @@ cdef class Program:
     def set_native(self, size_t address, owner):
         """Run the program's generated C (torchlite/compiler/_cpp.py) on each tile: `address`
         is its `int f(char **d, int64_t n)` (0: back to the interpreter), `owner` what keeps
-        it loaded.  For programs without row or random instructions."""
-        if address and (self.has_rows or self.has_random):
-            raise ValueError(f"fused program {self.name}: generated C takes no row or random "
-                             f"instructions")
+        it loaded.  For programs without row instructions."""
+        if address and self.has_rows:
+            raise ValueError(f"fused program {self.name}: generated C takes no row instructions")
         self.native = <native_fn>address
         self.native_owner = owner if address else None
 
@@ -592,7 +591,7 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
                     _gather(t, o, f0, n, ptr[o])
                     gathered[o] = n
     if p.native != NULL and _outputs_contiguous(p, stride):
-        return _native(p, ptr, stride, n, t.tile, scratch)
+        return _native(p, ptr, stride, n, f0, t.tile, scratch)
     return _exec(p, ptr, stride, n, f0, t.row, t.tile, part, scratch)
 
 
@@ -604,17 +603,21 @@ cdef inline bint _outputs_contiguous(Program p, int64_t* stride) noexcept nogil:
     return True
 
 
-cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t tile,
+cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t f0, int64_t tile,
                  char* scratch) noexcept nogil:
     """The tile through the program's generated C, which takes contiguous operands (the
     outputs are: _outputs_contiguous): an input broadcast along the tile (stride 0) or strided
     is first written out contiguously into its gather buffer (not in use then: scratch +
-    (n_scratch + o) * tile * 8 bytes)."""
-    cdef int o, b, sz
+    (n_scratch + o) * tile * 8 bytes).  The random instructions' masks (they read only the
+    int64 seed and block inputs) are drawn here, as the interpreter draws them, into their
+    destinations, which follow the outputs in the pointers the C reads."""
+    cdef int o, b, sz, i, k = p.n_in + p.n_out
     cdef int64_t j
     cdef char* buf
+    cdef char* d[MAX_IN + 16 + 64]
+    cdef Instr* I
     for o in range(p.n_in):
-        if stride[o] == _isz(p, o):
+        if stride[o] == _isz(p, o) or p.in_dtype[o] == 5:     # (int64: a seed, read below)
             continue
         buf = scratch + (<int64_t>p.n_scratch + o) * tile * 8
         sz = _isz(p, o)
@@ -629,7 +632,19 @@ cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t tile
                 for b in range(sz):
                     buf[j * sz + b] = ptr[o][j * stride[o] + b]
         ptr[o] = buf
-    return p.native(ptr, n)
+    for o in range(p.n_in + p.n_out):
+        d[o] = ptr[o]
+    for i in range(p.n_ins):
+        I = &p.ins[i]
+        if I.row_kind == K_RANDOM:
+            o = I.slot[0]           # an output, or a scratch register (tile cells of 8 bytes)
+            buf = ptr[o] if o < p.n_in + p.n_out else \
+                scratch + <int64_t>(o - p.n_in - p.n_out - p.n_const) * tile * 8
+            bernoulli_range((<uint64_t*>ptr[I.slot[1]])[0], (<uint64_t*>ptr[I.slot[2]])[0], I.p[0],
+                            f0, n, 8 if I.isz[0] == 4 else 9, buf)
+            d[k] = buf
+            k += 1
+    return p.native(d, n)
 
 
 cdef inline int _isz(Program p, int o) noexcept nogil:
