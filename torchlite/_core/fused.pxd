@@ -19,10 +19,10 @@ cdef struct Instr:
     double p[3]
 
 
-# a program's generated C (torchlite/compiler/_cpp.py): all its instructions over n elements,
-# d holding the inputs', the outputs' and the random instructions' masks' first elements,
-# every operand contiguous
-ctypedef int (*native_fn)(char** d, int64_t n) noexcept nogil
+# a program's generated C (torchlite/compiler/_cpp.py): all its instructions over n elements
+# (whole rows of L elements for a program with row instructions), d holding the inputs', the
+# outputs' and the random instructions' masks' first elements, every operand contiguous
+ctypedef int (*native_fn)(char** d, int64_t n, int64_t L) noexcept nogil
 
 
 cdef class Program:

@@ -277,10 +277,8 @@ cdef class Program:
 
     def set_native(self, size_t address, owner):
         """Run the program's generated C (torchlite/compiler/_cpp.py) on each tile: `address`
-        is its `int f(char **d, int64_t n)` (0: back to the interpreter), `owner` what keeps
-        it loaded.  For programs without row instructions."""
-        if address and self.has_rows:
-            raise ValueError(f"fused program {self.name}: generated C takes no row instructions")
+        is its `int f(char **d, int64_t n, int64_t L)` (0: back to the interpreter), `owner`
+        what keeps it loaded."""
         self.native = <native_fn>address
         self.native_owner = owner if address else None
 
@@ -591,7 +589,7 @@ cdef int _tile(Program p, Tiling* t, int64_t it, bint rows, int64_t per_row,
                     _gather(t, o, f0, n, ptr[o])
                     gathered[o] = n
     if p.native != NULL and _outputs_contiguous(p, stride):
-        return _native(p, ptr, stride, n, f0, t.tile, scratch)
+        return _native(p, ptr, stride, n, f0, t.row, t.tile, scratch)
     return _exec(p, ptr, stride, n, f0, t.row, t.tile, part, scratch)
 
 
@@ -603,8 +601,8 @@ cdef inline bint _outputs_contiguous(Program p, int64_t* stride) noexcept nogil:
     return True
 
 
-cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t f0, int64_t tile,
-                 char* scratch) noexcept nogil:
+cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t f0, int64_t row,
+                 int64_t tile, char* scratch) noexcept nogil:
     """The tile through the program's generated C, which takes contiguous operands (the
     outputs are: _outputs_contiguous): an input broadcast along the tile (stride 0) or strided
     is first written out contiguously into its gather buffer (not in use then: scratch +
@@ -644,7 +642,7 @@ cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t f0, 
                             f0, n, 8 if I.isz[0] == 4 else 9, buf)
             d[k] = buf
             k += 1
-    return p.native(d, n)
+    return p.native(d, n, row)
 
 
 cdef inline int _isz(Program p, int o) noexcept nogil:

@@ -269,7 +269,7 @@ class FusedKernel:
         """The interpreter's Program of one of this kernel's specs (forward or backward), set
         to run its generated C when the kernel is native and the C can be built."""
         program = spec.program()
-        if self.native and not program.has_row_instructions:
+        if self.native:
             from . import _cpp
             try:
                 made = _cpp.native_program(spec)
