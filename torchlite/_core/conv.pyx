@@ -32,8 +32,8 @@ from torchlite._core.elementwise cimport cast_array, contiguous_array, copy_into
 from torchlite._core.parallel cimport max_threads
 from torchlite._core import isa_switch as _isa_switch
 
-from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_problem_clear, tl_gemm_kernel, tl_gemm_f32, tl_gemm_f64, tl_gemm_oom,
-                                   tl_gemm_one, tl_gemm_install)
+from torchlite._core.gemm cimport (tl_gemm_problem, tl_gemm_problem_clear, tl_gemm_kernel, tl_gemm_f32,
+                                   tl_gemm_f64, tl_gemm_oom, tl_gemm_one, tl_gemm_install)
 
 cdef extern from "kernels/conv_im2col.h" nogil:
     ctypedef struct tl_conv_geom:
@@ -234,6 +234,17 @@ cdef inline void _gemm(const tl_gemm_kernel* kern, int64_t m, int64_t n, int64_t
                        const void* b, int64_t rsb, int64_t csb,
                        void* c, int64_t rsc, double beta, int nthreads) noexcept nogil:
     """C (m x n, row stride rsc) = A B + beta C."""
+    _gemm_bias(kern, m, n, k, a, rsa, csa, b, rsb, csb, c, rsc, beta, NULL, 0, nthreads)
+
+
+cdef inline void _gemm_bias(const tl_gemm_kernel* kern, int64_t m, int64_t n, int64_t k,
+                            const void* a, int64_t rsa, int64_t csa,
+                            const void* b, int64_t rsb, int64_t csb,
+                            void* c, int64_t rsc, double beta, const void* bias,
+                            int64_t bstride, int nthreads) noexcept nogil:
+    """C = A B + beta C, or with a bias (one value per row of C, bstride apart; not NULL)
+    C = A B + bias, the bias added by the GEMM's store (kernels/gemm.h's addend) rather than
+    by a pass over C afterwards."""
     cdef tl_gemm_problem p
     tl_gemm_problem_clear(&p)       # no packed B, no epilogue unless set below
     p.m = m; p.n = n; p.k = k
@@ -241,15 +252,18 @@ cdef inline void _gemm(const tl_gemm_kernel* kern, int64_t m, int64_t n, int64_t
     p.b = <const char*>b; p.rsb = rsb; p.csb = csb
     p.c = <char*>c; p.rsc = rsc; p.csc = 1
     p.alpha = 1.0; p.beta = beta; p.ialpha = 0; p.ibeta = 0
+    if bias != NULL:
+        p.addend = <const char*>bias; p.ars = bstride; p.acs = 0; p.beta = 1.0
     tl_gemm_one(kern, &p, nthreads)
 
 
 cdef inline void _gemm_packing(const tl_gemm_kernel* kern, int64_t m, int64_t n, int64_t k,
                                const void* a, int64_t rsa, const tl_conv_pack_ctx* ctx,
-                               tl_im2col_pack_fn pack, void* c, int64_t rsc,
-                               int nthreads) noexcept nogil:
-    """C (m x n, row stride rsc) = A B, with B the im2col matrices of ctx's images, packed
-    block by block straight from them (see _packs_im2col)."""
+                               tl_im2col_pack_fn pack, void* c, int64_t rsc, const void* bias,
+                               int64_t bstride, int nthreads) noexcept nogil:
+    """C (m x n, row stride rsc) = A B (+ bias: one value per row, bstride apart; NULL: none),
+    with B the im2col matrices of ctx's images, packed block by block straight from them (see
+    _packs_im2col)."""
     cdef tl_gemm_problem p
     tl_gemm_problem_clear(&p)       # no packed B, no epilogue unless set below
     p.m = m; p.n = n; p.k = k
@@ -258,6 +272,8 @@ cdef inline void _gemm_packing(const tl_gemm_kernel* kern, int64_t m, int64_t n,
     p.c = <char*>c; p.rsc = rsc; p.csc = 1
     p.pack_b_fn = pack; p.pack_b_ctx = ctx
     p.alpha = 1.0; p.beta = 0.0; p.ialpha = 0; p.ibeta = 0
+    if bias != NULL:
+        p.addend = <const char*>bias; p.ars = bstride; p.acs = 0; p.beta = 1.0
     tl_gemm_one(kern, &p, nthreads)
 
 
@@ -290,33 +306,31 @@ cdef inline const tl_gemm_kernel* _kernel(real* dummy) noexcept nogil:
 cdef void _forward_image(const Geom* g, int64_t n, const real* x, const real* w,
                          const real* bias, int64_t bstride, real* y, real* col,
                          int nthreads) noexcept nogil:
-    """y[n] = W @ im2col(x[n]) (+ bias) for every group; w is C-contiguous (O, CKK)."""
+    """y[n] = W @ im2col(x[n]) (+ bias, added by the GEMM's store) for every group; w is
+    C-contiguous (O, CKK)."""
     cdef const tl_gemm_kernel* kern = _kernel(y)
     cdef const real* xg
+    cdef const real* bg = NULL
     cdef real* yn = y + n * g.O * g.L
-    cdef int64_t grp, o, l
-    cdef real bv
+    cdef int64_t grp
     cdef bint direct = _is_pointwise(g), packs = _packs_im2col(g, g.L, y)
     cdef tl_conv_pack_ctx ctx
     ctx.g = g
     for grp in range(g.G):
         xg = x + n * g.xs[0] + grp * g.Cg * g.xs[1]
+        if bias != NULL:
+            bg = bias + grp * g.Og * bstride
         if packs:
             ctx.x = xg
             _gemm_packing(kern, g.Og, g.L, g.CKK, w + grp * g.Og * g.CKK, g.CKK, &ctx,
-                          _packer(y), yn + grp * g.Og * g.L, g.L, nthreads)
+                          _packer(y), yn + grp * g.Og * g.L, g.L, bg, bstride, nthreads)
         elif direct:
-            _gemm(kern, g.Og, g.L, g.CKK, w + grp * g.Og * g.CKK, g.CKK, 1,
-                  xg, g.xs[1], 1, yn + grp * g.Og * g.L, g.L, 0.0, nthreads)
+            _gemm_bias(kern, g.Og, g.L, g.CKK, w + grp * g.Og * g.CKK, g.CKK, 1,
+                       xg, g.xs[1], 1, yn + grp * g.Og * g.L, g.L, 0.0, bg, bstride, nthreads)
         else:
             _im2col(xg, g, col, g.L, SLACK)
-            _gemm(kern, g.Og, g.L, g.CKK, w + grp * g.Og * g.CKK, g.CKK, 1,
-                  col, g.L, 1, yn + grp * g.Og * g.L, g.L, 0.0, nthreads)
-    if bias != NULL:
-        for o in range(g.O):
-            bv = bias[o * bstride]
-            for l in range(g.L):
-                yn[o * g.L + l] += bv
+            _gemm_bias(kern, g.Og, g.L, g.CKK, w + grp * g.Og * g.CKK, g.CKK, 1,
+                       col, g.L, 1, yn + grp * g.Og * g.L, g.L, 0.0, bg, bstride, nthreads)
 
 
 cdef void _input_grad_image(const Geom* g, int64_t n, const real* gy, const int64_t* ys,
@@ -363,7 +377,7 @@ cdef void _forward_chunk(const Geom* g, int64_t n0, int64_t nb, const real* x, c
         if packs:
             ctx.x = x + n0 * g.xs[0] + grp * g.Cg * g.xs[1]
             _gemm_packing(kern, g.Og, ldc, g.CKK, w + grp * g.Og * g.CKK, g.CKK, &ctx,
-                          _packer(y), tmp, ldc, nthreads)
+                          _packer(y), tmp, ldc, NULL, 0, nthreads)
         else:
             for i in range(nb):
                 _im2col(x + (n0 + i) * g.xs[0] + grp * g.Cg * g.xs[1], g, col + i * g.L, ldc, 0)
