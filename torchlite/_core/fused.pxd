@@ -21,7 +21,8 @@ cdef struct Instr:
 
 # a program's generated C (torchlite/compiler/_cpp.py): all its instructions over n elements
 # (whole rows of L elements for a program with row instructions), d holding the inputs', the
-# outputs' and the random instructions' masks' first elements, every operand contiguous
+# outputs' and the random instructions' masks' first elements, every operand contiguous, then
+# (with row instructions) the scratch registers
 ctypedef int (*native_fn)(char** d, int64_t n, int64_t L) noexcept nogil
 
 

@@ -279,6 +279,11 @@ cdef class Program:
         """Run the program's generated C (torchlite/compiler/_cpp.py) on each tile: `address`
         is its `int f(char **d, int64_t n, int64_t L)` (0: back to the interpreter), `owner`
         what keeps it loaded."""
+        cdef int i, n_random = 0
+        for i in range(self.n_ins):
+            n_random += self.ins[i].row_kind == K_RANDOM
+        if address and self.n_in + self.n_out + n_random + self.n_scratch > MAX_IN + 16 + 64:
+            raise ValueError(f"fused program {self.name}: too many operands for generated C")
         self.native = <native_fn>address
         self.native_owner = owner if address else None
 
@@ -608,7 +613,8 @@ cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t f0, 
     is first written out contiguously into its gather buffer (not in use then: scratch +
     (n_scratch + o) * tile * 8 bytes).  The random instructions' masks (they read only the
     int64 seed and block inputs) are drawn here, as the interpreter draws them, into their
-    destinations, which follow the outputs in the pointers the C reads."""
+    destinations, which follow the outputs in the pointers the C reads; a program with row
+    instructions gets its scratch registers after them."""
     cdef int o, b, sz, i, k = p.n_in + p.n_out
     cdef int64_t j
     cdef char* buf
@@ -642,6 +648,9 @@ cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t f0, 
                             f0, n, 8 if I.isz[0] == 4 else 9, buf)
             d[k] = buf
             k += 1
+    if p.has_rows:                  # the scratch registers, for values kept between row passes
+        for i in range(p.n_scratch):
+            d[k + i] = scratch + <int64_t>i * tile * 8
     return p.native(d, n, row)
 
 

@@ -33,7 +33,7 @@ import sysconfig
 import tempfile
 
 from .._core import KERNEL_HEADERS, cuda_kernel_dir, elementwise as _ew
-from ._lowering import (BOOL, F32, F64, I64, UNARY, BINARY, TERNARY, CAST, RANDOM, ROW, SOFTMAX,
+from ._lowering import (MAX_PROGRAM_SLOTS, BOOL, F32, F64, I64, UNARY, BINARY, TERNARY, CAST, RANDOM, ROW, SOFTMAX,
                         SOFTMAX_BWD, ROW_SPREAD)
 
 __all__ = ["Unsupported", "c_source", "native_program", "compiler"]
@@ -141,6 +141,8 @@ def c_source(spec):
     for k, dt in enumerate(spec.out_dtypes):
         lines.append(f"    {CTYPE[dt]} *restrict out{k} = ({CTYPE[dt]} *)d[{n_in + k}];")
     randoms = [i for i, ins in enumerate(spec.instrs) if ins[0] == RANDOM]
+    if n_in + n_out + len(randoms) + spec.n_scratch > MAX_PROGRAM_SLOTS:
+        raise Unsupported("more operands than the interpreter hands generated C")
     for j, i in enumerate(randoms):
         dt = spec.instrs[i][3][0][2]
         if dt not in (F32, F64):
@@ -151,6 +153,11 @@ def c_source(spec):
             raise Unsupported(f"constant of dtype code {dt}")
         lines.append(f"    const {CTYPE[dt]} c{k} = {_literal(dt, v)};")
     rnd = {i: f"rnd{j}" for j, i in enumerate(randoms)}
+    if any(ins[0] in ROW_KINDS for ins in spec.instrs):
+        # the interpreter's scratch registers follow the masks (_native), for the values a
+        # row pass keeps for a later one
+        for r in range(spec.n_scratch):
+            lines.append(f"    char *restrict sreg{r} = d[{n_in + n_out + len(randoms) + r}];")
     if not any(ins[0] in ROW_KINDS for ins in spec.instrs):
         body, value = _element_body(spec, len(spec.instrs), {}, rnd, "        ")
         lines += ["    for (int64_t e = 0; e < n; e++) {", *body, *_stores(spec, value, "        "), "    }"]
@@ -200,10 +207,14 @@ def _element_body(spec, upto, scalars, rnd, ind):
         elif kind == ROW:
             expr = scalars[i]
         elif kind == SOFTMAX:
-            m, total = scalars[i]
+            m, total, kept = scalars[i]
             exp = f"u_EXP_{SUFFIX[compute]}"
-            expr = (f"{exp}(({c})({args[0]} - {m}), P_) * ({c})(1.0 / {total})" if op == 0 else
-                    f"({c})({args[0]} - {m}) - ({c})log({total})")
+            if op == 1:
+                expr = f"({c})({args[0]} - {m}) - ({c})log({total})"
+            elif kept:                  # exp(v - max) as the sum's pass left it
+                expr = f"{kept}[e] * ({c})(1.0 / {total})"
+            else:
+                expr = f"{exp}(({c})({args[0]} - {m}), P_) * ({c})(1.0 / {total})"
         elif kind == SOFTMAX_BWD:
             y, g = args
             expr = (f"{y} * ({g} - {scalars[i]})" if op == 0 else
@@ -224,11 +235,36 @@ def _stores(spec, value, ind):
     return out
 
 
+def _kept_exponentials(spec):
+    """{softmax instruction index: the C array its sum pass leaves exp(v - max) in}: its own
+    destination (an output, or a scratch register), so the last pass reads the exponential
+    instead of computing it again; only where no other value that lives across passes (a
+    random mask, another softmax's) uses that slot."""
+    claims = {}
+    for i, (kind, op, compute, operands, ps) in enumerate(spec.instrs):
+        if kind == RANDOM or (kind == SOFTMAX and op == 0):
+            claims.setdefault(operands[0][:2], []).append(i)
+    kept = {}
+    for slot, users in claims.items():
+        i = users[0]
+        kind, op, compute, operands, ps = spec.instrs[i]
+        if len(users) != 1 or kind != SOFTMAX or operands[0][2] != compute:
+            continue
+        skind, idx = slot
+        c = CTYPE[compute]
+        if skind == 3:
+            kept[i] = f"out{idx}"
+        elif skind == 2:
+            kept[i] = f"(({c} *)sreg{idx})"
+    return kept
+
+
 def _row_loops(spec, rnd):
     """The per-row passes of a program with row instructions (see c_source)."""
     lines = ["    for (int64_t row = 0; row < n / L; row++) {",
              "        const int64_t e0 = row * L;"]
     scalars = {}
+    kept = _kept_exponentials(spec)
     ind = "            "
 
     def reduction(i, name, init, term, combine):
@@ -264,11 +300,16 @@ def _row_loops(spec, rnd):
                       (f"#pragma omp simd reduction(max:x{i}) reduction(|:nan{i})",
                        "{a} = {t} > {a} ? {t} : {a}; nan" + str(i) + " |= {t} != {t}"))
             lines.append(f"        const {c} m{i} = nan{i} ? ({c})NAN : ({c})x{i};")
-            scalars[i] = (f"m{i}", "1.0")
+            scalars[i] = (f"m{i}", "1.0", None)
             exp = f"u_EXP_{SUFFIX[compute]}"
-            reduction(i, f"a{i}", "0.0", lambda v: f"(double){exp}(({c})({v} - m{i}), P_)",
-                      (sum_[0].format(a=f"a{i}"), sum_[1]))
-            scalars[i] = (f"m{i}", f"a{i}")
+            if i in kept:               # the exponential stored for the last pass as well
+                reduction(i, f"a{i}", "0.0", lambda v: f"{exp}(({c})({v} - m{i}), P_)",
+                          (sum_[0].format(a=f"a{i}"),
+                           "{{ const " + c + " t_ = {t}; " + kept[i] + "[e] = t_; {a} += (double)t_; }}"))
+            else:
+                reduction(i, f"a{i}", "0.0", lambda v: f"(double){exp}(({c})({v} - m{i}), P_)",
+                          (sum_[0].format(a=f"a{i}"), sum_[1]))
+            scalars[i] = (f"m{i}", f"a{i}", kept.get(i))
     body, value = _element_body(spec, len(spec.instrs), scalars, rnd, ind)
     lines += ["        for (int64_t e = e0; e < e0 + L; e++) {", *body, *_stores(spec, value, ind),
               "        }", "    }"]
