@@ -693,3 +693,59 @@ def test_a_change_of_the_headers_is_not_served_from_the_cache(tmp_path, monkeypa
     got = tl.compile(f, options=CPP)(x, y)
     assert len(so_files(cache_dir)) == 2
     assert_close(got, (x + y + 1) * 2)
+
+
+def test_several_dropouts_in_one_program():
+    """Masks the lowering gives one register (each dead before the next is drawn) stay on the
+    interpreter, which draws each just before its use; results are eager's."""
+    def d(t):
+        return F.dropout(t, 0.5, training=True)
+    fns = [lambda x, y: d(d(d(x * 2) * 3) * 5) + 1,
+           lambda x, y: d(x) * d(y) + d(x * y) + d(x - y)]
+    g = tl.Generator().manual_seed(8)
+    x0, y0 = tl.randn(40, 70, generator=g), tl.randn(40, 70, generator=g)
+    for f in fns:
+        c = tl.compile(f, options=CPP)
+        results = []
+        for fn in (c, f):
+            x, y = x0.clone().requires_grad_(), y0.clone().requires_grad_()
+            tl.manual_seed(21)
+            out = fn(x, y)
+            out.backward(tl.ones_like(out))
+            results.append((out.detach(), x.grad, y.grad))
+        for got, want in zip(*results):
+            assert (got is None) == (want is None)
+            if want is not None:
+                assert_close(got, want)
+
+
+def test_several_dropouts_around_a_softmax():
+    def d(t):
+        return F.dropout(t, 0.5, training=True)
+
+    def f(x):
+        return d(F.softmax(d(x) * 2, -1)) + 1
+    x0 = tl.randn(16, 90, generator=tl.Generator().manual_seed(9))
+    c = tl.compile(f, options=CPP)
+    results = []
+    for fn in (c, f):
+        x = x0.clone().requires_grad_()
+        tl.manual_seed(5)
+        out = fn(x)
+        out.backward(tl.ones_like(out) * 0.5)
+        results.append((out.detach(), x.grad))
+    for got, want in zip(*results):
+        assert_close(got, want)
+
+
+def test_a_missing_kernel_folder_falls_back_to_the_interpreter(monkeypatch):
+    """$TORCHLITE_KERNEL_DIR pointing nowhere: a warning, and the interpreter runs."""
+    monkeypatch.setenv("TORCHLITE_KERNEL_DIR", "/nonexistent/torchlite-kernels")
+    _cpp._environment_key.cache_clear()
+    x = tl.randn(20, 30)
+    f = lambda x: (x * 2).exp() + 1        # noqa: E731
+    c = tl.compile(f, options=CPP)
+    with pytest.warns(UserWarning, match="cpp_codegen"):
+        got = c(x)
+    assert_close(got, f(x))
+    assert not any(k.program.has_native for k in kernels_of(c))

@@ -426,3 +426,32 @@ def test_thread_counts_agree(case, counter):
     assert counter.refused == 0
     expect_fused(counter.calls >= 2)                    # fc2's residual, on each thread count
     expect_fused(counter.calls == 2 * 2, "dropout")     # and fc1's kernel
+
+
+def test_a_transposed_input_keeps_eager_memory_order(counter):
+    """An elementwise input laid out column-major makes eager's result column-major; the fold,
+    whose outputs are row-major, then runs the product and the kernel apart."""
+    def f(a, b, c):
+        return c + (a @ b) * 2
+    g = tl.Generator().manual_seed(3)
+    a, b, c = tl.randn(24, 16, generator=g), tl.randn(16, 32, generator=g), tl.randn(32, 24, generator=g).t()
+    got, want = tl.compile(f, options=ON)(a, b, c), f(a, b, c)
+    assert got.stride() == want.stride()
+    same(got.numpy(), want.numpy())
+    assert counter.calls == 0
+    c2 = tl.randn(24, 32, generator=g)           # row-major: folded
+    got2 = tl.compile(f, options=ON)(a, b, c2)
+    same(got2.numpy(), f(a, b, c2).numpy())
+    assert counter.calls == 1
+
+
+def test_a_product_of_one_column(counter):
+    """n = 1: each block of the product is one run down its column."""
+    g = tl.Generator().manual_seed(4)
+    x, w, b = tl.randn(5000, 16, generator=g), tl.randn(1, 16, generator=g), tl.randn(1, generator=g)
+
+    def f(x):
+        return F.gelu(F.linear(x, w, b)) * 2 + 1
+    got = tl.compile(f, options=ON)(x)
+    same(got.numpy(), f(x).numpy())
+    assert counter.calls == 1

@@ -309,7 +309,7 @@ cdef int _input_strides(Program p, tuple inputs, int nd, const int64_t* shp, Til
         raise ValueError(f"fused program {p.name}: {len(inputs)} inputs for {p.n_in}")
     shape = tuple(shp[d] for d in range(nd))
     for i in range(p.n_in):
-        a = <Array>inputs[i]
+        a = <Array?>inputs[i]       # (checked: a CUDA array must not reach the host loops)
         if a.dtype != p.in_dtype[i]:
             raise TypeError(f"fused program {p.name}: input {i} has dtype code "
                             f"{a.dtype}, expected {p.in_dtype[i]}")
@@ -841,7 +841,7 @@ cdef class Epilogue:
         GEMM is about to write: only its memory is used now) and the other inputs
         broadcastable to C's shape; makes the outputs (contiguous, C's shape).  For programs
         without row instructions."""
-        cdef Array c = <Array>inputs[c_index], a
+        cdef Array c = <Array?>inputs[c_index], a
         cdef int64_t shp[2]
         cdef int i, nt = max_threads()
         cdef Tiling* t
@@ -858,11 +858,12 @@ cdef class Epilogue:
         self.outputs = [new_array(2, shp, program.out_dtype[i]) for i in range(program.n_out)]
         t = <Tiling*>malloc(sizeof(Tiling))
         e = <EpState*>malloc(sizeof(EpState))
+        if e != NULL:
+            memset(e, 0, sizeof(EpState))   # (before __dealloc__ can see it)
         self.ctx = e
         if t == NULL or e == NULL:
             free(t)
             raise MemoryError()
-        memset(e, 0, sizeof(EpState))
         try:
             _input_strides(program, inputs, 2, shp, t)
             for i in range(program.n_in):
@@ -876,6 +877,9 @@ cdef class Epilogue:
             e.cs[program.n_in + i] = 0 if shp[1] == 1 else a.strd[1] * tl_itemsize[a.dtype]
         e.nops = program.n_in + program.n_out
         e.n_cols = shp[1]
+        if shp[1] == 1:             # one column: each block is one run down it
+            for i in range(e.nops):
+                e.cs[i] = e.rs[i]
         e.nthreads = nt
         e.scratch_bytes = (<int64_t>program.n_scratch * TILE * 8 + 63) // 64 * 64
         e.scratch = <char*>malloc(nt * e.scratch_bytes + 64)

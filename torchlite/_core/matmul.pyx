@@ -194,6 +194,8 @@ cdef int _run(Array a, Array b, Array out, object alpha, object beta,
     free(offs)
     if err == -1:
         raise MemoryError("matmul: out of memory for the packing buffers")
+    if err == -3:
+        raise ValueError("matmul: an addend read in place takes one float32/float64 product")
     if err:
         raise RuntimeError(f"matmul: no kernel for dtype {_ew.DTYPE_NAMES[a.dtype]}")
     return 0
@@ -336,6 +338,8 @@ def mm_epilogue(Array a, Array b, Array addend, Program program, tuple inputs, i
         err = tl_gemm_run(a.dtype, &p, 1, &zero, &zero, &zero, max_threads())
     if err == -1:
         raise MemoryError("matmul: out of memory for the packing buffers")
+    if err:
+        raise RuntimeError(f"matmul: the fused product failed ({err})")
     ep.check()
     return c, ep.outputs
 

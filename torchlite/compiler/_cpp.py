@@ -19,8 +19,9 @@ interpreter.
 Each function is compiled once per text: the shared object is cached on disk under
 $TORCHLITE_CACHE_DIR/cpp (default ~/.cache/torchlite/cpp), named by a hash of the source and
 of the compiler command, written to a temporary name and renamed, so processes share it and
-a second process compiles nothing.  Loading runs no code from the cache but the function it
-asked for, which its own text defined."""
+a second process compiles nothing.  Loading a shared object runs its code (its constructors,
+then the function asked for), so the cache folder is trusted as the package itself is: it is
+the user's own by default."""
 import ctypes
 import functools
 import hashlib
@@ -119,8 +120,8 @@ def c_source(spec):
     instruction's mask's first elements (the interpreter draws the masks: _core/fused.pyx's
     _native), all contiguous.  A program with row instructions works on the n / L rows of L
     elements: each row reduction is a pass over the row that recomputes the instructions
-    before it (summed in double, as the interpreter's row kernels sum), then a last pass
-    computes every instruction and stores the outputs.  Raises Unsupported."""
+    before it (summed in double, in another order than the interpreter's row kernels), then
+    a last pass computes every instruction and stores the outputs.  Raises Unsupported."""
     for dt in spec.out_dtypes:
         if dt not in CTYPE:
             raise Unsupported(f"dtype code {dt}")
@@ -141,6 +142,10 @@ def c_source(spec):
     for k, dt in enumerate(spec.out_dtypes):
         lines.append(f"    {CTYPE[dt]} *restrict out{k} = ({CTYPE[dt]} *)d[{n_in + k}];")
     randoms = [i for i, ins in enumerate(spec.instrs) if ins[0] == RANDOM]
+    if len({spec.instrs[i][3][0][:2] for i in randoms}) < len(randoms):
+        # the interpreter draws a mask just before its use, so two may share a register;
+        # the C's masks are all drawn before the loop
+        raise Unsupported("random masks that share a register")
     if n_in + n_out + len(randoms) + spec.n_scratch > MAX_PROGRAM_SLOTS:
         raise Unsupported("more operands than the interpreter hands generated C")
     for j, i in enumerate(randoms):
@@ -368,9 +373,10 @@ def _environment_key():
             if name.endswith((".h", ".cuh")):
                 with open(os.path.join(d, name), "rb") as f:
                     h.update(name.encode() + b"\0" + f.read())
-    try:
+    try:                    # x86's "flags", ARM's "Features" and part numbers
         with open("/proc/cpuinfo") as f:
-            cpu = [ln for ln in f if ln.startswith(("flags", "model name"))][:2]
+            cpu = sorted({ln for ln in f if ln.startswith(("flags", "model name", "Features",
+                                                             "CPU implementer", "CPU part"))})
     except OSError:
         cpu = []
     h.update(("".join(cpu) + platform.machine() + platform.processor()).encode())
@@ -382,31 +388,37 @@ def native_program(spec):
     cache; None when the program has no C form or no compiler is found.  Raises RuntimeError
     (with the compiler's message) when it cannot be built or loaded."""
     try:
-        src = c_source(spec)
-    except Unsupported:
-        return None
-    cc = compiler()
-    if cc is None:
-        return None
-    cmd = cc + _flags()
-    key = hashlib.sha256("\0".join((src, " ".join(cmd), _environment_key())).encode()).hexdigest()[:24]
-    try:
-        path = os.path.join(_cache_dir(), f"fused_{key}.so")
+        try:
+            src = c_source(spec)
+        except Unsupported:
+            return None
+        cc = compiler()
+        if cc is None:
+            return None
+        cmd = cc + _flags()
+        key = hashlib.sha256("\0".join((src, " ".join(cmd), _environment_key())).encode())
+        path = os.path.join(_cache_dir(), f"fused_{key.hexdigest()[:24]}.so")
         lib = _LOADED.get(path)
         if lib is None:
             if not os.path.isfile(path):
                 _build(cmd, src, path)
             try:
-                lib = ctypes.CDLL(path)
-            except OSError:         # a damaged file in the cache: built again, once
+                lib = _load(path)
+            except (OSError, AttributeError):    # a damaged file in the cache: built again, once
                 os.remove(path)
                 _build(cmd, src, path)
-                lib = ctypes.CDLL(path)
+                lib = _load(path)
             _LOADED[path] = lib
-    except OSError as e:            # an unusable cache folder, a file that will not load
+    except (OSError, AttributeError) as e:   # headers or cache folder missing, a bad file
         raise RuntimeError(f"torchlite.compile (cpp_codegen): {type(e).__name__}: {e}") from e
-    fn = getattr(lib, ENTRY)
-    return lib, ctypes.cast(fn, ctypes.c_void_p).value
+    return lib, ctypes.cast(getattr(lib, ENTRY), ctypes.c_void_p).value
+
+
+def _load(path):
+    """The library at path, which must define the entry function (AttributeError if not)."""
+    lib = ctypes.CDLL(path)
+    getattr(lib, ENTRY)
+    return lib
 
 
 def _build(cmd, src, path):

@@ -70,7 +70,8 @@ def _single_op_kernels(graph):
     for n in list(graph.nodes):
         if n.meta.get("fused") is None and _fusable(n) and not _impure(n) \
                 and not _is_row_op(n) and _family(n) is not None \
-                and any(_foldable(h, n, n.meta["val"][0]) for h in n.all_input_nodes):
+                and any(_foldable(h, n, n.meta["val"][0]) and h.meta["val"][1] in FLOATS
+                        and h.meta["val"][2] == "cpu" for h in n.all_input_nodes):
             inputs = list(dict.fromkeys(n.all_input_nodes))
             install(graph, f"{n.name}_epilogue", [n], inputs, [n], tuple(n.meta["val"][0]))
 
@@ -131,7 +132,8 @@ class MatmulEpilogue:
         shape = tuple(k.shape)
         arrays = _as_matrices(others, shape, (x2.shape[0], w2.shape[1])) if lead else \
             tuple(t._data for t in others)
-        if arrays is None:
+        if arrays is None or not all(_row_major(a) for a in arrays):
+            # (an input in another memory order gives eager's result that order: run apart)
             h = F.linear(x, w, b) if self.form == "linear" else mm(x, w)
             return k(*others[:i], h, *others[i:])
         h_requires_grad = _grad_state.enabled and any(
@@ -191,3 +193,13 @@ def _as_matrices(tensors, shape, matrix):
             return None
         out.append(v)
     return tuple(out)
+
+
+def _row_major(a):
+    """Whether a 2-D view (of the product's shape) leaves an elementwise result row-major, as
+    the epilogue's outputs are: a row-major or broadcast layout, not a transposed one."""
+    if a.ndim < 2:
+        return True
+    (r, c), (sr, sc) = a.shape[-2:], a.strides[-2:]
+    return r == 1 or c == 1 or sr == 0 or sc == 0 or sr >= sc
+

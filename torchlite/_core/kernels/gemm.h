@@ -29,7 +29,8 @@ typedef struct {
     /* An addend read in place of C's old values (NULL: none): C = alpha * A B + beta * addend
      * with element (i, j) at addend[i * ars + j * acs] (a bias broadcast along the rows,
      * ars = 0, or the columns, acs = 0), so C is not first filled with it and read back.
-     * Floating dtypes and one product only (batch 1). */
+     * Floating dtypes and one product only (batch 1: tl_gemm_run refuses others); beta == 0
+     * reads no addend. */
     const char *addend; int64_t ars, acs;
     int64_t ialpha, ibeta;                /* the same for integer dtypes */
     /* B already packed by tl_gemm_pack_b (NULL: packed block by block as the product runs;
@@ -191,7 +192,7 @@ static void tl_gemm_fill_addend(const tl_gemm_problem *p, int isz) {
 /* The product as a matrix-vector one when C has a single column or row. */
 static void tl_gemm_as_gemv(const tl_gemm_kernel *kern, const tl_gemm_problem *p, int nthreads) {
     tl_gemv_problem g;
-    if (p->addend) tl_gemm_fill_addend(p, kern->itemsize);
+    if (p->addend && p->beta != 0) tl_gemm_fill_addend(p, kern->itemsize);
     if (p->n == 1) {           /* C[:, 0] = A B[:, 0] */
         g.m = p->m; g.a = p->a; g.rsa = p->rsa; g.csa = p->csa;
         g.x = p->b; g.sx = p->rsb; g.y = p->c; g.sy = p->rsc;
@@ -395,6 +396,8 @@ static int tl_gemm_pack_b(int dtype, char *dst, const char *b, int64_t rsb, int6
 static int tl_gemm_run(int dtype, const tl_gemm_problem *p, int64_t batch, const int64_t *offa,
                        const int64_t *offb, const int64_t *offc, int nthreads) {
     tl_gemm_oom = 0;
+    if (p->addend && (batch != 1 || (dtype != TL_FLOAT32 && dtype != TL_FLOAT64)))
+        return -3;                        /* an addend is for one floating product */
     switch (dtype) {
     case TL_FLOAT32: tl_gemm_batch_fp(tl_gemm_f32, p, batch, offa, offb, offc, nthreads); break;
     case TL_FLOAT64: tl_gemm_batch_fp(tl_gemm_f64, p, batch, offa, offb, offc, nthreads); break;

@@ -265,7 +265,8 @@ static void TL_GK(gemm_serial)(const tl_gemm_problem *pr) {
         for (int64_t pc = 0; pc < k; pc += KC) {
             const int64_t kc = k - pc < KC ? k - pc : KC;
             const T beta = pc == 0 ? (T)pr->beta : (T)1;
-            const T *add = pc == 0 ? (const T *)pr->addend : NULL;   /* then C holds it */
+            /* the addend at the first K block (then C holds it); beta == 0 reads nothing */
+            const T *add = pc == 0 && pr->beta != 0 ? (const T *)pr->addend : NULL;
             TL_GK(pack_block)(bufA, A + ic * pr->rsa + pc * pr->csa, MR, mc, kc, pr->rsa, pr->csa);
             for (int64_t jc = 0; jc < n; jc += NC) {
                 const int64_t nc = n - jc < NC ? n - jc : NC;
