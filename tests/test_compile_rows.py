@@ -407,3 +407,17 @@ def test_random_graphs_with_row_ops(program, dtype):
         if te.grad is not None:
             np.testing.assert_allclose(ta.grad.numpy(), te.grad.numpy(), rtol=tol * 20,
                                        atol=tol * 20)
+
+
+def test_a_bool_row_value_used_along_its_rows():
+    """`mean(x) > 0` combined with full-shape values spreads a bool along the rows, which no
+    row instruction takes: that region runs unfused, with eager's answer (it raised)."""
+    g = tl.Generator().manual_seed(2)
+    x = tl.randn(5, 7, generator=g)
+    fns = [lambda x: ((x * 2).mean(-1, keepdim=True) > 0) & (x > 0),
+           lambda x: (((x * 2).mean(-1, keepdim=True) > 0).float() * x).exp(),
+           lambda x: tl.where((x.sum(-1, keepdim=True) > 0), x, -x) * 3]
+    for f in fns:
+        got, want = tl.compile(f)(x), f(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

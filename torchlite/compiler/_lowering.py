@@ -585,6 +585,7 @@ def lower(name, graph, input_dtypes):
             for j, r in enumerate(srcs):
                 if not _number(r) and r in compact:
                     if r not in spread:
+                        _check_spread(r, dtype)
                         spread[r] = sp = _Spread(r)
                         dtype[sp] = dtype[r]
                         steps.append((sp, ROW, ROW_SPREAD, dtype[r], dtype[r], [r], (), False))
@@ -594,6 +595,7 @@ def lower(name, graph, input_dtypes):
         if n in compact:        # a compact output: spread into its output at once
             for k, v in enumerate(out_values):
                 if v is n:
+                    _check_spread(n, dtype)
                     sp = _Spread(n)
                     dtype[sp] = dtype[n]
                     out_spread[k] = sp
@@ -653,6 +655,14 @@ def lower(name, graph, input_dtypes):
                            f"constants and {n_scratch} registers: more than a program holds")
     return ProgramSpec(name, tuple(input_dtypes), tuple(consts), n_scratch, tuple(out_dtypes),
                        tuple(instrs), tuple(compact_instrs))
+
+
+def _check_spread(value, dtype):
+    """A row value spread along its rows must be float32/float64 (the row instructions'
+    types, in both the interpreter and the CUDA kernels): a bool one (`mean(x) > 0` used
+    with full-shape values) leaves the region unfused."""
+    if dtype[value] not in FLOATS:
+        raise NotLowerable(f"a row value of dtype code {dtype[value]} spread along its rows")
 
 
 class _Spread:
