@@ -53,24 +53,34 @@ BINARY = ["add", "sub", "mul", "maximum", "minimum", "where_gt", "hypot", "atan2
 
 
 def apply_unary(name, a):
-    """Unary op `name` of UNARY on a."""
+    """Unary op `name` (of UNARY, or of test_compile_cpp.py's list) on a."""
     if name == "softsign":
         return a / (a.abs() + 1)
-    if name == "relu":
-        return F.relu(a)
+    if name == "log_abs1":
+        return tl.log(a.abs() + 1)
+    if name in ("relu", "gelu", "silu"):
+        return getattr(F, name)(a)
+    if name == "clamp":
+        return a.clamp(-1.5, 0.75)
     return getattr(a, name)()
 
 
 def apply_binary(name, a, b):
-    """Binary op `name` of BINARY on a and b."""
+    """Binary op `name` (of BINARY, or of test_compile_cpp.py's list) on a and b."""
     if name == "add":
         return a + b
     if name == "sub":
         return a - b
     if name == "mul":
         return a * b
+    if name == "div_away":
+        return a / (b.abs() + 0.25)           # away from 0: no quotient of a rounding error
     if name == "where_gt":
         return tl.where(a > b, a, b * 0.5)
+    if name == "gt_float":
+        return (a > b).to(a.dtype) * a
+    if name == "le_float":
+        return (a <= b).to(b.dtype) - b
     return getattr(tl, name)(a, b)
 
 

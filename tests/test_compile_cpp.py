@@ -22,7 +22,7 @@ import torchlite.nn as nn
 import torchlite.nn.functional as F
 from torchlite.compiler import _compile, _cpp
 from torchlite.compiler._lowering import RANDOM
-from compile_helpers import fresh_compiler, kernels_of  # noqa: F401
+from compile_helpers import apply_binary as binary, apply_unary as unary, fresh_compiler, kernels_of  # noqa: F401
 
 if _cpp.compiler() is None:
     pytest.skip("cpp_codegen needs a C compiler ($CC, cc, gcc or clang) and none was found",
@@ -233,41 +233,9 @@ def test_native_code_gets_contiguous_operands(probe_lib, dtype, shape, layout):
 
 # ---- 2. random elementwise expressions (hypothesis) --------------------------------------------
 UNARY = ["neg", "abs", "exp", "log_abs1", "tanh", "sigmoid", "relu", "gelu", "silu", "clamp"]
-BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "where_gt", "gt_float", "le_float"]
+BINARY = ["add", "sub", "mul", "div_away", "maximum", "minimum", "where_gt", "gt_float", "le_float"]
 SHAPES = [(6,), (3, 5), (2, 3, 4), (1, 7), (33, 70), (4, 1, 300), (5, 260)]
 INPUT_LAYOUTS = ["full", "trailing", "column", "scalar", "transposed"]
-
-
-def unary(name, a):
-    if name == "log_abs1":
-        return tl.log(a.abs() + 1)
-    if name == "relu":
-        return F.relu(a)
-    if name == "gelu":
-        return F.gelu(a)
-    if name == "silu":
-        return F.silu(a)
-    if name == "clamp":
-        return a.clamp(-1.5, 0.75)
-    return getattr(a, name)()
-
-
-def binary(name, a, b):
-    if name == "add":
-        return a + b
-    if name == "sub":
-        return a - b
-    if name == "mul":
-        return a * b
-    if name == "div":
-        return a / (b.abs() + 0.25)           # away from 0: no quotient of a rounding error
-    if name == "where_gt":
-        return tl.where(a > b, a, b * 0.5)
-    if name == "gt_float":
-        return (a > b).to(a.dtype) * a
-    if name == "le_float":
-        return (a <= b).to(b.dtype) - b
-    return getattr(tl, name)(a, b)
 
 
 def make_input(layout, shape, g, dtype):
