@@ -625,12 +625,12 @@ cdef int _native(Program p, char** ptr, int64_t* stride, int64_t n, int64_t f0, 
             continue
         buf = scratch + (<int64_t>p.n_scratch + o) * tile * 8
         sz = _isz(p, o)
-        if stride[o] == 0 and sz == 4:
+        if sz == 4:                 # broadcast (stride 0) or strided: one element at a time
             for j in range(n):
-                (<float*>buf)[j] = (<float*>ptr[o])[0]
-        elif stride[o] == 0 and sz == 8:
+                (<float*>buf)[j] = (<float*>(ptr[o] + j * stride[o]))[0]
+        elif sz == 8:
             for j in range(n):
-                (<double*>buf)[j] = (<double*>ptr[o])[0]
+                (<double*>buf)[j] = (<double*>(ptr[o] + j * stride[o]))[0]
         else:
             for j in range(n):
                 for b in range(sz):
