@@ -248,13 +248,50 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
     }                                                                                        \
 }
 
+/* The softmax of one short row (n <= W) in W fixed lanes, the row padded with -inf (whose
+ * exponentials are 0): the max, the exponentials and their sum are whole-vector steps with
+ * no loop set-up or remainder, which is most of a short row's cost in the general path.  A
+ * NaN makes the row's max NaN (every result NaN), as there.  MASKED: the row is read and
+ * written by loops over all W lanes with a lane test (masked moves at AVX-512), else by loops
+ * over its n elements; which is faster depends on W (measured: plain loops at 16 lanes,
+ * masked ones at 32 and 64; benchmarks/bench_rows.py). */
+#define TL_SOFTMAX_SHORT(T, W, EXPF, MASKED)                                               \
+    {                                                                                        \
+        T b_[W], e_[W], t_[W];                                                               \
+        int nan_ = 0;                                                                        \
+        if (MASKED) {                                                                        \
+            for (int q = 0; q < W; q++) b_[q] = q < n ? x[q] : (T)-INFINITY;                 \
+        } else {                                                                             \
+            for (int64_t q = 0; q < n; q++) b_[q] = x[q];                                    \
+            for (int64_t q = n; q < W; q++) b_[q] = (T)-INFINITY;                            \
+        }                                                                                    \
+        for (int q = 0; q < W; q++) { t_[q] = b_[q]; nan_ |= b_[q] != b_[q]; }               \
+        TL_TREE(t_, W, TL_C_FMAX)                                                            \
+        const T m_ = nan_ ? (T)NAN : t_[0];                                                  \
+        for (int q = 0; q < W; q++) { e_[q] = EXPF(b_[q] - m_); t_[q] = e_[q]; }             \
+        TL_TREE(t_, W, TL_C_ADD)                                                             \
+        const T ls_ = logmode ? (T)log((double)t_[0]) : (T)0;                                \
+        const T inv_ = logmode ? (T)0 : (T)(1.0 / (double)t_[0]);                            \
+        if (MASKED) {                                                                        \
+            if (logmode) { for (int q = 0; q < W; q++) if (q < n) y[q] = (b_[q] - m_) - ls_; } \
+            else { for (int q = 0; q < W; q++) if (q < n) y[q] = e_[q] * inv_; }            \
+        } else {                                                                             \
+            if (logmode) { for (int64_t q = 0; q < n; q++) y[q] = (b_[q] - m_) - ls_; }     \
+            else { for (int64_t q = 0; q < n; q++) y[q] = e_[q] * inv_; }                    \
+        }                                                                                    \
+    }
+
 /* softmax over contiguous rows, fused: max, then exp(x - max) written and summed, then a
- * scale (or, for log_softmax, x - max - log(sum)); the row stays in L1 across the passes. */
+ * scale (or, for log_softmax, x - max - log(sum)); the row stays in L1 across the passes.
+ * Rows of at most 64 take TL_SOFTMAX_SHORT. */
 #define TL_SOFTMAX_ROWS(NAME, T, NL, EXPF)                                                 \
 static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t nrows, int64_t n, int logmode) { \
     for (int64_t r = 0; r < nrows; r++) {                                                    \
         const T *x = (const T *)xb + r * n;                                                  \
         T *y = (T *)yb + r * n;                                                              \
+        if (n <= 16) { TL_SOFTMAX_SHORT(T, 16, EXPF, 0) continue; }                         \
+        if (n <= 32) { TL_SOFTMAX_SHORT(T, 32, EXPF, 1) continue; }                         \
+        if (n <= 64) { TL_SOFTMAX_SHORT(T, 64, EXPF, 1) continue; }                         \
         T m;                                                                                 \
         TL_ROW_BEST(T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX, x, n, m)                 \
         int64_t i = 0;                                                                       \
