@@ -42,17 +42,42 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
     }                                                                                        \
 }
 
+/* The best of MAP(p[0..m)), m <= W, in W fixed lanes padded with INIT, by FAST (a NaN only
+ * sets nan_): whole-vector steps with no loop set-up or remainder.  MASKED: read by a loop
+ * over all W lanes with a lane test (masked loads at AVX-512), else by a loop over the m
+ * elements (measured faster at 16 lanes, the masked form at 32 and 64). */
+#define TL_BEST_LANES(T, W, MASKED, INIT, MAP, FAST, p, m, out, nan_)                       \
+    {                                                                                        \
+        T t_[W];                                                                             \
+        if (MASKED) {                                                                        \
+            for (int q = 0; q < W; q++) t_[q] = q < (m) ? MAP((p)[q], 0) : (T)(INIT);        \
+        } else {                                                                             \
+            for (int64_t q = 0; q < (m); q++) t_[q] = MAP((p)[q], 0);                        \
+            for (int64_t q = (m); q < W; q++) t_[q] = (T)(INIT);                             \
+        }                                                                                    \
+        for (int q = 0; q < W; q++) nan_ |= t_[q] != t_[q];                                  \
+        TL_TREE(t_, W, FAST)                                                                 \
+        out = t_[0];                                                                         \
+    }
+
+/* The same for any m <= 64: the narrowest of 16, 32 or 64 lanes. */
+#define TL_BEST_SHORT(T, INIT, MAP, FAST, p, m, out, nan_)                                 \
+    if ((m) <= 16) TL_BEST_LANES(T, 16, 0, INIT, MAP, FAST, p, m, out, nan_)                 \
+    else if ((m) <= 32) TL_BEST_LANES(T, 32, 1, INIT, MAP, FAST, p, m, out, nan_)            \
+    else TL_BEST_LANES(T, 64, 1, INIT, MAP, FAST, p, m, out, nan_)
+
 /* best = max (FAST = TL_C_FMAX, COMB = TL_C_MAX) or min of MAP(x[0..n)) with NaN
  * propagating.  The lanes use the plain max (one instruction, exact for infinities too) and
  * count NaNs on the side (a compare and a masked add); only a row holding one is scanned
  * again with the exact NaN-sticky combine.  (Rows with infinities are common: a causal
- * attention mask fills half of every row with -inf.) */
+ * attention mask fills half of every row with -inf.)  A row of at most 64, and the last
+ * n % NL of a longer one, go through TL_BEST_SHORT's fixed lanes. */
 #define TL_ROW_BEST(T, NL, INIT, MAP, FAST, COMB, x, n, best)                              \
     {                                                                                        \
         int64_t i_ = 0;                                                                      \
         int special_ = 0;                                                                    \
         best = INIT;                                                                         \
-        if ((n) >= NL) {                                                                     \
+        if ((n) >= 256) {       /* (shorter: in chunks of 64 below) */                   \
             T acc_[NL], z_[NL];                                                              \
             for (int j = 0; j < NL; j++) { acc_[j] = INIT; z_[j] = 0; }                      \
             for (; i_ + NL <= (n); i_ += NL)                                                 \
@@ -62,19 +87,14 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
             TL_TREE(z_, NL, TL_C_ADD)                                                        \
             best = acc_[0];                                                                  \
             special_ = z_[0] != 0;                                                           \
-        } else if ((n) >= 8) {  /* a short row in 8 lanes: a serial chain of COMBs costs    \
-                                 * its latency per element */                               \
-            T acc8_[8], z8_[8];                                                              \
-            for (int j = 0; j < 8; j++) { acc8_[j] = INIT; z8_[j] = 0; }                     \
-            for (; i_ + 8 <= (n); i_ += 8)                                                   \
-                for (int j = 0; j < 8; j++) {                                                \
-                    const T v = MAP((x)[i_ + j], 0); acc8_[j] = FAST(acc8_[j], v); z8_[j] += v != v; } \
-            TL_TREE(acc8_, 8, FAST)                                                          \
-            TL_TREE(z8_, 8, TL_C_ADD)                                                        \
-            best = COMB(best, acc8_[0]);                                                     \
-            special_ = special_ || z8_[0] != 0;                                              \
         }                                                                                    \
-        for (; i_ < (n); i_++) best = COMB(best, MAP((x)[i_], 0));                           \
+        while (i_ < (n)) {  /* at most 64 at a time */                                      \
+            const int64_t m_ = (n) - i_ < 64 ? (n) - i_ : 64;                                \
+            T part_;                                                                         \
+            TL_BEST_SHORT(T, INIT, MAP, FAST, (x) + i_, m_, part_, special_)                 \
+            best = FAST(best, part_);                                                        \
+            i_ += m_;                                                                        \
+        }                                                                                    \
         if (special_) {                                                                      \
             best = INIT;                                                                     \
             for (i_ = 0; i_ < (n); i_++) best = COMB(best, MAP((x)[i_], 0));                 \
