@@ -43,18 +43,12 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
 }
 
 /* The best of MAP(p[0..m)), m <= W, in W fixed lanes padded with INIT, by FAST (a NaN only
- * sets nan_): whole-vector steps with no loop set-up or remainder.  MASKED: read by a loop
- * over all W lanes with a lane test (masked loads at AVX-512), else by a loop over the m
- * elements (measured faster at 16 lanes, the masked form at 32 and 64). */
-#define TL_BEST_LANES(T, W, MASKED, INIT, MAP, FAST, p, m, out, nan_)                       \
+ * sets nan_): whole-vector steps with no loop set-up or remainder, the row read by a loop
+ * over all W lanes with a lane test (masked loads at AVX-512). */
+#define TL_BEST_LANES(T, W, INIT, MAP, FAST, p, m, out, nan_)                               \
     {                                                                                        \
         T t_[W];                                                                             \
-        if (MASKED) {                                                                        \
-            for (int q = 0; q < W; q++) t_[q] = q < (m) ? MAP((p)[q], 0) : (T)(INIT);        \
-        } else {                                                                             \
-            for (int64_t q = 0; q < (m); q++) t_[q] = MAP((p)[q], 0);                        \
-            for (int64_t q = (m); q < W; q++) t_[q] = (T)(INIT);                             \
-        }                                                                                    \
+        for (int q = 0; q < W; q++) t_[q] = q < (m) ? MAP((p)[q], 0) : (T)(INIT);            \
         for (int q = 0; q < W; q++) nan_ |= t_[q] != t_[q];                                  \
         TL_TREE(t_, W, FAST)                                                                 \
         out = t_[0];                                                                         \
@@ -62,9 +56,9 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
 
 /* The same for any m <= 64: the narrowest of 16, 32 or 64 lanes. */
 #define TL_BEST_SHORT(T, INIT, MAP, FAST, p, m, out, nan_)                                 \
-    if ((m) <= 16) TL_BEST_LANES(T, 16, 0, INIT, MAP, FAST, p, m, out, nan_)                 \
-    else if ((m) <= 32) TL_BEST_LANES(T, 32, 1, INIT, MAP, FAST, p, m, out, nan_)            \
-    else TL_BEST_LANES(T, 64, 1, INIT, MAP, FAST, p, m, out, nan_)
+    if ((m) <= 16) TL_BEST_LANES(T, 16, INIT, MAP, FAST, p, m, out, nan_)                    \
+    else if ((m) <= 32) TL_BEST_LANES(T, 32, INIT, MAP, FAST, p, m, out, nan_)               \
+    else TL_BEST_LANES(T, 64, INIT, MAP, FAST, p, m, out, nan_)
 
 /* best = max (FAST = TL_C_FMAX, COMB = TL_C_MAX) or min of MAP(x[0..n)) with NaN
  * propagating.  The lanes use the plain max (one instruction, exact for infinities too) and
@@ -274,7 +268,8 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
  * NaN makes the row's max NaN (every result NaN), as there.  MASKED: the row is read and
  * written by loops over all W lanes with a lane test (masked moves at AVX-512), else by loops
  * over its n elements; which is faster depends on W (measured: plain loops at 16 lanes,
- * masked ones at 32 and 64; benchmarks/bench_rows.py). */
+ * masked ones at 32 and 64, benchmarks/bench_rows.py; TL_BEST_LANES's masked loads are
+ * faster at 16 too: the compiler's code for the two differs). */
 #define TL_SOFTMAX_SHORT(T, W, EXPF, MASKED)                                               \
     {                                                                                        \
         T b_[W], e_[W], t_[W];                                                               \

@@ -1,0 +1,62 @@
+"""Row max/min/argmax/argmin and softmax/log_softmax over rows of every length around the
+fixed-lane paths' widths (16, 32, 64) and the chunking below 256 (kernels/reduce_body.h's
+TL_BEST_SHORT and TL_SOFTMAX_SHORT), with NaN, -inf and +inf in rows; NumPy is the oracle."""
+import numpy as np
+import pytest
+
+import torchlite as tl
+
+LENGTHS = [1, 2, 7, 15, 16, 17, 31, 32, 33, 40, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 300]
+
+
+def rows(n, dtype, seed):
+    a = np.random.default_rng(seed).standard_normal((7, n)).astype(dtype) * 4
+    a[1, n // 2] = np.nan                 # a NaN anywhere: the row's max/min is NaN
+    a[2, :] = -np.inf                     # a row of -inf
+    a[3, -1] = np.inf                     # +inf last
+    a[4, : n // 2] = -np.inf              # half masked, as a causal attention row
+    a[5, 0] = np.nan                      # NaN first
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", LENGTHS)
+def test_max_min_and_their_indices(n, dtype):
+    a = rows(n, dtype, n)
+    t = tl.from_numpy(a)
+    np.testing.assert_array_equal(t.amax(-1).numpy(), a.max(-1))
+    np.testing.assert_array_equal(t.amin(-1).numpy(), a.min(-1))
+    np.testing.assert_array_equal(t.abs().amax(-1).numpy(), np.abs(a).max(-1))
+    np.testing.assert_array_equal(t.argmax(-1).numpy(), a.argmax(-1))     # the first NaN, as
+    np.testing.assert_array_equal(t.argmin(-1).numpy(), a.argmin(-1))     # NumPy and PyTorch
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_integer_rows(n):
+    a = np.random.default_rng(n).integers(-1000, 1000, (5, n))
+    t = tl.from_numpy(a)
+    np.testing.assert_array_equal(t.amax(-1).numpy(), a.max(-1))
+    np.testing.assert_array_equal(t.argmin(-1).numpy(), a.argmin(-1))
+
+
+def _softmax(a, log):
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = a.max(-1, keepdims=True)
+        e = np.exp(a - m)
+        s = e.sum(-1, keepdims=True)
+        return (a - m) - np.log(s) if log else e / s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_rows(n, dtype, log):
+    a = rows(n, dtype, 100 + n)
+    got = (tl.log_softmax if log else tl.softmax)(tl.from_numpy(a), -1).numpy()
+    want = _softmax(a.astype(np.float64), log)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(np.isinf(got[ok]), np.isinf(want[ok]))
+    fin = ok & np.isfinite(want)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got[fin], want[fin], rtol=tol, atol=tol)
