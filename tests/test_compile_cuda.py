@@ -413,3 +413,29 @@ def _compiled_chain_matches_cpu(fused_on_host, rtol):
     for ta, te in zip(a, e):
         assert ta.grad.device.type == "cuda"
         np.testing.assert_allclose(ta.grad.cpu().numpy(), te.grad.numpy(), rtol=10 * rtol, atol=10 * rtol)
+
+
+def test_epilogue_fusion_leaves_cuda_products_apart(fused_on_host, monkeypatch):
+    """options={"epilogue_fusion": True} on CUDA tensors: the CPU epilogue is never reached
+    (the product runs on the device, then its generated elementwise kernel), with the CPU's
+    values and gradients."""
+    import torchlite.compiler._epilogue as EP
+    calls = []
+    monkeypatch.setattr(EP, "_mm", type("Spy", (), {"mm_epilogue": staticmethod(
+        lambda *a: calls.append(1))}))
+    g = np.random.default_rng(5)
+    x, w, b = (g.standard_normal(s).astype(np.float32) for s in ((6, 8), (10, 8), (10,)))
+
+    def f(x, w, b):
+        return F.gelu(F.linear(x, w, b)) * 2 + 1
+    cpu = [tl.from_numpy(a) for a in (x, w, b)]
+    cuda = [t.to("cuda").requires_grad_() for t in cpu]
+    cpu = [t.clone().requires_grad_() for t in cpu]
+    got = tl.compile(f, options={"epilogue_fusion": True})(*cuda)
+    want = f(*cpu)
+    assert got.device.type == "cuda" and not calls and fused_on_host
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
+    got.sum().backward()
+    want.sum().backward()
+    for a, e in zip(cuda, cpu):
+        np.testing.assert_allclose(a.grad.cpu().numpy(), e.grad.numpy(), rtol=1e-4, atol=1e-5)
