@@ -126,16 +126,14 @@ class MatmulEpilogue:
         k, i = self.kernel, self.index
         rows = self._matrix_product(x, w, b)
         if rows is None or any(t.device.type != "cpu" for t in others):
-            h = F.linear(x, w, b) if self.form == "linear" else mm(x, w)
-            return k(*others[:i], h, *others[i:])     # the product, then the kernel
+            return self._apart(x, w, b, others)
         x2, w2, lead = rows
         shape = tuple(k.shape)
         arrays = _as_matrices(others, shape, (x2.shape[0], w2.shape[1])) if lead else \
             tuple(t._data for t in others)
         if arrays is None or not all(_row_major(a) for a in arrays):
-            # (an input in another memory order gives eager's result that order: run apart)
-            h = F.linear(x, w, b) if self.form == "linear" else mm(x, w)
-            return k(*others[:i], h, *others[i:])
+            # (an input in another memory order gives eager's result that order)
+            return self._apart(x, w, b, others)
         h_requires_grad = _grad_state.enabled and any(
             t is not None and t._requires_grad for t in (x, w, b))
         flags = tuple(t._requires_grad for t in others)
@@ -154,6 +152,12 @@ class MatmulEpilogue:
             h = h.view(shape)
             made = [o.view(shape) for o in made]
         return k.finish(others[:i] + (h,) + others[i:], made, shape, bw)
+
+    def _apart(self, x, w, b, others):
+        """The product, then the kernel on its result: where the fused form does not apply."""
+        h = F.linear(x, w, b) if self.form == "linear" else mm(x, w)
+        i = self.index
+        return self.kernel(*others[:i], h, *others[i:])
 
     def _matrix_product(self, x, w, b):
         """(x2, w2, lead): the 2-D product to run fused, its result viewed to lead + (n,)
