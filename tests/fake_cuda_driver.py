@@ -311,6 +311,7 @@ class installed:
         import gc
         import torchlite.cuda as cuda
         from torchlite import _dispatch
+        from torchlite.cuda import _state
         gc.collect(1)                # blocks of this test's tensors go back to the allocator (the
                                      # young generations hold its cycles; a full pass is slow)
         try:
@@ -323,9 +324,13 @@ class installed:
             for tls, state in self.saved_tls:
                 tls.__dict__.clear()
                 tls.__dict__.update(state)
-            for cache, state in self.saved_caches:
+            # every driver cache, those made under the stand-in too (by a module first
+            # imported then): its entries hold the stand-in's handles and host addresses,
+            # which a real driver used later in the process would be given
+            saved = {id(cache): state for cache, state in self.saved_caches}
+            for cache in _state.driver_caches():
                 cache.clear()
-                cache.update(state)
+                cache.update(saved.get(id(cache), {}))
             if self.fake.buffers or self.fake.host:       # tensors still alive somewhere
                 _retired.append(self.fake)
             installed.active = False

@@ -727,3 +727,43 @@ def test_the_stand_in_leaves_nothing_behind():
     if not cuda.is_available():
         with pytest.raises(RuntimeError):
             tl.zeros(2, device="cuda")
+
+
+def test_a_driver_cache_made_under_the_stand_in_is_emptied_after_it():
+    """A module first imported under the stand-in makes its driver caches then; what they
+    hold (the stand-in's handles, its host addresses) must not outlive it."""
+    from fake_cuda_driver import FakeDriver, installed
+    with installed(FakeDriver()):
+        late = _state.driver_cache()
+        late["key"] = "a stand-in handle"
+    assert late == {}
+
+
+def test_a_real_driver_after_the_stand_in_gets_no_stand_in_scalar():
+    """GPU run 10's failure, on the CPU: in a fresh process, the stand-in's `x * 2` was the
+    first to import torchlite/cuda/_elementwise.py, whose cache of scalar operands then kept
+    the stand-in's host-memory array for 2 after the stand-in went, and a real GPU's `x * 2`
+    later in the process read it (CUDA_ERROR_ILLEGAL_ADDRESS, test_profiler_device.py)."""
+    import subprocess
+    import sys
+    import os
+    code = (
+        "import sys; sys.modules.pop('torchlite.cuda._elementwise', None)\n"
+        "import torchlite as tl\n"
+        "assert 'torchlite.cuda._elementwise' not in sys.modules\n"
+        "from fake_cuda_driver import FakeDriver, installed\n"
+        "import fake_cuda_kernels\n"
+        "class Patch:\n"
+        "    def setattr(self, obj, name, value): setattr(obj, name, value)\n"
+        "with installed(FakeDriver()) as fake:\n"
+        "    fake_cuda_kernels.install(fake, Patch())\n"
+        "    (tl.ones(4, device='cuda') * 2).cpu()\n"
+        "from torchlite.cuda import _elementwise, _state\n"
+        "assert len(_elementwise._scalars) == 0, _elementwise._scalars\n"
+        "assert all(len(c) == 0 for c in _state.driver_caches())\n"
+        "print('clean')\n")
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=env, cwd=here)
+    assert r.returncode == 0 and "clean" in r.stdout, r.stderr[-3000:]
