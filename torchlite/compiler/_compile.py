@@ -450,6 +450,8 @@ class Compiled:
                 world = (after[0], world[1] + after[1][known:])
                 key, shapeless = key[:-1] + (world,), shapeless[:-1] + (world,)
             shared = _capture.shared_output(tracer.output_values) if self.hands_over else None
+            tracer.output_values = None     # (the tracer is in reference cycles: the capture's
+                                            # results would wait for the cyclic collector)
             if shared is not None:
                 # an object the graph would return as one constant while the code makes a new
                 # one per call (the breaking statement may change it): this piece runs eagerly

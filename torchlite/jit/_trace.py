@@ -195,7 +195,12 @@ class _RunTracer(Tracer):
         values = list(example_inputs) + list((example_kwarg_inputs or {}).values())
         names = list(example_kwarg_inputs) if example_kwarg_inputs else None
         self._example = (values, names)
-        return self.trace(root)             # trace raises TypeError for what is not callable
+        try:
+            return self.trace(root)         # trace raises TypeError for what is not callable
+        finally:
+            # the tracer sits in reference cycles (its recording functions' closures), so
+            # the example values it held would live until the cyclic collector ran
+            self._example = None
 
     def _placeholders(self, fn, bound_self, concrete_args):
         import inspect
