@@ -8,8 +8,10 @@ its shared objects into its own tmp_path (nothing under the home directory)."""
 import copy
 import ctypes
 import os
+import platform
 import subprocess
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -717,3 +719,51 @@ def test_a_missing_kernel_folder_falls_back_to_the_interpreter(monkeypatch):
         got = c(x)
     assert_close(got, f(x))
     assert not any(k.program.has_native for k in kernels_of(c))
+
+
+# ---- the SIMD level, and build folders a killed process left ------------------------------------
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 levels")
+def test_generated_c_follows_a_forced_simd_level(cache_dir):
+    """With the eager kernels forced below the CPU's best level (TORCHLITE_ISA or
+    set_isa_level), the C is built for that x86-64 level, not -march=native: a separate
+    object, whose results still equal eager's at that level."""
+    from torchlite._core import elementwise
+    best = elementwise.cpu_isa_level()
+    if best == 0:
+        pytest.skip("the CPU has only the baseline level")
+    assert "-march=native" in _cpp._flags()
+    args = chain_inputs(tl.float32, "rows")
+    native = tl.compile(chain, options=CPP)
+    assert_close(native(*args), chain(*args))
+    assert len(so_files(cache_dir)) == 1
+    tlc.reset()
+    old = tl._core.isa_level()
+    tl._core.set_isa_level(0)
+    try:
+        assert "-march=x86-64" in _cpp._flags() and "-march=native" not in _cpp._flags()
+        baseline = tl.compile(chain, options=CPP)
+        assert_close(baseline(*args), chain(*args))
+        assert all(k.program.has_native for k in kernels_of(baseline))
+        assert len(so_files(cache_dir)) == 2               # a second object, built for level 0
+    finally:
+        tl._core.set_isa_level(old)
+    assert "-march=native" in _cpp._flags()
+
+
+def test_build_folders_left_by_a_killed_build_are_swept(cache_dir):
+    """A build runs in a build-* folder of the cache; one an hour old belongs to a process
+    that was killed while compiling and goes at the next build, a recent one stays."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    stale, live = cache_dir / "build-stale", cache_dir / "build-live"
+    for d in (stale, live):
+        d.mkdir()
+        (d / "program.c").write_text("int x;")
+    old = time.time() - 2 * _cpp._STALE_BUILD_S
+    os.utime(stale, (old, old))
+    other = cache_dir / "keep-me"
+    other.mkdir()
+    os.utime(other, (old, old))
+    args = chain_inputs(tl.float32, "rows")
+    assert_close(tl.compile(chain, options=CPP)(*args), chain(*args))
+    assert not stale.exists() and live.exists() and other.exists()
+    assert not [p for p in cache_dir.iterdir() if p.name.startswith("build-") and p != live]

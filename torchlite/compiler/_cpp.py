@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sysconfig
 import tempfile
+import time
 
 from .._core import KERNEL_HEADERS, cuda_kernel_dir, elementwise as _ew
 from ._lowering import (MAX_PROGRAM_SLOTS, BOOL, F32, F64, I64, UNARY, BINARY, TERNARY, CAST, RANDOM, ROW, SOFTMAX,
@@ -335,10 +336,24 @@ def compiler():
 
 def _flags():
     cuda = _cuda_kernel_dir()
-    # the eager kernels' flags (setup.py), for this machine's ISA
-    return ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-fPIC", "-shared",
+    # the eager kernels' flags (setup.py), for the SIMD level the kernels run at
+    return ["-O3", _march(), "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-fPIC", "-shared",
             "-std=gnu99", "-w", f"-I{_KERNELS}"] + \
         ([f"-I{cuda}"] if cuda else []) + ["-lm"]
+
+
+_X86_LEVELS = {0: "-march=x86-64", 3: "-march=x86-64-v3", 4: "-march=x86-64-v4"}
+
+
+def _march():
+    """-march=native, unless the eager kernels run below the CPU's best SIMD level (x86:
+    TORCHLITE_ISA or set_isa_level forced one, for reproducible numbers or a check of the
+    narrower code): then that level's x86-64 micro-architecture level, so generated C uses
+    no instruction the eager kernels do not.  The level when the program is built counts."""
+    level, best = _ew.isa_level(), _ew.cpu_isa_level()
+    if level < best and level in _X86_LEVELS:
+        return _X86_LEVELS[level]
+    return "-march=native"
 
 
 def _cuda_kernel_dir():
@@ -421,9 +436,13 @@ def _load(path):
     return lib
 
 
+_STALE_BUILD_S = 3600        # a build folder this old is one a killed process left behind
+
+
 def _build(cmd, src, path):
     d = os.path.dirname(path)
-    with tempfile.TemporaryDirectory(dir=d) as tmp:
+    _sweep_stale_builds(d)
+    with tempfile.TemporaryDirectory(dir=d, prefix="build-") as tmp:
         c_file = os.path.join(tmp, "program.c")
         so_file = os.path.join(tmp, "program.so")
         with open(c_file, "w") as f:
@@ -434,3 +453,17 @@ def _build(cmd, src, path):
             raise RuntimeError(f"torchlite.compile (cpp_codegen): the C compiler failed:\n"
                                f"{' '.join(cmd)}\n{r.stderr[-2000:]}")
         os.replace(so_file, path)
+
+
+def _sweep_stale_builds(d):
+    """Remove the build folders (build-*) older than _STALE_BUILD_S in the cache folder d: a
+    process killed while compiling leaves its folder (a live build is seconds old)."""
+    now = time.time()
+    for name in os.listdir(d):
+        full = os.path.join(d, name)
+        try:
+            if name.startswith("build-") and os.path.isdir(full) \
+                    and now - os.path.getmtime(full) > _STALE_BUILD_S:
+                shutil.rmtree(full, ignore_errors=True)
+        except OSError:         # another process removed it first
+            pass
