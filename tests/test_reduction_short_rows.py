@@ -60,3 +60,32 @@ def test_softmax_rows(n, dtype, log):
     fin = ok & np.isfinite(want)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got[fin], want[fin], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nrows", [1, 15, 16, 17, 33, 100, 1000])
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 40, 64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_log_softmax_of_short_rows_in_groups(nrows, n, dtype, threads):
+    """A log_softmax of rows of at most 64 takes its logs for a group of 16 rows at once: row
+    counts around the group (and each thread's share of the rows) and special rows at group
+    edges and inside the last, partial group."""
+    a = np.random.default_rng(nrows * 100 + n).standard_normal((nrows, n)).astype(dtype) * 3
+    for r, fill in ((15, np.nan), (16, -np.inf), (nrows - 1, np.inf), (nrows // 2, -np.inf)):
+        if 0 <= r < nrows:
+            a[r, r % n] = fill
+    if nrows > 17:
+        a[17, :] = -np.inf                # a whole row masked
+    old = tl.get_num_threads()
+    tl.set_num_threads(threads)
+    try:
+        got = tl.log_softmax(tl.from_numpy(a), -1).numpy()
+    finally:
+        tl.set_num_threads(old)
+    want = _softmax(a.astype(np.float64), True)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(np.isinf(got[ok]), np.isinf(want[ok]))
+    fin = ok & np.isfinite(want)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got[fin], want[fin], rtol=tol, atol=tol)

@@ -29,6 +29,7 @@
 #define TL_RCB 1024       /* columns per block of a column reduction */
 #define TL_RCFLUSH 64     /* float32 rows summed in float32 before a float64 flush */
 #define TL_SMCB 256       /* columns per block of a softmax over a non-innermost dim */
+#define TL_SMG 16         /* short softmax rows per group (log_softmax: one vector of logs) */
 
 /* dtype slots of the tables */
 enum { TL_RS_F32 = 0, TL_RS_F64 = 1, TL_RS_I64 = 2, TL_RS_N = 3 };

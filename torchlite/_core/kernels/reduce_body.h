@@ -64,14 +64,16 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
  * propagating.  The lanes use the plain max (one instruction, exact for infinities too) and
  * count NaNs on the side (a compare and a masked add); only a row holding one is scanned
  * again with the exact NaN-sticky combine.  (Rows with infinities are common: a causal
- * attention mask fills half of every row with -inf.)  A row of at most 64, and the last
- * n % NL of a longer one, go through TL_BEST_SHORT's fixed lanes. */
+ * attention mask fills half of every row with -inf.)  A row under 128, and the last n % NL
+ * of a longer one, go through TL_BEST_SHORT's fixed lanes, 64 at most at a time (from 128
+ * on, the NL lanes and their one tree beat a tree per chunk: 8192 rows of 128, 282 -> 186
+ * us; of 255, 559 -> 344; shorter rows measured faster in chunks). */
 #define TL_ROW_BEST(T, NL, INIT, MAP, FAST, COMB, x, n, best)                              \
     {                                                                                        \
         int64_t i_ = 0;                                                                      \
         int special_ = 0;                                                                    \
         best = INIT;                                                                         \
-        if ((n) >= 256) {       /* (shorter: in chunks of 64 below) */                   \
+        if ((n) >= 128) {       /* (shorter: in chunks of 64 below) */                   \
             T acc_[NL], z_[NL];                                                              \
             for (int j = 0; j < NL; j++) { acc_[j] = INIT; z_[j] = 0; }                      \
             for (; i_ + NL <= (n); i_ += NL)                                                 \
@@ -270,8 +272,7 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
  * over its n elements; which is faster depends on W (measured: plain loops at 16 lanes,
  * masked ones at 32 and 64, benchmarks/bench_rows.py; TL_BEST_LANES's masked loads are
  * faster at 16 too: the compiler's code for the two differs). */
-#define TL_SOFTMAX_SHORT(T, W, EXPF, MASKED)                                               \
-    {                                                                                        \
+#define TL_SOFTMAX_SHORT_STATS(T, W, EXPF, MASKED)                                         \
         T b_[W], e_[W], t_[W];                                                               \
         int nan_ = 0;                                                                        \
         if (MASKED) {                                                                        \
@@ -284,23 +285,53 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
         TL_TREE(t_, W, TL_C_FMAX)                                                            \
         const T m_ = nan_ ? (T)NAN : t_[0];                                                  \
         for (int q = 0; q < W; q++) { e_[q] = EXPF(b_[q] - m_); t_[q] = e_[q]; }             \
-        TL_TREE(t_, W, TL_C_ADD)                                                             \
-        const T ls_ = logmode ? (T)log((double)t_[0]) : (T)0;                                \
-        const T inv_ = logmode ? (T)0 : (T)(1.0 / (double)t_[0]);                            \
-        if (MASKED) {                                                                        \
-            if (logmode) { for (int q = 0; q < W; q++) if (q < n) y[q] = (b_[q] - m_) - ls_; } \
-            else { for (int q = 0; q < W; q++) if (q < n) y[q] = e_[q] * inv_; }            \
-        } else {                                                                             \
-            if (logmode) { for (int64_t q = 0; q < n; q++) y[q] = (b_[q] - m_) - ls_; }     \
-            else { for (int64_t q = 0; q < n; q++) y[q] = e_[q] * inv_; }                    \
-        }                                                                                    \
+        TL_TREE(t_, W, TL_C_ADD)
+
+/* a softmax row: its exponentials scaled by the sum's reciprocal */
+#define TL_SOFTMAX_SHORT(T, W, EXPF, MASKED)                                               \
+    {                                                                                        \
+        TL_SOFTMAX_SHORT_STATS(T, W, EXPF, MASKED)                                           \
+        const T inv_ = (T)(1.0 / (double)t_[0]);                                             \
+        if (MASKED) { for (int q = 0; q < W; q++) if (q < n) y[q] = e_[q] * inv_; }         \
+        else { for (int64_t q = 0; q < n; q++) y[q] = e_[q] * inv_; }                        \
+    }
+
+/* a log_softmax row: its max and sum kept, in gmax_[g_] and gsum_[g_], for the group's logs */
+#define TL_LOG_SOFTMAX_SHORT(T, W, EXPF, MASKED)                                           \
+    {                                                                                        \
+        TL_SOFTMAX_SHORT_STATS(T, W, EXPF, MASKED)                                           \
+        gmax_[g_] = m_;                                                                      \
+        gsum_[g_] = t_[0];                                                                   \
     }
 
 /* softmax over contiguous rows, fused: max, then exp(x - max) written and summed, then a
  * scale (or, for log_softmax, x - max - log(sum)); the row stays in L1 across the passes.
- * Rows of at most 64 take TL_SOFTMAX_SHORT. */
-#define TL_SOFTMAX_ROWS(NAME, T, NL, EXPF)                                                 \
+ * Rows of at most 64 take TL_SOFTMAX_SHORT; a log_softmax's, TL_LOG_SOFTMAX_SHORT, in groups
+ * of TL_SMG rows whose logs are then one vectorised loop (LOGF: float32's is vmath.h's
+ * tl_logf, eager log's own; one scalar log a row was a third of a 16-wide row's time:
+ * 8192 x 16 284 -> 188 us, PyTorch 125). */
+#define TL_SOFTMAX_ROWS(NAME, T, NL, EXPF, LOGF)                                           \
 static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t nrows, int64_t n, int logmode) { \
+    if (n <= 64 && logmode) {   /* short rows in groups of TL_SMG: their logs together */ \
+        for (int64_t r0 = 0; r0 < nrows; r0 += TL_SMG) {                                     \
+            const int64_t gn_ = nrows - r0 < TL_SMG ? nrows - r0 : TL_SMG;                   \
+            T gmax_[TL_SMG], gsum_[TL_SMG], glog_[TL_SMG];                                   \
+            for (int64_t g_ = 0; g_ < gn_; g_++) {                                           \
+                const T *x = (const T *)xb + (r0 + g_) * n;                                  \
+                if (n <= 16) TL_LOG_SOFTMAX_SHORT(T, 16, EXPF, 0)                            \
+                else if (n <= 32) TL_LOG_SOFTMAX_SHORT(T, 32, EXPF, 1)                       \
+                else TL_LOG_SOFTMAX_SHORT(T, 64, EXPF, 1)                                    \
+            }                                                                                \
+            for (int64_t g_ = gn_; g_ < TL_SMG; g_++) gsum_[g_] = 1;                         \
+            for (int g_ = 0; g_ < TL_SMG; g_++) glog_[g_] = LOGF(gsum_[g_]);   /* vectorised */ \
+            for (int64_t g_ = 0; g_ < gn_; g_++) {                                           \
+                const T *x = (const T *)xb + (r0 + g_) * n;                                  \
+                T *y = (T *)yb + (r0 + g_) * n;                                              \
+                for (int64_t q = 0; q < n; q++) y[q] = (x[q] - gmax_[g_]) - glog_[g_];       \
+            }                                                                                \
+        }                                                                                    \
+        return;                                                                              \
+    }                                                                                        \
     for (int64_t r = 0; r < nrows; r++) {                                                    \
         const T *x = (const T *)xb + r * n;                                                  \
         T *y = (T *)yb + r * n;                                                              \
@@ -467,8 +498,8 @@ TL_SUM_KINDS(TL_SUM_F32)
 TL_SUM_KINDS(TL_SUM_F64)
 TL_RED_FLOAT_OTHERS(f32, float, TL_RL, TL_M_ABS32)
 TL_RED_FLOAT_OTHERS(f64, double, TL_RL64, TL_M_ABS64)
-TL_SOFTMAX_ROWS(sm_rows_f32, float, TL_RL, tl_expf)
-TL_SOFTMAX_ROWS(sm_rows_f64, double, TL_RL64, exp)
+TL_SOFTMAX_ROWS(sm_rows_f32, float, TL_RL, tl_expf, tl_logf)
+TL_SOFTMAX_ROWS(sm_rows_f64, double, TL_RL64, exp, log)
 TL_SOFTMAX_COLS(sm_cols_f32, float, tl_expf)
 TL_SOFTMAX_COLS(sm_cols_f64, double, exp)
 TL_SOFTMAX_BACK_ROWS(smb_rows_f32, float, TL_RL, tl_expf)
