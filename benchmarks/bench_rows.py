@@ -1,6 +1,7 @@
 """Row reductions over the last dimension on one thread, float32: amax, softmax and
-log_softmax of 8192 rows of 16, 40 and 100 and of 4096 rows of 65 (classifier logits, short
-attention rows), torchlite against PyTorch in the same run (median microseconds).
+log_softmax of 8192 rows of 16, 40, 100, 128 and 200 and of 4096 rows of 65 (classifier
+logits, short attention rows), torchlite against PyTorch in the same run (median
+microseconds).
 
     python benchmarks/bench_rows.py
 """
@@ -23,7 +24,7 @@ def main():
     tl.set_num_threads(1)
     print("| shape | op | torchlite us | PyTorch us |")
     print("|---|---|---:|---:|")
-    for shape in ((8192, 16), (8192, 40), (8192, 100), (4096, 65)):
+    for shape in ((8192, 16), (8192, 40), (8192, 100), (4096, 65), (8192, 128), (8192, 200)):
         a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
         la = tl.from_numpy(a)
         ta = torch.from_numpy(a) if torch is not None else None
