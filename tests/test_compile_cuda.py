@@ -54,6 +54,13 @@ def log_softmax_prog(x, t):
     return (F.log_softmax(x, -1) * t).sum(-1, keepdim=True) + x.mean(-1, keepdim=True) * x
 
 
+def activations_prog(x, y):
+    """Every activation compile inlines (on CUDA tensors too): its formula's ops must all have
+    CUDA functors, or the program would run op by op."""
+    return (F.relu(x) + F.leaky_relu(y, 0.2) + F.elu(x) + F.selu(y) + F.softplus(x)
+            + F.hardtanh(y) + F.relu6(x * 4) + F.mish(y) + tl.sigmoid(x) + tl.tanh(y))
+
+
 def _kernels_of(compiled):
     return [k for e in compiled.cache.values() for k in getattr(e, "kernels", [])]
 
@@ -87,6 +94,7 @@ def _program_specs():
     out["softmax"], out["softmax_backward"] = _specs(softmax_prog, x, w, grad=True)[:2]
     out["rms"], out["rms_backward"] = _specs(rms_prog, x, w, grad=True)[:2]
     out["log_softmax"] = _specs(log_softmax_prog, x.double(), y.double())[0]
+    out["activations"], out["activations_backward"] = _specs(activations_prog, x, y, grad=True)[:2]
     for k in ("softmax", "softmax_backward", "rms", "rms_backward", "log_softmax"):
         assert any(i[0] in _cuda.ROW_KINDS for i in out[k].instrs), k
     assert any(i[0] == _cuda.SOFTMAX_BWD for i in out["softmax_backward"].instrs)
@@ -439,3 +447,45 @@ def test_epilogue_fusion_leaves_cuda_products_apart(fused_on_host, monkeypatch):
     want.sum().backward()
     for a, e in zip(cuda, cpu):
         np.testing.assert_allclose(a.grad.cpu().numpy(), e.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+# ---- the model table of test_compile.py, trained on CUDA tensors (the stand-in) ----------------
+@pytest.mark.parametrize("name", ["quickstart_mlp", "gelu_block", "transformer_lm", "swishy",
+                                  "residual_bn", "cnn_digits", "char_lstm"])
+def test_models_train_on_cuda_as_eager(name, fused_on_host):
+    """Issue 12's differential table on CUDA tensors: each model compiled and eager, on the
+    stand-in device (the eager kernels emulated, the generated fused kernels run by their host
+    build), two training steps in train mode and one forward in eval mode; losses, gradients
+    and parameters agree (to float32 rounding: the generated kernels call the device math)."""
+    import copy
+    from test_compile import MODELS
+    make, x, y, loss_fn = MODELS[name]
+    tl.manual_seed(0)
+    eager = make().to("cuda")
+    comp_model = copy.deepcopy(eager)
+    comp = tl.compile(comp_model)
+    x, y = x.to("cuda"), y.to("cuda")
+    opts = [tl.optim.SGD(m.parameters(), lr=0.05) for m in (eager, comp_model)]
+    for step in range(2):
+        losses = []
+        for m, fn, opt in ((eager, eager, opts[0]), (comp_model, comp, opts[1])):
+            opt.zero_grad()
+            tl.manual_seed(step)
+            loss = loss_fn(fn(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5, atol=1e-6)
+        for (n, pe), pc in zip(eager.named_parameters(), comp_model.parameters()):
+            assert pc.device.type == "cuda"
+            np.testing.assert_allclose(pc.detach().cpu().numpy(), pe.detach().cpu().numpy(),
+                                       rtol=1e-4, atol=1e-5, err_msg=n)
+    assert bool(fused_on_host) == (name not in ("quickstart_mlp", "char_lstm")), \
+        "the models with elementwise chains run generated kernels (the others have none)"
+    eager.eval()
+    comp_model.eval()
+    with tl.no_grad():
+        out_e, out_c = eager(x), comp(x)
+    out_e = out_e[0] if isinstance(out_e, tuple) else out_e
+    out_c = out_c[0] if isinstance(out_c, tuple) else out_c
+    np.testing.assert_allclose(out_c.cpu().numpy(), out_e.cpu().numpy(), rtol=1e-5, atol=1e-5)

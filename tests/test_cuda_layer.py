@@ -729,6 +729,28 @@ def test_the_stand_in_leaves_nothing_behind():
             tl.zeros(2, device="cuda")
 
 
+def test_deepcopy_and_pickle_keep_the_device(cuda_device):
+    """copy.deepcopy of a CUDA tensor or module stays on the device (it went through pickling
+    and came back on the CPU: the buffers of a deep-copied model -- AveragedModel,
+    TransformerEncoder's layer clones, a compiled copy -- were then on the wrong device), and
+    a pickled CUDA tensor loads back onto CUDA, as PyTorch's."""
+    import copy
+    import pickle
+    m = nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3)).to(cuda_device)
+    c = copy.deepcopy(m)
+    assert {t.device.type for t in list(c.parameters()) + list(c.buffers())} == {"cuda"}
+    assert c[1].running_mean.data_ptr() != m[1].running_mean.data_ptr()
+    c.train()
+    x = tl.randn(2, 2, 5, 5, device=cuda_device)
+    assert_same(c(x), m(x))                        # (a BatchNorm step updates its buffers)
+    t = tl.arange(6.0, device=cuda_device).view(2, 3).t().requires_grad_()
+    for u in (copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+        assert u.device.type == "cuda" and u.tolist() == t.tolist() and u.requires_grad
+    layer = nn.TransformerEncoderLayer(8, 2, 16, 0.0).to(cuda_device)
+    enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    assert {p.device.type for p in enc.parameters()} == {"cuda"}
+
+
 def test_a_driver_cache_made_under_the_stand_in_is_emptied_after_it():
     """A module first imported under the stand-in makes its driver caches then; what they
     hold (the stand-in's handles, its host addresses) must not outlive it."""

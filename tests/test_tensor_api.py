@@ -188,6 +188,34 @@ def test_pickle_roundtrip():
     assert g.requires_grad
 
 
+def test_deepcopy_follows_pytorch():
+    """copy.deepcopy(tensor): values copied (not shared), dtype, strides, requires_grad and
+    the gradient kept, a subclass's type kept, one copy per tensor within one deepcopy; a
+    tensor computed in a graph (not a leaf) cannot be copied, as in PyTorch."""
+    import copy
+    t = tl.arange(6.0).view(2, 3).t()
+    u = copy.deepcopy(t)
+    assert u.tolist() == t.tolist() and u.stride() == t.stride() and u.data_ptr() != t.data_ptr()
+    for v in (tl.tensor([1.5, -2.25], dtype=tl.bfloat16), tl.tensor([1, 2], dtype=tl.int8),
+              tl.empty(2, 3, device="meta")):
+        w = copy.deepcopy(v)
+        assert w.dtype is v.dtype and w.shape == v.shape and w.device == v.device
+    leaf = tl.ones(3, requires_grad=True)
+    (leaf * 2).sum().backward()
+    c = copy.deepcopy(leaf)
+    assert c.requires_grad and c.is_leaf and c.grad.tolist() == [2.0] * 3
+    assert c.grad.data_ptr() != leaf.grad.data_ptr()
+    pair = copy.deepcopy([leaf, leaf])
+    assert pair[0] is pair[1]
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(leaf * 2)
+
+    class Tagged(tl.Tensor):
+        pass
+    s = copy.deepcopy(tl.ones(2).as_subclass(Tagged))
+    assert type(s) is Tagged and s.tolist() == [1.0, 1.0]
+
+
 # ---------------------------------------------------------------------------------------
 # conversion
 # ---------------------------------------------------------------------------------------

@@ -255,14 +255,57 @@ def _tensor_reduce_ex(self, proto):
     if self._data.dtype == D.bfloat16.code:      # no NumPy dtype: carry its bits
         bits = np.asarray(self.view(D.int16)._data).copy()
         return (_from_bf16_bits, (bits, self.requires_grad))
-    return (_from_pickle, (np.array(self.detach().cpu().numpy(), copy=True), self.requires_grad))
+    values = np.array(self.detach().cpu().numpy(), copy=True)
+    if self.device.type != "cpu":                # back onto its device, as PyTorch's pickles
+        return (_from_pickle_on, (values, self.requires_grad, str(self.device)))
+    return (_from_pickle, (values, self.requires_grad))
 
 
 Tensor.__reduce_ex__ = _tensor_reduce_ex
 
 
+def _tensor_deepcopy(self, memo):
+    """copy.deepcopy(tensor), PyTorch's rules: a copy of the values on the same device, with
+    the dtype, strides, requires_grad, the gradient (deep-copied) and the type of a subclass;
+    only a graph leaf can be copied.  (Without it, deepcopy went through pickling, which
+    brought a CUDA tensor -- a module's buffers -- back to the CPU.)"""
+    import copy
+    found = memo.get(id(self))
+    if found is not None:
+        return found
+    if self.grad_fn is not None:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                           "the deepcopy protocol at the moment.  If you were attempting to "
+                           "deepcopy a module, this may be because of a weight_norm or "
+                           "parametrization whose value is computed in the graph")
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        new = self.clone(memory_format=MF.preserve_format)
+    if type(self) is not Tensor:
+        new = new.as_subclass(type(self))
+    new.requires_grad_(self.requires_grad)
+    memo[id(self)] = new
+    if self.grad is not None:
+        new.grad = copy.deepcopy(self.grad, memo)
+    state = getattr(self, "__dict__", None)
+    if state:
+        new.__dict__.update(copy.deepcopy(state, memo))
+    return new
+
+
+Tensor.__deepcopy__ = _tensor_deepcopy
+
+
 def _from_pickle(array, requires_grad):
     t = _wrap(_ew.clone(_A.from_numpy(array), False))
+    t.requires_grad = requires_grad
+    return t
+
+
+def _from_pickle_on(array, requires_grad, device):
+    """A pickled tensor of a device other than the CPU, put back on it (an error naming the
+    device when it is not available, as PyTorch's)."""
+    t = _wrap(_ew.clone(_A.from_numpy(array), False)).to(device)
     t.requires_grad = requires_grad
     return t
 

@@ -143,9 +143,11 @@ def dtype_of(a):
 
 
 def inline_decompositions(graph):
-    """Replace each call of a fused activation (gelu, silu, ...) or of rms_norm over the last
-    dimension on a float CPU tensor by the elementwise and row ops of its formula, when all
-    of them fuse."""
+    """Replace each call of an activation (relu, leaky_relu, softplus, ...) on a float CPU or
+    CUDA tensor, or of rms_norm over the last dimension on a float CPU tensor, by the
+    elementwise and row ops of its formula, when all of them fuse.  (On CUDA the activations
+    become ops of the generated kernel; rms_norm stays the device's own kernel there, as a
+    row program's speed against it is unmeasured.)"""
     from ..nn.functional.activation import COMPILE_DECOMPOSITIONS as ACTIVATIONS
     from ..nn.functional.normalization import COMPILE_DECOMPOSITIONS as NORMS
     table = {**ACTIVATIONS, **NORMS, **_finite_gradient_forms()}
@@ -157,7 +159,8 @@ def inline_decompositions(graph):
         if not isinstance(x, Node) or "val" not in x.meta or "val" not in n.meta:
             continue
         shape, dt, device, _ = x.meta["val"]
-        if dt not in L.FLOATS or device != "cpu":
+        on_device = device.startswith("cuda") and n.target not in NORMS
+        if dt not in L.FLOATS or not (device == "cpu" or on_device):
             continue
         count += _replace_by_trace(graph, n, table[n.target], n.args, n.kwargs)
     return count
