@@ -4,7 +4,12 @@ with the kernel launches counted and the Python functions that cost the most lis
 kernels are small (issue 15's training-step target); on the CPU, with the tests' stand-in
 driver, it shows the same host path without a GPU:
 
-    python benchmarks/profile_step.py --device cuda [--steps 50] [--top 25]
+    python benchmarks/profile_step.py --device cuda [--steps 50] [--top 25] [--stand-in]
+
+--stand-in runs the CUDA steps without a GPU, on the tests' stand-in driver
+(tests/fake_cuda_driver.py) with every kernel launch and memset a no-op: what is timed is the
+host path alone (the Python from the op to the C launch), the part issue 15's step targets
+name, so it can be worked on where no GPU is lent; the values computed are meaningless.
 """
 import argparse
 import cProfile
@@ -70,7 +75,7 @@ def profile(name, make_model, x_shape, device, steps, top):
     for k in launches:
         kinds[k.split("<")[0]] = kinds.get(k.split("<")[0], 0) + 1
     print("   launches by kernel:", ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda t: -t[1])))
-    if device.startswith("cuda"):
+    if device.startswith("cuda") and not STAND_IN:
         _kernel_times(step, steps)
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
@@ -105,14 +110,44 @@ def _kernel_times(step, steps):
           + ", ".join(f"{k} {v:.3f}" for k, v in sorted(per.items(), key=lambda t: -t[1])))
 
 
+STAND_IN = False
+
+
+def _stand_in():
+    """The tests' stand-in driver with no-op launches and memsets (see the docstring)."""
+    import contextlib
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from fake_cuda_driver import FakeDriver, installed
+    import fake_cuda_kernels
+
+    class Patch:
+        def setattr(self, obj, name, value):
+            setattr(obj, name, value)
+
+    @contextlib.contextmanager
+    def ctx():
+        with installed(FakeDriver()) as fake:
+            fake_cuda_kernels.install(fake, Patch())
+            fake.cuLaunchKernel = lambda *a: (0,)
+            fake._memset = lambda *a, **k: (0,)
+            yield
+    return ctx()
+
+
 def main():
+    global STAND_IN
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--stand-in", action="store_true",
+                    help="no GPU: the stand-in driver, launches as no-ops (host path alone)")
     a = ap.parse_args()
-    profile("MLP 784-512-512-10, batch 64", _mlp, (64, 784), a.device, a.steps, a.top)
-    profile("small CNN, batch 64", _small_cnn, (64, 1, 28, 28), a.device, a.steps, a.top)
+    STAND_IN = a.stand_in
+    import contextlib
+    with _stand_in() if a.stand_in else contextlib.nullcontext():
+        profile("MLP 784-512-512-10, batch 64", _mlp, (64, 784), a.device, a.steps, a.top)
+        profile("small CNN, batch 64", _small_cnn, (64, 1, 28, 28), a.device, a.steps, a.top)
 
 
 if __name__ == "__main__":

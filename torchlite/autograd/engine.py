@@ -153,19 +153,28 @@ def _sole_counts(grad):
 _SOLE_REFS = None
 
 
+def _allocator_owned(d):
+    """Whether device array d's memory is its allocator's own block (CudaArray says)."""
+    method = getattr(d, "allocator_owned", None)
+    return method is not None and method()
+
+
 def _sole_owner(grad):
     """Whether the engine holds the only reference to `grad`, its array and its memory, so a
     leaf may take it as its .grad without a copy (PyTorch's AccumulateGrad steals a gradient
     whose use count shows nobody else holds it).  A gradient that a backward formula returned
     for two inputs, one a hook kept, one the caller passed to backward(), a view whose base or
     storage something else holds, or memory owned by NumPy fails one of these and is copied.
-    A view of a base that only it holds (a reshaped product) qualifies.  Call it with the
-    caller's local variable as the only other reference (as _probe_ref_counts does)."""
+    A view of a base that only it holds (a reshaped product) qualifies.  A device array's
+    memory is its allocator's block (`allocator_owned`; imported memory, DLPack's, is not).
+    Call it with the caller's local variable as the only other reference (as
+    _probe_ref_counts does)."""
     d = grad._data
     storage = getattr(d, "storage", None)
-    if storage is None or getattr(storage, "owner", True) is not None or d.offset != 0 \
-            or d.storage_nbytes() != d.numel * d.itemsize:
+    if storage is None or d.offset != 0 or d.storage_nbytes() != d.numel * d.itemsize:
         return False
+    if getattr(storage, "owner", True) is not None and not _allocator_owned(d):
+        return False                # memory from elsewhere (NumPy's, DLPack's)
     del d, storage
     global _SOLE_REFS
     if _SOLE_REFS is None:

@@ -16,6 +16,7 @@ from .._core import array as _A
 from .._core import elementwise as _ew
 from .._core.metadata_array import MetadataArray
 from . import _runtime
+from ._allocator import Block
 from ._kernels import ITEMSIZE
 
 
@@ -37,6 +38,12 @@ class CudaArray(MetadataArray):
     def block(self):
         """The allocator Block holding the memory."""
         return self._meta.storage.owner
+
+    def allocator_owned(self):
+        """Whether the memory is a block of torchlite's caching allocator, which only this
+        array's storage holds (not memory imported through DLPack or the CUDA array
+        interface): what lets autograd take a gradient as a leaf's .grad without a copy."""
+        return isinstance(self._meta.storage.owner, Block)
 
     def data_ptr(self):
         """The device address of the first element."""
