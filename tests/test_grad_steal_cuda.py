@@ -3,7 +3,6 @@ of torchlite's caching allocator that nothing else holds) as its .grad without a
 PyTorch's AccumulateGrad does; a gradient something else can still reach is copied.  Runs on
 the stand-in driver (and on a GPU where one is usable: the `cuda_device` fixture)."""
 import numpy as np
-import pytest
 
 import torchlite as tl
 import torchlite.nn as nn
