@@ -312,6 +312,8 @@ class installed:
         import torchlite.cuda as cuda
         from torchlite import _dispatch
         from torchlite.cuda import _state
+        for cache in _state.driver_caches():
+            cache.clear()            # (their arrays' blocks too go back, below)
         gc.collect(1)                # blocks of this test's tensors go back to the allocator (the
                                      # young generations hold its cycles; a full pass is slow)
         try:

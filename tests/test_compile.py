@@ -471,6 +471,21 @@ def test_suppress_errors_turns_a_failure_into_eager(monkeypatch):
         np.testing.assert_allclose(f(tl.ones(2)).numpy(), [2.0, 2.0])
 
 
+@pytest.mark.parametrize("act", ["hardtanh", "relu6", "relu", "leaky_relu", "elu", "softplus"])
+def test_activation_gradients_at_their_kinks_equal_eager(act):
+    """Compiled activations have eager's gradient where the formula changes (hardtanh's and
+    relu6's bounds: 0 there, where clamp's would be 1)."""
+    fn = getattr(F, act)
+    x = tl.tensor([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 6.0, 7.0, 20.0, 21.0])
+    c = tl.compile(lambda t: fn(t * 1.0) + 0.0)
+    xc, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
+    np.testing.assert_array_equal(c(xc).detach().numpy(), (fn(xe * 1.0) + 0.0).detach().numpy())
+    c(xc).sum().backward()
+    (fn(xe * 1.0) + 0.0).sum().backward()
+    # (elu's and softplus's compiled gradients are their formulas' derivatives: an ulp off)
+    np.testing.assert_allclose(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-6, atol=0)
+
+
 def test_the_capture_keeps_no_tensor_alive_after_the_call():
     """The capture runs the code on copies of the inputs, and its tracer sits in reference
     cycles: the copies and the capture's results must go when the call returns, not when the

@@ -731,6 +731,8 @@ def test_generated_c_follows_a_forced_simd_level(cache_dir):
     best = elementwise.cpu_isa_level()
     if best == 0:
         pytest.skip("the CPU has only the baseline level")
+    if tl._core.isa_level() < best:
+        pytest.skip("the suite runs with TORCHLITE_ISA below the CPU's best level")
     assert "-march=native" in _cpp._flags()
     args = chain_inputs(tl.float32, "rows")
     native = tl.compile(chain, options=CPP)

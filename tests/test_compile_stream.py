@@ -31,7 +31,9 @@ def _run_both(fn, *args, grads=False):
         try:
             c = tl.compile(fn)
             xs = [a.detach().clone().requires_grad_(grads and a.dtype.is_floating_point) for a in args]
+            runs = fused.streamed_runs()
             y = c(*xs)
+            assert (fused.streamed_runs() > runs) == (threshold == 0), "streamed or not as asked"
             out = [y.detach().numpy().copy()]
             if grads:
                 y.sum().backward()

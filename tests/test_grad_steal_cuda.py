@@ -151,3 +151,24 @@ def test_only_the_allocators_own_blocks_are_taken(cuda_device):
     assert engine._allocator_owned(t._data)        # offset and size checks refuse views)
     assert not engine._allocator_owned(tl.ones(3)._data)
     assert not engine._sole_owner(t[1:])
+
+
+def test_a_gradient_over_imported_memory_is_copied(cuda_device):
+    """A custom Function's backward returns a tensor over memory imported through DLPack (its
+    owner is the capsule's, not the allocator's: reference counts cannot see the exporter's
+    hold on it), which must not become .grad."""
+    kept = tl.full((3,), 2.0).to(cuda_device)
+
+    class Imported(tl.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return tl.from_dlpack(kept.__dlpack__())
+    w = _leaf(3, device=cuda_device)
+    flags = _owned_flags(lambda: Imported.apply(w).sum().backward())
+    assert flags == [False] and not _shares(w.grad, kept)
+    w.grad.add_(1.0)
+    np.testing.assert_allclose(kept.cpu().numpy(), np.full(3, 2.0))

@@ -506,6 +506,12 @@ def last_level_cache_bytes():
 
 
 cdef int64_t _stream_bytes = last_level_cache_bytes()
+cdef int64_t _streamed = 0          # programs run streaming (a count the tests read)
+
+
+def streamed_runs():
+    """How many program runs streamed (STREAM_TILE tiles, prefetching) in this process."""
+    return _streamed
 
 
 def stream_bytes(nbytes=None):
@@ -535,12 +541,14 @@ cdef int64_t _footprint(Tiling* t) noexcept nogil:
 
 
 cdef int _run(Program p, Tiling* t) noexcept nogil:
+    global _streamed
     cdef bint rows = t.row == 0 and (t.shape[0] >= ROW_MIN or t.nd == 1)
     cdef int o, c
     t.tile = TILE
     t.stream = t.row == 0 and _footprint(t) > _stream_bytes
     if t.stream:
         t.tile = STREAM_TILE
+        _streamed += 1
     if t.row > 0:                   # whole rows: flat tiles of as many rows as fit
         t.tile = (TILE // t.row if t.row < TILE else 1) * t.row
     for o in range(t.nops):

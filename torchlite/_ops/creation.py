@@ -252,11 +252,14 @@ def _tensor_reduce_ex(self, proto):
     if self.is_meta:                             # no values: its shape, strides and dtype
         return (_from_meta_pickle, (tuple(self.shape), tuple(self.stride()), self.dtype.code,
                                     self.requires_grad))
+    on_device = self.device.type != "cpu"        # back onto its device, as PyTorch's pickles
     if self._data.dtype == D.bfloat16.code:      # no NumPy dtype: carry its bits
-        bits = np.asarray(self.view(D.int16)._data).copy()
+        bits = np.asarray(self.detach().cpu().view(D.int16)._data).copy()
+        if on_device:
+            return (_from_bf16_bits_on, (bits, self.requires_grad, str(self.device)))
         return (_from_bf16_bits, (bits, self.requires_grad))
     values = np.array(self.detach().cpu().numpy(), copy=True)
-    if self.device.type != "cpu":                # back onto its device, as PyTorch's pickles
+    if on_device:
         return (_from_pickle_on, (values, self.requires_grad, str(self.device)))
     return (_from_pickle, (values, self.requires_grad))
 
@@ -266,9 +269,13 @@ Tensor.__reduce_ex__ = _tensor_reduce_ex
 
 def _tensor_deepcopy(self, memo):
     """copy.deepcopy(tensor), PyTorch's rules: a copy of the values on the same device, with
-    the dtype, strides, requires_grad, the gradient (deep-copied) and the type of a subclass;
-    only a graph leaf can be copied.  (Without it, deepcopy went through pickling, which
-    brought a CUDA tensor -- a module's buffers -- back to the CPU.)"""
+    the dtype, requires_grad, the gradient (deep-copied), the type of a subclass and, for a
+    dense tensor, the strides; only a graph leaf can be copied (PyTorch's error; a module
+    holding a computed weight, as weight_norm's, cannot be deep-copied there either).  Unlike
+    PyTorch, a view is copied on its own: its copy is contiguous (a dense view keeps its
+    strides) and shares no storage with the copies of other views of the same base.  (Before,
+    deepcopy went through pickling, which brought a CUDA tensor -- a module's buffers -- back to
+    the CPU.)"""
     import copy
     found = memo.get(id(self))
     if found is not None:
@@ -306,6 +313,12 @@ def _from_pickle_on(array, requires_grad, device):
     """A pickled tensor of a device other than the CPU, put back on it (an error naming the
     device when it is not available, as PyTorch's)."""
     t = _wrap(_ew.clone(_A.from_numpy(array), False)).to(device)
+    t.requires_grad = requires_grad
+    return t
+
+
+def _from_bf16_bits_on(bits, requires_grad, device):
+    t = _from_bf16_bits(bits, False).to(device)
     t.requires_grad = requires_grad
     return t
 

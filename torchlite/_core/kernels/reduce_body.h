@@ -66,8 +66,8 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
  * again with the exact NaN-sticky combine.  (Rows with infinities are common: a causal
  * attention mask fills half of every row with -inf.)  A row under 128, and the last n % NL
  * of a longer one, go through TL_BEST_SHORT's fixed lanes, 64 at most at a time (from 128
- * on, the NL lanes and their one tree beat a tree per chunk: 8192 rows of 128, 282 -> 186
- * us; of 255, 559 -> 344; shorter rows measured faster in chunks). */
+ * on, the NL lanes and their one tree beat a tree per chunk: amax of 8192 rows of 128, 282
+ * -> 242 us; of 200, 446 -> 254; shorter rows measured faster in chunks). */
 #define TL_ROW_BEST(T, NL, INIT, MAP, FAST, COMB, x, n, best)                              \
     {                                                                                        \
         int64_t i_ = 0;                                                                      \

@@ -524,7 +524,8 @@ def _not_inplace(forward):
 
 # Each activation's elementwise formula as the Tensor ops its eager forward runs (the forward
 # functions above), called as the activation is: torchlite.compile traces these and fuses the
-# ops with their neighbours.  None: this call stays whole.
+# ops with their neighbours.  None: this call stays whole.  (hardtanh and relu6 are not here:
+# as clamp their gradient at the bounds would be clamp's 1 where theirs is 0.)
 COMPILE_DECOMPOSITIONS = {
     relu: _not_inplace(lambda x: _P.relu(x)),
     mish: _not_inplace(_mish_forward),
@@ -532,8 +533,6 @@ COMPILE_DECOMPOSITIONS = {
     elu: _not_inplace(lambda x, alpha=1.0: _elu_forward(x, float(alpha), 1.0, 1.0)),
     selu: _not_inplace(lambda x: _elu_forward(x, SELU_ALPHA, SELU_SCALE, 1.0)),
     softplus: lambda input, beta=1.0, threshold=20.0: _softplus_forward(input, beta, threshold),
-    hardtanh: _not_inplace(lambda x, min_val=-1.0, max_val=1.0: _P.clamp(x, min_val, max_val)),
-    relu6: _not_inplace(lambda x: _P.clamp(x, 0.0, 6.0)),
     sigmoid: _P.sigmoid,
     tanh: _P.tanh,
 }
