@@ -95,3 +95,39 @@ def random_input(layout, shape, g, dtype):
         return tl.randn(*reversed(shape), generator=g, dtype=dtype).permute(
             *reversed(range(len(shape))))
     return tl.randn(*shape, generator=g, dtype=dtype)
+
+
+def random_graphs(unary, binary, shapes, layouts, max_steps):
+    """A hypothesis strategy of random elementwise graphs: (n_inputs, steps, shape, layouts),
+    1-4 inputs, 1-max_steps steps ("u", op, operand) or ("b", op, operand, operand) naming
+    earlier values by index (mod their count), a shape from `shapes` and one layout from
+    `layouts` per input (random_input's or the caller's names).  graph_fn runs one."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def graphs(draw):
+        n_inputs = draw(st.integers(1, 4))
+        steps = []
+        for _ in range(draw(st.integers(1, max_steps))):
+            if draw(st.booleans()):
+                steps.append(("u", draw(st.sampled_from(unary)), draw(st.integers(0, 50))))
+            else:
+                steps.append(("b", draw(st.sampled_from(binary)), draw(st.integers(0, 50)),
+                              draw(st.integers(0, 50))))
+        shape = draw(st.sampled_from(shapes))
+        return n_inputs, steps, shape, [draw(st.sampled_from(layouts)) for _ in range(n_inputs)]
+    return graphs()
+
+
+def graph_fn(steps):
+    """The function of a random_graphs graph: each step applied to earlier values, the result
+    the last value times 1.5 plus the one before it."""
+    def f(*xs):
+        vals = list(xs)
+        for s in steps:
+            if s[0] == "u":
+                vals.append(apply_unary(s[1], vals[s[2] % len(vals)]))
+            else:
+                vals.append(apply_binary(s[1], vals[s[2] % len(vals)], vals[s[3] % len(vals)]))
+        return vals[-1] * 1.5 + vals[-2 if len(vals) > 1 else -1]
+    return f

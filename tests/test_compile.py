@@ -17,8 +17,8 @@ import torchlite.nn.functional as F
 from torchlite._core import elementwise as ew
 from torchlite._core import fused
 from compile_helpers import fresh_compiler, kernels_of  # noqa: F401
-from compile_helpers import UNARY as _UNARY, BINARY as _BINARY, apply_unary as _apply_unary
-from compile_helpers import apply_binary as _apply_binary, random_input as _input
+from compile_helpers import UNARY as _UNARY, BINARY as _BINARY, random_input as _input
+from compile_helpers import graph_fn, random_graphs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -238,39 +238,15 @@ def test_noncontiguous_and_broadcast_inputs():
 hyp = pytest.importorskip("hypothesis")
 st = hyp.strategies
 
-@st.composite
-def _programs(draw):
-    n_inputs = draw(st.integers(1, 4))
-    steps = []
-    for _ in range(draw(st.integers(1, 10))):
-        if draw(st.booleans()):
-            steps.append(("u", draw(st.sampled_from(_UNARY)), draw(st.integers(0, 50))))
-        else:
-            steps.append(("b", draw(st.sampled_from(_BINARY)), draw(st.integers(0, 50)),
-                          draw(st.integers(0, 50))))
-    shape = draw(st.sampled_from([(6,), (3, 5), (2, 3, 4), (1, 7), (33, 70)]))
-    # each input: full shape, broadcast from a shorter shape, or a transposed view
-    layouts = [draw(st.sampled_from(["full", "bcast", "scalar", "t"])) for _ in range(n_inputs)]
-    return n_inputs, steps, shape, layouts
-
-
-def _program_fn(n_inputs, steps):
-    def f(*xs):
-        vals = list(xs)
-        for s in steps:
-            if s[0] == "u":
-                vals.append(_apply_unary(s[1], vals[s[2] % len(vals)]))
-            else:
-                vals.append(_apply_binary(s[1], vals[s[2] % len(vals)], vals[s[3] % len(vals)]))
-        return vals[-1] * 1.5 + vals[-2 if len(vals) > 1 else -1]
-    return f
+_programs = random_graphs(_UNARY, _BINARY, [(6,), (3, 5), (2, 3, 4), (1, 7), (33, 70)],
+                          ["full", "bcast", "scalar", "t"], 10)   # inputs: random_input's layouts
 
 
 @hyp.settings(max_examples=60, deadline=None, derandomize=True)
-@hyp.given(_programs(), st.sampled_from([tl.float32, tl.float64]))
+@hyp.given(_programs, st.sampled_from([tl.float32, tl.float64]))
 def test_random_elementwise_graphs(program, dtype):
     n_inputs, steps, shape, layouts = program
-    f = _program_fn(n_inputs, steps)
+    f = graph_fn(steps)
     g = tl.Generator().manual_seed(len(steps))
     xs = [_input(layouts[i], shape, g, dtype) for i in range(n_inputs)]
     if all(x.ndim == 0 for x in xs):

@@ -25,6 +25,7 @@ import torchlite.nn.functional as F
 from torchlite.compiler import _compile, _cpp
 from torchlite.compiler._lowering import RANDOM
 from compile_helpers import apply_binary as binary, apply_unary as unary, fresh_compiler, kernels_of  # noqa: F401
+from compile_helpers import graph_fn, random_graphs
 
 if _cpp.compiler() is None:
     pytest.skip("cpp_codegen needs a C compiler ($CC, cc, gcc or clang) and none was found",
@@ -252,39 +253,15 @@ def make_input(layout, shape, g, dtype):
     return tl.randn(*shape, generator=g, dtype=dtype)
 
 
-@st.composite
-def expressions(draw):
-    n_inputs = draw(st.integers(1, 4))
-    steps = []
-    for _ in range(draw(st.integers(1, 8))):
-        if draw(st.booleans()):
-            steps.append(("u", draw(st.sampled_from(UNARY)), draw(st.integers(0, 50))))
-        else:
-            steps.append(("b", draw(st.sampled_from(BINARY)), draw(st.integers(0, 50)),
-                          draw(st.integers(0, 50))))
-    shape = draw(st.sampled_from(SHAPES))
-    layouts = [draw(st.sampled_from(INPUT_LAYOUTS)) for _ in range(n_inputs)]
-    return n_inputs, steps, shape, layouts
-
-
-def expression_fn(steps):
-    def f(*xs):
-        vals = list(xs)
-        for s in steps:
-            if s[0] == "u":
-                vals.append(unary(s[1], vals[s[2] % len(vals)]))
-            else:
-                vals.append(binary(s[1], vals[s[2] % len(vals)], vals[s[3] % len(vals)]))
-        return vals[-1] * 1.5 + vals[-2 if len(vals) > 1 else -1]
-    return f
+expressions = random_graphs(UNARY, BINARY, SHAPES, INPUT_LAYOUTS, 8)   # make_input's layouts
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(expressions(), st.sampled_from([tl.float32, tl.float64]))
+@given(expressions, st.sampled_from([tl.float32, tl.float64]))
 def test_random_expressions_equal_eager_and_the_interpreter(expr, dtype):
     n_inputs, steps, shape, layouts = expr
-    f = expression_fn(steps)
+    f = graph_fn(steps)
     g = tl.Generator().manual_seed(len(steps) * 10 + n_inputs)
     xs = [make_input(layouts[i], shape, g, dtype) for i in range(n_inputs)]
     if all(x.ndim == 0 for x in xs):

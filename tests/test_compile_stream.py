@@ -11,7 +11,7 @@ import torchlite as tl
 import torchlite.nn.functional as F
 from torchlite._core import fused
 from compile_helpers import fresh_compiler, kernels_of  # noqa: F401
-from compile_helpers import UNARY, BINARY, apply_unary, apply_binary, random_input
+from compile_helpers import UNARY, BINARY, graph_fn, random_graphs, random_input
 
 
 @pytest.fixture
@@ -132,34 +132,15 @@ hyp = pytest.importorskip("hypothesis")
 st = hyp.strategies
 
 
-@st.composite
-def _programs(draw):
-    n_inputs = draw(st.integers(1, 4))
-    steps = []
-    for _ in range(draw(st.integers(1, 8))):
-        if draw(st.booleans()):
-            steps.append(("u", draw(st.sampled_from(UNARY)), draw(st.integers(0, 50))))
-        else:
-            steps.append(("b", draw(st.sampled_from(BINARY)), draw(st.integers(0, 50)),
-                          draw(st.integers(0, 50))))
-    shape = draw(st.sampled_from([(2100,), (3, 1500), (2, 3, 700), (1, 1025), (2500, 3)]))
-    layouts = [draw(st.sampled_from(["full", "bcast", "scalar", "t"])) for _ in range(n_inputs)]
-    return n_inputs, steps, shape, layouts
+_programs = random_graphs(UNARY, BINARY, [(2100,), (3, 1500), (2, 3, 700), (1, 1025), (2500, 3)],
+                          ["full", "bcast", "scalar", "t"], 8)     # random_input's layouts
 
 
 @hyp.settings(max_examples=40, deadline=None, derandomize=True)
-@hyp.given(_programs(), st.sampled_from([tl.float32, tl.float64]))
+@hyp.given(_programs, st.sampled_from([tl.float32, tl.float64]))
 def test_random_graphs_stream_to_the_bit(program, dtype):
     n_inputs, steps, shape, layouts = program
-
-    def f(*xs):
-        vals = list(xs)
-        for s in steps:
-            if s[0] == "u":
-                vals.append(apply_unary(s[1], vals[s[2] % len(vals)]))
-            else:
-                vals.append(apply_binary(s[1], vals[s[2] % len(vals)], vals[s[3] % len(vals)]))
-        return vals[-1] * 1.5 + vals[-2 if len(vals) > 1 else -1]
+    f = graph_fn(steps)
     g = tl.Generator().manual_seed(len(steps))
     xs = [random_input(layouts[i], shape, g, dtype) for i in range(n_inputs)]
     if all(x.ndim == 0 for x in xs):

@@ -7,25 +7,7 @@ import numpy as np
 import torchlite as tl
 import torchlite.nn as nn
 from torchlite.autograd import engine
-
-
-def _owned_flags(fn):
-    flags = []
-    orig = engine._store_grad
-
-    def spy(t, g, create_graph, owned=False):
-        flags.append(owned)
-        return orig(t, g, create_graph, owned)
-    engine._store_grad = spy
-    try:
-        fn()
-    finally:
-        engine._store_grad = orig
-    return flags
-
-
-def _shares(a, b):
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+from test_grad_steal import _owned_flags, _shares
 
 
 def _leaf(*shape, device):

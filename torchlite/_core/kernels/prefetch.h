@@ -12,34 +12,33 @@
 #include <intrin.h>
 #endif
 
-/* into L2 (and the levels below it), for reading */
-static inline void tl_prefetch_read(const char *p, int64_t nbytes) {
-    for (int64_t b = 0; b < nbytes; b += 64) {
+/* One request per 64-byte line of [p, p + nbytes): X86 and ARM are the instruction for the
+ * two compilers' inline assembly, MSVC the intrinsic call for Microsoft's. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-        __asm__ volatile("prefetcht1 %0" : : "m"(*(const char *)(p + b)));
+#define TL_PREFETCH_FN(name, X86, ARM, MSVC)                                                 \
+    static inline void name(const char *p, int64_t nbytes) {                                 \
+        for (int64_t b = 0; b < nbytes; b += 64) __asm__ volatile(X86 " %0" : : "m"(*(p + b))); }
 #elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
-        __asm__ volatile("prfm pldl2keep, %0" : : "Q"(*(const char *)(p + b)));
+#define TL_PREFETCH_FN(name, X86, ARM, MSVC)                                                 \
+    static inline void name(const char *p, int64_t nbytes) {                                 \
+        for (int64_t b = 0; b < nbytes; b += 64) __asm__ volatile(ARM ", %0" : : "Q"(*(p + b))); }
 #elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
-        _mm_prefetch(p + b, _MM_HINT_T1);
+#define TL_PREFETCH_FN(name, X86, ARM, MSVC)                                                 \
+    static inline void name(const char *p, int64_t nbytes) {                                 \
+        for (int64_t b = 0; b < nbytes; b += 64) MSVC(p + b); }
 #else
-        (void)p;
+#define TL_PREFETCH_FN(name, X86, ARM, MSVC)                                                 \
+    static inline void name(const char *p, int64_t nbytes) { (void)p; (void)nbytes; }
 #endif
-    }
-}
 
-/* for writing: the line is fetched owned, so the store that follows does not wait for it
- * (PREFETCHW; a no-op on x86 processors without it) */
-static inline void tl_prefetch_write(const char *p, int64_t nbytes) {
-    for (int64_t b = 0; b < nbytes; b += 64) {
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)(p + b)));
-#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
-        __asm__ volatile("prfm pstl2keep, %0" : : "Q"(*(const char *)(p + b)));
-#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
-        _m_prefetchw(p + b);
-#else
-        (void)p;
+#if defined(_MSC_VER) && !defined(__clang__)
+#define TL_PF_MSVC_READ(a) _mm_prefetch((a), _MM_HINT_T1)
+#define TL_PF_MSVC_WRITE(a) _m_prefetchw(a)
 #endif
-    }
-}
+
+/* tl_prefetch_read: into L2 (and the levels below it), for reading.
+ * tl_prefetch_write: for writing, the line fetched owned, so the store that follows does not
+ * wait for it (PREFETCHW; a no-op on x86 processors without it). */
+TL_PREFETCH_FN(tl_prefetch_read, "prefetcht1", "prfm pldl2keep", TL_PF_MSVC_READ)
+TL_PREFETCH_FN(tl_prefetch_write, "prefetchw", "prfm pstl2keep", TL_PF_MSVC_WRITE)
 #endif
