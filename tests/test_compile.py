@@ -462,6 +462,21 @@ def test_activation_gradients_at_their_kinks_equal_eager(act):
     np.testing.assert_allclose(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-6, atol=0)
 
 
+@pytest.mark.parametrize("act", ["elu", "selu", "celu", "relu", "leaky_relu"])
+def test_activation_gradients_at_nan_follow_pytorch(act):
+    """At a NaN input elu/selu take the linear branch's gradient (scale), eager and compiled,
+    as PyTorch's elu_backward (x <= 0 picks the exponential)."""
+    torch = pytest.importorskip("torch")
+    x = [float("nan"), -1.0, 0.0, 2.0]
+    want = torch.tensor(x, requires_grad=True)
+    getattr(torch.nn.functional, act)(want).sum().backward()
+    fn = getattr(F, act)
+    for run in (fn, tl.compile(lambda t: fn(t * 1.0) + 0.0)):
+        got = tl.tensor(x, requires_grad=True)
+        run(got).sum().backward()
+        np.testing.assert_allclose(got.grad.numpy(), want.grad.numpy(), rtol=1e-6)
+
+
 def test_the_capture_keeps_no_tensor_alive_after_the_call():
     """The capture runs the code on copies of the inputs, and its tracer sits in reference
     cycles: the copies and the capture's results must go when the call returns, not when the

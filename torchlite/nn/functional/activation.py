@@ -221,7 +221,9 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
 # ---- the exponential family --------------------------------------------------------------------
 def _elu_forward(x, alpha, scale, input_scale):
     neg = (x.clamp(max=0.0) * input_scale).expm1() * (alpha * scale)
-    return _P.where(x > 0, x * scale if scale != 1.0 else x, neg)
+    # x <= 0 picks the exponential, so a NaN takes the linear branch: its gradient is then
+    # scale, as PyTorch's elu_backward gives (compile differentiates this formula)
+    return _P.where(x <= 0, neg, x * scale if scale != 1.0 else x)
 
 
 def _elu(input, alpha, scale, input_scale, inplace, name, cls):

@@ -48,14 +48,14 @@ def _leaky_relu_grad(g, x, y, p):
 
 
 def _elu_grad(g, x, y, p):
-    """p = (alpha, scale, input_scale): x > 0 gives scale, else alpha*scale*input_scale *
-    exp(x*input_scale).  The exponent is taken of min(x, 0) so the unused branch stays finite
+    """p = (alpha, scale, input_scale): x <= 0 gives alpha*scale*input_scale *
+    exp(x*input_scale), else (x > 0 or NaN) scale.  The exponent is taken of min(x, 0) so the unused branch stays finite
     (a second derivative through where() would otherwise meet 0 * inf)."""
     alpha, scale, input_scale = p
     # min(x, 0) through where(): its slope at 0 is 0, so the second derivative at 0 is 0 (as
     # PyTorch's elu_double_backward, which masks with x < 0)
     neg = (_P.where(x < 0, x, 0.0) * input_scale).exp() * (alpha * scale * input_scale)
-    return _P.where(x > 0, g * scale, g * neg)
+    return _P.where(x <= 0, g * neg, g * scale)       # (a NaN x: scale, as PyTorch)
 
 
 def _mish_grad(g, x, y, p):
