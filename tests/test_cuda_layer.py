@@ -746,6 +746,10 @@ def test_deepcopy_and_pickle_keep_the_device(cuda_device):
     t = tl.arange(6.0, device=cuda_device).view(2, 3).t().requires_grad_()
     for u in (copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
         assert u.device.type == "cuda" and u.tolist() == t.tolist() and u.requires_grad
+    view = t.detach()[1:, ::2]
+    v = copy.deepcopy(view)
+    assert v.device.type == "cuda" and v.stride() == view.stride()
+    assert v.storage_offset() == view.storage_offset() and v.tolist() == view.tolist()
     h = tl.tensor([1.5, -2.25], dtype=tl.bfloat16).to(cuda_device)      # no NumPy dtype: bits
     for u in (copy.deepcopy(h), pickle.loads(pickle.dumps(h))):
         assert u.device.type == "cuda" and u.dtype is tl.bfloat16 and u.tolist() == [1.5, -2.25]

@@ -189,13 +189,21 @@ def test_pickle_roundtrip():
 
 
 def test_deepcopy_follows_pytorch():
-    """copy.deepcopy(tensor): values copied (not shared), dtype, strides, requires_grad and
-    the gradient kept, a subclass's type kept, one copy per tensor within one deepcopy; a
-    tensor computed in a graph (not a leaf) cannot be copied, as in PyTorch."""
+    """copy.deepcopy(tensor): values copied (not shared), dtype, strides, storage offset,
+    requires_grad and the gradient kept, a subclass's type kept, one copy per tensor and per
+    storage within one deepcopy (views of one base stay views of one copy); a tensor computed
+    in a graph (not a leaf) cannot be copied, as in PyTorch."""
     import copy
     t = tl.arange(6.0).view(2, 3).t()
     u = copy.deepcopy(t)
     assert u.tolist() == t.tolist() and u.stride() == t.stride() and u.data_ptr() != t.data_ptr()
+    base = tl.arange(12.0)
+    a, b, e = base[2:8].view(2, 3), base[::3], tl.ones(3).expand(4, 3)
+    ca, cb, cbase, ce = copy.deepcopy([a, b, base, e])
+    assert (ca.storage_offset(), ca.stride(), cb.stride(), ce.stride()) == (2, (3, 1), (3,), (0, 1))
+    assert ca.tolist() == a.tolist() and cb.tolist() == b.tolist() and ce.tolist() == e.tolist()
+    cbase[3] = -1.0                       # the copies share one new storage, as the originals
+    assert ca[0, 1].item() == -1.0 and cb[1].item() == -1.0 and base[3].item() == 3.0
     for v in (tl.tensor([1.5, -2.25], dtype=tl.bfloat16), tl.tensor([1, 2], dtype=tl.int8),
               tl.empty(2, 3, device="meta")):
         w = copy.deepcopy(v)

@@ -268,14 +268,13 @@ Tensor.__reduce_ex__ = _tensor_reduce_ex
 
 
 def _tensor_deepcopy(self, memo):
-    """copy.deepcopy(tensor), PyTorch's rules: a copy of the values on the same device, with
-    the dtype, requires_grad, the gradient (deep-copied), the type of a subclass and, for a
-    dense tensor, the strides; only a graph leaf can be copied (PyTorch's error; a module
-    holding a computed weight, as weight_norm's, cannot be deep-copied there either).  Unlike
-    PyTorch, a view is copied on its own: its copy is contiguous (a dense view keeps its
-    strides) and shares no storage with the copies of other views of the same base.  (Before,
-    deepcopy went through pickling, which brought a CUDA tensor -- a module's buffers -- back to
-    the CPU.)"""
+    """copy.deepcopy(tensor), PyTorch's way: the storage is deep-copied once per deepcopy (so
+    views of one base stay views of one copy, tied by their memory as before) and the copy
+    views it with the same size, strides and offset, on the same device; requires_grad, the
+    gradient (deep-copied) and a subclass's type are kept.  Only a graph leaf can be copied
+    (PyTorch's error: a module holding a computed weight, as weight_norm's, cannot be
+    deep-copied there either).  (Before, deepcopy went through pickling, which brought a CUDA
+    tensor -- a module's buffers -- back to the CPU.)"""
     import copy
     found = memo.get(id(self))
     if found is not None:
@@ -287,7 +286,13 @@ def _tensor_deepcopy(self, memo):
                            "parametrization whose value is computed in the graph")
     from ..autograd.grad_mode import no_grad
     with no_grad():
-        new = self.clone(memory_format=MF.preserve_format)
+        if self.is_meta:                     # no memory to share: the same metadata
+            new = empty_strided(tuple(self.shape), tuple(self.stride()), dtype=self.dtype,
+                                device="meta")
+        else:
+            storage = copy.deepcopy(self.untyped_storage(), memo)     # once per storage
+            new = empty(0, dtype=self.dtype, device=self.device)
+            new.set_(storage, self.storage_offset(), tuple(self.shape), tuple(self.stride()))
     if type(self) is not Tensor:
         new = new.as_subclass(type(self))
     new.requires_grad_(self.requires_grad)
