@@ -104,17 +104,22 @@ def test_a_retained_gradient_and_a_leaf_do_not_share():
     np.testing.assert_allclose(y.grad.numpy(), np.ones(3))
 
 
-def test_custom_function_returning_a_saved_tensor_is_copied():
-    class Passthrough(tl.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, scale):
-            ctx.save_for_backward(scale)
-            return x * scale
+class Passthrough(tl.autograd.Function):
+    """x * scale whose backward returns the saved tensor itself, not a new one (shared with
+    test_grad_steal_cuda.py)."""
 
-        @staticmethod
-        def backward(ctx, g):
-            (scale,) = ctx.saved_tensors
-            return scale, None                  # the saved tensor itself, not a new one
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(scale)
+        return x * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        (scale,) = ctx.saved_tensors
+        return scale, None
+
+
+def test_custom_function_returning_a_saved_tensor_is_copied():
     w = tl.randn(3, requires_grad=True)
     scale = tl.full((3,), 4.0)
     Passthrough.apply(w, scale).sum().backward(retain_graph=False)

@@ -7,7 +7,7 @@ import numpy as np
 import torchlite as tl
 import torchlite.nn as nn
 from torchlite.autograd import engine
-from test_grad_steal import _owned_flags, _shares
+from test_grad_steal import Passthrough, _owned_flags, _shares
 
 
 def _leaf(*shape, device):
@@ -80,16 +80,6 @@ def test_a_retained_gradient_and_a_leaf_do_not_share(cuda_device):
 
 
 def test_custom_function_returning_a_saved_tensor_is_copied(cuda_device):
-    class Passthrough(tl.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, scale):
-            ctx.save_for_backward(scale)
-            return x * scale
-
-        @staticmethod
-        def backward(ctx, g):
-            (scale,) = ctx.saved_tensors
-            return scale, None
     w = _leaf(3, device=cuda_device)
     scale = tl.full((3,), 4.0).to(cuda_device)
     Passthrough.apply(w, scale).sum().backward()

@@ -33,8 +33,8 @@
 # larger than the last level cache, the tiles are 1024 elements (bursts small enough for the
 # core's outstanding misses) and before each instruction the matching share of the next
 # tile's operands is prefetched (inputs into L2, outputs owned): the chain of issue 12's
-# benchmark, 16M float32, 19 -> 16 ms on two cores, 37 -> 31 ms on one.  In cache the
-# prefetches would cost 10% for nothing, so they are made only there.
+# benchmark, 16M float32, 19 -> 16 ms on two cores, 37 -> 31 ms on one.  On operands that stay
+# in cache the prefetches would cost 10% for nothing, so only streaming programs make them.
 from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, free
