@@ -2,6 +2,7 @@
 map_location, pinned memory and the DataLoader, mixed-device errors, out-of-memory handling,
 the caching allocator (with a stand-in memory and through the stand-in driver), streams and
 events.  Values are checked against the same code run on the CPU."""
+import gc
 import io
 import math
 
@@ -591,6 +592,26 @@ def test_allocator_block_freed_by_garbage_collection():
     del block
     assert al.stats(0)["allocated"] == 0 and al.cached_bytes(0) == 512
     assert al.malloc(0, 10).address == addr
+
+
+def test_allocator_block_in_cyclic_garbage_gives_its_memory_back():
+    # the block is reachable only from a reference cycle: the cycle collector must free it
+    # through its release, not clear its fields first (the C Block is never gc-cleared)
+    mem = Memory()
+    al = CachingAllocator(mem)
+
+    class Holder:
+        pass
+    addresses = []
+    for _ in range(20):
+        block = al.malloc(0, 100)         # made before the cycle: collected first
+        h = Holder()
+        h.me, h.block = h, block
+        addresses.append(block.address)
+        del h, block
+    gc.collect()
+    assert al.stats(0)["allocated"] == 0 and al.cached_bytes(0) == 20 * 512
+    assert al.malloc(0, 10).address in addresses
 
 
 def test_record_stream_holds_a_block_until_its_event_is_done():
