@@ -153,10 +153,11 @@ def add_windows(dst, src):
 
 # ---- geometry --------------------------------------------------------------------------------
 class Geometry:
-    """A convolution's sizes: input (N, C, H, W), weight (O, C/G, KH, KW), output (OH, OW)."""
+    """A convolution's sizes: input (N, C, H, W), weight (O, C/G, KH, KW), output (OH, OW).
+    Made through `geometry`, which keeps the recent ones (a training loop repeats them)."""
 
     __slots__ = ("N", "C", "H", "W", "O", "KH", "KW", "stride", "padding", "dilation", "G",
-                 "OH", "OW")
+                 "OH", "OW", "Cg", "Og", "CKK", "L")
 
     def __init__(self, N, C, H, W, O, KH, KW, stride, padding, dilation, groups):
         """The CPU's checks (torchlite/_core/conv.pyx _set_geom); a failing one, or an empty
@@ -170,26 +171,13 @@ class Geometry:
         self.OH = self._out(H, KH, 0)
         self.OW = self._out(W, KW, 1)
         require(self.OH >= 1 and self.OW >= 1)
+        self.Cg, self.Og = C // groups, O // groups      # channels per group
+        self.CKK = self.Cg * KH * KW                       # a column's length
+        self.L = self.OH * self.OW                         # output pixels per image
 
     def _out(self, size, k, d):
         span = size + 2 * self.padding[d] - self.dilation[d] * (k - 1) - 1
         return span // self.stride[d] + 1 if span >= 0 else 0
-
-    @property
-    def Cg(self):
-        return self.C // self.G
-
-    @property
-    def Og(self):
-        return self.O // self.G
-
-    @property
-    def CKK(self):
-        return self.Cg * self.KH * self.KW
-
-    @property
-    def L(self):
-        return self.OH * self.OW
 
     def windows(self, x, dtype):
         """The [n, C, KH, KW, OH, OW] windows of x (n images) zero-padded and cast to dtype
@@ -239,6 +227,21 @@ class Geometry:
 COLUMN_BUDGET = 1 << 26         # elements of the im2col buffers one GEMM takes
 
 
+@functools.lru_cache(maxsize=256)
+def _cached_geometry(*args):
+    return Geometry(*args)
+
+
+def geometry(N, C, H, W, O, KH, KW, stride, padding, dilation, groups):
+    """Geometry(...) of these sizes, the same object for the same arguments (it is never
+    changed after it is made); arguments that cannot be a cache key (lists) make a new one."""
+    args = (N, C, H, W, O, KH, KW, stride, padding, dilation, groups)
+    try:
+        return _cached_geometry(*args)
+    except TypeError:                     # unhashable: stride=[1, 1]
+        return Geometry(*args)
+
+
 def _images(a, n0, n1):
     return a.slice(0, n0, n1, 1)
 
@@ -259,7 +262,7 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, groups, channels_last=
     batched GEMM whose addend is the bias.  The result is contiguous whatever channels_last
     says (the caller lays it out as PyTorch would)."""
     _conv_operands(x, w)
-    g = Geometry(*x.shape, w.shape[0], w.shape[2], w.shape[3], stride, padding, dilation, groups)
+    g = geometry(*x.shape, w.shape[0], w.shape[2], w.shape[3], stride, padding, dilation, groups)
     require(w.shape[1] == g.Cg)
     require(bias is None or (is_cuda(bias, 1) and bias.shape[0] == g.O and bias.dtype == x.dtype))
     cdt = compute_dtype(x.dtype)
@@ -287,7 +290,7 @@ def conv2d_input_grad(gy, w, H, W, stride, padding, dilation, groups, channels_l
     """dx = col2im(W^T @ gy): a batched GEMM into the columns, then the col2im kernel (a 1x1
     stride-1 unpadded convolution needs no col2im).  Contiguous, as conv2d_forward's."""
     _conv_operands(gy, w)
-    g = Geometry(gy.shape[0], w.shape[1] * groups, H, W, w.shape[0], w.shape[2], w.shape[3],
+    g = geometry(gy.shape[0], w.shape[1] * groups, H, W, w.shape[0], w.shape[2], w.shape[3],
                  stride, padding, dilation, groups)
     require(gy.shape[1:] == (g.O, g.OH, g.OW))
     cdt = compute_dtype(gy.dtype)
@@ -315,7 +318,7 @@ def conv2d_weight_grad(x, gy, KH, KW, stride, padding, dilation, groups):
     product's inner dim: the columns copied as [G, CKK, n, L] and gy as [G, Og, n, L], then
     one GEMM per group (each batch of images after the first adds into dW)."""
     _conv_operands(x, gy)
-    g = Geometry(*x.shape, gy.shape[1], KH, KW, stride, padding, dilation, groups)
+    g = geometry(*x.shape, gy.shape[1], KH, KW, stride, padding, dilation, groups)
     require(gy.shape[0] == g.N and gy.shape[2:] == (g.OH, g.OW))
     cdt = compute_dtype(x.dtype)
     gyg = need(cast(gy, cdt)).view((g.N, g.G, g.Og, g.OH, g.OW))
@@ -347,7 +350,7 @@ def im2col(x, kernel_size, dilation, padding, stride):
     is exact, as the CPU's float32 round trip)."""
     require(is_cuda(x, 4))
     kh, kw = pair(kernel_size)
-    g = Geometry(*x.shape, x.shape[1], kh, kw, stride, padding, dilation, 1)
+    g = geometry(*x.shape, x.shape[1], kh, kw, stride, padding, dilation, 1)
     out = _array.empty((g.N, g.CKK, g.L), x.dtype, x.device_index)
     need(copy_(out.view((g.N, g.C, g.KH, g.KW, g.OH, g.OW)), g.windows(x, x.dtype)))
     return out
@@ -361,7 +364,7 @@ def col2im(cols, output_size, kernel_size, dilation, padding, stride):
     H, W = pair(output_size)
     require(kh >= 1 and kw >= 1 and cols.shape[1] % (kh * kw) == 0)
     C = cols.shape[1] // (kh * kw)
-    g = Geometry(cols.shape[0], C, H, W, C, kh, kw, stride, padding, dilation, 1)
+    g = geometry(cols.shape[0], C, H, W, C, kh, kw, stride, padding, dilation, 1)
     require(cols.shape[2] == g.L)
     cdt = compute_dtype(cols.dtype)
     x = _array.empty((g.N, g.C, H, W), cdt, cols.device_index)

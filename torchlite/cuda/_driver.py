@@ -176,8 +176,16 @@ def call_on(d, name, *args):
     return values[0] if len(values) == 1 else values
 
 
+_last_checked = (None, False)     # (driver module, whether it is cuda-python's)
+
+
 def _is_cuda_python(d):
-    return getattr(d, "__name__", None) == "cuda.bindings.driver"
+    # remembered for the last module asked about: this runs at every launch, and getattr's
+    # default costs an exception for the stand-in driver, which has no __name__
+    global _last_checked
+    if _last_checked[0] is not d:
+        _last_checked = (d, getattr(d, "__name__", None) == "cuda.bindings.driver")
+    return _last_checked[1]
 
 
 _c_entries = {}

@@ -110,10 +110,16 @@ def _plan(dtype, gpu, m, k, n, bshape, bstrides, sa, sb, sc, sd, alpha, beta, al
     """(workspace elements, launches) of the product: each launch is (kernel name, threads,
     dynamic shared bytes, grid, element offsets of A, B, C and D, whether C is the workspace,
     packed GemmArgs); a launch whose offsets are None sums the workspace into C
-    (tl_gemm_splitk_sum, its piece count last).  bstrides: the batch strides of A, B, C, D;
+    (tl_gemm_splitk_sum, its piece count last).  bshape, bstrides: the batch dims and the
+    batch strides of A, B, C, D (coalesced here, so the cache holds that work too);
     gpu: (compute capability, multiprocessors, shared memory a block may have, device), what
     the choices depend on, so a cached plan never outlives the device it was made for."""
     capability, sms, shared_limit, device = gpu
+    if bshape:              # the batch dims coalesced (adjacent dims merged where all allow)
+        bshape, bstrides = coalesce(list(bshape), [list(st) for st in bstrides])
+        bshape, bstrides = tuple(bshape), tuple(tuple(st) for st in bstrides)
+    else:
+        bstrides = ((), (), (), ())
     sa, sb = tuple(0 if d == 1 else s for d, s in zip((m, k), sa)), \
         tuple(0 if d == 1 else s for d, s in zip((k, n), sb))
     inner = bshape[-1] if bshape else 1
@@ -190,16 +196,12 @@ def bmm(a, b, out=None, alpha=1, beta=0, op="bmm", addend=None):
     if k == 0:
         return NotImplemented            # out = beta * out: the CPU's rule for empty products
     pa, pb, pc, pd = a.data_ptr(), b.data_ptr(), target.data_ptr(), d.data_ptr()
-    if nd > 2:
-        bshape, bstrides = coalesce(list(batch_shape),
-                                    [list(x.strides[:nd - 2]) for x in (a, b, target, d)])
-        bshape, bstrides = tuple(bshape), tuple(tuple(st) for st in bstrides)
-    else:
-        bshape, bstrides = (), ((), (), (), ())
+    sa, sb, sc, sd = a.strides, b.strides, target.strides, d.strides
     dev = a.device_index
     work_size, launches = _plan(
-        a.dtype, _launch.gemm_facts(dev), m, k, n, bshape, bstrides, a.strides[nd - 2:], b.strides[nd - 2:],
-        target.strides[nd - 2:], d.strides[nd - 2:], float(alpha), float(beta), (pa | pb) % 16 == 0)
+        a.dtype, _launch.gemm_facts(dev), m, k, n, batch_shape,
+        (sa[:nd - 2], sb[:nd - 2], sc[:nd - 2], sd[:nd - 2]), sa[nd - 2:], sb[nd - 2:],
+        sc[nd - 2:], sd[nd - 2:], float(alpha), float(beta), (pa | pb) % 16 == 0)
     work = _array.empty((work_size,), a.dtype, dev) if work_size else None
     isz = a.itemsize
     ptr = _launch.ptr

@@ -21,7 +21,9 @@ HOST = -1                # the "device" number of pinned host memory in the allo
 
 def activate(device):
     """Make `device`'s context current on this thread (a no-op when it already is)."""
-    if getattr(_tls, "device", None) != device:
+    # the thread's __dict__, not getattr with a default: a missing attribute costs an
+    # exception inside getattr, and this runs before every launch and allocation
+    if _tls.__dict__.get("device") != device:
         _state.lazy_init("use a CUDA device")
         _state.activate(device)
         _tls.device = device
@@ -30,7 +32,7 @@ def activate(device):
 def current_stream(device):
     """The handle (an int) of this thread's current stream on `device`; 0 is the default
     stream."""
-    streams = getattr(_state.tls, "streams", None)
+    streams = _state.tls.__dict__.get("streams")
     s = streams.get(device) if streams else None
     return 0 if s is None else s.cuda_stream
 
@@ -143,7 +145,7 @@ def reset():
 def malloc(device, nbytes):
     """An allocator Block of `nbytes` on `device` for its current stream."""
     activate(device)
-    return allocator().malloc(device, nbytes, current_stream(device))
+    return (_allocator or allocator()).malloc(device, nbytes, current_stream(device))
 
 
 def malloc_host(nbytes):
