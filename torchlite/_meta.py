@@ -3,7 +3,7 @@
 
 A MetaArray keeps its metadata in a CPU `Array` over address 0 (`_core.array.external`, never
 read), as the CUDA backend's arrays keep theirs over device memory, so every view is the
-CPU's own code run on metadata (the base class, `_core/metadata_array.py`).  Like the CUDA
+CPU's own code run on metadata (the base class, `_core/metadata_array.pyx`).  Like the CUDA
 backend, this module is reached only through torchlite/_dispatch.py (creation: `meta_like`
 and `array.empty(..., device='meta')`), which sends every array-layer call with a meta array
 here (`call`):

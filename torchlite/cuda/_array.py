@@ -2,7 +2,7 @@
 
 A CudaArray keeps its shape, strides, offset and dtype in a CPU `Array` over the device
 address (`_core.array.external`), so every view op is the CPU's code, run on metadata only
-(the base class, `_core/metadata_array.py`).
+(the base class, `_core/metadata_array.pyx`).
 That inner array never reaches a CPU kernel: this class is not a CPU `Array`, so the Cython
 kernels reject it, and torchlite/_dispatch.py routes calls with CUDA arrays to the CUDA
 backend.  The device memory is a caching-allocator Block, owned by the inner storage, so it is
@@ -21,14 +21,11 @@ from ._kernels import ITEMSIZE
 
 
 class CudaArray(MetadataArray):
-    __slots__ = ("device_index", "__weakref__")
+    __slots__ = ("__weakref__",)
 
     def __init__(self, meta, device_index):
         self._meta = meta
         self.device_index = device_index
-
-    def _wrap(self, meta):
-        return CudaArray(meta, self.device_index)
 
     @property
     def device(self):
