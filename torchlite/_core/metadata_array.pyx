@@ -20,6 +20,15 @@ cdef class MetadataArray:
     cdef public Array _meta
     cdef public object device_index     # the CUDA device's number; None on the meta device
 
+    @classmethod
+    def over(cls, Array meta, device_index):
+        """A new array of class `cls` over the inner array `meta`, made without calling
+        __init__ (for a class whose __init__ only sets these two, as CudaArray's)."""
+        cdef MetadataArray r = cls.__new__(cls)
+        r._meta = meta
+        r.device_index = device_index
+        return r
+
     cpdef _wrap(self, meta):
         """An array of this kind (and device) over the inner array `meta`."""
         cdef MetadataArray r = type(self).__new__(type(self))

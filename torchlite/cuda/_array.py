@@ -11,6 +11,7 @@ released when the last view dies.
 Also here: creating arrays on a device and moving bytes between host and device.
 """
 import ctypes
+import math
 
 from .._core import array as _A
 from .._core import elementwise as _ew
@@ -70,6 +71,8 @@ def reinterpret(a, dtype, shape, strides, offset):
 
 
 # ---- creation ------------------------------------------------------------------------------
+_over = CudaArray.over           # CudaArray(meta, device_index) without the Python __init__
+
 def _checked_shape(shape, op="empty"):
     shape = tuple(shape)
     for d in shape:                   # the common case first: Python ints, none negative
@@ -91,22 +94,19 @@ def _checked_shape(shape, op="empty"):
 def checked_size(shape, dtype):
     """(shape as a tuple of ints, bytes of a contiguous array of it), with the CPU's errors."""
     shape = _checked_shape(shape)
-    numel = 1
-    for d in shape:
-        numel *= d
-    return shape, numel * ITEMSIZE[dtype]
+    return shape, math.prod(shape) * ITEMSIZE[dtype]
 
 
 def empty(shape, dtype, device_index):
     """A new contiguous, uninitialised array on a device."""
     shape, nbytes = checked_size(shape, dtype)
     block = _runtime.malloc(device_index, nbytes)
-    return CudaArray(_A.external(block.address, nbytes, block, dtype).view(shape), device_index)
+    return _over(_A.external(block.address, nbytes, block, dtype).view(shape), device_index)
 
 
 def _wrap_block(block, nbytes, dtype, device_index, shape, strides, offset):
     base = _A.external(block.address, max(nbytes, 0), block, dtype)
-    return CudaArray(base.as_strided(shape, strides, offset), device_index)
+    return _over(base.as_strided(shape, strides, offset), device_index)
 
 
 def fill_(a, value):

@@ -148,6 +148,7 @@ def binary_ops():
 
 
 # ---- name expressions ---------------------------------------------------------------------
+@lru_cache(maxsize=None)      # a name per launch: made once
 def unary_kernel(op, dtype):
     """The kernel of unary `op` on `dtype` (the output is bool for predicates)."""
     if dtype not in _unary_dtypes(op):
@@ -161,6 +162,7 @@ def unary_kernel(op, dtype):
     return f"tl_unary<{functor(op)}, {CTYPE[dtype]}, {out}>"
 
 
+@lru_cache(maxsize=None)      # a name per launch: made once
 def binary_kernel(op, dtype):
     if dtype not in _binary_dtypes(op):
         raise KeyError(f"no CUDA kernel for binary {op} on dtype code {dtype}")
@@ -168,10 +170,12 @@ def binary_kernel(op, dtype):
     return f"tl_binary<{functor(op)}, {CTYPE[dtype]}, {out}>"
 
 
+@lru_cache(maxsize=None)      # a name per launch: made once
 def where_kernel(dtype):
     return f"tl_ternary<tl::op::Where, bool, {BITS_TYPE[ITEMSIZE[dtype]]}>"
 
 
+@lru_cache(maxsize=None)      # a name per launch: made once
 def ternary_kernel(op, dtype):
     if op == "WHERE":
         return where_kernel(dtype)
@@ -181,6 +185,7 @@ def ternary_kernel(op, dtype):
     return f"tl_ternary<{functor(op)}, {t}, {t}>"
 
 
+@lru_cache(maxsize=None)      # a name per launch: made once
 def cast_kernel(src, dst):
     """src -> dst conversion; a same-dtype copy moves bits."""
     if src == dst:
@@ -211,6 +216,7 @@ REDUCTIONS_ALL = ("Sum", "Prod", "Max", "Min", "Any", "All")      # every dtype
 REDUCTIONS_FLOAT = ("Mean", "NanSum", "VarStd")                    # floating dtypes
 
 
+@lru_cache(maxsize=None)      # a name per launch: made once
 def reduce_kernel(op, dtype):
     """tl_reduce over `op` (Sum, Prod, Max, Min, Any, All, Mean, NanSum, VarStd)."""
     if dtype not in ALL or not (op in REDUCTIONS_ALL or (op in REDUCTIONS_FLOAT and dtype in FLOATS)):
@@ -218,6 +224,7 @@ def reduce_kernel(op, dtype):
     return f"tl_reduce<tl::red::{op}<{CTYPE[dtype]}> >"
 
 
+@lru_cache(maxsize=None)      # a name per launch: made once
 def softmax_kernel(dtype, backward=False):
     if dtype not in FLOATS:
         raise KeyError(f"no CUDA softmax on dtype code {dtype}")
@@ -365,6 +372,7 @@ def max_pool_kernel(dtype):
     return f"tl_max_pool2d<{CTYPE[dtype]}>"
 
 
+@lru_cache(maxsize=None)      # a name per launch: made once
 def col2im_kernel(dtype):
     """tl_col2im for float32/float64 columns."""
     if dtype not in (FLOAT32, FLOAT64):
@@ -372,6 +380,7 @@ def col2im_kernel(dtype):
     return f"tl_col2im<{CTYPE[dtype]}>"
 
 
+@lru_cache(maxsize=None)      # a name per launch: made once
 def im2col_kernel(dtype):
     """tl_im2col for float32/float64 inputs."""
     if dtype not in (FLOAT32, FLOAT64):
@@ -523,12 +532,16 @@ def indexer_offsets(packed, nops, i):
     return offs
 
 
+_PARAMS = struct.Struct(f"<{MAX_SCALARS}dQ")
+_NO_SCALARS = (0.0,) * MAX_SCALARS
+
+
 def pack_params(scalars=(), err_ptr=0):
     """The bytes of tl::Params: up to MAX_SCALARS doubles and the error-flag pointer."""
-    if len(scalars) > MAX_SCALARS:
+    n = len(scalars)
+    if n > MAX_SCALARS:
         raise ValueError(f"at most {MAX_SCALARS} op scalars")
-    vals = list(scalars) + [0.0] * (MAX_SCALARS - len(scalars))
-    return struct.pack(f"<{MAX_SCALARS}dQ", *vals, err_ptr)
+    return _PARAMS.pack(*scalars, *_NO_SCALARS[n:], err_ptr)
 
 
 def pack_random_request(seed, base, n, a=0.0, b=0.0, bits=24, low=0, range_=0, reject=0,

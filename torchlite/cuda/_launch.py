@@ -125,8 +125,7 @@ def launch(k, grid, block, args, shared=0):
     """Launch Kernel k on its device's current stream.  grid and block are ints or (x, y, z)
     tuples; args are the typed arguments above (ptr, i64, struct, ...).  The arguments are
     packed and the driver called in C (torchlite/_core/driver_calls.pyx)."""
-    _runtime.activate(k.device)
-    stream = _runtime.current_stream(k.device)
+    stream = _runtime.on(k.device)
     err = _c.launch(_driver.c_entry("cuLaunchKernel"), k.handle, grid, block, shared, stream, args)
     if err != 0:
         raise _driver.error(err, f"launching CUDA kernel {k.name} with grid {_dims(grid)} "
@@ -212,11 +211,17 @@ def gemm_facts(device):
     return f
 
 
+_grid_caps = _state.driver_cache()
+
+
 def grid_for(n, device, threads=256, per_thread=4):
     """Blocks for a grid-stride loop over n elements: enough for `per_thread` elements per
     thread, at most 32 blocks per multiprocessor (the loop covers the rest)."""
+    cap = _grid_caps.get(device)
+    if cap is None:
+        cap = _grid_caps[device] = 32 * sm_count(device)
     blocks = (n + threads * per_thread - 1) // (threads * per_thread)
-    return max(1, min(blocks, 32 * sm_count(device)))
+    return 1 if blocks < 1 else blocks if blocks < cap else cap
 
 
 # ---- the error word ------------------------------------------------------------------------------

@@ -37,6 +37,14 @@ def current_stream(device):
     return 0 if s is None else s.cuda_stream
 
 
+def on(device):
+    """activate(device), then current_stream(device): what every launch, allocation, copy
+    and memset does first, in one call."""
+    if _tls.__dict__.get("device") != device:
+        activate(device)
+    return current_stream(device)
+
+
 
 
 class _Event:
@@ -144,8 +152,8 @@ def reset():
 
 def malloc(device, nbytes):
     """An allocator Block of `nbytes` on `device` for its current stream."""
-    activate(device)
-    return (_allocator or allocator()).malloc(device, nbytes, current_stream(device))
+    stream = on(device)
+    return (_allocator or allocator()).malloc(device, nbytes, stream)
 
 
 def malloc_host(nbytes):
@@ -165,8 +173,7 @@ def _memset(width, address, value, count, stream):
 
 def memset(device, address, pattern, count):
     """Write `count` copies of `pattern` (1, 2, 4, 8 or 16 bytes) from device `address`."""
-    activate(device)
-    stream = current_stream(device)
+    stream = on(device)
     size = len(pattern)
     if size in (1, 2, 4):
         _memset(size, address, int.from_bytes(pattern, "little"), count, stream)
@@ -199,8 +206,7 @@ def _sync(stream):
 
 
 def copy_h2d(device, dst, src, nbytes, keep_alive=None, blocking=True):
-    activate(device)
-    stream = current_stream(device)
+    stream = on(device)
     _copy("cuMemcpyHtoDAsync", dst, src, nbytes, stream)
     if blocking:
         _sync(stream)
@@ -209,21 +215,18 @@ def copy_h2d(device, dst, src, nbytes, keep_alive=None, blocking=True):
 
 
 def copy_d2h(device, dst, src, nbytes, blocking=True):
-    activate(device)
-    stream = current_stream(device)
+    stream = on(device)
     _copy("cuMemcpyDtoHAsync", dst, src, nbytes, stream)
     if blocking:
         _sync(stream)
 
 
 def copy_d2d(device, dst, src, nbytes):
-    activate(device)
-    _copy("cuMemcpyDtoDAsync", dst, src, nbytes, current_stream(device))
+    _copy("cuMemcpyDtoDAsync", dst, src, nbytes, on(device))
 
 
 def synchronize(device):
-    activate(device)
-    _sync(current_stream(device))
+    _sync(on(device))
 
 
 def order_after_current(device, stream):
