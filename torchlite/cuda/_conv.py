@@ -227,19 +227,22 @@ class Geometry:
 COLUMN_BUDGET = 1 << 26         # elements of the im2col buffers one GEMM takes
 
 
-@functools.lru_cache(maxsize=256)
-def _cached_geometry(*args):
-    return Geometry(*args)
+def made_once(cls):
+    """A constructor of `cls` that gives the same object for the same arguments (the recent
+    256; a training loop repeats them), for a class whose objects are never changed after they
+    are made; arguments that cannot be a cache key (lists) make a new one each time."""
+    cached = functools.lru_cache(maxsize=256)(cls)
+
+    def make(*args):
+        try:
+            return cached(*args)
+        except TypeError:                 # unhashable: stride=[1, 1]
+            return cls(*args)
+    make.__doc__ = f"{cls.__name__}(...), made once per arguments (made_once)."
+    return make
 
 
-def geometry(N, C, H, W, O, KH, KW, stride, padding, dilation, groups):
-    """Geometry(...) of these sizes, the same object for the same arguments (it is never
-    changed after it is made); arguments that cannot be a cache key (lists) make a new one."""
-    args = (N, C, H, W, O, KH, KW, stride, padding, dilation, groups)
-    try:
-        return _cached_geometry(*args)
-    except TypeError:                     # unhashable: stride=[1, 1]
-        return Geometry(*args)
+geometry = made_once(Geometry)
 
 
 def _images(a, n0, n1):

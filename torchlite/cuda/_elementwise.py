@@ -75,7 +75,13 @@ def packed_indexer(shape, strides, output_at_i=True):
     """The packed tl::Indexer of operands with `strides` (per operand, over `shape`), after
     coalescing: the fast path (steps) when at most one dim remains, the strided walk
     otherwise, or None when that walk would pass 2^32 elements.  output_at_i: the kernel puts
-    operand 0 at i in the fast path (operand_offsets), so its step must be 1 there."""
+    operand 0 at i in the fast path (operand_offsets), so its step must be 1 there.
+    Packed once per layout (a training loop repeats its layouts)."""
+    return _packed_indexer(tuple(shape), tuple(map(tuple, strides)), output_at_i)
+
+
+@functools.lru_cache(maxsize=1024)
+def _packed_indexer(shape, strides, output_at_i):
     cshape, cstrides = coalesce(list(shape), [list(s) for s in strides])
     if len(cshape) <= 1:
         steps = tuple(st[0] if st else 0 for st in cstrides)
@@ -86,18 +92,12 @@ def packed_indexer(shape, strides, output_at_i=True):
         numel *= s
     if numel >= 1 << 32:
         return None                            # too big for 32-bit strided indexing
-    return _packed(tuple(cshape), tuple(tuple(st) for st in cstrides))
+    return K.pack_indexer(tuple(cshape), tuple(tuple(st) for st in cstrides))
 
 
 @functools.lru_cache(maxsize=256)
 def _fast(steps):
     return K.pack_indexer(steps=steps)
-
-
-@functools.lru_cache(maxsize=1024)
-def _packed(shape, strides):
-    """A strided Indexer, packed once per layout (a training loop repeats its layouts)."""
-    return K.pack_indexer(shape, strides)
 
 
 def _grid(n, device):

@@ -27,7 +27,7 @@ from .._core import indexing as _cpu_index
 from .._core import array as _A
 from . import _array, _kernels as K, _launch
 from ._conv import (add_windows, composed, compute_dtype, contiguous, finish, flat, interior,
-                    is_cuda, need, padded, pair, require, windows, zeros)
+                    is_cuda, made_once, need, padded, pair, require, windows, zeros)
 from ._elementwise import binary, cast
 from ._indexing import along_dim, scatter_add_in_range
 from ._reduction import reduce
@@ -37,7 +37,8 @@ _MAXABLE = K.FLOATS + (K.INT64, K.INT32, K.INT16, K.INT8, K.UINT8)
 
 
 class Window:
-    """A pooling's kernel, stride, padding and dilation (pairs), checked as the CPU's _set_win."""
+    """A pooling's kernel, stride, padding and dilation (pairs), checked as the CPU's _set_win.
+    Made through `window` (made once per arguments)."""
 
     def __init__(self, kernel, stride, padding, dilation, OH, OW):
         self.kernel, self.stride = pair(kernel), pair(stride)
@@ -59,6 +60,9 @@ class Window:
         return windows(xp, self.OH, self.OW, *self.kernel, self.stride, self.dilation)
 
 
+window = made_once(Window)
+
+
 def _upload(values, shape, dtype, device):
     return _array.from_host(_A.from_flat(values, shape, dtype), device)
 
@@ -70,7 +74,7 @@ def max_pool2d(x, OH, OW, kernel, stride, padding, dilation):
     tl_max_pool2d launch (cuda_kernels/pool.cu), the CPU's choice of element in every case
     (NaNs included)."""
     require(is_cuda(x, 4, _MAXABLE) and x.numel > 0)
-    win = Window(kernel, stride, padding, dilation, OH, OW)
+    win = window(kernel, stride, padding, dilation, OH, OW)
     N, C, H, W = x.shape
     xc = contiguous(x)
     device = x.device_index
@@ -144,7 +148,7 @@ def _divide(sums, win, H, W, count_include_pad, divisor):
 
 def _avg_args(a, kernel, stride, padding, OH, OW):
     require(is_cuda(a, 4) and a.numel > 0)
-    return Window(kernel, stride, padding, (1, 1), OH, OW)
+    return window(kernel, stride, padding, (1, 1), OH, OW)
 
 
 @composed("pool", "avg_pool2d")
