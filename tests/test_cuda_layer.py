@@ -5,6 +5,7 @@ events.  Values are checked against the same code run on the CPU."""
 import gc
 import io
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -612,6 +613,56 @@ def test_allocator_block_in_cyclic_garbage_gives_its_memory_back():
     gc.collect()
     assert al.stats(0)["allocated"] == 0 and al.cached_bytes(0) == 20 * 512
     assert al.malloc(0, 10).address in addresses
+
+
+def test_a_block_used_on_another_stream_in_cyclic_garbage_waits_for_that_stream():
+    # the collector may clear the block's `streams` dict before the block goes: the release
+    # must run first (a finalizer), or the block is reused while the other stream works on it
+    mem = Memory()
+    al = CachingAllocator(mem)
+
+    class Stream:
+        pass
+
+    class Holder:
+        pass
+    gc.collect()
+    block = al.malloc(0, 100)
+    block.record_stream(7, Stream())
+    h = Holder()
+    h.me, h.block = h, block
+    del h, block
+    gc.collect()
+    assert len(mem.events) == 1 and mem.events[0]["stream"] == 7
+    assert al.cached_bytes(0) == 0                        # held back until the event is done
+
+
+def test_a_freed_block_an_observer_keeps_stays_a_valid_object():
+    from torchlite.cuda import _allocator
+    kept = []
+
+    def observer(device, address, nbytes, allocated, reserved):
+        if nbytes < 0:
+            kept.append(sys._getframe(1).f_locals["block"])   # a debugging observer's habit
+    _allocator.set_observer(observer)
+    try:
+        al = CachingAllocator(Memory())
+        b = al.malloc(0, 100)
+        address = b.address
+        del b
+    finally:
+        _allocator.set_observer(None)
+    gc.collect()
+    junk = [bytearray(64) for _ in range(1000)]           # reuse any memory freed too soon
+    assert kept[0].address == address and kept[0].size == 512 and junk
+
+
+def test_a_cuda_array_without_its_metadata_raises_instead_of_crashing():
+    from torchlite.cuda._array import CudaArray
+    a = CudaArray.__new__(CudaArray)
+    for read in (lambda: a.offset, lambda: a.ndim, lambda: a.is_contiguous(), lambda: a.shape):
+        with pytest.raises(AttributeError):
+            read()
 
 
 def test_record_stream_holds_a_block_until_its_event_is_done():

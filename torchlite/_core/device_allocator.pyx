@@ -27,6 +27,10 @@ def size_class(nbytes):
 
 # Never cleared by the cycle collector: a block in garbage a collection frees must still
 # give its memory back when it goes (clearing its allocator first would leak the block).
+# It is released by __del__, a finalizer, not __dealloc__: the collector runs the finalizers of
+# all cyclic garbage before it clears any of it, so the `streams` a block was used on are still
+# there to hold it back; and free() (or a memory observer) may keep the block, which a
+# finalizer allows (it is not deallocated then) and __dealloc__ does not.
 @cython.no_gc_clear
 cdef class Block:
     """One device allocation handed to a storage; `release()` gives it back (also when the
@@ -60,8 +64,7 @@ cdef class Block:
             allocator, self._allocator = self._allocator, None
             allocator.free(self)
 
-    def __dealloc__(self):
-        # Cython holds a reference to self while this runs, and free() keeps none
+    def __del__(self):
         try:
             self.release()
         except Exception:        # interpreter shutdown: the driver may already be gone

@@ -1,4 +1,4 @@
-# cython: language_level=3
+# cython: language_level=3, nonecheck=True
 """The arrays whose memory the CPU never reads -- the CUDA backend's device arrays
 (torchlite/cuda/_array.py) and the meta device's arrays without data (torchlite/_meta.py) --
 keep their shape, strides, offset and dtype in a CPU `Array` over that memory
@@ -23,7 +23,8 @@ cdef class MetadataArray:
     @classmethod
     def over(cls, Array meta, device_index):
         """A new array of class `cls` over the inner array `meta`, made without calling
-        __init__ (for a class whose __init__ only sets these two, as CudaArray's)."""
+        __init__ (for a class whose __init__ only sets these two, as CudaArray's; MetaArray
+        overrides it)."""
         cdef MetadataArray r = cls.__new__(cls)
         r._meta = meta
         r.device_index = device_index

@@ -24,7 +24,7 @@ class CachingAllocator(AllocatorCore):
     device_allocator.pyx): malloc(device, nbytes, stream) -> Block, free(block),
     empty_cache(), stats(device), reset_peak(device), cached_bytes(device)."""
 
-    __slots__ = ()
+    __slots__ = ("__weakref__",)
 
     def __init__(self, mem):
         super().__init__(mem, OutOfMemoryError)

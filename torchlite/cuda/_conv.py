@@ -231,7 +231,7 @@ def made_once(cls):
     """A constructor of `cls` that gives the same object for the same arguments (the recent
     256; a training loop repeats them), for a class whose objects are never changed after they
     are made; arguments that cannot be a cache key (lists) make a new one each time."""
-    cached = functools.lru_cache(maxsize=256)(cls)
+    cached = functools.lru_cache(maxsize=256, typed=True)(cls)     # typed: groups=2.0 is not 2
 
     def make(*args):
         try:
