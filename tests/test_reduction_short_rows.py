@@ -1,12 +1,14 @@
 """Row max/min/argmax/argmin and softmax/log_softmax over rows of every length around the
-fixed-lane paths' widths (16, 32, 64) and the chunking below 256 (kernels/reduce_body.h's
-TL_BEST_SHORT and TL_SOFTMAX_SHORT), with NaN, -inf and +inf in rows; NumPy is the oracle."""
+fixed-lane paths' widths (16, 32, 64, and 128 for rows of 81 to 128) and the chunking below
+256 (kernels/reduce_body.h's TL_BEST_SHORT, TL_LANES128 and TL_SOFTMAX_SHORT), with NaN, -inf
+and +inf in rows; NumPy is the oracle."""
 import numpy as np
 import pytest
 
 import torchlite as tl
 
-LENGTHS = [1, 2, 7, 15, 16, 17, 31, 32, 33, 40, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 300]
+LENGTHS = [1, 2, 7, 15, 16, 17, 31, 32, 33, 40, 63, 64, 65, 79, 80, 81, 96, 100, 113, 127, 128, 129,
+           255, 256, 257, 300]
 
 
 def rows(n, dtype, seed):
@@ -68,10 +70,11 @@ def _assert_like(got, want, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nrows", [1, 15, 16, 17, 33, 100, 1000])
-@pytest.mark.parametrize("n", [1, 5, 16, 17, 40, 64])
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 40, 64, 81, 100, 128])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_log_softmax_of_short_rows_in_groups(nrows, n, dtype, threads):
-    """A log_softmax of rows of at most 64 takes its logs for a group of 16 rows at once: row
+    """A log_softmax of rows of at most 64, or of 81 to 128, takes its logs for a group of 16
+    rows at once: row
     counts around the group (and each thread's share of the rows) and special rows at group
     edges and inside the last, partial group."""
     a = np.random.default_rng(nrows * 100 + n).standard_normal((nrows, n)).astype(dtype) * 3

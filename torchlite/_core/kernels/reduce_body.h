@@ -7,9 +7,10 @@
 #ifndef TL_REDUCE_BODY_MACROS
 #define TL_REDUCE_BODY_MACROS
 
-/* Combine NL (<= 64) lanes into acc[0] by a fixed tree.  Written as constant-width steps:
+/* Combine NL (<= 128) lanes into acc[0] by a fixed tree.  Written as constant-width steps:
  * a loop over the width would not be unrolled, and stays scalar. */
 #define TL_TREE(acc, NL, COMB)                                                              \
+    if ((NL) >= 128) for (int j = 0; j < 64; j++) acc[j] = COMB(acc[j], acc[j + 64]);        \
     if ((NL) >= 64) for (int j = 0; j < 32; j++) acc[j] = COMB(acc[j], acc[j + 32]);         \
     if ((NL) >= 32) for (int j = 0; j < 16; j++) acc[j] = COMB(acc[j], acc[j + 16]);         \
     if ((NL) >= 16) for (int j = 0; j < 8; j++) acc[j] = COMB(acc[j], acc[j + 8]);           \
@@ -60,15 +61,27 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
     else if ((m) <= 32) TL_BEST_LANES(T, 32, INIT, MAP, FAST, p, m, out, nan_)               \
     else TL_BEST_LANES(T, 64, INIT, MAP, FAST, p, m, out, nan_)
 
+/* Rows of 81 to 128 go through 128 fixed lanes whole (the softmaxes, the row max/min): one
+ * tree, where 64 lanes and the rest took two and a loop's set-up.  Measured in a C harness
+ * around reduce.h, 8192 float32 rows, us, chunks of 64 -> 128 lanes: amax of 100 277 -> 187,
+ * softmax 1050 -> 735, log_softmax 1110 -> 795; at 65 to 80 the chunks are faster (65: 153 vs
+ * 187-230 for amax, 640 vs 790 for softmax), hence 81. */
+#define TL_LANES128(n) ((n) > 80 && (n) <= 128)
+
 /* best = max (FAST = TL_C_FMAX, COMB = TL_C_MAX) or min of MAP(x[0..n)) with NaN
  * propagating.  The lanes use the plain max (one instruction, exact for infinities too) and
  * count NaNs on the side (a compare and a masked add); only a row holding one is scanned
  * again with the exact NaN-sticky combine.  (Rows with infinities are common: a causal
  * attention mask fills half of every row with -inf.)  A row under 128, and the last n % NL
- * of a longer one, go through TL_BEST_SHORT's fixed lanes, 64 at most at a time (from 128
- * on, the NL lanes and their one tree beat a tree per chunk: amax of 8192 rows of 128, 282
- * -> 242 us; of 200, 446 -> 254; shorter rows measured faster in chunks). */
+ * of a longer one, go through TL_BEST_SHORT's fixed lanes, 64 at most at a time, or a row of
+ * 81 to 127 whole in 128 lanes (TL_LANES128) (from 128 on, the NL lanes and their one tree
+ * beat a tree per chunk: amax of 8192 rows of 128, 282 -> 242 us; of 200, 446 -> 254). */
 #define TL_ROW_BEST(T, NL, INIT, MAP, FAST, COMB, x, n, best)                              \
+    TL_ROW_BEST_UPTO(T, NL, INIT, MAP, FAST, COMB, x, n, best, 1)
+
+/* LANES128 0: for a caller whose rows are never 81 to 127 (the softmaxes' long rows), so the
+ * 128-lane path is not compiled into it */
+#define TL_ROW_BEST_UPTO(T, NL, INIT, MAP, FAST, COMB, x, n, best, LANES128)               \
     {                                                                                        \
         int64_t i_ = 0;                                                                      \
         int special_ = 0;                                                                    \
@@ -84,10 +97,11 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
             best = acc_[0];                                                                  \
             special_ = z_[0] != 0;                                                           \
         }                                                                                    \
-        while (i_ < (n)) {  /* at most 64 at a time */                                      \
-            const int64_t m_ = (n) - i_ < 64 ? (n) - i_ : 64;                                \
+        while (i_ < (n)) {  /* at most 64 at a time, or a whole row of 81 to 127 */         \
+            const int64_t m_ = (n) - i_ <= 64 || (LANES128 && TL_LANES128((n) - i_)) ? (n) - i_ : 64; \
             T part_;                                                                         \
-            TL_BEST_SHORT(T, INIT, MAP, FAST, (x) + i_, m_, part_, special_)                 \
+            if (LANES128 && m_ > 64) TL_BEST_LANES(T, 128, INIT, MAP, FAST, (x) + i_, m_, part_, special_) \
+            else TL_BEST_SHORT(T, INIT, MAP, FAST, (x) + i_, m_, part_, special_)            \
             best = FAST(best, part_);                                                        \
             i_ += m_;                                                                        \
         }                                                                                    \
@@ -306,13 +320,23 @@ static void TL_RSFX(NAME)(const char *xb, int64_t nrows, int64_t rstride, int64_
 
 /* softmax over contiguous rows, fused: max, then exp(x - max) written and summed, then a
  * scale (or, for log_softmax, x - max - log(sum)); the row stays in L1 across the passes.
- * Rows of at most 64 take TL_SOFTMAX_SHORT; a log_softmax's, TL_LOG_SOFTMAX_SHORT, in groups
+ * Rows of at most 64, and of 81 to 128 (TL_LANES128), take TL_SOFTMAX_SHORT; a log_softmax's,
+ * TL_LOG_SOFTMAX_SHORT, in groups
  * of TL_SMG rows whose logs are then one vectorised loop (LOGF: float32's is vmath.h's
  * tl_logf, eager log's own; one scalar log a row was a third of a 16-wide row's time:
  * 8192 x 16 284 -> 188 us, PyTorch 125). */
 #define TL_SOFTMAX_ROWS(NAME, T, NL, EXPF, LOGF)                                           \
+/* a row of 81 to 128 (TL_LANES128) in 128 lanes: its softmax into y, or (logmode) its max   \
+ * and sum into *gmax_, *gsum_; out of line, as inlined it slowed the shorter rows' paths     \
+ * (softmax of rows of 40: 456 -> 521 us) */                                                \
+TL_OUTLINE void TL_RSFX(NAME##_128)(const T *x, T *y, int64_t n, int logmode, T *gmax_,      \
+                                    T *gsum_) {                                              \
+    const int g_ = 0;                                                                        \
+    if (logmode) TL_LOG_SOFTMAX_SHORT(T, 128, EXPF, 1)                                       \
+    else TL_SOFTMAX_SHORT(T, 128, EXPF, 1)                                                   \
+}                                                                                            \
 static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t nrows, int64_t n, int logmode) { \
-    if (n <= 64 && logmode) {   /* short rows in groups of TL_SMG: their logs together */ \
+    if (logmode && (n <= 64 || TL_LANES128(n))) {  /* in groups of TL_SMG: logs together */ \
         for (int64_t r0 = 0; r0 < nrows; r0 += TL_SMG) {                                     \
             const int64_t gn_ = nrows - r0 < TL_SMG ? nrows - r0 : TL_SMG;                   \
             T gmax_[TL_SMG], gsum_[TL_SMG], glog_[TL_SMG];                                   \
@@ -320,7 +344,8 @@ static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t nrows, int64_t n, in
                 const T *x = (const T *)xb + (r0 + g_) * n;                                  \
                 if (n <= 16) TL_LOG_SOFTMAX_SHORT(T, 16, EXPF, 0)                            \
                 else if (n <= 32) TL_LOG_SOFTMAX_SHORT(T, 32, EXPF, 1)                       \
-                else TL_LOG_SOFTMAX_SHORT(T, 64, EXPF, 1)                                    \
+                else if (n <= 64) TL_LOG_SOFTMAX_SHORT(T, 64, EXPF, 1)                       \
+                else TL_RSFX(NAME##_128)(x, NULL, n, 1, gmax_ + g_, gsum_ + g_);             \
             }                                                                                \
             for (int64_t g_ = gn_; g_ < TL_SMG; g_++) gsum_[g_] = 1;                         \
             for (int g_ = 0; g_ < TL_SMG; g_++) glog_[g_] = LOGF(gsum_[g_]);   /* vectorised */ \
@@ -338,8 +363,9 @@ static void TL_RSFX(NAME)(const char *xb, char *yb, int64_t nrows, int64_t n, in
         if (n <= 16) { TL_SOFTMAX_SHORT(T, 16, EXPF, 0) continue; }                         \
         if (n <= 32) { TL_SOFTMAX_SHORT(T, 32, EXPF, 1) continue; }                         \
         if (n <= 64) { TL_SOFTMAX_SHORT(T, 64, EXPF, 1) continue; }                         \
+        if (TL_LANES128(n)) { TL_RSFX(NAME##_128)(x, y, n, 0, NULL, NULL); continue; }      \
         T m;                                                                                 \
-        TL_ROW_BEST(T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX, x, n, m)                 \
+        TL_ROW_BEST_UPTO(T, NL, -INFINITY, TL_M_ID, TL_C_FMAX, TL_C_MAX, x, n, m, 0)         \
         int64_t i = 0;                                                                       \
         double s = 0.0;                                                                      \
         if (n >= NL) {      /* (a short row skips setting up and folding the lanes) */       \

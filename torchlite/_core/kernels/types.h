@@ -26,12 +26,16 @@ typedef struct { tl_half re, im; } tl_c32;
 typedef struct { double re, im; } tl_c128;
 
 /* TL_COLD: a rarely taken path kept out of line, so the hot loop around its call stays small */
+/* TL_OUTLINE: a path kept out of line so that the code around its call is compiled as it
+ * would be without it (a big path inlined can change how the compiler treats the others) */
 #if defined(_MSC_VER)
 #define TL_INLINE static __forceinline
 #define TL_COLD static __declspec(noinline)
+#define TL_OUTLINE static __declspec(noinline)
 #else
 #define TL_INLINE static inline __attribute__((always_inline))
 #define TL_COLD static __attribute__((noinline, cold))
+#define TL_OUTLINE static __attribute__((noinline))
 #endif
 
 TL_INLINE float tl_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
