@@ -5,6 +5,9 @@ several samples) and checked against torch's result.  For choosing _kernels.TC_C
 GPU session (issue 15's target: at least 0.5x cuBLAS):
 
     python benchmarks/tune_gemm_tc.py [--size 4096] [--configs "128,256,64,2,4,3;128,128,32,2,2,4"]
+
+A configuration is BM,BN,BK,WARPS_M,WARPS_N,STAGES[,GROUP_M]: GROUP_M > 1 launches the tiles
+in groups of GROUP_M rows (gemm.cu), for the L2 cache.
 """
 import argparse
 import statistics
@@ -29,9 +32,8 @@ def timed(sync, event, fn, reps=10, samples=5):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=4096)
-    ap.add_argument("--configs", default="128,128,32,2,2,4;128,128,32,2,2,3;128,128,32,2,2,5;"
-                                         "128,128,64,2,2,3;128,256,32,2,4,4;256,128,32,4,2,4;"
-                                         "128,256,64,2,4,3")
+    ap.add_argument("--configs", default="128,128,32,2,2,4;128,128,32,2,2,4,8;128,128,64,2,2,3;"
+                                         "128,128,64,2,2,3,8;128,128,64,2,2,4,8;128,256,32,2,4,4,8")
     a = ap.parse_args()
     import numpy as np
     import torch

@@ -178,7 +178,11 @@ __global__ void tl_gemm_splitk_sum(const T* __restrict__ W, T* C, const T* D, tl
  * Copies past an edge (rows or columns beyond M, N or K) fill zeros (cp.async's source size
  * 0), so partial tiles need no other care.  Shared memory is dynamic (over 48 KB: the launch
  * raises the kernel's limit, torchlite/cuda/_launch.allow_shared).
- * Name expressions: tl_gemm_tc<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, A_K, B_K>
+ * GROUP_M > 1 orders the tiles for the L2 cache: blocks in launch order walk GROUP_M rows of
+ * tiles column by column, so the blocks running at once share their A rows and B columns
+ * (1, the rows one after another, is what the library launches; benchmarks/tune_gemm_tc.py
+ * tries the others on a GPU).
+ * Name expressions: tl_gemm_tc<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, A_K, B_K[, GROUP_M]>
  * (_kernels.gemm_tc_kernel). */
 #if defined(__CUDACC__)
 namespace tl {
@@ -217,7 +221,8 @@ TL_DEV u32 bits_of(f16 x) { return __half_as_ushort(x); }
 TL_DEV u32 bits_of(bf16 x) { return __bfloat16_as_ushort(x); }
 }  // namespace tl
 
-template <class T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int A_K, int B_K>
+template <class T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, int A_K, int B_K,
+          int GROUP_M = 1>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
 tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* C, const T* D, tl::GemmArgs g) {
     using tl::i64;
@@ -244,7 +249,16 @@ tl_gemm_tc(const T* __restrict__ A, const T* __restrict__ B, T* C, const T* D, t
     const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int gq = lane >> 2, tq = lane & 3;
     const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
-    const i64 m0 = (i64)blockIdx.y * BM, n0 = (i64)blockIdx.x * BN;
+    i64 tile_m = blockIdx.y, tile_n = blockIdx.x;
+    if (GROUP_M > 1) {                /* the launch order's pid walks GROUP_M rows of tiles */
+        const i64 tiles_n = gridDim.x, tiles_m = gridDim.y;
+        const i64 pid = (i64)blockIdx.y * tiles_n + blockIdx.x, per_group = (i64)GROUP_M * tiles_n;
+        const i64 first_m = pid / per_group * GROUP_M, local = pid % per_group;
+        const i64 rows = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
+        tile_m = first_m + local % rows;
+        tile_n = local / rows;
+    }
+    const i64 m0 = tile_m * BM, n0 = tile_n * BN;
     const float alpha = (float)g.alpha, beta = (float)g.beta;
     const int KT = (int)((g.K + BK - 1) / BK);
     /* C's elements in pairs (one 32-bit store for columns 2t, 2t+1) where its layout allows */

@@ -280,11 +280,15 @@ TENSOR_CORE_DTYPES = (FLOAT16, BFLOAT16)      # tl_gemm_tc: mma.sync, sm_80 and 
 TC_LARGE = ((128, 128, 32, 2, 2, 4),)
 TC_SMALL = (64, 64, 32, 2, 2, 4)
 TC_CONFIGS = TC_LARGE + (TC_SMALL,)
+# the large tile with its blocks ordered for the L2 cache (GROUP_M rows of tiles at a time):
+# not launched by the library until a GPU run measures it (benchmarks/tune_gemm_tc.py tries
+# it), compiled with the others so that it is known to build
+TC_GROUPED = tuple(cfg + (8,) for cfg in TC_LARGE)
 
 
 def gemm_tc_shared_bytes(config, a_k, b_k):
     """Dynamic shared memory of tl_gemm_tc: STAGES buffers of both tiles, rows padded by 8."""
-    bm, bn, bk, _, _, stages = config
+    bm, bn, bk, _, _, stages = config[:6]
     a = (bm * (bk + 8)) if a_k else (bk * (bm + 8))
     b = (bn * (bk + 8)) if b_k else (bk * (bn + 8))
     return stages * (a + b) * 2
@@ -292,12 +296,14 @@ def gemm_tc_shared_bytes(config, a_k, b_k):
 
 def gemm_tc_kernel(dtype, config, a_k, b_k):
     """The tensor-core GEMM for float16/bfloat16: tile `config` (TC_CONFIGS), A k-contiguous
-    (a_k) or m-contiguous, B k-contiguous (b_k) or n-contiguous."""
+    (a_k) or m-contiguous, B k-contiguous (b_k) or n-contiguous.  A seventh element of config,
+    GROUP_M, orders the tiles for the L2 cache (gemm.cu; benchmarks/tune_gemm_tc.py)."""
     if dtype not in TENSOR_CORE_DTYPES:
         raise KeyError(f"no tensor-core GEMM for dtype code {dtype}")
-    bm, bn, bk, wm, wn, stages = config
+    bm, bn, bk, wm, wn, stages = config[:6]
+    group = f", {config[6]}" if len(config) > 6 and config[6] > 1 else ""
     return (f"tl_gemm_tc<{CTYPE[dtype]}, {bm}, {bn}, {bk}, {wm}, {wn}, {stages}, "
-            f"{int(a_k)}, {int(b_k)}>")
+            f"{int(a_k)}, {int(b_k)}{group}>")
 
 
 def gemm_kernel(dtype, config):
@@ -433,7 +439,7 @@ def variants():
     sm = [softmax_kernel(dt, bw) for dt in FLOATS for bw in (False, True)]
     rnd = [random_kernel(d, o) for d in RANDOM for o in RANDOM[d]]
     gemm = [gemm_kernel(dt, c) for dt in GEMM_CONFIGS for c in GEMM_CONFIGS[dt]]
-    gemm += [gemm_tc_kernel(dt, c, ak, bk) for dt in TENSOR_CORE_DTYPES for c in TC_CONFIGS
+    gemm += [gemm_tc_kernel(dt, c, ak, bk) for dt in TENSOR_CORE_DTYPES for c in TC_CONFIGS + TC_GROUPED
              for ak in (True, False) for bk in (True, False)]
     gemm += [gemm_splitk_sum_kernel(dt) for dt in SPLIT_K_DTYPES]
     index = sorted({gather_kernel(dt) for dt in ALL + COMPLEX})
