@@ -107,6 +107,36 @@ def test_tensor_from_tensors():
     assert cp.tolist() == nc.tolist() and cp.is_contiguous()
 
 
+def test_tensor_from_a_list_of_tensors_reads_them_as_pytorch_does():
+    # a one-element tensor where a value belongs is that value (a list of per-sample outputs
+    # of shape [1] gives shape [N], not [N, 1]); where a sequence belongs, its rows; a tensor
+    # of several elements where a value belongs is an error (values checked against PyTorch)
+    T = tl.tensor
+    assert T([T([1.0]), T([2.0])]).shape == (2,)
+    assert T([[T([[1.0]])], [T([[2.0]])]]).shape == (2, 1)
+    assert T([[2.0], T([1.0])]).tolist() == [[2.0], [1.0]]
+    assert T([[1.0, 2.0], T([3.0, 4.0])]).tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    h = T([T([1.0], dtype=tl.float16), 3])
+    assert h.dtype is tl.float16 and h.tolist() == [1.0, 3.0]
+    assert T([T(1, dtype=tl.int32), T(2.0, dtype=tl.float64)]).dtype is tl.float64
+    assert T([T(1, dtype=tl.int32), 2.5]).dtype is tl.float32
+    assert T([T(1j), T(2.0)]).dtype is tl.complex64
+    for bad in ([T([1.0, 2.0]), T([3.0, 4.0])], [T([])]):
+        with pytest.raises(ValueError, match="only one element tensors"):
+            T(bad)
+
+
+def test_legacy_constructors_copy_numpy_arrays():
+    a = np.array([1.0, 2.0])
+    t = tl.Tensor(a)
+    assert t.dtype is tl.float32 and t.tolist() == [1.0, 2.0]
+    n = tl.zeros(2, dtype=tl.int32).new(np.array([3, 4]))
+    assert n.dtype is tl.int32 and n.tolist() == [3, 4]
+    assert tl.Tensor(np.int64(3)).shape == (3,) and tl.Tensor(np.array(3)).shape == (3,)  # sizes
+    with pytest.raises(TypeError):
+        tl.Tensor(np.float32(2.5))
+
+
 def test_tensor_from_numpy_copies():
     a = np.arange(6.0).reshape(2, 3)
     t = tl.tensor(a)

@@ -1755,3 +1755,26 @@ def test_operators_hand_foreign_operands_to_python_like_pytorch():
         return
     assert torch.ones(3) + Other() == "radd"
     assert (torch.ones(3) + a).dtype == torch.float64
+
+
+def test_deprecated_scalar_first_overloads_warn_and_compute_as_pytorch():
+    # add(input, alpha, other) and addcmul/addcdiv(input, value, t1, t2), as functions,
+    # methods and in place: PyTorch 1.x optimizers use them (values as PyTorch 2.13 gives)
+    x, y = tl.ones(2), tl.full((2,), 3.0)
+    cases = [(lambda: x.add(2, y), 7.0), (lambda: tl.add(x, 2, y), 7.0), (lambda: x.add(2, other=y), 7.0),
+             (lambda: x.sub(2, y), -5.0), (lambda: tl.sub(x, 2, y), -5.0),
+             (lambda: x.clone().add_(2, y), 7.0), (lambda: x.clone().sub_(2, y), -5.0),
+             (lambda: x.addcmul(2, y, y), 19.0), (lambda: x.clone().addcmul_(2, y, y), 19.0),
+             (lambda: tl.addcmul(x, 2, y, y), 19.0), (lambda: x.addcdiv(2, y, y), 3.0),
+             (lambda: x.clone().addcdiv_(2, y, y), 3.0), (lambda: tl.addcdiv(x, 2, y, y), 3.0)]
+    for fn, want in cases:
+        with pytest.warns(UserWarning, match="deprecated"):
+            assert fn().tolist() == [want, want]
+    q = tl.full((2,), 3.0, requires_grad=True)
+    with pytest.warns(UserWarning):
+        x.add(0.5, q).sum().backward()                 # alpha reaches the gradient too
+    assert q.grad.tolist() == [0.5, 0.5]
+    with pytest.raises(TypeError):
+        x.add(y, 2)                                    # the tensor first is not an overload
+    with pytest.raises(TypeError):
+        x.add(2, 3, y)

@@ -90,20 +90,27 @@ def _size_args(size, op):
 # ---- tensor() from Python data ---------------------------------------------------------------
 def _infer(data, shape, flat, depth, state):
     """Walk nested sequences: fill `shape` on the first path, check the rest against it,
-    append scalars to `flat`; state[0] is the widest kind seen (0 bool, 1 int, 2 float)."""
+    append scalars to `flat`; state[0] is the widest kind of Python value seen (0 bool, 1 int,
+    2 float, 3 complex), state[2] the promoted dtype of the typed values (NumPy scalars and
+    tensors), state[3] whether any Python value was seen."""
     if isinstance(data, Tensor):
-        if depth == len(shape):
-            if flat and data.ndim:
-                raise ValueError(f"expected a number at dim {depth}, got a tensor of shape "
-                                 f"{tuple(data.shape)}")
-            shape.extend(data.shape)
-        elif tuple(shape[depth:]) != tuple(data.shape):
-            raise ValueError(f"expected sequence of length {shape[depth] if depth < len(shape) else 0} "
-                             f"at dim {depth} (got {data.shape[0] if data.ndim else 0})")
-        flat.extend(data.reshape(-1).tolist())
-        state[0] = builtins.max(state[0], 3 if data.is_complex() else 2 if data.is_floating_point()
-                                else (0 if data.dtype is D.bool else 1))
-        state[1] = data.dtype if state[1] is None or state[1] is data.dtype else False
+        # a tensor inside a sequence, as PyTorch reads it: where the first path (the shape)
+        # has a value, one value -- a one-element tensor's item(), its dtype taking part in the
+        # inference as a NumPy scalar's; any other size is an error -- and where a sequence
+        # is expected, a sequence of its rows
+        if depth < len(shape) and data.ndim:
+            if data.shape[0] != shape[depth]:
+                raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} "
+                                 f"(got {data.shape[0]})")
+            for row in data:
+                _infer(row, shape, flat, depth + 1, state)
+            return
+        if data.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if depth != len(shape):
+            raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got a scalar)")
+        state[2] = data.dtype if state[2] is None else D.promote_types(state[2], data.dtype)
+        flat.append(data.item())
         return
     if isinstance(data, (list, tuple, builtins.range)) or _is_array_like(data):
         n = len(data)
@@ -123,7 +130,6 @@ def _infer(data, shape, flat, depth, state):
         if code >= 0:                                                     # as in PyTorch
             nd = D.DTYPES[code]
             state[2] = nd if state[2] is None else D.promote_types(state[2], nd)
-            state[1] = False
             flat.append(_as_pyscalar(data))
             return
     state[3] = True
@@ -147,7 +153,6 @@ def _infer(data, shape, flat, depth, state):
         raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     flat.append(v)
     state[0] = builtins.max(state[0], k)
-    state[1] = False
 
 
 def _is_array_like(x):
@@ -181,14 +186,12 @@ def _from_data(data, dtype):
     shape, flat, state = [], [], [0, None, None, False]
     _infer(data, shape, flat, 0, state)
     if dt is None:
-        if state[1]:      # only tensors: keep their common dtype
-            dt = state[1]
-        elif not flat:    # no values to infer from (tensor([]), tensor([[]])): the default
+        if not flat:      # no values to infer from (tensor([]), tensor([[]])): the default
             dt = D.get_default_dtype()
         else:
             dt = (D.bool, D.int64, D.get_default_dtype(), D.get_default_complex_dtype())[state[0]]
-            if state[2] is not None:        # NumPy scalars keep their dtypes, promoted with
-                dt = D.promote_types(dt, state[2]) if state[3] else state[2]   # Python's
+            if state[2] is not None:        # NumPy scalars and tensors keep their dtypes,
+                dt = D.promote_types(dt, state[2]) if state[3] else state[2]   # promoted with Python's
     return _A.from_flat(flat, shape, dt.code)
 
 
@@ -628,8 +631,21 @@ def eye(n: int, m: int | None = None, *, out: Tensor | None = None, dtype: dtype
     return _made(arr, device, requires_grad, out, "eye")
 
 
+def _is_data(a):
+    """Whether the one argument of the legacy constructors is data to copy rather than a size:
+    a sequence or an array with dims (a NumPy array has __index__, but only a 0-d one is a
+    size, as in PyTorch), not an int or a 0-d integer."""
+    if isinstance(a, builtins.int) or _is_size(a):
+        return False
+    ndim = getattr(a, "ndim", None)
+    if ndim is not None and not isinstance(a, Tensor):
+        return ndim > 0
+    return not hasattr(a, "__index__")
+
+
 def _legacy_new(cls, *args, **kwargs):
-    """torchlite.Tensor(...): Tensor([..]) copies data as float32; Tensor(2, 3) is empty."""
+    """torchlite.Tensor(...): Tensor([..]) and Tensor(ndarray) copy data as float32;
+    Tensor(2, 3) is empty."""
     device = kwargs.pop("device", None)
     if kwargs:
         raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}")
@@ -639,7 +655,7 @@ def _legacy_new(cls, *args, **kwargs):
         a = args[0]
         if isinstance(a, Tensor):
             return a.detach()
-        if not isinstance(a, builtins.int) and not hasattr(a, "__index__"):
+        if _is_data(a):
             return tensor(a, dtype=D.get_default_dtype(), device=device)
     return empty(*args, device=device)
 
@@ -657,8 +673,7 @@ def _new(self, *args, device=None):
     device = device or self.device
     if not args:
         return empty(0, dtype=self.dtype, device=device)
-    if len(args) == 1 and not isinstance(args[0], builtins.int) and not hasattr(args[0], "__index__") \
-            and not _is_size(args[0]):
+    if len(args) == 1 and _is_data(args[0]):
         return tensor(args[0], dtype=self.dtype, device=device)
     return empty(*args, dtype=self.dtype, device=device)
 

@@ -7,7 +7,10 @@ are all made from that one entry."""
 from __future__ import annotations
 
 import builtins
+import functools
 import math
+import numbers
+import warnings
 
 from .. import _dtype as D
 from .._dispatch import array as _A
@@ -666,7 +669,34 @@ def _alpha(a, b, alpha, op, negate=False):
     return -builtins.float(alpha) if negate else builtins.float(alpha)
 
 
+def _scalar_first(kwarg, n):
+    """Also take PyTorch's deprecated overloads that put the scalar before the tensors --
+    add(input, alpha, other), addcmul(input, value, tensor1, tensor2), and their methods and
+    in-place forms, still common in optimizers written for PyTorch 1.x -- with PyTorch's
+    deprecation warning.  n: the positional arguments of the current signature."""
+    def deco(fn):
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            # (n + 1 positional arguments, or add(x, 2, other=y): the scalar, then the tensors)
+            if (len(args) == n + 1 or (n == 2 and len(args) == 2 and "other" in kwargs)) \
+                    and kwarg not in kwargs and isinstance(args[1], numbers.Number) \
+                    and not isinstance(args[1], Tensor) \
+                    and all(isinstance(a, Tensor) for a in args[2:] + tuple(kwargs.values())):
+                warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number {kwarg}, "
+                              f"Tensor ...)\nConsider using one of the following signatures "
+                              f"instead:\n\t{name}(Tensor ..., *, Number {kwarg}=1)", UserWarning,
+                              stacklevel=2)
+                kwargs[kwarg] = args[1]
+                args = (args[0],) + args[2:]
+            return fn(*args, **kwargs)
+        return run
+    return deco
+
+
 @_register("add")
+@_scalar_first("alpha", 2)
 def add(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex, *,
         alpha: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
     """input + alpha * other, with broadcasting and type promotion (a complex alpha for a
@@ -678,6 +708,7 @@ def add(input: Tensor | int | float | bool | complex, other: Tensor | int | floa
 
 
 @_register("add_")
+@_scalar_first("alpha", 2)
 def add_(self: Tensor, other: Tensor | int | float | bool | complex, *,
          alpha: int | float | bool | complex = 1) -> Tensor:
     a = _alpha(self, other, alpha, "add_")
@@ -702,6 +733,7 @@ def _no_bool_sub(a, b):
 
 
 @_register("sub", "subtract")
+@_scalar_first("alpha", 2)
 def sub(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex, *,
         alpha: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
     """input - alpha * other."""
@@ -716,6 +748,7 @@ subtract = sub
 
 
 @_register("sub_", "subtract_")
+@_scalar_first("alpha", 2)
 def sub_(self: Tensor, other: Tensor | int | float | bool | complex, *,
          alpha: int | float | bool | complex = 1) -> Tensor:
     _no_bool_sub(self, other)
@@ -881,6 +914,7 @@ def lerp_(self: Tensor, end: Tensor, weight: Tensor | float) -> Tensor:
 
 
 @_register("addcmul")
+@_scalar_first("value", 3)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1,
             out: Tensor | None = None) -> Tensor:
     """input + value * tensor1 * tensor2 (integer tensors too, with an integer value)."""
@@ -900,6 +934,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
 
 
 @_register("addcmul_")
+@_scalar_first("value", 3)
 def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1) -> Tensor:
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcmul_", tensor1, tensor2)
@@ -915,6 +950,7 @@ def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
 
 
 @_register("addcdiv")
+@_scalar_first("value", 3)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1,
             out: Tensor | None = None) -> Tensor:
     """input + value * tensor1 / tensor2."""
@@ -927,6 +963,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
 
 
 @_register("addcdiv_")
+@_scalar_first("value", 3)
 def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1) -> Tensor:
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcdiv_", tensor1, tensor2)
