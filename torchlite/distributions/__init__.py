@@ -66,6 +66,8 @@ from .uniform import Uniform
 from .von_mises import VonMises
 from .wishart import Wishart
 from .weibull import Weibull
+# PyTorch's module names for distributions kept in shared files here (distributions.laplace)
+from . import chi2, exponential, half_cauchy, half_normal, laplace, poisson, studentT  # noqa: F401,E402
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy",

@@ -1,6 +1,7 @@
 """torchlite.utils: utilities (torch.utils): data loading in torchlite.utils.data, activation
-checkpointing in torchlite.utils.checkpoint, TensorBoard logging in torchlite.utils.tensorboard and
-timing in torchlite.utils.benchmark,
+checkpointing in torchlite.utils.checkpoint, TensorBoard logging in torchlite.utils.tensorboard,
+timing in torchlite.utils.benchmark, and PyTorch's names hooks.RemovableHandle,
+model_zoo.load_url and dlpack.from_dlpack/to_dlpack,
 each imported on first use (data brings NumPy in, which `import torchlite` does not need);
 swap_tensors."""
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["data", "checkpoint", "tensorboard", "benchmark", "_pytree", "swap_tensors"]
+__all__ = ["data", "checkpoint", "tensorboard", "benchmark", "hooks", "model_zoo", "dlpack", "_pytree",
+           "swap_tensors"]
 
 
 def _slot_names(cls):

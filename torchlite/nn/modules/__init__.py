@@ -25,6 +25,8 @@ from .transformer import *  # noqa: F401,F403
 from .lazy import *  # noqa: F401,F403
 from .sync_batchnorm import *  # noqa: F401,F403
 from .adaptive import *  # noqa: F401,F403
+# PyTorch's module names for families kept in other files here (nn.modules.batchnorm._BatchNorm)
+from . import batchnorm, channelshuffle, instancenorm, pixelshuffle  # noqa: F401,E402
 
 # the layer classes and functions, not the family modules (nn.modules.utils must not pass for
 # nn.utils when torchlite.nn star-imports this package)

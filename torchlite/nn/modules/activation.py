@@ -362,3 +362,12 @@ class Hardshrink(Softshrink):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.hardshrink(input, self.lambd)
+
+
+def __getattr__(name):
+    # PyTorch keeps MultiheadAttention in torch.nn.modules.activation; its home here is
+    # attention.py (imported on this first use: attention.py builds on this module's layers)
+    if name == "MultiheadAttention":
+        from .attention import MultiheadAttention
+        return MultiheadAttention
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
