@@ -509,3 +509,13 @@ def test_digamma_and_its_gradient():
     torch = pytest.importorskip("torch")
     np.testing.assert_allclose(tl.digamma(x).detach().numpy(),
                                torch.digamma(torch.tensor(x.detach().numpy())).numpy(), rtol=1e-10)
+
+
+def test_atan2_gradient_at_the_origin_is_zero_as_pytorch():
+    # d atan2(y, x) is 0/0 at (0, 0); PyTorch zeroes the reciprocal of the denominator there
+    # (a NaN would poison every parameter it reaches); elsewhere the usual formula
+    y = tl.tensor([0.0, 1.0, 0.0], requires_grad=True)
+    x = tl.tensor([0.0, 0.0, 2.0], requires_grad=True)
+    tl.atan2(y, x).sum().backward()
+    assert y.grad.tolist() == [0.0, 0.0, 0.5] and x.grad.tolist() == [0.0, -1.0, 0.0]
+    assert math.copysign(1.0, x.grad[0].item()) == -1.0          # -0, as PyTorch's

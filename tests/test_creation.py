@@ -475,3 +475,17 @@ def test_scalar_tensor_empty_strided_fill_zero():
     assert v.grad.item() == 3.0
     z = tl.ones(3)
     assert tl.zero_(z) is z and z.tolist() == [0.0] * 3
+
+
+def test_numpy_integers_are_taken_where_pytorch_takes_ints():
+    # num_classes = labels.max() + 1 on a NumPy array, then torch.eye(num_classes)[labels]
+    n, z = np.int64(3), np.int64(0)
+    assert tl.eye(n).shape == (3, 3) and tl.eye(n, np.int32(2)).shape == (3, 2)
+    assert tl.linspace(0, 1, n).tolist() == [0.0, 0.5, 1.0] and tl.logspace(0, 1, n).shape == (3,)
+    x = tl.ones(1, 3)
+    assert x.squeeze(z).shape == (3,) and x.squeeze((z,)).shape == (3,)
+    assert x.flip(z).shape == (1, 3) and tl.movedim(x, z, 1).shape == (3, 1)
+    assert tl.linalg.matrix_power(tl.eye(2) * 2, n).tolist() == [[8.0, 0.0], [0.0, 8.0]]
+    for bad in (2.0, True):
+        with pytest.raises(TypeError):
+            tl.eye(bad)

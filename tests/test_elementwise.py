@@ -1778,3 +1778,12 @@ def test_deprecated_scalar_first_overloads_warn_and_compute_as_pytorch():
         x.add(y, 2)                                    # the tensor first is not an overload
     with pytest.raises(TypeError):
         x.add(2, 3, y)
+
+
+def test_where_takes_a_uint8_condition_with_pytorchs_deprecation_warning():
+    c = tl.tensor([1, 0, 7], dtype=tl.uint8)
+    with pytest.warns(UserWarning, match="uint8 condition"):
+        r = tl.where(c, tl.ones(3), tl.zeros(3))
+    assert r.tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(RuntimeError, match="boolean"):
+        tl.where(tl.tensor([1, 0]), tl.ones(2), tl.zeros(2))     # int64: still an error

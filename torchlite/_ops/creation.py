@@ -569,8 +569,9 @@ def linspace(start: int | float | Tensor, end: int | float | Tensor, steps: int,
     device = _tensor_ends_device(start, end, device)
     start = _scalar_arg(start, "start", "linspace")
     end = _scalar_arg(end, "end", "linspace")
-    if not isinstance(steps, builtins.int) or isinstance(steps, builtins.bool):
+    if not isinstance(steps, numbers.Integral) or isinstance(steps, builtins.bool):
         raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    steps = builtins.int(steps)              # (a NumPy integer too, as PyTorch takes it)
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     check_numel((steps,), "linspace")
@@ -617,8 +618,9 @@ def eye(n: int, m: int | None = None, *, out: Tensor | None = None, dtype: dtype
     _layout.check(layout, "eye")
     m = n if m is None else m
     for name, v in (("n", n), ("m", m)):
-        if not isinstance(v, builtins.int) or isinstance(v, builtins.bool):
+        if not isinstance(v, numbers.Integral) or isinstance(v, builtins.bool):
             raise TypeError(f"eye(): argument '{name}' must be int, not {type(v).__name__}")
+    n, m = builtins.int(n), builtins.int(m)  # (NumPy integers too, as PyTorch takes them)
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be non-negative, got {n} and {m}")
     check_numel((n, m), "eye")

@@ -871,6 +871,11 @@ def where(condition: Tensor, input: Tensor | int | float | bool | complex | None
     where(condition) alone is nonzero(condition, as_tuple=True)."""
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
+    if isinstance(condition, Tensor) and condition.dtype is D.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will "
+                      "be removed in a future version of PyTorch. Use a boolean condition instead.",
+                      UserWarning, stacklevel=2)
+        condition = condition != 0
     c = condition._data
     x = input._data if isinstance(input, Tensor) else _operand(input, "where")
     y = other._data if isinstance(other, Tensor) else _operand(other, "where")

@@ -342,7 +342,11 @@ def _xlogy_grad_a(g, a, b, y, n):
 
 
 def _atan2_grad(g, a, b, sign_of, num):
-    return g * num * sign_of / (a * a + b * b)
+    """g times d atan2(a, b): b / (a^2 + b^2) for a, -a / (a^2 + b^2) for b; 0 at the origin,
+    where the quotient is 0/0, as PyTorch (its reciprocal of the denominator is zeroed there)."""
+    d = a * a + b * b
+    recip = _pw().where(d == 0, 0.0, 1.0 / d)
+    return g * (num if sign_of > 0 else -num) * recip
 
 
 BINARY = {

@@ -9,6 +9,7 @@ backward node (linalg_decomp_grad.py) when an input requires grad."""
 from __future__ import annotations
 
 import builtins
+import numbers
 import math
 from typing import TYPE_CHECKING
 
@@ -793,9 +794,10 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    if not isinstance(n, builtins.int) or isinstance(n, builtins.bool):
+    if not isinstance(n, numbers.Integral) or isinstance(n, builtins.bool):
         raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not "
                         f"{type(n).__name__}")
+    n = builtins.int(n)                      # (a NumPy integer too, as PyTorch takes it)
     if n == 0:      # the identity, in the graph (zero gradient) as PyTorch's is
         return A.clone().copy_(_eye_like(A).expand(tuple(A.shape)))
     if n == 1:

@@ -4,6 +4,7 @@ incompatible layout, flip, contiguous of a non-contiguous tensor)."""
 from __future__ import annotations
 
 import builtins
+import numbers
 from typing import TYPE_CHECKING
 
 from .. import _dtype as D
@@ -200,8 +201,8 @@ def adjoint(input: Tensor) -> Tensor:
 @_register("movedim", "moveaxis")
 def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     nd = input.ndim
-    src = [source] if isinstance(source, builtins.int) else list(source)
-    dst = [destination] if isinstance(destination, builtins.int) else list(destination)
+    src = [source] if isinstance(source, numbers.Integral) else list(source)      # (NumPy
+    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)  # ints too)
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should "
                            f"contain the same number of dims as destination ({dst} dims)")
@@ -258,12 +259,12 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
         if input._requires_grad and (_grad_state.enabled or needs_grad(input)):
             _VG.record_reshape(input, r, _VG.SqueezeBackward0)
         return r
-    dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
+    dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)     # (NumPy ints too)
     # dims are normalised here: array.pyx's _wrap_dim returns -1 for dim -1 of a 0-d array,
     # its error value, which Cython then reports as a SystemError
     nd = input._data.ndim
     arr = input._data.squeeze(tuple(_wrap_dim(d, nd, "squeeze") for d in dims))
-    cls = _VG.SqueezeBackward1 if isinstance(dim, builtins.int) else _VG.SqueezeBackward2
+    cls = _VG.SqueezeBackward1 if isinstance(dim, numbers.Integral) else _VG.SqueezeBackward2
     return _view_of(input, arr, _VG.record_reshape, cls)
 
 
@@ -410,10 +411,10 @@ def flip(input: Tensor, *args: int | Sequence[int],
     """A copy with the order of elements reversed along dims: flip(x, (0, 1)), flip(x,
     dims=(0, 1)), or as a method also x.flip(0, 1)."""
     if dims is None:
-        dims = args[0] if len(args) == 1 and not isinstance(args[0], builtins.int) else args
+        dims = args[0] if len(args) == 1 and not isinstance(args[0], numbers.Integral) else args
     elif args:
         raise TypeError("flip() got multiple values for argument 'dims'")
-    dims = (dims,) if isinstance(dims, builtins.int) else tuple(dims)
+    dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)     # (NumPy ints too)
     nd = input.ndim
     ds = sorted(_wrap_dim(d, nd) for d in dims)
     if len(set(ds)) != len(ds):
