@@ -90,3 +90,47 @@ def test_agrees_with_torch_on_random_pairs():
         except AssertionError:
             ok_tl = False
         assert ok_tl == ok_torch
+
+
+@pytest.mark.parametrize("dtype, lo, hi", [("float32", -9, 9), ("float64", -9, 9), ("float16", -9, 9),
+                                           ("bfloat16", -9, 9), ("int64", -9, 9), ("int8", -9, 9),
+                                           ("uint8", 0, 9), ("bool", 0, 1)])
+def test_make_tensor_draws_from_pytorchs_default_ranges(dtype, lo, hi):
+    from torchlite.testing import make_tensor
+    dt = getattr(tl, dtype)
+    t = make_tensor(64, 32, dtype=dt, device="cpu")
+    assert t.shape == (64, 32) and t.dtype is dt and t.is_contiguous()
+    v = t.double() if dtype != "bool" else t.to(tl.int64)
+    assert lo <= v.min().item() and v.max().item() <= hi
+    assert v.max().item() > v.min().item()               # drawn, not constant
+
+
+def test_make_tensor_options():
+    from torchlite.testing import make_tensor
+    t = make_tensor((2, 3), dtype=tl.float32, device="cpu", low=-1, high=1, noncontiguous=True,
+                    requires_grad=True)
+    assert t.shape == (2, 3) and not t.is_contiguous() and t.requires_grad and t.is_leaf
+    assert -1 <= t.min().item() and t.max().item() < 1
+    z = make_tensor(4000, dtype=tl.int64, device="cpu", low=0, high=3, exclude_zero=True)
+    assert set(z.tolist()) == {1, 2}
+    assert make_tensor(2, 3, 4, 5, dtype=tl.float32, device="cpu",
+                       memory_format=tl.channels_last).stride() == (60, 1, 15, 3)
+    c = make_tensor(100, dtype=tl.complex64, device="cpu")
+    assert c.dtype is tl.complex64 and c.real.abs().max() <= 9 and c.imag.abs().max() <= 9
+    assert make_tensor(5, dtype=tl.uint8, device="cpu", low=-5, high=300).max().item() <= 255  # clamped
+    with pytest.raises(ValueError):
+        make_tensor(2, dtype=tl.float32, device="cpu", low=2, high=1)
+    with pytest.raises(ValueError):
+        make_tensor(2, 2, dtype=tl.float32, device="cpu", noncontiguous=True, memory_format=tl.channels_last)
+    with pytest.raises(ValueError):
+        make_tensor(2, dtype=tl.int64, device="cpu", requires_grad=True)
+
+
+def test_assert_allclose_is_the_deprecated_form():
+    from torchlite.testing import assert_allclose
+    with pytest.warns(FutureWarning, match="deprecated"):
+        assert_allclose(tl.tensor([1.0, float("nan")]), [1.0, float("nan")])   # NaNs equal
+    with pytest.warns(FutureWarning):
+        assert_allclose([1, 2], tl.tensor([1.0, 2.0]))                           # dtypes not compared
+    with pytest.warns(FutureWarning), pytest.raises(AssertionError):
+        assert_allclose(tl.tensor([1.0]), [1.1])
