@@ -788,3 +788,16 @@ def test_linalg_diagonal_and_vander():
     assert tl.linalg.vander(tl.tensor(2.0), N=2).tolist() == [[1.0, 2.0]]
     with pytest.raises(RuntimeError, match="greater than 1"):
         tl.linalg.vander(tl.tensor([1.0, 2.0]), N=1)
+
+
+def test_det_gradient_of_singular_matrices_is_pytorchs_zeros():
+    # det(A) A^-T has no inverse to use for a singular A: the gradient there is 0 (as PyTorch
+    # gives), and the invertible matrices of the same batch keep their exact gradient
+    A = tl.tensor([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 3.0]]], dtype=tl.float64,
+                  requires_grad=True)
+    tl.linalg.det(A).sum().backward()
+    np.testing.assert_array_equal(A.grad[0].numpy(), np.zeros((2, 2)))
+    np.testing.assert_allclose(A.grad[1].numpy(), [[3.0, -1.0], [-1.0, 2.0]], rtol=1e-12)  # adj(A)^T
+    Z = tl.zeros(3, 3, requires_grad=True)
+    tl.det(Z).backward()
+    assert Z.grad.abs().sum().item() == 0

@@ -179,8 +179,15 @@ def record_lu_factor(A, P, outputs):
 # ---- determinants ----------------------------------------------------------------------------
 class LinalgDetBackward0(Node):
     def backward(self, g):
+        # d det(A) = det(A) A^-T.  A singular matrix (a batch holding one) has no inverse: its
+        # det is 0, and its gradient is taken as 0 * pinv(A)^T, the zeros PyTorch gives there
+        # (the pseudo-inverse is the inverse for the invertible matrices of the batch)
         A, d = self.saved("A"), self.saved("result")
-        return ((g * d).unsqueeze(-1).unsqueeze(-1) * _ld().inv(A).mT,)
+        try:
+            A_inv = _ld().inv(A)
+        except _ld().LinAlgError:
+            A_inv = _ld().pinv(A)
+        return ((g * d).unsqueeze(-1).unsqueeze(-1) * A_inv.mT,)
 
 
 def record_det(A, d):
