@@ -489,3 +489,9 @@ def test_numpy_integers_are_taken_where_pytorch_takes_ints():
     for bad in (2.0, True):
         with pytest.raises(TypeError):
             tl.eye(bad)
+
+
+@pytest.mark.parametrize("v", [float("inf"), float("-inf"), float("nan"), 1e30, -1e30, [1.5, float("inf")]])
+def test_a_float_outside_int64_is_pytorchs_runtime_error(v):
+    with pytest.raises(RuntimeError, match="cannot be converted to type int64 without overflow"):
+        tl.tensor(v, dtype=tl.int64)

@@ -1787,3 +1787,11 @@ def test_where_takes_a_uint8_condition_with_pytorchs_deprecation_warning():
     assert r.tolist() == [1.0, 0.0, 1.0]
     with pytest.raises(RuntimeError, match="boolean"):
         tl.where(tl.tensor([1, 0]), tl.ones(2), tl.zeros(2))     # int64: still an error
+
+
+def test_invert_operator_of_a_float_tensor_is_a_type_error_as_pytorch():
+    with pytest.raises(TypeError, match="only implemented on integer and Boolean"):
+        ~tl.ones(2)
+    with pytest.raises(RuntimeError):
+        tl.bitwise_not(tl.ones(2))                    # the function keeps its RuntimeError
+    assert (~tl.tensor([True, False])).tolist() == [False, True] and (~tl.tensor([1])).tolist() == [-2]

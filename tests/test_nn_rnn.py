@@ -452,3 +452,13 @@ def test_whole_layer_function_errors():
     with pytest.raises(TypeError, match="missing required argument 'batch_first'"):
         tl.gru(tl.zeros(2, 1, 3), tl.zeros(1, 1, 4), [tl.zeros(12, 3), tl.zeros(12, 4)], False, 1,
                0.0, False, False)
+
+
+@pytest.mark.parametrize("cls", [nn.RNN, nn.LSTM, nn.GRU])
+def test_an_input_of_another_dtype_than_the_weights_is_pytorchs_value_error(cls):
+    m = cls(3, 4)
+    with pytest.raises(ValueError, match=r"RNN input dtype \(torchlite.float64\) does not match weight "
+                                         r"dtype \(torchlite.float32\)"):
+        m(tl.ones(2, 1, 3, dtype=tl.float64))
+    out = m.double()(tl.ones(2, 1, 3, dtype=tl.float64))[0]
+    assert out.dtype is tl.float64

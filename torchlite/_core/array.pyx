@@ -1068,6 +1068,9 @@ def from_flat(list values, shape, int dtype):
         for i in range(n):
             v = values[i]
             if isinstance(v, float):
+                # the C conversion of NaN, an infinity or a float outside int64 is undefined
+                if not (-9.223372036854775808e18 <= v < 9.223372036854775808e18):
+                    raise RuntimeError("value cannot be converted to type int64 without overflow")
                 pl[i] = <int64_t>v
             else:
                 if v >= (1 << 63) or v < -(1 << 63):

@@ -1306,6 +1306,14 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
 
 
 # ---- operators -----------------------------------------------------------------------------
+def _invert(self):
+    """~x: bitwise_not of an integer or bool tensor; for a floating or complex one PyTorch's
+    TypeError of the operator (torch.bitwise_not itself raises its RuntimeError)."""
+    if self.is_floating_point() or self.is_complex():
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
+
+
 def _rev(fn):
     return lambda self, other: fn(other, self)
 
@@ -1404,7 +1412,7 @@ def _install_operators():
     T.__neg__ = neg
     T.__pos__ = positive
     T.__abs__ = abs
-    T.__invert__ = bitwise_not
+    T.__invert__ = _invert
     T.__and__ = bitwise_and
     T.__rand__ = _rev(bitwise_and)
     T.__iand__ = globals()["bitwise_and_"]

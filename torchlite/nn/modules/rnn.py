@@ -21,6 +21,7 @@ from .module import Module
 
 from ..functional.recurrent import rnn_step as _rnn_step, lstm_step as _lstm_step, gru_step as _gru_step
 from ..functional.recurrent import run_layers
+from ..._autocast_state import entry as _autocast
 
 if TYPE_CHECKING:
     from ..._device import device
@@ -152,6 +153,10 @@ class RNNBase(Module):
                                f"{self.input_size}, got {x.shape[-1]}")
         if not x.is_floating_point():
             raise RuntimeError(f"{self._name()}: expected a floating point input, got {x.dtype}")
+        w = self.all_weights[0][0] if self.all_weights and self.all_weights[0] else None
+        if w is not None and x.dtype is not w.dtype and not (_autocast.regions and _autocast.here.active):
+            raise ValueError(f"RNN input dtype ({x.dtype}) does not match weight dtype ({w.dtype}). "
+                             f"Convert input: input.to({w.dtype}), or convert model: model.to({x.dtype})")
 
     def _state_shape(self, batch, size):
         return (self.num_layers * self._directions, batch, size)
