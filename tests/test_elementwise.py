@@ -1761,7 +1761,7 @@ def test_deprecated_scalar_first_overloads_warn_and_compute_as_pytorch():
     # add(input, alpha, other) and addcmul/addcdiv(input, value, t1, t2), as functions,
     # methods and in place: PyTorch 1.x optimizers use them (values as PyTorch 2.13 gives)
     x, y = tl.ones(2), tl.full((2,), 3.0)
-    cases = [(lambda: x.add(2, y), 7.0), (lambda: tl.add(x, 2, y), 7.0), (lambda: x.add(2, other=y), 7.0),
+    cases = [(lambda: x.add(2, y), 7.0), (lambda: tl.add(x, 2, y), 7.0),
              (lambda: x.sub(2, y), -5.0), (lambda: tl.sub(x, 2, y), -5.0),
              (lambda: x.clone().add_(2, y), 7.0), (lambda: x.clone().sub_(2, y), -5.0),
              (lambda: x.addcmul(2, y, y), 19.0), (lambda: x.clone().addcmul_(2, y, y), 19.0),
@@ -1778,6 +1778,8 @@ def test_deprecated_scalar_first_overloads_warn_and_compute_as_pytorch():
         x.add(y, 2)                                    # the tensor first is not an overload
     with pytest.raises(TypeError):
         x.add(2, 3, y)
+    with tl.autocast("cpu", dtype=tl.bfloat16), pytest.warns(UserWarning):
+        assert tl.addcmul(x, 2, y, y).tolist() == [19.0, 19.0]       # through autocast's re-call
 
 
 def test_where_takes_a_uint8_condition_with_pytorchs_deprecation_warning():

@@ -7,7 +7,6 @@ are all made from that one entry."""
 from __future__ import annotations
 
 import builtins
-import functools
 import math
 import numbers
 import warnings
@@ -669,38 +668,34 @@ def _alpha(a, b, alpha, op, negate=False):
     return -builtins.float(alpha) if negate else builtins.float(alpha)
 
 
-def _scalar_first(kwarg, n):
-    """Also take PyTorch's deprecated overloads that put the scalar before the tensors --
-    add(input, alpha, other), addcmul(input, value, tensor1, tensor2), and their methods and
-    in-place forms, still common in optimizers written for PyTorch 1.x -- with PyTorch's
-    deprecation warning.  n: the positional arguments of the current signature."""
-    def deco(fn):
-        name = fn.__name__
+_NO = object()       # "not given", for the deprecated overloads' extra positional argument
 
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
-            # (n + 1 positional arguments, or add(x, 2, other=y): the scalar, then the tensors)
-            if (len(args) == n + 1 or (n == 2 and len(args) == 2 and "other" in kwargs)) \
-                    and kwarg not in kwargs and isinstance(args[1], numbers.Number) \
-                    and not isinstance(args[1], Tensor) \
-                    and all(isinstance(a, Tensor) for a in args[2:] + tuple(kwargs.values())):
-                warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number {kwarg}, "
-                              f"Tensor ...)\nConsider using one of the following signatures "
-                              f"instead:\n\t{name}(Tensor ..., *, Number {kwarg}=1)", UserWarning,
-                              stacklevel=2)
-                kwargs[kwarg] = args[1]
-                args = (args[0],) + args[2:]
-            return fn(*args, **kwargs)
-        return run
-    return deco
+
+def _scalar_first(name, kwarg, scalar, tensors):
+    """PyTorch's deprecated overloads that put the scalar before the tensors -- add(input,
+    alpha, other), addcmul(input, value, tensor1, tensor2), their methods and in-place forms,
+    still common in optimizers written for PyTorch 1.x: `scalar` (what was passed where the
+    first tensor goes) after PyTorch's deprecation warning, or PyTorch's TypeError when the
+    arguments are not of that form.  (An extra positional parameter with a default, rather
+    than a wrapper: these ops are called in every training step.)"""
+    n = len(tensors) + 1
+    if not isinstance(scalar, numbers.Number) or isinstance(scalar, Tensor) \
+            or not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError(f"{name}() takes {n} positional arguments but {n + 1} were given")
+    warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number {kwarg}, Tensor ...)\n"
+                  f"Consider using one of the following signatures instead:\n\t{name}(Tensor ..., *, "
+                  f"Number {kwarg}=1)", UserWarning, stacklevel=3)
+    return scalar
 
 
 @_register("add")
-@_scalar_first("alpha", 2)
-def add(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex, *,
-        alpha: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
+def add(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex,
+        _other: Tensor = _NO, *, alpha: int | float | bool | complex = 1,
+        out: Tensor | None = None) -> Tensor:
     """input + alpha * other, with broadcasting and type promotion (a complex alpha for a
-    complex result only)."""
+    complex result only).  (add(input, alpha, other): the deprecated overload.)"""
+    if _other is not _NO:
+        other, alpha = _other, _scalar_first("add", "alpha", other, (_other,))
     a = _alpha(input, other, alpha, "add")
     if a is None:
         return _binary(_ADD, input, other, out, "add")
@@ -708,9 +703,10 @@ def add(input: Tensor | int | float | bool | complex, other: Tensor | int | floa
 
 
 @_register("add_")
-@_scalar_first("alpha", 2)
-def add_(self: Tensor, other: Tensor | int | float | bool | complex, *,
+def add_(self: Tensor, other: Tensor | int | float | bool | complex, _other: Tensor = _NO, *,
          alpha: int | float | bool | complex = 1) -> Tensor:
+    if _other is not _NO:
+        other, alpha = _other, _scalar_first("add_", "alpha", other, (_other,))
     a = _alpha(self, other, alpha, "add_")
     if a is None:
         return _binary_(_ADD, self, other, "add_")
@@ -733,10 +729,12 @@ def _no_bool_sub(a, b):
 
 
 @_register("sub", "subtract")
-@_scalar_first("alpha", 2)
-def sub(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex, *,
-        alpha: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
-    """input - alpha * other."""
+def sub(input: Tensor | int | float | bool | complex, other: Tensor | int | float | bool | complex,
+        _other: Tensor = _NO, *, alpha: int | float | bool | complex = 1,
+        out: Tensor | None = None) -> Tensor:
+    """input - alpha * other.  (sub(input, alpha, other): the deprecated overload.)"""
+    if _other is not _NO:
+        other, alpha = _other, _scalar_first("sub", "alpha", other, (_other,))
     _no_bool_sub(input, other)
     a = _alpha(input, other, alpha, "sub", negate=True)
     if a is None:
@@ -748,9 +746,10 @@ subtract = sub
 
 
 @_register("sub_", "subtract_")
-@_scalar_first("alpha", 2)
-def sub_(self: Tensor, other: Tensor | int | float | bool | complex, *,
+def sub_(self: Tensor, other: Tensor | int | float | bool | complex, _other: Tensor = _NO, *,
          alpha: int | float | bool | complex = 1) -> Tensor:
+    if _other is not _NO:
+        other, alpha = _other, _scalar_first("sub_", "alpha", other, (_other,))
     _no_bool_sub(self, other)
     a = _alpha(self, other, alpha, "sub_", negate=True)
     if a is None:
@@ -919,10 +918,13 @@ def lerp_(self: Tensor, end: Tensor, weight: Tensor | float) -> Tensor:
 
 
 @_register("addcmul")
-@_scalar_first("value", 3)
-def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1,
-            out: Tensor | None = None) -> Tensor:
-    """input + value * tensor1 * tensor2 (integer tensors too, with an integer value)."""
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, _tensor2: Tensor = _NO, *,
+            value: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
+    """input + value * tensor1 * tensor2 (integer tensors too, with an integer value).
+    (addcmul(input, value, tensor1, tensor2): the deprecated overload.)"""
+    if _tensor2 is not _NO:
+        value = _scalar_first("addcmul", "value", tensor1, (tensor2, _tensor2))
+        tensor1, tensor2, _tensor2 = tensor2, _tensor2, _NO
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(addcmul, locals())
     if isinstance(value, builtins.complex):         # (the fused kernel takes a real value)
@@ -939,8 +941,11 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
 
 
 @_register("addcmul_")
-@_scalar_first("value", 3)
-def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1) -> Tensor:
+def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, _tensor2: Tensor = _NO, *,
+             value: int | float | bool | complex = 1) -> Tensor:
+    if _tensor2 is not _NO:
+        value = _scalar_first("addcmul_", "value", tensor1, (tensor2, _tensor2))
+        tensor1, tensor2 = tensor2, _tensor2
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcmul_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value))
@@ -955,10 +960,13 @@ def addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
 
 
 @_register("addcdiv")
-@_scalar_first("value", 3)
-def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1,
-            out: Tensor | None = None) -> Tensor:
-    """input + value * tensor1 / tensor2."""
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, _tensor2: Tensor = _NO, *,
+            value: int | float | bool | complex = 1, out: Tensor | None = None) -> Tensor:
+    """input + value * tensor1 / tensor2.  (addcdiv(input, value, tensor1, tensor2): the
+    deprecated overload.)"""
+    if _tensor2 is not _NO:
+        value = _scalar_first("addcdiv", "value", tensor1, (tensor2, _tensor2))
+        tensor1, tensor2, _tensor2 = tensor2, _tensor2, _NO
     if _autocast.regions and _autocast.here.active:
         return _autocast_run(addcdiv, locals())
     if isinstance(value, builtins.complex):         # (the fused kernel takes a real value)
@@ -968,8 +976,11 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | flo
 
 
 @_register("addcdiv_")
-@_scalar_first("value", 3)
-def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: int | float | bool | complex = 1) -> Tensor:
+def addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, _tensor2: Tensor = _NO, *,
+             value: int | float | bool | complex = 1) -> Tensor:
+    if _tensor2 is not _NO:
+        value = _scalar_first("addcdiv_", "value", tensor1, (tensor2, _tensor2))
+        tensor1, tensor2 = tensor2, _tensor2
     if _inplace_records(self, tensor1, tensor2):
         _G.check_inplace(self, "addcdiv_", tensor1, tensor2)
         return _G.rebase_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value))
