@@ -488,3 +488,16 @@ def test_autocast_is_off_inside_a_listed_op():
     assert y.dtype is tl.float32
     np.testing.assert_allclose(y.numpy(), F.interpolate(x, size=(4, 4), mode="bilinear",
                                                         antialias=True).numpy(), rtol=1e-6)
+
+
+def test_cpu_autocast_runs_the_ffts_in_float32_as_pytorch():
+    # PyTorch's CPU autocast lists the FFTs as float32 ops: a bfloat16 activation's spectrum
+    # is complex64 there, where the FFT of a bfloat16 tensor outside autocast is an error
+    x = _x(8, 16).to(tl.bfloat16)
+    with tl.autocast("cpu", dtype=tl.bfloat16):
+        for name in ("fft", "ifft", "rfft", "fft2", "rfftn", "ihfft"):
+            assert getattr(tl.fft, name)(x).dtype is tl.complex64, name
+        assert tl.fft.irfft(tl.fft.rfft(x)).dtype is tl.float32
+        got = tl.fft.rfft(x)
+    want = tl.fft.rfft(x.float())
+    assert tl.allclose(got, want)

@@ -30,6 +30,7 @@ from . import _register
 from . import fft_grad as _G
 from ._kit import with_out, tensor_arg
 from .. import _layout
+from .._autocast_state import entry as _autocast, run as _autocast_run
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -161,6 +162,8 @@ def _one(x, n, dim, op):
 def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The 1-d DFT along dim (input cut or zero-padded to n); a real input gives the full
     complex spectrum through the real transform."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(fft, locals())
     d, k = _one(input, n, dim, "fft")
     scale = _scale(norm, k, True)
     if input.is_complex() or input.dtype in (D.float16, D.bfloat16):
@@ -173,6 +176,8 @@ def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = N
 @with_out("fft_ifft")
 def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The inverse 1-d DFT along dim (1/n scaled by default)."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(ifft, locals())
     d, k = _one(input, n, dim, "ifft")
     return c2c(_as_complex(input, "ifft"), d, k, True, _scale(norm, k, False))
 
@@ -180,6 +185,8 @@ def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
 @with_out("fft_rfft")
 def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The DFT of a real input: the n//2 + 1 outputs that determine the rest."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(rfft, locals())
     d, k = _one(input, n, dim, "rfft")
     return r2c(_as_real(input, "rfft"), d, k, True, _scale(norm, k, True))
 
@@ -187,6 +194,8 @@ def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
 @with_out("fft_irfft")
 def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The real signal of length n (default 2 * (m - 1)) whose rfft is input."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(irfft, locals())
     tensor_arg(input, "fft.irfft")
     d = _wrap_dim(dim, input.ndim)
     k = 2 * (input.shape[d] - 1) if n is None else n
@@ -197,6 +206,8 @@ def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None =
 @with_out("fft_hfft")
 def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The real spectrum of a Hermitian signal given by its first half (irfft's inverse)."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(hfft, locals())
     tensor_arg(input, "fft.hfft")
     d = _wrap_dim(dim, input.ndim)
     k = _check_n(2 * (input.shape[d] - 1) if n is None else n)
@@ -206,6 +217,8 @@ def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
 @with_out("fft_ihfft")
 def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The first half of the Hermitian spectrum of a real signal (hfft's inverse)."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(ihfft, locals())
     d, k = _one(input, n, dim, "ihfft")
     return r2c(_as_real(input, "ihfft"), d, k, True, _scale(norm, k, False)).conj()
 
@@ -225,6 +238,8 @@ def _c2c_n(x, dims, sizes, inverse, scale):
 def fftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
          norm: str | None = None) -> Tensor:
     """The DFT over dims (every dim by default), each cut or padded to s."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(fftn, locals())
     tensor_arg(input, "fft.fftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "fftn")
     scale = _norm_scale(norm, sizes, True)
@@ -240,6 +255,8 @@ def fftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int]
 def ifftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
           norm: str | None = None) -> Tensor:
     """The inverse DFT over dims."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(ifftn, locals())
     tensor_arg(input, "fft.ifftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "ifftn")
     scale = _norm_scale(norm, sizes, False)
@@ -251,6 +268,8 @@ def ifftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int
 def rfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
           norm: str | None = None) -> Tensor:
     """The DFT of a real input over dims, one-sided in the last of them."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(rfftn, locals())
     tensor_arg(input, "fft.rfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "rfftn")
     if not dims:
@@ -271,6 +290,8 @@ def _last_size(input, s, dims, sizes):
 def irfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
            norm: str | None = None) -> Tensor:
     """The real signal whose rfftn is input (the last dim's length: s or 2 * (m - 1))."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(irfftn, locals())
     tensor_arg(input, "fft.irfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "irfftn")
     if not dims:
@@ -285,6 +306,8 @@ def irfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[in
 def hfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
           norm: str | None = None) -> Tensor:
     """The real n-dim spectrum of a Hermitian signal given by its last dim's first half."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(hfftn, locals())
     tensor_arg(input, "fft.hfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "hfftn")
     if not dims:
@@ -299,6 +322,8 @@ def hfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int
 def ihfftn(input: Tensor, s: Sequence[int] | None = None, dim: int | Sequence[int] | None = None,
            norm: str | None = None) -> Tensor:
     """The half Hermitian spectrum of a real signal over dims (hfftn's inverse)."""
+    if _autocast.regions and _autocast.here.active:      # CPU autocast: in float32
+        return _autocast_run(ihfftn, locals())
     tensor_arg(input, "fft.ihfftn")
     dims, sizes = _dims_and_sizes(input, s, dim, "ihfftn")
     if not dims:

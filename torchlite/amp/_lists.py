@@ -2,9 +2,10 @@
 its entry (see torchlite/_autocast_state.py); tests/test_amp.py checks that every one does.
 
 Names are looked up in torchlite ("name"), torchlite.nn.functional ("F.name"), torchlite.linalg
-("linalg.name") and Tensor ("Tensor.name", for operators that exist only as methods).  The CUDA
-lists follow PyTorch's CUDA autocast lists; the CPU lists follow PyTorch's CPU ones, which are
-much shorter (on the CPU, softmax, layer_norm, exp, sum, ... are on neither list)."""
+("linalg.name"), torchlite.fft ("fft.name") and Tensor ("Tensor.name", for operators that
+exist only as methods).  The CUDA lists follow PyTorch's CUDA autocast lists; the CPU lists
+follow PyTorch's CPU ones, which are much shorter (on the CPU, softmax, layer_norm, exp, sum,
+... are on neither list)."""
 from .._tensor import Tensor
 from . import autocast_mode as _am
 
@@ -28,7 +29,9 @@ _FP32_OPT_DTYPE_CUDA = """sum prod cumsum cumprod softmax log_softmax F.softmax 
     linalg.vector_norm linalg.matrix_norm"""
 _PROMOTE_CUDA = """addcmul addcdiv atan2 cross linalg.cross dot tensordot scatter_add index_put
     F.bilinear"""
-_FP32_CPU_ONLY = "prod F.binary_cross_entropy"
+_FP32_CPU_ONLY = """prod F.binary_cross_entropy fft.fft fft.ifft fft.rfft fft.irfft fft.hfft fft.ihfft
+    fft.fftn fft.ifftn fft.rfftn fft.irfftn fft.hfftn fft.ihfftn"""
+# (fft.fft2 and the other 2-d forms run through their n-d forms, so they follow them)
 
 # Functions that are single ops in PyTorch but compositions of listed ops here: they run with
 # autocast off inside, so their result dtype follows their inputs as PyTorch's does
@@ -65,7 +68,7 @@ def _lookup(name):
     import torchlite
     owner, _, attr = name.rpartition(".")
     holder = {"": torchlite, "F": torchlite.nn.functional, "linalg": torchlite.linalg,
-              "Tensor": Tensor, "autograd": torchlite.autograd}[owner]
+              "Tensor": Tensor, "autograd": torchlite.autograd, "fft": torchlite.fft}[owner]
     fn = holder.__dict__.get(attr) if owner == "Tensor" else getattr(holder, attr, None)
     if fn is None:
         raise AttributeError(f"autocast list names {name}, which torchlite lacks")
