@@ -7,8 +7,11 @@ Both of PyTorch's modes give the same gradients here; they differ in what they a
 recomputation runs the function again with autograd on and backpropagates through it: the
 gradients of its tensor inputs go back up the graph, those of the parameters it uses (a
 Module's, or any leaf it reaches) are accumulated into their .grad, as PyTorch's reentrant
-checkpoint does.  So, as there, torchlite.autograd.grad (which does not accumulate) cannot
-ask for the parameters' gradients through a checkpoint; .backward() can.  With
+checkpoint does.  A Module or its method names its parameters; for any other function (a
+closure, a functools.partial, checkpoint_sequential's segments) the first run records its
+graph once to find the leaves it reaches, then drops it.  As in PyTorch's reentrant mode,
+torchlite.autograd.grad (which does not accumulate) cannot ask for the parameters' gradients
+through a checkpoint; .backward() can.  With
 preserve_rng_state (the default) the recomputation draws the same random numbers (dropout
 masks) as the first run."""
 from __future__ import annotations
@@ -52,7 +55,9 @@ class _Checkpoint(Function):
         ctx.tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.others = [None if isinstance(a, Tensor) else a for a in args]
         ctx.save_for_backward(*[args[i] for i in ctx.tensor_pos])
-        outputs = run.call(args)
+        outputs = run.take_first_outputs()
+        if outputs is None:
+            outputs = run.call(args)
         ctx.meta = _meta(outputs) if run.check else None
         return outputs
 
@@ -93,6 +98,28 @@ class _Run:
         self.function, self.kwargs = function, kwargs
         self.check = check
         self.rng_state = _rng().get_rng_state() if preserve_rng_state else None
+        self.first = None           # the outputs of a first run made to find the leaves used
+
+    def take_first_outputs(self):
+        first, self.first = self.first, None
+        return first
+
+    def leaves_used(self, args):
+        """Run the function once recording its graph, keep its outputs (detached: the graph
+        and what it saved go) for the checkpoint's forward, and return the leaves requiring
+        grad that the outputs depend on, other than args: the parameters a closure or a
+        functools.partial reaches, which nothing else can find."""
+        from ..autograd.graph import reached_leaves
+        with enable_grad():
+            outputs = self.call(args)
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        roots = [o.grad_fn if o.grad_fn is not None else None for o in outs
+                 if isinstance(o, Tensor) and o.requires_grad]
+        given = {id(a) for a in args if isinstance(a, Tensor)}
+        leaves = [t for t in reached_leaves(roots) if id(t) not in given]
+        detached = tuple(o.detach() if isinstance(o, Tensor) else o for o in outs)
+        self.first = detached if isinstance(outputs, tuple) else detached[0]
+        return leaves
 
     def call(self, args, recompute=False):
         if not recompute or self.rng_state is None:
@@ -104,6 +131,11 @@ class _Run:
             return self.function(*args, **self.kwargs)
         finally:
             rng.set_rng_state(now)
+
+
+def _grad_enabled():
+    from ..autograd.grad_mode import is_grad_enabled
+    return is_grad_enabled()
 
 
 def _parameters_of(function):
@@ -134,6 +166,10 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
                          "use_reentrant=False.")
     run = _Run(function, kwargs, preserve_rng_state, determinism_check == "default")
     extra = _parameters_of(function)
+    if not extra and _grad_enabled():
+        # a closure, a partial or a plain function: its parameters are found by running it
+        # once recording (transiently: the graph is dropped), or they would get no gradient
+        extra = run.leaves_used(args)
     if not any(isinstance(a, Tensor) and a.requires_grad for a in args) and \
             not any(p.requires_grad for p in extra) and use_reentrant:
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
