@@ -245,3 +245,17 @@ def test_importing_models_does_not_read_the_categories_file():
             "assert _api._imagenet_categories is None\n"
             "assert meta['categories'][1] == 'goldfish' and len(_api._imagenet_categories) == 1000\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_deprecated_pretrained_argument_is_taken_as_torchvision_takes_it(monkeypatch):
+    import torchlite.vision.models.resnet as R
+    seen = []
+    monkeypatch.setattr(R, "load_weights", lambda model, weights, progress: (seen.append(weights), model)[1])
+    with pytest.warns(UserWarning, match="'pretrained' is deprecated"):
+        m = M.resnet18(pretrained=False)
+    assert seen[-1] is None and sum(p.numel() for p in m.parameters()) == 11689512
+    with pytest.warns(UserWarning, match="equivalent to passing `weights=ResNet50_Weights.IMAGENET1K_V1`"):
+        M.resnet50(pretrained=True)
+    assert seen[-1] is M.ResNet50_Weights.IMAGENET1K_V1           # the legacy mapping, not DEFAULT
+    with pytest.warns(UserWarning), pytest.raises(ValueError):
+        M.resnet18(pretrained=True, weights=M.ResNet18_Weights.DEFAULT)

@@ -185,15 +185,47 @@ _MODELS = {}        # name -> builder
 _WEIGHTS = {}       # name -> WeightsEnum class
 
 
+def _legacy_pretrained(build, weights_enum):
+    """The builder, also taking torchvision's deprecated `pretrained=` (before 0.13, and in
+    much code since): True is the enum's first weights (torchvision's legacy mapping, e.g.
+    IMAGENET1K_V1), False is None, each with torchvision's deprecation warnings."""
+    import functools
+    import warnings
+
+    @functools.wraps(build)
+    def builder(*args, **kwargs):
+        if "pretrained" in kwargs:
+            pretrained = kwargs.pop("pretrained")
+            warnings.warn("The parameter 'pretrained' is deprecated since 0.13 and may be removed in "
+                          "the future, please use 'weights' instead.", UserWarning, stacklevel=2)
+            if kwargs.get("weights") is not None:
+                raise ValueError(f"{build.__name__}: give 'weights' or the deprecated 'pretrained', "
+                                 f"not both")
+            if pretrained:
+                first = next(iter(weights_enum))
+                warnings.warn(f"Arguments other than a weight enum or `None` for 'weights' are "
+                              f"deprecated since 0.13 and may be removed in the future. The current "
+                              f"behavior is equivalent to passing `weights={weights_enum.__name__}."
+                              f"{first.name}`. You can also use `weights={weights_enum.__name__}."
+                              f"DEFAULT` to get the most up-to-date weights.", UserWarning, stacklevel=2)
+                kwargs["weights"] = first
+            else:
+                kwargs["weights"] = None
+        return build(*args, **kwargs)
+    return builder
+
+
 def register_model(name=None, weights=None):
-    """Decorator: make a builder known to get_model/list_models under `name`."""
+    """Decorator: make a builder known to get_model/list_models under `name` (with weights,
+    it also takes the deprecated `pretrained=`)."""
     def wrap(fn):
         key = name or fn.__name__
         if key in _MODELS:
             raise ValueError(f"An entry is already registered under the name '{key}'.")
-        _MODELS[key] = fn
         if weights is not None:
+            fn = _legacy_pretrained(fn, weights)
             _WEIGHTS[key] = weights
+        _MODELS[key] = fn
         return fn
     return wrap
 
