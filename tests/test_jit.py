@@ -292,3 +292,16 @@ def test_fork_and_wait_run_eagerly_as_pytorchs():
         raise ValueError("boom")
     with pytest.raises(ValueError, match="boom"):
         jit.fork(bad)
+
+
+def test_trace_with_positional_and_keyword_examples_binds_each_to_its_parameter():
+    class M(tl.nn.Module):
+        def forward(self, a, b=None, c=None):
+            return a * 2 + (0 if b is None else b) + (0 if c is None else c * 3)
+    a, c = tl.ones(2), tl.ones(2)
+    traced = tl.jit.trace(M(), (a,), example_kwarg_inputs={"c": c}, check_trace=False)
+    assert [n.target for n in traced.graph.nodes if n.op == "placeholder"] == ["a", "c"]
+    x, z = tl.tensor([1.0, 2.0]), tl.tensor([10.0, 20.0])
+    assert traced(x, z).tolist() == (x * 2 + z * 3).tolist()
+    with pytest.raises(TypeError, match="example_kwarg_inputs names 'a'"):
+        tl.jit.trace(M(), (a,), example_kwarg_inputs={"a": c}, check_trace=False)

@@ -399,3 +399,35 @@ def test_importing_torchlite_onnx_loads_no_onnx():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)
     assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+class _LastSteps(nn.Module):
+    def forward(self, x):
+        return x[:, -1], x[:, -2], x[-1], x[:, 1]
+
+
+def test_negative_indices_follow_a_dynamic_axis():
+    # x[:, -1] (an LSTM classifier's last step) must be the last row of each input's own
+    # length, not of the traced one's (it was a constant index: a wrong row, or an error)
+    sess, _ = _session(_LastSteps(), (tl.rand(4, 5, 3),), input_names=["x"],
+                       dynamic_axes={"x": {0: "n", 1: "t"}})
+    for n, t in ((4, 5), (2, 3), (6, 9)):
+        x = np.random.default_rng(t).random((n, t, 3), dtype=np.float32)
+        got = _run(sess, x)
+        for g, w in zip(got, (x[:, -1], x[:, -2], x[-1], x[:, 1])):
+            np.testing.assert_array_equal(g, w)
+
+
+class _Keywords(nn.Module):
+    def forward(self, a, b=None, c=None):
+        return a * 2 + (0 if b is None else b) + (0 if c is None else c * 3)
+
+
+@pytest.mark.parametrize("form", ["kwargs", "trailing dict"])
+def test_keyword_inputs_become_graph_inputs(form):
+    a, c = tl.ones(2), tl.ones(2)
+    args, kw = ((a,), {"kwargs": {"c": c}}) if form == "kwargs" else ((a, {"c": c}), {})
+    sess, proto = _session(_Keywords(), args, input_names=["a", "c"], **kw)
+    assert [i.name for i in proto.graph.input] == ["a", "c"]
+    x, z = np.array([1.0, 2.0], np.float32), np.array([10.0, 20.0], np.float32)
+    np.testing.assert_allclose(_run(sess, x, z)[0], x * 2 + z * 3)

@@ -219,12 +219,40 @@ class _RunTracer(Tracer):
                 raise TypeError(f"trace: {len(values)} example inputs for a forward that takes "
                                 f"{len(params)}")
             params = params[:len(values)]
-        else:
-            params = [sig.parameters[n] for n in names]
+            args = []
+            for p, v in zip(params, values):
+                node = self.graph.placeholder(p.name)
+                args.append(_ValueProxy(node, self, v) if isinstance(v, Tensor) else v)
+            return args
+        return self._placeholders_with_names(fn, sig, params, values, names)
+
+    def _placeholders_with_names(self, fn, sig, params, values, names):
+        """Placeholders for positional example inputs followed by named ones (the graph's
+        inputs in that order), and the positional call of fn that puts each where its
+        parameter is (parameters between them keep their defaults)."""
+        n_pos = len(values) - len(names)
+        if n_pos > len(params):
+            raise TypeError(f"trace: {n_pos} positional example inputs for a forward that takes "
+                            f"{len(params)}")
+        for n in names:
+            p = sig.parameters.get(n)
+            if p is None or p not in params or params.index(p) < n_pos:
+                raise TypeError(f"trace: example_kwarg_inputs names {n!r}, which is not a "
+                                f"positional-or-keyword parameter of {getattr(fn, '__name__', fn)} "
+                                f"left after the positional example inputs")
+        given = {}
+        for name, v in zip([p.name for p in params[:n_pos]] + list(names), values):
+            node = self.graph.placeholder(name)
+            given[name] = _ValueProxy(node, self, v) if isinstance(v, Tensor) else v
+        last = max((i for i, p in enumerate(params) if p.name in given), default=-1)
         args = []
-        for p, v in zip(params, values):
-            node = self.graph.placeholder(p.name)
-            args.append(_ValueProxy(node, self, v) if isinstance(v, Tensor) else v)
+        for p in params[:last + 1]:
+            if p.name in given:
+                args.append(given[p.name])
+            elif p.default is not p.empty:
+                args.append(p.default)
+            else:
+                raise TypeError(f"trace: no example input for parameter {p.name!r}")
         return args
 
 

@@ -870,9 +870,11 @@ def _getitem(ctx, node, args, kwargs):
             out_d += 1
             continue
         if isinstance(i, int):
-            j = i + shape[d] if i < 0 else i
-            starts.append(j)
-            ends.append(j + 1)
+            # a negative index stays negative: ONNX's Slice counts it from the end, so x[:, -1]
+            # is the last row of whatever length the input has (a dynamic axis), not of the
+            # traced one's (-1's end is "to the end": end 0 would be empty)
+            starts.append(i)
+            ends.append(i + 1 if i != -1 else np.iinfo(np.int64).max)
             axes.append(d)
             steps.append(1)
             squeeze.append(d)
