@@ -354,3 +354,8 @@ def test_powerSGD_hooks_match_the_numpy_formula_and_train(n):
         assert out.count(f"OK {name}") == n, (name, out)
     for r in range(n):
         assert f"OK powerSGD all (rank {r})" in out, out
+
+
+def test_gloo_is_available_wherever_its_mpi_transport_is():
+    import torchlite.distributed as dist
+    assert dist.is_gloo_available() == dist.is_mpi_available()

@@ -20,6 +20,11 @@ def scaled_relu(x, k):
 fx.wrap("scaled_relu")
 
 
+@fx.wrap            # the decorator form PyTorch documents
+def clamp_len(x):
+    return x.clamp(max=len(x))
+
+
 def make_block(lib):
     """The same model class in torchlite or in PyTorch."""
     class Block(lib.nn.Module):
@@ -134,6 +139,13 @@ def test_wrap_records_a_call_instead_of_tracing_into_it():
     assert calls[0].target is scaled_relu and calls[0].args[1] == 2.0
     _same(gm(tl.tensor([-1.0, 3.0])), tl.tensor([1.0, 7.0]))
     assert scaled_relu(tl.tensor([1.0]), 3.0).item() == 3.0      # put back after the trace
+
+
+def test_wrap_as_a_decorator():
+    gm = fx.symbolic_trace(lambda x: clamp_len(x) + 1)
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    assert calls[0].target is clamp_len
+    _same(gm(tl.tensor([1.0, 5.0])), tl.tensor([2.0, 3.0]))
 
 
 def test_editing_the_graph_and_recompiling():

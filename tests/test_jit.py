@@ -305,3 +305,18 @@ def test_trace_with_positional_and_keyword_examples_binds_each_to_its_parameter(
     assert traced(x, z).tolist() == (x * 2 + z * 3).tolist()
     with pytest.raises(TypeError, match="example_kwarg_inputs names 'a'"):
         tl.jit.trace(M(), (a,), example_kwarg_inputs={"a": c}, check_trace=False)
+
+
+def test_traced_module_save_and_extra_files(tmp_path):
+    class M(tl.nn.Module):
+        def forward(self, x):
+            return x * 2
+    traced = tl.jit.trace(M(), tl.ones(2))
+    path = str(tmp_path / "m.pt")
+    traced.save(path, _extra_files={"meta.txt": "hello", "raw.bin": b"\x00\x01"})
+    extra = {"meta.txt": "", "raw.bin": "", "absent": "kept"}
+    loaded = tl.jit.load(path, _extra_files=extra)
+    assert extra == {"meta.txt": b"hello", "raw.bin": b"\x00\x01", "absent": "kept"}
+    assert loaded(tl.tensor([1.0, 3.0])).tolist() == [2.0, 6.0]
+    with pytest.raises(TypeError):
+        traced.save(path, _extra_files={"bad": 3})

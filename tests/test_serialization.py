@@ -1161,3 +1161,9 @@ def test_safetensors_missing_library(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "safetensors", None)
     with pytest.raises(ImportError, match="pip install safetensors"):
         save_safetensors({"a": tl.ones(1)}, tmp_path / "x.safetensors")
+
+
+def test_pytorchs_private_save_flags_are_taken(tmp_path):
+    p = str(tmp_path / "x.pt")
+    tl.save({"a": tl.ones(2)}, p, _use_new_zipfile_serialization=False, _disable_byteorder_record=False)
+    assert tl.load(p)["a"].tolist() == [1.0, 1.0]

@@ -278,14 +278,18 @@ def _is_path(f):
 
 
 def save(obj: object, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None,
-         pickle_protocol: int = DEFAULT_PROTOCOL) -> None:
+         pickle_protocol: int = DEFAULT_PROTOCOL, _use_new_zipfile_serialization: bool = True,
+         _disable_byteorder_record: bool = False) -> None:
     """Save an object (tensors, state_dicts, optimizer state, containers of those with
     numbers and strings, or anything picklable) to a path or a writable binary file object,
     in PyTorch's zip checkpoint format: ``torch.load(f, weights_only=True)`` reads it.
 
     Tensors sharing a storage are saved with one copy of it and share it again after
     loading; views keep their strides and storage offset.  pickle_protocol 2 (the default)
-    is the one torch's weights_only loader understands."""
+    is the one torch's weights_only loader understands.  PyTorch's private flags are taken
+    for the scripts that pass them: the file is the zip format whichever
+    _use_new_zipfile_serialization says (torch.load of any PyTorch since 1.6 reads it), and
+    it always records the byte order."""
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("torchlite.save writes its pickles itself: pickle_module must be None "
                          "or the standard pickle module")

@@ -63,9 +63,10 @@ def is_mpi_available() -> bool:
 
 
 def is_gloo_available() -> bool:
-    """False: there is no Gloo backend ('gloo' is accepted by init_process_group and runs on
-    MPI)."""
-    return False
+    """Whether init_process_group('gloo') works: there is no Gloo library, but 'gloo' is
+    accepted and runs on MPI, so this is is_mpi_available() (code that picks 'gloo' when it
+    is available then runs, as it does under PyTorch)."""
+    return is_mpi_available()
 
 
 def is_nccl_available() -> bool:

@@ -38,12 +38,16 @@ _proxy_wrappers = {}            # original function -> its proxy-aware wrapper
 def wrap(fn_or_name):
     """Called at module scope: calls of this module-level function are recorded as
     call_function nodes when traced (the function is not traced into).  Takes the function
-    or its name, as PyTorch's torch.fx.wrap."""
+    or its name, as PyTorch's torch.fx.wrap, or decorates the function (@fx.wrap)."""
     caller = sys._getframe(1)
     if caller.f_code.co_name != "<module>":
         raise NotImplementedError("wrap must be called at the top level of a module")
     name = fn_or_name if isinstance(fn_or_name, str) else fn_or_name.__name__
-    if not isinstance(fn_or_name, str) and caller.f_globals.get(name) is not fn_or_name:
+    # as a decorator (@fx.wrap over a def) the name is bound only after wrap returns: it is
+    # not a global yet, or still an earlier function of that name
+    current = caller.f_globals.get(name)
+    if not isinstance(fn_or_name, str) and current is not fn_or_name and current is not None \
+            and getattr(current, "__name__", None) != name:
         raise ValueError(f"wrap: {name} is not a global of the calling module")
     _wrapped_globals.append((caller.f_globals, name))
     return fn_or_name

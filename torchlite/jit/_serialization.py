@@ -253,7 +253,8 @@ def _tensor(tensors, key):
 def save(m: Module, f: str | os.PathLike[str] | BinaryIO, _extra_files: dict[str, Any] | None = None) -> None:
     """Write a module from torchlite.jit.trace / script (or any torchlite.fx GraphModule) to
     a path or a binary file: its graph and its weights, loadable by torchlite.jit.load in a
-    program that does not have the model's class."""
+    program that does not have the model's class.  _extra_files: {name: str or bytes} saved
+    beside them (jit.load fills a dict with the same names with their bytes)."""
     from .. import serialization
     from ..fx.graph_module import GraphModule
     from ..nn.parameter import Parameter
@@ -285,8 +286,14 @@ def save(m: Module, f: str | os.PathLike[str] | BinaryIO, _extra_files: dict[str
         raise RuntimeError(f"torchlite.jit.save: cannot save this module: {e}") from None
     desc = {"format": FORMAT, "class_name": type(m).__name__, "training": bool(m.training),
             "nodes": nodes, "layers": layers}
+    extra = {}
+    for name, value in (_extra_files or {}).items():
+        if not isinstance(value, (str, bytes)):
+            raise TypeError(f"torchlite.jit.save: _extra_files[{name!r}] must be str or bytes, "
+                            f"got {type(value).__name__}")
+        extra[str(name)] = value.encode() if isinstance(value, str) else bytes(value)
     serialization.save({"torchlite.jit": FORMAT, "graph": json.dumps(desc),
-                        "tensors": tensors}, f)
+                        "tensors": tensors, "extra_files": extra}, f)
 
 
 def load(f: str | os.PathLike[str] | BinaryIO, map_location: Any = None,
@@ -312,6 +319,11 @@ def load(f: str | os.PathLike[str] | BinaryIO, map_location: Any = None,
             or not isinstance(desc.get("nodes"), list):
         raise _bad("an unknown graph format")
     tensors = blob["tensors"]
+    if _extra_files is not None:       # PyTorch's protocol: the caller's dict names the files
+        stored = blob.get("extra_files") or {}
+        for name in list(_extra_files):
+            if name in stored:
+                _extra_files[name] = stored[name]
     graph = Graph()
     nodes = {}
     root = {}
