@@ -1797,3 +1797,8 @@ def test_invert_operator_of_a_float_tensor_is_a_type_error_as_pytorch():
     with pytest.raises(RuntimeError):
         tl.bitwise_not(tl.ones(2))                    # the function keeps its RuntimeError
     assert (~tl.tensor([True, False])).tolist() == [False, True] and (~tl.tensor([1])).tolist() == [-2]
+
+
+def test_neg_is_named_neg():
+    # fx transformers and printed graphs read a target's name (it was the wrapper's)
+    assert tl.neg.__name__ == "neg" and tl.Tensor.neg is tl.neg

@@ -219,6 +219,7 @@ def _no_bool_neg(input: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 neg = negative = _register("neg", "negative")(_no_bool_neg)
 neg.__doc__ = "-input, elementwise."
+neg.__name__ = neg.__qualname__ = "neg"      # the name graph code and fx transformers read
 
 
 _abs_ = globals()["abs_"]
