@@ -770,7 +770,9 @@ def test_apply_op_pil_and_tensor_agree(smooth):
 
 # ---- v2, repr --------------------------------------------------------------------------------
 def test_v2_names(arr):
-    assert v2.Resize is T.Resize and v2.RandomResizedCrop is T.RandomResizedCrop and v2.AutoAugment is T.AutoAugment
+    # v2's classes are the v1 transforms, taking whole samples (an image with its label) too
+    assert issubclass(v2.Resize, T.Resize) and issubclass(v2.RandomResizedCrop, T.RandomResizedCrop) \
+        and issubclass(v2.AutoAugment, T.AutoAugment)
     img = v2.ToImage()(Image.fromarray(arr))
     assert img.dtype == torch.uint8 and tuple(img.shape) == (3, H, W)
     np.testing.assert_array_equal(v2.ToImage()(arr).numpy(), arr.transpose(2, 0, 1))
@@ -866,7 +868,7 @@ def test_elastic_transform_class_draws_from_torchlites_generator():
     assert isinstance(out, Image.Image) and out.size == (32, 32) and out.mode == "RGB"
     with pytest.raises(ValueError, match="length should be 1 or 2"):
         T.ElasticTransform(alpha=[1.0, 2.0, 3.0])
-    assert T.ElasticTransform is __import__("torchlite.vision.transforms.v2", fromlist=["x"]).ElasticTransform
+    assert issubclass(__import__("torchlite.vision.transforms.v2", fromlist=["x"]).ElasticTransform, T.ElasticTransform)
 
 
 # ---- AugMix ----------------------------------------------------------------------------------------
@@ -901,4 +903,26 @@ def test_augmix_on_uint8_tensors_and_pil_images():
     assert isinstance(out, Image.Image) and out.mode == "RGB" and out.size == (16, 16)
     with pytest.raises(ValueError, match="severity must be between"):
         T.AugMix(severity=11)
-    assert v2.AugMix is T.AugMix
+    assert issubclass(v2.AugMix, T.AugMix)
+
+
+def test_v2_transforms_take_a_whole_sample_and_pass_the_rest_through():
+    # torchvision's v2: t(img, label) and t({"image": img, "label": y}) transform the image only
+    from PIL import Image
+    from torchlite.vision.transforms import v2
+    img = Image.fromarray((np.arange(48).reshape(4, 4, 3) * 5).astype(np.uint8))
+    flip = v2.RandomHorizontalFlip(p=1.0)
+    out, label = flip(img, 3)
+    assert label == 3 and np.array_equal(np.asarray(out), np.asarray(img)[:, ::-1])
+    d = flip({"image": img, "label": 3, "meta": [1, "x"]})
+    assert d["label"] == 3 and d["meta"] == [1, "x"] and np.array_equal(np.asarray(d["image"]),
+                                                                        np.asarray(img)[:, ::-1])
+    pipe = v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.RandomHorizontalFlip(p=1.0)])
+    x, y = pipe(img, 7)
+    assert y == 7 and x.shape == (3, 4, 4) and x.dtype is torch.float32
+    t = torch.rand(3, 4, 4)
+    a, b = flip(t, torch.tensor(5))              # the first tensor is the image, the next passes
+    assert torch.equal(a, t.flip(-1)) and b.item() == 5
+    assert torch.equal(flip(t), t.flip(-1))      # one image, as before
+    with pytest.raises(ValueError, match="several PIL images"):
+        flip(img, img)
