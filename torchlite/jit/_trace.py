@@ -259,7 +259,7 @@ class _RunTracer(Tracer):
 class TracedModule(GraphModule):
     """What trace returns: a GraphModule (`.graph`, `.code`) that replays the recorded ops."""
 
-    def save(self, f, _extra_files=None):
+    def save(self, f: Any, _extra_files: dict[str, Any] | None = None) -> None:
         """torchlite.jit.save(self, f): ScriptModule.save's spelling."""
         from ._serialization import save
         save(self, f, _extra_files=_extra_files)

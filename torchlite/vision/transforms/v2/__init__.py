@@ -116,7 +116,7 @@ def _on_samples(cls):
     sample (several arguments, a tuple or a dict), where it transforms the image alone."""
     v1_forward = cls.forward
 
-    def forward(self, *inputs):
+    def forward(self, *inputs: Any) -> Any:
         sample = inputs if len(inputs) > 1 else inputs[0]
         if len(inputs) == 1 and not isinstance(sample, (tuple, list, dict)):
             return v1_forward(self, sample)
@@ -134,7 +134,7 @@ def _passing_samples(cls):
     """A container (Compose, RandomApply, ...): it hands the whole sample to its transforms."""
     v1_forward = cls.forward
 
-    def forward(self, *inputs):
+    def forward(self, *inputs: Any) -> Any:
         return v1_forward(self, inputs if len(inputs) > 1 else inputs[0])
     forward.__doc__ = v1_forward.__doc__
     return type(cls.__name__, (cls,), {"forward": forward, "__module__": __name__,
