@@ -1146,3 +1146,15 @@ def test_capture_ignores_other_threads():
     assert type(out["B"]) is tl.Tensor
     with tl.no_grad():
         np.testing.assert_allclose(out["A"].detach().numpy(), m(tl.ones(1, 2)).numpy(), rtol=1e-6)
+
+
+def test_inductors_tuning_options_are_taken_with_no_effect():
+    # scripts pass inductor's options (max_autotune, triton.cudagraphs, ...): they run, as eager
+    lin = tl.nn.Linear(4, 3)
+    x = tl.randn(5, 4)
+    fn = tl.compile(lambda t: tl.relu(lin(t)) * 2,
+                    options={"max_autotune": True, "triton.cudagraphs": False, "shape_padding": True,
+                             "trace.enabled": False, "epilogue_fusion": False})
+    assert tl.allclose(fn(x), tl.relu(lin(x)) * 2)
+    with pytest.raises(RuntimeError, match="unknown option 'not_an_option'"):
+        tl.compile(lambda t: t, options={"not_an_option": 1})

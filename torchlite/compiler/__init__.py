@@ -53,6 +53,16 @@ __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _BACKENDS = ("inductor", "eager", "aot_eager")
 _OPTIONS = ("fusion", "epilogue_fusion", "cpp_codegen")
+# PyTorch inductor's tuning options that scripts pass (options={"max_autotune": True}, ...):
+# accepted so those scripts run, and they choose nothing here (there is no autotuner, no
+# CUDA graphs, no Triton); any other unknown name is still an error, as in PyTorch
+_INDUCTOR_NO_EFFECT = ("max_autotune", "max_autotune_gemm", "max_autotune_pointwise",
+                       "coordinate_descent_tuning", "shape_padding", "freezing",
+                       "layout_optimization", "aggressive_fusion", "benchmark_kernel",
+                       "size_asserts", "debug", "cpp_wrapper", "fallback_random",
+                       "triton.cudagraphs", "triton.cudagraph_trees", "trace.enabled",
+                       "trace.graph_diagram", "force_same_precision", "split_reductions",
+                       "permute_fusion", "reorder_for_locality")
 
 
 def compile(model: Module | Callable[..., Any] | None = None, *, fullgraph: bool = False,
@@ -75,8 +85,9 @@ def compile(model: Module | Callable[..., Any] | None = None, *, fullgraph: bool
         raise RuntimeError(f"compile: unknown backend {backend!r} (torchlite has "
                            f"{', '.join(_BACKENDS)}, or pass a callable)")
     for k in options or {}:
-        if k not in _OPTIONS:
-            raise RuntimeError(f"compile: unknown option {k!r} (known: {', '.join(_OPTIONS)})")
+        if k not in _OPTIONS and k not in _INDUCTOR_NO_EFFECT:
+            raise RuntimeError(f"compile: unknown option {k!r} (known: {', '.join(_OPTIONS)}; "
+                               f"accepted with no effect: {', '.join(_INDUCTOR_NO_EFFECT)})")
     if disable:
         return model
     from ..nn.modules.module import Module
