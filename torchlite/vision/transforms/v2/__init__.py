@@ -12,6 +12,7 @@ from ..autoaugment import *
 from ..transforms import _Transform, __all__ as _t_all
 from ..autoaugment import __all__ as _a_all
 from . import functional
+from ....utils._pytree import tree_flatten, tree_unflatten
 
 if TYPE_CHECKING:
     from typing import Any
@@ -73,28 +74,6 @@ class RGB(_Transform):
 # PIL images in one sample would each need the same random parameters, which these classes
 # draw per call: that is refused rather than transformed inconsistently.
 
-def _leaves(sample, out):
-    """The leaves of nested tuples, lists and dicts, in order, appended to out."""
-    if isinstance(sample, (tuple, list)):
-        for x in sample:
-            _leaves(x, out)
-    elif isinstance(sample, dict):
-        for x in sample.values():
-            _leaves(x, out)
-    else:
-        out.append(sample)
-    return out
-
-
-def _rebuild(sample, leaves):
-    """sample with its leaves replaced by those of the iterator `leaves`, in order."""
-    if isinstance(sample, (tuple, list)):
-        return type(sample)(_rebuild(x, leaves) for x in sample)
-    if isinstance(sample, dict):
-        return type(sample)((k, _rebuild(v, leaves)) for k, v in sample.items())
-    return next(leaves)
-
-
 def _image_index(leaves):
     from ...._tensor import Tensor
     try:
@@ -120,11 +99,11 @@ def _on_samples(cls):
         sample = inputs if len(inputs) > 1 else inputs[0]
         if len(inputs) == 1 and not isinstance(sample, (tuple, list, dict)):
             return v1_forward(self, sample)
-        leaves = _leaves(sample, [])
+        leaves, spec = tree_flatten(sample)
         i = _image_index(leaves)
         if i is not None:
             leaves[i] = v1_forward(self, leaves[i])
-        return _rebuild(sample, iter(leaves))
+        return tree_unflatten(leaves, spec)
     forward.__doc__ = f"{cls.__name__}'s transform of the image of a sample (v2: other values pass through)."
     return type(cls.__name__, (cls,), {"forward": forward, "__module__": __name__,
                                        "__doc__": cls.__doc__})
